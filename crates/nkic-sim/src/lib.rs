@@ -1,0 +1,1 @@
+//! The reference interpreter of the nkic pseudo-ISA.

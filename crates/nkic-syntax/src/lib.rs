@@ -1,0 +1,1 @@
+//! Lexer, layout pass, parser and AST of the NKI kernel language.

@@ -1,0 +1,3 @@
+//! The nkic command-line interface.
+
+fn main() {}
