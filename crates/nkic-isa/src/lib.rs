@@ -5,5 +5,6 @@
 //! the target figures that both the backend and the simulator read.
 
 pub mod dtype;
+pub mod numerics;
 
 pub use dtype::DType;
