@@ -1,10 +1,51 @@
 //! The Trainium pseudo-ISA: the machine's language.
 //!
-//! This crate knows nothing of Python. It owns dtypes and numerics, engines,
-//! instructions, programs, the `.nkasm` text format, the program verifier and
-//! the target figures that both the backend and the simulator read.
+//! This crate knows nothing of Python and depends on no other workspace
+//! crate: together with `nkic-sim` it is a stand-alone simulator. It owns
+//! dtypes and numerics, engines and queues, access patterns, the
+//! instruction table, programs, the `.nkasm` text format, the program
+//! verifier and the target figures and cost model that both the backend
+//! and the simulator read.
+//!
+//! Code map:
+//! * `dtype`, `numerics`: element types and their conversions.
+//! * `engine`: `Engine` and `Queue`.
+//! * `target`: `Target` and its `Figures` (one source of truth for every
+//!   machine number).
+//! * `enums`: ALU operators, activation functions, accumulator commands and
+//!   the other small named enums.
+//! * `ap`: access patterns, scalar operands, immediates, registers; the
+//!   memory model is documented there.
+//! * `inst`: the declarative instruction table (`Op`) and the `Instruction`
+//!   header with semaphore waits and signals.
+//! * `program`: `Program`, HBM tensors, semaphores, the line table; the
+//!   execution model is documented there.
+//! * `field`: the text form of each operand type, shared by printer and
+//!   assembler.
+//!
+//! The exact meaning of every instruction is in `docs/isa.md`; the
+//! interpreter in `nkic-sim` implements exactly that document.
 
+pub mod ap;
 pub mod dtype;
+pub mod engine;
+pub mod enums;
+pub mod field;
+pub mod inst;
 pub mod numerics;
+pub mod program;
+pub mod target;
 
+pub use ap::{
+    AccessPattern, Dim, DynOffset, Fp32, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar, TensorId,
+};
 pub use dtype::DType;
+pub use engine::{Engine, Queue};
+pub use enums::{
+    ActFunc, AluOp, BranchCond, DgeMode, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
+};
+pub use inst::{Instruction, Label, Op, Operand, Role, SemWait};
+pub use program::{
+    HbmTensor, LineEntry, LineId, Program, QueueStream, SemId, Semaphore, TensorKind,
+};
+pub use target::{Figures, Target};
