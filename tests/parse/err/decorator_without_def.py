@@ -1,0 +1,5 @@
+import nki
+
+
+@nki.jit
+x = 1

@@ -1,0 +1,2 @@
+def first(t):
+    return t[]

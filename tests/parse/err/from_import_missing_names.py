@@ -1,0 +1,2 @@
+from nki.language import
+import nki

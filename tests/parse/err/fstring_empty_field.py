@@ -1,0 +1,2 @@
+def label(i):
+    return f"tile {} of {i}"

@@ -1,0 +1,5 @@
+def softmax(x):
+    if x:
+        y = x
+      z = y
+    return z

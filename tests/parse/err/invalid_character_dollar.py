@@ -1,0 +1,3 @@
+def total(x):
+    $count = 0
+    return x

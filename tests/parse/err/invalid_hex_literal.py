@@ -1,0 +1,1 @@
+MASK = 0xZZ

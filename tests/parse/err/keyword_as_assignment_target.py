@@ -1,0 +1,3 @@
+def setup():
+    class = "sbuf"
+    return class

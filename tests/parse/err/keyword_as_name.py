@@ -1,0 +1,2 @@
+def make(shape, lambda=1.0):
+    return shape

@@ -1,0 +1,5 @@
+def choose(x):
+    y = x
+    else:
+        y = 0
+    return y

@@ -1,0 +1,2 @@
+def view(t):
+    return t[0:128, (1, 2]]

@@ -1,0 +1,6 @@
+def pick(flag):
+    if flag:
+        op = "relu"
+    else
+        op = "gelu"
+    return op

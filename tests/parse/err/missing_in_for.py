@@ -1,0 +1,3 @@
+def loop(n):
+    for i range(n):
+        pass

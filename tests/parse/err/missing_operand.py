@@ -1,0 +1,3 @@
+def offset(i, stride):
+    start = i * stride +
+    return start

@@ -1,0 +1,5 @@
+def load(x):
+    if x:
+	y = x
+        z = x
+    return y

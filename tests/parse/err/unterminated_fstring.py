@@ -1,0 +1,2 @@
+def label(i):
+    return f"load_{i}

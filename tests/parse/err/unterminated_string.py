@@ -1,0 +1,3 @@
+def kernel(x):
+    name = "tile_load
+    return name

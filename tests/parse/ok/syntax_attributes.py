@@ -1,0 +1,14 @@
+a = x.y
+b = x.y.z.w
+c = nl.tile_size.pmax
+d = f(x).shape[0]
+e = t.shape[1:]
+f = obj.method().attr.other()
+g = (a + b).real
+h = "sep".join(parts)
+i = [1, 2].count(1)
+j = {}.keys()
+k = (1).bit_length()
+l = 1 .bit_length()
+m = x.T
+n = nisa.oob_mode.skip

@@ -1,0 +1,10 @@
+mask = (1 << 7) - 1
+high = value >> 16 & 0xFFFF
+low = value & 0xFFFF
+merged = high << 16 | low
+flipped = ~mask
+toggled = flags ^ 0b1010
+nested = ((a & b) | (c & ~d)) ^ (e >> 2)
+aligned = (offset + 2047) & ~2047
+bank = offset >> 11
+bits = -~x

@@ -1,0 +1,8 @@
+total = sum(x * x for x in xs)
+biggest = max((len(s) for s in names), default=0)
+any_big = any(d > 128 for d in shape)
+gen = (i for i in range(10))
+nested = (x for row in grid for x in row if x)
+joined = ", ".join(str(d) for d in shape)
+pairs = dict((k, v) for k, v in items)
+first = next((t for t in tiles if t.ready), None)

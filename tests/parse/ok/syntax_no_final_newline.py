@@ -1,0 +1,5 @@
+def f():
+    return 1
+
+
+x = f()

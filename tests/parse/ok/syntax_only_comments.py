@@ -1,0 +1,3 @@
+# Just a comment, no code.
+
+# Another one.

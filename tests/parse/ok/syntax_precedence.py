@@ -1,0 +1,29 @@
+a = 1 + 2 * 3
+b = (1 + 2) * 3
+c = 2 ** 3 ** 2
+d = -2 ** 2
+e = (-2) ** 2
+f = 2 ** -1
+g = a - b - c
+h = a / b / c
+i = a // b * c % d
+j = a + b << c + d
+k = a & b | c ^ d
+l = a | b & c
+m = not a and b or c
+n = not (a and b)
+o = a or b and not c
+p = a if b else c if d else e
+q = (a if b else c) if d else e
+r = lambda x: x + 1 if x else 0
+s = a < b == c
+t = a + b < c * d
+u = ~a + 1
+v = -a * -b
+w = a @ b + c @ d
+x = a ** b @ c
+y = not a == b
+z = a if not b else -c
+aa = x.y ** 2
+bb = f(x)[0].y ** -g(z)
+cc = a * (b + c) - (d - e) / f

@@ -1,0 +1,15 @@
+a = -x
+b = +x
+c = ~x
+d = not x
+e = - - x
+f = -+~x
+g = x ** 2
+h = x ** y ** z
+i = -x ** 2
+j = (-x) ** 2
+k = x ** -y
+l = 2 ** 0.5
+m = not not x
+n = -(x + y)
+o = 10 ** -3
