@@ -62,7 +62,6 @@ pub struct Operand<'a> {
 
 /// Where the assembler gets field text from; implemented by the assembler
 /// over one instruction line.
-#[allow(dead_code)] // The assembler lands in the next commit.
 pub(crate) trait FieldSource<'a> {
     /// Removes and returns the text of field `name` with its byte range.
     fn take(&mut self, name: &'static str) -> Option<(&'a str, std::ops::Range<usize>)>;
@@ -75,7 +74,6 @@ pub(crate) trait FieldSource<'a> {
 }
 
 /// Reads one field from `src`, recording errors there.
-#[allow(dead_code)] // The assembler lands in the next commit.
 fn take_field<'a, T: FieldParse>(src: &mut dyn FieldSource<'a>, name: &'static str) -> Option<T> {
     match src.take(name) {
         Some((text, span)) => match T::parse_text(text, src.names()) {
@@ -156,8 +154,7 @@ macro_rules! instructions {
             /// Parses the fields of instruction `mnemonic`; `None` after
             /// recording errors in `src`, or when the mnemonic is unknown
             /// (nothing recorded).
-            #[allow(dead_code)] // The assembler lands in the next commit.
-            pub(crate) fn parse_fields<'a>(mnemonic: &str, src: &mut dyn FieldSource<'a>) -> Option<Op> {
+                        pub(crate) fn parse_fields<'a>(mnemonic: &str, src: &mut dyn FieldSource<'a>) -> Option<Op> {
                 match mnemonic {
                     $( $mnemonic => {
                         $( let $field = take_field::<$fty>(src, stringify!($field)); )*

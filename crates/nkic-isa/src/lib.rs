@@ -20,6 +20,7 @@
 //!   header with semaphore waits and signals.
 //! * `program`: `Program`, HBM tensors, semaphores, the line table; the
 //!   execution model is documented there.
+//! * `text`: the `.nkasm` printer and assembler (grammar in its doc).
 //! * `field`: the text form of each operand type, shared by printer and
 //!   assembler.
 //!
@@ -35,6 +36,7 @@ pub mod inst;
 pub mod numerics;
 pub mod program;
 pub mod target;
+pub mod text;
 
 pub use ap::{
     AccessPattern, Dim, DynOffset, Fp32, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar, TensorId,
@@ -49,3 +51,4 @@ pub use program::{
     HbmTensor, LineEntry, LineId, Program, QueueStream, SemId, Semaphore, TensorKind,
 };
 pub use target::{Figures, Target};
+pub use text::{AsmError, assemble, print};
