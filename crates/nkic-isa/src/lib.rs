@@ -12,6 +12,7 @@
 //! * `engine`: `Engine` and `Queue`.
 //! * `target`: `Target` and its `Figures` (one source of truth for every
 //!   machine number).
+//! * `cost`: `Target::cost`, the cost model over those figures.
 //! * `enums`: ALU operators, activation functions, accumulator commands and
 //!   the other small named enums.
 //! * `ap`: access patterns, scalar operands, immediates, registers; the
@@ -28,6 +29,7 @@
 //! interpreter in `nkic-sim` implements exactly that document.
 
 pub mod ap;
+pub mod cost;
 pub mod dtype;
 pub mod engine;
 pub mod enums;
@@ -41,6 +43,7 @@ pub mod text;
 pub use ap::{
     AccessPattern, Dim, DynOffset, Fp32, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar, TensorId,
 };
+pub use cost::Cost;
 pub use dtype::DType;
 pub use engine::{Engine, Queue};
 pub use enums::{

@@ -1,0 +1,586 @@
+//! The cost model: how long an instruction occupies its queue and when its
+//! results become visible, computed only from `Figures`.
+//!
+//! Both the backend (to schedule) and the simulator (to time) call
+//! `Target::cost`; nothing else in the workspace may hold a latency.
+//!
+//! # Model
+//!
+//! `Cost::busy_ps` is the initiation interval: the next instruction of the
+//! same queue may start `busy_ps` after this one started. `Cost::latency_ps`
+//! (≥ `busy_ps`) is when this instruction's writes are visible and its
+//! signals fire. All times are integer picoseconds, converted from engine
+//! cycles with `Figures::cycles_to_ps` (rounding up), so simulated times are
+//! deterministic.
+//!
+//! The simulator adds `Target::dependent_overhead_ps` to an instruction's
+//! start when it reads memory written by the previous instruction of the
+//! same queue (`dependent_issue_overhead_cycles`, trn3-machine.md §7.1) and
+//! waits for that producer's `latency_ps` as well.
+//!
+//! Compute engines (N = free size of the main input, `max(·, min_ii)` on
+//! every Vector/Scalar/GpSimd interval, latency = interval +
+//! `pipeline_latency_cycles`), restating trn3-machine.md §6–§7:
+//!
+//! | instruction | interval (engine cycles) |
+//! |---|---|
+//! | `tensor_copy`, `tensor_scalar` (Vector) | N / `vector_fast_copy` when in/out are 16-bit (fp8 on v4) in SBUF with unit innermost stride, N / `vector_fast_copy_slow` when 16-bit otherwise, else N |
+//! | `tensor_copy`, `tensor_scalar` (Scalar) | N / `scalar_fast` for 16-bit/fp8 in and out, else N |
+//! | `tensor_copy` (GpSimd) | N; `tensor_scalar` on GpSimd: `gpsimd_rsqrt_factor` × N |
+//! | `activation`, `activate2` | N, + `act_read_accumulator_cycles` with `reduce_res` |
+//! | `activation_reduce` | N + `act_read_accumulator_cycles` |
+//! | `tensor_tensor` | N when one input is PSUM and the other SBUF, or all operands 16-bit in SBUF; else 2N |
+//! | `scalar_tensor_tensor` | N when `src`, `src1` 16-bit in SBUF; else 2N |
+//! | `tensor_tensor_scan` | 2N |
+//! | `tensor_copy_predicated` | N when `src`/`predicate` split SBUF/PSUM, else 2N |
+//! | `tensor_reduce` | N/2 for bf16 in/out with add or max, else N |
+//! | `tensor_scalar_reduce`, `tensor_scalar_cumulative`, `range_select`, `select_reduce`, `bn_stats`, `max8`, `nc_find_index8`, `nc_match_replace8`, `nc_stream_shuffle`, `nc_transpose` (Vector) | N; + `min_ii` for a `reduce_res` read-out |
+//! | `memset` | N/2 for 0 into a 16-bit dst on Vector, else N (N = dst free size) |
+//! | `reciprocal` | `vector_reciprocal_factor` × N |
+//! | `exponential`, `quantize_mx` | N / `vector_exp_rate` (+ `min_ii` with `reduce_res`) |
+//! | `bn_aggr` | 13·N/3 |
+//! | `iota`, `affine_select`, `sequence_bounds`, `nonzero_with_count`, `nc_n_gather` | `gpsimd_start` + N (N of dst for `iota`/`nc_n_gather`) |
+//! | `tensor_partition_reduce` | `gpsimd_start` + N · ⌈P/16⌉ (assume: one pass per GpSimd core) |
+//! | `local_gather` | `gpsimd_start` + ⌈V·E / C⌉, C = ((28 + 4E)/(4E)) / min(4/b, E) |
+//! | `nc_matmul` | max(MM, LS) TensorE cycles, MM = max(min(64, M), N_mov) × (`mm_fp32_factor` for fp32/tf32 inputs, halved by a one-zero flag), LS = M / `ls_divisor`; transpose mode: max(K, min(64, N_mov)), halved for 4-byte data; double-row and MX count columns, not packed values |
+//! | `nc_transpose` (Tensor) | max(P, min(64, F)) |
+//! | control instructions | 1 sequencer cycle; `reg_load`/`reg_store` `sram_access_overhead_cycles`; labels 0 |
+//!
+//! Any Vector/Scalar/GpSimd operand whose innermost stride exceeds 16 bytes
+//! multiplies the work by `stride_penalty` (before the `min_ii` floor).
+//! Dynamic offsets cost nothing extra (assume; `min_ii_dynamic_cycles` is the
+//! legacy figure for the removed dynamic-copy instructions).
+//!
+//! DMA (`dma_copy`, `dma_transpose`): the partition rows are spread over
+//! `⌈P / dma_partitions_per_engine⌉` engines (at most `dma_engines`). A row
+//! moves as `c` chunks, `c` = the larger number of contiguous runs per row
+//! of the two sides, each costing `max(bytes / dma_engine_bytes_per_ns,
+//! dma_chunk_min_ns)`. The busiest engine's total is the interval, plus
+//! `hwdge_instruction_ns` under `dge=hwdge` and `gpsimd_start_cycles` of
+//! GpSimd time under `dge=swdge`. Transposes run at `dma_transpose_pct_*`
+//! of the bandwidth and v3 accumulation (DMA compute) at 50 %. The latency
+//! adds `dma_start_latency_ns`.
+
+use crate::ap::{AccessPattern, Imm, Memory};
+use crate::dtype::DType;
+use crate::engine::{Engine, Queue};
+use crate::enums::{AluOp, DgeMode, MatmulPerfMode};
+use crate::inst::Op;
+use crate::target::{Figures, Target};
+
+/// The time an instruction takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Cost {
+    /// The engine whose clock the cycles count.
+    pub engine: Engine,
+    /// Engine cycles of the interval (0 for DMA, whose time is not cycles).
+    pub cycles: u64,
+    /// Initiation interval in picoseconds.
+    pub busy_ps: u64,
+    /// Start → results visible and signals fired, in picoseconds.
+    pub latency_ps: u64,
+}
+
+impl Target {
+    /// The cost of `op` executed on `queue`.
+    pub fn cost(self, queue: Queue, op: &Op) -> Cost {
+        let f = self.figures();
+        let engine = queue.engine();
+        if engine == Engine::Dma || op.is_dma() {
+            return dma_cost(self, f, op);
+        }
+        let cycles = engine_cycles(f, engine, op);
+        let busy_ps = f.cycles_to_ps(engine, cycles);
+        let latency_cycles = if op.is_control() {
+            cycles
+        } else {
+            cycles + u64::from(f.pipeline_latency_cycles)
+        };
+        Cost {
+            engine,
+            cycles,
+            busy_ps,
+            latency_ps: f.cycles_to_ps(engine, latency_cycles),
+        }
+    }
+
+    /// The extra start delay of an instruction that depends on the previous
+    /// instruction of its queue.
+    pub fn dependent_overhead_ps(self, engine: Engine) -> u64 {
+        let f = self.figures();
+        f.cycles_to_ps(engine, u64::from(f.dependent_issue_overhead_cycles))
+    }
+}
+
+/// True for the types that run in the 16-bit fast modes.
+fn fast_type(f: &Figures, dtype: DType) -> bool {
+    matches!(dtype, DType::BF16 | DType::F16) || (f.vector_fp8_fast && dtype.is_fp8())
+}
+
+fn in_sbuf(ap: &AccessPattern) -> bool {
+    ap.mem == Memory::Sbuf
+}
+
+fn unit_innermost(ap: &AccessPattern) -> bool {
+    ap.dims.last().is_none_or(|d| d.stride == 1 || d.count <= 1)
+}
+
+fn div_ceil(a: u64, b: u64) -> u64 {
+    a.div_ceil(b.max(1))
+}
+
+/// Cycles of a compute or control instruction on its engine.
+fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
+    let min_ii = u64::from(f.min_ii_cycles);
+    let gpsimd_start = u64::from(f.gpsimd_start_cycles);
+    let readout = |r: &Option<AccessPattern>| if r.is_some() { min_ii } else { 0 };
+    // Work before the stride penalty and the min_ii floor, plus fixed
+    // cycles added after them.
+    let (work, fixed): (u64, u64) = match op {
+        Op::TensorCopy { dst, src } => (copy_like_work(f, engine, dst, src), 0),
+        Op::TensorScalar { dst, src, .. } => {
+            if engine == Engine::GpSimd {
+                (src.free_size() * u64::from(f.gpsimd_rsqrt_factor), 0)
+            } else {
+                (copy_like_work(f, engine, dst, src), 0)
+            }
+        }
+        Op::Activation {
+            src, reduce_res, ..
+        }
+        | Op::Activate2 {
+            src, reduce_res, ..
+        } => (
+            src.free_size(),
+            if reduce_res.is_some() {
+                u64::from(f.act_read_accumulator_cycles)
+            } else {
+                0
+            },
+        ),
+        Op::ActivationReduce { src, .. } => {
+            (src.free_size(), u64::from(f.act_read_accumulator_cycles))
+        }
+        Op::TensorTensor {
+            dst, src0, src1, ..
+        } => {
+            let n = src0.free_size();
+            let split = (src0.mem == Memory::Psum) != (src1.mem == Memory::Psum);
+            let all_fast = in_sbuf(src0)
+                && in_sbuf(src1)
+                && [dst, src0, src1].iter().all(|a| fast_type(f, a.dtype));
+            if engine == Engine::Vector && (split || all_fast) {
+                (n, 0)
+            } else {
+                (2 * n, 0)
+            }
+        }
+        Op::ScalarTensorTensor { src, src1, .. } => {
+            let n = src.free_size();
+            let fast = in_sbuf(src)
+                && in_sbuf(src1)
+                && fast_type(f, src.dtype)
+                && fast_type(f, src1.dtype);
+            (if fast { n } else { 2 * n }, 0)
+        }
+        Op::TensorTensorScan { src0, .. } => (2 * src0.free_size(), 0),
+        Op::TensorCopyPredicated { src, predicate, .. } => {
+            let n = src.free_size();
+            let split = (src.mem == Memory::Psum) != (predicate.mem == Memory::Psum);
+            (if split { n } else { 2 * n }, 0)
+        }
+        Op::TensorReduce { dst, src, op, .. } => {
+            let n = src.free_size();
+            let fast = src.dtype == DType::BF16
+                && dst.dtype == DType::BF16
+                && matches!(op, AluOp::Add | AluOp::Maximum);
+            (if fast { div_ceil(n, 2) } else { n }, 0)
+        }
+        Op::TensorScalarReduce {
+            src, reduce_res, ..
+        } => (src.free_size(), readout(reduce_res)),
+        Op::TensorScalarCumulative { src, .. } => (src.free_size(), 0),
+        Op::RangeSelect {
+            src, reduce_res, ..
+        } => (src.free_size(), readout(reduce_res)),
+        Op::SelectReduce {
+            on_true,
+            reduce_res,
+            ..
+        } => (on_true.free_size(), readout(reduce_res)),
+        Op::BnStats { src, .. }
+        | Op::Max8 { src, .. }
+        | Op::FindIndex8 { src, .. }
+        | Op::MatchReplace8 { src, .. }
+        | Op::StreamShuffle { src, .. } => (src.free_size(), 0),
+        Op::Memset { dst, value } => {
+            let n = dst.free_size();
+            let zero = match value {
+                Imm::Int(v) => *v == 0,
+                Imm::Float(v) => v.get() == 0.0,
+            };
+            let fast =
+                engine == Engine::Vector && zero && matches!(dst.dtype, DType::BF16 | DType::F16);
+            (if fast { div_ceil(n, 2) } else { n }, 0)
+        }
+        Op::Reciprocal { src, .. } => (src.free_size() * u64::from(f.vector_reciprocal_factor), 0),
+        Op::Exponential {
+            src, reduce_res, ..
+        } => (
+            div_ceil(src.free_size(), u64::from(f.vector_exp_rate)),
+            readout(reduce_res),
+        ),
+        Op::QuantizeMx { src, .. } => (div_ceil(src.free_size(), u64::from(f.vector_exp_rate)), 0),
+        Op::BnAggr { src, .. } => (div_ceil(13 * src.free_size(), 3), 0),
+        Op::Iota { dst, .. } | Op::NGather { dst, .. } => (dst.free_size(), gpsimd_start),
+        Op::AffineSelect { src, .. }
+        | Op::SequenceBounds { src, .. }
+        | Op::NonzeroWithCount { src, .. } => (src.free_size(), gpsimd_start),
+        Op::TensorPartitionReduce { src, .. } => (
+            src.free_size() * div_ceil(u64::from(src.partition_count), 16),
+            gpsimd_start,
+        ),
+        Op::LocalGather {
+            src,
+            index,
+            elem_per_idx,
+            valid_indices,
+            ..
+        } => {
+            let e = f64::from((*elem_per_idx).max(1));
+            let b = f64::from(src.dtype.size());
+            let valid = valid_indices.map_or(16 * index.free_size(), u64::from) as f64;
+            let c = ((28.0 + 4.0 * e) / (4.0 * e)) / (4.0 / b).min(e);
+            ((valid * e / c).ceil() as u64, gpsimd_start)
+        }
+        Op::NcTranspose { src, .. } => {
+            if engine == Engine::Tensor {
+                let p = u64::from(src.partition_count);
+                return p.max(src.free_size().min(64)).max(1);
+            }
+            (src.free_size(), 0)
+        }
+        Op::NcMatmul {
+            stationary,
+            moving,
+            transpose,
+            perf_mode,
+            stationary_onezero,
+            moving_onezero,
+            ..
+        } => {
+            return matmul_cycles(
+                f,
+                stationary,
+                moving,
+                *transpose,
+                *perf_mode,
+                *stationary_onezero,
+                *moving_onezero,
+            );
+        }
+        Op::NcMatmulMx {
+            stationary, moving, ..
+        } => {
+            let m = stationary.free_size();
+            let n = moving.free_size();
+            let mm = m.min(u64::from(f.mm_init_latency_cycles)).max(n);
+            return mm.max(div_ceil(m, u64::from(f.ls_divisor))).max(1);
+        }
+        Op::RegLoad { .. } | Op::RegStore { .. } => {
+            return u64::from(f.sram_access_overhead_cycles);
+        }
+        Op::Label { .. } => return 0,
+        Op::RegSet { .. }
+        | Op::RegMove { .. }
+        | Op::RegAlu { .. }
+        | Op::Branch { .. }
+        | Op::Jump { .. }
+        | Op::Nop {} => {
+            return 1;
+        }
+        // `Target::cost` sends DMA instructions to `dma_cost` before this
+        // function is reached.
+        Op::DmaCopy { .. } | Op::DmaTranspose { .. } => return 0,
+    };
+    let penalized = if op
+        .operands()
+        .iter()
+        .any(|o| o.ap.mem.is_on_chip() && o.ap.innermost_stride_bytes() > 16)
+    {
+        work * u64::from(f.stride_penalty)
+    } else {
+        work
+    };
+    penalized.max(min_ii) + fixed
+}
+
+/// `tensor_copy` and Vector/Scalar `tensor_scalar`: the perf modes.
+fn copy_like_work(f: &Figures, engine: Engine, dst: &AccessPattern, src: &AccessPattern) -> u64 {
+    let n = src.free_size();
+    let both_fast = fast_type(f, dst.dtype) && fast_type(f, src.dtype);
+    match engine {
+        Engine::Vector if both_fast => {
+            let contiguous =
+                in_sbuf(dst) && in_sbuf(src) && unit_innermost(dst) && unit_innermost(src);
+            let speedup = if contiguous {
+                f.vector_fast_copy
+            } else {
+                f.vector_fast_copy_slow
+            };
+            div_ceil(n, u64::from(speedup))
+        }
+        Engine::Scalar if both_fast => div_ceil(n, u64::from(f.scalar_fast)),
+        _ => n,
+    }
+}
+
+fn matmul_cycles(
+    f: &Figures,
+    stationary: &AccessPattern,
+    moving: &AccessPattern,
+    transpose: bool,
+    perf_mode: MatmulPerfMode,
+    stationary_onezero: bool,
+    moving_onezero: bool,
+) -> u64 {
+    let rows = if perf_mode == MatmulPerfMode::DoubleRow {
+        2
+    } else {
+        1
+    };
+    let m = div_ceil(stationary.free_size(), rows);
+    let n = div_ceil(moving.free_size(), rows);
+    let wide = |d: DType| matches!(d, DType::F32 | DType::TF32);
+    if transpose {
+        let k = u64::from(moving.partition_count);
+        let base = k.max(n.min(64));
+        let halve = stationary.dtype.size() == 4 || moving.dtype.size() == 4;
+        return if halve { div_ceil(base, 2) } else { base }.max(1);
+    }
+    let mut mm = m.min(u64::from(f.mm_init_latency_cycles)).max(n);
+    if wide(stationary.dtype) || wide(moving.dtype) {
+        let onezero = (stationary_onezero && wide(stationary.dtype))
+            || (moving_onezero && wide(moving.dtype));
+        let factor = u64::from(f.mm_fp32_factor);
+        mm *= if onezero { div_ceil(factor, 2) } else { factor };
+    }
+    let ls = div_ceil(m, u64::from(f.ls_divisor));
+    mm.max(ls).max(1)
+}
+
+/// The cost of a DMA instruction.
+fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
+    let (dst, src, transpose, accumulate, dge) = match op {
+        Op::DmaCopy {
+            dst,
+            src,
+            accumulate,
+            dge,
+            ..
+        } => (dst, src, false, *accumulate, *dge),
+        Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
+        // Control instructions on a DMA queue run on its sequencer.
+        other => {
+            let cycles = engine_cycles(f, Engine::Sync, other);
+            let ps = f.cycles_to_ps(Engine::Dma, cycles);
+            return Cost {
+                engine: Engine::Dma,
+                cycles,
+                busy_ps: ps,
+                latency_ps: ps,
+            };
+        }
+    };
+    // Rows follow the on-chip side when there is one.
+    let rows_ap = if src.mem.is_on_chip() { src } else { dst };
+    let rows = u64::from(rows_ap.partition_count.max(1));
+    let per_engine = u64::from(f.dma_partitions_per_engine.max(1));
+    let engines = div_ceil(rows, per_engine).clamp(1, u64::from(f.dma_engines.max(1)));
+    let rows_per_engine = div_ceil(rows, engines);
+    let elems_per_row = div_ceil(src.num_elements().max(dst.num_elements()), rows);
+    let elem_bytes = src.elem_bytes().max(dst.elem_bytes());
+    let row_bytes = elems_per_row * elem_bytes;
+    let chunks = src
+        .contiguous_runs_per_partition()
+        .max(dst.contiguous_runs_per_partition())
+        .max(1);
+    let chunk_bytes = div_ceil(row_bytes, chunks);
+    // Bandwidth in bytes per ns, scaled by the efficiency in percent.
+    let mut pct: u64 = 100;
+    if transpose {
+        pct = u64::from(if src.mem == Memory::Sbuf {
+            f.dma_transpose_pct_sbuf
+        } else {
+            f.dma_transpose_pct_hbm
+        });
+    }
+    if accumulate && target < Target::Trn3 {
+        pct = pct * 50 / 100;
+    }
+    // chunk time in ps = bytes / (bw · pct/100) ns.
+    let bw = u64::from(f.dma_engine_bytes_per_ns.max(1)) * pct.max(1);
+    let chunk_ps = div_ceil(chunk_bytes * 100 * 1000, bw).max(u64::from(f.dma_chunk_min_ns) * 1000);
+    let mut busy_ps = rows_per_engine * chunks * chunk_ps;
+    match dge {
+        DgeMode::Hwdge => busy_ps += u64::from(f.hwdge_instruction_ns) * 1000,
+        DgeMode::Swdge => {
+            busy_ps += f.cycles_to_ps(Engine::GpSimd, u64::from(f.gpsimd_start_cycles))
+        }
+        DgeMode::None => {}
+    }
+    Cost {
+        engine: Engine::Dma,
+        cycles: 0,
+        busy_ps,
+        latency_ps: busy_ps + u64::from(f.dma_start_latency_ns) * 1000,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ap::{Dim, Scalar, TensorId};
+    use crate::enums::{ActFunc, OobMode, ReduceCmd};
+
+    fn sbuf(dt: DType, n: u32) -> AccessPattern {
+        AccessPattern::sbuf(0, 128, 0, &[Dim::new(1, n)], dt)
+    }
+
+    #[test]
+    fn matmul_bf16_128x128x512_is_512_cycles() {
+        let op = Op::NcMatmul {
+            dst: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
+            stationary: sbuf(DType::BF16, 128),
+            moving: sbuf(DType::BF16, 512),
+            accumulate: false,
+            transpose: false,
+            perf_mode: MatmulPerfMode::None,
+            stationary_onezero: false,
+            moving_onezero: false,
+            tile_position: None,
+            tile_size: None,
+        };
+        let c = Target::Trn3.cost(Queue::Tensor, &op);
+        assert_eq!(c.cycles, 512);
+        // 512 cycles at 2.4 GHz = 213.33 ns (rounded up to the picosecond).
+        assert_eq!(c.busy_ps, 213_334);
+        assert_eq!(
+            c.latency_ps,
+            Target::Trn3.figures().cycles_to_ps(Engine::Tensor, 576)
+        );
+        // fp32 inputs are 4× slower.
+        let Op::NcMatmul {
+            stationary, moving, ..
+        } = &op
+        else {
+            unreachable!("built above")
+        };
+        let fp32 = Op::NcMatmul {
+            dst: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
+            stationary: AccessPattern {
+                dtype: DType::F32,
+                ..stationary.clone()
+            },
+            moving: AccessPattern {
+                dtype: DType::F32,
+                ..moving.clone()
+            },
+            accumulate: true,
+            transpose: false,
+            perf_mode: MatmulPerfMode::None,
+            stationary_onezero: false,
+            moving_onezero: false,
+            tile_position: None,
+            tile_size: None,
+        };
+        assert_eq!(Target::Trn3.cost(Queue::Tensor, &fp32).cycles, 2048);
+    }
+
+    #[test]
+    fn vector_and_scalar_rules() {
+        let copy = |dt| Op::TensorCopy {
+            dst: sbuf(dt, 1024),
+            src: sbuf(dt, 1024),
+        };
+        assert_eq!(
+            Target::Trn3.cost(Queue::Vector, &copy(DType::F32)).cycles,
+            1024
+        );
+        assert_eq!(
+            Target::Trn3.cost(Queue::Vector, &copy(DType::BF16)).cycles,
+            256
+        );
+        assert_eq!(
+            Target::Trn3.cost(Queue::Scalar, &copy(DType::BF16)).cycles,
+            512
+        );
+        assert_eq!(
+            Target::Trn2.cost(Queue::Scalar, &copy(DType::BF16)).cycles,
+            1024
+        );
+        // Small tiles pay MIN_II.
+        let small = Op::TensorCopy {
+            dst: sbuf(DType::F32, 8),
+            src: sbuf(DType::F32, 8),
+        };
+        assert_eq!(Target::Trn3.cost(Queue::Vector, &small).cycles, 64);
+        // Strided innermost (32 bytes) doubles the work.
+        let strided = Op::TensorCopy {
+            dst: sbuf(DType::F32, 1024),
+            src: AccessPattern::sbuf(0, 128, 0, &[Dim::new(8, 1024)], DType::F32),
+        };
+        assert_eq!(Target::Trn3.cost(Queue::Vector, &strided).cycles, 2048);
+        let act = Op::Activation {
+            dst: sbuf(DType::F32, 512),
+            src: sbuf(DType::F32, 512),
+            func: ActFunc::Exp,
+            scale: Scalar::imm(1.0),
+            bias: None,
+            reduce_op: Some(AluOp::Add),
+            reduce_cmd: ReduceCmd::ResetReduce,
+            reduce_res: Some(sbuf(DType::F32, 1)),
+        };
+        let c = Target::Trn3.cost(Queue::Scalar, &act);
+        assert_eq!(c.cycles, 512 + 64);
+        assert_eq!(
+            c.busy_ps,
+            Target::Trn3.figures().cycles_to_ps(Engine::Scalar, 576)
+        );
+        let iota = Op::Iota {
+            dst: sbuf(DType::I32, 512),
+            pattern: vec![Dim::new(1, 512)],
+            offset: 0,
+            channel_multiplier: 0,
+        };
+        assert_eq!(Target::Trn3.cost(Queue::GpSimd, &iota).cycles, 662);
+    }
+
+    #[test]
+    fn dma_follows_the_chunk_fit() {
+        // [128, 512] fp32 = 2 KiB per partition: 8 rows per engine, each a
+        // 2 KiB chunk costing max(2048/33 ns, 105 ns) = 105 ns.
+        let op = Op::DmaCopy {
+            dst: sbuf(DType::F32, 512),
+            src: AccessPattern::hbm(TensorId(0), 128, 512, 0, &[Dim::new(1, 512)], DType::F32),
+            accumulate: false,
+            dge: DgeMode::None,
+            oob: OobMode::Error,
+            priority: None,
+        };
+        let c = Target::Trn3.cost(Queue::Dma(0), &op);
+        assert_eq!(c.busy_ps, 8 * 105_000);
+        assert_eq!(c.latency_ps, 8 * 105_000 + 1_300_000);
+        // 8 KiB per partition: 8192 / 33 = 248.2 ns per row.
+        let big = Op::DmaCopy {
+            dst: sbuf(DType::F32, 2048),
+            src: AccessPattern::hbm(TensorId(0), 128, 2048, 0, &[Dim::new(1, 2048)], DType::F32),
+            accumulate: false,
+            dge: DgeMode::Hwdge,
+            oob: OobMode::Error,
+            priority: None,
+        };
+        let c = Target::Trn3.cost(Queue::Dma(1), &big);
+        assert_eq!(c.busy_ps, 8 * 248_243 + 600_000);
+    }
+}
