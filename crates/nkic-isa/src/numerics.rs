@@ -82,8 +82,8 @@ pub enum Overflow {
 pub fn to_f32(dt: DType, bits: u32) -> f32 {
     match dt {
         DType::F32 => f32::from_bits(bits),
-        DType::F16 => f16::from_bits(bits as u16).to_f32(),
-        DType::BF16 => bf16::from_bits(bits as u16).to_f32(),
+        DType::F16 => f16_to_f32(bits & 0xffff),
+        DType::BF16 => f32::from_bits(bits << 16),
         DType::TF32 => f32::from_bits(bits & !TF32_DROPPED),
         DType::F8E4M3 => minifloat::E4M3_TABLE[(bits & 0xff) as usize],
         DType::F8E4M3FN => minifloat::E4M3FN_TABLE[(bits & 0xff) as usize],
@@ -129,22 +129,8 @@ pub fn from_f32_with(dt: DType, x: f32, overflow: Overflow) -> u32 {
     let saturate = overflow == Overflow::Saturate;
     match dt {
         DType::F32 => x.to_bits(),
-        DType::F16 => {
-            let h = f16::from_f32(x).to_bits();
-            if saturate && h & 0x7fff == 0x7c00 && x.is_finite() {
-                u32::from((h & 0x8000) | 0x7bff)
-            } else {
-                u32::from(h)
-            }
-        }
-        DType::BF16 => {
-            let h = bf16::from_f32(x).to_bits();
-            if saturate && h & 0x7fff == 0x7f80 && x.is_finite() {
-                u32::from((h & 0x8000) | 0x7f7f)
-            } else {
-                u32::from(h)
-            }
-        }
+        DType::F16 => f16_from_f32(x, saturate),
+        DType::BF16 => bf16_from_f32(x, saturate),
         DType::TF32 => tf32_from_f32(x, saturate),
         DType::F8E4M3 => minifloat::encode(&E4M3, x, saturate),
         DType::F8E4M3FN => minifloat::encode(&E4M3FN, x, saturate),
@@ -223,28 +209,25 @@ pub fn decode(dt: DType, bytes: &[u8], out: &mut Vec<f32>) {
     let lanes = lanes(dt);
     out.reserve(bytes.len() / dt.size() as usize * lanes);
     match dt {
-        DType::F32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        ),
-        DType::F16 | DType::BF16 | DType::I16 | DType::U16 => out.extend(
-            bytes
-                .chunks_exact(2)
-                .map(|c| to_f32(dt, u32::from(u16::from_le_bytes([c[0], c[1]])))),
-        ),
-        DType::TF32 | DType::I32 | DType::U32 => out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| to_f32(dt, u32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
-        ),
+        DType::F32 => decode_each(bytes, out, f32::from_le_bytes),
+        DType::F16 => decode_each(bytes, out, |b| f16_to_f32(u32::from(u16::from_le_bytes(b)))),
+        DType::BF16 => decode_each(bytes, out, |b| {
+            f32::from_bits(u32::from(u16::from_le_bytes(b)) << 16)
+        }),
+        DType::TF32 => decode_each(bytes, out, |b| {
+            f32::from_bits(u32::from_le_bytes(b) & !TF32_DROPPED)
+        }),
+        DType::I16 => decode_each(bytes, out, |b| f32::from(i16::from_le_bytes(b))),
+        DType::U16 => decode_each(bytes, out, |b| f32::from(u16::from_le_bytes(b))),
+        DType::I32 => decode_each(bytes, out, |b| i32::from_le_bytes(b) as f32),
+        DType::U32 => decode_each(bytes, out, |b| u32::from_le_bytes(b) as f32),
+        DType::I8 => out.extend(bytes.iter().map(|&b| f32::from(b as i8))),
+        DType::U8 => out.extend(bytes.iter().map(|&b| f32::from(b))),
+        DType::Bool => out.extend(bytes.iter().map(|&b| if b != 0 { 1.0 } else { 0.0 })),
         DType::F8E4M3 => out.extend(bytes.iter().map(|&b| minifloat::E4M3_TABLE[b as usize])),
         DType::F8E4M3FN => out.extend(bytes.iter().map(|&b| minifloat::E4M3FN_TABLE[b as usize])),
         DType::F8E5M2 => out.extend(bytes.iter().map(|&b| minifloat::E5M2_TABLE[b as usize])),
         DType::F8E8M0 => out.extend(bytes.iter().map(|&b| minifloat::E8M0_TABLE[b as usize])),
-        DType::I8 | DType::U8 | DType::Bool => {
-            out.extend(bytes.iter().map(|&b| to_f32(dt, u32::from(b))));
-        }
         DType::F8E4M3FNx4 | DType::F8E5M2x4 => {
             // Lane 0 is the least significant byte, so in little-endian
             // storage the lanes are simply consecutive bytes.
@@ -277,61 +260,60 @@ pub fn encode_with(dt: DType, xs: &[f32], overflow: Overflow, out: &mut Vec<u8>)
     let lanes = lanes(dt);
     out.reserve(xs.len() / lanes * dt.size() as usize);
     match dt {
-        DType::F32 => {
-            for &x in xs {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
-        }
-        DType::F8E4M3 => out.extend(
-            xs.iter()
-                .map(|&x| minifloat::encode(&E4M3, x, saturate) as u8),
-        ),
+        DType::F32 => encode_each(xs, out, f32::to_le_bytes),
+        DType::F16 => encode_each(xs, out, |x| {
+            (f16_from_f32(x, saturate) as u16).to_le_bytes()
+        }),
+        DType::BF16 => encode_each(xs, out, |x| {
+            (bf16_from_f32(x, saturate) as u16).to_le_bytes()
+        }),
+        DType::TF32 => encode_each(xs, out, |x| tf32_from_f32(x, saturate).to_le_bytes()),
+        DType::F8E4M3 => encode_each(xs, out, |x| [minifloat::encode(&E4M3, x, saturate) as u8]),
         DType::F8E4M3FN => {
-            out.extend(
-                xs.iter()
-                    .map(|&x| minifloat::encode(&E4M3FN, x, saturate) as u8),
-            );
+            encode_each(xs, out, |x| [minifloat::encode(&E4M3FN, x, saturate) as u8])
         }
-        DType::F8E5M2 => out.extend(
-            xs.iter()
-                .map(|&x| minifloat::encode(&E5M2, x, saturate) as u8),
-        ),
-        DType::F8E8M0 => out.extend(
-            xs.iter()
-                .map(|&x| minifloat::encode_e8m0(x, saturate) as u8),
-        ),
+        DType::F8E5M2 => encode_each(xs, out, |x| [minifloat::encode(&E5M2, x, saturate) as u8]),
+        DType::F8E8M0 => encode_each(xs, out, |x| [minifloat::encode_e8m0(x, saturate) as u8]),
         DType::F8E4M3FNx4 | DType::F8E5M2x4 => {
+            // Lane 0 is the least significant byte, so in little-endian
+            // storage the lanes are simply consecutive bytes.
             let fmt = if dt == DType::F8E4M3FNx4 {
                 &E4M3FN
             } else {
                 &E5M2
             };
             let whole = xs.len() / 4 * 4;
-            out.extend(
-                xs[..whole]
-                    .iter()
-                    .map(|&x| minifloat::encode(fmt, x, saturate) as u8),
-            );
+            encode_each(&xs[..whole], out, |x| {
+                [minifloat::encode(fmt, x, saturate) as u8]
+            });
         }
         DType::F4E2M1FNx4 => {
             for c in xs.chunks_exact(4) {
-                let bits = from_f32_x4(dt, [c[0], c[1], c[2], c[3]], overflow) as u16;
-                out.extend_from_slice(&bits.to_le_bytes());
+                let bits = c.iter().enumerate().fold(0, |acc, (lane, &x)| {
+                    acc | (fp4_e2m1_from_f32(x) << (4 * lane))
+                });
+                out.extend_from_slice(&(bits as u16).to_le_bytes());
             }
         }
-        DType::I8 | DType::U8 | DType::Bool => {
-            out.extend(xs.iter().map(|&x| from_f32_with(dt, x, overflow) as u8));
-        }
-        DType::F16 | DType::BF16 | DType::I16 | DType::U16 => {
-            for &x in xs {
-                out.extend_from_slice(&(from_f32_with(dt, x, overflow) as u16).to_le_bytes());
-            }
-        }
-        DType::TF32 | DType::I32 | DType::U32 => {
-            for &x in xs {
-                out.extend_from_slice(&from_f32_with(dt, x, overflow).to_le_bytes());
-            }
-        }
+        DType::I8 => encode_each(xs, out, |x| {
+            (float_to_int(x, i8::MIN.into(), i8::MAX.into()) as i8).to_le_bytes()
+        }),
+        DType::I16 => encode_each(xs, out, |x| {
+            (float_to_int(x, i16::MIN.into(), i16::MAX.into()) as i16).to_le_bytes()
+        }),
+        DType::I32 => encode_each(xs, out, |x| {
+            (float_to_int(x, i32::MIN.into(), i32::MAX.into()) as i32).to_le_bytes()
+        }),
+        DType::U8 => encode_each(xs, out, |x| {
+            (float_to_int(x, 0, u8::MAX.into()) as u8).to_le_bytes()
+        }),
+        DType::U16 => encode_each(xs, out, |x| {
+            (float_to_int(x, 0, u16::MAX.into()) as u16).to_le_bytes()
+        }),
+        DType::U32 => encode_each(xs, out, |x| {
+            (float_to_int(x, 0, u32::MAX.into()) as u32).to_le_bytes()
+        }),
+        DType::Bool => encode_each(xs, out, |x| [u8::from(x != 0.0)]),
     }
 }
 
@@ -434,12 +416,90 @@ fn tf32_from_f32(x: f32, saturate: bool) -> u32 {
 /// Float → integer: RNE, saturating to `[lo, hi]`, NaN → 0.
 #[inline]
 fn float_to_int(x: f32, lo: i64, hi: i64) -> i64 {
-    if x.is_nan() {
+    let r = round_ties_even(x);
+    if r.is_nan() {
         return 0;
     }
-    // Every `f32` is exact in `f64`, and the bounds of every supported integer
-    // dtype are exact in `f64`, so the clamp is exact.
-    (f64::from(x.round_ties_even())).clamp(lo as f64, hi as f64) as i64
+    // Clamping in `f32` compiles to branch-free min/max. The bounds round to
+    // the nearest `f32`, which only moves `i32::MAX` and `u32::MAX` up by
+    // one; the final `min` in `i64` puts those back.
+    (r.clamp(lo as f32, hi as f32) as i64).min(hi)
+}
+
+/// `x` rounded to an integer, ties to even.
+///
+/// `f32::round_ties_even` is a library call on baseline x86-64; adding and
+/// subtracting 2^23 makes the FPU round instead (Rust guarantees the default
+/// round-to-nearest-even mode). Magnitudes of 2^23 and above are integers.
+#[inline]
+fn round_ties_even(x: f32) -> f32 {
+    const TWO_23: f32 = 8_388_608.0;
+    let a = x.abs();
+    if a < TWO_23 {
+        ((a + TWO_23) - TWO_23).copysign(x)
+    } else {
+        x
+    }
+}
+
+/// `f32` → `float16` bits (RNE, via the `half` crate), with the policy's overflow.
+#[inline]
+fn f16_from_f32(x: f32, saturate: bool) -> u32 {
+    let h = u32::from(f16::from_f32(x).to_bits());
+    if saturate && h & 0x7fff == 0x7c00 && x.is_finite() {
+        (h & 0x8000) | 0x7bff
+    } else {
+        h
+    }
+}
+
+/// `f32` → `bfloat16` bits (RNE, via the `half` crate), with the policy's overflow.
+#[inline]
+fn bf16_from_f32(x: f32, saturate: bool) -> u32 {
+    let h = u32::from(bf16::from_f32(x).to_bits());
+    if saturate && h & 0x7fff == 0x7f80 && x.is_finite() {
+        (h & 0x8000) | 0x7f7f
+    } else {
+        h
+    }
+}
+
+/// Appends `f(x)` for every value; one monomorphic loop per dtype.
+#[inline]
+fn encode_each<const N: usize>(xs: &[f32], out: &mut Vec<u8>, f: impl Fn(f32) -> [u8; N]) {
+    for &x in xs {
+        out.extend_from_slice(&f(x));
+    }
+}
+
+/// `f16` bits → `f32`: exact, NaN payloads kept with the quiet bit set.
+#[inline]
+fn f16_to_f32(h: u32) -> f32 {
+    let sign = (h & 0x8000) << 16;
+    let em = h & 0x7fff;
+    let mag = if em < 0x0400 {
+        // Subnormal or zero: the 10-bit integer mantissa times 2^-24, exact.
+        (em as f32 * f32::from_bits(0x3380_0000)).to_bits()
+    } else if em < 0x7c00 {
+        // Normal: move the fields into place and rebias 15 → 127.
+        (em << 13) + (112 << 23)
+    } else if em == 0x7c00 {
+        0x7f80_0000
+    } else {
+        0x7fc0_0000 | ((em & 0x03ff) << 13)
+    };
+    f32::from_bits(sign | mag)
+}
+
+/// Appends `f(element)` for every whole `N`-byte element of `bytes`; one
+/// monomorphic loop per dtype keeps the dtype dispatch out of the loop.
+#[inline]
+fn decode_each<const N: usize>(bytes: &[u8], out: &mut Vec<f32>, f: impl Fn([u8; N]) -> f32) {
+    out.extend(bytes.chunks_exact(N).map(|c| {
+        let mut raw = [0u8; N];
+        raw.copy_from_slice(c);
+        f(raw)
+    }));
 }
 
 /// The four fp8 lanes of a packed word, lane 0 in the least significant byte.

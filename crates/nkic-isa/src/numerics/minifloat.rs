@@ -180,44 +180,40 @@ pub(crate) fn encode_e8m0(x: f32, saturate: bool) -> u32 {
 /// (which may exceed `fmt.max_code` when the value overflows).
 #[inline]
 fn round_magnitude(fmt: &Format, abs: u32) -> u32 {
-    let exp = (abs >> 23) as i32;
+    let exp = abs >> 23;
     // The biased `f32` exponent of the format's smallest normal number.
-    let min_normal_exp = 128 - fmt.bias;
+    let min_normal_exp = (128 - fmt.bias) as u32;
     let drop = 23 - fmt.man_bits;
-    if exp >= min_normal_exp {
-        // Rebase the exponent to the format's bias; the mantissa rounding
-        // below then carries into the exponent field by itself.
-        let rebased = abs - (((127 - fmt.bias) as u32) << 23);
-        round_shift_rne(rebased, drop)
+    // Both arms are cheap and branch-free, so the compiler can select
+    // between them without a jump.
+    let (m, shift) = if exp >= min_normal_exp {
+        // A normal result: rebase the exponent to the format's bias; the
+        // mantissa rounding then carries into the exponent field by itself.
+        (abs - (((127 - fmt.bias) as u32) << 23), drop)
     } else {
-        // The result is subnormal (or zero) in the target format. Express the
-        // value as an integer mantissa and shift it to the subnormal unit.
-        let (man, exp) = if exp == 0 {
-            (abs & 0x007f_ffff, 1)
-        } else {
-            ((abs & 0x007f_ffff) | 0x0080_0000, exp)
-        };
-        round_shift_rne(man, drop + (min_normal_exp - exp) as u32)
-    }
+        // A subnormal (or zero) result: take the integer mantissa (with its
+        // implicit bit unless the input is an `f32` subnormal, whose
+        // effective exponent is 1) and shift it down to the subnormal unit.
+        let implicit = if exp == 0 { 0 } else { 0x0080_0000 };
+        (
+            (abs & 0x007f_ffff) | implicit,
+            drop + (min_normal_exp - exp.max(1)),
+        )
+    };
+    round_shift_rne(m, shift)
 }
 
-/// `m >> shift`, rounded to nearest with ties to even. `m` is below 2^31.
+/// `m >> shift`, rounded to nearest with ties to even, without branches.
+///
+/// Requires `m < 2^31` and `shift >= 1`. Shifts beyond 31 give 0, which is
+/// the right answer for every `m` of 24 bits or fewer (all callers).
 #[inline]
 pub(crate) fn round_shift_rne(m: u32, shift: u32) -> u32 {
-    if shift == 0 {
-        return m;
-    }
-    if shift >= 32 {
-        return 0;
-    }
-    let half = 1u32 << (shift - 1);
-    let rem = m & ((half << 1) - 1);
-    let q = m >> shift;
-    if rem > half || (rem == half && q & 1 == 1) {
-        q + 1
-    } else {
-        q
-    }
+    debug_assert!(m < 1 << 31 && shift >= 1);
+    let shift = shift.min(31);
+    // Adding just under one half, plus one when the kept part is odd, makes
+    // the truncating shift round halfway cases to the even neighbour.
+    (m + ((1u32 << (shift - 1)) - 1) + ((m >> shift) & 1)) >> shift
 }
 
 /// The `f32` bit pattern of one code of `fmt`.
