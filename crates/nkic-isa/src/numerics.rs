@@ -28,7 +28,9 @@
 //!   10 payload bits with the quiet bit set. fp4 e2m1 has no NaN: a NaN
 //!   encodes to a zero whose sign is the inverse of the NaN's sign (the
 //!   `ml_dtypes` behaviour, kept so host data agrees with NumPy bit for bit).
-//!   Decoding a NaN code gives a quiet `f32` NaN with the code's sign.
+//!   Decoding an fp8 or e8m0fnu NaN code gives a quiet `f32` NaN with the
+//!   code's sign; a `float16` NaN keeps its payload and gets the quiet bit;
+//!   `bfloat16` and `tfloat32` decode by placing the bits, payload unchanged.
 //! * **e8m0fnu** (an unsigned power of two) encodes zero, negative values and
 //!   NaN as NaN (`0xFF`); positive values round to the nearer power of two in
 //!   linear distance, ties up (see `minifloat::encode_e8m0`).
