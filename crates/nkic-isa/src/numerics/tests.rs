@@ -550,3 +550,50 @@ fn range_queries() {
     assert_eq!(lanes(DType::F4E2M1FNx4), 4);
     assert_eq!(lanes(DType::BF16), 1);
 }
+
+mod properties {
+    //! Order and idempotence properties of rounding, on arbitrary `f32` pairs.
+
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_f32() -> impl Strategy<Value = f32> {
+        any::<u32>().prop_map(f32::from_bits)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Rounding never reorders values and a rounded value rounds to itself.
+        #[test]
+        fn rounding_is_monotonic_and_idempotent(a in any_f32(), b in any_f32()) {
+            prop_assume!(!a.is_nan() && !b.is_nan());
+            let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+            for dt in DType::ALL {
+                // e8m0fnu has no zero and no negatives: only positive inputs order.
+                if dt == DType::F8E8M0 && lo <= 0.0 {
+                    continue;
+                }
+                for overflow in [Overflow::Native, Overflow::Saturate] {
+                    let q = |x: f32| {
+                        if dt.is_packed_x4() {
+                            to_f32_x4(dt, from_f32_x4(dt, [x; 4], overflow))[0]
+                        } else {
+                            to_f32(dt, from_f32_with(dt, x, overflow))
+                        }
+                    };
+                    let (qlo, qhi) = (q(lo), q(hi));
+                    if dt != DType::F8E4M3FN && dt != DType::F8E8M0 && dt != DType::F8E4M3FNx4 {
+                        // Formats whose overflow is NaN cannot be ordered.
+                        prop_assert!(qlo <= qhi, "{dt} {overflow:?}: q({lo:e}) = {qlo:e} > q({hi:e}) = {qhi:e}");
+                    } else if !qlo.is_nan() && !qhi.is_nan() {
+                        prop_assert!(qlo <= qhi, "{dt} {overflow:?}: q({lo:e}) = {qlo:e} > q({hi:e}) = {qhi:e}");
+                    }
+                    if !qlo.is_nan() {
+                        prop_assert_eq!(q(qlo).to_bits(), qlo.to_bits(), "{} {:?} not idempotent at {:e}", dt, overflow, lo);
+                    }
+                }
+            }
+        }
+    }
+}
