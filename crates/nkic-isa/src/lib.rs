@@ -22,6 +22,7 @@
 //! * `program`: `Program`, HBM tensors, semaphores, the line table; the
 //!   execution model is documented there.
 //! * `text`: the `.nkasm` printer and assembler (grammar in its doc).
+//! * `verify`: the program verifier (its doc lists every rule).
 //! * `field`: the text form of each operand type, shared by printer and
 //!   assembler.
 //!
@@ -39,6 +40,7 @@ pub mod numerics;
 pub mod program;
 pub mod target;
 pub mod text;
+pub mod verify;
 
 pub use ap::{
     AccessPattern, Dim, DynOffset, Fp32, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar, TensorId,
@@ -55,3 +57,4 @@ pub use program::{
 };
 pub use target::{Figures, Target};
 pub use text::{AsmError, assemble, print};
+pub use verify::{VerifyError, verify};
