@@ -143,6 +143,20 @@ macro_rules! instructions {
                 }
             }
 
+            /// A random instruction of table entry `index % MNEMONICS.len()`
+            /// (tests only; see `random.rs`).
+            #[cfg(test)]
+            pub(crate) fn random(index: usize, rng: &mut crate::random::Rng) -> Op {
+                let mut i = index % Op::MNEMONICS.len();
+                $(
+                    if i == 0 {
+                        return Op::$variant { $( $field: <$fty as crate::random::RandomField>::random(rng) ),* };
+                    }
+                    i -= 1;
+                )*
+                unreachable!("the index was reduced modulo the table size: {i}")
+            }
+
             /// The names of the fields of the instruction `mnemonic`, in order.
             pub fn field_names(mnemonic: &str) -> Option<&'static [&'static str]> {
                 match mnemonic {

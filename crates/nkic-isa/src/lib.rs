@@ -38,6 +38,8 @@ pub mod field;
 pub mod inst;
 pub mod numerics;
 pub mod program;
+#[cfg(test)]
+mod random;
 pub mod target;
 pub mod text;
 pub mod verify;

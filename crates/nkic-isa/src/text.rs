@@ -171,6 +171,12 @@ fn print_instruction(program: &Program, names: &Names, inst: &Instruction, out: 
                 .files
                 .get(entry.file as usize)
                 .map_or("?", String::as_str);
+            // The readable location is ignored by the assembler; control
+            // characters would break the line, so they are replaced.
+            let file: String = file
+                .chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect();
             let _ = write!(out, " {file}:{}:{}", entry.line, entry.col);
         }
     }
