@@ -21,15 +21,25 @@ fn corpus_round_trips_and_verifies() {
     let files = corpus_files();
     assert!(files.len() >= 3, "the corpus has {} files", files.len());
     for path in files {
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let program = assemble(&text).unwrap_or_else(|e| panic!("{}: {e:?}", path.display()));
         if let Err(errors) = verify(&program) {
             let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            panic!("{} does not verify:\n{}", path.display(), messages.join("\n"));
+            panic!(
+                "{} does not verify:\n{}",
+                path.display(),
+                messages.join("\n")
+            );
         }
         let printed = print(&program);
         assert_eq!(printed, text, "{} is not in canonical form", path.display());
-        assert_eq!(assemble(&printed).as_ref(), Ok(&program), "{}", path.display());
+        assert_eq!(
+            assemble(&printed).as_ref(),
+            Ok(&program),
+            "{}",
+            path.display()
+        );
     }
 }
 
@@ -38,13 +48,44 @@ fn every_instruction_appears_in_the_corpus() {
     let mut seen = std::collections::BTreeSet::new();
     for path in corpus_files() {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let Ok(program) = assemble(&text) else { continue };
+        let Ok(program) = assemble(&text) else {
+            continue;
+        };
         for stream in &program.queues {
             for inst in &stream.insts {
                 seen.insert(inst.op.mnemonic());
             }
         }
     }
-    let missing: Vec<&str> = nkic_isa::Op::MNEMONICS.iter().copied().filter(|m| !seen.contains(m)).collect();
-    assert!(missing.is_empty(), "instructions missing from the corpus: {missing:?}");
+    let missing: Vec<&str> = nkic_isa::Op::MNEMONICS
+        .iter()
+        .copied()
+        .filter(|m| !seen.contains(m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "instructions missing from the corpus: {missing:?}"
+    );
+}
+
+#[test]
+fn docs_describe_every_instruction() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let headings: Vec<&str> = doc.lines().filter(|l| l.starts_with("#### ")).collect();
+    let missing: Vec<&str> = nkic_isa::Op::MNEMONICS
+        .iter()
+        .copied()
+        .filter(|m| {
+            let exact = format!("`{m}`");
+            let with_fields = format!("`{m} ");
+            !headings
+                .iter()
+                .any(|h| h.contains(&exact) || h.contains(&with_fields))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/isa.md has no section for: {missing:?}"
+    );
 }
