@@ -1,1 +1,82 @@
-//! Lexer, layout pass, parser and AST of the NKI kernel language.
+//! Lexer, layout pass, parser and AST of the NKI kernel language: the Python
+//! subset that NKI kernels and the host code around them are written in.
+//!
+//! Pipeline: [`token`] (a logos lexer for physical tokens) → [`layout`]
+//! (NEWLINE / INDENT / DEDENT, implicit line joining, bracket recovery) → the
+//! LR(1) parser generated from `grammar/nki.lalrpop` (glue and error messages
+//! in `parser.rs`) → [`ast`].
+//!
+//! Invariants:
+//! - this crate knows nothing of NKI semantics or the machine; it parses any
+//!   file of the Python subset, and meaning begins in `nkic-specialize`;
+//! - parsing never fails and never panics: [`parse`] always returns a module
+//!   (with error nodes for recovered regions) plus every diagnostic;
+//! - diagnostics carry labels in `FileId::default()`; callers move them into
+//!   their file with `Diagnostic::in_file`;
+//! - offsets are UTF-8 byte offsets;
+//! - nothing outside this crate sees lalrpop types.
+//!
+//! Diagnostic codes E0001–E0099 belong to this crate (see `DIAGNOSTICS.md`).
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, unused_qualifications, unused)]
+    nki
+);
+
+pub mod ast;
+mod dump;
+mod fstring;
+pub mod layout;
+mod literal;
+mod parser;
+pub mod token;
+mod unparse;
+mod visit;
+
+use nkic_diag::Diagnostic;
+
+pub use layout::Spanned;
+
+/// Parses a whole file. Never fails: syntax errors become diagnostics and
+/// error nodes in the returned module.
+pub fn parse(src: &str) -> (ast::Module, Vec<Diagnostic>) {
+    parser::parse_module(src)
+}
+
+/// Parses `src` as a single expression (a tuple if it has top-level commas),
+/// with implicit line joining throughout.
+pub fn parse_expression(src: &str) -> (ast::Expr, Vec<Diagnostic>) {
+    parser::parse_expression(src)
+}
+
+/// Lexes `src` and runs the layout pass: the logical token stream the parser
+/// reads (with NEWLINE, INDENT and DEDENT), plus lexical diagnostics.
+pub fn lex(src: &str) -> (Vec<(usize, token::Token<'_>, usize)>, Vec<Diagnostic>) {
+    layout::tokenize(src, layout::Config::default())
+}
+
+/// The logical tokens of `src`, one per line as `start..end Kind text`.
+pub fn dump_tokens(src: &str) -> String {
+    dump::tokens(&lex(src).0)
+}
+
+/// The AST as an indented tree with spans, one node per line.
+pub fn dump_ast(module: &ast::Module) -> String {
+    dump::module(module)
+}
+
+/// One expression as an indented tree with spans.
+pub fn dump_expr(expr: &ast::Expr) -> String {
+    dump::expr(expr)
+}
+
+/// Python source for `module`; `parse(unparse(m))` equals `m` with spans
+/// erased (compare with [`ast::Module::without_spans`]).
+pub fn unparse(module: &ast::Module) -> String {
+    unparse::module(module)
+}
+
+/// Python source for one expression.
+pub fn unparse_expr(expr: &ast::Expr) -> String {
+    unparse::expr(expr)
+}

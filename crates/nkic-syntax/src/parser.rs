@@ -1,0 +1,1111 @@
+//! Glue between the token stream and the generated LR(1) parser: the
+//! context the grammar actions use, the semantic checks that keep the grammar
+//! unambiguous, and the mapping of parser errors to kernel-author messages.
+//!
+//! Nothing outside this module names lalrpop types. The grammar's actions
+//! call methods of [`Ctx`], which record diagnostics; syntax errors that
+//! lalrpop recovers from (`!` in the grammar) are collected as raw
+//! `ErrorRecovery` values and turned into [`Diagnostic`]s after the run, when
+//! the token list is at hand to phrase them ("expected an expression after
+//! `=`").
+
+use lalrpop_util::{ErrorRecovery, ParseError};
+use nkic_diag::{Diagnostic, FileId, Span};
+
+use crate::ast::*;
+use crate::layout::{self, Spanned};
+use crate::literal;
+use crate::nki::TopParser;
+use crate::token::{LexError, Token};
+
+/// What the grammar's entry point produced.
+pub enum TopOut {
+    Module(Module),
+    Expr(Expr),
+}
+
+/// A number literal token handed to [`Ctx::number`].
+pub enum Num<'src> {
+    Int(&'src str),
+    Float(&'src str),
+    Imaginary(&'src str),
+}
+
+/// One item of a parameter list before the order checks.
+pub enum ParamItem {
+    Plain(Param),
+    /// `*name` or a bare `*` (with the span of the whole item).
+    Star(Option<Param>, Span),
+    DoubleStar(Param),
+    /// `/`.
+    Slash(Span),
+}
+
+type Recovery<'src> = ErrorRecovery<usize, Token<'src>, LexError>;
+
+/// State shared by the grammar actions of one parse (including the nested
+/// parses of f-string fields).
+pub struct Ctx<'src> {
+    pub(crate) src: &'src str,
+    /// Diagnostics from actions and from decoding literals.
+    pub(crate) diags: Vec<Diagnostic>,
+    /// Raw recovered syntax errors of the running parse.
+    errors: Vec<Recovery<'src>>,
+    /// End offset of the last statement that was replaced by an error.
+    last_error_end: Option<usize>,
+    /// Nesting of f-string fields being parsed (bounded).
+    fstring_depth: u32,
+}
+
+/// Parses a whole file.
+pub fn parse_module(src: &str) -> (Module, Vec<Diagnostic>) {
+    let (tokens, mut diags) = layout::tokenize(src, layout::Config::default());
+    let mut ctx = Ctx::new(src);
+    let out = run(&mut ctx, Token::StartModule, &tokens);
+    let module = match out {
+        Some(TopOut::Module(module)) => module,
+        _ => Module {
+            body: Vec::new(),
+            span: Span::from_range(0..src.len()),
+            host_code: Vec::new(),
+        },
+    };
+    diags.append(&mut ctx.diags);
+    sort_diagnostics(&mut diags);
+    (module, diags)
+}
+
+/// Parses `src` as one expression (a tuple if it has top-level commas).
+pub fn parse_expression(src: &str) -> (Expr, Vec<Diagnostic>) {
+    let mut ctx = Ctx::new(src);
+    let expr = ctx.parse_sub_expression(0, src.len());
+    let mut diags = std::mem::take(&mut ctx.diags);
+    sort_diagnostics(&mut diags);
+    (expr, diags)
+}
+
+/// Orders diagnostics by position (then code), so output is deterministic
+/// and reads top to bottom.
+fn sort_diagnostics(diags: &mut [Diagnostic]) {
+    diags.sort_by_key(|d| {
+        (
+            d.primary.as_ref().map(|l| (l.span.start, l.span.end)),
+            d.code,
+        )
+    });
+}
+
+/// Runs the generated parser over `tokens`, after the start token `start`,
+/// and converts the syntax errors of this run into diagnostics.
+fn run<'src>(ctx: &mut Ctx<'src>, start: Token<'src>, tokens: &[Spanned<'src>]) -> Option<TopOut> {
+    let first_error = ctx.errors.len();
+    let begin = tokens.first().map_or(0, |t| t.0);
+    let end = tokens.last().map_or(begin, |t| t.2);
+    let stream = std::iter::once((begin, start, begin))
+        .chain(tokens.iter().copied())
+        .chain(std::iter::once((end, Token::EndMarker, end)))
+        .map(Ok::<_, LexError>);
+    let result = TopParser::new().parse(ctx, stream);
+    let recovered: Vec<Recovery<'src>> = ctx.errors.drain(first_error..).collect();
+    for rec in &recovered {
+        if let Some(diag) = describe(&rec.error, tokens, ctx.src) {
+            ctx.diags.push(diag);
+        }
+    }
+    match result {
+        Ok(out) => Some(out),
+        Err(err) => {
+            if let Some(diag) = describe(&err, tokens, ctx.src) {
+                ctx.diags.push(diag);
+            }
+            None
+        }
+    }
+}
+
+impl<'src> Ctx<'src> {
+    fn new(src: &'src str) -> Ctx<'src> {
+        Ctx {
+            src,
+            diags: Vec::new(),
+            errors: Vec::new(),
+            last_error_end: None,
+            fstring_depth: 0,
+        }
+    }
+
+    fn error(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) {
+        self.diags
+            .push(Diagnostic::error(code, message).with_primary(FileId::default(), span, label));
+    }
+
+    /// Parses `src[start..end]` as an expression with implicit line joining
+    /// (the expression of an f-string field).
+    pub(crate) fn parse_sub_expression(&mut self, start: usize, end: usize) -> Expr {
+        let span = Span::from_range(start..end);
+        let text = &self.src[start..end];
+        if text.trim().is_empty() {
+            self.error(
+                "E0014",
+                "empty expression in f-string",
+                span,
+                "expected an expression inside the braces",
+            );
+            return Expr::error(span);
+        }
+        if self.fstring_depth >= 8 {
+            self.error(
+                "E0014",
+                "f-strings are nested too deeply",
+                span,
+                "nested more than 8 levels here",
+            );
+            return Expr::error(span);
+        }
+        let (tokens, diags) = layout::tokenize(
+            text,
+            layout::Config {
+                inside_brackets: true,
+            },
+        );
+        let shifted: Vec<Spanned<'src>> = tokens
+            .into_iter()
+            .map(|(s, t, e)| (s + start, t, e + start))
+            .collect();
+        for diag in diags {
+            self.diags.push(shift_diagnostic(diag, start));
+        }
+        self.fstring_depth += 1;
+        let out = run(self, Token::StartExpression, &shifted);
+        self.fstring_depth -= 1;
+        match out {
+            Some(TopOut::Expr(expr)) => expr,
+            _ => Expr::error(span),
+        }
+    }
+
+    // ------------------------------------------------------------ recovery
+
+    pub(crate) fn error_stmt(
+        &mut self,
+        rec: Recovery<'src>,
+        l: usize,
+        r: usize,
+        body: Vec<Stmt>,
+    ) -> Stmt {
+        let end = r.max(l);
+        self.last_error_end = Some(end);
+        self.errors.push(rec);
+        Stmt::new(StmtKind::Error(body), Span::from_range(l..end))
+    }
+
+    pub(crate) fn error_expr(&mut self, rec: Recovery<'src>, l: usize, r: usize) -> Expr {
+        self.errors.push(rec);
+        Expr::error(Span::from_range(l..r.max(l)))
+    }
+
+    /// Whether an INDENT at `offset` directly follows a statement that was
+    /// replaced by an error (then the indented block is the broken
+    /// statement's body and needs no second diagnostic).
+    pub(crate) fn follows_error(&self, offset: usize) -> bool {
+        let Some(end) = self.last_error_end else {
+            return false;
+        };
+        end <= offset && only_trivia(&self.src[end.min(offset)..offset])
+    }
+
+    pub(crate) fn unexpected_indent(
+        &mut self,
+        (at, follows_error): (usize, bool),
+        body: Vec<Stmt>,
+    ) -> Stmt {
+        let end = body.last().map_or(at, |s| s.span.end as usize);
+        if !follows_error {
+            let line_start = self.src[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+            self.diags.push(
+                Diagnostic::error("E0012", "unexpected indent")
+                    .with_primary(
+                        FileId::default(),
+                        Span::from_range(line_start..at),
+                        "this line is indented more than the previous one",
+                    )
+                    .with_help("only lines after a `:` (a block) start a deeper indentation"),
+            );
+        }
+        Stmt::new(StmtKind::Error(body), Span::from_range(at..end))
+    }
+
+    // ------------------------------------------------------------ statements
+
+    pub(crate) fn module(&mut self, body: Vec<Stmt>, l: usize, r: usize) -> Module {
+        let host_code = body
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| is_host_stmt(s, *i == 0))
+            .map(|(i, _)| i)
+            .collect();
+        let _ = (l, r);
+        Module {
+            body,
+            span: Span::from_range(0..self.src.len()),
+            host_code,
+        }
+    }
+
+    pub(crate) fn assign(&mut self, first: Expr, rest: Vec<Expr>, l: usize, r: usize) -> Stmt {
+        let mut targets = vec![first];
+        targets.extend(rest);
+        let value = targets
+            .pop()
+            .unwrap_or_else(|| Expr::error(Span::from_range(r..r)));
+        for t in &targets {
+            self.check_target(t, "assign");
+        }
+        Stmt::new(StmtKind::Assign { targets, value }, Span::from_range(l..r))
+    }
+
+    pub(crate) fn import_from(
+        &mut self,
+        level: u32,
+        module: Option<Ident>,
+        names: Vec<Alias>,
+        l: usize,
+        r: usize,
+    ) -> Stmt {
+        let span = Span::from_range(l..r);
+        if level == 0 && module.is_none() {
+            self.error(
+                "E0010",
+                "expected a module name after `from`",
+                span,
+                "`from` needs a module or a relative `.`",
+            );
+        }
+        Stmt::new(
+            StmtKind::ImportFrom {
+                module,
+                names,
+                level,
+            },
+            span,
+        )
+    }
+
+    pub(crate) fn decorate(&mut self, decorators: Vec<Expr>, mut stmt: Stmt, l: usize) -> Stmt {
+        match &mut stmt.kind {
+            StmtKind::FunctionDef(def) => def.decorators = decorators,
+            StmtKind::ClassDef(def) => def.decorators = decorators,
+            _ => {}
+        }
+        stmt.span = Span::new(l as u32, stmt.span.end);
+        stmt
+    }
+
+    pub(crate) fn if_chain(
+        &mut self,
+        l: usize,
+        test: Expr,
+        body: Vec<Stmt>,
+        elifs: Vec<(usize, Expr, Vec<Stmt>)>,
+        orelse: Option<Vec<Stmt>>,
+    ) -> Stmt {
+        // Build from the innermost `elif` outwards.
+        let mut tail = orelse.unwrap_or_default();
+        for (el, etest, ebody) in elifs.into_iter().rev() {
+            let span = self.block_span(el, &etest, &ebody, &tail);
+            tail = vec![Stmt::new(
+                StmtKind::If {
+                    test: etest,
+                    body: ebody,
+                    orelse: tail,
+                },
+                span,
+            )];
+        }
+        let span = self.block_span(l, &test, &body, &tail);
+        Stmt::new(
+            StmtKind::If {
+                test,
+                body,
+                orelse: tail,
+            },
+            span,
+        )
+    }
+
+    /// The span of a compound statement: from its keyword to the end of its
+    /// last nested statement (not including trailing blank lines).
+    pub(crate) fn block_span(
+        &self,
+        l: usize,
+        header: &Expr,
+        body: &[Stmt],
+        orelse: &[Stmt],
+    ) -> Span {
+        let end = orelse
+            .last()
+            .or(body.last())
+            .map_or(header.span.end, |s| s.span.end);
+        Span::new(l as u32, end)
+    }
+
+    pub(crate) fn try_stmt(
+        &mut self,
+        l: usize,
+        body: Vec<Stmt>,
+        handlers: Vec<ExceptHandler>,
+        orelse: Vec<Stmt>,
+        finalbody: Vec<Stmt>,
+    ) -> Stmt {
+        let end = finalbody
+            .last()
+            .or(orelse.last())
+            .map(|s| s.span.end)
+            .or(handlers.last().map(|h| h.span.end))
+            .or(body.last().map(|s| s.span.end))
+            .unwrap_or(l as u32);
+        Stmt::new(
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            },
+            Span::new(l as u32, end),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn func_def(
+        &mut self,
+        l: usize,
+        is_async: bool,
+        name: Ident,
+        params: Vec<ParamItem>,
+        params_end: usize,
+        returns: Option<Expr>,
+        body: Vec<Stmt>,
+    ) -> Stmt {
+        let params_start = name.span.end as usize;
+        let params = self.params(params, params_start, params_end);
+        let end = body.last().map_or(params_end as u32, |s| s.span.end);
+        let def = FunctionDef {
+            is_async,
+            decorators: Vec::new(),
+            name,
+            params,
+            returns,
+            body,
+        };
+        Stmt::new(
+            StmtKind::FunctionDef(Box::new(def)),
+            Span::new(l as u32, end),
+        )
+    }
+
+    /// Sorts parameter items into a [`Params`] and checks their order.
+    pub(crate) fn params(&mut self, items: Vec<ParamItem>, l: usize, r: usize) -> Params {
+        let mut params = Params {
+            span: Span::from_range(l..r),
+            ..Params::default()
+        };
+        let mut seen_star = false;
+        let mut seen_default = false;
+        let mut seen_slash = false;
+        for item in items {
+            if params.kwarg.is_some() {
+                let span = item_span(&item);
+                self.error(
+                    "E0015",
+                    "parameters cannot follow `**` parameters",
+                    span,
+                    "this parameter comes after `**`",
+                );
+                continue;
+            }
+            match item {
+                ParamItem::Plain(p) => {
+                    if seen_star {
+                        params.kwonly.push(p);
+                    } else {
+                        if p.default.is_some() {
+                            seen_default = true;
+                        } else if seen_default {
+                            self.error(
+                                "E0015",
+                                "a parameter without a default follows a parameter with a default",
+                                p.span,
+                                "this parameter needs a default value",
+                            );
+                        }
+                        params.args.push(p);
+                    }
+                }
+                ParamItem::Star(p, span) => {
+                    if seen_star {
+                        self.error(
+                            "E0015",
+                            "`*` can appear only once in a parameter list",
+                            span,
+                            "second `*` here",
+                        );
+                    }
+                    seen_star = true;
+                    params.vararg = p;
+                }
+                ParamItem::DoubleStar(p) => params.kwarg = Some(p),
+                ParamItem::Slash(span) => {
+                    if seen_slash || seen_star || params.args.is_empty() {
+                        self.error(
+                            "E0015",
+                            "`/` must follow at least one positional parameter",
+                            span,
+                            "misplaced `/`",
+                        );
+                    } else {
+                        seen_slash = true;
+                        params.posonly = std::mem::take(&mut params.args);
+                    }
+                }
+            }
+        }
+        params
+    }
+
+    // ------------------------------------------------------------ checks
+
+    /// Checks that `target` can be assigned to (`verb`: "assign", "delete",
+    /// "for", "with").
+    pub(crate) fn check_target(&mut self, target: &Expr, verb: &str) {
+        match &target.kind {
+            ExprKind::Name(_)
+            | ExprKind::Attribute { .. }
+            | ExprKind::Subscript { .. }
+            | ExprKind::Error => {}
+            ExprKind::Tuple(elts) | ExprKind::List(elts) => {
+                for e in elts {
+                    self.check_target(e, verb);
+                }
+            }
+            ExprKind::Starred(inner) if verb != "delete" => self.check_target(inner, verb),
+            other => {
+                let what = describe_expr_kind(other);
+                let message = match verb {
+                    "delete" => format!("cannot delete {what}"),
+                    _ => format!("cannot assign to {what}"),
+                };
+                self.error(
+                    "E0020",
+                    message,
+                    target.span,
+                    "not a name, attribute or subscript",
+                );
+            }
+        }
+    }
+
+    pub(crate) fn check_targets(&mut self, targets: &[Expr], verb: &str) {
+        for t in targets {
+            self.check_target(t, verb);
+        }
+    }
+
+    pub(crate) fn check_aug_target(&mut self, target: &Expr) {
+        match &target.kind {
+            ExprKind::Name(_)
+            | ExprKind::Attribute { .. }
+            | ExprKind::Subscript { .. }
+            | ExprKind::Error => {}
+            other => {
+                let what = describe_expr_kind(other);
+                self.error(
+                    "E0020",
+                    format!("cannot use augmented assignment on {what}"),
+                    target.span,
+                    "augmented assignment needs a single name, attribute or subscript",
+                );
+            }
+        }
+    }
+
+    pub(crate) fn check_ann_target(&mut self, target: &Expr) {
+        match &target.kind {
+            ExprKind::Name(_)
+            | ExprKind::Attribute { .. }
+            | ExprKind::Subscript { .. }
+            | ExprKind::Error => {}
+            other => {
+                let what = describe_expr_kind(other);
+                self.error(
+                    "E0020",
+                    format!("cannot annotate {what}"),
+                    target.span,
+                    "only a single name, attribute or subscript can be annotated",
+                );
+            }
+        }
+    }
+
+    /// Checks the order of call arguments: positional arguments cannot
+    /// follow keyword arguments, and `*x` cannot follow `**y`.
+    pub(crate) fn check_args(&mut self, args: &[Arg]) {
+        let mut seen_keyword = false;
+        let mut seen_double_star = false;
+        for arg in args {
+            match &arg.kind {
+                ArgKind::Positional(_) if seen_double_star || seen_keyword => {
+                    let after = if seen_double_star {
+                        "`**` arguments"
+                    } else {
+                        "keyword arguments"
+                    };
+                    self.error(
+                        "E0016",
+                        format!("a positional argument follows {after}"),
+                        arg.span,
+                        "move this argument before the keyword arguments",
+                    );
+                }
+                ArgKind::Star(_) if seen_double_star => {
+                    self.error(
+                        "E0016",
+                        "`*` unpacking follows `**` unpacking",
+                        arg.span,
+                        "move this before the `**` argument",
+                    );
+                }
+                ArgKind::Keyword(..) => seen_keyword = true,
+                ArgKind::DoubleStar(_) => seen_double_star = true,
+                _ => {}
+            }
+        }
+    }
+
+    pub(crate) fn keyword_arg(&mut self, key: Expr, value: Expr, l: usize, r: usize) -> Arg {
+        let span = Span::from_range(l..r);
+        match key.kind {
+            ExprKind::Name(name) => Arg {
+                kind: ArgKind::Keyword(
+                    Ident {
+                        name,
+                        span: key.span,
+                    },
+                    value,
+                ),
+                span,
+            },
+            ExprKind::Error => Arg {
+                kind: ArgKind::Positional(Expr::error(span)),
+                span,
+            },
+            other => {
+                let what = describe_expr_kind(&other);
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0017",
+                        format!("expected a parameter name before `=`, found {what}"),
+                    )
+                    .with_primary(
+                        FileId::default(),
+                        key.span,
+                        "a keyword argument needs a plain name here",
+                    )
+                    .with_help("to compare, write `==`"),
+                );
+                Arg {
+                    kind: ArgKind::Positional(Expr::error(span)),
+                    span,
+                }
+            }
+        }
+    }
+
+    pub(crate) fn named_expr(&mut self, target: Expr, value: Expr, l: usize, r: usize) -> Expr {
+        let span = Span::from_range(l..r);
+        if !matches!(target.kind, ExprKind::Name(_) | ExprKind::Error) {
+            let what = describe_expr_kind(&target.kind);
+            self.error(
+                "E0020",
+                format!("cannot use `:=` to assign to {what}"),
+                target.span,
+                "`:=` needs a plain name on its left",
+            );
+        }
+        Expr::new(
+            ExprKind::NamedExpr {
+                target: Box::new(target),
+                value: Box::new(value),
+            },
+            span,
+        )
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    pub(crate) fn binop(&mut self, left: Expr, op: BinOp, right: Expr, l: usize, r: usize) -> Expr {
+        Expr::new(
+            ExprKind::BinOp {
+                left: Box::new(left),
+                op,
+                right: Box::new(right),
+            },
+            Span::from_range(l..r),
+        )
+    }
+
+    pub(crate) fn number(&mut self, num: Num<'src>, l: usize, r: usize) -> Expr {
+        let span = Span::from_range(l..r);
+        let kind = match num {
+            Num::Int(text) => match literal::parse_int(text) {
+                Ok(v) => ExprKind::Int(v),
+                Err(msg) => {
+                    self.error("E0006", msg, span, "invalid integer literal");
+                    ExprKind::Error
+                }
+            },
+            Num::Float(text) => ExprKind::Float(literal::parse_float(text)),
+            Num::Imaginary(text) => {
+                ExprKind::Imaginary(literal::parse_float(&text[..text.len() - 1]))
+            }
+        };
+        Expr::new(kind, span)
+    }
+
+    /// Builds the expression for one or more adjacent string literals.
+    pub(crate) fn strings(&mut self, parts: Vec<(usize, &'src str, usize)>) -> Expr {
+        literal::strings(self, &parts)
+    }
+}
+
+/// Shifts every label of `diag` by `offset` bytes.
+fn shift_diagnostic(mut diag: Diagnostic, offset: usize) -> Diagnostic {
+    let shift = |span: Span| Span::new(span.start + offset as u32, span.end + offset as u32);
+    if let Some(p) = &mut diag.primary {
+        p.span = shift(p.span);
+    }
+    for s in &mut diag.secondary {
+        s.span = shift(s.span);
+    }
+    diag
+}
+
+fn item_span(item: &ParamItem) -> Span {
+    match item {
+        ParamItem::Plain(p) | ParamItem::DoubleStar(p) => p.span,
+        ParamItem::Star(_, span) | ParamItem::Slash(span) => *span,
+    }
+}
+
+/// Whether `text` holds only whitespace, comments and line breaks.
+fn only_trivia(text: &str) -> bool {
+    let mut in_comment = false;
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => in_comment = false,
+            _ if in_comment => {}
+            '#' => in_comment = true,
+            ' ' | '\t' | '\x0C' | '\\' => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// A phrase for an expression kind in messages ("a function call").
+fn describe_expr_kind(kind: &ExprKind) -> &'static str {
+    match kind {
+        ExprKind::BoolOp { .. } => "a boolean expression",
+        ExprKind::NamedExpr { .. } => "a `:=` expression",
+        ExprKind::BinOp { .. } => "an operator expression",
+        ExprKind::UnaryOp { .. } => "an operator expression",
+        ExprKind::Lambda { .. } => "a lambda",
+        ExprKind::IfExp { .. } => "a conditional expression",
+        ExprKind::Dict(_) => "a dict display",
+        ExprKind::Set(_) => "a set display",
+        ExprKind::ListComp { .. } => "a list comprehension",
+        ExprKind::SetComp { .. } => "a set comprehension",
+        ExprKind::DictComp { .. } => "a dict comprehension",
+        ExprKind::GeneratorExp { .. } => "a generator expression",
+        ExprKind::Await(_) => "an `await` expression",
+        ExprKind::Yield(_) | ExprKind::YieldFrom(_) => "a `yield` expression",
+        ExprKind::Compare { .. } => "a comparison",
+        ExprKind::Call { .. } => "a function call",
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Imaginary(_) => "a number",
+        ExprKind::Str(_) | ExprKind::Bytes(_) | ExprKind::FString(_) => "a string",
+        ExprKind::Bool(_) => "a boolean literal",
+        ExprKind::None => "`None`",
+        ExprKind::Ellipsis => "`...`",
+        ExprKind::Attribute { .. } => "an attribute",
+        ExprKind::Subscript { .. } => "a subscript",
+        ExprKind::Starred(_) => "a starred expression",
+        ExprKind::Name(_) => "a name",
+        ExprKind::List(_) => "a list",
+        ExprKind::Tuple(_) => "a tuple",
+        ExprKind::Slice { .. } => "a slice",
+        ExprKind::Error => "an invalid expression",
+    }
+}
+
+// ---------------------------------------------------------------- host code
+
+/// Whether a top-level statement is host code (see `ast` module docs).
+fn is_host_stmt(stmt: &Stmt, first: bool) -> bool {
+    match &stmt.kind {
+        StmtKind::Import(_)
+        | StmtKind::ImportFrom { .. }
+        | StmtKind::FunctionDef(_)
+        | StmtKind::ClassDef(_) => false,
+        StmtKind::Expr(e) if first && matches!(e.kind, ExprKind::Str(_)) => false,
+        StmtKind::Assign { value, .. } => !is_constant_expr(value),
+        StmtKind::AnnAssign { value, .. } => value.as_ref().is_some_and(|v| !is_constant_expr(v)),
+        StmtKind::Error(_) => false,
+        _ => true,
+    }
+}
+
+/// Whether `expr` is built from literals, names, attributes, subscripts,
+/// operators and displays only.
+fn is_constant_expr(expr: &Expr) -> bool {
+    match &expr.kind {
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Imaginary(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bytes(_)
+        | ExprKind::Bool(_)
+        | ExprKind::None
+        | ExprKind::Ellipsis
+        | ExprKind::Name(_)
+        | ExprKind::Error => true,
+        ExprKind::FString(parts) => parts.iter().all(|p| match p {
+            FStringPart::Literal(_) => true,
+            FStringPart::Field(f) => is_constant_expr(&f.value),
+        }),
+        ExprKind::Attribute { value, .. } => is_constant_expr(value),
+        ExprKind::Subscript { value, index } => is_constant_expr(value) && is_constant_expr(index),
+        ExprKind::BinOp { left, right, .. } => is_constant_expr(left) && is_constant_expr(right),
+        ExprKind::UnaryOp { operand, .. } => is_constant_expr(operand),
+        ExprKind::BoolOp { values, .. } => values.iter().all(is_constant_expr),
+        ExprKind::Compare { left, comparisons } => {
+            is_constant_expr(left) && comparisons.iter().all(|(_, e)| is_constant_expr(e))
+        }
+        ExprKind::IfExp { test, body, orelse } => {
+            is_constant_expr(test) && is_constant_expr(body) && is_constant_expr(orelse)
+        }
+        ExprKind::Tuple(elts) | ExprKind::List(elts) | ExprKind::Set(elts) => {
+            elts.iter().all(is_constant_expr)
+        }
+        ExprKind::Dict(items) => items.iter().all(|item| match item {
+            DictItem::KeyValue(k, v) => is_constant_expr(k) && is_constant_expr(v),
+            DictItem::Unpack(e) => is_constant_expr(e),
+        }),
+        ExprKind::Starred(e) => is_constant_expr(e),
+        ExprKind::Slice { lower, upper, step } => [lower, upper, step]
+            .into_iter()
+            .all(|p| p.as_deref().is_none_or(is_constant_expr)),
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------- messages
+
+/// Turns a parser error into a diagnostic in kernel-author words, or `None`
+/// when the error is a consequence of one already reported (an invalid
+/// character token).
+fn describe(
+    err: &ParseError<usize, Token<'_>, LexError>,
+    tokens: &[Spanned<'_>],
+    src: &str,
+) -> Option<Diagnostic> {
+    let (start, found, end, expected): (usize, Option<Token<'_>>, usize, &[String]) = match err {
+        ParseError::UnrecognizedToken {
+            token: (s, t, e),
+            expected,
+        } => (*s, Some(*t), *e, expected),
+        ParseError::UnrecognizedEof { location, expected } => {
+            (*location, None, *location, expected)
+        }
+        ParseError::ExtraToken { token: (s, t, e) } => (*s, Some(*t), *e, &[]),
+        ParseError::InvalidToken { location } => (*location, None, *location, &[]),
+        ParseError::User { .. } => return None,
+    };
+    if matches!(found, Some(Token::Error)) {
+        return None;
+    }
+    let found = found.filter(|t| *t != Token::EndMarker);
+    // The last real token before the error, and the first token of its
+    // logical line (which names the statement).
+    let idx = tokens.partition_point(|t| t.0 < start);
+    let prev = tokens[..idx]
+        .iter()
+        .rev()
+        .find(|t| !matches!(t.1, Token::Indent | Token::Dedent));
+    let line_first = line_keyword(tokens, idx);
+    let set = ExpectedSet::new(expected);
+    let found_desc = match found {
+        None => "end of file".to_string(),
+        Some(t) => describe_token(t),
+    };
+
+    // The place to point at: the unexpected token, or just after the
+    // previous token when the unexpected thing is a line or file end.
+    let at_end = matches!(found, None | Some(Token::Newline | Token::Dedent));
+    let primary = if at_end {
+        match prev {
+            Some(p) => point_after(src, p.2),
+            None => Span::from_range(start..end),
+        }
+    } else {
+        Span::from_range(start..end)
+    };
+    let after = prev.map(|p| describe_token_short(p.1));
+
+    if found == Some(Token::Indent) {
+        let line_start = src[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+        return Some(
+            Diagnostic::error("E0012", "unexpected indent").with_primary(
+                FileId::default(),
+                Span::from_range(line_start..start),
+                "this line is indented more than the previous one",
+            ),
+        );
+    }
+    if set.only_indent() {
+        let header = line_first.map_or_else(
+            || "this line".to_string(),
+            |(t, _)| format!("`{}`", t.text()),
+        );
+        let mut diag = Diagnostic::error(
+            "E0013",
+            format!("expected an indented block after {header}"),
+        )
+        .with_primary(
+            FileId::default(),
+            primary,
+            "expected an indented block here",
+        )
+        .with_help("indent the body of the block, for example by 4 spaces");
+        if let Some((t, span)) = line_first {
+            diag = diag.with_secondary(
+                FileId::default(),
+                span,
+                format!("this `{}` needs a body", t.text()),
+            );
+        }
+        return Some(diag);
+    }
+    if set.has(":")
+        && let Some((kw, kw_span)) = line_first
+        && let Some(what) = colon_context(kw)
+        && !set.has_expression()
+    {
+        let message = format!("expected `:` after {what}");
+        let label = if at_end {
+            "expected `:` here".to_string()
+        } else {
+            format!("expected `:`, found {found_desc}")
+        };
+        return Some(
+            Diagnostic::error("E0010", message)
+                .with_primary(FileId::default(), primary, label)
+                .with_secondary(
+                    FileId::default(),
+                    kw_span,
+                    format!("this `{}` statement", kw.text()),
+                ),
+        );
+    }
+    if set.has_expression() {
+        let message = match (&after, at_end) {
+            (Some(a), _) => format!("expected an expression after {a}"),
+            (None, _) => "expected an expression".to_string(),
+        };
+        let label = if at_end {
+            "expected an expression here".to_string()
+        } else {
+            format!("expected an expression, found {found_desc}")
+        };
+        return Some(Diagnostic::error("E0010", message).with_primary(
+            FileId::default(),
+            primary,
+            label,
+        ));
+    }
+    let wanted = set.describe();
+    let message = match (&wanted, found) {
+        (Some(w), _) => format!("expected {w}, found {found_desc}"),
+        (None, Some(Token::Newline)) => match &after {
+            Some(a) => format!("unexpected end of line after {a}"),
+            None => "unexpected end of line".to_string(),
+        },
+        (None, _) => format!("unexpected {found_desc}"),
+    };
+    let label = match &wanted {
+        Some(w) => format!("expected {w}"),
+        None => "not valid here".to_string(),
+    };
+    Some(Diagnostic::error("E0010", message).with_primary(FileId::default(), primary, label))
+}
+
+/// A one-character span just after `offset` when the next character is on
+/// the same line, else an empty span there.
+fn point_after(src: &str, offset: usize) -> Span {
+    match src[offset.min(src.len())..].chars().next() {
+        Some(c) if c != '\n' && c != '\r' => Span::from_range(offset..offset + c.len_utf8()),
+        _ => Span::from_range(offset..offset),
+    }
+}
+
+/// The first token of the logical line containing token index `idx`, when it
+/// is a keyword (with its span).
+fn line_keyword(tokens: &[Spanned<'_>], idx: usize) -> Option<(Token<'static>, Span)> {
+    let mut i = idx.min(tokens.len());
+    while i > 0
+        && !matches!(
+            tokens[i - 1].1,
+            Token::Newline | Token::Indent | Token::Dedent
+        )
+    {
+        i -= 1;
+    }
+    let (s, t, e) = tokens.get(i)?;
+    let t = match t {
+        Token::If => Token::If,
+        Token::Elif => Token::Elif,
+        Token::Else => Token::Else,
+        Token::While => Token::While,
+        Token::For => Token::For,
+        Token::Def => Token::Def,
+        Token::Class => Token::Class,
+        Token::With => Token::With,
+        Token::Try => Token::Try,
+        Token::Except => Token::Except,
+        Token::Finally => Token::Finally,
+        Token::Async => Token::Async,
+        _ => return None,
+    };
+    Some((t, Span::from_range(*s..*e)))
+}
+
+/// What a `:` is expected after, per statement keyword.
+fn colon_context(kw: Token<'_>) -> Option<&'static str> {
+    Some(match kw {
+        Token::If => "the `if` condition",
+        Token::Elif => "the `elif` condition",
+        Token::While => "the `while` condition",
+        Token::For => "the `for` loop header",
+        Token::Def => "the function signature",
+        Token::Class => "the class header",
+        Token::With => "the `with` items",
+        Token::Else => "`else`",
+        Token::Try => "`try`",
+        Token::Except => "the `except` clause",
+        Token::Finally => "`finally`",
+        _ => return None,
+    })
+}
+
+/// How a found token is named in a message.
+fn describe_token(t: Token<'_>) -> String {
+    match t {
+        Token::Newline => "end of line".to_string(),
+        Token::Dedent => "end of the block".to_string(),
+        Token::Indent => "an indented block".to_string(),
+        Token::EndMarker => "end of file".to_string(),
+        Token::String(_) => "a string".to_string(),
+        Token::Int(s) | Token::Float(s) | Token::Imaginary(s) => format!("number `{s}`"),
+        Token::Name(s) => format!("name `{s}`"),
+        t if t.is_keyword() => format!("keyword `{}`", t.text()),
+        t => format!("`{}`", t.text()),
+    }
+}
+
+/// How the token before an error is named ("after `=`").
+fn describe_token_short(t: Token<'_>) -> String {
+    match t {
+        Token::String(_) => "a string".to_string(),
+        Token::Newline => "the end of the line".to_string(),
+        t => {
+            let text = t.text();
+            if text.chars().count() > 24 {
+                format!("`{}…`", text.chars().take(20).collect::<String>())
+            } else {
+                format!("`{text}`")
+            }
+        }
+    }
+}
+
+/// The set of terminals the parser would have accepted, in grammar names.
+struct ExpectedSet<'a> {
+    names: Vec<&'a str>,
+}
+
+impl<'a> ExpectedSet<'a> {
+    fn new(expected: &'a [String]) -> ExpectedSet<'a> {
+        let names = expected
+            .iter()
+            .map(|s| s.trim_matches('"'))
+            .map(|s| s.strip_prefix('\\').unwrap_or(s))
+            .collect();
+        ExpectedSet { names }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.names.contains(&name)
+    }
+
+    /// Whether an expression could start here: both a name and a number are
+    /// acceptable.
+    fn has_expression(&self) -> bool {
+        self.has("name") && self.has("int")
+    }
+
+    fn only_indent(&self) -> bool {
+        self.names == ["indent"]
+    }
+
+    /// A short phrase listing what was expected, or `None` when the list is
+    /// long (then naming the unexpected token says more).
+    fn describe(&self) -> Option<String> {
+        let mut items: Vec<String> = Vec::new();
+        let operators = [
+            "+", "-", "*", "/", "//", "%", "@", "**", "<<", ">>", "&", "|", "^", "<", ">", "<=",
+            ">=", "==", "!=",
+        ];
+        if self.names.iter().any(|n| operators.contains(n)) {
+            return None;
+        }
+        for name in &self.names {
+            let item = match *name {
+                "name" => "a name".to_string(),
+                "newline" => "the end of the line".to_string(),
+                "indent" => "an indented block".to_string(),
+                "dedent" | "end marker" | "lex error" | "start module" | "start expression" => {
+                    continue;
+                }
+                "string" => "a string".to_string(),
+                "int" | "float" | "imaginary" => "a number".to_string(),
+                other => format!("`{other}`"),
+            };
+            if !items.contains(&item) {
+                items.push(item);
+            }
+        }
+        match items.len() {
+            0 => None,
+            1 => Some(items.remove(0)),
+            2..=3 => {
+                let last = items.pop().unwrap_or_default();
+                Some(format!("{} or {last}", items.join(", ")))
+            }
+            _ => None,
+        }
+    }
+}
