@@ -44,6 +44,7 @@
 //! | `local_gather` | `gpsimd_start` + ⌈V·E / C⌉, C = ((28 + 4E)/(4E)) / min(4/b, E) |
 //! | `nc_matmul` | max(MM, LS) TensorE cycles, MM = max(min(64, M), N_mov) × (`mm_fp32_factor` for fp32/tf32 inputs, halved by a one-zero flag), LS = M / `ls_divisor`; transpose mode: max(K, min(64, N_mov)), halved for 4-byte data; double-row and MX count columns, not packed values |
 //! | `nc_transpose` (Tensor) | max(P, min(64, F)) |
+//! | `rng`, `dropout` | N; `rand2` N / `vector_exp_rate`; `set_rng_seed` `min_ii` |
 //! | control instructions | 1 sequencer cycle; `reg_load`/`reg_store` `sram_access_overhead_cycles`; labels 0 |
 //!
 //! Any Vector/Scalar/GpSimd operand whose innermost stride exceeds 16 bytes
@@ -301,7 +302,21 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         }
         // `Target::cost` sends DMA instructions to `dma_cost` before this
         // function is reached.
-        Op::DmaCopy { .. } | Op::DmaTranspose { .. } => return 0,
+        Op::DmaCopy { .. }
+        | Op::DmaTranspose { .. }
+        | Op::DmaGather { .. }
+        | Op::DmaScatter { .. } => return 0,
+        Op::Rng { dst } | Op::Rand2 { dst, .. } => {
+            let n = dst.free_size();
+            // rand2 makes `vector_exp_rate` values per lane per cycle (v4).
+            if matches!(op, Op::Rand2 { .. }) {
+                (div_ceil(n, u64::from(f.vector_exp_rate)), 0)
+            } else {
+                (n, 0)
+            }
+        }
+        Op::Dropout { src, .. } => (src.free_size(), 0),
+        Op::SetRngSeed { .. } => (1, 0),
     };
     let penalized = if op
         .operands()
@@ -380,6 +395,13 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
             ..
         } => (dst, src, false, *accumulate, *dge),
         Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
+        Op::DmaGather { dst, src, .. } => (dst, src, false, false, DgeMode::Swdge),
+        Op::DmaScatter {
+            dst,
+            src,
+            accumulate,
+            ..
+        } => (dst, src, false, *accumulate, DgeMode::Swdge),
         // Control instructions on a DMA queue run on its sequencer.
         other => {
             let cycles = engine_cycles(f, Engine::Sync, other);

@@ -201,6 +201,22 @@ instructions! {
         src: AccessPattern => Read,
         dge: DgeMode => Attr,
     }
+    /// Gathers HBM rows: row `w` of `src` is row `index[w]` of the tensor.
+    DmaGather = "dma_gather", [Dma], Trn2 {
+        dst: AccessPattern => Write,
+        src: AccessPattern => Read,
+        index: AccessPattern => Read,
+        oob: OobMode => Attr,
+    }
+    /// Scatters into HBM rows: row `w` of `dst` is row `index[w]` of the
+    /// tensor; with `accumulate`, adds into it.
+    DmaScatter = "dma_scatter", [Dma], Trn2 {
+        dst: AccessPattern => Write,
+        src: AccessPattern => Read,
+        index: AccessPattern => Read,
+        accumulate: bool => Attr,
+        oob: OobMode => Attr,
+    }
     /// `dst = src` with a dtype conversion through fp32 when dtypes differ.
     TensorCopy = "tensor_copy", [Vector, Scalar, GpSimd], Trn2 {
         dst: AccessPattern => Write,
@@ -458,6 +474,28 @@ instructions! {
         mask: Vec<u8> => Attr,
     }
 
+    /// Random 32-bit values from the engine's per-lane XORWOW generators,
+    /// truncated to `dst`'s integer dtype.
+    Rng = "rng", [Vector, GpSimd], Trn2 {
+        dst: AccessPattern => Write,
+    }
+    /// Uniform random floats in `[min, max)` from the Vector generators (v4).
+    Rand2 = "rand2", [Vector], Trn3 {
+        dst: AccessPattern => Write,
+        min: Scalar => Read,
+        max: Scalar => Read,
+    }
+    /// Zeroes each element with probability `prob` (no rescaling).
+    Dropout = "dropout", [Vector], Trn2 {
+        dst: AccessPattern => Write,
+        src: AccessPattern => Read,
+        prob: Scalar => Read,
+    }
+    /// Seeds every lane of the Vector generators from one 32-bit value.
+    SetRngSeed = "set_rng_seed", [Vector], Trn2 {
+        src: AccessPattern => Read,
+    }
+
     // ------------------------------------------------------------ GpSimd engine
 
     /// `dst = cmp(affine value, 0) ? src : on_false`.
@@ -577,7 +615,13 @@ impl Op {
 
     /// True for the DMA instructions.
     pub fn is_dma(&self) -> bool {
-        matches!(self, Op::DmaCopy { .. } | Op::DmaTranspose { .. })
+        matches!(
+            self,
+            Op::DmaCopy { .. }
+                | Op::DmaTranspose { .. }
+                | Op::DmaGather { .. }
+                | Op::DmaScatter { .. }
+        )
     }
 }
 
@@ -659,6 +703,7 @@ mod tests {
                     | "jump"
                     | "label"
                     | "nop"
+                    | "set_rng_seed"
             );
             if !control {
                 assert_eq!(fields.first(), Some(&"dst"), "{m}");

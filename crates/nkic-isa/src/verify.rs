@@ -440,25 +440,8 @@ impl<'p> Verifier<'p> {
                 priority,
                 ..
             } => {
-                if dst.num_elements() != src.num_elements() {
-                    self.err(format!(
-                        "`dst` has {} elements but `src` has {}",
-                        dst.num_elements(),
-                        src.num_elements()
-                    ));
-                }
-                if dst.dtype != src.dtype {
-                    if dst.dtype.is_packed_x4() || src.dtype.is_packed_x4() {
-                        self.err("DMA cannot cast packed x4 dtypes; `dst` and `src` dtypes must be equal".into());
-                    }
-                    if *dge == DgeMode::Hwdge {
-                        self.err(format!(
-                            "hardware DGE copies raw bytes: `dst` is {} but `src` is {}",
-                            dst.dtype, src.dtype
-                        ));
-                    }
-                }
-                if *accumulate && (dst.dtype.is_packed_x4() || dst.dtype.is_int()) {
+                self.dma_elements(dst, src, *dge == DgeMode::Hwdge);
+                if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
                     self.err("`accumulate` needs a float `dst`".into());
                 }
                 self.dge(*dge);
@@ -469,6 +452,68 @@ impl<'p> Verifier<'p> {
                     if *p > 3 {
                         self.err(format!("`priority` is 0..=3, found {p}"));
                     }
+                }
+            }
+            Op::DmaGather {
+                dst, src, index, ..
+            } => {
+                if !matches!(src.mem, Memory::Hbm(_)) {
+                    self.err(
+                        "`src` of a gather must be an HBM pattern (its rows are chosen by `index`)"
+                            .into(),
+                    );
+                }
+                self.row_index(index, src.partition_count);
+                self.dma_elements(dst, src, false);
+            }
+            Op::DmaScatter {
+                dst,
+                src,
+                index,
+                accumulate,
+                ..
+            } => {
+                if !matches!(dst.mem, Memory::Hbm(_)) {
+                    self.err("`dst` of a scatter must be an HBM pattern (its rows are chosen by `index`)".into());
+                }
+                self.row_index(index, dst.partition_count);
+                self.dma_elements(dst, src, false);
+                if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
+                    self.err("`accumulate` needs a float `dst`".into());
+                }
+            }
+            Op::Rng { dst } => {
+                if !dst.dtype.is_int() {
+                    self.err(format!(
+                        "`dst` must be an integer dtype, found {}",
+                        dst.dtype
+                    ));
+                }
+            }
+            Op::Rand2 { dst, min, max } => {
+                if matches!(dst.dtype, DType::Bool | DType::F8E8M0) || dst.dtype.is_packed_x4() {
+                    self.err(format!("`dst` may not be {}", dst.dtype));
+                }
+                self.scalar("min", min, dst);
+                self.scalar("max", max, dst);
+                if let (Scalar::Imm(lo), Scalar::Imm(hi)) = (min, max)
+                    && lo.get().partial_cmp(&hi.get()) != Some(std::cmp::Ordering::Less)
+                {
+                    self.err(format!("`min` {lo:?} must be below `max` {hi:?}"));
+                }
+            }
+            Op::Dropout { dst, src, prob } => {
+                self.same_pf("dst", dst, "src", src);
+                self.same_dtype("dst", dst, "src", src);
+                self.scalar("prob", prob, src);
+            }
+            Op::SetRngSeed { src } => {
+                if src.num_elements() != 1 || src.dtype.size() != 4 || src.dtype.is_packed_x4() {
+                    self.err(format!(
+                        "`src` must be one 32-bit element, found {} elements of {}",
+                        src.num_elements(),
+                        src.dtype
+                    ));
                 }
             }
             Op::DmaTranspose { dst, src, dge } => {
@@ -1248,6 +1293,50 @@ impl<'p> Verifier<'p> {
             | Op::RegAlu { .. }
             | Op::Label { .. }
             | Op::Nop {} => {}
+        }
+    }
+
+    /// Equal element counts and castable dtypes of a DMA's two sides.
+    fn dma_elements(&mut self, dst: &AccessPattern, src: &AccessPattern, hwdge: bool) {
+        if dst.num_elements() != src.num_elements() {
+            self.err(format!(
+                "`dst` has {} elements but `src` has {}",
+                dst.num_elements(),
+                src.num_elements()
+            ));
+        }
+        if dst.dtype != src.dtype {
+            if dst.dtype.is_packed_x4() || src.dtype.is_packed_x4() {
+                self.err(
+                    "DMA cannot cast packed x4 dtypes; `dst` and `src` dtypes must be equal".into(),
+                );
+            }
+            if hwdge {
+                self.err(format!(
+                    "hardware DGE copies raw bytes: `dst` is {} but `src` is {}",
+                    dst.dtype, src.dtype
+                ));
+            }
+        }
+    }
+
+    /// The row index of a gather or scatter: an SBUF `(rows, 1)` int32/uint32 vector.
+    fn row_index(&mut self, index: &AccessPattern, rows: u32) {
+        if index.mem != Memory::Sbuf {
+            self.err("`index` must be in SBUF".into());
+        }
+        if index.partition_count != rows || index.free_size() != 1 {
+            self.err(format!(
+                "`index` must be [{rows}, 1] (one row number per transferred row), found [{}, {}]",
+                index.partition_count,
+                index.free_size()
+            ));
+        }
+        if !matches!(index.dtype, DType::I32 | DType::U32) {
+            self.err(format!(
+                "`index` must be int32 or uint32, found {}",
+                index.dtype
+            ));
         }
     }
 

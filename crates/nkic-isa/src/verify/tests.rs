@@ -265,3 +265,30 @@ fn semaphores() {
     ok(".queue vector\n  nop signal(s)\n  nop wait(s>=1)\n");
     ok(".queue vector\n  nop wait(s>=5)\n.queue sync\nL0:\n  nop signal(s)\n  jump target=L0\n");
 }
+
+#[test]
+fn gathers_and_random_numbers() {
+    ok(
+        ".queue dma0\n  dma_gather dst=sbuf[0:128]:f32[1,512] src=hbm.a[0:128*512]:f32[1,512] index=sbuf[0:128]+4096:i32[1,1]\n",
+    );
+    fails(
+        ".queue dma0\n  dma_gather dst=sbuf[0:128]:f32[1,512] src=sbuf[0:128]+8192:f32[1,512] index=sbuf[0:64]+4096:f32[1,1]\n",
+        &[
+            "dma0[0] `dma_gather`: `src` of a gather must be an HBM pattern (its rows are chosen by `index`)",
+            "dma0[0] `dma_gather`: `index` must be [128, 1] (one row number per transferred row), found [64, 1]",
+            "dma0[0] `dma_gather`: `index` must be int32 or uint32, found float32",
+        ],
+    );
+    fails(
+        ".queue dma0\n  dma_scatter dst=hbm.out[0:128*512]:i32[1,512] src=sbuf[0:128]:i32[1,512] index=sbuf[0:128]+4096:u32[1,1] accumulate=true\n",
+        &["dma0[0] `dma_scatter`: `accumulate` needs a float `dst`"],
+    );
+    fails(
+        ".queue vector\n  rng dst=sbuf[0:128]:f32[1,4]\n  rand2 dst=sbuf[0:128]:f32[1,4] min=1.0 max=1.0\n  set_rng_seed src=sbuf[0:1]:u16[1,2]\n",
+        &[
+            "vector[0] `rng`: `dst` must be an integer dtype, found float32",
+            "vector[1] `rand2`: `min` 1.0 must be below `max` 1.0",
+            "vector[2] `set_rng_seed`: `src` must be one 32-bit element, found 2 elements of uint16",
+        ],
+    );
+}
