@@ -11,6 +11,11 @@ fn main() {
         args.remove(pos);
         check_roundtrip = true;
     }
+    let mut unparse_dir = None;
+    if let Some(pos) = args.iter().position(|a| a == "--unparse-to") {
+        args.remove(pos);
+        unparse_dir = Some(args.remove(pos));
+    }
     if args.first().map(String::as_str) == Some("--list") {
         let list =
             std::fs::read_to_string(args.get(1).map_or("", String::as_str)).unwrap_or_default();
@@ -24,6 +29,10 @@ fn main() {
         };
         n_files += 1;
         let (module, diags) = nkic_syntax::parse(&text);
+        if let Some(dir) = &unparse_dir {
+            let name = path.replace('/', "__");
+            let _ = std::fs::write(format!("{dir}/{name}"), nkic_syntax::unparse(&module));
+        }
         if !diags.is_empty() {
             n_bad += 1;
             let mut map = SourceMap::new();

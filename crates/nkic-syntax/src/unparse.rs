@@ -5,12 +5,14 @@
 //! Parentheses are inserted from operator precedence, blocks are indented by
 //! four spaces, strings are written with double quotes and escapes, and every
 //! tuple except a subscript index or an unpacking target is parenthesised.
-//! F-string fields may contain double-quoted strings: nkic reads nested quotes
-//! of the same kind (as Python 3.12 does).
+//! Strings inside f-string fields use single quotes so that the output also
+//! reads in Python versions before 3.12 (nkic itself accepts nested quotes of
+//! the same kind, as Python 3.12 does).
 //!
 //! Error nodes have no source form: an error statement is written as `pass`
 //! and an error expression as `...`.
 
+use std::cell::Cell;
 use std::fmt::Write;
 
 use crate::ast::*;
@@ -52,6 +54,23 @@ mod prec {
     pub const POWER: u8 = 15;
     pub const AWAIT: u8 = 16;
     pub const ATOM: u8 = 17;
+}
+
+thread_local! {
+    /// How many f-string fields enclose the expression being written; the
+    /// quote character of string literals depends on it. A thread-local keeps
+    /// the many small writer functions free of a context parameter; it is
+    /// reset by every field on exit, so output stays deterministic.
+    static FIELD_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// The quote for string literals at the current f-string field depth.
+fn quote() -> char {
+    if FIELD_DEPTH.with(Cell::get) == 0 {
+        '"'
+    } else {
+        '\''
+    }
 }
 
 struct Unparser {
@@ -665,13 +684,18 @@ fn write_expr_inner(out: &mut String, e: &Expr) {
             write_float(out, *v);
             out.push('j');
         }
-        ExprKind::Str(s) => write_str(out, s, false),
+        ExprKind::Str(s) => write_str(out, s, false, quote()),
         ExprKind::Bytes(b) => {
-            out.push_str("b\"");
+            let q = quote();
+            out.push('b');
+            out.push(q);
             for &byte in b {
                 match byte {
                     b'\\' => out.push_str("\\\\"),
-                    b'"' => out.push_str("\\\""),
+                    b'"' | b'\'' if byte as char == q => {
+                        out.push('\\');
+                        out.push(q);
+                    }
                     b'\n' => out.push_str("\\n"),
                     b'\r' => out.push_str("\\r"),
                     b'\t' => out.push_str("\\t"),
@@ -681,12 +705,14 @@ fn write_expr_inner(out: &mut String, e: &Expr) {
                     }
                 }
             }
-            out.push('"');
+            out.push(q);
         }
         ExprKind::FString(parts) => {
-            out.push_str("f\"");
-            write_fstring_parts(out, parts);
-            out.push('"');
+            let q = quote();
+            out.push('f');
+            out.push(q);
+            write_fstring_parts(out, parts, q);
+            out.push(q);
         }
         ExprKind::Bool(b) => out.push_str(if *b { "True" } else { "False" }),
         ExprKind::None => out.push_str("None"),
@@ -768,16 +794,19 @@ fn write_float(out: &mut String, v: f64) {
     }
 }
 
-/// Writes a text string literal with double quotes; `in_fstring` also
-/// doubles braces.
-fn write_str(out: &mut String, s: &str, in_fstring: bool) {
+/// Writes a text string literal quoted with `q`; `in_fstring` writes only
+/// the body and doubles braces.
+fn write_str(out: &mut String, s: &str, in_fstring: bool, q: char) {
     if !in_fstring {
-        out.push('"');
+        out.push(q);
     }
     for c in s.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
+            c if c == q => {
+                out.push('\\');
+                out.push(q);
+            }
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -790,21 +819,23 @@ fn write_str(out: &mut String, s: &str, in_fstring: bool) {
         }
     }
     if !in_fstring {
-        out.push('"');
+        out.push(q);
     }
 }
 
-fn write_fstring_parts(out: &mut String, parts: &[FStringPart]) {
+fn write_fstring_parts(out: &mut String, parts: &[FStringPart], q: char) {
     for part in parts {
         match part {
-            FStringPart::Literal(s) => write_str(out, s, true),
+            FStringPart::Literal(s) => write_str(out, s, true, q),
             FStringPart::Field(f) => {
                 out.push('{');
                 match &f.debug_text {
                     Some(text) => out.push_str(text),
                     None => {
                         let mut inner = String::new();
+                        FIELD_DEPTH.with(|d| d.set(d.get() + 1));
                         write_expr(&mut inner, &f.value, prec::TEST);
+                        FIELD_DEPTH.with(|d| d.set(d.get() - 1));
                         if inner.starts_with('{') {
                             out.push(' ');
                         }
@@ -817,7 +848,7 @@ fn write_fstring_parts(out: &mut String, parts: &[FStringPart]) {
                 }
                 if let Some(spec) = &f.format_spec {
                     out.push(':');
-                    write_fstring_parts(out, spec);
+                    write_fstring_parts(out, spec, q);
                 }
                 out.push('}');
             }
