@@ -248,12 +248,14 @@ fn parse_offsets(text: &str) -> Result<(u64, Option<DynOffset>), String> {
         .strip_prefix('+')
         .ok_or_else(|| format!("expected `+<offset>` after the partition range, found `{text}`"))?;
     let mut parts = body.split('+');
-    let mut first = parts.next().unwrap_or("");
-    if !first.starts_with('r') {
+    let mut next = parts.next();
+    if let Some(first) = next
+        && !first.starts_with('r')
+    {
         offset = parse_int_as::<u64>(first, "a byte offset")?;
-        first = parts.next().unwrap_or("");
+        next = parts.next();
     }
-    if !first.is_empty() {
+    if let Some(first) = next {
         let (reg_text, scale_text) = first
             .split_once('*')
             .ok_or_else(|| format!("expected a dynamic offset `r<n>*<scale>`, found `{first}`"))?;
@@ -655,6 +657,8 @@ mod tests {
     #[test]
     fn access_pattern_errors() {
         let n = names();
+        assert!(parse_ap("sbuf[0:128]+12+:f32", &n).is_err());
+        assert!(parse_ap("sbuf[0:128]+:f32", &n).is_err());
         assert!(
             parse_ap("hbm.b[0:1]:f32", &n)
                 .unwrap_err()

@@ -117,6 +117,21 @@ pub struct QueueStream {
     pub insts: Vec<Instruction>,
 }
 
+impl QueueStream {
+    /// The index of each label's definition (the first one, if a label is
+    /// defined twice, which the verifier rejects). A branch to `label`
+    /// continues at that index.
+    pub fn label_positions(&self) -> std::collections::BTreeMap<crate::inst::Label, usize> {
+        let mut out = std::collections::BTreeMap::new();
+        for (i, inst) in self.insts.iter().enumerate() {
+            if let crate::inst::Op::Label { label } = inst.op {
+                out.entry(label).or_insert(i);
+            }
+        }
+        out
+    }
+}
+
 /// A complete program for one NeuronCore.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
@@ -246,6 +261,13 @@ impl Program {
     pub fn line(&self, id: LineId) -> Option<&LineEntry> {
         self.line_table.get(id.0 as usize)
     }
+
+    /// The file name, line and column of entry `id`, for messages.
+    pub fn location(&self, id: LineId) -> Option<(&str, u32, u32)> {
+        let entry = self.line(id)?;
+        let file = self.files.get(entry.file as usize)?;
+        Some((file.as_str(), entry.line, entry.col))
+    }
 }
 
 #[cfg(test)]
@@ -289,5 +311,19 @@ mod tests {
         assert_eq!(ops[0].field, "dst");
         assert_eq!(ops[0].ap, &tile);
         assert_eq!(inst.op.mnemonic(), "dma_copy");
+        assert_eq!(p.location(l1), Some(("k.py", 4, 5)));
+        assert_eq!(p.location(LineId(9)), None);
+        let mut looped = QueueStream {
+            queue: Queue::Sync,
+            insts: Vec::new(),
+        };
+        looped.insts.push(Instruction::new(Op::Nop {}));
+        looped.insts.push(Instruction::new(Op::Label {
+            label: crate::inst::Label(4),
+        }));
+        assert_eq!(
+            looped.label_positions().get(&crate::inst::Label(4)),
+            Some(&1)
+        );
     }
 }

@@ -119,6 +119,8 @@ pub struct Figures {
     pub mm_fp32_factor: u32,
     /// LoadStationary interval = stationary free size / this.
     pub ls_divisor: u32,
+    /// PSUM banks one matmul result may span (v3: 1, v4: all 8).
+    pub matmul_psum_banks: u32,
     /// Whether PSUM can hold bf16 matmul results (v4).
     pub psum_bf16: bool,
     /// Whether `nc_matmul` supports FP8 double-row mode.
@@ -227,6 +229,7 @@ pub static TRN2: Figures = Figures {
     matmul_stationary_fmax: 128,
     matmul_moving_fmax_fp32: 512,
     matmul_moving_fmax_bf16: 512,
+    matmul_psum_banks: 1,
     mm_init_latency_cycles: 64,
     mm_fp32_factor: 4,
     ls_divisor: 4,
@@ -284,6 +287,7 @@ pub static TRN3: Figures = Figures {
     matmul_stationary_fmax: 128,
     matmul_moving_fmax_fp32: 4096,
     matmul_moving_fmax_bf16: 8192,
+    matmul_psum_banks: 8,
     mm_init_latency_cycles: 64,
     mm_fp32_factor: 4,
     ls_divisor: 4,

@@ -1464,7 +1464,30 @@ impl<'p> Verifier<'p> {
             }
             self.psum_result_dtype(dst);
         }
+        self.psum_banks(dst);
         self.pe_tiles(dst, stationary, m, tile_position, tile_size, true);
+    }
+
+    /// A matmul result stays within `matmul_psum_banks` banks, starting
+    /// at a bank boundary's bank (v3: inside one 2 KiB bank).
+    fn psum_banks(&mut self, dst: &AccessPattern) {
+        let bank = i64::from(self.f.psum_bank_bytes);
+        if let Some((lo, hi)) = dst.byte_range()
+            && dst.mem == Memory::Psum
+            && lo >= 0
+            && hi > lo
+        {
+            let first = lo / bank;
+            let last = (hi - 1) / bank;
+            let banks = self.f.matmul_psum_banks;
+            if last - first + 1 > i64::from(banks) {
+                self.err(format!(
+                    "`dst` spans PSUM banks {first}..={last}; a matmul result on {} may use {banks} bank{}",
+                    self.target,
+                    if banks == 1 { "" } else { "s" }
+                ));
+            }
+        }
     }
 
     fn psum_result_dtype(&mut self, dst: &AccessPattern) {
@@ -1588,6 +1611,7 @@ impl<'p> Verifier<'p> {
             ));
         }
         self.psum_result_dtype(dst);
+        self.psum_banks(dst);
         self.mx_scale("stationary_scale", stationary_scale, stationary);
         self.mx_scale("moving_scale", moving_scale, moving);
         self.pe_tiles(dst, stationary, m, tile_position, tile_size, false);

@@ -141,6 +141,15 @@ fn matmul_rules() {
             "tensor[0] `nc_matmul`: fp32/tf32 inputs cannot be mixed with narrower ones",
         ],
     );
+    assert_eq!(
+        check(
+            "trn2",
+            ".queue tensor\n  nc_matmul dst=psum[0:128]+1024:f32[1,512] stationary=sbuf[0:128]:bf16[1,128] moving=sbuf[0:128]+256:bf16[1,512]\n"
+        ),
+        vec![
+            "tensor[0] `nc_matmul`: `dst` spans PSUM banks 0..=1; a matmul result on trn2 may use 1 bank"
+        ]
+    );
     // Double-row: [P, 2, n] fp8 inputs.
     ok(
         ".queue tensor\n  nc_matmul dst=psum[0:64]:f32[1,256] stationary=sbuf[0:128]:f8e4m3[64,2][1,64] moving=sbuf[0:128]+512:f8e5m2[256,2][1,256] perf_mode=double_row\n",
@@ -152,6 +161,7 @@ fn matmul_rules() {
         ),
         vec![
             "tensor[0] `nc_matmul`: `moving` has 4096 columns; the limit with a float32 `dst` is 512",
+            "tensor[0] `nc_matmul`: `dst` spans PSUM banks 0..=7; a matmul result on trn2 may use 1 bank",
         ]
     );
     fails(
