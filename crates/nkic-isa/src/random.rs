@@ -375,6 +375,38 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The assembler never panics: on printed programs with bytes
+        /// deleted, duplicated or replaced, and on arbitrary text.
+        #[test]
+        fn assembler_never_panics(seed in any::<u64>(), edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..3), 1..8)) {
+            let mut text = print(&random_program(seed)).into_bytes();
+            for (at, byte, kind) in edits {
+                if text.is_empty() {
+                    break;
+                }
+                let at = at % text.len();
+                match kind {
+                    0 => { text.remove(at); }
+                    1 => text.insert(at, text[at]),
+                    _ => text[at] = byte,
+                }
+            }
+            let text = String::from_utf8_lossy(&text);
+            if let Ok(program) = assemble(&text) {
+                // Whatever assembles prints and re-assembles to itself.
+                prop_assert_eq!(assemble(&print(&program)), Ok(program));
+            }
+        }
+
+        #[test]
+        fn assembler_survives_arbitrary_text(text in "[ -~\n\t\u{e9}\u{1F600}]{0,300}") {
+            let _ = assemble(&text);
+        }
+    }
+
     /// The generator produces substantial programs (so the property test
     /// exercises something).
     #[test]
