@@ -33,6 +33,9 @@ fn main() {
             let name = path.replace('/', "__");
             let _ = std::fs::write(format!("{dir}/{name}"), nkic_syntax::unparse(&module));
         }
+        if let Err(msg) = nkic_syntax::check_structure(&module) {
+            println!("structure check failed in {path}: {msg}");
+        }
         if !diags.is_empty() {
             n_bad += 1;
             let mut map = SourceMap::new();

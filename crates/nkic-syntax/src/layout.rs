@@ -377,9 +377,11 @@ impl<'src> Layout<'src> {
                     ws_span,
                     "this indentation matches no enclosing block",
                 )
-                .with_help(format!(
-                    "indent this line by {top} columns to continue the enclosing block"
-                )),
+                .with_help(if top == 0 {
+                    "remove the indentation to continue at the top level".to_string()
+                } else {
+                    format!("indent this line by {top} columns to continue the enclosing block")
+                }),
             );
         } else if alt != top_alt {
             self.tab_error(ws_span);

@@ -76,6 +76,13 @@ pub fn unparse(module: &ast::Module) -> String {
     unparse::module(module)
 }
 
+/// Checks the structural invariants of a parsed module (spans well-formed,
+/// children within parents, statements in order, host-code indices valid).
+/// Run by tests on every fixture; an `Err` is a parser bug.
+pub fn check_structure(module: &ast::Module) -> Result<(), String> {
+    visit::check_structure(module)
+}
+
 /// Python source for one expression.
 pub fn unparse_expr(expr: &ast::Expr) -> String {
     unparse::expr(expr)

@@ -205,11 +205,6 @@ impl<'src> Ctx<'src> {
         Stmt::new(StmtKind::Error(body), Span::from_range(l..end))
     }
 
-    pub(crate) fn error_expr(&mut self, rec: Recovery<'src>, l: usize, r: usize) -> Expr {
-        self.errors.push(rec);
-        Expr::error(Span::from_range(l..r.max(l)))
-    }
-
     /// Whether an INDENT at `offset` directly follows a statement that was
     /// replaced by an error (then the indented block is the broken
     /// statement's body and needs no second diagnostic).
@@ -835,7 +830,12 @@ fn describe(
         ParseError::InvalidToken { location } => (*location, None, *location, &[]),
         ParseError::User { .. } => return None,
     };
-    if matches!(found, Some(Token::Error)) {
+    // An invalid character was reported by the lexer, and a zero-width
+    // closing bracket was inserted by the layout pass for an unclosed bracket
+    // it reported: either way the error is already known.
+    if matches!(found, Some(Token::Error))
+        || (start == end && matches!(found, Some(Token::RParen | Token::RBracket | Token::RBrace)))
+    {
         return None;
     }
     let found = found.filter(|t| *t != Token::EndMarker);
@@ -865,6 +865,7 @@ fn describe(
         Span::from_range(start..end)
     };
     let after = prev.map(|p| describe_token_short(p.1));
+    let at_stmt_start = prev.is_none_or(|p| p.1 == Token::Newline);
 
     if found == Some(Token::Indent) {
         let line_start = src[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
@@ -877,10 +878,9 @@ fn describe(
         );
     }
     if set.only_indent() {
-        let header = line_first.map_or_else(
-            || "this line".to_string(),
-            |(t, _)| format!("`{}`", t.text()),
-        );
+        // The header is on the line before the error token.
+        let header_line = line_keyword(tokens, idx.saturating_sub(1));
+        let header = header_line.map_or("this line", |(t, _)| block_owner(t));
         let mut diag = Diagnostic::error(
             "E0013",
             format!("expected an indented block after {header}"),
@@ -891,7 +891,7 @@ fn describe(
             "expected an indented block here",
         )
         .with_help("indent the body of the block, for example by 4 spaces");
-        if let Some((t, span)) = line_first {
+        if let Some((t, span)) = header_line {
             diag = diag.with_secondary(
                 FileId::default(),
                 span,
@@ -899,6 +899,29 @@ fn describe(
             );
         }
         return Some(diag);
+    }
+    if at_stmt_start && let Some(t) = found {
+        let message = match t {
+            Token::Else => "`else` without a matching `if`, `for`, `while` or `try`".to_string(),
+            Token::Elif => "`elif` without a matching `if`".to_string(),
+            Token::Except => "`except` without a matching `try`".to_string(),
+            Token::Finally => "`finally` without a matching `try`".to_string(),
+            t => format!(
+                "unexpected {} at the start of a statement",
+                describe_token(t)
+            ),
+        };
+        let label = match t {
+            Token::Else | Token::Elif | Token::Except | Token::Finally => {
+                "check the indentation of this line and of the block it continues"
+            }
+            _ => "a statement cannot start here",
+        };
+        return Some(Diagnostic::error("E0010", message).with_primary(
+            FileId::default(),
+            primary,
+            label,
+        ));
     }
     if set.has(":")
         && let Some((kw, kw_span)) = line_first
@@ -939,6 +962,10 @@ fn describe(
     }
     let wanted = set.describe();
     let message = match (&wanted, found) {
+        (Some(w), Some(Token::Newline) | None) => match &after {
+            Some(a) => format!("expected {w} after {a}"),
+            None => format!("expected {w}"),
+        },
         (Some(w), _) => format!("expected {w}, found {found_desc}"),
         (None, Some(Token::Newline)) => match &after {
             Some(a) => format!("unexpected end of line after {a}"),
@@ -991,6 +1018,24 @@ fn line_keyword(tokens: &[Spanned<'_>], idx: usize) -> Option<(Token<'static>, S
         _ => return None,
     };
     Some((t, Span::from_range(*s..*e)))
+}
+
+/// What an indented block is expected after, per statement keyword.
+fn block_owner(kw: Token<'_>) -> &'static str {
+    match kw {
+        Token::If => "the `if` statement",
+        Token::Elif => "`elif`",
+        Token::Else => "`else`",
+        Token::While => "the `while` loop",
+        Token::For => "the `for` loop",
+        Token::Def | Token::Async => "the function definition",
+        Token::Class => "the class definition",
+        Token::With => "the `with` statement",
+        Token::Try => "`try`",
+        Token::Except => "`except`",
+        Token::Finally => "`finally`",
+        _ => "this line",
+    }
 }
 
 /// What a `:` is expected after, per statement keyword.
@@ -1079,7 +1124,7 @@ impl<'a> ExpectedSet<'a> {
             "+", "-", "*", "/", "//", "%", "@", "**", "<<", ">>", "&", "|", "^", "<", ">", "<=",
             ">=", "==", "!=",
         ];
-        if self.names.iter().any(|n| operators.contains(n)) {
+        if self.names.iter().filter(|n| operators.contains(n)).count() > 2 {
             return None;
         }
         for name in &self.names {

@@ -315,3 +315,265 @@ fn expr_spans(expr: &mut Expr, f: &mut impl FnMut(&mut Span)) {
         | ExprKind::Error => {}
     }
 }
+
+/// The statements and expressions directly below `stmt`, in source order
+/// (decorators, then the header, then the body).
+fn stmt_children(stmt: &Stmt) -> (Vec<&Stmt>, Vec<&Expr>) {
+    let mut stmts: Vec<&Stmt> = Vec::new();
+    let mut exprs: Vec<&Expr> = Vec::new();
+    match &stmt.kind {
+        StmtKind::FunctionDef(def) => {
+            exprs.extend(&def.decorators);
+            params_exprs(&def.params, &mut exprs);
+            exprs.extend(&def.returns);
+            stmts.extend(&def.body);
+        }
+        StmtKind::ClassDef(def) => {
+            exprs.extend(&def.decorators);
+            exprs.extend(def.bases.iter().map(arg_expr));
+            stmts.extend(&def.body);
+        }
+        StmtKind::Return(e) => exprs.extend(e),
+        StmtKind::Delete(targets) => exprs.extend(targets),
+        StmtKind::Assign { targets, value } => {
+            exprs.extend(targets);
+            exprs.push(value);
+        }
+        StmtKind::AugAssign { target, value, .. } => exprs.extend([target, value]),
+        StmtKind::AnnAssign {
+            target,
+            annotation,
+            value,
+        } => {
+            exprs.extend([target, annotation]);
+            exprs.extend(value);
+        }
+        StmtKind::For {
+            target,
+            iter,
+            body,
+            orelse,
+            ..
+        } => {
+            exprs.extend([target, iter]);
+            stmts.extend(body.iter().chain(orelse));
+        }
+        StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
+            exprs.push(test);
+            stmts.extend(body.iter().chain(orelse));
+        }
+        StmtKind::With { items, body, .. } => {
+            for item in items {
+                exprs.push(&item.context);
+                exprs.extend(&item.target);
+            }
+            stmts.extend(body);
+        }
+        StmtKind::Raise { exc, cause } => exprs.extend(exc.iter().chain(cause)),
+        StmtKind::Try {
+            body,
+            handlers,
+            orelse,
+            finalbody,
+        } => {
+            stmts.extend(body);
+            for h in handlers {
+                exprs.extend(&h.type_);
+                stmts.extend(&h.body);
+            }
+            stmts.extend(orelse.iter().chain(finalbody));
+        }
+        StmtKind::Assert { test, msg } => {
+            exprs.push(test);
+            exprs.extend(msg);
+        }
+        StmtKind::Expr(e) => exprs.push(e),
+        StmtKind::Error(body) => stmts.extend(body),
+        StmtKind::Import(_)
+        | StmtKind::ImportFrom { .. }
+        | StmtKind::Global(_)
+        | StmtKind::Nonlocal(_)
+        | StmtKind::Pass
+        | StmtKind::Break
+        | StmtKind::Continue => {}
+    }
+    (stmts, exprs)
+}
+
+fn params_exprs<'a>(p: &'a Params, out: &mut Vec<&'a Expr>) {
+    for param in p
+        .posonly
+        .iter()
+        .chain(&p.args)
+        .chain(&p.vararg)
+        .chain(&p.kwonly)
+        .chain(&p.kwarg)
+    {
+        out.extend(param.annotation.iter().chain(&param.default));
+    }
+}
+
+fn arg_expr(a: &Arg) -> &Expr {
+    match &a.kind {
+        ArgKind::Positional(e)
+        | ArgKind::Star(e)
+        | ArgKind::DoubleStar(e)
+        | ArgKind::Keyword(_, e) => e,
+    }
+}
+
+fn comp_exprs<'a>(generators: &'a [Comprehension], out: &mut Vec<&'a Expr>) {
+    for g in generators {
+        out.push(&g.target);
+        out.push(&g.iter);
+        out.extend(&g.ifs);
+    }
+}
+
+fn fstring_exprs<'a>(parts: &'a [FStringPart], out: &mut Vec<&'a Expr>) {
+    for p in parts {
+        if let FStringPart::Field(field) = p {
+            out.push(&field.value);
+            if let Some(spec) = &field.format_spec {
+                fstring_exprs(spec, out);
+            }
+        }
+    }
+}
+
+/// The expressions directly below `expr`.
+fn expr_children(expr: &Expr) -> Vec<&Expr> {
+    let mut out: Vec<&Expr> = Vec::new();
+    match &expr.kind {
+        ExprKind::BoolOp { values, .. } => out.extend(values),
+        ExprKind::NamedExpr { target, value } => out.extend([&**target, &**value]),
+        ExprKind::BinOp { left, right, .. } => out.extend([&**left, &**right]),
+        ExprKind::UnaryOp { operand, .. } => out.push(operand),
+        ExprKind::Lambda { params, body } => {
+            params_exprs(params, &mut out);
+            out.push(body);
+        }
+        ExprKind::IfExp { test, body, orelse } => out.extend([&**body, &**test, &**orelse]),
+        ExprKind::Dict(items) => {
+            for item in items {
+                match item {
+                    DictItem::KeyValue(k, v) => out.extend([k, v]),
+                    DictItem::Unpack(e) => out.push(e),
+                }
+            }
+        }
+        ExprKind::Set(elts) | ExprKind::List(elts) | ExprKind::Tuple(elts) => out.extend(elts),
+        ExprKind::ListComp { elt, generators }
+        | ExprKind::SetComp { elt, generators }
+        | ExprKind::GeneratorExp { elt, generators } => {
+            out.push(elt);
+            comp_exprs(generators, &mut out);
+        }
+        ExprKind::DictComp {
+            key,
+            value,
+            generators,
+        } => {
+            out.extend([&**key, &**value]);
+            comp_exprs(generators, &mut out);
+        }
+        ExprKind::Await(e) | ExprKind::YieldFrom(e) | ExprKind::Starred(e) => out.push(e),
+        ExprKind::Yield(e) => out.extend(e.as_deref()),
+        ExprKind::Compare { left, comparisons } => {
+            out.push(left);
+            out.extend(comparisons.iter().map(|(_, e)| e));
+        }
+        ExprKind::Call { func, args } => {
+            out.push(func);
+            out.extend(args.iter().map(arg_expr));
+        }
+        ExprKind::FString(parts) => fstring_exprs(parts, &mut out),
+        ExprKind::Attribute { value, .. } => out.push(value),
+        ExprKind::Subscript { value, index } => out.extend([&**value, &**index]),
+        ExprKind::Slice { lower, upper, step } => {
+            out.extend(
+                lower
+                    .as_deref()
+                    .into_iter()
+                    .chain(upper.as_deref())
+                    .chain(step.as_deref()),
+            );
+        }
+        ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::Imaginary(_)
+        | ExprKind::Str(_)
+        | ExprKind::Bytes(_)
+        | ExprKind::Bool(_)
+        | ExprKind::None
+        | ExprKind::Ellipsis
+        | ExprKind::Name(_)
+        | ExprKind::Error => {}
+    }
+    out
+}
+
+/// Checks the structural span invariants of a parsed module: every span is
+/// well-formed and within the file, every child lies within its parent, and
+/// sibling statements do not overlap and appear in source order.
+pub fn check_structure(module: &Module) -> Result<(), String> {
+    let mut prev_end = 0;
+    for stmt in &module.body {
+        check_stmt(stmt, module.span)?;
+        if stmt.span.start < prev_end {
+            return Err(format!(
+                "statement {:?} overlaps its predecessor",
+                stmt.span
+            ));
+        }
+        prev_end = stmt.span.end;
+    }
+    for pair in module.host_code.windows(2) {
+        if pair[0] >= pair[1] {
+            return Err("host_code indices are not ascending".to_string());
+        }
+    }
+    if module
+        .host_code
+        .last()
+        .is_some_and(|&i| i >= module.body.len())
+    {
+        return Err("host_code index out of range".to_string());
+    }
+    Ok(())
+}
+
+fn check_stmt(stmt: &Stmt, parent: Span) -> Result<(), String> {
+    if !parent.encloses(stmt.span) {
+        return Err(format!(
+            "statement {:?} lies outside its parent {:?}",
+            stmt.span, parent
+        ));
+    }
+    let (stmts, exprs) = stmt_children(stmt);
+    let mut prev_end = stmt.span.start;
+    for s in stmts {
+        check_stmt(s, stmt.span)?;
+        if s.span.start < prev_end {
+            return Err(format!("statement {:?} overlaps its predecessor", s.span));
+        }
+        prev_end = s.span.end;
+    }
+    for e in exprs {
+        check_expr(e, stmt.span)?;
+    }
+    Ok(())
+}
+
+fn check_expr(expr: &Expr, parent: Span) -> Result<(), String> {
+    if !parent.encloses(expr.span) {
+        return Err(format!(
+            "expression {:?} lies outside its parent {:?}",
+            expr.span, parent
+        ));
+    }
+    for child in expr_children(expr) {
+        check_expr(child, expr.span)?;
+    }
+    Ok(())
+}
