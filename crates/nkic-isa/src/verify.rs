@@ -80,6 +80,7 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
         f: program.target.figures(),
         errors: Vec::new(),
         at: None,
+        current_indexed: false,
     };
     v.declarations();
     for stream in &program.queues {
@@ -100,6 +101,8 @@ struct Verifier<'p> {
     errors: Vec<VerifyError>,
     /// The instruction being checked.
     at: Option<(Queue, usize, &'p Instruction)>,
+    /// True while checking the indexed side of a gather or scatter.
+    current_indexed: bool,
 }
 
 impl<'p> Verifier<'p> {
@@ -232,7 +235,15 @@ impl<'p> Verifier<'p> {
                 (Op::NcMatmulMx { .. }, "stationary_scale" | "moving_scale")
                     | (Op::QuantizeMx { .. }, "dst_scale")
             );
+            // The indexed side of a gather or scatter: its rows come from
+            // `index` at run time, so only one row's extent is checked here.
+            let indexed = matches!(
+                (op, o.field),
+                (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
+            );
+            self.current_indexed = indexed;
             self.access_pattern(engine, o.field, o.role, o.ap, control, mx_scale);
+            self.current_indexed = false;
         }
         self.registers(op);
         self.op_rules(engine, op, labels);
@@ -415,7 +426,14 @@ impl<'p> Verifier<'p> {
                         "`{field}` on HBM must start at partition 0 (use the byte offset)"
                     ));
                 }
-                if let Some((lo, hi)) = ap.byte_range()
+                let range = if self.current_indexed {
+                    let base = i64::try_from(ap.offset).unwrap_or(i64::MAX);
+                    ap.free_byte_extent()
+                        .map(|(lo, hi)| (base.saturating_add(lo), base.saturating_add(hi)))
+                } else {
+                    ap.byte_range()
+                };
+                if let Some((lo, hi)) = range
                     && (lo < 0 || hi > i64::try_from(t.bytes()).unwrap_or(i64::MAX))
                 {
                     self.err(format!(
