@@ -270,6 +270,13 @@ impl Program {
     }
 }
 
+impl std::fmt::Display for Program {
+    /// Prints the program in canonical `.nkasm` form (`text::print`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::text::print(self))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +318,7 @@ mod tests {
         assert_eq!(ops[0].field, "dst");
         assert_eq!(ops[0].ap, &tile);
         assert_eq!(inst.op.mnemonic(), "dma_copy");
+        assert!(p.to_string().starts_with(".target trn3\n.file \"k.py\"\n"));
         assert_eq!(p.location(l1), Some(("k.py", 4, 5)));
         assert_eq!(p.location(LineId(9)), None);
         let mut looped = QueueStream {

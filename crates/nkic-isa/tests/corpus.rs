@@ -89,3 +89,21 @@ fn docs_describe_every_instruction() {
         "docs/isa.md has no section for: {missing:?}"
     );
 }
+
+#[test]
+fn docs_programs_are_valid_and_canonical() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut programs = 0;
+    for block in doc.split("```text\n").skip(1) {
+        let body = block.split("```").next().unwrap_or_default();
+        if !body.starts_with(".target") {
+            continue;
+        }
+        programs += 1;
+        let program = assemble(body).unwrap_or_else(|e| panic!("{e:?}\n{body}"));
+        assert_eq!(verify(&program), Ok(()), "{body}");
+        assert_eq!(print(&program), body);
+    }
+    assert!(programs >= 1, "docs/isa.md shows no whole program");
+}
