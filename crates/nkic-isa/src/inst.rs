@@ -597,6 +597,72 @@ impl Op {
         out
     }
 
+    /// `dma_copy` with every option at its default.
+    pub fn dma_copy(dst: AccessPattern, src: AccessPattern) -> Op {
+        Op::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            dge: DgeMode::None,
+            oob: OobMode::Error,
+            priority: None,
+        }
+    }
+
+    /// A plain `nc_matmul` (no transpose, perf mode or PE tiling).
+    pub fn matmul(
+        dst: AccessPattern,
+        stationary: AccessPattern,
+        moving: AccessPattern,
+        accumulate: bool,
+    ) -> Op {
+        Op::NcMatmul {
+            dst,
+            stationary,
+            moving,
+            accumulate,
+            transpose: false,
+            perf_mode: MatmulPerfMode::None,
+            stationary_onezero: false,
+            moving_onezero: false,
+            tile_position: None,
+            tile_size: None,
+        }
+    }
+
+    /// `activation` with scale 1, no bias and no reduction.
+    pub fn activation(dst: AccessPattern, src: AccessPattern, func: ActFunc) -> Op {
+        Op::Activation {
+            dst,
+            src,
+            func,
+            scale: Scalar::imm(1.0),
+            bias: None,
+            reduce_op: None,
+            reduce_cmd: ReduceCmd::Idle,
+            reduce_res: None,
+        }
+    }
+
+    /// `tensor_scalar` with one operator and its operand.
+    pub fn tensor_scalar(
+        dst: AccessPattern,
+        src: AccessPattern,
+        op0: AluOp,
+        operand0: Scalar,
+    ) -> Op {
+        Op::TensorScalar {
+            dst,
+            src,
+            op0,
+            operand0: Some(operand0),
+            reverse0: false,
+            op1: None,
+            operand1: None,
+            reverse1: false,
+        }
+    }
+
     /// True for the control instructions (registers, branches, labels, nop).
     pub fn is_control(&self) -> bool {
         matches!(
@@ -742,6 +808,16 @@ mod tests {
         assert_eq!(op.engines(), &[Engine::Scalar]);
         assert_eq!(op.since(), Target::Trn2);
         assert!(!op.is_control());
+        let built = Op::activation(tile(0), tile(128), ActFunc::Exp);
+        assert_eq!(
+            crate::text::print(&{
+                let mut p = crate::program::Program::new(Target::Trn3);
+                p.stream_mut(crate::engine::Queue::Scalar)
+                    .push(Instruction::new(built));
+                p
+            }),
+            ".target trn3\n\n.queue scalar\n  activation dst=sbuf[0:128]:bf16[1,64] src=sbuf[0:128]+128:bf16[1,64] func=exp scale=1.0\n"
+        );
         let mx = Op::QuantizeMx {
             dst: tile(0),
             src: tile(0),
