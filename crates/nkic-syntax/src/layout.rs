@@ -63,6 +63,53 @@ pub fn tokenize(src: &str, config: Config) -> (Vec<Spanned<'_>>, Vec<Diagnostic>
     (out, layout.diags)
 }
 
+/// Checks the invariants of a logical token stream for `src`: spans within
+/// the input and never decreasing, INDENT/DEDENT balanced, brackets balanced,
+/// no NEWLINE inside brackets, and the last logical line ended by NEWLINE.
+/// Tests run it on every input; an `Err` is a bug in the layout pass.
+pub fn check_tokens(src: &str, tokens: &[Spanned<'_>]) -> Result<(), String> {
+    let mut depth: i64 = 0;
+    let mut brackets: i64 = 0;
+    let mut last_start = 0;
+    for (i, (s, t, e)) in tokens.iter().enumerate() {
+        if s > e || *e > src.len() {
+            return Err(format!("token {i} has a bad span {s}..{e}"));
+        }
+        if *s < last_start {
+            return Err(format!("token {i} starts before its predecessor"));
+        }
+        last_start = *s;
+        match t {
+            Token::Indent => depth += 1,
+            Token::Dedent => depth -= 1,
+            Token::LParen | Token::LBracket | Token::LBrace => brackets += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => brackets -= 1,
+            Token::Newline if brackets != 0 => {
+                return Err(format!("NEWLINE inside brackets at token {i}"));
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("DEDENT without INDENT at token {i}"));
+        }
+        if brackets < 0 {
+            return Err(format!("closing bracket without opener at token {i}"));
+        }
+    }
+    if depth != 0 {
+        return Err("INDENT/DEDENT unbalanced".to_string());
+    }
+    if brackets != 0 {
+        return Err("brackets unbalanced".to_string());
+    }
+    if let Some((_, last, _)) = tokens.iter().rev().find(|t| t.1 != Token::Dedent)
+        && *last != Token::Newline
+    {
+        return Err("the last logical line does not end with NEWLINE".to_string());
+    }
+    Ok(())
+}
+
 /// The maximum bracket nesting; deeper input is reported and its brackets are
 /// not tracked further (CPython's limit is 200).
 const MAX_BRACKET_DEPTH: usize = 200;

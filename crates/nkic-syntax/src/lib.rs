@@ -33,6 +33,9 @@ pub mod token;
 mod unparse;
 mod visit;
 
+#[cfg(test)]
+mod tests;
+
 use nkic_diag::Diagnostic;
 
 pub use layout::Spanned;

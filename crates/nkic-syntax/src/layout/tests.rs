@@ -28,35 +28,10 @@ fn codes(src: &str) -> Vec<&'static str> {
 }
 
 /// Checks the invariants promised by the module documentation.
-pub(crate) fn check_invariants(src: &str) {
+fn check_invariants(src: &str) {
     let (tokens, _) = tokenize(src, Config::default());
-    let mut depth: i64 = 0;
-    let mut brackets: i64 = 0;
-    let mut last_start = 0;
-    for (i, (s, t, e)) in tokens.iter().enumerate() {
-        assert!(s <= e, "token {i} has a reversed span");
-        assert!(*s >= last_start, "token {i} starts before its predecessor");
-        assert!(*e <= src.len(), "token {i} ends past the input");
-        last_start = *s;
-        match t {
-            Token::Indent => depth += 1,
-            Token::Dedent => depth -= 1,
-            Token::LParen | Token::LBracket | Token::LBrace => brackets += 1,
-            Token::RParen | Token::RBracket | Token::RBrace => brackets -= 1,
-            Token::Newline => assert_eq!(brackets, 0, "NEWLINE inside brackets at token {i}"),
-            _ => {}
-        }
-        assert!(depth >= 0, "DEDENT without INDENT at token {i}");
-        assert!(brackets >= 0, "closing bracket without opener at token {i}");
-    }
-    assert_eq!(depth, 0, "INDENT/DEDENT unbalanced");
-    assert_eq!(brackets, 0, "brackets unbalanced");
-    if let Some((_, last, _)) = tokens.iter().rev().find(|t| t.1 != Token::Dedent) {
-        assert_eq!(
-            *last,
-            Token::Newline,
-            "the last logical line does not end with NEWLINE"
-        );
+    if let Err(msg) = check_tokens(src, &tokens) {
+        panic!("layout invariant broken for {src:?}: {msg}");
     }
 }
 
