@@ -1,0 +1,649 @@
+//! Ops: one per run-time operation, with typed operands.
+//!
+//! [`OpKind`] mirrors `nkic_isa::Op` instruction for instruction (same
+//! variant names, mnemonics and field names), with IR operands in place of
+//! machine ones: a [`View`] instead of an access pattern, a
+//! [`RegHandle`] instead of a physical register, and `Option` where the
+//! compiler still has a choice to make (`accumulate: None` on matmuls, `dge:
+//! None` on DMAs). Control-flow instructions do not exist here (dynamic
+//! loops are regions); `reg_alloc` defines a virtual register.
+//!
+//! The `ops!` table below is the single place an op is defined. From it
+//! the macro generates `OpKind`, the mnemonic and engine tables, the field
+//! walk used for operand discovery ([`Op::accesses`]) and by the printer,
+//! and the field parser used by the reader.
+//!
+//! Field roles: `Write` fields are outputs, `Read` fields inputs, `Attr`
+//! fields parameters. A view's dynamic-offset register and an indirect
+//! view's index tensor are always reads, whatever the field's role.
+
+use std::fmt;
+
+use nkic_isa::{
+    ActFunc, AluOp, DgeMode, Dim, Engine, Fp32, Imm, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
+};
+
+use crate::arena::{Entity, Handle};
+use crate::field::{FieldSource, FieldValue};
+use crate::kernel::{LoopCtx, NoReorderGroup, RegHandle};
+use crate::view::View;
+
+/// A scalar operand: an fp32 immediate or a `(P, 1)` vector view (one value
+/// per partition, broadcast along the free dims).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Scalar {
+    Imm(Fp32),
+    Vector(View),
+}
+
+impl Scalar {
+    /// An immediate scalar.
+    pub fn imm(value: f32) -> Scalar {
+        Scalar::Imm(Fp32::new(value))
+    }
+}
+
+/// A register or a 32-bit immediate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RegOrImm {
+    Reg(RegHandle),
+    Imm(i32),
+}
+
+/// What an op does with a field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// An input: its views and registers are read.
+    Read,
+    /// An output: its views and registers are written.
+    Write,
+    /// A parameter that is neither memory nor a register.
+    Attr,
+}
+
+/// One view an op touches, from [`Op::accesses`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Access<'a> {
+    /// The field it comes from (`dst`, `src`, `bias`, …).
+    pub field: &'static str,
+    /// `Read` or `Write`.
+    pub role: Role,
+    pub view: &'a View,
+    /// True for the index tensor of an indirect operand (always a read).
+    pub is_index: bool,
+}
+
+macro_rules! ops {
+    ($(
+        $(#[$meta:meta])*
+        $variant:ident = $mnemonic:literal, [$($engine:ident),+] {
+            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident ),* $(,)?
+        }
+    )*) => {
+        /// The operation of an op and its operands (see the module doc).
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum OpKind {
+            $(
+                $(#[$meta])*
+                $variant { $( $(#[$fmeta])* $field: $fty ),* },
+            )*
+        }
+
+        impl OpKind {
+            /// Every mnemonic, in table order.
+            pub const MNEMONICS: &'static [&'static str] = &[$($mnemonic),*];
+
+            /// The mnemonic: the `nkic_isa` instruction this op becomes
+            /// (`reg_alloc` becomes `reg_set` or nothing).
+            pub fn mnemonic(&self) -> &'static str {
+                match self {
+                    $( OpKind::$variant { .. } => $mnemonic, )*
+                }
+            }
+
+            /// The engines that may execute this op.
+            pub fn engines(&self) -> &'static [Engine] {
+                match self {
+                    $( OpKind::$variant { .. } => &[$(Engine::$engine),+], )*
+                }
+            }
+
+            /// Visits every field in table order with its name and role.
+            pub fn for_each_field<'s>(&'s self, f: &mut dyn FnMut(&'static str, Role, &'s dyn FieldValue)) {
+                match self {
+                    $( OpKind::$variant { $($field),* } => {
+                        $( f(stringify!($field), Role::$role, $field); )*
+                    } )*
+                }
+            }
+
+            /// The names of the fields of op `mnemonic`, in order.
+            pub fn field_names(mnemonic: &str) -> Option<&'static [&'static str]> {
+                match mnemonic {
+                    $( $mnemonic => Some(&[$(stringify!($field)),*]), )*
+                    _ => None,
+                }
+            }
+
+            /// Parses the fields of op `mnemonic` from `src`; `None` for an
+            /// unknown mnemonic.
+            pub(crate) fn parse_fields(mnemonic: &str, src: &mut FieldSource<'_>) -> Option<Result<OpKind, String>> {
+                match mnemonic {
+                    $( $mnemonic => Some((|| {
+                        $( let $field = src.field::<$fty>(stringify!($field))?; )*
+                        Ok(OpKind::$variant { $( $field ),* })
+                    })()), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+ops! {
+    // ------------------------------------------------------------ data movement
+
+    /// `dst = src` element by element in row-major order, casting through
+    /// fp32 when dtypes differ; with `accumulate`, `dst = dst + src`
+    /// (`dma_compute` with `dst` as one source).
+    DmaCopy = "dma_copy", [Dma] {
+        dst: View => Write,
+        src: View => Read,
+        accumulate: bool => Attr,
+        /// `None`: the compiler chooses.
+        dge: Option<DgeMode> => Attr,
+        oob: OobMode => Attr,
+        priority: Option<u8> => Attr,
+    }
+    /// `dst = transpose(src)` with the fixed permutation of src's rank.
+    DmaTranspose = "dma_transpose", [Dma] {
+        dst: View => Write,
+        src: View => Read,
+        dge: Option<DgeMode> => Attr,
+    }
+    /// `dst = src` with a dtype conversion through fp32 when dtypes differ.
+    TensorCopy = "tensor_copy", [Vector, Scalar, GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// Fills `dst` with `value`.
+    Memset = "memset", [Vector, GpSimd] {
+        dst: View => Write,
+        value: Imm => Attr,
+    }
+    /// `dst[p, i…] = offset + p·channel_multiplier + Σ i_k·step_k` in int32.
+    Iota = "iota", [GpSimd] {
+        dst: View => Write,
+        pattern: Vec<Dim> => Attr,
+        offset: i32 => Attr,
+        channel_multiplier: i32 => Attr,
+    }
+
+    // ------------------------------------------------------------ Tensor engine
+
+    /// `dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]`.
+    NcMatmul = "nc_matmul", [Tensor] {
+        dst: View => Write,
+        stationary: View => Read,
+        moving: View => Read,
+        /// `None`: the first matmul write to a PSUM location overwrites,
+        /// later ones accumulate (decided by the backend).
+        accumulate: Option<bool> => Attr,
+        transpose: bool => Attr,
+        perf_mode: MatmulPerfMode => Attr,
+        stationary_onezero: bool => Attr,
+        moving_onezero: bool => Attr,
+        tile_position: Option<[u32; 2]> => Attr,
+        tile_size: Option<[u32; 2]> => Attr,
+    }
+    /// The microscaled matmul of packed x4 operands with e8m0 scales (v4).
+    NcMatmulMx = "nc_matmul_mx", [Tensor] {
+        dst: View => Write,
+        stationary: View => Read,
+        moving: View => Read,
+        stationary_scale: View => Read,
+        moving_scale: View => Read,
+        accumulate: Option<bool> => Attr,
+        tile_position: Option<[u32; 2]> => Attr,
+        tile_size: Option<[u32; 2]> => Attr,
+    }
+    /// `dst[f, p] = src[p, f]` (free dims of src flattened).
+    NcTranspose = "nc_transpose", [Tensor, Vector] {
+        dst: View => Write,
+        src: View => Read,
+    }
+
+    // ------------------------------------------------------------ Scalar engine
+
+    /// `dst = func(src · scale + bias)`, optionally reduced into the ScalarE
+    /// accumulators.
+    Activation = "activation", [Scalar] {
+        dst: View => Write,
+        src: View => Read,
+        func: ActFunc => Attr,
+        scale: Scalar => Read,
+        bias: Option<Scalar> => Read,
+        reduce_op: Option<AluOp> => Attr,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_res: Option<View> => Write,
+    }
+    /// `activation` with `reduce_cmd=reset_reduce` and a mandatory read-out.
+    ActivationReduce = "activation_reduce", [Scalar] {
+        dst: View => Write,
+        src: View => Read,
+        func: ActFunc => Attr,
+        scale: Scalar => Read,
+        bias: Option<Scalar> => Read,
+        reduce_op: AluOp => Attr,
+        reduce_res: View => Write,
+    }
+    /// Three-stage ScalarE pipeline: two ALU ops, a function, a reduction (v4).
+    Activate2 = "activate2", [Scalar] {
+        dst: View => Write,
+        src: View => Read,
+        func: ActFunc => Attr,
+        op0: AluOp => Attr,
+        imm0: Option<Scalar> => Read,
+        reverse0: bool => Attr,
+        op1: AluOp => Attr,
+        imm1: Option<Scalar> => Read,
+        reverse1: bool => Attr,
+        relu_param: Option<Scalar> => Read,
+        reduce_op: Option<AluOp> => Attr,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_res: Option<View> => Write,
+    }
+
+    // ------------------------------------------------------------ Vector engine (and friends)
+
+    /// `dst = src0 op src1` element-wise.
+    TensorTensor = "tensor_tensor", [Vector, GpSimd] {
+        dst: View => Write,
+        src0: View => Read,
+        src1: View => Read,
+        op: AluOp => Attr,
+    }
+    /// `dst = (src op0 operand0) op1 operand1`.
+    TensorScalar = "tensor_scalar", [Vector, Scalar, GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        op0: AluOp => Attr,
+        operand0: Option<Scalar> => Read,
+        reverse0: bool => Attr,
+        op1: Option<AluOp> => Attr,
+        operand1: Option<Scalar> => Read,
+        reverse1: bool => Attr,
+    }
+    /// `dst = (src op0 operand0) op1 src1`.
+    ScalarTensorTensor = "scalar_tensor_tensor", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        op0: AluOp => Attr,
+        operand0: Scalar => Read,
+        reverse0: bool => Attr,
+        op1: AluOp => Attr,
+        src1: View => Read,
+        reverse1: bool => Attr,
+    }
+    /// `dst = src op0 operand0` plus a row reduction into the Vector accumulators.
+    TensorScalarReduce = "tensor_scalar_reduce", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        op0: AluOp => Attr,
+        operand0: Option<Scalar> => Read,
+        reduce_op: AluOp => Attr,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_init: Option<Scalar> => Read,
+        reduce_res: Option<View> => Write,
+        reduce_res_negate: bool => Attr,
+    }
+    /// Running `reg = op1(op0(src[i], imm0), reg); dst[i] = reg` per partition.
+    TensorScalarCumulative = "tensor_scalar_cumulative", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        op0: AluOp => Attr,
+        imm0: Scalar => Read,
+        op1: AluOp => Attr,
+        imm1: Option<Scalar> => Read,
+        reduce_cmd: ReduceCmd => Attr,
+    }
+    /// Reduces the last `last_dims` free dims of `src` with `op`.
+    TensorReduce = "tensor_reduce", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        op: AluOp => Attr,
+        last_dims: u8 => Attr,
+        negate: bool => Attr,
+    }
+    /// Reduces across partitions into partition row 0 of `dst`.
+    TensorPartitionReduce = "tensor_partition_reduce", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        op: AluOp => Attr,
+    }
+    /// `r[i] = op1(op0(src0[i], r[i-1]), src1[i])`, `r[-1] = initial`.
+    TensorTensorScan = "tensor_tensor_scan", [Vector] {
+        dst: View => Write,
+        src0: View => Read,
+        src1: View => Read,
+        initial: Scalar => Read,
+        op0: AluOp => Attr,
+        op1: AluOp => Attr,
+        reverse0: bool => Attr,
+        reverse1: bool => Attr,
+    }
+    /// `dst[i] = src[i]` where `predicate[i] != 0` (xor `reverse_pred`).
+    TensorCopyPredicated = "tensor_copy_predicated", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        predicate: View => Read,
+        reverse_pred: bool => Attr,
+    }
+    /// `dst = 1 / src` in fp32.
+    Reciprocal = "reciprocal", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// `dst = exp(src - max_value)`, optionally summed into the accumulators (v4).
+    Exponential = "exponential", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        max_value: Scalar => Read,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_init: Option<Scalar> => Read,
+        reduce_res: Option<View> => Write,
+    }
+    /// Keeps `src` where the free index is within two bounds, else `on_false`.
+    RangeSelect = "range_select", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        cmp0: AluOp => Attr,
+        bound0: Scalar => Read,
+        cmp1: AluOp => Attr,
+        bound1: Scalar => Read,
+        range_start: i32 => Attr,
+        on_false: Fp32 => Attr,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_res: Option<View> => Write,
+    }
+    /// `dst = predicate ? on_true : on_false` with an optional max reduction.
+    SelectReduce = "select_reduce", [Vector] {
+        dst: View => Write,
+        predicate: View => Read,
+        on_true: View => Read,
+        on_false: Scalar => Read,
+        reverse_pred: bool => Attr,
+        reduce_cmd: ReduceCmd => Attr,
+        reduce_res: Option<View> => Write,
+    }
+    /// The 8 largest values per partition, descending.
+    Max8 = "max8", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// Index of the first occurrence of each of 8 values per partition.
+    FindIndex8 = "nc_find_index8", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        vals: View => Read,
+    }
+    /// Replaces the first occurrence of each of 8 values with `imm`.
+    MatchReplace8 = "nc_match_replace8", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        vals: View => Read,
+        imm: Fp32 => Attr,
+        dst_idx: Option<View> => Write,
+    }
+    /// Per-partition count/mean/M2 of even and odd free positions.
+    BnStats = "bn_stats", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// Combines `(count, mean, M2)` triples into mean and variance.
+    BnAggr = "bn_aggr", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// Quantizes 16-bit `src` into packed MXFP8 `dst` and e8m0 scales (v4).
+    QuantizeMx = "quantize_mx", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        dst_scale: View => Write,
+    }
+    /// Permutes partitions within each 32-partition quadrant.
+    StreamShuffle = "nc_stream_shuffle", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        mask: Vec<u8> => Attr,
+    }
+
+    // ------------------------------------------------------------ GpSimd engine
+
+    /// `dst = cmp(affine value, 0) ? src : on_false`.
+    AffineSelect = "affine_select", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        pattern: Vec<Dim> => Attr,
+        offset: i32 => Attr,
+        channel_multiplier: i32 => Attr,
+        cmp: AluOp => Attr,
+        on_false: Fp32 => Attr,
+    }
+    /// Gathers free-dim positions shared by each 16-partition core.
+    LocalGather = "local_gather", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        index: View => Read,
+        elem_per_idx: u32 => Attr,
+        valid_indices: Option<u32> => Attr,
+    }
+    /// `dst[p, j] = src_flat[p, indices[p, j]]`.
+    NGather = "nc_n_gather", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        indices: View => Read,
+    }
+    /// Segment start/end indices of sorted segment ids.
+    SequenceBounds = "sequence_bounds", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+    }
+    /// Positions of nonzero elements and their count, per GpSimd core.
+    NonzeroWithCount = "nonzero_with_count", [GpSimd] {
+        dst: View => Write,
+        src: View => Read,
+        index_offset: i32 => Attr,
+        padding: i32 => Attr,
+    }
+
+    // ------------------------------------------------------------ registers
+
+    /// Defines register `dst`, uninitialised or set to `init`
+    /// (`nisa.register_alloc`).
+    RegAlloc = "reg_alloc", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+        dst: RegHandle => Write,
+        init: Option<i32> => Attr,
+    }
+    /// `dst = src` (`nisa.register_move`).
+    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+        dst: RegHandle => Write,
+        src: RegOrImm => Read,
+    }
+    /// `dst = a op b` on 32-bit integers (address arithmetic).
+    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+        dst: RegHandle => Write,
+        op: RegAluOp => Attr,
+        a: RegHandle => Read,
+        b: RegOrImm => Read,
+    }
+    /// `dst = ` the single element of `src` (`nisa.register_load`).
+    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+        dst: RegHandle => Write,
+        src: View => Read,
+    }
+    /// Writes register `src` into the single element of `dst`
+    /// (`nisa.register_store`).
+    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+        dst: View => Write,
+        src: RegHandle => Read,
+    }
+}
+
+impl OpKind {
+    /// True for the register ops.
+    pub fn is_register_op(&self) -> bool {
+        matches!(
+            self,
+            OpKind::RegAlloc { .. }
+                | OpKind::RegMove { .. }
+                | OpKind::RegAlu { .. }
+                | OpKind::RegLoad { .. }
+                | OpKind::RegStore { .. }
+        )
+    }
+
+    /// True for the DMA ops.
+    pub fn is_dma(&self) -> bool {
+        matches!(self, OpKind::DmaCopy { .. } | OpKind::DmaTranspose { .. })
+    }
+
+    /// The engine accumulator file the op reads or writes, if any: ScalarE
+    /// for the activation family with a reduction, VectorE for every op that
+    /// shares the Vector accumulators (isa.md §2.5). Ops touching the same
+    /// file must keep their program order.
+    pub fn accumulator(&self) -> Option<Engine> {
+        match self {
+            OpKind::Activation { reduce_cmd, .. } | OpKind::Activate2 { reduce_cmd, .. } => {
+                (*reduce_cmd != ReduceCmd::Idle).then_some(Engine::Scalar)
+            }
+            OpKind::ActivationReduce { .. } => Some(Engine::Scalar),
+            OpKind::TensorScalarReduce { .. }
+            | OpKind::TensorScalarCumulative { .. }
+            | OpKind::Exponential { .. }
+            | OpKind::RangeSelect { .. }
+            | OpKind::SelectReduce { .. } => Some(Engine::Vector),
+            _ => None,
+        }
+    }
+}
+
+/// One run-time operation with its scheduling information.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Op {
+    pub kind: OpKind,
+    /// The engine that runs it; `None` lets the backend choose among
+    /// `kind.engines()`.
+    pub engine: Option<Engine>,
+    /// The user's `name=`.
+    pub name: Option<String>,
+    /// The static loop iteration it was created in.
+    pub loop_ctx: LoopCtx,
+    /// Explicit scheduling edges: this op runs after each listed op
+    /// (`depends_on`, `with_schedule`). Each listed op precedes it in
+    /// program order.
+    pub depends_on: Vec<Handle<Op>>,
+    /// The `no_reorder` block it was created in.
+    pub no_reorder: Option<NoReorderGroup>,
+}
+
+impl Entity for Op {
+    const PREFIX: &'static str = "op";
+}
+
+impl Op {
+    /// An op with no engine choice, name or scheduling edges, outside loops.
+    pub fn new(kind: OpKind) -> Op {
+        Op {
+            kind,
+            engine: None,
+            name: None,
+            loop_ctx: LoopCtx::TOP,
+            depends_on: Vec::new(),
+            no_reorder: None,
+        }
+    }
+
+    /// Every view the op reads or writes, in field order; index views of
+    /// indirect operands follow their operand as reads.
+    pub fn accesses(&self) -> Vec<Access<'_>> {
+        let mut out = Vec::new();
+        self.kind.for_each_field(&mut |field, role, value| {
+            if role == Role::Attr {
+                return;
+            }
+            for view in value.views() {
+                push_view(&mut out, field, role, view, false);
+            }
+        });
+        out
+    }
+
+    /// The views the op reads (the read set for dependency analysis).
+    pub fn read_set(&self) -> Vec<&View> {
+        self.accesses()
+            .into_iter()
+            .filter(|a| a.role == Role::Read)
+            .map(|a| a.view)
+            .collect()
+    }
+
+    /// The views the op writes (the write set for dependency analysis).
+    pub fn write_set(&self) -> Vec<&View> {
+        self.accesses()
+            .into_iter()
+            .filter(|a| a.role == Role::Write)
+            .map(|a| a.view)
+            .collect()
+    }
+
+    /// Registers the op reads: register operands and the dynamic offsets
+    /// of its views.
+    pub fn reg_reads(&self) -> Vec<RegHandle> {
+        let mut out = Vec::new();
+        self.kind.for_each_field(&mut |_, role, value| {
+            if role == Role::Read {
+                out.extend(value.registers());
+            }
+            for view in value.views() {
+                out.extend(view.registers());
+            }
+        });
+        out
+    }
+
+    /// Registers the op writes.
+    pub fn reg_writes(&self) -> Vec<RegHandle> {
+        let mut out = Vec::new();
+        self.kind.for_each_field(&mut |_, role, value| {
+            if role == Role::Write {
+                out.extend(value.registers());
+            }
+        });
+        out
+    }
+}
+
+fn push_view<'a>(
+    out: &mut Vec<Access<'a>>,
+    field: &'static str,
+    role: Role,
+    view: &'a View,
+    is_index: bool,
+) {
+    out.push(Access {
+        field,
+        role,
+        view,
+        is_index,
+    });
+    if let Some(ind) = &view.indirect {
+        push_view(out, field, Role::Read, ind.index(), true);
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.mnemonic())
+    }
+}
