@@ -155,14 +155,17 @@ impl AccessPattern {
         self
     }
 
-    /// Elements per partition (F): the product of the dim counts.
+    /// Elements per partition (F): the product of the dim counts
+    /// (saturating: absurd patterns from user text must not overflow).
     pub fn free_size(&self) -> u64 {
-        self.dims.iter().map(|d| u64::from(d.count)).product()
+        self.dims
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)))
     }
 
     /// All elements: P × F.
     pub fn num_elements(&self) -> u64 {
-        u64::from(self.partition_count) * self.free_size()
+        u64::from(self.partition_count).saturating_mul(self.free_size())
     }
 
     /// The logical shape `[P, d0, …]`.
@@ -225,7 +228,7 @@ impl AccessPattern {
     /// no dims); used by the stride penalty of the cost model.
     pub fn innermost_stride_bytes(&self) -> u64 {
         match self.dims.last() {
-            Some(d) => d.stride.unsigned_abs() * self.elem_bytes(),
+            Some(d) => d.stride.unsigned_abs().saturating_mul(self.elem_bytes()),
             None => self.elem_bytes(),
         }
     }
@@ -264,7 +267,7 @@ impl AccessPattern {
 
     /// Bytes in one partition row.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.free_size() * self.elem_bytes()
+        self.free_size().saturating_mul(self.elem_bytes())
     }
 }
 

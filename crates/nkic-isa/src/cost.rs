@@ -95,7 +95,7 @@ impl Target {
         let latency_cycles = if op.is_control() {
             cycles
         } else {
-            cycles + u64::from(f.pipeline_latency_cycles)
+            cycles.saturating_add(u64::from(f.pipeline_latency_cycles))
         };
         Cost {
             engine,
@@ -126,6 +126,10 @@ fn unit_innermost(ap: &AccessPattern) -> bool {
     ap.dims.last().is_none_or(|d| d.stride == 1 || d.count <= 1)
 }
 
+/// Work counts are clamped here so that the cost formulas cannot overflow
+/// on absurd (unverified) patterns; no real instruction comes close.
+const MAX_WORK: u64 = 1 << 40;
+
 fn div_ceil(a: u64, b: u64) -> u64 {
     a.div_ceil(b.max(1))
 }
@@ -141,7 +145,10 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         Op::TensorCopy { dst, src } => (copy_like_work(f, engine, dst, src), 0),
         Op::TensorScalar { dst, src, .. } => {
             if engine == Engine::GpSimd {
-                (src.free_size() * u64::from(f.gpsimd_rsqrt_factor), 0)
+                (
+                    src.free_size().min(MAX_WORK) * u64::from(f.gpsimd_rsqrt_factor),
+                    0,
+                )
             } else {
                 (copy_like_work(f, engine, dst, src), 0)
             }
@@ -152,20 +159,21 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         | Op::Activate2 {
             src, reduce_res, ..
         } => (
-            src.free_size(),
+            src.free_size().min(MAX_WORK),
             if reduce_res.is_some() {
                 u64::from(f.act_read_accumulator_cycles)
             } else {
                 0
             },
         ),
-        Op::ActivationReduce { src, .. } => {
-            (src.free_size(), u64::from(f.act_read_accumulator_cycles))
-        }
+        Op::ActivationReduce { src, .. } => (
+            src.free_size().min(MAX_WORK),
+            u64::from(f.act_read_accumulator_cycles),
+        ),
         Op::TensorTensor {
             dst, src0, src1, ..
         } => {
-            let n = src0.free_size();
+            let n = src0.free_size().min(MAX_WORK);
             let split = (src0.mem == Memory::Psum) != (src1.mem == Memory::Psum);
             let all_fast = in_sbuf(src0)
                 && in_sbuf(src1)
@@ -177,21 +185,21 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
             }
         }
         Op::ScalarTensorTensor { src, src1, .. } => {
-            let n = src.free_size();
+            let n = src.free_size().min(MAX_WORK);
             let fast = in_sbuf(src)
                 && in_sbuf(src1)
                 && fast_type(f, src.dtype)
                 && fast_type(f, src1.dtype);
             (if fast { n } else { 2 * n }, 0)
         }
-        Op::TensorTensorScan { src0, .. } => (2 * src0.free_size(), 0),
+        Op::TensorTensorScan { src0, .. } => (2 * src0.free_size().min(MAX_WORK), 0),
         Op::TensorCopyPredicated { src, predicate, .. } => {
-            let n = src.free_size();
+            let n = src.free_size().min(MAX_WORK);
             let split = (src.mem == Memory::Psum) != (predicate.mem == Memory::Psum);
             (if split { n } else { 2 * n }, 0)
         }
         Op::TensorReduce { dst, src, op, .. } => {
-            let n = src.free_size();
+            let n = src.free_size().min(MAX_WORK);
             let fast = src.dtype == DType::BF16
                 && dst.dtype == DType::BF16
                 && matches!(op, AluOp::Add | AluOp::Maximum);
@@ -199,23 +207,23 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         }
         Op::TensorScalarReduce {
             src, reduce_res, ..
-        } => (src.free_size(), readout(reduce_res)),
-        Op::TensorScalarCumulative { src, .. } => (src.free_size(), 0),
+        } => (src.free_size().min(MAX_WORK), readout(reduce_res)),
+        Op::TensorScalarCumulative { src, .. } => (src.free_size().min(MAX_WORK), 0),
         Op::RangeSelect {
             src, reduce_res, ..
-        } => (src.free_size(), readout(reduce_res)),
+        } => (src.free_size().min(MAX_WORK), readout(reduce_res)),
         Op::SelectReduce {
             on_true,
             reduce_res,
             ..
-        } => (on_true.free_size(), readout(reduce_res)),
+        } => (on_true.free_size().min(MAX_WORK), readout(reduce_res)),
         Op::BnStats { src, .. }
         | Op::Max8 { src, .. }
         | Op::FindIndex8 { src, .. }
         | Op::MatchReplace8 { src, .. }
-        | Op::StreamShuffle { src, .. } => (src.free_size(), 0),
+        | Op::StreamShuffle { src, .. } => (src.free_size().min(MAX_WORK), 0),
         Op::Memset { dst, value } => {
-            let n = dst.free_size();
+            let n = dst.free_size().min(MAX_WORK);
             let zero = match value {
                 Imm::Int(v) => *v == 0,
                 Imm::Float(v) => v.get() == 0.0,
@@ -224,21 +232,31 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 engine == Engine::Vector && zero && matches!(dst.dtype, DType::BF16 | DType::F16);
             (if fast { div_ceil(n, 2) } else { n }, 0)
         }
-        Op::Reciprocal { src, .. } => (src.free_size() * u64::from(f.vector_reciprocal_factor), 0),
+        Op::Reciprocal { src, .. } => (
+            src.free_size().min(MAX_WORK) * u64::from(f.vector_reciprocal_factor),
+            0,
+        ),
         Op::Exponential {
             src, reduce_res, ..
         } => (
-            div_ceil(src.free_size(), u64::from(f.vector_exp_rate)),
+            div_ceil(src.free_size().min(MAX_WORK), u64::from(f.vector_exp_rate)),
             readout(reduce_res),
         ),
-        Op::QuantizeMx { src, .. } => (div_ceil(src.free_size(), u64::from(f.vector_exp_rate)), 0),
-        Op::BnAggr { src, .. } => (div_ceil(13 * src.free_size(), 3), 0),
-        Op::Iota { dst, .. } | Op::NGather { dst, .. } => (dst.free_size(), gpsimd_start),
+        Op::QuantizeMx { src, .. } => (
+            div_ceil(src.free_size().min(MAX_WORK), u64::from(f.vector_exp_rate)),
+            0,
+        ),
+        Op::BnAggr { src, .. } => (div_ceil(13 * src.free_size().min(MAX_WORK), 3), 0),
+        Op::Iota { dst, .. } | Op::NGather { dst, .. } => {
+            (dst.free_size().min(MAX_WORK), gpsimd_start)
+        }
         Op::AffineSelect { src, .. }
         | Op::SequenceBounds { src, .. }
-        | Op::NonzeroWithCount { src, .. } => (src.free_size(), gpsimd_start),
+        | Op::NonzeroWithCount { src, .. } => (src.free_size().min(MAX_WORK), gpsimd_start),
         Op::TensorPartitionReduce { src, .. } => (
-            src.free_size() * div_ceil(u64::from(src.partition_count), 16),
+            src.free_size()
+                .min(MAX_WORK)
+                .saturating_mul(div_ceil(u64::from(src.partition_count), 16)),
             gpsimd_start,
         ),
         Op::LocalGather {
@@ -250,16 +268,17 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         } => {
             let e = f64::from((*elem_per_idx).max(1));
             let b = f64::from(src.dtype.size());
-            let valid = valid_indices.map_or(16 * index.free_size(), u64::from) as f64;
+            let valid =
+                valid_indices.map_or(16 * index.free_size().min(MAX_WORK), u64::from) as f64;
             let c = ((28.0 + 4.0 * e) / (4.0 * e)) / (4.0 / b).min(e);
             ((valid * e / c).ceil() as u64, gpsimd_start)
         }
         Op::NcTranspose { src, .. } => {
             if engine == Engine::Tensor {
                 let p = u64::from(src.partition_count);
-                return p.max(src.free_size().min(64)).max(1);
+                return p.max(src.free_size().min(MAX_WORK).min(64)).max(1);
             }
-            (src.free_size(), 0)
+            (src.free_size().min(MAX_WORK), 0)
         }
         Op::NcMatmul {
             stationary,
@@ -283,8 +302,8 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         Op::NcMatmulMx {
             stationary, moving, ..
         } => {
-            let m = stationary.free_size();
-            let n = moving.free_size();
+            let m = stationary.free_size().min(MAX_WORK);
+            let n = moving.free_size().min(MAX_WORK);
             let mm = m.min(u64::from(f.mm_init_latency_cycles)).max(n);
             return mm.max(div_ceil(m, u64::from(f.ls_divisor))).max(1);
         }
@@ -307,7 +326,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         | Op::DmaGather { .. }
         | Op::DmaScatter { .. } => return 0,
         Op::Rng { dst } | Op::Rand2 { dst, .. } => {
-            let n = dst.free_size();
+            let n = dst.free_size().min(MAX_WORK);
             // rand2 makes `vector_exp_rate` values per lane per cycle (v4).
             if matches!(op, Op::Rand2 { .. }) {
                 (div_ceil(n, u64::from(f.vector_exp_rate)), 0)
@@ -315,7 +334,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 (n, 0)
             }
         }
-        Op::Dropout { src, .. } => (src.free_size(), 0),
+        Op::Dropout { src, .. } => (src.free_size().min(MAX_WORK), 0),
         Op::SetRngSeed { .. } => (1, 0),
     };
     let penalized = if op
@@ -323,16 +342,16 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         .iter()
         .any(|o| o.ap.mem.is_on_chip() && o.ap.innermost_stride_bytes() > 16)
     {
-        work * u64::from(f.stride_penalty)
+        work.saturating_mul(u64::from(f.stride_penalty))
     } else {
         work
     };
-    penalized.max(min_ii) + fixed
+    penalized.max(min_ii).saturating_add(fixed)
 }
 
 /// `tensor_copy` and Vector/Scalar `tensor_scalar`: the perf modes.
 fn copy_like_work(f: &Figures, engine: Engine, dst: &AccessPattern, src: &AccessPattern) -> u64 {
-    let n = src.free_size();
+    let n = src.free_size().min(MAX_WORK);
     let both_fast = fast_type(f, dst.dtype) && fast_type(f, src.dtype);
     match engine {
         Engine::Vector if both_fast => {
@@ -364,8 +383,8 @@ fn matmul_cycles(
     } else {
         1
     };
-    let m = div_ceil(stationary.free_size(), rows);
-    let n = div_ceil(moving.free_size(), rows);
+    let m = div_ceil(stationary.free_size().min(MAX_WORK), rows);
+    let n = div_ceil(moving.free_size().min(MAX_WORK), rows);
     let wide = |d: DType| matches!(d, DType::F32 | DType::TF32);
     if transpose {
         let k = u64::from(moving.partition_count);
@@ -422,7 +441,7 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
     let rows_per_engine = div_ceil(rows, engines);
     let elems_per_row = div_ceil(src.num_elements().max(dst.num_elements()), rows);
     let elem_bytes = src.elem_bytes().max(dst.elem_bytes());
-    let row_bytes = elems_per_row * elem_bytes;
+    let row_bytes = elems_per_row.saturating_mul(elem_bytes);
     let chunks = src
         .contiguous_runs_per_partition()
         .max(dst.contiguous_runs_per_partition())
@@ -442,12 +461,18 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
     }
     // chunk time in ps = bytes / (bw · pct/100) ns.
     let bw = u64::from(f.dma_engine_bytes_per_ns.max(1)) * pct.max(1);
-    let chunk_ps = div_ceil(chunk_bytes * 100 * 1000, bw).max(u64::from(f.dma_chunk_min_ns) * 1000);
-    let mut busy_ps = rows_per_engine * chunks * chunk_ps;
+    let chunk_ps =
+        div_ceil(chunk_bytes.saturating_mul(100_000), bw).max(u64::from(f.dma_chunk_min_ns) * 1000);
+    let mut busy_ps = rows_per_engine
+        .saturating_mul(chunks)
+        .saturating_mul(chunk_ps);
     match dge {
-        DgeMode::Hwdge => busy_ps += u64::from(f.hwdge_instruction_ns) * 1000,
+        DgeMode::Hwdge => {
+            busy_ps = busy_ps.saturating_add(u64::from(f.hwdge_instruction_ns) * 1000)
+        }
         DgeMode::Swdge => {
-            busy_ps += f.cycles_to_ps(Engine::GpSimd, u64::from(f.gpsimd_start_cycles))
+            busy_ps = busy_ps
+                .saturating_add(f.cycles_to_ps(Engine::GpSimd, u64::from(f.gpsimd_start_cycles)))
         }
         DgeMode::None => {}
     }
@@ -455,7 +480,7 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
         engine: Engine::Dma,
         cycles: 0,
         busy_ps,
-        latency_ps: busy_ps + u64::from(f.dma_start_latency_ns) * 1000,
+        latency_ps: busy_ps.saturating_add(u64::from(f.dma_start_latency_ns) * 1000),
     }
 }
 

@@ -109,8 +109,15 @@ pub fn parse_dtype(text: &str) -> Option<DType> {
         .or_else(|| text.parse::<DType>().ok())
 }
 
-/// Parses a decimal or `0x` hexadecimal integer with an optional `-`.
+/// Parses a decimal or `0x` hexadecimal integer with an optional `-`
+/// that fits an `i64`.
 pub fn parse_int(text: &str) -> Option<i64> {
+    parse_wide_int(text).and_then(|v| i64::try_from(v).ok())
+}
+
+/// Parses a decimal or `0x` hexadecimal integer with an optional `-`, in
+/// the range of `i128` (wide enough for every `u64` and `i64`).
+fn parse_wide_int(text: &str) -> Option<i128> {
     let (neg, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),
@@ -126,12 +133,11 @@ pub fn parse_int(text: &str) -> Option<i64> {
         }
         body.parse::<i128>().ok()?
     };
-    let value = if neg { -magnitude } else { magnitude };
-    i64::try_from(value).ok()
+    Some(if neg { -magnitude } else { magnitude })
 }
 
-fn parse_int_as<T: TryFrom<i64>>(text: &str, what: &str) -> Result<T, String> {
-    let v = parse_int(text).ok_or_else(|| format!("expected {what}, found `{text}`"))?;
+fn parse_int_as<T: TryFrom<i128>>(text: &str, what: &str) -> Result<T, String> {
+    let v = parse_wide_int(text).ok_or_else(|| format!("expected {what}, found `{text}`"))?;
     T::try_from(v).map_err(|_| format!("{what} out of range: `{text}`"))
 }
 

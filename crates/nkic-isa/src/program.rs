@@ -83,14 +83,16 @@ pub struct HbmTensor {
 }
 
 impl HbmTensor {
-    /// The number of elements.
+    /// The number of elements (saturating).
     pub fn numel(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape
+            .iter()
+            .fold(1u64, |acc, &d| acc.saturating_mul(d))
     }
 
     /// The size in bytes.
     pub fn bytes(&self) -> u64 {
-        self.numel() * u64::from(self.dtype.size())
+        self.numel().saturating_mul(u64::from(self.dtype.size()))
     }
 }
 

@@ -77,22 +77,47 @@ impl RandomField for AccessPattern {
             _ => Memory::Sbuf,
         };
         let n_dims = rng.below(5) as usize;
+        // One pattern in 16 has extreme values, to exercise overflow paths.
+        let extreme = rng.chance(16);
         let dims = (0..n_dims)
-            .map(|_| Dim {
-                stride: rng.signed(3000),
-                count: rng.below(600) as u32,
+            .map(|_| {
+                if extreme {
+                    Dim {
+                        stride: rng.pick(&[i64::MIN, i64::MAX, -1, 0]),
+                        count: rng.pick(&[u32::MAX, 0, 1, 65_536]),
+                    }
+                } else {
+                    Dim {
+                        stride: rng.signed(3000),
+                        count: rng.below(600) as u32,
+                    }
+                }
             })
             .collect();
         AccessPattern {
             mem,
-            partition_start: rng.below(130) as u32,
-            partition_count: rng.below(130) as u32,
+            partition_start: if extreme {
+                u32::MAX
+            } else {
+                rng.below(130) as u32
+            },
+            partition_count: if extreme {
+                u32::MAX
+            } else {
+                rng.below(130) as u32
+            },
             partition_stride: if rng.chance(2) {
                 0
             } else {
                 rng.signed(1 << 20)
             },
-            offset: if rng.chance(3) { 0 } else { rng.below(1 << 22) },
+            offset: if extreme {
+                u64::MAX
+            } else if rng.chance(3) {
+                0
+            } else {
+                rng.below(1 << 22)
+            },
             dyn_offset: rng.chance(4).then(|| DynOffset {
                 reg: Reg::random(rng),
                 scale: rng.signed(1 << 16),
@@ -404,6 +429,25 @@ mod tests {
         #[test]
         fn assembler_survives_arbitrary_text(text in "[ -~\n\t\u{e9}\u{1F600}]{0,300}") {
             let _ = assemble(&text);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The verifier and the cost model never panic, whatever the program.
+        #[test]
+        fn verify_and_cost_never_panic(seed in any::<u64>()) {
+            let program = random_program(seed);
+            let _ = crate::verify::verify(&program);
+            for stream in &program.queues {
+                for inst in &stream.insts {
+                    for target in crate::target::Target::ALL {
+                        let cost = target.cost(stream.queue, &inst.op);
+                        prop_assert!(cost.latency_ps >= cost.busy_ps);
+                    }
+                }
+            }
         }
     }
 

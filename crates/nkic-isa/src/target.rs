@@ -198,7 +198,7 @@ impl Figures {
     /// Converts `cycles` of `engine` into picoseconds, rounding up.
     pub fn cycles_to_ps(&self, engine: Engine, cycles: u64) -> u64 {
         let mhz = u64::from(self.clock_mhz(engine));
-        (cycles * 1_000_000).div_ceil(mhz)
+        cycles.saturating_mul(1_000_000).div_ceil(mhz.max(1))
     }
 
     /// Total PSUM bytes per partition available to matmul output (all banks).

@@ -925,10 +925,9 @@ impl<'p> Verifier<'p> {
                         "`last_dims` must be in 1..={n} (the free dims of `src`), found {last_dims}"
                     ));
                 } else {
-                    let kept: u64 = src.dims[..n - usize::from(*last_dims)]
+                    let kept = src.dims[..n - usize::from(*last_dims)]
                         .iter()
-                        .map(|d| u64::from(d.count))
-                        .product();
+                        .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)));
                     if dst.free_size() != kept {
                         self.err(format!("`dst` must have {kept} elements per partition (the kept dims), found {}", dst.free_size()));
                     }
@@ -1167,7 +1166,8 @@ impl<'p> Verifier<'p> {
                 }
                 self.mx_partitions("src", src);
                 self.same_p("dst", dst, "src", src);
-                if src.free_size() % 4 != 0 || dst.free_size() * 4 != src.free_size() {
+                if src.free_size() % 4 != 0 || dst.free_size().saturating_mul(4) != src.free_size()
+                {
                     self.err(format!(
                         "`src` free size must be a multiple of 4 and `dst` a quarter of it; found {} and {}",
                         src.free_size(),
@@ -1225,7 +1225,7 @@ impl<'p> Verifier<'p> {
                         "`elem_per_idx` must be 1, 2, 4, 8, 16 or 32, found {elem_per_idx}"
                     ));
                 }
-                let available = 16 * index.free_size();
+                let available = index.free_size().saturating_mul(16);
                 let valid = valid_indices.map_or(available, u64::from);
                 if valid > available || valid > 4096 {
                     self.err(format!(
@@ -1233,10 +1233,10 @@ impl<'p> Verifier<'p> {
                         available.min(4096)
                     ));
                 }
-                if dst.free_size() != valid * u64::from(*elem_per_idx) {
+                if dst.free_size() != valid.saturating_mul(u64::from(*elem_per_idx)) {
                     self.err(format!(
                         "`dst` must have valid_indices × elem_per_idx = {} elements per partition, found {}",
-                        valid * u64::from(*elem_per_idx),
+                        valid.saturating_mul(u64::from(*elem_per_idx)),
                         dst.free_size()
                     ));
                 }
@@ -1260,7 +1260,7 @@ impl<'p> Verifier<'p> {
                         src.dtype
                     ));
                 }
-                if dst.free_size() != 2 * src.free_size() {
+                if dst.free_size() != src.free_size().saturating_mul(2) {
                     self.err(format!(
                         "`dst` must have 2 × {} elements, found {}",
                         src.free_size(),
@@ -1270,10 +1270,10 @@ impl<'p> Verifier<'p> {
             }
             Op::NonzeroWithCount { dst, src, .. } => {
                 self.same_p("dst", dst, "src", src);
-                if dst.free_size() != src.free_size() + 1 {
+                if dst.free_size() != src.free_size().saturating_add(1) {
                     self.err(format!(
                         "`dst` must have {} elements per partition (F + 1), found {}",
-                        src.free_size() + 1,
+                        src.free_size().saturating_add(1),
                         dst.free_size()
                     ));
                 }
@@ -1438,7 +1438,7 @@ impl<'p> Verifier<'p> {
                 dst.free_size()
             ));
         }
-        let psum_bytes = n * dst.elem_bytes();
+        let psum_bytes = n.saturating_mul(dst.elem_bytes());
         if psum_bytes > u64::from(f.psum_total_bytes()) {
             self.err(format!("`dst` needs {psum_bytes} PSUM bytes per partition"));
         }
@@ -1664,8 +1664,8 @@ impl<'p> Verifier<'p> {
             ));
         }
         let quadrants = (data.partition_count / 32).max(1);
-        let want = 32 * (quadrants - 1) + 4;
-        if scale.partition_count != want {
+        let want = 32u64 * u64::from(quadrants - 1) + 4;
+        if u64::from(scale.partition_count) != want {
             self.err(format!(
                 "`{name}` must cover {want} partitions (4 per quadrant of the {}-partition data), found {}",
                 data.partition_count, scale.partition_count
@@ -1838,7 +1838,9 @@ impl<'p> Verifier<'p> {
                 pattern.len()
             ));
         }
-        let n: u64 = pattern.iter().map(|d| u64::from(d.count)).product();
+        let n = pattern
+            .iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)));
         if n != dst.free_size() {
             self.err(format!(
                 "`{name}` produces {n} elements per partition but `dst` has {}",
