@@ -34,20 +34,27 @@ use crate::inst::Label;
 /// Names that field text refers to: the program's HBM tensors.
 #[derive(Clone, Debug, Default)]
 pub struct Names {
-    pub hbm: Vec<String>,
+    hbm: Vec<String>,
+    /// Name → id, for the assembler (the first tensor of a name wins).
+    by_name: std::collections::BTreeMap<String, TensorId>,
 }
 
 impl Names {
+    /// The names of `hbm` tensors, in id order.
+    pub fn new(hbm: Vec<String>) -> Names {
+        let mut by_name = std::collections::BTreeMap::new();
+        for (i, name) in (0u32..).zip(&hbm) {
+            by_name.entry(name.clone()).or_insert(TensorId(i));
+        }
+        Names { hbm, by_name }
+    }
+
     fn tensor_name(&self, id: TensorId) -> Option<&str> {
         self.hbm.get(id.0 as usize).map(String::as_str)
     }
 
     fn tensor_id(&self, name: &str) -> Option<TensorId> {
-        self.hbm
-            .iter()
-            .position(|n| n == name)
-            .and_then(|i| u32::try_from(i).ok())
-            .map(TensorId)
+        self.by_name.get(name).copied()
     }
 }
 
@@ -635,9 +642,7 @@ mod tests {
     use super::*;
 
     fn names() -> Names {
-        Names {
-            hbm: vec!["a".into(), "out".into()],
-        }
+        Names::new(vec!["a".into(), "out".into()])
     }
 
     fn round_trip(text: &str) {

@@ -86,9 +86,7 @@ impl std::error::Error for AsmError {}
 /// Prints a program in canonical `.nkasm` form.
 pub fn print(program: &Program) -> String {
     let mut out = String::new();
-    let names = Names {
-        hbm: program.hbm.iter().map(|t| t.name.clone()).collect(),
-    };
+    let names = Names::new(program.hbm.iter().map(|t| t.name.clone()).collect());
     let _ = writeln!(out, ".target {}", program.target.name());
     for file in &program.files {
         let _ = writeln!(out, ".file {}", quote(file));
@@ -288,6 +286,7 @@ pub fn assemble(text: &str) -> Result<Program, Vec<AsmError>> {
     let mut asm = Assembler {
         errors: Vec::new(),
         program: Program::new(Target::Trn3),
+        sems: std::collections::BTreeMap::new(),
     };
     // Split into lines with their byte offsets.
     let mut lines = Vec::new();
@@ -316,9 +315,11 @@ pub fn assemble(text: &str) -> Result<Program, Vec<AsmError>> {
     }
 
     // Pass 2: queues and instructions.
-    let names = Names {
-        hbm: asm.program.hbm.iter().map(|t| t.name.clone()).collect(),
-    };
+    asm.sems = (0u32..)
+        .zip(&asm.program.semaphores)
+        .map(|(i, sem)| (sem.name.clone(), SemId(i)))
+        .collect();
+    let names = Names::new(asm.program.hbm.iter().map(|t| t.name.clone()).collect());
     for &(base, line) in &lines {
         let (code, comment) = split_comment(line);
         let ws = words(code, base);
@@ -381,6 +382,8 @@ fn split_comment(line: &str) -> (&str, Option<&str>) {
 struct Assembler {
     errors: Vec<AsmError>,
     program: Program,
+    /// Semaphore name → id, filled after the declarations are read.
+    sems: std::collections::BTreeMap<String, SemId>,
 }
 
 impl Assembler {
@@ -730,12 +733,9 @@ impl Assembler {
     }
 
     fn sem_id(&self, name: &str) -> Result<SemId, String> {
-        self.program
-            .semaphores
-            .iter()
-            .position(|s| s.name == name)
-            .and_then(|i| u32::try_from(i).ok())
-            .map(SemId)
+        self.sems
+            .get(name)
+            .copied()
             .ok_or_else(|| format!("unknown semaphore `{name}` (declare it with `.sem {name}`)"))
     }
 
