@@ -28,8 +28,8 @@
 //!   ([`Op::read_set`], [`Op::write_set`], [`overlap`]);
 //! * *registers*: likewise for [`Op::reg_reads`] and [`Op::reg_writes`],
 //!   with a dynamic loop's bounds or condition read before its body;
-//! * *accumulators*: ops sharing an engine's accumulator registers
-//!   ([`OpKind::accumulator`]) keep their order;
+//! * *engine state*: ops sharing an engine's accumulator registers or
+//!   random generators ([`OpKind::engine_state`]) keep their order;
 //! * *explicit edges*: `depends_on` and `no_reorder` groups (language.md
 //!   §3.4).
 //!
@@ -102,7 +102,7 @@ pub use kernel::{
     LoopCtx, LoopIter, NoReorderGroup, RegHandle, Register, SourceFileName, Spans, SrcLoc,
     StaticLoop, StaticLoopKind, Storage,
 };
-pub use op::{Access, Op, OpKind, RegOrImm, Role, Scalar};
+pub use op::{Access, EngineState, Op, OpKind, RegOrImm, Role, Scalar};
 pub use print::{PrintOptions, print, print_with};
 pub use read::{ReadError, read};
 pub use verify::{Location, VerifyError, verify};

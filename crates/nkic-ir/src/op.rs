@@ -6,7 +6,9 @@
 //! [`RegHandle`] instead of a physical register, and `Option` where the
 //! compiler still has a choice to make (`accumulate: None` on matmuls, `dge:
 //! None` on DMAs). Control-flow instructions do not exist here (dynamic
-//! loops are regions); `reg_alloc` defines a virtual register.
+//! loops are regions); `reg_alloc` defines a virtual register. The ISA's
+//! `dma_gather`/`dma_scatter` are a `dma_copy` whose `src`/`dst` view has
+//! row indirection (`vector_offset`); the backend picks the instruction.
 //!
 //! The `ops!` table below is the single place an op is defined. From it
 //! the macro generates `OpKind`, the mnemonic and engine tables, the field
@@ -417,6 +419,27 @@ ops! {
         src: View => Read,
         mask: Vec<u8> => Attr,
     }
+    /// Random 32-bit values from the engine's per-lane generators,
+    /// truncated to `dst`'s integer dtype.
+    Rng = "rng", [Vector, GpSimd] {
+        dst: View => Write,
+    }
+    /// Uniform random floats in `[min, max)` from the Vector generators (v4).
+    Rand2 = "rand2", [Vector] {
+        dst: View => Write,
+        min: Scalar => Read,
+        max: Scalar => Read,
+    }
+    /// Zeroes each element with probability `prob` (no rescaling).
+    Dropout = "dropout", [Vector] {
+        dst: View => Write,
+        src: View => Read,
+        prob: Scalar => Read,
+    }
+    /// Seeds every lane of the Vector generators from one 32-bit value.
+    SetRngSeed = "set_rng_seed", [Vector] {
+        src: View => Read,
+    }
 
     // ------------------------------------------------------------ GpSimd engine
 
@@ -508,24 +531,49 @@ impl OpKind {
         matches!(self, OpKind::DmaCopy { .. } | OpKind::DmaTranspose { .. })
     }
 
-    /// The engine accumulator file the op reads or writes, if any: ScalarE
-    /// for the activation family with a reduction, VectorE for every op that
-    /// shares the Vector accumulators (isa.md §2.5). Ops touching the same
-    /// file must keep their program order.
-    pub fn accumulator(&self) -> Option<Engine> {
+    /// The hidden engine state the op reads or writes: accumulator
+    /// registers (isa.md §2.5) and random generators. Ops sharing a state
+    /// must keep their program order. `engine` is the op's chosen engine;
+    /// with `None`, every state the op could touch is listed.
+    pub fn engine_state(&self, engine: Option<Engine>) -> Vec<EngineState> {
         match self {
             OpKind::Activation { reduce_cmd, .. } | OpKind::Activate2 { reduce_cmd, .. } => {
-                (*reduce_cmd != ReduceCmd::Idle).then_some(Engine::Scalar)
+                if *reduce_cmd == ReduceCmd::Idle {
+                    Vec::new()
+                } else {
+                    vec![EngineState::ScalarAccumulators]
+                }
             }
-            OpKind::ActivationReduce { .. } => Some(Engine::Scalar),
+            OpKind::ActivationReduce { .. } => vec![EngineState::ScalarAccumulators],
             OpKind::TensorScalarReduce { .. }
             | OpKind::TensorScalarCumulative { .. }
             | OpKind::Exponential { .. }
             | OpKind::RangeSelect { .. }
-            | OpKind::SelectReduce { .. } => Some(Engine::Vector),
-            _ => None,
+            | OpKind::SelectReduce { .. } => vec![EngineState::VectorAccumulators],
+            OpKind::Rand2 { .. } | OpKind::Dropout { .. } | OpKind::SetRngSeed { .. } => {
+                vec![EngineState::VectorRng]
+            }
+            OpKind::Rng { .. } => match engine {
+                Some(Engine::GpSimd) => vec![EngineState::GpSimdRng],
+                Some(_) => vec![EngineState::VectorRng],
+                None => vec![EngineState::VectorRng, EngineState::GpSimdRng],
+            },
+            _ => Vec::new(),
         }
     }
+}
+
+/// Hidden per-engine state that orders the ops using it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum EngineState {
+    /// The ScalarE per-partition accumulators.
+    ScalarAccumulators,
+    /// The VectorE per-partition accumulators.
+    VectorAccumulators,
+    /// The VectorE random generators.
+    VectorRng,
+    /// The GpSimd random generators.
+    GpSimdRng,
 }
 
 /// One run-time operation with its scheduling information.

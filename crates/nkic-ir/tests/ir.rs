@@ -1,0 +1,1112 @@
+//! Tests of the tile IR through its public API: a representative kernel
+//! built with `KernelBuilder`, its printed form (an insta snapshot), the
+//! print → read → print round trip, every verifier rule on a broken copy,
+//! reader errors, overlap and read/write sets.
+
+use nkic_diag::{FileId, SourceMap, Span};
+use nkic_ir::{
+    Address, ArgKind, Buffer, DynLoopKind, EngineState, Handle, Indirection, Item, Kernel,
+    KernelBuilder, LoopCtx, LoopIter, Op, OpKind, Overlap, PrintOptions, RegOrImm, Scalar, SrcLoc,
+    StaticLoopKind, Storage, View, ViewDim, overlap, print, print_with, read, verify,
+};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, Fp32, Imm, OobMode, ReduceCmd, Target};
+
+fn loc(start: u32, end: u32) -> SrcLoc {
+    SrcLoc::new(FileId(0), Span::new(start, end))
+}
+
+fn helper_loc(start: u32, end: u32) -> SrcLoc {
+    SrcLoc::new(FileId(1), Span::new(start, end))
+}
+
+fn dma(dst: View, src: View) -> OpKind {
+    OpKind::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        dge: None,
+        oob: OobMode::Error,
+        priority: None,
+    }
+}
+
+fn full(b: &KernelBuilder, t: Handle<Storage>) -> View {
+    View::full(t, b.storage(t))
+}
+
+/// Rows `[start, start + n)` of a row-major 2-D storage with `cols` columns.
+fn rows(t: Handle<Storage>, dtype: DType, start: u64, n: u64, cols: u64) -> View {
+    View::new(
+        t,
+        dtype,
+        (start * cols) as i64,
+        &[ViewDim::new(cols as i64, n), ViewDim::new(1, cols)],
+    )
+}
+
+fn memset(dst: View, value: Imm) -> OpKind {
+    OpKind::Memset { dst, value }
+}
+
+/// A kernel that uses every feature of the IR once.
+fn sample() -> Kernel {
+    let mut b = KernelBuilder::new("sample", Target::Trn3);
+    b.add_file(FileId(0), "kernel.py");
+    b.add_file(FileId(1), "helpers/util.py");
+    b.set_program_id(&[0], &[1]);
+    let a = b.add_arg(
+        "a",
+        Buffer::SharedHbm,
+        DType::F32,
+        &[256, 512],
+        ArgKind::Input,
+        loc(10, 11),
+    );
+    let w = b.add_arg(
+        "w",
+        Buffer::SharedHbm,
+        DType::BF16,
+        &[128, 128],
+        ArgKind::Input,
+        loc(13, 14),
+    );
+    let out = b.alloc_storage(
+        "out",
+        Buffer::SharedHbm,
+        DType::F32,
+        &[256, 512],
+        loc(30, 60),
+    );
+
+    // An unrolled affine loop with a tile per iteration.
+    let lp = b.begin_static_loop(StaticLoopKind::AffineRange, 2, loc(70, 100));
+    for i in 0..2u32 {
+        b.enter_iteration(lp, i);
+        let tile = b.alloc_storage(
+            "a_tile",
+            Buffer::Sbuf,
+            DType::F32,
+            &[128, 512],
+            loc(110, 140),
+        );
+        let scale = b.alloc_storage("scale", Buffer::Sbuf, DType::F32, &[128, 1], loc(145, 170));
+        b.push_op(
+            Op::new(dma(
+                full(&b, tile),
+                rows(a, DType::F32, u64::from(i) * 128, 128, 512),
+            )),
+            loc(110, 140),
+        );
+        let mut set = Op::new(memset(full(&b, scale), Imm::Float(Fp32::new(2.0))));
+        set.engine = Some(Engine::Vector);
+        b.push_op(set, loc(175, 190));
+        b.push_op(
+            Op::new(OpKind::Activation {
+                dst: full(&b, tile),
+                src: full(&b, tile),
+                func: ActFunc::Exp,
+                scale: Scalar::Vector(full(&b, scale)),
+                bias: Some(Scalar::imm(-0.5)),
+                reduce_op: None,
+                reduce_cmd: ReduceCmd::Idle,
+                reduce_res: None,
+            }),
+            loc(200, 240),
+        );
+        b.push_op(
+            Op::new(dma(
+                rows(out, DType::F32, u64::from(i) * 128, 128, 512),
+                full(&b, tile),
+            )),
+            loc(250, 280),
+        );
+        b.exit_iteration();
+    }
+    b.end_static_loop(lp);
+
+    // A matmul through a helper function, and an explicit dependency.
+    let wt = b.alloc_storage(
+        "w_sb",
+        Buffer::Sbuf,
+        DType::BF16,
+        &[128, 128],
+        loc(300, 320),
+    );
+    let acc = b.alloc_storage("acc", Buffer::Psum, DType::F32, &[128, 128], loc(325, 340));
+    b.set_address(
+        acc,
+        Address {
+            partition: 0,
+            byte: 2048,
+        },
+    );
+    let load = b.push_op(Op::new(dma(full(&b, wt), full(&b, w))), loc(345, 360));
+    b.enter_call(loc(400, 420));
+    let mut mm = Op::new(OpKind::NcMatmul {
+        dst: full(&b, acc),
+        stationary: full(&b, wt),
+        moving: full(&b, wt),
+        accumulate: None,
+        transpose: false,
+        perf_mode: nkic_isa::MatmulPerfMode::None,
+        stationary_onezero: false,
+        moving_onezero: false,
+        tile_position: None,
+        tile_size: None,
+    });
+    mm.name = Some("mm \"main\"".to_owned());
+    let mm = b.push_op(mm, helper_loc(5, 40));
+    b.exit_call();
+    let res = b.alloc_storage("res", Buffer::Sbuf, DType::F32, &[128, 128], loc(430, 450));
+    let mut copy = Op::new(OpKind::TensorCopy {
+        dst: full(&b, res),
+        src: full(&b, acc),
+    });
+    copy.depends_on = vec![mm];
+    let copy = b.push_op(copy, loc(455, 470));
+    b.add_dependency(copy, load);
+
+    // A reinterpreting view: the f32 result seen as bf16 pairs.
+    let halves = b.alloc_storage(
+        "halves",
+        Buffer::Sbuf,
+        DType::BF16,
+        &[128, 256],
+        loc(480, 500),
+    );
+    let as_bf16 = View::new(
+        res,
+        DType::BF16,
+        0,
+        &[ViewDim::new(256, 128), ViewDim::new(1, 256)],
+    );
+    b.push_op(
+        Op::new(OpKind::TensorCopy {
+            dst: full(&b, halves),
+            src: as_bf16,
+        }),
+        loc(505, 520),
+    );
+
+    // A gather of HBM rows through an index tile.
+    let index = b.alloc_storage("index", Buffer::Sbuf, DType::I32, &[128, 1], loc(530, 545));
+    b.push_op(
+        Op::new(OpKind::Iota {
+            dst: full(&b, index),
+            pattern: vec![nkic_isa::Dim::new(1, 1)],
+            offset: 0,
+            channel_multiplier: 2,
+        }),
+        loc(550, 570),
+    );
+    let gathered = b.alloc_storage(
+        "gathered",
+        Buffer::Sbuf,
+        DType::F32,
+        &[128, 512],
+        loc(575, 590),
+    );
+    let mut src = rows(a, DType::F32, 0, 128, 512);
+    src.indirect = Some(Indirection::Rows {
+        index: Box::new(full(&b, index)),
+    });
+    b.push_op(Op::new(dma(full(&b, gathered), src)), loc(595, 620));
+
+    // A dynamic range loop whose induction register moves a window.
+    let n = b.alloc_register("n", Some(4), loc(630, 650));
+    let window = b.alloc_storage(
+        "window",
+        Buffer::Sbuf,
+        DType::F32,
+        &[128, 16],
+        loc(655, 670),
+    );
+    b.push_op(
+        Op::new(memset(full(&b, window), Imm::Int(0))),
+        loc(672, 690),
+    );
+    let (dl, iv) = b.begin_dynamic_loop(
+        DynLoopKind::Range {
+            start: RegOrImm::Imm(0),
+            stop: RegOrImm::Reg(n),
+            step: 1,
+        },
+        "i",
+        loc(700, 730),
+    );
+    let Some(iv) = iv else {
+        panic!("a counted loop has an induction register")
+    };
+    let part = b.alloc_storage("part", Buffer::Sbuf, DType::F32, &[128, 4], loc(735, 750));
+    let moving = View::new(
+        window,
+        DType::F32,
+        0,
+        &[ViewDim::new(16, 128), ViewDim::new(1, 4)],
+    )
+    .with_dyn_offset(iv, 4);
+    let mut tc = Op::new(OpKind::TensorCopy {
+        dst: full(&b, part),
+        src: moving,
+    });
+    tc.engine = Some(Engine::Scalar);
+    b.push_op(tc, loc(755, 780));
+    b.end_dynamic_loop(dl);
+
+    // A while loop on a flag loaded from SBUF.
+    let flag = b.alloc_storage("flag", Buffer::Sbuf, DType::I32, &[1, 1], loc(800, 810));
+    b.push_op(Op::new(memset(full(&b, flag), Imm::Int(0))), loc(812, 830));
+    let cond = b.alloc_register("c", Some(1), loc(835, 850));
+    let (wl, none) = b.begin_dynamic_loop(DynLoopKind::While { cond }, "", loc(855, 870));
+    assert_eq!(none, None);
+    b.push_op(
+        Op::new(OpKind::RegLoad {
+            dst: cond,
+            src: full(&b, flag),
+        }),
+        loc(875, 900),
+    );
+    b.end_dynamic_loop(wl);
+
+    // A no_reorder block with a strided (every other column) view.
+    let odd = b.alloc_storage(
+        "we\"ird name",
+        Buffer::Sbuf,
+        DType::F32,
+        &[64, 8],
+        loc(910, 930),
+    );
+    b.begin_no_reorder();
+    b.push_op(
+        Op::new(memset(
+            View::new(
+                odd,
+                DType::F32,
+                0,
+                &[ViewDim::new(8, 64), ViewDim::new(2, 4)],
+            ),
+            Imm::Float(Fp32::new(1.0)),
+        )),
+        loc(940, 960),
+    );
+    b.push_op(
+        Op::new(memset(
+            View::new(
+                odd,
+                DType::F32,
+                1,
+                &[ViewDim::new(8, 64), ViewDim::new(2, 4)],
+            ),
+            Imm::Float(Fp32::new(f32::NEG_INFINITY)),
+        )),
+        loc(965, 985),
+    );
+    b.end_no_reorder();
+    let mut tt = Op::new(OpKind::TensorTensor {
+        dst: full(&b, odd),
+        src0: full(&b, odd),
+        src1: full(&b, odd),
+        op: AluOp::Add,
+    });
+    tt.engine = Some(Engine::GpSimd);
+    b.push_op(tt, loc(990, 1010));
+
+    b.add_output(out);
+    b.finish()
+}
+
+#[test]
+fn sample_verifies() {
+    let k = sample();
+    assert_eq!(verify(&k), Ok(()));
+    assert_eq!(k.ops.len(), 23);
+    assert_eq!(k.dyn_loops.len(), 2);
+    assert_eq!(k.storages.len(), 17);
+}
+
+#[test]
+fn sample_prints() {
+    insta::assert_snapshot!(print(&sample()));
+}
+
+#[test]
+fn sample_round_trips() {
+    let k = sample();
+    let text = print(&k);
+    let back = match read(&text) {
+        Ok(back) => back,
+        Err(e) => panic!("{e}\n{text}"),
+    };
+    assert_eq!(print(&back), text);
+    assert_eq!(verify(&back), Ok(()));
+    assert_eq!(back, k);
+}
+
+#[test]
+fn source_comments_are_ignored_by_the_reader() {
+    let k = sample();
+    let mut sources = SourceMap::new();
+    let text: String = (0..40)
+        .map(|i| format!("line {i} of the kernel source\n"))
+        .collect();
+    sources.add("kernel.py", text.clone());
+    sources.add("helpers/util.py", text);
+    let printed = print_with(
+        &k,
+        PrintOptions {
+            sources: Some(&sources),
+        },
+    );
+    assert!(
+        printed.contains("@ kernel.py:110..140  # kernel.py:4:27\n"),
+        "{printed}"
+    );
+    let back = read(&printed).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(print(&back), print(&k));
+}
+
+#[test]
+fn loop_stacks_and_program_order() {
+    let k = sample();
+    let order = k.ops_in_order();
+    assert_eq!(order.len(), k.ops.len());
+    // The first op comes from iteration 0 of the affine loop.
+    let first = &k.ops[order[0]];
+    let stack = k.loop_stack(first.loop_ctx);
+    assert_eq!(stack.len(), 1);
+    assert_eq!(stack[0].index, 0);
+    assert_eq!(
+        k.static_loops[stack[0].lp].kind,
+        StaticLoopKind::AffineRange
+    );
+    // Tiles of different iterations are different storages.
+    let tiles: Vec<_> = k
+        .storages
+        .iter()
+        .filter(|(_, s)| s.name == "a_tile")
+        .collect();
+    assert_eq!(tiles.len(), 2);
+    assert_ne!(tiles[0].1.loop_ctx, tiles[1].1.loop_ctx);
+    // The storage allocated in the dynamic loop is scoped to it.
+    let part = k
+        .storages
+        .iter()
+        .find(|(_, s)| s.name == "part")
+        .map(|(_, s)| s.scope);
+    assert_eq!(part, Some(k.dyn_loops.handles().next()));
+    // The matmul has its helper's call chain.
+    let mm = order
+        .iter()
+        .copied()
+        .find(|&h| matches!(k.ops[h].kind, OpKind::NcMatmul { .. }));
+    let Some(mm) = mm else { panic!("no matmul") };
+    assert_eq!(k.call_chain(mm), vec![loc(400, 420)]);
+}
+
+// ------------------------------------------------------------------ read/write sets
+
+#[test]
+fn read_and_write_sets() {
+    let k = sample();
+    let gather = k
+        .ops
+        .iter()
+        .find(|(_, op)| matches!(&op.kind, OpKind::DmaCopy { src, .. } if src.indirect.is_some()))
+        .map(|(_, op)| op);
+    let Some(gather) = gather else {
+        panic!("no gather")
+    };
+    let reads: Vec<_> = gather
+        .read_set()
+        .iter()
+        .map(|v| k.storages[v.storage].name.clone())
+        .collect();
+    assert_eq!(reads, vec!["a", "index"]);
+    let writes: Vec<_> = gather
+        .write_set()
+        .iter()
+        .map(|v| k.storages[v.storage].name.clone())
+        .collect();
+    assert_eq!(writes, vec!["gathered"]);
+    let accesses = gather.accesses();
+    assert_eq!(
+        accesses.iter().map(|a| a.is_index).collect::<Vec<_>>(),
+        vec![false, false, true]
+    );
+
+    let act = k
+        .ops
+        .iter()
+        .find(|(_, op)| matches!(op.kind, OpKind::Activation { .. }))
+        .map(|(_, op)| op);
+    let Some(act) = act else {
+        panic!("no activation")
+    };
+    let fields: Vec<_> = act.accesses().iter().map(|a| a.field).collect();
+    assert_eq!(fields, vec!["dst", "src", "scale"]);
+
+    let tc = k
+        .ops
+        .iter()
+        .find(|(_, op)| op.engine == Some(Engine::Scalar))
+        .map(|(_, op)| op);
+    let Some(tc) = tc else {
+        panic!("no scalar copy")
+    };
+    assert_eq!(tc.reg_reads().len(), 1);
+    assert!(tc.reg_writes().is_empty());
+
+    let load = k
+        .ops
+        .iter()
+        .find(|(_, op)| matches!(op.kind, OpKind::RegLoad { .. }))
+        .map(|(_, op)| op);
+    let Some(load) = load else {
+        panic!("no reg_load")
+    };
+    assert_eq!(load.reg_writes().len(), 1);
+    assert_eq!(load.read_set().len(), 1);
+}
+
+#[test]
+fn engine_state() {
+    let v = |h| View::new(h, DType::F32, 0, &[ViewDim::new(1, 1), ViewDim::new(1, 1)]);
+    let t = Handle::from_index(0).unwrap_or_else(|| unreachable!());
+    let rng = OpKind::Rng { dst: v(t) };
+    assert_eq!(
+        rng.engine_state(None),
+        vec![EngineState::VectorRng, EngineState::GpSimdRng]
+    );
+    assert_eq!(
+        rng.engine_state(Some(Engine::GpSimd)),
+        vec![EngineState::GpSimdRng]
+    );
+    let act = |cmd| OpKind::Activation {
+        dst: v(t),
+        src: v(t),
+        func: ActFunc::Copy,
+        scale: Scalar::imm(1.0),
+        bias: None,
+        reduce_op: Some(AluOp::Add),
+        reduce_cmd: cmd,
+        reduce_res: None,
+    };
+    assert!(act(ReduceCmd::Idle).engine_state(None).is_empty());
+    assert_eq!(
+        act(ReduceCmd::Reduce).engine_state(None),
+        vec![EngineState::ScalarAccumulators]
+    );
+    assert!(
+        OpKind::TensorCopy {
+            dst: v(t),
+            src: v(t)
+        }
+        .engine_state(None)
+        .is_empty()
+    );
+}
+
+// ------------------------------------------------------------------ overlap
+
+/// A kernel with one SBUF storage `[128, 64]` f32 (t0) and one HBM storage
+/// `[64, 64]` f32 (t1).
+fn two_storages() -> (Kernel, Handle<Storage>, Handle<Storage>) {
+    let mut b = KernelBuilder::new("o", Target::Trn3);
+    b.add_file(FileId(0), "k.py");
+    let s = b.alloc_storage("s", Buffer::Sbuf, DType::F32, &[128, 64], loc(0, 1));
+    let h = b.alloc_storage("h", Buffer::PrivateHbm, DType::F32, &[64, 64], loc(0, 1));
+    (b.finish(), s, h)
+}
+
+fn sb(t: Handle<Storage>, p0: u64, np: u64, offset: i64, free: &[(i64, u64)]) -> View {
+    let mut dims = vec![ViewDim::new(64, np)];
+    dims.extend(free.iter().map(|&(s, c)| ViewDim::new(s, c)));
+    View::new(t, DType::F32, (p0 as i64) * 64 + offset, &dims)
+}
+
+#[test]
+fn overlap_of_partition_ranges() {
+    let (k, s, _) = two_storages();
+    let top = sb(s, 0, 64, 0, &[(1, 64)]);
+    let bottom = sb(s, 64, 64, 0, &[(1, 64)]);
+    let middle = sb(s, 32, 64, 0, &[(1, 64)]);
+    assert_eq!(overlap(&k, &top, &bottom), Overlap::Disjoint);
+    assert_eq!(overlap(&k, &top, &middle), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &middle, &bottom), Overlap::Overlapping);
+    assert_eq!(top.partition_range(&k), Some(0..64));
+    assert_eq!(bottom.partition_range(&k), Some(64..128));
+}
+
+#[test]
+fn overlap_of_free_ranges_is_exact() {
+    let (k, s, _) = two_storages();
+    let left = sb(s, 0, 128, 0, &[(1, 32)]);
+    let right = sb(s, 0, 128, 32, &[(1, 32)]);
+    let even = sb(s, 0, 128, 0, &[(2, 32)]);
+    let odd = sb(s, 0, 128, 1, &[(2, 32)]);
+    let last = sb(s, 0, 128, 63, &[(1, 1)]);
+    assert_eq!(overlap(&k, &left, &right), Overlap::Disjoint);
+    // Interleaved columns share a bounding box but no byte.
+    assert_eq!(overlap(&k, &even, &odd), Overlap::Disjoint);
+    assert_eq!(overlap(&k, &even, &left), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &odd, &last), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &even, &last), Overlap::Disjoint);
+    assert_eq!(left.bytes_per_partition(), 128);
+}
+
+#[test]
+fn overlap_of_reinterpreting_views_is_byte_precise() {
+    let (k, s, _) = two_storages();
+    // Element 10 of every row as f32, and bytes 40..42 / 42..44 as bf16.
+    let f = sb(s, 0, 128, 10, &[(1, 1)]);
+    let lo = View::new(
+        s,
+        DType::BF16,
+        20,
+        &[ViewDim::new(128, 128), ViewDim::new(1, 1)],
+    );
+    let hi = View::new(
+        s,
+        DType::BF16,
+        21,
+        &[ViewDim::new(128, 128), ViewDim::new(1, 1)],
+    );
+    let next = View::new(
+        s,
+        DType::BF16,
+        22,
+        &[ViewDim::new(128, 128), ViewDim::new(1, 1)],
+    );
+    assert_eq!(overlap(&k, &f, &lo), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &f, &hi), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &f, &next), Overlap::Disjoint);
+}
+
+#[test]
+fn overlap_in_hbm_and_across_storages() {
+    let (k, s, h) = two_storages();
+    let row = |r: i64| View::new(h, DType::F32, r * 64, &[ViewDim::new(1, 64)]);
+    let col = |c: i64| View::new(h, DType::F32, c, &[ViewDim::new(64, 64)]);
+    assert_eq!(overlap(&k, &row(3), &row(4)), Overlap::Disjoint);
+    assert_eq!(overlap(&k, &row(3), &col(5)), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &col(4), &col(5)), Overlap::Disjoint);
+    // Negative strides walk backwards.
+    let backwards = View::new(h, DType::F32, 63, &[ViewDim::new(-1, 64)]);
+    assert_eq!(overlap(&k, &backwards, &row(0)), Overlap::Overlapping);
+    assert_eq!(overlap(&k, &backwards, &row(1)), Overlap::Disjoint);
+    // Different storages never overlap.
+    assert_eq!(
+        overlap(&k, &row(0), &sb(s, 0, 1, 0, &[(1, 64)])),
+        Overlap::Disjoint
+    );
+}
+
+#[test]
+fn overlap_is_conservative_for_dynamic_views() {
+    let (mut k, s, h) = two_storages();
+    let r = k.registers.append(nkic_ir::Register { name: "i".into() });
+    let dynamic = sb(s, 0, 64, 0, &[(1, 4)]).with_dyn_offset(r, 4);
+    assert_eq!(
+        overlap(&k, &dynamic, &sb(s, 0, 64, 60, &[(1, 4)])),
+        Overlap::MayOverlap
+    );
+    // A dynamic offset never crosses partitions.
+    assert_eq!(
+        overlap(&k, &dynamic, &sb(s, 64, 64, 0, &[(1, 64)])),
+        Overlap::Disjoint
+    );
+    let mut gathered = View::new(
+        h,
+        DType::F32,
+        0,
+        &[ViewDim::new(64, 2), ViewDim::new(1, 64)],
+    );
+    gathered.indirect = Some(Indirection::Rows {
+        index: Box::new(sb(s, 0, 2, 0, &[(1, 1)])),
+    });
+    let far_row = View::new(h, DType::F32, 63 * 64, &[ViewDim::new(1, 64)]);
+    assert_eq!(overlap(&k, &gathered, &far_row), Overlap::MayOverlap);
+    assert!(Overlap::MayOverlap.may_touch());
+    assert!(!Overlap::Disjoint.may_touch());
+}
+
+// ------------------------------------------------------------------ verifier
+
+/// Applies `mutate` to the sample kernel and checks that the verifier
+/// reports exactly one error whose text contains `expected`.
+fn check_invalid(mutate: impl FnOnce(&mut Kernel), expected: &str) {
+    let mut k = sample();
+    mutate(&mut k);
+    let errors = match verify(&k) {
+        Ok(()) => panic!("expected an error containing {expected:?}"),
+        Err(errors) => errors,
+    };
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(
+        texts.iter().any(|t| t.contains(expected)),
+        "expected {expected:?} in {texts:#?}"
+    );
+}
+
+fn find_storage(k: &Kernel, name: &str) -> Handle<Storage> {
+    k.storages
+        .iter()
+        .find(|(_, s)| s.name == name)
+        .map(|(h, _)| h)
+        .unwrap_or_else(|| panic!("no storage {name}"))
+}
+
+fn find_op(k: &Kernel, pred: impl Fn(&Op) -> bool) -> Handle<Op> {
+    k.ops_in_order()
+        .into_iter()
+        .find(|&h| pred(&k.ops[h]))
+        .unwrap_or_else(|| panic!("no such op"))
+}
+
+fn first_dst(op: &mut Op) -> &mut View {
+    match &mut op.kind {
+        OpKind::DmaCopy { dst, .. }
+        | OpKind::Memset { dst, .. }
+        | OpKind::TensorCopy { dst, .. }
+        | OpKind::Activation { dst, .. }
+        | OpKind::NcMatmul { dst, .. }
+        | OpKind::TensorTensor { dst, .. }
+        | OpKind::Iota { dst, .. } => dst,
+        other => panic!("no dst in {other:?}"),
+    }
+}
+
+fn is_memset(op: &Op) -> bool {
+    matches!(op.kind, OpKind::Memset { .. })
+}
+
+#[test]
+fn verifier_rejects_bad_handles() {
+    check_invalid(
+        |k| {
+            k.outputs
+                .push(Handle::from_index(99).unwrap_or_else(|| unreachable!()))
+        },
+        "output t99 out of range",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).storage =
+                Handle::from_index(99).unwrap_or_else(|| unreachable!());
+        },
+        "`dst`: unknown t99",
+    );
+    check_invalid(
+        |k| {
+            k.body.push(Item::Op(
+                Handle::from_index(77).unwrap_or_else(|| unreachable!()),
+            ))
+        },
+        "body names unknown op77",
+    );
+}
+
+#[test]
+fn verifier_rejects_broken_structure() {
+    check_invalid(
+        |k| {
+            k.body.pop();
+        },
+        "not in the body",
+    );
+    check_invalid(
+        |k| {
+            let first = k.body[0];
+            k.body.push(first);
+        },
+        "appears twice in the body",
+    );
+    check_invalid(
+        |k| {
+            let l = k
+                .dyn_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            k.body.push(Item::Loop(l));
+        },
+        "appears twice in the body",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            k.ops[h].loop_ctx = LoopCtx(Some(LoopIter {
+                lp: k
+                    .static_loops
+                    .handles()
+                    .next()
+                    .unwrap_or_else(|| unreachable!()),
+                index: 2,
+            }));
+        },
+        "iteration 2 of L0 which has 2 trips",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_storages() {
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "a_tile");
+            k.storages[h].shape = vec![256, 512];
+        },
+        "256 partitions, more than 128",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "scale");
+            k.storages[h].shape = vec![128];
+        },
+        "needs a partition dim and a free dim",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "scale");
+            k.storages[h].shape = vec![128, 0];
+        },
+        "bad shape",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "acc");
+            k.storages[h].shape = vec![128, 8192];
+        },
+        "bytes per partition exceed the 16384 of psum",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "acc");
+            k.storages[h].address = Some(Address {
+                partition: 0,
+                byte: 100,
+            });
+        },
+        "not at a bank boundary",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "out");
+            k.storages[h].buffer = Buffer::PrivateHbm;
+        },
+        "returned tensor not in shared_hbm",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "a");
+            k.storages[h].buffer = Buffer::Sbuf;
+        },
+        "argument not in HBM",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_views() {
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).dims[0].count = 129;
+        },
+        "outside the 128 of",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).dims[0].stride = 2;
+        },
+        "the partition dim has stride 2",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::Activation { .. }));
+            first_dst(&mut k.ops[h]).offset = 1;
+        },
+        "leave the 2048-byte partition row",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::DmaCopy { .. }));
+            if let OpKind::DmaCopy { src, .. } = &mut k.ops[h].kind {
+                src.offset = 255 * 512;
+            }
+        },
+        "outside the 524288 bytes of",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            let v = first_dst(&mut k.ops[h]);
+            v.dims = vec![ViewDim::new(1, 1); 6];
+        },
+        "6 dims (1 to 5 allowed)",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).dtype = DType::F8E5M2x4;
+            let t = find_storage(k, "scale");
+            k.storages[t].dtype = DType::BF16;
+        },
+        "do not tile the 2-byte rows",
+    );
+}
+
+#[test]
+fn verifier_rejects_operands_in_the_wrong_memory() {
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::NcMatmul { .. }));
+            let acc = find_storage(k, "res");
+            first_dst(&mut k.ops[h]).storage = acc;
+        },
+        "`dst`: the Tensor engine needs psum here, not sbuf",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::Activation { .. }));
+            let v = View::new(
+                find_storage(k, "a"),
+                DType::F32,
+                0,
+                &[ViewDim::new(512, 128), ViewDim::new(1, 512)],
+            );
+            *first_dst(&mut k.ops[h]) = v;
+        },
+        "compute ops access only SBUF and PSUM",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::TensorTensor { .. }));
+            let acc = find_storage(k, "acc");
+            *first_dst(&mut k.ops[h]) = View::new(
+                acc,
+                DType::F32,
+                0,
+                &[ViewDim::new(128, 64), ViewDim::new(1, 8)],
+            );
+        },
+        "GpSimd cannot access PSUM",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::DmaCopy { .. }));
+            let acc = find_storage(k, "acc");
+            *first_dst(&mut k.ops[h]) = View::new(
+                acc,
+                DType::F32,
+                0,
+                &[ViewDim::new(128, 128), ViewDim::new(1, 128)],
+            );
+        },
+        "DMA cannot access PSUM",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            k.ops[h].engine = Some(Engine::Tensor);
+        },
+        "memset cannot run on tensor",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_scheduling_edges() {
+    check_invalid(
+        |k| {
+            let order = k.ops_in_order();
+            let (first, second) = (order[0], order[1]);
+            k.ops[first].depends_on.push(second);
+        },
+        "which does not precede it",
+    );
+    check_invalid(
+        |k| {
+            let inside = find_op(k, |op| op.engine == Some(Engine::Scalar));
+            let last = *k.ops_in_order().last().unwrap_or_else(|| unreachable!());
+            k.ops[last].depends_on.push(inside);
+        },
+        "inside a dynamic loop this op is not in",
+    );
+    check_invalid(
+        |k| {
+            // Pull the first op into the group that ends the kernel: the
+            // dynamic loops now lie between its members.
+            let order = k.ops_in_order();
+            let group = k.ops[order[order.len() - 2]].no_reorder;
+            k.ops[order[0]].no_reorder = group;
+        },
+        "contains a dynamic loop",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_registers() {
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::RegLoad { .. }));
+            let iv = k
+                .dyn_loops
+                .iter()
+                .find_map(|(_, l)| l.induction)
+                .unwrap_or_else(|| unreachable!());
+            if let OpKind::RegLoad { dst, .. } = &mut k.ops[h].kind {
+                *dst = iv;
+            }
+        },
+        "op19: writes r1 before its definition",
+    );
+    check_invalid(
+        |k| {
+            let r = k.registers.append(nkic_ir::Register {
+                name: "ghost".into(),
+            });
+            let h = find_op(k, |op| matches!(op.kind, OpKind::RegLoad { .. }));
+            if let OpKind::RegLoad { dst, .. } = &mut k.ops[h].kind {
+                *dst = r;
+            }
+        },
+        "writes r3 before its definition",
+    );
+    check_invalid(
+        |k| {
+            let l0 = k
+                .dyn_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            let iv = k.dyn_loops[l0].induction.unwrap_or_else(|| unreachable!());
+            let h = k.ops.append(Op::new(OpKind::RegMove {
+                dst: iv,
+                src: RegOrImm::Imm(3),
+            }));
+            k.dyn_loops[l0].body.push(Item::Op(h));
+        },
+        "writes the read-only induction register r1",
+    );
+    check_invalid(
+        |k| {
+            let l0 = k
+                .dyn_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            if let DynLoopKind::Range { step, .. } = &mut k.dyn_loops[l0].kind {
+                *step = 0;
+            }
+        },
+        "step 0",
+    );
+    check_invalid(
+        |k| {
+            k.registers.append(nkic_ir::Register {
+                name: "unused".into(),
+            });
+        },
+        "r3: never defined",
+    );
+}
+
+// ------------------------------------------------------------------ reader
+
+fn read_error(text: &str) -> String {
+    match read(text) {
+        Ok(_) => panic!("expected a read error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const HEADER: &str = "kernel \"k\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"k.py\"\n";
+
+#[test]
+fn reader_reads_a_hand_written_kernel() {
+    let text = format!(
+        "{HEADER}t0 = sbuf float32[128, 8] \"x\" @ k.py:0..5\nop0 = memset dst=t0[0:128, 0:8:2] value=0.0 engine=vector @ k.py:6..9\nop1 = tensor_copy dst=t0.ap([[8, 128], [1, 4]], offset=4) src=t0[0:128, 0:8:2] engine=? deps=[op0]\n"
+    );
+    let k = read(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(verify(&k), Ok(()));
+    let op1 = &k.ops[Handle::from_index(1).unwrap_or_else(|| unreachable!())];
+    let OpKind::TensorCopy { dst, src } = &op1.kind else {
+        panic!("not a copy")
+    };
+    assert_eq!(dst.offset, 4);
+    assert_eq!(src.dims, vec![ViewDim::new(8, 128), ViewDim::new(2, 4)]);
+    assert_eq!(op1.engine, None);
+    // Printing normalises the pattern form of a plain slice to slice form.
+    assert!(print(&k).contains("dst=t0[0:128, 4:8]"));
+}
+
+#[test]
+fn reader_reports_errors_with_lines() {
+    assert_eq!(
+        read_error("file 0 \"k.py\"\n"),
+        "line 1: the text must start with a `kernel` line"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}op0 = frobnicate dst=t0[0:1, 0:1] engine=?\n"
+        )),
+        "line 3: unknown op `frobnicate`"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = sbuf float32[1, 1] \"x\"\nop0 = memset dst=t0[0:1, 0:1] engine=?\n"
+        )),
+        "line 4: missing field `value`"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = sbuf float32[1, 1] \"x\"\nop0 = memset dst=t0[0:1, 0:1] value=1 colour=red engine=?\n"
+        )),
+        "line 4: `memset` has no field `colour`"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = sbuf float32[1, 1] \"x\"\nop0 = memset dst=t0[0:1, 0:2] value=1 engine=?\n"
+        )),
+        "line 4: bad `dst`: bad slice 0:2:1 of a dim of size 1"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = sbuf float32[1, 1] \"x\" @ other.py:0..1\n"
+        )),
+        "line 3: location in unknown file `other.py`"
+    );
+    assert_eq!(
+        read_error(&format!("{HEADER}op1 = reg_alloc dst=r0 engine=?\n")),
+        "line 3: op0 is never defined"
+    );
+    assert_eq!(
+        read_error(&format!("{HEADER}}}\n")),
+        "line 3: `}` without an open dynamic loop"
+    );
+    assert_eq!(
+        read_error(&format!("{HEADER}dyn0 = while cond=r0 {{\n")),
+        "line 3: dyn0 is not closed"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = sbuf float32[1, 1] \"x\"\nop0 = memset dst=t0[0:1, 0:1] value=1\n"
+        )),
+        "line 4: missing `engine=` (write `engine=?` to leave it open)"
+    );
+}
+
+#[test]
+fn reader_accepts_what_the_verifier_rejects() {
+    // Structurally wrong but syntactically fine: the verifier names the problem.
+    let text = format!(
+        "{HEADER}t0 = psum float32[128, 8] \"x\"\nop0 = memset dst=t0[0:128, 0:8] value=0 engine=gpsimd\n"
+    );
+    let k = read(&text).unwrap_or_else(|e| panic!("{e}"));
+    let errors = verify(&k).err().unwrap_or_default();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0].to_string(),
+        "op0: `dst`: GpSimd cannot access PSUM"
+    );
+}
