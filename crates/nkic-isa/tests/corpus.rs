@@ -107,3 +107,65 @@ fn docs_programs_are_valid_and_canonical() {
     }
     assert!(programs >= 1, "docs/isa.md shows no whole program");
 }
+
+/// Each instruction section of docs/isa.md states the queues and targets
+/// of the instruction table: "Queues `vector`, `gpsimd`; trn2, trn3."
+#[test]
+fn docs_state_the_table_engines_and_targets() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    // One instance of every instruction, from the corpus.
+    let mut ops = std::collections::BTreeMap::new();
+    for path in corpus_files() {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let Ok(program) = assemble(&text) else {
+            continue;
+        };
+        for stream in program.queues {
+            for inst in stream.insts {
+                ops.entry(inst.op.mnemonic()).or_insert(inst.op);
+            }
+        }
+    }
+    let mut checked = 0;
+    for (mnemonic, op) in &ops {
+        if op.is_control() {
+            continue;
+        }
+        let heading = format!("#### `{mnemonic}`\n");
+        let Some(at) = doc.find(&heading) else {
+            panic!("no section for {mnemonic}");
+        };
+        let line = doc[at..]
+            .lines()
+            .find(|l| l.starts_with("Queue"))
+            .unwrap_or_else(|| panic!("no Queue line for {mnemonic}"));
+        let (queues, targets) = line
+            .split_once(';')
+            .unwrap_or_else(|| panic!("{mnemonic}: {line}"));
+        let mut documented: Vec<String> = queues
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|q| {
+                if q == "dmaN" {
+                    "dma".to_owned()
+                } else {
+                    q.to_owned()
+                }
+            })
+            .collect();
+        documented.sort();
+        let mut table: Vec<String> = op.engines().iter().map(|e| e.name().to_owned()).collect();
+        table.sort();
+        assert_eq!(documented, table, "{mnemonic}: {line}");
+        let since = if targets.contains("trn2") {
+            nkic_isa::Target::Trn2
+        } else {
+            nkic_isa::Target::Trn3
+        };
+        assert_eq!(since, op.since(), "{mnemonic}: {line}");
+        checked += 1;
+    }
+    assert!(checked >= 40, "checked {checked} sections");
+}
