@@ -1110,3 +1110,165 @@ fn reader_accepts_what_the_verifier_rejects() {
         "op0: `dst`: GpSimd cannot access PSUM"
     );
 }
+
+// ------------------------------------------------------------------ corpus
+
+/// Every `tests/corpus/*.ir` file reads, verifies, and prints back to
+/// exactly its own text (the files are in canonical form).
+#[test]
+fn corpus_round_trips() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "ir"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty());
+    for path in paths {
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let k = read(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        if let Err(errors) = verify(&k) {
+            let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            panic!("{}:\n{}", path.display(), texts.join("\n"));
+        }
+        let printed = print(&k);
+        if printed != text {
+            for (i, (a, b)) in printed.lines().zip(text.lines()).enumerate() {
+                assert_eq!(a, b, "{} line {}", path.display(), i + 1);
+            }
+            assert_eq!(printed, text, "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn every_mnemonic_is_in_the_corpus() {
+    let text = include_str!("corpus/all_ops.ir");
+    for m in OpKind::MNEMONICS {
+        assert!(text.contains(&format!(" = {m} ")), "no `{m}` in all_ops.ir");
+    }
+}
+
+// ------------------------------------------------------------------ overlap against brute force
+
+/// A small deterministic generator (64-bit LCG) for the cross-check.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+
+    fn range(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.next((hi - lo + 1) as u64) as i64
+    }
+}
+
+/// Every byte a static view touches, as flat storage byte offsets.
+fn brute_bytes(v: &View) -> std::collections::BTreeSet<i64> {
+    let size = i64::from(v.dtype.size());
+    let mut elems = vec![v.offset];
+    for d in &v.dims {
+        elems = elems
+            .iter()
+            .flat_map(|&e| (0..d.count as i64).map(move |i| e + i * d.stride))
+            .collect();
+    }
+    elems
+        .into_iter()
+        .flat_map(|e| (e * size)..(e * size + size))
+        .collect()
+}
+
+fn random_view(rng: &mut Lcg, k: &Kernel, t: Handle<Storage>) -> View {
+    let st = &k.storages[t];
+    let dtype = if rng.next(3) == 0 {
+        DType::BF16
+    } else {
+        DType::F32
+    };
+    let ratio = i64::from(st.dtype.size() / dtype.size());
+    let mut dims = Vec::new();
+    let mut offset;
+    if st.buffer.is_on_chip() {
+        let row = st.elems_per_partition() as i64 * ratio;
+        let p0 = rng.range(0, st.shape[0] as i64 - 1);
+        let np = rng.range(1, st.shape[0] as i64 - p0);
+        dims.push(ViewDim::new(row, np as u64));
+        offset = p0 * row + rng.range(0, row - 1);
+    } else {
+        offset = rng.range(0, st.numel() as i64 * ratio - 1);
+    }
+    for _ in 0..rng.range(1, 3) {
+        dims.push(ViewDim::new(rng.range(-4, 6), rng.range(1, 4) as u64));
+    }
+    // Shift the view so its lowest free element is at or after the row start.
+    let lowest: i64 = dims
+        .iter()
+        .skip(usize::from(st.buffer.is_on_chip()))
+        .map(|d| d.stride.min(0) * (d.count as i64 - 1))
+        .sum();
+    offset -= lowest.min(0);
+    View::new(t, dtype, offset, &dims)
+}
+
+/// True when `v` stays within its storage (the verifier's bounds rule).
+fn in_bounds(v: &View, st: &Storage) -> bool {
+    let fp = v.footprint_in(st);
+    let Some((lo, hi)) = fp.byte_bounds() else {
+        return false;
+    };
+    if st.buffer.is_on_chip() {
+        fp.partitions.end <= st.partitions() && lo >= 0 && hi <= st.bytes_per_partition() as i64
+    } else {
+        lo >= 0 && hi <= st.bytes() as i64
+    }
+}
+
+#[test]
+fn overlap_agrees_with_brute_force() {
+    let mut b = KernelBuilder::new("o", Target::Trn3);
+    b.add_file(FileId(0), "k.py");
+    let s = b.alloc_storage("s", Buffer::Sbuf, DType::F32, &[8, 24], loc(0, 1));
+    let h = b.alloc_storage("h", Buffer::PrivateHbm, DType::F32, &[6, 10], loc(0, 1));
+    let k = b.finish();
+    let mut rng = Lcg(7);
+    let (mut disjoint, mut overlapping) = (0, 0);
+    for round in 0..4000 {
+        let t = if round % 2 == 0 { s } else { h };
+        let a = random_view(&mut rng, &k, t);
+        let c = random_view(&mut rng, &k, t);
+        // Only in-bounds views have a defined meaning.
+        let st = &k.storages[t];
+        if !in_bounds(&a, st) || !in_bounds(&c, st) {
+            continue;
+        }
+        let truth = !brute_bytes(&a).is_disjoint(&brute_bytes(&c));
+        let got = overlap(&k, &a, &c);
+        assert_eq!(
+            got,
+            if truth {
+                Overlap::Overlapping
+            } else {
+                Overlap::Disjoint
+            },
+            "{a:?}\n{c:?}"
+        );
+        if truth {
+            overlapping += 1;
+        } else {
+            disjoint += 1;
+        }
+    }
+    // The generator exercises both outcomes substantially.
+    assert!(
+        disjoint > 300 && overlapping > 300,
+        "{disjoint} {overlapping}"
+    );
+}
