@@ -106,6 +106,9 @@ fn slice_form(view: &View, st: &Storage) -> Option<Vec<(u64, u64)>> {
     let mut rem = u64::try_from(view.offset).ok()?;
     let mut out = Vec::with_capacity(view.dims.len());
     for ((d, &size), &row) in view.dims.iter().zip(&st.shape).zip(&strides) {
+        if row == 0 {
+            return None;
+        }
         let start = rem / row;
         rem %= row;
         let stride = u64::try_from(d.stride).ok()?;

@@ -114,14 +114,14 @@ impl Entity for Storage {
 }
 
 impl Storage {
-    /// Number of elements.
+    /// Number of elements (saturating, so malformed shapes cannot overflow).
     pub fn numel(&self) -> u64 {
-        self.shape.iter().product()
+        saturating_product(self.shape.iter().copied())
     }
 
     /// Size in bytes.
     pub fn bytes(&self) -> u64 {
-        self.numel() * u64::from(self.dtype.size())
+        self.numel().saturating_mul(u64::from(self.dtype.size()))
     }
 
     /// Partitions used: `shape[0]` on chip, 1 for HBM (which is linear).
@@ -137,7 +137,7 @@ impl Storage {
     /// elements for HBM.
     pub fn elems_per_partition(&self) -> u64 {
         if self.buffer.is_on_chip() {
-            self.shape.iter().skip(1).product()
+            saturating_product(self.shape.iter().skip(1).copied())
         } else {
             self.numel()
         }
@@ -145,7 +145,8 @@ impl Storage {
 
     /// Bytes per partition on chip; the whole size for HBM.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.elems_per_partition() * u64::from(self.dtype.size())
+        self.elems_per_partition()
+            .saturating_mul(u64::from(self.dtype.size()))
     }
 
     /// Row-major element strides of the storage's own shape.
@@ -156,6 +157,11 @@ impl Storage {
         }
         strides
     }
+}
+
+/// The product of `values`, saturating at `u64::MAX`.
+pub(crate) fn saturating_product(values: impl Iterator<Item = u64>) -> u64 {
+    values.fold(1u64, u64::saturating_mul)
 }
 
 /// How a kernel uses an argument tensor.

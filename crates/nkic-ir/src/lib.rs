@@ -78,12 +78,19 @@
 //! back; print → read → print is the identity. The format is documented in
 //! the [`print`](crate::print) module.
 //!
+//! # Analyses
+//!
+//! [`program_order`] numbers items for scheduling and [`live_ranges`]
+//! gives each storage the span it needs memory for (the rules are in the
+//! [`analysis`](crate::analysis) module doc).
+//!
 //! # Verification
 //!
 //! [`verify`] checks the structural invariants listed in its module doc.
 //! Once a kernel verifies, indexing its arenas with any handle stored in it
 //! cannot panic.
 
+pub mod analysis;
 pub mod arena;
 pub mod builder;
 pub mod field;
@@ -95,6 +102,7 @@ pub mod read;
 pub mod verify;
 pub mod view;
 
+pub use analysis::{LiveRange, ProgramOrder, live_ranges, program_order};
 pub use arena::{Arena, Entity, Handle, SecondaryMap};
 pub use builder::KernelBuilder;
 pub use kernel::{

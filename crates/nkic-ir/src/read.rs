@@ -41,7 +41,10 @@ impl std::error::Error for ReadError {}
 
 /// Parses IR text into a kernel (not verified; call `verify` next).
 pub fn read(text: &str) -> Result<Kernel, ReadError> {
-    let mut r = Reader::default();
+    let mut r = Reader {
+        max_entities: text.lines().count(),
+        ..Reader::default()
+    };
     for (i, line) in text.lines().enumerate() {
         let toks = tokenize(line).map_err(|message| ReadError {
             line: i + 1,
@@ -82,10 +85,24 @@ struct Reader {
     outputs: Option<Vec<Handle<Storage>>>,
     /// A storage arena kept in step with `storages` so views can be parsed.
     storage_arena: Arena<Storage>,
+    /// The number of lines of the text: no handle index can reach it.
+    max_entities: usize,
 }
 
-/// Places `value` at `index` of `slots`, refusing a second definition.
-fn place<T>(slots: &mut Vec<Option<T>>, index: usize, value: T, what: &str) -> Result<(), String> {
+/// Places `value` at `index` of `slots`, refusing a second definition and
+/// indices no text of `max` lines can need (each entity takes a line).
+fn place<T>(
+    slots: &mut Vec<Option<T>>,
+    index: usize,
+    value: T,
+    what: &str,
+    max: usize,
+) -> Result<(), String> {
+    if index >= max {
+        return Err(format!(
+            "{what}{index} is numbered beyond the length of the text"
+        ));
+    }
     if index >= slots.len() {
         slots.resize_with(index + 1, || None);
     }
@@ -288,7 +305,13 @@ impl Reader {
         let name = c.string()?.to_owned();
         c.expect_end()?;
         self.kernel_ref()?;
-        place(&mut self.registers, h.index(), Register { name }, "r")
+        place(
+            &mut self.registers,
+            h.index(),
+            Register { name },
+            "r",
+            self.max_entities,
+        )
     }
 
     fn loc(&self, c: &mut Cursor<'_>) -> Result<SrcLoc, String> {
@@ -414,6 +437,7 @@ impl Reader {
                 parent,
             },
             "L",
+            self.max_entities,
         )
     }
 
@@ -469,7 +493,7 @@ impl Reader {
             ));
         }
         self.storage_arena.append(st.clone());
-        place(&mut self.storages, h.index(), st, "t")
+        place(&mut self.storages, h.index(), st, "t", self.max_entities)
     }
 
     fn op(&mut self, c: &mut Cursor<'_>) -> Result<(), String> {
@@ -565,6 +589,7 @@ impl Reader {
                 no_reorder,
             },
             "op",
+            self.max_entities,
         )?;
         self.push_item(Item::Op(h))
     }
@@ -645,6 +670,7 @@ impl Reader {
                 body: Vec::new(),
             },
             "dyn",
+            self.max_entities,
         )?;
         self.push_item(Item::Loop(h))?;
         self.blocks.push((Some(h), Vec::new()));

@@ -37,7 +37,7 @@
 use nkic_isa::DType;
 
 use crate::arena::Handle;
-use crate::kernel::{Kernel, RegHandle, Storage};
+use crate::kernel::{Kernel, RegHandle, Storage, saturating_product};
 
 /// The maximum number of `[stride, count]` dims of a view (partition dim
 /// included for on-chip views).
@@ -266,7 +266,7 @@ impl View {
 
     /// Number of elements.
     pub fn num_elements(&self) -> u64 {
-        self.dims.iter().map(|d| d.count).product()
+        saturating_product(self.dims.iter().map(|d| d.count))
     }
 
     /// True when the view's addresses depend on run-time values.
@@ -292,13 +292,14 @@ impl View {
     /// Elements per partition F: the product of the free dim counts (all
     /// dims but the first).
     pub fn free_size(&self) -> u64 {
-        self.dims.iter().skip(1).map(|d| d.count).product()
+        saturating_product(self.dims.iter().skip(1).map(|d| d.count))
     }
 
     /// Bytes each partition moves (F × element size); for HBM views the
     /// first dim plays the partition role.
     pub fn bytes_per_partition(&self) -> u64 {
-        self.free_size() * u64::from(self.dtype.size())
+        self.free_size()
+            .saturating_mul(u64::from(self.dtype.size()))
     }
 
     /// Resolves the view against its storage; `None` when the storage handle

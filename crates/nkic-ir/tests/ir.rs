@@ -1272,3 +1272,130 @@ fn overlap_agrees_with_brute_force() {
         "{disjoint} {overlapping}"
     );
 }
+
+// ------------------------------------------------------------------ robustness
+
+/// Randomly damaged IR text never makes the reader, the verifier or the
+/// printer panic, and whatever reads and verifies round-trips.
+#[test]
+fn damaged_text_never_panics() {
+    let originals = [
+        print(&sample()),
+        include_str!("corpus/all_ops.ir").to_owned(),
+    ];
+    let pieces = [
+        "0",
+        "9",
+        "-",
+        "[",
+        "]",
+        "(",
+        ")",
+        ",",
+        ":",
+        "=",
+        "?",
+        "@",
+        "*",
+        "{",
+        "}",
+        "\"",
+        " ",
+        "\n",
+        "t99",
+        "r99",
+        "op99",
+        "dyn9",
+        "L9",
+        "0:0",
+        "18446744073709551615",
+        ".ap(",
+        "offset=",
+    ];
+    let mut rng = Lcg(11);
+    let (mut read_ok, mut verified) = (0, 0);
+    for round in 0..6000 {
+        let mut text = originals[round % 2].clone().into_bytes();
+        for _ in 0..=rng.next(2) {
+            let at = rng.next(text.len() as u64) as usize;
+            match rng.next(3) {
+                0 => {
+                    let end = (at + 1 + rng.next(8) as usize).min(text.len());
+                    text.drain(at..end);
+                }
+                1 => {
+                    let piece = pieces[rng.next(pieces.len() as u64) as usize];
+                    text.splice(at..at, piece.bytes());
+                }
+                _ => {
+                    let end = (at + rng.next(40) as usize).min(text.len());
+                    let copy: Vec<u8> = text[at..end].to_vec();
+                    text.splice(at..at, copy);
+                }
+            }
+        }
+        let Ok(text) = String::from_utf8(text) else {
+            continue;
+        };
+        let Ok(k) = read(&text) else { continue };
+        read_ok += 1;
+        let printed = print(&k);
+        if verify(&k).is_ok() {
+            verified += 1;
+            let back = read(&printed).unwrap_or_else(|e| panic!("{e}\n{printed}"));
+            assert_eq!(print(&back), printed);
+        }
+    }
+    assert!(read_ok > 60 && verified > 30, "{read_ok} {verified}");
+}
+
+// ------------------------------------------------------------------ analyses
+
+#[test]
+fn program_order_numbers_loops_around_their_bodies() {
+    let k = sample();
+    let order = nkic_ir::program_order(&k);
+    let loops: Vec<_> = k.dyn_loops.handles().collect();
+    // 15 ops precede dyn0 (positions 0..=15), then its header.
+    assert_eq!(order.loop_span.get(loops[0]), Some(&(16, 18)));
+    assert_eq!(order.loop_span.get(loops[1]), Some(&(21, 23)));
+    assert_eq!(order.len, 27);
+    let inside = find_op(&k, |op| op.engine == Some(Engine::Scalar));
+    assert_eq!(order.op_position.get(inside), Some(&17));
+    assert_eq!(order.op_loops.get(inside), Some(&vec![loops[0]]));
+    let first = k.ops_in_order()[0];
+    assert_eq!(order.op_position.get(first), Some(&0));
+    assert_eq!(order.op_loops.get(first), None);
+}
+
+#[test]
+fn live_ranges_follow_uses_loops_and_arguments() {
+    let k = sample();
+    let ranges = nkic_ir::live_ranges(&k);
+    let range = |name: &str| {
+        let t = find_storage(&k, name);
+        ranges.get(t).map(|r| (r.first, r.last))
+    };
+    // The input lives from the start to its last read (the gather).
+    assert_eq!(range("a"), Some((0, 13)));
+    // The output lives from its first write to the end.
+    assert_eq!(range("out"), Some((3, 26)));
+    // The first iteration's tile dies before the second iteration's is born.
+    let tiles: Vec<_> = k
+        .storages
+        .iter()
+        .filter(|(_, s)| s.name == "a_tile")
+        .filter_map(|(t, _)| ranges.get(t).copied())
+        .collect();
+    assert_eq!(tiles.len(), 2);
+    assert_eq!((tiles[0].first, tiles[0].last), (0, 3));
+    assert_eq!((tiles[1].first, tiles[1].last), (4, 7));
+    assert!(!tiles[0].intersects(tiles[1]));
+    // Read inside dyn0 but written before it: live through the whole loop.
+    assert_eq!(range("window"), Some((15, 18)));
+    // Allocated in dyn0's body: resident for the whole loop.
+    assert_eq!(range("part"), Some((16, 18)));
+    // Read by reg_load in the while loop.
+    assert_eq!(range("flag"), Some((19, 23)));
+    assert_eq!(range("gathered"), Some((13, 13)));
+}
