@@ -23,7 +23,7 @@
 //!     let tile = b.alloc_storage("tile", Buffer::Sbuf, DType::F32, &[128, 64], loc);
 //!     let rows = |t| View::new(t, DType::F32, i64::from(i) * 128 * 64, &[
 //!         nkic_ir::ViewDim::new(64, 128), nkic_ir::ViewDim::new(1, 64)]);
-//!     let full = View::full(tile, b.kernel().storages.try_get(tile).unwrap());
+//!     let full = b.full_view(tile);
 //!     let dma = |dst, src| OpKind::DmaCopy {
 //!         dst, src, accumulate: false, dge: None, oob: OobMode::Error, priority: None,
 //!     };
@@ -50,6 +50,7 @@ use crate::kernel::{
     StaticLoopKind, Storage,
 };
 use crate::op::{Op, OpKind};
+use crate::view::View;
 
 /// Records a kernel in program order. See the module doc.
 #[derive(Debug)]
@@ -95,6 +96,15 @@ impl KernelBuilder {
     /// When `h` was not returned by this builder.
     pub fn storage(&self, h: Handle<Storage>) -> &Storage {
         &self.kernel.storages[h]
+    }
+
+    /// The whole of storage `h` as a row-major view.
+    ///
+    /// # Panics
+    ///
+    /// When `h` was not returned by this builder.
+    pub fn full_view(&self, h: Handle<Storage>) -> View {
+        View::full(h, &self.kernel.storages[h])
     }
 
     /// Sets the SPMD position: `nl.program_id` and `nl.num_programs` per axis.

@@ -447,6 +447,9 @@ impl Kernel {
     }
 
     /// The display name of file `id`.
+    ///
+    /// (The text form of the whole kernel is its `Display`, the same as
+    /// [`print`](crate::print()).)
     pub fn file_name(&self, id: FileId) -> Option<&str> {
         self.files
             .iter()
@@ -535,5 +538,11 @@ impl Kernel {
             }
         });
         out
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::print::print(self))
     }
 }

@@ -23,8 +23,9 @@
 //! **Structure.** Every op and every dynamic loop appears exactly once in
 //! the body tree (so regions are well nested and acyclic). A static loop's
 //! parent context refers only to older loops; every loop context names an
-//! iteration below its loop's trip count. An item inside a dynamic loop
-//! has a loop context within the loop's own.
+//! iteration below its loop's trip count. An item inside a dynamic loop,
+//! and a storage allocated in one, has a loop context within the loop's
+//! own.
 //!
 //! **Storages.** Shapes are non-empty with non-zero dims. SBUF/PSUM
 //! storages have at least two dims, at most 128 partitions (the target's
@@ -298,10 +299,15 @@ impl Verifier<'_> {
         for (h, st) in self.k.storages.iter() {
             let at = Location::Storage(h);
             self.ctx(at, st.loop_ctx);
-            if let Some(scope) = st.scope
-                && !self.k.dyn_loops.contains(scope)
-            {
-                self.err(at, format!("scope {scope} out of range"));
+            if let Some(scope) = st.scope {
+                match self.k.dyn_loops.try_get(scope) {
+                    None => self.err(at, format!("scope {scope} out of range")),
+                    Some(lp) if !self.k.ctx_within(st.loop_ctx, lp.loop_ctx) => self.err(
+                        at,
+                        format!("loop context outside the iteration of its scope {scope}"),
+                    ),
+                    Some(_) => {}
+                }
             }
             if st.shape.is_empty() || st.shape.contains(&0) {
                 self.err(at, format!("bad shape {:?}", st.shape));

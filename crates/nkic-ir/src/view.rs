@@ -259,6 +259,111 @@ impl View {
         self
     }
 
+    /// Slices dim `dim` to the indices `start, start + step, …` below
+    /// `stop`. `None` when `dim` does not exist, the range is empty or
+    /// leaves the dim, or `step` is 0.
+    ///
+    /// This and the other view transformations below are pure geometry:
+    /// NKI's rules about which dims of an on-chip tensor may be touched are
+    /// the specializer's to check.
+    pub fn slice(&self, dim: usize, start: u64, stop: u64, step: u64) -> Option<View> {
+        let d = *self.dims.get(dim)?;
+        if step == 0 || start >= stop || stop > d.count {
+            return None;
+        }
+        let mut v = self.clone();
+        v.offset = v
+            .offset
+            .checked_add(i64::try_from(start).ok()?.checked_mul(d.stride)?)?;
+        v.dims[dim] = ViewDim::new(
+            d.stride.checked_mul(i64::try_from(step).ok()?)?,
+            (stop - start).div_ceil(step),
+        );
+        Some(v)
+    }
+
+    /// Fixes dim `dim` at `index` and removes it.
+    pub fn select(&self, dim: usize, index: u64) -> Option<View> {
+        let d = *self.dims.get(dim)?;
+        if index >= d.count {
+            return None;
+        }
+        let mut v = self.clone();
+        v.offset = v
+            .offset
+            .checked_add(i64::try_from(index).ok()?.checked_mul(d.stride)?)?;
+        v.dims.remove(dim);
+        Some(v)
+    }
+
+    /// Reorders the dims: dim `k` of the result is dim `perm[k]` of `self`.
+    /// `None` unless `perm` is a permutation of the dims.
+    pub fn permute(&self, perm: &[usize]) -> Option<View> {
+        let mut seen = vec![false; self.dims.len()];
+        if perm.len() != self.dims.len() {
+            return None;
+        }
+        for &p in perm {
+            if std::mem::replace(seen.get_mut(p)?, true) {
+                return None;
+            }
+        }
+        let mut v = self.clone();
+        v.dims = perm.iter().map(|&p| self.dims[p]).collect();
+        Some(v)
+    }
+
+    /// Inserts a dim of count 1 at position `dim` (`0..=ndim`).
+    pub fn insert_dim(&self, dim: usize) -> Option<View> {
+        if dim > self.dims.len() {
+            return None;
+        }
+        let mut v = self.clone();
+        v.dims.insert(dim, ViewDim::new(0, 1));
+        Some(v)
+    }
+
+    /// Stretches dim `dim`, which must have count 1, to `count` elements
+    /// that all read the same element (stride 0).
+    pub fn broadcast(&self, dim: usize, count: u64) -> Option<View> {
+        if self.dims.get(dim)?.count != 1 || count == 0 {
+            return None;
+        }
+        let mut v = self.clone();
+        v.dims[dim] = ViewDim::new(0, count);
+        Some(v)
+    }
+
+    /// Reinterprets the bytes as `dtype`: the last dim must be contiguous
+    /// (stride 1); its count scales by the size ratio, and the offset and
+    /// the other strides are converted to `dtype` elements. `None` when a
+    /// value does not convert exactly, or the view is dynamic.
+    pub fn reinterpret(&self, dtype: DType) -> Option<View> {
+        if self.is_dynamic() {
+            return None;
+        }
+        let old = i64::from(self.dtype.size());
+        let new = i64::from(dtype.size());
+        let last = self.dims.last()?;
+        if last.stride != 1 && last.count > 1 {
+            return None;
+        }
+        let convert = |x: i64| -> Option<i64> {
+            let bytes = x.checked_mul(old)?;
+            (bytes % new == 0).then_some(bytes / new)
+        };
+        let mut v = self.clone();
+        v.dtype = dtype;
+        v.offset = convert(self.offset)?;
+        let n = v.dims.len();
+        for d in &mut v.dims[..n - 1] {
+            d.stride = convert(d.stride)?;
+        }
+        let last_count = convert(i64::try_from(last.count).ok()?)?;
+        v.dims[n - 1] = ViewDim::new(1, u64::try_from(last_count).ok().filter(|&c| c > 0)?);
+        Some(v)
+    }
+
     /// The view's shape (dim counts).
     pub fn shape(&self) -> Vec<u64> {
         self.dims.iter().map(|d| d.count).collect()

@@ -1399,3 +1399,62 @@ fn live_ranges_follow_uses_loops_and_arguments() {
     assert_eq!(range("flag"), Some((19, 23)));
     assert_eq!(range("gathered"), Some((13, 13)));
 }
+
+// ------------------------------------------------------------------ view transformations
+
+#[test]
+fn view_transformations() {
+    let (k, s, h) = two_storages();
+    let full = View::full(s, &k.storages[s]);
+    // Columns 8, 10, …, 30 of partitions 32..64.
+    let Some(v) = full.slice(0, 32, 64, 1).and_then(|v| v.slice(1, 8, 31, 2)) else {
+        panic!("slices in range")
+    };
+    assert_eq!(v.offset, 32 * 64 + 8);
+    assert_eq!(v.dims, vec![ViewDim::new(64, 32), ViewDim::new(2, 12)]);
+    assert_eq!(v.partition_range(&k), Some(32..64));
+    assert_eq!(full.slice(1, 0, 65, 1), None);
+    assert_eq!(full.slice(1, 4, 4, 1), None);
+    assert_eq!(full.slice(2, 0, 1, 1), None);
+
+    let hbm = View::full(h, &k.storages[h]);
+    let Some(row) = hbm.select(0, 3) else {
+        panic!("row 3")
+    };
+    assert_eq!(
+        (row.offset, row.dims.clone()),
+        (192, vec![ViewDim::new(1, 64)])
+    );
+    assert_eq!(hbm.select(0, 64), None);
+
+    let Some(t) = hbm.permute(&[1, 0]) else {
+        panic!("a permutation")
+    };
+    assert_eq!(t.dims, vec![ViewDim::new(1, 64), ViewDim::new(64, 64)]);
+    assert_eq!(hbm.permute(&[0, 0]), None);
+    assert_eq!(hbm.permute(&[0]), None);
+
+    let Some(col) = row.insert_dim(1).and_then(|v| v.broadcast(1, 5)) else {
+        panic!("insert then broadcast")
+    };
+    assert_eq!(col.dims, vec![ViewDim::new(1, 64), ViewDim::new(0, 5)]);
+    assert_eq!(col.num_elements(), 320);
+    assert_eq!(row.broadcast(0, 5), None);
+
+    // f32 rows seen as bytes and back.
+    let Some(bytes) = v.slice(1, 0, 1, 1).and_then(|v| v.reinterpret(DType::U8)) else {
+        panic!("reinterpret")
+    };
+    assert_eq!(bytes.offset, (32 * 64 + 8) * 4);
+    assert_eq!(bytes.dims, vec![ViewDim::new(256, 32), ViewDim::new(1, 4)]);
+    assert_eq!(
+        bytes.reinterpret(DType::F32).map(|b| b.offset),
+        Some(32 * 64 + 8)
+    );
+    // A strided last dim cannot be reinterpreted; nor can a partial word.
+    assert_eq!(v.reinterpret(DType::U8), None);
+    let Some(three) = bytes.slice(1, 0, 3, 1) else {
+        panic!("three bytes")
+    };
+    assert_eq!(three.reinterpret(DType::F32), None);
+}
