@@ -2,14 +2,14 @@
 //!
 //! The op table (`op.rs`) lists each op's fields with their Rust types;
 //! the printer, the reader and operand discovery reach a field only through
-//! [`FieldValue`] (print, views, registers) and [`FieldParse`] (parse,
+//! [`FieldValue`] (print, views, registers) and `FieldParse` (parse,
 //! default when omitted), implemented here.
 //!
 //! Spellings:
 //!
 //! | type | example |
 //! |---|---|
-//! | view, slice form | `t3[0:128, 0:512]`, `t3[0:128, 0:512:2]` (start:stop[:step] per storage dim) |
+//! | view, slice form | `t3[0:128, 0:512]`, `t3[0:128, 0:512:2]` (`start:stop` or `start:stop:step` per storage dim) |
 //! | view, pattern form | `t3.ap([[512, 128], [1, 64]], offset=64, dtype=bfloat16, scalar_offset=r1*64)`, `…, vector_offset=t9[0:128, 0:1])`, `…, indirect=t9[0:16, 0:8])` |
 //! | scalar | `1.0`, `-inf`, `nan:0x7fc00000`, or a view |
 //! | immediate | `0`, `-3` (integer) or `0.5` (float) |

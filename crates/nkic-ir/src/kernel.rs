@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use nkic_diag::{FileId, Span};
+use nkic_diag::{FileId, SourceMap, Span};
 use nkic_isa::{DType, Target};
 
 use crate::arena::{Arena, Entity, Handle, SecondaryMap};
@@ -499,6 +499,57 @@ impl Kernel {
             cur = frame.parent;
         }
         chain
+    }
+
+    /// Names a location for a message: `file:line:col` when `sources` has
+    /// the file, otherwise `file:start..end` in bytes.
+    pub fn describe_loc(&self, loc: SrcLoc, sources: Option<&SourceMap>) -> String {
+        if let Some(file) = sources.and_then(|s| s.get(loc.file)) {
+            let lc = file.line_col(loc.span.start);
+            return format!("{}:{}:{}", file.name(), lc.line, lc.col);
+        }
+        let name = self.file_name(loc.file).unwrap_or("<unknown file>");
+        format!("{name}:{}..{}", loc.span.start, loc.span.end)
+    }
+
+    /// Diagnostic notes placing an op in the kernel: the static loop
+    /// iterations it was created in (outermost first), then the inlined
+    /// calls it came through (innermost first). For example
+    /// `in iteration 3 of the affine_range loop at kernel.py:12:5` and
+    /// `inlined from the call at kernel.py:30:9`.
+    pub fn op_notes(&self, op: Handle<Op>, sources: Option<&SourceMap>) -> Vec<String> {
+        let Some(o) = self.ops.try_get(op) else {
+            return Vec::new();
+        };
+        let mut notes = self.loop_notes(o.loop_ctx, sources);
+        for call in self.call_chain(op) {
+            notes.push(format!(
+                "inlined from the call at {}",
+                self.describe_loc(call, sources)
+            ));
+        }
+        notes
+    }
+
+    /// Notes naming the static loop iterations of `ctx`, outermost first.
+    pub fn loop_notes(&self, ctx: LoopCtx, sources: Option<&SourceMap>) -> Vec<String> {
+        self.loop_stack(ctx)
+            .into_iter()
+            .map(|it| {
+                let kind = self
+                    .static_loops
+                    .try_get(it.lp)
+                    .map_or("static", |l| l.kind.name());
+                match self.spans.static_loops.get(it.lp) {
+                    Some(&loc) => format!(
+                        "in iteration {} of the {kind} loop at {}",
+                        it.index,
+                        self.describe_loc(loc, sources)
+                    ),
+                    None => format!("in iteration {} of a {kind} loop", it.index),
+                }
+            })
+            .collect()
     }
 
     /// Visits every item in program order, depth first; `f` receives the

@@ -42,7 +42,7 @@
 //! lifetimes end, is its decision (live ranges per storage). Storages start
 //! uninitialised, except arguments of kind `input`/`inout`, which hold the
 //! caller's data. Ops access storages only through [`View`]s (see
-//! [`view`](crate::view) for the addressing rule).
+//! [`view`] for the addressing rule).
 //!
 //! **Regions.** A [`DynLoop`] is a hardware loop: its body is specialized
 //! once and runs a run-time number of times (`dynamic_range`/`fori_loop`
@@ -74,19 +74,19 @@
 //!
 //! # Text form
 //!
-//! [`print`] writes the stable `--emit ir` text and [`read`] parses it
+//! [`print()`] writes the stable `--emit ir` text and [`read()`] parses it
 //! back; print → read → print is the identity. The format is documented in
-//! the [`print`](crate::print) module.
+//! the [`print`](mod@crate::print) module.
 //!
 //! # Analyses
 //!
 //! [`program_order`] numbers items for scheduling and [`live_ranges`]
 //! gives each storage the span it needs memory for (the rules are in the
-//! [`analysis`](crate::analysis) module doc).
+//! [`analysis`] module doc).
 //!
 //! # Verification
 //!
-//! [`verify`] checks the structural invariants listed in its module doc.
+//! [`verify()`] checks the structural invariants listed in its module doc.
 //! Once a kernel verifies, indexing its arenas with any handle stored in it
 //! cannot panic.
 

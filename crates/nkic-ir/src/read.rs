@@ -1,10 +1,10 @@
-//! The reader: parses the text form written by [`print`](crate::print)
+//! The reader: parses the text form written by [`print`](crate::print())
 //! back into a [`Kernel`].
 //!
 //! The reader checks what it needs to build the kernel (syntax, known
 //! mnemonics and fields, known file names, dense handle numbering, a loop
 //! context that matches the static loop table) and leaves every other
-//! invariant to [`verify`](crate::verify), so a hand-written IR file with a
+//! invariant to [`verify`](crate::verify()), so a hand-written IR file with a
 //! structural error reads successfully and then fails verification with a
 //! precise message.
 

@@ -1458,3 +1458,21 @@ fn view_transformations() {
     };
     assert_eq!(three.reinterpret(DType::F32), None);
 }
+
+#[test]
+fn notes_place_an_op_in_loops_and_calls() {
+    let k = sample();
+    let order = k.ops_in_order();
+    assert_eq!(
+        k.op_notes(order[5], None),
+        vec!["in iteration 1 of the affine_range loop at kernel.py:70..100"]
+    );
+    let mm = find_op(&k, |op| matches!(op.kind, OpKind::NcMatmul { .. }));
+    let mut sources = SourceMap::new();
+    sources.add("kernel.py", "x = 1\n".repeat(200));
+    assert_eq!(
+        k.op_notes(mm, Some(&sources)),
+        vec!["inlined from the call at kernel.py:67:5"]
+    );
+    assert!(k.op_notes(order[22], None).is_empty());
+}
