@@ -1476,3 +1476,245 @@ fn notes_place_an_op_in_loops_and_calls() {
     );
     assert!(k.op_notes(order[22], None).is_empty());
 }
+
+#[test]
+fn verifier_rejects_bad_kernel_tables() {
+    check_invalid(
+        |k| {
+            k.files.push(nkic_ir::SourceFileName {
+                id: FileId(0),
+                name: "other.py".into(),
+            })
+        },
+        "file0 listed twice",
+    );
+    check_invalid(
+        |k| {
+            k.files.push(nkic_ir::SourceFileName {
+                id: FileId(7),
+                name: "kernel.py".into(),
+            })
+        },
+        "file name \"kernel.py\" listed twice",
+    );
+    check_invalid(|k| k.program_id = vec![1], "program id 1 not below 1");
+    check_invalid(|k| k.num_programs = vec![1, 1], "differ in length");
+    check_invalid(
+        |k| {
+            let a = k.args[0];
+            k.args.push(a);
+        },
+        "argument listed twice",
+    );
+    check_invalid(
+        |k| {
+            let o = k.outputs[0];
+            k.outputs.push(o);
+        },
+        "returned twice",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "a");
+            k.storages[h].scope = k.dyn_loops.handles().next();
+        },
+        "argument created inside a loop",
+    );
+    check_invalid(
+        |k| {
+            let h = Handle::from_index(500).unwrap_or_else(|| unreachable!());
+            k.spans.ops.insert(h, loc(0, 1));
+        },
+        "span of unknown op500",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, is_memset);
+            k.spans
+                .ops
+                .insert(h, SrcLoc::new(FileId(9), Span::new(0, 1)));
+        },
+        "location in unknown file9",
+    );
+    check_invalid(
+        |k| {
+            let l0 = k
+                .static_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            k.static_loops[l0].parent = LoopCtx(Some(LoopIter { lp: l0, index: 0 }));
+        },
+        "L0: parent context names L0 which is not older",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_loops_and_groups() {
+    check_invalid(
+        |k| {
+            let l = k
+                .dyn_loops
+                .handles()
+                .nth(1)
+                .unwrap_or_else(|| unreachable!());
+            k.dyn_loops[l].induction =
+                Some(Handle::from_index(0).unwrap_or_else(|| unreachable!()));
+        },
+        "while loop with an induction register",
+    );
+    check_invalid(
+        |k| {
+            let l = k
+                .dyn_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            k.dyn_loops[l].induction = None;
+        },
+        "counted loop without an induction register",
+    );
+    check_invalid(
+        |k| {
+            // The first dynamic loop claims iteration 0 of the affine loop,
+            // but the storage it allocates does not.
+            let l = k
+                .dyn_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            let l0 = k
+                .static_loops
+                .handles()
+                .next()
+                .unwrap_or_else(|| unreachable!());
+            k.dyn_loops[l].loop_ctx = LoopCtx(Some(LoopIter { lp: l0, index: 0 }));
+        },
+        "loop context outside its dynamic loop's iteration",
+    );
+    check_invalid(
+        |k| {
+            // Group g0 holds two top-level memsets; add an op of dyn0's body.
+            let inside = find_op(k, |op| op.engine == Some(Engine::Scalar));
+            k.ops[inside].no_reorder = Some(nkic_ir::NoReorderGroup(0));
+        },
+        "spans more than one block",
+    );
+    check_invalid(
+        |k| {
+            let order = k.ops_in_order();
+            k.ops[order[2]].depends_on = vec![order[0], order[0]];
+        },
+        "depends on op0 twice",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::RegLoad { .. }));
+            let r = match &k.ops[h].kind {
+                OpKind::RegLoad { dst, .. } => *dst,
+                _ => unreachable!(),
+            };
+            let again = k
+                .ops
+                .append(Op::new(OpKind::RegAlloc { dst: r, init: None }));
+            k.body.push(Item::Op(again));
+        },
+        "defines r2 a second time",
+    );
+}
+
+#[test]
+fn verifier_rejects_bad_indirection_and_register_views() {
+    let index_of = |k: &Kernel| {
+        View::full(
+            find_storage(k, "index"),
+            &k.storages[find_storage(k, "index")],
+        )
+    };
+    check_invalid(
+        |k| {
+            let ix = index_of(k);
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).indirect = Some(Indirection::Rows {
+                index: Box::new(ix),
+            });
+        },
+        "vector_offset on an on-chip view",
+    );
+    check_invalid(
+        |k| {
+            let ix = index_of(k);
+            let h = find_op(k, |op| matches!(op.kind, OpKind::DmaCopy { .. }));
+            if let OpKind::DmaCopy { src, .. } = &mut k.ops[h].kind {
+                src.indirect = Some(Indirection::Columns {
+                    index: Box::new(ix),
+                });
+            }
+        },
+        "indirect columns on an HBM view",
+    );
+    check_invalid(
+        |k| {
+            let mut ix = index_of(k);
+            ix.indirect = Some(Indirection::Columns {
+                index: Box::new(index_of(k)),
+            });
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).indirect = Some(Indirection::Columns {
+                index: Box::new(ix),
+            });
+        },
+        "an index view is itself indirect",
+    );
+    check_invalid(
+        |k| {
+            let acc = find_storage(k, "acc");
+            let ix = View::new(
+                acc,
+                DType::F32,
+                0,
+                &[ViewDim::new(128, 128), ViewDim::new(1, 1)],
+            );
+            let h = find_op(k, is_memset);
+            first_dst(&mut k.ops[h]).indirect = Some(Indirection::Columns {
+                index: Box::new(ix),
+            });
+        },
+        "index views live in SBUF",
+    );
+    check_invalid(
+        |k| {
+            let h = find_op(k, |op| matches!(op.kind, OpKind::RegLoad { .. }));
+            let scale = find_storage(k, "res");
+            if let OpKind::RegLoad { src, .. } = &mut k.ops[h].kind {
+                *src = View::new(
+                    scale,
+                    DType::F32,
+                    0,
+                    &[ViewDim::new(128, 1), ViewDim::new(1, 2)],
+                );
+            }
+        },
+        "a register moves exactly one element",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "a");
+            k.storages[h].address = Some(Address {
+                partition: 0,
+                byte: 0,
+            });
+        },
+        "manual address on an HBM storage",
+    );
+    check_invalid(
+        |k| {
+            let h = find_storage(k, "acc");
+            k.storages[h].address = Some(Address {
+                partition: 64,
+                byte: 0,
+            });
+        },
+        "manual address runs past the last partition",
+    );
+}
