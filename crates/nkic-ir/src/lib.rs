@@ -84,6 +84,9 @@
 //! gives each storage the span it needs memory for (the rules are in the
 //! [`analysis`] module doc).
 //!
+//! [`View::to_access_pattern`] maps a view to an `nkic_isa` access
+//! pattern once its storage is placed ([`lower`] module doc).
+//!
 //! # Verification
 //!
 //! [`verify()`] checks the structural invariants listed in its module doc.
@@ -96,6 +99,7 @@ pub mod builder;
 pub mod field;
 pub mod kernel;
 mod lex;
+pub mod lower;
 pub mod op;
 pub mod print;
 pub mod read;
@@ -110,6 +114,7 @@ pub use kernel::{
     LoopCtx, LoopIter, NoReorderGroup, RegHandle, Register, SourceFileName, Spans, SrcLoc,
     StaticLoop, StaticLoopKind, Storage,
 };
+pub use lower::{LowerError, Placement};
 pub use op::{Access, EngineState, Op, OpKind, RegOrImm, Role, Scalar};
 pub use print::{PrintOptions, print, print_with};
 pub use read::{ReadError, read};

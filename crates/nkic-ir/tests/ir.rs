@@ -1718,3 +1718,83 @@ fn verifier_rejects_bad_indirection_and_register_views() {
         "manual address runs past the last partition",
     );
 }
+
+// ------------------------------------------------------------------ lowering to access patterns
+
+#[test]
+fn views_lower_to_access_patterns() {
+    use nkic_ir::{LowerError, Placement};
+    use nkic_isa::{AccessPattern, Dim, Reg, TensorId};
+    let (mut k, s, h) = two_storages();
+    let r = k.registers.append(nkic_ir::Register { name: "i".into() });
+    let on_chip = Placement::OnChip {
+        partition: 32,
+        byte: 1024,
+    };
+    // Partitions 16..48 of s, columns 8.. every other, 4 of them.
+    let v = sb(s, 16, 32, 8, &[(2, 4)]);
+    let ap = v.to_access_pattern(&k.storages[s], on_chip, None);
+    assert_eq!(
+        ap,
+        Ok(AccessPattern::sbuf(
+            48,
+            32,
+            1024 + 32,
+            &[Dim::new(2, 4)],
+            DType::F32
+        ))
+    );
+    let dynamic = v.clone().with_dyn_offset(r, 3);
+    assert_eq!(
+        dynamic.to_access_pattern(&k.storages[s], on_chip, None),
+        Err(LowerError::NoRegister)
+    );
+    let ap = dynamic.to_access_pattern(&k.storages[s], on_chip, Some(Reg(5)));
+    assert_eq!(
+        ap.map(|ap| ap.dyn_offset),
+        Ok(Some(nkic_isa::DynOffset {
+            reg: Reg(5),
+            scale: 12
+        }))
+    );
+    // Rows 2..6 of h, columns 1..5, placed 256 bytes into tensor 3.
+    let rows = View::new(
+        h,
+        DType::F32,
+        2 * 64 + 1,
+        &[ViewDim::new(64, 4), ViewDim::new(1, 4)],
+    );
+    let hbm = Placement::Hbm {
+        tensor: TensorId(3),
+        byte: 256,
+    };
+    assert_eq!(
+        rows.to_access_pattern(&k.storages[h], hbm, None),
+        Ok(AccessPattern::hbm(
+            TensorId(3),
+            4,
+            64,
+            256 + 129 * 4,
+            &[Dim::new(1, 4)],
+            DType::F32
+        ))
+    );
+    assert_eq!(
+        rows.to_access_pattern(&k.storages[h], on_chip, None),
+        Err(LowerError::WrongPlacement)
+    );
+    let mut gather = rows.clone();
+    gather.indirect = Some(Indirection::Rows {
+        index: Box::new(sb(s, 0, 4, 0, &[(1, 1)])),
+    });
+    assert_eq!(
+        gather.to_access_pattern(&k.storages[h], hbm, None),
+        Err(LowerError::Indirect)
+    );
+    assert_eq!(gather.without_indirection(), rows);
+    let deep = View::new(h, DType::F32, 0, &[ViewDim::new(1, 1); 6]);
+    assert_eq!(
+        deep.to_access_pattern(&k.storages[h], hbm, None),
+        Err(LowerError::TooManyDims(5))
+    );
+}
