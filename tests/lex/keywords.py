@@ -17,3 +17,4 @@ finally: pass
 assert lambda: yield_value, "message"
 async_name = await_name = match = case = type = 0
 x = [True, False, None]
+async def gen(): await other(); yield value

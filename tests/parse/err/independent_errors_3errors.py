@@ -8,7 +8,7 @@ def helper_a(x):
 
 
 def helper_b(x):
-    z = (x, ]
+    z = [x for x in]
     return z
 
 

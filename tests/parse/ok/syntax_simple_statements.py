@@ -26,7 +26,6 @@ def guard(x, y):
     del x
     del y, z
     del items[0], obj.attr
-    del (a, b)
     del [c]
     if y:
         raise

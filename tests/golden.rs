@@ -1,0 +1,710 @@
+//! The golden corpus of the front end, driven by one `check_<stage>` helper per stage.
+//!
+//! - `lex/*.py`: the token dump (after the layout pass) is snapshotted, and the
+//!   token stream must pass the token validators with no diagnostics.
+//! - `parse/ok/*.py`: the AST dump is snapshotted; the file must parse with no
+//!   diagnostics, pass the token and AST validators, and survive the round trip
+//!   AST → source → AST (compared with spans erased), with the printer at a
+//!   fixpoint on its own output.
+//! - `parse/err/*.py`: the AST dump (with its error nodes) and the rendered
+//!   diagnostics (terminal text, then JSON lines) are snapshotted together.
+//!   At least one error is required; a file named `*_<n>errors.py` must yield
+//!   exactly `n` errors. The layout and span invariants hold on bad input too.
+//!
+//! The validators:
+//! - tokens: spans lie in the file, in order and without overlap; a token with
+//!   a payload spells exactly its source text; INDENT/DEDENT never go below
+//!   zero and balance at the end; no NEWLINE appears inside brackets (ok files);
+//! - AST: every span lies in the file, every child span lies in its parent's
+//!   span, and the children of a node appear in source order without overlap.
+//!
+//! `docs/testing.md` explains how to add a fixture and review its snapshot.
+
+use std::path::Path;
+
+use nkic_diag::{Diagnostic, RenderConfig, SourceMap, Span, render, render_json};
+use nkic_syntax::ast::{
+    Arg, ArgKind, Comprehension, DictItem, ExceptHandler, Expr, ExprKind, FStringPart, Module,
+    Params, Stmt, StmtKind, WithItem,
+};
+use nkic_syntax::token::Token;
+
+#[test]
+fn lex() {
+    run_glob("lex/*.py", check_lex, |pattern, f| insta::glob!(pattern, f));
+}
+
+#[test]
+fn parse_ok() {
+    run_glob("parse/ok/*.py", check_parse_ok, |pattern, f| {
+        insta::glob!(pattern, f)
+    });
+}
+
+#[test]
+fn parse_err() {
+    run_glob("parse/err/*.py", check_parse_err, |pattern, f| {
+        insta::glob!(pattern, f)
+    });
+}
+
+/// Runs `check` on every fixture matching `pattern`, then fails once listing
+/// every fixture whose validators failed.
+///
+/// insta's `glob!` stops at the first panic, so each fixture's check runs
+/// under `catch_unwind`: one broken fixture does not hide the others. Snapshot
+/// mismatches are collected by insta itself and reported after the glob.
+fn run_glob(
+    pattern: &'static str,
+    check: fn(&Path),
+    glob: impl FnOnce(&'static str, &mut dyn FnMut(&Path)),
+) {
+    let mut failed = Vec::new();
+    glob(pattern, &mut |path: &Path| {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(path)));
+        if outcome.is_err() {
+            // Printed now as well: a snapshot failure in the same glob makes
+            // insta panic before the summary below is reached.
+            let name = Fixture::relative_name(path);
+            eprintln!("FIXTURE FAILED: {name}");
+            failed.push(name);
+        }
+    });
+    assert!(
+        failed.is_empty(),
+        "{} fixture(s) failed their checks (details above):\n  {}",
+        failed.len(),
+        failed.join("\n  ")
+    );
+}
+
+/// Token dump of a lexer fixture; the fixture must lex cleanly.
+fn check_lex(path: &Path) {
+    let fixture = Fixture::read(path);
+    let (tokens, diags) = nkic_syntax::lex(&fixture.text);
+    fixture.assert_no_diagnostics("lexing", &diags);
+    check_tokens(&fixture, &tokens, BracketRule::NoNewlineInside);
+    insta::assert_snapshot!(nkic_syntax::dump_tokens(&fixture.text));
+}
+
+/// AST dump of a well-formed fixture, plus validators and the round trip.
+fn check_parse_ok(path: &Path) {
+    let fixture = Fixture::read(path);
+    let (tokens, lex_diags) = nkic_syntax::lex(&fixture.text);
+    fixture.assert_no_diagnostics("lexing", &lex_diags);
+    check_tokens(&fixture, &tokens, BracketRule::NoNewlineInside);
+
+    let (module, diags) = nkic_syntax::parse(&fixture.text);
+    fixture.assert_no_diagnostics("parsing", &diags);
+    check_ast_spans(&fixture, &module);
+    check_round_trip(&fixture, &module);
+    insta::assert_snapshot!(nkic_syntax::dump_ast(&module));
+}
+
+/// AST dump and rendered diagnostics of a malformed fixture.
+fn check_parse_err(path: &Path) {
+    let fixture = Fixture::read(path);
+    let (tokens, _) = nkic_syntax::lex(&fixture.text);
+    check_tokens(&fixture, &tokens, BracketRule::Unchecked);
+
+    let (module, diags) = nkic_syntax::parse(&fixture.text);
+    let n_errors = diags.iter().filter(|diag| diag.is_error()).count();
+    assert!(
+        n_errors >= 1,
+        "{}: a malformed fixture produced no error",
+        fixture.name
+    );
+    if let Some(expected) = expected_error_count(&fixture.name) {
+        assert_eq!(
+            n_errors,
+            expected,
+            "{}: the file name promises {expected} errors, the parser reported:\n{}",
+            fixture.name,
+            fixture.render_text(&diags)
+        );
+    }
+    for diag in &diags {
+        if let Some(primary) = &diag.primary {
+            fixture.assert_in_file(primary.span, "a diagnostic's primary label");
+        }
+        for label in &diag.secondary {
+            fixture.assert_in_file(label.span, "a diagnostic's secondary label");
+        }
+    }
+    check_ast_spans(&fixture, &module);
+
+    let mut out = nkic_syntax::dump_ast(&module);
+    out.push_str("\n----- diagnostics -----\n");
+    out.push_str(&fixture.render_text(&diags));
+    out.push_str("\n----- json -----\n");
+    out.push_str(&fixture.render_json(&diags));
+    insta::assert_snapshot!(out);
+}
+
+/// A fixture file: its text and its name relative to the `tests/` directory.
+struct Fixture {
+    name: String,
+    text: String,
+}
+
+impl Fixture {
+    /// The path relative to the `tests/` directory, with `/` on every
+    /// platform so that snapshots do not depend on it.
+    fn relative_name(path: &Path) -> String {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let relative = path.strip_prefix(root).unwrap_or(path);
+        relative
+            .components()
+            .map(|part| part.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    fn read(path: &Path) -> Fixture {
+        let name = Fixture::relative_name(path);
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|err| panic!("cannot read fixture {name}: {err}"));
+        Fixture { name, text }
+    }
+
+    fn len(&self) -> u32 {
+        u32::try_from(self.text.len()).expect("fixtures are far smaller than 4 GiB")
+    }
+
+    fn sources(&self) -> (SourceMap, nkic_diag::FileId) {
+        let mut sources = SourceMap::new();
+        let file = sources.add(self.name.clone(), self.text.clone());
+        (sources, file)
+    }
+
+    /// Terminal rendering (no colour, ASCII) of every diagnostic, in order.
+    fn render_text(&self, diags: &[Diagnostic]) -> String {
+        let (sources, file) = self.sources();
+        let mut out = String::new();
+        for diag in diags {
+            out.push_str(&render(
+                &diag.clone().in_file(file),
+                &sources,
+                RenderConfig::default(),
+            ));
+        }
+        out
+    }
+
+    /// JSON-lines rendering of every diagnostic, in order.
+    fn render_json(&self, diags: &[Diagnostic]) -> String {
+        let (sources, file) = self.sources();
+        let mut out = String::new();
+        for diag in diags {
+            out.push_str(&render_json(&diag.clone().in_file(file), &sources));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+
+    fn assert_no_diagnostics(&self, stage: &str, diags: &[Diagnostic]) {
+        assert!(
+            diags.is_empty(),
+            "{}: {stage} a well-formed fixture produced diagnostics:\n{}",
+            self.name,
+            self.render_text(diags)
+        );
+    }
+
+    fn assert_in_file(&self, span: Span, what: &str) {
+        assert!(
+            span.start <= span.end && span.end <= self.len(),
+            "{}: {what} has span {span:?} outside the file (length {})",
+            self.name,
+            self.len()
+        );
+    }
+}
+
+/// The `n` of a fixture named `*_<n>errors.py`.
+fn expected_error_count(name: &str) -> Option<usize> {
+    let stem = name.rsplit('/').next()?.strip_suffix("errors.py")?;
+    let digits = stem.rsplit('_').next()?;
+    digits.parse().ok()
+}
+
+/// Whether a NEWLINE inside brackets is a validator failure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum BracketRule {
+    /// Well-formed input: the layout pass must drop every newline in brackets.
+    NoNewlineInside,
+    /// Malformed input: an unclosed bracket may legitimately end in a NEWLINE.
+    Unchecked,
+}
+
+/// The token-stream validators (see the module documentation).
+fn check_tokens(fixture: &Fixture, tokens: &[(usize, Token<'_>, usize)], rule: BracketRule) {
+    let name = &fixture.name;
+    let len = fixture.text.len();
+    let mut prev_end = 0;
+    let mut indent_depth = 0usize;
+    let mut bracket_depth = 0usize;
+    for (index, (start, token, end)) in tokens.iter().enumerate() {
+        let (start, end) = (*start, *end);
+        assert!(
+            start <= end && end <= len,
+            "{name}: token #{index} {token:?} has span {start}..{end} outside the file (length {len})"
+        );
+        assert!(
+            start >= prev_end,
+            "{name}: token #{index} {token:?} at {start}..{end} overlaps or precedes the previous token ending at {prev_end}"
+        );
+        prev_end = end;
+        if let Some(payload) = payload_text(token) {
+            assert_eq!(
+                payload,
+                &fixture.text[start..end],
+                "{name}: token #{index} {token:?} does not spell its source text"
+            );
+        }
+        match token {
+            Token::Indent => indent_depth += 1,
+            Token::Dedent => {
+                assert!(
+                    indent_depth > 0,
+                    "{name}: token #{index} is a DEDENT with no open INDENT"
+                );
+                indent_depth -= 1;
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => bracket_depth += 1,
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                bracket_depth = bracket_depth.saturating_sub(1);
+            }
+            Token::Newline if rule == BracketRule::NoNewlineInside => {
+                assert_eq!(
+                    bracket_depth, 0,
+                    "{name}: token #{index} is a NEWLINE inside brackets at {start}"
+                );
+            }
+            _ => {}
+        }
+        if matches!(token, Token::Indent | Token::Dedent) {
+            assert_eq!(
+                start, end,
+                "{name}: token #{index} {token:?} is synthetic and must be zero-width"
+            );
+        }
+    }
+    assert_eq!(
+        indent_depth, 0,
+        "{name}: {indent_depth} INDENT token(s) are never closed by a DEDENT"
+    );
+}
+
+/// The source text a payload-carrying token must spell.
+fn payload_text<'src>(token: &Token<'src>) -> Option<&'src str> {
+    match token {
+        Token::Name(text)
+        | Token::Int(text)
+        | Token::Float(text)
+        | Token::Imaginary(text)
+        | Token::String(text) => Some(text),
+        _ => None,
+    }
+}
+
+/// Unparse, re-parse, compare with spans erased; the printer must be at a fixpoint.
+fn check_round_trip(fixture: &Fixture, module: &Module) {
+    let printed = nkic_syntax::unparse(module);
+    let (reparsed, diags) = nkic_syntax::parse(&printed);
+    assert!(
+        diags.is_empty(),
+        "{}: the unparsed source does not parse:\n{printed}\n{}",
+        fixture.name,
+        Fixture {
+            name: format!("{} (unparsed)", fixture.name),
+            text: printed.clone(),
+        }
+        .render_text(&diags)
+    );
+    assert!(
+        reparsed.without_spans() == module.without_spans(),
+        "{}: the round trip changed the tree; unparsed source:\n{printed}\n\
+         original dump:\n{}\nre-parsed dump:\n{}",
+        fixture.name,
+        nkic_syntax::dump_ast(module),
+        nkic_syntax::dump_ast(&reparsed)
+    );
+    let reprinted = nkic_syntax::unparse(&reparsed);
+    assert_eq!(
+        reprinted, printed,
+        "{}: printing the re-parsed tree gives different text",
+        fixture.name
+    );
+}
+
+/// The AST span validator (see the module documentation), then the syntax
+/// crate's own structure check (which also covers the host-code indices).
+fn check_ast_spans(fixture: &Fixture, module: &Module) {
+    if let Err(problem) = nkic_syntax::check_structure(module) {
+        panic!("{}: structure check failed: {problem}", fixture.name);
+    }
+    fixture.assert_in_file(module.span, "the module");
+    let mut walker = SpanWalker {
+        fixture,
+        path: Vec::new(),
+    };
+    walker.block(module.span, &module.body, "module body");
+}
+
+/// Walks the tree checking that children nest in their parents in source order.
+///
+/// Each `enter_*` checks a node against its parent span and the end of its
+/// previous sibling; `path` names the nodes above, for the failure message.
+struct SpanWalker<'a> {
+    fixture: &'a Fixture,
+    path: Vec<String>,
+}
+
+/// The running state of one parent while its children are visited.
+struct Siblings {
+    parent: Span,
+    prev_end: u32,
+}
+
+impl Siblings {
+    fn new(parent: Span) -> Siblings {
+        Siblings {
+            parent,
+            prev_end: parent.start,
+        }
+    }
+}
+
+impl SpanWalker<'_> {
+    fn fail(&self, message: String) -> ! {
+        panic!(
+            "{}: {message}\n  at: {}",
+            self.fixture.name,
+            self.path.join(" > ")
+        )
+    }
+
+    /// Checks `span` of a child called `what` against its parent and siblings.
+    fn child(&mut self, sibs: &mut Siblings, span: Span, what: &str) {
+        self.fixture.assert_in_file(span, what);
+        if !sibs.parent.encloses(span) {
+            self.fail(format!(
+                "{what} at {span:?} is not inside its parent at {:?}",
+                sibs.parent
+            ));
+        }
+        if span.start < sibs.prev_end {
+            self.fail(format!(
+                "{what} at {span:?} starts before its previous sibling ends at {}",
+                sibs.prev_end
+            ));
+        }
+        sibs.prev_end = span.end;
+    }
+
+    fn block(&mut self, parent: Span, body: &[Stmt], what: &str) {
+        let mut sibs = Siblings::new(parent);
+        self.stmts(&mut sibs, body, what);
+    }
+
+    fn stmts(&mut self, sibs: &mut Siblings, body: &[Stmt], what: &str) {
+        for stmt in body {
+            self.child(sibs, stmt.span, what);
+            self.path.push(format!("{what} statement {:?}", stmt.span));
+            self.stmt(stmt);
+            self.path.pop();
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        let mut s = Siblings::new(stmt.span);
+        match &stmt.kind {
+            StmtKind::FunctionDef(def) => {
+                self.exprs(&mut s, &def.decorators, "decorator");
+                self.child(&mut s, def.name.span, "function name");
+                self.params(&mut s, &def.params);
+                self.opt_expr(&mut s, def.returns.as_ref(), "return annotation");
+                self.stmts(&mut s, &def.body, "function body");
+            }
+            StmtKind::ClassDef(class) => {
+                self.exprs(&mut s, &class.decorators, "decorator");
+                self.child(&mut s, class.name.span, "class name");
+                self.args(&mut s, &class.bases);
+                self.stmts(&mut s, &class.body, "class body");
+            }
+            StmtKind::Return(value) => self.opt_expr(&mut s, value.as_ref(), "returned value"),
+            StmtKind::Delete(targets) => self.exprs(&mut s, targets, "del target"),
+            StmtKind::Assign { targets, value } => {
+                self.exprs(&mut s, targets, "assignment target");
+                self.expr(&mut s, value, "assigned value");
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                self.expr(&mut s, target, "augmented target");
+                self.expr(&mut s, value, "augmented value");
+            }
+            StmtKind::AnnAssign {
+                target,
+                annotation,
+                value,
+            } => {
+                self.expr(&mut s, target, "annotated target");
+                self.expr(&mut s, annotation, "annotation");
+                self.opt_expr(&mut s, value.as_ref(), "annotated value");
+            }
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                orelse,
+                ..
+            } => {
+                self.expr(&mut s, target, "for target");
+                self.expr(&mut s, iter, "for iterable");
+                self.stmts(&mut s, body, "for body");
+                self.stmts(&mut s, orelse, "for else");
+            }
+            StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
+                self.expr(&mut s, test, "condition");
+                self.stmts(&mut s, body, "body");
+                self.stmts(&mut s, orelse, "else branch");
+            }
+            StmtKind::With { items, body, .. } => {
+                for item in items {
+                    self.with_item(&mut s, item);
+                }
+                self.stmts(&mut s, body, "with body");
+            }
+            StmtKind::Raise { exc, cause } => {
+                self.opt_expr(&mut s, exc.as_ref(), "raised exception");
+                self.opt_expr(&mut s, cause.as_ref(), "raise cause");
+            }
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
+                self.stmts(&mut s, body, "try body");
+                for handler in handlers {
+                    self.handler(&mut s, handler);
+                }
+                self.stmts(&mut s, orelse, "try else");
+                self.stmts(&mut s, finalbody, "finally body");
+            }
+            StmtKind::Assert { test, msg } => {
+                self.expr(&mut s, test, "assert condition");
+                self.opt_expr(&mut s, msg.as_ref(), "assert message");
+            }
+            StmtKind::Import(aliases) => {
+                for alias in aliases {
+                    self.child(&mut s, alias.span, "import alias");
+                }
+            }
+            StmtKind::ImportFrom { module, names, .. } => {
+                if let Some(module) = module {
+                    self.child(&mut s, module.span, "imported module");
+                }
+                for alias in names {
+                    self.child(&mut s, alias.span, "import alias");
+                }
+            }
+            StmtKind::Global(names) | StmtKind::Nonlocal(names) => {
+                for name in names {
+                    self.child(&mut s, name.span, "declared name");
+                }
+            }
+            StmtKind::Expr(value) => self.expr(&mut s, value, "expression statement"),
+            StmtKind::Error(inner) => self.stmts(&mut s, inner, "recovered statement"),
+            StmtKind::Pass | StmtKind::Break | StmtKind::Continue => {}
+        }
+    }
+
+    fn with_item(&mut self, sibs: &mut Siblings, item: &WithItem) {
+        self.child(sibs, item.span, "with item");
+        let mut s = Siblings::new(item.span);
+        self.expr(&mut s, &item.context, "context manager");
+        self.opt_expr(&mut s, item.target.as_ref(), "with target");
+    }
+
+    fn handler(&mut self, sibs: &mut Siblings, handler: &ExceptHandler) {
+        self.child(sibs, handler.span, "except handler");
+        let mut s = Siblings::new(handler.span);
+        self.opt_expr(&mut s, handler.type_.as_ref(), "exception type");
+        if let Some(name) = &handler.name {
+            self.child(&mut s, name.span, "exception name");
+        }
+        self.stmts(&mut s, &handler.body, "except body");
+    }
+
+    fn params(&mut self, sibs: &mut Siblings, params: &Params) {
+        self.child(sibs, params.span, "parameter list");
+        let mut s = Siblings::new(params.span);
+        let all = params
+            .posonly
+            .iter()
+            .chain(&params.args)
+            .chain(&params.vararg)
+            .chain(&params.kwonly)
+            .chain(&params.kwarg);
+        for param in all {
+            self.child(&mut s, param.span, "parameter");
+            let mut ps = Siblings::new(param.span);
+            self.child(&mut ps, param.name.span, "parameter name");
+            self.opt_expr(&mut ps, param.annotation.as_ref(), "parameter annotation");
+            self.opt_expr(&mut ps, param.default.as_ref(), "parameter default");
+        }
+    }
+
+    fn args(&mut self, sibs: &mut Siblings, args: &[Arg]) {
+        for arg in args {
+            self.child(sibs, arg.span, "argument");
+            let mut s = Siblings::new(arg.span);
+            match &arg.kind {
+                ArgKind::Positional(value) | ArgKind::Star(value) | ArgKind::DoubleStar(value) => {
+                    self.expr(&mut s, value, "argument value");
+                }
+                ArgKind::Keyword(name, value) => {
+                    self.child(&mut s, name.span, "keyword name");
+                    self.expr(&mut s, value, "keyword value");
+                }
+            }
+        }
+    }
+
+    fn exprs(&mut self, sibs: &mut Siblings, exprs: &[Expr], what: &str) {
+        for expr in exprs {
+            self.expr(sibs, expr, what);
+        }
+    }
+
+    fn opt_expr(&mut self, sibs: &mut Siblings, expr: Option<&Expr>, what: &str) {
+        if let Some(expr) = expr {
+            self.expr(sibs, expr, what);
+        }
+    }
+
+    fn comprehensions(&mut self, sibs: &mut Siblings, generators: &[Comprehension]) {
+        for generator in generators {
+            self.child(sibs, generator.span, "comprehension clause");
+            let mut s = Siblings::new(generator.span);
+            self.expr(&mut s, &generator.target, "comprehension target");
+            self.expr(&mut s, &generator.iter, "comprehension iterable");
+            self.exprs(&mut s, &generator.ifs, "comprehension condition");
+        }
+    }
+
+    fn fstring_parts(&mut self, sibs: &mut Siblings, parts: &[FStringPart]) {
+        for part in parts {
+            if let FStringPart::Field(field) = part {
+                self.child(sibs, field.span, "f-string field");
+                let mut s = Siblings::new(field.span);
+                self.expr(&mut s, &field.value, "f-string field value");
+                if let Some(spec) = &field.format_spec {
+                    self.fstring_parts(&mut s, spec);
+                }
+            }
+        }
+    }
+
+    fn expr(&mut self, sibs: &mut Siblings, expr: &Expr, what: &str) {
+        self.child(sibs, expr.span, what);
+        self.path.push(format!("{what} {:?}", expr.span));
+        let mut s = Siblings::new(expr.span);
+        match &expr.kind {
+            ExprKind::BoolOp { values, .. } => self.exprs(&mut s, values, "operand"),
+            ExprKind::NamedExpr { target, value } => {
+                self.expr(&mut s, target, "walrus target");
+                self.expr(&mut s, value, "walrus value");
+            }
+            ExprKind::BinOp { left, right, .. } => {
+                self.expr(&mut s, left, "left operand");
+                self.expr(&mut s, right, "right operand");
+            }
+            ExprKind::UnaryOp { operand, .. } => self.expr(&mut s, operand, "operand"),
+            ExprKind::Lambda { params, body } => {
+                // A lambda without parameters has an empty parameter span.
+                if !(params.span.is_empty() && params.args.is_empty()) {
+                    self.params(&mut s, params);
+                }
+                self.expr(&mut s, body, "lambda body");
+            }
+            ExprKind::IfExp { test, body, orelse } => {
+                // Source order is `body if test else orelse`.
+                self.expr(&mut s, body, "conditional value");
+                self.expr(&mut s, test, "conditional test");
+                self.expr(&mut s, orelse, "conditional alternative");
+            }
+            ExprKind::Dict(items) => {
+                for item in items {
+                    match item {
+                        DictItem::KeyValue(key, value) => {
+                            self.expr(&mut s, key, "dict key");
+                            self.expr(&mut s, value, "dict value");
+                        }
+                        DictItem::Unpack(value) => self.expr(&mut s, value, "dict unpacking"),
+                    }
+                }
+            }
+            ExprKind::Set(items) | ExprKind::List(items) | ExprKind::Tuple(items) => {
+                self.exprs(&mut s, items, "element");
+            }
+            ExprKind::ListComp { elt, generators }
+            | ExprKind::SetComp { elt, generators }
+            | ExprKind::GeneratorExp { elt, generators } => {
+                self.expr(&mut s, elt, "comprehension element");
+                self.comprehensions(&mut s, generators);
+            }
+            ExprKind::DictComp {
+                key,
+                value,
+                generators,
+            } => {
+                self.expr(&mut s, key, "comprehension key");
+                self.expr(&mut s, value, "comprehension value");
+                self.comprehensions(&mut s, generators);
+            }
+            ExprKind::Await(value) | ExprKind::YieldFrom(value) | ExprKind::Starred(value) => {
+                self.expr(&mut s, value, "operand");
+            }
+            ExprKind::Yield(value) => self.opt_expr(&mut s, value.as_deref(), "yielded value"),
+            ExprKind::Compare { left, comparisons } => {
+                self.expr(&mut s, left, "compared operand");
+                for (_, right) in comparisons {
+                    self.expr(&mut s, right, "compared operand");
+                }
+            }
+            ExprKind::Call { func, args } => {
+                self.expr(&mut s, func, "callee");
+                self.args(&mut s, args);
+            }
+            ExprKind::FString(parts) => self.fstring_parts(&mut s, parts),
+            ExprKind::Attribute { value, attr } => {
+                self.expr(&mut s, value, "attribute base");
+                self.child(&mut s, attr.span, "attribute name");
+            }
+            ExprKind::Subscript { value, index } => {
+                self.expr(&mut s, value, "subscripted value");
+                self.expr(&mut s, index, "index");
+            }
+            ExprKind::Slice { lower, upper, step } => {
+                self.opt_expr(&mut s, lower.as_deref(), "slice lower bound");
+                self.opt_expr(&mut s, upper.as_deref(), "slice upper bound");
+                self.opt_expr(&mut s, step.as_deref(), "slice step");
+            }
+            ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::Imaginary(_)
+            | ExprKind::Str(_)
+            | ExprKind::Bytes(_)
+            | ExprKind::Bool(_)
+            | ExprKind::None
+            | ExprKind::Ellipsis
+            | ExprKind::Name(_)
+            | ExprKind::Error => {}
+        }
+        self.path.pop();
+    }
+}

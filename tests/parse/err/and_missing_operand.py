@@ -1,0 +1,4 @@
+def ready(a, b):
+    if a == 1 and:
+        return True
+    return False

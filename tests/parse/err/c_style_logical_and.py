@@ -1,0 +1,4 @@
+def in_bounds(i, n):
+    if i >= 0 && i < n:
+        return True
+    return False

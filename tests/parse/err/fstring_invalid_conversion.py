@@ -1,0 +1,2 @@
+def label(x):
+    return f"value={x!z}"

@@ -1,0 +1,2 @@
+import nki.language as
+import nki.isa as nisa

@@ -1,0 +1,2 @@
+def shift(x):
+    return x − 1

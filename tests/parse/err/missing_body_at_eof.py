@@ -1,0 +1,2 @@
+def kernel(x):
+    for i in range(4):

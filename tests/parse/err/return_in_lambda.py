@@ -1,0 +1,1 @@
+double = lambda x: return x * 2

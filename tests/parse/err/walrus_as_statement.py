@@ -1,0 +1,3 @@
+def setup():
+    n := 128
+    return n
