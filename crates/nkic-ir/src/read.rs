@@ -24,6 +24,10 @@ use crate::kernel::{
 use crate::lex::{Cursor, Tok, tokenize};
 use crate::op::{Op, OpKind};
 
+/// The deepest nesting of dynamic loops the reader accepts, so that the
+/// recursive passes over a kernel read from text cannot exhaust the stack.
+pub const MAX_LOOP_DEPTH: usize = 256;
+
 /// A syntax error in IR text, at a 1-based line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadError {
@@ -673,6 +677,9 @@ impl Reader {
             self.max_entities,
         )?;
         self.push_item(Item::Loop(h))?;
+        if self.blocks.len() > MAX_LOOP_DEPTH {
+            return Err(format!("dynamic loops nested deeper than {MAX_LOOP_DEPTH}"));
+        }
         self.blocks.push((Some(h), Vec::new()));
         Ok(())
     }

@@ -347,7 +347,7 @@ impl Verifier<'_> {
                 );
             }
             if let Some(addr) = st.address {
-                if u64::from(addr.partition) + st.shape[0] > partitions {
+                if u64::from(addr.partition).saturating_add(st.shape[0]) > partitions {
                     self.err(at, "manual address runs past the last partition");
                 }
                 if addr.byte.saturating_add(row) > capacity {

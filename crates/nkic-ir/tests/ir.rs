@@ -1798,3 +1798,18 @@ fn views_lower_to_access_patterns() {
         Err(LowerError::TooManyDims(5))
     );
 }
+
+#[test]
+fn reader_limits_loop_nesting() {
+    let mut text = format!("{HEADER}reg r0 \"c\"\nop0 = reg_alloc dst=r0 engine=?\n");
+    for i in 0..300 {
+        text.push_str(&format!("dyn{i} = while cond=r0 {{\n"));
+    }
+    for _ in 0..300 {
+        text.push_str("}\n");
+    }
+    assert_eq!(
+        read_error(&text),
+        "line 261: dynamic loops nested deeper than 256"
+    );
+}
