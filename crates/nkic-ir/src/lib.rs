@@ -49,9 +49,9 @@
 //! with a read-only induction register, or `while` on a condition
 //! register). Storages allocated in a body (`Storage::scope`) are allocated
 //! once and stay live for the whole loop. Values cross iterations only
-//! through memory and registers. Scheduling edges never cross into a loop
-//! body from outside in the consumer-outside direction (`depends_on` names
-//! ops at the same or an enclosing loop level).
+//! through memory and registers. An explicit edge (`depends_on`) names a
+//! producer at the consumer's loop level or an enclosing one, never one
+//! inside a loop the consumer is not in.
 //!
 //! **Registers.** A [`Register`] is a virtual 32-bit sequencer register.
 //! It is defined once (by `reg_alloc`, or as a loop's induction variable),
