@@ -29,12 +29,35 @@ pub struct Label {
 
 /// One problem in the user's input.
 ///
+/// The fields live behind a box (`DiagnosticData`, reached through `Deref`)
+/// so that `Result<T, Diagnostic>` stays one pointer wide on hot paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    data: Box<DiagnosticData>,
+}
+
+impl std::ops::Deref for Diagnostic {
+    type Target = DiagnosticData;
+
+    fn deref(&self) -> &DiagnosticData {
+        &self.data
+    }
+}
+
+impl std::ops::DerefMut for Diagnostic {
+    fn deref_mut(&mut self) -> &mut DiagnosticData {
+        &mut self.data
+    }
+}
+
+/// The contents of a [`Diagnostic`].
+///
 /// `code` is stable (`E0101`, indexed in `docs/diagnostics.md`); `message`
 /// is lowercase without a trailing period; `primary` says what is wrong at
 /// its span; `secondary` labels point at related places; `notes` give
 /// context (call chains, loop iterations) and `help` the fix.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Diagnostic {
+pub struct DiagnosticData {
     pub severity: Severity,
     pub code: &'static str,
     pub message: String,
@@ -47,13 +70,15 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn new(severity: Severity, code: &'static str, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
-            severity,
-            code,
-            message: message.into(),
-            primary: None,
-            secondary: Vec::new(),
-            notes: Vec::new(),
-            help: Vec::new(),
+            data: Box::new(DiagnosticData {
+                severity,
+                code,
+                message: message.into(),
+                primary: None,
+                secondary: Vec::new(),
+                notes: Vec::new(),
+                help: Vec::new(),
+            }),
         }
     }
 

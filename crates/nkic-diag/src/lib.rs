@@ -14,6 +14,6 @@ mod diagnostic;
 mod render;
 mod source;
 
-pub use diagnostic::{Diagnostic, Label, Severity};
+pub use diagnostic::{Diagnostic, DiagnosticData, Label, Severity};
 pub use render::{RenderConfig, render, render_all, render_json, render_json_all};
 pub use source::{FileId, LineCol, SourceFile, SourceMap, Span};

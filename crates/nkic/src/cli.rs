@@ -1,0 +1,219 @@
+//! The command line: clap definitions and the command implementations.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use nkic_diag::{Diagnostic, FileId, SourceMap};
+
+use crate::emit::Emit;
+use crate::exec::{ExecOptions, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+use crate::report::{MessageFormat, Reporter};
+
+/// nkic compiles NKI-style tile kernels to a Trainium pseudo-ISA and runs
+/// them in a reference interpreter with a cycle model.
+#[derive(Parser, Debug)]
+#[command(name = "nkic", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Check kernel files and report every problem found, without compiling.
+    Check(CheckArgs),
+    /// Compile a kernel file and print a stage's dump.
+    Compile(CompileArgs),
+    /// Run a `.nkasm` program in the reference interpreter.
+    Exec(ExecArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ExecArgs {
+    /// The program (`.nkasm`).
+    #[arg(value_name = "PROGRAM")]
+    program: PathBuf,
+    /// An input argument: `NAME=PATH.npy`, or `NAME=PATH.npy:DTYPE` for raw
+    /// bits of a dtype NumPy lacks (bfloat16, fp8, …).
+    #[arg(long = "input", value_name = "NAME=PATH.npy[:DTYPE]")]
+    inputs: Vec<InputSpec>,
+    /// Write each output as `DIR/out0.npy`, `DIR/out1.npy`, … in the
+    /// program's output order.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// How outputs are written.
+    #[arg(long, value_enum, default_value_t = OutDTypeArg::Native)]
+    out_dtype: OutDTypeArg,
+    /// How the run is reported on standard output.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    report: ReportFormat,
+    /// How independent queues are interleaved (results never depend on it
+    /// for a race-free program).
+    #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
+    step_order: StepOrderArg,
+    /// What reading never-written memory does.
+    #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
+    poison: PoisonArg,
+    /// How diagnostics are printed.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+}
+
+#[derive(clap::Args, Debug)]
+struct CheckArgs {
+    /// Kernel files (`.py`) to check.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// How diagnostics are printed.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+}
+
+#[derive(clap::Args, Debug)]
+struct CompileArgs {
+    /// The kernel file (`.py`).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The stage to stop at and print.
+    #[arg(long, value_enum)]
+    emit: Emit,
+    /// Write the dump to this file instead of standard output.
+    #[arg(short = 'o', long, value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// How diagnostics are printed.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
+}
+
+pub fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::Check(args) => Ok(check(&args)),
+        Command::Compile(args) => compile(&args),
+        Command::Exec(args) => Ok(exec(&args)),
+    }
+}
+
+/// The exit code for a command whose input had (or had no) errors.
+fn exit_code(reporter: &Reporter) -> ExitCode {
+    reporter.finish();
+    if reporter.has_errors() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Reads a source file into the map, or reports why it cannot be read.
+pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagnostic> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|err| {
+        Diagnostic::error("E9001", format!("cannot read `{name}`: {err}"))
+            .with_help("check the path and the file's permissions")
+    })?;
+    let text = String::from_utf8(bytes).map_err(|err| {
+        Diagnostic::error("E9002", format!("`{name}` is not valid UTF-8"))
+            .with_note(format!(
+                "the first invalid byte is at offset {}",
+                err.utf8_error().valid_up_to()
+            ))
+            .with_help("kernel files must be saved as UTF-8")
+    })?;
+    if text.len() >= u32::MAX as usize {
+        return Err(Diagnostic::error(
+            "E9003",
+            format!(
+                "`{name}` is too large ({} bytes; the limit is 4 GiB)",
+                text.len()
+            ),
+        ));
+    }
+    Ok(sources.add(name, text))
+}
+
+fn check(args: &CheckArgs) -> ExitCode {
+    let mut reporter = Reporter::new(args.message_format);
+    let mut sources = SourceMap::new();
+    for path in &args.files {
+        let file = match load(path, &mut sources) {
+            Ok(file) => file,
+            Err(diag) => {
+                reporter.emit(&diag, &sources);
+                continue;
+            }
+        };
+        let (_module, diags) = nkic_syntax::parse(sources.file(file).text());
+        let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
+        reporter.emit_all(&diags, &sources);
+    }
+    exit_code(&reporter)
+}
+
+fn exec(args: &ExecArgs) -> ExitCode {
+    let mut reporter = Reporter::new(args.message_format);
+    let mut sources = SourceMap::new();
+    let opts = ExecOptions {
+        program_path: &args.program,
+        inputs: &args.inputs,
+        out_dir: args.out.as_deref(),
+        out_dtype: args.out_dtype,
+        report: args.report,
+        step_order: args.step_order,
+        poison: args.poison,
+    };
+    if let Err(diags) = crate::exec::exec(&opts, &mut sources) {
+        reporter.emit_all(&diags, &sources);
+    }
+    exit_code(&reporter)
+}
+
+fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
+    let mut reporter = Reporter::new(args.message_format);
+    let mut sources = SourceMap::new();
+    let file = match load(&args.file, &mut sources) {
+        Ok(file) => file,
+        Err(diag) => {
+            reporter.emit(&diag, &sources);
+            return Ok(exit_code(&reporter));
+        }
+    };
+    let text = sources.file(file).text().to_owned();
+    let dump = match args.emit {
+        Emit::Tokens => {
+            let (_, diags) = nkic_syntax::lex(&text);
+            let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
+            reporter.emit_all(&diags, &sources);
+            nkic_syntax::dump_tokens(&text)
+        }
+        Emit::Ast => {
+            let (module, diags) = nkic_syntax::parse(&text);
+            let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
+            reporter.emit_all(&diags, &sources);
+            nkic_syntax::dump_ast(&module)
+        }
+    };
+    write_output(args.output.as_deref(), &dump)?;
+    Ok(exit_code(&reporter))
+}
+
+/// Writes a dump to a file, or to standard output when no path is given.
+fn write_output(path: Option<&Path>, text: &str) -> Result<(), String> {
+    match path {
+        Some(path) => std::fs::write(path, text)
+            .map_err(|err| format!("cannot write `{}`: {err}", path.display())),
+        None => {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())
+                .and_then(|()| out.flush())
+                .or_else(|err| {
+                    // A closed pipe (`nkic compile … | head`) is not an error.
+                    if err.kind() == std::io::ErrorKind::BrokenPipe {
+                        Ok(())
+                    } else {
+                        Err(format!("cannot write to standard output: {err}"))
+                    }
+                })
+        }
+    }
+}

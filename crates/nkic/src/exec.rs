@@ -1,0 +1,464 @@
+//! `nkic exec`: assemble a `.nkasm` program, verify it, run it in the
+//! reference interpreter, write its outputs and report the simulated time.
+
+use std::path::{Path, PathBuf};
+
+use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
+use nkic_isa::{DType, LineId, Program, Queue, TensorKind};
+use nkic_sim::{Inputs, Poison, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+use serde_json::json;
+
+use crate::npy::{self, OutDType};
+
+/// One `--input NAME=PATH.npy[:DTYPE]` argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputSpec {
+    pub name: String,
+    pub path: PathBuf,
+    pub dtype: Option<DType>,
+}
+
+impl std::str::FromStr for InputSpec {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<InputSpec, String> {
+        let (name, rest) = text
+            .split_once('=')
+            .ok_or_else(|| format!("expected NAME=PATH.npy[:DTYPE], found `{text}`"))?;
+        if name.is_empty() {
+            return Err(format!("missing the argument name before `=` in `{text}`"));
+        }
+        // A trailing `:DTYPE` names the dtype; a colon that is not followed by
+        // a dtype name belongs to the path.
+        let (path, dtype) = match rest.rsplit_once(':') {
+            Some((path, dtype)) if dtype.parse::<DType>().is_ok() => {
+                (path, dtype.parse::<DType>().ok())
+            }
+            _ => (rest, None),
+        };
+        if path.is_empty() {
+            return Err(format!("missing the .npy path after `=` in `{text}`"));
+        }
+        Ok(InputSpec {
+            name: name.to_owned(),
+            path: PathBuf::from(path),
+            dtype,
+        })
+    }
+}
+
+/// `--out-dtype`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutDTypeArg {
+    /// Each output in its own dtype (raw bits for types NumPy lacks).
+    Native,
+    /// An upcast float32 copy of every float output.
+    Float32,
+}
+
+/// `--step-order`: how the interpreter interleaves independent queues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StepOrderArg {
+    RoundRobin,
+    Reverse,
+    Earliest,
+}
+
+/// `--poison`: what reading never-written memory does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PoisonArg {
+    /// A runtime error naming the instruction and source line.
+    Error,
+    /// Float elements read as NaN, integers as 0.
+    Nan,
+    /// Elements read as zero.
+    Zero,
+}
+
+/// `--report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// A short summary for people, on standard output.
+    Human,
+    /// One JSON object on standard output.
+    Json,
+}
+
+pub struct ExecOptions<'a> {
+    pub program_path: &'a Path,
+    pub inputs: &'a [InputSpec],
+    pub out_dir: Option<&'a Path>,
+    pub out_dtype: OutDTypeArg,
+    pub report: ReportFormat,
+    pub step_order: StepOrderArg,
+    pub poison: PoisonArg,
+}
+
+/// Runs a `.nkasm` file. Returns the diagnostics that stop it, if any.
+pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<Diagnostic>> {
+    let file = crate::cli::load(opts.program_path, sources).map_err(|d| vec![d])?;
+    let text = sources.file(file).text().to_owned();
+    let program = nkic_isa::assemble(&text).map_err(|errors| {
+        errors
+            .into_iter()
+            .map(|err| {
+                Diagnostic::error("E1001", err.message.clone()).with_primary(
+                    file,
+                    Span::from_range(err.span.clone()),
+                    "here",
+                )
+            })
+            .collect::<Vec<_>>()
+    })?;
+    let locator = InstructionLocator::new(&text);
+    if let Err(errors) = nkic_isa::verify(&program) {
+        return Err(errors
+            .into_iter()
+            .map(|err| {
+                let diag = Diagnostic::error("E1002", err.to_string());
+                match err
+                    .queue
+                    .zip(err.index)
+                    .and_then(|(q, i)| locator.span(q, i))
+                {
+                    Some(span) => diag.with_primary(file, span, "rejected by the program verifier"),
+                    None => diag,
+                }
+            })
+            .collect());
+    }
+    let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
+    let inputs = read_inputs(&program, opts.inputs, base_dir)?;
+    let config = SimConfig {
+        step_order: match opts.step_order {
+            StepOrderArg::RoundRobin => StepOrder::RoundRobin,
+            StepOrderArg::Reverse => StepOrder::Reverse,
+            StepOrderArg::Earliest => StepOrder::Earliest,
+        },
+        poison: match opts.poison {
+            PoisonArg::Error => Poison::Error,
+            PoisonArg::Nan => Poison::Nan,
+            PoisonArg::Zero => Poison::Zero,
+        },
+        trace: false,
+        ..SimConfig::default()
+    };
+    let result = nkic_sim::run(&program, &inputs, &config).map_err(|err| {
+        vec![runtime_fault(
+            &err, &program, file, &locator, base_dir, sources,
+        )]
+    })?;
+    if let Some(dir) = opts.out_dir {
+        write_outputs(&program, &result, dir, opts.out_dtype).map_err(|d| vec![d])?;
+    }
+    print_report(&program, &result, opts.report);
+    Ok(())
+}
+
+/// Finds the `.nkasm` line of the `index`-th instruction of a queue, so
+/// verifier and runtime errors point into the program text.
+struct InstructionLocator {
+    /// (queue name, spans of its instruction lines in order)
+    queues: Vec<(String, Vec<Span>)>,
+}
+
+impl InstructionLocator {
+    fn new(text: &str) -> InstructionLocator {
+        let mut queues: Vec<(String, Vec<Span>)> = Vec::new();
+        let mut offset = 0usize;
+        for line in text.split_inclusive('\n') {
+            let start = offset;
+            offset += line.len();
+            let code = line.split('#').next().unwrap_or("").trim();
+            if code.is_empty() {
+                continue;
+            }
+            if let Some(name) = code.strip_prefix(".queue") {
+                queues.push((name.trim().to_owned(), Vec::new()));
+            } else if !code.starts_with('.')
+                && let Some((_, spans)) = queues.last_mut()
+            {
+                let indent = line.len() - line.trim_start().len();
+                let end = start + line.trim_end().len();
+                spans.push(Span::from_range(start + indent..end));
+            }
+        }
+        InstructionLocator { queues }
+    }
+
+    fn span(&self, queue: Queue, index: usize) -> Option<Span> {
+        let name = queue.to_string();
+        self.queues
+            .iter()
+            .find(|(q, _)| *q == name)
+            .and_then(|(_, spans)| spans.get(index).copied())
+    }
+}
+
+fn read_inputs(
+    program: &Program,
+    specs: &[InputSpec],
+    base_dir: &Path,
+) -> Result<Inputs, Vec<Diagnostic>> {
+    let _ = base_dir;
+    let mut inputs = Inputs::new();
+    let mut errors = Vec::new();
+    for spec in specs {
+        let Some(id) = program.tensor_by_name(&spec.name) else {
+            let names: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
+            errors.push(
+                Diagnostic::error(
+                    "E1010",
+                    format!("the program has no argument `{}`", spec.name),
+                )
+                .with_note(format!("its arguments are: {}", names.join(", "))),
+            );
+            continue;
+        };
+        let Some(tensor) = program.tensor(id) else {
+            continue;
+        };
+        if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
+            errors.push(Diagnostic::error(
+                "E1011",
+                format!(
+                    "`{}` is an {} of the program, not an input",
+                    spec.name,
+                    tensor.kind.name()
+                ),
+            ));
+            continue;
+        }
+        if let Some(dtype) = spec.dtype
+            && dtype != tensor.dtype
+        {
+            errors.push(
+                Diagnostic::error(
+                    "E1012",
+                    format!(
+                        "`{}` was given as {dtype} but the program declares it {}",
+                        spec.name, tensor.dtype
+                    ),
+                )
+                .with_help(format!(
+                    "name the dtype the program declares: `{}=PATH:{}`",
+                    spec.name, tensor.dtype
+                )),
+            );
+            continue;
+        }
+        let bytes = match std::fs::read(&spec.path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                errors.push(Diagnostic::error(
+                    "E9001",
+                    format!("cannot read `{}`: {err}", spec.path.display()),
+                ));
+                continue;
+            }
+        };
+        match npy::read(&bytes, tensor.dtype) {
+            Ok(array) => {
+                let numel: u64 = array.shape.iter().product();
+                if numel != tensor.numel()
+                    || (array.shape.len() == tensor.shape.len() && array.shape != tensor.shape)
+                {
+                    errors.push(Diagnostic::error(
+                        "E1013",
+                        format!(
+                            "`{}` has shape {:?} but the program declares {:?}",
+                            spec.path.display(),
+                            array.shape,
+                            tensor.shape
+                        ),
+                    ));
+                    continue;
+                }
+                inputs.insert(spec.name.as_str(), array.bytes);
+            }
+            Err(message) => errors.push(Diagnostic::error(
+                "E1014",
+                format!(
+                    "cannot use `{}` as `{}`: {message}",
+                    spec.path.display(),
+                    spec.name
+                ),
+            )),
+        }
+    }
+    for (_, tensor) in program.args() {
+        let given = specs.iter().any(|s| s.name == tensor.name);
+        if matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) && !given {
+            errors.push(
+                Diagnostic::error("E1015", format!("missing input `{}`", tensor.name)).with_help(
+                    format!(
+                        "pass `--input {}=PATH.npy` ({}{:?})",
+                        tensor.name, tensor.dtype, tensor.shape
+                    ),
+                ),
+            );
+        }
+    }
+    if errors.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// A runtime fault as a diagnostic pointing at the kernel source line when
+/// that file can be read, and otherwise at the `.nkasm` instruction.
+fn runtime_fault(
+    err: &SimError,
+    program: &Program,
+    nkasm: FileId,
+    locator: &InstructionLocator,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+) -> Diagnostic {
+    let code = match err.kind {
+        SimErrorKind::OutOfBounds => "E2001",
+        SimErrorKind::UninitialisedRead => "E2002",
+        SimErrorKind::Deadlock => "E2003",
+        SimErrorKind::BadInput => "E2004",
+        SimErrorKind::BadProgram => "E2005",
+        SimErrorKind::DivideByZero => "E2006",
+        SimErrorKind::InstructionLimit => "E2007",
+    };
+    let mut diag = Diagnostic::error(code, err.to_string());
+    let inst_span = err
+        .queue
+        .zip(err.index)
+        .and_then(|(q, i)| locator.span(q, i));
+    if let Some(span) = err
+        .line
+        .and_then(|line| source_span(program, line, base_dir, sources))
+    {
+        diag = diag.with_primary(
+            span.0,
+            span.1,
+            format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
+        );
+        if let Some(inst) = inst_span {
+            diag = diag.with_secondary(nkasm, inst, "the faulting instruction");
+        }
+    } else if let Some(inst) = inst_span {
+        diag = diag.with_primary(nkasm, inst, "the faulting instruction");
+    }
+    diag
+}
+
+/// The kernel source span of a line-table entry, loading its file.
+fn source_span(
+    program: &Program,
+    line: LineId,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+) -> Option<(FileId, Span)> {
+    let entry = program.line(line)?;
+    let name = program.files.get(entry.file as usize)?;
+    let file = match sources.find(name) {
+        Some(file) => file,
+        None => {
+            let path = Path::new(name);
+            let path = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                base_dir.join(path)
+            };
+            let text = std::fs::read_to_string(path).ok()?;
+            sources.add(name.clone(), text)
+        }
+    };
+    Some((file, Span::new(entry.span.start, entry.span.end)))
+}
+
+fn write_outputs(
+    program: &Program,
+    result: &RunResult,
+    dir: &Path,
+    out: OutDTypeArg,
+) -> Result<(), Diagnostic> {
+    std::fs::create_dir_all(dir).map_err(|err| {
+        Diagnostic::error(
+            "E9004",
+            format!(
+                "cannot create the output directory `{}`: {err}",
+                dir.display()
+            ),
+        )
+    })?;
+    let out = match out {
+        OutDTypeArg::Native => OutDType::Native,
+        OutDTypeArg::Float32 => OutDType::Float32,
+    };
+    for (i, (name, bytes)) in result.outputs.iter().enumerate() {
+        let Some(tensor) = program
+            .tensor_by_name(name)
+            .and_then(|id| program.tensor(id))
+        else {
+            continue;
+        };
+        let file = npy::write(&tensor.shape, tensor.dtype, bytes, out);
+        let path = dir.join(format!("out{i}.npy"));
+        std::fs::write(&path, file).map_err(|err| {
+            Diagnostic::error("E9005", format!("cannot write `{}`: {err}", path.display()))
+        })?;
+    }
+    Ok(())
+}
+
+fn print_report(program: &Program, result: &RunResult, format: ReportFormat) {
+    let ns = |ps: u64| ps as f64 / 1000.0;
+    match format {
+        ReportFormat::Json => {
+            let mut engines = serde_json::Map::new();
+            for q in &result.per_queue {
+                engines.insert(
+                    q.queue.to_string(),
+                    json!({ "busy_ns": ns(q.busy_ps), "instructions": q.instructions }),
+                );
+            }
+            let report = json!({
+                "target": program.target.name(),
+                "simulated_ns": result.total_ns(),
+                "engines": engines,
+                "instructions": result.instructions,
+                "hbm_bytes_read": result.hbm_bytes_read,
+                "hbm_bytes_written": result.hbm_bytes_written,
+                "flops": result.flops,
+                "outputs": result.outputs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
+            });
+            println!("{report}");
+        }
+        ReportFormat::Human => {
+            println!(
+                "simulated time: {:.3} us on {}",
+                result.total_ns() / 1000.0,
+                program.target.name()
+            );
+            println!(
+                "{:<8} {:>12} {:>7} {:>8}",
+                "queue", "busy (ns)", "util", "instrs"
+            );
+            for q in &result.per_queue {
+                let util = if result.total_ps == 0 {
+                    0.0
+                } else {
+                    100.0 * q.busy_ps as f64 / result.total_ps as f64
+                };
+                println!(
+                    "{:<8} {:>12.1} {:>6.1}% {:>8}",
+                    q.queue.to_string(),
+                    ns(q.busy_ps),
+                    util,
+                    q.instructions
+                );
+            }
+            println!(
+                "hbm: {} bytes read, {} bytes written; {} flops; {} instructions",
+                result.hbm_bytes_read, result.hbm_bytes_written, result.flops, result.instructions
+            );
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! Hygiene rules of the house style, enforced as ordinary tests.
+
+use std::path::{Path, PathBuf};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the nkic crate lives at <root>/crates/nkic")
+        .to_path_buf()
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            if name != "target" && !name.starts_with('.') && name != "snapshots" {
+                rust_files(&path, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every Rust source file starts with a `//!` comment saying what it owns.
+#[test]
+fn every_rust_file_starts_with_a_module_doc() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in ["crates", "tests", "fuzz"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(
+        files.len() > 5,
+        "found only {} Rust files under {}",
+        files.len(),
+        root.display()
+    );
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|path| {
+            path.strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "files without a `//!` module doc: {missing:#?}"
+    );
+}
+
+/// The README's test command is exactly what CI runs.
+#[test]
+fn ci_runs_the_readme_test_command() {
+    let root = workspace_root();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md exists");
+    let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run exists");
+    let command = "cargo test --workspace --locked";
+    assert!(
+        readme.contains(&format!("    {command}\n")),
+        "README lacks `{command}`"
+    );
+    let ci_commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with('#') && !l.starts_with("set ") && !l.starts_with("cd ")
+        })
+        .collect();
+    assert_eq!(ci_commands, vec![command]);
+}
