@@ -1,1 +1,65 @@
-//! The reference interpreter of the nkic pseudo-ISA.
+//! The reference interpreter of the nkic pseudo-ISA, with a discrete-event
+//! cycle model.
+//!
+//! `run` executes a `Program` on the kernel's input bytes and returns the
+//! output bytes, the simulated time, per-queue statistics and a trace. The
+//! interpreter is the definition of the ISA's meaning: faster paths must
+//! agree with it bit for bit.
+//!
+//! Code map:
+//! * `config`: `SimConfig` (`StepOrder`, `Poison`, limits) and `Inputs`.
+//! * `result`: `RunResult`, `QueueStats`, `TraceEvent`.
+//! * `error`: `SimError` and `SimErrorKind`, runtime faults with the
+//!   faulting instruction and its source location.
+//! * `memory`: HBM/SBUF/PSUM bytes with per-byte initialised bits, and the
+//!   resolution of access patterns into contiguous runs.
+//! * `machine`: queues, registers, semaphores, the clock and the stepping
+//!   policy (timing rules in its doc).
+//! * `exec`: the semantics of every instruction (general rules in its doc).
+//! * `alu`: ALU operators and activation functions.
+//! * `matmul`: the TensorE inner loop.
+//!
+//! # Model summary
+//!
+//! * Memory: SBUF is 128 partitions of the target's physical bytes (accesses
+//!   must stay below the usable size), PSUM 128 partitions × 16 KiB, HBM
+//!   one byte array per tensor. Reading a byte never written is a fault
+//!   (or poison, per `Poison`). Input arguments start initialised.
+//! * Each queue runs in order with its own 64 registers (all 0 at the
+//!   start); queues synchronise only through semaphores. Times come from
+//!   `Target::cost` (nkic-isa), the one cost model shared with the backend.
+//! * Numerics: Vector/Scalar/GpSimd compute in f32 and round on write;
+//!   TensorE multiplies in f32 (exact for bf16/fp8 products) and sums in
+//!   f32 over the contraction in ascending order, then adds onto PSUM in
+//!   f32 (rounding to bf16 when PSUM holds bf16).
+//! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
+//!   malformed instructions and runaway loops stop the run with a
+//!   `SimError` naming the instruction and its source line.
+
+mod alu;
+mod config;
+mod error;
+mod exec;
+mod machine;
+mod matmul;
+mod memory;
+mod result;
+mod rng;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
+pub use error::{SimError, SimErrorKind};
+pub use result::{QueueStats, RunResult, TraceEvent};
+
+use nkic_isa::Program;
+
+/// Runs `program` on `inputs`.
+///
+/// `inputs` holds the raw little-endian bytes of every `input` and `inout`
+/// argument. The result's `outputs` hold the bytes of every `output` and
+/// `inout` argument in parameter order.
+pub fn run(program: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
+    machine::simulate(program, inputs, config)
+}

@@ -1,0 +1,107 @@
+//! What a run is given: `SimConfig` (stepping policy, poison policy,
+//! limits) and `Inputs` (the kernel's argument bytes).
+
+use nkic_isa::TensorId;
+
+/// How the interpreter picks which queue to step next among those whose
+/// next instruction may safely execute. The choice never changes the bytes
+/// or the times of a race-free program; it exists so tests can prove that.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum StepOrder {
+    /// Queues in program order, resuming after the last one stepped.
+    #[default]
+    RoundRobin,
+    /// Always the last steppable queue in program order.
+    Reverse,
+    /// The steppable queue whose instruction starts earliest (ties in
+    /// program order): a plain time-ordered simulation.
+    Earliest,
+    /// A pseudo-random steppable queue from a seeded generator.
+    Seeded(u64),
+}
+
+/// What reading a never-written byte does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Poison {
+    /// A fault (`SimErrorKind::UninitialisedRead`).
+    #[default]
+    Error,
+    /// The element reads as NaN in float dtypes (the dtype's NaN code) and
+    /// as 0 in integer dtypes.
+    Nan,
+    /// The element reads as zero.
+    Zero,
+}
+
+/// Options of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SimConfig {
+    pub step_order: StepOrder,
+    pub poison: Poison,
+    /// Executed instructions (including control instructions) before the
+    /// run stops with `SimErrorKind::InstructionLimit`.
+    pub max_instructions: u64,
+    /// Whether `RunResult::trace` records one event per executed instruction.
+    pub trace: bool,
+}
+
+impl Default for SimConfig {
+    fn default() -> SimConfig {
+        SimConfig {
+            step_order: StepOrder::RoundRobin,
+            poison: Poison::Error,
+            max_instructions: 1_000_000_000,
+            trace: true,
+        }
+    }
+}
+
+/// How an input names its argument.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum InputKey {
+    Name(String),
+    Id(TensorId),
+}
+
+impl From<&str> for InputKey {
+    fn from(name: &str) -> InputKey {
+        InputKey::Name(name.to_owned())
+    }
+}
+
+impl From<String> for InputKey {
+    fn from(name: String) -> InputKey {
+        InputKey::Name(name)
+    }
+}
+
+impl From<TensorId> for InputKey {
+    fn from(id: TensorId) -> InputKey {
+        InputKey::Id(id)
+    }
+}
+
+/// The kernel's input arguments: raw little-endian bytes of each `input`
+/// or `inout` argument in its declared dtype (`numel × dtype.size()`
+/// bytes, row-major).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
+    pub entries: Vec<(InputKey, Vec<u8>)>,
+}
+
+impl Inputs {
+    pub fn new() -> Inputs {
+        Inputs::default()
+    }
+
+    /// Adds an argument's bytes.
+    pub fn insert(&mut self, key: impl Into<InputKey>, bytes: Vec<u8>) {
+        self.entries.push((key.into(), bytes));
+    }
+
+    /// Adds an argument's bytes, builder style.
+    pub fn with(mut self, key: impl Into<InputKey>, bytes: Vec<u8>) -> Inputs {
+        self.insert(key, bytes);
+        self
+    }
+}

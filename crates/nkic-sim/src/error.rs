@@ -1,0 +1,154 @@
+//! Runtime faults: `SimError`, what went wrong and where.
+//!
+//! A fault inside an instruction carries the queue, the instruction's index
+//! in its stream, its mnemonic and its line-table entry, already resolved to
+//! `file:line:col`, so the CLI can print it with the source line. Faults
+//! that belong to no instruction (a deadlock, bad inputs, an output never
+//! written) carry none of these.
+
+use std::fmt;
+
+use nkic_isa::{LineId, Program, Queue};
+
+/// The class of a runtime fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SimErrorKind {
+    /// An access outside SBUF/PSUM partitions or bytes, or outside an HBM
+    /// tensor; also a gather index out of range.
+    OutOfBounds,
+    /// A read of a byte that was never written (with `Poison::Error`), or a
+    /// kernel output left partly unwritten.
+    UninitialisedRead,
+    /// No queue can make progress but some have instructions left.
+    Deadlock,
+    /// The inputs do not match the program's arguments.
+    BadInput,
+    /// An instruction the verifier would reject (operand shapes or dtypes
+    /// that do not fit together, a missing label, a bad register number).
+    BadProgram,
+    /// `reg_alu` `div`/`rem` by zero.
+    DivideByZero,
+    /// The run executed more instructions than `SimConfig::max_instructions`
+    /// (a loop that never ends).
+    InstructionLimit,
+}
+
+impl SimErrorKind {
+    /// A short lowercase name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SimErrorKind::OutOfBounds => "out-of-bounds",
+            SimErrorKind::UninitialisedRead => "uninitialised-read",
+            SimErrorKind::Deadlock => "deadlock",
+            SimErrorKind::BadInput => "bad-input",
+            SimErrorKind::BadProgram => "bad-program",
+            SimErrorKind::DivideByZero => "divide-by-zero",
+            SimErrorKind::InstructionLimit => "instruction-limit",
+        }
+    }
+}
+
+impl fmt::Display for SimErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A runtime fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError {
+    pub kind: SimErrorKind,
+    /// Lowercase, no trailing period, without the location.
+    pub message: String,
+    /// The faulting instruction's queue and index in its stream.
+    pub queue: Option<Queue>,
+    pub index: Option<usize>,
+    pub mnemonic: Option<&'static str>,
+    /// The instruction's line-table entry.
+    pub line: Option<LineId>,
+    /// `file:line:col` of `line`, resolved through the program.
+    pub source: Option<String>,
+}
+
+impl SimError {
+    /// A fault that belongs to no instruction.
+    pub fn new(kind: SimErrorKind, message: impl Into<String>) -> SimError {
+        SimError {
+            kind,
+            message: message.into(),
+            queue: None,
+            index: None,
+            mnemonic: None,
+            line: None,
+            source: None,
+        }
+    }
+
+    /// A fault of instruction `index` of `queue`'s stream.
+    pub(crate) fn at(
+        kind: SimErrorKind,
+        message: String,
+        program: &Program,
+        queue: Queue,
+        index: usize,
+    ) -> SimError {
+        let inst = program.stream(queue).and_then(|s| s.get(index));
+        let line = inst.and_then(|i| i.line);
+        let source = line.and_then(|l| {
+            let entry = program.line(l)?;
+            let file = program.files.get(entry.file as usize)?;
+            Some(format!("{file}:{}:{}", entry.line, entry.col))
+        });
+        SimError {
+            kind,
+            message,
+            queue: Some(queue),
+            index: Some(index),
+            mnemonic: inst.map(|i| i.op.mnemonic()),
+            line,
+            source,
+        }
+    }
+}
+
+impl fmt::Display for SimError {
+    /// For example `out-of-bounds read of sbuf partitions 120..136 (limit
+    /// 128) by tensor_copy at vector[3] (kernel.py:14:5)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let (Some(q), Some(i)) = (self.queue, self.index) {
+            match self.mnemonic {
+                Some(m) => write!(f, " by {m} at {q}[{i}]")?,
+                None => write!(f, " at {q}[{i}]")?,
+            }
+        }
+        if let Some(src) = &self.source {
+            write!(f, " ({src})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// A fault inside an instruction before its location is attached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub kind: SimErrorKind,
+    pub message: String,
+}
+
+impl Fault {
+    pub(crate) fn new(kind: SimErrorKind, message: impl Into<String>) -> Fault {
+        Fault {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn bad(message: impl Into<String>) -> Fault {
+        Fault::new(SimErrorKind::BadProgram, message)
+    }
+}
+
+pub(crate) type FResult<T> = Result<T, Fault>;

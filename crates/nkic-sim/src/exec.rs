@@ -1,0 +1,2451 @@
+//! The meaning of every instruction: one function per `Op` variant, run
+//! against the memory state, the executing queue's registers and the
+//! engines' accumulator registers.
+//!
+//! General rules (see also `alu.rs` and the crate doc):
+//!
+//! * An instruction reads all its inputs before it writes anything, so an
+//!   output may alias an input.
+//! * Operands are walked in row-major order of their free dims; only P and
+//!   F must agree between operands.
+//! * Arithmetic widens every input to f32, computes in f32 and rounds to
+//!   the destination dtype on write (`numerics`, RNE). Copies between equal
+//!   dtypes move raw bits. Bitwise operators work on raw bits.
+//! * `tensor_reduce` and `tensor_partition_reduce` fold left starting from
+//!   the first element. An accumulator instruction folds its row from the
+//!   identity of `reduce_op` over the f32 values *before* their rounding to
+//!   the destination dtype, then combines that row result into the
+//!   accumulator (docs/isa.md §1.5).
+//! * Accumulator registers (128 per engine, one per partition lane, indexed
+//!   by absolute partition) start at 0.0. Instructions with
+//!   `reduce_cmd=idle` leave them unchanged.
+//! * Random instructions draw from the executing engine's per-lane XORWOW
+//!   generators (`rng.rs`).
+
+use nkic_isa::numerics::{self, Overflow};
+use nkic_isa::{
+    AccessPattern, ActFunc, AluOp, DType, Dim, Engine, Imm, Label, MatmulPerfMode, OobMode, Op,
+    ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar,
+};
+
+use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
+use crate::error::{FResult, Fault, SimErrorKind};
+use crate::matmul::matmul;
+use crate::memory::{MemoryState, View, bits_of};
+use crate::rng::{self, Xorwow};
+
+/// Per-lane engine state shared by a queue's instructions: the Scalar and
+/// Vector accumulator registers and the Vector and GpSimd generators.
+pub(crate) struct Accumulators {
+    pub scalar: Vec<f32>,
+    pub vector: Vec<f32>,
+    pub rng_vector: Vec<Xorwow>,
+    pub rng_gpsimd: Vec<Xorwow>,
+}
+
+impl Accumulators {
+    pub fn new(lanes: usize) -> Accumulators {
+        Accumulators {
+            scalar: vec![0.0; lanes],
+            vector: vec![0.0; lanes],
+            rng_vector: rng::lanes(0, lanes),
+            rng_gpsimd: rng::lanes(0, lanes),
+        }
+    }
+}
+
+/// Where a queue continues after an instruction.
+pub(crate) enum Flow {
+    Next,
+    Jump(Label),
+}
+
+/// One instruction's execution context.
+pub(crate) struct Exec<'a> {
+    pub mem: &'a mut MemoryState,
+    pub regs: &'a mut [i32],
+    pub acc: &'a mut Accumulators,
+    pub engine: Engine,
+    pub flops: &'a mut u64,
+}
+
+/// Which accumulator file an instruction uses.
+#[derive(Clone, Copy)]
+enum AccFile {
+    Scalar,
+    Vector,
+}
+
+impl Exec<'_> {
+    /// Executes `op`.
+    pub fn run(&mut self, op: &Op) -> FResult<Flow> {
+        match op {
+            Op::DmaCopy {
+                dst,
+                src,
+                accumulate,
+                oob,
+                ..
+            } => self.dma_copy(dst, src, *accumulate, *oob)?,
+            Op::DmaTranspose { dst, src, .. } => self.dma_transpose(dst, src)?,
+            Op::DmaGather {
+                dst,
+                src,
+                index,
+                oob,
+            } => self.dma_indirect(dst, src, index, false, false, *oob)?,
+            Op::DmaScatter {
+                dst,
+                src,
+                index,
+                accumulate,
+                oob,
+            } => self.dma_indirect(dst, src, index, true, *accumulate, *oob)?,
+            Op::Rng { dst } => self.rng(dst)?,
+            Op::Rand2 { dst, min, max } => self.rand2(dst, min, max)?,
+            Op::Dropout { dst, src, prob } => self.dropout(dst, src, prob)?,
+            Op::SetRngSeed { src } => {
+                let v = self.view(src, "src")?;
+                if v.elements() != 1 {
+                    return Err(Fault::bad(format!(
+                        "`set_rng_seed` reads exactly one element, `src` has {}",
+                        v.elements()
+                    )));
+                }
+                let mut raw = Vec::new();
+                self.mem.read_raw(&v, &mut raw)?;
+                let seed = bits_of(&raw);
+                let lanes = self.acc.rng_vector.len();
+                self.acc.rng_vector = rng::lanes(seed, lanes);
+            }
+            Op::TensorCopy { dst, src } => self.tensor_copy(dst, src)?,
+            Op::Memset { dst, value } => self.memset(dst, *value)?,
+            Op::Iota {
+                dst,
+                pattern,
+                offset,
+                channel_multiplier,
+            } => self.iota(dst, pattern, *offset, *channel_multiplier)?,
+            Op::NcMatmul {
+                dst,
+                stationary,
+                moving,
+                accumulate,
+                transpose,
+                perf_mode,
+                ..
+            } => self.matmul(dst, stationary, moving, *accumulate, *transpose, *perf_mode)?,
+            Op::NcMatmulMx {
+                dst,
+                stationary,
+                moving,
+                stationary_scale,
+                moving_scale,
+                accumulate,
+                ..
+            } => self.matmul_mx(
+                dst,
+                stationary,
+                moving,
+                stationary_scale,
+                moving_scale,
+                *accumulate,
+            )?,
+            Op::NcTranspose { dst, src } => self.transpose(dst, src)?,
+            Op::Activation {
+                dst,
+                src,
+                func,
+                scale,
+                bias,
+                reduce_op,
+                reduce_cmd,
+                reduce_res,
+            } => self.activation(
+                dst,
+                src,
+                *func,
+                scale,
+                bias.as_ref(),
+                reduce_op.unwrap_or(AluOp::Add),
+                *reduce_cmd,
+                reduce_res.as_ref(),
+            )?,
+            Op::ActivationReduce {
+                dst,
+                src,
+                func,
+                scale,
+                bias,
+                reduce_op,
+                reduce_res,
+            } => self.activation(
+                dst,
+                src,
+                *func,
+                scale,
+                bias.as_ref(),
+                *reduce_op,
+                ReduceCmd::ResetReduce,
+                Some(reduce_res),
+            )?,
+            Op::Activate2 { .. } => self.activate2(op)?,
+            Op::TensorTensor {
+                dst,
+                src0,
+                src1,
+                op,
+            } => self.tensor_tensor(dst, src0, src1, *op)?,
+            Op::TensorScalar { .. } => self.tensor_scalar(op)?,
+            Op::ScalarTensorTensor {
+                dst,
+                src,
+                op0,
+                operand0,
+                reverse0,
+                op1,
+                src1,
+                reverse1,
+            } => self
+                .scalar_tensor_tensor(dst, src, *op0, operand0, *reverse0, *op1, src1, *reverse1)?,
+            Op::TensorScalarReduce { .. } => self.tensor_scalar_reduce(op)?,
+            Op::TensorScalarCumulative {
+                dst,
+                src,
+                op0,
+                imm0,
+                op1,
+                imm1,
+                reduce_cmd,
+            } => self.cumulative(dst, src, *op0, imm0, *op1, imm1.as_ref(), *reduce_cmd)?,
+            Op::TensorReduce {
+                dst,
+                src,
+                op,
+                last_dims,
+                negate,
+            } => self.tensor_reduce(dst, src, *op, *last_dims, *negate)?,
+            Op::TensorPartitionReduce { dst, src, op } => self.partition_reduce(dst, src, *op)?,
+            Op::TensorTensorScan {
+                dst,
+                src0,
+                src1,
+                initial,
+                op0,
+                op1,
+                reverse0,
+                reverse1,
+            } => self.scan(dst, src0, src1, initial, *op0, *op1, *reverse0, *reverse1)?,
+            Op::TensorCopyPredicated {
+                dst,
+                src,
+                predicate,
+                reverse_pred,
+            } => self.copy_predicated(dst, src, predicate, *reverse_pred)?,
+            Op::Reciprocal { dst, src } => self.map(dst, src, |x| 1.0 / x)?,
+            Op::Exponential {
+                dst,
+                src,
+                max_value,
+                reduce_cmd,
+                reduce_init,
+                reduce_res,
+            } => self.exponential(
+                dst,
+                src,
+                max_value,
+                *reduce_cmd,
+                reduce_init.as_ref(),
+                reduce_res.as_ref(),
+            )?,
+            Op::RangeSelect { .. } => self.range_select(op)?,
+            Op::SelectReduce {
+                dst,
+                predicate,
+                on_true,
+                on_false,
+                reverse_pred,
+                reduce_cmd,
+                reduce_res,
+            } => self.select_reduce(
+                dst,
+                predicate,
+                on_true,
+                on_false,
+                *reverse_pred,
+                *reduce_cmd,
+                reduce_res.as_ref(),
+            )?,
+            Op::Max8 { dst, src } => self.max8(dst, src)?,
+            Op::FindIndex8 { dst, src, vals } => self.find_index8(dst, src, vals)?,
+            Op::MatchReplace8 {
+                dst,
+                src,
+                vals,
+                imm,
+                dst_idx,
+            } => self.match_replace8(dst, src, vals, imm.get(), dst_idx.as_ref())?,
+            Op::BnStats { dst, src } => self.bn_stats(dst, src)?,
+            Op::BnAggr { dst, src } => self.bn_aggr(dst, src)?,
+            Op::QuantizeMx {
+                dst,
+                src,
+                dst_scale,
+            } => self.quantize_mx(dst, src, dst_scale)?,
+            Op::StreamShuffle { dst, src, mask } => self.stream_shuffle(dst, src, mask)?,
+            Op::AffineSelect {
+                dst,
+                src,
+                pattern,
+                offset,
+                channel_multiplier,
+                cmp,
+                on_false,
+            } => self.affine_select(
+                dst,
+                src,
+                pattern,
+                *offset,
+                *channel_multiplier,
+                *cmp,
+                on_false.get(),
+            )?,
+            Op::LocalGather {
+                dst,
+                src,
+                index,
+                elem_per_idx,
+                valid_indices,
+            } => self.local_gather(dst, src, index, *elem_per_idx, *valid_indices)?,
+            Op::NGather { dst, src, indices } => self.n_gather(dst, src, indices)?,
+            Op::SequenceBounds { dst, src } => self.sequence_bounds(dst, src)?,
+            Op::NonzeroWithCount {
+                dst,
+                src,
+                index_offset,
+                padding,
+            } => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
+            Op::RegSet { dst, value } => *self.reg_mut(*dst)? = *value,
+            Op::RegMove { dst, src } => {
+                let v = self.reg(*src)?;
+                *self.reg_mut(*dst)? = v;
+            }
+            Op::RegAlu { dst, op, a, b } => {
+                let a = self.reg(*a)?;
+                let b = self.reg_or_imm(*b)?;
+                *self.reg_mut(*dst)? = reg_alu(*op, a, b)?;
+            }
+            Op::RegLoad { dst, src } => {
+                let v = self.view(src, "src")?;
+                if v.elements() != 1 {
+                    return Err(Fault::bad(format!(
+                        "`reg_load` reads exactly one element, `src` has {}",
+                        v.elements()
+                    )));
+                }
+                let mut raw = Vec::new();
+                self.mem.read_raw(&v, &mut raw)?;
+                let bits = bits_of(&raw);
+                let value = match v.dtype {
+                    DType::I8 => i32::from(bits as u8 as i8),
+                    DType::I16 => i32::from(bits as u16 as i16),
+                    _ => bits as i32,
+                };
+                *self.reg_mut(*dst)? = value;
+            }
+            Op::RegStore { dst, src } => {
+                let value = self.reg(*src)?;
+                let v = self.view_w(dst, "dst")?;
+                if v.elements() != 1 {
+                    return Err(Fault::bad(format!(
+                        "`reg_store` writes exactly one element, `dst` has {}",
+                        v.elements()
+                    )));
+                }
+                self.mem.write_bits(&v, &[value as u32])?;
+            }
+            Op::Branch { cond, a, b, target } => {
+                let a = self.reg(*a)?;
+                let b = self.reg_or_imm(*b)?;
+                if cond.holds(a, b) {
+                    return Ok(Flow::Jump(*target));
+                }
+            }
+            Op::Jump { target } => return Ok(Flow::Jump(*target)),
+            Op::Label { .. } | Op::Nop {} => {}
+        }
+        Ok(Flow::Next)
+    }
+
+    // ------------------------------------------------------------ helpers
+
+    fn reg(&self, r: Reg) -> FResult<i32> {
+        self.regs
+            .get(usize::from(r.0))
+            .copied()
+            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+    }
+
+    fn reg_mut(&mut self, r: Reg) -> FResult<&mut i32> {
+        self.regs
+            .get_mut(usize::from(r.0))
+            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+    }
+
+    fn reg_or_imm(&self, x: RegOrImm) -> FResult<i32> {
+        match x {
+            RegOrImm::Reg(r) => self.reg(r),
+            RegOrImm::Imm(v) => Ok(v),
+        }
+    }
+
+    fn view(&self, ap: &AccessPattern, field: &'static str) -> FResult<View> {
+        self.mem.view(ap, self.regs, field, false)
+    }
+
+    fn view_w(&self, ap: &AccessPattern, field: &'static str) -> FResult<View> {
+        self.mem.view(ap, self.regs, field, true)
+    }
+
+    /// Reads an operand's values; it must not be a packed x4 dtype.
+    fn values(&mut self, ap: &AccessPattern, field: &'static str) -> FResult<(View, Vec<f32>)> {
+        let v = self.view(ap, field)?;
+        plain(&v)?;
+        let x = self.mem.read_f32(&v)?;
+        Ok((v, x))
+    }
+
+    /// A destination that receives one computed value per element.
+    fn dst(&self, ap: &AccessPattern, field: &'static str) -> FResult<View> {
+        let v = self.view_w(ap, field)?;
+        plain(&v)?;
+        Ok(v)
+    }
+
+    /// A scalar operand's value per row.
+    fn scalar(&mut self, s: &Scalar, rows: usize, field: &'static str) -> FResult<Vec<f32>> {
+        match s {
+            Scalar::Imm(x) => Ok(vec![x.get(); rows]),
+            Scalar::Vector(ap) => {
+                let (v, x) = self.values(ap, field)?;
+                per_row(&v, &x, rows)
+            }
+        }
+    }
+
+    fn opt_scalar(
+        &mut self,
+        s: Option<&Scalar>,
+        rows: usize,
+        default: f32,
+        field: &'static str,
+    ) -> FResult<Vec<f32>> {
+        match s {
+            Some(s) => self.scalar(s, rows, field),
+            None => Ok(vec![default; rows]),
+        }
+    }
+
+    /// A scalar operand's integer bits per row (bitwise operators): an
+    /// immediate is rounded to an integer, a vector is read raw.
+    fn scalar_bits(
+        &mut self,
+        s: Option<&Scalar>,
+        rows: usize,
+        field: &'static str,
+    ) -> FResult<Vec<u32>> {
+        match s {
+            None => Ok(vec![0; rows]),
+            Some(Scalar::Imm(x)) => Ok(vec![float_to_bits(x.get()); rows]),
+            Some(Scalar::Vector(ap)) => {
+                let v = self.view(ap, field)?;
+                let bits = self.ext_bits(&v)?;
+                if v.rows != rows || v.free() == 0 {
+                    return Err(Fault::bad(format!(
+                        "`{field}` must be a ({rows}, 1) vector, found ({}, {})",
+                        v.rows,
+                        v.free()
+                    )));
+                }
+                Ok(bits.iter().step_by(v.free()).copied().collect())
+            }
+        }
+    }
+
+    /// Applies `f` element-wise from `src` to `dst`.
+    fn map(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        f: impl Fn(f32) -> f32,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let y: Vec<f32> = x.into_iter().map(f).collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// Every element's bits as a 32-bit integer (sign-extended for signed
+    /// dtypes), for the bitwise operators.
+    fn ext_bits(&mut self, v: &View) -> FResult<Vec<u32>> {
+        let bits = self.mem.read_bits(v)?;
+        Ok(bits.into_iter().map(|b| extend(v.dtype, b)).collect())
+    }
+
+    /// True when GpSimd computes these operators exactly on 32-bit integers:
+    /// every operand `int32`/`uint32` and every operator in the exact set.
+    fn exact_int(&self, views: &[&View], ops: &[AluOp]) -> bool {
+        self.engine == Engine::GpSimd
+            && views
+                .iter()
+                .all(|v| matches!(v.dtype, DType::I32 | DType::U32))
+            && ops.iter().all(|&op| alu_i32(op, 0, 0, true).is_some())
+    }
+
+    fn accs(&mut self, file: AccFile, v: &View) -> FResult<&mut [f32]> {
+        let accs = match file {
+            AccFile::Scalar => &mut self.acc.scalar,
+            AccFile::Vector => &mut self.acc.vector,
+        };
+        let (lo, hi) = (v.part_start, v.part_start + v.rows);
+        if hi > accs.len() {
+            return Err(Fault::bad(format!(
+                "`{}` covers lanes {lo}..{hi}; the engine has {} accumulator lanes",
+                v.field,
+                accs.len()
+            )));
+        }
+        Ok(&mut accs[lo..hi])
+    }
+
+    /// Combines the rows of `vals` (`free` values each) into the
+    /// accumulators of the lanes of `like` per `cmd`.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce(
+        &mut self,
+        file: AccFile,
+        like: &View,
+        cmd: ReduceCmd,
+        op: AluOp,
+        vals: &[f32],
+        free: usize,
+        init: Option<&[f32]>,
+    ) -> FResult<()> {
+        let accs = self.accs(file, like)?;
+        for (p, a) in accs.iter_mut().enumerate() {
+            match cmd {
+                ReduceCmd::Idle => continue,
+                ReduceCmd::Reset => {
+                    *a = identity(op);
+                    continue;
+                }
+                ReduceCmd::Reduce => {}
+                ReduceCmd::ResetReduce => *a = identity(op),
+                ReduceCmd::LoadReduce => *a = init.and_then(|i| i.get(p).copied()).unwrap_or(0.0),
+            }
+            let r = vals[p * free..(p + 1) * free]
+                .iter()
+                .fold(identity(op), |r, &x| alu(op, r, x));
+            *a = alu(op, *a, r);
+        }
+        Ok(())
+    }
+
+    /// Writes the accumulators of `like`'s lanes into `res` (negated if asked).
+    fn read_out(
+        &mut self,
+        file: AccFile,
+        like: &View,
+        res: Option<&AccessPattern>,
+        negate: bool,
+    ) -> FResult<()> {
+        let Some(res) = res else { return Ok(()) };
+        let rv = self.dst(res, "reduce_res")?;
+        if rv.rows != like.rows || rv.free() != 1 {
+            return Err(Fault::bad(format!(
+                "`reduce_res` must be ({}, 1), found ({}, {})",
+                like.rows,
+                rv.rows,
+                rv.free()
+            )));
+        }
+        let vals: Vec<f32> = self
+            .accs(file, like)?
+            .iter()
+            .map(|&a| if negate { -a } else { a })
+            .collect();
+        self.mem.write_f32(&rv, &vals)
+    }
+
+    // ------------------------------------------------------------ data movement
+
+    fn dma_copy(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        accumulate: bool,
+        oob: OobMode,
+    ) -> FResult<()> {
+        if oob == OobMode::Skip {
+            return self.dma_copy_skipping(dst, src, accumulate);
+        }
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        if sv.elements() != dv.elements() {
+            return Err(Fault::bad(format!(
+                "`dst` has {} elements but `src` has {}",
+                dv.elements(),
+                sv.elements()
+            )));
+        }
+        if sv.dtype == dv.dtype && !accumulate {
+            let mut raw = Vec::new();
+            self.mem.read_raw(&sv, &mut raw)?;
+            return self.mem.write_raw(&dv, &raw);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let mut x = self.mem.read_f32(&sv)?;
+        if accumulate {
+            let old = self.mem.read_f32(&dv)?;
+            for (x, o) in x.iter_mut().zip(old) {
+                *x += o;
+            }
+        }
+        self.mem.write_f32(&dv, &x)
+    }
+
+    /// `dma_copy` with `oob=skip`: elements whose source or destination
+    /// lies outside its memory are not transferred.
+    fn dma_copy_skipping(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        accumulate: bool,
+    ) -> FResult<()> {
+        let sv = self.mem.view_unchecked(src, self.regs, "src")?;
+        let dv = self.mem.view_unchecked(dst, self.regs, "dst")?;
+        if sv.elements() != dv.elements() {
+            return Err(Fault::bad(format!(
+                "`dst` has {} elements but `src` has {}",
+                dv.elements(),
+                sv.elements()
+            )));
+        }
+        let raw_copy = sv.dtype == dv.dtype && !accumulate;
+        if !raw_copy {
+            plain(&sv)?;
+            plain(&dv)?;
+        }
+        let (sf, df) = (sv.free().max(1), dv.free().max(1));
+        let mut buf = Vec::new();
+        for e in 0..sv.elements() {
+            let (ps, is) = (e / sf, e % sf);
+            let (pd, id) = (e / df, e % df);
+            if !self.mem.in_bounds(&sv, ps, is) || !self.mem.in_bounds(&dv, pd, id) {
+                continue;
+            }
+            buf.clear();
+            self.mem.read_elem(&sv, ps, is, &mut buf)?;
+            if !raw_copy {
+                let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
+                if accumulate {
+                    let mut old = Vec::new();
+                    self.mem.read_elem(&dv, pd, id, &mut old)?;
+                    x += numerics::to_f32(dv.dtype, bits_of(&old));
+                }
+                buf.clear();
+                numerics::encode(dv.dtype, &[x], &mut buf);
+            }
+            self.mem.write_elem(&dv, pd, id, &buf);
+        }
+        Ok(())
+    }
+
+    /// `dma_gather` (`scatter` false: `src` rows remapped) and
+    /// `dma_scatter` (`dst` rows remapped): row `w` of the remapped side is
+    /// row `index[w]` of its tensor. Elements then pair as in `dma_copy`,
+    /// one at a time in row-major order, so repeated scatter indices with
+    /// `accumulate` add up. A remapped row outside its tensor faults, or
+    /// with `oob=skip` is not transferred.
+    #[allow(clippy::too_many_arguments)]
+    fn dma_indirect(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        index: &AccessPattern,
+        scatter: bool,
+        accumulate: bool,
+        oob: OobMode,
+    ) -> FResult<()> {
+        let iv = self.view(index, "index")?;
+        let idx = self.mem.read_bits(&iv)?;
+        let (mut sv, mut dv) = if scatter {
+            (
+                self.view(src, "src")?,
+                self.mem.view_unchecked(dst, self.regs, "dst")?,
+            )
+        } else {
+            (
+                self.mem.view_unchecked(src, self.regs, "src")?,
+                self.view_w(dst, "dst")?,
+            )
+        };
+        let remapped = if scatter { &mut dv } else { &mut sv };
+        if iv.elements() != remapped.rows || !matches!(iv.dtype, DType::I32 | DType::U32) {
+            return Err(Fault::bad(format!(
+                "`index` must be an int32 or uint32 [{}, 1] vector, found {} [{}, {}]",
+                remapped.rows,
+                iv.dtype,
+                iv.rows,
+                iv.free()
+            )));
+        }
+        let rows: Vec<i64> = idx
+            .iter()
+            .map(|&b| {
+                let row = if iv.dtype == DType::I32 {
+                    i64::from(b as i32)
+                } else {
+                    i64::from(b)
+                };
+                remapped
+                    .row_base
+                    .saturating_add(row.saturating_mul(remapped.row_step))
+            })
+            .collect();
+        remapped.row_addrs = Some(rows);
+        let field = remapped.field;
+        let bad_row = (0..remapped.rows).find(|&w| !self.mem.row_in_bounds(remapped, w));
+        let valid: Vec<bool> = (0..remapped.rows)
+            .map(|w| self.mem.row_in_bounds(remapped, w))
+            .collect();
+        if let (Some(w), OobMode::Error) = (bad_row, oob) {
+            return Err(Fault::new(
+                SimErrorKind::OutOfBounds,
+                format!(
+                    "out-of-bounds indirect row: `index` row {w} holds {} and `{field}` leaves its tensor",
+                    idx[w] as i32
+                ),
+            ));
+        }
+        if sv.elements() != dv.elements() {
+            return Err(Fault::bad(format!(
+                "`dst` has {} elements but `src` has {}",
+                dv.elements(),
+                sv.elements()
+            )));
+        }
+        let raw_copy = sv.dtype == dv.dtype && !accumulate;
+        if !raw_copy {
+            plain(&sv)?;
+            plain(&dv)?;
+        }
+        let (sf, df) = (sv.free().max(1), dv.free().max(1));
+        let mut buf = Vec::new();
+        for e in 0..sv.elements() {
+            let (ps, is) = (e / sf, e % sf);
+            let (pd, id) = (e / df, e % df);
+            if !valid[if scatter { pd } else { ps }] {
+                continue;
+            }
+            buf.clear();
+            self.mem.read_elem(&sv, ps, is, &mut buf)?;
+            if !raw_copy {
+                let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
+                if accumulate {
+                    let mut old = Vec::new();
+                    self.mem.read_elem(&dv, pd, id, &mut old)?;
+                    x += numerics::to_f32(dv.dtype, bits_of(&old));
+                }
+                buf.clear();
+                numerics::encode(dv.dtype, &[x], &mut buf);
+            }
+            self.mem.write_elem(&dv, pd, id, &buf);
+        }
+        Ok(())
+    }
+
+    fn dma_transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let s = src.shape();
+        let perm: &[usize] = match s.len() {
+            2 => &[1, 0],
+            3 => &[2, 1, 0],
+            4 => &[3, 1, 2, 0],
+            n => {
+                return Err(Fault::bad(format!(
+                    "`src` has rank {n}; DMA transpose takes rank 2, 3 or 4"
+                )));
+            }
+        };
+        let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
+        if dst.shape() != want || sv.dtype != dv.dtype {
+            return Err(Fault::bad(format!(
+                "`dst` must be {} {want:?} (src transposed), found {} {:?}",
+                sv.dtype,
+                dv.dtype,
+                dst.shape()
+            )));
+        }
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let size = sv.size;
+        // Row-major strides of the source shape, in elements.
+        let mut strides = vec![1usize; s.len()];
+        for i in (0..s.len() - 1).rev() {
+            strides[i] = strides[i + 1] * s[i + 1] as usize;
+        }
+        let mut out = Vec::with_capacity(raw.len());
+        let mut idx = vec![0u64; want.len()];
+        for _ in 0..dv.elements() {
+            let flat: usize = idx
+                .iter()
+                .zip(perm)
+                .map(|(&j, &k)| j as usize * strides[k])
+                .sum();
+            out.extend_from_slice(&raw[flat * size..flat * size + size]);
+            for d in (0..idx.len()).rev() {
+                idx[d] += 1;
+                if idx[d] < want[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        self.mem.write_raw(&dv, &out)
+    }
+
+    fn tensor_copy(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        if sv.dtype == dv.dtype {
+            let mut raw = Vec::new();
+            self.mem.read_raw(&sv, &mut raw)?;
+            return self.mem.write_raw(&dv, &raw);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let x = self.mem.read_f32(&sv)?;
+        self.mem.write_f32(&dv, &x)
+    }
+
+    fn memset(&mut self, dst: &AccessPattern, value: Imm) -> FResult<()> {
+        let dv = self.view_w(dst, "dst")?;
+        let dt = dv.dtype;
+        let mut elem = Vec::with_capacity(dv.size);
+        match value {
+            Imm::Int(v) if dt.is_int() => elem.extend_from_slice(&v.to_le_bytes()[..dv.size]),
+            Imm::Int(v) if dt == DType::Bool => elem.push(u8::from(v != 0)),
+            Imm::Int(v) => encode_all(dt, v as f32, &mut elem),
+            Imm::Float(x) => encode_all(dt, x.get(), &mut elem),
+        }
+        let raw = elem.repeat(dv.elements());
+        self.mem.write_raw(&dv, &raw)
+    }
+
+    fn iota(&mut self, dst: &AccessPattern, pattern: &[Dim], offset: i32, cm: i32) -> FResult<()> {
+        let dv = self.dst(dst, "dst")?;
+        let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;
+        let mut raw = Vec::with_capacity(dv.elements() * dv.size);
+        for v in values {
+            encode_int(dv.dtype, i64::from(v), &mut raw);
+        }
+        self.mem.write_raw(&dv, &raw)
+    }
+
+    // ------------------------------------------------------------ Tensor engine
+
+    fn matmul(
+        &mut self,
+        dst: &AccessPattern,
+        stationary: &AccessPattern,
+        moving: &AccessPattern,
+        accumulate: bool,
+        transpose: bool,
+        perf_mode: MatmulPerfMode,
+    ) -> FResult<()> {
+        let (sv, s) = self.values(stationary, "stationary")?;
+        let (mv, v) = self.values(moving, "moving")?;
+        let dv = self.dst(dst, "dst")?;
+        if sv.rows != mv.rows {
+            return Err(Fault::bad(format!(
+                "`stationary` covers {} partitions but `moving` covers {}",
+                sv.rows, mv.rows
+            )));
+        }
+        // Double-row mode contracts over (partition, j): the [P, 2, M]
+        // stationary is, in row-major order, exactly a [2P, M] matrix.
+        let rows = if perf_mode == MatmulPerfMode::DoubleRow {
+            2
+        } else {
+            1
+        };
+        if sv.free() % rows != 0 || mv.free() % rows != 0 {
+            return Err(Fault::bad("double-row operands must be [P, 2, n]"));
+        }
+        let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
+        if dv.rows != m || dv.free() != n {
+            return Err(Fault::bad(format!(
+                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
+                dv.rows,
+                dv.free()
+            )));
+        }
+        *self.flops += 2 * (k * m * n) as u64;
+        if transpose {
+            return self.matmul_transpose(&dv, &sv, &s, &v, k, m, n, accumulate);
+        }
+        let mut acc = if accumulate {
+            self.mem.read_f32(&dv)?
+        } else {
+            vec![0f32; m * n]
+        };
+        matmul(&s, &v, k, m, n, &mut acc);
+        self.mem.write_f32(&dv, &acc)
+    }
+
+    /// Transpose mode (`transpose=true`): when column `n` of `moving` has
+    /// exactly one nonzero element, at row `k`, and it is 1.0, `dst[m, n]`
+    /// is `stationary[k, m]` exactly (bits when `dst` has its dtype, so NaN
+    /// and infinity survive; `accumulate` does not apply); otherwise the
+    /// column is an ordinary matmul (docs/isa.md `nc_matmul`).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul_transpose(
+        &mut self,
+        dv: &View,
+        sv: &View,
+        s: &[f32],
+        v: &[f32],
+        k: usize,
+        m: usize,
+        n: usize,
+        accumulate: bool,
+    ) -> FResult<()> {
+        let mut s_raw = Vec::new();
+        self.mem.read_raw(sv, &mut s_raw)?;
+        let old = if accumulate {
+            Some(self.mem.read_f32(dv)?)
+        } else {
+            None
+        };
+        let size = sv.size;
+        let mut out = Vec::with_capacity(m * n * dv.size);
+        for mm in 0..m {
+            for nn in 0..n {
+                let mut terms = (0..k).filter(|&kk| v[kk * n + nn] != 0.0);
+                let first = terms.next();
+                let single = first.is_some() && terms.next().is_none();
+                let e = mm * n + nn;
+                if let (Some(kk), true) = (first, single)
+                    && v[kk * n + nn] == 1.0
+                {
+                    if dv.dtype == sv.dtype {
+                        let at = (kk * m + mm) * size;
+                        out.extend_from_slice(&s_raw[at..at + size]);
+                    } else {
+                        numerics::encode(dv.dtype, &[s[kk * m + mm]], &mut out);
+                    }
+                    continue;
+                }
+                let mut sum = old.as_ref().map_or(0.0, |o| o[e]);
+                for kk in 0..k {
+                    sum += s[kk * m + mm] * v[kk * n + nn];
+                }
+                numerics::encode(dv.dtype, &[sum], &mut out);
+            }
+        }
+        self.mem.write_raw(dv, &out)
+    }
+
+    fn matmul_mx(
+        &mut self,
+        dst: &AccessPattern,
+        stationary: &AccessPattern,
+        moving: &AccessPattern,
+        stationary_scale: &AccessPattern,
+        moving_scale: &AccessPattern,
+        accumulate: bool,
+    ) -> FResult<()> {
+        let a = self.mx_operand(
+            stationary,
+            stationary_scale,
+            "stationary",
+            "stationary_scale",
+        )?;
+        let b = self.mx_operand(moving, moving_scale, "moving", "moving_scale")?;
+        if a.rows != b.rows {
+            return Err(Fault::bad(format!(
+                "`stationary` covers {} partitions but `moving` covers {}",
+                a.rows / 4,
+                b.rows / 4
+            )));
+        }
+        let dv = self.dst(dst, "dst")?;
+        let (k, m, n) = (a.rows, a.cols, b.cols);
+        if dv.rows != m || dv.free() != n {
+            return Err(Fault::bad(format!(
+                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
+                dv.rows,
+                dv.free()
+            )));
+        }
+        *self.flops += 2 * (k * m * n) as u64;
+        let mut acc = if accumulate {
+            self.mem.read_f32(&dv)?
+        } else {
+            vec![0f32; m * n]
+        };
+        for kk in 0..k {
+            for mm in 0..m {
+                let x = a.values[kk * m + mm];
+                let row = &mut acc[mm * n..(mm + 1) * n];
+                for (nn, out) in row.iter_mut().enumerate() {
+                    *out += (x * b.values[kk * n + nn]) as f32;
+                }
+            }
+        }
+        self.mem.write_f32(&dv, &acc)
+    }
+
+    /// An MX operand as a `[4P, F]` matrix of exactly scaled values: row
+    /// `4k + q` holds lane `q` of partition `k`, times `2^(scale − 127)` of
+    /// the scale element of group `(k / 8, column)` (isa.md `nc_matmul_mx`),
+    /// in f64 so that the scaling is exact.
+    fn mx_operand(
+        &mut self,
+        data: &AccessPattern,
+        scale: &AccessPattern,
+        field: &'static str,
+        scale_field: &'static str,
+    ) -> FResult<MxMatrix> {
+        let dv = self.view(data, field)?;
+        if !dv.dtype.is_packed_x4() {
+            return Err(Fault::bad(format!(
+                "`{field}` must be a packed x4 MX dtype, found {}",
+                dv.dtype
+            )));
+        }
+        let vals = self.mem.read_f32(&dv)?;
+        let scv = self.view(scale, scale_field)?;
+        let codes = {
+            let mut raw = Vec::new();
+            self.mem.read_raw(&scv, &mut raw)?;
+            raw
+        };
+        let (p, f) = (dv.rows, dv.free());
+        let need = 32 * ((p.max(1) - 1) / 32) + ((p.max(1) - 1) % 32) / 8 + 1;
+        if scv.size != 1 || scv.free() != f || scv.rows < need {
+            return Err(Fault::bad(format!(
+                "`{scale_field}` must be one byte per element with {f} elements per partition over at least {need} partitions"
+            )));
+        }
+        let mut values = vec![0f64; 4 * p * f];
+        for k in 0..p {
+            let srow = 32 * (k / 32) + (k % 32) / 8;
+            for c in 0..f {
+                let code = codes[srow * f + c];
+                let factor = if code == 0xff {
+                    f64::NAN
+                } else {
+                    (f64::from(code) - 127.0).exp2()
+                };
+                for q in 0..4 {
+                    values[(4 * k + q) * f + c] = f64::from(vals[(k * f + c) * 4 + q]) * factor;
+                }
+            }
+        }
+        Ok(MxMatrix {
+            rows: 4 * p,
+            cols: f,
+            values,
+        })
+    }
+
+    fn transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let (p, f) = (sv.rows, sv.free());
+        if dv.rows != f || dv.free() != p {
+            return Err(Fault::bad(format!(
+                "`dst` must be [{f}, {p}] (src transposed), found [{}, {}]",
+                dv.rows,
+                dv.free()
+            )));
+        }
+        if sv.dtype == dv.dtype {
+            let mut raw = Vec::new();
+            self.mem.read_raw(&sv, &mut raw)?;
+            let size = sv.size;
+            let mut out = Vec::with_capacity(raw.len());
+            for i in 0..f {
+                for pp in 0..p {
+                    let at = (pp * f + i) * size;
+                    out.extend_from_slice(&raw[at..at + size]);
+                }
+            }
+            return self.mem.write_raw(&dv, &out);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let x = self.mem.read_f32(&sv)?;
+        let y: Vec<f32> = (0..f * p).map(|e| x[(e % p) * f + e / p]).collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    // ------------------------------------------------------------ Scalar engine
+
+    #[allow(clippy::too_many_arguments)]
+    fn activation(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        func: ActFunc,
+        scale: &Scalar,
+        bias: Option<&Scalar>,
+        reduce_op: AluOp,
+        cmd: ReduceCmd,
+        reduce_res: Option<&AccessPattern>,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let scale = self.scalar(scale, rows, "scale")?;
+        let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
+        let f = sv.free();
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| activation(func, x * scale[e / f.max(1)] + bias[e / f.max(1)], 0.0))
+            .collect();
+        self.reduce(AccFile::Scalar, &sv, cmd, reduce_op, &y, f, None)?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(AccFile::Scalar, &sv, reduce_res, false)
+    }
+
+    fn activate2(&mut self, op: &Op) -> FResult<()> {
+        let Op::Activate2 {
+            dst,
+            src,
+            func,
+            op0,
+            imm0,
+            reverse0,
+            op1,
+            imm1,
+            reverse1,
+            relu_param,
+            reduce_op,
+            reduce_cmd,
+            reduce_res,
+        } = op
+        else {
+            return Ok(());
+        };
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let i0 = self.opt_scalar(imm0.as_ref(), rows, 0.0, "imm0")?;
+        let i1 = self.opt_scalar(imm1.as_ref(), rows, 0.0, "imm1")?;
+        let alpha = self.opt_scalar(relu_param.as_ref(), rows, 0.0, "relu_param")?;
+        let f = sv.free().max(1);
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| {
+                let p = e / f;
+                let mut v = x;
+                if *op0 != AluOp::Bypass {
+                    v = apply(*op0, v, i0[p], *reverse0);
+                }
+                if *op1 != AluOp::Bypass {
+                    v = apply(*op1, v, i1[p], *reverse1);
+                }
+                activation(*func, v, alpha[p])
+            })
+            .collect();
+        let rop = reduce_op.unwrap_or(AluOp::Add);
+        self.reduce(AccFile::Scalar, &sv, *reduce_cmd, rop, &y, sv.free(), None)?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(AccFile::Scalar, &sv, reduce_res.as_ref(), false)
+    }
+
+    // ------------------------------------------------------------ Vector engine
+
+    fn tensor_tensor(
+        &mut self,
+        dst: &AccessPattern,
+        src0: &AccessPattern,
+        src1: &AccessPattern,
+        op: AluOp,
+    ) -> FResult<()> {
+        let av = self.view(src0, "src0")?;
+        let bv = self.view(src1, "src1")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &av)?;
+        same_shape(&dv, &bv)?;
+        if op.is_bitvec() {
+            let a = self.ext_bits(&av)?;
+            let b = self.ext_bits(&bv)?;
+            let out: Vec<u32> = a
+                .iter()
+                .zip(&b)
+                .map(|(&a, &b)| alu_bits(op, a, b))
+                .collect();
+            return self.mem.write_bits(&dv, &out);
+        }
+        if self.exact_int(&[&av, &bv, &dv], &[op]) {
+            let signed = dv.dtype == DType::I32;
+            let a = self.mem.read_bits(&av)?;
+            let b = self.mem.read_bits(&bv)?;
+            let out: Vec<u32> = a
+                .iter()
+                .zip(&b)
+                .map(|(&a, &b)| alu_i32(op, a, b, signed).unwrap_or(0))
+                .collect();
+            return self.mem.write_bits(&dv, &out);
+        }
+        plain(&av)?;
+        plain(&bv)?;
+        plain(&dv)?;
+        let a = self.mem.read_f32(&av)?;
+        let b = self.mem.read_f32(&bv)?;
+        let y: Vec<f32> = a.iter().zip(&b).map(|(&a, &b)| alu(op, a, b)).collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    fn tensor_scalar(&mut self, op: &Op) -> FResult<()> {
+        let Op::TensorScalar {
+            dst,
+            src,
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            operand1,
+            reverse1,
+        } = op
+        else {
+            return Ok(());
+        };
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let f = sv.free().max(1);
+        let ops: Vec<AluOp> = std::iter::once(*op0).chain(*op1).collect();
+        let int_operands = [operand0, operand1].iter().all(|o| match o {
+            Some(Scalar::Vector(ap)) => matches!(ap.dtype, DType::I32 | DType::U32),
+            _ => true,
+        });
+        let exact = int_operands && self.exact_int(&[&sv, &dv], &ops);
+        if op0.is_bitvec() || exact {
+            let x = if exact {
+                self.mem.read_bits(&sv)?
+            } else {
+                self.ext_bits(&sv)?
+            };
+            let o0 = self.scalar_bits(operand0.as_ref(), rows, "operand0")?;
+            let o1 = self.scalar_bits(operand1.as_ref(), rows, "operand1")?;
+            let signed = dv.dtype == DType::I32;
+            let f2 = |op: AluOp, a: u32, b: u32| {
+                if exact {
+                    alu_i32(op, a, b, signed).unwrap_or(0)
+                } else {
+                    alu_bits(op, a, b)
+                }
+            };
+            let y: Vec<u32> = x
+                .iter()
+                .enumerate()
+                .map(|(e, &x)| {
+                    let p = e / f;
+                    let t = if *reverse0 {
+                        f2(*op0, o0[p], x)
+                    } else {
+                        f2(*op0, x, o0[p])
+                    };
+                    match op1 {
+                        Some(op1) if *reverse1 => f2(*op1, o1[p], t),
+                        Some(op1) => f2(*op1, t, o1[p]),
+                        None => t,
+                    }
+                })
+                .collect();
+            return self.mem.write_bits(&dv, &y);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let x = self.mem.read_f32(&sv)?;
+        let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
+        let o1 = self.opt_scalar(operand1.as_ref(), rows, 0.0, "operand1")?;
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| {
+                let p = e / f;
+                let t = apply(*op0, x, o0[p], *reverse0);
+                match op1 {
+                    Some(op1) => apply(*op1, t, o1[p], *reverse1),
+                    None => t,
+                }
+            })
+            .collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn scalar_tensor_tensor(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        op0: AluOp,
+        operand0: &Scalar,
+        reverse0: bool,
+        op1: AluOp,
+        src1: &AccessPattern,
+        reverse1: bool,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let (s1v, x1) = self.values(src1, "src1")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        same_shape(&dv, &s1v)?;
+        let o0 = self.scalar(operand0, sv.rows, "operand0")?;
+        let f = sv.free().max(1);
+        let y: Vec<f32> = x
+            .iter()
+            .zip(&x1)
+            .enumerate()
+            .map(|(e, (&x, &b))| {
+                let t = apply(op0, x, o0[e / f], reverse0);
+                apply(op1, t, b, reverse1)
+            })
+            .collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    fn tensor_scalar_reduce(&mut self, op: &Op) -> FResult<()> {
+        let Op::TensorScalarReduce {
+            dst,
+            src,
+            op0,
+            operand0,
+            reduce_op,
+            reduce_cmd,
+            reduce_init,
+            reduce_res,
+            reduce_res_negate,
+        } = op
+        else {
+            return Ok(());
+        };
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
+        let init = match reduce_init {
+            Some(s) => Some(self.scalar(s, rows, "reduce_init")?),
+            None => None,
+        };
+        let f = sv.free().max(1);
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| alu(*op0, x, o0[e / f]))
+            .collect();
+        self.reduce(
+            AccFile::Vector,
+            &sv,
+            *reduce_cmd,
+            *reduce_op,
+            &y,
+            sv.free(),
+            init.as_deref(),
+        )?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(
+            AccFile::Vector,
+            &sv,
+            reduce_res.as_ref(),
+            *reduce_res_negate,
+        )
+    }
+
+    /// `tensor_scalar_cumulative`: per partition,
+    /// `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, the register
+    /// starting per `reduce_cmd` (reset: identity of `op1`; reduce: the
+    /// Vector accumulator; load: `imm1`) and left in the accumulator.
+    #[allow(clippy::too_many_arguments)]
+    fn cumulative(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        op0: AluOp,
+        imm0: &Scalar,
+        op1: AluOp,
+        imm1: Option<&Scalar>,
+        cmd: ReduceCmd,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let i0 = self.scalar(imm0, rows, "imm0")?;
+        let i1 = self.opt_scalar(imm1, rows, 0.0, "imm1")?;
+        let f = sv.free();
+        let mut y = vec![0f32; x.len()];
+        let accs = self.accs(AccFile::Vector, &sv)?;
+        for (p, reg) in accs.iter_mut().enumerate() {
+            match cmd {
+                ReduceCmd::Reduce | ReduceCmd::Idle => {}
+                ReduceCmd::LoadReduce => *reg = i1[p],
+                ReduceCmd::Reset | ReduceCmd::ResetReduce => *reg = identity(op1),
+            }
+            for i in 0..f {
+                *reg = alu(op1, alu(op0, x[p * f + i], i0[p]), *reg);
+                y[p * f + i] = *reg;
+            }
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    fn tensor_reduce(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        op: AluOp,
+        last_dims: u8,
+        negate: bool,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let n = src.dims.len();
+        let last = usize::from(last_dims);
+        if last == 0 || last > n {
+            return Err(Fault::bad(format!(
+                "`last_dims` must be in 1..={n} (the free dims of `src`), found {last_dims}"
+            )));
+        }
+        let inner: usize = src.dims[n - last..]
+            .iter()
+            .map(|d| d.count as usize)
+            .product();
+        let kept = sv.free() / inner.max(1);
+        if dv.rows != sv.rows || dv.free() != kept {
+            return Err(Fault::bad(format!(
+                "`dst` must be [{}, {kept}] (the kept dims), found [{}, {}]",
+                sv.rows,
+                dv.rows,
+                dv.free()
+            )));
+        }
+        if inner == 0 {
+            return Ok(());
+        }
+        if op.is_bitvec() {
+            let x = self.ext_bits(&sv)?;
+            let y: Vec<u32> = x
+                .chunks(inner)
+                .map(|c| c[1..].iter().fold(c[0], |a, &b| alu_bits(op, a, b)))
+                .collect();
+            return self.mem.write_bits(&dv, &y);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let x = self.mem.read_f32(&sv)?;
+        let y: Vec<f32> = x
+            .chunks(inner)
+            .map(|c| {
+                let r = c[1..].iter().fold(c[0], |a, &b| alu(op, a, b));
+                if negate { -r } else { r }
+            })
+            .collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `tensor_partition_reduce`: `dst[0, f] = op` over partitions in
+    /// ascending order; `average` is the f32 sum divided by P.
+    fn partition_reduce(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        op: AluOp,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let f = sv.free();
+        if dv.rows != 1 || dv.free() != f || sv.rows == 0 {
+            return Err(Fault::bad(format!(
+                "`dst` must be [1, {f}], found [{}, {}]",
+                dv.rows,
+                dv.free()
+            )));
+        }
+        if op.is_bitvec() {
+            let x = self.ext_bits(&sv)?;
+            let y: Vec<u32> = (0..f)
+                .map(|i| (1..sv.rows).fold(x[i], |a, p| alu_bits(op, a, x[p * f + i])))
+                .collect();
+            return self.mem.write_bits(&dv, &y);
+        }
+        plain(&sv)?;
+        plain(&dv)?;
+        let x = self.mem.read_f32(&sv)?;
+        let y: Vec<f32> = (0..f)
+            .map(|i| {
+                let r = (1..sv.rows).fold(x[i], |a, p| alu(op, a, x[p * f + i]));
+                if op == AluOp::Average {
+                    r / sv.rows as f32
+                } else {
+                    r
+                }
+            })
+            .collect();
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `tensor_tensor_scan`; the running value stays in f32 between steps.
+    #[allow(clippy::too_many_arguments)]
+    fn scan(
+        &mut self,
+        dst: &AccessPattern,
+        src0: &AccessPattern,
+        src1: &AccessPattern,
+        initial: &Scalar,
+        op0: AluOp,
+        op1: AluOp,
+        reverse0: bool,
+        reverse1: bool,
+    ) -> FResult<()> {
+        let (av, a) = self.values(src0, "src0")?;
+        let (bv, b) = self.values(src1, "src1")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &av)?;
+        same_shape(&dv, &bv)?;
+        let init = self.scalar(initial, av.rows, "initial")?;
+        let f = av.free();
+        let mut y = vec![0f32; a.len()];
+        for (p, &start) in init.iter().enumerate() {
+            let mut prev = start;
+            for i in 0..f {
+                let e = p * f + i;
+                let t = apply(op0, a[e], prev, reverse0);
+                prev = apply(op1, t, b[e], reverse1);
+                y[e] = prev;
+            }
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `tensor_copy_predicated`: only the selected elements of `src` are
+    /// read, and only those of `dst` written.
+    fn copy_predicated(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        predicate: &AccessPattern,
+        reverse: bool,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let pv = self.view(predicate, "predicate")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        same_shape(&dv, &pv)?;
+        let pred = self.mem.read_bits(&pv)?;
+        let f = dv.free().max(1);
+        let mut buf = Vec::new();
+        for (e, &b) in pred.iter().enumerate() {
+            if (b != 0) == reverse {
+                continue;
+            }
+            let (p, i) = (e / f, e % f);
+            buf.clear();
+            self.mem.read_elem(&sv, p, i, &mut buf)?;
+            if sv.dtype != dv.dtype {
+                plain(&sv)?;
+                plain(&dv)?;
+                let x = numerics::to_f32(sv.dtype, bits_of(&buf));
+                buf.clear();
+                numerics::encode(dv.dtype, &[x], &mut buf);
+            }
+            self.mem.write_elem(&dv, p, i, &buf);
+        }
+        Ok(())
+    }
+
+    fn exponential(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        max_value: &Scalar,
+        cmd: ReduceCmd,
+        init: Option<&Scalar>,
+        reduce_res: Option<&AccessPattern>,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let mx = self.scalar(max_value, rows, "max_value")?;
+        let init = match init {
+            Some(s) => Some(self.scalar(s, rows, "reduce_init")?),
+            None => None,
+        };
+        let f = sv.free().max(1);
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| activation(ActFunc::Exp, x - mx[e / f], 0.0))
+            .collect();
+        self.reduce(
+            AccFile::Vector,
+            &sv,
+            cmd,
+            AluOp::Add,
+            &y,
+            sv.free(),
+            init.as_deref(),
+        )?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(AccFile::Vector, &sv, reduce_res, false)
+    }
+
+    fn range_select(&mut self, op: &Op) -> FResult<()> {
+        let Op::RangeSelect {
+            dst,
+            src,
+            cmp0,
+            bound0,
+            cmp1,
+            bound1,
+            range_start,
+            on_false,
+            reduce_cmd,
+            reduce_res,
+        } = op
+        else {
+            return Ok(());
+        };
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let rows = sv.rows;
+        let b0 = self.scalar(bound0, rows, "bound0")?;
+        let b1 = self.scalar(bound1, rows, "bound1")?;
+        let f = sv.free().max(1);
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(e, &x)| {
+                let p = e / f;
+                let idx = (i64::from(*range_start) + (e % f) as i64) as f32;
+                let keep = alu(*cmp0, idx, b0[p]) != 0.0 && alu(*cmp1, idx, b1[p]) != 0.0;
+                if keep { x } else { on_false.get() }
+            })
+            .collect();
+        self.reduce(
+            AccFile::Vector,
+            &sv,
+            *reduce_cmd,
+            AluOp::Maximum,
+            &y,
+            sv.free(),
+            None,
+        )?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(AccFile::Vector, &sv, reduce_res.as_ref(), false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn select_reduce(
+        &mut self,
+        dst: &AccessPattern,
+        predicate: &AccessPattern,
+        on_true: &AccessPattern,
+        on_false: &Scalar,
+        reverse: bool,
+        cmd: ReduceCmd,
+        reduce_res: Option<&AccessPattern>,
+    ) -> FResult<()> {
+        let pv = self.view(predicate, "predicate")?;
+        let pred = self.mem.read_bits(&pv)?;
+        let (tv, t) = self.values(on_true, "on_true")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &tv)?;
+        same_shape(&dv, &pv)?;
+        let fv = self.scalar(on_false, tv.rows, "on_false")?;
+        let f = tv.free().max(1);
+        let y: Vec<f32> = t
+            .iter()
+            .zip(&pred)
+            .enumerate()
+            .map(|(e, (&t, &b))| if (b != 0) != reverse { t } else { fv[e / f] })
+            .collect();
+        self.reduce(
+            AccFile::Vector,
+            &tv,
+            cmd,
+            AluOp::Maximum,
+            &y,
+            tv.free(),
+            None,
+        )?;
+        self.mem.write_f32(&dv, &y)?;
+        self.read_out(AccFile::Vector, &tv, reduce_res, false)
+    }
+
+    /// `max8`: the 8 largest values of each partition in descending order,
+    /// NaN above +inf, equal values (and ±0) in their original order.
+    fn max8(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        let f = sv.free();
+        if dv.rows != sv.rows || dv.free() != 8 || f < 8 {
+            return Err(Fault::bad(format!(
+                "`max8` needs `src` with at least 8 elements per partition and `dst` [{}, 8]",
+                sv.rows
+            )));
+        }
+        let mut y = Vec::with_capacity(sv.rows * 8);
+        for row in x.chunks(f) {
+            let mut r = row.to_vec();
+            r.sort_by(|a, b| {
+                (b.is_nan(), *b)
+                    .partial_cmp(&(a.is_nan(), *a))
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            y.extend_from_slice(&r[..8]);
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `nc_find_index8`: for each of the 8 values (in order), the first
+    /// position holding an equal value (f32 `==`) not already matched by an
+    /// earlier value; all ones when there is none.
+    fn find_index8(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        vals: &AccessPattern,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let (vv, v) = self.values(vals, "vals")?;
+        let dv = self.view_w(dst, "dst")?;
+        let f = sv.free();
+        if vv.rows != sv.rows || vv.free() != 8 || dv.rows != sv.rows || dv.free() != 8 || f == 0 {
+            return Err(Fault::bad(format!(
+                "`nc_find_index8` needs `vals` and `dst` of [{}, 8]",
+                sv.rows
+            )));
+        }
+        let mut out = Vec::with_capacity(sv.rows * 8);
+        for p in 0..sv.rows {
+            let row = &x[p * f..(p + 1) * f];
+            let mut used = vec![false; f];
+            for j in 0..8 {
+                let want = v[p * 8 + j];
+                match (0..f).find(|&i| !used[i] && row[i] == want) {
+                    Some(i) => {
+                        used[i] = true;
+                        out.push(i as u32);
+                    }
+                    None => out.push(u32::MAX),
+                }
+            }
+        }
+        self.mem.write_bits(&dv, &out)
+    }
+
+    /// `nc_match_replace8`: values processed from the last to the first;
+    /// each replaces the first not-yet-replaced equal element with `imm`.
+    fn match_replace8(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        vals: &AccessPattern,
+        imm: f32,
+        dst_idx: Option<&AccessPattern>,
+    ) -> FResult<()> {
+        let (sv, mut x) = self.values(src, "src")?;
+        let (vv, v) = self.values(vals, "vals")?;
+        let dv = self.dst(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let f = sv.free();
+        if vv.rows != sv.rows || vv.free() != 8 {
+            return Err(Fault::bad(format!("`vals` must be [{}, 8]", sv.rows)));
+        }
+        let mut idx = vec![u32::MAX; sv.rows * 8];
+        for p in 0..sv.rows {
+            let row = &mut x[p * f..(p + 1) * f];
+            let mut replaced = vec![false; f];
+            for j in (0..8).rev() {
+                let want = v[p * 8 + j];
+                if let Some(i) = (0..f).find(|&i| !replaced[i] && row[i] == want) {
+                    replaced[i] = true;
+                    row[i] = imm;
+                    idx[p * 8 + j] = i as u32;
+                }
+            }
+        }
+        self.mem.write_f32(&dv, &x)?;
+        if let Some(ap) = dst_idx {
+            let iv = self.view_w(ap, "dst_idx")?;
+            if iv.rows != sv.rows || iv.free() != 8 {
+                return Err(Fault::bad(format!("`dst_idx` must be [{}, 8]", sv.rows)));
+            }
+            self.mem.write_bits(&iv, &idx)?;
+        }
+        Ok(())
+    }
+
+    /// `bn_stats`: `[n, mean, M2]` of the even then the odd free positions,
+    /// in f32 (the sum in element order, mean = sum / n, then M2 as the sum
+    /// of squared deviations); an empty half gives `[0, 0, 0]`.
+    fn bn_stats(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        if dv.rows != sv.rows || dv.free() != 6 {
+            return Err(Fault::bad(format!("`dst` must be [{}, 6]", sv.rows)));
+        }
+        let f = sv.free();
+        let mut y = Vec::with_capacity(sv.rows * 6);
+        for p in 0..sv.rows {
+            let row = &x[p * f..(p + 1) * f];
+            for parity in 0..2 {
+                let half: Vec<f32> = row.iter().skip(parity).step_by(2).copied().collect();
+                let n = half.len() as f32;
+                if half.is_empty() {
+                    y.extend_from_slice(&[0.0, 0.0, 0.0]);
+                    continue;
+                }
+                let mean = half.iter().fold(0f32, |a, &b| a + b) / n;
+                let m2 = half.iter().fold(0f32, |a, &b| a + (b - mean) * (b - mean));
+                y.extend_from_slice(&[n, mean, m2]);
+            }
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `bn_aggr`: folds the `(n, mean, M2)` triples in order with Chan's
+    /// parallel combination in f32 (triples with n = 0 are skipped) and
+    /// writes `[mean, M2 / n]` (population variance; 0, 0 when n = 0).
+    fn bn_aggr(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.dst(dst, "dst")?;
+        let f = sv.free();
+        if dv.rows != sv.rows || dv.free() != 2 || f % 3 != 0 {
+            return Err(Fault::bad(format!(
+                "`bn_aggr` needs `src` of (count, mean, M2) triples and `dst` [{}, 2]",
+                sv.rows
+            )));
+        }
+        let mut y = Vec::with_capacity(sv.rows * 2);
+        for p in 0..sv.rows {
+            let (mut n, mut mean, mut m2) = (0f32, 0f32, 0f32);
+            for t in x[p * f..(p + 1) * f].chunks(3) {
+                let (nb, mb, m2b) = (t[0], t[1], t[2]);
+                if nb == 0.0 {
+                    continue;
+                }
+                let total = n + nb;
+                let delta = mb - mean;
+                mean += delta * nb / total;
+                m2 = m2 + m2b + delta * delta * n * nb / total;
+                n = total;
+            }
+            if n == 0.0 {
+                y.extend_from_slice(&[0.0, 0.0]);
+            } else {
+                y.extend_from_slice(&[mean, m2 / n]);
+            }
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `quantize_mx` (isa.md): per group of 8 partitions × 4 consecutive
+    /// free elements, `X = 2^(floor(log2 amax) − (Emax − 1))` (Emax 8 for
+    /// e4m3fn, 15 for e5m2), the biased exponent clamped to 0..=254; an
+    /// all-zero group gets code 0 and a group with a NaN or infinity code
+    /// 0xFF (NaN) with NaN elements. Elements are `v / X` rounded (RNE) with
+    /// saturation. Only the 4 scale partitions per quadrant are written.
+    fn quantize_mx(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        dst_scale: &AccessPattern,
+    ) -> FResult<()> {
+        let (sv, x) = self.values(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let scv = self.view_w(dst_scale, "dst_scale")?;
+        let emax = match dv.dtype {
+            DType::F8E4M3FNx4 => 8,
+            DType::F8E5M2x4 => 15,
+            other => {
+                return Err(Fault::bad(format!(
+                    "`dst` must be float8_e5m2_x4 or float8_e4m3fn_x4, found {other}"
+                )));
+            }
+        };
+        let (p, f) = (sv.rows, sv.free());
+        let groups = f / 4;
+        let need = if p == 0 { 0 } else { 32 * ((p - 1) / 32) + 4 };
+        if p % 32 != 0
+            || f % 4 != 0
+            || dv.rows != p
+            || dv.free() != groups
+            || scv.size != 1
+            || scv.free() != groups
+            || scv.rows < need
+        {
+            return Err(Fault::bad(format!(
+                "`quantize_mx` needs `src` [P, F] with P a multiple of 32 and F of 4, `dst` [P, F/4] and `dst_scale` of F/4 bytes over {need} partitions"
+            )));
+        }
+        let mut out = vec![0f32; p * f];
+        for g in 0..p / 8 {
+            for j in 0..groups {
+                let cell = |pp: usize, q: usize| (8 * g + pp) * f + 4 * j + q;
+                let mut amax = 0f32;
+                let mut finite = true;
+                for pp in 0..8 {
+                    for q in 0..4 {
+                        let v = x[cell(pp, q)];
+                        finite &= v.is_finite();
+                        amax = amax.max(v.abs());
+                    }
+                }
+                let code: u8 = if !finite {
+                    0xff
+                } else if amax == 0.0 {
+                    0
+                } else {
+                    let e = f64_exponent(f64::from(amax)) - (emax - 1);
+                    (e + 127).clamp(0, 254) as u8
+                };
+                let scale = if code == 0xff {
+                    f64::NAN
+                } else {
+                    (f64::from(code) - 127.0).exp2()
+                };
+                for pp in 0..8 {
+                    for q in 0..4 {
+                        out[cell(pp, q)] = (f64::from(x[cell(pp, q)]) / scale) as f32;
+                    }
+                }
+                let srow = 32 * (g / 4) + g % 4;
+                self.mem.write_elem(&scv, srow, j, &[code]);
+            }
+        }
+        let mut raw = Vec::with_capacity(p * groups * 4);
+        numerics::encode_with(dv.dtype, &out, Overflow::Saturate, &mut raw);
+        self.mem.write_raw(&dv, &raw)
+    }
+
+    /// `nc_stream_shuffle`: in each 32-partition quadrant of `dst`, row `i`
+    /// receives row `mask[i]` of the same quadrant of `src` (relative to the
+    /// operands' first partitions); 255 leaves the row untouched.
+    fn stream_shuffle(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        mask: &[u8],
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        if sv.free() != dv.free() || sv.dtype != dv.dtype || mask.len() != 32 {
+            return Err(Fault::bad(
+                "`nc_stream_shuffle` needs equal F and dtypes and a 32-entry mask",
+            ));
+        }
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let (f, size) = (sv.free(), sv.size);
+        for p in 0..dv.rows {
+            let m = mask[p % 32];
+            if m == 255 {
+                continue;
+            }
+            let from = p / 32 * 32 + usize::from(m);
+            if from >= sv.rows {
+                return Err(Fault::new(
+                    SimErrorKind::OutOfBounds,
+                    format!(
+                        "`mask` selects source row {from} but `src` has {} partitions",
+                        sv.rows
+                    ),
+                ));
+            }
+            for i in 0..f {
+                let at = (from * f + i) * size;
+                self.mem.write_elem(&dv, p, i, &raw[at..at + size]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The executing engine's generators for the lanes of `v`.
+    fn generators(&mut self, v: &View) -> FResult<&mut [Xorwow]> {
+        let gens = if self.engine == Engine::GpSimd {
+            &mut self.acc.rng_gpsimd
+        } else {
+            &mut self.acc.rng_vector
+        };
+        let (lo, hi) = (v.part_start, v.part_start + v.rows);
+        if hi > gens.len() {
+            return Err(Fault::bad(format!(
+                "`{}` covers lanes {lo}..{hi} beyond the generators",
+                v.field
+            )));
+        }
+        Ok(&mut gens[lo..hi])
+    }
+
+    /// `rng`: one 32-bit draw per element from its lane, low bits stored.
+    fn rng(&mut self, dst: &AccessPattern) -> FResult<()> {
+        let dv = self.view_w(dst, "dst")?;
+        let f = dv.free();
+        let mut bits = Vec::with_capacity(dv.elements());
+        for g in self.generators(&dv)? {
+            bits.extend((0..f).map(|_| g.next()));
+        }
+        self.mem.write_bits(&dv, &bits)
+    }
+
+    /// `rand2`: `min + u · (max − min)` with `u` uniform in `[0, 1)`.
+    fn rand2(&mut self, dst: &AccessPattern, min: &Scalar, max: &Scalar) -> FResult<()> {
+        let dv = self.dst(dst, "dst")?;
+        let lo = self.scalar(min, dv.rows, "min")?;
+        let hi = self.scalar(max, dv.rows, "max")?;
+        let f = dv.free();
+        let mut y = Vec::with_capacity(dv.elements());
+        for (p, g) in self.generators(&dv)?.iter_mut().enumerate() {
+            y.extend((0..f).map(|_| lo[p] + g.unit() * (hi[p] - lo[p])));
+        }
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// `dropout`: an element becomes 0 when its draw `u < prob`, else keeps
+    /// its bits.
+    fn dropout(&mut self, dst: &AccessPattern, src: &AccessPattern, prob: &Scalar) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        if sv.dtype != dv.dtype {
+            return Err(Fault::bad("`dropout` needs equal `dst` and `src` dtypes"));
+        }
+        let prob = self.scalar(prob, sv.rows, "prob")?;
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let (f, size) = (sv.free(), sv.size);
+        let mut zero = Vec::new();
+        encode_int(dv.dtype, 0, &mut zero);
+        for (p, g) in self.generators(&dv)?.iter_mut().enumerate() {
+            for i in 0..f {
+                if g.unit() < prob[p] {
+                    let at = (p * f + i) * size;
+                    raw[at..at + size].copy_from_slice(&zero);
+                }
+            }
+        }
+        self.mem.write_raw(&dv, &raw)
+    }
+
+    // ------------------------------------------------------------ GpSimd engine
+
+    #[allow(clippy::too_many_arguments)]
+    fn affine_select(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        pattern: &[Dim],
+        offset: i32,
+        cm: i32,
+        cmp: AluOp,
+        on_false: f32,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &sv)?;
+        let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;
+        let same = sv.dtype == dv.dtype;
+        if !same {
+            plain(&sv)?;
+            plain(&dv)?;
+        }
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let mut fill = Vec::new();
+        encode_all(dv.dtype, on_false, &mut fill);
+        let mut out = Vec::with_capacity(dv.elements() * dv.size);
+        for (e, v) in values.into_iter().enumerate() {
+            if alu(cmp, v as f32, 0.0) != 0.0 {
+                let elem = &raw[e * sv.size..(e + 1) * sv.size];
+                if same {
+                    out.extend_from_slice(elem);
+                } else {
+                    numerics::encode(
+                        dv.dtype,
+                        &[numerics::to_f32(sv.dtype, bits_of(elem))],
+                        &mut out,
+                    );
+                }
+            } else {
+                out.extend_from_slice(&fill);
+            }
+        }
+        self.mem.write_raw(&dv, &out)
+    }
+
+    /// `local_gather`: each 16-partition core flattens its slice of
+    /// `index` partition-first, keeps the first `valid` indices, and every
+    /// partition of the core gathers `elem_per_idx` elements at each index
+    /// from its own row.
+    fn local_gather(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        index: &AccessPattern,
+        e: u32,
+        valid: Option<u32>,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let iv = self.view(index, "index")?;
+        let dv = self.view_w(dst, "dst")?;
+        let e = e as usize;
+        let fi = iv.free();
+        let valid = valid.map_or(16 * fi, |v| v as usize);
+        if sv.rows % 16 != 0
+            || iv.rows != sv.rows
+            || dv.rows != sv.rows
+            || sv.dtype != dv.dtype
+            || valid > 16 * fi
+            || dv.free() != valid * e
+        {
+            return Err(Fault::bad(format!(
+                "`local_gather` needs P a multiple of 16 shared by all operands, equal dtypes and `dst` of {} elements per partition",
+                valid * e
+            )));
+        }
+        let idx = self.mem.read_bits(&iv)?;
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let (fs, size) = (sv.free(), sv.size);
+        let mut out = Vec::with_capacity(dv.elements() * size);
+        for p in 0..sv.rows {
+            let core = p / 16;
+            for t in 0..valid {
+                let start = idx[(16 * core + t % 16) * fi + t / 16] as usize;
+                if start + e > fs {
+                    return Err(Fault::new(
+                        SimErrorKind::OutOfBounds,
+                        format!(
+                            "`index` {start} (+{e} elements) is beyond the {fs} elements of `src`"
+                        ),
+                    ));
+                }
+                let at = (p * fs + start) * size;
+                out.extend_from_slice(&raw[at..at + e * size]);
+            }
+        }
+        self.mem.write_raw(&dv, &out)
+    }
+
+    fn n_gather(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        indices: &AccessPattern,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let iv = self.view(indices, "indices")?;
+        let dv = self.view_w(dst, "dst")?;
+        same_shape(&dv, &iv)?;
+        if dv.rows != sv.rows || dv.dtype != sv.dtype {
+            return Err(Fault::bad(
+                "`nc_n_gather` needs equal P and equal `dst`/`src` dtypes",
+            ));
+        }
+        let idx = self.mem.read_bits(&iv)?;
+        let mut raw = Vec::new();
+        self.mem.read_raw(&sv, &mut raw)?;
+        let (fs, f, size) = (sv.free(), dv.free().max(1), sv.size);
+        let mut out = Vec::with_capacity(dv.elements() * size);
+        for (e, &i) in idx.iter().enumerate() {
+            let i = i as usize;
+            if i >= fs {
+                return Err(Fault::new(
+                    SimErrorKind::OutOfBounds,
+                    format!("`indices` holds {i} but `src` has {fs} elements per partition"),
+                ));
+            }
+            let at = ((e / f) * fs + i) * size;
+            out.extend_from_slice(&raw[at..at + size]);
+        }
+        self.mem.write_raw(&dv, &out)
+    }
+
+    /// `sequence_bounds`: for each element, the start and one-past-end of
+    /// its run of equal segment ids; id 0 (padding) gets `n` and −1.
+    fn sequence_bounds(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let n = sv.free();
+        if sv.rows != 1
+            || dv.rows != 1
+            || dv.free() != 2 * n
+            || sv.dtype != dv.dtype
+            || !matches!(sv.dtype, DType::F32 | DType::I32)
+        {
+            return Err(Fault::bad(
+                "`sequence_bounds` needs `src` (1, n) of float32 or int32 and `dst` (1, 2n) of the same dtype",
+            ));
+        }
+        let bits = self.mem.read_bits(&sv)?;
+        let ids: Vec<f64> = bits
+            .iter()
+            .map(|&b| {
+                if sv.dtype == DType::F32 {
+                    f64::from(f32::from_bits(b))
+                } else {
+                    f64::from(b as i32)
+                }
+            })
+            .collect();
+        let mut starts = vec![0i64; n];
+        let mut ends = vec![0i64; n];
+        let mut i = 0;
+        while i < n {
+            let mut j = i + 1;
+            while j < n && ids[j] == ids[i] {
+                j += 1;
+            }
+            for k in i..j {
+                if ids[k] == 0.0 {
+                    starts[k] = n as i64;
+                    ends[k] = -1;
+                } else {
+                    starts[k] = i as i64;
+                    ends[k] = j as i64;
+                }
+            }
+            i = j;
+        }
+        let mut raw = Vec::with_capacity(2 * n * 4);
+        for v in starts.into_iter().chain(ends) {
+            encode_int(sv.dtype, v, &mut raw);
+        }
+        self.mem.write_raw(&dv, &raw)
+    }
+
+    /// `nonzero_with_count`: only partitions 0, 16, 32, … of the operands
+    /// (the first of each GpSimd core) are read and written.
+    fn nonzero_with_count(
+        &mut self,
+        dst: &AccessPattern,
+        src: &AccessPattern,
+        index_offset: i32,
+        padding: i32,
+    ) -> FResult<()> {
+        let sv = self.view(src, "src")?;
+        let dv = self.view_w(dst, "dst")?;
+        let f = sv.free();
+        if dv.rows != sv.rows || dv.free() != f + 1 || dv.size != 4 || sv.size != 4 {
+            return Err(Fault::bad(format!(
+                "`dst` must be int32 [{}, {}]",
+                sv.rows,
+                f + 1
+            )));
+        }
+        let mut buf = Vec::new();
+        for p in 0..sv.rows {
+            if p % 16 != 0 {
+                continue;
+            }
+            let mut found = Vec::new();
+            for i in 0..f {
+                buf.clear();
+                self.mem.read_elem(&sv, p, i, &mut buf)?;
+                let b = bits_of(&buf);
+                let nonzero = if sv.dtype == DType::F32 {
+                    f32::from_bits(b) != 0.0
+                } else {
+                    b != 0
+                };
+                if nonzero {
+                    found.push((i as i32).wrapping_add(index_offset));
+                }
+            }
+            for i in 0..f {
+                let v = found.get(i).copied().unwrap_or(padding);
+                self.mem.write_elem(&dv, p, i, &v.to_le_bytes());
+            }
+            self.mem
+                .write_elem(&dv, p, f, &(found.len() as i32).to_le_bytes());
+        }
+        Ok(())
+    }
+}
+
+/// An MX operand expanded to exact values.
+struct MxMatrix {
+    rows: usize,
+    cols: usize,
+    values: Vec<f64>,
+}
+
+/// `lhs op rhs`, or `rhs op lhs` when `reverse`.
+#[inline]
+fn apply(op: AluOp, x: f32, operand: f32, reverse: bool) -> f32 {
+    if reverse {
+        alu(op, operand, x)
+    } else {
+        alu(op, x, operand)
+    }
+}
+
+/// The `reg_alu` operators on 32-bit registers.
+fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
+    Ok(match op {
+        RegAluOp::Add => a.wrapping_add(b),
+        RegAluOp::Sub => a.wrapping_sub(b),
+        RegAluOp::Mul => a.wrapping_mul(b),
+        RegAluOp::Div | RegAluOp::Rem if b == 0 => {
+            return Err(Fault::new(
+                SimErrorKind::DivideByZero,
+                format!("`reg_alu {op}` divides {a} by zero"),
+            ));
+        }
+        RegAluOp::Div => a.wrapping_div(b),
+        RegAluOp::Rem => a.wrapping_rem(b),
+        RegAluOp::And => a & b,
+        RegAluOp::Or => a | b,
+        RegAluOp::Xor => a ^ b,
+        RegAluOp::Shl => a.wrapping_shl(b as u32 % 32),
+        RegAluOp::Shr => ((a as u32) >> (b as u32 % 32)) as i32,
+        RegAluOp::Sar => a >> (b as u32 % 32),
+        RegAluOp::Min => a.min(b),
+        RegAluOp::Max => a.max(b),
+    })
+}
+
+/// Arithmetic needs unpacked elements.
+fn plain(v: &View) -> FResult<()> {
+    if v.dtype.is_packed_x4() {
+        return Err(Fault::bad(format!(
+            "`{}` is {}; only copies and the MX instructions handle packed x4 dtypes",
+            v.field, v.dtype
+        )));
+    }
+    Ok(())
+}
+
+/// Equal P and F.
+fn same_shape(a: &View, b: &View) -> FResult<()> {
+    if a.rows != b.rows || a.free() != b.free() {
+        return Err(Fault::bad(format!(
+            "`{}` is [{}, {}] but `{}` is [{}, {}]; P and F must agree",
+            a.field,
+            a.rows,
+            a.free(),
+            b.field,
+            b.rows,
+            b.free()
+        )));
+    }
+    Ok(())
+}
+
+/// One value per row of a `(P, 1)` operand.
+fn per_row(v: &View, x: &[f32], rows: usize) -> FResult<Vec<f32>> {
+    if v.rows != rows || v.free() == 0 {
+        return Err(Fault::bad(format!(
+            "`{}` must be a ({rows}, 1) vector, found ({}, {})",
+            v.field,
+            v.rows,
+            v.free()
+        )));
+    }
+    Ok(x.iter().step_by(v.values_per_row()).copied().collect())
+}
+
+/// Raw bits as a 32-bit integer: sign-extended for signed dtypes.
+fn extend(dt: DType, bits: u32) -> u32 {
+    match dt {
+        DType::I8 => bits as u8 as i8 as i32 as u32,
+        DType::I16 => bits as u16 as i16 as i32 as u32,
+        _ => bits,
+    }
+}
+
+/// Encodes `x` as one element of `dt` (all four lanes for packed types).
+fn encode_all(dt: DType, x: f32, out: &mut Vec<u8>) {
+    let lanes = numerics::lanes(dt);
+    numerics::encode(dt, &vec![x; lanes], out);
+}
+
+/// Encodes an exact integer: saturated to an integer dtype's range, `!= 0`
+/// for bool, rounded (RNE) for float dtypes.
+fn encode_int(dt: DType, v: i64, out: &mut Vec<u8>) {
+    let size = dt.size() as usize;
+    if dt.is_int() {
+        let lo = numerics::min_finite(dt) as i64;
+        let hi = numerics::max_finite(dt) as i64;
+        out.extend_from_slice(&v.clamp(lo, hi).to_le_bytes()[..size]);
+    } else if dt == DType::Bool {
+        out.push(u8::from(v != 0));
+    } else {
+        encode_all(dt, v as f32, out);
+    }
+}
+
+/// The affine values of `iota`/`affine_select`: for row `p` and the
+/// row-major multi-index `i` of `pattern`, `offset + p·cm + Σ i_k·step_k`
+/// in wrapping 32-bit arithmetic (`p` relative to the operand's first
+/// partition).
+fn affine_values(
+    pattern: &[Dim],
+    offset: i32,
+    cm: i32,
+    rows: usize,
+    free: usize,
+) -> FResult<Vec<i32>> {
+    let n: u64 = pattern.iter().map(|d| u64::from(d.count)).product();
+    if n != free as u64 {
+        return Err(Fault::bad(format!(
+            "`pattern` produces {n} elements per partition but `dst` has {free}"
+        )));
+    }
+    let mut row = Vec::with_capacity(free);
+    let mut idx = vec![0u32; pattern.len()];
+    for _ in 0..free {
+        let v = pattern.iter().zip(&idx).fold(0i32, |a, (d, &i)| {
+            a.wrapping_add((d.stride as i32).wrapping_mul(i as i32))
+        });
+        row.push(v);
+        for j in (0..idx.len()).rev() {
+            idx[j] += 1;
+            if idx[j] < pattern[j].count {
+                break;
+            }
+            idx[j] = 0;
+        }
+    }
+    let mut out = Vec::with_capacity(rows * free);
+    for p in 0..rows {
+        let base = offset.wrapping_add((p as i32).wrapping_mul(cm));
+        out.extend(row.iter().map(|&v| base.wrapping_add(v)));
+    }
+    Ok(out)
+}
+
+/// `floor(log2 x)` of a positive normal f64, from its exponent bits.
+fn f64_exponent(x: f64) -> i32 {
+    (((x.to_bits() >> 52) & 0x7ff) as i32) - 1023
+}

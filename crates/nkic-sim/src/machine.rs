@@ -1,0 +1,632 @@
+//! The discrete-event driver: queues, semaphores, the clock and the
+//! stepping policy.
+//!
+//! # Timing
+//!
+//! Each queue has a *free time*, when it may issue its next instruction.
+//! An instruction's start is the latest of its queue's free time and, for
+//! each wait `sem >= v`, the time of the `v`-th increment of `sem`. When it
+//! reads memory written by the previous memory-writing instruction of its
+//! queue, it also waits for that instruction's completion and then pays
+//! `Target::dependent_overhead_ps` (cost.rs). From `Target::cost`, the queue
+//! is free again at `start + busy_ps`, and the instruction completes (its
+//! signals fire) at `start + latency_ps`. The run's total time is the
+//! latest completion; a queue's busy time is the sum of its intervals.
+//!
+//! # Stepping
+//!
+//! The interpreter executes one instruction at a time and applies its
+//! memory effects at once. It may execute an instruction only when its
+//! start time is *final*: every increment it waits for has executed, and
+//! no instruction still to execute could produce an earlier increment of
+//! the same semaphore. Every instruction still to execute starts no
+//! earlier than `G`, the earliest start among the currently executable
+//! instructions, and no earlier than its own queue's free time, so an
+//! instruction whose waits are met by increments at or before
+//! `min over other queues q of max(free(q), G)` is final. Among the final
+//! instructions the `StepOrder` picks one. The earliest one is always
+//! final, so the run never stalls while some queue can progress.
+//!
+//! For a race-free program (every pair of accesses to the same bytes, one
+//! of them a write, ordered through semaphores) the bytes and every time
+//! are the same for every step order: an instruction never executes before
+//! the instructions it waits for, and its start time is fixed when it
+//! executes. Programs with races may give different bytes.
+//!
+//! A deadlock is reported when no queue can execute but some still have
+//! instructions: the message lists each blocked instruction and the
+//! semaphore value it waits for.
+
+use std::collections::BTreeMap;
+
+use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, TensorKind};
+
+use crate::config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
+use crate::error::{SimError, SimErrorKind};
+use crate::exec::{Accumulators, Exec, Flow};
+use crate::memory::{MemoryState, SpaceId, View};
+use crate::result::{QueueStats, RunResult, TraceEvent};
+
+/// The byte region an operand covers, for the dependent-issue rule.
+#[derive(Clone, Copy, Debug)]
+struct Footprint {
+    space: SpaceId,
+    parts: (usize, usize),
+    bytes: (i64, i64),
+}
+
+impl Footprint {
+    fn of(v: &View) -> Footprint {
+        let min_run = v.runs.iter().copied().min().unwrap_or(0);
+        let max_run = v.runs.iter().copied().max().unwrap_or(0);
+        let run_bytes = (v.run_len * v.size) as i64;
+        match v.space {
+            SpaceId::Hbm(_) => {
+                let last = (v.rows as i64 - 1) * v.row_step;
+                Footprint {
+                    space: v.space,
+                    parts: (0, 1),
+                    bytes: (
+                        v.row_base + last.min(0) + min_run,
+                        v.row_base + last.max(0) + max_run + run_bytes,
+                    ),
+                }
+            }
+            _ => {
+                // On chip the row address is `partition · stride + offset`;
+                // the per-partition offset is what matters.
+                let off = v.row_base - v.part_start as i64 * v.row_step;
+                Footprint {
+                    space: v.space,
+                    parts: (v.part_start, v.part_start + v.rows),
+                    bytes: (off + min_run, off + max_run + run_bytes),
+                }
+            }
+        }
+    }
+
+    fn overlaps(&self, other: &Footprint) -> bool {
+        self.space == other.space
+            && self.parts.0 < other.parts.1
+            && other.parts.0 < self.parts.1
+            && self.bytes.0 < other.bytes.1
+            && other.bytes.0 < self.bytes.1
+    }
+}
+
+/// The state of one queue.
+struct QueueState<'p> {
+    queue: Queue,
+    insts: &'p [Instruction],
+    labels: BTreeMap<Label, usize>,
+    pc: usize,
+    regs: Vec<i32>,
+    free_ps: u64,
+    /// Writes and completion time of the last memory-writing instruction.
+    last_write: Option<(Vec<Footprint>, u64)>,
+    /// For the instruction at `pc`: the completion time it must wait for
+    /// when it depends on `last_write` (computed once per `pc`).
+    dep: Option<(usize, Option<u64>)>,
+    stats: QueueStats,
+}
+
+impl QueueState<'_> {
+    fn finished(&self) -> bool {
+        self.pc >= self.insts.len()
+    }
+}
+
+/// Why a queue cannot issue.
+struct Blocked {
+    sem: usize,
+    need: i64,
+    have: usize,
+}
+
+/// Runs `program`; see the crate doc.
+pub(crate) fn simulate(
+    program: &Program,
+    inputs: &Inputs,
+    config: &SimConfig,
+) -> Result<RunResult, SimError> {
+    let target = program.target;
+    let f = target.figures();
+    let mut mem = MemoryState::new(program, config.poison);
+    load_inputs(program, inputs, &mut mem)?;
+    let mut queues: Vec<QueueState<'_>> = program
+        .queues
+        .iter()
+        .map(|s| QueueState {
+            queue: s.queue,
+            insts: &s.insts,
+            labels: s
+                .insts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, inst)| match inst.op {
+                    Op::Label { label } => Some((label, i)),
+                    _ => None,
+                })
+                .rev()
+                .collect(),
+            pc: 0,
+            regs: vec![0; f.sequencer_registers as usize],
+            free_ps: 0,
+            last_write: None,
+            dep: None,
+            stats: QueueStats {
+                queue: s.queue,
+                instructions: 0,
+                busy_ps: 0,
+                end_ps: 0,
+            },
+        })
+        .collect();
+    // Check semaphore ids once so the loop can index freely.
+    for q in &queues {
+        for (i, inst) in q.insts.iter().enumerate() {
+            let bad = inst
+                .waits
+                .iter()
+                .map(|w| w.sem)
+                .chain(inst.signals.iter().copied())
+                .find(|s| s.0 as usize >= program.semaphores.len());
+            if let Some(s) = bad {
+                return Err(SimError::at(
+                    SimErrorKind::BadProgram,
+                    format!("semaphore #{} is not declared", s.0),
+                    program,
+                    q.queue,
+                    i,
+                ));
+            }
+        }
+    }
+    let mut sems: Vec<Vec<u64>> = vec![Vec::new(); program.semaphores.len()];
+    let mut acc = Accumulators::new(f.sbuf_partitions as usize);
+    let mut rng = config_seed(config.step_order);
+    let mut cursor = 0usize;
+    let mut res = RunResult {
+        outputs: Vec::new(),
+        total_ps: 0,
+        per_queue: Vec::new(),
+        trace: Vec::new(),
+        hbm_bytes_read: 0,
+        hbm_bytes_written: 0,
+        flops: 0,
+        instructions: 0,
+        elements: 0,
+    };
+    let n = queues.len();
+    let mut starts: Vec<Option<(u64, u64)>> = vec![None; n];
+    loop {
+        // Candidates: (start, latest increment waited for) per queue.
+        let mut g = u64::MAX;
+        let mut any_left = false;
+        for (i, q) in queues.iter_mut().enumerate() {
+            starts[i] = None;
+            if q.finished() {
+                continue;
+            }
+            any_left = true;
+            if let Ok((start, last_sig)) = candidate(q, &sems, &mem, target) {
+                g = g.min(start);
+                starts[i] = Some((start, last_sig));
+            }
+        }
+        if !any_left {
+            break;
+        }
+        if g == u64::MAX {
+            return Err(deadlock(program, &queues, &sems, &mem, target));
+        }
+        // Lower bounds of future increments from each unfinished queue.
+        let lb: Vec<Option<u64>> = queues
+            .iter()
+            .map(|q| (!q.finished()).then(|| q.free_ps.max(g)))
+            .collect();
+        let (mut min1, mut min1_at, mut min2) = (u64::MAX, usize::MAX, u64::MAX);
+        for (i, b) in lb.iter().enumerate() {
+            if let Some(b) = *b {
+                if b < min1 {
+                    min2 = min1;
+                    min1 = b;
+                    min1_at = i;
+                } else if b < min2 {
+                    min2 = b;
+                }
+            }
+        }
+        let safe = |i: usize| -> bool {
+            match starts[i] {
+                Some((_, last_sig)) => {
+                    let bound = if i == min1_at { min2 } else { min1 };
+                    last_sig <= bound
+                }
+                None => false,
+            }
+        };
+        let chosen = match config.step_order {
+            StepOrder::RoundRobin => {
+                let pick = (0..n).map(|k| (cursor + k) % n).find(|&i| safe(i));
+                if let Some(i) = pick {
+                    cursor = i + 1;
+                }
+                pick
+            }
+            StepOrder::Reverse => (0..n).rev().find(|&i| safe(i)),
+            StepOrder::Earliest => (0..n)
+                .filter(|&i| safe(i))
+                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.0)),
+            StepOrder::Seeded(_) => {
+                let ok: Vec<usize> = (0..n).filter(|&i| safe(i)).collect();
+                (!ok.is_empty()).then(|| ok[(next_random(&mut rng) % ok.len() as u64) as usize])
+            }
+        };
+        // The earliest candidate is always safe; this is a fallback only.
+        let chosen = chosen.unwrap_or_else(|| {
+            (0..n)
+                .filter(|&i| starts[i].is_some())
+                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.0))
+                .unwrap_or(0)
+        });
+        let Some((start, _)) = starts[chosen] else {
+            return Err(deadlock(program, &queues, &sems, &mem, target));
+        };
+        res.instructions += 1;
+        if res.instructions > config.max_instructions {
+            let q = &queues[chosen];
+            return Err(SimError::at(
+                SimErrorKind::InstructionLimit,
+                format!(
+                    "the run exceeded {} executed instructions (a loop that never ends?)",
+                    config.max_instructions
+                ),
+                program,
+                q.queue,
+                q.pc,
+            ));
+        }
+        step(
+            program,
+            &mut queues[chosen],
+            start,
+            &mut mem,
+            &mut acc,
+            &mut sems,
+            &mut res,
+            config,
+        )?;
+    }
+    res.per_queue = queues.iter().map(|q| q.stats.clone()).collect();
+    res.hbm_bytes_read = mem.hbm_read;
+    res.hbm_bytes_written = mem.hbm_written;
+    res.outputs = collect_outputs(program, &mem, config.poison)?;
+    Ok(res)
+}
+
+/// The start time of `q`'s next instruction given the increments executed
+/// so far, with the time of the latest increment it relies on; `Err` when
+/// a wait is not yet met.
+fn candidate(
+    q: &mut QueueState<'_>,
+    sems: &[Vec<u64>],
+    mem: &MemoryState,
+    target: nkic_isa::Target,
+) -> Result<(u64, u64), Blocked> {
+    let inst = &q.insts[q.pc];
+    let mut last_sig = 0u64;
+    for w in &inst.waits {
+        // `wait(sem >= rK + N)`: the register as an unsigned 32-bit value,
+        // the sum wrapping (docs/isa.md §2.1).
+        let need = match w.reg {
+            Some(r) => {
+                let reg = q.regs.get(usize::from(r.0)).copied().unwrap_or(0) as u32;
+                i64::from(reg.wrapping_add(w.value))
+            }
+            None => i64::from(w.value),
+        };
+        if need <= 0 {
+            continue;
+        }
+        let times = &sems[w.sem.0 as usize];
+        match times.get(need as usize - 1) {
+            Some(&t) => last_sig = last_sig.max(t),
+            None => {
+                return Err(Blocked {
+                    sem: w.sem.0 as usize,
+                    need,
+                    have: times.len(),
+                });
+            }
+        }
+    }
+    let pc = q.pc;
+    let dep = match q.dep {
+        Some((at, d)) if at == pc => d,
+        _ => {
+            let d = dependency(q, mem);
+            q.dep = Some((pc, d));
+            d
+        }
+    };
+    let earliest = q.free_ps.max(last_sig);
+    let start = match dep {
+        Some(done) => earliest.max(done) + target.dependent_overhead_ps(q.queue.engine()),
+        None => earliest,
+    };
+    Ok((start, last_sig))
+}
+
+/// The completion time of the queue's last memory-writing instruction when
+/// the instruction at `pc` reads what it wrote.
+fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<u64> {
+    let (writes, done) = q.last_write.as_ref()?;
+    let inst = &q.insts[q.pc];
+    if inst.op.is_control() && !matches!(inst.op, Op::RegLoad { .. }) {
+        return None;
+    }
+    let reads = footprints(&inst.op, Role::Read, &q.regs, mem);
+    reads
+        .iter()
+        .any(|r| writes.iter().any(|w| w.overlaps(r)))
+        .then_some(*done)
+}
+
+fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footprint> {
+    op.operands()
+        .iter()
+        .filter(|o| o.role == role)
+        .filter_map(|o| mem.view_unchecked(o.ap, regs, o.field).ok())
+        .map(|v| Footprint::of(&v))
+        .collect()
+}
+
+/// Executes the instruction at `q.pc` starting at `start`.
+#[allow(clippy::too_many_arguments)]
+fn step(
+    program: &Program,
+    q: &mut QueueState<'_>,
+    start: u64,
+    mem: &mut MemoryState,
+    acc: &mut Accumulators,
+    sems: &mut [Vec<u64>],
+    res: &mut RunResult,
+    config: &SimConfig,
+) -> Result<(), SimError> {
+    let target = program.target;
+    let index = q.pc;
+    let inst = &q.insts[index];
+    let op = &inst.op;
+    let writes = if op.is_control() && !matches!(op, Op::RegStore { .. }) {
+        Vec::new()
+    } else {
+        footprints(op, Role::Write, &q.regs, mem)
+    };
+    let mut exec = Exec {
+        mem,
+        regs: &mut q.regs,
+        acc,
+        engine: q.queue.engine(),
+        flops: &mut res.flops,
+    };
+    let flow = exec
+        .run(op)
+        .map_err(|fault| SimError::at(fault.kind, fault.message, program, q.queue, index))?;
+    if !op.is_control() {
+        res.elements += op
+            .operands()
+            .iter()
+            .filter(|o| o.role == Role::Write)
+            .map(|o| o.ap.num_elements())
+            .sum::<u64>();
+    }
+    let cost = target.cost(q.queue, op);
+    let free = start + cost.busy_ps;
+    let done = start + cost.latency_ps.max(cost.busy_ps);
+    for s in &inst.signals {
+        let times = &mut sems[s.0 as usize];
+        let at = times.partition_point(|&t| t <= done);
+        times.insert(at, done);
+    }
+    q.free_ps = free;
+    q.stats.instructions += 1;
+    q.stats.busy_ps += cost.busy_ps;
+    q.stats.end_ps = q.stats.end_ps.max(done);
+    res.total_ps = res.total_ps.max(done);
+    if !writes.is_empty() {
+        q.last_write = Some((writes, done));
+    }
+    if config.trace {
+        res.trace.push(TraceEvent {
+            queue: q.queue,
+            index,
+            mnemonic: op.mnemonic(),
+            start_ps: start,
+            free_ps: free,
+            end_ps: done,
+            line: inst.line,
+        });
+    }
+    q.pc = match flow {
+        Flow::Next => index + 1,
+        Flow::Jump(label) => match q.labels.get(&label) {
+            Some(&at) => at,
+            None => {
+                return Err(SimError::at(
+                    SimErrorKind::BadProgram,
+                    format!("label {label} is not defined in queue {}", q.queue),
+                    program,
+                    q.queue,
+                    index,
+                ));
+            }
+        },
+    };
+    Ok(())
+}
+
+fn deadlock(
+    program: &Program,
+    queues: &[QueueState<'_>],
+    sems: &[Vec<u64>],
+    mem: &MemoryState,
+    target: nkic_isa::Target,
+) -> SimError {
+    let mut parts = Vec::new();
+    let mut first = None;
+    for q in queues {
+        if q.finished() {
+            continue;
+        }
+        // Re-evaluate without caching to name the unmet wait.
+        let mut probe = QueueState {
+            queue: q.queue,
+            insts: q.insts,
+            labels: BTreeMap::new(),
+            pc: q.pc,
+            regs: q.regs.clone(),
+            free_ps: q.free_ps,
+            last_write: None,
+            dep: None,
+            stats: q.stats.clone(),
+        };
+        if let Err(b) = candidate(&mut probe, sems, mem, target) {
+            let name = program
+                .sem_name(nkic_isa::SemId(b.sem as u32))
+                .unwrap_or("?");
+            parts.push(format!(
+                "{}[{}] `{}` waits for `{name}` >= {} but it is {} and nothing left can signal it",
+                q.queue,
+                q.pc,
+                q.insts[q.pc].op.mnemonic(),
+                b.need,
+                b.have
+            ));
+            first.get_or_insert((q.queue, q.pc));
+        }
+    }
+    let message = format!("deadlock: {}", parts.join("; "));
+    match first {
+        Some((queue, index)) => {
+            let mut e = SimError::at(SimErrorKind::Deadlock, message, program, queue, index);
+            // The instruction did not fault itself; keep its location only.
+            e.mnemonic = None;
+            e
+        }
+        None => SimError::new(SimErrorKind::Deadlock, message),
+    }
+}
+
+fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Result<(), SimError> {
+    let mut given = vec![false; program.hbm.len()];
+    for (key, bytes) in &inputs.entries {
+        let found = match key {
+            InputKey::Name(name) => program.tensor_by_name(name),
+            InputKey::Id(id) => program.tensor(*id).map(|_| *id),
+        };
+        let label = match key {
+            InputKey::Name(name) => format!("`{name}`"),
+            InputKey::Id(id) => format!("tensor #{}", id.0),
+        };
+        let Some(id) = found else {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!("the kernel has no argument {label}"),
+            ));
+        };
+        let Some(t) = program.tensor(id) else {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!("the kernel has no argument {label}"),
+            ));
+        };
+        if !matches!(t.kind, TensorKind::Input | TensorKind::InOut) {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!("`{}` is {} argument, not an input", t.name, article(t.kind)),
+            ));
+        }
+        if given[id.0 as usize] {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!("`{}` is given twice", t.name),
+            ));
+        }
+        if bytes.len() as u64 != t.bytes() {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!(
+                    "`{}` is {}{:?} ({} bytes) but the input has {} bytes",
+                    t.name,
+                    t.dtype,
+                    t.shape,
+                    t.bytes(),
+                    bytes.len()
+                ),
+            ));
+        }
+        given[id.0 as usize] = true;
+        mem.load_tensor(id.0 as usize, bytes.clone());
+    }
+    for (id, t) in program.tensors() {
+        if matches!(t.kind, TensorKind::Input | TensorKind::InOut) && !given[id.0 as usize] {
+            return Err(SimError::new(
+                SimErrorKind::BadInput,
+                format!("missing input `{}`", t.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn article(kind: TensorKind) -> &'static str {
+    match kind {
+        TensorKind::Internal => "an internal",
+        TensorKind::Output => "an output",
+        TensorKind::Input => "an input",
+        TensorKind::InOut => "an inout",
+    }
+}
+
+fn collect_outputs(
+    program: &Program,
+    mem: &MemoryState,
+    poison: Poison,
+) -> Result<Vec<(String, Vec<u8>)>, SimError> {
+    let mut out = Vec::new();
+    for (id, t) in program.args() {
+        if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
+            continue;
+        }
+        let (bytes, first) = mem.tensor_bytes(id.0 as usize, t.dtype);
+        if let (Some(byte), Poison::Error) = (first, poison) {
+            return Err(SimError::new(
+                SimErrorKind::UninitialisedRead,
+                format!(
+                    "output `{}` is not fully written: byte {byte} (element {}) was never written",
+                    t.name,
+                    byte / t.dtype.size() as usize
+                ),
+            ));
+        }
+        out.push((t.name.clone(), bytes));
+    }
+    Ok(out)
+}
+
+fn config_seed(order: StepOrder) -> u64 {
+    match order {
+        StepOrder::Seeded(s) => s,
+        _ => 0,
+    }
+}
+
+/// splitmix64.
+fn next_random(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}

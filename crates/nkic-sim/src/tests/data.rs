@@ -1,0 +1,377 @@
+//! Data movement: `dma_copy`, `dma_transpose`, `dma_gather`,
+//! `dma_scatter`, `tensor_copy`, `memset`, `iota`.
+
+use nkic_isa::{DType, DgeMode, Dim, Fp32, Imm, OobMode, Op, Queue, Reg, TensorKind};
+
+use super::*;
+use crate::error::SimErrorKind;
+
+fn dma(dst: AccessPattern, src: AccessPattern) -> Op {
+    Op::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        dge: DgeMode::None,
+        oob: OobMode::Error,
+        priority: None,
+    }
+}
+
+#[test]
+fn dma_copy_moves_bf16_bits_into_128_partitions() {
+    let p = program(&[("a", DType::BF16, &[128, 64], TensorKind::Input)]);
+    let mut b = Bench::with_program(&p);
+    let bits: Vec<u16> = (0..128 * 64).map(|i| (i * 7 + 3) as u16).collect();
+    b.mem
+        .load_tensor(0, bits.iter().flat_map(|x| x.to_le_bytes()).collect());
+    let dst = tile(128, 64, 256, DType::BF16);
+    b.ok(
+        Queue::Dma(0),
+        &dma(
+            dst.clone(),
+            hbm(TensorId(0), 128, 64, 0, &[(1, 64)], DType::BF16),
+        ),
+    );
+    let got = b.get_bits(&dst);
+    let want: Vec<u32> = bits.iter().map(|&x| u32::from(x)).collect();
+    assert_eq!(got, want);
+    assert_eq!(b.mem.hbm_read, 128 * 64 * 2);
+}
+
+#[test]
+fn dma_copy_casts_through_f32_with_a_strided_source() {
+    // One partition; the source takes every other f32 of HBM row 0.
+    let p = program(&[("a", DType::F32, &[1, 8], TensorKind::Input)]);
+    let mut b = Bench::with_program(&p);
+    let src_vals = [
+        1.0f32,
+        100.0,
+        1.0 + 1.0 / 256.0,
+        100.0,
+        -2.5,
+        100.0,
+        3.0e38,
+        100.0,
+    ];
+    b.mem.load_tensor(0, f32_bytes(&src_vals));
+    let dst = tile(1, 4, 0, DType::BF16);
+    b.ok(
+        Queue::Dma(3),
+        &dma(
+            dst.clone(),
+            hbm(TensorId(0), 1, 8, 0, &[(2, 4)], DType::F32),
+        ),
+    );
+    // 1.00390625 = 1 + 2^-8 is a tie between bf16 neighbours 1 and 1 + 2^-7;
+    // RNE keeps 1.0. 3e38 rounds to the nearest bf16, 2.9980e38.
+    assert_bits(&b.get(&dst), &[1.0, 1.0, -2.5, q(DType::BF16, 3.0e38)]);
+}
+
+#[test]
+fn dma_copy_accumulates_in_f32() {
+    let mut b = Bench::new();
+    let dst = tile(2, 3, 0, DType::F32);
+    let src = tile(2, 3, 64, DType::BF16);
+    b.put(&dst, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    b.put(&src, &[0.5, -2.0, 1e-8, 0.25, 0.0, -6.0]);
+    let op = Op::DmaCopy {
+        dst: dst.clone(),
+        src,
+        accumulate: true,
+        dge: DgeMode::Hwdge,
+        oob: OobMode::Error,
+        priority: Some(1),
+    };
+    b.ok(Queue::Dma(0), &op);
+    // 3 + bf16(1e-8) rounds back to 3 in f32.
+    assert_bits(&b.get(&dst), &[1.5, 0.0, 3.0, 4.25, 5.0, 0.0]);
+}
+
+#[test]
+fn dma_copy_skip_drops_out_of_bounds_elements() {
+    let p = program(&[("a", DType::I32, &[6], TensorKind::Input)]);
+    let mut b = Bench::with_program(&p);
+    b.mem
+        .load_tensor(0, (10..16).flat_map(|x: i32| x.to_le_bytes()).collect());
+    let dst = tile(1, 4, 0, DType::I32);
+    b.put_bits(&dst, &[0, 0, 0, 0]);
+    // r5 = 3: the source starts at element 3, so elements 6 and 7 are outside.
+    b.regs[5] = 3;
+    let src = hbm(TensorId(0), 1, 0, 0, &[(1, 4)], DType::I32).with_dyn_offset(Reg(5), 4);
+    let mut op = dma(dst.clone(), src);
+    assert_eq!(
+        b.exec(Queue::Dma(0), &op).map_err(|f| f.kind),
+        Err(SimErrorKind::OutOfBounds)
+    );
+    if let Op::DmaCopy { oob, .. } = &mut op {
+        *oob = OobMode::Skip;
+    }
+    b.ok(Queue::Dma(0), &op);
+    assert_eq!(b.get_bits(&dst), vec![13, 14, 15, 0]);
+}
+
+#[test]
+fn dma_copy_of_never_written_memory_faults() {
+    let mut b = Bench::new();
+    let f = b
+        .exec(
+            Queue::Dma(0),
+            &dma(tile(4, 4, 0, DType::F32), tile(4, 4, 1024, DType::F32)),
+        )
+        .unwrap_err();
+    assert_eq!(f.kind, SimErrorKind::UninitialisedRead);
+    assert_eq!(
+        f.message,
+        "read of uninitialised memory through `src`: sbuf partition 0 byte 1024 was never written"
+    );
+}
+
+#[test]
+fn dma_transpose_2d_and_4d() {
+    let mut b = Bench::new();
+    let src = tile(4, 3, 0, DType::F32);
+    let vals: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    b.put(&src, &vals);
+    let dst = tile(3, 4, 256, DType::F32);
+    b.ok(
+        Queue::Dma(0),
+        &Op::DmaTranspose {
+            dst: dst.clone(),
+            src,
+            dge: DgeMode::None,
+        },
+    );
+    // dst[j, i] = src[i, j] = 3i + j.
+    let want: Vec<f32> = (0..12).map(|e| ((e % 4) * 3 + e / 4) as f32).collect();
+    assert_bits(&b.get(&dst), &want);
+
+    // 4-D [2, 1, 3, 2] → [2, 1, 3, 2] with dst[w, y, z, x] = src[x, y, z, w].
+    let src4 = sb(0, 2, 512, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
+    let vals4: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    b.put(&src4, &vals4);
+    let dst4 = sb(0, 2, 1024, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
+    b.ok(
+        Queue::Dma(0),
+        &Op::DmaTranspose {
+            dst: dst4.clone(),
+            src: src4,
+            dge: DgeMode::Hwdge,
+        },
+    );
+    let mut want4 = Vec::new();
+    for w in 0..2 {
+        for z in 0..3 {
+            for x in 0..2 {
+                want4.push((x * 6 + z * 2 + w) as f32);
+            }
+        }
+    }
+    assert_bits(&b.get(&dst4), &want4);
+}
+
+#[test]
+fn dma_gather_and_scatter_follow_the_index() {
+    let p = program(&[
+        ("table", DType::F32, &[5, 2], TensorKind::Input),
+        ("out", DType::F32, &[5, 2], TensorKind::Output),
+    ]);
+    let mut b = Bench::with_program(&p);
+    b.mem.load_tensor(
+        0,
+        f32_bytes(&[0.0, 1.0, 10.0, 11.0, 20.0, 21.0, 30.0, 31.0, 40.0, 41.0]),
+    );
+    let index = tile(3, 1, 64, DType::I32);
+    b.put_bits(&index, &[4, 0, 7]);
+    let dst = tile(3, 2, 0, DType::F32);
+    b.put(&dst, &[-1.0; 6]);
+    let gather = |oob| Op::DmaGather {
+        dst: dst.clone(),
+        src: hbm(TensorId(0), 3, 2, 0, &[(1, 2)], DType::F32),
+        index: index.clone(),
+        oob,
+    };
+    let f = b.exec(Queue::Dma(0), &gather(OobMode::Error)).unwrap_err();
+    assert_eq!(f.kind, SimErrorKind::OutOfBounds);
+    b.ok(Queue::Dma(0), &gather(OobMode::Skip));
+    assert_bits(&b.get(&dst), &[40.0, 41.0, 0.0, 1.0, -1.0, -1.0]);
+
+    // Scatter-add with a repeated index: rows add up in ascending order.
+    let out = hbm(TensorId(1), 5, 2, 0, &[(1, 2)], DType::F32);
+    b.ok(
+        Queue::Dma(0),
+        &dma(
+            out.clone(),
+            hbm(TensorId(0), 5, 2, 0, &[(1, 2)], DType::F32),
+        ),
+    );
+    b.put_bits(&index, &[1, 1, 3]);
+    b.put(&dst, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let scatter = Op::DmaScatter {
+        dst: hbm(TensorId(1), 3, 2, 0, &[(1, 2)], DType::F32),
+        src: dst.clone(),
+        index: index.clone(),
+        accumulate: true,
+        oob: OobMode::Error,
+    };
+    b.ok(Queue::Dma(0), &scatter);
+    assert_bits(
+        &b.get(&out),
+        &[0.0, 1.0, 14.0, 17.0, 20.0, 21.0, 35.0, 37.0, 40.0, 41.0],
+    );
+}
+
+#[test]
+fn tensor_copy_broadcast_negative_stride_and_int_cast() {
+    let mut b = Bench::new();
+    // Broadcast: stride 0 repeats element 0 of each partition.
+    let src = tile(2, 4, 0, DType::F32);
+    b.put(&src, &[1.5, 2.5, -3.5, 300.0, -1.0, 0.5, 127.5, -200.0]);
+    let bcast = sb(0, 2, 0, &[(0, 4)], DType::F32);
+    let dst = tile(2, 4, 64, DType::F32);
+    b.ok(
+        Queue::Vector,
+        &Op::TensorCopy {
+            dst: dst.clone(),
+            src: bcast,
+        },
+    );
+    assert_bits(&b.get(&dst), &[1.5, 1.5, 1.5, 1.5, -1.0, -1.0, -1.0, -1.0]);
+    // Reversed: start at the last element with stride -1.
+    let rev = sb(0, 2, 12, &[(-1, 4)], DType::F32);
+    b.ok(
+        Queue::GpSimd,
+        &Op::TensorCopy {
+            dst: dst.clone(),
+            src: rev,
+        },
+    );
+    assert_bits(
+        &b.get(&dst),
+        &[300.0, -3.5, 2.5, 1.5, -200.0, 127.5, 0.5, -1.0],
+    );
+    // f32 → int8: RNE then saturation.
+    let i8dst = tile(2, 4, 128, DType::I8);
+    b.ok(
+        Queue::Scalar,
+        &Op::TensorCopy {
+            dst: i8dst.clone(),
+            src,
+        },
+    );
+    assert_eq!(
+        b.get_bits(&i8dst),
+        vec![2, 2, (-4i8) as u8 as u32, 127, 0xff, 0, 127, 0x80]
+    );
+}
+
+#[test]
+fn tensor_copy_between_equal_dtypes_keeps_nan_payloads() {
+    let mut b = Bench::new();
+    let src = sb(96, 32, 0, &[(1, 2)], DType::BF16);
+    let bits: Vec<u32> = (0..64)
+        .map(|i| if i % 2 == 0 { 0x7f81 } else { 0xffc3 })
+        .collect();
+    b.put_bits(&src, &bits);
+    let dst = sb(0, 32, 4, &[(1, 2)], DType::BF16);
+    b.ok(
+        Queue::Vector,
+        &Op::TensorCopy {
+            dst: dst.clone(),
+            src,
+        },
+    );
+    assert_eq!(b.get_bits(&dst), bits);
+}
+
+#[test]
+fn memset_fills_every_dtype() {
+    let mut b = Bench::new();
+    let i = tile(3, 5, 0, DType::I32);
+    b.ok(
+        Queue::Vector,
+        &Op::Memset {
+            dst: i.clone(),
+            value: Imm::Int(-7),
+        },
+    );
+    assert_eq!(b.get_bits(&i), vec![(-7i32) as u32; 15]);
+    let h = sb(0, 128, 64, &[(2, 3)], DType::BF16);
+    b.ok(
+        Queue::GpSimd,
+        &Op::Memset {
+            dst: h.clone(),
+            value: Imm::Float(Fp32::new(1.1)),
+        },
+    );
+    assert_bits(&b.get(&h), &vec![q(DType::BF16, 1.1); 128 * 3]);
+    let u = tile(1, 2, 128, DType::U8);
+    b.ok(
+        Queue::Vector,
+        &Op::Memset {
+            dst: u.clone(),
+            value: Imm::Int(0x1ff),
+        },
+    );
+    assert_eq!(b.get_bits(&u), vec![0xff, 0xff]);
+    let x4 = tile(1, 2, 192, DType::F8E4M3FNx4);
+    b.ok(
+        Queue::Vector,
+        &Op::Memset {
+            dst: x4.clone(),
+            value: Imm::Int(0),
+        },
+    );
+    assert_eq!(b.get_bits(&x4), vec![0, 0]);
+    let bo = tile(1, 2, 256, DType::Bool);
+    b.ok(
+        Queue::Vector,
+        &Op::Memset {
+            dst: bo.clone(),
+            value: Imm::Int(5),
+        },
+    );
+    assert_eq!(b.get_bits(&bo), vec![1, 1]);
+}
+
+#[test]
+fn iota_with_pattern_and_channel_multiplier() {
+    let mut b = Bench::new();
+    let dst = tile(3, 6, 0, DType::I32);
+    let op = Op::Iota {
+        dst: dst.clone(),
+        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
+        offset: 5,
+        channel_multiplier: 100,
+    };
+    b.ok(Queue::GpSimd, &op);
+    let mut want = Vec::new();
+    for p in 0..3i32 {
+        for y in 0..2i32 {
+            for x in 0..3i32 {
+                want.push((5 + 100 * p + 10 * y - x) as u32);
+            }
+        }
+    }
+    assert_eq!(b.get_bits(&dst), want);
+    // Into int8 the values saturate; into f32 they convert exactly.
+    let small = tile(3, 6, 64, DType::I8);
+    let op8 = Op::Iota {
+        dst: small.clone(),
+        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
+        offset: 5,
+        channel_multiplier: 100,
+    };
+    b.ok(Queue::GpSimd, &op8);
+    assert_eq!(b.get_bits(&small)[3..9], [15, 14, 13, 105, 104, 103]);
+    assert_eq!(b.get_bits(&small)[12..15], [127, 127, 127]);
+    let fl = tile(3, 6, 128, DType::F32);
+    let opf = Op::Iota {
+        dst: fl.clone(),
+        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
+        offset: 5,
+        channel_multiplier: 100,
+    };
+    b.ok(Queue::GpSimd, &opf);
+    let wf: Vec<f32> = want.iter().map(|&v| v as i32 as f32).collect();
+    assert_bits(&b.get(&fl), &wf);
+}

@@ -1,0 +1,475 @@
+//! Whole programs through `run`: timing from the cost model, semaphores,
+//! dynamic loops, step orders, faults and their messages.
+
+use nkic_isa::{
+    ActFunc, AluOp, BranchCond, DType, DgeMode, Imm, Instruction, Label, MatmulPerfMode, OobMode,
+    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemWait, Target, TensorKind,
+};
+
+use super::*;
+use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder, run};
+
+fn dma(dst: AccessPattern, src: AccessPattern) -> Op {
+    Op::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        dge: DgeMode::None,
+        oob: OobMode::Error,
+        priority: None,
+    }
+}
+
+fn scale(dst: AccessPattern, src: AccessPattern, by: f32) -> Op {
+    Op::TensorScalar {
+        dst,
+        src,
+        op0: AluOp::Multiply,
+        operand0: Some(Scalar::imm(by)),
+        reverse0: false,
+        op1: None,
+        operand1: None,
+        reverse1: false,
+    }
+}
+
+/// load → scale by 2 → store, across three queues.
+fn pipeline() -> Program {
+    let mut p = program(&[
+        ("a", DType::F32, &[128, 512], TensorKind::Input),
+        ("out", DType::F32, &[128, 512], TensorKind::Output),
+    ]);
+    let loaded = p.add_semaphore("loaded");
+    let computed = p.add_semaphore("computed");
+    let a = hbm(TensorId(0), 128, 512, 0, &[(1, 512)], DType::F32);
+    let out = hbm(TensorId(1), 128, 512, 0, &[(1, 512)], DType::F32);
+    let t0 = tile(128, 512, 0, DType::F32);
+    let t1 = tile(128, 512, 2048, DType::F32);
+    p.stream_mut(Queue::Dma(0))
+        .push(Instruction::new(dma(t0.clone(), a)).signal(loaded));
+    p.stream_mut(Queue::Vector).push(
+        Instruction::new(scale(t1.clone(), t0, 2.0))
+            .wait(loaded, 1)
+            .signal(computed),
+    );
+    p.stream_mut(Queue::Dma(1))
+        .push(Instruction::new(dma(out, t1)).wait(computed, 1));
+    p
+}
+
+#[test]
+fn pipeline_result_and_times_follow_the_cost_model() {
+    let p = pipeline();
+    let a = values(128 * 512, 11);
+    let res = run(
+        &p,
+        &Inputs::new().with("a", f32_bytes(&a)),
+        &SimConfig::default(),
+    )
+    .expect("runs");
+    let want: Vec<f32> = a.iter().map(|x| x * 2.0).collect();
+    assert_eq!(res.outputs, vec![("out".to_owned(), f32_bytes(&want))]);
+    let cost = |q: Queue, i: usize| Target::Trn3.cost(q, &p.stream(q).unwrap_or_default()[i].op);
+    let (c0, c1, c2) = (
+        cost(Queue::Dma(0), 0),
+        cost(Queue::Vector, 0),
+        cost(Queue::Dma(1), 0),
+    );
+    assert_eq!(res.trace[0].start_ps, 0);
+    assert_eq!(res.total_ps, c0.latency_ps + c1.latency_ps + c2.latency_ps);
+    let starts: Vec<(Queue, u64)> = res.trace.iter().map(|e| (e.queue, e.start_ps)).collect();
+    assert!(starts.contains(&(Queue::Vector, c0.latency_ps)));
+    assert!(starts.contains(&(Queue::Dma(1), c0.latency_ps + c1.latency_ps)));
+    let busy: Vec<u64> = res.per_queue.iter().map(|s| s.busy_ps).collect();
+    assert_eq!(busy, vec![c0.busy_ps, c1.busy_ps, c2.busy_ps]);
+    assert_eq!(res.hbm_bytes_read, 128 * 512 * 4);
+    assert_eq!(res.hbm_bytes_written, 128 * 512 * 4);
+    assert_eq!(res.instructions, 3);
+    assert_eq!(res.elements, 3 * 128 * 512);
+}
+
+#[test]
+fn dependent_instructions_pay_the_issue_overhead() {
+    let mut p = program(&[]);
+    let t0 = tile(128, 64, 0, DType::F32);
+    let t1 = tile(128, 64, 512, DType::F32);
+    let t2 = tile(128, 64, 1024, DType::F32);
+    let v = p.stream_mut(Queue::Vector);
+    v.push(Instruction::new(Op::Memset {
+        dst: t0.clone(),
+        value: Imm::Float(1.0.into()),
+    }));
+    v.push(Instruction::new(Op::Memset {
+        dst: t1.clone(),
+        value: Imm::Float(2.0.into()),
+    }));
+    v.push(Instruction::new(scale(t2, t1, 3.0)));
+    let res = run(&p, &Inputs::new(), &SimConfig::default()).expect("runs");
+    let c = |i: usize| {
+        Target::Trn3.cost(
+            Queue::Vector,
+            &p.stream(Queue::Vector).unwrap_or_default()[i].op,
+        )
+    };
+    // The second memset is independent: it issues when the queue is free.
+    assert_eq!(res.trace[1].start_ps, c(0).busy_ps);
+    // The multiply reads what the second memset wrote: it waits for its
+    // completion, then the dependent-issue overhead.
+    let overhead = Target::Trn3.dependent_overhead_ps(nkic_isa::Engine::Vector);
+    assert_eq!(
+        res.trace[2].start_ps,
+        c(0).busy_ps + c(1).latency_ps + overhead
+    );
+}
+
+/// A program with many queues working on disjoint data, synchronised only
+/// through semaphores, with a matmul, a dynamic loop and accumulators.
+fn busy_program() -> Program {
+    let mut p = program(&[
+        ("x", DType::BF16, &[4, 128, 128], TensorKind::Input),
+        ("n", DType::I32, &[1], TensorKind::Input),
+        ("mm", DType::F32, &[128, 128], TensorKind::Output),
+        ("acts", DType::BF16, &[4, 128, 128], TensorKind::Output),
+        ("sums", DType::F32, &[128, 4], TensorKind::Output),
+    ]);
+    let loaded = p.add_semaphore("loaded");
+    let acted = p.add_semaphore("acted");
+    let mm_done = p.add_semaphore("mm_done");
+    let stored = p.add_semaphore("stored");
+    let slot = |i: u64| tile(128, 128, i * 256, DType::BF16);
+    // Four loads on four DMA queues.
+    for i in 0..4u64 {
+        let src = hbm(
+            TensorId(0),
+            128,
+            128,
+            i * 128 * 128 * 2,
+            &[(1, 128)],
+            DType::BF16,
+        );
+        p.stream_mut(Queue::Dma(i as u8))
+            .push(Instruction::new(dma(slot(i), src)).signal(loaded));
+    }
+    // Scalar: a dynamic loop over n tiles: activation with a running sum.
+    let sums = tile(128, 4, 4096, DType::F32);
+    {
+        let s = p.stream_mut(Queue::Scalar);
+        s.push(Instruction::new(Op::RegSet {
+            dst: Reg(1),
+            value: 0,
+        }));
+        s.push(Instruction::new(Op::RegSet {
+            dst: Reg(0),
+            value: 4,
+        }));
+        s.push(Instruction::new(Op::Label { label: Label(0) }));
+        let src = tile(128, 128, 0, DType::BF16).with_dyn_offset(Reg(1), 256);
+        let dst = tile(128, 128, 8192, DType::BF16).with_dyn_offset(Reg(1), 256);
+        let res = tile(128, 1, 4096, DType::F32).with_dyn_offset(Reg(1), 4);
+        let mut inst = Instruction::new(Op::Activation {
+            dst,
+            src,
+            func: ActFunc::Gelu,
+            scale: Scalar::imm(0.5),
+            bias: None,
+            reduce_op: Some(AluOp::Add),
+            reduce_cmd: ReduceCmd::ResetReduce,
+            reduce_res: Some(res),
+        })
+        .signal(acted);
+        // Tile i arrives with the (i+1)-th load in time order; waiting for
+        // all four keeps the loop race-free whatever the DMA order.
+        inst.waits.push(SemWait {
+            sem: loaded,
+            value: 4,
+            reg: None,
+        });
+        inst.waits.push(SemWait {
+            sem: loaded,
+            value: 1,
+            reg: Some(Reg(1)),
+        });
+        s.push(inst);
+        s.push(Instruction::new(Op::RegAlu {
+            dst: Reg(1),
+            op: RegAluOp::Add,
+            a: Reg(1),
+            b: RegOrImm::Imm(1),
+        }));
+        s.push(Instruction::new(Op::Branch {
+            cond: BranchCond::Lt,
+            a: Reg(1),
+            b: RegOrImm::Reg(Reg(0)),
+            target: Label(0),
+        }));
+    }
+    // Tensor: slot 0 × slot 1 into PSUM, then Vector evacuates it.
+    let dst = ps(0, 128, 0, &[(1, 128)], DType::F32);
+    p.stream_mut(Queue::Tensor).push(
+        Instruction::new(Op::NcMatmul {
+            dst: dst.clone(),
+            stationary: slot(0),
+            moving: slot(1),
+            accumulate: false,
+            transpose: false,
+            perf_mode: MatmulPerfMode::None,
+            stationary_onezero: false,
+            moving_onezero: false,
+            tile_position: None,
+            tile_size: None,
+        })
+        .wait(loaded, 4)
+        .signal(mm_done),
+    );
+    let mm_sb = tile(128, 128, 16384, DType::F32);
+    p.stream_mut(Queue::Vector).push(
+        Instruction::new(Op::TensorCopy {
+            dst: mm_sb.clone(),
+            src: dst,
+        })
+        .wait(mm_done, 1)
+        .signal(stored),
+    );
+    // GpSimd: an iota nobody reads, to add an independent queue.
+    p.stream_mut(Queue::GpSimd).push(Instruction::new(Op::Iota {
+        dst: tile(128, 64, 32768, DType::I32),
+        pattern: vec![nkic_isa::Dim::new(1, 64)],
+        offset: 0,
+        channel_multiplier: 64,
+    }));
+    // Stores on other DMA queues.
+    p.stream_mut(Queue::Dma(5)).push(
+        Instruction::new(dma(
+            hbm(TensorId(2), 128, 128, 0, &[(1, 128)], DType::F32),
+            mm_sb,
+        ))
+        .wait(stored, 1),
+    );
+    for i in 0..4u64 {
+        let dst = hbm(
+            TensorId(3),
+            128,
+            128,
+            i * 128 * 128 * 2,
+            &[(1, 128)],
+            DType::BF16,
+        );
+        p.stream_mut(Queue::Dma(6 + i as u8)).push(
+            Instruction::new(dma(dst, tile(128, 128, 8192 + i * 256, DType::BF16)))
+                .wait(acted, i as u32 + 1),
+        );
+    }
+    p.stream_mut(Queue::Sync)
+        .push(Instruction::new(dma_sums_placeholder()).wait(acted, 4));
+    p.stream_mut(Queue::Dma(10)).push(
+        Instruction::new(dma(
+            hbm(TensorId(4), 128, 4, 0, &[(1, 4)], DType::F32),
+            sums,
+        ))
+        .wait(acted, 4),
+    );
+    p
+}
+
+/// The Sync queue just waits (a `nop`).
+fn dma_sums_placeholder() -> Op {
+    Op::Nop {}
+}
+
+fn busy_inputs() -> Inputs {
+    let x: Vec<u8> = values(4 * 128 * 128, 12)
+        .into_iter()
+        .flat_map(|v| (nkic_isa::numerics::from_f32(DType::BF16, v) as u16).to_le_bytes())
+        .collect();
+    Inputs::new()
+        .with("x", x)
+        .with("n", 4i32.to_le_bytes().to_vec())
+}
+
+#[test]
+fn step_order_changes_neither_bytes_nor_times() {
+    let p = busy_program();
+    let inputs = busy_inputs();
+    let orders = [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+        StepOrder::Seeded(1),
+        StepOrder::Seeded(2),
+        StepOrder::Seeded(0xdead_beef),
+    ];
+    let mut results = Vec::new();
+    for order in orders {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let mut r = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
+        // The trace is in execution order, which differs; sort it.
+        r.trace.sort_by_key(|e| (e.queue, e.start_ps, e.index));
+        results.push((order, r));
+    }
+    // The orders really interleave the queues differently.
+    let (_, first) = &results[0];
+    for (order, r) in &results[1..] {
+        assert_eq!(r.outputs, first.outputs, "{order:?}");
+        assert_eq!(r.total_ps, first.total_ps, "{order:?}");
+        assert_eq!(r.per_queue, first.per_queue, "{order:?}");
+        assert_eq!(r.trace, first.trace, "{order:?}");
+    }
+    assert_eq!(
+        first.instructions,
+        4 + 2 + 4 * 4 + 1 + 1 + 1 + 1 + 4 + 1 + 1
+    );
+}
+
+#[test]
+fn execution_interleaving_differs_between_orders() {
+    let p = busy_program();
+    let run_order = |order| {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let r = run(&p, &busy_inputs(), &config).expect("runs");
+        r.trace
+            .iter()
+            .map(|e| (e.queue, e.index))
+            .collect::<Vec<_>>()
+    };
+    assert_ne!(
+        run_order(StepOrder::RoundRobin),
+        run_order(StepOrder::Reverse)
+    );
+}
+
+#[test]
+fn deadlock_names_the_waiting_instructions() {
+    let mut p = program(&[]);
+    let s = p.add_semaphore("ready");
+    let line = p.add_line("kernel.py", 7, 3, 10..20);
+    p.stream_mut(Queue::Vector)
+        .push(Instruction::new(Op::Nop {}).signal(s));
+    p.stream_mut(Queue::Scalar)
+        .push(Instruction::new(Op::Nop {}).wait(s, 2).at(line));
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::Deadlock);
+    assert_eq!(
+        e.to_string(),
+        "deadlock: scalar[0] `nop` waits for `ready` >= 2 but it is 1 and nothing left can signal it at scalar[0] (kernel.py:7:3)"
+    );
+}
+
+#[test]
+fn out_of_bounds_fault_names_instruction_and_source_line() {
+    let mut p = program(&[]);
+    let line = p.add_line("kernel.py", 14, 5, 100..120);
+    let src = tile(4, 64, 0, DType::F32).with_dyn_offset(Reg(3), 4096);
+    let v = p.stream_mut(Queue::Vector);
+    v.push(Instruction::new(Op::RegSet {
+        dst: Reg(3),
+        value: 60,
+    }));
+    v.push(
+        Instruction::new(Op::TensorCopy {
+            dst: tile(4, 64, 0, DType::F32),
+            src,
+        })
+        .at(line),
+    );
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::OutOfBounds);
+    assert_eq!((e.queue, e.index), (Some(Queue::Vector), Some(1)));
+    assert_eq!(
+        e.to_string(),
+        "out-of-bounds read of sbuf bytes 245760..246016 of each partition (limit 245752) through `src` by tensor_copy at vector[1] (kernel.py:14:5)"
+    );
+}
+
+#[test]
+fn uninitialised_reads_fault_or_read_poison() {
+    let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
+    let t = tile(1, 4, 0, DType::F32);
+    p.stream_mut(Queue::Vector)
+        .push(Instruction::new(scale(tile(1, 4, 64, DType::F32), t, 2.0)));
+    p.stream_mut(Queue::Vector).push(Instruction::new(dma(
+        hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
+        tile(1, 4, 64, DType::F32),
+    )));
+    // The store belongs on a DMA queue; move it there after the compute.
+    let store = p.stream_mut(Queue::Vector).pop().map(|i| i.op);
+    let sem = p.add_semaphore("done");
+    if let Some(first) = p.stream_mut(Queue::Vector).first_mut() {
+        first.signals.push(sem);
+    }
+    if let Some(op) = store {
+        p.stream_mut(Queue::Dma(0))
+            .push(Instruction::new(op).wait(sem, 1));
+    }
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
+    let zero = SimConfig {
+        poison: Poison::Zero,
+        ..SimConfig::default()
+    };
+    let r = run(&p, &Inputs::new(), &zero).expect("runs with poison");
+    assert_eq!(r.outputs[0].1, f32_bytes(&[0.0; 4]));
+    let nan = SimConfig {
+        poison: Poison::Nan,
+        ..SimConfig::default()
+    };
+    let r = run(&p, &Inputs::new(), &nan).expect("runs with poison");
+    assert!(
+        r.outputs[0]
+            .1
+            .chunks(4)
+            .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_nan())
+    );
+}
+
+#[test]
+fn outputs_must_be_fully_written() {
+    let p = program(&[("out", DType::F32, &[2], TensorKind::Output)]);
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "output `out` is not fully written: byte 0 (element 0) was never written"
+    );
+}
+
+#[test]
+fn inputs_are_checked() {
+    let p = pipeline();
+    let err = |inputs: Inputs| {
+        run(&p, &inputs, &SimConfig::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(err(Inputs::new()), "missing input `a`");
+    assert_eq!(
+        err(Inputs::new().with("a", vec![0; 3])),
+        "`a` is float32[128, 512] (262144 bytes) but the input has 3 bytes"
+    );
+    assert_eq!(
+        err(Inputs::new().with("b", vec![])),
+        "the kernel has no argument `b`"
+    );
+    assert_eq!(
+        err(Inputs::new().with(TensorId(1), vec![0; 262_144])),
+        "`out` is an output argument, not an input"
+    );
+}
+
+#[test]
+fn runaway_loops_hit_the_instruction_limit() {
+    let mut p = program(&[]);
+    let s = p.stream_mut(Queue::Sync);
+    s.push(Instruction::new(Op::Label { label: Label(0) }));
+    s.push(Instruction::new(Op::Jump { target: Label(0) }));
+    let config = SimConfig {
+        max_instructions: 1000,
+        ..SimConfig::default()
+    };
+    let e = run(&p, &Inputs::new(), &config).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::InstructionLimit);
+}
