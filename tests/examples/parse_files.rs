@@ -1,12 +1,17 @@
 //! Parses every `.py` file below the given paths and reports the ones with diagnostics.
 //!
-//! Usage: `cargo run -p nkic-tests --example parse_files -- [--quiet] PATH...`
-//! (or `tests/tools/parse_external.sh DIR...`). A path may be a file or a
-//! directory, which is walked recursively in sorted order. For each file with
-//! diagnostics the rendered diagnostics are printed (only a one-line summary
-//! with `--quiet`); a panic in the parser is caught and reported as such.
-//! A final line counts the files, and the exit status is 0 only when every
-//! file parsed cleanly.
+//! Usage: `cargo run -p nkic-tests --example parse_files -- [--quiet]
+//! [--unparse-to DIR] PATH...` (or `tests/tools/parse_external.sh DIR...`).
+//! A path may be a file or a directory, which is walked recursively in sorted
+//! order. For each file with diagnostics the rendered diagnostics are printed
+//! (only a one-line summary with `--quiet`); a panic in the parser is caught
+//! and reported as such. A final line counts the files, and the exit status is
+//! 0 only when every file parsed cleanly.
+//!
+//! With `--unparse-to DIR`, every file that parsed cleanly is printed back
+//! with `nkic_syntax::unparse` into `DIR`, under its path as given with `%`
+//! written `%25` and `/` written `%2F` (see `tools/compare_with_cpython.py`, which checks that
+//! CPython reads the original and the printed file as the same tree).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -15,16 +20,30 @@ use nkic_diag::{RenderConfig, SourceMap, render};
 
 fn main() -> ExitCode {
     let mut quiet = false;
+    let mut unparse_to = None;
     let mut roots = Vec::new();
-    for arg in std::env::args_os().skip(1) {
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
         if arg == "--quiet" {
             quiet = true;
+        } else if arg == "--unparse-to" {
+            let Some(dir) = args.next() else {
+                eprintln!("error: --unparse-to needs a directory");
+                return ExitCode::from(2);
+            };
+            unparse_to = Some(PathBuf::from(dir));
         } else {
             roots.push(PathBuf::from(arg));
         }
     }
     if roots.is_empty() {
-        eprintln!("usage: parse_files [--quiet] PATH...");
+        eprintln!("usage: parse_files [--quiet] [--unparse-to DIR] PATH...");
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = &unparse_to
+        && let Err(err) = std::fs::create_dir_all(dir)
+    {
+        eprintln!("error: cannot create {}: {err}", dir.display());
         return ExitCode::from(2);
     }
 
@@ -52,9 +71,25 @@ fn main() -> ExitCode {
                 continue;
             }
         };
-        let parsed = std::panic::catch_unwind(|| nkic_syntax::parse(&text));
+        let parsed = std::panic::catch_unwind(|| {
+            let (module, diags) = nkic_syntax::parse(&text);
+            let printed = diags.is_empty().then(|| nkic_syntax::unparse(&module));
+            (printed, diags)
+        });
         let diags = match parsed {
-            Ok((_, diags)) => diags,
+            Ok((printed, diags)) => {
+                if let (Some(dir), Some(printed)) = (&unparse_to, printed) {
+                    let flat = path
+                        .to_string_lossy()
+                        .replace('%', "%25")
+                        .replace('/', "%2F");
+                    if let Err(err) = std::fs::write(dir.join(flat), printed) {
+                        eprintln!("error: cannot write the unparsed {}: {err}", path.display());
+                        return ExitCode::from(2);
+                    }
+                }
+                diags
+            }
             Err(payload) => {
                 let message = payload
                     .downcast_ref::<&str>()
