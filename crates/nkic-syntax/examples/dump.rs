@@ -10,6 +10,11 @@ fn main() {
     }
     print!("{}", nkic_syntax::dump_ast(&module));
     for d in diags {
-        println!("{} {} {:?}", d.code, d.message, d.primary.map(|l| l.span));
+        println!(
+            "{} {} {:?}",
+            d.code,
+            d.message,
+            d.primary.as_ref().map(|l| l.span)
+        );
     }
 }

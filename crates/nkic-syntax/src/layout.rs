@@ -56,11 +56,34 @@ pub struct Config {
 /// `base`), returning the logical tokens and the lexical diagnostics.
 pub fn tokenize(src: &str, config: Config) -> (Vec<Spanned<'_>>, Vec<Diagnostic>) {
     let mut layout = Layout::new(src, config);
-    let mut out = Vec::with_capacity(src.len() / 4);
+    let mut out = Vec::with_capacity(src.len() / 8);
     while let Some(tok) = layout.next_token() {
         out.push(tok);
     }
     (out, layout.diags)
+}
+
+/// The layout pass as a streaming iterator (the parser reads it directly, so
+/// a large file never needs its whole token vector in memory).
+pub(crate) struct Stream<'src>(Layout<'src>);
+
+impl<'src> Stream<'src> {
+    pub(crate) fn new(src: &'src str, config: Config) -> Stream<'src> {
+        Stream(Layout::new(src, config))
+    }
+
+    /// The lexical diagnostics, complete once the iterator is exhausted.
+    pub(crate) fn into_diagnostics(self) -> Vec<Diagnostic> {
+        self.0.diags
+    }
+}
+
+impl<'src> Iterator for Stream<'src> {
+    type Item = Spanned<'src>;
+
+    fn next(&mut self) -> Option<Spanned<'src>> {
+        self.0.next_token()
+    }
 }
 
 /// Checks the invariants of a logical token stream for `src`: spans within
@@ -183,8 +206,8 @@ impl<'src> Layout<'src> {
             };
             if tok == Token::Newline {
                 self.newline(range.start, range.end);
-            } else {
-                self.real_token(tok, range.start, range.end);
+            } else if let Some(direct) = self.real_token(tok, range.start, range.end) {
+                return Some(direct);
             }
         }
     }
@@ -205,7 +228,10 @@ impl<'src> Layout<'src> {
         self.at_line_start = true;
     }
 
-    fn real_token(&mut self, tok: Token<'src>, start: usize, end: usize) {
+    /// Handles a token other than a newline. Returns it directly when no
+    /// synthetic token has to come first (the common, fast case); otherwise
+    /// queues it behind them.
+    fn real_token(&mut self, tok: Token<'src>, start: usize, end: usize) -> Option<Spanned<'src>> {
         if self.newline_in_brackets && !self.brackets.is_empty() && self.starts_new_statement(tok) {
             // A statement keyword at the start of a line cannot be inside an
             // expression: an earlier bracket was never closed.
@@ -241,13 +267,17 @@ impl<'src> Layout<'src> {
             Token::RParen | Token::RBracket | Token::RBrace
                 if !self.close_bracket(tok, start, end) =>
             {
-                return;
+                return None;
             }
             _ => {}
         }
-        self.pending.push_back((start, tok, end));
         self.last_end = end;
         self.last_token = Some(tok);
+        if self.pending.is_empty() {
+            return Some((start, tok, end));
+        }
+        self.pending.push_back((start, tok, end));
+        None
     }
 
     /// Whether `tok`, the first token of a physical line inside brackets,
@@ -263,7 +293,7 @@ impl<'src> Layout<'src> {
             return false;
         }
         let prev_ends_expr = matches!(
-            self.pending.back().map(|t| t.1).or(self.last_token),
+            self.last_token,
             Some(
                 Token::RParen
                     | Token::RBracket

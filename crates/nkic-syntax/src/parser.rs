@@ -59,9 +59,19 @@ pub struct Ctx<'src> {
 
 /// Parses a whole file.
 pub fn parse_module(src: &str) -> (Module, Vec<Diagnostic>) {
-    let (tokens, mut diags) = layout::tokenize(src, layout::Config::default());
+    let mut stream = layout::Stream::new(src, layout::Config::default());
     let mut ctx = Ctx::new(src);
-    let out = run(&mut ctx, Token::StartModule, &tokens);
+    // The token vector is needed only to phrase syntax errors; it is rebuilt
+    // then instead of being kept for every parse.
+    let relex = || layout::tokenize(src, layout::Config::default()).0;
+    let out = run(
+        &mut ctx,
+        Token::StartModule,
+        &mut stream,
+        (0, src.len()),
+        &relex,
+    );
+    let mut diags = stream.into_diagnostics();
     let module = match out {
         Some(TopOut::Module(module)) => module,
         _ => Module {
@@ -97,25 +107,35 @@ fn sort_diagnostics(diags: &mut [Diagnostic]) {
 
 /// Runs the generated parser over `tokens`, after the start token `start`,
 /// and converts the syntax errors of this run into diagnostics.
-fn run<'src>(ctx: &mut Ctx<'src>, start: Token<'src>, tokens: &[Spanned<'src>]) -> Option<TopOut> {
+/// `(begin, end)` are the offsets of the synthetic start and end tokens;
+/// `relex` gives the token list again for phrasing errors.
+fn run<'src>(
+    ctx: &mut Ctx<'src>,
+    start: Token<'src>,
+    tokens: &mut dyn Iterator<Item = Spanned<'src>>,
+    (begin, end): (usize, usize),
+    relex: &dyn Fn() -> Vec<Spanned<'src>>,
+) -> Option<TopOut> {
     let first_error = ctx.errors.len();
-    let begin = tokens.first().map_or(0, |t| t.0);
-    let end = tokens.last().map_or(begin, |t| t.2);
     let stream = std::iter::once((begin, start, begin))
-        .chain(tokens.iter().copied())
+        .chain(tokens)
         .chain(std::iter::once((end, Token::EndMarker, end)))
         .map(Ok::<_, LexError>);
     let result = TopParser::new().parse(ctx, stream);
     let recovered: Vec<Recovery<'src>> = ctx.errors.drain(first_error..).collect();
+    if recovered.is_empty() && result.is_ok() {
+        return result.ok();
+    }
+    let tokens = relex();
     for rec in &recovered {
-        if let Some(diag) = describe(&rec.error, tokens, ctx.src) {
+        if let Some(diag) = describe(&rec.error, &tokens, ctx.src) {
             ctx.diags.push(diag);
         }
     }
     match result {
         Ok(out) => Some(out),
         Err(err) => {
-            if let Some(diag) = describe(&err, tokens, ctx.src) {
+            if let Some(diag) = describe(&err, &tokens, ctx.src) {
                 ctx.diags.push(diag);
             }
             None
@@ -182,7 +202,15 @@ impl<'src> Ctx<'src> {
             self.diags.push(shift_diagnostic(diag, start));
         }
         self.fstring_depth += 1;
-        let out = run(self, Token::StartExpression, &shifted);
+        let relex = || shifted.clone();
+        let mut iter = shifted.iter().copied();
+        let out = run(
+            self,
+            Token::StartExpression,
+            &mut iter,
+            (start, end),
+            &relex,
+        );
         self.fstring_depth -= 1;
         match out {
             Some(TopOut::Expr(expr)) => expr,
@@ -652,6 +680,61 @@ impl<'src> Ctx<'src> {
             },
             Span::from_range(l..r),
         )
+    }
+
+    /// Builds the tree of a flat operator chain `first (op operand)*` by
+    /// precedence (all binary operators here are left-associative). Operands
+    /// come with their source range including any parentheses.
+    pub(crate) fn binop_chain(
+        &mut self,
+        first: (usize, Expr, usize),
+        rest: Vec<(BinOp, usize, Expr, usize)>,
+    ) -> Expr {
+        fn level(op: BinOp) -> u8 {
+            match op {
+                BinOp::BitOr => 1,
+                BinOp::BitXor => 2,
+                BinOp::BitAnd => 3,
+                BinOp::LShift | BinOp::RShift => 4,
+                BinOp::Add | BinOp::Sub => 5,
+                BinOp::Mult | BinOp::MatMult | BinOp::Div | BinOp::Mod | BinOp::FloorDiv => 6,
+                BinOp::Pow => 7,
+            }
+        }
+        fn reduce(operands: &mut Vec<(usize, Expr, usize)>, op: BinOp) {
+            // Two operands are always present when an operator is reduced:
+            // every pushed operator is preceded and followed by an operand.
+            let (Some((_, right, r)), Some((l, left, _))) = (operands.pop(), operands.pop()) else {
+                return;
+            };
+            let node = Expr::new(
+                ExprKind::BinOp {
+                    left: Box::new(left),
+                    op,
+                    right: Box::new(right),
+                },
+                Span::from_range(l..r),
+            );
+            operands.push((l, node, r));
+        }
+        let mut operands = vec![first];
+        let mut ops: Vec<BinOp> = Vec::new();
+        for (op, l, operand, r) in rest {
+            while ops.last().is_some_and(|&top| level(top) >= level(op)) {
+                if let Some(top) = ops.pop() {
+                    reduce(&mut operands, top);
+                }
+            }
+            ops.push(op);
+            operands.push((l, operand, r));
+        }
+        while let Some(top) = ops.pop() {
+            reduce(&mut operands, top);
+        }
+        match operands.pop() {
+            Some((_, expr, _)) => expr,
+            None => Expr::error(Span::default()),
+        }
     }
 
     pub(crate) fn number(&mut self, num: Num<'src>, l: usize, r: usize) -> Expr {
