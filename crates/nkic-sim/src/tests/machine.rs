@@ -473,3 +473,56 @@ fn runaway_loops_hit_the_instruction_limit() {
     let e = run(&p, &Inputs::new(), &config).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::InstructionLimit);
 }
+
+#[path = "../../benches/programs.rs"]
+#[allow(dead_code)]
+mod programs;
+
+#[test]
+fn tiled_matmul_program_verifies_and_matches_a_reference() {
+    let (m, k, n) = (256u64, 256u64, 1024u64);
+    let p = programs::matmul(m, k, n);
+    if let Err(errors) = nkic_isa::verify(&p) {
+        panic!(
+            "{}",
+            errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    let at = programs::bf16_bytes((k * m) as usize, 1);
+    let b = programs::bf16_bytes((k * n) as usize, 2);
+    let dec = |bytes: &[u8]| {
+        let mut v = Vec::new();
+        nkic_isa::numerics::decode(DType::BF16, bytes, &mut v);
+        v
+    };
+    let (av, bv) = (dec(&at), dec(&b));
+    for order in [StepOrder::RoundRobin, StepOrder::Seeded(7)] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let res = run(
+            &p,
+            &Inputs::new().with("at", at.clone()).with("b", b.clone()),
+            &config,
+        )
+        .expect("runs");
+        let out = res.output("c").expect("c is an output");
+        // Row i, column j: the K/128 partial products accumulate tile by
+        // tile in ascending k, exactly as the definition sums them.
+        for (i, j) in [(0usize, 0usize), (5, 700), (255, 1023), (130, 511)] {
+            let mut acc = 0f32;
+            for kk in 0..k as usize {
+                acc += av[kk * m as usize + i] * bv[kk * n as usize + j];
+            }
+            let at4 = (i * n as usize + j) * 4;
+            let got = f32::from_le_bytes([out[at4], out[at4 + 1], out[at4 + 2], out[at4 + 3]]);
+            assert_eq!(got.to_bits(), acc.to_bits(), "c[{i}, {j}]");
+        }
+        assert_eq!(res.flops, 2 * m * k * n);
+    }
+}

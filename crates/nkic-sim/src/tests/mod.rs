@@ -5,6 +5,7 @@
 mod control;
 mod data;
 mod machine;
+mod props;
 mod scalar;
 mod tensor;
 mod vector;

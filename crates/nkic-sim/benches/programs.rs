@@ -1,0 +1,262 @@
+//! Benchmark programs built directly as `Program`s: a tiled bf16 matmul
+//! and an elementwise pipeline. Shared by the criterion bench and the
+//! `matmul_nkasm` example (which prints the matmul as `.nkasm`).
+
+use nkic_isa::{
+    AccessPattern, AluOp, DType, DgeMode, Dim, Instruction, MatmulPerfMode, OobMode, Op, Program,
+    Queue, Scalar, Target, TensorKind,
+};
+
+/// `c[M, N] = at[K, M]ᵀ · b[K, N]` with bf16 inputs and an f32 result.
+///
+/// Both inputs are loaded whole into SBUF (K/128 tiles of `[128, M]` and
+/// `[128, N]`, spread over DMA queues 0..12), then for every 128 × 512
+/// output block the Tensor engine accumulates K/128 matmuls into one of two
+/// PSUM banks, the Vector engine evacuates the bank into one of two SBUF
+/// slots, and DMA queue 14 or 15 (one per slot) stores it. Requires
+/// M % 128 == 0, N % 512 == 0, K % 128 == 0 and both inputs within 96 KiB
+/// per partition.
+pub fn matmul(m: u64, k: u64, n: u64) -> Program {
+    let mut p = Program::new(Target::Trn3);
+    let at = p.add_tensor("at", DType::BF16, &[k, m], TensorKind::Input);
+    let b = p.add_tensor("b", DType::BF16, &[k, n], TensorKind::Input);
+    let c = p.add_tensor("c", DType::F32, &[m, n], TensorKind::Output);
+    let kt_n = k / 128;
+    let a_off = 0u64;
+    let b_off = kt_n * m * 2;
+    let out_off = b_off + kt_n * n * 2;
+    let loaded: Vec<_> = (0..kt_n)
+        .map(|i| p.add_semaphore(&format!("loaded{i}")))
+        .collect();
+    let mm = p.add_semaphore("mm");
+    let evac = p.add_semaphore("evac");
+    let stored = [p.add_semaphore("stored0"), p.add_semaphore("stored1")];
+    let dma = |dst: AccessPattern, src: AccessPattern| Op::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        dge: DgeMode::None,
+        oob: OobMode::Error,
+        priority: None,
+    };
+    for kt in 0..kt_n {
+        let q = Queue::Dma((kt % 7) as u8);
+        let src = AccessPattern::hbm(
+            at,
+            128,
+            m as i64,
+            kt * 128 * m * 2,
+            &[Dim::new(1, m as u32)],
+            DType::BF16,
+        );
+        let dst = AccessPattern::sbuf(
+            0,
+            128,
+            a_off + kt * m * 2,
+            &[Dim::new(1, m as u32)],
+            DType::BF16,
+        );
+        p.stream_mut(q)
+            .push(Instruction::new(dma(dst, src)).signal(loaded[kt as usize]));
+        let q = Queue::Dma((7 + kt % 7) as u8);
+        let src = AccessPattern::hbm(
+            b,
+            128,
+            n as i64,
+            kt * 128 * n * 2,
+            &[Dim::new(1, n as u32)],
+            DType::BF16,
+        );
+        let dst = AccessPattern::sbuf(
+            0,
+            128,
+            b_off + kt * n * 2,
+            &[Dim::new(1, n as u32)],
+            DType::BF16,
+        );
+        p.stream_mut(q)
+            .push(Instruction::new(dma(dst, src)).signal(loaded[kt as usize]));
+    }
+    let mut group = 0u32;
+    for mt in 0..m / 128 {
+        for nt in 0..n / 512 {
+            let bank = u64::from(group % 2);
+            let psum = AccessPattern::psum(0, 128, bank * 2048, &[Dim::new(1, 512)], DType::F32);
+            for kt in 0..kt_n {
+                let stationary = AccessPattern::sbuf(
+                    0,
+                    128,
+                    a_off + kt * m * 2 + mt * 256,
+                    &[Dim::new(1, 128)],
+                    DType::BF16,
+                );
+                let moving = AccessPattern::sbuf(
+                    0,
+                    128,
+                    b_off + kt * n * 2 + nt * 1024,
+                    &[Dim::new(1, 512)],
+                    DType::BF16,
+                );
+                let mut inst = Instruction::new(Op::NcMatmul {
+                    dst: psum.clone(),
+                    stationary,
+                    moving,
+                    accumulate: kt > 0,
+                    transpose: false,
+                    perf_mode: MatmulPerfMode::None,
+                    stationary_onezero: false,
+                    moving_onezero: false,
+                    tile_position: None,
+                    tile_size: None,
+                });
+                if mt == 0 && nt == 0 {
+                    inst = inst.wait(loaded[kt as usize], 2);
+                }
+                if kt == 0 && group >= 2 {
+                    // The bank is free once group − 2 has been evacuated.
+                    inst = inst.wait(evac, group - 1);
+                }
+                if kt == kt_n - 1 {
+                    inst = inst.signal(mm);
+                }
+                p.stream_mut(Queue::Tensor).push(inst);
+            }
+            let slot = group % 2;
+            let out = AccessPattern::sbuf(
+                0,
+                128,
+                out_off + u64::from(slot) * 2048,
+                &[Dim::new(1, 512)],
+                DType::F32,
+            );
+            let mut evict = Instruction::new(Op::TensorCopy {
+                dst: out.clone(),
+                src: psum,
+            })
+            .wait(mm, group + 1)
+            .signal(evac);
+            if group >= 2 {
+                evict = evict.wait(stored[slot as usize], group / 2);
+            }
+            p.stream_mut(Queue::Vector).push(evict);
+            let dst = AccessPattern::hbm(
+                c,
+                128,
+                n as i64,
+                (mt * 128 * n + nt * 512) * 4,
+                &[Dim::new(1, 512)],
+                DType::F32,
+            );
+            p.stream_mut(Queue::Dma(14 + slot as u8)).push(
+                Instruction::new(dma(dst, out))
+                    .wait(evac, group + 1)
+                    .signal(stored[slot as usize]),
+            );
+            group += 1;
+        }
+    }
+    p
+}
+
+/// `tiles` independent `[128, 2048]` bf16 tiles through load → scale →
+/// exp → store, to measure elementwise throughput.
+pub fn elementwise(tiles: u64) -> Program {
+    let mut p = Program::new(Target::Trn3);
+    let x = p.add_tensor("x", DType::BF16, &[tiles * 128, 2048], TensorKind::Input);
+    let y = p.add_tensor("y", DType::BF16, &[tiles * 128, 2048], TensorKind::Output);
+    let loaded = p.add_semaphore("loaded");
+    let scaled = p.add_semaphore("scaled");
+    let acted = p.add_semaphore("acted");
+    let stored = p.add_semaphore("stored");
+    let row = |off: u64| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 2048)], DType::BF16);
+    for t in 0..tiles {
+        let t32 = t as u32;
+        let slot = (t % 2) * 8192;
+        let src = AccessPattern::hbm(
+            x,
+            128,
+            2048,
+            t * 128 * 2048 * 2,
+            &[Dim::new(1, 2048)],
+            DType::BF16,
+        );
+        let mut load = Instruction::new(Op::DmaCopy {
+            dst: row(slot),
+            src,
+            accumulate: false,
+            dge: DgeMode::None,
+            oob: OobMode::Error,
+            priority: None,
+        })
+        .signal(loaded);
+        if t >= 2 {
+            load = load.wait(stored, t32 - 1);
+        }
+        p.stream_mut(Queue::Dma(0)).push(load);
+        p.stream_mut(Queue::Vector).push(
+            Instruction::new(Op::TensorScalar {
+                dst: row(slot + 4096),
+                src: row(slot),
+                op0: AluOp::Multiply,
+                operand0: Some(Scalar::imm(0.5)),
+                reverse0: false,
+                op1: Some(AluOp::Add),
+                operand1: Some(Scalar::imm(1.0)),
+                reverse1: false,
+            })
+            .wait(loaded, t32 + 1)
+            .signal(scaled),
+        );
+        p.stream_mut(Queue::Scalar).push(
+            Instruction::new(Op::Activation {
+                dst: row(slot),
+                src: row(slot + 4096),
+                func: nkic_isa::ActFunc::Exp,
+                scale: Scalar::imm(1.0),
+                bias: None,
+                reduce_op: None,
+                reduce_cmd: nkic_isa::ReduceCmd::Idle,
+                reduce_res: None,
+            })
+            .wait(scaled, t32 + 1)
+            .signal(acted),
+        );
+        let dst = AccessPattern::hbm(
+            y,
+            128,
+            2048,
+            t * 128 * 2048 * 2,
+            &[Dim::new(1, 2048)],
+            DType::BF16,
+        );
+        p.stream_mut(Queue::Dma(1)).push(
+            Instruction::new(Op::DmaCopy {
+                dst,
+                src: row(slot),
+                accumulate: false,
+                dge: DgeMode::None,
+                oob: OobMode::Error,
+                priority: None,
+            })
+            .wait(acted, t32 + 1)
+            .signal(stored),
+        );
+    }
+    p
+}
+
+/// Deterministic bf16 bytes for `n` elements.
+pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+    let mut out = Vec::with_capacity(2 * n);
+    for _ in 0..n {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let v = (x >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+        out.extend_from_slice(
+            &((nkic_isa::numerics::from_f32(DType::BF16, v) as u16).to_le_bytes()),
+        );
+    }
+    out
+}
