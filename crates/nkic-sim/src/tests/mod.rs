@@ -3,6 +3,7 @@
 //! memory state, and whole-program tests through `run`.
 
 mod control;
+mod corpus;
 mod data;
 mod machine;
 mod props;
