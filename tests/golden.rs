@@ -20,6 +20,7 @@
 //!
 //! `docs/testing.md` explains how to add a fixture and review its snapshot.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use nkic_diag::{Diagnostic, RenderConfig, SourceMap, Span, render, render_json};
@@ -139,6 +140,466 @@ fn check_parse_err(path: &Path) {
     out.push_str("\n----- json -----\n");
     out.push_str(&fixture.render_json(&diags));
     insta::assert_snapshot!(out);
+}
+
+/// The corpus sizes the front-end issue asks for: at least 60 files of
+/// syntax corpus (lexer and well-formed fixtures) and 30 malformed files.
+#[test]
+fn corpus_is_large_enough() {
+    let n_lex = fixture_paths("lex").len();
+    let n_ok = fixture_paths("parse/ok").len();
+    let n_err = fixture_paths("parse/err").len();
+    assert!(n_lex + n_ok >= 60, "only {n_lex} + {n_ok} syntax fixtures");
+    assert!(n_err >= 30, "only {n_err} malformed fixtures");
+    let several: Vec<usize> = fixture_paths("parse/err")
+        .iter()
+        .filter_map(|path| expected_error_count(&Fixture::relative_name(path)))
+        .collect();
+    for n in [2, 3, 5] {
+        assert!(
+            several.contains(&n),
+            "no malformed fixture named *_{n}errors.py"
+        );
+    }
+}
+
+/// Every token kind appears in the lexer corpus.
+#[test]
+fn lex_corpus_covers_every_token() {
+    let mut seen = BTreeSet::new();
+    for path in fixture_paths("lex") {
+        let fixture = Fixture::read(&path);
+        for (_, token, _) in nkic_syntax::lex(&fixture.text).0 {
+            seen.insert(token.fixed_text().unwrap_or(token.kind_name()));
+        }
+    }
+    let missing: Vec<&str> = EXPECTED_TOKENS
+        .iter()
+        .copied()
+        .filter(|token| !seen.contains(token))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no lexer fixture contains these tokens: {missing:?}"
+    );
+}
+
+/// Every construct of the grammar appears in the well-formed corpus.
+#[test]
+fn parse_corpus_covers_every_construct() {
+    let mut seen = BTreeSet::new();
+    for path in fixture_paths("parse/ok") {
+        let fixture = Fixture::read(&path);
+        let (module, _) = nkic_syntax::parse(&fixture.text);
+        seen.extend(check_ast_spans(&fixture, &module));
+    }
+    let missing: Vec<&str> = EXPECTED_CONSTRUCTS
+        .iter()
+        .copied()
+        .filter(|construct| !seen.contains(*construct))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "no well-formed fixture contains these constructs: {missing:?}"
+    );
+}
+
+/// The `.py` files of a corpus directory below `tests/`, sorted.
+fn fixture_paths(dir: &str) -> Vec<std::path::PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let entries = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("cannot list {}: {err}", dir.display()));
+    let mut paths: Vec<_> = entries
+        .map(|entry| entry.expect("a readable directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "py"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Token kinds the lexer corpus must contain: every keyword, operator and
+/// delimiter by its text, and the payload and layout kinds by name.
+const EXPECTED_TOKENS: &[&str] = &[
+    "Name", "Int", "Float", "String", "Newline", "Indent", "Dedent", "False", "None", "True",
+    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
+    "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda",
+    "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield", "(", ")",
+    "[", "]", "{", "}", ",", ":", ";", ".", "...", "->", ":=", "=", "+", "-", "*", "**", "/", "//",
+    "%", "@", "<<", ">>", "&", "|", "^", "~", "<", ">", "<=", ">=", "==", "!=", "+=", "-=", "*=",
+    "**=", "/=", "//=", "%=", "@=", "<<=", ">>=", "&=", "|=", "^=",
+];
+
+/// Constructs the well-formed corpus must contain (names from
+/// [`stmt_constructs`], [`expr_constructs`] and the walker).
+const EXPECTED_CONSTRUCTS: &[&str] = &[
+    // Statements.
+    "def",
+    "decorator",
+    "return annotation",
+    "async def",
+    "class",
+    "class bases",
+    "class decorator",
+    "return",
+    "bare return",
+    "del",
+    "assignment",
+    "chained assignment",
+    "tuple target",
+    "list target",
+    "starred target",
+    "subscript target",
+    "attribute target",
+    "annotated assignment",
+    "annotation without value",
+    "for",
+    "for-else",
+    "async for",
+    "while",
+    "while-else",
+    "if",
+    "else",
+    "elif",
+    "with",
+    "with-as",
+    "with several items",
+    "async with",
+    "raise",
+    "bare raise",
+    "raise from",
+    "try",
+    "except",
+    "except as",
+    "bare except",
+    "try-else",
+    "finally",
+    "assert",
+    "assert with message",
+    "import",
+    "import as",
+    "from import",
+    "relative import",
+    "import *",
+    "global",
+    "nonlocal",
+    "expression statement",
+    "pass",
+    "break",
+    "continue",
+    "host code",
+    // Augmented assignment, every operator.
+    "augmented +=",
+    "augmented -=",
+    "augmented *=",
+    "augmented @=",
+    "augmented /=",
+    "augmented %=",
+    "augmented **=",
+    "augmented <<=",
+    "augmented >>=",
+    "augmented |=",
+    "augmented ^=",
+    "augmented &=",
+    "augmented //=",
+    // Expressions.
+    "and",
+    "or",
+    ":=",
+    "binary +",
+    "binary -",
+    "binary *",
+    "binary @",
+    "binary /",
+    "binary %",
+    "binary **",
+    "binary <<",
+    "binary >>",
+    "binary |",
+    "binary ^",
+    "binary &",
+    "binary //",
+    "unary ~",
+    "unary not",
+    "unary +",
+    "unary -",
+    "lambda",
+    "conditional expression",
+    "dict display",
+    "dict unpacking",
+    "set display",
+    "list comprehension",
+    "set comprehension",
+    "dict comprehension",
+    "generator expression",
+    "nested comprehension clauses",
+    "comprehension condition",
+    "await",
+    "yield",
+    "yield from",
+    "comparison ==",
+    "comparison !=",
+    "comparison <",
+    "comparison <=",
+    "comparison >",
+    "comparison >=",
+    "comparison is",
+    "comparison is not",
+    "comparison in",
+    "comparison not in",
+    "chained comparison",
+    "call",
+    "positional argument",
+    "*argument",
+    "keyword argument",
+    "**argument",
+    "int",
+    "float",
+    "imaginary",
+    "string",
+    "bytes",
+    "f-string",
+    "f-string conversion !r",
+    "f-string conversion !s",
+    "f-string conversion !a",
+    "f-string format spec",
+    "f-string debug field",
+    "bool",
+    "None",
+    "...",
+    "attribute",
+    "subscript",
+    "starred",
+    "name",
+    "list display",
+    "tuple",
+    "slice",
+    "slice with step",
+    // Parameters.
+    "positional-only parameter",
+    "*args parameter",
+    "keyword-only parameter",
+    "**kwargs parameter",
+    "annotated parameter",
+    "parameter default",
+];
+
+/// The constructs a statement shows (see [`EXPECTED_CONSTRUCTS`]).
+fn stmt_constructs(kind: &StmtKind) -> Vec<String> {
+    let mut out: Vec<&str> = Vec::new();
+    match kind {
+        StmtKind::FunctionDef(def) => {
+            out.push(if def.is_async { "async def" } else { "def" });
+            if !def.decorators.is_empty() {
+                out.push("decorator");
+            }
+            if def.returns.is_some() {
+                out.push("return annotation");
+            }
+        }
+        StmtKind::ClassDef(class) => {
+            out.push("class");
+            if !class.bases.is_empty() {
+                out.push("class bases");
+            }
+            if !class.decorators.is_empty() {
+                out.push("class decorator");
+            }
+        }
+        StmtKind::Return(value) => out.push(if value.is_some() {
+            "return"
+        } else {
+            "bare return"
+        }),
+        StmtKind::Delete(_) => out.push("del"),
+        StmtKind::Assign { targets, .. } => {
+            out.push("assignment");
+            if targets.len() > 1 {
+                out.push("chained assignment");
+            }
+            for target in targets {
+                match &target.kind {
+                    ExprKind::Tuple(items) | ExprKind::List(items) => {
+                        out.push(if matches!(target.kind, ExprKind::Tuple(_)) {
+                            "tuple target"
+                        } else {
+                            "list target"
+                        });
+                        if items
+                            .iter()
+                            .any(|item| matches!(item.kind, ExprKind::Starred(_)))
+                        {
+                            out.push("starred target");
+                        }
+                    }
+                    ExprKind::Subscript { .. } => out.push("subscript target"),
+                    ExprKind::Attribute { .. } => out.push("attribute target"),
+                    _ => {}
+                }
+            }
+        }
+        StmtKind::AugAssign { op, .. } => {
+            return vec![format!("augmented {}=", op.as_str())];
+        }
+        StmtKind::AnnAssign { value, .. } => out.push(if value.is_some() {
+            "annotated assignment"
+        } else {
+            "annotation without value"
+        }),
+        StmtKind::For {
+            is_async, orelse, ..
+        } => {
+            out.push(if *is_async { "async for" } else { "for" });
+            if !orelse.is_empty() {
+                out.push("for-else");
+            }
+        }
+        StmtKind::While { orelse, .. } => {
+            out.push("while");
+            if !orelse.is_empty() {
+                out.push("while-else");
+            }
+        }
+        StmtKind::If { orelse, .. } => {
+            out.push("if");
+            match orelse.as_slice() {
+                [] => {}
+                [only] if matches!(only.kind, StmtKind::If { .. }) => out.push("elif"),
+                _ => out.push("else"),
+            }
+        }
+        StmtKind::With {
+            is_async, items, ..
+        } => {
+            out.push(if *is_async { "async with" } else { "with" });
+            if items.iter().any(|item| item.target.is_some()) {
+                out.push("with-as");
+            }
+            if items.len() > 1 {
+                out.push("with several items");
+            }
+        }
+        StmtKind::Raise { exc, cause } => {
+            out.push(if exc.is_some() { "raise" } else { "bare raise" });
+            if cause.is_some() {
+                out.push("raise from");
+            }
+        }
+        StmtKind::Try {
+            handlers,
+            orelse,
+            finalbody,
+            ..
+        } => {
+            out.push("try");
+            for handler in handlers {
+                out.push(if handler.type_.is_some() {
+                    "except"
+                } else {
+                    "bare except"
+                });
+                if handler.name.is_some() {
+                    out.push("except as");
+                }
+            }
+            if !orelse.is_empty() {
+                out.push("try-else");
+            }
+            if !finalbody.is_empty() {
+                out.push("finally");
+            }
+        }
+        StmtKind::Assert { msg, .. } => {
+            out.push("assert");
+            if msg.is_some() {
+                out.push("assert with message");
+            }
+        }
+        StmtKind::Import(aliases) => {
+            out.push("import");
+            if aliases.iter().any(|alias| alias.asname.is_some()) {
+                out.push("import as");
+            }
+        }
+        StmtKind::ImportFrom { names, level, .. } => {
+            out.push("from import");
+            if *level > 0 {
+                out.push("relative import");
+            }
+            if names.iter().any(|alias| alias.name.name == "*") {
+                out.push("import *");
+            }
+        }
+        StmtKind::Global(_) => out.push("global"),
+        StmtKind::Nonlocal(_) => out.push("nonlocal"),
+        StmtKind::Expr(_) => out.push("expression statement"),
+        StmtKind::Pass => out.push("pass"),
+        StmtKind::Break => out.push("break"),
+        StmtKind::Continue => out.push("continue"),
+        StmtKind::Error(_) => out.push("error statement"),
+    }
+    out.into_iter().map(str::to_owned).collect()
+}
+
+/// The constructs an expression shows (see [`EXPECTED_CONSTRUCTS`]).
+fn expr_constructs(kind: &ExprKind) -> Vec<String> {
+    let name = match kind {
+        ExprKind::BoolOp { op, .. } => op.as_str().to_owned(),
+        ExprKind::NamedExpr { .. } => ":=".to_owned(),
+        ExprKind::BinOp { op, .. } => format!("binary {}", op.as_str()),
+        ExprKind::UnaryOp { op, .. } => format!("unary {}", op.as_str()),
+        ExprKind::Lambda { .. } => "lambda".to_owned(),
+        ExprKind::IfExp { .. } => "conditional expression".to_owned(),
+        ExprKind::Dict(items) => {
+            let mut out = vec!["dict display".to_owned()];
+            if items.iter().any(|item| matches!(item, DictItem::Unpack(_))) {
+                out.push("dict unpacking".to_owned());
+            }
+            return out;
+        }
+        ExprKind::Set(_) => "set display".to_owned(),
+        ExprKind::ListComp { .. } => "list comprehension".to_owned(),
+        ExprKind::SetComp { .. } => "set comprehension".to_owned(),
+        ExprKind::DictComp { .. } => "dict comprehension".to_owned(),
+        ExprKind::GeneratorExp { .. } => "generator expression".to_owned(),
+        ExprKind::Await(_) => "await".to_owned(),
+        ExprKind::Yield(_) => "yield".to_owned(),
+        ExprKind::YieldFrom(_) => "yield from".to_owned(),
+        ExprKind::Compare { comparisons, .. } => {
+            let mut out: Vec<String> = comparisons
+                .iter()
+                .map(|(op, _)| format!("comparison {}", op.as_str()))
+                .collect();
+            if comparisons.len() > 1 {
+                out.push("chained comparison".to_owned());
+            }
+            return out;
+        }
+        ExprKind::Call { .. } => "call".to_owned(),
+        ExprKind::Int(_) => "int".to_owned(),
+        ExprKind::Float(_) => "float".to_owned(),
+        ExprKind::Imaginary(_) => "imaginary".to_owned(),
+        ExprKind::Str(_) => "string".to_owned(),
+        ExprKind::Bytes(_) => "bytes".to_owned(),
+        ExprKind::FString(_) => "f-string".to_owned(),
+        ExprKind::Bool(_) => "bool".to_owned(),
+        ExprKind::None => "None".to_owned(),
+        ExprKind::Ellipsis => "...".to_owned(),
+        ExprKind::Attribute { .. } => "attribute".to_owned(),
+        ExprKind::Subscript { .. } => "subscript".to_owned(),
+        ExprKind::Starred(_) => "starred".to_owned(),
+        ExprKind::Name(_) => "name".to_owned(),
+        ExprKind::List(_) => "list display".to_owned(),
+        ExprKind::Tuple(_) => "tuple".to_owned(),
+        ExprKind::Slice { step, .. } => {
+            let mut out = vec!["slice".to_owned()];
+            if step.is_some() {
+                out.push("slice with step".to_owned());
+            }
+            return out;
+        }
+        ExprKind::Error => "error expression".to_owned(),
+    };
+    vec![name]
 }
 
 /// A fixture file: its text and its name relative to the `tests/` directory.
@@ -342,7 +803,9 @@ fn check_round_trip(fixture: &Fixture, module: &Module) {
 
 /// The AST span validator (see the module documentation), then the syntax
 /// crate's own structure check (which also covers the host-code indices).
-fn check_ast_spans(fixture: &Fixture, module: &Module) {
+///
+/// Returns the constructs the tree contains, for the coverage test.
+fn check_ast_spans(fixture: &Fixture, module: &Module) -> BTreeSet<String> {
     if let Err(problem) = nkic_syntax::check_structure(module) {
         panic!("{}: structure check failed: {problem}", fixture.name);
     }
@@ -350,8 +813,13 @@ fn check_ast_spans(fixture: &Fixture, module: &Module) {
     let mut walker = SpanWalker {
         fixture,
         path: Vec::new(),
+        seen: BTreeSet::new(),
     };
     walker.block(module.span, &module.body, "module body");
+    if !module.host_code.is_empty() {
+        walker.seen.insert("host code".to_owned());
+    }
+    walker.seen
 }
 
 /// Walks the tree checking that children nest in their parents in source order.
@@ -361,6 +829,8 @@ fn check_ast_spans(fixture: &Fixture, module: &Module) {
 struct SpanWalker<'a> {
     fixture: &'a Fixture,
     path: Vec<String>,
+    /// The constructs met so far (see [`construct_names`]).
+    seen: BTreeSet<String>,
 }
 
 /// The running state of one parent while its children are visited.
@@ -420,6 +890,7 @@ impl SpanWalker<'_> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        self.seen.extend(stmt_constructs(&stmt.kind));
         let mut s = Siblings::new(stmt.span);
         match &stmt.kind {
             StmtKind::FunctionDef(def) => {
@@ -549,7 +1020,24 @@ impl SpanWalker<'_> {
             .chain(&params.vararg)
             .chain(&params.kwonly)
             .chain(&params.kwarg);
+        let kinds = [
+            ("positional-only parameter", params.posonly.is_empty()),
+            ("*args parameter", params.vararg.is_none()),
+            ("keyword-only parameter", params.kwonly.is_empty()),
+            ("**kwargs parameter", params.kwarg.is_none()),
+        ];
+        for (kind, absent) in kinds {
+            if !absent {
+                self.seen.insert(kind.to_owned());
+            }
+        }
         for param in all {
+            if param.annotation.is_some() {
+                self.seen.insert("annotated parameter".to_owned());
+            }
+            if param.default.is_some() {
+                self.seen.insert("parameter default".to_owned());
+            }
             self.child(&mut s, param.span, "parameter");
             let mut ps = Siblings::new(param.span);
             self.child(&mut ps, param.name.span, "parameter name");
@@ -560,6 +1048,15 @@ impl SpanWalker<'_> {
 
     fn args(&mut self, sibs: &mut Siblings, args: &[Arg]) {
         for arg in args {
+            self.seen.insert(
+                match arg.kind {
+                    ArgKind::Positional(_) => "positional argument",
+                    ArgKind::Star(_) => "*argument",
+                    ArgKind::Keyword(..) => "keyword argument",
+                    ArgKind::DoubleStar(_) => "**argument",
+                }
+                .to_owned(),
+            );
             self.child(sibs, arg.span, "argument");
             let mut s = Siblings::new(arg.span);
             match &arg.kind {
@@ -587,7 +1084,13 @@ impl SpanWalker<'_> {
     }
 
     fn comprehensions(&mut self, sibs: &mut Siblings, generators: &[Comprehension]) {
+        if generators.len() > 1 {
+            self.seen.insert("nested comprehension clauses".to_owned());
+        }
         for generator in generators {
+            if !generator.ifs.is_empty() {
+                self.seen.insert("comprehension condition".to_owned());
+            }
             self.child(sibs, generator.span, "comprehension clause");
             let mut s = Siblings::new(generator.span);
             self.expr(&mut s, &generator.target, "comprehension target");
@@ -599,6 +1102,16 @@ impl SpanWalker<'_> {
     fn fstring_parts(&mut self, sibs: &mut Siblings, parts: &[FStringPart]) {
         for part in parts {
             if let FStringPart::Field(field) = part {
+                if let Some(conversion) = field.conversion {
+                    self.seen
+                        .insert(format!("f-string conversion !{conversion}"));
+                }
+                if field.format_spec.is_some() {
+                    self.seen.insert("f-string format spec".to_owned());
+                }
+                if field.debug_text.is_some() {
+                    self.seen.insert("f-string debug field".to_owned());
+                }
                 self.child(sibs, field.span, "f-string field");
                 let mut s = Siblings::new(field.span);
                 self.expr(&mut s, &field.value, "f-string field value");
@@ -610,6 +1123,7 @@ impl SpanWalker<'_> {
     }
 
     fn expr(&mut self, sibs: &mut Siblings, expr: &Expr, what: &str) {
+        self.seen.extend(expr_constructs(&expr.kind));
         self.child(sibs, expr.span, what);
         self.path.push(format!("{what} {:?}", expr.span));
         let mut s = Siblings::new(expr.span);
