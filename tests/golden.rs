@@ -18,6 +18,12 @@
 //! - AST: every span lies in the file, every child span lies in its parent's
 //!   span, and the children of a node appear in source order without overlap.
 //!
+//! Three coverage tests keep the corpus honest: it has the sizes the
+//! front-end issue asks for, the lexer fixtures contain every token kind, and
+//! the well-formed fixtures contain every grammar construct (each operator,
+//! statement form, parameter kind, f-string feature; see
+//! `EXPECTED_CONSTRUCTS`). Deleting the last fixture of a construct fails them.
+//!
 //! `docs/testing.md` explains how to add a fixture and review its snapshot.
 
 use std::collections::BTreeSet;
