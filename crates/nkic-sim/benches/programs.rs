@@ -260,3 +260,92 @@ pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
     }
     out
 }
+
+/// `iters` iterations of dynamic loops on three queues with small
+/// `[128, 16]` instructions, the Scalar loop waiting for the Vector loop's
+/// semaphore each iteration: measures the interpreter's per-instruction
+/// overhead (scheduling, semaphores, registers).
+pub fn small_ops(iters: i32) -> Program {
+    use nkic_isa::{BranchCond, Imm, Label, Reg, RegAluOp, RegOrImm, SemWait};
+    let mut p = Program::new(Target::Trn3);
+    let tick = p.add_semaphore("tick");
+    let tile = |off: u64, dt| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 16)], dt);
+    let loop_of = |body: Vec<Instruction>, init: Vec<Instruction>| {
+        let mut s = init;
+        s.push(Instruction::new(Op::RegSet {
+            dst: Reg(0),
+            value: iters,
+        }));
+        s.push(Instruction::new(Op::RegSet {
+            dst: Reg(1),
+            value: 0,
+        }));
+        s.push(Instruction::new(Op::Label { label: Label(0) }));
+        s.extend(body);
+        s.push(Instruction::new(Op::RegAlu {
+            dst: Reg(1),
+            op: RegAluOp::Add,
+            a: Reg(1),
+            b: RegOrImm::Imm(1),
+        }));
+        s.push(Instruction::new(Op::Branch {
+            cond: BranchCond::Lt,
+            a: Reg(1),
+            b: RegOrImm::Reg(Reg(0)),
+            target: Label(0),
+        }));
+        s
+    };
+    let scale = |dst, src| Op::TensorScalar {
+        dst,
+        src,
+        op0: AluOp::Multiply,
+        operand0: Some(Scalar::imm(1.0001)),
+        reverse0: false,
+        op1: None,
+        operand1: None,
+        reverse1: false,
+    };
+    let vector = loop_of(
+        vec![Instruction::new(scale(tile(0, DType::F32), tile(0, DType::F32))).signal(tick)],
+        vec![Instruction::new(Op::Memset {
+            dst: tile(0, DType::F32),
+            value: Imm::Float(1.0.into()),
+        })],
+    );
+    let mut wait = Instruction::new(scale(tile(64, DType::F32), tile(64, DType::F32)));
+    wait.waits.push(SemWait {
+        sem: tick,
+        value: 1,
+        reg: Some(Reg(1)),
+    });
+    let scalar = loop_of(
+        vec![wait],
+        vec![Instruction::new(Op::TensorCopy {
+            dst: tile(64, DType::F32),
+            src: tile(128, DType::F32),
+        })],
+    );
+    let gpsimd = loop_of(
+        vec![Instruction::new(Op::Iota {
+            dst: tile(256, DType::I32),
+            pattern: vec![Dim::new(1, 16)],
+            offset: 0,
+            channel_multiplier: 16,
+        })],
+        vec![Instruction::new(Op::Memset {
+            dst: tile(128, DType::F32),
+            value: Imm::Float(2.0.into()),
+        })],
+    );
+    // The Scalar stream's first copy reads what GpSimd's memset writes.
+    let ready = p.add_semaphore("ready");
+    let mut gpsimd = gpsimd;
+    gpsimd[0] = gpsimd[0].clone().signal(ready);
+    let mut scalar = scalar;
+    scalar[0] = scalar[0].clone().wait(ready, 1);
+    *p.stream_mut(Queue::Vector) = vector;
+    *p.stream_mut(Queue::Scalar) = scalar;
+    *p.stream_mut(Queue::GpSimd) = gpsimd;
+    p
+}

@@ -58,5 +58,27 @@ fn elementwise(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, matmul, elementwise);
+fn small_ops(c: &mut Criterion) {
+    let program = programs::small_ops(2000);
+    let config = SimConfig {
+        trace: false,
+        ..SimConfig::default()
+    };
+    let probe = run(&program, &Inputs::new(), &config).expect("the benchmark program runs");
+    let mut group = c.benchmark_group("small_ops_3x2000_loops");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(5));
+    group.throughput(Throughput::Elements(probe.instructions));
+    group.bench_function("instructions", |b| {
+        b.iter(|| run(&program, &Inputs::new(), &config))
+    });
+    group.throughput(Throughput::Elements(probe.elements));
+    group.bench_function("elements", |b| {
+        b.iter(|| run(&program, &Inputs::new(), &config))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, matmul, elementwise, small_ops);
 criterion_main!(benches);

@@ -526,3 +526,32 @@ fn tiled_matmul_program_verifies_and_matches_a_reference() {
         assert_eq!(res.flops, 2 * m * k * n);
     }
 }
+
+#[test]
+fn small_ops_benchmark_program_runs_its_loops() {
+    let p = programs::small_ops(50);
+    if let Err(errors) = nkic_isa::verify(&p) {
+        panic!(
+            "{}",
+            errors
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    let a = run(&p, &Inputs::new(), &SimConfig::default()).expect("runs");
+    let b = run(
+        &p,
+        &Inputs::new(),
+        &SimConfig {
+            step_order: StepOrder::Seeded(9),
+            ..SimConfig::default()
+        },
+    )
+    .expect("runs");
+    // Per queue: init, 2 reg_set, then 50 × (label, body, reg_alu, branch).
+    assert_eq!(a.instructions, 3 * (3 + 50 * 4));
+    assert_eq!(a.total_ps, b.total_ps);
+    assert_eq!(a.per_queue, b.per_queue);
+}

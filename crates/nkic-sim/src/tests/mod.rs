@@ -5,6 +5,7 @@
 mod control;
 mod corpus;
 mod data;
+mod dtypes;
 mod machine;
 mod props;
 mod scalar;
