@@ -608,7 +608,114 @@ fn expr_constructs(kind: &ExprKind) -> Vec<String> {
     vec![name]
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config::with_cases(256))]
+
+    /// The validators hold on malformed input too: well-formed fixtures are
+    /// broken in the ways editing breaks code (a deleted range, an inserted
+    /// bracket, quote, colon, indent or stray character, a duplicated or
+    /// dropped line, a truncated file), and the mutant must still lex and parse
+    /// without panicking, with balanced INDENT/DEDENT, every span (tokens, tree,
+    /// diagnostic labels) inside the file and the tree's spans nested.
+    #[test]
+    fn mutated_fixtures_keep_invariants(mutant in mutant()) {
+        let (tokens, _) = nkic_syntax::lex(&mutant.text);
+        check_tokens(&mutant, &tokens, BracketRule::Unchecked);
+        let (module, diags) = nkic_syntax::parse(&mutant.text);
+        check_ast_spans(&mutant, &module);
+        for diag in &diags {
+            for label in diag.primary.iter().chain(&diag.secondary) {
+                mutant.assert_in_file(label.span, "a diagnostic label");
+            }
+        }
+    }
+}
+
+/// Snippets inserted by [`mutant`]: the characters whose absence or excess
+/// breaks Python code in interesting ways.
+const MUTATION_SNIPPETS: &[&str] = &[
+    ":", "(", ")", "[", "]", "{", "}", ",", "=", "==", "\"", "'", "\"\"\"", "f\"{", "}", "\\",
+    "\n", "\n    ", "    ", "\t", "#", "if ", "else:", "lambda", "def ", "@", "$", "\u{201c}",
+    "\u{2212}", "0x", "1_", ".", "...", "*", "**", ":=", "->", ";", "\r\n",
+];
+
+/// A well-formed fixture with one random edit; its name says which.
+fn mutant() -> impl proptest::strategy::Strategy<Value = Fixture> {
+    use proptest::prelude::*;
+    let sources: Vec<(String, String)> = fixture_paths("parse/ok")
+        .iter()
+        .map(|path| {
+            let fixture = Fixture::read(path);
+            (fixture.name, fixture.text)
+        })
+        .collect();
+    (
+        proptest::sample::select(sources),
+        0..6u8,
+        any::<proptest::sample::Index>(),
+        any::<proptest::sample::Index>(),
+        proptest::sample::select(MUTATION_SNIPPETS),
+    )
+        .prop_map(|((name, text), kind, first, second, snippet)| {
+            let at = floor_char_boundary(&text, first.index(text.len() + 1));
+            let other = floor_char_boundary(&text, second.index(text.len() + 1));
+            let (lo, hi) = (at.min(other), at.max(other));
+            let lines: Vec<&str> = text.split_inclusive('\n').collect();
+            let line = first.index(lines.len().max(1));
+            let (edit, mutated) = match kind {
+                0 => {
+                    let hi = floor_char_boundary(&text, hi.min(lo + 24));
+                    (
+                        format!("deleted {lo}..{hi}"),
+                        format!("{}{}", &text[..lo], &text[hi..]),
+                    )
+                }
+                1 => (
+                    format!("inserted {snippet:?} at {at}"),
+                    format!("{}{snippet}{}", &text[..at], &text[at..]),
+                ),
+                2 => {
+                    let mut out = lines.clone();
+                    if let Some(copy) = lines.get(line) {
+                        out.insert(line, copy);
+                    }
+                    (format!("duplicated line {line}"), out.concat())
+                }
+                3 => {
+                    let mut out = lines.clone();
+                    if line < out.len() {
+                        out.remove(line);
+                    }
+                    (format!("dropped line {line}"), out.concat())
+                }
+                4 => (format!("truncated at {at}"), text[..at].to_owned()),
+                _ => (
+                    format!("replaced {lo}..{hi} with {snippet:?}"),
+                    format!(
+                        "{}{snippet}{}",
+                        &text[..lo],
+                        &text[floor_char_boundary(&text, hi.min(lo + 8))..]
+                    ),
+                ),
+            };
+            Fixture {
+                name: format!("{name} ({edit})"),
+                text: mutated,
+            }
+        })
+}
+
+/// The largest char boundary of `text` at or below `index`.
+fn floor_char_boundary(text: &str, index: usize) -> usize {
+    let mut index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
 /// A fixture file: its text and its name relative to the `tests/` directory.
+#[derive(Clone, Debug)]
 struct Fixture {
     name: String,
     text: String,
