@@ -62,24 +62,32 @@ impl Footprint {
         let run_bytes = (v.run_len * v.size) as i64;
         match v.space {
             SpaceId::Hbm(_) => {
-                let last = (v.rows as i64 - 1) * v.row_step;
+                let last = (v.rows as i64 - 1).saturating_mul(v.row_step);
                 Footprint {
                     space: v.space,
                     parts: (0, 1),
                     bytes: (
-                        v.row_base + last.min(0) + min_run,
-                        v.row_base + last.max(0) + max_run + run_bytes,
+                        v.row_base
+                            .saturating_add(last.min(0))
+                            .saturating_add(min_run),
+                        v.row_base
+                            .saturating_add(last.max(0))
+                            .saturating_add(max_run)
+                            .saturating_add(run_bytes),
                     ),
                 }
             }
             _ => {
                 // On chip the row address is `partition · stride + offset`;
                 // the per-partition offset is what matters.
-                let off = v.row_base - v.part_start as i64 * v.row_step;
+                let off = v.row_base.saturating_sub(v.part_start as i64 * v.row_step);
                 Footprint {
                     space: v.space,
                     parts: (v.part_start, v.part_start + v.rows),
-                    bytes: (off + min_run, off + max_run + run_bytes),
+                    bytes: (
+                        off.saturating_add(min_run),
+                        off.saturating_add(max_run).saturating_add(run_bytes),
+                    ),
                 }
             }
         }
@@ -131,6 +139,7 @@ pub(crate) fn simulate(
 ) -> Result<RunResult, SimError> {
     let target = program.target;
     let f = target.figures();
+    check_sizes(program)?;
     let mut mem = MemoryState::new(program, config.poison);
     load_inputs(program, inputs, &mut mem)?;
     let mut queues: Vec<QueueState<'_>> = program
@@ -430,6 +439,7 @@ fn step(
         times.insert(at, done);
     }
     q.free_ps = free;
+    q.dep = None;
     q.stats.instructions += 1;
     q.stats.busy_ps += cost.busy_ps;
     q.stats.end_ps = q.stats.end_ps.max(done);
@@ -516,6 +526,36 @@ fn deadlock(
         }
         None => SimError::new(SimErrorKind::Deadlock, message),
     }
+}
+
+/// The most HBM the simulator allocates for one program's tensors.
+const MAX_HBM_BYTES: u64 = 1 << 36;
+
+/// Rejects HBM tensors whose sizes overflow or exceed `MAX_HBM_BYTES` in
+/// total, before anything is allocated.
+fn check_sizes(program: &Program) -> Result<(), SimError> {
+    let mut total: u64 = 0;
+    for t in &program.hbm {
+        let bytes = t
+            .shape
+            .iter()
+            .try_fold(u64::from(t.dtype.size()), |a, &d| a.checked_mul(d))
+            .and_then(|b| total.checked_add(b));
+        match bytes {
+            Some(b) if b <= MAX_HBM_BYTES => total = b,
+            _ => {
+                return Err(SimError::new(
+                    SimErrorKind::BadProgram,
+                    format!(
+                        "HBM tensor `{}` makes the program's tensors larger than the simulator's {} GiB",
+                        t.name,
+                        MAX_HBM_BYTES >> 30
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Result<(), SimError> {

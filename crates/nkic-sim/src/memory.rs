@@ -24,6 +24,10 @@ use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program};
 use crate::config::Poison;
 use crate::error::{FResult, Fault, SimErrorKind};
 
+/// The most elements one operand may name (2^26): a bound on the memory
+/// one instruction may need, far above any real instruction.
+const MAX_ELEMENTS: u64 = 1 << 26;
+
 /// Which byte array a view addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum SpaceId {
@@ -135,13 +139,17 @@ impl View {
     pub fn row_addr(&self, p: usize) -> i64 {
         match &self.row_addrs {
             Some(rows) => rows[p],
-            None => self.row_base + p as i64 * self.row_step,
+            None => self
+                .row_base
+                .saturating_add((p as i64).saturating_mul(self.row_step)),
         }
     }
 
     /// The byte address of element `i` of row `p`.
     pub fn addr(&self, p: usize, i: usize) -> i64 {
-        self.row_addr(p) + self.runs[i / self.run_len] + ((i % self.run_len) * self.size) as i64
+        self.row_addr(p)
+            .saturating_add(self.runs[i / self.run_len])
+            .saturating_add(((i % self.run_len) * self.size) as i64)
     }
 }
 
@@ -266,19 +274,32 @@ impl MemoryState {
         let offset = i64::try_from(ap.offset)
             .unwrap_or(i64::MAX)
             .saturating_add(dynamic);
+        // Refuse patterns whose element count cannot be materialised (a
+        // broadcast may name far more elements than memory holds).
+        let elements = ap
+            .dims
+            .iter()
+            .try_fold(u64::from(ap.partition_count), |a, d| {
+                a.checked_mul(u64::from(d.count))
+            });
+        if elements.is_none_or(|n| n > MAX_ELEMENTS) {
+            return Err(Fault::bad(format!(
+                "`{field}` names more than {MAX_ELEMENTS} elements, more than the simulator handles in one instruction"
+            )));
+        }
         let (run_len, runs) = runs_of(ap, size);
         let rows = ap.partition_count as usize;
         let (space, part_start, row_base, row_step) = match ap.mem {
             MemKind::Sbuf => (
                 SpaceId::Sbuf,
                 ap.partition_start as usize,
-                (ap.partition_start as i64) * self.sbuf_stride as i64 + offset,
+                (ap.partition_start as i64 * self.sbuf_stride as i64).saturating_add(offset),
                 self.sbuf_stride as i64,
             ),
             MemKind::Psum => (
                 SpaceId::Psum,
                 ap.partition_start as usize,
-                (ap.partition_start as i64) * self.psum_stride as i64 + offset,
+                (ap.partition_start as i64 * self.psum_stride as i64).saturating_add(offset),
                 self.psum_stride as i64,
             ),
             MemKind::Hbm(id) => {
@@ -400,7 +421,9 @@ impl MemoryState {
         let a = v.row_addr(p);
         match v.space {
             SpaceId::Hbm(id) => {
-                a + lo >= 0 && a + hi + run_bytes <= self.hbm[id as usize].data.len() as i64
+                a.saturating_add(lo) >= 0
+                    && a.saturating_add(hi).saturating_add(run_bytes)
+                        <= self.hbm[id as usize].data.len() as i64
             }
             _ => {
                 let last = v.run_len.saturating_sub(1);
@@ -425,10 +448,12 @@ impl MemoryState {
                     (self.psum_stride as i64, self.psum_stride as i64)
                 };
                 let part = v.part_start + p;
-                let off = a - part as i64 * stride;
-                part < self.partitions && off >= 0 && off + size <= limit
+                let off = a.saturating_sub(part as i64 * stride);
+                part < self.partitions && off >= 0 && off.saturating_add(size) <= limit
             }
-            SpaceId::Hbm(id) => a >= 0 && a + size <= self.hbm[id as usize].data.len() as i64,
+            SpaceId::Hbm(id) => {
+                a >= 0 && a.saturating_add(size) <= self.hbm[id as usize].data.len() as i64
+            }
         }
     }
 

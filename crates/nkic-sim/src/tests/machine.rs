@@ -555,3 +555,45 @@ fn small_ops_benchmark_program_runs_its_loops() {
     assert_eq!(a.total_ps, b.total_ps);
     assert_eq!(a.per_queue, b.per_queue);
 }
+
+#[test]
+fn oversized_tensors_are_rejected_before_allocation() {
+    let p = program(&[(
+        "huge",
+        DType::F32,
+        &[1 << 40, 1 << 30],
+        TensorKind::Internal,
+    )]);
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::BadProgram);
+    assert_eq!(
+        e.to_string(),
+        "HBM tensor `huge` makes the program's tensors larger than the simulator's 64 GiB"
+    );
+}
+
+#[test]
+fn extreme_offsets_fault_instead_of_overflowing() {
+    let mut p = program(&[("a", DType::F32, &[4], TensorKind::Input)]);
+    let mut src = hbm(
+        TensorId(0),
+        3,
+        i64::MAX / 8,
+        u64::MAX / 2,
+        &[(i64::MAX / 16, 3)],
+        DType::F32,
+    );
+    src.dyn_offset = Some(nkic_isa::DynOffset {
+        reg: Reg(0),
+        scale: i64::MAX,
+    });
+    p.stream_mut(Queue::Dma(0))
+        .push(Instruction::new(dma(tile(3, 3, 0, DType::F32), src)));
+    let e = run(
+        &p,
+        &Inputs::new().with("a", vec![0; 16]),
+        &SimConfig::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::OutOfBounds);
+}

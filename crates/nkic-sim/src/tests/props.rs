@@ -79,3 +79,64 @@ proptest! {
         prop_assert_eq!(b.get_bits(&all), expect);
     }
 }
+
+/// Any pattern, however wild: the instruction runs or faults, never panics.
+fn wild_pattern(hbm_ok: bool) -> impl Strategy<Value = AccessPattern> {
+    (
+        0u32..140,
+        0u32..140,
+        prop::collection::vec(
+            (
+                any::<i64>(),
+                prop::sample::select(vec![0u32, 1, 2, 3, 4, 65535]),
+            ),
+            0..=4,
+        ),
+        any::<u64>(),
+        prop::sample::select(vec![DType::F32, DType::BF16, DType::U8, DType::F8E5M2x4]),
+        0u8..3,
+        any::<i64>(),
+    )
+        .prop_map(move |(start, count, dims, offset, dt, mem, stride)| {
+            let dims: Vec<Dim> = dims
+                .into_iter()
+                .map(|(s, c)| Dim::new(s % 100_000, c))
+                .collect();
+            let offset = offset % 300_000;
+            match mem {
+                0 => AccessPattern::sbuf(start, count, offset, &dims, dt),
+                1 => AccessPattern::psum(start, count, offset, &dims, dt),
+                _ if hbm_ok => {
+                    AccessPattern::hbm(TensorId(0), count, stride % 1000, offset % 5000, &dims, dt)
+                }
+                _ => AccessPattern::sbuf(0, count, offset, &dims, dt),
+            }
+        })
+}
+
+proptest! {
+    #[test]
+    fn wild_patterns_never_panic(dst in wild_pattern(true), src in wild_pattern(true), reg in any::<i32>()) {
+        let p = program(&[("t", DType::F32, &[64, 16], nkic_isa::TensorKind::Input)]);
+        let mut b = Bench::with_program(&p);
+        b.mem.load_tensor(0, vec![0x3f; 64 * 16 * 4]);
+        b.put(&tile(128, 64, 0, DType::F32), &[1.0; 128 * 64]);
+        b.regs[0] = reg;
+        let src = src.with_dyn_offset(nkic_isa::Reg(0), 3);
+        for op in [
+            Op::TensorCopy { dst: dst.clone(), src: src.clone() },
+            Op::DmaCopy {
+                dst: dst.clone(),
+                src: src.clone(),
+                accumulate: false,
+                dge: nkic_isa::DgeMode::None,
+                oob: nkic_isa::OobMode::Skip,
+                priority: None,
+            },
+            Op::NcTranspose { dst: dst.clone(), src: src.clone() },
+            Op::TensorReduce { dst: dst.clone(), src: src.clone(), op: nkic_isa::AluOp::Add, last_dims: 1, negate: false },
+        ] {
+            let _ = b.exec(Queue::Vector, &op);
+        }
+    }
+}
