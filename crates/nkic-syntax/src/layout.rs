@@ -160,6 +160,8 @@ struct Layout<'src> {
     last_token: Option<Token<'src>>,
     /// Whether a bracket nesting overflow was already reported.
     depth_reported: bool,
+    /// Whether ambiguous tab indentation was already reported.
+    tab_reported: bool,
     finished: bool,
     config: Config,
     diags: Vec<Diagnostic>,
@@ -179,6 +181,7 @@ impl<'src> Layout<'src> {
             last_end: 0,
             last_token: None,
             depth_reported: false,
+            tab_reported: false,
             finished: false,
             config,
             diags: Vec::new(),
@@ -231,11 +234,19 @@ impl<'src> Layout<'src> {
     /// Handles a token other than a newline. Returns it directly when no
     /// synthetic token has to come first (the common, fast case); otherwise
     /// queues it behind them.
-    fn real_token(&mut self, tok: Token<'src>, start: usize, end: usize) -> Option<Spanned<'src>> {
-        if self.newline_in_brackets && !self.brackets.is_empty() && self.starts_new_statement(tok) {
-            // A statement keyword at the start of a line cannot be inside an
-            // expression: an earlier bracket was never closed.
-            self.close_all_brackets(self.last_end);
+    fn real_token(
+        &mut self,
+        mut tok: Token<'src>,
+        start: usize,
+        end: usize,
+    ) -> Option<Spanned<'src>> {
+        if self.newline_in_brackets
+            && !self.brackets.is_empty()
+            && self.starts_new_statement(tok, start)
+        {
+            // This line starts a new statement: an earlier bracket was never
+            // closed.
+            self.close_all_brackets(self.last_end, "before the next statement");
             self.pending
                 .push_back((self.last_end, Token::Newline, self.last_end));
             self.line_has_content = false;
@@ -247,8 +258,8 @@ impl<'src> Layout<'src> {
             self.indentation(start);
         }
         self.line_has_content = true;
-        match tok {
-            Token::LParen | Token::LBracket | Token::LBrace => {
+        if matches!(tok, Token::LParen | Token::LBracket | Token::LBrace) {
+            {
                 if self.brackets.len() < MAX_BRACKET_DEPTH {
                     self.brackets.push((tok, start));
                 } else if !self.depth_reported {
@@ -264,12 +275,12 @@ impl<'src> Layout<'src> {
                     );
                 }
             }
-            Token::RParen | Token::RBracket | Token::RBrace
-                if !self.close_bracket(tok, start, end) =>
-            {
-                return None;
-            }
-            _ => {}
+        }
+        // A closing bracket may be dropped (unmatched) or replaced (typo).
+        if matches!(tok, Token::RParen | Token::RBracket | Token::RBrace)
+            && !self.close_bracket(&mut tok, start, end)
+        {
+            return None;
         }
         self.last_end = end;
         self.last_token = Some(tok);
@@ -280,17 +291,54 @@ impl<'src> Layout<'src> {
         None
     }
 
-    /// Whether `tok`, the first token of a physical line inside brackets,
-    /// shows that the brackets were never closed: a keyword that only starts
-    /// statements, or `name =` after a token that ends an expression (inside
-    /// brackets `name =` is a keyword argument or parameter default, which
-    /// always follows `(` or `,`).
-    fn starts_new_statement(&self, tok: Token<'src>) -> bool {
+    /// Whether `tok`, the first token of a physical line inside brackets
+    /// (starting at `start`), shows that the brackets were never closed:
+    ///
+    /// - a keyword that only starts statements (`def`, `return`, …);
+    /// - `name =` (or `name += …`) after anything but `(`, `,` or `lambda`:
+    ///   inside brackets `name =` can only be a keyword argument or a
+    ///   parameter default, which follow those tokens;
+    /// - a name or number right after a token that ends an expression, at a
+    ///   column no deeper than the line that opened the innermost bracket (a
+    ///   continuation line is indented deeper, and two juxtaposed operands are
+    ///   never valid anyway).
+    fn starts_new_statement(&self, tok: Token<'src>, start: usize) -> bool {
         if starts_statement_only(tok) {
             return true;
         }
-        if !matches!(tok, Token::Name(_)) {
+        if !matches!(tok, Token::Name(_) | Token::Int(_) | Token::Float(_)) {
             return false;
+        }
+        if matches!(tok, Token::Name(_))
+            && !matches!(
+                self.last_token,
+                Some(
+                    Token::LParen | Token::Comma | Token::Lambda | Token::Star | Token::DoubleStar
+                )
+            )
+        {
+            let next = self.lexer.clone().next().and_then(|(res, _)| res.ok());
+            if matches!(
+                next,
+                Some(
+                    Token::Equal
+                        | Token::PlusEqual
+                        | Token::MinusEqual
+                        | Token::StarEqual
+                        | Token::SlashEqual
+                        | Token::DoubleSlashEqual
+                        | Token::PercentEqual
+                        | Token::AtEqual
+                        | Token::DoubleStarEqual
+                        | Token::AmperEqual
+                        | Token::VbarEqual
+                        | Token::CircumflexEqual
+                        | Token::LeftShiftEqual
+                        | Token::RightShiftEqual
+                )
+            ) {
+                return true;
+            }
         }
         let prev_ends_expr = matches!(
             self.last_token,
@@ -308,69 +356,93 @@ impl<'src> Layout<'src> {
                     | Token::None
             )
         );
-        if !prev_ends_expr {
+        let Some(&(_, open_start)) = self.brackets.last() else {
             return false;
-        }
-        let next = self.lexer.clone().next().and_then(|(res, _)| res.ok());
-        matches!(
-            next,
-            Some(
-                Token::Equal
-                    | Token::PlusEqual
-                    | Token::MinusEqual
-                    | Token::StarEqual
-                    | Token::SlashEqual
-                    | Token::DoubleSlashEqual
-                    | Token::PercentEqual
-                    | Token::AtEqual
-                    | Token::DoubleStarEqual
-                    | Token::AmperEqual
-                    | Token::VbarEqual
-                    | Token::CircumflexEqual
-                    | Token::LeftShiftEqual
-                    | Token::RightShiftEqual
-            )
-        )
+        };
+        prev_ends_expr
+            && indentation_of(self.src, start).0 <= indentation_of(self.src, open_start).0
     }
 
-    /// Handles a closing bracket; returns whether the token is passed on.
-    fn close_bracket(&mut self, tok: Token<'src>, start: usize, end: usize) -> bool {
+    /// Handles a closing bracket; returns whether the token is passed on
+    /// (possibly replaced, see below).
+    ///
+    /// - It matches the innermost opener: it closes it.
+    /// - It matches an outer opener and the next token is not a closer that
+    ///   the outer opener would then leave unmatched: the inner openers were
+    ///   never closed.
+    /// - Otherwise it is a typo for the innermost opener's closer, reported
+    ///   once and replaced, or (with nothing open) a stray closer, reported
+    ///   and dropped.
+    fn close_bracket(&mut self, tok: &mut Token<'src>, start: usize, end: usize) -> bool {
         let matching = self
             .brackets
             .iter()
-            .rposition(|(open, _)| open.closer() == Some(tok));
-        match matching {
-            Some(idx) => {
+            .rposition(|(open, _)| open.closer() == Some(*tok));
+        let top = self.brackets.len().checked_sub(1);
+        if let Some(idx) = matching
+            && Some(idx) != top
+        {
+            // A closer for an outer bracket: either the inner brackets were
+            // left open, or this is a typo for the inner closer (then the
+            // next token closes the outer bracket).
+            let next = self.lexer.clone().next().and_then(|(res, _)| res.ok());
+            if next != Some(*tok) {
                 while self.brackets.len() > idx + 1 {
-                    self.close_top_bracket(start);
+                    self.close_top_bracket(
+                        Span::from_range(start..end),
+                        format!("expected `{{}}` before this `{}`", tok.text()),
+                    );
                 }
                 self.brackets.pop();
-                true
+                return true;
             }
-            None if self.depth_reported => true,
-            None => {
-                let mut diag = Diagnostic::error("E0005", format!("unmatched `{}`", tok.text()))
+        }
+        if matching.is_some() && matching == top {
+            self.brackets.pop();
+            return true;
+        }
+        if self.depth_reported {
+            return true;
+        }
+        match self.brackets.pop() {
+            Some((open, open_start)) => {
+                let expected = open.closer().unwrap_or(Token::RParen);
+                self.diags.push(
+                    Diagnostic::error(
+                        "E0005",
+                        format!("`{}` does not match the open `{}`", tok.text(), open.text()),
+                    )
                     .with_primary(
                         FileId::default(),
                         Span::from_range(start..end),
-                        "no open bracket to close here",
-                    );
-                if let Some((open, open_start)) = self.brackets.last() {
-                    diag = diag.with_secondary(
+                        format!("expected `{}` here", expected.text()),
+                    )
+                    .with_secondary(
                         FileId::default(),
-                        Span::from_range(*open_start..*open_start + 1),
-                        format!("the innermost open bracket is this `{}`", open.text()),
-                    );
-                }
-                self.diags.push(diag);
+                        Span::from_range(open_start..open_start + 1),
+                        format!("this `{}` is open", open.text()),
+                    ),
+                );
+                *tok = expected;
+                true
+            }
+            None => {
+                self.diags.push(
+                    Diagnostic::error("E0005", format!("unmatched `{}`", tok.text())).with_primary(
+                        FileId::default(),
+                        Span::from_range(start..end),
+                        "no open bracket to close here",
+                    ),
+                );
                 false
             }
         }
     }
 
     /// Reports the innermost open bracket as unclosed and closes it with a
-    /// synthetic zero-width closer at `at`.
-    fn close_top_bracket(&mut self, at: usize) {
+    /// synthetic zero-width closer at the start of `primary`, the place the
+    /// missing closer was noticed. `label` may contain `{}` for the closer.
+    fn close_top_bracket(&mut self, primary: Span, label: String) {
         let Some((open, open_start)) = self.brackets.pop() else {
             return;
         };
@@ -381,6 +453,11 @@ impl<'src> Layout<'src> {
             Diagnostic::error("E0004", format!("unclosed `{}`", open.text()))
                 .with_primary(
                     FileId::default(),
+                    primary,
+                    label.replace("{}", closer.text()),
+                )
+                .with_secondary(
+                    FileId::default(),
                     Span::from_range(open_start..open_start + 1),
                     format!("this `{}` is never closed", open.text()),
                 )
@@ -389,39 +466,24 @@ impl<'src> Layout<'src> {
                     closer.text()
                 )),
         );
+        let at = primary.start as usize;
         self.pending.push_back((at, closer, at));
     }
 
-    fn close_all_brackets(&mut self, at: usize) {
+    /// Closes every open bracket at the end of the last token (`at`), as
+    /// noticed at the end of the input or at a line that starts a new
+    /// statement.
+    fn close_all_brackets(&mut self, at: usize, noticed: &str) {
+        let primary = point_after(self.src, at);
         while !self.brackets.is_empty() {
-            self.close_top_bracket(at);
+            self.close_top_bracket(primary, format!("expected `{{}}` {noticed}"));
         }
     }
 
     /// Measures the indentation of the token at `start` and emits INDENT or
     /// DEDENTs.
     fn indentation(&mut self, start: usize) {
-        let line_start = self.src[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        let (mut col, mut alt) = (0u32, 0u32);
-        for b in self.src[line_start..start].bytes() {
-            match b {
-                b' ' => {
-                    col += 1;
-                    alt += 1;
-                }
-                b'\t' => {
-                    col = (col / 8 + 1) * 8;
-                    alt += 1;
-                }
-                b'\x0C' => {
-                    col = 0;
-                    alt = 0;
-                }
-                // A backslash continuation or other text before the token
-                // (only possible after an explicit line join) does not count.
-                _ => {}
-            }
-        }
+        let (col, alt, line_start) = indentation_of(self.src, start);
         let ws_span = Span::from_range(line_start..start);
         let (top, top_alt) = self.indents.last().copied().unwrap_or((0, 0));
         if col > top {
@@ -465,7 +527,13 @@ impl<'src> Layout<'src> {
         }
     }
 
+    /// Reports ambiguous tab indentation, once per file: after the first
+    /// report every following line of the block would repeat it.
     fn tab_error(&mut self, span: Span) {
+        if self.tab_reported {
+            return;
+        }
+        self.tab_reported = true;
         self.diags.push(
             Diagnostic::error(
                 "E0009",
@@ -483,7 +551,7 @@ impl<'src> Layout<'src> {
     fn finish(&mut self) {
         self.finished = true;
         let end = self.src.len();
-        self.close_all_brackets(end);
+        self.close_all_brackets(self.last_end, "before the end of the file");
         if self.line_has_content && !self.config.inside_brackets {
             self.pending.push_back((end, Token::Newline, end));
             self.line_has_content = false;
@@ -498,11 +566,45 @@ impl<'src> Layout<'src> {
         let span = Span::from_range(range.clone());
         let text = self.src.get(range.clone()).unwrap_or("");
         let diag = match err {
+            LexError::InvalidCharacter if text.starts_with('\\') => {
+                let at_eof = range.end >= self.src.len();
+                let message = if at_eof {
+                    "a line continuation `\\` at the end of the file"
+                } else {
+                    "`\\` must be the last character of its line"
+                };
+                Diagnostic::error("E0001", message)
+                    .with_primary(FileId::default(), span, "line continuation character")
+                    .with_help(if at_eof {
+                        "remove the `\\`"
+                    } else {
+                        "remove the text after `\\` (comments included), or the `\\` itself"
+                    })
+            }
+            LexError::InvalidNumber => {
+                let lower = text.to_ascii_lowercase();
+                let message = if lower.starts_with("0x") {
+                    "invalid hexadecimal literal"
+                } else if lower.starts_with("0o") {
+                    "invalid octal literal"
+                } else if lower.starts_with("0b") {
+                    "invalid binary literal"
+                } else {
+                    "invalid decimal literal"
+                };
+                let label = if text.ends_with('_') || text.contains("__") {
+                    "`_` in a number must be followed by a digit"
+                } else {
+                    "a number cannot be followed directly by letters"
+                };
+                Diagnostic::error("E0006", format!("{message} `{text}`")).with_primary(
+                    FileId::default(),
+                    span,
+                    label,
+                )
+            }
             LexError::InvalidCharacter => {
-                let shown = text
-                    .chars()
-                    .next()
-                    .map_or_else(String::new, |c| c.escape_debug().to_string());
+                let shown = text.chars().next().map_or_else(String::new, display_char);
                 let mut d = Diagnostic::error("E0001", format!("invalid character `{shown}`"))
                     .with_primary(FileId::default(), span, "this character cannot appear here");
                 if let Some(help) = text.chars().next().and_then(lookalike_help) {
@@ -516,7 +618,7 @@ impl<'src> Layout<'src> {
                     .find(|&(_, c)| !c.is_ascii() && !c.is_alphanumeric())
                     .unwrap_or((0, '?'));
                 let at = range.start + offset;
-                let shown = c.escape_debug().to_string();
+                let shown = display_char(c);
                 let mut d = Diagnostic::error("E0001", format!("invalid character `{shown}`"))
                     .with_primary(
                         FileId::default(),
@@ -545,6 +647,48 @@ impl<'src> Layout<'src> {
     }
 }
 
+/// The indentation of the line containing `offset`, measured up to
+/// `offset`: (column with tabs to multiples of 8, column with tab size 1,
+/// line start offset).
+fn indentation_of(src: &str, offset: usize) -> (u32, u32, usize) {
+    let offset = offset.min(src.len());
+    let line_start = src.as_bytes()[..offset]
+        .iter()
+        .rposition(|&b| b == b'\n' || b == b'\r')
+        .map_or(0, |i| i + 1);
+    let (mut col, mut alt) = (0u32, 0u32);
+    for b in src.as_bytes()[line_start..offset].iter() {
+        match b {
+            b' ' => {
+                col += 1;
+                alt += 1;
+            }
+            b'\t' => {
+                col = (col / 8 + 1) * 8;
+                alt += 1;
+            }
+            b'\x0C' => {
+                col = 0;
+                alt = 0;
+            }
+            // Stop at the first non-blank character: for a token inside a
+            // line this gives the indentation of the line.
+            _ => break,
+        }
+    }
+    (col, alt, line_start)
+}
+
+/// A one-character span just after `offset` when the next character is on
+/// the same line, else an empty span there.
+fn point_after(src: &str, offset: usize) -> Span {
+    let offset = offset.min(src.len());
+    match src[offset..].chars().next() {
+        Some(c) if c != '\n' && c != '\r' => Span::from_range(offset..offset + c.len_utf8()),
+        _ => Span::from_range(offset..offset),
+    }
+}
+
 /// Whether `tok` is a keyword that starts a statement and can never occur
 /// inside an expression.
 fn starts_statement_only(tok: Token<'_>) -> bool {
@@ -569,6 +713,15 @@ fn starts_statement_only(tok: Token<'_>) -> bool {
             | Token::Del
             | Token::Assert
     )
+}
+
+/// A character as shown in a message: itself when visible, else escaped.
+fn display_char(c: char) -> String {
+    if c.is_control() || c.is_whitespace() {
+        c.escape_default().to_string()
+    } else {
+        c.to_string()
+    }
 }
 
 /// A hint for characters that look like Python punctuation.

@@ -498,6 +498,24 @@ impl<'src> Ctx<'src> {
                 }
             }
         }
+        // Every parameter name may appear once.
+        let all: Vec<&Param> = params
+            .posonly
+            .iter()
+            .chain(&params.args)
+            .chain(&params.vararg)
+            .chain(&params.kwonly)
+            .chain(&params.kwarg)
+            .collect();
+        for (i, p) in all.iter().enumerate() {
+            if let Some(first) = all[..i].iter().find(|q| q.name.name == p.name.name) {
+                self.diags.push(
+                    Diagnostic::error("E0015", format!("duplicate parameter `{}`", p.name.name))
+                        .with_primary(FileId::default(), p.name.span, "declared again here")
+                        .with_secondary(FileId::default(), first.name.span, "first declared here"),
+                );
+            }
+        }
         params
     }
 
@@ -603,7 +621,27 @@ impl<'src> Ctx<'src> {
                         "move this before the `**` argument",
                     );
                 }
-                ArgKind::Keyword(..) => seen_keyword = true,
+                ArgKind::Keyword(name, _) => {
+                    seen_keyword = true;
+                    let first = args.iter().find_map(|a| match &a.kind {
+                        ArgKind::Keyword(n, _) if n.name == name.name => Some(n.span),
+                        _ => None,
+                    });
+                    if let Some(first) = first.filter(|&f| f != name.span) {
+                        self.diags.push(
+                            Diagnostic::error(
+                                "E0016",
+                                format!("keyword argument `{}` is repeated", name.name),
+                            )
+                            .with_primary(FileId::default(), name.span, "given again here")
+                            .with_secondary(
+                                FileId::default(),
+                                first,
+                                "first given here",
+                            ),
+                        );
+                    }
+                }
                 ArgKind::DoubleStar(_) => seen_double_star = true,
                 _ => {}
             }
@@ -895,7 +933,7 @@ fn is_constant_expr(expr: &Expr) -> bool {
 
 /// Turns a parser error into a diagnostic in kernel-author words, or `None`
 /// when the error is a consequence of one already reported (an invalid
-/// character token).
+/// character, an unclosed bracket).
 fn describe(
     err: &ParseError<usize, Token<'_>, LexError>,
     tokens: &[Spanned<'_>],
@@ -913,22 +951,35 @@ fn describe(
         ParseError::InvalidToken { location } => (*location, None, *location, &[]),
         ParseError::User { .. } => return None,
     };
-    // An invalid character was reported by the lexer, and a zero-width
-    // closing bracket was inserted by the layout pass for an unclosed bracket
-    // it reported: either way the error is already known.
-    if matches!(found, Some(Token::Error))
-        || (start == end && matches!(found, Some(Token::RParen | Token::RBracket | Token::RBrace)))
-    {
+    // A zero-width closing bracket was inserted by the layout pass for an
+    // unclosed bracket it reported.
+    if start == end && matches!(found, Some(Token::RParen | Token::RBracket | Token::RBrace)) {
         return None;
     }
     let found = found.filter(|t| *t != Token::EndMarker);
     // The last real token before the error, and the first token of its
     // logical line (which names the statement).
     let idx = tokens.partition_point(|t| t.0 < start);
+    let line_begin = tokens[..idx]
+        .iter()
+        .rposition(|t| matches!(t.1, Token::Newline | Token::Indent | Token::Dedent))
+        .map_or(0, |i| i + 1);
+    // An invalid character earlier on the same line was reported by the
+    // lexer and explains this error too.
+    if matches!(found, Some(Token::Error))
+        || tokens[line_begin..idx].iter().any(|t| t.1 == Token::Error)
+    {
+        return None;
+    }
     let prev = tokens[..idx]
         .iter()
         .rev()
         .find(|t| !matches!(t.1, Token::Indent | Token::Dedent));
+    let prev2 = tokens[..idx]
+        .iter()
+        .rev()
+        .filter(|t| !matches!(t.1, Token::Indent | Token::Dedent))
+        .nth(1);
     let line_first = line_keyword(tokens, idx);
     let set = ExpectedSet::new(expected);
     let found_desc = match found {
@@ -949,6 +1000,9 @@ fn describe(
     };
     let after = prev.map(|p| describe_token_short(p.1));
     let at_stmt_start = prev.is_none_or(|p| p.1 == Token::Newline);
+    let error = |message: String, label: String| {
+        Diagnostic::error("E0010", message).with_primary(FileId::default(), primary, label)
+    };
 
     if found == Some(Token::Indent) {
         let line_start = src[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
@@ -983,6 +1037,66 @@ fn describe(
         }
         return Some(diag);
     }
+    if set.has("def") && set.has("class") && !set.has_expression() {
+        let mut diag = error(
+            format!("expected `def` or `class` after a decorator, found {found_desc}"),
+            "a decorator must be followed by a function or class definition".to_string(),
+        );
+        if let Some(at) = tokens[..idx].iter().rev().find(|t| t.1 == Token::At) {
+            diag = diag.with_secondary(
+                FileId::default(),
+                Span::from_range(at.0..at.2),
+                "this decorator",
+            );
+        }
+        return Some(diag);
+    }
+    // A keyword where a name is needed: `class = 1`, `def f(lambda=1)`.
+    if let Some(t) = found
+        && t.is_keyword()
+        && set.has("name")
+        && !set.has_expression()
+    {
+        return Some(
+            error(
+                format!("expected a name, found keyword `{}`", t.text()),
+                "keywords cannot be used as names".to_string(),
+            )
+            .with_help(format!(
+                "`{}` is a Python keyword; choose another name",
+                t.text()
+            )),
+        );
+    }
+    if let (Some(kw), Some(p)) = (prev.map(|p| p.1), found)
+        && kw.is_keyword()
+        && at_stmt_start_of(tokens, idx.saturating_sub(1))
+        && matches!(
+            p,
+            Token::Equal | Token::Dot | Token::LParen | Token::LBracket
+        )
+        && !matches!(
+            kw,
+            Token::None
+                | Token::True
+                | Token::False
+                | Token::Lambda
+                | Token::Yield
+                | Token::Await
+                | Token::Not
+        )
+    {
+        return Some(
+            error(
+                format!("unexpected {found_desc} after keyword `{}`", kw.text()),
+                "not valid here".to_string(),
+            )
+            .with_help(format!(
+                "`{}` is a Python keyword and cannot be used as a name",
+                kw.text()
+            )),
+        );
+    }
     if at_stmt_start && let Some(t) = found {
         let message = match t {
             Token::Else => "`else` without a matching `if`, `for`, `while` or `try`".to_string(),
@@ -1000,11 +1114,20 @@ fn describe(
             }
             _ => "a statement cannot start here",
         };
-        return Some(Diagnostic::error("E0010", message).with_primary(
-            FileId::default(),
-            primary,
-            label,
-        ));
+        return Some(error(message, label.to_string()));
+    }
+    if let Some((Token::For, _)) = line_first
+        && set.has("in")
+        && !set.has(":")
+        && !at_end
+    {
+        return Some(
+            error(
+                format!("expected `in` after the `for` target, found {found_desc}"),
+                "expected `in`".to_string(),
+            )
+            .with_help("write the loop as `for name in iterable:`"),
+        );
     }
     if set.has(":")
         && let Some((kw, kw_span)) = line_first
@@ -1017,31 +1140,58 @@ fn describe(
         } else {
             format!("expected `:`, found {found_desc}")
         };
-        return Some(
-            Diagnostic::error("E0010", message)
-                .with_primary(FileId::default(), primary, label)
-                .with_secondary(
-                    FileId::default(),
-                    kw_span,
-                    format!("this `{}` statement", kw.text()),
-                ),
+        let mut diag = error(message, label).with_secondary(
+            FileId::default(),
+            kw_span,
+            format!("this `{}` statement", kw.text()),
         );
+        match (kw, found) {
+            (Token::If | Token::Elif | Token::While, Some(Token::Equal)) => {
+                diag = diag.with_help("use `==` to compare")
+            }
+            (Token::Else, Some(Token::If)) => {
+                diag = diag.with_help("use `elif` for another condition")
+            }
+            _ => {}
+        }
+        return Some(diag);
     }
     if set.has_expression() {
-        let message = match (&after, at_end) {
-            (Some(a), _) => format!("expected an expression after {a}"),
-            (None, _) => "expected an expression".to_string(),
+        let message = match &after {
+            Some(a) => format!("expected an expression after {a}"),
+            None => "expected an expression".to_string(),
         };
         let label = if at_end {
             "expected an expression here".to_string()
         } else {
             format!("expected an expression, found {found_desc}")
         };
-        return Some(Diagnostic::error("E0010", message).with_primary(
-            FileId::default(),
-            primary,
-            label,
-        ));
+        let mut diag = error(message, label);
+        match (prev2.map(|t| t.1), prev.map(|t| t.1), found) {
+            (_, Some(Token::Amper), Some(Token::Amper)) => {
+                diag = diag.with_help("use `and` for a logical and")
+            }
+            (_, Some(Token::Vbar), Some(Token::Vbar)) => {
+                diag = diag.with_help("use `or` for a logical or")
+            }
+            (Some(Token::Plus), Some(Token::Plus), _) => {
+                diag = diag.with_help("Python has no `++`; write `x += 1`")
+            }
+            (Some(Token::Minus), Some(Token::Minus), _) => {
+                diag = diag.with_help("Python has no `--`; write `x -= 1`")
+            }
+            (_, _, Some(t))
+                if t.is_keyword()
+                    && !matches!(t, Token::Else | Token::For | Token::If | Token::In) =>
+            {
+                diag = diag.with_help(format!(
+                    "`{}` is a Python keyword and cannot be used as a name",
+                    t.text()
+                ));
+            }
+            _ => {}
+        }
+        return Some(diag);
     }
     let wanted = set.describe();
     let message = match (&wanted, found) {
@@ -1060,7 +1210,51 @@ fn describe(
         Some(w) => format!("expected {w}"),
         None => "not valid here".to_string(),
     };
-    Some(Diagnostic::error("E0010", message).with_primary(FileId::default(), primary, label))
+    let mut diag = error(message, label);
+    if found == Some(Token::ColonEqual) {
+        diag = diag
+            .with_help("use `=` to assign; `:=` assigns only inside an expression, in parentheses");
+    }
+    // Two operands side by side inside brackets: most likely a missing comma.
+    if set.has(",")
+        && matches!(
+            found,
+            Some(Token::Name(_) | Token::Int(_) | Token::Float(_) | Token::String(_))
+        )
+        && ends_operand(prev.map(|p| p.1))
+    {
+        diag = diag.with_help("is a `,` missing before this?");
+    }
+    Some(diag)
+}
+
+/// Whether the token at index `i` is the first of its logical line.
+fn at_stmt_start_of(tokens: &[Spanned<'_>], i: usize) -> bool {
+    i == 0
+        || tokens
+            .get(i - 1)
+            .is_some_and(|t| matches!(t.1, Token::Newline | Token::Indent | Token::Dedent))
+}
+
+/// Whether a token can end an operand (so a following operand needs an
+/// operator or comma in between).
+fn ends_operand(t: Option<Token<'_>>) -> bool {
+    matches!(
+        t,
+        Some(
+            Token::Name(_)
+                | Token::Int(_)
+                | Token::Float(_)
+                | Token::Imaginary(_)
+                | Token::String(_)
+                | Token::RParen
+                | Token::RBracket
+                | Token::RBrace
+                | Token::True
+                | Token::False
+                | Token::None
+        )
+    )
 }
 
 /// A one-character span just after `offset` when the next character is on
@@ -1139,18 +1333,32 @@ fn colon_context(kw: Token<'_>) -> Option<&'static str> {
     })
 }
 
-/// How a found token is named in a message.
+/// How a found token is named in a message ("unexpected …", "found …").
 fn describe_token(t: Token<'_>) -> String {
     match t {
         Token::Newline => "end of line".to_string(),
         Token::Dedent => "end of the block".to_string(),
-        Token::Indent => "an indented block".to_string(),
+        Token::Indent => "indented block".to_string(),
         Token::EndMarker => "end of file".to_string(),
-        Token::String(_) => "a string".to_string(),
+        Token::String(s) => format!("string {}", shorten(s)),
         Token::Int(s) | Token::Float(s) | Token::Imaginary(s) => format!("number `{s}`"),
         Token::Name(s) => format!("name `{s}`"),
         t if t.is_keyword() => format!("keyword `{}`", t.text()),
         t => format!("`{}`", t.text()),
+    }
+}
+
+/// A token's text in backquotes, cut to a readable length.
+fn shorten(text: &str) -> String {
+    if text.chars().count() > 24 || text.contains(['\n', '\r']) {
+        let head: String = text
+            .chars()
+            .take_while(|c| *c != '\n' && *c != '\r')
+            .take(20)
+            .collect();
+        format!("`{head}…`")
+    } else {
+        format!("`{text}`")
     }
 }
 
@@ -1159,14 +1367,7 @@ fn describe_token_short(t: Token<'_>) -> String {
     match t {
         Token::String(_) => "a string".to_string(),
         Token::Newline => "the end of the line".to_string(),
-        t => {
-            let text = t.text();
-            if text.chars().count() > 24 {
-                format!("`{}…`", text.chars().take(20).collect::<String>())
-            } else {
-                format!("`{text}`")
-            }
-        }
+        t => shorten(t.text()),
     }
 }
 

@@ -353,8 +353,8 @@ fn every_independent_error_is_reported() {
         found,
         [
             ("E0010", 1),
-            ("E0004", 2),
             ("E0010", 2),
+            ("E0004", 2),
             ("E0010", 4),
             ("E0010", 5),
             ("E0001", 7),
@@ -363,7 +363,7 @@ fn every_independent_error_is_reported() {
         "{errs:?}"
     );
     assert_eq!(errs[0].2, "expected an expression after `=`");
-    assert_eq!(errs[1].2, "unclosed `(`");
+    assert_eq!(errs[2].2, "unclosed `(`");
     assert_eq!(errs[3].2, "expected an expression after `+`");
     assert_eq!(errs[4].2, "expected `:` after the `if` condition");
 }
@@ -495,4 +495,71 @@ fn deeply_nested_input_does_not_overflow() {
     let src = format!("x = {}\n", "-".repeat(1000) + "1");
     let (module, _) = parse(&src);
     assert_eq!(module.body.len(), 1);
+}
+
+#[test]
+fn repeated_names_are_reported() {
+    let errs = errors("f(dst=a, src=b, dst=c)\ndef g(x, y, x): pass\nh = lambda a, a: 0\n");
+    let found: Vec<(&str, usize, &str)> = errs.iter().map(|e| (e.0, e.1, e.2.as_str())).collect();
+    assert_eq!(
+        found,
+        [
+            ("E0016", 1, "keyword argument `dst` is repeated"),
+            ("E0015", 2, "duplicate parameter `x`"),
+            ("E0015", 3, "duplicate parameter `a`")
+        ]
+    );
+}
+
+#[test]
+fn lexical_mistakes_get_one_precise_diagnostic() {
+    let cases = [
+        ("x = 0xZZ\n", "E0006", "invalid hexadecimal literal `0xZZ`"),
+        ("x = 1_000_\n", "E0006", "invalid decimal literal `1_000_`"),
+        (
+            "x = 1 + \\ 2\n",
+            "E0001",
+            "`\\` must be the last character of its line",
+        ),
+        ("$count = 0\n", "E0001", "invalid character `$`"),
+        (
+            "t = x[0:128, (1, 2]]\n",
+            "E0005",
+            "`]` does not match the open `(`",
+        ),
+        (
+            "print \"shape:\", x\n",
+            "E0010",
+            "unexpected string `\"shape:\"`",
+        ),
+    ];
+    for (src, code, message) in cases {
+        let errs = errors(src);
+        assert_eq!(errs.len(), 1, "{src:?}: {errs:?}");
+        assert_eq!((errs[0].0, errs[0].2.as_str()), (code, message), "{src:?}");
+    }
+}
+
+#[test]
+fn unclosed_bracket_is_reported_once_before_the_next_statement() {
+    let src = "def f(x):\n    t = nl.ndarray((1, 2), buffer=nl.sbuf\n    nisa.dma_copy(dst=t, src=x)\n    head = x[0:128, :\n    tail = x[128:, :]\n    return head\n";
+    let errs = errors(src);
+    let found: Vec<(&str, usize)> = errs.iter().map(|e| (e.0, e.1)).collect();
+    assert_eq!(found, [("E0004", 2), ("E0004", 4)], "{errs:?}");
+}
+
+#[test]
+fn unparse_keeps_parentheses_where_needed() {
+    for src in [
+        "del (a, b)\n",
+        "def f():\n    return (y := 1)\n",
+        "for x in (y := z):\n    pass\n",
+        "def g():\n    print((yield))\n    return (yield x)\n",
+        "x = (yield)\n",
+        "a = [(b := 1), -(2 ** -3), (-2) ** 2, not (a and b), (lambda: 0)()]\n",
+        "print(f\"{x!r:>{w}} {'q'} {{}}\")\n",
+    ] {
+        let module = check_ok(src);
+        assert!(!unparse(&module).contains("(((yield)))"));
+    }
 }

@@ -31,6 +31,9 @@ pub enum LexError {
     UnterminatedTripleString,
     /// A name containing a non-ASCII character that is not a letter or digit.
     InvalidNameCharacter,
+    /// A number immediately followed by letters, digits or `_` that do not
+    /// form a valid literal (`0xZZ`, `1_000_`, `3d`).
+    InvalidNumber,
 }
 
 /// One token. `'src` is the source text the payloads borrow from.
@@ -65,21 +68,31 @@ pub enum Token<'src> {
     #[regex(r"[A-Za-z_\u{80}-\u{10FFFF}][A-Za-z0-9_\u{80}-\u{10FFFF}]*", name)]
     Name(&'src str),
     /// An integer literal as written (`0x_ff`, `1_000`, `0o17`, `0b1`).
-    #[regex(r"[0-9](_?[0-9])*")]
-    #[regex(r"0[xX](_?[0-9a-fA-F])+")]
-    #[regex(r"0[oO](_?[0-7])+")]
-    #[regex(r"0[bB](_?[01])+")]
+    #[regex(r"[0-9](_?[0-9])*", priority = 10)]
+    #[regex(r"0[xX](_?[0-9a-fA-F])+", priority = 10)]
+    #[regex(r"0[oO](_?[0-7])+", priority = 10)]
+    #[regex(r"0[bB](_?[01])+", priority = 10)]
+    // A digit run glued to letters or `_` that no valid pattern covers as a
+    // whole (longest match wins, and valid patterns win ties) is one bad
+    // literal rather than a number followed by a name.
+    #[regex(r"[0-9][0-9A-Za-z_]*", invalid_number, priority = 1)]
     Int(&'src str),
     /// A floating-point literal as written (`1.`, `.5`, `1e-3`, `1_0.2_5`).
-    #[regex(r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?")]
-    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?")]
-    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*")]
+    #[regex(
+        r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?",
+        priority = 10
+    )]
+    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?", priority = 10)]
+    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*", priority = 10)]
     Float(&'src str),
     /// An imaginary literal as written (`2j`, `1.5e3J`).
-    #[regex(r"[0-9](_?[0-9])*[jJ]")]
-    #[regex(r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?[jJ]")]
-    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?[jJ]")]
-    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*[jJ]")]
+    #[regex(r"[0-9](_?[0-9])*[jJ]", priority = 10)]
+    #[regex(
+        r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?[jJ]",
+        priority = 10
+    )]
+    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?[jJ]", priority = 10)]
+    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*[jJ]", priority = 10)]
     Imaginary(&'src str),
     /// A string, bytes or f-string literal including prefix and quotes.
     #[regex(r#"([rRbBuUfF]|[rR][bBfF]|[bBfF][rR])?['"]"#, string)]
@@ -281,6 +294,11 @@ fn is_combining(c: char) -> bool {
     matches!(c as u32,
         0x0300..=0x036F | 0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF
         | 0xFE20..=0xFE2F | 0x200C | 0x200D | 0x00B7 | 0x0387 | 0x19DA)
+}
+
+/// A digit run glued to letters: always an error (see `Token::Int`).
+fn invalid_number<'src>(_: &mut Lexer<'src, Token<'src>>) -> Result<&'src str, LexError> {
+    Err(LexError::InvalidNumber)
 }
 
 /// Finds the end of a string literal whose prefix and opening quote have just

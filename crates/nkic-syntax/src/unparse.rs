@@ -167,7 +167,7 @@ impl Unparser {
                 self.out.push_str("for ");
                 write_target(&mut self.out, target);
                 self.out.push_str(" in ");
-                write_expr(&mut self.out, iter, prec::TUPLE);
+                write_tuple_or_expr(&mut self.out, iter);
                 self.block(body);
                 self.else_block(orelse);
             }
@@ -269,12 +269,13 @@ fn write_simple(out: &mut String, kind: &StmtKind) {
             out.push_str("return");
             if let Some(e) = e {
                 out.push(' ');
-                write_expr(out, e, prec::TUPLE);
+                write_tuple_or_expr(out, e);
             }
         }
         StmtKind::Delete(targets) => {
             out.push_str("del ");
-            comma_list(out, targets, write_target);
+            // Each target on its own: a tuple target keeps its parentheses.
+            comma_list(out, targets, |out, t| write_expr(out, t, prec::BITOR));
         }
         StmtKind::Assign { targets, value } => {
             for t in targets {
@@ -360,6 +361,15 @@ fn write_simple(out: &mut String, kind: &StmtKind) {
 fn write_value(out: &mut String, e: &Expr) {
     match &e.kind {
         ExprKind::Yield(_) | ExprKind::YieldFrom(_) => write_yield(out, e),
+        ExprKind::Tuple(elts) if !elts.is_empty() => write_bare_tuple(out, elts),
+        _ => write_expr(out, e, prec::LAMBDA),
+    }
+}
+
+/// A `return` value or `for` iterable: a bare tuple, or an expression
+/// (with `yield` and `:=` parenthesised).
+fn write_tuple_or_expr(out: &mut String, e: &Expr) {
+    match &e.kind {
         ExprKind::Tuple(elts) if !elts.is_empty() => write_bare_tuple(out, elts),
         _ => write_expr(out, e, prec::LAMBDA),
     }
@@ -658,11 +668,9 @@ fn write_expr_inner(out: &mut String, e: &Expr) {
             out.push_str("await ");
             write_expr(out, v, prec::ATOM);
         }
-        ExprKind::Yield(_) | ExprKind::YieldFrom(_) => {
-            out.push('(');
-            write_yield(out, e);
-            out.push(')');
-        }
+        // `write_expr` parenthesises a `yield` wherever it is not the whole
+        // value (its precedence is the lowest).
+        ExprKind::Yield(_) | ExprKind::YieldFrom(_) => write_yield(out, e),
         ExprKind::Compare { left, comparisons } => {
             write_expr(out, left, prec::BITOR);
             for (op, right) in comparisons {

@@ -186,10 +186,12 @@ fn unclosed_bracket_is_closed_before_statement_keyword() {
     let (tokens, diags) = tokenize(src, Config::default());
     assert_eq!(diags.len(), 1);
     assert_eq!(diags[0].code, "E0004");
+    // Noticed after the last token of the line; the opener is labelled.
     assert_eq!(
         diags[0].primary.as_ref().map(|l| l.span),
-        Some(Span::new(18, 19))
+        Some(Span::new(20, 20))
     );
+    assert_eq!(diags[0].secondary[0].span, Span::new(18, 19));
     let k: Vec<_> = tokens.iter().map(|t| t.1).collect();
     assert!(
         k.windows(3)
