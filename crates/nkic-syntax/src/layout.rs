@@ -259,21 +259,19 @@ impl<'src> Layout<'src> {
         }
         self.line_has_content = true;
         if matches!(tok, Token::LParen | Token::LBracket | Token::LBrace) {
-            {
-                if self.brackets.len() < MAX_BRACKET_DEPTH {
-                    self.brackets.push((tok, start));
-                } else if !self.depth_reported {
-                    self.depth_reported = true;
-                    self.diags.push(
-                        Diagnostic::error("E0011", "too many nested brackets")
-                            .with_primary(
-                                FileId::default(),
-                                Span::from_range(start..end),
-                                "nesting exceeds 200 levels here",
-                            )
-                            .with_help("split the expression into several statements"),
-                    );
-                }
+            if self.brackets.len() < MAX_BRACKET_DEPTH {
+                self.brackets.push((tok, start));
+            } else if !self.depth_reported {
+                self.depth_reported = true;
+                self.diags.push(
+                    Diagnostic::error("E0011", "too many nested brackets")
+                        .with_primary(
+                            FileId::default(),
+                            Span::from_range(start..end),
+                            "nesting exceeds 200 levels here",
+                        )
+                        .with_help("split the expression into several statements"),
+                );
             }
         }
         // A closing bracket may be dropped (unmatched) or replaced (typo).
