@@ -850,10 +850,9 @@ impl Exec<'_> {
     fn iota(&mut self, dst: &AccessPattern, pattern: &[Dim], offset: i32, cm: i32) -> FResult<()> {
         let dv = self.dst(dst, "dst")?;
         let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;
+        let wide: Vec<i64> = values.into_iter().map(i64::from).collect();
         let mut raw = Vec::with_capacity(dv.elements() * dv.size);
-        for v in values {
-            encode_int(dv.dtype, i64::from(v), &mut raw);
-        }
+        encode_ints(dv.dtype, &wide, &mut raw);
         self.mem.write_raw(&dv, &raw)
     }
 
@@ -2238,9 +2237,7 @@ impl Exec<'_> {
             i = j;
         }
         let mut raw = Vec::with_capacity(2 * n * 4);
-        for v in starts.into_iter().chain(ends) {
-            encode_int(sv.dtype, v, &mut raw);
-        }
+        encode_ints(sv.dtype, &[starts, ends].concat(), &mut raw);
         self.mem.write_raw(&dv, &raw)
     }
 
@@ -2393,15 +2390,28 @@ fn encode_all(dt: DType, x: f32, out: &mut Vec<u8>) {
 /// Encodes an exact integer: saturated to an integer dtype's range, `!= 0`
 /// for bool, rounded (RNE) for float dtypes.
 fn encode_int(dt: DType, v: i64, out: &mut Vec<u8>) {
+    encode_ints(dt, &[v], out);
+}
+
+/// `encode_int` over a slice, with the dtype dispatch hoisted.
+fn encode_ints(dt: DType, vs: &[i64], out: &mut Vec<u8>) {
     let size = dt.size() as usize;
     if dt.is_int() {
         let lo = numerics::min_finite(dt) as i64;
         let hi = numerics::max_finite(dt) as i64;
-        out.extend_from_slice(&v.clamp(lo, hi).to_le_bytes()[..size]);
+        out.reserve(vs.len() * size);
+        for &v in vs {
+            out.extend_from_slice(&v.clamp(lo, hi).to_le_bytes()[..size]);
+        }
     } else if dt == DType::Bool {
-        out.push(u8::from(v != 0));
+        out.extend(vs.iter().map(|&v| u8::from(v != 0)));
     } else {
-        encode_all(dt, v as f32, out);
+        let lanes = numerics::lanes(dt);
+        let xs: Vec<f32> = vs
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v as f32, lanes))
+            .collect();
+        numerics::encode(dt, &xs, out);
     }
 }
 

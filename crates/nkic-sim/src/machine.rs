@@ -307,6 +307,10 @@ pub(crate) fn simulate(
             config,
         )?;
     }
+    // Execution order depends on the step order; the trace is reported in
+    // simulated time order (then queue, then program order), which does not.
+    res.trace
+        .sort_by_key(|e| (e.start_ps, queue_rank(program, e.queue), e.seq));
     res.per_queue = queues.iter().map(|q| q.stats.clone()).collect();
     res.hbm_bytes_read = mem.hbm_read;
     res.hbm_bytes_written = mem.hbm_written;
@@ -452,6 +456,7 @@ fn step(
             queue: q.queue,
             index,
             mnemonic: op.mnemonic(),
+            seq: q.stats.instructions - 1,
             start_ps: start,
             free_ps: free,
             end_ps: done,
@@ -653,6 +658,15 @@ fn collect_outputs(
         out.push((t.name.clone(), bytes));
     }
     Ok(out)
+}
+
+/// The position of `queue`'s stream in the program.
+fn queue_rank(program: &Program, queue: Queue) -> usize {
+    program
+        .queues
+        .iter()
+        .position(|s| s.queue == queue)
+        .unwrap_or(usize::MAX)
 }
 
 fn config_seed(order: StepOrder) -> u64 {

@@ -13,8 +13,10 @@ pub struct RunResult {
     pub total_ps: u64,
     /// One entry per queue stream of the program, in program order.
     pub per_queue: Vec<QueueStats>,
-    /// One event per executed instruction in execution order (empty when
-    /// `SimConfig::trace` is off).
+    /// One event per executed instruction, ordered by start time, then by
+    /// the queue's position in the program, then by execution order within
+    /// the queue (empty when `SimConfig::trace` is off). The order does not
+    /// depend on the step order.
     pub trace: Vec<TraceEvent>,
     /// Bytes read from and written to HBM by DMA and register instructions.
     pub hbm_bytes_read: u64,
@@ -61,6 +63,9 @@ pub struct TraceEvent {
     pub queue: Queue,
     /// The instruction's index in its queue's stream.
     pub index: usize,
+    /// How many instructions the queue executed before this one (the
+    /// dynamic position, which differs from `index` in loops).
+    pub seq: u64,
     pub mnemonic: &'static str,
     /// Issue time, in picoseconds.
     pub start_ps: u64,
