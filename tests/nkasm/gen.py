@@ -1,0 +1,762 @@
+#!/usr/bin/env python3
+"""Inputs and NumPy references of the per-instruction golden tests.
+
+Every fixture `tests/nkasm/<name>.nkasm` is a hand-written program; the
+function `<name>` below writes its inputs `<name>.in.<arg>.npy` and computes
+its expected outputs `<name>.ref.out<N>.npy` (in the program's output order)
+from the semantics in docs/isa.md and docs/numerics.md, independently of the
+Rust interpreter.  Each fixture draws from its own generator seeded with the
+CRC-32 of its name, so regenerating gives identical bytes.
+
+    python3 tests/nkasm/gen.py            # (re)write every input and reference
+    python3 tests/nkasm/gen.py --check    # fail if any file would change
+    python3 tests/nkasm/gen.py NAME...    # only these fixtures
+
+Conventions: dtypes NumPy lacks (bfloat16, fp8, packed x4) travel as raw
+bits (`<u2`, `|u1`, `<u4`), which `nkic exec` reads and writes the same way.
+Engine arithmetic is float32 with every operation rounded (NumPy float32
+arithmetic, never fused); sums are sequential loops, never `np.sum`.
+Activation functions are evaluated in float64 and rounded to float32.
+"""
+
+import math
+import os
+import sys
+import zlib
+
+import ml_dtypes as mld
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+F32 = np.float32
+F64 = np.float64
+
+# ----------------------------------------------------------------- dtypes
+
+FLOAT_NP = {
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": mld.bfloat16,
+    "f8e4m3": mld.float8_e4m3,
+    "f8e4m3fn": mld.float8_e4m3fn,
+    "f8e5m2": mld.float8_e5m2,
+    "e8m0": mld.float8_e8m0fnu,
+}
+RAW = {"bf16": np.uint16, "f8e4m3": np.uint8, "f8e4m3fn": np.uint8, "f8e5m2": np.uint8, "e8m0": np.uint8}
+INT_NP = {
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+}
+
+
+def f32(x):
+    return np.asarray(x, dtype=F32)
+
+
+def bits_f32(u):
+    """float32 values with the given bit patterns."""
+    return np.asarray(u, dtype=np.uint32).view(F32)
+
+
+def tf32_bits(x):
+    """numerics.md: round to 10 mantissa bits (RNE) in a 4-byte container; NaN keeps its top payload bits, quiet."""
+    b = f32(x).view(np.uint32).astype(np.uint64)
+    nan = np.isnan(f32(x))
+    r = ((b + 0xFFF + ((b >> 13) & 1)) & ~np.uint64(0x1FFF)) & 0xFFFFFFFF
+    r = np.where(nan, (b | 0x00400000) & ~np.uint64(0x1FFF), r)
+    return r.astype(np.uint32).view(F32)
+
+
+def cast(x, dt):
+    """An engine write: float32 values `x` stored as `dt` (the array saved in .npy)."""
+    x = f32(x)
+    if dt == "f32":
+        return x.copy()
+    if dt == "tf32":
+        return tf32_bits(x)
+    with np.errstate(all="ignore"):
+        if dt == "f16":
+            return x.astype(np.float16)
+        if dt in RAW:
+            return x.astype(FLOAT_NP[dt]).view(RAW[dt])
+    if dt in INT_NP:
+        info = np.iinfo(INT_NP[dt])
+        with np.errstate(invalid="ignore"):
+            r = np.rint(x.astype(F64))
+            r = np.where(np.isnan(r), 0.0, r)
+            r = np.clip(r, info.min, info.max)
+        return r.astype(INT_NP[dt])
+    if dt == "bool":
+        return x != 0
+    raise ValueError(dt)
+
+
+def value(a, dt):
+    """The float32 value of stored elements (numerics::to_f32)."""
+    a = np.asarray(a)
+    if dt == "f32":
+        return a.astype(F32)
+    if dt == "bf16":
+        return (a.astype(np.uint32) << 16).view(F32)
+    if dt in RAW:
+        v = a.view(FLOAT_NP[dt]).astype(F32)
+        # numerics.md: an fp8 NaN code decodes to a quiet NaN with the code's sign.
+        sign = (a.astype(np.uint32) & 0x80) << 24 if dt != "e8m0" else 0
+        return np.where(np.isnan(v), bits_f32(np.uint32(0x7FC00000) | sign), v).astype(F32)
+    if dt == "bool":
+        return (a != 0).astype(F32)
+    return a.astype(F32)
+
+
+def q(x, dt):
+    """`x` rounded to `dt` and read back (a write followed by a read)."""
+    return value(cast(x, dt), dt)
+
+
+# ----------------------------------------------------------------- ALU (isa.md 1.6)
+
+
+def alu(op, a, b=None):
+    a = f32(a)
+    b = None if b is None else f32(b)
+    with np.errstate(all="ignore"):
+        if op == "add":
+            return a + b
+        if op == "subtract":
+            return a - b
+        if op == "multiply":
+            return a * b
+        if op == "maximum":
+            return np.maximum(a, b)
+        if op == "minimum":
+            return np.minimum(a, b)
+        cmp = {
+            "equal": np.equal,
+            "not_equal": np.not_equal,
+            "greater_equal": np.greater_equal,
+            "greater": np.greater,
+            "less_equal": np.less_equal,
+            "less": np.less,
+        }
+        if op in cmp:
+            return cmp[op](a, b).astype(F32)
+        if op == "logical_and":
+            return ((a != 0) & (b != 0)).astype(F32)
+        if op == "logical_or":
+            return ((a != 0) | (b != 0)).astype(F32)
+        if op == "logical_xor":
+            return ((a != 0) ^ (b != 0)).astype(F32)
+        if op == "power":
+            return f32(np.power(a.astype(F64), b.astype(F64)))
+        if op == "abs_max":
+            return np.where(np.abs(a) > np.abs(b), a, b).astype(F32)
+        if op == "abs_min":
+            return np.where(np.abs(a) < np.abs(b), a, b).astype(F32)
+        if op == "abs":
+            return np.abs(a)
+        if op == "square":
+            return a * a
+        if op == "relu":
+            return np.where(np.isnan(a), a, np.where(a > 0, a, F32(0))).astype(F32)
+        if op == "rsqrt":
+            return F32(1) / np.sqrt(a)
+        if op == "reciprocal":
+            return F32(1) / a
+        if op == "bypass":
+            return a
+    raise ValueError(op)
+
+
+IDENTITY = {
+    "add": 0.0,
+    "subtract": 0.0,
+    "abs_max": 0.0,
+    "multiply": 1.0,
+    "maximum": -np.inf,
+    "minimum": np.inf,
+    "abs_min": np.inf,
+}
+
+
+def row_reduce(op, rows):
+    """isa.md 1.5: `op` folded sequentially over each row from its identity."""
+    rows = f32(rows)
+    acc = np.full(rows.shape[0], IDENTITY[op], F32)
+    for i in range(rows.shape[1]):
+        acc = alu(op, acc, rows[:, i])
+    return acc
+
+
+def ext32(a):
+    """Sign- or zero-extends integer elements to 32 bits (as uint32 bit patterns)."""
+    a = np.asarray(a)
+    return a.astype(np.int64).astype(np.uint32) if a.dtype.kind == "i" else a.astype(np.uint32)
+
+
+def bitwise(op, a, b):
+    """Bitwise ALU operators on 32-bit patterns (uint32 arrays)."""
+    a = np.asarray(a, np.uint32)
+    b = np.asarray(b, np.uint32)
+    if op == "bitwise_and":
+        return a & b
+    if op == "bitwise_or":
+        return a | b
+    if op == "bitwise_xor":
+        return a ^ b
+    if op == "left_shift":
+        return (a.astype(np.uint64) << (b & 31).astype(np.uint64)).astype(np.uint64) & 0xFFFFFFFF
+    if op == "right_shift":
+        return a >> (b & 31)
+    if op == "invert":
+        return ~a
+    raise ValueError(op)
+
+
+def low_bits(u, dt):
+    """The low bits of 32-bit patterns stored as integer dtype `dt`."""
+    n = np.dtype(INT_NP[dt]).itemsize * 8
+    return (np.asarray(u, np.uint64) & ((1 << n) - 1)).astype(np.dtype(INT_NP[dt]).str.replace("i", "u")).view(INT_NP[dt])
+
+
+# ----------------------------------------------------------------- activation functions (isa.md 1.7)
+
+
+def _sig(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+_erf = np.vectorize(math.erf, otypes=[F64])
+
+
+def act(func, x, alpha=0.0):
+    """The activation in float64 of float32 inputs, rounded once to float32."""
+    x = f32(x).astype(F64)
+    with np.errstate(all="ignore"):
+        if func == "copy":
+            r = x
+        elif func == "square":
+            r = x * x
+        elif func == "sigmoid":
+            r = _sig(x)
+        elif func == "relu":
+            r = np.where(np.isnan(x), x, np.maximum(x, 0.0))
+        elif func == "prelu":
+            r = np.where(x > 0, x, alpha * x)
+        elif func == "gelu":
+            r = 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+        elif func == "gelu_dx":
+            r = 0.5 * (1.0 + _erf(x / math.sqrt(2.0))) + x * np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+        elif func == "gelu_apprx_tanh":
+            r = 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+        elif func == "gelu_apprx_sigmoid":
+            r = x * _sig(1.702 * x)
+        elif func == "gelu_apprx_sigmoid_dx":
+            s = _sig(1.702 * x)
+            r = s + 1.702 * x * s * (1.0 - s)
+        elif func == "silu":
+            r = x * _sig(x)
+        elif func == "silu_dx":
+            s = _sig(x)
+            r = s * (1.0 + x * (1.0 - s))
+        elif func == "tanh":
+            r = np.tanh(x)
+        elif func == "softplus":
+            r = np.log1p(np.exp(x))
+        elif func == "mish":
+            r = x * np.tanh(np.log1p(np.exp(x)))
+        elif func == "erf":
+            r = _erf(x)
+        elif func == "erf_dx":
+            r = 2.0 / math.sqrt(math.pi) * np.exp(-x * x)
+        elif func == "exp":
+            r = np.exp(x)
+        elif func == "log":
+            r = np.log(x)
+        elif func == "sin":
+            r = np.sin(x)
+        elif func == "arctan":
+            r = np.arctan(x)
+        elif func == "sqrt":
+            r = np.sqrt(x)
+        elif func == "rsqrt":
+            r = 1.0 / np.sqrt(x)
+        elif func == "reciprocal":
+            r = 1.0 / x
+        elif func == "sign":
+            r = np.where(np.isnan(x), x, np.sign(x))
+        elif func == "abs":
+            r = np.abs(x)
+        else:
+            raise ValueError(func)
+    return r.astype(F32)
+
+
+ACT_FUNCS = [
+    "copy", "square", "sigmoid", "relu", "prelu", "gelu", "gelu_dx", "gelu_apprx_tanh",
+    "gelu_apprx_sigmoid", "gelu_apprx_sigmoid_dx", "silu", "silu_dx", "tanh", "softplus",
+    "mish", "erf", "erf_dx", "exp", "log", "sin", "arctan", "sqrt", "rsqrt", "reciprocal",
+    "sign", "abs",
+]
+
+# ----------------------------------------------------------------- random number generators (isa.md 6.5)
+
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+
+class Lane:
+    """One XORWOW lane seeded through SplitMix64."""
+
+    def __init__(self, seed, lane):
+        z = ((seed & M32) << 32) + lane
+        words = []
+        for _ in range(6):
+            z = (z + 0x9E3779B97F4A7C15) & M64
+            t = z
+            t = ((t ^ (t >> 30)) * 0xBF58476D1CE4E5B9) & M64
+            t = ((t ^ (t >> 27)) * 0x94D049BB133111EB) & M64
+            words.append((t ^ (t >> 31)) & M32)
+        self.x = words[:5]
+        self.d = words[5]
+        if not any(self.x):
+            self.x[0] = 1
+
+    def draw(self):
+        x0, x1, x2, x3, x4 = self.x
+        t, s = x4, x0
+        x4, x3, x2, x1 = x3, x2, x1, s
+        t ^= t >> 2
+        t ^= (t << 1) & M32
+        t ^= s ^ ((s << 4) & M32)
+        x0 = t
+        self.x = [x0, x1, x2, x3, x4]
+        self.d = (self.d + 362437) & M32
+        return (t + self.d) & M32
+
+
+class Engine:
+    """The 128 lanes of one engine's generators."""
+
+    def __init__(self, seed=0):
+        self.lanes = [Lane(seed, l) for l in range(128)]
+
+    def draw(self, start, p, f):
+        """`f` draws for each of partitions start..start+p, as uint32 [p, f]."""
+        return np.array([[self.lanes[start + i].draw() for _ in range(f)] for i in range(p)], np.uint32)
+
+
+def unit(r):
+    """rand2's `u = (r >> 8) * 2^-24`."""
+    return ((np.asarray(r, np.uint32) >> 8).astype(F64) * 2.0**-24).astype(F32)
+
+
+# ----------------------------------------------------------------- fixture registry
+
+FIXTURES = {}
+
+
+def fixture(fn):
+    FIXTURES[fn.__name__] = fn
+    return fn
+
+
+def special_f32():
+    """A row of float32 special values."""
+    return f32([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-45, -1e-40, 3.4028235e38, 0.5, 2.5])
+
+
+def randn(rng, *shape, scale=1.0):
+    return f32(rng.standard_normal(shape) * scale)
+
+
+# ================================================================= fixtures start here
+
+# ----------------------------------------------------------------- data movement
+
+
+@fixture
+def dma_copy_f32_p128(rng):
+    a = randn(rng, 128, 16)
+    a[0, :12] = special_f32()
+    a[1, :4] = bits_f32([0x7FC00001, 0xFFC12345, 0x00000001, 0x80000000])
+    return {"a": a}, [a]
+
+
+@fixture
+def dma_copy_cast_f32_bf16(rng):
+    a = randn(rng, 4, 64, scale=100.0)
+    a[0, :12] = special_f32()
+    # Ties to even, just above and below a tie, the overflow threshold.
+    a[1, :8] = bits_f32([0x3F808000, 0x3F818000, 0x3F808001, 0x3F807FFF, 0x7F7F8000, 0x7F7F7FFF, 0x00008000, 0x80018000])
+    a[2, :4] = f32([1e-39, -3e-41, 65504.0, 0.1])
+    return {"a": a}, [cast(a, "bf16")]
+
+
+@fixture
+def dma_copy_cast_bf16_f32(rng):
+    # Every kind of bf16 bit pattern, NaNs included: decoding places the bits.
+    a = rng.integers(0, 1 << 16, size=(4, 64), dtype=np.uint32).astype(np.uint16)
+    a[0, :6] = [0x7FC0, 0xFFC1, 0x7F81, 0x7F80, 0x0001, 0x8000]
+    return {"a": a}, [(a.astype(np.uint32) << 16).view(F32)]
+
+
+@fixture
+def dma_copy_cast_fp8(rng):
+    a = randn(rng, 2, 64, scale=8.0)
+    a[0, :12] = special_f32()
+    a[0, 12:40] = f32([240, 248, 247.9, 256, 448, 464, 465, 480, 57344, 61440, 61439, 2.0**-9, 2.0**-10,
+                       3 * 2.0**-11, 2.0**-16, 2.0**-17, 3 * 2.0**-18, 1.0625, 1.1875, 17.0, 19.0, -0.3, 1e-3,
+                       0.01, 300.0, -1000.0, 5e4, 7e4])
+    codes = np.arange(256, dtype=np.uint8).reshape(2, 128)
+    outs = [cast(a, "f8e4m3"), cast(a, "f8e5m2"), cast(a, "f8e4m3fn")]
+    outs += [value(codes, dt) for dt in ("f8e4m3", "f8e5m2", "f8e4m3fn")]
+    return {"a": a, "b": codes, "c": codes, "d": codes}, outs
+
+
+@fixture
+def dma_copy_cast_int(rng):
+    a = randn(rng, 2, 32, scale=200.0)
+    a[0, :24] = f32([2.5, -2.5, 3.5, 0.5, -0.5, 1.5, 127.5, 128.0, -129.0, 255.5, 300.0, -1.0,
+                     np.nan, np.inf, -np.inf, 65535.5, 65536.0, -32768.5, 3e9, -3e9, 4294967040.0,
+                     4.5e9, 0.49999997, -0.0])
+    outs = [cast(a, dt) for dt in ("i8", "i16", "i32", "u8", "u16", "u32")]
+    b = np.array([[0, 1, -1, 16777217, -16777219, 2147483647, -2147483648, 123456789]], np.int32)
+    outs.append(f32(b.astype(F64)))
+    return {"a": a, "b": b}, outs
+
+
+@fixture
+def dma_copy_strided(rng):
+    a = randn(rng, 8, 16)
+    b = randn(rng, 8, 16)
+    inter = np.empty((8, 32), F32)
+    inter[:, 0::2] = a
+    inter[:, 1::2] = b
+    outs = [
+        a.T.copy(),  # partition stride 1, free stride 16: a transposed read
+        a[:, ::-1].copy(),  # negative stride
+        np.repeat(a[0:1, :], 8, axis=0),  # partition stride 0: row 0 on every partition
+        np.repeat(a[:, None, :], 4, axis=1).reshape(8, 64),  # free stride 0: each row 4 times
+        a.reshape(1, 128),  # one partition
+        a.reshape(4, 32),  # equal counts, different shapes
+        inter,  # strided SBUF writes at partitions 100..107
+    ]
+    return {"a": a, "b": b}, outs
+
+
+@fixture
+def dma_copy_accumulate(rng):
+    a = randn(rng, 8, 16)
+    b = randn(rng, 8, 16)
+    sum32 = a + b
+    sum_bf = cast(value(cast(a, "bf16"), "bf16") + b, "bf16")
+    return {"a": a, "b": b}, [sum32, sum_bf, sum32]
+
+
+@fixture
+def dma_transpose_bf16_2d(rng):
+    b = cast(randn(rng, 16, 128), "bf16")
+    return {"b": b}, [b.T.copy()]
+
+
+@fixture
+def dma_transpose_f32_3d_4d(rng):
+    x = randn(rng, 4, 3, 8)
+    y = randn(rng, 2, 3, 4, 5)
+    return {"x": x, "y": y}, [x.transpose(2, 1, 0).copy(), y.transpose(3, 1, 2, 0).copy()]
+
+
+@fixture
+def dma_gather_rows(rng):
+    a = randn(rng, 16, 8)
+    fill = randn(rng, 6, 8)
+    idx = np.array([[3], [15], [0], [3], [7], [20]], np.int32)
+    out0 = fill.copy()
+    for w in range(6):
+        if idx[w, 0] < 16:
+            out0[w] = a[idx[w, 0]]
+    idx2 = np.array([[9], [1], [1], [14]], np.uint32)
+    out1 = cast(a[idx2[:, 0]], "bf16")
+    return {"a": a, "fill": fill, "idx": idx, "idx2": idx2}, [out0, out1]
+
+
+@fixture
+def dma_scatter_rows(rng):
+    init = randn(rng, 10, 8)
+    src = randn(rng, 6, 8)
+    idx = np.array([[2], [9], [2], [-1], [5], [2]], np.int32)
+    out0 = init.copy()
+    for w in range(6):
+        i = idx[w, 0]
+        if 0 <= i < 10:
+            out0[i] = out0[i] + src[w]
+    idx2 = np.array([[7], [0], [3], [4], [8], [1]], np.uint32)
+    out1 = init.copy()
+    out1[idx2[:, 0]] = src
+    return {"init": init, "src": src, "idx": idx, "idx2": idx2}, [out0, out1]
+
+
+# ----------------------------------------------------------------- tensor_copy, memset, iota
+
+TO_DTYPES = ["bf16", "f16", "tf32", "f8e4m3", "f8e5m2", "f8e4m3fn", "i8", "i16", "i32", "u8", "u16", "u32", "bool"]
+
+
+def conversion_input(rng):
+    a = randn(rng, 8, 16, scale=50.0)
+    a[0, :12] = special_f32()
+    a[1, :16] = f32([2.5, -2.5, 3.5, 0.5, -1.5, 127.5, 300.0, -300.0, 70000.0, -1.0, 1e9, 5e9,
+                     1.00048828125, 1.0009765625, 0.1, 448.0])
+    return a
+
+
+@fixture
+def tensor_copy_to_dtypes(rng):
+    a = conversion_input(rng)
+    return {"a": a}, [cast(a, dt) for dt in TO_DTYPES]
+
+
+FROM_DTYPES = ["bf16", "f16", "f8e4m3", "f8e5m2", "f8e4m3fn", "i8", "i16", "i32", "u8", "u16", "u32", "bool"]
+
+
+@fixture
+def tensor_copy_from_dtypes(rng):
+    ins = {}
+    outs = []
+    for k, dt in enumerate(FROM_DTYPES):
+        if dt in RAW:
+            bits = rng.integers(0, 1 << (8 * np.dtype(RAW[dt]).itemsize), size=(4, 32)).astype(RAW[dt])
+            x = bits
+        elif dt == "f16":
+            x = rng.integers(0, 1 << 16, size=(4, 32)).astype(np.uint16).view(np.float16)
+            x = np.where(np.isnan(x), np.float16(1.5), x)  # NaN payload rules are covered by the codec tests
+        elif dt == "bool":
+            x = rng.integers(0, 2, size=(4, 32)).astype(bool)
+        else:
+            info = np.iinfo(INT_NP[dt])
+            x = rng.integers(info.min, int(info.max) + 1, size=(4, 32), dtype=np.int64).astype(INT_NP[dt])
+            if dt == "i32":
+                x[0, :4] = [16777217, -16777219, 2147483647, -2147483648]
+            if dt == "u32":
+                x[0, :2] = [4294967295, 16777219]
+        ins[f"x{k}"] = x
+        if dt in RAW:
+            v = value(x, dt)
+            if dt == "bf16":
+                outs.append(v)
+            else:
+                outs.append(v)
+        elif dt == "i32" or dt == "u32":
+            outs.append(f32(x.astype(F64)))
+        else:
+            outs.append(value(x, dt))
+    return ins, outs
+
+
+@fixture
+def tensor_copy_engines_strided(rng):
+    a = randn(rng, 128, 16, scale=3.0)
+    b = cast(randn(rng, 1, 32), "bf16")
+    b[0, :3] = [0x7FC1, 0xFF81, 0x8000]
+    out0 = cast(a, "bf16")  # vector, through PSUM
+    out1 = cast(a[:, 0::2], "bf16")  # gpsimd, stride-2 source
+    out2 = np.repeat(a[:, 3:4], 8, axis=1)  # scalar, stride-0 source
+    return {"a": a, "b": b}, [out0, out1, out2, b.copy()]
+
+
+@fixture
+def memset_dtypes(rng):
+    outs = [
+        np.full((128, 8), 1.5, F32),
+        cast(np.full((1, 8), 0.1, F32), "bf16"),
+        np.full((4, 8), -7, np.int32),
+        np.full((4, 8), 300 & 0xFF, np.uint8),
+        np.full((4, 8), True),
+        np.full((4, 8), -56, np.int8),  # 200 stored as its low 8 bits
+        cast(np.full((4, 8), 0.3, F32), "f8e4m3"),
+        np.zeros((4, 8), np.uint32),  # packed x4: all-zero bits
+        np.full((4, 8), -1, np.int16),  # 65535 -> low 16 bits
+        cast(np.full((4, 8), -np.inf, F32), "f16"),
+    ]
+    return {}, outs
+
+
+def iota_values(p, pattern, offset, cm):
+    """isa.md iota: offset + p*channel_multiplier + sum i_k*step_k in wrapping int32."""
+    idx = np.zeros([1], np.int64)
+    for step, num in pattern:
+        idx = (idx[:, None] + np.arange(num, dtype=np.int64)[None, :] * step).reshape(-1)
+    v = offset + np.arange(p, dtype=np.int64)[:, None] * cm + idx[None, :]
+    return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
+
+
+@fixture
+def iota_patterns(rng):
+    o0 = iota_values(128, [(1, 8)], 3, 8)
+    o1 = f32(iota_values(64, [(-1, 4), (2, 3)], -5, -3).astype(F64))
+    o2 = iota_values(1, [(1, 4)], 2147483646, 0)  # wraps
+    o3 = cast(f32(iota_values(32, [(7, 4)], 250, 17).astype(F64)), "bf16")
+    o4 = cast(f32(iota_values(4, [(1, 16)], 0, 16).astype(F64)), "u8")
+    return {}, [o0, o1, o2, o3, o4]
+
+
+# ----------------------------------------------------------------- tensor_tensor, tensor_scalar, scalar_tensor_tensor
+
+TT_OPS = ["add", "subtract", "multiply", "maximum", "minimum", "equal", "not_equal", "greater_equal",
+          "greater", "less_equal", "less", "logical_and", "logical_or", "logical_xor", "abs_max", "abs_min"]
+
+
+def two_operands(rng, p, f):
+    a = randn(rng, p, f, scale=4.0)
+    b = randn(rng, p, f, scale=4.0)
+    # Equal values, equal magnitudes of opposite signs, zeros, NaN and infinities.
+    b[:, 0] = a[:, 0]
+    b[:, 1] = -a[:, 1]
+    a[0, 2:8] = f32([0.0, np.nan, 1.0, np.inf, -np.inf, 0.0])
+    b[0, 2:8] = f32([5.0, 1.0, np.nan, np.inf, 2.0, 0.0])
+    a[:, 8] = np.round(a[:, 8])
+    b[:, 8] = np.round(b[:, 8])
+    return a, b
+
+
+@fixture
+def tensor_tensor_f32_ops(rng):
+    a, b = two_operands(rng, 128, 12)
+    return {"a": a, "b": b}, [alu(op, a, b) for op in TT_OPS]
+
+
+@fixture
+def tensor_tensor_power(rng):
+    a = f32(np.abs(randn(rng, 4, 16, scale=3.0)) + 0.01)
+    b = randn(rng, 4, 16, scale=2.0)
+    b[0, :4] = f32([0.0, 1.0, 2.0, 0.5])
+    return {"a": a, "b": b}, [alu("power", a, b)]
+
+
+@fixture
+def tensor_tensor_bitwise(rng):
+    a = rng.integers(-(2**31), 2**31, size=(8, 16), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, size=(8, 16), dtype=np.int64).astype(np.int32)
+    s = rng.integers(0, 70, size=(8, 16)).astype(np.int32)  # shift counts beyond 31 use rhs mod 32
+    s[0, :3] = [-1, 32, 33]
+    outs = [bitwise(op, ext32(a), ext32(b)).astype(np.uint32).view(np.int32) for op in ("bitwise_and", "bitwise_or", "bitwise_xor")]
+    outs += [bitwise(op, ext32(a), ext32(s)).astype(np.uint32).view(np.int32) for op in ("left_shift", "right_shift")]
+    c = rng.integers(-128, 128, size=(8, 16)).astype(np.int8)
+    d = rng.integers(0, 256, size=(8, 16)).astype(np.uint8)
+    # i8 sign-extends and u8 zero-extends to 32 bits; the low 16 bits are stored in an i16.
+    outs.append(low_bits(bitwise("bitwise_or", ext32(c), ext32(d)), "i16"))
+    outs.append(low_bits(bitwise("bitwise_xor", ext32(c), ext32(d)), "u8"))
+    return {"a": a, "b": b, "s": s, "c": c, "d": d}, outs
+
+
+def wrap32(x, signed=True):
+    x = np.asarray(x, np.int64) % 2**32
+    return (x.astype(np.uint32).view(np.int32) if signed else x.astype(np.uint32))
+
+
+@fixture
+def tensor_tensor_int_exact(rng):
+    a = rng.integers(-(2**31), 2**31, size=(4, 16), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, size=(4, 16), dtype=np.int64).astype(np.int32)
+    a[0, :4] = [2147483647, -2147483648, 16777217, 7]
+    b[0, :4] = [1, -1, 1, 7]
+    ai, bi = a.astype(np.int64), b.astype(np.int64)
+    outs = [wrap32(ai + bi), wrap32(ai - bi), wrap32(ai * bi), np.maximum(a, b), np.minimum(a, b),
+            (a == b).astype(np.int32), (a < b).astype(np.int32)]
+    ua, ub = a.view(np.uint32), b.view(np.uint32)
+    outs += [wrap32(ua.astype(np.int64) + ub.astype(np.int64), False), np.maximum(ua, ub), (ua > ub).astype(np.uint32)]
+    return {"a": a, "b": b, "ua": ua, "ub": ub}, outs
+
+
+@fixture
+def tensor_tensor_dtypes(rng):
+    a = randn(rng, 8, 16, scale=4.0)
+    b = randn(rng, 8, 16, scale=4.0)
+    ab, bb = cast(a, "bf16"), cast(b, "bf16")
+    ah, bh = cast(a, "f16"), cast(b, "f16")
+    a8, b8 = cast(a, "f8e4m3"), cast(b, "f8e5m2")
+    i8 = rng.integers(-128, 128, size=(8, 16)).astype(np.int8)
+    u16 = rng.integers(0, 65536, size=(8, 16)).astype(np.uint16)
+    outs = [
+        cast(alu("add", value(ab, "bf16"), value(bb, "bf16")), "bf16"),
+        cast(alu("multiply", value(ah, "f16"), value(bh, "f16")), "f16"),
+        cast(alu("subtract", value(a8, "f8e4m3"), value(b8, "f8e5m2")), "bf16"),
+        cast(alu("add", value(i8, "i8"), value(u16, "u16")), "i32"),
+        alu("maximum", value(u16, "u16"), a),
+        cast(alu("multiply", value(ab, "bf16"), b), "f8e4m3fn"),
+    ]
+    return {"ab": ab, "bb": bb, "ah": ah, "bh": bh, "a8": a8, "b8": b8, "i8": i8, "u16": u16, "a": a, "b": b}, outs
+
+
+@fixture
+def tensor_tensor_psum_strided(rng):
+    a = randn(rng, 128, 16)
+    b = randn(rng, 128, 8)
+    c = randn(rng, 1, 64)
+    out0 = alu("add", a[:, 0::2], b)  # stride-2 src0, PSUM src1
+    out1 = alu("multiply", b, np.repeat(a[:, 5:6], 8, axis=1))  # stride-0 src1
+    out2 = alu("subtract", c, c[:, ::-1])  # one partition, negative stride
+    return {"a": a, "b": b, "c": c}, [out0, out1, out2]
+
+
+# ================================================================= driver
+
+
+def fixture_dir(name):
+    """Where a fixture's program lives: the top level, or `pending/` for one kept out of the committed set."""
+    for d in (HERE, os.path.join(HERE, "pending")):
+        if os.path.exists(os.path.join(d, name + ".nkasm")):
+            return d
+    return None
+
+
+def npy_bytes(a):
+    import io
+
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def main(argv):
+    check = "--check" in argv
+    names = [a for a in argv if not a.startswith("--")] or sorted(FIXTURES)
+    problems = []
+    for name in names:
+        if name not in FIXTURES:
+            problems.append(f"{name}: no such fixture in gen.py")
+            continue
+        d = fixture_dir(name)
+        if d is None:
+            problems.append(f"{name}: no {name}.nkasm")
+            continue
+        rng = np.random.default_rng(zlib.crc32(name.encode()))
+        inputs, outputs = FIXTURES[name](rng)
+        files = {f"{name}.in.{arg}.npy": arr for arg, arr in inputs.items()}
+        files.update({f"{name}.ref.out{i}.npy": arr for i, arr in enumerate(outputs)})
+        for fname, arr in files.items():
+            data = npy_bytes(arr)
+            path = os.path.join(d, fname)
+            if check:
+                old = open(path, "rb").read() if os.path.exists(path) else None
+                if old != data:
+                    problems.append(f"{fname} would change")
+            else:
+                with open(path, "wb") as f:
+                    f.write(data)
+    for d in (HERE, os.path.join(HERE, "pending")):
+        if not os.path.isdir(d):
+            continue
+        for fname in sorted(os.listdir(d)):
+            if fname.endswith(".nkasm") and fname[:-6] not in FIXTURES:
+                problems.append(f"{fname}: no generator function in gen.py")
+    for p in problems:
+        print(p, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
