@@ -702,6 +702,291 @@ def tensor_tensor_psum_strided(rng):
     return {"a": a, "b": b, "c": c}, [out0, out1, out2]
 
 
+
+def ts(src, op0, operand0=None, op1=None, operand1=None, reverse0=False, reverse1=False):
+    """tensor_scalar: t = op0(src, operand0) (reversed: op0(operand0, src)); then op1 likewise; t stays f32."""
+    unary = {"abs", "square", "relu", "rsqrt", "reciprocal", "bypass"}
+    t = alu(op0, src) if op0 in unary else (alu(op0, operand0, src) if reverse0 else alu(op0, src, operand0))
+    if op1 is None:
+        return t
+    return alu(op1, t) if op1 in unary else (alu(op1, operand1, t) if reverse1 else alu(op1, t, operand1))
+
+
+@fixture
+def tensor_scalar_f32(rng):
+    a = randn(rng, 128, 8, scale=3.0)
+    a[0, :8] = f32([0.0, np.nan, np.inf, -np.inf, 1.0, -2.0, 1e-40, 0.25])
+    v0 = randn(rng, 128, 1)
+    v1 = randn(rng, 128, 1)
+    outs = [
+        ts(a, "multiply", F32(2.5), "add", F32(-1.0)),
+        ts(a, "subtract", v0, "subtract", v1, reverse0=True, reverse1=True),
+        ts(a, "abs"),
+        ts(a, "square", None, "add", F32(1.0)),
+        ts(a, "reciprocal"),
+        ts(a, "relu"),
+        ts(a, "equal", F32(1.0), "logical_or", F32(0.0)),
+        ts(a, "multiply", v0, "add", F32(0.5)),  # on the scalar engine
+        ts(a, "maximum", v1, "abs_max", v0),
+        ts(a, "subtract", F32(1.0), reverse0=True),
+    ]
+    return {"a": a, "v0": v0, "v1": v1}, outs
+
+
+@fixture
+def tensor_scalar_rsqrt(rng):
+    a = f32(np.abs(randn(rng, 32, 8, scale=10.0)))
+    a[0, :5] = f32([0.0, np.inf, 4.0, 1e-40, 2.0])
+    with np.errstate(all="ignore"):
+        r = f32(1.0 / np.sqrt(a.astype(F64)))
+    return {"a": a}, [r, r]
+
+
+@fixture
+def tensor_scalar_int(rng):
+    a = rng.integers(-(2**31), 2**31, size=(4, 16), dtype=np.int64).astype(np.int32)
+    a[0, :4] = [2147483647, -2147483648, -1, 2147483000]
+    u = ext32(a)
+    outs = [
+        bitwise("left_shift", bitwise("bitwise_and", u, 255), 4).astype(np.uint32).view(np.int32),
+        bitwise("right_shift", u, 3).astype(np.uint32).view(np.int32),  # operand 3.7 truncates to 3
+        bitwise("bitwise_xor", u, np.uint32(0xFFFFFFFF)).astype(np.uint32).view(np.int32),  # -1.0 -> all ones
+        bitwise("invert", u, 0).astype(np.uint32).view(np.int32),
+        # Arithmetic on the vector engine goes through f32 (rounding beyond 2^24, saturating on write).
+        cast(alu("add", value(a, "i32"), F32(1000.0)), "i32"),
+        cast(alu("multiply", value(a, "i32"), F32(3.0)), "i32"),
+    ]
+    return {"a": a}, outs
+
+
+@fixture
+def tensor_scalar_bf16(rng):
+    a = cast(randn(rng, 64, 16, scale=5.0), "bf16")
+    t = ts(value(a, "bf16"), "multiply", F32(0.1), "add", F32(3.0))
+    return {"a": a}, [cast(t, "bf16"), cast(t, "f8e4m3")]
+
+
+@fixture
+def scalar_tensor_tensor_ops(rng):
+    a = randn(rng, 128, 8, scale=2.0)
+    b = randn(rng, 128, 8, scale=2.0)
+    v = randn(rng, 128, 1)
+    ab = cast(randn(rng, 128, 8), "bf16")
+    outs = [
+        alu("multiply", alu("subtract", a, v), b),
+        alu("subtract", b, alu("add", F32(1.5), a)),  # reverse0 (add commutes), reverse1: src1 - t
+        alu("maximum", alu("subtract", F32(2.0), a), b),  # reverse0: 2 - src
+        cast(alu("add", alu("multiply", value(ab, "bf16"), v), b), "bf16"),  # bf16 src, PSUM src1
+    ]
+    return {"a": a, "b": b, "v": v, "ab": ab}, outs
+
+
+@fixture
+def tensor_reduce_ops(rng):
+    x = randn(rng, 128, 4, 8)
+    x[1, 2, 3] = np.nan
+    small = f32(1.0 + 0.1 * randn(rng, 128, 4, 8))
+    xi = rng.integers(-(2**31), 2**31, size=(128, 4, 8), dtype=np.int64).astype(np.int32)
+    lg = f32(rng.integers(0, 3, size=(128, 4, 8)))
+
+    def fold(op, arr, axes):
+        """Left fold `x0 op x1 op ...` over the last `axes` axes in row-major order."""
+        kept = arr.shape[: arr.ndim - axes]
+        flat = arr.reshape(int(np.prod(kept)), -1)
+        acc = flat[:, 0].copy()
+        for i in range(1, flat.shape[1]):
+            if op.startswith("bitwise"):
+                acc = bitwise(op, ext32(acc), ext32(flat[:, i])).astype(np.uint32).view(np.int32)
+            else:
+                acc = alu(op, acc, flat[:, i])
+        return acc.reshape(kept if len(kept) > 1 else kept + (1,))
+
+    outs = [
+        fold("add", x, 1),
+        -fold("maximum", x, 2),
+        fold("minimum", x, 1),
+        fold("subtract", x, 1),
+        fold("multiply", small, 2),
+        fold("bitwise_or", xi, 1),
+        fold("bitwise_xor", xi, 2),
+        fold("logical_and", lg, 1),
+        fold("logical_or", lg, 1),
+        fold("add", x.transpose(0, 2, 1), 1),  # a strided source: reduce over the stride-8 dim
+    ]
+    return {"x": x, "small": small, "xi": xi, "lg": lg}, outs
+
+
+@fixture
+def tensor_partition_reduce_ops(rng):
+    x = randn(rng, 128, 8)
+    xi = rng.integers(-(2**31), 2**31, size=(128, 8), dtype=np.int64).astype(np.int32)
+
+    def pfold(op, arr):
+        acc = arr[0].copy()
+        for p in range(1, arr.shape[0]):
+            if op.startswith("bitwise"):
+                acc = bitwise(op, ext32(acc), ext32(arr[p])).astype(np.uint32).view(np.int32)
+            else:
+                acc = alu(op, acc, arr[p])
+        return acc[None, :]
+
+    outs = [
+        pfold("add", x),
+        pfold("add", x) / F32(128),
+        pfold("maximum", x),
+        pfold("bitwise_or", xi),
+        pfold("bitwise_and", xi),
+        pfold("add", x[32:48]) / F32(16),
+    ]
+    return {"x": x, "xi": xi}, outs
+
+
+# ----------------------------------------------------------------- scans, accumulators, selection
+
+
+@fixture
+def tensor_tensor_scan_ops(rng):
+    a = f32(0.9 * randn(rng, 4, 16))
+    b = randn(rng, 4, 16)
+    v = randn(rng, 4, 1)
+
+    def scan(op0, op1, init, rev0=False, rev1=False):
+        r = np.broadcast_to(f32(init), (4,)).astype(F32).copy()
+        out = np.empty((4, 16), F32)
+        for i in range(16):
+            t = alu(op0, r, a[:, i]) if rev0 else alu(op0, a[:, i], r)
+            r = alu(op1, b[:, i], t) if rev1 else alu(op1, t, b[:, i])
+            out[:, i] = r
+        return out
+
+    outs = [
+        scan("multiply", "add", 0.0),
+        scan("subtract", "subtract", 1.5, rev0=True, rev1=True),
+        scan("maximum", "multiply", v[:, 0]),
+        cast(scan("multiply", "add", 0.0), "bf16"),
+    ]
+    return {"a": a, "b": b, "v": v}, outs
+
+
+@fixture
+def tensor_scalar_reduce_acc(rng):
+    a = randn(rng, 64, 8, scale=2.0)
+    v = randn(rng, 64, 1)
+    d0 = ts(a, "multiply", F32(0.5))
+    acc = row_reduce("add", d0)  # reset_reduce
+    r0 = acc.copy()
+    d1 = ts(a, "add", F32(1.0))
+    acc = alu("add", acc, row_reduce("add", d1))  # reduce: keeps accumulating
+    r1 = acc.copy()
+    d2 = ts(a, "abs")
+    acc = alu("maximum", v[:, 0], row_reduce("maximum", d2))  # load_reduce from a (P,1) reduce_init
+    r2 = -acc  # reduce_res_negate (the accumulator itself is not negated)
+    # reset_reduce on partitions 0..63, then reduce (minimum) on 32..63 only: lanes follow absolute partitions.
+    d3 = ts(a, "subtract", v, )
+    acc = row_reduce("minimum", d3)
+    acc[32:] = alu("minimum", acc[32:], row_reduce("minimum", ts(a[32:], "multiply", F32(-1.0))))
+    r3 = acc.copy()  # read out with reduce_cmd=idle
+    d5 = ts(a[:, :4], "multiply", F32(0.75))
+    r4 = row_reduce("multiply", d5)
+    return {"a": a, "v": v}, [d0, r0[:, None], r1[:, None], r2[:, None], r3[:, None], r4[:, None]]
+
+
+@fixture
+def tensor_scalar_cumulative_ops(rng):
+    a = randn(rng, 32, 12)
+    v = randn(rng, 32, 1)
+
+    def cum(op0, imm0, op1, reg):
+        reg = np.broadcast_to(f32(reg), (32,)).astype(F32).copy()
+        out = np.empty_like(a)
+        for i in range(a.shape[1]):
+            reg = alu(op1, alu(op0, a[:, i], imm0), reg)
+            out[:, i] = reg
+        return out, reg
+
+    o0, reg = cum("multiply", F32(1.0), "add", 0.0)  # reset_reduce: a cumulative sum
+    o1, reg = cum("add", F32(0.5), "subtract", 0.0)  # reset_reduce, reg = t - reg
+    o2, reg = cum("multiply", F32(2.0), "maximum", v[:, 0])  # load_reduce from a (P,1) imm1
+    o3, reg = cum("multiply", F32(1.0), "add", reg)  # reduce: continues from the previous instruction
+    o4, reg = cum("subtract", v[:, 0], "minimum", np.inf)  # reset_reduce with a (P,1) imm0
+    o5, reg = cum("multiply", F32(1.0), "multiply", 1.0)
+    return {"a": a, "v": v}, [o0, o1, o2, o3, o4, o5]
+
+
+@fixture
+def tensor_copy_predicated_ops(rng):
+    a = randn(rng, 32, 16)
+    c = randn(rng, 32, 16)
+    p8 = rng.choice(np.array([0, 1, 7, 255], np.uint8), size=(32, 16))
+    p16 = rng.choice(np.array([0, 1, 256, 65535], np.uint16), size=(32, 16))
+    p32 = rng.choice(np.array([0, 1, 65536, 4294967295], np.uint32), size=(32, 16))
+    ab = cast(a, "bf16")
+    cb = cast(c, "bf16")
+    o0 = np.where(p8 != 0, a, c)
+    o1 = np.where(p16 == 0, a, c)  # reverse_pred
+    o2 = np.where(p32 != 0, ab, cb)
+    return {"a": a, "c": c, "p8": p8, "p16": p16, "p32": p32, "ab": ab, "cb": cb}, [o0, o1, o2]
+
+
+@fixture
+def reciprocal_ops(rng):
+    a = randn(rng, 128, 8, scale=5.0)
+    a[0, :8] = f32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, 3.0, 1e38])
+    ab = cast(randn(rng, 1, 64), "bf16")
+    with np.errstate(all="ignore"):
+        return {"a": a, "ab": ab}, [F32(1) / a, cast(F32(1) / value(ab, "bf16"), "bf16")]
+
+
+@fixture
+def exponential_reduce(rng):
+    a = randn(rng, 64, 16, scale=3.0)
+    m = randn(rng, 64, 1)
+    init = randn(rng, 64, 1)
+    with np.errstate(all="ignore"):
+        d0 = act("exp", alu("subtract", a, m))
+        d1 = act("exp", alu("subtract", a, F32(2.0)))
+    r0 = row_reduce("add", d0)  # reset_reduce
+    r1 = alu("add", init[:, 0], row_reduce("add", d1))  # load_reduce from reduce_init
+    r2 = alu("add", r1, row_reduce("add", d0))  # reduce
+    return {"a": a, "m": m, "init": init}, [d0, d1, r0[:, None], r1[:, None], r2[:, None], cast(d0, "bf16")]
+
+
+@fixture
+def range_select_ops(rng):
+    a = randn(rng, 32, 16)
+    lo = f32(rng.integers(-2, 10, size=(32, 1)))
+    hi = f32(rng.integers(5, 20, size=(32, 1)))
+    neg = F32(-3.4028235e38)
+
+    def rs(cmp0, b0, cmp1, b1, start, src):
+        idx = f32(start + np.arange(16))[None, :]
+        keep = (alu(cmp0, idx, b0) != 0) & (alu(cmp1, idx, b1) != 0)
+        return np.where(keep, src, neg).astype(F32)
+
+    d0 = rs("greater_equal", lo, "less", hi, 0, a)
+    r0 = row_reduce("maximum", d0)
+    d1 = rs("greater", F32(3.0), "less_equal", F32(9.0), 5, a)
+    r1 = alu("maximum", r0, row_reduce("maximum", d1))  # reduce
+    d2 = rs("equal", F32(20.0), "less", F32(100.0), 12, a)
+    return {"a": a, "lo": lo, "hi": hi}, [d0, r0[:, None], d1, r1[:, None], d2]
+
+
+@fixture
+def select_reduce_ops(rng):
+    a = randn(rng, 32, 16)
+    p8 = rng.choice(np.array([0, 1, -1, 5], np.int8), size=(32, 16))
+    p8[0, :] = 0
+    pu = rng.choice(np.array([0, 1, 300], np.uint16), size=(32, 16))
+    v = randn(rng, 32, 1)
+    d0 = np.where(p8 != 0, a, F32(-np.inf)).astype(F32)
+    r0 = row_reduce("maximum", d0)
+    d1 = np.where(pu == 0, a, v).astype(F32)  # reverse_pred, (P,1) on_false
+    r1 = alu("maximum", r0, row_reduce("maximum", d1))
+    ab = cast(a, "bf16")
+    d2 = cast(np.where(p8 != 0, value(ab, "bf16"), F32(0.5)), "bf16")
+    return {"a": a, "p8": p8, "pu": pu, "v": v, "ab": ab}, [d0, r0[:, None], d1, r1[:, None], d2]
+
+
 # ================================================================= driver
 
 
