@@ -410,7 +410,7 @@ impl<'src> Ctx<'src> {
         l: usize,
         is_async: bool,
         name: Ident,
-        params: Vec<ParamItem>,
+        params: Vec<Box<ParamItem>>,
         params_end: usize,
         returns: Option<Expr>,
         body: Vec<Stmt>,
@@ -433,7 +433,7 @@ impl<'src> Ctx<'src> {
     }
 
     /// Sorts parameter items into a [`Params`] and checks their order.
-    pub(crate) fn params(&mut self, items: Vec<ParamItem>, l: usize, r: usize) -> Params {
+    pub(crate) fn params(&mut self, items: Vec<Box<ParamItem>>, l: usize, r: usize) -> Params {
         let mut params = Params {
             span: Span::from_range(l..r),
             ..Params::default()
@@ -452,7 +452,7 @@ impl<'src> Ctx<'src> {
                 );
                 continue;
             }
-            match item {
+            match *item {
                 ParamItem::Plain(p) => {
                     if seen_star {
                         params.kwonly.push(p);
