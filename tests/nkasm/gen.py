@@ -987,6 +987,72 @@ def select_reduce_ops(rng):
     return {"a": a, "p8": p8, "pu": pu, "v": v, "ab": ab}, [d0, r0[:, None], d1, r1[:, None], d2]
 
 
+# ----------------------------------------------------------------- Scalar engine
+
+
+def act_input(rng, p, f):
+    x = randn(rng, p, f, scale=2.0)
+    x[0, :8] = f32([0.0, 1.0, -1.0, 0.5, -3.0, 10.0, -10.0, 1e-3])
+    return x
+
+
+@fixture
+def activation_funcs(rng):
+    x = act_input(rng, 128, 8)
+    return {"x": x}, [act(fn, x) for fn in ACT_FUNCS]
+
+
+@fixture
+def activation_scale_bias_reduce(rng):
+    x = act_input(rng, 64, 16)
+    s = randn(rng, 64, 1, scale=0.5)
+    b = randn(rng, 64, 1, scale=0.5)
+    xb = cast(randn(rng, 64, 16), "bf16")
+    t0 = alu("add", alu("multiply", x, s), b)
+    d0 = act("exp", t0)
+    acc = row_reduce("add", d0)  # reset_reduce
+    r0 = acc.copy()
+    d1 = act("tanh", alu("add", alu("multiply", x, F32(0.5)), F32(-1.0)))  # from PSUM, reduce
+    acc = alu("add", acc, row_reduce("add", d1))
+    r1 = acc.copy()
+    d2 = act("sigmoid", x[32:64])  # partitions 32..63 only, reduce
+    acc[32:] = alu("add", acc[32:], row_reduce("add", d2))
+    r2 = acc.copy()  # read out on 0..63 with idle
+    d3 = cast(act("gelu_apprx_tanh", alu("multiply", value(xb, "bf16"), F32(2.0))), "bf16")
+    return {"x": x, "s": s, "b": b, "xb": xb}, [d0, r0[:, None], d1, r1[:, None], r2[:, None], d3]
+
+
+@fixture
+def activation_reduce_ops(rng):
+    x = act_input(rng, 32, 16)
+    b = randn(rng, 32, 1)
+    d0 = act("gelu", alu("multiply", x, F32(0.5)))
+    d1 = act("relu", alu("add", x, b))
+    d2 = act("sin", alu("add", alu("multiply", x, F32(-1.0)), F32(0.25)))
+    return {"x": x, "b": b}, [d0, row_reduce("add", d0)[:, None], d1, row_reduce("maximum", d1)[:, None],
+                             d2, row_reduce("minimum", d2)[:, None]]
+
+
+@fixture
+def activate2_ops(rng):
+    x = act_input(rng, 32, 16)
+    v = randn(rng, 32, 1)
+    alpha = f32(np.abs(randn(rng, 32, 1, scale=0.2)))
+    d0 = act("prelu", alu("subtract", v, alu("multiply", x, F32(2.0))), alpha=0.1)
+    acc = row_reduce("abs_max", d0)
+    r0 = acc.copy()
+    d1 = act("exp", alu("add", x, F32(-1.0)))
+    acc = row_reduce("minimum", d1)  # reset_reduce
+    r1 = acc.copy()
+    d2 = act("sigmoid", alu("add", alu("multiply", x, v), F32(0.5)))
+    acc = alu("abs_min", acc, row_reduce("abs_min", d2))  # reduce
+    r2 = acc.copy()
+    d3 = act("square", alu("subtract", F32(3.0), x))  # reverse0
+    r3 = row_reduce("add", d3)
+    d4 = np.where(x > 0, x, (alpha.astype(F64) * x.astype(F64))).astype(F32)  # prelu with a (P,1) alpha
+    return {"x": x, "v": v, "alpha": alpha}, [d0, r0[:, None], d1, r1[:, None], d2, r2[:, None], d3, r3[:, None], d4]
+
+
 # ================================================================= driver
 
 
