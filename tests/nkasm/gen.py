@@ -1053,6 +1053,89 @@ def activate2_ops(rng):
     return {"x": x, "v": v, "alpha": alpha}, [d0, r0[:, None], d1, r1[:, None], d2, r2[:, None], d3, r3[:, None], d4]
 
 
+# ----------------------------------------------------------------- Tensor engine
+
+
+def matmul(st, mv, acc=None):
+    """isa.md nc_matmul: acc = acc + st[k, m] * mv[k, n] for k ascending, f32 multiply and add."""
+    st = f32(st)
+    mv = f32(mv)
+    out = np.zeros((st.shape[1], mv.shape[1]), F32) if acc is None else f32(acc).copy()
+    with np.errstate(all="ignore"):
+        for k in range(st.shape[0]):
+            out = out + np.outer(st[k], mv[k]).astype(F32)
+    return out
+
+
+@fixture
+def nc_matmul_f32(rng):
+    s = randn(rng, 128, 64)
+    m = randn(rng, 128, 32)
+    return {"s": s, "m": m}, [matmul(s, m)]
+
+
+@fixture
+def nc_matmul_bf16(rng):
+    s = cast(randn(rng, 128, 64), "bf16")
+    m = cast(randn(rng, 128, 32), "bf16")
+    sv, mv = value(s, "bf16"), value(m, "bf16")
+    r = matmul(sv, mv)
+    t = matmul(sv[32:64, :32], mv[32:64, :32])  # on the PE tile at [32, 32]
+    return {"s": s, "m": m}, [r, cast(r, "bf16"), t]
+
+
+@fixture
+def nc_matmul_accumulate(rng):
+    s = randn(rng, 128, 16)
+    m = randn(rng, 128, 24)
+    acc = matmul(s, m)
+    acc = matmul(s[:32], m[:32] * F32(0.5), acc)  # K = 32 on partitions 0..31
+    acc = matmul(s[64:], m[64:], acc)  # K = 64 on partitions 64..127
+    sb = cast(s, "bf16")
+    mb = cast(m, "bf16")
+    accb = cast(matmul(value(sb, "bf16"), value(mb, "bf16")), "bf16")
+    accb = cast(matmul(value(sb, "bf16")[:32], value(mb, "bf16")[:32], value(accb, "bf16")), "bf16")
+    return {"s": s, "m": m, "mh": f32(m * F32(0.5)), "sb": sb, "mb": mb}, [acc, accb]
+
+
+@fixture
+def nc_matmul_fp8(rng):
+    s = cast(randn(rng, 64, 2, 32, scale=2.0), "f8e4m3")
+    m = cast(randn(rng, 64, 2, 48, scale=2.0), "f8e5m2")
+    sv, mv = value(s, "f8e4m3"), value(m, "f8e5m2")
+    acc = np.zeros((32, 48), F32)
+    for k in range(64):
+        for j in range(2):
+            acc = acc + np.outer(sv[k, j], mv[k, j]).astype(F32)
+    a = cast(randn(rng, 32, 16, scale=4.0), "f8e4m3fn")
+    b = cast(randn(rng, 32, 8, scale=4.0), "f8e4m3fn")
+    plain = matmul(value(a, "f8e4m3fn"), value(b, "f8e4m3fn"))
+    return {"s": s, "m": m, "a": a, "b": b}, [acc, plain]
+
+
+@fixture
+def nc_matmul_transpose(rng):
+    sb = cast(randn(rng, 32, 16), "bf16")
+    sb[3, 5] = 0x7FC1  # a NaN payload survives a bit copy
+    eye_b = cast(np.eye(32, dtype=F32), "bf16")
+    s = randn(rng, 32, 16)
+    s[3, 5] = np.nan
+    s[4, 6] = np.inf
+    eye = np.eye(32, dtype=F32)
+    eye[31, 31] = 2.0  # column 31 is not a 0/1 column: an ordinary matmul (0 * NaN is NaN)
+    out1 = s.T.copy()
+    out1[:, 31] = matmul(s, eye[:, 31:32])[:, 0]
+    return {"sb": sb, "eye_b": eye_b, "s": s, "eye": eye}, [sb.T.copy(), out1, f32(value(sb, "bf16").T)]
+
+
+@fixture
+def nc_transpose_ops(rng):
+    a = randn(rng, 128, 64)
+    b = cast(randn(rng, 32, 16), "bf16")
+    c = randn(rng, 8, 32)
+    return {"a": a, "b": b, "c": c}, [a.T.copy(), b.T.copy(), c.T.copy()]
+
+
 # ================================================================= driver
 
 
