@@ -1136,6 +1136,245 @@ def nc_transpose_ops(rng):
     return {"a": a, "b": b, "c": c}, [a.T.copy(), b.T.copy(), c.T.copy()]
 
 
+# ----------------------------------------------------------------- top-8, statistics
+
+
+def sort_key_desc(row):
+    """Indices of `row` by descending f32 value with NaN above +inf, stable."""
+    key = np.where(np.isnan(row), np.inf, row).astype(F64)
+    nan_first = np.isnan(row).astype(np.int8)
+    return np.lexsort((np.arange(len(row)), -key, -nan_first))
+
+
+@fixture
+def max8_ops(rng):
+    a = f32(np.round(randn(rng, 32, 64, scale=8.0)))  # rounded: many duplicates
+    a[1, 5] = np.nan
+    a[1, 9] = np.inf
+    a[2, :] = 3.0
+    b = cast(randn(rng, 4, 8), "bf16")
+    o0 = np.stack([a[p, sort_key_desc(a[p])[:8]] for p in range(32)])
+    bv = value(b, "bf16")
+    o1 = np.stack([b[p, sort_key_desc(bv[p])[:8]] for p in range(4)])
+    return {"a": a, "b": b}, [o0, o1]
+
+
+def find_index8(src, vals, none):
+    out = np.full(vals.shape, none, np.uint64)
+    for p in range(src.shape[0]):
+        taken = set()
+        for j in range(8):
+            for i in range(src.shape[1]):
+                if src[p, i] == vals[p, j] and i not in taken:
+                    taken.add(i)
+                    out[p, j] = i
+                    break
+    return out
+
+
+@fixture
+def nc_find_index8_ops(rng):
+    a = f32(np.round(randn(rng, 32, 40, scale=4.0)))
+    vals = np.stack([a[p, rng.integers(0, 40, size=8)] for p in range(32)]).astype(F32)
+    vals[0, 3] = 1000.0  # absent
+    vals[1, :] = vals[1, 0]  # one value eight times
+    vals[2, 0] = np.nan
+    o0 = find_index8(a, vals, 0xFFFFFFFF).astype(np.uint32)
+    o1 = find_index8(a, vals, 0xFFFF).astype(np.uint16)
+    return {"a": a, "vals": vals}, [o0, o1]
+
+
+@fixture
+def nc_match_replace8_ops(rng):
+    a = f32(np.round(randn(rng, 32, 24, scale=3.0)))
+    a[0, :11] = f32([1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8])  # the isa.md example
+    vals = np.stack([a[p, rng.integers(0, 24, size=8)] for p in range(32)]).astype(F32)
+    vals[0] = f32([3, 8, 8, 8, 8, 8, 8, 8])
+    vals[1, 2] = 999.0
+    dst = a.copy()
+    idx = np.full((32, 8), 0xFFFFFFFF, np.uint64)
+    for p in range(32):
+        replaced = set()
+        for j in range(7, -1, -1):
+            for i in range(24):
+                if a[p, i] == vals[p, j] and i not in replaced:
+                    replaced.add(i)
+                    dst[p, i] = F32(-0.5)
+                    idx[p, j] = i
+                    break
+    return {"a": a, "vals": vals}, [dst, idx.astype(np.uint32)]
+
+
+def bn_stats_row(x):
+    out = []
+    for grp in (x[0::2], x[1::2]):
+        n = len(grp)
+        if n == 0:
+            out += [0.0, 0.0, 0.0]
+            continue
+        s = F32(0)
+        for v in grp:
+            s = F32(s + v)
+        mean = F32(s / F32(n))
+        m2 = F32(0)
+        for v in grp:
+            d = F32(v - mean)
+            m2 = F32(m2 + F32(d * d))
+        out += [F32(n), mean, m2]
+    return f32(out)
+
+
+def bn_aggr_row(t):
+    state = None
+    for k in range(0, len(t), 3):
+        nb, mb, m2b = F32(t[k]), F32(t[k + 1]), F32(t[k + 2])
+        if nb == 0:
+            continue
+        if state is None:
+            state = (nb, mb, m2b)
+            continue
+        na, ma, m2a = state
+        n = F32(na + nb)
+        d = F32(mb - ma)
+        mean = F32(ma + F32(F32(d * nb) / n))
+        m2 = F32(F32(m2a + m2b) + F32(F32(F32(F32(d * d) * na) * nb) / n))
+        state = (n, mean, m2)
+    if state is None:
+        return f32([0.0, 0.0])
+    return f32([state[1], F32(state[2] / state[0])])
+
+
+@fixture
+def bn_stats_aggr(rng):
+    x = randn(rng, 32, 15, scale=2.0) + F32(1.5)
+    x1 = randn(rng, 32, 1)
+    st = np.stack([bn_stats_row(r) for r in x])
+    st1 = np.stack([bn_stats_row(r) for r in x1])
+    # Hand-made triples, one empty, merged left to right.
+    t = np.zeros((32, 9), F32)
+    t[:, 0] = f32(rng.integers(1, 9, size=32))
+    t[:, 1] = randn(rng, 32)
+    t[:, 2] = f32(np.abs(randn(rng, 32)))
+    t[:, 3:6] = 0.0
+    t[:, 6] = f32(rng.integers(1, 9, size=32))
+    t[:, 7] = randn(rng, 32)
+    t[:, 8] = f32(np.abs(randn(rng, 32)))
+    t[0, :] = 0.0
+    ag = np.stack([bn_aggr_row(r) for r in st])
+    ag2 = np.stack([bn_aggr_row(r) for r in t])
+    return {"x": x, "x1": x1, "t": t}, [st, st1, ag, ag2]
+
+
+# ----------------------------------------------------------------- GpSimd selection and gathers
+
+
+@fixture
+def affine_select_ops(rng):
+    a = randn(rng, 128, 16)
+    o0 = np.where(iota_values(128, [(-1, 16)], 0, 1) >= 0, a, F32(-np.inf)).astype(F32)
+    v = iota_values(32, [(1, 2), (-3, 8)], 5, -2)
+    b = randn(rng, 32, 16)
+    o1 = cast(np.where(v != 0, b, F32(0.0)), "bf16")
+    return {"a": a, "b": b}, [o0, o1]
+
+
+@fixture
+def nc_stream_shuffle_ops(rng):
+    a = randn(rng, 64, 8)
+    fill = randn(rng, 64, 8)
+    mask0 = list(range(31, 0, -1)) + [255]
+    o0 = fill[:32].copy()
+    for d in range(32):
+        if mask0[d] != 255:
+            o0[d] = a[32 + mask0[d]]
+    mask1 = [(5 * i + 3) % 32 for i in range(32)]
+    mask1[7] = 255
+    o1 = fill.copy()
+    for d in range(64):
+        q, i = divmod(d, 32)
+        if mask1[i] != 255:
+            o1[d] = a[32 * q + mask1[i]]
+    return {"a": a, "fill": fill}, [o0, o1]
+
+
+@fixture
+def local_gather_ops(rng):
+    src = randn(rng, 32, 16)
+    idx = rng.integers(0, 16, size=(32, 2)).astype(np.uint16)
+    o0 = np.empty((32, 32), F32)
+    for c in range(2):
+        flat = [int(idx[16 * c + p, f]) for f in range(2) for p in range(16)]
+        for p in range(16 * c, 16 * c + 16):
+            o0[p] = src[p, flat]
+    idx2 = rng.integers(0, 15, size=(32, 1)).astype(np.uint16)  # E = 2 reads idx and idx + 1
+    o1 = np.empty((32, 10), F32)
+    for c in range(2):
+        flat = [int(idx2[16 * c + p, 0]) for p in range(16)][:5]
+        for p in range(16 * c, 16 * c + 16):
+            o1[p] = np.concatenate([src[p, i:i + 2] for i in flat])
+    return {"src": src, "idx": idx, "idx2": idx2}, [o0, o1]
+
+
+@fixture
+def nc_n_gather_ops(rng):
+    src = randn(rng, 64, 40)
+    ind = rng.integers(0, 40, size=(64, 8)).astype(np.uint32)
+    ind[0] = [39, 0, 0, 39, 1, 2, 3, 38]
+    srcb = cast(randn(rng, 32, 16), "bf16")
+    indb = rng.integers(0, 16, size=(32, 4)).astype(np.uint32)
+    o0 = np.take_along_axis(src, ind.astype(np.int64), axis=1)
+    o1 = np.take_along_axis(srcb, indb.astype(np.int64), axis=1)
+    return {"src": src, "ind": ind, "srcb": srcb, "indb": indb}, [o0, o1]
+
+
+def seq_bounds(ids):
+    n = len(ids)
+    starts = np.empty(n, np.int64)
+    ends = np.empty(n, np.int64)
+    i = 0
+    while i < n:
+        j = i
+        while j < n and ids[j] == ids[i]:
+            j += 1
+        starts[i:j] = n if ids[i] == 0 else i
+        ends[i:j] = -1 if ids[i] == 0 else j
+        i = j
+    return np.concatenate([starts, ends])[None, :]
+
+
+@fixture
+def sequence_bounds_ops(rng):
+    ex = f32([[0, 1, 1, 2, 2, 2, 0, 3, 3]])  # the isa.md example
+    ids = []
+    seg = 1
+    while len(ids) < 60:
+        ids += [seg] * int(rng.integers(1, 6)) + [0] * int(rng.integers(0, 3))
+        seg += 1
+    ids = np.array([[0, 0] + ids[:62]], np.int32)
+    return {"ex": ex, "ids": ids}, [f32(seq_bounds(ex[0])), seq_bounds(ids[0]).astype(np.int32)]
+
+
+@fixture
+def nonzero_with_count_ops(rng):
+    a = randn(rng, 32, 16)
+    a[a > 0.3] = 0.0
+    a[0, :4] = f32([np.nan, -0.0, 0.0, np.inf])
+    b = rng.integers(-2, 3, size=(48, 12)).astype(np.int32)
+    o0 = np.full((32, 17), 77, np.int32)
+    for p in (0, 16):
+        nz = [i for i in range(16) if a[p, i] != 0 or np.isnan(a[p, i])]
+        o0[p, : len(nz)] = nz
+        o0[p, len(nz):16] = -1
+        o0[p, 16] = len(nz)
+    o1 = np.full((48, 13), 77, np.int32)
+    for p in (0, 16, 32):
+        nz = [i + 100 for i in range(12) if b[p, i] != 0]
+        o1[p, : len(nz)] = nz
+        o1[p, len(nz):12] = -7
+        o1[p, 12] = len(nz)
+    return {"a": a, "b": b}, [o0, o1]
+
+
 # ================================================================= driver
 
 
