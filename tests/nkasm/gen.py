@@ -1375,6 +1375,79 @@ def nonzero_with_count_ops(rng):
     return {"a": a, "b": b}, [o0, o1]
 
 
+# ----------------------------------------------------------------- random numbers (isa.md 6.5)
+
+
+@fixture
+def rng_streams(rng):
+    vec = Engine(0)
+    gps = Engine(0)
+    o0 = vec.draw(0, 128, 4)  # vector rng, u32
+    o1 = gps.draw(0, 128, 4).view(np.int32)  # gpsimd rng, its own generators
+    o2 = (vec.draw(0, 4, 8) & 0xFF).astype(np.uint8)  # vector lanes 0..3 continue; low 8 bits
+    o3 = (gps.draw(32, 32, 2) & 0xFFFF).astype(np.uint16)  # lanes 32..63 continue
+    return {}, [o0, o1, o2, o3]
+
+
+@fixture
+def rand2_dropout_seeded(rng):
+    seed = np.array([[12345]], np.uint32)
+    lo = randn(rng, 32, 1)
+    hi = f32(lo + F32(2.0))
+    x = randn(rng, 32, 16)
+    vec = Engine(12345)
+    u = unit(vec.draw(0, 32, 8))
+    o0 = alu("add", F32(-1.0), alu("multiply", u, F32(3.0) - F32(-1.0)))
+    u = unit(vec.draw(0, 32, 8))
+    o1 = alu("add", lo, alu("multiply", u, alu("subtract", hi, lo)))
+    u = unit(vec.draw(0, 32, 16))
+    o2 = np.where(u < F32(0.3), F32(0.0), x).astype(F32)
+    xb = cast(x, "bf16")
+    u = unit(vec.draw(0, 32, 16))
+    o3 = np.where(u < F32(0.5), np.uint16(0), xb).astype(np.uint16)
+    return {"seed": seed, "lo": lo, "hi": hi, "x": x, "xb": xb}, [o0, o1, o2, o3]
+
+
+# ----------------------------------------------------------------- control: registers, branches, dynamic loops
+
+
+@fixture
+def reg_alu_branch(rng):
+    n = np.array([-1234567], np.int32)
+    f = f32([1.0])
+    c = np.array([-1], np.int8)
+    h = np.array([40000], np.uint16)
+    r0, r1, r2 = -1234567, -5, 1000000
+
+    def w(x):
+        return ((x + 2**31) % 2**32) - 2**31
+
+    def u(x):
+        return x % 2**32
+
+    vals = [
+        w(r0 + r1), w(r0 - 7), w(r2 * r2),
+        int(r0 / r1), r0 - int(r0 / r1) * r1,  # truncating division and remainder
+        w(u(r0) & 0xFFFF), w(u(r0) | u(r1)), w(u(r0) ^ u(r2)),
+        w(u(r0) << 1), w(u(r0) >> 4), w(r0 >> 4),
+        min(r0, r1), max(r0, r1), max(r0, r1),
+        0x3F800000, -1, 40000,
+        15, 5, 8, -1, -4, 2, 1,
+    ]
+    o0 = np.array([vals], np.int64).astype(np.int32)
+    o1 = np.array([[u(r0) & 0xFF] * 2], np.uint8)
+    return {"n": n, "f": f, "c": c, "h": h}, [o0, o1]
+
+
+@fixture
+def dynamic_loop_pipeline(rng):
+    a = randn(rng, 64, 8)
+    n = np.array([4], np.int32)
+    out = alu("add", alu("multiply", a, F32(2.0)), F32(1.0))
+    ramp = iota_values(16, [(1, 8)], 0, 8)
+    return {"a": a, "n": n}, [out, ramp]
+
+
 # ================================================================= driver
 
 
