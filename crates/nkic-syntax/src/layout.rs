@@ -133,6 +133,11 @@ pub fn check_tokens(src: &str, tokens: &[Spanned<'_>]) -> Result<(), String> {
     Ok(())
 }
 
+/// The most tree-deepening operators allowed in one comma-separated part of
+/// a logical line. Deeper expressions would make the recursive walks over
+/// the tree (and its drop) overflow the stack; no real code comes near.
+const MAX_NESTING_OPS: u32 = 1000;
+
 /// The maximum bracket nesting; deeper input is reported and its brackets are
 /// not tracked further (CPython's limit is 200).
 const MAX_BRACKET_DEPTH: usize = 200;
@@ -162,6 +167,13 @@ struct Layout<'src> {
     depth_reported: bool,
     /// Whether ambiguous tab indentation was already reported.
     tab_reported: bool,
+    /// Operators that deepen an expression tree (binary and unary
+    /// operators, `.`, calls, subscripts, `lambda`, `if`) since the last
+    /// comma or line end; bounded by [`MAX_NESTING_OPS`].
+    nesting_ops: u32,
+    /// Skipping the rest of a logical line whose expression was too deep:
+    /// the number of brackets that were open when skipping began.
+    skipping: Option<usize>,
     finished: bool,
     config: Config,
     diags: Vec<Diagnostic>,
@@ -182,6 +194,8 @@ impl<'src> Layout<'src> {
             last_token: None,
             depth_reported: false,
             tab_reported: false,
+            nesting_ops: 0,
+            skipping: None,
             finished: false,
             config,
             diags: Vec::new(),
@@ -229,6 +243,8 @@ impl<'src> Layout<'src> {
             self.line_has_content = false;
         }
         self.at_line_start = true;
+        self.nesting_ops = 0;
+        self.skipping = None;
     }
 
     /// Handles a token other than a newline. Returns it directly when no
@@ -258,6 +274,30 @@ impl<'src> Layout<'src> {
             self.indentation(start);
         }
         self.line_has_content = true;
+        if let Some(open_before) = self.skipping {
+            return self.skip_token(tok, start, end, open_before);
+        }
+        if deepens(tok) {
+            self.nesting_ops += 1;
+            if self.nesting_ops > MAX_NESTING_OPS {
+                self.diags.push(
+                    Diagnostic::error("E0018", "expression is nested too deeply")
+                        .with_primary(
+                            FileId::default(),
+                            Span::from_range(start..end),
+                            format!("more than {MAX_NESTING_OPS} nested operations at this point"),
+                        )
+                        .with_help("split the expression into several statements"),
+                );
+                self.skipping = Some(self.brackets.len());
+                // The rest of the logical line becomes one error token.
+                self.last_end = end;
+                self.last_token = Some(Token::Error);
+                return Some((start, Token::Error, end));
+            }
+        } else if matches!(tok, Token::Comma | Token::Semicolon) {
+            self.nesting_ops = 0;
+        }
         if matches!(tok, Token::LParen | Token::LBracket | Token::LBrace) {
             if self.brackets.len() < MAX_BRACKET_DEPTH {
                 self.brackets.push((tok, start));
@@ -287,6 +327,42 @@ impl<'src> Layout<'src> {
         }
         self.pending.push_back((start, tok, end));
         None
+    }
+
+    /// Handles a token in the skipped rest of a too-deep logical line: only
+    /// closers of brackets opened before the skip are passed on, so the
+    /// parser still sees balanced brackets.
+    fn skip_token(
+        &mut self,
+        tok: Token<'src>,
+        start: usize,
+        end: usize,
+        open_before: usize,
+    ) -> Option<Spanned<'src>> {
+        match tok {
+            Token::LParen | Token::LBracket | Token::LBrace => {
+                self.brackets.push((tok, start));
+                None
+            }
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                let (open, _) = self.brackets.pop()?;
+                if self.brackets.len() >= open_before {
+                    return None;
+                }
+                // This closes a bracket the parser has seen open.
+                self.skipping = Some(self.brackets.len());
+                let closer = open.closer().unwrap_or(tok);
+                self.last_end = end;
+                self.last_token = Some(closer);
+                if self.pending.is_empty() {
+                    Some((start, closer, end))
+                } else {
+                    self.pending.push_back((start, closer, end));
+                    None
+                }
+            }
+            _ => None,
+        }
     }
 
     /// Whether `tok`, the first token of a physical line inside brackets
@@ -685,6 +761,35 @@ fn point_after(src: &str, offset: usize) -> Span {
         Some(c) if c != '\n' && c != '\r' => Span::from_range(offset..offset + c.len_utf8()),
         _ => Span::from_range(offset..offset),
     }
+}
+
+/// Whether `tok` can make an expression tree one level deeper.
+fn deepens(tok: Token<'_>) -> bool {
+    matches!(
+        tok,
+        Token::Plus
+            | Token::Minus
+            | Token::Star
+            | Token::DoubleStar
+            | Token::Slash
+            | Token::DoubleSlash
+            | Token::Percent
+            | Token::At
+            | Token::LeftShift
+            | Token::RightShift
+            | Token::Amper
+            | Token::Vbar
+            | Token::Circumflex
+            | Token::Tilde
+            | Token::Not
+            | Token::Await
+            | Token::Lambda
+            | Token::If
+            | Token::Dot
+            | Token::LParen
+            | Token::LBracket
+            | Token::LBrace
+    )
 }
 
 /// Whether `tok` is a keyword that starts a statement and can never occur

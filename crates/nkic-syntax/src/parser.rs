@@ -41,6 +41,9 @@ pub enum ParamItem {
     Slash(Span),
 }
 
+/// The most `elif` branches of one `if` statement (each nests one level).
+const MAX_ELIFS: usize = 1000;
+
 type Recovery<'src> = ErrorRecovery<usize, Token<'src>, LexError>;
 
 /// State shared by the grammar actions of one parse (including the nested
@@ -338,6 +341,20 @@ impl<'src> Ctx<'src> {
         elifs: Vec<(usize, Expr, Vec<Stmt>)>,
         orelse: Option<Vec<Stmt>>,
     ) -> Stmt {
+        // A chain of `elif`s becomes nested `If`s; bound the nesting like
+        // the layout pass bounds expressions, so that walks over the tree
+        // cannot overflow the stack.
+        let mut elifs = elifs;
+        if elifs.len() > MAX_ELIFS {
+            let (at, _, _) = &elifs[MAX_ELIFS];
+            self.error(
+                "E0018",
+                "`if` statement has too many `elif` branches",
+                Span::from_range(*at..*at + 4),
+                format!("more than {MAX_ELIFS} `elif` branches at this point"),
+            );
+            elifs.truncate(MAX_ELIFS);
+        }
         // Build from the innermost `elif` outwards.
         let mut tail = orelse.unwrap_or_default();
         for (el, etest, ebody) in elifs.into_iter().rev() {

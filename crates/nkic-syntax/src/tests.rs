@@ -492,9 +492,35 @@ fn deeply_nested_input_does_not_overflow() {
     let src = format!("x = {}1{}\n", "(".repeat(300), ")".repeat(300));
     let errs = errors(&src);
     assert_eq!(errs[0].0, "E0011");
-    let src = format!("x = {}\n", "-".repeat(1000) + "1");
-    let (module, _) = parse(&src);
-    assert_eq!(module.body.len(), 1);
+    // Every kind of unbounded nesting is cut off with one diagnostic, and
+    // the rest of the file is still parsed.
+    for deep in [
+        format!("x = {}1", "1 + ".repeat(100_000)),
+        format!("x = {}1", "-".repeat(100_000)),
+        format!("x = {}b", "a.".repeat(100_000)),
+        format!("x = {}b", "not ".repeat(100_000)),
+        format!("x = {}1", "lambda: ".repeat(100_000)),
+        format!("x = f{}", "()".repeat(50_000)),
+        format!("if a:\n    pass\n{}", "elif b:\n    pass\n".repeat(5_000)),
+    ] {
+        let src = format!("{deep}\ny = 2\n");
+        let errs = errors(&src);
+        assert_eq!(
+            errs.iter().map(|e| e.0).collect::<Vec<_>>(),
+            ["E0018"],
+            "{}",
+            &src[..40]
+        );
+        let (module, _) = parse(&src);
+        assert!(matches!(
+            module.body.last().map(|s| &s.kind),
+            Some(StmtKind::Assign { .. })
+        ));
+        let _ = unparse(&module);
+    }
+    // Long flat expressions are fine.
+    let src = format!("x = [{}]\n", "-1, ".repeat(20_000));
+    check_ok(&src);
 }
 
 #[test]

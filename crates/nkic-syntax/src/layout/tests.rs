@@ -264,6 +264,29 @@ fn indent_at_first_line_is_balanced() {
 }
 
 #[test]
+fn too_deep_line_is_skipped_with_balanced_brackets() {
+    let src = format!("x = f([{}1, (2)], 3) + 4\ny = 5\n", "1 + ".repeat(2000));
+    check_invariants(&src);
+    let (tokens, diags) = tokenize(&src, Config::default());
+    assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), ["E0018"]);
+    assert_eq!(tokens.iter().filter(|t| t.1 == Token::Error).count(), 1);
+    // The closers of the brackets opened before the cut are kept.
+    let tail: Vec<_> = tokens.iter().rev().take(7).map(|t| t.1).collect();
+    assert_eq!(
+        tail,
+        [
+            Token::Newline,
+            Token::Int("5"),
+            Token::Equal,
+            Token::Name("y"),
+            Token::Newline,
+            Token::RParen,
+            Token::RBracket
+        ]
+    );
+}
+
+#[test]
 fn invariants_hold_on_malformed_inputs() {
     for src in [
         "",
