@@ -1448,6 +1448,109 @@ def dynamic_loop_pipeline(rng):
     return {"a": a, "n": n}, [out, ramp]
 
 
+# ----------------------------------------------------------------- MX (packed x4) instructions
+
+FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], F64)
+
+
+def lanes_fp8(packed, dt):
+    """[..., F] uint32 packed fp8 x4 -> [..., F, 4] float64 lane values (lane 0 in the low byte)."""
+    b = np.asarray(packed, np.uint32)[..., None] >> (8 * np.arange(4, dtype=np.uint32))
+    codes = (b & 0xFF).astype(np.uint8)
+    return codes.view(FLOAT_NP[dt]).astype(F64)
+
+
+def lanes_fp4(packed):
+    """[..., F] uint16 packed fp4 x4 -> [..., F, 4] (lane 0 in the low nibble of the low byte)."""
+    n = (np.asarray(packed, np.uint32)[..., None] >> (4 * np.arange(4, dtype=np.uint32))) & 0xF
+    mag = FP4[n & 7]
+    return np.where(n & 8, -mag, mag)
+
+
+def scale_row(k, start=0):
+    """The scale partition of data partition k (isa.md nc_matmul_mx)."""
+    return start + 32 * (k // 32) + (k % 32) // 8
+
+
+def matmul_mx(S, s_codes, V, v_codes, P):
+    """isa.md nc_matmul_mx with lane values S [P, M, 4], V [P, N, 4] and scale codes indexed by data partition."""
+    M, N = S.shape[1], V.shape[1]
+    acc = np.zeros((M, N), F32)
+    with np.errstate(all="ignore"):
+        for k in range(P):
+            ss = s_codes[scale_row(k)].astype(F64)  # [M]
+            vs = v_codes[scale_row(k)].astype(F64)  # [N]
+            sf = np.where(ss == 255, np.nan, np.exp2(ss - 127))
+            vf = np.where(vs == 255, np.nan, np.exp2(vs - 127))
+            for q in range(4):
+                term = (np.outer(S[k, :, q], V[k, :, q]) * sf[:, None]) * vf[None, :]
+                acc = acc + term.astype(F32)
+    return acc
+
+
+def finite_codes(rng, shape, dt):
+    """Random fp8 codes of `dt` that are finite."""
+    codes = rng.integers(0, 256, size=shape).astype(np.uint8)
+    v = codes.view(FLOAT_NP[dt]).astype(F64)
+    return np.where(np.isfinite(v), codes, np.uint8(0x38))
+
+
+def pack8(codes):
+    """[..., F, 4] uint8 -> [..., F] uint32."""
+    c = codes.astype(np.uint32)
+    return (c[..., 0] | (c[..., 1] << 8) | (c[..., 2] << 16) | (c[..., 3] << 24)).astype(np.uint32)
+
+
+@fixture
+def nc_matmul_mx_ops(rng):
+    sc = finite_codes(rng, (32, 8, 4), "f8e4m3fn")
+    vc = finite_codes(rng, (32, 16, 4), "f8e5m2")
+    s_scale = rng.integers(118, 136, size=(4, 8)).astype(np.uint8)
+    v_scale = rng.integers(118, 136, size=(4, 16)).astype(np.uint8)
+    s_scale[2, 3] = 255  # a NaN scale: every term of row m = 3 from partitions 16..23 is NaN
+    st, mv = pack8(sc), pack8(vc)
+    o0 = matmul_mx(lanes_fp8(st, "f8e4m3fn"), s_scale, lanes_fp8(mv, "f8e5m2"), v_scale, 32)
+    # 64 partitions: two quadrants of scales (partitions 0..3 and 32..35); fp8 stationary with an fp4 moving.
+    sc2 = finite_codes(rng, (64, 8, 4), "f8e4m3fn")
+    st2 = pack8(sc2)
+    mv2 = rng.integers(0, 1 << 16, size=(64, 8)).astype(np.uint16)
+    s2 = rng.integers(120, 134, size=(36, 8)).astype(np.uint8)
+    v2 = rng.integers(120, 134, size=(36, 8)).astype(np.uint8)
+    o1 = matmul_mx(lanes_fp8(st2, "f8e4m3fn"), s2, lanes_fp4(mv2), v2, 64)
+    return {"st": st, "mv": mv, "ss": s_scale, "vs": v_scale, "st2": st2, "mv2": mv2, "ss2": s2, "vs2": v2}, [o0, o1]
+
+
+def quantize_mx(src, dt, emax):
+    """isa.md quantize_mx: returns packed [P, F/4] uint32 and scale codes [scale partitions, F/4]."""
+    P, F = src.shape
+    n_scale = 32 * (P // 32 - 1) + 4
+    scales = np.zeros((n_scale, F // 4), np.uint8)
+    out = np.zeros((P, F // 4, 4), np.uint8)
+    big = float(mld.finfo(FLOAT_NP[dt]).max)
+    for g in range(P // 8):
+        for j in range(F // 4):
+            blk = src[8 * g: 8 * g + 8, 4 * j: 4 * j + 4].astype(F64)
+            amax = np.max(np.abs(blk))
+            e = -127 if amax == 0 else int(np.floor(np.log2(amax))) - (emax - 1)
+            e = max(-127, min(127, e))
+            scales[scale_row(8 * g), j] = e + 127
+            scaled = np.clip(blk * 2.0 ** (-e), -big, big)
+            out[8 * g: 8 * g + 8, j, :] = f32(scaled).astype(FLOAT_NP[dt]).view(np.uint8)
+    return pack8(out), scales
+
+
+@fixture
+def quantize_mx_ops(rng):
+    a = cast(randn(rng, 32, 16, scale=3.0), "bf16")
+    a[0:8, 4:8] = 0  # an all-zero group: scale code 0 (e = -127)
+    a[8, 0] = cast(f32([1000.0]), "bf16")[0]
+    q0, s0 = quantize_mx(value(a, "bf16"), "f8e4m3fn", 8)
+    b = randn(rng, 64, 8, scale=0.01).astype(np.float16)
+    q1, s1 = quantize_mx(b.astype(F32), "f8e5m2", 15)
+    s1 = np.concatenate([s1[0:4], s1[32:36]])
+    return {"a": a, "b": b}, [q0, s0, q1, s1]
+
+
 # ================================================================= driver
 
 
