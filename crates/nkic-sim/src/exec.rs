@@ -21,6 +21,22 @@
 //!   `reduce_cmd=idle` leave them unchanged.
 //! * Random instructions draw from the executing engine's per-lane XORWOW
 //!   generators (`rng.rs`).
+//!
+//! Choices where docs/isa.md is silent (also sent to the ISA owner):
+//!
+//! * Operand shapes or dtypes that do not fit together (what the verifier
+//!   rejects) fault with `BadProgram` instead of being guessed at; packed
+//!   x4 dtypes are accepted only by copies, `memset` and the MX
+//!   instructions.
+//! * `dma_copy oob=skip` skips single elements whose source or destination
+//!   leaves its memory; `dma_gather`/`dma_scatter` skip whole rows.
+//! * `tensor_copy_predicated` reads only the selected `src` elements.
+//! * `nc_matmul transpose=true` passes a one-hot column through exactly
+//!   whether or not `accumulate` is set.
+//! * `quantize_mx`: a group holding NaN or infinity gets scale code 0xFF
+//!   and NaN elements.
+//! * `iota` saturates values into narrow integer dtypes.
+//! * Gather and shuffle indices outside their source fault `OutOfBounds`.
 
 use nkic_isa::numerics::{self, Overflow};
 use nkic_isa::{

@@ -29,9 +29,15 @@
 //!   start); queues synchronise only through semaphores. Times come from
 //!   `Target::cost` (nkic-isa), the one cost model shared with the backend.
 //! * Numerics: Vector/Scalar/GpSimd compute in f32 and round on write;
-//!   TensorE multiplies in f32 (exact for bf16/fp8 products) and sums in
-//!   f32 over the contraction in ascending order, then adds onto PSUM in
-//!   f32 (rounding to bf16 when PSUM holds bf16).
+//!   TensorE multiplies in f32 (exact for bf16/fp8 products) and adds the
+//!   products in f32 over the contraction in ascending order, starting from
+//!   0 or, with `accumulate`, from the PSUM value, rounding once on write
+//!   (to bf16 when PSUM holds bf16). docs/isa.md is the definition; the
+//!   module docs of `exec` and `alu` list the choices it leaves open.
+//! * Performance: access patterns are resolved once per instruction into
+//!   contiguous runs, rows are converted with the slice codecs of
+//!   `numerics`, and the matmul inner loop is register-blocked (see
+//!   `benches/sim.rs` and `examples/matmul_nkasm.rs`).
 //! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
 //!   malformed instructions and runaway loops stop the run with a
 //!   `SimError` naming the instruction and its source line.
