@@ -427,7 +427,7 @@ impl<'src> Ctx<'src> {
         l: usize,
         is_async: bool,
         name: Ident,
-        params: Vec<Box<ParamItem>>,
+        params: Vec<ParamItem>,
         params_end: usize,
         returns: Option<Expr>,
         body: Vec<Stmt>,
@@ -450,7 +450,7 @@ impl<'src> Ctx<'src> {
     }
 
     /// Sorts parameter items into a [`Params`] and checks their order.
-    pub(crate) fn params(&mut self, items: Vec<Box<ParamItem>>, l: usize, r: usize) -> Params {
+    pub(crate) fn params(&mut self, items: Vec<ParamItem>, l: usize, r: usize) -> Params {
         let mut params = Params {
             span: Span::from_range(l..r),
             ..Params::default()
@@ -469,7 +469,7 @@ impl<'src> Ctx<'src> {
                 );
                 continue;
             }
-            match *item {
+            match item {
                 ParamItem::Plain(p) => {
                     if seen_star {
                         params.kwonly.push(p);
