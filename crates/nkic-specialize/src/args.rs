@@ -1,0 +1,148 @@
+//! Call arguments as the callee receives them: evaluated values with the
+//! spans they were written at, and a binder from arguments to a signature.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+
+use crate::codes;
+use crate::ctx::Ctx;
+use crate::value::Value;
+
+/// One evaluated argument and the span of its expression.
+#[derive(Clone, Debug)]
+pub struct Arg {
+    pub value: Value,
+    pub span: Span,
+}
+
+impl Arg {
+    pub fn new(value: Value, span: Span) -> Arg {
+        Arg { value, span }
+    }
+}
+
+/// The arguments of one call: positional in order, then keywords in the
+/// order written (`*args` and `**kwargs` at the call site are already
+/// expanded).
+#[derive(Clone, Debug, Default)]
+pub struct CallArgs {
+    pub positional: Vec<Arg>,
+    pub keywords: Vec<(Rc<str>, Arg)>,
+}
+
+impl CallArgs {
+    /// Arguments that are all positional.
+    pub fn positional(values: Vec<Arg>) -> CallArgs {
+        CallArgs {
+            positional: values,
+            keywords: Vec::new(),
+        }
+    }
+
+    /// Removes and returns keyword argument `name`.
+    pub fn take_keyword(&mut self, name: &str) -> Option<Arg> {
+        let pos = self.keywords.iter().position(|(k, _)| &**k == name)?;
+        Some(self.keywords.remove(pos).1)
+    }
+
+    /// Whether any argument was given.
+    pub fn is_empty(&self) -> bool {
+        self.positional.is_empty() && self.keywords.is_empty()
+    }
+
+    /// Total number of arguments.
+    pub fn len(&self) -> usize {
+        self.positional.len() + self.keywords.len()
+    }
+
+    /// Binds the arguments to the parameters `params` of `func` (its name
+    /// for messages, e.g. `nisa.dma_copy`), Python style: positionals fill
+    /// parameters in order, keywords by name. The first `required`
+    /// parameters must be given. Errors (E0203) name the parameter and
+    /// point at the offending argument, or at the call for a missing one.
+    pub fn bind<const N: usize>(
+        self,
+        ctx: &Ctx<'_>,
+        func: &str,
+        params: [&str; N],
+        required: usize,
+        call_span: Span,
+    ) -> Result<[Option<Arg>; N], Diagnostic> {
+        let mut out: [Option<Arg>; N] = std::array::from_fn(|_| None);
+        let n_pos = self.positional.len();
+        for (i, arg) in self.positional.into_iter().enumerate() {
+            if i >= N {
+                return Err(ctx.error(
+                    codes::BAD_ARGUMENTS,
+                    format!(
+                        "`{func}` takes at most {N} positional arguments but {n_pos} were given"
+                    ),
+                    arg.span,
+                    "unexpected argument",
+                ));
+            }
+            out[i] = Some(arg);
+        }
+        for (name, arg) in self.keywords {
+            let Some(i) = params.iter().position(|p| *p == &*name) else {
+                let mut d = ctx.error(
+                    codes::BAD_ARGUMENTS,
+                    format!("`{func}` has no parameter named `{name}`"),
+                    arg.span,
+                    "unknown keyword argument",
+                );
+                if let Some(close) = closest(&name, &params) {
+                    d = d.with_help(format!("did you mean `{close}`?"));
+                }
+                d = d.with_note(format!("the parameters are: {}", params.join(", ")));
+                return Err(d);
+            };
+            if out[i].is_some() {
+                return Err(ctx.error(
+                    codes::BAD_ARGUMENTS,
+                    format!("`{func}` got multiple values for parameter `{name}`"),
+                    arg.span,
+                    "already given",
+                ));
+            }
+            out[i] = Some(arg);
+        }
+        for (i, p) in params.iter().enumerate().take(required) {
+            if out[i].is_none() {
+                return Err(ctx.error(
+                    codes::BAD_ARGUMENTS,
+                    format!("`{func}` is missing required argument `{p}`"),
+                    call_span,
+                    format!("`{p}` is not given"),
+                ));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The parameter closest to `name` by edit distance, when it is close.
+pub(crate) fn closest<'p>(name: &str, candidates: &[&'p str]) -> Option<&'p str> {
+    candidates
+        .iter()
+        .map(|c| (edit_distance(name, c), *c))
+        .filter(|&(d, c)| d <= 2.max(c.len() / 3))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance over bytes (names are ASCII in practice).
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,0 +1,312 @@
+//! What the caller tells the specializer: the kernel to run, its argument
+//! shapes and dtypes, compile-time constants, the launch grid, the target
+//! and limits; and how modules are read ([`ModuleLoader`]).
+//!
+//! Argument specs and constants have a text form shared by the command line
+//! and the `# nkic:` directive comments ([`crate::directives`]):
+//! `a=float32[256,1024]` and `N=4`, `eps=1e-6`, `flag=True`, `mode='fast'`,
+//! `dims=(1,2)`, `dt=bfloat16`.
+
+use std::fmt;
+use std::str::FromStr;
+
+use nkic_isa::{DType, Target};
+use nkic_syntax::ast::{ExprKind, UnaryOp};
+
+/// The default op budget (issue 4).
+pub const DEFAULT_MAX_OPS: u64 = 2_000_000;
+
+/// Everything the specializer needs besides the sources.
+#[derive(Clone, Debug)]
+pub struct SpecializeConfig {
+    /// The kernel function; `None` picks the one `@nki.jit` function.
+    pub kernel: Option<String>,
+    /// Tensor arguments (HBM tensors of these shapes and dtypes).
+    pub args: Vec<ArgSpec>,
+    /// Compile-time arguments by parameter name.
+    pub consts: Vec<(String, ConstValue)>,
+    /// The SPMD launch grid (1–3 dims); empty for no grid.
+    pub grid: Vec<u32>,
+    pub target: Target,
+    /// Maximum number of IR ops per program instance.
+    pub max_ops: u64,
+    /// Maximum depth of nested (inlined) calls.
+    pub max_call_depth: u32,
+    /// Maximum iterations of one compile-time `while` loop.
+    pub max_while_iterations: u64,
+    /// Extra import roots (`--path DIR`), searched after the kernel file's
+    /// directory.
+    pub search_paths: Vec<String>,
+    /// Record the hover side table ([`crate::Facts`]).
+    pub record_facts: bool,
+    /// Fill unset `kernel`, `args`, `consts` and `grid` from the file's
+    /// `# nkic:` directive comments.
+    pub use_directives: bool,
+}
+
+impl Default for SpecializeConfig {
+    fn default() -> Self {
+        SpecializeConfig {
+            kernel: None,
+            args: Vec::new(),
+            consts: Vec::new(),
+            grid: Vec::new(),
+            target: Target::Trn3,
+            max_ops: DEFAULT_MAX_OPS,
+            max_call_depth: 64,
+            max_while_iterations: 1_000_000,
+            search_paths: Vec::new(),
+            record_facts: false,
+            use_directives: true,
+        }
+    }
+}
+
+/// A tensor argument: `name=dtype[d0,d1,...]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArgSpec {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+}
+
+/// A compile-time argument value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConstValue {
+    None,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Tuple(Vec<ConstValue>),
+    DType(DType),
+}
+
+/// Reads the text of modules a kernel imports. The core does no IO: the
+/// CLI reads files, the language server answers from open editors.
+///
+/// `path` is a `/`-separated path built from the kernel file's name (as
+/// registered in the `SourceMap`) or a search root, e.g. `kernels/util.py`
+/// or `lib/pkg/__init__.py`. Return `None` when there is no such file.
+pub trait ModuleLoader {
+    fn read(&self, path: &str) -> Option<String>;
+}
+
+/// A loader that finds nothing: every import of a user module fails.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoModules;
+
+impl ModuleLoader for NoModules {
+    fn read(&self, _path: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Any closure works as a loader.
+impl<F: Fn(&str) -> Option<String>> ModuleLoader for F {
+    fn read(&self, path: &str) -> Option<String> {
+        self(path)
+    }
+}
+
+/// Why an argument spec or constant did not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+impl FromStr for ArgSpec {
+    type Err = SpecError;
+
+    /// Parses `name=dtype[d0,d1,...]` (spaces allowed around the parts;
+    /// `[]` is a 0-d tensor, which NKI does not allow, so it is rejected).
+    fn from_str(s: &str) -> Result<ArgSpec, SpecError> {
+        let (name, rest) = s
+            .split_once('=')
+            .ok_or_else(|| SpecError(format!("expected `name=dtype[shape]`, found `{s}`")))?;
+        let name = name.trim();
+        if !is_identifier(name) {
+            return Err(SpecError(format!("`{name}` is not a parameter name")));
+        }
+        let rest = rest.trim();
+        let (dtype, shape) = rest.split_once('[').ok_or_else(|| {
+            SpecError(format!(
+                "expected a shape in brackets after the dtype, as in `{name}=float32[128,512]`"
+            ))
+        })?;
+        let dtype: DType = dtype
+            .trim()
+            .parse()
+            .map_err(|e| SpecError(format!("{e}")))?;
+        let shape = shape
+            .strip_suffix(']')
+            .ok_or_else(|| SpecError(format!("missing `]` in `{rest}`")))?;
+        let dims: Vec<u64> = shape
+            .split(',')
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| {
+                d.parse::<u64>()
+                    .ok()
+                    .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
+                    .ok_or_else(|| SpecError(format!("`{d}` is not a positive dimension size")))
+            })
+            .collect::<Result<_, _>>()?;
+        if dims.is_empty() {
+            return Err(SpecError(format!("`{name}` needs at least one dimension")));
+        }
+        Ok(ArgSpec {
+            name: name.to_owned(),
+            dtype,
+            shape: dims,
+        })
+    }
+}
+
+impl fmt::Display for ArgSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dims: Vec<String> = self.shape.iter().map(u64::to_string).collect();
+        write!(f, "{}={}[{}]", self.name, self.dtype, dims.join(","))
+    }
+}
+
+impl ConstValue {
+    /// Parses `name=value`.
+    pub fn parse_binding(s: &str) -> Result<(String, ConstValue), SpecError> {
+        let (name, value) = s
+            .split_once('=')
+            .ok_or_else(|| SpecError(format!("expected `name=value`, found `{s}`")))?;
+        let name = name.trim();
+        if !is_identifier(name) {
+            return Err(SpecError(format!("`{name}` is not a parameter name")));
+        }
+        Ok((name.to_owned(), value.trim().parse()?))
+    }
+}
+
+impl FromStr for ConstValue {
+    type Err = SpecError;
+
+    /// Parses a Python literal (int, float, bool, None, string, tuple of
+    /// those) or a dtype name.
+    fn from_str(s: &str) -> Result<ConstValue, SpecError> {
+        if let Ok(dt) = s.trim().parse::<DType>() {
+            return Ok(ConstValue::DType(dt));
+        }
+        let (expr, diags) = nkic_syntax::parse_expression(s);
+        if !diags.is_empty() {
+            return Err(SpecError(format!("`{s}` is not a Python literal")));
+        }
+        from_expr(&expr).ok_or_else(|| {
+            SpecError(format!(
+                "`{s}` is not a constant (use an int, float, bool, None, string, dtype or tuple)"
+            ))
+        })
+    }
+}
+
+fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
+    Some(match &e.kind {
+        ExprKind::Int(i) => ConstValue::Int(i64::try_from(*i).ok()?),
+        ExprKind::Float(f) => ConstValue::Float(*f),
+        ExprKind::Bool(b) => ConstValue::Bool(*b),
+        ExprKind::None => ConstValue::None,
+        ExprKind::Str(s) => ConstValue::Str(s.clone()),
+        ExprKind::Tuple(items) | ExprKind::List(items) => {
+            ConstValue::Tuple(items.iter().map(from_expr).collect::<Option<_>>()?)
+        }
+        ExprKind::UnaryOp {
+            op: UnaryOp::USub,
+            operand,
+        } => match from_expr(operand)? {
+            ConstValue::Int(i) => ConstValue::Int(-i),
+            ConstValue::Float(f) => ConstValue::Float(-f),
+            _ => return None,
+        },
+        ExprKind::Name(n) => ConstValue::DType(n.parse().ok()?),
+        ExprKind::Attribute { attr, .. } => ConstValue::DType(attr.name.parse().ok()?),
+        _ => return None,
+    })
+}
+
+impl fmt::Display for ConstValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConstValue::None => f.write_str("None"),
+            ConstValue::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
+            ConstValue::Int(i) => write!(f, "{i}"),
+            ConstValue::Float(x) => write!(f, "{x:?}"),
+            ConstValue::Str(s) => write!(f, "{s:?}"),
+            ConstValue::DType(d) => write!(f, "{d}"),
+            ConstValue::Tuple(items) => {
+                f.write_str("(")?;
+                for (i, it) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{it}")?;
+                }
+                if items.len() == 1 {
+                    f.write_str(",")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+pub(crate) fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    matches!(chars.next(), Some(c) if c == '_' || c.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arg_specs_parse_and_print() {
+        let a: ArgSpec = "a = float32[256, 1024]".parse().unwrap();
+        assert_eq!(a.name, "a");
+        assert_eq!(a.dtype, DType::F32);
+        assert_eq!(a.shape, vec![256, 1024]);
+        assert_eq!(a.to_string(), "a=float32[256,1024]");
+        assert!("a=float32".parse::<ArgSpec>().is_err());
+        assert!("a=float64[2]".parse::<ArgSpec>().is_err());
+        assert!("a=bf16[0]".parse::<ArgSpec>().is_err());
+        assert!("1a=bf16[2]".parse::<ArgSpec>().is_err());
+    }
+
+    #[test]
+    fn consts_parse() {
+        assert_eq!(
+            ConstValue::parse_binding("N=4").unwrap(),
+            ("N".into(), ConstValue::Int(4))
+        );
+        assert_eq!("-1.5".parse::<ConstValue>(), Ok(ConstValue::Float(-1.5)));
+        assert_eq!("True".parse::<ConstValue>(), Ok(ConstValue::Bool(true)));
+        assert_eq!(
+            "(1, 'x')".parse::<ConstValue>(),
+            Ok(ConstValue::Tuple(vec![
+                ConstValue::Int(1),
+                ConstValue::Str("x".into())
+            ]))
+        );
+        assert_eq!(
+            "nl.bfloat16".parse::<ConstValue>(),
+            Ok(ConstValue::DType(DType::BF16))
+        );
+        assert!("f(x)".parse::<ConstValue>().is_err());
+        assert_eq!(
+            ConstValue::Tuple(vec![ConstValue::Int(1)]).to_string(),
+            "(1,)"
+        );
+    }
+}

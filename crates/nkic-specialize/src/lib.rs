@@ -1,0 +1,74 @@
+//! The meta-evaluator of nkic: runs an NKI kernel's compile-time language
+//! for given argument shapes, dtypes and constants, and records every
+//! run-time operation into the tile IR (`nkic_ir::Kernel`).
+//!
+//! # Code map
+//!
+//! * [`value`]: compile-time values ([`Value`]), including tensors (an
+//!   `nkic_ir` view plus the NKI shape), registers, `nl.ds` slices and
+//!   legacy index grids.
+//! * [`ctx`]: [`Ctx`], the evaluator's state and the interface the API
+//!   layer uses.
+//! * `eval`: statements, expressions, calls and operators.
+//! * [`args`]: [`CallArgs`], evaluated call arguments with spans, and the
+//!   binder to a signature.
+//! * [`api`]: the NKI API surface (`nl.*`, `nisa.*`, tensor views); its
+//!   module doc states the contract between it and the evaluator.
+//! * `intrinsics`: the `nl` names the evaluator implements (iterators,
+//!   dynamic loops, SPMD queries, `no_reorder`, `ds`, index grids).
+//! * `builtins`: Python builtins and the standard-library subset.
+//! * [`format`]: `str`/`repr` and f-string format specs.
+//! * `modules`: loaded modules and imports.
+//! * [`config`]: [`SpecializeConfig`], argument specs, [`ModuleLoader`].
+//! * [`facts`]: the hover side table for the language server.
+//! * [`codes`]: the stable diagnostic codes (E0200–E0499; the API layer
+//!   uses E0500–E0899).
+//!
+//! # Invariants
+//!
+//! * This crate does no IO: module texts come from a [`ModuleLoader`],
+//!   prints are returned as data.
+//! * Every error a kernel can cause is a `Diagnostic` with a span; nothing
+//!   here panics on user input.
+//! * Output is deterministic: nothing iterated from a `HashMap` reaches
+//!   the IR, the prints or the diagnostics.
+
+// The evaluator is being filled in; items used only by it are allowed to
+// be unused until it lands.
+#![allow(dead_code)]
+
+pub mod api;
+pub mod args;
+mod builtins;
+pub mod codes;
+pub mod config;
+pub mod ctx;
+mod eval;
+pub mod facts;
+pub mod format;
+mod intrinsics;
+mod modules;
+pub mod value;
+
+use nkic_diag::{FileId, Span};
+
+pub use args::{Arg, CallArgs};
+pub use builtins::Builtin;
+pub use config::{ArgSpec, ConstValue, ModuleLoader, NoModules, SpecializeConfig};
+pub use ctx::Ctx;
+pub use facts::{Fact, Facts};
+pub use intrinsics::Intrinsic;
+pub use value::Value;
+
+/// One line of compile-time `print` output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Print {
+    pub file: FileId,
+    pub span: Span,
+    /// `kernel.py:12`, the prefix the CLI prints before the text.
+    pub location: String,
+    /// The index of the program instance that printed it (row-major over
+    /// the grid; 0 without a grid).
+    pub program: usize,
+    pub text: String,
+}
