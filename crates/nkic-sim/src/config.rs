@@ -43,6 +43,12 @@ pub struct SimConfig {
     pub max_instructions: u64,
     /// Whether `RunResult::trace` records one event per executed instruction.
     pub trace: bool,
+    /// Whether the race sanitizer runs: accesses of the same bytes from
+    /// different queues, one of them a write, that no semaphore chain
+    /// orders fault (`SimErrorKind::BadProgram`, message `data race: …`;
+    /// `race.rs`). Off by default;
+    /// it slows the run down.
+    pub race_check: bool,
 }
 
 impl Default for SimConfig {
@@ -52,6 +58,7 @@ impl Default for SimConfig {
             poison: Poison::Error,
             max_instructions: 1_000_000_000,
             trace: true,
+            race_check: false,
         }
     }
 }

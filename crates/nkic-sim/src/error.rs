@@ -24,7 +24,9 @@ pub enum SimErrorKind {
     /// The inputs do not match the program's arguments.
     BadInput,
     /// An instruction the verifier would reject (operand shapes or dtypes
-    /// that do not fit together, a missing label, a bad register number).
+    /// that do not fit together, a missing label, a bad register number),
+    /// or, with `SimConfig::race_check`, a data race (the message starts
+    /// with `data race:`).
     BadProgram,
     /// `reg_alu` `div`/`rem` by zero.
     DivideByZero,

@@ -18,6 +18,7 @@
 //! * `exec`: the semantics of every instruction (general rules in its doc).
 //! * `alu`: ALU operators and activation functions.
 //! * `matmul`: the TensorE inner loop.
+//! * `race`: the opt-in race sanitizer (vector clocks over semaphores).
 //!
 //! # Model summary
 //!
@@ -49,6 +50,7 @@ mod exec;
 mod machine;
 mod matmul;
 mod memory;
+mod race;
 mod result;
 mod rng;
 

@@ -39,12 +39,13 @@
 
 use std::collections::BTreeMap;
 
-use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, TensorKind};
+use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
+use crate::race::Races;
 use crate::result::{QueueStats, RunResult, TraceEvent};
 
 /// The byte region an operand covers, for the dependent-issue rule.
@@ -192,6 +193,9 @@ pub(crate) fn simulate(
         }
     }
     let mut sems: Vec<Vec<u64>> = vec![Vec::new(); program.semaphores.len()];
+    let mut races = config
+        .race_check
+        .then(|| Races::new(queues.len(), program.semaphores.len()));
     let mut acc = Accumulators::new(f.sbuf_partitions as usize);
     let mut rng = config_seed(config.step_order);
     let mut cursor = 0usize;
@@ -298,14 +302,20 @@ pub(crate) fn simulate(
         }
         step(
             program,
+            chosen,
             &mut queues[chosen],
             start,
             &mut mem,
             &mut acc,
             &mut sems,
+            races.as_mut(),
             &mut res,
             config,
         )?;
+        if let Some(r) = races.as_mut() {
+            let finished: Vec<bool> = queues.iter().map(QueueState::finished).collect();
+            r.prune(&finished);
+        }
     }
     // Execution order depends on the step order; the trace is reported in
     // simulated time order (then queue, then program order), which does not.
@@ -330,15 +340,7 @@ fn candidate(
     let inst = &q.insts[q.pc];
     let mut last_sig = 0u64;
     for w in &inst.waits {
-        // `wait(sem >= rK + N)`: the register as an unsigned 32-bit value,
-        // the sum wrapping (docs/isa.md §2.1).
-        let need = match w.reg {
-            Some(r) => {
-                let reg = q.regs.get(usize::from(r.0)).copied().unwrap_or(0) as u32;
-                i64::from(reg.wrapping_add(w.value))
-            }
-            None => i64::from(w.value),
-        };
+        let need = wait_need(w, &q.regs);
         if need <= 0 {
             continue;
         }
@@ -371,6 +373,18 @@ fn candidate(
     Ok((start, last_sig))
 }
 
+/// The increments a wait needs: `wait(sem >= rK + N)` reads the register
+/// as an unsigned 32-bit value and the sum wraps (docs/isa.md §2.1).
+fn wait_need(w: &SemWait, regs: &[i32]) -> i64 {
+    match w.reg {
+        Some(r) => {
+            let reg = regs.get(usize::from(r.0)).copied().unwrap_or(0) as u32;
+            i64::from(reg.wrapping_add(w.value))
+        }
+        None => i64::from(w.value),
+    }
+}
+
 /// The completion time of the queue's last memory-writing instruction when
 /// the instruction at `pc` reads what it wrote.
 fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<u64> {
@@ -399,11 +413,13 @@ fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footp
 #[allow(clippy::too_many_arguments)]
 fn step(
     program: &Program,
+    qi: usize,
     q: &mut QueueState<'_>,
     start: u64,
     mem: &mut MemoryState,
     acc: &mut Accumulators,
     sems: &mut [Vec<u64>],
+    mut races: Option<&mut Races>,
     res: &mut RunResult,
     config: &SimConfig,
 ) -> Result<(), SimError> {
@@ -411,6 +427,26 @@ fn step(
     let index = q.pc;
     let inst = &q.insts[index];
     let op = &inst.op;
+    if let Some(r) = races.as_deref_mut() {
+        let waits: Vec<(usize, usize)> = inst
+            .waits
+            .iter()
+            .map(|w| (w.sem.0 as usize, wait_need(w, &q.regs).max(0) as usize))
+            .collect();
+        r.begin(qi, &waits);
+        let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
+            mem.view_unchecked(ap, &q.regs, field).ok()
+        });
+        if let Err(message) = r.check(accesses) {
+            return Err(SimError::at(
+                SimErrorKind::BadProgram,
+                message,
+                program,
+                q.queue,
+                index,
+            ));
+        }
+    }
     let writes = if op.is_control() && !matches!(op, Op::RegStore { .. }) {
         Vec::new()
     } else {
@@ -441,6 +477,9 @@ fn step(
         let times = &mut sems[s.0 as usize];
         let at = times.partition_point(|&t| t <= done);
         times.insert(at, done);
+        if let Some(r) = races.as_deref_mut() {
+            r.signal(qi, s.0 as usize, done);
+        }
     }
     q.free_ps = free;
     q.dep = None;

@@ -31,6 +31,8 @@ fn dynamic_loop_computes_exp_of_every_tile_in_every_step_order() {
     ] {
         let config = SimConfig {
             step_order: order,
+            // The race sanitizer finds nothing to report in the corpus loop.
+            race_check: true,
             ..SimConfig::default()
         };
         let r = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));

@@ -516,6 +516,7 @@ fn tiled_matmul_program_verifies_and_matches_a_reference() {
     for order in [StepOrder::RoundRobin, StepOrder::Seeded(7)] {
         let config = SimConfig {
             step_order: order,
+            race_check: true,
             ..SimConfig::default()
         };
         let res = run(
@@ -609,4 +610,66 @@ fn extreme_offsets_fault_instead_of_overflowing() {
     )
     .unwrap_err();
     assert_eq!(e.kind, SimErrorKind::OutOfBounds);
+}
+
+#[test]
+fn the_race_sanitizer_flags_unordered_accesses_only() {
+    let check = SimConfig {
+        race_check: true,
+        ..SimConfig::default()
+    };
+    // The racy program: two unordered writes of the same tile.
+    let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
+    let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
+    let t = tile(1, 4, 0, DType::F32);
+    let set = |v: f32| Op::Memset {
+        dst: t.clone(),
+        value: Imm::Float(v.into()),
+    };
+    p.stream_mut(Queue::Vector)
+        .push(Instruction::new(set(1.0)).signal(a));
+    p.stream_mut(Queue::GpSimd)
+        .push(Instruction::new(set(2.0)).signal(b));
+    p.stream_mut(Queue::Dma(0)).push(
+        Instruction::new(dma(
+            hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
+            t.clone(),
+        ))
+        .wait(a, 1)
+        .wait(b, 1),
+    );
+    let e = run(&p, &Inputs::new(), &check).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]"
+    );
+    // Ordering GpSimd after Vector removes the race.
+    if let Some(first) = p.stream_mut(Queue::GpSimd).first_mut() {
+        first.waits.push(SemWait {
+            sem: a,
+            value: 1,
+            reg: None,
+        });
+    }
+    let r = run(&p, &Inputs::new(), &check).expect("race-free");
+    assert_eq!(r.outputs[0].1, f32_bytes(&[2.0; 4]));
+    // Neighbouring bytes written by two queues do not race.
+    let mut p = program(&[]);
+    let left = sb(0, 4, 0, &[(2, 4)], DType::F32);
+    let right = sb(0, 4, 4, &[(2, 4)], DType::F32);
+    p.stream_mut(Queue::Vector)
+        .push(Instruction::new(Op::Memset {
+            dst: left,
+            value: Imm::Float(1.0.into()),
+        }));
+    p.stream_mut(Queue::GpSimd)
+        .push(Instruction::new(Op::Memset {
+            dst: right,
+            value: Imm::Float(2.0.into()),
+        }));
+    run(&p, &Inputs::new(), &check).expect("interleaved columns do not overlap");
+    // The big race-free programs pass the sanitizer.
+    run(&busy_program(), &busy_inputs(), &check).expect("busy program is race-free");
+    let lp = programs::small_ops(20);
+    run(&lp, &Inputs::new(), &check).expect("loop program is race-free");
 }

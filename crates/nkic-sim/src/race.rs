@@ -1,0 +1,239 @@
+//! The race sanitizer (opt-in through `SimConfig::race_check`).
+//!
+//! Two accesses to the same bytes from different queues, at least one a
+//! write, race unless a chain of semaphores orders them. Happens-before is
+//! tracked with vector clocks: every executed instruction ticks its queue's
+//! clock; a signal records the signalling queue's clock; an instruction
+//! that waits for `sem >= v` joins the clocks of the first `v` increments
+//! of `sem` in time order (the ones that make the wait hold). An earlier
+//! access by queue `r` at epoch `e` happens before the current instruction
+//! of queue `q` exactly when `clock[q][r] >= e`.
+//!
+//! Accesses are kept in a log of exact byte regions (the merged contiguous
+//! runs of each operand, per partition range on chip) and checked on every
+//! instruction; an entry is dropped once every unfinished queue is ordered
+//! after it. The rows of the indirect side of `dma_gather`/`dma_scatter`
+//! are known only from the index values and are not checked; a
+//! `tensor_copy_predicated` counts as writing its whole `dst`.
+
+use nkic_isa::{Op, Queue, Role};
+
+use crate::memory::{SpaceId, View};
+
+/// One instruction operand's bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct Region {
+    space: SpaceId,
+    /// Partition range on chip; `(0, 1)` in HBM.
+    parts: (usize, usize),
+    /// Sorted, disjoint byte intervals: per partition on chip, in the
+    /// tensor in HBM.
+    intervals: Vec<(i64, i64)>,
+}
+
+/// More intervals than this are replaced by their hull (conservative).
+const MAX_INTERVALS: usize = 1 << 16;
+
+impl Region {
+    pub fn of(v: &View) -> Option<Region> {
+        if v.elements() == 0 {
+            return None;
+        }
+        let run_bytes = (v.run_len * v.size) as i64;
+        let (parts, bases): ((usize, usize), Vec<i64>) = match v.space {
+            SpaceId::Hbm(_) => ((0, 1), (0..v.rows).map(|p| v.row_addr(p)).collect()),
+            _ => (
+                (v.part_start, v.part_start + v.rows),
+                vec![v.row_base.saturating_sub(v.part_start as i64 * v.row_step)],
+            ),
+        };
+        let mut intervals = Vec::new();
+        if bases.len().saturating_mul(v.runs.len()) > MAX_INTERVALS {
+            let lo = bases.iter().min()? + v.runs.iter().min()?;
+            let hi = bases.iter().max()? + v.runs.iter().max()? + run_bytes;
+            intervals.push((lo, hi));
+        } else {
+            for &b in &bases {
+                for &r in &v.runs {
+                    let s = b.saturating_add(r);
+                    intervals.push((s, s.saturating_add(run_bytes)));
+                }
+            }
+            intervals.sort_unstable();
+            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(intervals.len());
+            for (s, e) in intervals {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
+                }
+            }
+            intervals = merged;
+        }
+        Some(Region {
+            space: v.space,
+            parts,
+            intervals,
+        })
+    }
+
+    fn overlaps(&self, other: &Region) -> bool {
+        if self.space != other.space
+            || self.parts.0 >= other.parts.1
+            || other.parts.0 >= self.parts.1
+        {
+            return false;
+        }
+        let (a, b) = (&self.intervals, &other.intervals);
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
+                return true;
+            }
+            if a[i].1 <= b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        false
+    }
+}
+
+/// One logged access.
+#[derive(Clone, Debug)]
+pub(crate) struct Access {
+    pub queue: usize,
+    pub queue_name: Queue,
+    pub index: usize,
+    pub mnemonic: &'static str,
+    pub field: &'static str,
+    pub write: bool,
+    pub region: Region,
+    epoch: u32,
+}
+
+/// The sanitizer's state.
+pub(crate) struct Races {
+    clocks: Vec<Vec<u32>>,
+    /// Per semaphore: the clock of each increment, in time order (parallel
+    /// to the machine's increment times).
+    sem_clocks: Vec<Vec<(u64, Vec<u32>)>>,
+    log: Vec<Access>,
+    prune_at: usize,
+}
+
+impl Races {
+    pub fn new(queues: usize, semaphores: usize) -> Races {
+        Races {
+            clocks: vec![vec![0; queues]; queues],
+            sem_clocks: vec![Vec::new(); semaphores],
+            log: Vec::new(),
+            prune_at: 1024,
+        }
+    }
+
+    /// Starts an instruction of queue `q` that waits for the first `need`
+    /// increments of each listed semaphore.
+    pub fn begin(&mut self, q: usize, waits: &[(usize, usize)]) {
+        for &(sem, need) in waits {
+            for (_, clock) in self.sem_clocks[sem].iter().take(need) {
+                for (mine, theirs) in self.clocks[q].iter_mut().zip(clock) {
+                    *mine = (*mine).max(*theirs);
+                }
+            }
+        }
+        self.clocks[q][q] += 1;
+    }
+
+    /// The operands of `op` as accesses of queue `q` (registers from the
+    /// queue before the instruction runs).
+    pub fn accesses(
+        &self,
+        q: usize,
+        queue: Queue,
+        index: usize,
+        op: &Op,
+        view: impl Fn(&nkic_isa::AccessPattern, &'static str) -> Option<View>,
+    ) -> Vec<Access> {
+        let mut out = Vec::new();
+        for o in op.operands() {
+            let indirect = matches!(
+                (op, o.field),
+                (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
+            );
+            if indirect {
+                continue;
+            }
+            let Some(region) = view(o.ap, o.field).and_then(|v| Region::of(&v)) else {
+                continue;
+            };
+            out.push(Access {
+                queue: q,
+                queue_name: queue,
+                index,
+                mnemonic: op.mnemonic(),
+                field: o.field,
+                write: o.role == Role::Write,
+                region,
+                epoch: self.clocks[q][q],
+            });
+        }
+        out
+    }
+
+    /// Checks `accesses` against the log and adds them; returns the fault
+    /// message of the first conflict.
+    pub fn check(&mut self, accesses: Vec<Access>) -> Result<(), String> {
+        for a in &accesses {
+            let clock = &self.clocks[a.queue];
+            let hit = self.log.iter().find(|e| {
+                e.queue != a.queue
+                    && (e.write || a.write)
+                    && e.epoch > clock[e.queue]
+                    && e.region.overlaps(&a.region)
+            });
+            if let Some(e) = hit {
+                return Err(message(a, e));
+            }
+        }
+        self.log.extend(accesses);
+        Ok(())
+    }
+
+    /// Records an increment of `sem` by queue `q` completing at `time`.
+    pub fn signal(&mut self, q: usize, sem: usize, time: u64) {
+        let list = &mut self.sem_clocks[sem];
+        let at = list.partition_point(|(t, _)| *t <= time);
+        list.insert(at, (time, self.clocks[q].clone()));
+    }
+
+    /// Drops log entries every unfinished queue is ordered after.
+    pub fn prune(&mut self, finished: &[bool]) {
+        if self.log.len() < self.prune_at {
+            return;
+        }
+        let clocks = &self.clocks;
+        self.log.retain(|e| {
+            clocks
+                .iter()
+                .enumerate()
+                .any(|(p, c)| p != e.queue && !finished[p] && c[e.queue] < e.epoch)
+        });
+        self.prune_at = (2 * self.log.len()).max(1024);
+    }
+}
+
+/// The fault message for a conflict.
+fn message(this: &Access, earlier: &Access) -> String {
+    let verb = |w: bool| if w { "writes" } else { "reads" };
+    format!(
+        "data race: `{}` {} bytes that {} at {}[{}] {} through `{}`, and no semaphore orders the two",
+        this.field,
+        if this.write { "overwrites" } else { "reads" },
+        earlier.mnemonic,
+        earlier.queue_name,
+        earlier.index,
+        verb(earlier.write),
+        earlier.field
+    )
+}
