@@ -152,21 +152,33 @@ fn index(e: BoxedStrategy<String>) -> BoxedStrategy<String> {
     comma_list(item, 3).boxed()
 }
 
-/// Call arguments: positional and `*` arguments, then keyword and `**` ones.
+/// Call arguments: positional and `*` arguments, then keyword and `**` ones,
+/// each keyword given once.
 fn call_args(e: BoxedStrategy<String>) -> BoxedStrategy<String> {
-    // Each argument carries its rank in the order Python requires.
+    // Each argument carries its rank in the order Python requires and, for a
+    // keyword argument, its name.
     let arg = prop_oneof![
-        3 => e.clone().prop_map(|v| (0, v)),
-        1 => e.clone().prop_map(|v| (0, format!("*{v}"))),
-        1 => (name(), e.clone()).prop_map(|(k, v)| (1, format!("{k}={v}"))),
-        1 => e.prop_map(|v| (2, format!("**{v}"))),
+        3 => e.clone().prop_map(|v| (0, None, v)),
+        1 => e.clone().prop_map(|v| (0, None, format!("*{v}"))),
+        1 => (name(), e.clone()).prop_map(|(k, v)| (1, Some(k.clone()), format!("{k}={v}"))),
+        1 => e.prop_map(|v| (2, None, format!("**{v}"))),
     ]
     .boxed();
     proptest::collection::vec(arg, 0..4)
         .prop_map(|mut args| {
-            args.sort_by_key(|(rank, _)| *rank);
-            let args: Vec<String> = args.into_iter().map(|(_, text)| text).collect();
-            args.join(", ")
+            args.sort_by_key(|(rank, _, _)| *rank);
+            let mut keywords = Vec::new();
+            let mut out = Vec::new();
+            for (_, keyword, text) in args {
+                if let Some(keyword) = keyword {
+                    if keywords.contains(&keyword) {
+                        continue;
+                    }
+                    keywords.push(keyword);
+                }
+                out.push(text);
+            }
+            out.join(", ")
         })
         .boxed()
 }
@@ -310,28 +322,6 @@ fn expr() -> BoxedStrategy<String> {
         .boxed()
 }
 
-/// An expression for the value of `return` and the iterable of `for`.
-///
-/// The printer currently drops the parentheses of a walrus that is the whole
-/// value there (`return (y := 1)` prints as `return y := 1`, which does not
-/// parse; reported to the syntax crate), so such values are left out until
-/// that is fixed. A walrus anywhere else, including inside these values, is
-/// still generated.
-fn statement_value() -> BoxedStrategy<String> {
-    expr()
-        .prop_filter("a bare walrus as a return value or for iterable", |e| {
-            !is_walrus(e)
-        })
-        .boxed()
-}
-
-/// Whether `e` is exactly one generated walrus, `(name := value)`.
-fn is_walrus(e: &str) -> bool {
-    e.strip_prefix('(')
-        .and_then(|rest| rest.split_once(" := "))
-        .is_some_and(|(head, _)| NAMES.contains(&head))
-}
-
 /// One expression statement.
 fn expr_stmt_source() -> impl Strategy<Value = String> {
     expr().prop_map(|e| format!("{e}\n"))
@@ -363,7 +353,7 @@ fn simple_stmt() -> BoxedStrategy<String> {
         1 => Just("pass".to_owned()),
         1 => Just("break".to_owned()),
         1 => Just("continue".to_owned()),
-        1 => proptest::option::of(statement_value())
+        1 => proptest::option::of(expr())
             .prop_map(|v| v.map(|v| format!("return {v}")).unwrap_or_else(|| "return".to_owned())),
         1 => (expr(), proptest::option::of(expr())).prop_map(|(t, m)| match m {
             Some(m) => format!("assert {t}, {m}"),
@@ -422,21 +412,15 @@ fn compound(depth: u32) -> BoxedStrategy<Vec<String>> {
             lines.extend(indent(e));
             lines
         }),
-        (
-            target(),
-            statement_value(),
-            body(),
-            proptest::option::of(body())
-        )
-            .prop_map(|(t, it, b, orelse)| {
-                let mut lines = vec![format!("for {t} in {it}:")];
-                lines.extend(indent(b));
-                if let Some(o) = orelse {
-                    lines.push("else:".to_owned());
-                    lines.extend(indent(o));
-                }
-                lines
-            }),
+        (target(), expr(), body(), proptest::option::of(body())).prop_map(|(t, it, b, orelse)| {
+            let mut lines = vec![format!("for {t} in {it}:")];
+            lines.extend(indent(b));
+            if let Some(o) = orelse {
+                lines.push("else:".to_owned());
+                lines.extend(indent(o));
+            }
+            lines
+        }),
         (expr(), body()).prop_map(|(test, b)| {
             let mut lines = vec![format!("while {test}:")];
             lines.extend(indent(b));

@@ -26,6 +26,7 @@ def guard(x, y):
     del x
     del y, z
     del items[0], obj.attr
+    del (a, b)
     del [c]
     if y:
         raise
