@@ -1,0 +1,2 @@
+class TileConfig(NKIObject)
+    rows: int = 128

@@ -1,0 +1,1 @@
+import nki.language as nl,

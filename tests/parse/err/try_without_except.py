@@ -1,0 +1,4 @@
+def guarded(x):
+    try:
+        y = x.shape[0]
+    return y

@@ -1,0 +1,2 @@
+def launch(kernel, *args, *more):
+    return kernel(*args)
