@@ -1551,6 +1551,138 @@ def quantize_mx_ops(rng):
     return {"a": a, "b": b}, [q0, s0, q1, s1]
 
 
+# ----------------------------------------------------------------- dtype sweep of the main elementwise instructions
+
+SWEEP_DTYPES = ["f32", "bf16", "f16", "tf32", "f8e4m3", "f8e5m2", "f8e4m3fn", "i8", "i16", "i32", "u8", "u16", "u32", "bool"]
+
+
+def sweep_input(rng, dt):
+    if dt in INT_NP:
+        info = np.iinfo(INT_NP[dt])
+        x = rng.integers(info.min, int(info.max) + 1, size=(4, 16), dtype=np.int64).astype(INT_NP[dt])
+        x[0, :3] = [info.min, info.max, 0]
+        return x
+    if dt == "bool":
+        return rng.integers(0, 2, size=(4, 16)).astype(bool)
+    x = randn(rng, 4, 16, scale=6.0)
+    x[0, :4] = f32([-0.0, 0.0, 1.0, -2.5])
+    return cast(x, dt)
+
+
+@fixture
+def elementwise_dtype_sweep(rng):
+    ins, outs = {}, []
+    for k, dt in enumerate(SWEEP_DTYPES):
+        x = sweep_input(rng, dt)
+        ins[f"x{k}"] = x
+        v = value(x, dt) if dt != "tf32" else f32(x)
+        outs.append(cast(alu("add", v, v), dt))  # tensor_tensor on vector
+        outs.append(cast(ts(v, "multiply", F32(1.5), "add", F32(-2.0)), dt))  # tensor_scalar on vector
+        outs.append(cast(act("copy", alu("add", alu("multiply", v, F32(2.0)), F32(0.0))), dt))  # activation, no bias
+        outs.append(x.copy())  # tensor_copy on gpsimd, equal dtypes: bits
+    return ins, outs
+
+
+# ----------------------------------------------------------------- edges: decoding, out-of-bounds, shared state
+
+
+@fixture
+def decode_tf32_bool_bytes(rng):
+    # tf32 decoding ignores the low 13 bits of the container; bool reads any nonzero byte as 1.0.
+    # Raw container bits travel as `<u4` (a float array would be rounded into tf32 by value on input).
+    t = rng.integers(0, 1 << 32, size=(4, 16), dtype=np.uint64).astype(np.uint32)
+    t[0, :2] = [0x3F801FFF, 0xBF800001]
+    t = np.where((t & 0x7F800000) == 0x7F800000, t | 0x00400000, t).astype(np.uint32)  # NaNs keep a high payload bit
+    dec = (t & ~np.uint32(0x1FFF)).view(F32)
+    b = rng.integers(0, 256, size=(4, 16)).astype(np.uint8)
+    b[0, :3] = [0, 1, 128]
+    h = rng.integers(0, 1 << 16, size=(4, 16)).astype(np.uint16)
+    h[0, :4] = [0x0001, 0x83FF, 0x7C00, 0xFC00]  # f16 subnormals and infinities
+    hv = h.view(np.float16)
+    h = np.where(np.isnan(hv), np.uint16(0x3C00), h)
+    hv = h.view(np.float16)
+    return {"t": t, "b": b, "h": hv}, [f32(dec), (b != 0).astype(F32), hv.astype(F32)]
+
+
+@fixture
+def dma_oob_skip_dynamic(rng):
+    a = randn(rng, 8, 16)
+    fill = randn(rng, 8, 16)
+    # r1 = 5: the source starts 5 rows (80 elements) in; rows 3..7 of the 8 leave the tensor and are skipped.
+    o0 = fill.copy()
+    o0[:3] = a[5:8]
+    # Gather with rows of 16 elements at a pitch of 8: row index 14 and 15 run past the end (partially), -1 is before it.
+    idx = np.array([[0], [14], [7], [-1], [15], [3]], np.int32)
+    fill2 = randn(rng, 6, 16)
+    flat = a.reshape(-1)
+    o1 = fill2.copy()
+    for w in range(6):
+        i = int(idx[w, 0])
+        if i >= 0 and i * 8 + 16 <= flat.size:
+            o1[w] = flat[i * 8: i * 8 + 16]
+    return {"a": a, "fill": fill, "fill2": fill2, "idx": idx}, [o0, o1]
+
+
+@fixture
+def accumulators_shared(rng):
+    a = randn(rng, 32, 8)
+    # Vector: tensor_scalar_reduce (add) resets, range_select then folds its row maximum into the same accumulators,
+    # select_reduce continues, and tensor_scalar_cumulative with reduce starts from the result.
+    acc = row_reduce("add", a)
+    idx = f32(np.arange(8))[None, :]
+    rs = np.where((idx >= 2) & (idx < 6), a, F32(-3.4028235e38)).astype(F32)
+    acc = alu("maximum", acc, row_reduce("maximum", rs))
+    r1 = acc.copy()
+    sel = np.where(a > 0, a, F32(-np.inf)).astype(F32)
+    acc = alu("maximum", acc, row_reduce("maximum", sel))
+    r2 = acc.copy()
+    reg = acc.copy()
+    cum = np.empty_like(a)
+    for i in range(8):
+        reg = alu("add", a[:, i], reg)
+        cum[:, i] = reg
+    # Scalar: activation resets with add, activate2 reduce adds, activation_reduce resets again with maximum.
+    sacc = row_reduce("add", act("exp", a))
+    sacc = alu("add", sacc, row_reduce("add", act("copy", alu("multiply", a, F32(3.0)))))
+    s1 = sacc.copy()
+    s2 = row_reduce("maximum", act("tanh", a))
+    return {"a": a}, [r1[:, None], r2[:, None], cum, s1[:, None], s2[:, None]]
+
+
+@fixture
+def rng_seed_engines(rng):
+    seed = np.array([[7]], np.uint32)
+    vec = Engine(7)
+    gps = Engine(0)
+    o0 = vec.draw(0, 8, 4)  # reseeded vector lanes
+    o1 = gps.draw(0, 8, 4)  # gpsimd keeps its seed-0 stream
+    vec2 = Engine(7)
+    o2 = vec2.draw(0, 8, 4)  # seeding again restarts the stream
+    return {"seed": seed}, [o0, o1, o2]
+
+
+@fixture
+def nc_matmul_f16_tf32(rng):
+    sh = randn(rng, 64, 16).astype(np.float16)
+    mh = randn(rng, 64, 8).astype(np.float16)
+    o0 = matmul(sh.astype(F32), mh.astype(F32))
+    st = cast(randn(rng, 64, 16), "tf32")
+    mt = cast(randn(rng, 64, 8), "tf32")
+    # Garbage in the low 13 bits of a tf32 container is ignored when the value is read.
+    st_dirty = st.view(np.uint32) | rng.integers(0, 1 << 13, size=st.shape).astype(np.uint32)  # raw `<u4` bits
+    o1 = matmul(st, mt)
+    return {"sh": sh, "mh": mh, "st": st_dirty, "mt": mt}, [o0, o1]
+
+
+@fixture
+def dynamic_offsets_double_signal(rng):
+    a = randn(rng, 32, 16)
+    # vector reads columns 4..11 through a register offset (r2 = 4, scale 4 bytes), gpsimd writes through r3.
+    o0 = alu("multiply", a[:, 4:12], F32(3.0))
+    o1 = a[:, 0:8].copy()
+    return {"a": a}, [o0, o1]
+
+
 # ================================================================= driver
 
 
