@@ -633,6 +633,9 @@ def tensor_tensor_power(rng):
     a = f32(np.abs(randn(rng, 4, 16, scale=3.0)) + 0.01)
     b = randn(rng, 4, 16, scale=2.0)
     b[0, :4] = f32([0.0, 1.0, 2.0, 0.5])
+    # powf specials: a negative base with integral and non-integral exponents, 0^-1, NaN^0, 1^NaN.
+    a[1, :5] = f32([-2.0, -2.0, 0.0, np.nan, 1.0])
+    b[1, :5] = f32([3.0, 0.5, -1.0, 0.0, np.nan])
     return {"a": a, "b": b}, [alu("power", a, b)]
 
 
@@ -1179,6 +1182,9 @@ def nc_find_index8_ops(rng):
     vals[0, 3] = 1000.0  # absent
     vals[1, :] = vals[1, 0]  # one value eight times
     vals[2, 0] = np.nan
+    a[3, 5] = -0.0
+    a[3, :5] = 1.0
+    vals[3, 1] = 0.0  # f32 equality: 0.0 finds -0.0
     o0 = find_index8(a, vals, 0xFFFFFFFF).astype(np.uint32)
     o1 = find_index8(a, vals, 0xFFFF).astype(np.uint16)
     return {"a": a, "vals": vals}, [o0, o1]
@@ -1681,6 +1687,99 @@ def dynamic_offsets_double_signal(rng):
     o0 = alu("multiply", a[:, 4:12], F32(3.0))
     o1 = a[:, 0:8].copy()
     return {"a": a}, [o0, o1]
+
+
+
+@fixture
+def scalar_operand_dtypes(rng):
+    a = randn(rng, 32, 8)
+    vb = cast(randn(rng, 32, 1), "bf16")
+    vi = rng.integers(-5, 6, size=(32, 1)).astype(np.int32)
+    vh = randn(rng, 32, 1).astype(np.float16)
+    o0 = ts(a, "multiply", value(vb, "bf16"), "add", f32(vi))
+    t = alu("add", alu("multiply", a, vh.astype(F32)), value(vb, "bf16"))
+    o1 = act("sigmoid", t)
+    o2 = ts(a, "subtract", value(vb, "bf16"), reverse0=True)  # the (P,1) operand read from PSUM
+    return {"a": a, "vb": vb, "vi": vi, "vh": vh}, [o0, o1, o2]
+
+
+@fixture
+def local_gather_p128(rng):
+    src = cast(randn(rng, 128, 32), "bf16")
+    idx = rng.integers(0, 29, size=(128, 1)).astype(np.uint16)
+    out = np.empty((128, 64), np.uint16)
+    for c in range(8):
+        flat = [int(idx[16 * c + p, 0]) for p in range(16)]
+        for p in range(16 * c, 16 * c + 16):
+            out[p] = np.concatenate([src[p, i:i + 4] for i in flat])
+    return {"src": src, "idx": idx}, [out]
+
+
+@fixture
+def rand2_dropout_edges(rng):
+    prob = f32(rng.choice([0.0, 0.25, 1.0], size=(16, 1)))
+    x = randn(rng, 16, 8)
+    vec = Engine(0)
+    u = unit(vec.draw(0, 16, 8))
+    o0 = np.where(u < prob, F32(0.0), x).astype(F32)  # (P,1) prob: 0 keeps all, 1 drops all
+    u = unit(vec.draw(0, 16, 8))
+    o1 = cast(alu("add", F32(0.0), alu("multiply", u, F32(100.0) - F32(0.0))), "bf16")
+    return {"prob": prob, "x": x}, [o0, o1]
+
+
+@fixture
+def quantize_mx_p128(rng):
+    a = cast(randn(rng, 128, 8, scale=50.0), "bf16")
+    q, s = quantize_mx(value(a, "bf16"), "f8e4m3fn", 8)
+    return {"a": a}, [q, s[0:4], s[32:36], s[64:68], s[96:100]]
+
+
+@fixture
+def nc_matmul_mx_accumulate(rng):
+    sc = finite_codes(rng, (128, 4, 4), "f8e4m3fn")
+    vc = finite_codes(rng, (128, 8, 4), "f8e4m3fn")
+    st, mv = pack8(sc), pack8(vc)
+    ss = rng.integers(120, 132, size=(100, 4)).astype(np.uint8)
+    vs = rng.integers(120, 132, size=(100, 8)).astype(np.uint8)
+    S, V = lanes_fp8(st, "f8e4m3fn"), lanes_fp8(mv, "f8e4m3fn")
+    first = matmul_mx(S, ss, V, vs, 128)
+    # accumulate=true runs the same loop starting from dst; then into a bf16 destination (rounded once).
+    M, N = 4, 8
+    acc = first.copy()
+    with np.errstate(all="ignore"):
+        for k in range(128):
+            sf = np.exp2(ss[scale_row(k)].astype(F64) - 127)
+            vf = np.exp2(vs[scale_row(k)].astype(F64) - 127)
+            for q in range(4):
+                acc = acc + ((np.outer(S[k, :, q], V[k, :, q]) * sf[:, None]) * vf[None, :]).astype(F32)
+    return {"st": st, "mv": mv, "ss": ss, "vs": vs}, [acc, cast(first, "bf16")]
+
+
+@fixture
+def nc_matmul_wide_psum(rng):
+    s = cast(randn(rng, 32, 8), "bf16")
+    m = cast(randn(rng, 32, 1024), "bf16")
+    return {"s": s, "m": m}, [matmul(value(s, "bf16"), value(m, "bf16"))]
+
+
+@fixture
+def trn2_pipeline(rng):
+    a = randn(rng, 128, 16)
+    w = cast(randn(rng, 128, 32), "bf16")
+    r = matmul(value(w, "bf16"), value(cast(a, "bf16"), "bf16"))
+    o0 = ts(r, "multiply", F32(0.5), "add", F32(1.0))
+    o1 = act("exp", alu("multiply", a, F32(-0.5)))
+    return {"a": a, "w": w}, [o0, o1]
+
+
+@fixture
+def dma_sbuf_inout_internal(rng):
+    x = randn(rng, 16, 8)
+    a = randn(rng, 16, 8)
+    sb = cast(x, "bf16")  # SBUF -> SBUF copy with a cast, partitions 0..15 -> 80..95
+    scratch = alu("add", x, a)  # .hbm scratch: x copied, a accumulated, read back
+    inout = alu("add", alu("add", a, x), a)  # the inout argument gains x then a (its input value is a)
+    return {"x": x, "a": a, "io": a}, [inout, sb, scratch]  # outputs in declaration order: io, sb, back
 
 
 # ================================================================= driver
