@@ -9,6 +9,10 @@
 //! precedence needs, which is what this test probes (`-x ** 2` versus
 //! `(-x) ** 2`, `a if b else c` as an operand, lambdas in conditionals, chained
 //! comparisons versus parenthesised ones, tuples in subscripts).
+//!
+//! A third property checks the layout pass: rewriting a generated program's
+//! layout (line breaks and comments inside brackets, blank and comment-only
+//! lines at any indentation, backslash continuations) leaves its tree as it was.
 
 use proptest::prelude::*;
 use proptest::strategy::Union;
@@ -25,6 +29,126 @@ proptest! {
     fn programs_round_trip(src in program()) {
         check_round_trip(&src)?;
     }
+
+    #[test]
+    fn layout_does_not_change_the_tree(
+        src in program(),
+        choices in proptest::collection::vec(any::<u8>(), 256),
+    ) {
+        check_layout_invariance(&src, &choices)?;
+    }
+}
+
+/// The property: comments, blank lines, line breaks inside brackets and
+/// backslash continuations do not change the tree.
+fn check_layout_invariance(src: &str, choices: &[u8]) -> Result<(), TestCaseError> {
+    let reformatted = reformat(src, choices);
+    let (module, diags) = nkic_syntax::parse(src);
+    prop_assert!(
+        diags.is_empty(),
+        "generated source does not parse:\n{src}\n{diags:#?}"
+    );
+    let (reformatted_module, diags) = nkic_syntax::parse(&reformatted);
+    prop_assert!(
+        diags.is_empty(),
+        "reformatted source does not parse:\n{reformatted}\n--- from ---\n{src}\n{diags:#?}"
+    );
+    prop_assert!(
+        reformatted_module.without_spans() == module.without_spans(),
+        "reformatting changed the tree:\n{reformatted}\n--- from ---\n{src}"
+    );
+    Ok(())
+}
+
+/// Rewrites the layout of generated source without changing its meaning.
+///
+/// Outside string literals, and driven by `choices` (cycled): inside
+/// brackets, a line break with arbitrary indentation (sometimes after a
+/// comment) follows an opening bracket or a comma; ` = ` of an assignment may
+/// become ` = \` plus a line break; a line may get a trailing comment; and
+/// blank lines or comment-only lines at arbitrary indentation go between
+/// lines. The generator's strings hold no line breaks and no `#`.
+fn reformat(src: &str, choices: &[u8]) -> String {
+    let mut choice = choices.iter().copied().cycle();
+    let mut next = move || choice.next().unwrap_or(0);
+    let mut out = String::new();
+    for line in src.lines() {
+        match next() % 8 {
+            0 => out.push('\n'),
+            1 => {
+                let indent = " ".repeat(usize::from(next() % 13));
+                out.push_str(&format!("{indent}# a comment-only line\n"));
+            }
+            _ => {}
+        }
+        let mut depth = 0usize;
+        // The quote that closes the current string and whether it is triple.
+        let mut quote: Option<(char, bool)> = None;
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            out.push(c);
+            if let Some((q, triple)) = quote {
+                if c == '\\' {
+                    if let Some(&escaped) = chars.get(i + 1) {
+                        out.push(escaped);
+                        i += 1;
+                    }
+                } else if c == q {
+                    if !triple {
+                        quote = None;
+                    } else if chars.get(i + 1) == Some(&q) && chars.get(i + 2) == Some(&q) {
+                        out.push(q);
+                        out.push(q);
+                        i += 2;
+                        quote = None;
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            match c {
+                '"' | '\'' => {
+                    let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+                    if triple {
+                        out.push(c);
+                        out.push(c);
+                        i += 2;
+                    }
+                    quote = Some((c, triple));
+                }
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            let opens_or_separates = matches!(c, '(' | '[' | '{' | ',');
+            if depth > 0 && opens_or_separates {
+                match next() % 6 {
+                    0 => out.push_str(&format!("\n{}", " ".repeat(usize::from(next() % 17)))),
+                    1 => out.push_str(&format!(
+                        "  # inside brackets\n{}",
+                        " ".repeat(usize::from(next() % 17))
+                    )),
+                    _ => {}
+                }
+            }
+            let assignment = depth == 0
+                && c == '='
+                && i > 0
+                && chars[i - 1] == ' '
+                && chars.get(i + 1) == Some(&' ');
+            if assignment && next() % 3 == 0 {
+                out.push_str(&format!(" \\\n{}", " ".repeat(usize::from(next() % 9))));
+            }
+            i += 1;
+        }
+        if next() % 5 == 0 {
+            out.push_str("  # trailing comment");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The property: clean parse, then a stable unparse/re-parse round trip.
