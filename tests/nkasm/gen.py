@@ -1782,6 +1782,45 @@ def dma_sbuf_inout_internal(rng):
     return {"x": x, "a": a, "io": a}, [inout, sb, scratch]  # outputs in declaration order: io, sb, back
 
 
+
+def nan_encode(bits, dt):
+    """numerics.md 'NaN codes written' for f32 NaNs with payloads."""
+    b = np.asarray(bits, np.uint32)
+    sign16 = ((b >> 16) & 0x8000).astype(np.uint32)
+    man = b & 0x7FFFFF
+    if dt == "bf16":
+        return ((b >> 16) | 0x0040).astype(np.uint16)
+    if dt == "f16":  # the half crate: quiet bit set when the payload is nonzero, top payload bits kept
+        return (sign16 | 0x7C00 | np.where(man != 0, 0x0200, 0) | (man >> 13)).astype(np.uint16).view(np.float16)
+    if dt == "tf32":
+        return ((b | 0x00400000) & ~np.uint32(0x1FFF)).view(F32)
+    sign8 = ((b >> 24) & 0x80).astype(np.uint8)
+    code = {"f8e4m3": 0x7C, "f8e4m3fn": 0x7F, "f8e5m2": 0x7E}
+    if dt == "e8m0":
+        return np.full(b.shape, 0xFF, np.uint8)
+    return (sign8 | code[dt]).astype(np.uint8)
+
+
+# Quiet NaNs only: `nkic exec` reads f32 inputs by value, which quiets signaling NaNs before the program runs.
+NAN_BITS = [0x7FC12345, 0xFFC12345, 0x7FC00001, 0xFFC00000, 0x7FFFFFFF, 0xFFC00100, 0x7FE00000, 0x7FC00000]
+
+
+@fixture
+def nan_payload_encode(rng):
+    x = bits_f32(np.array([NAN_BITS], np.uint32))
+    outs = [nan_encode(x.view(np.uint32), dt) for dt in ("bf16", "f16", "tf32", "f8e4m3", "f8e4m3fn", "f8e5m2", "e8m0")]
+    outs += [nan_encode(x.view(np.uint32), "bf16"), nan_encode(x.view(np.uint32), "f16")]  # DMA casts
+    return {"x": x}, outs
+
+
+@fixture
+def e8m0_encode(rng):
+    y = f32([[1.5, 0.75, 1.4999999, 0.0, -0.0, -2.0, 1e-40, 2.0**-127, 2.0**-128, 1.5 * 2.0**127, 3e38, np.inf,
+              5.0, 6.0, 7.0, np.nan]])
+    ref = cast(y, "e8m0")
+    return {"y": y}, [ref, ref]
+
+
 # ================================================================= driver
 
 
