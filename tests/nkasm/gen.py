@@ -1821,6 +1821,52 @@ def e8m0_encode(rng):
     return {"y": y}, [ref, ref]
 
 
+
+@fixture
+def int_through_f32(rng):
+    xi = rng.integers(2**27, 2**28, size=(32, 8)).astype(np.int32)
+    # tensor_partition_reduce add on int32 is an f32 fold (only tensor_tensor/tensor_scalar are exact on GpSimd).
+    acc = value(xi[0], "i32")
+    for p in range(1, 32):
+        acc = alu("add", acc, value(xi[p], "i32"))
+    o0 = cast(acc, "i32")[None, :]
+    # tensor_reduce add on int32 (vector): an f32 fold.
+    o1 = cast(fold_rows("add", value(xi, "i32")), "i32")[:, None]
+    # iota into f32 beyond 2^24 rounds to nearest even.
+    o2 = f32(iota_values(1, [(1, 8)], 16777215, 0).astype(F64))
+    # range_select: idx = f32(range_start + i) rounds; keep idx == 16777216.
+    a = randn(rng, 1, 8)
+    idx = f32(16777215 + np.arange(8, dtype=F64))[None, :]
+    o3 = np.where(idx == F32(16777216.0), a, F32(-3.4028235e38)).astype(F32)
+    # gpsimd tensor_tensor with an int32 and an f32 operand is not all-integer: computed in f32.
+    fb = randn(rng, 32, 8)
+    o4 = cast(alu("add", value(xi, "i32"), fb), "i32")
+    return {"xi": xi, "a": a, "fb": fb}, [o0, o1, o2, o3, o4]
+
+
+def fold_rows(op, rows):
+    """Left fold x0 op x1 op ... along each row."""
+    acc = f32(rows[:, 0]).copy()
+    for i in range(1, rows.shape[1]):
+        acc = alu(op, acc, rows[:, i])
+    return acc
+
+
+
+@fixture
+def multi_queue_race_free(rng):
+    a = randn(rng, 128, 16)
+    w = randn(rng, 128, 8)
+    out = np.empty((128, 16), F32)
+    out[0:32] = alu("multiply", a[0:32], F32(2.0))  # vector
+    out[32:64] = alu("add", a[32:64], F32(1.0))  # gpsimd
+    out[64:96] = act("copy", alu("multiply", a[64:96], F32(-1.0)))  # scalar
+    out[96:128] = ts(a[96:128], "square")  # vector again, after the others signalled
+    mm = matmul(w, a)  # [8, 16] on the tensor engine from all four loaded quarters
+    tot = alu("add", out[96:128], alu("add", out[64:96], alu("add", out[0:32], out[32:64])))
+    return {"a": a, "w": w}, [out, mm, tot]
+
+
 # ================================================================= driver
 
 
