@@ -1867,6 +1867,21 @@ def multi_queue_race_free(rng):
     return {"a": a, "w": w}, [out, mm, tot]
 
 
+
+@fixture
+def misc_patterns(rng):
+    a = randn(rng, 4, 120)
+    # A four-dim source [60,2][2,3][20,2][6,3] read row-major: element (i0,i1,i2,i3) at 60*i0 + 2*i1 + 20*i2 + 6*i3.
+    src = a.reshape(4, 120)
+    idx = np.array([[60 * i0 + 2 * i1 + 20 * i2 + 6 * i3 for i0 in range(2) for i1 in range(3) for i2 in range(2)
+                     for i3 in range(3)]])
+    o0 = src[:, idx[0]]
+    o1 = iota_values(128, [], 7, -1)  # a pattern with no dims: one element per partition
+    o2 = np.full((4, 8), 0.25, F32)  # memset into PSUM, read back by the scalar engine
+    o3 = np.array([[41, 41]], np.int32)  # reg_load from SBUF, reg_alu, reg_store into SBUF
+    return {"a": a}, [o0, o1[:, :1].reshape(128, 1), o2, o3]
+
+
 # ================================================================= driver
 
 
