@@ -1,7 +1,7 @@
 //! String-literal scanning: where a literal ends, and the structure of an
 //! f-string (literal pieces and replacement fields).
 //!
-//! The raw lexer calls [`scan_body`] to find the closing quote of every
+//! The raw lexer calls [`scan_body_detailed`] to find the closing quote of every
 //! string. For f-strings the scan is brace- and quote-aware: a replacement
 //! field may contain brackets, nested strings (including nested f-strings and,
 //! as in Python 3.12, strings using the same quote as the outer literal), a
@@ -49,19 +49,36 @@ pub(crate) struct RawField {
 /// quote(s), or `Err(len)` with the length to skip when the literal is
 /// unterminated (up to the end of the line for single-quoted literals, to the
 /// end of the input for triple-quoted ones).
+#[cfg(test)]
 pub(crate) fn scan_body(text: &str, quote: u8, triple: bool, is_f: bool) -> Result<usize, usize> {
+    scan_body_detailed(text, quote, triple, is_f).map_err(|(len, _)| len)
+}
+
+/// Like [`scan_body`], and on error also says where a replacement field was
+/// left unclosed, when that is the likely mistake: the literal's own closing
+/// quote follows a complete operand inside a field (`f"{a[0]x{b}"`), which
+/// can only be read as a missing `}`. The offset is that of the field's `{`.
+pub(crate) fn scan_body_detailed(
+    text: &str,
+    quote: u8,
+    triple: bool,
+    is_f: bool,
+) -> Result<usize, (usize, Option<usize>)> {
     let mut scanner = Scanner {
         bytes: text.as_bytes(),
         pos: 0,
         quote,
         triple,
         raw: true,
+        outer: true,
+        unclosed_field: None,
     };
-    if is_f {
+    let res = if is_f {
         scanner.literal(None, false)
     } else {
         scanner.plain()
-    }
+    };
+    res.map_err(|len| (len, scanner.unclosed_field))
 }
 
 /// Splits an f-string body (the text between the quotes, without the closing
@@ -73,6 +90,8 @@ pub(crate) fn split(body_with_close: &str, quote: u8, triple: bool, raw: bool) -
         quote,
         triple,
         raw,
+        outer: true,
+        unclosed_field: None,
     };
     let mut parts = Vec::new();
     // The lexer has already checked that the literal is terminated, so the
@@ -90,6 +109,12 @@ struct Scanner<'a> {
     /// Whether backslashes are literal (raw strings). Escapes still protect a
     /// following quote from ending the literal either way.
     raw: bool,
+    /// Whether this scans a literal of the source itself (not a string nested
+    /// in a replacement field).
+    outer: bool,
+    /// Set when the literal ended inside a field that was never closed: the
+    /// offset of the field's `{`.
+    unclosed_field: Option<usize>,
 }
 
 impl Scanner<'_> {
@@ -225,6 +250,18 @@ impl Scanner<'_> {
             };
             match c {
                 b'\n' | b'\r' if !self.triple => return Err(self.pos),
+                b'\'' | b'"'
+                    if c == self.quote
+                        && self.outer
+                        && !self.triple
+                        && depth == 0
+                        && ends_operand(&self.bytes[expr_start..self.pos]) =>
+                {
+                    // The literal's own quote right after an operand: the
+                    // field was never closed (see `scan_body_detailed`).
+                    self.unclosed_field = Some(start);
+                    return Err(self.pos + 1);
+                }
                 b'\'' | b'"' => {
                     let (is_f, raw) = prefix_flags(&self.bytes[expr_start..self.pos]);
                     let rest = &self.bytes[self.pos + 1..];
@@ -236,6 +273,8 @@ impl Scanner<'_> {
                         quote: c,
                         triple,
                         raw,
+                        outer: false,
+                        unclosed_field: None,
                     };
                     let res = if is_f {
                         inner.literal(None, false)
@@ -326,6 +365,15 @@ impl Scanner<'_> {
     }
 }
 
+/// Whether the field text so far ends with a complete operand (a name,
+/// number or closing bracket), ignoring trailing spaces.
+fn ends_operand(text: &[u8]) -> bool {
+    text.iter()
+        .rev()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b')' | b']' | b'}'))
+}
+
 /// Reads the string prefix letters just before a quote inside a field
 /// (`rf"..."`): returns whether the nested literal is an f-string and whether
 /// it is raw.
@@ -396,7 +444,11 @@ mod tests {
             split(body, b'"', false, false),
             vec![RawPart::Literal(0..5)]
         );
-        assert_eq!(scan_body("{x\"", b'"', false, true), Err(3));
+        assert_eq!(
+            scan_body_detailed("ab{x\" + 1", b'"', false, true),
+            Err((5, Some(2)))
+        );
+        assert_eq!(scan_body("{\"", b'"', false, true), Err(2));
         assert_eq!(scan_body("{a != b}\"", b'"', false, true), Ok(9));
     }
 }

@@ -655,6 +655,16 @@ impl<'src> Layout<'src> {
                         "remove the text after `\\` (comments included), or the `\\` itself"
                     })
             }
+            LexError::UnclosedFStringField(offset) => {
+                let at = range.start + offset as usize;
+                Diagnostic::error("E0014", "unclosed `{` in an f-string")
+                    .with_primary(
+                        FileId::default(),
+                        Span::from_range(at..at + 1),
+                        "this field is never closed with `}`",
+                    )
+                    .with_help("close the field with `}`, or write `{{` for a literal brace")
+            }
             LexError::InvalidNumber => {
                 let lower = text.to_ascii_lowercase();
                 let message = if lower.starts_with("0x") {

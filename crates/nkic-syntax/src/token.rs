@@ -34,6 +34,9 @@ pub enum LexError {
     /// A number immediately followed by letters, digits or `_` that do not
     /// form a valid literal (`0xZZ`, `1_000_`, `3d`).
     InvalidNumber,
+    /// An f-string whose replacement field starting at this byte offset
+    /// (relative to the token) is never closed.
+    UnclosedFStringField(u32),
 }
 
 /// One token. `'src` is the source text the payloads borrow from.
@@ -314,17 +317,20 @@ fn string<'src>(lex: &mut Lexer<'src, Token<'src>>) -> Result<&'src str, LexErro
     if triple {
         lex.bump(2);
     }
-    match crate::fstring::scan_body(&rest[body_start..], quote, triple, is_f) {
+    match crate::fstring::scan_body_detailed(&rest[body_start..], quote, triple, is_f) {
         Ok(len) => {
             lex.bump(len);
             Ok(lex.slice())
         }
-        Err(consumed) => {
+        Err((consumed, unclosed_field)) => {
             lex.bump(consumed);
-            Err(if triple {
-                LexError::UnterminatedTripleString
-            } else {
-                LexError::UnterminatedString
+            Err(match unclosed_field {
+                Some(at) => {
+                    let offset = opener.len() + body_start + at;
+                    LexError::UnclosedFStringField(u32::try_from(offset).unwrap_or(0))
+                }
+                None if triple => LexError::UnterminatedTripleString,
+                None => LexError::UnterminatedString,
             })
         }
     }
