@@ -12,7 +12,7 @@
 //! Accesses are kept in a log of exact byte regions (the merged contiguous
 //! runs of each operand, per partition range on chip) and checked on every
 //! instruction; an entry is dropped once every unfinished queue is ordered
-//! after it. The rows of the indirect side of `dma_gather`/`dma_scatter`
+//! after it, or when a newer access of its queue covers the same region. The rows of the indirect side of `dma_gather`/`dma_scatter`
 //! are known only from the index values and are not checked; a
 //! `tensor_copy_predicated` counts as writing its whole `dst`.
 
@@ -21,7 +21,7 @@ use nkic_isa::{Op, Queue, Role};
 use crate::memory::{SpaceId, View};
 
 /// One instruction operand's bytes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Region {
     space: SpaceId,
     /// Partition range on chip; `(0, 1)` in HBM.
@@ -196,7 +196,15 @@ impl Races {
                 return Err(message(a, e));
             }
         }
-        self.log.extend(accesses);
+        // A newer access of the same queue to the same region supersedes an
+        // older one (a write supersedes a read): any queue not ordered after
+        // the old epoch is not ordered after the new one either. This keeps
+        // the log at one entry per region in loops that reuse tiles.
+        for a in accesses {
+            self.log
+                .retain(|e| !(e.queue == a.queue && (a.write || !e.write) && e.region == a.region));
+            self.log.push(a);
+        }
         Ok(())
     }
 
