@@ -1882,6 +1882,55 @@ def misc_patterns(rng):
     return {"a": a}, [o0, o1[:, :1].reshape(128, 1), o2, o3]
 
 
+
+@fixture
+def dtype_variants(rng):
+    a = randn(rng, 32, 16)
+    ab = cast(a, "bf16")
+    av = value(ab, "bf16")
+    outs = []
+    # (0, 1) tensor_scalar_reduce with a bf16 reduce_res; activation with a bf16 reduce_res.
+    d = ts(a, "multiply", F32(0.5))
+    outs.append(cast(row_reduce("add", d), "bf16")[:, None])
+    outs.append(cast(row_reduce("add", act("exp", a)), "bf16")[:, None])
+    # (2) select_reduce with an i16 predicate: 256 is nonzero although its low byte is 0.
+    p16 = rng.choice(np.array([0, 1, 256, -1], np.int16), size=(32, 16))
+    outs.append(np.where(p16 != 0, a, F32(-np.inf)).astype(F32))
+    # (3) range_select on bf16 into bf16: on_false rounds to -inf in bf16.
+    idx = f32(np.arange(16))[None, :]
+    outs.append(cast(np.where((idx >= 3) & (idx < 11), av, F32(-3.4028235e38)), "bf16"))
+    # (4) exponential from bf16 into f16.
+    outs.append(cast(act("exp", alu("subtract", av, F32(1.0))), "f16"))
+    # (5) tensor_tensor_scan with src1 in PSUM.
+    b = randn(rng, 32, 16)
+    r = np.zeros(32, F32)
+    sc = np.empty((32, 16), F32)
+    for i in range(16):
+        r = alu("add", alu("multiply", a[:, i], r), b[:, i])
+        sc[:, i] = r
+    outs.append(sc)
+    # (6) bn_stats of a stride-2 bf16 source (8 elements).
+    outs.append(np.stack([bn_stats_row(row) for row in av[:, 0::2]]))
+    # (7) nc_find_index8 on a bf16 source with f32 values.
+    vals = av[:, [3, 3, 0, 15, 7, 7, 1, 2]].copy()
+    vals[:, 6] = 1000.0
+    outs.append(find_index8(av, vals, 0xFFFFFFFF).astype(np.uint32))
+    # (8) nc_transpose on the tensor engine, bf16 128x128 (bits).
+    t = cast(randn(rng, 128, 128), "bf16")
+    outs.append(t.T.copy())
+    # (9) dma_transpose SBUF -> SBUF, f32 [32, 16] -> [16, 32].
+    outs.append(a.T.copy())
+    # (10) dma_scatter accumulate into bf16 HBM with repeated rows: each add rounds to bf16.
+    init = cast(randn(rng, 8, 16), "bf16")
+    sidx = np.array([[1], [1], [6], [1]], np.int32)
+    acc = value(init, "bf16").copy()
+    for w in range(4):
+        i = int(sidx[w, 0])
+        acc[i] = value(cast(alu("add", acc[i], a[w]), "bf16"), "bf16")
+    outs.append(cast(acc, "bf16"))
+    return {"a": a, "ab": ab, "p16": p16, "b": b, "vals": vals, "t": t, "init": init, "sidx": sidx}, outs
+
+
 # ================================================================= driver
 
 
