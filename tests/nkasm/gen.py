@@ -1931,6 +1931,19 @@ def dtype_variants(rng):
     return {"a": a, "ab": ab, "p16": p16, "b": b, "vals": vals, "t": t, "init": init, "sidx": sidx}, outs
 
 
+
+@fixture
+def activation_funcs_scale_bias_reduce(rng):
+    x = act_input(rng, 32, 8)
+    b = randn(rng, 32, 1, scale=0.5)
+    t = alu("add", alu("multiply", x, F32(0.75)), b)
+    outs = []
+    for fn in ACT_FUNCS:
+        d = act(fn, t)
+        outs += [d, row_reduce("add", d)[:, None]]
+    return {"x": x, "b": b}, outs
+
+
 # ================================================================= driver
 
 
