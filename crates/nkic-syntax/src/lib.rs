@@ -6,11 +6,44 @@
 //! LR(1) parser generated from `grammar/nki.lalrpop` (glue and error messages
 //! in `parser.rs`) → [`ast`].
 //!
-//! Invariants:
+//! # API
+//!
+//! - [`parse`] a file, [`parse_expression`] an expression;
+//! - [`lex`] for the logical token stream, [`dump_tokens`], [`dump_ast`] and
+//!   [`dump_expr`] for stable text dumps, [`unparse`] / [`unparse_expr`] back
+//!   to Python source;
+//! - [`check_structure`] and [`layout::check_tokens`], the structural
+//!   validators that tests run on every input;
+//! - [`ast::Module::without_spans`] to compare trees from different texts and
+//!   [`ast::Module::host_code`] for the host-code marking (rule in [`ast`]).
+//!
+//! # Coverage
+//!
+//! The grammar covers Python 3.11 syntax except `match`, `type` statements,
+//! `except*` and parenthesised context managers (`with (a as b, c):`).
+//! F-string fields may contain strings with the same quote as the
+//! literal (Python 3.12). Every `.py` file of aws-neuron/nki-samples,
+//! aws-neuron/nki-library and the `nki/` folder of aws-neuron/aws-neuron-sdk
+//! that CPython accepts parses without a diagnostic, to a tree that unparses
+//! to source CPython reads as the same AST.
+//!
+//! # Error recovery
+//!
+//! The layout pass repairs what it can see (unclosed and mismatched
+//! brackets, bad dedents, expressions nested more than 1000 deep) and reports
+//! each once. The parser recovers per logical line: a broken statement
+//! becomes [`ast::StmtKind::Error`], keeping the indented block that follows a
+//! broken header. So each independent mistake gets one diagnostic, phrased
+//! for a kernel author ("expected an expression after `=`").
+//!
+//! # Invariants
+//!
 //! - this crate knows nothing of NKI semantics or the machine; it parses any
 //!   file of the Python subset, and meaning begins in `nkic-specialize`;
 //! - parsing never fails and never panics: [`parse`] always returns a module
 //!   (with error nodes for recovered regions) plus every diagnostic;
+//! - the layout pass always yields balanced INDENT/DEDENT and brackets, and
+//!   the depth of a tree is bounded, so recursive walks cannot overflow;
 //! - diagnostics carry labels in `FileId::default()`; callers move them into
 //!   their file with `Diagnostic::in_file`;
 //! - offsets are UTF-8 byte offsets;
