@@ -1935,6 +1935,38 @@ def activation_funcs_scale_bias_reduce(rng):
     return {"x": x, "b": b}, outs
 
 
+
+@fixture
+def reg_wrap_edges(rng):
+    imin = -(2**31)
+    vals = [
+        imin,  # INT_MIN div -1 wraps (isa.md is silent; add/sub/mul wrap, see GOLDEN_FINDINGS)
+        0,  # INT_MIN rem -1
+        imin,  # 0x12345679 shl by -1: (-1) mod 32 = 31 moves bit 0 to bit 31
+        0x12345679,  # shr by 32: 32 mod 32 = 0
+        -610839792 >> 1,  # sar by 33: 33 mod 32 = 1
+        -1,  # stored after a wait on s >= r5 + 1 with r5 = -1: the threshold wraps to 0
+        7,
+    ]
+    return {}, [np.array([vals], np.int64).astype(np.int32)]
+
+
+
+@fixture
+def quantize_mx_edges(rng):
+    a = cast(randn(rng, 32, 12), "bf16")
+    av = value(a, "bf16")
+    # Group column j = 1 (elements 4..7): bf16 subnormals only, so e = floor(log2 amax) - 7 clamps to -127.
+    sub = f32(rng.integers(1, 128, size=(32, 4)) * 2.0**-133) * f32(rng.choice([-1.0, 1.0], size=(32, 4)))
+    a[:, 4:8] = cast(sub, "bf16")
+    # Group column j = 2, partitions 8..15: amax is an exact power of two.
+    a[8:16, 8:12] = cast(f32(rng.choice([0.25, -0.5, 1.0, 0.125], size=(8, 4))), "bf16")
+    a[8, 8] = cast(f32([-4.0]), "bf16")[0]
+    av = value(a, "bf16")
+    q, s = quantize_mx(av, "f8e4m3fn", 8)
+    return {"a": a}, [q, s]
+
+
 # ================================================================= driver
 
 
