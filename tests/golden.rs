@@ -86,11 +86,19 @@ fn run_glob(
 }
 
 /// Token dump of a lexer fixture; the fixture must lex cleanly.
+///
+/// Lexer fixtures are valid Python too, so they must also parse cleanly and
+/// survive the round trip (which exercises the printer on every kind of
+/// literal); only their token dump is snapshotted.
 fn check_lex(path: &Path) {
     let fixture = Fixture::read(path);
     let (tokens, diags) = nkic_syntax::lex(&fixture.text);
     fixture.assert_no_diagnostics("lexing", &diags);
     check_tokens(&fixture, &tokens, BracketRule::NoNewlineInside);
+    let (module, diags) = nkic_syntax::parse(&fixture.text);
+    fixture.assert_no_diagnostics("parsing", &diags);
+    check_ast_spans(&fixture, &module);
+    check_round_trip(&fixture, &module);
     insta::assert_snapshot!(nkic_syntax::dump_tokens(&fixture.text));
 }
 
