@@ -1967,6 +1967,14 @@ def quantize_mx_edges(rng):
     return {"a": a}, [q, s]
 
 
+
+@fixture
+def iota_saturate(rng):
+    v = f32(iota_values(1, [(100, 8)], -150, 0).astype(F64))
+    w = f32(iota_values(1, [(1, 4)], 16842753, 0).astype(F64))
+    return {}, [cast(v, "u8"), cast(v, "i8"), cast(w, "bf16")]
+
+
 # ================================================================= driver
 
 
