@@ -1132,11 +1132,7 @@ impl Exec<'_> {
         let scale = self.scalar(scale, rows, "scale")?;
         let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
         let f = sv.free();
-        let y: Vec<f32> = x
-            .iter()
-            .enumerate()
-            .map(|(e, &x)| activation(func, x * scale[e / f.max(1)] + bias[e / f.max(1)], 0.0))
-            .collect();
+        let y = map_rows(&x, f, |p, x| activation(func, x * scale[p] + bias[p], 0.0));
         self.reduce(AccFile::Scalar, &sv, cmd, reduce_op, &y, f, None)?;
         self.mem.write_f32(&dv, &y)?;
         self.read_out(AccFile::Scalar, &sv, reduce_res, false)
@@ -1299,18 +1295,13 @@ impl Exec<'_> {
         let x = self.mem.read_f32(&sv)?;
         let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
         let o1 = self.opt_scalar(operand1.as_ref(), rows, 0.0, "operand1")?;
-        let y: Vec<f32> = x
-            .iter()
-            .enumerate()
-            .map(|(e, &x)| {
-                let p = e / f;
-                let t = apply(*op0, x, o0[p], *reverse0);
-                match op1 {
-                    Some(op1) => apply(*op1, t, o1[p], *reverse1),
-                    None => t,
-                }
-            })
-            .collect();
+        let y = map_rows(&x, f, |p, x| {
+            let t = apply(*op0, x, o0[p], *reverse0);
+            match op1 {
+                Some(op1) => apply(*op1, t, o1[p], *reverse1),
+                None => t,
+            }
+        });
         self.mem.write_f32(&dv, &y)
     }
 
@@ -2311,6 +2302,18 @@ struct MxMatrix {
     rows: usize,
     cols: usize,
     values: Vec<f64>,
+}
+
+/// `g(row, value)` for every value of `x`, `f` values per row.
+fn map_rows(x: &[f32], f: usize, g: impl Fn(usize, f32) -> f32) -> Vec<f32> {
+    let mut out = Vec::with_capacity(x.len());
+    if f == 0 {
+        return out;
+    }
+    for (p, row) in x.chunks(f).enumerate() {
+        out.extend(row.iter().map(|&v| g(p, v)));
+    }
+    out
 }
 
 /// `lhs op rhs`, or `rhs op lhs` when `reverse`.
