@@ -1975,6 +1975,23 @@ def iota_saturate(rng):
     return {}, [cast(v, "u8"), cast(v, "i8"), cast(w, "bf16")]
 
 
+
+@fixture
+def one_partition_edges(rng):
+    s = randn(rng, 1, 8)
+    m = randn(rng, 1, 16)
+    x = randn(rng, 1, 24)
+    outs = [
+        matmul(s, m),  # K = 1: an outer product
+        x.T.copy(),  # nc_transpose [1, 24] -> [24, 1] on the tensor engine
+        x.copy(),  # tensor_partition_reduce over one partition
+        x[:, sort_key_desc(x[0])[:8]],  # max8 on one partition
+        act("tanh", alu("add", alu("multiply", x, F32(2.0)), F32(0.5))),  # activation on partition 96
+        row_reduce("add", act("tanh", alu("add", alu("multiply", x, F32(2.0)), F32(0.5))))[:, None],
+    ]
+    return {"s": s, "m": m, "x": x}, outs
+
+
 # ================================================================= driver
 
 
