@@ -68,6 +68,30 @@ use nkic_isa::Program;
 /// `inputs` holds the raw little-endian bytes of every `input` and `inout`
 /// argument. The result's `outputs` hold the bytes of every `output` and
 /// `inout` argument in parameter order.
+///
+/// ```
+/// let program = nkic_isa::assemble(
+///     ".target trn3
+/// .arg a f32[128,512] input
+/// .arg out f32[128,512] output
+/// .sem loaded
+/// .sem done
+/// .queue dma0
+///   dma_copy dst=sbuf[0:128]:f32[1,512] src=hbm.a[0:128*512]:f32[1,512] signal(loaded)
+///   dma_copy dst=hbm.out[0:128*512]:f32[1,512] src=sbuf[0:128]+2048:f32[1,512] wait(done>=1)
+/// .queue scalar
+///   activation dst=sbuf[0:128]+2048:f32[1,512] src=sbuf[0:128]:f32[1,512] func=exp scale=1.0 wait(loaded>=1) signal(done)
+/// ",
+/// )
+/// .expect("the program assembles");
+/// let a: Vec<u8> = (0..128 * 512).flat_map(|_| 0.0f32.to_le_bytes()).collect();
+/// let inputs = nkic_sim::Inputs::new().with("a", a);
+/// let res = nkic_sim::run(&program, &inputs, &nkic_sim::SimConfig::default())
+///     .expect("the program runs");
+/// // exp(0) = 1 everywhere.
+/// assert!(res.outputs[0].1.chunks(4).all(|c| c == 1.0f32.to_le_bytes()));
+/// assert!(res.total_ns() > 0.0);
+/// ```
 pub fn run(program: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
     machine::simulate(program, inputs, config)
 }
