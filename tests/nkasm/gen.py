@@ -1992,6 +1992,28 @@ def one_partition_edges(rng):
     return {"s": s, "m": m, "x": x}, outs
 
 
+
+@fixture
+def nc_matmul_mixed(rng):
+    sb = cast(randn(rng, 32, 8), "bf16")
+    m8 = cast(randn(rng, 32, 12, scale=4.0), "f8e5m2")
+    sh = randn(rng, 32, 8).astype(np.float16)
+    mb = cast(randn(rng, 32, 12), "bf16")
+    o0 = matmul(value(sb, "bf16"), value(m8, "f8e5m2"))  # bf16 x f8e5m2
+    o1 = matmul(sh.astype(F32), value(mb, "bf16"))  # f16 x bf16
+    # Transpose mode from an fp8 stationary into f32: exact values. Moving is an identity with column 5 all zero
+    # (an ordinary matmul column: zeros) and -0.0 off the diagonal of column 2 (still a single nonzero).
+    s8 = cast(randn(rng, 16, 8, scale=3.0), "f8e4m3")
+    eye = np.eye(16, dtype=F32)
+    eye[5, 5] = 0.0
+    eye[9, 2] = -0.0
+    e8 = cast(eye, "f8e4m3")
+    sv = value(s8, "f8e4m3")
+    o2 = sv.T.copy()
+    o2[:, 5] = matmul(sv, value(e8, "f8e4m3")[:, 5:6])[:, 0]
+    return {"sb": sb, "m8": m8, "sh": sh, "mb": mb, "s8": s8, "e8": e8}, [o0, o1, o2]
+
+
 # ================================================================= driver
 
 
