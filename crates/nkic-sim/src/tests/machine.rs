@@ -538,6 +538,25 @@ fn tiled_matmul_program_verifies_and_matches_a_reference() {
             assert_eq!(got.to_bits(), acc.to_bits(), "c[{i}, {j}]");
         }
         assert_eq!(res.flops, 2 * m * k * n);
+        // The Tensor queue is busy for every matmul and the loads, copies
+        // and stores overlap with it: the run is TensorE-bound.
+        let mm = p.stream(Queue::Tensor).unwrap_or_default();
+        let busy: u64 = mm
+            .iter()
+            .map(|i| Target::Trn3.cost(Queue::Tensor, &i.op).busy_ps)
+            .sum();
+        let tensor = res
+            .per_queue
+            .iter()
+            .find(|s| s.queue == Queue::Tensor)
+            .expect("tensor stream");
+        assert_eq!(tensor.busy_ps, busy);
+        assert_eq!(tensor.instructions, mm.len() as u64);
+        assert!(
+            res.total_ps < busy + busy / 2 + 10_000_000,
+            "{} vs {busy}",
+            res.total_ps
+        );
     }
 }
 
