@@ -11,26 +11,45 @@
 //! diagnostics at the current file, calling back into user functions, and
 //! querying the target and the SPMD position.
 
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
-use nkic_ir::{Buffer, Handle, KernelBuilder, Op, SrcLoc, StaticLoop, Storage};
+use nkic_ir::{Buffer, Handle, KernelBuilder, Op, SrcLoc, StaticLoop, StaticLoopKind, Storage};
 use nkic_isa::{DType, Target};
 
 use crate::args::CallArgs;
 use crate::config::{ModuleLoader, SpecializeConfig};
 use crate::facts::Facts;
 use crate::modules::ModuleState;
-use crate::value::{ModuleId, Scope, Value};
+use crate::value::{Class, ClassKind, Function, ModuleId, Scope, Value};
 use crate::{Print, codes};
 
-/// One iteration of a static loop being unrolled, for notes.
+/// A static loop being unrolled: its current iteration, for notes, and
+/// its IR loop once an op or storage has been recorded inside it.
 #[derive(Clone, Debug)]
 pub(crate) struct LoopFrame {
-    /// `i=3` or `iteration 3` for loops over containers with complex targets.
-    pub(crate) what: String,
+    /// The loop variable and its value in this iteration, when the target
+    /// is a plain name.
+    pub(crate) var: Option<(Rc<str>, Value)>,
     pub(crate) loc: SrcLoc,
-    pub(crate) ir: Handle<StaticLoop>,
+    pub(crate) kind: StaticLoopKind,
+    /// The planned trip count (`u32::MAX` when unknown, for `while`).
+    pub(crate) trips: u32,
+    pub(crate) index: u32,
+    pub(crate) ir: Option<Handle<StaticLoop>>,
+    /// True when the builder is inside this iteration.
+    pub(crate) entered: bool,
+}
+
+impl LoopFrame {
+    /// `i=3`, or `3` when the target is not a plain name.
+    pub(crate) fn what(&self) -> String {
+        match &self.var {
+            Some((name, v)) => format!("{name}={}", crate::format::short_repr(v)),
+            None => self.index.to_string(),
+        }
+    }
 }
 
 /// One inlined call being evaluated.
@@ -38,6 +57,18 @@ pub(crate) struct LoopFrame {
 pub(crate) struct CallFrame {
     pub(crate) name: Rc<str>,
     pub(crate) loc: SrcLoc,
+    /// The function and its first argument, for `super()`.
+    pub(crate) func: Option<Rc<Function>>,
+    pub(crate) first_arg: Option<Value>,
+}
+
+/// The compiler-provided base classes.
+#[derive(Clone, Debug)]
+pub(crate) struct Bases {
+    pub(crate) object: Rc<Class>,
+    pub(crate) nki_object: Rc<Class>,
+    pub(crate) enum_: Rc<Class>,
+    pub(crate) int_enum: Rc<Class>,
 }
 
 /// The evaluator's state; see the module doc.
@@ -55,6 +86,8 @@ pub struct Ctx<'a> {
     pub(crate) scope: Rc<Scope>,
     pub(crate) loops: Vec<LoopFrame>,
     pub(crate) calls: Vec<CallFrame>,
+    /// Nesting of kernel-function bodies being run (they have no call frame).
+    pub(crate) kernel_depth: u32,
     /// Open dynamic loops.
     pub(crate) dyn_depth: u32,
     /// Open `no_reorder` blocks.
@@ -63,8 +96,21 @@ pub struct Ctx<'a> {
     pub(crate) num_programs: Vec<u32>,
     /// The index of this program instance in the grid (row-major).
     pub(crate) program_index: usize,
+    /// The names declared `nonlocal` in the running function.
+    pub(crate) nonlocals: Vec<Rc<str>>,
+    /// True while a class body runs (its `def`s close over the enclosing
+    /// scope, not the class scope).
+    pub(crate) in_class_body: bool,
+    pub(crate) bases: Bases,
+    /// Loaded user modules by resolved path.
+    pub(crate) module_paths: HashMap<String, ModuleId>,
     pub(crate) prints: Vec<Print>,
     pub(crate) warnings: Vec<Diagnostic>,
+    /// Errors besides the one being returned (further parse errors of an
+    /// imported module).
+    pub(crate) extra_errors: Vec<Diagnostic>,
+    /// Where the kernel function returned.
+    pub(crate) return_span: Option<Span>,
     pub(crate) facts: Option<Facts>,
     next_name: u32,
 }
@@ -74,6 +120,7 @@ impl<'a> Ctx<'a> {
 
     /// The kernel being recorded.
     pub fn builder(&mut self) -> &mut KernelBuilder {
+        self.materialize_loops();
         &mut self.builder
     }
 
@@ -126,7 +173,7 @@ impl<'a> Ctx<'a> {
     pub fn push_op(&mut self, op: Op, span: Span) -> Result<Handle<Op>, Diagnostic> {
         self.check_budget(span)?;
         let loc = self.loc(span);
-        Ok(self.builder.push_op(op, loc))
+        Ok(self.builder().push_op(op, loc))
     }
 
     /// Allocates a storage at `span` in the current loop iteration and
@@ -140,7 +187,8 @@ impl<'a> Ctx<'a> {
         span: Span,
     ) -> Handle<Storage> {
         let loc = self.loc(span);
-        self.builder.alloc_storage(name, buffer, dtype, shape, loc)
+        self.builder()
+            .alloc_storage(name, buffer, dtype, shape, loc)
     }
 
     /// A fresh name for a compiler-made temporary: `{prefix}{n}`.
@@ -236,13 +284,20 @@ impl<'a> Ctx<'a> {
             scope: Scope::new(None),
             loops: Vec::new(),
             calls: Vec::new(),
+            kernel_depth: 0,
             dyn_depth: 0,
             no_reorder_depth: 0,
             program_id,
             num_programs: config.grid.clone(),
             program_index,
+            nonlocals: Vec::new(),
+            in_class_body: false,
+            bases: Bases::new(),
+            module_paths: HashMap::new(),
             prints: Vec::new(),
             warnings: Vec::new(),
+            extra_errors: Vec::new(),
+            return_span: None,
             facts: config.record_facts.then(Facts::default),
             next_name: 0,
         }
@@ -273,24 +328,82 @@ impl<'a> Ctx<'a> {
             .with_help("use `nl.dynamic_range` for long loops, or raise the budget with --max-ops"))
     }
 
+    pub(crate) fn loop_note(&self, lp: &LoopFrame) -> String {
+        format!(
+            "in iteration {} of the loop at {}",
+            lp.what(),
+            self.describe_loc(lp.loc)
+        )
+    }
+
+    pub(crate) fn call_note(&self, call: &CallFrame) -> String {
+        format!(
+            "in `{}`, called at {}",
+            call.name,
+            self.describe_loc(call.loc)
+        )
+    }
+
+    /// Creates the IR static loops and enters the iterations of every
+    /// open loop frame, outermost first, so that what is recorded next
+    /// carries the right loop context.
+    pub(crate) fn materialize_loops(&mut self) {
+        for i in 0..self.loops.len() {
+            if self.loops[i].entered {
+                continue;
+            }
+            let frame = &mut self.loops[i];
+            let lp = match frame.ir {
+                Some(lp) => lp,
+                None => {
+                    let lp = self
+                        .builder
+                        .begin_static_loop(frame.kind, frame.trips, frame.loc);
+                    frame.ir = Some(lp);
+                    lp
+                }
+            };
+            self.builder.enter_iteration(lp, frame.index);
+            frame.entered = true;
+        }
+    }
+
     /// Notes naming the loop iterations and calls enclosing the current
     /// point, innermost first.
     pub(crate) fn context_notes(&self) -> Vec<String> {
         let mut notes = Vec::new();
         for lp in self.loops.iter().rev() {
-            notes.push(format!(
-                "in iteration {} of the loop at {}",
-                lp.what,
-                self.describe_loc(lp.loc)
-            ));
+            notes.push(self.loop_note(lp));
         }
         for call in self.calls.iter().rev() {
-            notes.push(format!(
-                "in `{}`, called at {}",
-                call.name,
-                self.describe_loc(call.loc)
-            ));
+            notes.push(self.call_note(call));
         }
         notes
+    }
+}
+
+impl Bases {
+    fn new() -> Bases {
+        let class = |name: &str, kind: ClassKind, bases: Vec<Rc<Class>>| {
+            Rc::new(Class {
+                name: Rc::from(name),
+                bases,
+                kind,
+                attrs: Default::default(),
+                fields: Default::default(),
+                members: Default::default(),
+                builtin: true,
+            })
+        };
+        let object = class("object", ClassKind::Plain, Vec::new());
+        let nki_object = class("NKIObject", ClassKind::Plain, vec![object.clone()]);
+        let enum_ = class("Enum", ClassKind::Enum, vec![object.clone()]);
+        let int_enum = class("IntEnum", ClassKind::IntEnum, vec![object.clone()]);
+        Bases {
+            object,
+            nki_object,
+            enum_,
+            int_enum,
+        }
     }
 }

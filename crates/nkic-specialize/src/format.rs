@@ -16,6 +16,16 @@ pub fn str(v: &Value) -> String {
     }
 }
 
+/// `repr(v)` cut to 60 characters, for notes and hover texts.
+pub fn short_repr(v: &Value) -> String {
+    let text = repr(v);
+    if text.chars().count() <= 60 {
+        return text;
+    }
+    let cut: String = text.chars().take(57).collect();
+    format!("{cut}...")
+}
+
 /// `repr(v)`.
 pub fn repr(v: &Value) -> String {
     let mut out = String::new();
@@ -147,6 +157,7 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) {
         }
         Value::IndexPred(p) => out.push_str(&format!("index_mask({} clauses)", p.clauses.len())),
         Value::Ext(e) => out.push_str(&e.display()),
+        Value::Super(s) => out.push_str(&format!("<super: {}>", s.class.name)),
     }
 }
 

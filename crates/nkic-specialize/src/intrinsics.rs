@@ -71,3 +71,238 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
         _ => None,
     }
 }
+
+use std::any::Any;
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+
+use crate::args::{Arg, CallArgs};
+use crate::codes;
+use crate::ctx::Ctx;
+use crate::value::{ApiObject, DsValue, DynRangeValue, IndexExpr, IntOrReg, RangeKind};
+
+/// The value of `nl.no_reorder()`, used by `with`.
+#[derive(Debug)]
+pub(crate) struct NoReorderMarker;
+
+impl ApiObject for NoReorderMarker {
+    fn type_name(&self) -> &'static str {
+        "no_reorder"
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Ctx<'_> {
+    fn int_or_reg(&self, a: &Arg, func: &str) -> Result<IntOrReg, Diagnostic> {
+        match &a.value {
+            Value::Register(r) => Ok(IntOrReg::Reg(*r)),
+            v => v.as_int().map(IntOrReg::Int).ok_or_else(|| {
+                self.error(
+                    codes::TYPE_ERROR,
+                    format!(
+                        "`{func}` needs an int or a register, found a {}",
+                        v.type_name()
+                    ),
+                    a.span,
+                    "not an int or register",
+                )
+            }),
+        }
+    }
+
+    fn const_int(&self, a: &Arg, func: &str) -> Result<i64, Diagnostic> {
+        match &a.value {
+            Value::Register(_) => Err(self.error(
+                codes::DYNAMIC_LOOP,
+                format!("`{func}` needs a compile-time int here, found a register"),
+                a.span,
+                "a run-time value",
+            )),
+            v => v.as_int().ok_or_else(|| {
+                self.error(
+                    codes::TYPE_ERROR,
+                    format!("`{func}` needs an int, found a {}", v.type_name()),
+                    a.span,
+                    "not an int",
+                )
+            }),
+        }
+    }
+
+    fn positive_step(&self, a: Option<Arg>, func: &str) -> Result<u32, Diagnostic> {
+        let Some(a) = a else { return Ok(1) };
+        let step = self.const_int(&a, func)?;
+        u32::try_from(step).ok().filter(|&s| s > 0).ok_or_else(|| {
+            self.error(
+                codes::DYNAMIC_LOOP,
+                format!("the step of `{func}` must be a positive int, found {step}"),
+                a.span,
+                "not positive",
+            )
+        })
+    }
+
+    fn axis(&self, a: Option<Arg>, func: &str, limit: usize) -> Result<usize, Diagnostic> {
+        let Some(a) = a else { return Ok(0) };
+        let i = self.const_int(&a, func)?;
+        if i < 0 || (i as usize >= limit && !(limit == 0 && i == 0)) {
+            return Err(self.error(
+                codes::GRID,
+                format!("axis {i} is outside the launch grid of {limit} dims"),
+                a.span,
+                "bad axis",
+            ));
+        }
+        Ok(i as usize)
+    }
+
+    /// Calls intrinsic `i`.
+    pub(crate) fn call_intrinsic(
+        &mut self,
+        i: Intrinsic,
+        args: CallArgs,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        use Intrinsic as I;
+        match i {
+            I::AffineRange => self.make_range(RangeKind::AffineRange, args, span),
+            I::SequentialRange => self.make_range(RangeKind::SequentialRange, args, span),
+            I::StaticRange => self.make_range(RangeKind::StaticRange, args, span),
+            I::DynamicRange => {
+                let [a, b, c] =
+                    args.bind(self, "nl.dynamic_range", ["start", "stop", "step"], 1, span)?;
+                let a = a.expect("bound");
+                let (start, stop) = match &b {
+                    Some(b) => (
+                        self.int_or_reg(&a, "nl.dynamic_range")?,
+                        self.int_or_reg(b, "nl.dynamic_range")?,
+                    ),
+                    None => (IntOrReg::Int(0), self.int_or_reg(&a, "nl.dynamic_range")?),
+                };
+                let step = self.positive_step(c, "nl.dynamic_range")?;
+                Ok(Value::DynRange(Rc::new(DynRangeValue {
+                    start,
+                    stop,
+                    step,
+                })))
+            }
+            I::ForiLoop => {
+                let [lo, hi, body, step] = args.bind(
+                    self,
+                    "nl.fori_loop",
+                    ["lower", "upper", "body_fun", "step"],
+                    3,
+                    span,
+                )?;
+                let lo = self.int_or_reg(&lo.expect("bound"), "nl.fori_loop")?;
+                let hi = self.int_or_reg(&hi.expect("bound"), "nl.fori_loop")?;
+                let step = self.positive_step(step, "nl.fori_loop")?;
+                self.fori_loop(lo, hi, body.expect("bound").value, step, span)
+            }
+            I::WhileLoop => {
+                let [init, body] =
+                    args.bind(self, "nl.while_loop", ["init", "body_fun"], 2, span)?;
+                let init = self.int_or_reg(&init.expect("bound"), "nl.while_loop")?;
+                self.while_loop(init, body.expect("bound").value, span)
+            }
+            I::ProgramId | I::NumPrograms => {
+                let name = if i == I::ProgramId {
+                    "nl.program_id"
+                } else {
+                    "nl.num_programs"
+                };
+                let key = if i == I::ProgramId { "axis" } else { "axes" };
+                let [axis] = args.bind(self, name, [key], 0, span)?;
+                let axis = self.axis(axis, name, self.program_ndim())?;
+                let v = if i == I::ProgramId {
+                    self.program_id(axis)
+                } else {
+                    self.num_programs(axis)
+                };
+                Ok(Value::Int(i64::from(v.unwrap_or(0))))
+            }
+            I::ProgramNdim => {
+                args.bind(self, "nl.program_ndim", [], 0, span)?;
+                Ok(Value::Int(self.program_ndim() as i64))
+            }
+            I::NoReorder => {
+                args.bind(self, "nl.no_reorder", [], 0, span)?;
+                Ok(Value::Ext(Rc::new(NoReorderMarker)))
+            }
+            I::Ds => {
+                let [start, size] = args.bind(self, "nl.ds", ["start", "size"], 2, span)?;
+                let start = self.int_or_reg(&start.expect("bound"), "nl.ds")?;
+                let size_arg = size.expect("bound");
+                let size = self.const_int(&size_arg, "nl.ds")?;
+                if size <= 0 {
+                    return Err(self.error(
+                        codes::VALUE_ERROR,
+                        format!("`nl.ds` size must be positive, found {size}"),
+                        size_arg.span,
+                        "not positive",
+                    ));
+                }
+                Ok(Value::Ds(Rc::new(DsValue { start, size })))
+            }
+            I::Arange => {
+                let [a, b, c, _dtype] = args.bind(
+                    self,
+                    "nl.arange",
+                    ["start", "stop", "step", "dtype"],
+                    1,
+                    span,
+                )?;
+                let a = a.expect("bound");
+                let (start, stop) = match &b {
+                    Some(b) => (
+                        self.const_int(&a, "nl.arange")?,
+                        self.const_int(b, "nl.arange")?,
+                    ),
+                    None => (0, self.const_int(&a, "nl.arange")?),
+                };
+                let step = match &c {
+                    Some(c) => self.const_int(c, "nl.arange")?,
+                    None => 1,
+                };
+                if step <= 0 || stop <= start {
+                    return Err(self.error(
+                        codes::VALUE_ERROR,
+                        "`nl.arange` needs a non-empty range with a positive step",
+                        span,
+                        "empty or bad range",
+                    ));
+                }
+                let size = (stop - start + step - 1) / step;
+                Ok(Value::Index(Rc::new(IndexExpr::arange(
+                    start,
+                    size as u64,
+                    step,
+                ))))
+            }
+            I::Jit => match args.positional.first() {
+                Some(Arg {
+                    value: Value::Function(f),
+                    ..
+                }) => {
+                    let f = f.clone();
+                    Ok(Value::Function(Rc::new(crate::value::Function {
+                        name: f.name.clone(),
+                        body: f.body.clone(),
+                        module: f.module,
+                        env: f.env.clone(),
+                        defaults: f.defaults.clone(),
+                        kw_defaults: f.kw_defaults.clone(),
+                        owner: std::cell::RefCell::new(None),
+                        method_kind: f.method_kind,
+                        jit: true,
+                    })))
+                }
+                // `@nki.jit(...)` with keywords: the decorator itself.
+                _ => Ok(Value::Intrinsic(I::Jit)),
+            },
+        }
+    }
+}

@@ -20,6 +20,8 @@
 //! * [`format`]: `str`/`repr` and f-string format specs.
 //! * `modules`: loaded modules and imports.
 //! * [`config`]: [`SpecializeConfig`], argument specs, [`ModuleLoader`].
+//! * [`directives`]: the `# nkic:` comments above a kernel.
+//! * `kernel`: [`specialize`], the front-half pipeline (kernel entry, SPMD).
 //! * [`facts`]: the hover side table for the language server.
 //! * [`codes`]: the stable diagnostic codes (E0200–E0499; the API layer
 //!   uses E0500–E0899).
@@ -33,20 +35,18 @@
 //! * Output is deterministic: nothing iterated from a `HashMap` reaches
 //!   the IR, the prints or the diagnostics.
 
-// The evaluator is being filled in; items used only by it are allowed to
-// be unused until it lands.
-#![allow(dead_code)]
-
 pub mod api;
 pub mod args;
 mod builtins;
 pub mod codes;
 pub mod config;
 pub mod ctx;
+pub mod directives;
 mod eval;
 pub mod facts;
 pub mod format;
 mod intrinsics;
+mod kernel;
 mod modules;
 pub mod value;
 
@@ -58,6 +58,7 @@ pub use config::{ArgSpec, ConstValue, ModuleLoader, NoModules, SpecializeConfig}
 pub use ctx::Ctx;
 pub use facts::{Fact, Facts};
 pub use intrinsics::Intrinsic;
+pub use kernel::{SpecializeResult, specialize};
 pub use value::Value;
 
 /// One line of compile-time `print` output.

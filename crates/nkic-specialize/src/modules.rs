@@ -25,3 +25,570 @@ pub(crate) struct ModuleState {
     /// with the reason, for a better error when a kernel uses them.
     pub(crate) poisoned: HashMap<Rc<str>, String>,
 }
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_syntax::ast::{Expr, ExprKind, Stmt, StmtKind};
+
+use crate::codes;
+use crate::ctx::Ctx;
+use crate::value::{ModuleId, ModuleValue, Namespace, Value};
+
+/// The compiler namespace a dotted module path names, if any.
+pub(crate) fn compiler_namespace(path: &str) -> Option<Namespace> {
+    let path = path.strip_prefix("neuronxcc.").unwrap_or(path);
+    Some(match path {
+        "nki" => Namespace::Nki,
+        "nki.language" => Namespace::Language,
+        "nki.isa" => Namespace::Isa,
+        "nki.typing" => Namespace::Typing,
+        "nki.collectives" => Namespace::Collectives,
+        "nki.compiler" => Namespace::Compiler,
+        "neuronxcc" => Namespace::Neuronxcc,
+        "numpy" => Namespace::Numpy,
+        "math" => Namespace::Math,
+        "dataclasses" => Namespace::Dataclasses,
+        "enum" => Namespace::Enum,
+        "typing" | "typing_extensions" => Namespace::PyTyping,
+        "functools" => Namespace::Functools,
+        _ => return None,
+    })
+}
+
+/// The directory part of a `/`-separated path (empty for a bare name).
+fn dir_of(path: &str) -> &str {
+    path.rfind('/').map_or("", |i| &path[..i])
+}
+
+fn join(dir: &str, rest: &str) -> String {
+    if dir.is_empty() || dir == "." {
+        rest.to_owned()
+    } else {
+        format!("{}/{rest}", dir.trim_end_matches('/'))
+    }
+}
+
+/// Collects every `def` and `lambda` of a module, keyed by start offset.
+fn collect(
+    stmts: &[Stmt],
+    defs: &mut HashMap<u32, Rc<ast::FunctionDef>>,
+    lambdas: &mut HashMap<u32, Rc<LambdaDef>>,
+) {
+    for s in stmts {
+        match &s.kind {
+            StmtKind::FunctionDef(f) => {
+                defs.insert(s.span.start, Rc::new((**f).clone()));
+                for d in &f.decorators {
+                    collect_expr(d, lambdas);
+                }
+                for p in f
+                    .params
+                    .posonly
+                    .iter()
+                    .chain(&f.params.args)
+                    .chain(&f.params.kwonly)
+                {
+                    if let Some(d) = &p.default {
+                        collect_expr(d, lambdas);
+                    }
+                }
+                collect(&f.body, defs, lambdas);
+            }
+            StmtKind::ClassDef(c) => {
+                for d in &c.decorators {
+                    collect_expr(d, lambdas);
+                }
+                collect(&c.body, defs, lambdas);
+            }
+            StmtKind::Return(Some(e)) | StmtKind::Expr(e) => collect_expr(e, lambdas),
+            StmtKind::Assign { targets, value } => {
+                for t in targets {
+                    collect_expr(t, lambdas);
+                }
+                collect_expr(value, lambdas);
+            }
+            StmtKind::AugAssign { target, value, .. } => {
+                collect_expr(target, lambdas);
+                collect_expr(value, lambdas);
+            }
+            StmtKind::AnnAssign { value: Some(v), .. } => collect_expr(v, lambdas),
+            StmtKind::For {
+                iter, body, orelse, ..
+            } => {
+                collect_expr(iter, lambdas);
+                collect(body, defs, lambdas);
+                collect(orelse, defs, lambdas);
+            }
+            StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
+                collect_expr(test, lambdas);
+                collect(body, defs, lambdas);
+                collect(orelse, defs, lambdas);
+            }
+            StmtKind::With { items, body, .. } => {
+                for i in items {
+                    collect_expr(&i.context, lambdas);
+                }
+                collect(body, defs, lambdas);
+            }
+            StmtKind::Assert { test, msg } => {
+                collect_expr(test, lambdas);
+                if let Some(m) = msg {
+                    collect_expr(m, lambdas);
+                }
+            }
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
+                collect(body, defs, lambdas);
+                for h in handlers {
+                    collect(&h.body, defs, lambdas);
+                }
+                collect(orelse, defs, lambdas);
+                collect(finalbody, defs, lambdas);
+            }
+            StmtKind::Error(inner) => collect(inner, defs, lambdas),
+            _ => {}
+        }
+    }
+}
+
+fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
+    let mut go = |x: &Expr| collect_expr(x, lambdas);
+    match &e.kind {
+        ExprKind::Lambda { params, body } => {
+            for p in params
+                .posonly
+                .iter()
+                .chain(&params.args)
+                .chain(&params.kwonly)
+            {
+                if let Some(d) = &p.default {
+                    collect_expr(d, lambdas);
+                }
+            }
+            collect_expr(body, lambdas);
+            lambdas.insert(
+                e.span.start,
+                Rc::new(LambdaDef {
+                    params: (**params).clone(),
+                    body: (**body).clone(),
+                    span: e.span,
+                }),
+            );
+        }
+        ExprKind::BoolOp { values, .. } => values.iter().for_each(go),
+        ExprKind::NamedExpr { target, value } => {
+            go(target);
+            go(value);
+        }
+        ExprKind::BinOp { left, right, .. } => {
+            go(left);
+            go(right);
+        }
+        ExprKind::UnaryOp { operand, .. } => go(operand),
+        ExprKind::IfExp { test, body, orelse } => {
+            go(test);
+            go(body);
+            go(orelse);
+        }
+        ExprKind::Dict(items) => {
+            for it in items {
+                match it {
+                    ast::DictItem::KeyValue(k, v) => {
+                        go(k);
+                        go(v);
+                    }
+                    ast::DictItem::Unpack(m) => go(m),
+                }
+            }
+        }
+        ExprKind::Set(items) | ExprKind::List(items) | ExprKind::Tuple(items) => {
+            items.iter().for_each(go)
+        }
+        ExprKind::ListComp { elt, generators }
+        | ExprKind::SetComp { elt, generators }
+        | ExprKind::GeneratorExp { elt, generators } => {
+            go(elt);
+            for g in generators {
+                go(&g.iter);
+                g.ifs.iter().for_each(&mut go);
+            }
+        }
+        ExprKind::DictComp {
+            key,
+            value,
+            generators,
+        } => {
+            go(key);
+            go(value);
+            for g in generators {
+                go(&g.iter);
+                g.ifs.iter().for_each(&mut go);
+            }
+        }
+        ExprKind::Await(x) | ExprKind::YieldFrom(x) | ExprKind::Starred(x) => go(x),
+        ExprKind::Yield(Some(x)) => go(x),
+        ExprKind::Compare { left, comparisons } => {
+            go(left);
+            for (_, r) in comparisons {
+                go(r);
+            }
+        }
+        ExprKind::Call { func, args } => {
+            go(func);
+            for a in args {
+                match &a.kind {
+                    ast::ArgKind::Positional(x)
+                    | ast::ArgKind::Star(x)
+                    | ast::ArgKind::Keyword(_, x)
+                    | ast::ArgKind::DoubleStar(x) => go(x),
+                }
+            }
+        }
+        ExprKind::FString(parts) => collect_fstring(parts, lambdas),
+        ExprKind::Attribute { value, .. } => go(value),
+        ExprKind::Subscript { value, index } => {
+            go(value);
+            go(index);
+        }
+        ExprKind::Slice { lower, upper, step } => {
+            for x in [lower, upper, step].into_iter().flatten() {
+                go(x);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn collect_fstring(parts: &[ast::FStringPart], lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
+    for p in parts {
+        if let ast::FStringPart::Field(f) = p {
+            collect_expr(&f.value, lambdas);
+            if let Some(spec) = &f.format_spec {
+                collect_fstring(spec, lambdas);
+            }
+        }
+    }
+}
+
+/// The names a top-level statement binds (for poisoning on failure).
+fn bound_names(s: &Stmt) -> Vec<String> {
+    fn targets(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n.clone()),
+            ExprKind::Tuple(items) | ExprKind::List(items) => {
+                items.iter().for_each(|i| targets(i, out))
+            }
+            ExprKind::Starred(x) => targets(x, out),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    match &s.kind {
+        StmtKind::Assign { targets: ts, .. } => ts.iter().for_each(|t| targets(t, &mut out)),
+        StmtKind::AnnAssign { target, .. } | StmtKind::AugAssign { target, .. } => {
+            targets(target, &mut out)
+        }
+        StmtKind::FunctionDef(f) => out.push(f.name.name.clone()),
+        StmtKind::ClassDef(c) => out.push(c.name.name.clone()),
+        StmtKind::Import(aliases) | StmtKind::ImportFrom { names: aliases, .. } => {
+            for a in aliases {
+                let name = a.asname.as_ref().unwrap_or(&a.name).name.clone();
+                out.push(name.split('.').next().unwrap_or_default().to_owned());
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+impl Ctx<'_> {
+    /// Parses and registers a module; returns its id. Parse errors are
+    /// returned (the first as the error, the rest queued).
+    pub(crate) fn add_module(
+        &mut self,
+        name: &str,
+        file: nkic_diag::FileId,
+    ) -> Result<ModuleId, Diagnostic> {
+        let text = self.sources.file(file).text().to_owned();
+        let (module, diags) = nkic_syntax::parse(&text);
+        let mut errors: Vec<Diagnostic> = diags
+            .into_iter()
+            .filter(|d| d.is_error())
+            .map(|d| d.in_file(file))
+            .collect();
+        if let Some(first) = errors.first().cloned() {
+            self.extra_errors.extend(errors.drain(1..));
+            return Err(first);
+        }
+        let mut defs = HashMap::new();
+        let mut lambdas = HashMap::new();
+        collect(&module.body, &mut defs, &mut lambdas);
+        let globals = crate::value::Scope::new(None);
+        globals.set("__name__", Value::str(name));
+        let id = ModuleId(self.modules.len() as u32);
+        self.modules.push(ModuleState {
+            name: Rc::from(name),
+            file,
+            ast: Rc::new(module),
+            globals,
+            defs,
+            lambdas,
+            poisoned: HashMap::new(),
+        });
+        Ok(id)
+    }
+
+    /// Runs a module's top level: kernel-level statements, and host-code
+    /// assignments that happen to be evaluable. A failing top-level
+    /// statement does not stop the module; the names it would bind are
+    /// marked, and using them reports why.
+    pub(crate) fn run_module(&mut self, id: ModuleId) -> Result<(), Diagnostic> {
+        let state = &self.modules[id.0 as usize];
+        let (ast, file, globals) = (state.ast.clone(), state.file, state.globals.clone());
+        let saved_scope = std::mem::replace(&mut self.scope, globals);
+        let saved_file = std::mem::replace(&mut self.file, file);
+        let saved_module = std::mem::replace(&mut self.module, id);
+        for (i, s) in ast.body.iter().enumerate() {
+            let host = ast.is_host_code(i);
+            if host && !matches!(s.kind, StmtKind::Assign { .. } | StmtKind::AnnAssign { .. }) {
+                continue;
+            }
+            let before = self.builder.kernel().ops.len() + self.builder.kernel().storages.len();
+            if let Err(e) = self.exec_stmt(s) {
+                let line = self.describe(s.span);
+                let reason = if host {
+                    format!(
+                        "it is defined by host code at {line} that cannot run at compile time: {}",
+                        e.message
+                    )
+                } else {
+                    format!(
+                        "its definition at {line} failed at compile time: {}",
+                        e.message
+                    )
+                };
+                for n in bound_names(s) {
+                    self.modules[id.0 as usize]
+                        .poisoned
+                        .insert(Rc::from(n.as_str()), reason.clone());
+                }
+            }
+            let after = self.builder.kernel().ops.len() + self.builder.kernel().storages.len();
+            if after != before {
+                let e = self.error(
+                    codes::UNSUPPORTED,
+                    "module-level code may not create tensors or run-time operations",
+                    s.span,
+                    "at module level",
+                );
+                self.scope = saved_scope;
+                self.file = saved_file;
+                self.module = saved_module;
+                return Err(e);
+            }
+        }
+        self.scope = saved_scope;
+        self.file = saved_file;
+        self.module = saved_module;
+        Ok(())
+    }
+
+    /// `import a.b as c, d`.
+    pub(crate) fn exec_import(&mut self, aliases: &[ast::Alias]) -> Result<(), Diagnostic> {
+        for a in aliases {
+            let path = a.name.name.as_str();
+            match &a.asname {
+                Some(asname) => match self.resolve_module(path, 0, a.span)? {
+                    Some(v) => self.bind_name(&asname.name, v),
+                    None => self.poison(&asname.name, path),
+                },
+                None => {
+                    let first = path.split('.').next().unwrap_or(path);
+                    // Load the whole path so `a.b.c` resolves through attributes.
+                    let full = self.resolve_module(path, 0, a.span)?;
+                    let top = if first == path {
+                        full
+                    } else {
+                        self.resolve_module(first, 0, a.span)?
+                    };
+                    match top {
+                        Some(v) => self.bind_name(first, v),
+                        None => self.poison(first, path),
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn poison(&mut self, name: &str, module: &str) {
+        let reason = format!(
+            "module `{module}` is not available at compile time (not an NKI module, and no file for it was found)"
+        );
+        let id = self.module.0 as usize;
+        self.modules[id].poisoned.insert(Rc::from(name), reason);
+        self.scope.remove(name);
+    }
+
+    /// `from module import names`.
+    pub(crate) fn exec_import_from(
+        &mut self,
+        module: Option<&ast::Ident>,
+        names: &[ast::Alias],
+        level: u32,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let path = module.map_or("", |m| m.name.as_str());
+        let base = if path.is_empty() {
+            None
+        } else {
+            self.resolve_module(path, level, span)?
+        };
+        if !path.is_empty() && base.is_none() {
+            for a in names {
+                let bind = a.asname.as_ref().unwrap_or(&a.name).name.clone();
+                self.poison(&bind, path);
+            }
+            return Ok(());
+        }
+        for a in names {
+            let name = a.name.name.as_str();
+            if name == "*" {
+                let Some(Value::Module(m)) = &base else {
+                    return Err(self.unsupported("`import *` from an NKI namespace", a.span));
+                };
+                let mut items: Vec<(Rc<str>, Value)> = m
+                    .globals
+                    .vars
+                    .borrow()
+                    .iter()
+                    .filter(|(k, _)| !k.starts_with('_'))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                items.sort_by(|a, b| a.0.cmp(&b.0));
+                for (k, v) in items {
+                    self.bind_name(&k, v);
+                }
+                continue;
+            }
+            let bind = a.asname.as_ref().unwrap_or(&a.name).name.clone();
+            let value = match &base {
+                Some(b @ Value::Namespace(_)) => Some(self.get_attr(b, name, a.name.span)?),
+                Some(Value::Module(m)) => match m.globals.get_local(name) {
+                    Some(v) => Some(v),
+                    None => {
+                        let sub = format!("{path}.{name}");
+                        self.resolve_module(&sub, level, a.span)?
+                    }
+                },
+                _ => self.resolve_module(name, level.max(1), a.span)?,
+            };
+            match value {
+                Some(v) => self.bind_name(&bind, v),
+                None => {
+                    return Err(self.error(
+                        codes::IMPORT_ERROR,
+                        format!(
+                            "cannot import `{name}` from `{}`",
+                            if path.is_empty() { "." } else { path }
+                        ),
+                        a.span,
+                        "not found",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves a module path to a compiler namespace or a loaded user
+    /// module; `None` when there is no such module.
+    pub(crate) fn resolve_module(
+        &mut self,
+        path: &str,
+        level: u32,
+        span: Span,
+    ) -> Result<Option<Value>, Diagnostic> {
+        if level == 0
+            && let Some(ns) = compiler_namespace(path)
+        {
+            return Ok(Some(Value::Namespace(ns)));
+        }
+        let rel = path.replace('.', "/");
+        let importer = self.sources.file(self.file).name().to_owned();
+        let roots: Vec<String> = if level == 0 {
+            let main = self
+                .modules
+                .first()
+                .map(|m| self.sources.file(m.file).name().to_owned())
+                .unwrap_or_default();
+            let mut r = vec![dir_of(&main).to_owned()];
+            r.extend(self.config.search_paths.iter().cloned());
+            r
+        } else {
+            let mut dir = dir_of(&importer).to_owned();
+            for _ in 1..level {
+                dir = dir_of(&dir).to_owned();
+            }
+            vec![dir]
+        };
+        for root in roots {
+            for cand in [
+                join(&root, &format!("{rel}.py")),
+                join(&root, &format!("{rel}/__init__.py")),
+            ] {
+                if let Some(&id) = self.module_paths.get(&cand) {
+                    return Ok(Some(self.module_value(id)));
+                }
+                let Some(text) = self.loader.read(&cand) else {
+                    continue;
+                };
+                let file = match self.sources.find(&cand) {
+                    Some(f) if self.sources.file(f).text() == text => f,
+                    _ => self.sources.add(cand.clone(), text),
+                };
+                let name = if path.is_empty() {
+                    cand.clone()
+                } else {
+                    path.to_owned()
+                };
+                let id = self.add_module(&name, file)?;
+                self.module_paths.insert(cand.clone(), id);
+                self.run_module(id).map_err(|e| {
+                    e.with_note(format!(
+                        "while importing `{path}` at {}",
+                        self.describe(span)
+                    ))
+                })?;
+                // A submodule becomes an attribute of its loaded package.
+                if let Some((parent, last)) = path.rsplit_once('.') {
+                    let parent_rel = parent.replace('.', "/");
+                    for pc in [
+                        join(&root, &format!("{parent_rel}/__init__.py")),
+                        join(&root, &format!("{parent_rel}.py")),
+                    ] {
+                        if let Some(&pid) = self.module_paths.get(&pc) {
+                            let v = self.module_value(id);
+                            self.modules[pid.0 as usize].globals.set(last, v);
+                        }
+                    }
+                }
+                return Ok(Some(self.module_value(id)));
+            }
+        }
+        // A package directory without `__init__.py` still holds submodules.
+        Ok(None)
+    }
+
+    fn module_value(&self, id: ModuleId) -> Value {
+        let m = &self.modules[id.0 as usize];
+        Value::Module(Rc::new(ModuleValue {
+            id,
+            name: m.name.clone(),
+            globals: m.globals.clone(),
+        }))
+    }
+}

@@ -82,6 +82,17 @@ pub enum Value {
     IndexPred(Rc<IndexPred>),
     /// An object of the API layer that the evaluator treats as opaque.
     Ext(Rc<dyn ApiObject>),
+    /// `super()` inside a method: attribute lookups start after `class`.
+    Super(Rc<SuperValue>),
+}
+
+/// The value of `super()`.
+#[derive(Clone, Debug)]
+pub struct SuperValue {
+    /// The class whose method called `super()`.
+    pub class: Rc<Class>,
+    /// The instance (or class, in a classmethod).
+    pub receiver: Value,
 }
 
 /// An object owned by the API layer (`api/`): instruction handles, enum
@@ -254,6 +265,8 @@ pub struct Function {
     pub owner: RefCell<Option<std::rc::Weak<Class>>>,
     /// `@staticmethod`, `@classmethod` or `@property`.
     pub method_kind: MethodKind,
+    /// Decorated with `@nki.jit` (calling it from a kernel is an error).
+    pub jit: bool,
 }
 
 /// How a function found on a class binds.
@@ -698,6 +711,7 @@ impl Value {
             Value::Index(_) => "index expression".into(),
             Value::IndexPred(_) => "index predicate".into(),
             Value::Ext(e) => e.type_name().into(),
+            Value::Super(_) => "super".into(),
         }
     }
 

@@ -1,10 +1,14 @@
-//! Calls: binding arguments to parameters and inlining function bodies.
+//! Calls: dispatch on the callee, binding arguments to parameters, and
+//! inlining function bodies.
+
+use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 
-use crate::args::CallArgs;
-use crate::ctx::Ctx;
-use crate::value::Value;
+use crate::args::{Arg, CallArgs};
+use crate::ctx::{CallFrame, Ctx};
+use crate::eval::Flow;
+use crate::value::{Dict, Function, FunctionBody, Scope, Value};
 use crate::{api, codes};
 
 impl Ctx<'_> {
@@ -16,13 +20,61 @@ impl Ctx<'_> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match func {
-            Value::Api(f) => api::call(self, *f, args, span),
+            Value::Function(f) => self.call_function(f, args, span, true),
             Value::BoundMethod(m) => {
                 args.positional
-                    .insert(0, crate::args::Arg::new(m.receiver.clone(), span));
+                    .insert(0, Arg::new(m.receiver.clone(), span));
                 let f = m.func.clone();
                 self.call(&f, args, span)
             }
+            Value::Builtin(b) => self.call_builtin(*b, args, span),
+            Value::Intrinsic(i) => self.call_intrinsic(*i, args, span),
+            Value::Api(f) => api::call(self, *f, args, span),
+            Value::Class(c) => {
+                let c = c.clone();
+                self.instantiate(&c, args, span)
+            }
+            Value::DType(dt) => {
+                // `np.float32(x)`: a compile-time number of that type.
+                let [x] = args.bind(self, dt.name(), ["x"], 1, span)?;
+                let x = x.expect("bound");
+                let Some(f) = x.value.as_float() else {
+                    return Err(self.error(
+                        codes::TYPE_ERROR,
+                        format!(
+                            "`{}` needs a number, found a {}",
+                            dt.name(),
+                            x.value.type_name()
+                        ),
+                        x.span,
+                        "not a number",
+                    ));
+                };
+                Ok(if dt.is_float() {
+                    Value::Float(f)
+                } else {
+                    Value::Int(f.trunc() as i64)
+                })
+            }
+            Value::Ext(e) if e.as_any().is::<crate::builtins::Partial>() => {
+                let Some(p) = e.as_any().downcast_ref::<crate::builtins::Partial>() else {
+                    unreachable!("checked by the guard")
+                };
+                let (f, args) = crate::builtins::partial_call(p, args);
+                self.call(&f, args, span)
+            }
+            Value::Object(obj) => match obj.class.lookup("__call__") {
+                Some(f) => {
+                    args.positional.insert(0, Arg::new(func.clone(), span));
+                    self.call(&f, args, span)
+                }
+                None => Err(self.error(
+                    codes::NOT_CALLABLE,
+                    format!("a `{}` object is not callable", obj.class.name),
+                    span,
+                    "not callable",
+                )),
+            },
             other => Err(self.error(
                 codes::NOT_CALLABLE,
                 format!("a {} is not callable", other.type_name()),
@@ -31,4 +83,263 @@ impl Ctx<'_> {
             )),
         }
     }
+
+    /// Inlines a call of `f`. With `frame`, the call joins the call chain
+    /// (notes, IR call sites); the kernel function itself runs without one.
+    pub(crate) fn call_function(
+        &mut self,
+        f: &Rc<Function>,
+        args: CallArgs,
+        span: Span,
+        frame: bool,
+    ) -> Result<Value, Diagnostic> {
+        if frame && f.jit {
+            return Err(self
+                .error(
+                    codes::JIT_MISUSE,
+                    format!(
+                        "`{}` is a kernel (`@nki.jit`) and cannot be called from a kernel",
+                        f.name
+                    ),
+                    span,
+                    "call of a kernel",
+                )
+                .with_help("remove `@nki.jit` from helper functions; they are inlined"));
+        }
+        if self.calls.len() as u32 >= self.config.max_call_depth {
+            return Err(self
+                .error(
+                    codes::CALL_DEPTH,
+                    format!(
+                        "calls are nested more than {} deep",
+                        self.config.max_call_depth
+                    ),
+                    span,
+                    format!("calling `{}`", f.name),
+                )
+                .with_note(
+                    "every call is inlined at compile time, so recursion must end quickly",
+                ));
+        }
+        let call_loc = self.loc(span);
+        let scope = Scope::new(f.env.clone());
+        let first_arg = args.positional.first().map(|a| a.value.clone());
+        self.bind_params(f, args, span, &scope)?;
+        let module = &self.modules[f.module.0 as usize];
+        let (new_file, new_module) = (module.file, f.module);
+        let saved_scope = std::mem::replace(&mut self.scope, scope);
+        let saved_file = std::mem::replace(&mut self.file, new_file);
+        let saved_module = std::mem::replace(&mut self.module, new_module);
+        let saved_nonlocals = std::mem::take(&mut self.nonlocals);
+        let saved_class = std::mem::replace(&mut self.in_class_body, false);
+        if frame {
+            self.calls.push(CallFrame {
+                name: f.name.clone(),
+                loc: call_loc,
+                func: Some(f.clone()),
+                first_arg,
+            });
+            self.builder.enter_call(call_loc);
+        } else {
+            self.kernel_depth += 1;
+        }
+        let res = match &f.body {
+            FunctionBody::Def(def) => {
+                let def = def.clone();
+                match self.exec_block(&def.body) {
+                    Ok(Flow::Return(v)) => Ok(v),
+                    Ok(Flow::Next) => Ok(Value::None),
+                    Ok(Flow::Break | Flow::Continue) => Err(self.error(
+                        codes::MISPLACED,
+                        "`break` or `continue` outside a loop",
+                        def.name.span,
+                        "in this function",
+                    )),
+                    Err(e) => Err(e),
+                }
+            }
+            FunctionBody::Lambda(l) => {
+                let l = l.clone();
+                self.eval(&l.body)
+            }
+        };
+        let note = if frame {
+            self.builder.exit_call();
+            let frame = self.calls.pop().expect("pushed above");
+            Some(self.call_note(&frame))
+        } else {
+            self.kernel_depth -= 1;
+            None
+        };
+        self.scope = saved_scope;
+        self.file = saved_file;
+        self.module = saved_module;
+        self.nonlocals = saved_nonlocals;
+        self.in_class_body = saved_class;
+        match (res, note) {
+            (Err(e), Some(note)) => Err(push_call_note(e, note)),
+            (res, _) => res,
+        }
+    }
+
+    /// Binds call arguments to `f`'s parameters in `scope`, Python style.
+    fn bind_params(
+        &mut self,
+        f: &Function,
+        args: CallArgs,
+        span: Span,
+        scope: &Scope,
+    ) -> Result<(), Diagnostic> {
+        let params = f.params();
+        let positional: Vec<&nkic_syntax::ast::Param> =
+            params.posonly.iter().chain(&params.args).collect();
+        let n_posonly = params.posonly.len();
+        let mut bound: Vec<Option<Value>> = vec![None; positional.len()];
+        let mut kw_bound: Vec<Option<Value>> = vec![None; params.kwonly.len()];
+        let mut extra_pos = Vec::new();
+        let n_given = args.positional.len();
+        for (i, a) in args.positional.into_iter().enumerate() {
+            if i < positional.len() {
+                bound[i] = Some(a.value);
+            } else if params.vararg.is_some() {
+                extra_pos.push(a.value);
+            } else {
+                return Err(self.error(
+                    codes::BAD_ARGUMENTS,
+                    format!(
+                        "`{}` takes {} positional arguments but {n_given} were given",
+                        f.name,
+                        positional.len()
+                    ),
+                    a.span,
+                    "unexpected argument",
+                ));
+            }
+        }
+        let mut extra_kw = Dict::default();
+        for (name, a) in args.keywords {
+            if let Some(i) = positional.iter().position(|p| p.name.name == *name)
+                && i >= n_posonly
+            {
+                if bound[i].is_some() {
+                    return Err(self.error(
+                        codes::BAD_ARGUMENTS,
+                        format!("`{}` got multiple values for argument `{name}`", f.name),
+                        a.span,
+                        "already given",
+                    ));
+                }
+                bound[i] = Some(a.value);
+            } else if let Some(i) = params.kwonly.iter().position(|p| p.name.name == *name) {
+                kw_bound[i] = Some(a.value);
+            } else if params.kwarg.is_some() {
+                extra_kw.insert(Value::Str(name), a.value);
+            } else {
+                let names: Vec<&str> = positional[n_posonly..]
+                    .iter()
+                    .copied()
+                    .chain(&params.kwonly)
+                    .map(|p| p.name.name.as_str())
+                    .collect();
+                let mut d = self.error(
+                    codes::BAD_ARGUMENTS,
+                    format!("`{}` has no parameter named `{name}`", f.name),
+                    a.span,
+                    "unknown keyword argument",
+                );
+                if let Some(c) = crate::args::closest(&name, &names) {
+                    d = d.with_help(format!("did you mean `{c}`?"));
+                }
+                return Err(d);
+            }
+        }
+        for (i, p) in positional.iter().enumerate() {
+            let v = match bound[i].take() {
+                Some(v) => v,
+                None => match f.defaults.get(i).cloned().flatten() {
+                    Some(d) => d,
+                    None => {
+                        return Err(self.error(
+                            codes::BAD_ARGUMENTS,
+                            format!(
+                                "`{}` is missing required argument `{}`",
+                                f.name, p.name.name
+                            ),
+                            span,
+                            format!("`{}` is not given", p.name.name),
+                        ));
+                    }
+                },
+            };
+            scope.set(&p.name.name, v);
+        }
+        for (i, p) in params.kwonly.iter().enumerate() {
+            let v = match kw_bound[i].take() {
+                Some(v) => v,
+                None => match f.kw_defaults.get(i).cloned().flatten() {
+                    Some(d) => d,
+                    None => {
+                        return Err(self.error(
+                            codes::BAD_ARGUMENTS,
+                            format!("`{}` is missing keyword argument `{}`", f.name, p.name.name),
+                            span,
+                            format!("`{}` is not given", p.name.name),
+                        ));
+                    }
+                },
+            };
+            scope.set(&p.name.name, v);
+        }
+        if let Some(v) = &params.vararg {
+            scope.set(&v.name.name, Value::tuple(extra_pos));
+        }
+        if let Some(k) = &params.kwarg {
+            scope.set(
+                &k.name.name,
+                Value::Dict(Rc::new(std::cell::RefCell::new(extra_kw))),
+            );
+        }
+        Ok(())
+    }
+
+    /// `super()` in the running method.
+    pub(crate) fn make_super(&self, span: Span) -> Result<Value, Diagnostic> {
+        let frame = self.calls.last();
+        let owner = frame
+            .and_then(|f| f.func.as_ref())
+            .and_then(|f| f.owner.borrow().as_ref().and_then(std::rc::Weak::upgrade));
+        match (owner, frame.and_then(|f| f.first_arg.clone())) {
+            (Some(class), Some(receiver)) => Ok(Value::Super(Rc::new(crate::value::SuperValue {
+                class,
+                receiver,
+            }))),
+            _ => Err(self.error(
+                codes::TYPE_ERROR,
+                "`super()` is only available inside a method",
+                span,
+                "not in a method",
+            )),
+        }
+    }
+}
+
+/// Adds a call-chain note, folding runs of the same call (recursion) into
+/// one note with a count.
+fn push_call_note(mut e: Diagnostic, note: String) -> Diagnostic {
+    if let Some(last) = e.notes.last_mut() {
+        if *last == note {
+            *last = format!("{note} (2 times)");
+            return e;
+        }
+        if let Some(rest) = last.strip_prefix(note.as_str())
+            && let Some(n) = rest
+                .strip_prefix(" (")
+                .and_then(|r| r.strip_suffix(" times)"))
+                .and_then(|n| n.parse::<u32>().ok())
+        {
+            *last = format!("{note} ({} times)", n + 1);
+            return e;
+        }
+    }
+    e.with_note(note)
 }

@@ -1,0 +1,498 @@
+//! The front-half pipeline: parse the kernel file, pick the kernel, apply
+//! its `# nkic:` directives, and specialize it once per program instance.
+//!
+//! # Kernel entry
+//!
+//! The kernel is the top-level function named by `SpecializeConfig::kernel`,
+//! or else the one function decorated `@nki.jit` (`@jit`, `@nki.jit(...)`,
+//! and the legacy `@nki.baremetal`-style decorators count too). Its
+//! parameters are bound by name: a tensor argument becomes an HBM tensor
+//! of the given shape and dtype (a `shared_hbm` storage, visible to every
+//! program instance), a constant becomes its compile-time value, and a
+//! parameter with neither keeps its default. Returned tensors (one, or a
+//! tuple/list of them) are the kernel's outputs and must live in HBM; a
+//! returned tensor not in `shared_hbm` gets a warning (language.md §13.16).
+//! Arguments the kernel writes are marked `inout`, the others `input`.
+//!
+//! # SPMD
+//!
+//! With a launch grid of 1–3 dims the kernel is specialized once per
+//! program instance, in row-major order of `program_id`, and
+//! `SpecializeResult::kernels[i]` is instance `i` (`Kernel::program_id`
+//! and `Kernel::num_programs` say which). The instances share the HBM
+//! arguments and outputs (`shared_hbm`). How they run is the backend's
+//! choice: a grid of 2 on trn3 maps to the two physical cores of an
+//! LNC=2 logical core; other grids run one instance after another on one
+//! core, as legacy NKI did.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
+use nkic_ir::{ArgKind, Buffer, Kernel};
+use nkic_syntax::ast::{self, ExprKind, StmtKind};
+
+use crate::args::{Arg, CallArgs};
+use crate::config::{ConstValue, ModuleLoader, SpecializeConfig};
+use crate::ctx::Ctx;
+use crate::directives::{self, Directives};
+use crate::facts::Facts;
+use crate::value::{Tensor, Value};
+use crate::{Print, codes};
+
+/// Everything the front half produces.
+#[derive(Debug, Default)]
+pub struct SpecializeResult {
+    /// The kernel function's name, once found.
+    pub kernel_name: Option<String>,
+    /// One kernel per program instance (row-major over the grid); empty
+    /// when specialization failed.
+    pub kernels: Vec<Kernel>,
+    /// Compile-time `print` output, in order.
+    pub prints: Vec<Print>,
+    /// Errors and warnings, in the order found.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The hover table (empty unless `record_facts`).
+    pub facts: Facts,
+    /// The configuration actually used: the caller's, completed from the
+    /// kernel's `# nkic:` directives.
+    pub config: SpecializeConfig,
+}
+
+impl SpecializeResult {
+    /// True when an error was reported.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Runs the front half on `file` of `sources`: parse, find the kernel,
+/// specialize it for `config` (completed from its directives). Imported
+/// modules are read through `loader` and added to `sources`.
+pub fn specialize(
+    sources: &mut SourceMap,
+    file: FileId,
+    config: &SpecializeConfig,
+    loader: &dyn ModuleLoader,
+) -> SpecializeResult {
+    let mut result = SpecializeResult {
+        config: config.clone(),
+        ..SpecializeResult::default()
+    };
+    let (module, diags) = nkic_syntax::parse(sources.file(file).text());
+    let had_syntax_errors = diags.iter().any(Diagnostic::is_error);
+    result
+        .diagnostics
+        .extend(diags.into_iter().map(|d| d.in_file(file)));
+    if had_syntax_errors {
+        return result;
+    }
+    let (name, def_start, def_span) = match find_kernel(&module, config.kernel.as_deref(), file) {
+        Ok(k) => k,
+        Err(d) => {
+            result.diagnostics.push(d);
+            return result;
+        }
+    };
+    result.kernel_name = Some(name.clone());
+    if config.use_directives {
+        let (dirs, errs) = directives::scan(sources.file(file), file, def_start);
+        if !errs.is_empty() {
+            result.diagnostics.extend(errs);
+            return result;
+        }
+        merge(&mut result.config, dirs);
+    }
+    let config = result.config.clone();
+    let n_programs: usize = config.grid.iter().map(|&g| g as usize).product();
+    if config.grid.len() > 3 || config.grid.contains(&0) {
+        result.diagnostics.push(
+            Diagnostic::error(
+                codes::GRID,
+                format!(
+                    "a launch grid has 1 to 3 positive dims, found {:?}",
+                    config.grid
+                ),
+            )
+            .with_primary(file, def_span, "this kernel"),
+        );
+        return result;
+    }
+    for index in 0..n_programs.max(1) {
+        let program_id = program_id_of(index, &config.grid);
+        let mut ctx = Ctx::new(sources, loader, &config, &name, index, program_id);
+        let res = run_instance(&mut ctx, file, &name, def_span);
+        result.prints.append(&mut ctx.prints);
+        result.diagnostics.append(&mut ctx.warnings);
+        if let Some(f) = ctx.facts.take() {
+            result.facts.merge(f);
+        }
+        let extra = std::mem::take(&mut ctx.extra_errors);
+        match res {
+            Ok(()) => {
+                let kernel = finish(ctx);
+                result.kernels.push(kernel);
+            }
+            Err(e) => {
+                result.diagnostics.push(e);
+                result.diagnostics.extend(extra);
+                result.kernels.clear();
+                return result;
+            }
+        }
+    }
+    result
+}
+
+/// The `program_id` of instance `index` in a row-major grid.
+fn program_id_of(index: usize, grid: &[u32]) -> Vec<u32> {
+    let mut id = vec![0u32; grid.len()];
+    let mut rest = index;
+    for k in (0..grid.len()).rev() {
+        id[k] = (rest % grid[k] as usize) as u32;
+        rest /= grid[k] as usize;
+    }
+    id
+}
+
+/// Fills what the caller left unset from the directives; an argument or
+/// constant given by the caller wins over the directive of the same name.
+fn merge(config: &mut SpecializeConfig, dirs: Directives) {
+    for a in dirs.args {
+        if !config.args.iter().any(|x| x.name == a.name)
+            && !config.consts.iter().any(|x| x.0 == a.name)
+        {
+            config.args.push(a);
+        }
+    }
+    for c in dirs.consts {
+        if !config.consts.iter().any(|x| x.0 == c.0) && !config.args.iter().any(|x| x.name == c.0) {
+            config.consts.push(c);
+        }
+    }
+    if config.grid.is_empty() {
+        config.grid = dirs.grid;
+    }
+    if let Some(t) = dirs.target {
+        config.target = t;
+    }
+}
+
+/// True for decorators that mark a kernel: `@nki.jit`, `@jit`,
+/// `@nki.jit(...)` and the legacy entry decorators.
+fn is_kernel_decorator(e: &ast::Expr) -> bool {
+    let e = match &e.kind {
+        ExprKind::Call { func, .. } => func,
+        _ => e,
+    };
+    let name = match &e.kind {
+        ExprKind::Name(n) => n.as_str(),
+        ExprKind::Attribute { attr, .. } => attr.name.as_str(),
+        _ => return false,
+    };
+    matches!(
+        name,
+        "jit" | "baremetal" | "benchmark" | "profile" | "simulate_kernel"
+    )
+}
+
+/// Finds the kernel: `(name, start of its first decorator or def, name span)`.
+fn find_kernel(
+    module: &ast::Module,
+    wanted: Option<&str>,
+    file: FileId,
+) -> Result<(String, u32, Span), Diagnostic> {
+    let mut candidates = Vec::new();
+    let mut all = Vec::new();
+    for s in &module.body {
+        let StmtKind::FunctionDef(f) = &s.kind else {
+            continue;
+        };
+        let start = f
+            .decorators
+            .iter()
+            .map(|d| d.span.start)
+            .min()
+            .unwrap_or(s.span.start)
+            .min(s.span.start);
+        let item = (f.name.name.clone(), start, f.name.span);
+        if f.decorators.iter().any(is_kernel_decorator) {
+            candidates.push(item.clone());
+        }
+        all.push(item);
+    }
+    if let Some(w) = wanted {
+        return all.into_iter().find(|(n, _, _)| n == w).ok_or_else(|| {
+            let names: Vec<&str> = all_names(module);
+            let mut d = Diagnostic::error(
+                codes::NO_KERNEL,
+                format!("there is no top-level function `{w}`"),
+            )
+            .with_primary(file, Span::empty(0), "in this file");
+            if let Some(c) = crate::args::closest(w, &names) {
+                d = d.with_help(format!("did you mean `{c}`?"));
+            }
+            d
+        });
+    }
+    match candidates.len() {
+        1 => Ok(candidates.remove(0)),
+        0 => Err(
+            Diagnostic::error(codes::NO_KERNEL, "no kernel function found")
+                .with_primary(file, Span::empty(0), "in this file")
+                .with_help("decorate the kernel with `@nki.jit`, or name it with --kernel"),
+        ),
+        _ => {
+            let mut d = Diagnostic::error(
+                codes::NO_KERNEL,
+                format!(
+                    "{} functions are decorated `@nki.jit`; which one is the kernel?",
+                    candidates.len()
+                ),
+            )
+            .with_primary(file, candidates[0].2, "this one");
+            for c in &candidates[1..] {
+                d = d.with_secondary(file, c.2, "and this one");
+            }
+            Err(d.with_help("name the kernel with --kernel"))
+        }
+    }
+}
+
+fn all_names(module: &ast::Module) -> Vec<&str> {
+    module
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::FunctionDef(f) => Some(f.name.name.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Loads the kernel file, binds the arguments and runs the kernel.
+fn run_instance(
+    ctx: &mut Ctx<'_>,
+    file: FileId,
+    name: &str,
+    def_span: Span,
+) -> Result<(), Diagnostic> {
+    let file_name = ctx.sources.file(file).name().to_owned();
+    ctx.builder.add_file(file, &file_name);
+    let id = ctx.add_module("__main__", file)?;
+    ctx.module_paths.insert(file_name, id);
+    ctx.file = file;
+    ctx.module = id;
+    ctx.scope = ctx.modules[0].globals.clone();
+    ctx.run_module(id)?;
+    let kernel = match ctx.modules[0].globals.get_local(name) {
+        Some(Value::Function(f)) => f,
+        Some(other) => {
+            return Err(ctx.error(
+                codes::NO_KERNEL,
+                format!("`{name}` is a {}, not a function", other.type_name()),
+                def_span,
+                "the kernel",
+            ));
+        }
+        None => {
+            let reason = ctx.modules[0].poisoned.get(name).cloned();
+            let mut d = ctx.error(
+                codes::NO_KERNEL,
+                format!("the kernel `{name}` could not be defined"),
+                def_span,
+                "here",
+            );
+            if let Some(r) = reason {
+                d = d.with_note(r);
+            }
+            return Err(d);
+        }
+    };
+    let crate::value::FunctionBody::Def(def) = &kernel.body else {
+        return Err(ctx.error(
+            codes::NO_KERNEL,
+            "the kernel must be a `def` function",
+            def_span,
+            "here",
+        ));
+    };
+    let def = def.clone();
+    let config = ctx.config;
+    let params = &def.params;
+    let known: Vec<&str> = params
+        .posonly
+        .iter()
+        .chain(&params.args)
+        .chain(&params.kwonly)
+        .map(|p| p.name.name.as_str())
+        .collect();
+    for a in &config.args {
+        if !known.contains(&a.name.as_str()) {
+            return Err(unknown_param(ctx, &a.name, &known, def_span));
+        }
+    }
+    for (n, _) in &config.consts {
+        if !known.contains(&n.as_str()) {
+            return Err(unknown_param(ctx, n, &known, def_span));
+        }
+    }
+    let mut args = CallArgs::default();
+    for (i, p) in params
+        .posonly
+        .iter()
+        .chain(&params.args)
+        .chain(&params.kwonly)
+        .enumerate()
+    {
+        let pname = p.name.name.as_str();
+        let value = if let Some(a) = config.args.iter().find(|a| a.name == pname) {
+            if !config.target.supports_dtype(a.dtype) {
+                return Err(ctx.error(
+                    codes::KERNEL_ARGS,
+                    format!("dtype {} is not available on {}", a.dtype, config.target),
+                    p.span,
+                    "this argument",
+                ));
+            }
+            let loc = ctx.loc(p.span);
+            let storage = ctx.builder.add_arg(
+                pname,
+                Buffer::SharedHbm,
+                a.dtype,
+                &a.shape,
+                ArgKind::Input,
+                loc,
+            );
+            let view = ctx.builder.full_view(storage);
+            Some(Value::tensor(Tensor {
+                view,
+                shape: a.shape.clone(),
+                buffer: Buffer::SharedHbm,
+            }))
+        } else if let Some((_, c)) = config.consts.iter().find(|c| c.0 == pname) {
+            Some(const_value(c))
+        } else {
+            let has_default = if i < params.posonly.len() + params.args.len() {
+                kernel.defaults.get(i).is_some_and(Option::is_some)
+            } else {
+                kernel
+                    .kw_defaults
+                    .get(i - params.posonly.len() - params.args.len())
+                    .is_some_and(Option::is_some)
+            };
+            if !has_default {
+                return Err(ctx
+                    .error(
+                        codes::KERNEL_ARGS,
+                        format!("kernel argument `{pname}` is not given"),
+                        p.span,
+                        "no shape, dtype or value for this parameter",
+                    )
+                    .with_help(format!(
+                        "give a tensor as `--arg {pname}=float32[128,512]` or a constant as `--const {pname}=4`, or write `# nkic: args {pname}=float32[128,512]` above the kernel"
+                    )));
+            }
+            None
+        };
+        if let Some(v) = value {
+            if i < params.posonly.len() {
+                args.positional.push(Arg::new(v, p.span));
+            } else {
+                args.keywords.push((Rc::from(pname), Arg::new(v, p.span)));
+            }
+        }
+    }
+    let ret = ctx.call_function(&kernel, args, def_span, false)?;
+    let ret_span = ctx.return_span.unwrap_or(def_span);
+    let outputs: Vec<Value> = match ret {
+        Value::None => Vec::new(),
+        Value::Tuple(t) => t.to_vec(),
+        Value::List(l) => l.borrow().clone(),
+        v => vec![v],
+    };
+    for o in outputs {
+        let Value::Tensor(t) = &o else {
+            return Err(ctx.error(
+                codes::BAD_RETURN,
+                format!("a kernel returns tensors, found a {}", o.type_name()),
+                ret_span,
+                "returned here",
+            ));
+        };
+        if t.buffer.is_on_chip() {
+            return Err(ctx
+                .error(
+                    codes::BAD_RETURN,
+                    format!(
+                        "a kernel output must be in HBM, found a {} tensor",
+                        t.buffer
+                    ),
+                    ret_span,
+                    "returned here",
+                )
+                .with_help(
+                    "allocate the output with `buffer=nl.shared_hbm` and copy the result into it",
+                ));
+        }
+        if t.buffer != Buffer::SharedHbm {
+            let message = format!("kernel output in `{}`, not `shared_hbm`", t.buffer);
+            if ctx.program_ndim() > 0 {
+                return Err(ctx
+                    .error(codes::OUTPUT_BUFFER, message, ret_span, "returned here")
+                    .with_note("every program instance writes the outputs, so they must be shared")
+                    .with_help("allocate the output with `buffer=nl.shared_hbm`"));
+            }
+            let d = Diagnostic::warning(codes::OUTPUT_BUFFER, message)
+                .with_primary(ctx.file, ret_span, "returned here")
+                .with_note("NKI requires outputs in `nl.shared_hbm`; nkic accepts this without a launch grid");
+            ctx.warnings.push(d);
+        }
+        ctx.builder.add_output(t.storage());
+    }
+    Ok(())
+}
+
+fn unknown_param(ctx: &Ctx<'_>, name: &str, known: &[&str], span: Span) -> Diagnostic {
+    let mut d = ctx
+        .error(
+            codes::KERNEL_ARGS,
+            format!("the kernel has no parameter `{name}`"),
+            span,
+            "this kernel",
+        )
+        .with_note(format!("its parameters are: {}", known.join(", ")));
+    if let Some(c) = crate::args::closest(name, known) {
+        d = d.with_help(format!("did you mean `{c}`?"));
+    }
+    d
+}
+
+/// A constant argument as a value.
+pub(crate) fn const_value(c: &ConstValue) -> Value {
+    match c {
+        ConstValue::None => Value::None,
+        ConstValue::Bool(b) => Value::Bool(*b),
+        ConstValue::Int(i) => Value::Int(*i),
+        ConstValue::Float(f) => Value::Float(*f),
+        ConstValue::Str(s) => Value::str(s),
+        ConstValue::DType(d) => Value::DType(*d),
+        ConstValue::Tuple(items) => Value::tuple(items.iter().map(const_value).collect()),
+    }
+}
+
+/// Finishes the kernel: marks written arguments `inout`.
+fn finish(ctx: Ctx<'_>) -> Kernel {
+    let mut kernel = ctx.builder.finish();
+    let mut written = Vec::new();
+    for (_, op) in kernel.ops.iter() {
+        for v in op.write_set() {
+            written.push(v.storage);
+        }
+    }
+    for arg in &mut kernel.args {
+        if written.contains(&arg.storage) {
+            arg.kind = ArgKind::InOut;
+        }
+    }
+    kernel
+}
