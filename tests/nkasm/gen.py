@@ -2014,6 +2014,28 @@ def nc_matmul_mixed(rng):
     return {"sb": sb, "m8": m8, "sh": sh, "mb": mb, "s8": s8, "e8": e8}, [o0, o1, o2]
 
 
+
+DMA_SRC = ["f32", "bf16", "f16", "f8e4m3", "i16", "u8", "bool"]
+DMA_DST = ["bf16", "f16", "tf32", "f8e5m2", "f8e4m3fn", "i32", "u16", "i8", "bool", "f32"]
+
+
+@fixture
+def dma_cast_matrix(rng):
+    ins, outs = {}, []
+    for k, sdt in enumerate(DMA_SRC):
+        x = sweep_input(rng, sdt)
+        ins[f"x{k}"] = x
+        v = value(x, sdt)
+        for ddt in DMA_DST:
+            if ddt == sdt:
+                continue
+            outs.append(cast(v, ddt))
+    # An SBUF bf16 destination accumulates in f32 and rounds to bf16 once per transfer.
+    acc = cast(alu("add", value(cast(ins["x0"], "bf16"), "bf16"), ins["x0"]), "bf16")
+    outs.append(acc)
+    return ins, outs
+
+
 # ================================================================= driver
 
 
