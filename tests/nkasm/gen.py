@@ -2039,14 +2039,6 @@ def dma_cast_matrix(rng):
 # ================================================================= driver
 
 
-def fixture_dir(name):
-    """Where a fixture's program lives: the top level, or `pending/` for one kept out of the committed set."""
-    for d in (HERE, os.path.join(HERE, "pending")):
-        if os.path.exists(os.path.join(d, name + ".nkasm")):
-            return d
-    return None
-
-
 def npy_bytes(a):
     buf = io.BytesIO()
     np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
@@ -2061,8 +2053,8 @@ def main(argv):
         if name not in FIXTURES:
             problems.append(f"{name}: no such fixture in gen.py")
             continue
-        d = fixture_dir(name)
-        if d is None:
+        d = HERE
+        if not os.path.exists(os.path.join(d, name + ".nkasm")):
             problems.append(f"{name}: no {name}.nkasm")
             continue
         rng = np.random.default_rng(zlib.crc32(name.encode()))
@@ -2079,12 +2071,9 @@ def main(argv):
             else:
                 with open(path, "wb") as f:
                     f.write(data)
-    for d in (HERE, os.path.join(HERE, "pending")):
-        if not os.path.isdir(d):
-            continue
-        for fname in sorted(os.listdir(d)):
-            if fname.endswith(".nkasm") and fname[:-6] not in FIXTURES:
-                problems.append(f"{fname}: no generator function in gen.py")
+    for fname in sorted(os.listdir(HERE)):
+        if fname.endswith(".nkasm") and fname[:-6] not in FIXTURES:
+            problems.append(f"{fname}: no generator function in gen.py")
     for p in problems:
         print(p, file=sys.stderr)
     return 1 if problems else 0
