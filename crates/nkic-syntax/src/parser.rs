@@ -1228,6 +1228,15 @@ fn describe(
         None => "not valid here".to_string(),
     };
     let mut diag = error(message, label);
+    if prev.map(|p| p.1) == Some(Token::Name("print"))
+        && at_stmt_start_of(tokens, idx.saturating_sub(1))
+        && matches!(
+            found,
+            Some(Token::String(_) | Token::Name(_) | Token::Int(_) | Token::Float(_))
+        )
+    {
+        diag = diag.with_help("`print` is a function in Python 3: write `print(...)`");
+    }
     if found == Some(Token::ColonEqual) {
         diag = diag
             .with_help("use `=` to assign; `:=` assigns only inside an expression, in parentheses");

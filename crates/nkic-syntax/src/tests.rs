@@ -524,6 +524,45 @@ fn deeply_nested_input_does_not_overflow() {
 }
 
 #[test]
+fn helps_point_at_the_likely_fix() {
+    let help = |src: &str| {
+        let (_, diags) = parse(src);
+        assert_eq!(
+            diags.len(),
+            1,
+            "{src:?}: {:?}",
+            diags.iter().map(|d| &d.message).collect::<Vec<_>>()
+        );
+        diags[0].help.first().cloned().unwrap_or_default()
+    };
+    assert_eq!(help("if x = 1:\n    pass\n"), "use `==` to compare");
+    assert_eq!(
+        help("if a:\n    pass\nelse if b:\n    pass\n"),
+        "use `elif` for another condition"
+    );
+    assert_eq!(
+        help("if a && b:\n    pass\n"),
+        "use `and` for a logical and"
+    );
+    assert_eq!(
+        help("f(shape nl.float32)\n"),
+        "is a `,` missing before this?"
+    );
+    assert_eq!(
+        help("print \"x\"\n"),
+        "`print` is a function in Python 3: write `print(...)`"
+    );
+    assert_eq!(
+        help("x := 1\n"),
+        "use `=` to assign; `:=` assigns only inside an expression, in parentheses"
+    );
+    assert_eq!(
+        help("class = 1\n"),
+        "`class` is a Python keyword and cannot be used as a name"
+    );
+}
+
+#[test]
 fn repeated_names_are_reported() {
     let errs = errors("f(dst=a, src=b, dst=c)\ndef g(x, y, x): pass\nh = lambda a, a: 0\n");
     let found: Vec<(&str, usize, &str)> = errs.iter().map(|e| (e.0, e.1, e.2.as_str())).collect();
