@@ -2036,6 +2036,20 @@ def dma_cast_matrix(rng):
     return ins, outs
 
 
+
+@fixture
+def reduce_cmd_reset(rng):
+    a = randn(rng, 32, 8)
+    # reset sets each accumulator to the identity of reduce_op and folds nothing in; idle reads it back unchanged.
+    return {"a": a}, [
+        np.full((32, 1), 1.0, F32),  # tensor_scalar_reduce reset with multiply, read by idle
+        np.full((32, 1), np.inf, F32),  # reset with minimum
+        np.full((32, 1), np.inf, F32),  # reset with maximum (-inf), read negated with reduce_res_negate
+        np.zeros((32, 1), F32),  # activation reset with add, read by idle
+        row_reduce("abs_min", act("copy", a))[:, None],  # activate2 reset then reduce abs_min from +inf
+    ]
+
+
 # ================================================================= driver
 
 
