@@ -2050,6 +2050,27 @@ def reduce_cmd_reset(rng):
     ]
 
 
+
+@fixture
+def accumulator_readout(rng):
+    a = randn(rng, 32, 8)
+    # tensor_scalar_cumulative leaves its running value in the Vector accumulator: an idle read gives the last column.
+    reg = np.zeros(32, F32)
+    for i in range(8):
+        reg = alu("add", alu("multiply", a[:, i], F32(2.0)), reg)
+    o0 = reg[:, None]
+    # tensor_scalar_reduce with a unary op0 ignores the given operand: |a|, summed from 0.
+    d1 = alu("abs", a)
+    o1 = d1
+    o2 = row_reduce("add", d1)[:, None]
+    # exponential with reduce_cmd=reduce continues from that sum; idle then reads it.
+    e = act("exp", alu("subtract", a, F32(0.5)))
+    o3 = alu("add", row_reduce("add", d1), row_reduce("add", e))[:, None]
+    # tensor_scalar on the scalar engine with unary operators (trn3).
+    o4 = ts(a, "abs", None, "square")
+    return {"a": a}, [o0, o1, o2, o3, o4]
+
+
 # ================================================================= driver
 
 
