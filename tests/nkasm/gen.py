@@ -2071,6 +2071,19 @@ def accumulator_readout(rng):
     return {"a": a}, [o0, o1, o2, o3, o4]
 
 
+
+@fixture
+def negative_offset_psum_accumulate(rng):
+    a = randn(rng, 8, 16)
+    s = randn(rng, 16, 4)
+    m = randn(rng, 16, 8)
+    # A register offset is signed: r1 = -2 moves the source two rows (128 bytes) back from row 4.
+    o0 = a[2:6].copy()
+    # accumulate=true onto PSUM written by memset adds onto what it holds.
+    o1 = matmul(s, m, np.full((4, 8), 1.5, F32))
+    return {"a": a, "s": s, "m": m}, [o0, o1]
+
+
 # ================================================================= driver
 
 
