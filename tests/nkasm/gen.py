@@ -266,9 +266,10 @@ def act(func, x, alpha=0.0):
         elif func == "tanh":
             r = np.tanh(x)
         elif func == "softplus":
-            r = np.log1p(np.exp(x))
+            # ln(1 + e^x) written so that large x gives the mathematical value x instead of overflowing.
+            r = np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
         elif func == "mish":
-            r = x * np.tanh(np.log1p(np.exp(x)))
+            r = x * np.tanh(np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))))
         elif func == "erf":
             r = _erf(x)
         elif func == "erf_dx":
@@ -293,7 +294,7 @@ def act(func, x, alpha=0.0):
             r = np.abs(x)
         else:
             raise ValueError(func)
-    return r.astype(F32)
+        return r.astype(F32)
 
 
 ACT_FUNCS = [
@@ -2082,6 +2083,14 @@ def negative_offset_psum_accumulate(rng):
     # accumulate=true onto PSUM written by memset adds onto what it holds.
     o1 = matmul(s, m, np.full((4, 8), 1.5, F32))
     return {"a": a, "s": s, "m": m}, [o0, o1]
+
+
+
+@fixture
+def activation_extremes(rng):
+    x = f32([[np.inf, -np.inf, 100.0, -100.0, 1e30, -1e30, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.8]])
+    t = alu("add", alu("multiply", x, F32(1.0)), F32(0.0))  # no bias means + 0.0: -0.0 becomes +0.0
+    return {"x": x}, [act(fn, t) for fn in ACT_FUNCS]
 
 
 # ================================================================= driver
