@@ -80,8 +80,12 @@ def cast(x, dt):
     if dt == "tf32":
         return tf32_bits(x)
     with np.errstate(all="ignore"):
-        if dt == "f16":
-            return x.astype(np.float16)
+        if dt in ("f16", "bf16"):
+            # numerics.md: a NaN keeps its top payload bits with the quiet bit set (the half crate); ml_dtypes
+            # would write the canonical NaN for bf16.
+            out = x.astype(np.float16).view(np.uint16) if dt == "f16" else x.astype(mld.bfloat16).view(np.uint16)
+            out = np.where(np.isnan(x), nan_encode(x.view(np.uint32), dt).view(np.uint16), out).astype(np.uint16)
+            return out.view(np.float16) if dt == "f16" else out
         if dt in RAW:
             return x.astype(FLOAT_NP[dt]).view(RAW[dt])
     if dt in INT_NP:
@@ -2091,6 +2095,20 @@ def activation_extremes(rng):
     x = f32([[np.inf, -np.inf, 100.0, -100.0, 1e30, -1e30, np.nan, 0.0, -0.0, 1e-30, -1e-30, 88.8]])
     t = alu("add", alu("multiply", x, F32(1.0)), F32(0.0))  # no bias means + 0.0: -0.0 becomes +0.0
     return {"x": x}, [act(fn, t) for fn in ACT_FUNCS]
+
+
+
+@fixture
+def memset_specials(rng):
+    return {}, [
+        cast(np.full((2, 4), np.inf, F32), "f8e4m3fn"),  # no infinity: native overflow gives NaN
+        cast(np.full((2, 4), 1e10, F32), "f16"),  # overflows to inf
+        cast(np.full((2, 4), bits_f32(0xFFC12345), F32), "bf16"),  # a NaN value: top payload bits, quiet bit set
+        cast(np.full((2, 4), 3e-39, F32), "bf16"),  # subnormal
+        cast(np.full((2, 4), -300.0, F32), "f8e4m3"),  # overflows to -inf (0xF8)
+        np.full((2, 4), False),  # bool from 0
+        cast(np.full((2, 4), 1.0 + 2.0**-11, F32), "f16"),  # a tie rounds to even
+    ]
 
 
 # ================================================================= driver
