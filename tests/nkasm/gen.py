@@ -2111,6 +2111,18 @@ def memset_specials(rng):
     ]
 
 
+
+@fixture
+def tensor_scalar_bitwise_reverse(rng):
+    s = rng.integers(-40, 40, size=(4, 16)).astype(np.int32)
+    u = ext32(s)
+    return {"s": s}, [
+        bitwise("left_shift", np.uint32(4), u).astype(np.uint32).view(np.int32),  # 4 << (s mod 32)
+        bitwise("right_shift", np.uint32(0x80000000), u).astype(np.uint32).view(np.int32),  # logical
+        bitwise("bitwise_and", bitwise("left_shift", np.uint32(1), u), np.uint32(0xFF00)).astype(np.uint32).view(np.int32),
+    ]
+
+
 # ================================================================= driver
 
 
