@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use nkic_diag::{Diagnostic, FileId, SourceMap};
+use nkic_isa::Target;
+use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 
 use crate::emit::Emit;
 use crate::exec::{ExecOptions, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
@@ -65,9 +67,136 @@ struct CheckArgs {
     /// Kernel files (`.py`) to check.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    kernel: KernelArgs,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
+}
+
+/// How a kernel is specialized: which function, for which arguments.
+///
+/// Flags override the kernel's `# nkic:` directive comments.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct KernelArgs {
+    /// The kernel function (default: the one `@nki.jit` function).
+    #[arg(long, value_name = "NAME")]
+    kernel: Option<String>,
+    /// A tensor argument: `NAME=DTYPE[D0,D1,...]`, e.g. `a=float32[256,1024]`.
+    #[arg(long = "arg", value_name = "NAME=DTYPE[SHAPE]")]
+    args: Vec<ArgSpec>,
+    /// A compile-time argument: `NAME=VALUE` (int, float, bool, None, string, tuple or dtype).
+    #[arg(long = "const", value_name = "NAME=VALUE", value_parser = parse_const)]
+    consts: Vec<(String, ConstValue)>,
+    /// The SPMD launch grid, e.g. `2` or `2,2`.
+    #[arg(long, value_name = "N[,M[,K]]", value_delimiter = ',')]
+    grid: Vec<u32>,
+    /// The target machine.
+    #[arg(long, value_enum)]
+    target: Option<TargetArg>,
+    /// Extra directories searched for imported modules.
+    #[arg(long = "path", value_name = "DIR")]
+    search_paths: Vec<PathBuf>,
+    /// The most IR ops one program instance may unroll to.
+    #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_OPS)]
+    max_ops: u64,
+}
+
+/// `--target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum TargetArg {
+    Trn3,
+    Trn2,
+}
+
+fn parse_const(text: &str) -> Result<(String, ConstValue), String> {
+    ConstValue::parse_binding(text).map_err(|e| e.to_string())
+}
+
+impl KernelArgs {
+    /// Whether the command line asks for specialization explicitly.
+    fn any(&self) -> bool {
+        self.kernel.is_some()
+            || !self.args.is_empty()
+            || !self.consts.is_empty()
+            || !self.grid.is_empty()
+    }
+
+    fn config(&self) -> SpecializeConfig {
+        let mut config = SpecializeConfig {
+            kernel: self.kernel.clone(),
+            args: self.args.clone(),
+            consts: self.consts.clone(),
+            grid: self.grid.clone(),
+            max_ops: self.max_ops,
+            search_paths: self
+                .search_paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            ..SpecializeConfig::default()
+        };
+        if let Some(target) = self.target {
+            config.target = match target {
+                TargetArg::Trn3 => Target::Trn3,
+                TargetArg::Trn2 => Target::Trn2,
+            };
+        }
+        config
+    }
+}
+
+/// Reads imported modules from the file system, by the path the
+/// specializer builds from the kernel file's name or a search root.
+fn read_module(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// Whether a kernel file carries `# nkic:` directive comments.
+fn has_directives(text: &str) -> bool {
+    text.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix('#')
+            .is_some_and(|rest| rest.trim_start().starts_with("nkic:"))
+    })
+}
+
+/// The front half on one file: parse and, when the kernel's arguments are
+/// known (flags or directives), specialize. Diagnostics are reported;
+/// compile-time prints go to standard error so that standard output keeps
+/// dumps and JSON diagnostics clean.
+fn front_half(
+    file: FileId,
+    kernel: &KernelArgs,
+    sources: &mut SourceMap,
+    reporter: &mut Reporter,
+    explain_skip: bool,
+) -> Option<nkic_specialize::SpecializeResult> {
+    let text = sources.file(file).text();
+    if !kernel.any() && !has_directives(text) {
+        let (_module, diags) = nkic_syntax::parse(text);
+        let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
+        let syntax_ok = !diags.iter().any(Diagnostic::is_error);
+        reporter.emit_all(&diags, sources);
+        if syntax_ok && explain_skip {
+            let diag = Diagnostic::info(
+                "I0001",
+                format!(
+                    "`{}` was only checked for syntax: no kernel arguments are known",
+                    sources.file(file).name()
+                ),
+            )
+            .with_help("pass `--arg NAME=DTYPE[SHAPE]`, or write `# nkic: args a=float32[128,512]` directly above the kernel");
+            reporter.emit(&diag, sources);
+        }
+        return None;
+    }
+    let result = nkic_specialize::specialize(sources, file, &kernel.config(), &read_module);
+    for print in &result.prints {
+        eprintln!("{}: {}", print.location, print.text);
+    }
+    reporter.emit_all(&result.diagnostics, sources);
+    Some(result)
 }
 
 #[derive(clap::Args, Debug)]
@@ -81,6 +210,8 @@ struct CompileArgs {
     /// Write the dump to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
+    #[command(flatten)]
+    kernel: KernelArgs,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
@@ -142,9 +273,8 @@ fn check(args: &CheckArgs) -> ExitCode {
                 continue;
             }
         };
-        let (_module, diags) = nkic_syntax::parse(sources.file(file).text());
-        let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
-        reporter.emit_all(&diags, &sources);
+        let explain = args.files.len() == 1;
+        front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
     }
     exit_code(&reporter)
 }
@@ -190,6 +320,26 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
             reporter.emit_all(&diags, &sources);
             nkic_syntax::dump_ast(&module)
+        }
+        Emit::Ir => {
+            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, true)
+            else {
+                return Ok(exit_code(&reporter));
+            };
+            if result.has_errors() {
+                return Ok(exit_code(&reporter));
+            }
+            let options = nkic_ir::PrintOptions {
+                sources: Some(&sources),
+            };
+            let mut out = String::new();
+            for (i, kernel) in result.kernels.iter().enumerate() {
+                if result.kernels.len() > 1 {
+                    out.push_str(&format!("# program instance {i}\n"));
+                }
+                out.push_str(&nkic_ir::print_with(kernel, options));
+            }
+            out
         }
     };
     write_output(args.output.as_deref(), &dump)?;

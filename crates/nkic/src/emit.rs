@@ -7,4 +7,6 @@ pub enum Emit {
     Tokens,
     /// The syntax tree.
     Ast,
+    /// The tile IR after specialization, one kernel per program instance.
+    Ir,
 }

@@ -108,6 +108,15 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
                 .map(|c| f64::from(numerics::to_f32(DType::F16, word(c) as u32)))
                 .collect(),
         ),
+        // An f32 array for an f32 argument is copied bit for bit, so NaN
+        // payloads (signalling ones included) survive.
+        (TypeChar::Float, 4) if dtype == DType::F32 => {
+            let mut bytes = Vec::with_capacity(need);
+            for chunk in data.chunks_exact(4) {
+                bytes.extend_from_slice(&(word(chunk) as u32).to_le_bytes());
+            }
+            Elements::Raw { size, bytes }
+        }
         (TypeChar::Float, 4) => Elements::Values(
             data.chunks_exact(4)
                 .map(|c| f64::from(f32::from_bits(word(c) as u32)))
@@ -271,6 +280,14 @@ mod tests {
         let back = read(&file, DType::F32).unwrap();
         assert_eq!(back.shape, vec![2, 3]);
         assert_eq!(back.bytes, bytes);
+    }
+
+    #[test]
+    fn f32_nan_payloads_survive() {
+        let bits = [0x7f81_2345u32, 0x7f80_0001, 0xffc0_0000];
+        let bytes: Vec<u8> = bits.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let file = write(&[3], DType::F32, &bytes, OutDType::Native);
+        assert_eq!(read(&file, DType::F32).unwrap().bytes, bytes);
     }
 
     #[test]
