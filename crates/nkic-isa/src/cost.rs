@@ -8,15 +8,25 @@
 //!
 //! `Cost::busy_ps` is the initiation interval: the next instruction of the
 //! same queue may start `busy_ps` after this one started. `Cost::latency_ps`
-//! (≥ `busy_ps`) is when this instruction's writes are visible and its
-//! signals fire. All times are integer picoseconds, converted from engine
-//! cycles with `Figures::cycles_to_ps` (rounding up), so simulated times are
-//! deterministic.
+//! is when this instruction's writes are visible and its signals fire; it
+//! is at least `busy_ps` for every instruction (equal for control
+//! instructions, including those on DMA queues), so an instruction started
+//! at `t` completes at `t + latency_ps`. All times are integer picoseconds,
+//! converted from engine cycles with `Figures::cycles_to_ps` (rounding up),
+//! so simulated times are deterministic.
 //!
-//! The simulator adds `Target::dependent_overhead_ps` to an instruction's
-//! start when it reads memory written by the previous instruction of the
-//! same queue (`dependent_issue_overhead_cycles`, trn3-machine.md §7.1) and
-//! waits for that producer's `latency_ps` as well.
+//! Dependent issue (docs/isa.md §7): each queue remembers the byte
+//! footprints written by its latest memory-writing instruction (any
+//! non-control instruction, or `reg_store`) and that instruction's
+//! completion time; control instructions that write no memory (`reg_alu`,
+//! `branch`, labels, …) neither replace the record nor break the
+//! dependency. An instruction that reads memory (non-control, or
+//! `reg_load`) whose read footprint overlaps the record starts at
+//! `max(queue free time, waits, producer completion) +
+//! Target::dependent_overhead_ps(engine)`, that is
+//! `dependent_issue_overhead_cycles` (trn3-machine.md §7.1) of the queue's
+//! engine clock. Footprints are bounding boxes (memory, partition range,
+//! per-partition byte range), so the test is conservative.
 //!
 //! Compute engines (N = free size of the main input, `max(·, min_ii)` on
 //! every Vector/Scalar/GpSimd interval, latency = interval +
