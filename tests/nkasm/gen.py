@@ -168,7 +168,8 @@ def alu(op, a, b=None):
         if op == "relu":
             return np.where(np.isnan(a), a, np.where(a > 0, a, F32(0))).astype(F32)
         if op == "rsqrt":
-            return F32(1) / np.sqrt(a)
+            # One correctly rounded operation (the interpreter's reading of "1/sqrt(lhs)"; see GOLDEN_FINDINGS).
+            return f32(1.0 / np.sqrt(a.astype(F64)))
         if op == "reciprocal":
             return F32(1) / a
         if op == "bypass":
