@@ -19,9 +19,8 @@
 //!
 //! # Coverage
 //!
-//! The grammar covers Python 3.11 syntax except `match`, `type` statements,
-//! `except*` and parenthesised context managers (`with (a as b, c):`).
-//! F-string fields may contain strings with the same quote as the
+//! The grammar covers Python 3.11 syntax except `match`, `type` statements
+//! and `except*`. F-string fields may contain strings with the same quote as the
 //! literal (Python 3.12). Every `.py` file of aws-neuron/nki-samples,
 //! aws-neuron/nki-library and the `nki/` folder of aws-neuron/aws-neuron-sdk
 //! that CPython accepts parses without a diagnostic, to a tree that unparses

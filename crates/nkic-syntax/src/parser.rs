@@ -58,6 +58,9 @@ pub struct Ctx<'src> {
     last_error_end: Option<usize>,
     /// Nesting of f-string fields being parsed (bounded).
     fstring_depth: u32,
+    /// `context as target` items seen inside parentheses, waiting for their
+    /// `with` statement: (span of the context, target).
+    as_items: Vec<(Span, Expr)>,
 }
 
 /// Parses a whole file.
@@ -92,6 +95,7 @@ pub fn parse_module(src: &str) -> (Module, Vec<Diagnostic>) {
 pub fn parse_expression(src: &str) -> (Expr, Vec<Diagnostic>) {
     let mut ctx = Ctx::new(src);
     let expr = ctx.parse_sub_expression(0, src.len());
+    ctx.report_stray_as_items();
     let mut diags = std::mem::take(&mut ctx.diags);
     sort_diagnostics(&mut diags);
     (expr, diags)
@@ -154,6 +158,7 @@ impl<'src> Ctx<'src> {
             errors: Vec::new(),
             last_error_end: None,
             fstring_depth: 0,
+            as_items: Vec::new(),
         }
     }
 
@@ -233,7 +238,10 @@ impl<'src> Ctx<'src> {
         let end = r.max(l);
         self.last_error_end = Some(end);
         self.errors.push(rec);
-        Stmt::new(StmtKind::Error(body), Span::from_range(l..end))
+        // `as` items of the dropped statement are part of its error.
+        let region = Span::from_range(l..end);
+        self.as_items.retain(|(span, _)| !region.encloses(*span));
+        Stmt::new(StmtKind::Error(body), region)
     }
 
     /// Whether an INDENT at `offset` directly follows a statement that was
@@ -269,7 +277,71 @@ impl<'src> Ctx<'src> {
 
     // ------------------------------------------------------------ statements
 
+    /// Sets aside the target of `context as target` inside parentheses and
+    /// returns the context (see `ParenElem` in the grammar).
+    pub(crate) fn as_item(&mut self, context: Expr, target: Expr) -> Expr {
+        self.check_target(&target, "with");
+        self.as_items.push((context.span, target));
+        context
+    }
+
+    /// Expands a parenthesised group of context managers,
+    /// `with (a as b, c):`, into its items (Python 3.10 syntax).
+    pub(crate) fn with_items(&mut self, items: Vec<WithItem>) -> Vec<WithItem> {
+        let [item] = items.as_slice() else {
+            return items;
+        };
+        if item.target.is_some() {
+            return items;
+        }
+        // As in Python 3.10, a parenthesised tuple is a group of context
+        // managers, and so is a parenthesised `a as b`.
+        let elements: Vec<&Expr> = match &item.context.kind {
+            ExprKind::Tuple(elts) if !elts.is_empty() => elts.iter().collect(),
+            _ if self
+                .as_items
+                .iter()
+                .any(|(span, _)| *span == item.context.span) =>
+            {
+                vec![&item.context]
+            }
+            _ => return items,
+        };
+        let mut out = Vec::with_capacity(elements.len());
+        for e in elements {
+            let target = self
+                .as_items
+                .iter()
+                .position(|(span, _)| *span == e.span)
+                .map(|i| self.as_items.swap_remove(i).1);
+            let end = target.as_ref().map_or(e.span.end, |t| t.span.end);
+            out.push(WithItem {
+                context: e.clone(),
+                target,
+                span: Span::new(e.span.start, end),
+            });
+        }
+        out
+    }
+
+    /// Reports the `as` items no `with` statement took back: they were
+    /// misplaced.
+    fn report_stray_as_items(&mut self) {
+        for (span, target) in std::mem::take(&mut self.as_items) {
+            self.diags.push(
+                Diagnostic::error("E0010", "`as` is not allowed here")
+                    .with_primary(
+                        FileId::default(),
+                        Span::new(span.start, target.span.end),
+                        "`as` inside parentheses",
+                    )
+                    .with_help("`as` names a value only in `with`, `import` and `except`"),
+            );
+        }
+    }
+
     pub(crate) fn module(&mut self, body: Vec<Stmt>, l: usize, r: usize) -> Module {
+        self.report_stray_as_items();
         let host_code = body
             .iter()
             .enumerate()

@@ -563,6 +563,31 @@ fn helps_point_at_the_likely_fix() {
 }
 
 #[test]
+fn parenthesised_context_managers() {
+    let module = check_ok(
+        "with (open(a) as f, lock, g() as (x, y)):\n    pass\nwith (a, b):\n    pass\nwith (a, b) as c:\n    pass\n",
+    );
+    let counts: Vec<(usize, usize)> = module
+        .body
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::With { items, .. } => (
+                items.len(),
+                items.iter().filter(|i| i.target.is_some()).count(),
+            ),
+            _ => (0, 0),
+        })
+        .collect();
+    assert_eq!(counts, [(3, 2), (2, 0), (1, 1)]);
+    let errs = errors("x = (a as b)\nprint((c as d), 1)\n");
+    assert_eq!(
+        errs.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(),
+        [("E0010", 1), ("E0010", 2)]
+    );
+    assert_eq!(errs[0].2, "`as` is not allowed here");
+}
+
+#[test]
 fn repeated_names_are_reported() {
     let errs = errors("f(dst=a, src=b, dst=c)\ndef g(x, y, x): pass\nh = lambda a, a: 0\n");
     let found: Vec<(&str, usize, &str)> = errs.iter().map(|e| (e.0, e.1, e.2.as_str())).collect();
