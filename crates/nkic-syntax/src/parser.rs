@@ -296,8 +296,14 @@ impl<'src> Ctx<'src> {
         }
         // As in Python 3.10, a parenthesised tuple is a group of context
         // managers, and so is a parenthesised `a as b`.
+        // (A tuple in double parentheses, `with ((a, b)):`, stays one item:
+        // then the item starts before the tuple's own parenthesis.)
         let elements: Vec<&Expr> = match &item.context.kind {
-            ExprKind::Tuple(elts) if !elts.is_empty() => elts.iter().collect(),
+            ExprKind::Tuple(elts)
+                if !elts.is_empty() && item.span.start == item.context.span.start =>
+            {
+                elts.iter().collect()
+            }
             _ if self
                 .as_items
                 .iter()

@@ -579,6 +579,8 @@ fn parenthesised_context_managers() {
         })
         .collect();
     assert_eq!(counts, [(3, 2), (2, 0), (1, 1)]);
+    let module = check_ok("with ((a, b)):\n    pass\n");
+    assert!(matches!(&module.body[0].kind, StmtKind::With { items, .. } if items.len() == 1));
     let errs = errors("x = (a as b)\nprint((c as d), 1)\n");
     assert_eq!(
         errs.iter().map(|e| (e.0, e.1)).collect::<Vec<_>>(),

@@ -185,7 +185,17 @@ impl Unparser {
                     if i > 0 {
                         self.out.push_str(", ");
                     }
+                    // A lone parenthesised tuple would read as a group of
+                    // context managers: it needs a second pair.
+                    let lone_tuple =
+                        item.target.is_none() && matches!(item.context.kind, ExprKind::Tuple(_));
+                    if lone_tuple {
+                        self.out.push('(');
+                    }
                     write_expr(&mut self.out, &item.context, prec::TEST);
+                    if lone_tuple {
+                        self.out.push(')');
+                    }
                     if let Some(t) = &item.target {
                         self.out.push_str(" as ");
                         write_expr(&mut self.out, t, prec::BITOR);
