@@ -340,17 +340,39 @@ fn every_fixture_matches_its_numpy_reference() {
         fixture_dir().display()
     );
     let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("exec_golden");
-    let failures: Vec<String> = fixtures
-        .iter()
-        .filter_map(|f| {
-            check_exec(f, &scratch).err().map(|msg| {
-                format!(
-                    "{}: {msg}",
-                    f.file_name().and_then(|n| n.to_str()).unwrap_or("?")
-                )
+    // Fixtures are independent processes; a few threads keep the suite near a second. Each
+    // thread takes every n-th fixture, and the failures are sorted so the report is stable.
+    let n_threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let mut failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..n_threads)
+            .map(|t| {
+                let (fixtures, scratch) = (&fixtures, &scratch);
+                scope.spawn(move || {
+                    fixtures
+                        .iter()
+                        .skip(t)
+                        .step_by(n_threads)
+                        .filter_map(|f| {
+                            check_exec(f, scratch).err().map(|msg| {
+                                format!(
+                                    "{}: {msg}",
+                                    f.file_name().and_then(|n| n.to_str()).unwrap_or("?")
+                                )
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                })
             })
-        })
-        .collect();
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| vec!["a harness thread panicked".into()])
+            })
+            .collect()
+    });
+    failures.sort();
     assert!(
         failures.is_empty(),
         "{} of {} fixtures failed:\n{}",
