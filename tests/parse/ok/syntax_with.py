@@ -19,3 +19,15 @@ with ctx() as obj.attr:
 with nl.no_reorder():
     with nested():
         inner()
+
+with (
+    nl.no_reorder() as scope,
+    open_trace("copies") as trace,
+):
+    pass
+
+with (first, second):
+    pass
+
+with ((first, second)):
+    pass
