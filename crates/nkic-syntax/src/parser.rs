@@ -1313,7 +1313,7 @@ fn describe(
             Some(Token::String(_) | Token::Name(_) | Token::Int(_) | Token::Float(_))
         )
     {
-        diag = diag.with_help("`print` is a function in Python 3: write `print(...)`");
+        return Some(diag.with_help("`print` is a function in Python 3: write `print(...)`"));
     }
     if found == Some(Token::ColonEqual) {
         diag = diag
