@@ -567,8 +567,13 @@ fn compound(depth: u32) -> BoxedStrategy<Vec<String>> {
             lines.extend(indent(b));
             lines
         }),
-        (expr(), name(), body()).prop_map(|(ctx, n, b)| {
-            let mut lines = vec![format!("with {ctx} as {n}, {ctx}:")];
+        (expr(), name(), any::<bool>(), body()).prop_map(|(ctx, n, parenthesised, b)| {
+            let header = if parenthesised {
+                format!("with ({ctx} as {n}, {ctx},):")
+            } else {
+                format!("with {ctx} as {n}, {ctx}:")
+            };
+            let mut lines = vec![header];
             lines.extend(indent(b));
             lines
         }),
