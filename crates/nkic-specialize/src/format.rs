@@ -8,6 +8,17 @@
 
 use crate::value::{ClassKind, IntOrReg, Value};
 
+/// The value's type with an article: `an int`, `a tensor`.
+pub fn a_type(v: &Value) -> String {
+    let t = v.type_name();
+    let article = if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {t}")
+}
+
 /// `str(v)`.
 pub fn str(v: &Value) -> String {
     match v {

@@ -409,19 +409,79 @@ impl Ctx<'_> {
                     let first = path.split('.').next().unwrap_or(path);
                     // Load the whole path so `a.b.c` resolves through attributes.
                     let full = self.resolve_module(path, 0, a.span)?;
-                    let top = if first == path {
-                        full
-                    } else {
-                        self.resolve_module(first, 0, a.span)?
+                    if first == path {
+                        match full {
+                            Some(v) => self.bind_name(first, v),
+                            None => self.poison(first, path),
+                        }
+                        continue;
+                    }
+                    let Some(full) = full else {
+                        self.poison(first, path);
+                        continue;
                     };
-                    match top {
-                        Some(v) => self.bind_name(first, v),
-                        None => self.poison(first, path),
+                    if let Some(Value::Namespace(_)) = self.resolve_module(first, 0, a.span)? {
+                        let top = self
+                            .resolve_module(first, 0, a.span)?
+                            .unwrap_or(Value::None);
+                        self.bind_name(first, top);
+                        continue;
+                    }
+                    // Bind the top package, creating namespace packages
+                    // for directories without `__init__.py`, and hang
+                    // each submodule on its parent.
+                    let parts: Vec<&str> = path.split('.').collect();
+                    let mut parent = match self.scope.lookup(first) {
+                        Some(Value::Module(m)) => Value::Module(m),
+                        _ => match self.resolve_module(first, 0, a.span)? {
+                            Some(v) => v,
+                            None => self.namespace_package(first),
+                        },
+                    };
+                    self.bind_name(first, parent.clone());
+                    for k in 1..parts.len() {
+                        let Value::Module(pm) = &parent else { break };
+                        let child = if k + 1 == parts.len() {
+                            full.clone()
+                        } else {
+                            let sub = parts[..=k].join(".");
+                            match pm.globals.get_local(parts[k]) {
+                                Some(v @ Value::Module(_)) => v,
+                                _ => match self.resolve_module(&sub, 0, a.span)? {
+                                    Some(v) => v,
+                                    None => self.namespace_package(&sub),
+                                },
+                            }
+                        };
+                        pm.globals.set(parts[k], child.clone());
+                        parent = child;
                     }
                 }
             }
         }
         Ok(())
+    }
+
+    /// An empty module standing for a package directory without
+    /// `__init__.py` (a namespace package).
+    fn namespace_package(&mut self, name: &str) -> Value {
+        let id = ModuleId(self.modules.len() as u32);
+        let globals = crate::value::Scope::new(None);
+        globals.set("__name__", Value::str(name));
+        self.modules.push(ModuleState {
+            name: Rc::from(name),
+            file: self.file,
+            ast: Rc::new(ast::Module {
+                body: Vec::new(),
+                span: Span::default(),
+                host_code: Vec::new(),
+            }),
+            globals,
+            defs: HashMap::new(),
+            lambdas: HashMap::new(),
+            poisoned: HashMap::new(),
+        });
+        self.module_value(id)
     }
 
     fn poison(&mut self, name: &str, module: &str) {
@@ -448,9 +508,14 @@ impl Ctx<'_> {
             self.resolve_module(path, level, span)?
         };
         if !path.is_empty() && base.is_none() {
+            // A namespace package: the names may still be submodules.
             for a in names {
                 let bind = a.asname.as_ref().unwrap_or(&a.name).name.clone();
-                self.poison(&bind, path);
+                let sub = format!("{path}.{}", a.name.name);
+                match self.resolve_module(&sub, level, a.span)? {
+                    Some(v) if a.name.name != "*" => self.bind_name(&bind, v),
+                    _ => self.poison(&bind, path),
+                }
             }
             return Ok(());
         }

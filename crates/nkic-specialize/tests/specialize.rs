@@ -8,6 +8,8 @@
 //!   diagnostics (plain text, no colour). The first line of the fixture
 //!   names the expected code: `# expect: E0209`.
 //!
+//! A `# kernel: NAME` line selects the kernel, as `--kernel NAME` does.
+//!
 //! Modules the fixtures import are read from `kernels/` (the loader is the
 //! only IO; the specializer does none).
 
@@ -27,10 +29,16 @@ fn run(path: &Path) -> (SpecializeResult, SourceMap) {
     let name = rel.to_string_lossy().replace('\\', "/");
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut sources = SourceMap::new();
-    let file = sources.add(name, text);
+    let file = sources.add(name, text.as_str());
     let loader = |p: &str| std::fs::read_to_string(dir.join(p)).ok();
+    // A `# kernel: NAME` line picks the kernel, as `--kernel` does.
+    let kernel = text
+        .lines()
+        .find_map(|l| l.strip_prefix("# kernel: "))
+        .map(|k| k.trim().to_owned());
     let config = SpecializeConfig {
         record_facts: true,
+        kernel,
         ..SpecializeConfig::default()
     };
     let res = specialize(&mut sources, file, &config, &loader);

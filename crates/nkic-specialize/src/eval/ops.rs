@@ -583,9 +583,9 @@ impl Ctx<'_> {
                 None => Err(self.error(
                     codes::RUNTIME_VALUE,
                     format!(
-                        "a {} and a {} cannot be compared at compile time",
-                        l.type_name(),
-                        r.type_name()
+                        "{} and {} cannot be compared at compile time",
+                        crate::format::a_type(l),
+                        crate::format::a_type(r)
                     ),
                     span,
                     "a run-time value",
@@ -644,9 +644,9 @@ impl Ctx<'_> {
                     Err(self.error(
                         codes::TYPE_ERROR,
                         format!(
-                            "a {} and a {} cannot be ordered",
-                            l.type_name(),
-                            r.type_name()
+                            "{} and {} cannot be ordered",
+                            crate::format::a_type(l),
+                            crate::format::a_type(r)
                         ),
                         span,
                         "not comparable",

@@ -323,7 +323,11 @@ impl Ctx<'_> {
                             targets.len()
                         ),
                         span,
-                        format!("{} values here", items.len()),
+                        format!(
+                            "{} values unpacked into {} names",
+                            items.len(),
+                            targets.len()
+                        ),
                     ));
                 }
                 for (t, v) in targets.iter().zip(items) {
@@ -452,7 +456,10 @@ impl Ctx<'_> {
     ) -> Result<Flow, Diagnostic> {
         let it = self.eval(iter)?;
         let (kind, iteration) = match it {
-            Value::DynRange(r) => return self.exec_dynamic_for(span, target, &r, body, orelse),
+            Value::DynRange(r) => {
+                let header = Span::new(span.start, iter.span.end);
+                return self.exec_dynamic_for(header, target, &r, body, orelse);
+            }
             Value::Range(r) => {
                 let kind = match r.kind {
                     RangeKind::Range => StaticLoopKind::Range,
@@ -773,6 +780,7 @@ impl Ctx<'_> {
         body: &[Stmt],
         orelse: &[Stmt],
     ) -> Result<Flow, Diagnostic> {
+        let span = Span::new(span.start, test.span.end);
         self.check_dynamic_allowed(span)?;
         if !cond.is_plain() {
             return Err(self.error(

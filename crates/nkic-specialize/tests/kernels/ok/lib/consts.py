@@ -1,0 +1,2 @@
+P = 128
+print("consts loaded")

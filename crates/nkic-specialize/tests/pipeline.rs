@@ -1,0 +1,143 @@
+//! Tests of the pipeline's data outputs that snapshots do not show well:
+//! the hover table, the effective configuration, the caller's arguments
+//! overriding directives, module loading through the loader, and
+//! determinism.
+
+use nkic_diag::SourceMap;
+use nkic_isa::DType;
+use nkic_specialize::{ArgSpec, ConstValue, NoModules, SpecializeConfig, specialize};
+
+const KERNEL: &str = r#"import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=float32[256,64]
+# nkic: consts n=2
+@nki.jit
+def k(x, n):
+    for i in range(n):
+        rows = i * 128
+        t = nl.ndarray((128, 64), x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[rows:rows + 128, :])
+"#;
+
+fn run(text: &str, config: &SpecializeConfig) -> (nkic_specialize::SpecializeResult, SourceMap) {
+    let mut sources = SourceMap::new();
+    let file = sources.add("k.py", text);
+    let res = specialize(&mut sources, file, config, &NoModules);
+    (res, sources)
+}
+
+#[test]
+fn hover_facts_summarise_loop_iterations() {
+    let config = SpecializeConfig {
+        record_facts: true,
+        ..SpecializeConfig::default()
+    };
+    let (res, _) = run(KERNEL, &config);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    let at = |needle: &str| {
+        let off = KERNEL.find(needle).unwrap() as u32;
+        res.facts
+            .at(nkic_diag::FileId(0), off)
+            .map(|(_, f)| f.clone())
+            .unwrap()
+    };
+    let rows = at("rows = i");
+    assert_eq!(rows.values, vec!["0", "128"]);
+    assert_eq!(rows.evaluations, 2);
+    let x = at("x.dtype");
+    assert_eq!(x.values.len(), 1);
+    assert!(
+        x.values[0].starts_with("tensor(shape=(256, 64)"),
+        "{:?}",
+        x.values
+    );
+}
+
+#[test]
+fn facts_are_off_by_default_and_config_is_completed_from_directives() {
+    let (res, _) = run(KERNEL, &SpecializeConfig::default());
+    assert!(res.facts.map.is_empty());
+    assert_eq!(res.kernel_name.as_deref(), Some("k"));
+    assert_eq!(
+        res.config.args,
+        vec!["x=float32[256,64]".parse::<ArgSpec>().unwrap()]
+    );
+    assert_eq!(
+        res.config.consts,
+        vec![("n".to_owned(), ConstValue::Int(2))]
+    );
+    assert_eq!(res.kernels[0].ops.len(), 2);
+}
+
+#[test]
+fn caller_arguments_override_directives() {
+    let config = SpecializeConfig {
+        args: vec![ArgSpec {
+            name: "x".into(),
+            dtype: DType::BF16,
+            shape: vec![512, 64],
+        }],
+        consts: vec![("n".into(), ConstValue::Int(4))],
+        ..SpecializeConfig::default()
+    };
+    let (res, _) = run(KERNEL, &config);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    let k = &res.kernels[0];
+    assert_eq!(k.ops.len(), 4);
+    let arg = &k.storages[k.args[0].storage];
+    assert_eq!((arg.dtype, arg.shape.clone()), (DType::BF16, vec![512, 64]));
+}
+
+#[test]
+fn output_is_deterministic() {
+    let config = SpecializeConfig::default();
+    let a = nkic_ir::print(&run(KERNEL, &config).0.kernels[0]);
+    let b = nkic_ir::print(&run(KERNEL, &config).0.kernels[0]);
+    assert_eq!(a, b);
+}
+
+#[test]
+fn modules_come_from_the_loader_and_load_once() {
+    let main = "import nki\nfrom pkg.util import f\nfrom pkg import util\nimport pkg.util as u2\n\n# nkic: args x=float32[128,4]\n@nki.jit\ndef k(x):\n    print(f(2), util.f(3), u2.COUNT)\n";
+    // Top-level calls and augmented assignments are host code: they do not run.
+    let util = "COUNT = 1\nprint('host code')\nCOUNT += 1\n\ndef f(n):\n    return n * 10\n";
+    let reads = std::cell::RefCell::new(Vec::new());
+    let loader = |p: &str| {
+        reads.borrow_mut().push(p.to_owned());
+        (p == "src/pkg/util.py").then(|| util.to_owned())
+    };
+    let mut sources = SourceMap::new();
+    let file = sources.add("src/main.py", main);
+    let res = specialize(&mut sources, file, &SpecializeConfig::default(), &loader);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    let texts: Vec<&str> = res.prints.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, vec!["20 30 1"]);
+    assert_eq!(res.prints[0].location, "src/main.py:9");
+    // The module file was added to the source map once.
+    assert_eq!(
+        sources
+            .files()
+            .filter(|(_, f)| f.name() == "src/pkg/util.py")
+            .count(),
+        1
+    );
+    assert!(reads.borrow().iter().all(|p| p.starts_with("src/")));
+}
+
+#[test]
+fn search_paths_are_import_roots() {
+    let main = "import nki\nimport helpers\n\n# nkic: args x=float32[128,4]\n@nki.jit\ndef k(x):\n    print(helpers.N)\n";
+    let loader = |p: &str| (p == "/opt/lib/helpers.py").then(|| "N = 7\n".to_owned());
+    let config = SpecializeConfig {
+        search_paths: vec!["/opt/lib".into()],
+        ..SpecializeConfig::default()
+    };
+    let mut sources = SourceMap::new();
+    let file = sources.add("k.py", main);
+    let res = specialize(&mut sources, file, &config, &loader);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    assert_eq!(res.prints[0].text, "7");
+}
