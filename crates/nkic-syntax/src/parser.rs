@@ -850,6 +850,21 @@ impl<'src> Ctx<'src> {
             );
             operands.push((l, node, r));
         }
+        // One operator (the common case) needs no grouping.
+        let mut rest = rest;
+        if rest.len() == 1
+            && let Some((op, _, right, r)) = rest.pop()
+        {
+            let (l, left, _) = first;
+            return Expr::new(
+                ExprKind::BinOp {
+                    left: Box::new(left),
+                    op,
+                    right: Box::new(right),
+                },
+                Span::from_range(l..r),
+            );
+        }
         let mut operands = vec![first];
         let mut ops: Vec<BinOp> = Vec::new();
         for (op, l, operand, r) in rest {
