@@ -34,6 +34,9 @@ pub struct SpecializeConfig {
     pub max_call_depth: u32,
     /// Maximum iterations of one compile-time `while` loop.
     pub max_while_iterations: u64,
+    /// Maximum unrolled loop iterations (and comprehension elements) in
+    /// total, so loops that record no ops still end.
+    pub max_iterations: u64,
     /// Extra import roots (`--path DIR`), searched after the kernel file's
     /// directory.
     pub search_paths: Vec<String>,
@@ -55,6 +58,7 @@ impl Default for SpecializeConfig {
             max_ops: DEFAULT_MAX_OPS,
             max_call_depth: 64,
             max_while_iterations: 1_000_000,
+            max_iterations: 20_000_000,
             search_paths: Vec::new(),
             record_facts: false,
             use_directives: true,

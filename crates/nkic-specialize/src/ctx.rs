@@ -69,6 +69,8 @@ pub(crate) struct Bases {
     pub(crate) nki_object: Rc<Class>,
     pub(crate) enum_: Rc<Class>,
     pub(crate) int_enum: Rc<Class>,
+    /// The class of `nl.mgrid[...]` results.
+    pub(crate) mgrid: Rc<Class>,
 }
 
 /// The evaluator's state; see the module doc.
@@ -88,6 +90,8 @@ pub struct Ctx<'a> {
     pub(crate) calls: Vec<CallFrame>,
     /// Nesting of kernel-function bodies being run (they have no call frame).
     pub(crate) kernel_depth: u32,
+    /// Static loop iterations run so far.
+    pub(crate) iterations: u64,
     /// Open dynamic loops.
     pub(crate) dyn_depth: u32,
     /// Open `no_reorder` blocks.
@@ -285,6 +289,7 @@ impl<'a> Ctx<'a> {
             loops: Vec::new(),
             calls: Vec::new(),
             kernel_depth: 0,
+            iterations: 0,
             dyn_depth: 0,
             no_reorder_depth: 0,
             program_id,
@@ -368,6 +373,28 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Counts one unrolled loop iteration (or comprehension element) and
+    /// fails when the kernel has run more than `max_iterations` of them,
+    /// so a long loop that records no ops still ends.
+    pub(crate) fn count_iteration(&mut self, span: Span) -> Result<(), Diagnostic> {
+        self.iterations += 1;
+        if self.iterations <= self.config.max_iterations {
+            return self.check_budget(span);
+        }
+        let mut d = Diagnostic::error(
+            codes::LOOP_LIMIT,
+            format!(
+                "the kernel runs more than {} loop iterations at compile time",
+                self.config.max_iterations
+            ),
+        );
+        d = match self.loops.last() {
+            Some(lp) => d.with_primary(lp.loc.file, lp.loc.span, "this loop is still running"),
+            None => d.with_primary(self.file, span, "still running here"),
+        };
+        Err(d.with_help("use `nl.dynamic_range` for long loops"))
+    }
+
     /// Notes naming the loop iterations and calls enclosing the current
     /// point, innermost first.
     pub(crate) fn context_notes(&self) -> Vec<String> {
@@ -399,7 +426,9 @@ impl Bases {
         let nki_object = class("NKIObject", ClassKind::Plain, vec![object.clone()]);
         let enum_ = class("Enum", ClassKind::Enum, vec![object.clone()]);
         let int_enum = class("IntEnum", ClassKind::IntEnum, vec![object.clone()]);
+        let mgrid = class("mgrid", ClassKind::Plain, vec![object.clone()]);
         Bases {
+            mgrid,
             object,
             nki_object,
             enum_,

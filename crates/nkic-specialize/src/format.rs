@@ -164,12 +164,55 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) {
         Value::Ds(d) => out.push_str(&format!("ds({}, {})", int_or_reg(&d.start), d.size)),
         Value::Index(e) => {
             let dims: Vec<String> = e.shape().iter().map(u64::to_string).collect();
-            out.push_str(&format!("index_expr(shape=({}))", dims.join(", ")));
+            out.push_str(&format!(
+                "index_expr({}, shape=({}))",
+                affine_text(e),
+                dims.join(", ")
+            ));
         }
-        Value::IndexPred(p) => out.push_str(&format!("index_mask({} clauses)", p.clauses.len())),
+        Value::IndexPred(p) => {
+            let clauses: Vec<String> = p
+                .clauses
+                .iter()
+                .map(|(e, op)| format!("{} {op} 0", affine_text(e)))
+                .collect();
+            out.push_str(&format!("index_mask({})", clauses.join(" & ")));
+        }
         Value::Ext(e) => out.push_str(&e.display()),
         Value::Super(s) => out.push_str(&format!("<super: {}>", s.class.name)),
     }
+}
+
+/// `2*i1 - i0 + 1`: an affine index expression, `iK` the index along axis K.
+fn affine_text(e: &crate::value::IndexExpr) -> String {
+    let mut out = String::new();
+    for t in &e.terms {
+        let (sign, mag) = if t.coef < 0 {
+            ("-", t.coef.unsigned_abs())
+        } else {
+            ("+", t.coef.unsigned_abs())
+        };
+        if out.is_empty() {
+            if sign == "-" {
+                out.push('-');
+            }
+        } else {
+            out.push_str(&format!(" {sign} "));
+        }
+        if mag != 1 {
+            out.push_str(&format!("{mag}*"));
+        }
+        out.push_str(&format!("i{}", t.axis));
+    }
+    if e.constant != 0 || out.is_empty() {
+        if out.is_empty() {
+            out.push_str(&e.constant.to_string());
+        } else {
+            let sign = if e.constant < 0 { '-' } else { '+' };
+            out.push_str(&format!(" {sign} {}", e.constant.unsigned_abs()));
+        }
+    }
+    out
 }
 
 fn int_or_reg(v: &IntOrReg) -> String {
@@ -313,6 +356,10 @@ fn parse_spec(spec: &str) -> Option<Spec> {
     if i < chars.len() {
         s.ty = Some(chars[i]);
         i += 1;
+    }
+    // Widths and precisions beyond this make strings no kernel needs.
+    if s.width > 1000 || s.precision.is_some_and(|p| p > 1000) {
+        return None;
     }
     (i == chars.len()).then_some(s)
 }

@@ -29,6 +29,8 @@ pub enum Intrinsic {
     Ds,
     /// `nl.arange(...)`.
     Arange,
+    /// `nl.mgrid`: subscripted, not called (`nl.mgrid[0:128, 0:512]`).
+    Mgrid,
     /// `nki.jit` and the other kernel decorators.
     Jit,
 }
@@ -66,6 +68,7 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
             "no_reorder" => f(I::NoReorder),
             "ds" => f(I::Ds),
             "arange" => f(I::Arange),
+            "mgrid" => f(I::Mgrid),
             _ => None,
         },
         _ => None,
@@ -282,6 +285,12 @@ impl Ctx<'_> {
                     step,
                 ))))
             }
+            I::Mgrid => Err(self.error(
+                codes::NOT_CALLABLE,
+                "`nl.mgrid` is indexed, not called: `nl.mgrid[0:128, 0:512]`",
+                span,
+                "called here",
+            )),
             I::Jit => match args.positional.first() {
                 Some(Arg {
                     value: Value::Function(f),
@@ -304,5 +313,76 @@ impl Ctx<'_> {
                 _ => Ok(Value::Intrinsic(I::Jit)),
             },
         }
+    }
+}
+
+impl Ctx<'_> {
+    /// `nl.mgrid[a:b, c:d, ...]`: one legacy index expression per axis of
+    /// an n-dimensional grid, as an object with fields `p`, `x`, `y`, `z`
+    /// that also unpacks as a tuple (`i_p, i_f = nl.mgrid[...]`).
+    pub(crate) fn mgrid(&self, key: &Value, span: Span) -> Result<Value, Diagnostic> {
+        let items: Vec<Value> = match key {
+            Value::Tuple(t) => t.to_vec(),
+            k => vec![k.clone()],
+        };
+        if items.is_empty() || items.len() > 4 {
+            return Err(self.error(
+                codes::VALUE_ERROR,
+                "`nl.mgrid` takes 1 to 4 slices",
+                span,
+                "here",
+            ));
+        }
+        let n = items.len() as u8;
+        let mut fields = Vec::new();
+        for (axis, it) in items.iter().enumerate() {
+            let Value::Slice(s) = it else {
+                return Err(self.error(
+                    codes::TYPE_ERROR,
+                    format!(
+                        "`nl.mgrid` takes slices such as `0:128`, found {}",
+                        crate::format::a_type(it)
+                    ),
+                    span,
+                    "not a slice",
+                ));
+            };
+            let start = if s.lower.is_none() {
+                Some(0)
+            } else {
+                s.lower.as_int()
+            };
+            let step = if s.step.is_none() {
+                Some(1)
+            } else {
+                s.step.as_int()
+            };
+            let (Some(start), Some(stop), Some(step)) = (start, s.upper.as_int(), step) else {
+                return Err(self.error(
+                    codes::TYPE_ERROR,
+                    "`nl.mgrid` slices need int bounds and a stop",
+                    span,
+                    "bad slice",
+                ));
+            };
+            if step <= 0 || stop <= start {
+                return Err(self.error(
+                    codes::VALUE_ERROR,
+                    "`nl.mgrid` slices must be non-empty with a positive step",
+                    span,
+                    "empty slice",
+                ));
+            }
+            let size = (stop - start + step - 1) / step;
+            let mut e = IndexExpr::arange(start, size as u64, step);
+            e.ndim = n;
+            e.terms[0].axis = axis as u8;
+            let name = ["p", "x", "y", "z"][axis];
+            fields.push((Rc::<str>::from(name), Value::Index(Rc::new(e))));
+        }
+        Ok(Value::Object(Rc::new(crate::value::Object {
+            class: self.bases.mgrid.clone(),
+            fields: std::cell::RefCell::new(fields),
+        })))
     }
 }

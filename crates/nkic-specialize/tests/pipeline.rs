@@ -141,3 +141,29 @@ fn search_paths_are_import_roots() {
     assert!(!res.has_errors(), "{:?}", res.diagnostics);
     assert_eq!(res.prints[0].text, "7");
 }
+
+#[test]
+fn loops_without_ops_are_bounded_too() {
+    let text = "import nki\n\n# nkic: args x=float32[128,4]\n@nki.jit\ndef k(x):\n    n = 0\n    for i in range(1000000000):\n        n = i\n";
+    let config = SpecializeConfig {
+        max_iterations: 1000,
+        ..SpecializeConfig::default()
+    };
+    let (res, _) = run(text, &config);
+    let d = res.diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!(d.code, nkic_specialize::codes::LOOP_LIMIT);
+    let label = d.primary.as_ref().unwrap();
+    assert_eq!(&text[label.span.range()], "for i in range(1000000000)");
+}
+
+#[test]
+fn spmd_instances_get_their_program_ids() {
+    let text = "import nki\nimport nki.language as nl\n\n# nkic: args x=float32[128,4]\n# nkic: grid 3\n@nki.jit\ndef k(x):\n    print(nl.program_id(0), nl.num_programs())\n";
+    let (res, _) = run(text, &SpecializeConfig::default());
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    assert_eq!(res.kernels.len(), 3);
+    let ids: Vec<Vec<u32>> = res.kernels.iter().map(|k| k.program_id.clone()).collect();
+    assert_eq!(ids, vec![vec![0], vec![1], vec![2]]);
+    let texts: Vec<&str> = res.prints.iter().map(|p| p.text.as_str()).collect();
+    assert_eq!(texts, vec!["0 3", "1 3", "2 3"]);
+}

@@ -341,7 +341,6 @@ impl Ctx<'_> {
         body: &mut dyn FnMut(&mut Self) -> Result<(), Diagnostic>,
     ) -> Result<(), Diagnostic> {
         let Some((g, rest)) = generators.split_first() else {
-            self.check_budget(Span::default())?;
             return body(self);
         };
         if g.is_async {
@@ -349,6 +348,7 @@ impl Ctx<'_> {
         }
         let it = self.eval(&g.iter)?;
         'items: for item in self.iterate(&it, g.iter.span)? {
+            self.count_iteration(g.span)?;
             self.assign(&g.target, item)?;
             for cond in &g.ifs {
                 let c = self.eval(cond)?;
@@ -874,6 +874,7 @@ impl Ctx<'_> {
                 )),
             },
             Value::Index(e) => self.index_subscript(e, key, span),
+            Value::Intrinsic(crate::intrinsics::Intrinsic::Mgrid) => self.mgrid(key, span),
             Value::Class(c) if c.kind != ClassKind::Plain => {
                 let name = key.as_str().unwrap_or_default();
                 match c
@@ -1065,6 +1066,9 @@ impl Ctx<'_> {
                 .iter()
                 .map(|m| Value::Object(m.clone()))
                 .collect(),
+            Value::Object(obj) if Rc::ptr_eq(&obj.class, &self.bases.mgrid) => {
+                obj.fields.borrow().iter().map(|(_, v)| v.clone()).collect()
+            }
             Value::Object(obj) if obj.class.lookup("__iter__").is_some() => {
                 let f = obj.class.lookup("__iter__").unwrap_or(Value::None);
                 let args = CallArgs::positional(vec![Arg::new(v.clone(), span)]);

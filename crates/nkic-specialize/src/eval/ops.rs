@@ -376,12 +376,12 @@ impl Ctx<'_> {
         };
         let scale = |e: &IndexExpr, k: i64| IndexExpr {
             ndim: e.ndim,
-            constant: e.constant * k,
+            constant: e.constant.saturating_mul(k),
             terms: e
                 .terms
                 .iter()
                 .map(|t| IndexTerm {
-                    coef: t.coef * k,
+                    coef: t.coef.saturating_mul(k),
                     ..*t
                 })
                 .collect(),
@@ -395,14 +395,14 @@ impl Ctx<'_> {
                     .iter_mut()
                     .find(|x| x.axis == t.axis && x.size == t.size)
                 {
-                    Some(x) => x.coef += t.coef,
+                    Some(x) => x.coef = x.coef.saturating_add(t.coef),
                     None => terms.push(*t),
                 }
             }
             terms.retain(|t| t.coef != 0);
             IndexExpr {
                 ndim,
-                constant: a.constant + b.constant,
+                constant: a.constant.saturating_add(b.constant),
                 terms,
             }
         };
@@ -434,13 +434,13 @@ impl Ctx<'_> {
                 if k.as_int().is_some() =>
             {
                 Ok(Value::Register(RegValue {
-                    offset: a.offset + k.as_int().unwrap_or(0),
+                    offset: a.offset.saturating_add(k.as_int().unwrap_or(0)),
                     ..*a
                 }))
             }
             (Value::Register(a), k, BinOp::Sub) if k.as_int().is_some() => {
                 Ok(Value::Register(RegValue {
-                    offset: a.offset - k.as_int().unwrap_or(0),
+                    offset: a.offset.saturating_sub(k.as_int().unwrap_or(0)),
                     ..*a
                 }))
             }
@@ -450,8 +450,8 @@ impl Ctx<'_> {
                 let k = k.as_int().unwrap_or(0);
                 Ok(Value::Register(RegValue {
                     reg: a.reg,
-                    scale: a.scale * k,
-                    offset: a.offset * k,
+                    scale: a.scale.saturating_mul(k),
+                    offset: a.offset.saturating_mul(k),
                 }))
             }
             (Value::Register(a), Value::Register(b), BinOp::Add | BinOp::Sub) => {
@@ -679,7 +679,7 @@ impl Ctx<'_> {
             _ => return Err(self.bad_operands(op.as_str(), l, r, span)),
         };
         let mut e = (**e).clone();
-        e.constant -= k;
+        e.constant = e.constant.saturating_sub(k);
         Ok(Value::IndexPred(Rc::new(IndexPred {
             clauses: vec![(e, pop)],
         })))

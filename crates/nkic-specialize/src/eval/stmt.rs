@@ -514,7 +514,7 @@ impl Ctx<'_> {
             frame.var = var.clone().map(|n| (n, v.clone()));
             done = i + 1;
             let res = self
-                .check_budget(span)
+                .count_iteration(span)
                 .and_then(|()| self.assign(target, v))
                 .and_then(|()| self.exec_block(body));
             self.leave_iteration();
@@ -618,7 +618,9 @@ impl Ctx<'_> {
             let frame = self.loops.last_mut().expect("pushed above");
             frame.index = i;
             i += 1;
-            let res = self.check_budget(span).and_then(|()| self.exec_block(body));
+            let res = self
+                .count_iteration(span)
+                .and_then(|()| self.exec_block(body));
             self.leave_iteration();
             match res {
                 Err(e) => {
