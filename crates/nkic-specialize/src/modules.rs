@@ -353,6 +353,12 @@ impl Ctx<'_> {
         let saved_module = std::mem::replace(&mut self.module, id);
         for (i, s) in ast.body.iter().enumerate() {
             let host = ast.is_host_code(i);
+            // `try: import x` / `except ImportError: import y` at the top
+            // level picks the first branch that works.
+            if let StmtKind::Try { body, handlers, .. } = &s.kind {
+                self.run_top_level_try(id, body, handlers);
+                continue;
+            }
             if host && !matches!(s.kind, StmtKind::Assign { .. } | StmtKind::AnnAssign { .. }) {
                 continue;
             }
@@ -394,6 +400,49 @@ impl Ctx<'_> {
         self.file = saved_file;
         self.module = saved_module;
         Ok(())
+    }
+
+    /// Runs a top-level `try` block's body; if a statement of it fails (an
+    /// import of a module that is not there, typically), runs the first
+    /// handler's body instead. Failures there mark the names they bind.
+    fn run_top_level_try(&mut self, id: ModuleId, body: &[Stmt], handlers: &[ast::ExceptHandler]) {
+        let failed = body
+            .iter()
+            .any(|s| self.exec_stmt(s).is_err() || self.binds_poisoned(s));
+        if !failed {
+            return;
+        }
+        let Some(h) = handlers.first() else { return };
+        for s in &h.body {
+            match self.exec_stmt(s) {
+                Ok(_) => {
+                    for n in bound_names(s) {
+                        self.modules[id.0 as usize].poisoned.remove(n.as_str());
+                    }
+                }
+                Err(e) => {
+                    let reason = format!(
+                        "its definition at {} failed at compile time: {}",
+                        self.describe(s.span),
+                        e.message
+                    );
+                    for n in bound_names(s) {
+                        self.modules[id.0 as usize]
+                            .poisoned
+                            .insert(Rc::from(n.as_str()), reason.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// True when `s` left one of its names unavailable (an import of a
+    /// missing module binds nothing and marks the name instead).
+    fn binds_poisoned(&self, s: &Stmt) -> bool {
+        let m = &self.modules[self.module.0 as usize];
+        bound_names(s)
+            .iter()
+            .any(|n| m.poisoned.contains_key(n.as_str()))
     }
 
     /// `import a.b as c, d`.

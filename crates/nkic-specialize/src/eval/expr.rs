@@ -1073,6 +1073,14 @@ impl Ctx<'_> {
                 let f = obj.class.lookup("__iter__").unwrap_or(Value::None);
                 let args = CallArgs::positional(vec![Arg::new(v.clone(), span)]);
                 let it = self.call(&f, args, span)?;
+                if matches!(it, Value::Object(_)) {
+                    return Err(self.error(
+                        codes::NOT_ITERABLE,
+                        "`__iter__` must return a list, tuple or other container here",
+                        span,
+                        "iterated here",
+                    ));
+                }
                 return self.iterate(&it, span);
             }
             Value::DynRange(_) => {
@@ -1119,10 +1127,19 @@ impl Ctx<'_> {
                     if let Some(f) = obj.class.lookup(name) {
                         let args = CallArgs::positional(vec![Arg::new(v.clone(), span)]);
                         let r = self.call(&f, args, span)?;
-                        return if want_len {
-                            Ok(r.as_int().unwrap_or(0) != 0)
-                        } else {
-                            self.truthy(&r, span)
+                        return match r {
+                            Value::Bool(b) if !want_len => Ok(b),
+                            Value::Int(i) if want_len => Ok(i != 0),
+                            other => Err(self.error(
+                                codes::TYPE_ERROR,
+                                format!(
+                                    "`{name}` must return {}, found {}",
+                                    if want_len { "an int" } else { "a bool" },
+                                    crate::format::a_type(&other)
+                                ),
+                                span,
+                                "used as a condition",
+                            )),
                         };
                     }
                 }

@@ -15,6 +15,16 @@
 //!   statement is created lazily, when the first op or storage inside it
 //!   is recorded, so loops that only compute compile-time values leave no
 //!   trace in the IR;
+//! * `is`/`is not` compare identity (value equality for `None`, bools,
+//!   ints, strings and dtypes), so `x is None` works although the spec
+//!   lists `is` as unsupported: real kernels use it;
+//! * lambdas, list/dict comprehensions and generator expressions (built
+//!   eagerly as lists) are supported; `yield`, `try`, `global`, sets,
+//!   `async` and `with` other than `nl.no_reorder()` are rejected (E0201);
+//! * top-level statements the parser classes as host code are skipped,
+//!   except assignments, which are tried (a failure makes the names
+//!   unavailable with the reason), and `try` blocks, whose body runs with
+//!   the first handler as the fallback (`try: import a except: import b`);
 //! * errors propagate as `Diagnostic`s; on the way out of a loop iteration
 //!   or an inlined call they gain a note naming it (innermost first).
 

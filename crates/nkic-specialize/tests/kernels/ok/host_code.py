@@ -1,7 +1,11 @@
 """A kernel file that is a whole program: host code around the kernel."""
 import math
 import numpy as np
-import nki
+
+try:
+    import neuron_missing_package.nki as nki
+except ImportError:
+    import nki
 import nki.language as nl
 import nki.isa as nisa
 
