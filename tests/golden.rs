@@ -767,8 +767,17 @@ struct Fixture {
 impl Fixture {
     /// The path relative to the `tests/` directory, with `/` on every
     /// platform so that snapshots do not depend on it.
+    ///
+    /// The `tests/` directory is found as the fixture's nearest ancestor that
+    /// holds this harness, not from `CARGO_MANIFEST_DIR`: insta may locate the
+    /// fixtures through another spelling of the same directory (a workspace
+    /// root given by `INSTA_WORKSPACE_ROOT`, a copy of the checkout), and an
+    /// absolute path must never reach a snapshot.
     fn relative_name(path: &Path) -> String {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = path
+            .ancestors()
+            .find(|dir| dir.join("golden.rs").is_file())
+            .unwrap_or_else(|| panic!("fixture {} is not below tests/", path.display()));
         let relative = path.strip_prefix(root).unwrap_or(path);
         relative
             .components()
