@@ -336,7 +336,10 @@ impl Ctx<'_> {
         a.value.as_float().ok_or_else(|| {
             self.error(
                 codes::TYPE_ERROR,
-                format!("`{what}` needs a number, found a {}", a.value.type_name()),
+                format!(
+                    "`{what}` needs a number, found {}",
+                    crate::format::a_type(&a.value)
+                ),
                 a.span,
                 "not a number",
             )
@@ -348,8 +351,8 @@ impl Ctx<'_> {
             Value::Register(_) | Value::Tensor(_) => Err(self.error(
                 codes::RUNTIME_VALUE,
                 format!(
-                    "`{what}` needs a compile-time int, found a {}",
-                    a.value.type_name()
+                    "`{what}` needs a compile-time int, found {}",
+                    crate::format::a_type(&a.value)
                 ),
                 a.span,
                 "a run-time value",
@@ -357,7 +360,7 @@ impl Ctx<'_> {
             v => v.as_int().ok_or_else(|| {
                 self.error(
                     codes::TYPE_ERROR,
-                    format!("`{what}` needs an int, found a {}", v.type_name()),
+                    format!("`{what}` needs an int, found {}", crate::format::a_type(v)),
                     a.span,
                     "not an int",
                 )
@@ -475,8 +478,8 @@ impl Ctx<'_> {
                     Value::Register(_) | Value::Tensor(_) => Err(self.error(
                         codes::RUNTIME_VALUE,
                         format!(
-                            "`int()` of a {} is not known at compile time",
-                            x.value.type_name()
+                            "`int()` of {} is not known at compile time",
+                            crate::format::a_type(&x.value)
                         ),
                         x.span,
                         "a run-time value",
@@ -1118,7 +1121,10 @@ impl Ctx<'_> {
     fn bad_arg(&self, a: &Arg, func: &str, want: &str) -> Diagnostic {
         self.error(
             codes::TYPE_ERROR,
-            format!("`{func}` needs {want}, found a {}", a.value.type_name()),
+            format!(
+                "`{func}` needs {want}, found {}",
+                crate::format::a_type(&a.value)
+            ),
             a.span,
             "wrong type",
         )
@@ -1217,7 +1223,10 @@ impl Ctx<'_> {
             other => {
                 return Err(self.error(
                     codes::TYPE_ERROR,
-                    format!("`isinstance` needs a type, found a {}", other.type_name()),
+                    format!(
+                        "`isinstance` needs a type, found {}",
+                        crate::format::a_type(other)
+                    ),
                     span,
                     "not a type",
                 ));
@@ -1425,7 +1434,10 @@ impl Ctx<'_> {
                         other => {
                             return Err(self.error(
                                 codes::TYPE_ERROR,
-                                format!("`update` needs a dict, found a {}", other.type_name()),
+                                format!(
+                                    "`update` needs a dict, found {}",
+                                    crate::format::a_type(other)
+                                ),
                                 a.span,
                                 "not a dict",
                             ));
@@ -1543,7 +1555,10 @@ impl Ctx<'_> {
                         other => {
                             return Err(self.error(
                                 codes::TYPE_ERROR,
-                                format!("`join` needs strings, found a {}", other.type_name()),
+                                format!(
+                                    "`join` needs strings, found {}",
+                                    crate::format::a_type(&other)
+                                ),
                                 a.span,
                                 "not a string",
                             ));

@@ -434,8 +434,8 @@ pub fn format_value(v: &Value, spec: &str) -> Result<String, String> {
         (_, None) if s.sign.is_none() && s.precision.is_none() && !s.zero => (str(v), None),
         _ => {
             return Err(format!(
-                "format spec `{spec}` does not apply to a {}",
-                v.type_name()
+                "format spec `{spec}` does not apply to {}",
+                crate::format::a_type(v)
             ));
         }
     };

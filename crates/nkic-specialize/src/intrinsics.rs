@@ -106,8 +106,8 @@ impl Ctx<'_> {
                 self.error(
                     codes::TYPE_ERROR,
                     format!(
-                        "`{func}` needs an int or a register, found a {}",
-                        v.type_name()
+                        "`{func}` needs an int or a register, found {}",
+                        crate::format::a_type(v)
                     ),
                     a.span,
                     "not an int or register",
@@ -127,7 +127,7 @@ impl Ctx<'_> {
             v => v.as_int().ok_or_else(|| {
                 self.error(
                     codes::TYPE_ERROR,
-                    format!("`{func}` needs an int, found a {}", v.type_name()),
+                    format!("`{func}` needs an int, found {}", crate::format::a_type(v)),
                     a.span,
                     "not an int",
                 )

@@ -289,7 +289,10 @@ fn run_instance(
         Some(other) => {
             return Err(ctx.error(
                 codes::NO_KERNEL,
-                format!("`{name}` is a {}, not a function", other.type_name()),
+                format!(
+                    "`{name}` is {}, not a function",
+                    crate::format::a_type(&other)
+                ),
                 def_span,
                 "the kernel",
             ));
@@ -414,7 +417,10 @@ fn run_instance(
         let Value::Tensor(t) = &o else {
             return Err(ctx.error(
                 codes::BAD_RETURN,
-                format!("a kernel returns tensors, found a {}", o.type_name()),
+                format!(
+                    "a kernel returns tensors, found {}",
+                    crate::format::a_type(&o)
+                ),
                 ret_span,
                 "returned here",
             ));

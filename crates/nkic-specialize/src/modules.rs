@@ -364,6 +364,13 @@ impl Ctx<'_> {
             }
             let before = self.builder.kernel().ops.len() + self.builder.kernel().storages.len();
             if let Err(e) = self.exec_stmt(s) {
+                // Broken source is always an error, even if unused.
+                if e.code == codes::SYNTAX_ERRORS {
+                    self.scope = saved_scope;
+                    self.file = saved_file;
+                    self.module = saved_module;
+                    return Err(e);
+                }
                 let line = self.describe(s.span);
                 let reason = if host {
                     format!(
@@ -669,7 +676,18 @@ impl Ctx<'_> {
                 } else {
                     path.to_owned()
                 };
-                let id = self.add_module(&name, file)?;
+                let id = match self.add_module(&name, file) {
+                    Ok(id) => id,
+                    Err(first) => {
+                        self.extra_errors.insert(0, first);
+                        return Err(self.error(
+                            codes::SYNTAX_ERRORS,
+                            format!("module `{path}` has syntax errors"),
+                            span,
+                            "imported here",
+                        ));
+                    }
+                };
                 self.module_paths.insert(cand.clone(), id);
                 self.run_module(id).map_err(|e| {
                     e.with_note(format!(

@@ -42,9 +42,9 @@ impl Ctx<'_> {
                     return Err(self.error(
                         codes::TYPE_ERROR,
                         format!(
-                            "`{}` needs a number, found a {}",
+                            "`{}` needs a number, found {}",
                             dt.name(),
-                            x.value.type_name()
+                            crate::format::a_type(&x.value)
                         ),
                         x.span,
                         "not a number",
@@ -77,7 +77,7 @@ impl Ctx<'_> {
             },
             other => Err(self.error(
                 codes::NOT_CALLABLE,
-                format!("a {} is not callable", other.type_name()),
+                format!("{} is not callable", crate::format::a_type(other)),
                 span,
                 "not callable",
             )),

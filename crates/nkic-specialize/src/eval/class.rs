@@ -132,8 +132,8 @@ impl Ctx<'_> {
                     return Err(self.error(
                         codes::TYPE_ERROR,
                         format!(
-                            "a class can only derive from classes, found a {}",
-                            other.type_name()
+                            "a class can only derive from classes, found {}",
+                            crate::format::a_type(&other)
                         ),
                         e.span,
                         "not a class",

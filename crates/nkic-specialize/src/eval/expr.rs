@@ -176,7 +176,10 @@ impl Ctx<'_> {
                             let Value::Dict(o) = other else {
                                 return Err(self.error(
                                     codes::TYPE_ERROR,
-                                    format!("`**` needs a dict, found a {}", other.type_name()),
+                                    format!(
+                                        "`**` needs a dict, found {}",
+                                        crate::format::a_type(&other)
+                                    ),
                                     m.span,
                                     "not a dict",
                                 ));
@@ -295,7 +298,7 @@ impl Ctx<'_> {
                     let Value::Dict(d) = v else {
                         return Err(self.error(
                             codes::TYPE_ERROR,
-                            format!("`**` needs a dict, found a {}", v.type_name()),
+                            format!("`**` needs a dict, found {}", crate::format::a_type(&v)),
                             e.span,
                             "not a dict",
                         ));
@@ -468,7 +471,7 @@ impl Ctx<'_> {
         } else {
             Err(self.error(
                 codes::UNHASHABLE,
-                format!("a {} cannot be a dict key", key.type_name()),
+                format!("{} cannot be a dict key", crate::format::a_type(key)),
                 span,
                 "unhashable",
             ))
@@ -749,7 +752,10 @@ impl Ctx<'_> {
             }
             _ => Err(self.error(
                 codes::TYPE_ERROR,
-                format!("cannot set attribute `{name}` on a {}", o.type_name()),
+                format!(
+                    "cannot set attribute `{name}` on {}",
+                    crate::format::a_type(o)
+                ),
                 span,
                 "read-only",
             )),
@@ -766,7 +772,7 @@ impl Ctx<'_> {
         let Some(i) = key.as_int() else {
             return Err(self.error(
                 codes::TYPE_ERROR,
-                format!("indices must be ints, found a {}", key.type_name()),
+                format!("indices must be ints, found {}", crate::format::a_type(key)),
                 span,
                 "not an int",
             ));
@@ -1031,7 +1037,10 @@ impl Ctx<'_> {
             },
             other => Err(self.error(
                 codes::TYPE_ERROR,
-                format!("a {} does not support item assignment", other.type_name()),
+                format!(
+                    "{} does not support item assignment",
+                    crate::format::a_type(other)
+                ),
                 span,
                 "not assignable",
             )),
@@ -1094,7 +1103,10 @@ impl Ctx<'_> {
             Value::Tensor(_) | Value::Register(_) => {
                 return Err(self.error(
                     codes::RUNTIME_VALUE,
-                    format!("a {} cannot be iterated at compile time", v.type_name()),
+                    format!(
+                        "{} cannot be iterated at compile time",
+                        crate::format::a_type(v)
+                    ),
                     span,
                     "a run-time value",
                 ));
@@ -1102,7 +1114,7 @@ impl Ctx<'_> {
             other => {
                 return Err(self.error(
                     codes::NOT_ITERABLE,
-                    format!("a {} is not iterable", other.type_name()),
+                    format!("{} is not iterable", crate::format::a_type(other)),
                     span,
                     "not iterable",
                 ));
@@ -1150,8 +1162,8 @@ impl Ctx<'_> {
                     .error(
                         codes::RUNTIME_VALUE,
                         format!(
-                            "a {} has no truth value at compile time",
-                            v.type_name()
+                            "{} has no truth value at compile time",
+                            crate::format::a_type(v)
                         ),
                         span,
                         "used as a condition",

@@ -495,7 +495,10 @@ impl Ctx<'_> {
                     UnaryOp::Not => {
                         return Err(self.error(
                             codes::RUNTIME_VALUE,
-                            format!("a {} has no truth value at compile time", v.type_name()),
+                            format!(
+                                "{} has no truth value at compile time",
+                                crate::format::a_type(&v)
+                            ),
                             span,
                             "`not` needs a compile-time value",
                         ));
@@ -698,8 +701,8 @@ impl Ctx<'_> {
                 other => Err(self.error(
                     codes::TYPE_ERROR,
                     format!(
-                        "`in <str>` needs a str on the left, found a {}",
-                        other.type_name()
+                        "`in <str>` needs a str on the left, found {}",
+                        crate::format::a_type(other)
                     ),
                     span,
                     "not a str",

@@ -401,7 +401,7 @@ impl Ctx<'_> {
                     }
                     other => Err(self.error(
                         codes::TYPE_ERROR,
-                        format!("cannot delete items of a {}", other.type_name()),
+                        format!("cannot delete items of {}", crate::format::a_type(other)),
                         target.span,
                         "not deletable",
                     )),
@@ -433,7 +433,10 @@ impl Ctx<'_> {
                     "`with` statements other than `with nl.no_reorder():`",
                     first.span,
                 )
-                .with_note(format!("the context here is a {}", ctxv.type_name())));
+                .with_note(format!(
+                    "the context here is {}",
+                    crate::format::a_type(&ctxv)
+                )));
         }
         if let Some(t) = &first.target {
             self.assign(t, Value::None)?;
@@ -910,8 +913,8 @@ impl Ctx<'_> {
                         return Err(ctx.error(
                             codes::DYNAMIC_LOOP,
                             format!(
-                                "the body of `nl.while_loop` must return the next condition register, found a {}",
-                                v.type_name()
+                                "the body of `nl.while_loop` must return the next condition register, found {}",
+                                crate::format::a_type(v)
                             ),
                             span,
                             "in this loop",
