@@ -1,0 +1,479 @@
+//! Memory allocation: an address for every storage.
+//!
+//! # On chip
+//!
+//! Every SBUF/PSUM storage that an op touches gets a placement: its first
+//! partition (0 unless the kernel gave `address=`) and one byte offset used
+//! in every partition it covers. Two storages may share bytes only when
+//! their live ranges ([`nkic_ir::live_ranges`]) or their partition ranges
+//! are disjoint. Offsets are 4-byte aligned in both memories. In PSUM a
+//! storage of at most one bank (2 KiB per partition) never crosses a bank
+//! boundary, so an accumulation group stays in one bank, and a larger one
+//! starts on a bank boundary.
+//!
+//! **Multi-buffering.** Tiles of different loop iterations are distinct
+//! storages with disjoint live ranges, so a tight allocation would give
+//! them the same bytes and the resulting anti-dependencies would serialise
+//! the iterations. The allocator therefore first tries to keep every
+//! storage's bytes unused for a *slack* of positions after its last use:
+//! slack = the whole program (no reuse at all), then half of it, a quarter,
+//! …, and finally 0. The first slack that fits wins, so as many iterations
+//! as capacity allows get their own buffers and the scheduler can overlap
+//! the loads of iteration `i + 1` with the compute of iteration `i`.
+//! Iterations that depend on each other (a `sequential_range` carrying a
+//! value) stay ordered by their data dependencies whatever the buffers.
+//!
+//! Storages are placed first-fit in order of their first use (larger
+//! first on ties), after the manual placements, which are fixed and
+//! checked for overlap among themselves (E0903) and for range (E0904). A
+//! kernel that does not fit even with slack 0 gets E0901 (SBUF) or E0902
+//! (PSUM), naming the tensors alive at the peak and the overflow in bytes
+//! per partition.
+//!
+//! # HBM
+//!
+//! Arguments become the program's `.arg` tensors in parameter order, then
+//! returned tensors that are not arguments as `output`s, then every other
+//! HBM storage an op touches as an internal `.hbm` tensor. Names are the
+//! storages' names where they are unique identifiers, otherwise
+//! `<name>_<n>` or `t<n>`.
+
+use std::collections::BTreeSet;
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::{ArgKind, Buffer, LiveRange, Placement};
+use nkic_isa::{DType, TensorId, TensorKind};
+
+use crate::codes;
+use crate::collect::{Unit, diag_at};
+
+/// On-chip offsets are multiples of this many bytes.
+pub const ALIGN: u64 = 4;
+
+/// One HBM tensor of the program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HbmDecl {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<u64>,
+    pub kind: TensorKind,
+}
+
+/// The result of allocation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The placement of each global storage; `None` for storages no op uses.
+    pub placements: Vec<Option<Placement>>,
+    /// The program's HBM tensors, in declaration order.
+    pub hbm: Vec<HbmDecl>,
+    /// The slack (in program positions) the on-chip allocation achieved,
+    /// per memory: SBUF, PSUM.
+    pub slack: [u32; 2],
+}
+
+/// A placed storage: global index, first partition, byte offset.
+type Placed = (usize, u64, u64);
+
+/// One on-chip storage to place.
+#[derive(Clone, Debug)]
+struct Item {
+    id: usize,
+    live: LiveRange,
+    partitions: (u64, u64),
+    size: u64,
+    manual: Option<u64>,
+}
+
+/// The geometry of one on-chip memory.
+#[derive(Clone, Copy, Debug)]
+struct Memory {
+    buffer: Buffer,
+    capacity: u64,
+    partitions: u64,
+    bank: Option<u64>,
+}
+
+/// Places every storage of `unit`; see the module doc.
+pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diagnostic>> {
+    let f = unit.target.figures();
+    let mut layout = Layout {
+        placements: vec![None; unit.storages.len()],
+        hbm: Vec::new(),
+        slack: [0, 0],
+    };
+    place_hbm(unit, &mut layout);
+    let len = unit
+        .storages
+        .iter()
+        .filter_map(|s| s.live.map(|r| r.last + 1))
+        .max()
+        .unwrap_or(0);
+    let memories = [
+        Memory {
+            buffer: Buffer::Sbuf,
+            capacity: u64::from(f.sbuf_usable_bytes_per_partition),
+            partitions: u64::from(f.sbuf_partitions),
+            bank: None,
+        },
+        Memory {
+            buffer: Buffer::Psum,
+            capacity: u64::from(f.psum_bytes_per_partition),
+            partitions: u64::from(f.sbuf_partitions),
+            bank: Some(u64::from(f.psum_bank_bytes)),
+        },
+    ];
+    let mut diags = Vec::new();
+    for (k, mem) in memories.iter().enumerate() {
+        match place_memory(unit, *mem, len, sources) {
+            Ok((offsets, slack)) => {
+                layout.slack[k] = slack;
+                for (id, partition, byte) in offsets {
+                    layout.placements[id] = Some(Placement::OnChip {
+                        partition: u32::try_from(partition).unwrap_or(u32::MAX),
+                        byte,
+                    });
+                }
+            }
+            Err(d) => diags.extend(d),
+        }
+    }
+    if diags.is_empty() {
+        Ok(layout)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Declares the HBM tensors and places HBM storages at byte 0 of theirs.
+fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
+    let mut order: Vec<(usize, TensorKind)> = unit
+        .args
+        .iter()
+        .map(|&(id, kind)| {
+            let kind = match kind {
+                ArgKind::Input => TensorKind::Input,
+                ArgKind::Output => TensorKind::Output,
+                ArgKind::InOut => TensorKind::InOut,
+            };
+            (id, kind)
+        })
+        .collect();
+    order.extend(unit.outputs.iter().map(|&id| (id, TensorKind::Output)));
+    for (id, s) in unit.storages.iter().enumerate() {
+        if s.st.buffer.is_hbm() && s.live.is_some() && !order.iter().any(|&(o, _)| o == id) {
+            order.push((id, TensorKind::Internal));
+        }
+    }
+    let mut used = BTreeSet::new();
+    for (id, kind) in order {
+        let st = unit.storages[id].st;
+        let name = unique_name(&st.name, unit.storages[id].handle.index(), &mut used);
+        let tensor = TensorId(u32::try_from(layout.hbm.len()).unwrap_or(u32::MAX));
+        layout.hbm.push(HbmDecl {
+            name,
+            dtype: st.dtype,
+            shape: st.shape.clone(),
+            kind,
+        });
+        layout.placements[id] = Some(Placement::Hbm { tensor, byte: 0 });
+    }
+}
+
+/// A unique identifier for a tensor named `name` (storage index `index`).
+fn unique_name(name: &str, index: usize, used: &mut BTreeSet<String>) -> String {
+    let base = if nkic_isa::text::is_identifier(name) {
+        name.to_owned()
+    } else {
+        let cleaned: String = name
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        if cleaned.is_empty() || cleaned.starts_with(|c: char| c.is_ascii_digit()) {
+            format!("t{index}")
+        } else {
+            cleaned
+        }
+    };
+    let mut candidate = base.clone();
+    let mut n = index;
+    while used.contains(&candidate) || !nkic_isa::text::is_identifier(&candidate) {
+        candidate = format!("{base}_{n}");
+        n += 1;
+    }
+    used.insert(candidate.clone());
+    candidate
+}
+
+/// Places the storages of one on-chip memory; returns `(id, partition,
+/// byte)` per storage and the slack achieved.
+fn place_memory(
+    unit: &Unit<'_>,
+    mem: Memory,
+    len: u32,
+    sources: &SourceMap,
+) -> Result<(Vec<Placed>, u32), Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    let mut items = Vec::new();
+    for (id, s) in unit.storages.iter().enumerate() {
+        let Some(live) = s.live else { continue };
+        if s.st.buffer != mem.buffer {
+            continue;
+        }
+        let size = s.st.bytes_per_partition().div_ceil(ALIGN) * ALIGN;
+        let p = s.st.partitions();
+        let (start, manual) = match s.st.address {
+            Some(a) => (u64::from(a.partition), Some(a.byte)),
+            None => (0, None),
+        };
+        let label = unit.storage_label(id, sources);
+        if p > mem.partitions || size > mem.capacity {
+            diags.push(diag_at(
+                codes::TENSOR_TOO_LARGE,
+                format!(
+                    "{} tensor needs {p} partitions of {size} bytes, more than the {} partitions of {} bytes available",
+                    mem.buffer, mem.partitions, mem.capacity
+                ),
+                s.loc,
+                "allocated here",
+            ));
+            continue;
+        }
+        if let Some(byte) = manual {
+            let misaligned = byte % if mem.bank.is_some() { ALIGN } else { 1 } != 0;
+            let crosses = mem.bank.is_some_and(|b| {
+                if size <= b {
+                    byte / b != (byte + size.max(1) - 1) / b
+                } else {
+                    byte % b != 0
+                }
+            });
+            if start + p > mem.partitions || byte + size > mem.capacity || misaligned || crosses {
+                let why = if start + p > mem.partitions {
+                    format!(
+                        "partitions {start}..{} exceed the {} partitions",
+                        start + p,
+                        mem.partitions
+                    )
+                } else if byte + size > mem.capacity {
+                    format!(
+                        "bytes {byte}..{} exceed the {} bytes per partition",
+                        byte + size,
+                        mem.capacity
+                    )
+                } else if misaligned {
+                    format!("byte {byte} is not a multiple of {ALIGN}")
+                } else {
+                    "a PSUM tile must stay inside one 2 KiB bank, or start on a bank boundary"
+                        .to_owned()
+                };
+                diags.push(diag_at(
+                    codes::ADDRESS_OUT_OF_RANGE,
+                    format!(
+                        "manual {} placement of {label} is invalid: {why}",
+                        mem.buffer
+                    ),
+                    s.loc,
+                    "placed here",
+                ));
+                continue;
+            }
+        }
+        items.push(Item {
+            id,
+            live,
+            partitions: (start, start + p),
+            size,
+            manual,
+        });
+    }
+    // Manual placements must not overlap while both are alive.
+    let manual: Vec<&Item> = items.iter().filter(|i| i.manual.is_some()).collect();
+    for (k, a) in manual.iter().enumerate() {
+        for b in &manual[..k] {
+            let (Some(x), Some(y)) = (a.manual, b.manual) else {
+                continue;
+            };
+            if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
+                let sb = &unit.storages[b.id];
+                let mut d = diag_at(
+                    codes::ADDRESS_OVERLAP,
+                    format!(
+                        "manually placed {} tensors {} and {} overlap while both are alive",
+                        mem.buffer,
+                        unit.storage_label(a.id, sources),
+                        unit.storage_label(b.id, sources)
+                    ),
+                    unit.storages[a.id].loc,
+                    format!("bytes {x}..{} placed here", x + a.size),
+                );
+                if let Some(loc) = sb.loc {
+                    d = d.with_secondary(
+                        loc.file,
+                        loc.span,
+                        format!("bytes {y}..{} placed here", y + b.size),
+                    );
+                }
+                diags.push(d.with_help(
+                    "give one of them another `address=`, or let the compiler place it",
+                ));
+            }
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    items.sort_by_key(|i| {
+        (
+            i.manual.is_none(),
+            i.live.first,
+            std::cmp::Reverse(i.size),
+            i.id,
+        )
+    });
+    let mut slack = len;
+    loop {
+        match first_fit(&items, mem, slack) {
+            Ok(offsets) => return Ok((offsets, slack)),
+            Err(failed) if slack == 0 => {
+                return Err(vec![overflow_diag(unit, &items, failed, mem, sources)]);
+            }
+            Err(_) => slack /= 2,
+        }
+    }
+}
+
+/// True when `a` and `b` may not share bytes with `slack` extra positions
+/// of life after each one's last use.
+fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
+    let live = a.live.first <= b.live.last.saturating_add(slack)
+        && b.live.first <= a.live.last.saturating_add(slack);
+    live && a.partitions.0 < b.partitions.1 && b.partitions.0 < a.partitions.1
+}
+
+/// Places `items` (manual ones first) first-fit; on failure returns the
+/// index of the item that did not fit.
+fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
+    let mut placed: Vec<(usize, u64)> = Vec::with_capacity(items.len());
+    for (k, item) in items.iter().enumerate() {
+        if let Some(byte) = item.manual {
+            placed.push((k, byte));
+            continue;
+        }
+        let mut busy: Vec<(u64, u64)> = placed
+            .iter()
+            .filter(|&&(j, _)| conflicts(item, &items[j], slack))
+            .map(|&(j, off)| (off, off + items[j].size))
+            .collect();
+        busy.sort_unstable();
+        match fit(&busy, item.size, mem) {
+            Some(off) => placed.push((k, off)),
+            None => return Err(k),
+        }
+    }
+    Ok(placed
+        .into_iter()
+        .map(|(k, off)| (items[k].id, items[k].partitions.0, off))
+        .collect())
+}
+
+/// The lowest offset where `size` bytes fit between the sorted `busy`
+/// intervals, honouring alignment and PSUM banks.
+fn fit(busy: &[(u64, u64)], size: u64, mem: Memory) -> Option<u64> {
+    let mut cand = 0u64;
+    loop {
+        cand = cand.div_ceil(ALIGN) * ALIGN;
+        if let Some(bank) = mem.bank {
+            if size <= bank {
+                if size > 0 && cand / bank != (cand + size - 1) / bank {
+                    cand = cand.div_ceil(bank) * bank;
+                }
+            } else {
+                cand = cand.div_ceil(bank) * bank;
+            }
+        }
+        if cand + size > mem.capacity {
+            return None;
+        }
+        match busy
+            .iter()
+            .find(|&&(lo, hi)| lo < cand + size.max(1) && cand < hi)
+        {
+            Some(&(_, hi)) => cand = hi,
+            None => return Some(cand),
+        }
+    }
+}
+
+/// The E0901/E0902 diagnostic for a memory that overflows.
+fn overflow_diag(
+    unit: &Unit<'_>,
+    items: &[Item],
+    failed: usize,
+    mem: Memory,
+    sources: &SourceMap,
+) -> Diagnostic {
+    // The peak: the position where the most bytes per partition are alive
+    // (positions where some live range starts are the only candidates).
+    let mut peak = (0u64, items[failed].live.first);
+    for item in items {
+        let p = item.live.first;
+        let total: u64 = items
+            .iter()
+            .filter(|i| i.live.first <= p && p <= i.live.last)
+            .map(|i| i.size)
+            .sum();
+        if total > peak.0 {
+            peak = (total, p);
+        }
+    }
+    let (total, at) = peak;
+    let alive: Vec<&Item> = items
+        .iter()
+        .filter(|i| i.live.first <= at && at <= i.live.last)
+        .collect();
+    let code = if mem.buffer == Buffer::Psum {
+        codes::PSUM_OVERFLOW
+    } else {
+        codes::SBUF_OVERFLOW
+    };
+    let failing = &unit.storages[items[failed].id];
+    let message = if total > mem.capacity {
+        format!(
+            "the kernel's {} tensors do not fit: {total} bytes per partition are alive at the peak, {} more than the {} available",
+            mem.buffer,
+            total - mem.capacity,
+            mem.capacity
+        )
+    } else {
+        format!(
+            "the kernel's {} tensors do not fit: {total} bytes per partition are alive at the peak, but no free range of {} bytes is left for {}",
+            mem.buffer,
+            items[failed].size,
+            unit.storage_label(items[failed].id, sources)
+        )
+    };
+    let mut d = diag_at(code, message, failing.loc, "this allocation does not fit");
+    for item in &alive {
+        let s = &unit.storages[item.id];
+        d = d.with_note(format!(
+            "alive at the peak: {} ({} bytes per partition)",
+            unit.storage_label(item.id, sources),
+            item.size
+        ));
+        if let Some(loc) = s.loc
+            && item.id != items[failed].id
+        {
+            d = d.with_secondary(
+                loc.file,
+                loc.span,
+                format!("{} bytes per partition alive here", item.size),
+            );
+        }
+    }
+    let help = if mem.buffer == Buffer::Psum {
+        "PSUM holds 8 banks of 2 KiB per partition: use smaller accumulation tiles or copy results out of PSUM sooner"
+    } else {
+        "use smaller tiles, or allocate tiles inside the loop that uses them so their lifetimes end sooner"
+    };
+    d.with_help(help)
+}

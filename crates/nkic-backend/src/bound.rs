@@ -1,0 +1,100 @@
+//! The run report's lower bound on a program's simulated time.
+//!
+//! No schedule can finish before any of its resources has done its work:
+//!
+//! * each compute queue (`tensor`, `vector`, `scalar`, `gpsimd`, `sync`)
+//!   is busy for the sum of its instructions' intervals (`Cost::busy_ps`);
+//! * the DMA queues together are busy for the sum of their intervals, which
+//!   at best is spread evenly over the target's `dma_queues`;
+//! * HBM moves the bytes of every DMA operand in HBM at most at
+//!   `hbm_gbps_per_core` (GB/s, so bytes per nanosecond).
+//!
+//! The bound is the maximum of these (the definition). The
+//! simulator does not model HBM bandwidth, so a simulated run can beat the
+//! HBM part; [`LowerBound::engine_ns`] (the maximum of the first two parts
+//! alone) is a bound the simulator can never beat. Costs depend only on the
+//! instructions, so the bound is the same for every order of the same
+//! instructions (the optimized and the sequential program share it).
+
+use std::collections::BTreeMap;
+
+use nkic_isa::{Memory, Program, Queue};
+
+/// A lower bound on a program's simulated time, with its parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LowerBound {
+    /// The bound in nanoseconds: the maximum of the parts below.
+    pub ns: f64,
+    /// Total interval time per queue in nanoseconds, in queue order
+    /// (compute queues and each DMA queue as emitted).
+    pub per_queue: Vec<(Queue, f64)>,
+    /// Total interval time per engine in nanoseconds (DMA: all queues).
+    pub per_engine: Vec<(nkic_isa::Engine, f64)>,
+    /// The maximum of the engine and DMA parts (without HBM bandwidth).
+    pub engine_ns: f64,
+    /// The DMA part: total DMA interval time over the number of DMA queues.
+    pub dma_ns: f64,
+    /// Bytes read from and written to HBM by DMA instructions.
+    pub hbm_bytes: u64,
+    /// `hbm_bytes` at the per-core HBM bandwidth.
+    pub hbm_ns: f64,
+    /// What bounds it: an engine name, `dma` or `hbm`.
+    pub limited_by: String,
+}
+
+/// Computes the bound of `program`; see the module doc.
+pub fn lower_bound(program: &Program) -> LowerBound {
+    let target = program.target;
+    let f = target.figures();
+    let mut per_queue = Vec::new();
+    let mut per_engine: BTreeMap<nkic_isa::Engine, u64> = BTreeMap::new();
+    let mut hbm_bytes = 0u64;
+    for stream in &program.queues {
+        let mut busy = 0u64;
+        for inst in &stream.insts {
+            busy += target.cost(stream.queue, &inst.op).busy_ps;
+            if inst.op.is_dma() {
+                for operand in inst.op.operands() {
+                    if matches!(operand.ap.mem, Memory::Hbm(_)) {
+                        hbm_bytes += operand.ap.num_elements() * operand.ap.elem_bytes();
+                    }
+                }
+            }
+        }
+        per_queue.push((stream.queue, busy as f64 / 1000.0));
+        *per_engine.entry(stream.queue.engine()).or_insert(0) += busy;
+    }
+    let dma_ps = per_engine.get(&nkic_isa::Engine::Dma).copied().unwrap_or(0);
+    let dma_ns = dma_ps as f64 / 1000.0 / f64::from(f.dma_queues.max(1));
+    let hbm_ns = hbm_bytes as f64 / f64::from(f.hbm_gbps_per_core.max(1));
+    let mut ns = dma_ns.max(hbm_ns);
+    let mut limited_by = if hbm_ns >= dma_ns { "hbm" } else { "dma" }.to_owned();
+    if ns == 0.0 {
+        limited_by = "nothing".to_owned();
+    }
+    for (&engine, &busy) in &per_engine {
+        let t = busy as f64 / 1000.0;
+        if engine != nkic_isa::Engine::Dma && t > ns {
+            ns = t;
+            limited_by = engine.name().to_owned();
+        }
+    }
+    let engine_ns = per_engine
+        .iter()
+        .filter(|(e, _)| **e != nkic_isa::Engine::Dma)
+        .map(|(_, &ps)| ps as f64 / 1000.0)
+        .fold(dma_ns, f64::max);
+    LowerBound {
+        ns,
+        engine_ns,
+        per_queue,
+        per_engine: per_engine
+            .into_iter()
+            .map(|(e, ps)| (e, ps as f64 / 1000.0))
+            .collect(),
+        dma_ns,
+        hbm_bytes,
+        hbm_ns,
+        limited_by,
+    }
+}

@@ -1,0 +1,30 @@
+//! The backend's diagnostic codes (E0900–E0999), one constant per failure.
+//!
+//! The index with examples lives in `docs/diagnostics.md`.
+
+/// The kernel's SBUF tensors do not fit at some point of the program.
+pub const SBUF_OVERFLOW: &str = "E0901";
+/// The kernel's PSUM tensors do not fit at some point of the program.
+pub const PSUM_OVERFLOW: &str = "E0902";
+/// Two manually placed tensors that are alive together share bytes.
+pub const ADDRESS_OVERLAP: &str = "E0903";
+/// A manual placement lies outside the memory, or breaks its alignment or
+/// bank rules.
+pub const ADDRESS_OUT_OF_RANGE: &str = "E0904";
+/// A single tensor is larger than its memory.
+pub const TENSOR_TOO_LARGE: &str = "E0905";
+/// Dynamic loops and sequencer registers are not compiled yet.
+pub const UNSUPPORTED_DYNAMIC: &str = "E0910";
+/// Dynamic offsets and indirect (gather/scatter) views are not compiled yet.
+pub const UNSUPPORTED_VIEW: &str = "E0911";
+/// Instances of a grid disagree on their arguments or outputs.
+pub const GRID_MISMATCH: &str = "E0912";
+/// A view has no machine access pattern (a field out of range).
+pub const UNLOWERABLE_VIEW: &str = "E0920";
+/// The op cannot run on the engine the kernel fixed, or on any engine.
+pub const NO_LEGAL_ENGINE: &str = "E0921";
+/// The kernel handed to the backend does not pass `nkic_ir::verify`.
+pub const INVALID_IR: &str = "E0998";
+/// The emitted program fails the ISA verifier: a backend bug reported
+/// as a diagnostic rather than a crash.
+pub const INTERNAL_VERIFY: &str = "E0999";

@@ -1,0 +1,283 @@
+//! Gathers the ops and storages of every program instance into one
+//! numbering, and rejects what the backend does not compile yet.
+//!
+//! Instance `i`'s program-order positions follow instance `i - 1`'s, so one
+//! list of ops in source order and one set of live ranges describe the
+//! whole grid. Arguments and returned tensors of later instances are
+//! identified with instance 0's (by parameter and return index); every
+//! other storage is its own.
+//!
+//! Not compiled yet (each a diagnostic, never a crash): dynamic loops and
+//! register ops (E0910), dynamic offsets and indirect views (E0911).
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::{
+    ArgKind, Handle, Kernel, LiveRange, Op, SecondaryMap, SrcLoc, Storage, live_ranges,
+    program_order,
+};
+use nkic_isa::Target;
+
+use crate::codes;
+
+/// One storage of the compiled program.
+#[derive(Clone, Debug)]
+pub struct StorageInfo<'k> {
+    /// The instance that defines it (0 for shared arguments and outputs).
+    pub inst: usize,
+    pub handle: Handle<Storage>,
+    pub st: &'k Storage,
+    /// Positions during which it needs memory; `None` when no op uses it.
+    pub live: Option<LiveRange>,
+    pub loc: Option<SrcLoc>,
+}
+
+/// One op of the compiled program.
+#[derive(Clone, Debug)]
+pub struct OpInfo<'k> {
+    pub inst: usize,
+    pub handle: Handle<Op>,
+    pub op: &'k Op,
+    /// The global program-order position.
+    pub pos: u32,
+    pub loc: Option<SrcLoc>,
+}
+
+/// The whole grid in one numbering.
+#[derive(Debug)]
+pub struct Unit<'k> {
+    pub kernels: &'k [Kernel],
+    pub target: Target,
+    pub storages: Vec<StorageInfo<'k>>,
+    /// Per instance, the global storage index of each storage handle.
+    pub storage_ids: Vec<SecondaryMap<Storage, usize>>,
+    /// All ops in source order (instance by instance).
+    pub ops: Vec<OpInfo<'k>>,
+    /// The program's arguments: global storage and kind, in order.
+    pub args: Vec<(usize, ArgKind)>,
+    /// Returned storages that are not arguments, in return order.
+    pub outputs: Vec<usize>,
+}
+
+impl Unit<'_> {
+    /// The global index of storage `h` of instance `inst`.
+    ///
+    /// Every storage handle of a verified kernel was numbered by
+    /// [`collect`], so the lookup cannot fail for handles taken from it.
+    pub fn sid(&self, inst: usize, h: Handle<Storage>) -> usize {
+        match self.storage_ids.get(inst).and_then(|m| m.get(h)) {
+            Some(&id) => id,
+            None => panic!("storage {h:?} of instance {inst} was not collected"),
+        }
+    }
+
+    /// The display name of a storage for messages.
+    pub fn storage_label(&self, id: usize, sources: &SourceMap) -> String {
+        let s = &self.storages[id];
+        let name = if s.st.name.is_empty() {
+            format!("t{}", s.handle.index())
+        } else {
+            format!("`{}`", s.st.name)
+        };
+        match s.loc {
+            Some(loc) => format!(
+                "{name} allocated at {}",
+                self.kernels[s.inst].describe_loc(loc, Some(sources))
+            ),
+            None => name,
+        }
+    }
+}
+
+/// A diagnostic with a primary label at `loc` when there is one.
+pub(crate) fn diag_at(
+    code: &'static str,
+    message: impl Into<String>,
+    loc: Option<SrcLoc>,
+    label: impl Into<String>,
+) -> Diagnostic {
+    let d = Diagnostic::error(code, message);
+    match loc {
+        Some(loc) => d.with_primary(loc.file, loc.span, label),
+        None => d,
+    }
+}
+
+/// Numbers the ops and storages of `kernels`; see the module doc.
+pub fn collect<'k>(
+    kernels: &'k [Kernel],
+    sources: &SourceMap,
+) -> Result<Unit<'k>, Vec<Diagnostic>> {
+    let mut diags = Vec::new();
+    for (inst, k) in kernels.iter().enumerate() {
+        if let Err(errors) = nkic_ir::verify(k) {
+            diags.extend(errors.into_iter().map(|e| {
+                Diagnostic::error(
+                    codes::INVALID_IR,
+                    format!("program instance {inst} is malformed IR: {e}"),
+                )
+            }));
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let target = kernels.first().map_or(Target::Trn3, |k| k.target);
+    let mut unit = Unit {
+        kernels,
+        target,
+        storages: Vec::new(),
+        storage_ids: Vec::new(),
+        ops: Vec::new(),
+        args: Vec::new(),
+        outputs: Vec::new(),
+    };
+    let mut offset = 0u32;
+    for (inst, k) in kernels.iter().enumerate() {
+        if k.target != target {
+            diags.push(Diagnostic::error(
+                codes::GRID_MISMATCH,
+                format!(
+                    "program instance {inst} targets {} but instance 0 targets {}",
+                    k.target.name(),
+                    target.name()
+                ),
+            ));
+        }
+        check_supported(k, sources, &mut diags);
+        let mut ids = SecondaryMap::new();
+        // Arguments and outputs of later instances are instance 0's.
+        if inst > 0 {
+            let first = &kernels[0];
+            if k.args.len() != first.args.len() || k.outputs.len() != first.outputs.len() {
+                diags.push(Diagnostic::error(
+                    codes::GRID_MISMATCH,
+                    format!(
+                        "program instance {inst} has different arguments or outputs than instance 0"
+                    ),
+                ));
+                continue;
+            }
+            let shared = k
+                .args
+                .iter()
+                .map(|a| a.storage)
+                .zip(first.args.iter().map(|a| a.storage))
+                .chain(k.outputs.iter().copied().zip(first.outputs.iter().copied()));
+            for (mine, theirs) in shared {
+                let (a, b) = (&k.storages[mine], &first.storages[theirs]);
+                if a.shape != b.shape || a.dtype != b.dtype {
+                    diags.push(Diagnostic::error(
+                        codes::GRID_MISMATCH,
+                        format!(
+                            "tensor `{}` of program instance {inst} has another shape or dtype than in instance 0",
+                            a.name
+                        ),
+                    ));
+                }
+                ids.insert(mine, unit.sid(0, theirs));
+            }
+        }
+        let ranges = live_ranges(k);
+        for (h, st) in k.storages.iter() {
+            let live = ranges.get(h).map(|r| LiveRange {
+                first: r.first + offset,
+                last: r.last + offset,
+            });
+            if let Some(&id) = ids.get(h) {
+                let info: &mut StorageInfo<'_> = &mut unit.storages[id];
+                info.live = match (info.live, live) {
+                    (Some(a), Some(b)) => Some(LiveRange {
+                        first: a.first.min(b.first),
+                        last: a.last.max(b.last),
+                    }),
+                    (a, b) => a.or(b),
+                };
+                continue;
+            }
+            ids.insert(h, unit.storages.len());
+            unit.storages.push(StorageInfo {
+                inst,
+                handle: h,
+                st,
+                live,
+                loc: k.spans.storages.get(h).copied(),
+            });
+        }
+        unit.storage_ids.push(ids);
+        if inst == 0 {
+            for a in &k.args {
+                unit.args.push((unit.sid(0, a.storage), a.kind));
+            }
+            for &o in &k.outputs {
+                let id = unit.sid(0, o);
+                if !unit.args.iter().any(|&(a, _)| a == id) && !unit.outputs.contains(&id) {
+                    unit.outputs.push(id);
+                }
+            }
+        }
+        let order = program_order(k);
+        for h in k.ops_in_order() {
+            let pos = order.op_position.get(h).copied().unwrap_or(0) + offset;
+            unit.ops.push(OpInfo {
+                inst,
+                handle: h,
+                op: &k.ops[h],
+                pos,
+                loc: k.spans.ops.get(h).copied(),
+            });
+        }
+        offset += order.len;
+    }
+    if diags.is_empty() {
+        Ok(unit)
+    } else {
+        Err(diags)
+    }
+}
+
+/// Reports the constructs of `k` the backend does not compile yet.
+fn check_supported(k: &Kernel, sources: &SourceMap, diags: &mut Vec<Diagnostic>) {
+    for (h, _) in k.dyn_loops.iter() {
+        diags.push(
+            diag_at(
+                codes::UNSUPPORTED_DYNAMIC,
+                "dynamic loops are not supported by the backend yet",
+                k.spans.dyn_loops.get(h).copied(),
+                "this loop runs a run-time number of times",
+            )
+            .with_help(
+                "use `nl.affine_range` or `nl.sequential_range` with a compile-time trip count",
+            ),
+        );
+    }
+    for (h, op) in k.ops.iter() {
+        let loc = k.spans.ops.get(h).copied();
+        if op.kind.is_register_op() {
+            diags.push(diag_at(
+                codes::UNSUPPORTED_DYNAMIC,
+                format!(
+                    "`{}`: sequencer registers are not supported by the backend yet",
+                    op.kind.mnemonic()
+                ),
+                loc,
+                "this op uses a register",
+            ));
+            continue;
+        }
+        if op.accesses().iter().any(|a| a.view.is_dynamic()) {
+            let mut d = diag_at(
+                codes::UNSUPPORTED_VIEW,
+                format!(
+                    "`{}`: dynamic offsets and indirect (gather/scatter) views are not supported by the backend yet",
+                    op.kind.mnemonic()
+                ),
+                loc,
+                "an operand's address depends on run-time values",
+            );
+            for note in k.op_notes(h, Some(sources)) {
+                d = d.with_note(note);
+            }
+            diags.push(d);
+        }
+    }
+}

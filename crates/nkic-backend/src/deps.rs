@@ -1,0 +1,210 @@
+//! The dependency graph over the ops in source order.
+//!
+//! An edge `i → j` (`i` before `j` in source order) says `j` may not start
+//! before `i` has completed. Edges come from:
+//!
+//! * **memory** after allocation: true (write → read), anti (read → write)
+//!   and output (write → write) dependencies between accesses that may
+//!   touch a common byte. Accesses are compared by their absolute
+//!   footprint (memory, partition range, per-partition byte runs at the
+//!   placed address), so two different storages that the allocator gave
+//!   the same bytes conflict exactly like two views of one storage. PSUM
+//!   accumulation chains are output dependencies on the accumulated bytes
+//!   and stay in source order;
+//! * **engine state**: ops sharing an accumulator or random generator
+//!   (`OpKind::engine_state`) keep their order;
+//! * **explicit edges**: `depends_on` and consecutive members of a
+//!   `no_reorder` group;
+//! * under [`Schedule::Sequential`], every op on its predecessor in source
+//!   order.
+//!
+//! Runs are compared exactly up to [`RUN_LIMIT`] contiguous runs per
+//! access; beyond that the bounding boxes decide (conservatively).
+
+use std::collections::BTreeMap;
+
+use nkic_ir::{Handle, Op, Placement, View};
+
+use crate::Schedule;
+use crate::alloc::Layout;
+use crate::collect::Unit;
+use crate::lower::Lowered;
+
+/// The number of contiguous runs per access beyond which overlap is
+/// decided by bounding boxes.
+pub const RUN_LIMIT: u64 = 4096;
+
+/// A memory of the machine: on-chip buffers are one space each, every HBM
+/// tensor is its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Sbuf,
+    Psum,
+    Hbm(u32),
+}
+
+/// One access at its placed address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub resource: Resource,
+    /// Partitions `[start, end)` (`0..1` in HBM).
+    pub partitions: (u64, u64),
+    /// Bytes `[lo, hi)` within a partition row (or the HBM tensor).
+    pub bounds: (i64, i64),
+    /// Sorted, merged contiguous runs; `None` beyond [`RUN_LIMIT`].
+    pub runs: Option<Vec<(i64, i64)>>,
+    pub write: bool,
+}
+
+impl Access {
+    /// True when the two accesses may touch a common byte.
+    pub fn overlaps(&self, other: &Access) -> bool {
+        if self.resource != other.resource
+            || self.partitions.1 <= other.partitions.0
+            || other.partitions.1 <= self.partitions.0
+            || self.bounds.1 <= other.bounds.0
+            || other.bounds.1 <= self.bounds.0
+        {
+            return false;
+        }
+        let (Some(a), Some(b)) = (&self.runs, &other.runs) else {
+            return true;
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() && j < b.len() {
+            if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
+                return true;
+            }
+            if a[i].1 <= b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        false
+    }
+}
+
+/// The dependency graph.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Graph {
+    /// Predecessors of each op, sorted and unique.
+    pub preds: Vec<Vec<usize>>,
+    /// Successors of each op, sorted and unique.
+    pub succs: Vec<Vec<usize>>,
+    /// The placed accesses of each op.
+    pub accesses: Vec<Vec<Access>>,
+}
+
+/// The placed access of `view` (a view of instance `inst`).
+fn access(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    inst: usize,
+    view: &View,
+    write: bool,
+) -> Option<Access> {
+    let id = unit.sid(inst, view.storage);
+    let st = &unit.kernels[inst].storages[view.storage];
+    let fp = view.footprint_in(st);
+    let (lo, hi) = fp.byte_bounds()?;
+    let (resource, parts, shift) = match layout.placements[id]? {
+        Placement::OnChip { partition, byte } => {
+            let resource = if st.buffer == nkic_ir::Buffer::Psum {
+                Resource::Psum
+            } else {
+                Resource::Sbuf
+            };
+            let p = u64::from(partition);
+            (
+                resource,
+                (fp.partitions.start + p, fp.partitions.end + p),
+                i64::try_from(byte).unwrap_or(i64::MAX),
+            )
+        }
+        Placement::Hbm { tensor, byte } => (
+            Resource::Hbm(tensor.0),
+            (0, 1),
+            i64::try_from(byte).unwrap_or(i64::MAX),
+        ),
+    };
+    let runs = fp.runs(RUN_LIMIT).map(|rs| {
+        rs.into_iter()
+            .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
+            .collect()
+    });
+    Some(Access {
+        resource,
+        partitions: parts,
+        bounds: (lo.saturating_add(shift), hi.saturating_add(shift)),
+        runs,
+        write,
+    })
+}
+
+/// Builds the graph; see the module doc.
+pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Schedule) -> Graph {
+    let n = lowered.ops.len();
+    let mut accesses = Vec::with_capacity(n);
+    for info in &unit.ops {
+        let mut list = Vec::new();
+        for a in info.op.accesses() {
+            let write = a.role == nkic_ir::Role::Write;
+            if let Some(acc) = access(unit, layout, info.inst, a.view, write) {
+                list.push(acc);
+            }
+        }
+        accesses.push(list);
+    }
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for j in 0..n {
+        for i in 0..j {
+            let conflict = accesses[j].iter().any(|b: &Access| {
+                accesses[i]
+                    .iter()
+                    .any(|a: &Access| (a.write || b.write) && a.overlaps(b))
+            });
+            if conflict {
+                preds[j].push(i);
+            }
+        }
+    }
+    // Engine state, explicit edges and no_reorder groups.
+    let mut last_state = BTreeMap::new();
+    let mut last_group = BTreeMap::new();
+    let mut index_of: BTreeMap<(usize, Handle<Op>), usize> = BTreeMap::new();
+    for (j, info) in unit.ops.iter().enumerate() {
+        index_of.insert((info.inst, info.handle), j);
+        for state in info.op.kind.engine_state(info.op.engine) {
+            if let Some(i) = last_state.insert(state, j) {
+                preds[j].push(i);
+            }
+        }
+        if let Some(g) = info.op.no_reorder
+            && let Some(i) = last_group.insert((info.inst, g), j)
+        {
+            preds[j].push(i);
+        }
+        for &d in &info.op.depends_on {
+            if let Some(&i) = index_of.get(&(info.inst, d)) {
+                preds[j].push(i);
+            }
+        }
+        if schedule == Schedule::Sequential && j > 0 {
+            preds[j].push(j - 1);
+        }
+    }
+    let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (j, p) in preds.iter_mut().enumerate() {
+        p.sort_unstable();
+        p.dedup();
+        for &i in p.iter() {
+            succs[i].push(j);
+        }
+    }
+    Graph {
+        preds,
+        succs,
+        accesses,
+    }
+}

@@ -1,0 +1,111 @@
+//! Emission: the `nkic_isa::Program` with its HBM tensors, semaphores,
+//! streams and line table.
+//!
+//! * HBM tensors come from the allocation ([`Layout::hbm`]), arguments
+//!   first.
+//! * One semaphore `<queue>_done` per queue that signals, in queue order.
+//! * Streams in queue order (`tensor`, `vector`, `scalar`, `gpsimd`,
+//!   `sync`, `dma0`, …), each in scheduled order.
+//! * The line table has one entry per distinct source location of an op
+//!   (file name, 1-based line and column from the [`SourceMap`], the byte
+//!   span), in order of first use; ops whose file is not in the source map
+//!   get no entry.
+//!
+//! The finished program is checked with `nkic_isa::verify`; a failure is a
+//! backend bug, reported as E0999 rather than a crash.
+
+use std::collections::BTreeMap;
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::SrcLoc;
+use nkic_isa::{Instruction, LineId, Program, Queue, SemId};
+
+use crate::alloc::Layout;
+use crate::codes;
+use crate::collect::Unit;
+use crate::lower::Lowered;
+use crate::schedule::Scheduled;
+use crate::sync::Waits;
+
+/// Builds and verifies the program; see the module doc.
+pub fn emit(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    lowered: &Lowered,
+    sched: &Scheduled,
+    waits: &Waits,
+    sources: &SourceMap,
+) -> Result<Program, Vec<Diagnostic>> {
+    let mut program = Program::new(unit.target);
+    for t in &layout.hbm {
+        program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
+    }
+    // Semaphores and, per op, its signal count within its queue.
+    let mut sems: BTreeMap<Queue, SemId> = BTreeMap::new();
+    let mut signal_count = vec![0u32; lowered.ops.len()];
+    for (&q, stream) in &sched.streams {
+        let mut count = 0u32;
+        for &i in stream {
+            if waits.signals[i] {
+                count += 1;
+                sems.entry(q).or_insert(SemId(0));
+            }
+            signal_count[i] = count;
+        }
+    }
+    for (q, id) in sems.iter_mut() {
+        *id = program.add_semaphore(&format!("{q}_done"));
+    }
+    // Line table entries in order of first use (source order).
+    let mut lines: BTreeMap<(usize, SrcLoc), LineId> = BTreeMap::new();
+    let mut line_of = vec![None; lowered.ops.len()];
+    for (i, info) in unit.ops.iter().enumerate() {
+        let Some(loc) = info.loc else { continue };
+        let key = (info.inst, loc);
+        if let Some(&id) = lines.get(&key) {
+            line_of[i] = Some(id);
+            continue;
+        }
+        let Some(file) = sources.get(loc.file) else {
+            continue;
+        };
+        let lc = file.line_col(loc.span.start);
+        let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
+        lines.insert(key, id);
+        line_of[i] = Some(id);
+    }
+    for (&q, stream) in &sched.streams {
+        let mut insts = Vec::with_capacity(stream.len());
+        for &i in stream {
+            let mut inst = Instruction::new(lowered.ops[i].op.clone());
+            for &p in &waits.waits[i] {
+                if let Some(&sem) = sems.get(&sched.queue[p]) {
+                    inst = inst.wait(sem, signal_count[p]);
+                }
+            }
+            if waits.signals[i]
+                && let Some(&sem) = sems.get(&q)
+            {
+                inst = inst.signal(sem);
+            }
+            if let Some(line) = line_of[i] {
+                inst = inst.at(line);
+            }
+            insts.push(inst);
+        }
+        *program.stream_mut(q) = insts;
+    }
+    match nkic_isa::verify(&program) {
+        Ok(()) => Ok(program),
+        Err(errors) => Err(errors
+            .into_iter()
+            .map(|e| {
+                Diagnostic::error(
+                    codes::INTERNAL_VERIFY,
+                    format!("internal error: the emitted program fails verification: {e}"),
+                )
+                .with_note("this is a bug in nkic's backend; please report it with the kernel")
+            })
+            .collect()),
+    }
+}

@@ -1,0 +1,112 @@
+//! The nkic backend: tile IR in, a verified `nkic_isa::Program` out.
+//!
+//! The backend decides where every on-chip tensor lives, which engine and
+//! queue runs every op, and in which order, and proves the order safe with
+//! semaphores. It does no IO: sources come in as a [`SourceMap`] (only for
+//! the line table and diagnostics) and the result is a value.
+//!
+//! # Pipeline
+//!
+//! 1. [`collect`](mod@collect): gathers the ops and storages of every
+//!    program instance into one numbering (instances run one after another;
+//!    see [`compile_grid`]) and rejects what the backend does not compile
+//!    yet (dynamic loops, registers, dynamic or indirect views) with a
+//!    diagnostic.
+//! 2. [`alloc`](mod@alloc): SBUF and PSUM addresses from live ranges,
+//!    multi-buffering where capacity allows, HBM tensors for the arguments,
+//!    outputs and internal HBM storages.
+//! 3. [`lower`](mod@lower): each op becomes an `nkic_isa::Op` over access
+//!    patterns, and the engines it may legally run on are found with the
+//!    program verifier.
+//! 4. [`deps`](mod@deps): the dependency graph (memory after allocation,
+//!    engine state, explicit edges).
+//! 5. [`schedule`](mod@schedule): list scheduling by critical path with
+//!    `Target::cost`, choosing engines for ops NKI leaves open and spreading
+//!    DMAs over the DMA queues; or the strictly sequential order.
+//! 6. [`sync`](mod@sync): semaphore waits and signals, with every wait
+//!    implied by earlier waits or queue order removed.
+//! 7. [`emit`](mod@emit): the program with its HBM tensors, semaphores,
+//!    streams and line table, checked by `nkic_isa::verify`.
+//!
+//! [`lower_bound`] gives the run report's lower bound on a program's time.
+//!
+//! # Invariants
+//!
+//! * The backend knows no Python syntax and never reads files.
+//! * Every user-caused failure is a [`Diagnostic`] with a code in
+//!   E0900–E0999 (listed in [`codes`]); the backend never panics on a
+//!   kernel that passed `nkic_ir::verify`.
+//! * Output is deterministic: no hash-map iteration reaches the program.
+
+pub mod alloc;
+pub mod bound;
+pub mod codes;
+pub mod collect;
+pub mod deps;
+pub mod emit;
+pub mod lower;
+pub mod schedule;
+pub mod sync;
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::Kernel;
+use nkic_isa::Program;
+
+pub use bound::{LowerBound, lower_bound};
+
+/// How the backend orders the program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Schedule {
+    /// List scheduling by critical path over the dependency graph; engines
+    /// and DMA queues chosen for balance.
+    #[default]
+    Optimized,
+    /// The scheduler oracle: one op at a time in source order, every
+    /// instruction waiting for the completion of the previous one.
+    Sequential,
+}
+
+/// Backend options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct BackendConfig {
+    pub schedule: Schedule,
+}
+
+/// Compiles one kernel into a program.
+///
+/// The program's arguments are the kernel's tensor arguments in parameter
+/// order (kinds `input`, `output`, `inout` as the IR says), followed by the
+/// returned tensors that are not arguments, as `output`s in return order.
+/// Internal HBM storages become `.hbm` tensors.
+pub fn compile(
+    kernel: &Kernel,
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Result<Program, Vec<Diagnostic>> {
+    compile_grid(std::slice::from_ref(kernel), sources, config)
+}
+
+/// Compiles the program instances of an SPMD grid into one program.
+///
+/// The instances run one after another on one NeuronCore: instance `i`'s
+/// ops come after instance `i - 1`'s in source order, so their on-chip
+/// storages have distinct lifetimes, and the scheduler may overlap
+/// neighbouring instances where the data allows. Argument `j` of every
+/// instance is the program's argument `j`, and returned tensor `j` of every
+/// instance is the same output tensor (each instance writes its part).
+/// Instance 0 defines names, shapes and dtypes; an instance whose
+/// arguments differ is a diagnostic. An empty slice is a program with no
+/// arguments and no instructions.
+pub fn compile_grid(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Result<Program, Vec<Diagnostic>> {
+    let unit = collect::collect(kernels, sources)?;
+    let layout = alloc::allocate(&unit, sources)?;
+    let lowered = lower::lower(&unit, &layout, sources)?;
+    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
+    let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
+    let waits = sync::synchronize(&sched, &graph, config.schedule);
+    emit::emit(&unit, &layout, &lowered, &sched, &waits, sources)
+}

@@ -1,0 +1,389 @@
+//! Lowering: each IR op becomes an `nkic_isa::Op` over access patterns,
+//! with the engines it may legally run on.
+//!
+//! `nkic_ir::OpKind` mirrors `nkic_isa::Op` field for field, so most ops
+//! lower by converting every field ([`LowerField`]): views become access
+//! patterns through their storage's placement, scalars and options follow,
+//! and plain parameters are copied. The decisions the IR leaves open are
+//! made here:
+//!
+//! * `dge` of a DMA left open becomes `none` (precomputed descriptors: the
+//!   backend only emits static addresses, and `none` has no per-instruction
+//!   overhead);
+//! * `accumulate` of a matmul left open follows the IR's rule: the op
+//!   accumulates when the latest earlier op writing overlapping bytes of
+//!   the same PSUM tensor is itself a matmul, and overwrites otherwise (the
+//!   first matmul of a group, or one after a `memset` or a copy).
+//!
+//! **Legal engines.** An op with a fixed engine keeps it; an op NKI leaves
+//! open may run on each engine of its table entry on which the program
+//! verifier accepts it (for example `tensor_scalar` runs on GpSimd only
+//! for `rsqrt`, and GpSimd never touches PSUM). The check builds a
+//! one-instruction program and runs `nkic_isa::verify`, so the verifier
+//! stays the one source of the rules. Ops that use an engine's hidden
+//! state (`rng`) get the first legal engine only, so that their stream of
+//! random values does not depend on scheduling.
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::{OpKind, View, overlap};
+use nkic_isa::{
+    AccessPattern, ActFunc, AluOp, DgeMode, Dim, Engine, Fp32, Imm, Instruction, MatmulPerfMode,
+    OobMode, Program, Queue, ReduceCmd,
+};
+
+use crate::alloc::Layout;
+use crate::codes;
+use crate::collect::{Unit, diag_at};
+
+/// One lowered op.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoweredOp {
+    /// The machine operation (the same on every engine).
+    pub op: nkic_isa::Op,
+    /// The engines it may run on, in preference order; never empty.
+    pub engines: Vec<Engine>,
+}
+
+/// Every op of the unit, lowered, in source order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lowered {
+    pub ops: Vec<LoweredOp>,
+}
+
+/// Why a field did not lower.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError(pub String);
+
+/// The context a field lowers in: the placements and the instance whose
+/// storage handles the op uses.
+pub struct Cx<'a, 'k> {
+    unit: &'a Unit<'k>,
+    layout: &'a Layout,
+    inst: usize,
+}
+
+impl Cx<'_, '_> {
+    /// The access pattern of `view`.
+    fn ap(&self, view: &View) -> Result<AccessPattern, FieldError> {
+        let id = self.unit.sid(self.inst, view.storage);
+        let st = &self.unit.kernels[self.inst].storages[view.storage];
+        let placement = self.layout.placements[id]
+            .ok_or_else(|| FieldError("a tensor that was never placed".to_owned()))?;
+        view.to_access_pattern(st, placement, None)
+            .map_err(|e| FieldError(e.to_string()))
+    }
+}
+
+/// One IR field converted to its machine form.
+pub trait LowerField {
+    type Out;
+    fn lower(&self, cx: &Cx<'_, '_>) -> Result<Self::Out, FieldError>;
+}
+
+impl LowerField for View {
+    type Out = AccessPattern;
+    fn lower(&self, cx: &Cx<'_, '_>) -> Result<AccessPattern, FieldError> {
+        cx.ap(self)
+    }
+}
+
+impl LowerField for nkic_ir::Scalar {
+    type Out = nkic_isa::Scalar;
+    fn lower(&self, cx: &Cx<'_, '_>) -> Result<nkic_isa::Scalar, FieldError> {
+        Ok(match self {
+            nkic_ir::Scalar::Imm(v) => nkic_isa::Scalar::Imm(*v),
+            nkic_ir::Scalar::Vector(v) => nkic_isa::Scalar::Vector(cx.ap(v)?),
+        })
+    }
+}
+
+impl<T: LowerField> LowerField for Option<T> {
+    type Out = Option<T::Out>;
+    fn lower(&self, cx: &Cx<'_, '_>) -> Result<Self::Out, FieldError> {
+        self.as_ref().map(|v| v.lower(cx)).transpose()
+    }
+}
+
+macro_rules! copy_fields {
+    ($($t:ty),* $(,)?) => {
+        $(
+            impl LowerField for $t {
+                type Out = $t;
+                fn lower(&self, _: &Cx<'_, '_>) -> Result<$t, FieldError> {
+                    Ok(self.clone())
+                }
+            }
+        )*
+    };
+}
+
+copy_fields!(
+    bool,
+    i32,
+    u32,
+    u8,
+    Fp32,
+    Imm,
+    ActFunc,
+    AluOp,
+    ReduceCmd,
+    OobMode,
+    MatmulPerfMode,
+    Vec<Dim>,
+    Vec<u8>,
+    [u32; 2],
+);
+
+/// Converts the ops whose fields correspond one to one.
+macro_rules! same_fields {
+    ($kind:expr, $cx:expr; $( $v:ident { $($f:ident),* } ),* $(,)?) => {
+        match $kind {
+            $( OpKind::$v { $($f),* } => Ok(nkic_isa::Op::$v { $($f: $f.lower($cx)?),* }), )*
+            other => Err(FieldError(format!("`{}` has no direct machine form", other.mnemonic()))),
+        }
+    };
+}
+
+/// Lowers `kind`; `accumulate` is the decision for a matmul left open.
+fn lower_kind(
+    kind: &OpKind,
+    cx: &Cx<'_, '_>,
+    accumulate: bool,
+) -> Result<nkic_isa::Op, FieldError> {
+    match kind {
+        OpKind::DmaCopy {
+            dst,
+            src,
+            accumulate,
+            dge,
+            oob,
+            priority,
+        } => {
+            return Ok(nkic_isa::Op::DmaCopy {
+                dst: dst.lower(cx)?,
+                src: src.lower(cx)?,
+                accumulate: *accumulate,
+                dge: dge.unwrap_or(DgeMode::None),
+                oob: *oob,
+                priority: *priority,
+            });
+        }
+        OpKind::DmaTranspose { dst, src, dge } => {
+            return Ok(nkic_isa::Op::DmaTranspose {
+                dst: dst.lower(cx)?,
+                src: src.lower(cx)?,
+                dge: dge.unwrap_or(DgeMode::None),
+            });
+        }
+        OpKind::NcMatmul {
+            dst,
+            stationary,
+            moving,
+            accumulate: acc,
+            transpose,
+            perf_mode,
+            stationary_onezero,
+            moving_onezero,
+            tile_position,
+            tile_size,
+        } => {
+            return Ok(nkic_isa::Op::NcMatmul {
+                dst: dst.lower(cx)?,
+                stationary: stationary.lower(cx)?,
+                moving: moving.lower(cx)?,
+                accumulate: acc.unwrap_or(accumulate),
+                transpose: *transpose,
+                perf_mode: *perf_mode,
+                stationary_onezero: *stationary_onezero,
+                moving_onezero: *moving_onezero,
+                tile_position: *tile_position,
+                tile_size: *tile_size,
+            });
+        }
+        OpKind::NcMatmulMx {
+            dst,
+            stationary,
+            moving,
+            stationary_scale,
+            moving_scale,
+            accumulate: acc,
+            tile_position,
+            tile_size,
+        } => {
+            return Ok(nkic_isa::Op::NcMatmulMx {
+                dst: dst.lower(cx)?,
+                stationary: stationary.lower(cx)?,
+                moving: moving.lower(cx)?,
+                stationary_scale: stationary_scale.lower(cx)?,
+                moving_scale: moving_scale.lower(cx)?,
+                accumulate: acc.unwrap_or(accumulate),
+                tile_position: *tile_position,
+                tile_size: *tile_size,
+            });
+        }
+        _ => {}
+    }
+    same_fields!(kind, cx;
+        TensorCopy { dst, src },
+        Memset { dst, value },
+        Iota { dst, pattern, offset, channel_multiplier },
+        NcTranspose { dst, src },
+        Activation { dst, src, func, scale, bias, reduce_op, reduce_cmd, reduce_res },
+        ActivationReduce { dst, src, func, scale, bias, reduce_op, reduce_res },
+        Activate2 { dst, src, func, op0, imm0, reverse0, op1, imm1, reverse1, relu_param, reduce_op, reduce_cmd, reduce_res },
+        TensorTensor { dst, src0, src1, op },
+        TensorScalar { dst, src, op0, operand0, reverse0, op1, operand1, reverse1 },
+        ScalarTensorTensor { dst, src, op0, operand0, reverse0, op1, src1, reverse1 },
+        TensorScalarReduce { dst, src, op0, operand0, reduce_op, reduce_cmd, reduce_init, reduce_res, reduce_res_negate },
+        TensorScalarCumulative { dst, src, op0, imm0, op1, imm1, reduce_cmd },
+        TensorReduce { dst, src, op, last_dims, negate },
+        TensorPartitionReduce { dst, src, op },
+        TensorTensorScan { dst, src0, src1, initial, op0, op1, reverse0, reverse1 },
+        TensorCopyPredicated { dst, src, predicate, reverse_pred },
+        Reciprocal { dst, src },
+        Exponential { dst, src, max_value, reduce_cmd, reduce_init, reduce_res },
+        RangeSelect { dst, src, cmp0, bound0, cmp1, bound1, range_start, on_false, reduce_cmd, reduce_res },
+        SelectReduce { dst, predicate, on_true, on_false, reverse_pred, reduce_cmd, reduce_res },
+        Max8 { dst, src },
+        FindIndex8 { dst, src, vals },
+        MatchReplace8 { dst, src, vals, imm, dst_idx },
+        BnStats { dst, src },
+        BnAggr { dst, src },
+        QuantizeMx { dst, src, dst_scale },
+        StreamShuffle { dst, src, mask },
+        Rng { dst },
+        Rand2 { dst, min, max },
+        Dropout { dst, src, prob },
+        SetRngSeed { src },
+        AffineSelect { dst, src, pattern, offset, channel_multiplier, cmp, on_false },
+        LocalGather { dst, src, index, elem_per_idx, valid_indices },
+        NGather { dst, src, indices },
+        SequenceBounds { dst, src },
+        NonzeroWithCount { dst, src, index_offset, padding },
+    )
+}
+
+/// The queue that runs `engine`'s instructions for a legality check.
+pub fn probe_queue(engine: Engine) -> Queue {
+    Queue::of_engine(engine).unwrap_or(Queue::Dma(0))
+}
+
+/// Lowers every op of `unit`; see the module doc.
+pub fn lower(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    sources: &SourceMap,
+) -> Result<Lowered, Vec<Diagnostic>> {
+    let mut template = Program::new(unit.target);
+    for t in &layout.hbm {
+        template.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
+    }
+    let mut diags = Vec::new();
+    let mut ops = Vec::with_capacity(unit.ops.len());
+    for (j, info) in unit.ops.iter().enumerate() {
+        let cx = Cx {
+            unit,
+            layout,
+            inst: info.inst,
+        };
+        let kernel = &unit.kernels[info.inst];
+        let accumulate = match &info.op.kind {
+            OpKind::NcMatmul { dst, .. } | OpKind::NcMatmulMx { dst, .. } => {
+                follows_matmul(unit, j, dst)
+            }
+            _ => false,
+        };
+        let op = match lower_kind(&info.op.kind, &cx, accumulate) {
+            Ok(op) => op,
+            Err(FieldError(why)) => {
+                diags.push(diag_at(
+                    codes::UNLOWERABLE_VIEW,
+                    format!(
+                        "`{}` cannot be expressed as a machine instruction: {why}",
+                        info.op.kind.mnemonic()
+                    ),
+                    info.loc,
+                    "this op",
+                ));
+                continue;
+            }
+        };
+        let fixed = info.op.engine;
+        let choices: Vec<Engine> = match fixed {
+            Some(e) => vec![e],
+            None => info.op.kind.engines().to_vec(),
+        };
+        let mut legal = Vec::new();
+        let mut rejections = Vec::new();
+        for &engine in &choices {
+            let mut probe = template.clone();
+            probe
+                .stream_mut(probe_queue(engine))
+                .push(Instruction::new(op.clone()));
+            match nkic_isa::verify(&probe) {
+                Ok(()) => legal.push(engine),
+                Err(errors) => {
+                    rejections.extend(
+                        errors
+                            .into_iter()
+                            .map(|e| format!("on {}: {}", engine.name(), e.message)),
+                    );
+                }
+            }
+        }
+        if fixed.is_none() && !info.op.kind.engine_state(None).is_empty() {
+            legal.truncate(1);
+        }
+        if legal.is_empty() {
+            let message = match fixed {
+                Some(e) => format!(
+                    "`{}` cannot run on the {} engine as written",
+                    info.op.kind.mnemonic(),
+                    e.name()
+                ),
+                None => format!(
+                    "`{}` cannot run on any engine as written",
+                    info.op.kind.mnemonic()
+                ),
+            };
+            let mut d = diag_at(codes::NO_LEGAL_ENGINE, message, info.loc, "this op");
+            for r in rejections {
+                d = d.with_note(r);
+            }
+            for note in kernel.op_notes(info.handle, Some(sources)) {
+                d = d.with_note(note);
+            }
+            diags.push(d);
+            continue;
+        }
+        ops.push(LoweredOp { op, engines: legal });
+    }
+    if diags.is_empty() {
+        Ok(Lowered { ops })
+    } else {
+        Err(diags)
+    }
+}
+
+/// True when the latest op before `j` (same instance) that writes bytes of
+/// `dst`'s storage overlapping `dst` is a matmul.
+fn follows_matmul(unit: &Unit<'_>, j: usize, dst: &View) -> bool {
+    let info = &unit.ops[j];
+    let kernel = &unit.kernels[info.inst];
+    for prev in unit.ops[..j].iter().rev() {
+        if prev.inst != info.inst {
+            break;
+        }
+        let writes = prev.op.write_set();
+        if writes
+            .iter()
+            .any(|w| w.storage == dst.storage && overlap(kernel, w, dst).may_touch())
+        {
+            return matches!(
+                prev.op.kind,
+                OpKind::NcMatmul { .. } | OpKind::NcMatmulMx { .. }
+            );
+        }
+    }
+    false
+}

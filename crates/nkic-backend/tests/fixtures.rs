@@ -1,0 +1,71 @@
+//! The fixture corpus: every `tests/fixtures/*.ir` kernel is compiled both
+//! ways. Kernels named `err_*` must fail with the snapshotted diagnostics;
+//! every other kernel must verify, round-trip through the `.nkasm` text,
+//! match its snapshot, and produce the same output bytes in the simulator
+//! (with the race sanitizer on) under the optimized and the sequential
+//! schedule, never faster than the engine part of the lower bound (the simulator
+//! does not model HBM bandwidth).
+
+mod common;
+
+use nkic_backend::{BackendConfig, Schedule, compile, lower_bound};
+use nkic_diag::{RenderConfig, render_all};
+use nkic_isa::Program;
+
+fn build(name: &str, schedule: Schedule) -> Result<Program, String> {
+    let (kernel, sources) = common::load(name);
+    compile(&kernel, &sources, &BackendConfig { schedule }).map_err(|diags| {
+        render_all(
+            &diags,
+            &sources,
+            RenderConfig {
+                color: false,
+                unicode: false,
+            },
+        )
+    })
+}
+
+#[test]
+fn every_fixture() {
+    let mut report = String::new();
+    for name in common::fixture_names() {
+        if name.starts_with("err_") {
+            let Err(text) = build(&name, Schedule::Optimized) else {
+                panic!("{name} should not compile");
+            };
+            insta::assert_snapshot!(format!("{name}.diag"), text);
+            continue;
+        }
+        let opt = build(&name, Schedule::Optimized).unwrap_or_else(|e| panic!("{name}:\n{e}"));
+        let seq = build(&name, Schedule::Sequential).unwrap_or_else(|e| panic!("{name}:\n{e}"));
+        let text = opt.to_string();
+        let back = nkic_isa::assemble(&text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+        assert_eq!(back, opt, "{name}: the .nkasm text round-trips");
+        if !name.ends_with("_large") {
+            insta::assert_snapshot!(format!("{name}.nkasm"), text);
+        }
+        let inputs = common::inputs(&opt, 7);
+        let a = common::simulate(&opt, &inputs);
+        let b = common::simulate(&seq, &inputs);
+        assert_eq!(
+            a.outputs, b.outputs,
+            "{name}: optimized and sequential outputs differ"
+        );
+        let bound = lower_bound(&opt);
+        let (t_opt, t_seq) = (a.total_ns(), b.total_ns());
+        assert!(
+            t_opt + 1e-6 >= bound.engine_ns,
+            "{name}: {t_opt} ns beats the engine bound {} ns",
+            bound.engine_ns
+        );
+        report.push_str(&format!(
+            "{name:28} optimized {t_opt:>10.1} ns  sequential {t_seq:>10.1} ns  bound {:>10.1} ns ({})  opt/bound {:.2}  seq/opt {:.2}\n",
+            bound.ns,
+            bound.limited_by,
+            t_opt / bound.ns,
+            t_seq / t_opt
+        ));
+    }
+    println!("{report}");
+}
