@@ -172,7 +172,11 @@ fn merge(config: &mut SpecializeConfig, dirs: Directives) {
     if config.grid.is_empty() {
         config.grid = dirs.grid;
     }
-    if let Some(t) = dirs.target {
+    // The caller's target has no "unset" state; a directive applies when
+    // the caller left the default.
+    if let Some(t) = dirs.target
+        && config.target == SpecializeConfig::default().target
+    {
         config.target = t;
     }
 }

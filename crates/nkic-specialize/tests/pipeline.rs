@@ -47,6 +47,8 @@ fn hover_facts_summarise_loop_iterations() {
     let rows = at("rows = i");
     assert_eq!(rows.values, vec!["0", "128"]);
     assert_eq!(rows.evaluations, 2);
+    let n = at("n):");
+    assert_eq!(n.values, vec!["2"]);
     let x = at("x.dtype");
     assert_eq!(x.values.len(), 1);
     assert!(

@@ -271,6 +271,12 @@ impl Ctx<'_> {
                     }
                 },
             };
+            if self.facts.is_some() {
+                let file = self.modules[f.module.0 as usize].file;
+                if let Some(facts) = &mut self.facts {
+                    facts.record(file, p.name.span, || crate::format::short_repr(&v));
+                }
+            }
             scope.set(&p.name.name, v);
         }
         for (i, p) in params.kwonly.iter().enumerate() {
