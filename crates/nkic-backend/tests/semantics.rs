@@ -1,0 +1,237 @@
+//! End-to-end checks of what the backend emits: results against NumPy-style
+//! references computed here, SPMD grids, and the minimality of the
+//! semaphore waits.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use nkic_backend::{BackendConfig, Schedule, compile, compile_grid};
+use nkic_isa::{Program, Queue};
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn input(inputs: &nkic_sim::Inputs, name: &str) -> Vec<f32> {
+    let bytes = inputs
+        .entries
+        .iter()
+        .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
+        .map(|(_, b)| b.clone())
+        .unwrap_or_else(|| panic!("no input {name}"));
+    f32s(&bytes)
+}
+
+fn run_fixture(name: &str) -> (Program, nkic_sim::Inputs, nkic_sim::RunResult) {
+    let (kernel, sources) = common::load(name);
+    let program = compile(&kernel, &sources, &BackendConfig::default())
+        .unwrap_or_else(|d| panic!("{name}: {d:?}"));
+    let inputs = common::inputs(&program, 3);
+    let res = common::simulate(&program, &inputs);
+    (program, inputs, res)
+}
+
+#[test]
+fn tiled_add_adds() {
+    let (_, inputs, res) = run_fixture("add_tiled");
+    let (a, b) = (input(&inputs, "a"), input(&inputs, "b"));
+    let out = f32s(res.output("out").expect("out is an output"));
+    assert_eq!(out.len(), 512 * 512);
+    for i in 0..out.len() {
+        assert_eq!(out[i], a[i] + b[i], "element {i}");
+    }
+}
+
+#[test]
+fn tiled_matmul_multiplies() {
+    let (_, inputs, res) = run_fixture("matmul_tiled");
+    let (lhs_t, rhs) = (input(&inputs, "lhsT"), input(&inputs, "rhs"));
+    let out = f32s(res.output("out").expect("out is an output"));
+    let (m, k, n) = (256, 256, 512);
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k)
+                .map(|kk| f64::from(lhs_t[kk * m + i]) * f64::from(rhs[kk * n + j]))
+                .sum();
+            let got = f64::from(out[i * n + j]);
+            assert!(
+                (got - want).abs() <= 1e-4 * (1.0 + want.abs()),
+                "({i}, {j}): {got} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn softmax_rows_sum_to_one() {
+    let (_, inputs, res) = run_fixture("softmax");
+    let x = input(&inputs, "x");
+    let out = f32s(res.output("out").expect("out is an output"));
+    for r in 0..256 {
+        let row = &x[r * 512..(r + 1) * 512];
+        let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f64 = row.iter().map(|&v| f64::from(v - max).exp()).sum();
+        for c in 0..512 {
+            let want = f64::from(row[c] - max).exp() / sum;
+            let got = f64::from(out[r * 512 + c]);
+            assert!((got - want).abs() <= 1e-5, "({r}, {c}): {got} vs {want}");
+        }
+    }
+}
+
+/// One instance of an SPMD kernel: `out[pid] = exp(x[pid])` by row blocks.
+fn grid_instance(pid: u32) -> String {
+    let r0 = pid * 128;
+    format!(
+        "kernel \"grid_exp\" target=trn3 program_id=[{pid}] num_programs=[2]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[256, 64] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[256, 64] \"out\" @ kernel.py:40..48
+t2 = sbuf float32[128, 64] \"tile\" @ kernel.py:80..88
+t3 = sbuf float32[128, 64] \"res\" @ kernel.py:120..128
+op0 = dma_copy dst=t2[0:128, 0:64] src=t0[{r0}:{r1}, 0:64] engine=dma @ kernel.py:160..168
+op1 = activation dst=t3[0:128, 0:64] src=t2[0:128, 0:64] func=exp scale=1.0 engine=scalar @ kernel.py:200..208
+op2 = dma_copy dst=t1[{r0}:{r1}, 0:64] src=t3[0:128, 0:64] engine=dma @ kernel.py:240..248
+return t1
+",
+        r1 = r0 + 128
+    )
+}
+
+#[test]
+fn grid_instances_share_arguments_and_outputs() {
+    let (k0, sources) = common::load_text(&grid_instance(0));
+    let (k1, _) = common::load_text(&grid_instance(1));
+    let kernels = [k0, k1];
+    let opt =
+        compile_grid(&kernels, &sources, &BackendConfig::default()).expect("the grid compiles");
+    let seq = compile_grid(
+        &kernels,
+        &sources,
+        &BackendConfig {
+            schedule: Schedule::Sequential,
+        },
+    )
+    .expect("the grid compiles");
+    let args: Vec<_> = opt.args().map(|(_, t)| (t.name.clone(), t.kind)).collect();
+    assert_eq!(
+        args,
+        vec![
+            ("x".to_owned(), nkic_isa::TensorKind::Input),
+            ("out".to_owned(), nkic_isa::TensorKind::Output)
+        ]
+    );
+    let inputs = common::inputs(&opt, 5);
+    let a = common::simulate(&opt, &inputs);
+    let b = common::simulate(&seq, &inputs);
+    assert_eq!(a.outputs, b.outputs);
+    let x = input(&inputs, "x");
+    let out = f32s(a.output("out").expect("out is an output"));
+    for i in 0..x.len() {
+        let want = f64::from(x[i]).exp();
+        assert!(
+            (f64::from(out[i]) - want).abs() <= 1e-6 * want,
+            "element {i}"
+        );
+    }
+    // The two instances use distinct tiles, so they overlap in time.
+    assert!(a.total_ps < b.total_ps);
+}
+
+/// Checks that no wait of `program` is implied by queue order, earlier
+/// waits of its queue, or another wait of the same instruction; returns
+/// the number of waits.
+fn assert_minimal_waits(name: &str, program: &Program) -> usize {
+    // The signalling instructions of every semaphore, in order.
+    let mut signallers: BTreeMap<u32, Vec<(Queue, usize)>> = BTreeMap::new();
+    for s in &program.queues {
+        for (i, inst) in s.insts.iter().enumerate() {
+            for sem in &inst.signals {
+                signallers.entry(sem.0).or_default().push((s.queue, i));
+            }
+        }
+    }
+    type Clock = BTreeMap<Queue, usize>;
+    let mut done: BTreeMap<(Queue, usize), Clock> = BTreeMap::new();
+    let mut next: BTreeMap<Queue, usize> = program.queues.iter().map(|s| (s.queue, 0)).collect();
+    let mut known: BTreeMap<Queue, Clock> = BTreeMap::new();
+    let mut waits = 0;
+    let total: usize = program.queues.iter().map(|s| s.insts.len()).sum();
+    let mut processed = 0;
+    while processed < total {
+        let mut progress = false;
+        for s in &program.queues {
+            let i = next[&s.queue];
+            let Some(inst) = s.insts.get(i) else { continue };
+            let producers: Vec<(Queue, usize)> = inst
+                .waits
+                .iter()
+                .map(|w| signallers[&w.sem.0][w.value as usize - 1])
+                .collect();
+            if !producers.iter().all(|p| done.contains_key(p)) {
+                continue;
+            }
+            let mut clock = known.remove(&s.queue).unwrap_or_default();
+            for &(q, k) in &producers {
+                assert!(
+                    clock.get(&q).copied().unwrap_or(0) < k + 1,
+                    "{name}: {}[{i}] waits for {q}[{k}], already known complete",
+                    s.queue
+                );
+                for &(q2, k2) in &producers {
+                    if (q2, k2) != (q, k) {
+                        assert!(
+                            done[&(q2, k2)].get(&q).copied().unwrap_or(0) < k + 1,
+                            "{name}: {}[{i}] waits for {q}[{k}], implied by its wait for {q2}[{k2}]",
+                            s.queue
+                        );
+                    }
+                }
+            }
+            for p in &producers {
+                for (&q, &n) in &done[p] {
+                    let e = clock.entry(q).or_insert(0);
+                    *e = (*e).max(n);
+                }
+            }
+            waits += producers.len();
+            let mut mine = clock.clone();
+            let e = mine.entry(s.queue).or_insert(0);
+            *e = (*e).max(i + 1);
+            done.insert((s.queue, i), mine);
+            known.insert(s.queue, clock);
+            *next.get_mut(&s.queue).expect("every queue has a cursor") += 1;
+            processed += 1;
+            progress = true;
+        }
+        assert!(progress, "{name}: the waits form a cycle");
+    }
+    waits
+}
+
+#[test]
+fn waits_are_minimal() {
+    for name in common::fixture_names() {
+        if name.starts_with("err_") {
+            continue;
+        }
+        let (kernel, sources) = common::load(&name);
+        let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+        let waits = assert_minimal_waits(&name, &program);
+        let signals: usize = program
+            .queues
+            .iter()
+            .flat_map(|s| &s.insts)
+            .map(|i| i.signals.len())
+            .sum();
+        // Every signal is awaited by someone: no signal without a wait.
+        assert!(
+            signals <= waits,
+            "{name}: {signals} signals for {waits} waits"
+        );
+    }
+}
