@@ -85,6 +85,12 @@ pub enum Builtin {
     Method(&'static str),
     /// Does nothing and returns `None` (`object.__init__`).
     NoOp,
+    /// `operator.add`, `operator.mul`, …: a binary operator as a function.
+    Operator(&'static str),
+    /// `itertools.product(*iterables, repeat=1)`.
+    Product,
+    /// `itertools.chain(*iterables)`.
+    Chain,
     /// A decorator that returns what it decorates (`functools.wraps(f)`,
     /// `functools.lru_cache`).
     NoOpDecorator,
@@ -178,6 +184,9 @@ impl Builtin {
             B::Property => "property",
             B::Method(name) => name,
             B::NoOp => "object.__init__",
+            B::Operator(name) => name,
+            B::Product => "itertools.product",
+            B::Chain => "itertools.chain",
             B::NoOpDecorator => "decorator",
         }
     }
@@ -323,6 +332,20 @@ pub(crate) fn module_attr(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Va
             "reduce" => b(B::Reduce),
             "partial" => b(B::Partial),
             "wraps" | "lru_cache" | "cache" => b(B::NoOpDecorator),
+            _ => None,
+        },
+        Namespace::Operator => {
+            const OPS: &[&str] = &[
+                "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and_", "or_", "xor",
+                "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge", "neg",
+            ];
+            OPS.iter()
+                .find(|o| **o == attr)
+                .map(|o| Value::Builtin(B::Operator(o)))
+        }
+        Namespace::Itertools => match attr {
+            "product" => b(B::Product),
+            "chain" => b(B::Chain),
             _ => None,
         },
         // Annotations only: every name is an opaque placeholder.
@@ -1114,6 +1137,98 @@ impl Ctx<'_> {
                 Ok(x.value)
             }
             B::NoOp => Ok(Value::None),
+            B::Operator(name) => {
+                use nkic_syntax::ast::{BinOp, CmpOp, UnaryOp};
+                let vals: Vec<Value> = args.positional.iter().map(|a| a.value.clone()).collect();
+                if name == "neg" {
+                    let [x] = vals.as_slice() else {
+                        return Err(self.error(
+                            codes::BAD_ARGUMENTS,
+                            "`operator.neg` takes 1 argument",
+                            span,
+                            "here",
+                        ));
+                    };
+                    return self.unary(UnaryOp::USub, x.clone(), span);
+                }
+                let [l, r] = vals.as_slice() else {
+                    return Err(self.error(
+                        codes::BAD_ARGUMENTS,
+                        format!("`operator.{name}` takes 2 arguments"),
+                        span,
+                        "here",
+                    ));
+                };
+                let (l, r) = (l.clone(), r.clone());
+                let bin = match name {
+                    "add" => Some(BinOp::Add),
+                    "sub" => Some(BinOp::Sub),
+                    "mul" => Some(BinOp::Mult),
+                    "truediv" => Some(BinOp::Div),
+                    "floordiv" => Some(BinOp::FloorDiv),
+                    "mod" => Some(BinOp::Mod),
+                    "pow" => Some(BinOp::Pow),
+                    "and_" => Some(BinOp::BitAnd),
+                    "or_" => Some(BinOp::BitOr),
+                    "xor" => Some(BinOp::BitXor),
+                    "lshift" => Some(BinOp::LShift),
+                    "rshift" => Some(BinOp::RShift),
+                    _ => None,
+                };
+                if let Some(op) = bin {
+                    return self.binary(op, l, r, false, span);
+                }
+                let cmp = match name {
+                    "eq" => CmpOp::Eq,
+                    "ne" => CmpOp::NotEq,
+                    "lt" => CmpOp::Lt,
+                    "le" => CmpOp::LtE,
+                    "gt" => CmpOp::Gt,
+                    _ => CmpOp::GtE,
+                };
+                self.compare(cmp, &l, &r, span)
+            }
+            B::Product => {
+                let repeat = match args.take_keyword("repeat") {
+                    Some(r) => self.want_int(&r, name)?.max(0) as usize,
+                    None => 1,
+                };
+                let mut pools = Vec::new();
+                for a in &args.positional {
+                    pools.push(self.iterate(&a.value, a.span)?);
+                }
+                let pools: Vec<Vec<Value>> =
+                    (0..repeat).flat_map(|_| pools.iter().cloned()).collect();
+                let mut out: Vec<Vec<Value>> = vec![Vec::new()];
+                for pool in &pools {
+                    if out.len().saturating_mul(pool.len()) > 10_000_000 {
+                        return Err(self.error(
+                            codes::OP_BUDGET,
+                            "`itertools.product` is too large to expand",
+                            span,
+                            "too large",
+                        ));
+                    }
+                    out = out
+                        .iter()
+                        .flat_map(|prefix| {
+                            pool.iter().map(move |x| {
+                                let mut p = prefix.clone();
+                                p.push(x.clone());
+                                p
+                            })
+                        })
+                        .collect();
+                }
+                Ok(Value::list(out.into_iter().map(Value::tuple).collect()))
+            }
+            B::Chain => {
+                let mut out = Vec::new();
+                for a in &args.positional {
+                    out.extend(self.iterate(&a.value, a.span)?);
+                }
+                Ok(Value::list(out))
+            }
             B::Method(m) => self.call_method(m, args, span),
         }
     }

@@ -50,6 +50,8 @@ pub(crate) fn compiler_namespace(path: &str) -> Option<Namespace> {
         "enum" => Namespace::Enum,
         "typing" | "typing_extensions" => Namespace::PyTyping,
         "functools" => Namespace::Functools,
+        "operator" => Namespace::Operator,
+        "itertools" => Namespace::Itertools,
         _ => return None,
     })
 }

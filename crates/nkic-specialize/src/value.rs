@@ -476,6 +476,10 @@ pub enum Namespace {
     PyTyping,
     /// Python's `functools`.
     Functools,
+    /// Python's `operator`.
+    Operator,
+    /// Python's `itertools`.
+    Itertools,
     /// A nested API namespace, by dotted name (`"nl.tile_size"`).
     Sub(&'static str),
 }
@@ -497,6 +501,8 @@ impl Namespace {
             Namespace::Enum => "enum",
             Namespace::PyTyping => "typing",
             Namespace::Functools => "functools",
+            Namespace::Operator => "operator",
+            Namespace::Itertools => "itertools",
             Namespace::Sub(name) => name,
         }
     }

@@ -1,5 +1,8 @@
 """Exercises the compile-time language: every construct prints its result."""
+import itertools
 import math
+import operator
+from functools import reduce
 from dataclasses import dataclass, field
 from enum import Enum, auto
 
@@ -97,6 +100,7 @@ def meta(x, scale, flag=True):
     print("while", n, [m.name for m in Mode], isinstance(cfg, Config), hasattr(cfg, "zz"))
     fs = [lambda v, k=k: v * k for k in range(3)]
     print([f(2) for f in fs], sorted([3, 1, 2], reverse=True), list(reversed((1, 2))))
+    print(reduce(operator.mul, x.shape), list(itertools.product(range(2), "ab")), [*x.shape, 1])
     t = nl.ndarray((128, 64), x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     nisa.dma_copy(dst=x, src=t)
