@@ -49,16 +49,55 @@
 //! The evaluator owns the value model ([`crate::value`]), `Ctx` and
 //! [`CallArgs`]; changes to them are additive and announced in commit
 //! messages.
+//!
+//! # The table
+//!
+//! Every function is an entry of one declarative table ([`table`]): name,
+//! parameters with kinds and defaults, engines, oldest target, summary and
+//! constraint text, and the function that runs it. The table drives
+//! argument binding, the hover text ([`describe`]) and the generated
+//! reference section of `docs/language.md` ([`reference_markdown`]; a test
+//! keeps the file in sync). Each area has its own file exporting a `DEFS`
+//! slice, registered with one line in [`table::REGISTRY`].
+//!
+//! # Files and owners
+//!
+//! * helper `spec-api`: `mod.rs`, `table.rs`, `codes.rs`, `consts.rs`,
+//!   `check.rs`, `emit.rs`, `tensor.rs` (tensor model, subscripts, view
+//!   methods), `memory.rs` (loads, stores, DMA, memset, iota,
+//!   tensor_copy, assignment), `isa_core.rs` (nc_matmul, nc_transpose,
+//!   tensor_tensor, tensor_scalar, activation, tensor_reduce),
+//!   `nl_core.rs` (nl.matmul, nl.transpose) and `operators.rs` (Python
+//!   operators on tiles, `+=` accumulation);
+//! * helper `spec-api-2`: `isa_compute.rs` (every other `nisa` compute
+//!   op) and `nl_math.rs` (`nl.*` element-wise math, reductions,
+//!   softmax, rms_norm, …).
+//!
+//! Shared helpers for new files: [`table::Bound`]'s accessors convert and
+//! check arguments; [`check`] has the operand rules (on chip, P ≤ 128,
+//! start partition, equal P/F, free-size limits, PSUM access); [`emit`]
+//! records ops and handles `engine=`, `name=` and the legacy value form.
+//! Diagnostic codes come from [`codes`] (append new ones there).
 
-mod placeholder;
+pub mod check;
+pub mod codes;
+pub mod consts;
+pub mod emit;
+pub mod isa_compute;
+pub mod memory;
+pub mod nl_math;
+pub mod table;
+pub mod tensor;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_syntax::ast::{BinOp, CmpOp};
 
 use crate::args::CallArgs;
-use crate::codes;
+use crate::codes as eval_codes;
 use crate::ctx::Ctx;
-use crate::value::{Namespace, Value};
+use crate::value::{BoundMethod, Namespace, Value};
+
+pub use table::{ApiDef, ApiDoc, describe, reference_markdown};
 
 /// A handle naming one API function (an index into this module's table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -89,17 +128,54 @@ impl Operator {
 
 /// The value of `ns.attr`, or `None` when `ns` has no attribute `attr`.
 pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
-    placeholder::lookup(ctx, ns, attr)
+    consts::lookup(ctx, ns, attr)
 }
 
 /// The dotted name of `f` for messages (`nisa.dma_copy`).
 pub fn name(f: ApiFn) -> &'static str {
-    placeholder::name(f)
+    table::def(f).map_or("<api>", |d| d.name)
 }
 
 /// Calls API function `f`.
 pub fn call(ctx: &mut Ctx<'_>, f: ApiFn, args: CallArgs, span: Span) -> Result<Value, Diagnostic> {
-    placeholder::call(ctx, f, args, span)
+    let Some(def) = table::def(f) else {
+        return Err(ctx.error(codes::ARG_TYPE, "unknown API function", span, "here"));
+    };
+    if def.name == "instruction.depends_on" {
+        return depends_on(ctx, args, span);
+    }
+    let bound = table::bind(ctx, def, args, span)?;
+    (def.run)(ctx, &bound, span)
+}
+
+fn depends_on(ctx: &mut Ctx<'_>, mut args: CallArgs, span: Span) -> Result<Value, Diagnostic> {
+    if !args.keywords.is_empty() || args.positional.is_empty() {
+        return Err(ctx.error(
+            eval_codes::BAD_ARGUMENTS,
+            "`depends_on` takes instruction handles as positional arguments",
+            span,
+            "bad arguments",
+        ));
+    }
+    let this = args.positional.remove(0);
+    let Value::Ext(e) = &this.value else {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            "`depends_on` is called on an instruction handle",
+            span,
+            "here",
+        ));
+    };
+    let Some(ins) = e.as_any().downcast_ref::<emit::Instruction>() else {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            "`depends_on` is called on an instruction handle",
+            span,
+            "here",
+        ));
+    };
+    emit::depends_on(ctx, ins, &args.positional)?;
+    Ok(this.value.clone())
 }
 
 /// `value.attr` for tensors and other API values.
@@ -109,7 +185,40 @@ pub fn attribute(
     attr: &str,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    placeholder::attribute(ctx, value, attr, span)
+    match value {
+        Value::Tensor(t) => return tensor::attribute(ctx, t, attr, span),
+        Value::Ext(e) => {
+            if let Some(ev) = e.as_any().downcast_ref::<consts::EnumValue>() {
+                match attr {
+                    "name" => return Ok(Value::str(ev.member)),
+                    "value" => return Ok(Value::Int(ev.value)),
+                    _ => {}
+                }
+            }
+            if e.as_any().is::<emit::Instruction>()
+                && attr == "depends_on"
+                && let Some(f) = table::find("instruction.depends_on")
+            {
+                return Ok(Value::BoundMethod(std::rc::Rc::new(BoundMethod {
+                    receiver: value.clone(),
+                    func: Value::Api(f),
+                })));
+            }
+        }
+        Value::DType(dt) => match attr {
+            "itemsize" => return Ok(Value::Int(i64::from(dt.size()))),
+            "name" => return Ok(Value::str(dt.name())),
+            _ => {}
+        },
+        Value::Buffer(b) if attr == "name" => return Ok(Value::str(b.name())),
+        _ => {}
+    }
+    Err(ctx.error(
+        eval_codes::NO_ATTRIBUTE,
+        format!("{} has no attribute `{attr}`", value.type_name()),
+        span,
+        "unknown attribute",
+    ))
 }
 
 /// `value[key]` for tensors and other API values.
@@ -119,7 +228,16 @@ pub fn subscript(
     key: &Value,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    placeholder::subscript(ctx, value, key, span)
+    match value {
+        Value::Tensor(t) => tensor::subscript(ctx, t, key, span),
+        Value::Ext(e) if e.as_any().is::<consts::TypingMarker>() => Ok(value.clone()),
+        _ => Err(ctx.error(
+            eval_codes::TYPE_ERROR,
+            format!("a {} cannot be indexed", value.type_name()),
+            span,
+            "not subscriptable",
+        )),
+    }
 }
 
 /// `target[key] = value` or `target[key] aug= value`.
@@ -131,17 +249,29 @@ pub fn store_subscript(
     aug: Option<BinOp>,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let _ = (key, value);
-    let what = match aug {
-        Some(op) => format!("`{}=` on a subscript of", op.as_str()),
-        None => "assigning to a subscript of".to_owned(),
+    let Value::Tensor(t) = target else {
+        return Err(ctx.error(
+            eval_codes::TYPE_ERROR,
+            format!("a {} does not support item assignment", target.type_name()),
+            span,
+            "not assignable",
+        ));
     };
-    Err(ctx.error(
-        codes::UNSUPPORTED,
-        format!("{what} a {} is not supported yet", target.type_name()),
-        span,
-        "not supported",
-    ))
+    let Value::Tensor(dst) = tensor::subscript(ctx, t, key, span)? else {
+        return Err(ctx.error(codes::INDEX, "bad subscript", span, "here"));
+    };
+    match aug {
+        None => memory::assign(ctx, &dst, &value, span),
+        Some(op) => Err(ctx.error(
+            eval_codes::UNSUPPORTED,
+            format!(
+                "`{}=` on a subscript of a tensor is not supported yet",
+                op.as_str()
+            ),
+            span,
+            "not supported",
+        )),
+    }
 }
 
 /// A Python operator on tensors or other API values.
@@ -155,7 +285,7 @@ pub fn operator(
     let _ = inplace;
     let types: Vec<String> = operands.iter().map(Value::type_name).collect();
     Err(ctx.error(
-        codes::TYPE_ERROR,
+        eval_codes::TYPE_ERROR,
         format!(
             "unsupported operand types for `{}`: {}",
             op.as_str(),
@@ -165,3 +295,6 @@ pub fn operator(
         "not defined for these values",
     ))
 }
+
+#[cfg(test)]
+mod tests;

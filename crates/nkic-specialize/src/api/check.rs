@@ -1,0 +1,245 @@
+//! Checks shared by many API functions: buffers, partition counts and
+//! start partitions, free sizes, shape agreement, dtypes per target.
+//!
+//! Every check returns a `Diagnostic` naming what was expected and what
+//! was found, with the concrete shapes, buffers and dtypes, at the span of
+//! the offending argument.
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::Buffer;
+use nkic_isa::{DType, Engine};
+
+use super::codes;
+use crate::ctx::Ctx;
+use crate::value::Tensor;
+
+/// The maximum partition count of an operand.
+pub const PMAX: u64 = 128;
+
+/// `(128, 512)` style text of a shape.
+pub fn shape_text(shape: &[u64]) -> String {
+    if shape.len() == 1 {
+        return format!("({},)", shape[0]);
+    }
+    let parts: Vec<String> = shape.iter().map(u64::to_string).collect();
+    format!("({})", parts.join(", "))
+}
+
+/// `float32 (128, 512) sbuf` description of a tensor.
+pub fn describe(t: &Tensor) -> String {
+    format!(
+        "{} {} in {}",
+        t.dtype(),
+        shape_text(&t.shape),
+        t.buffer.name()
+    )
+}
+
+/// The partition count P of an on-chip tensor (its first dim).
+pub fn partitions(t: &Tensor) -> u64 {
+    t.shape.first().copied().unwrap_or(1)
+}
+
+/// The free size F of an on-chip tensor (product of the other dims).
+pub fn free_size(t: &Tensor) -> u64 {
+    t.shape.iter().skip(1).product()
+}
+
+/// Elements per partition row of the tensor's storage, in the view's dtype.
+pub fn partition_stride(ctx: &Ctx<'_>, t: &Tensor) -> i64 {
+    let st = ctx.storage(t.storage());
+    let bytes: u64 = st.shape.iter().skip(1).product::<u64>() * u64::from(st.dtype.size());
+    (bytes / u64::from(t.dtype().size().max(1))) as i64
+}
+
+/// The first partition an on-chip tensor covers (manual address included).
+pub fn start_partition(ctx: &Ctx<'_>, t: &Tensor) -> u64 {
+    let st = ctx.storage(t.storage());
+    let base = st.address.map_or(0, |a| u64::from(a.partition));
+    let stride = partition_stride(ctx, t).max(1);
+    base + (t.view.offset.max(0) / stride) as u64
+}
+
+/// Requires an SBUF or PSUM tensor.
+pub fn on_chip(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    if t.buffer.is_on_chip() {
+        return Ok(());
+    }
+    Err(ctx
+        .error(
+            codes::BUFFER,
+            format!("{what} must be in SBUF or PSUM, found {}", describe(t)),
+            span,
+            format!("in {}", t.buffer.name()),
+        )
+        .with_help("load it into an SBUF tile first (`nisa.dma_copy` or `nl.load`)"))
+}
+
+/// Requires one of `allowed` buffers.
+pub fn buffer_in(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    allowed: &[Buffer],
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    if allowed.contains(&t.buffer) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|b| b.name()).collect();
+    Err(ctx.error(
+        codes::BUFFER,
+        format!(
+            "{what} must be in {}, found {}",
+            names.join(" or "),
+            describe(t)
+        ),
+        span,
+        format!("in {}", t.buffer.name()),
+    ))
+}
+
+/// The operand rules of a compute instruction (isa.md §2.1): on chip,
+/// P ≤ 128, at least one free dim, and a legal start partition.
+pub fn operand(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    on_chip(ctx, t, span, what)?;
+    partition_count(ctx, t, span, what)?;
+    partition_start(ctx, t, span, what)
+}
+
+/// P ≤ 128.
+pub fn partition_count(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    let p = partitions(t);
+    if p <= PMAX {
+        return Ok(());
+    }
+    Err(ctx
+        .error(
+            codes::PARTITION_SIZE,
+            format!(
+                "{what} partition dimension {p} exceeds the maximum of 128 (shape {})",
+                shape_text(&t.shape)
+            ),
+            span,
+            format!("{p} partitions"),
+        )
+        .with_help("tile the partition dim by 128 (`nl.tile_size.pmax`)"))
+}
+
+/// The quadrant rule for the first partition (language.md §6.4).
+pub fn partition_start(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    let n = partitions(t);
+    let start = start_partition(ctx, t);
+    let (ok, allowed) = match n {
+        65.. => (start == 0, "0"),
+        33..=64 => (start == 0 || start == 64, "0 or 64"),
+        _ => (start.is_multiple_of(32) && start < 128, "0, 32, 64 or 96"),
+    };
+    if ok {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::PARTITION_START,
+        format!(
+            "{what} covers {n} partitions starting at partition {start}, but an operand of {n} partitions must start at {allowed}"
+        ),
+        span,
+        format!("starts at partition {start}"),
+    ))
+}
+
+/// Equal partition counts and equal free sizes.
+pub fn same_pf(
+    ctx: &Ctx<'_>,
+    a: (&Tensor, &str),
+    b: (&Tensor, &str, Span),
+) -> Result<(), Diagnostic> {
+    let (pa, fa) = (partitions(a.0), free_size(a.0));
+    let (pb, fb) = (partitions(b.0), free_size(b.0));
+    if pa == pb && fa == fb {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        format!(
+            "`{}` has shape {} ({pa} partitions × {fa} elements) but `{}` has shape {} ({pb} partitions × {fb} elements)",
+            a.1,
+            shape_text(&a.0.shape),
+            b.1,
+            shape_text(&b.0.shape)
+        ),
+        b.2,
+        "partition count or free size differs",
+    ))
+}
+
+/// The free-size limit of a Vector/Scalar/GpSimd operand (isa.md §2.1).
+pub fn engine_free_size(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    let fig = ctx.target().figures();
+    let limit = if t.buffer == Buffer::Psum {
+        u64::from(fig.max_free_elems_psum)
+    } else {
+        u64::from(fig.max_free_elems_sbuf)
+    };
+    let f = free_size(t);
+    if f <= limit {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::FREE_SIZE,
+        format!(
+            "{what} has {f} elements per partition (shape {}), above the limit of {limit} for {}",
+            shape_text(&t.shape),
+            t.buffer.name()
+        ),
+        span,
+        format!("{f} elements per partition"),
+    ))
+}
+
+/// GpSimd cannot touch PSUM.
+pub fn not_psum_on(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    engine: Engine,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    if t.buffer != Buffer::Psum {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::BUFFER,
+        format!("{what} is in PSUM, which {} cannot access", engine.name()),
+        span,
+        "in psum",
+    ))
+}
+
+/// The dtype exists on the target.
+pub fn dtype_on_target(ctx: &Ctx<'_>, dt: DType, span: Span) -> Result<(), Diagnostic> {
+    if ctx.target().supports_dtype(dt) {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::DTYPE,
+        format!("{dt} does not exist on {}", ctx.target()),
+        span,
+        format!("not available on {}", ctx.target()),
+    ))
+}

@@ -1,0 +1,177 @@
+//! Recording ISA ops: the `engine=` choice, the `name=` and the result of
+//! an ISA call (an `NkiInstruction` handle in the current form, the new
+//! tile in the legacy value form), and the destination of value-form
+//! calls.
+
+use std::any::Any;
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, Handle, Op, OpKind};
+use nkic_isa::{DType, Engine};
+
+use super::codes;
+use super::table::Bound;
+use crate::ctx::Ctx;
+use crate::value::{ApiObject, Tensor, Value};
+
+/// The handle an ISA call returns (`NkiInstruction`); `depends_on` adds
+/// scheduling edges.
+#[derive(Debug)]
+pub struct Instruction {
+    pub op: Handle<Op>,
+}
+
+impl ApiObject for Instruction {
+    fn type_name(&self) -> &'static str {
+        "NkiInstruction"
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn display(&self) -> String {
+        format!("<NkiInstruction {}>", self.op)
+    }
+}
+
+/// The engine chosen by `engine=` (`None` for `nisa.engine.unknown` or
+/// absent), checked against the function's engines.
+pub fn engine(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<Engine>, Diagnostic> {
+    let Some(member) = b.enum_member(ctx, "engine", "engine")? else {
+        return Ok(None);
+    };
+    let engine = match member {
+        "tensor" => Engine::Tensor,
+        "vector" => Engine::Vector,
+        "scalar" => Engine::Scalar,
+        "gpsimd" => Engine::GpSimd,
+        "sync" => Engine::Sync,
+        "dma" => Engine::Dma,
+        _ => return Ok(None),
+    };
+    if !b.def.engines.contains(&engine) {
+        let names: Vec<&str> = b.def.engines.iter().map(|e| e.name()).collect();
+        return Err(ctx.error(
+            codes::ENGINE,
+            format!(
+                "`{}` cannot run on the {} engine; it runs on {}",
+                b.def.name,
+                engine.name(),
+                names.join(", ")
+            ),
+            b.span_of("engine"),
+            format!("engine {}", engine.name()),
+        ));
+    }
+    Ok(Some(engine))
+}
+
+/// The destination of an ISA call: `dst` in the current form, or a new
+/// tile of `shape` in `buffer` (dtype from `dtype=`, else `dtype`) in the
+/// value form. The second value is true for a fresh tile.
+pub fn dst_or_new(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    dtype: DType,
+    buffer: Buffer,
+    span: Span,
+) -> Result<(Rc<Tensor>, bool), Diagnostic> {
+    if !b.is_value_form() {
+        return Ok((b.tensor(ctx, "dst")?, false));
+    }
+    if let Some(m) = b.legacy_mask() {
+        return Err(ctx
+            .error(
+                codes::LEGACY,
+                "`mask=` predicates are not supported yet",
+                m.span,
+                "mask",
+            )
+            .with_help("slice the operands to the valid region instead (e.g. `t[0:n, 0:m]`)"));
+    }
+    let dtype = b.legacy_dtype(ctx)?.unwrap_or(dtype);
+    let name = ctx.fresh_name(&format!("{}_", short_name(b.def.name)));
+    let t = super::tensor::alloc(ctx, shape, dtype, buffer, &name, span, span)?;
+    Ok((Rc::new(t), true))
+}
+
+/// `tensor_copy` from `nisa.tensor_copy`.
+fn short_name(name: &str) -> &str {
+    name.rsplit('.').next().unwrap_or(name)
+}
+
+/// Records `kind` for call `b` and returns what the call evaluates to:
+/// the new tile in the value form, else an `NkiInstruction`.
+pub fn finish(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    kind: OpKind,
+    engine: Option<Engine>,
+    result: Option<&Rc<Tensor>>,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let h = push(ctx, b, kind, engine, span)?;
+    Ok(match result {
+        Some(t) if b.is_value_form() => Value::Tensor(t.clone()),
+        _ => Value::Ext(Rc::new(Instruction { op: h })),
+    })
+}
+
+/// Records `kind` with the call's `name=` (when the function has one).
+pub fn push(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    kind: OpKind,
+    engine: Option<Engine>,
+    span: Span,
+) -> Result<Handle<Op>, Diagnostic> {
+    let mut op = Op::new(kind);
+    op.engine = engine;
+    if b.def.params.iter().any(|p| p.name == "name") {
+        op.name = b.name_arg(ctx)?;
+    }
+    ctx.push_op(op, span)
+}
+
+/// `instruction.depends_on(*producers)`.
+pub fn depends_on(
+    ctx: &mut Ctx<'_>,
+    this: &Instruction,
+    producers: &[crate::args::Arg],
+) -> Result<(), Diagnostic> {
+    for a in producers {
+        let Value::Ext(e) = &a.value else {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`depends_on` takes instruction handles, found a {}",
+                    a.value.type_name()
+                ),
+                a.span,
+                "not an instruction",
+            ));
+        };
+        let Some(p) = e.as_any().downcast_ref::<Instruction>() else {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`depends_on` takes instruction handles, found a {}",
+                    e.type_name()
+                ),
+                a.span,
+                "not an instruction",
+            ));
+        };
+        if p.op >= this.op {
+            return Err(ctx.error(
+                codes::VALUE,
+                "an instruction can only depend on instructions recorded before it",
+                a.span,
+                "recorded later",
+            ));
+        }
+        ctx.builder().add_dependency(this.op, p.op);
+    }
+    Ok(())
+}

@@ -1,0 +1,1095 @@
+//! Data movement and filling: `nl.load`, `nl.store`,
+//! `nl.load_transpose2d`, `nl.copy`, `nisa.dma_copy`,
+//! `nisa.dma_transpose`, `nisa.memset`, `nisa.iota`, `nisa.tensor_copy`,
+//! and `tile[key] = value` assignment.
+//!
+//! Choices where the spec is silent: DMA never writes PSUM (isa.md §8.13);
+//! `memset` accepts an int value for a float dtype (it is exact) but not a
+//! float for an int dtype (MIG 0.3); `nl.store` of a PSUM tile first
+//! copies it to a fresh SBUF tile, as the legacy docs describe.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, OpKind, View};
+use nkic_isa::{DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
+
+use super::check::{self, shape_text};
+use super::codes;
+use super::emit;
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::ctx::Ctx;
+use crate::value::{IndexExpr, Tensor, Value};
+
+const DMA: &[Engine] = &[Engine::Dma];
+const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
+const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
+const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+const GPSIMD: &[Engine] = &[Engine::GpSimd];
+const NONE: &[Engine] = &[];
+
+/// The data-movement functions.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nisa.dma_copy",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("priority", Kind::Int, "None"),
+            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: DMA_TRIGGER,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Copies `src` to `dst` element by element in row-major order, casting through fp32 when the dtypes differ.",
+        constraints: &[
+            "`dst` and `src` have the same number of elements.",
+            "Neither side is in PSUM (DMA reads and writes HBM and SBUF only).",
+            "SBUF sides have at most 128 partitions.",
+            "`dge_mode=hwdge` moves raw bytes: the dtypes must be equal.",
+            "Packed x4 dtypes are never cast.",
+            "`engine=` (sync or scalar) selects the HWDGE trigger and needs `dge_mode=hwdge`.",
+            "A `vector_offset` gather/scatter needs `dge_mode` unknown or swdge.",
+            "`priority` is 0–3 and needs trn3.",
+        ],
+        run: dma_copy,
+    },
+    ApiDef {
+        name: "nisa.dma_transpose",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("axes", Kind::Ints, "None"),
+            opt("priority", Kind::Int, "None"),
+            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
+            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
+        constraints: &[
+            "`axes` is (1, 0) for 2-D, (2, 1, 0) for 3-D or (3, 1, 2, 0) for 4-D (the default for the rank).",
+            "`dst` is SBUF with exactly the transposed shape and rank.",
+            "`src` is HBM or SBUF; the dtypes are equal and 2 or 4 bytes wide.",
+            "`oob_mode=skip` needs an indirect `src`.",
+        ],
+        run: dma_transpose,
+    },
+    ApiDef {
+        name: "nisa.tensor_copy",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: COPY_ENGINES,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Copies `src` to `dst` on a compute engine, converting the dtype if they differ.",
+        constraints: &[
+            "Both are SBUF/PSUM with at most 128 partitions and a legal start partition.",
+            "Equal partition counts and equal free sizes.",
+            "GpSimd cannot access PSUM.",
+            "The free size is within the engine limit (64K elements in SBUF, 4K in PSUM).",
+        ],
+        run: tensor_copy,
+    },
+    ApiDef {
+        name: "nisa.memset",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("value", Kind::Float),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: MEMSET_ENGINES,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Fills `dst` with a compile-time constant.",
+        constraints: &[
+            "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
+            "Integer dtypes need an int value; packed x4 dtypes only take 0.",
+            "The value is representable in the dtype's range.",
+        ],
+        run: memset,
+    },
+    ApiDef {
+        name: "nisa.iota",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("pattern", Kind::Pattern),
+            opt("offset", Kind::Int, "0"),
+            opt("channel_multiplier", Kind::Int, "0"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
+        constraints: &[
+            "`dst` is SBUF with at most 128 partitions.",
+            "`pattern` has 1 to 4 `[step, num]` pairs and `Π num` equals the free size of `dst`.",
+        ],
+        run: iota,
+    },
+    ApiDef {
+        name: "nl.load",
+        params: &[
+            req("src", Kind::Tensor),
+            opt("dtype", Kind::DType, "None"),
+            opt("mask", Kind::Index, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
+        constraints: &[
+            "`src` is in HBM and has at least 2 dims, the first at most 128.",
+            "The tile fits in one SBUF partition row.",
+        ],
+        run: load,
+    },
+    ApiDef {
+        name: "nl.store",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("value", Kind::Tensor),
+            opt("mask", Kind::Index, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Stores an SBUF or PSUM tile into an HBM view (a PSUM tile is first copied to SBUF).",
+        constraints: &[
+            "`dst` is in HBM; `value` is in SBUF or PSUM.",
+            "`dst` and `value` have the same number of elements.",
+        ],
+        run: store,
+    },
+    ApiDef {
+        name: "nl.load_transpose2d",
+        params: &[req("src", Kind::Tensor), opt("dtype", Kind::DType, "None")],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Loads the 2-D transpose of an HBM view into a new SBUF tile (`dma_transpose`).",
+        constraints: &[
+            "`src` is a 2-D HBM view whose second dim is at most 128.",
+            "The dtype is 2 or 4 bytes wide and is not changed.",
+        ],
+        run: load_transpose2d,
+    },
+    ApiDef {
+        name: "nl.copy",
+        params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],
+        engines: COPY_ENGINES,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
+        constraints: &["As `nisa.tensor_copy`."],
+        run: nl_copy,
+    },
+    ApiDef {
+        name: "instruction.depends_on",
+        params: &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Adds scheduling edges: this instruction runs after each producer; returns itself.",
+        constraints: &["Producers are instruction handles recorded earlier."],
+        run: depends_on_unbound,
+    },
+];
+
+// ------------------------------------------------------------------ helpers
+
+fn enum_opt(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+    enum_name: &'static str,
+) -> Result<Option<&'static str>, Diagnostic> {
+    if b.def.params.iter().any(|p| p.name == name) {
+        b.enum_member(ctx, name, enum_name)
+    } else {
+        Ok(None)
+    }
+}
+
+/// The compile-time value of a fill for `dtype` (memset, zeros, full).
+pub fn fill_imm(
+    ctx: &Ctx<'_>,
+    dtype: DType,
+    value: &Value,
+    span: Span,
+    lenient: bool,
+) -> Result<Imm, Diagnostic> {
+    let int_range = |dt: DType| -> (i64, i64) {
+        match dt {
+            DType::I8 => (-128, 127),
+            DType::I16 => (-32768, 32767),
+            DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+            DType::U8 | DType::Bool => (0, 255),
+            DType::U16 => (0, 65535),
+            _ => (0, i64::from(u32::MAX)),
+        }
+    };
+    if dtype.is_packed_x4() {
+        return match value.as_float() {
+            Some(0.0) => Ok(Imm::Int(0)),
+            _ => Err(ctx.error(
+                codes::FILL_VALUE,
+                format!(
+                    "a packed {dtype} tensor can only be filled with 0, found {}",
+                    crate::format::short_repr(value)
+                ),
+                span,
+                "not 0",
+            )),
+        };
+    }
+    match value {
+        Value::Int(_) | Value::Bool(_) => {
+            let i = value.as_int().unwrap_or(0);
+            if dtype.is_int() || dtype == DType::Bool {
+                let (lo, hi) = int_range(dtype);
+                if i < lo || i > hi {
+                    return Err(ctx.error(
+                        codes::FILL_VALUE,
+                        format!("{i} does not fit in {dtype} ({lo}..={hi})"),
+                        span,
+                        "out of range",
+                    ));
+                }
+                Ok(Imm::Int(i))
+            } else {
+                Ok(Imm::Float(Fp32::new(i as f32)))
+            }
+        }
+        Value::Float(f) => {
+            if dtype.is_int() || dtype == DType::Bool {
+                if lenient && f.fract() == 0.0 {
+                    return fill_imm(ctx, dtype, &Value::Int(*f as i64), span, false);
+                }
+                return Err(ctx
+                    .error(
+                        codes::FILL_VALUE,
+                        format!("a tensor of {dtype} needs an int fill value, found {f:?}"),
+                        span,
+                        "a float",
+                    )
+                    .with_help(format!("write {}", f.trunc() as i64)));
+            }
+            Ok(Imm::Float(Fp32::new(*f as f32)))
+        }
+        v => Err(ctx.error(
+            codes::FILL_VALUE,
+            format!(
+                "a fill value is a compile-time number, found a {}",
+                v.type_name()
+            ),
+            span,
+            "not a number",
+        )),
+    }
+}
+
+/// Records a `memset`.
+pub fn push_memset(
+    ctx: &mut Ctx<'_>,
+    dst: &View,
+    value: Imm,
+    engine: Option<Engine>,
+    name: Option<String>,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let mut op = nkic_ir::Op::new(OpKind::Memset {
+        dst: dst.clone(),
+        value,
+    });
+    op.engine = engine;
+    op.name = name;
+    ctx.push_op(op, span)?;
+    Ok(())
+}
+
+fn dma_kind(
+    dst: &View,
+    src: &View,
+    dge: Option<DgeMode>,
+    oob: OobMode,
+    priority: Option<u8>,
+) -> OpKind {
+    OpKind::DmaCopy {
+        dst: dst.clone(),
+        src: src.clone(),
+        accumulate: false,
+        dge,
+        oob,
+        priority,
+    }
+}
+
+/// Checks the DMA side rules of one tensor.
+fn dma_side(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    if t.buffer == Buffer::Psum {
+        return Err(ctx
+            .error(
+                codes::BUFFER,
+                format!("DMA cannot access PSUM: {what} is {}", check::describe(t)),
+                span,
+                "in psum",
+            )
+            .with_help("copy the PSUM tile to SBUF first (`nisa.tensor_copy`)"));
+    }
+    if t.buffer.is_on_chip() {
+        check::partition_count(ctx, t, span, what)?;
+    }
+    Ok(())
+}
+
+fn elements(t: &Tensor) -> u64 {
+    t.shape.iter().product()
+}
+
+// ------------------------------------------------------------------ functions
+
+fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dst = b.tensor(ctx, "dst")?;
+    let src = b.tensor(ctx, "src")?;
+    dma_side(ctx, &dst, b.span_of("dst"), "`dst`")?;
+    dma_side(ctx, &src, b.span_of("src"), "`src`")?;
+    if elements(&dst) != elements(&src) {
+        return Err(ctx
+            .error(
+                codes::SHAPE,
+                format!(
+                    "`dst` has shape {} ({} elements) but `src` has shape {} ({} elements)",
+                    shape_text(&dst.shape),
+                    elements(&dst),
+                    shape_text(&src.shape),
+                    elements(&src)
+                ),
+                b.span_of("src"),
+                "element count differs",
+            )
+            .with_secondary(ctx.file(), b.span_of("dst"), "the destination"));
+    }
+    let dge = enum_opt(ctx, b, "dge_mode", "dge_mode")?;
+    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
+        Some("skip") => OobMode::Skip,
+        _ => OobMode::Error,
+    };
+    let dge = match dge {
+        Some("swdge") => Some(DgeMode::Swdge),
+        Some("hwdge") => Some(DgeMode::Hwdge),
+        Some("none") => Some(DgeMode::None),
+        _ => None,
+    };
+    if dst.dtype() != src.dtype() && (dst.dtype().is_packed_x4() || src.dtype().is_packed_x4()) {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "DMA cannot cast packed types: {} to {}",
+                src.dtype(),
+                dst.dtype()
+            ),
+            b.span_of("src"),
+            "packed dtype cast",
+        ));
+    }
+    if dge == Some(DgeMode::Hwdge) && dst.dtype() != src.dtype() {
+        return Err(ctx
+            .error(
+                codes::DMA_MODE,
+                format!(
+                    "`dge_mode=hwdge` copies raw bytes, but `src` is {} and `dst` is {}",
+                    src.dtype(),
+                    dst.dtype()
+                ),
+                b.span_of("dge_mode"),
+                "hwdge with a cast",
+            )
+            .with_help("use `.view(dtype)` to reinterpret, or let the compiler choose the mode"));
+    }
+    let indirect = dst.view.indirect.is_some() || src.view.indirect.is_some();
+    if indirect && matches!(dge, Some(DgeMode::Hwdge | DgeMode::None)) {
+        return Err(ctx.error(
+            codes::DMA_MODE,
+            "a `vector_offset` gather or scatter needs `dge_mode` unknown or swdge",
+            b.span_of("dge_mode"),
+            "descriptors must be generated at run time",
+        ));
+    }
+    let engine = emit::engine(ctx, b)?;
+    if let Some(e) = engine
+        && e != Engine::Dma
+        && dge != Some(DgeMode::Hwdge)
+    {
+        return Err(ctx.error(
+            codes::ENGINE,
+            format!("`engine=nisa.engine.{}` picks the HWDGE trigger and needs `dge_mode=nisa.dge_mode.hwdge`", e.name()),
+            b.span_of("engine"),
+            "no hwdge",
+        ));
+    }
+    let priority = match b.int(ctx, "priority")? {
+        None => None,
+        Some(p) => {
+            if ctx.target() < Target::Trn3 {
+                return Err(ctx.error(
+                    codes::TARGET,
+                    format!("`priority` needs trn3, the target is {}", ctx.target()),
+                    b.span_of("priority"),
+                    "not on this target",
+                ));
+            }
+            if !(0..=3).contains(&p) {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    format!("`priority` is 0 to 3, found {p}"),
+                    b.span_of("priority"),
+                    "out of range",
+                ));
+            }
+            Some(p as u8)
+        }
+    };
+    let kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
+    // The trigger engine is a scheduling hint the IR does not record; the
+    // op's engine stays open (DMA ops only run on the DMA queues).
+    emit::finish(ctx, b, kind, None, None, span)
+}
+
+/// The permutation `axes` of `dma_transpose` for rank `n`.
+fn transpose_axes(n: usize) -> Option<Vec<usize>> {
+    match n {
+        2 => Some(vec![1, 0]),
+        3 => Some(vec![2, 1, 0]),
+        4 => Some(vec![3, 1, 2, 0]),
+        _ => None,
+    }
+}
+
+fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    let Some(default_axes) = transpose_axes(src.shape.len()) else {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dma_transpose` takes a 2-D to 4-D `src`, found shape {}",
+                shape_text(&src.shape)
+            ),
+            b.span_of("src"),
+            "bad rank",
+        ));
+    };
+    if let Some(axes) = b.ints(ctx, "axes")? {
+        let axes: Vec<usize> = axes.iter().map(|&a| a as usize).collect();
+        if axes != default_axes {
+            return Err(ctx.error(
+                codes::AXIS,
+                format!(
+                    "`dma_transpose` of a {}-D tensor supports axes {:?}, found {:?}",
+                    src.shape.len(),
+                    default_axes,
+                    axes
+                ),
+                b.span_of("axes"),
+                "unsupported permutation",
+            ));
+        }
+    }
+    dma_side(ctx, &src, b.span_of("src"), "`src`")?;
+    let tshape: Vec<u64> = default_axes.iter().map(|&a| src.shape[a]).collect();
+    let (dst, _) = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
+    if dst.buffer != Buffer::Sbuf {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`dma_transpose` writes SBUF, found `dst` {}",
+                check::describe(&dst)
+            ),
+            b.span_of("dst"),
+            "not sbuf",
+        ));
+    }
+    check::partition_count(ctx, &dst, b.span_of("dst"), "`dst`")?;
+    if dst.shape != tshape {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` must have the transposed shape {} of `src` {}, found {}",
+                shape_text(&tshape),
+                shape_text(&src.shape),
+                shape_text(&dst.shape)
+            ),
+            b.span_of("dst"),
+            "not the transposed shape",
+        ));
+    }
+    if dst.dtype() != src.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dma_transpose` does not cast: `src` is {} but `dst` is {}",
+                src.dtype(),
+                dst.dtype()
+            ),
+            b.span_of("dst"),
+            "dtype differs",
+        ));
+    }
+    if !matches!(src.dtype().size(), 2 | 4) || src.dtype().is_packed_x4() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dma_transpose` moves 2- or 4-byte elements, found {}",
+                src.dtype()
+            ),
+            b.span_of("src"),
+            "element size",
+        ));
+    }
+    let skip = matches!(enum_opt(ctx, b, "oob_mode", "oob_mode")?, Some("skip"));
+    if skip && src.view.indirect.is_none() {
+        return Err(ctx.error(
+            codes::DMA_MODE,
+            "`oob_mode=skip` needs an indirect `src` (`.ap(vector_offset=...)`)",
+            b.span_of("oob_mode"),
+            "nothing to skip",
+        ));
+    }
+    let dge = match enum_opt(ctx, b, "dge_mode", "dge_mode")? {
+        Some("swdge") => Some(DgeMode::Swdge),
+        Some("hwdge") => Some(DgeMode::Hwdge),
+        Some("none") => Some(DgeMode::None),
+        _ => None,
+    };
+    if b.int(ctx, "priority")?.is_some() && ctx.target() < Target::Trn3 {
+        return Err(ctx.error(
+            codes::TARGET,
+            format!("`priority` needs trn3, the target is {}", ctx.target()),
+            b.span_of("priority"),
+            "not on this target",
+        ));
+    }
+    let kind = OpKind::DmaTranspose {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        dge,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The compute-engine copy rules shared by `tensor_copy`, `nl.copy`,
+/// assignment and `nl.store` of PSUM.
+fn copy_checks(
+    ctx: &Ctx<'_>,
+    dst: (&Tensor, Span),
+    src: (&Tensor, Span),
+    engine: Option<Engine>,
+) -> Result<(), Diagnostic> {
+    check::operand(ctx, src.0, src.1, "`src`")?;
+    check::operand(ctx, dst.0, dst.1, "`dst`")?;
+    check::same_pf(ctx, (src.0, "src"), (dst.0, "dst", dst.1))?;
+    check::engine_free_size(ctx, src.0, src.1, "`src`")?;
+    if engine == Some(Engine::GpSimd) {
+        check::not_psum_on(ctx, src.0, Engine::GpSimd, src.1, "`src`")?;
+        check::not_psum_on(ctx, dst.0, Engine::GpSimd, dst.1, "`dst`")?;
+    }
+    Ok(())
+}
+
+fn tensor_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    let engine = emit::engine(ctx, b)?;
+    let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+    copy_checks(
+        ctx,
+        (&dst, b.span_of("dst")),
+        (&src, b.span_of("src")),
+        engine,
+    )?;
+    let kind = OpKind::TensorCopy {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+    };
+    emit::finish(ctx, b, kind, engine, Some(&dst), span)
+}
+
+fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let engine = emit::engine(ctx, b)?;
+    let dst = if b.is_value_form() {
+        // Legacy: memset(shape, value, dtype, engine=...).
+        let Some(shape_arg) = b.legacy("shape") else {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                "the value form of `nisa.memset` needs `shape`",
+                span,
+                "no shape",
+            ));
+        };
+        let shape = super::table::shape_of(ctx, shape_arg)?;
+        let Some(dt) = b.legacy_dtype(ctx)? else {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                "the value form of `nisa.memset` needs `dtype`",
+                span,
+                "no dtype",
+            ));
+        };
+        emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0
+    } else {
+        b.tensor(ctx, "dst")?
+    };
+    check::operand(ctx, &dst, b.span_of("dst"), "`dst`")?;
+    if engine == Some(Engine::GpSimd) {
+        check::not_psum_on(ctx, &dst, Engine::GpSimd, b.span_of("dst"), "`dst`")?;
+    }
+    let imm = fill_imm(
+        ctx,
+        dst.dtype(),
+        &b.value("value"),
+        b.span_of("value"),
+        false,
+    )?;
+    let kind = OpKind::Memset {
+        dst: dst.view.clone(),
+        value: imm,
+    };
+    emit::finish(ctx, b, kind, engine, Some(&dst), span)
+}
+
+fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (pattern, offset, multiplier, dst) = if b.is_value_form() {
+        // Legacy: iota(expr, dtype): the expression's grid is the tile.
+        let a = b.get("pattern").cloned().ok_or_else(|| {
+            ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                "`nisa.iota` needs an index expression",
+                span,
+                "missing",
+            )
+        })?;
+        let Value::Index(e) = &a.value else {
+            return Err(ctx.error(codes::ARG_TYPE, format!("the value form of `nisa.iota` takes an index expression such as `nl.arange(128)[:, None]`, found a {}", a.value.type_name()), a.span, "not an index expression"));
+        };
+        let (pattern, offset, mult, shape) = legacy_iota(ctx, e, a.span)?;
+        let Some(dt) = b.legacy_dtype(ctx)? else {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                "the value form of `nisa.iota` needs `dtype`",
+                span,
+                "no dtype",
+            ));
+        };
+        let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0;
+        (pattern, offset, mult, dst)
+    } else {
+        let a = b.get("pattern").cloned().ok_or_else(|| {
+            ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                "`nisa.iota` needs a pattern",
+                span,
+                "missing",
+            )
+        })?;
+        let pattern = iota_pattern(ctx, &a)?;
+        let offset = b.int_or(ctx, "offset", 0)?;
+        let mult = b.int_or(ctx, "channel_multiplier", 0)?;
+        (pattern, offset, mult, b.tensor(ctx, "dst")?)
+    };
+    check::buffer_in(
+        ctx,
+        &dst,
+        &[Buffer::Sbuf],
+        b.span_of("dst"),
+        "`iota`'s `dst`",
+    )?;
+    check::operand(ctx, &dst, b.span_of("dst"), "`dst`")?;
+    let n: u64 = pattern.iter().map(|d| u64::from(d.count)).product();
+    if n != check::free_size(&dst) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "the pattern covers {n} elements per partition but `dst` {} has {}",
+                shape_text(&dst.shape),
+                check::free_size(&dst)
+            ),
+            b.span_of("pattern"),
+            "element count differs",
+        ));
+    }
+    let to_i32 = |v: i64, what: &str, sp: Span| {
+        i32::try_from(v).map_err(|_| {
+            ctx.error(
+                codes::VALUE,
+                format!("`{what}` {v} does not fit in 32 bits"),
+                sp,
+                "too large",
+            )
+        })
+    };
+    let kind = OpKind::Iota {
+        dst: dst.view.clone(),
+        pattern,
+        offset: to_i32(offset, "offset", b.span_of("offset"))?,
+        channel_multiplier: to_i32(
+            multiplier,
+            "channel_multiplier",
+            b.span_of("channel_multiplier"),
+        )?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn iota_pattern(ctx: &Ctx<'_>, a: &crate::args::Arg) -> Result<Vec<Dim>, Diagnostic> {
+    let bad = |why: &str| {
+        ctx.error(
+            codes::VALUE,
+            format!(
+                "bad iota pattern {}: {why}",
+                crate::format::short_repr(&a.value)
+            ),
+            a.span,
+            why.to_owned(),
+        )
+    };
+    let items: Vec<Value> = match &a.value {
+        Value::List(l) => l.borrow().clone(),
+        Value::Tuple(t) => t.to_vec(),
+        _ => return Err(bad("expected [[step, num], ...]")),
+    };
+    if items.is_empty() || items.len() > 4 {
+        return Err(bad("1 to 4 [step, num] pairs"));
+    }
+    items
+        .iter()
+        .map(|p| {
+            let pair: Vec<Value> = match p {
+                Value::List(l) => l.borrow().clone(),
+                Value::Tuple(t) => t.to_vec(),
+                _ => return Err(bad("each entry is [step, num]")),
+            };
+            match (
+                pair.first().and_then(Value::as_int),
+                pair.get(1).and_then(Value::as_int),
+                pair.len(),
+            ) {
+                (Some(s), Some(n), 2) if (1..=65535).contains(&n) => Ok(Dim::new(s, n as u32)),
+                _ => Err(bad("each entry is [step, num] with 1 <= num <= 65535")),
+            }
+        })
+        .collect()
+}
+
+/// The pattern of a legacy iota expression: grid axis 0 is the partition
+/// axis (its coefficient is the channel multiplier).
+fn legacy_iota(
+    ctx: &Ctx<'_>,
+    e: &IndexExpr,
+    span: Span,
+) -> Result<(Vec<Dim>, i64, i64, Vec<u64>), Diagnostic> {
+    let g = e.ndim.max(2);
+    let e = e.aligned(g);
+    let shape = e.shape();
+    let mut coef = vec![0i64; usize::from(g)];
+    for t in &e.terms {
+        coef[usize::from(t.axis)] += t.coef;
+    }
+    if shape[0] > 128 {
+        return Err(ctx.error(
+            codes::PARTITION_SIZE,
+            format!(
+                "the index expression spans {} partitions, above 128",
+                shape[0]
+            ),
+            span,
+            "too many partitions",
+        ));
+    }
+    let pattern: Vec<Dim> = shape[1..]
+        .iter()
+        .zip(&coef[1..])
+        .map(|(&n, &c)| Dim::new(c, n as u32))
+        .collect();
+    if pattern.len() > 4 {
+        return Err(ctx.error(
+            codes::VALUE,
+            "an iota grid has at most 4 free axes",
+            span,
+            "too many axes",
+        ));
+    }
+    Ok((pattern, e.constant, coef[0], shape))
+}
+
+fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    if let Some(m) = b.get("mask") {
+        return Err(ctx
+            .error(
+                codes::LEGACY,
+                "`mask=` predicates are not supported yet",
+                m.span,
+                "mask",
+            )
+            .with_help("slice `src` to the valid region instead"));
+    }
+    if !src.buffer.is_hbm() {
+        return Err(ctx
+            .error(
+                codes::BUFFER,
+                format!("`nl.load` reads HBM, found `src` {}", check::describe(&src)),
+                b.span_of("src"),
+                "not in HBM",
+            )
+            .with_help("use `nl.copy` or `nisa.tensor_copy` for on-chip tiles"));
+    }
+    let shape = if src.shape.len() == 1 {
+        vec![src.shape[0], 1]
+    } else {
+        src.shape.clone()
+    };
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(src.dtype());
+    let name = ctx.fresh_name("load_");
+    let tile = super::tensor::alloc(
+        ctx,
+        &shape,
+        dtype,
+        Buffer::Sbuf,
+        &name,
+        b.span_of("src"),
+        span,
+    )?;
+    let kind = dma_kind(&tile.view, &src.view, None, OobMode::Error, None);
+    emit::push(ctx, b, kind, None, span)?;
+    Ok(Value::tensor(tile))
+}
+
+fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dst = b.tensor(ctx, "dst")?;
+    let value = b.tensor(ctx, "value")?;
+    if let Some(m) = b.get("mask") {
+        return Err(ctx
+            .error(
+                codes::LEGACY,
+                "`mask=` predicates are not supported yet",
+                m.span,
+                "mask",
+            )
+            .with_help("slice `dst` and `value` to the valid region instead"));
+    }
+    if !dst.buffer.is_hbm() {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`nl.store` writes HBM, found `dst` {}",
+                check::describe(&dst)
+            ),
+            b.span_of("dst"),
+            "not in HBM",
+        ));
+    }
+    check::on_chip(ctx, &value, b.span_of("value"), "`value`")?;
+    if elements(&dst) != elements(&value) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` has shape {} but `value` has shape {}",
+                shape_text(&dst.shape),
+                shape_text(&value.shape)
+            ),
+            b.span_of("value"),
+            "element count differs",
+        ));
+    }
+    let src = if value.buffer == Buffer::Psum {
+        let name = ctx.fresh_name("evict_");
+        let tmp = super::tensor::alloc(
+            ctx,
+            &value.shape,
+            value.dtype(),
+            Buffer::Sbuf,
+            &name,
+            b.span_of("value"),
+            span,
+        )?;
+        copy_checks(ctx, (&tmp, span), (&value, b.span_of("value")), None)?;
+        emit::push(
+            ctx,
+            b,
+            OpKind::TensorCopy {
+                dst: tmp.view.clone(),
+                src: value.view.clone(),
+            },
+            None,
+            span,
+        )?;
+        tmp.view
+    } else {
+        value.view.clone()
+    };
+    emit::push(
+        ctx,
+        b,
+        dma_kind(&dst.view, &src, None, OobMode::Error, None),
+        None,
+        span,
+    )?;
+    Ok(Value::None)
+}
+
+fn load_transpose2d(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    if !src.buffer.is_hbm() || src.shape.len() != 2 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`nl.load_transpose2d` takes a 2-D HBM view, found {}",
+                check::describe(&src)
+            ),
+            b.span_of("src"),
+            "not a 2-D HBM view",
+        ));
+    }
+    if let Some(dt) = b.dtype(ctx, "dtype")?
+        && dt != src.dtype()
+    {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "a DMA transpose does not cast: `src` is {} but `dtype` is {dt}",
+                src.dtype()
+            ),
+            b.span_of("dtype"),
+            "cast",
+        ));
+    }
+    if !matches!(src.dtype().size(), 2 | 4) || src.dtype().is_packed_x4() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "a DMA transpose moves 2- or 4-byte elements, found {}",
+                src.dtype()
+            ),
+            b.span_of("src"),
+            "element size",
+        ));
+    }
+    let shape = vec![src.shape[1], src.shape[0]];
+    let name = ctx.fresh_name("load_t_");
+    let tile = super::tensor::alloc(
+        ctx,
+        &shape,
+        src.dtype(),
+        Buffer::Sbuf,
+        &name,
+        b.span_of("src"),
+        span,
+    )?;
+    let kind = OpKind::DmaTranspose {
+        dst: tile.view.clone(),
+        src: src.view.clone(),
+        dge: None,
+    };
+    emit::push(ctx, b, kind, None, span)?;
+    Ok(Value::tensor(tile))
+}
+
+fn nl_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let name = ctx.fresh_name("copy_");
+    let tile = super::tensor::alloc(
+        ctx,
+        &x.shape,
+        dtype,
+        Buffer::Sbuf,
+        &name,
+        b.span_of("x"),
+        span,
+    )?;
+    copy_checks(ctx, (&tile, span), (&x, b.span_of("x")), None)?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::TensorCopy {
+            dst: tile.view.clone(),
+            src: x.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::tensor(tile))
+}
+
+fn depends_on_unbound(ctx: &mut Ctx<'_>, _b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    // `call` handles `depends_on` before binding (it is variadic).
+    Err(ctx.error(
+        codes::ARG_TYPE,
+        "`depends_on` is called on an instruction handle",
+        span,
+        "here",
+    ))
+}
+
+/// `target[key] = value`: a copy into the view (DMA when either side is
+/// in HBM, else `tensor_copy`), or a `memset` for a number.
+pub fn assign(
+    ctx: &mut Ctx<'_>,
+    dst: &Rc<Tensor>,
+    value: &Value,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    match value {
+        Value::Tensor(src) => {
+            if dst.buffer.is_hbm() || src.buffer.is_hbm() {
+                dma_side(ctx, dst, span, "the assigned view")?;
+                dma_side(ctx, src, span, "the assigned value")?;
+                if elements(dst) != elements(src) {
+                    return Err(ctx.error(
+                        codes::SHAPE,
+                        format!(
+                            "cannot assign a {} tile to a {} view",
+                            shape_text(&src.shape),
+                            shape_text(&dst.shape)
+                        ),
+                        span,
+                        "element count differs",
+                    ));
+                }
+                let op = dma_kind(&dst.view, &src.view, None, OobMode::Error, None);
+                ctx.push_op(nkic_ir::Op::new(op), span)?;
+            } else {
+                copy_checks(ctx, (dst, span), (src, span), None)?;
+                ctx.push_op(
+                    nkic_ir::Op::new(OpKind::TensorCopy {
+                        dst: dst.view.clone(),
+                        src: src.view.clone(),
+                    }),
+                    span,
+                )?;
+            }
+            Ok(())
+        }
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+            check::operand(ctx, dst, span, "the assigned view")?;
+            let imm = fill_imm(ctx, dst.dtype(), value, span, true)?;
+            push_memset(ctx, &dst.view, imm, None, None, span)
+        }
+        v => Err(ctx.error(
+            codes::ARG_TYPE,
+            format!("cannot assign a {} to a tensor view", v.type_name()),
+            span,
+            "not a tensor or number",
+        )),
+    }
+}

@@ -1,0 +1,820 @@
+//! The one declarative table of API functions.
+//!
+//! Every `nl.*`, `nisa.*` and tensor-method function is an [`ApiDef`]: its
+//! dotted name, its parameters (name, kind, default), the engines it may
+//! run on, the oldest target that has it, a one-line summary, the
+//! constraints it checks (as text), and the Rust function that runs it.
+//! The same entry drives argument binding ([`bind`]), hover text
+//! ([`describe`]), the generated reference in `docs/language.md`
+//! ([`reference_markdown`]) and, through its `run` function, the checks.
+//!
+//! Definitions live in one file per area (`tensor.rs`, `memory.rs`,
+//! `isa_compute.rs`, `nl_math.rs`, …), each exporting a `DEFS` slice; the
+//! [`REGISTRY`] lists those slices, so a new file is added with one line.
+//!
+//! # Two call forms
+//!
+//! An ISA function with `value_form: true` also accepts the legacy
+//! value-returning form (`c = nisa.tensor_tensor(a, b, op=nl.add)`): when
+//! the call does not bind to the current signature (destination first)
+//! and gives no `dst=`, it is bound again without `dst` and with the
+//! legacy keywords `dtype=` and `mask=`. The run function then finds no
+//! `dst` and allocates the result itself ([`Bound::is_value_form`]).
+
+use std::rc::Rc;
+use std::sync::OnceLock;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::Buffer;
+use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+
+use super::ApiFn;
+use super::codes;
+use super::consts::{self, EnumValue};
+use crate::args::{Arg, CallArgs, closest};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+/// Runs one API function on its bound arguments; `span` is the whole call.
+pub type RunFn = fn(&mut Ctx<'_>, &Bound, Span) -> Result<Value, Diagnostic>;
+
+/// One API function. See the module doc.
+#[derive(Debug)]
+pub struct ApiDef {
+    /// The dotted name users write: `nl.ndarray`, `nisa.dma_copy`,
+    /// `tensor.reshape` (methods of `NkiTensor` start with `tensor.`).
+    pub name: &'static str,
+    pub params: &'static [Param],
+    /// The engines that may execute it; empty for functions that only
+    /// build views or values at compile time.
+    pub engines: &'static [Engine],
+    /// The oldest target that has it.
+    pub since: Target,
+    /// True for ISA functions that also accept the legacy value-returning
+    /// form (module doc).
+    pub value_form: bool,
+    /// One sentence: what it does.
+    pub summary: &'static str,
+    /// The rules checked at compile time, one sentence each.
+    pub constraints: &'static [&'static str],
+    pub run: RunFn,
+}
+
+/// One parameter of an [`ApiDef`].
+#[derive(Clone, Copy, Debug)]
+pub struct Param {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// `None`: required; otherwise the default as NKI code (`nl.sbuf`, `1.0`).
+    pub default: Option<&'static str>,
+}
+
+/// The kind of value a parameter takes (for documentation and hover; the
+/// run functions convert and check values with [`Bound`]'s accessors).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A tensor (view).
+    Tensor,
+    /// A tensor or a compile-time number (`(P, 1)` vector or immediate).
+    Scalar,
+    /// A tensor or a Python number (operands of `nl.*` math).
+    Operand,
+    Int,
+    Float,
+    Bool,
+    Str,
+    /// A shape tuple of positive ints.
+    Shape,
+    DType,
+    Buffer,
+    /// An ALU operator (`nl.add`, …).
+    AluOp,
+    /// An activation function (`nl.exp`, …).
+    ActFunc,
+    /// A member of the named `nisa` enum (`engine`, `reduce_cmd`, …).
+    Enum(&'static str),
+    /// An int or a tuple of ints (axes, permutations, tile positions).
+    Ints,
+    /// An access pattern `[[step, num], …]`.
+    Pattern,
+    /// A legacy index expression or predicate (`nl.arange` grids).
+    Index,
+    /// Anything (documented in the summary).
+    Any,
+}
+
+impl Kind {
+    /// The type as shown in signatures.
+    pub fn text(self) -> &'static str {
+        match self {
+            Kind::Tensor => "tensor",
+            Kind::Scalar => "float | tensor",
+            Kind::Operand => "tensor | number",
+            Kind::Int => "int",
+            Kind::Float => "float",
+            Kind::Bool => "bool",
+            Kind::Str => "str",
+            Kind::Shape => "tuple[int, ...]",
+            Kind::DType => "dtype",
+            Kind::Buffer => "buffer",
+            Kind::AluOp => "alu_op",
+            Kind::ActFunc => "activation",
+            Kind::Enum(e) => e,
+            Kind::Ints => "int | tuple[int, ...]",
+            Kind::Pattern => "list[list[int]]",
+            Kind::Index => "index",
+            Kind::Any => "any",
+        }
+    }
+}
+
+/// A required parameter.
+pub const fn req(name: &'static str, kind: Kind) -> Param {
+    Param {
+        name,
+        kind,
+        default: None,
+    }
+}
+
+/// An optional parameter with its default as NKI code.
+pub const fn opt(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param {
+        name,
+        kind,
+        default: Some(default),
+    }
+}
+
+/// The files that define API functions, one line each.
+pub const REGISTRY: &[&[ApiDef]] = &[
+    super::tensor::DEFS,
+    super::memory::DEFS,
+    super::isa_compute::DEFS,
+    super::nl_math::DEFS,
+];
+
+/// Every definition in registry order; `ApiFn(i)` is entry `i`.
+pub fn all() -> &'static [&'static ApiDef] {
+    static ALL: OnceLock<Vec<&'static ApiDef>> = OnceLock::new();
+    ALL.get_or_init(|| REGISTRY.iter().flat_map(|defs| defs.iter()).collect())
+}
+
+/// The definition of `f`.
+pub fn def(f: ApiFn) -> Option<&'static ApiDef> {
+    all().get(usize::from(f.0)).copied()
+}
+
+/// The handle of the function with dotted name `name`.
+pub fn find(name: &str) -> Option<ApiFn> {
+    all()
+        .iter()
+        .position(|d| d.name == name)
+        .and_then(|i| u16::try_from(i).ok())
+        .map(ApiFn)
+}
+
+/// Hover documentation of one function.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiDoc {
+    /// `nisa.dma_copy(dst: tensor, src: tensor, …)`.
+    pub signature: String,
+    pub summary: String,
+    /// `vector, gpsimd`, or empty.
+    pub engines: String,
+    /// `trn2+` or `trn3+`.
+    pub targets: String,
+    pub constraints: Vec<String>,
+}
+
+/// The hover documentation of `f` (from the same table the checks use).
+pub fn describe(f: ApiFn) -> Option<ApiDoc> {
+    let d = def(f)?;
+    Some(doc_of(d))
+}
+
+fn doc_of(d: &ApiDef) -> ApiDoc {
+    let params: Vec<String> = d
+        .params
+        .iter()
+        .map(|p| match p.default {
+            None => format!("{}: {}", p.name, p.kind.text()),
+            Some(def) => format!("{}: {} = {def}", p.name, p.kind.text()),
+        })
+        .collect();
+    ApiDoc {
+        signature: format!("{}({})", d.name, params.join(", ")),
+        summary: d.summary.to_owned(),
+        engines: d
+            .engines
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", "),
+        targets: format!("{}+", d.since.name()),
+        constraints: d.constraints.iter().map(|c| (*c).to_owned()).collect(),
+    }
+}
+
+/// The "nl and nisa reference" section of `docs/language.md`, generated
+/// from the table (a test keeps the file in sync).
+pub fn reference_markdown() -> String {
+    let mut out = String::new();
+    out.push_str("## nl and nisa reference\n\n");
+    out.push_str("<!-- Generated from the API table in crates/nkic-specialize/src/api/; do not edit by hand. -->\n");
+    out.push_str(
+        "<!-- Regenerate with `NKIC_BLESS=1 cargo test -p nkic-specialize reference_doc`. -->\n\n",
+    );
+    out.push_str("Every function below is checked at compile time against the rules listed under it; a violation is a diagnostic with the code shown in the table at the end.\n");
+    out.push_str("ISA functions marked \"value form\" also accept the legacy call without `dst` (they then return a new tile, and take `dtype=` and `mask=`).\n\n");
+    for d in all() {
+        let doc = doc_of(d);
+        out.push_str(&format!("### `{}`\n\n", d.name));
+        out.push_str(&format!("```python\n{}\n```\n\n", doc.signature));
+        out.push_str(&format!("{}\n", doc.summary));
+        let mut facts = Vec::new();
+        if !doc.engines.is_empty() {
+            facts.push(format!("engines: {}", doc.engines));
+        }
+        facts.push(format!("targets: {}", doc.targets));
+        if d.value_form {
+            facts.push("value form".to_owned());
+        }
+        out.push_str(&format!("*{}*\n", facts.join("; ")));
+        if !doc.constraints.is_empty() {
+            out.push('\n');
+            for c in &doc.constraints {
+                out.push_str(&format!("* {c}\n"));
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str("### Diagnostic codes of the API layer\n\n| code | meaning |\n| --- | --- |\n");
+    for (code, meaning) in codes::ALL {
+        out.push_str(&format!("| {code} | {meaning} |\n"));
+    }
+    out
+}
+
+/// Arguments bound to an [`ApiDef`]'s parameters.
+#[derive(Debug)]
+pub struct Bound {
+    pub def: &'static ApiDef,
+    /// The arguments given, by parameter name.
+    args: Vec<(&'static str, Arg)>,
+    value_form: bool,
+    /// The whole call.
+    pub span: Span,
+}
+
+/// The legacy value-form parameters of `def`: its own list without `dst`
+/// plus `dtype=` and `mask=`, or a different legacy signature.
+fn legacy_params(def: &ApiDef) -> Vec<Param> {
+    match def.name {
+        "nisa.memset" => vec![
+            req("shape", Kind::Shape),
+            req("value", Kind::Float),
+            req("dtype", Kind::DType),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
+            opt("mask", Kind::Index, "None"),
+            opt("name", Kind::Str, "None"),
+        ],
+        _ => {
+            let mut v: Vec<Param> = def.params[1..].to_vec();
+            for extra in ["dtype", "mask"] {
+                if !v.iter().any(|p| p.name == extra) {
+                    v.push(opt(extra, Kind::Any, "None"));
+                }
+            }
+            v
+        }
+    }
+}
+
+/// Binds `args` to `def` (module doc: two call forms).
+pub fn bind(
+    ctx: &Ctx<'_>,
+    def: &'static ApiDef,
+    args: CallArgs,
+    span: Span,
+) -> Result<Bound, Diagnostic> {
+    let has_dst_keyword = args.keywords.iter().any(|(k, _)| &**k == "dst");
+    let has_dst_param = def.params.first().is_some_and(|p| p.name == "dst");
+    match bind_params(ctx, def, def.params, args.clone(), span, false) {
+        Ok(b) => Ok(b),
+        Err(e) if def.value_form && has_dst_param && !has_dst_keyword => {
+            let legacy = legacy_params(def);
+            bind_params(ctx, def, &legacy, args, span, true).map_err(|_| e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn bind_params(
+    ctx: &Ctx<'_>,
+    def: &'static ApiDef,
+    params: &[Param],
+    args: CallArgs,
+    span: Span,
+    value_form: bool,
+) -> Result<Bound, Diagnostic> {
+    let func = def.name;
+    let mut out: Vec<Option<Arg>> = vec![None; params.len()];
+    let n_pos = args.positional.len();
+    for (i, arg) in args.positional.into_iter().enumerate() {
+        if i >= params.len() || params[i].name.starts_with('*') {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                format!(
+                    "`{func}` takes at most {} positional arguments but {n_pos} were given",
+                    params.len()
+                ),
+                arg.span,
+                "unexpected argument",
+            ));
+        }
+        out[i] = Some(arg);
+    }
+    for (name, arg) in args.keywords {
+        let Some(i) = params.iter().position(|p| p.name == &*name) else {
+            let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+            let mut d = ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                format!("`{func}` has no parameter named `{name}`"),
+                arg.span,
+                "unknown keyword argument",
+            );
+            if let Some(close) = closest(&name, &names) {
+                d = d.with_help(format!("did you mean `{close}`?"));
+            }
+            return Err(d.with_note(format!("the parameters are: {}", names.join(", "))));
+        };
+        if out[i].is_some() {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                format!("`{func}` got multiple values for parameter `{name}`"),
+                arg.span,
+                "already given",
+            ));
+        }
+        out[i] = Some(arg);
+    }
+    for (i, p) in params.iter().enumerate() {
+        if p.default.is_none() && out[i].is_none() {
+            return Err(ctx.error(
+                crate::codes::BAD_ARGUMENTS,
+                format!("`{func}` is missing required argument `{}`", p.name),
+                span,
+                format!("`{}` is not given", p.name),
+            ));
+        }
+    }
+    let args = params
+        .iter()
+        .zip(out)
+        .filter_map(|(p, a)| a.map(|a| (p.name, a)))
+        .collect();
+    Ok(Bound {
+        def,
+        args,
+        value_form,
+        span,
+    })
+}
+
+impl Bound {
+    /// True when the call used the legacy value-returning form.
+    pub fn is_value_form(&self) -> bool {
+        self.value_form
+    }
+
+    /// The legacy `dtype=` keyword of the value form.
+    pub fn legacy_dtype(&self, ctx: &Ctx<'_>) -> Result<Option<DType>, Diagnostic> {
+        if !self.value_form {
+            return Ok(None);
+        }
+        match self.get("dtype") {
+            None => Ok(None),
+            Some(a) => dtype_of(ctx, a).map(Some),
+        }
+    }
+
+    /// The legacy `mask=` keyword of the value form.
+    pub fn legacy_mask(&self) -> Option<&Arg> {
+        if !self.value_form {
+            return None;
+        }
+        self.get("mask")
+    }
+
+    /// A legacy-only argument of the value form (`shape` of `memset`).
+    pub fn legacy(&self, name: &str) -> Option<&Arg> {
+        if !self.value_form {
+            return None;
+        }
+        self.get(name)
+    }
+
+    /// The argument given for `name` (`None` when absent or Python `None`).
+    pub fn get(&self, name: &str) -> Option<&Arg> {
+        self.args
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, a)| a)
+            .filter(|a| !a.value.is_none())
+    }
+
+    /// The argument's raw value, or `Value::None`.
+    pub fn value(&self, name: &str) -> Value {
+        self.get(name).map_or(Value::None, |a| a.value.clone())
+    }
+
+    /// The span of argument `name`, or of the call when it is absent.
+    pub fn span_of(&self, name: &str) -> Span {
+        self.get(name).map_or(self.span, |a| a.span)
+    }
+
+    fn missing(&self, ctx: &Ctx<'_>, name: &str) -> Diagnostic {
+        ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            format!("`{}` needs a value for `{name}`", self.def.name),
+            self.span,
+            format!("`{name}` is not given"),
+        )
+    }
+
+    /// A required tensor argument.
+    pub fn tensor(&self, ctx: &Ctx<'_>, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
+        match self.opt_tensor(ctx, name)? {
+            Some(t) => Ok(t),
+            None => Err(self.missing(ctx, name)),
+        }
+    }
+
+    /// An optional tensor argument.
+    pub fn opt_tensor(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<Rc<Tensor>>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        match &a.value {
+            Value::Tensor(t) => Ok(Some(t.clone())),
+            v => Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`{}` expects a tensor for `{name}`, found a {}",
+                    self.def.name,
+                    v.type_name()
+                ),
+                a.span,
+                "not a tensor",
+            )),
+        }
+    }
+
+    /// An optional compile-time int.
+    pub fn int(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<i64>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        match (&a.value, a.value.as_int()) {
+            (Value::Bool(_), _) | (_, None) => Err(self.wrong(ctx, a, name, "an int")),
+            (_, Some(i)) => Ok(Some(i)),
+        }
+    }
+
+    /// A compile-time int with a default.
+    pub fn int_or(&self, ctx: &Ctx<'_>, name: &str, default: i64) -> Result<i64, Diagnostic> {
+        Ok(self.int(ctx, name)?.unwrap_or(default))
+    }
+
+    /// An optional compile-time number.
+    pub fn float(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<f64>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        match a.value {
+            Value::Int(_) | Value::Float(_) => Ok(a.value.as_float()),
+            _ => Err(self.wrong(ctx, a, name, "a number")),
+        }
+    }
+
+    /// A bool with a default.
+    pub fn bool_or(&self, ctx: &Ctx<'_>, name: &str, default: bool) -> Result<bool, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(default);
+        };
+        match a.value {
+            Value::Bool(b) => Ok(b),
+            Value::Int(i) if i == 0 || i == 1 => Ok(i == 1),
+            _ => Err(self.wrong(ctx, a, name, "a bool")),
+        }
+    }
+
+    /// An optional string.
+    pub fn string(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<String>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        match &a.value {
+            Value::Str(s) => Ok(Some(s.to_string())),
+            _ => Err(self.wrong(ctx, a, name, "a string")),
+        }
+    }
+
+    /// The `name=` instruction or tensor name.
+    pub fn name_arg(&self, ctx: &Ctx<'_>) -> Result<Option<String>, Diagnostic> {
+        Ok(self.string(ctx, "name")?.filter(|s| !s.is_empty()))
+    }
+
+    /// An optional dtype.
+    pub fn dtype(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<DType>, Diagnostic> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(a) => dtype_of(ctx, a).map(Some),
+        }
+    }
+
+    /// An optional buffer.
+    pub fn buffer(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<Buffer>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        match &a.value {
+            Value::Buffer(b) => Ok(Some(*b)),
+            Value::Str(s) => Err(ctx
+                .error(
+                    codes::ARG_TYPE,
+                    format!("buffers are named values, not strings: found '{s}'"),
+                    a.span,
+                    "a string",
+                )
+                .with_help(format!("write `nl.{s}`"))),
+            _ => Err(self.wrong(ctx, a, name, "a buffer such as `nl.sbuf`")),
+        }
+    }
+
+    /// A shape tuple (an int is a 1-D shape).
+    pub fn shape(&self, ctx: &Ctx<'_>, name: &str) -> Result<Vec<u64>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Err(self.missing(ctx, name));
+        };
+        shape_of(ctx, a)
+    }
+
+    /// An optional member of `nisa.<enum_name>`; raw ints are rejected.
+    pub fn enum_member(
+        &self,
+        ctx: &Ctx<'_>,
+        name: &str,
+        enum_name: &'static str,
+    ) -> Result<Option<&'static str>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        enum_member_of(ctx, a, enum_name).map(Some)
+    }
+
+    /// An optional ALU operator (`nl.add`, …).
+    pub fn alu_op(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<AluOp>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        alu_op_of(ctx, a).map(Some)
+    }
+
+    /// An optional activation function (`nl.exp`, …).
+    pub fn act_func(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<ActFunc>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        act_func_of(ctx, a).map(Some)
+    }
+
+    /// An optional tuple of ints (an int is a 1-tuple); negative entries are kept.
+    pub fn ints(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<Vec<i64>>, Diagnostic> {
+        let Some(a) = self.get(name) else {
+            return Ok(None);
+        };
+        ints_of(ctx, a).map(Some)
+    }
+
+    fn wrong(&self, ctx: &Ctx<'_>, a: &Arg, name: &str, what: &str) -> Diagnostic {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "`{}` expects {what} for `{name}`, found {}",
+                self.def.name,
+                crate::format::short_repr(&a.value)
+            ),
+            a.span,
+            format!("not {what}"),
+        )
+    }
+}
+
+/// The dtype in `a` (an `nl.*` dtype, a NumPy dtype, or a dtype name string).
+pub fn dtype_of(ctx: &Ctx<'_>, a: &Arg) -> Result<DType, Diagnostic> {
+    let dt = match &a.value {
+        Value::DType(d) => *d,
+        Value::Str(s) => match s.parse::<DType>() {
+            Ok(d) => d,
+            Err(_) => {
+                return Err(ctx.error(
+                    codes::ARG_TYPE,
+                    format!("'{s}' is not a dtype"),
+                    a.span,
+                    "unknown dtype",
+                ));
+            }
+        },
+        v => {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "expected a dtype such as `nl.float32`, found a {}",
+                    v.type_name()
+                ),
+                a.span,
+                "not a dtype",
+            ));
+        }
+    };
+    if !ctx.target().supports_dtype(dt) {
+        return Err(ctx
+            .error(
+                codes::DTYPE,
+                format!("{dt} does not exist on {}", ctx.target()),
+                a.span,
+                format!("not available on {}", ctx.target()),
+            )
+            .with_note("fp8 e4m3fn, e8m0 and the packed x4 types need trn3"));
+    }
+    Ok(dt)
+}
+
+/// A shape tuple in `a`.
+pub fn shape_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<u64>, Diagnostic> {
+    let items: Vec<Value> = match &a.value {
+        Value::Tuple(t) => t.to_vec(),
+        Value::List(l) => l.borrow().clone(),
+        Value::Int(_) => vec![a.value.clone()],
+        v => {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!("expected a shape tuple, found a {}", v.type_name()),
+                a.span,
+                "not a shape",
+            ));
+        }
+    };
+    if items.is_empty() || items.len() > nkic_ir::MAX_VIEW_DIMS {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "a tensor has 1 to {} dims, found a shape of {} dims",
+                nkic_ir::MAX_VIEW_DIMS,
+                items.len()
+            ),
+            a.span,
+            "bad rank",
+        ));
+    }
+    items
+        .iter()
+        .map(|v| match (v, v.as_int()) {
+            (Value::Bool(_), _) => Err(bad_dim(ctx, a, v)),
+            (_, Some(n)) if n > 0 => Ok(n as u64),
+            _ => Err(bad_dim(ctx, a, v)),
+        })
+        .collect()
+}
+
+fn bad_dim(ctx: &Ctx<'_>, a: &Arg, v: &Value) -> Diagnostic {
+    ctx.error(
+        codes::SHAPE,
+        format!(
+            "dimension sizes must be positive ints, found {}",
+            crate::format::short_repr(v)
+        ),
+        a.span,
+        "bad dimension",
+    )
+}
+
+/// A tuple of ints (an int is a 1-tuple).
+pub fn ints_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<i64>, Diagnostic> {
+    let items: Vec<Value> = match &a.value {
+        Value::Tuple(t) => t.to_vec(),
+        Value::List(l) => l.borrow().clone(),
+        v => vec![v.clone()],
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_int()
+                .filter(|_| !matches!(v, Value::Bool(_)))
+                .ok_or_else(|| {
+                    ctx.error(
+                        codes::ARG_TYPE,
+                        format!("expected ints, found {}", crate::format::short_repr(v)),
+                        a.span,
+                        "not an int",
+                    )
+                })
+        })
+        .collect()
+}
+
+/// The member of `nisa.<enum_name>` in `a`.
+pub fn enum_member_of(
+    ctx: &Ctx<'_>,
+    a: &Arg,
+    enum_name: &'static str,
+) -> Result<&'static str, Diagnostic> {
+    if let Value::Ext(e) = &a.value
+        && let Some(ev) = e.as_any().downcast_ref::<EnumValue>()
+    {
+        if ev.enum_name == enum_name {
+            return Ok(ev.member);
+        }
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "expected a member of `nisa.{enum_name}`, found `nisa.{}.{}`",
+                ev.enum_name, ev.member
+            ),
+            a.span,
+            "wrong enum",
+        ));
+    }
+    let mut d = ctx.error(
+        codes::BAD_ENUM,
+        format!(
+            "expected a member of `nisa.{enum_name}`, found {}",
+            crate::format::short_repr(&a.value)
+        ),
+        a.span,
+        format!("not a `nisa.{enum_name}` member"),
+    );
+    if let Some(members) = consts::enum_members(enum_name) {
+        let list: Vec<String> = members
+            .iter()
+            .map(|m| format!("nisa.{enum_name}.{m}"))
+            .collect();
+        d = d.with_note(format!("the members are {}", list.join(", ")));
+    }
+    if a.value.as_int().is_some() {
+        d = d.with_help("NKI requires named enum members, not raw ints");
+    }
+    Err(d)
+}
+
+/// The dotted name behind an operator/function value: `nl.add` for the
+/// function `nl.add` or the operator constant.
+fn op_name(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Api(f) => def(*f).map(|d| d.name),
+        Value::Ext(e) => e.as_any().downcast_ref::<consts::OpValue>().map(|o| o.name),
+        _ => None,
+    }
+}
+
+/// The ALU operator in `a` (`nl.add`, `np.add`, …).
+pub fn alu_op_of(ctx: &Ctx<'_>, a: &Arg) -> Result<AluOp, Diagnostic> {
+    if let Some(name) = op_name(&a.value)
+        && let Some(op) = consts::alu_op_by_name(name)
+    {
+        return Ok(op);
+    }
+    Err(ctx
+        .error(
+            codes::BAD_ENUM,
+            format!(
+                "expected an ALU operator such as `nl.add`, found {}",
+                crate::format::short_repr(&a.value)
+            ),
+            a.span,
+            "not an ALU operator",
+        )
+        .with_note("the operators are listed in isa.md §2.3"))
+}
+
+/// The activation function in `a` (`nl.exp`, …).
+pub fn act_func_of(ctx: &Ctx<'_>, a: &Arg) -> Result<ActFunc, Diagnostic> {
+    if let Some(name) = op_name(&a.value)
+        && let Some(f) = consts::act_func_by_name(name)
+    {
+        return Ok(f);
+    }
+    Err(ctx
+        .error(
+            codes::BAD_ENUM,
+            format!(
+                "expected an activation function such as `nl.exp`, found {}",
+                crate::format::short_repr(&a.value)
+            ),
+            a.span,
+            "not an activation function",
+        )
+        .with_note("the activation functions are listed in isa.md §2.4"))
+}

@@ -1,0 +1,1637 @@
+//! The tensor model (language.md §6): creating tensors, their attributes,
+//! subscripts (plain and legacy index grids) and the view methods.
+//!
+//! A tensor value is an IR view plus the shape the user sees; for SBUF and
+//! PSUM tensors the first dim is the partition dim and its stride is the
+//! storage's partition row length. Views never copy: every subscript and
+//! view method returns a new view of the same storage, checked against
+//! the partition rules (no striding, permuting or broadcasting dim 0 of an
+//! on-chip tensor) and, for every buffer, against the tensor's bounds.
+//!
+//! Choices where the spec is silent:
+//! * slices whose explicit bounds leave the dim are errors (E0500) rather
+//!   than clamped as in Python, because for HBM arguments they are
+//!   out-of-bounds accesses;
+//! * `address=(partition, byte)`: the byte offset is in bytes
+//!   (language.md §13.1); PSUM addresses must be bank aligned (2 KiB) and
+//!   the tile must fit in one bank when it fits in one bank's size;
+//! * `zeros_like`/`empty_like` default to the buffer of `x` (§13.12).
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Address, Buffer, Indirection, View, ViewDim};
+use nkic_isa::{DType, Engine, Imm, Target};
+
+use super::check::{self, shape_text};
+use super::codes;
+use super::memory;
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::args::Arg;
+use crate::ctx::Ctx;
+use crate::value::{BoundMethod, IndexExpr, IntOrReg, RegValue, Tensor, Value};
+
+const NO_ENGINE: &[Engine] = &[];
+const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+
+/// The tensor-model functions.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nl.ndarray",
+        params: &[
+            req("shape", Kind::Shape),
+            req("dtype", Kind::DType),
+            opt("buffer", Kind::Buffer, "nl.sbuf"),
+            opt("name", Kind::Str, "''"),
+            opt("address", Kind::Ints, "None"),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Allocates an uninitialized tensor; `address=(partition, byte_offset)` places an on-chip tensor manually.",
+        constraints: &[
+            "SBUF/PSUM tensors have at least 2 dims and at most 128 partitions (dim 0).",
+            "A tensor has at most 5 dims and every size is a positive int.",
+            "The per-partition size fits the buffer (SBUF usable bytes, PSUM 16 KiB).",
+            "`address` is only for SBUF/PSUM; PSUM addresses start on a 2 KiB bank boundary; the tile fits from its address.",
+        ],
+        run: ndarray,
+    },
+    ApiDef {
+        name: "nl.zeros",
+        params: &[
+            req("shape", Kind::Shape),
+            req("dtype", Kind::DType),
+            opt("buffer", Kind::Buffer, "nl.sbuf"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: MEMSET_ENGINES,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Allocates a tensor filled with 0 (`ndarray` + `memset`).",
+        constraints: &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
+        run: zeros,
+    },
+    ApiDef {
+        name: "nl.ones",
+        params: &[
+            req("shape", Kind::Shape),
+            req("dtype", Kind::DType),
+            opt("buffer", Kind::Buffer, "nl.sbuf"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: MEMSET_ENGINES,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Allocates a tensor filled with 1 (`ndarray` + `memset`).",
+        constraints: &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
+        run: ones,
+    },
+    ApiDef {
+        name: "nl.full",
+        params: &[
+            req("shape", Kind::Shape),
+            req("fill_value", Kind::Float),
+            req("dtype", Kind::DType),
+            opt("buffer", Kind::Buffer, "nl.sbuf"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: MEMSET_ENGINES,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Allocates a tensor filled with `fill_value` (`ndarray` + `memset`).",
+        constraints: &[
+            "As `nl.ndarray`; the buffer is SBUF or PSUM.",
+            "Integer dtypes need an int fill value.",
+        ],
+        run: full,
+    },
+    ApiDef {
+        name: "nl.zeros_like",
+        params: &[
+            req("x", Kind::Tensor),
+            opt("dtype", Kind::DType, "None"),
+            opt("buffer", Kind::Buffer, "None"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: MEMSET_ENGINES,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A zero-filled tensor of `x`'s shape (dtype and buffer default to `x`'s).",
+        constraints: &["As `nl.zeros`."],
+        run: zeros_like,
+    },
+    ApiDef {
+        name: "nl.empty_like",
+        params: &[
+            req("x", Kind::Tensor),
+            opt("dtype", Kind::DType, "None"),
+            opt("buffer", Kind::Buffer, "None"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "An uninitialized tensor of `x`'s shape (dtype and buffer default to `x`'s).",
+        constraints: &["As `nl.ndarray`."],
+        run: empty_like,
+    },
+    ApiDef {
+        name: "nl.par_dim",
+        params: &[req("size", Kind::Int)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy marker of the partition dim in a shape; nkic accepts it on dim 0 only.",
+        constraints: &["Only the first dim may be marked (block dims are not supported)."],
+        run: par_dim,
+    },
+    ApiDef {
+        name: "nisa.get_nc_version",
+        params: &[],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The NeuronCore generation of the target (`nisa.nc_version.gen3` on trn2, `gen4` on trn3).",
+        constraints: &[],
+        run: get_nc_version,
+    },
+    ApiDef {
+        name: "tensor.slice",
+        params: &[
+            req("self", Kind::Tensor),
+            req("dim", Kind::Int),
+            req("start", Kind::Int),
+            req("end", Kind::Int),
+            opt("step", Kind::Int, "1"),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A view of `start:end:step` along `dim`.",
+        constraints: &[
+            "`0 <= start < end <= shape[dim]` and `step >= 1`.",
+            "Dim 0 of an SBUF/PSUM tensor is sliced with step 1.",
+        ],
+        run: method_slice,
+    },
+    ApiDef {
+        name: "tensor.select",
+        params: &[
+            req("self", Kind::Tensor),
+            req("dim", Kind::Int),
+            req("index", Kind::Any),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
+        constraints: &[
+            "`0 <= index < shape[dim]` for an int index.",
+            "A run-time index is not allowed on dim 0 of an SBUF/PSUM tensor.",
+        ],
+        run: method_select,
+    },
+    ApiDef {
+        name: "tensor.permute",
+        params: &[req("self", Kind::Tensor), req("dims", Kind::Ints)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Reorders the dims.",
+        constraints: &[
+            "`dims` is a permutation of the dims.",
+            "On SBUF/PSUM tensors `dims[0] == 0`.",
+        ],
+        run: method_permute,
+    },
+    ApiDef {
+        name: "tensor.broadcast",
+        params: &[
+            req("self", Kind::Tensor),
+            req("dim", Kind::Int),
+            req("size", Kind::Int),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Stretches a size-1 dim to `size` (stride 0).",
+        constraints: &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
+        run: method_broadcast,
+    },
+    ApiDef {
+        name: "tensor.expand_dim",
+        params: &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Inserts a size-1 dim at `dim`.",
+        constraints: &["Not dim 0 of an SBUF/PSUM tensor."],
+        run: method_expand_dim,
+    },
+    ApiDef {
+        name: "tensor.squeeze_dim",
+        params: &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Removes a size-1 dim.",
+        constraints: &[
+            "`shape[dim] == 1`.",
+            "Not dim 0 of an SBUF/PSUM tensor, and an SBUF/PSUM tensor keeps 2 dims.",
+        ],
+        run: method_squeeze_dim,
+    },
+    ApiDef {
+        name: "tensor.reshape",
+        params: &[req("self", Kind::Tensor), req("shape", Kind::Shape)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A view with a new shape and the same elements in row-major order.",
+        constraints: &[
+            "The element count is unchanged.",
+            "On SBUF/PSUM tensors the partition dim is unchanged.",
+            "The reshaped dims are contiguous (not after `permute` or a strided slice).",
+        ],
+        run: method_reshape,
+    },
+    ApiDef {
+        name: "tensor.view",
+        params: &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
+        constraints: &[
+            "The last dim is contiguous and its byte size divides by the new element size.",
+            "Not on a dynamic or indirect view.",
+        ],
+        run: method_view,
+    },
+    ApiDef {
+        name: "tensor.reinterpret_cast",
+        params: &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Alias of `tensor.view`.",
+        constraints: &["As `tensor.view`."],
+        run: method_view,
+    },
+    ApiDef {
+        name: "tensor.ap",
+        params: &[
+            req("self", Kind::Tensor),
+            req("pattern", Kind::Pattern),
+            opt("offset", Kind::Int, "None"),
+            opt("scalar_offset", Kind::Any, "None"),
+            opt("vector_offset", Kind::Tensor, "None"),
+            opt("indirect_dim", Kind::Int, "0"),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
+        constraints: &[
+            "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
+            "Every element stays inside the storage.",
+            "`offset=None` keeps the view's offset; an int is relative to the storage start.",
+            "`scalar_offset` (a register) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
+        ],
+        run: method_ap,
+    },
+    ApiDef {
+        name: "tensor.is_contiguous",
+        params: &[req("self", Kind::Tensor)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
+        constraints: &[],
+        run: method_is_contiguous,
+    },
+    ApiDef {
+        name: "tensor.get_pattern",
+        params: &[req("self", Kind::Tensor)],
+        engines: NO_ENGINE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The view's `[[stride, count], …]` pattern (usable with `.ap`).",
+        constraints: &[],
+        run: method_get_pattern,
+    },
+];
+
+// ------------------------------------------------------------------ creation
+
+fn ndarray(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let t = alloc_from(ctx, b, span, "shape")?;
+    if let Some(a) = b.get("address") {
+        place(ctx, &t, a)?;
+    }
+    Ok(Value::tensor(t))
+}
+
+/// Allocates a tensor from the `shape`/`dtype`/`buffer`/`name` arguments.
+fn alloc_from(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    span: Span,
+    shape_param: &str,
+) -> Result<Tensor, Diagnostic> {
+    let shape = b.shape(ctx, shape_param)?;
+    let Some(dtype) = b.dtype(ctx, "dtype")? else {
+        return Err(ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            format!("`{}` needs a dtype", b.def.name),
+            span,
+            "no dtype",
+        ));
+    };
+    let buffer = b.buffer(ctx, "buffer")?.unwrap_or(Buffer::Sbuf);
+    let name = b.name_arg(ctx)?.unwrap_or_default();
+    alloc(
+        ctx,
+        &shape,
+        dtype,
+        buffer,
+        &name,
+        b.span_of(shape_param),
+        span,
+    )
+}
+
+/// Allocates a tensor after checking the shape against the buffer.
+pub fn alloc(
+    ctx: &mut Ctx<'_>,
+    shape: &[u64],
+    dtype: DType,
+    buffer: Buffer,
+    name: &str,
+    shape_span: Span,
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    if buffer.is_on_chip() {
+        if shape.len() < 2 {
+            return Err(ctx.error(
+                codes::PARTITION_SIZE,
+                format!(
+                    "an {} tensor needs a partition dim and at least one free dim, found shape {}",
+                    buffer.name(),
+                    shape_text(shape)
+                ),
+                shape_span,
+                "only one dim",
+            )
+            .with_help(format!("write ({}, 1) for one element per partition", shape[0])));
+        }
+        if shape[0] > check::PMAX {
+            return Err(ctx
+                .error(
+                    codes::PARTITION_SIZE,
+                    format!(
+                        "size of partition dimension {} exceeds architecture limitation of 128 (shape {})",
+                        shape[0],
+                        shape_text(shape)
+                    ),
+                    shape_span,
+                    format!("{} partitions", shape[0]),
+                )
+                .with_help("tile the partition dim by 128 (`nl.tile_size.pmax`)"));
+        }
+        let bytes: u64 = shape[1..]
+            .iter()
+            .fold(u64::from(dtype.size()), |acc, &d| acc.saturating_mul(d));
+        let fig = ctx.target().figures();
+        let cap = if buffer == Buffer::Psum {
+            u64::from(fig.psum_bytes_per_partition)
+        } else {
+            u64::from(fig.sbuf_usable_bytes_per_partition)
+        };
+        if bytes > cap {
+            return Err(ctx.error(
+                codes::FREE_SIZE,
+                format!(
+                    "a {dtype} {} tile needs {bytes} bytes per partition, but {} has {cap}",
+                    shape_text(shape),
+                    buffer.name()
+                ),
+                shape_span,
+                "does not fit in one partition",
+            ));
+        }
+    }
+    let storage = ctx.alloc_storage(name, buffer, dtype, shape, span);
+    let view = ctx.builder().full_view(storage);
+    Ok(Tensor {
+        view,
+        shape: shape.to_vec(),
+        buffer,
+    })
+}
+
+/// Applies `address=(partition, byte_offset)`.
+fn place(ctx: &mut Ctx<'_>, t: &Tensor, a: &Arg) -> Result<(), Diagnostic> {
+    if !t.buffer.is_on_chip() {
+        return Err(ctx.error(
+            codes::ADDRESS,
+            format!(
+                "`address=` places SBUF/PSUM tensors, found a {} tensor",
+                t.buffer.name()
+            ),
+            a.span,
+            "not on chip",
+        ));
+    }
+    let ints = super::table::ints_of(ctx, a)?;
+    let [p, byte] = ints[..] else {
+        return Err(ctx.error(
+            codes::ADDRESS,
+            format!(
+                "`address=` is (partition, byte_offset), found {} values",
+                ints.len()
+            ),
+            a.span,
+            "expected two ints",
+        ));
+    };
+    let fig = ctx.target().figures();
+    let rows = check::partitions(t) as i64;
+    let row_bytes = check::free_size(t) as i64 * i64::from(t.dtype().size());
+    if p < 0 || p + rows > 128 {
+        return Err(ctx.error(
+            codes::ADDRESS,
+            format!("a tile of {rows} partitions cannot start at partition {p}"),
+            a.span,
+            "partitions out of range",
+        ));
+    }
+    let cap = if t.buffer == Buffer::Psum {
+        i64::from(fig.psum_bytes_per_partition)
+    } else {
+        i64::from(fig.sbuf_usable_bytes_per_partition)
+    };
+    if byte < 0 || byte + row_bytes > cap {
+        return Err(ctx.error(
+            codes::ADDRESS,
+            format!(
+                "{row_bytes} bytes per partition at byte offset {byte} leave {} ({cap} bytes per partition)",
+                t.buffer.name()
+            ),
+            a.span,
+            "out of the buffer",
+        ));
+    }
+    if t.buffer == Buffer::Psum {
+        let bank = i64::from(fig.psum_bank_bytes);
+        if byte % bank != 0 {
+            return Err(ctx.error(
+                codes::PSUM_BANK,
+                format!("a PSUM tensor must start on a bank boundary (a multiple of {bank} bytes), found byte offset {byte}"),
+                a.span,
+                "not bank aligned",
+            ));
+        }
+    }
+    let address = Address {
+        partition: p as u32,
+        byte: byte as u64,
+    };
+    ctx.builder().set_address(t.storage(), address);
+    Ok(())
+}
+
+fn filled(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    span: Span,
+    value: Value,
+    value_span: Span,
+) -> Result<Value, Diagnostic> {
+    let t = alloc_from(ctx, b, span, "shape")?;
+    fill(ctx, &t, &value, value_span, span)?;
+    Ok(Value::tensor(t))
+}
+
+/// `memset`s a fresh tensor for `zeros`/`ones`/`full`.
+fn fill(
+    ctx: &mut Ctx<'_>,
+    t: &Tensor,
+    value: &Value,
+    value_span: Span,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    check::on_chip(ctx, t, span, "a filled tensor")?;
+    let imm = memory::fill_imm(ctx, t.dtype(), value, value_span, true)?;
+    memory::push_memset(ctx, &t.view, imm, None, None, span)?;
+    Ok(())
+}
+
+fn zeros(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    filled(ctx, b, span, Value::Int(0), span)
+}
+
+fn ones(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    filled(ctx, b, span, Value::Int(1), span)
+}
+
+fn full(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let v = b.value("fill_value");
+    filled(ctx, b, span, v, b.span_of("fill_value"))
+}
+
+fn like(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Tensor, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let buffer = b.buffer(ctx, "buffer")?.unwrap_or(x.buffer);
+    let name = b.name_arg(ctx)?.unwrap_or_default();
+    alloc(ctx, &x.shape, dtype, buffer, &name, b.span_of("x"), span)
+}
+
+fn zeros_like(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let t = like(ctx, b, span)?;
+    fill(ctx, &t, &Value::Int(0), span, span)?;
+    Ok(Value::tensor(t))
+}
+
+fn empty_like(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    like(ctx, b, span).map(Value::tensor)
+}
+
+fn par_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let n = b.int_or(ctx, "size", 0)?;
+    Ok(Value::Int(n))
+}
+
+fn get_nc_version(ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let member = match ctx.target() {
+        Target::Trn2 => "gen3",
+        Target::Trn3 => "gen4",
+    };
+    Ok(super::consts::enum_value("nc_version", member).unwrap_or(Value::None))
+}
+
+// ------------------------------------------------------------------ attributes
+
+/// `t.attr` for a tensor.
+pub fn attribute(
+    ctx: &mut Ctx<'_>,
+    t: &Rc<Tensor>,
+    attr: &str,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let ints = |v: &[i64]| Value::tuple(v.iter().map(|&d| Value::Int(d)).collect());
+    match attr {
+        "shape" => {
+            let s: Vec<i64> = t.shape.iter().map(|&d| d as i64).collect();
+            Ok(ints(&s))
+        }
+        "dtype" => Ok(Value::DType(t.dtype())),
+        "buffer" => Ok(Value::Buffer(t.buffer)),
+        "ndim" => Ok(Value::Int(t.shape.len() as i64)),
+        "size" => Ok(Value::Int(t.shape.iter().product::<u64>() as i64)),
+        "name" => Ok(Value::str(&ctx.storage(t.storage()).name)),
+        "strides" => {
+            let s: Vec<i64> = t.view.dims.iter().map(|d| d.stride).collect();
+            Ok(ints(&s))
+        }
+        "offset" => Ok(Value::Int(t.view.offset)),
+        _ => {
+            let method = format!("tensor.{attr}");
+            match super::table::find(&method) {
+                Some(f) => Ok(Value::BoundMethod(Rc::new(BoundMethod {
+                    receiver: Value::Tensor(t.clone()),
+                    func: Value::Api(f),
+                }))),
+                None => Err(ctx.error(
+                    crate::codes::NO_ATTRIBUTE,
+                    format!("a tensor has no attribute `{attr}`"),
+                    span,
+                    "unknown attribute",
+                )
+                .with_note("tensors have shape, dtype, buffer, ndim, size, name, strides, offset and the view methods slice, select, permute, broadcast, expand_dim, squeeze_dim, reshape, view, ap")),
+            }
+        }
+    }
+}
+
+// ------------------------------------------------------------------ subscripts
+
+/// Normalizes a possibly negative dim index.
+fn dim_index(ctx: &Ctx<'_>, t: &Tensor, dim: i64, span: Span) -> Result<usize, Diagnostic> {
+    let n = t.shape.len() as i64;
+    let d = if dim < 0 { dim + n } else { dim };
+    if d < 0 || d >= n {
+        return Err(ctx.error(
+            codes::AXIS,
+            format!(
+                "dim {dim} is out of range for a tensor of shape {}",
+                shape_text(&t.shape)
+            ),
+            span,
+            "no such dim",
+        ));
+    }
+    Ok(d as usize)
+}
+
+fn partition_view_error(ctx: &Ctx<'_>, t: &Tensor, what: &str, span: Span) -> Diagnostic {
+    ctx.error(
+        codes::PARTITION_VIEW,
+        format!(
+            "{what} the partition dim of an {} tensor, which a view cannot do",
+            t.buffer.name()
+        ),
+        span,
+        "touches the partition dim",
+    )
+    .with_note("partitions are separate memories: views cannot stride, permute, broadcast or insert dims before them; moving data across partitions needs an instruction (nc_transpose, nc_matmul, DMA)")
+}
+
+/// One subscript item after normalization.
+enum Item {
+    /// `start + step·i` for `count` indices; `int` removes the dim.
+    Range {
+        start: u64,
+        count: u64,
+        step: u64,
+        int: bool,
+    },
+    /// A run-time start (`nl.ds(reg, n)` or a register index).
+    Dyn {
+        reg: RegValue,
+        count: u64,
+        int: bool,
+    },
+}
+
+/// `t[key]`.
+pub fn subscript(
+    ctx: &mut Ctx<'_>,
+    t: &Rc<Tensor>,
+    key: &Value,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let items: Vec<Value> = match key {
+        Value::Tuple(items) => items.to_vec(),
+        k => vec![k.clone()],
+    };
+    if items.iter().any(|v| matches!(v, Value::Index(_))) {
+        return grid_subscript(ctx, t, &items, span).map(Value::tensor);
+    }
+    let ndim = t.shape.len();
+    let n_ellipsis = items
+        .iter()
+        .filter(|v| matches!(v, Value::Ellipsis))
+        .count();
+    if n_ellipsis > 1 {
+        return Err(ctx.error(
+            codes::INDEX,
+            "a subscript may contain one `...`",
+            span,
+            "second `...`",
+        ));
+    }
+    if items.len() - n_ellipsis > ndim {
+        return Err(ctx.error(
+            codes::INDEX,
+            format!(
+                "too many indices: {} for a tensor of shape {}",
+                items.len() - n_ellipsis,
+                shape_text(&t.shape)
+            ),
+            span,
+            "too many indices",
+        ));
+    }
+    let mut expanded: Vec<Option<Value>> = Vec::with_capacity(ndim);
+    for it in &items {
+        if matches!(it, Value::Ellipsis) {
+            for _ in 0..ndim - (items.len() - 1) {
+                expanded.push(None);
+            }
+        } else {
+            expanded.push(Some(it.clone()));
+        }
+    }
+    expanded.resize(ndim, None);
+    let mut norm = Vec::with_capacity(ndim);
+    for (dim, item) in expanded.iter().enumerate() {
+        norm.push(normalize_item(ctx, t, dim, item.as_ref(), span)?);
+    }
+    apply_items(ctx, t, &norm, span).map(Value::tensor)
+}
+
+fn normalize_item(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    dim: usize,
+    item: Option<&Value>,
+    span: Span,
+) -> Result<Item, Diagnostic> {
+    let size = t.shape[dim];
+    let oob = |what: String| {
+        ctx.error(
+            codes::INDEX,
+            format!(
+                "{what} is out of bounds for dim {dim} of size {size} (tensor shape {}, {})",
+                shape_text(&t.shape),
+                t.buffer.name()
+            ),
+            span,
+            "out of bounds",
+        )
+    };
+    let Some(v) = item else {
+        return Ok(Item::Range {
+            start: 0,
+            count: size,
+            step: 1,
+            int: false,
+        });
+    };
+    match v {
+        Value::Int(_) | Value::Bool(_) => {
+            let i = v.as_int().unwrap_or(0);
+            let j = if i < 0 { i + size as i64 } else { i };
+            if j < 0 || j >= size as i64 {
+                return Err(oob(format!("index {i}")));
+            }
+            Ok(Item::Range {
+                start: j as u64,
+                count: 1,
+                step: 1,
+                int: true,
+            })
+        }
+        Value::Register(r) => Ok(Item::Dyn {
+            reg: *r,
+            count: 1,
+            int: true,
+        }),
+        Value::Slice(s) => {
+            let step = match (&s.step, s.step.as_int()) {
+                (Value::None, _) => 1,
+                (_, Some(st)) if st >= 1 => st,
+                _ => {
+                    return Err(ctx.error(
+                        codes::INDEX,
+                        format!(
+                            "slice steps must be positive ints, found {}",
+                            crate::format::short_repr(&s.step)
+                        ),
+                        span,
+                        "bad step",
+                    ));
+                }
+            };
+            let bound = |b: &Value, default: i64| -> Result<i64, Diagnostic> {
+                if b.is_none() {
+                    return Ok(default);
+                }
+                let Some(i) = b.as_int() else {
+                    return Err(ctx.error(
+                        codes::INDEX,
+                        format!(
+                            "slice bounds must be ints, found {}",
+                            crate::format::short_repr(b)
+                        ),
+                        span,
+                        "bad slice",
+                    ));
+                };
+                Ok(if i < 0 { i + size as i64 } else { i })
+            };
+            let a = bound(&s.lower, 0)?;
+            let z = bound(&s.upper, size as i64)?;
+            if a < 0 || z > size as i64 {
+                return Err(oob(format!("the slice {a}:{z}")));
+            }
+            if a >= z {
+                return Err(ctx.error(
+                    codes::INDEX,
+                    format!("the slice {a}:{z} of dim {dim} (size {size}) is empty"),
+                    span,
+                    "empty slice",
+                ));
+            }
+            let count = ((z - a) as u64).div_ceil(step as u64);
+            Ok(Item::Range {
+                start: a as u64,
+                count,
+                step: step as u64,
+                int: false,
+            })
+        }
+        Value::Ds(ds) => {
+            if ds.size <= 0 {
+                return Err(ctx.error(
+                    codes::INDEX,
+                    format!("nl.ds size must be positive, found {}", ds.size),
+                    span,
+                    "bad size",
+                ));
+            }
+            let n = ds.size as u64;
+            match ds.start {
+                IntOrReg::Int(s) => {
+                    if s < 0 || s as u64 + n > size {
+                        return Err(oob(format!("nl.ds({s}, {n})")));
+                    }
+                    Ok(Item::Range {
+                        start: s as u64,
+                        count: n,
+                        step: 1,
+                        int: false,
+                    })
+                }
+                IntOrReg::Reg(r) => {
+                    if n > size {
+                        return Err(oob(format!("nl.ds(<register>, {n})")));
+                    }
+                    Ok(Item::Dyn {
+                        reg: r,
+                        count: n,
+                        int: false,
+                    })
+                }
+            }
+        }
+        other => Err(ctx.error(
+            codes::INDEX,
+            format!("a {} cannot index a tensor", other.type_name()),
+            span,
+            "bad index",
+        )),
+    }
+}
+
+fn apply_items(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    items: &[Item],
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    let on_chip = t.buffer.is_on_chip();
+    let mut view = t.view.clone();
+    let mut keep = Vec::with_capacity(items.len());
+    let mut dyn_seen = false;
+    for (dim, item) in items.iter().enumerate() {
+        match *item {
+            Item::Range {
+                start,
+                count,
+                step,
+                int,
+            } => {
+                if on_chip && dim == 0 && step != 1 {
+                    return Err(partition_view_error(ctx, t, "a strided slice of", span));
+                }
+                let Some(v) = view.slice(dim, start, start + (count - 1) * step + 1, step) else {
+                    return Err(ctx.error(
+                        codes::INDEX,
+                        "index out of bounds",
+                        span,
+                        "out of bounds",
+                    ));
+                };
+                view = v;
+                keep.push(!int || (on_chip && dim == 0));
+            }
+            Item::Dyn { reg, count, int } => {
+                if on_chip && dim == 0 {
+                    return Err(partition_view_error(ctx, t, "a run-time index into", span));
+                }
+                if dyn_seen || view.dyn_offset.is_some() {
+                    return Err(ctx.error(
+                        codes::INDEX,
+                        "a view may have only one run-time index",
+                        span,
+                        "second run-time index",
+                    ));
+                }
+                dyn_seen = true;
+                let Some(v) = view.slice(dim, 0, count, 1) else {
+                    return Err(ctx.error(
+                        codes::INDEX,
+                        "index out of bounds",
+                        span,
+                        "out of bounds",
+                    ));
+                };
+                let stride = v.dims[dim].stride;
+                view = v;
+                view.offset += reg.offset * stride;
+                view = view.with_dyn_offset(reg.reg, reg.scale * stride);
+                keep.push(!int);
+            }
+        }
+    }
+    let min_dims = if on_chip { 2 } else { 1 };
+    let mut kept = keep.iter().filter(|&&k| k).count();
+    for k in keep.iter_mut().rev() {
+        if kept >= min_dims {
+            break;
+        }
+        if !*k {
+            *k = true;
+            kept += 1;
+        }
+    }
+    let mut dims = Vec::new();
+    for (dim, &k) in keep.iter().enumerate() {
+        if k {
+            dims.push(view.dims[dim]);
+        }
+    }
+    let shape = dims.iter().map(|d| d.count).collect();
+    Ok(Tensor {
+        view: View { dims, ..view },
+        shape,
+        buffer: t.buffer,
+    })
+}
+
+/// A legacy index-grid subscript (language.md §10): every item is an
+/// affine expression of `nl.arange` grids (or an int); the result has the
+/// broadcast grid shape and is still a view.
+fn grid_subscript(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    items: &[Value],
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    if items.len() != t.shape.len() {
+        return Err(ctx.error(
+            codes::LEGACY,
+            format!(
+                "an index-grid subscript must index every dim: {} indices for a tensor of shape {}",
+                items.len(),
+                shape_text(&t.shape)
+            ),
+            span,
+            "index every dim",
+        ));
+    }
+    let exprs: Vec<IndexExpr> = items
+        .iter()
+        .map(|v| match v {
+            Value::Index(e) => Ok((**e).clone()),
+            _ => match v.as_int() {
+                Some(c) if !matches!(v, Value::Bool(_)) => Ok(IndexExpr {
+                    ndim: 0,
+                    constant: c,
+                    terms: Vec::new(),
+                }),
+                _ => Err(ctx.error(
+                    codes::LEGACY,
+                    format!(
+                        "an index-grid subscript mixes grids with a {}",
+                        v.type_name()
+                    ),
+                    span,
+                    "use grids or ints only",
+                )),
+            },
+        })
+        .collect::<Result<_, _>>()?;
+    let g = exprs.iter().map(|e| e.ndim).max().unwrap_or(0).max(1);
+    let mut grid = vec![1u64; usize::from(g)];
+    let mut strides = vec![0i64; usize::from(g)];
+    let mut offset = t.view.offset;
+    for (dim, e) in exprs.iter().enumerate() {
+        let e = e.aligned(g);
+        let size = t.shape[dim] as i64;
+        let (lo, hi) = e.bounds();
+        if lo < 0 || hi >= size {
+            return Err(ctx.error(
+                codes::INDEX,
+                format!(
+                    "index expression on dim {dim} takes values {lo}..={hi}, out of bounds for size {size} (tensor shape {}, {})",
+                    shape_text(&t.shape),
+                    t.buffer.name()
+                ),
+                span,
+                "out of bounds",
+            ));
+        }
+        let dstride = t.view.dims[dim].stride;
+        offset += e.constant * dstride;
+        for term in &e.terms {
+            let a = usize::from(term.axis);
+            if grid[a] != 1 && term.size != 1 && grid[a] != term.size {
+                return Err(ctx.error(
+                    codes::SHAPE,
+                    format!(
+                        "index grids of sizes {} and {} do not broadcast on axis {a}",
+                        grid[a], term.size
+                    ),
+                    span,
+                    "grid sizes differ",
+                ));
+            }
+            grid[a] = grid[a].max(term.size);
+            strides[a] += term.coef * dstride;
+        }
+    }
+    let mut dims: Vec<ViewDim> = grid
+        .iter()
+        .zip(&strides)
+        .map(|(&c, &s)| ViewDim::new(if c == 1 { 0 } else { s }, c))
+        .collect();
+    if t.buffer.is_on_chip() {
+        let pstride = t.view.dims[0].stride;
+        // The partition axis is grid axis 0, fed by dim 0 alone with unit steps.
+        let feeds_axis0 = |dim: usize, e: &IndexExpr| {
+            e.aligned(g)
+                .terms
+                .iter()
+                .any(|term| term.axis == 0 && term.size > 1 && (dim != 0 || term.coef != 1))
+        };
+        let dim0_leaves = exprs[0]
+            .aligned(g)
+            .terms
+            .iter()
+            .any(|term| term.axis != 0 && term.size > 1);
+        let bad = dim0_leaves || exprs.iter().enumerate().any(|(d, e)| feeds_axis0(d, e));
+        if bad {
+            return Err(partition_view_error(
+                ctx,
+                t,
+                "this index grid moves or strides",
+                span,
+            ));
+        }
+        dims[0].stride = pstride;
+        if dims.len() < 2 {
+            dims.push(ViewDim::new(1, 1));
+        }
+    }
+    let shape = dims.iter().map(|d| d.count).collect();
+    Ok(Tensor {
+        view: View {
+            offset,
+            dims,
+            ..t.view.clone()
+        },
+        shape,
+        buffer: t.buffer,
+    })
+}
+
+// ------------------------------------------------------------------ view methods
+
+fn this(ctx: &Ctx<'_>, b: &Bound) -> Result<Rc<Tensor>, Diagnostic> {
+    b.tensor(ctx, "self")
+}
+
+fn req_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i64, Diagnostic> {
+    b.int(ctx, name)?.ok_or_else(|| {
+        ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            format!("`{}` needs `{name}`", b.def.name),
+            b.span,
+            "missing",
+        )
+    })
+}
+
+fn with_view(t: &Tensor, view: View) -> Value {
+    let shape = view.dims.iter().map(|d| d.count).collect();
+    Value::tensor(Tensor {
+        view,
+        shape,
+        buffer: t.buffer,
+    })
+}
+
+fn method_slice(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
+    let (start, end, step) = (
+        req_int(ctx, b, "start")?,
+        req_int(ctx, b, "end")?,
+        b.int_or(ctx, "step", 1)?,
+    );
+    let size = t.shape[dim] as i64;
+    if !(0 <= start && start < end && end <= size) || step < 1 {
+        return Err(ctx.error(
+            codes::INDEX,
+            format!("slice({dim}, {start}, {end}, {step}) is out of bounds for dim {dim} of size {size} (shape {})", shape_text(&t.shape)),
+            b.span,
+            "needs 0 <= start < end <= size and step >= 1",
+        ));
+    }
+    if t.buffer.is_on_chip() && dim == 0 && step != 1 {
+        return Err(partition_view_error(ctx, &t, "a strided slice of", b.span));
+    }
+    let Some(v) = t.view.slice(dim, start as u64, end as u64, step as u64) else {
+        return Err(ctx.error(codes::INDEX, "slice out of bounds", b.span, "out of bounds"));
+    };
+    Ok(with_view(&t, v))
+}
+
+fn method_select(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
+    let key = b.value("index");
+    let item = normalize_item(ctx, &t, dim, Some(&key), b.span_of("index"))?;
+    let mut items: Vec<Item> = t
+        .shape
+        .iter()
+        .map(|&s| Item::Range {
+            start: 0,
+            count: s,
+            step: 1,
+            int: false,
+        })
+        .collect();
+    let item = match item {
+        Item::Range { start, .. } => Item::Range {
+            start,
+            count: 1,
+            step: 1,
+            int: true,
+        },
+        Item::Dyn { reg, .. } => Item::Dyn {
+            reg,
+            count: 1,
+            int: true,
+        },
+    };
+    items[dim] = item;
+    // `select` always removes the dim, even on chip.
+    let res = apply_items(ctx, &t, &items, b.span)?;
+    if t.buffer.is_on_chip() && dim == 0 {
+        return Err(partition_view_error(ctx, &t, "`select` removes", b.span));
+    }
+    let mut dims = res.view.dims.clone();
+    if dims.len() >= t.shape.len() {
+        dims.remove(dim.min(dims.len() - 1));
+    }
+    if t.buffer.is_on_chip() && dims.len() < 2 {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!(
+                "selecting dim {dim} of shape {} leaves fewer than 2 dims",
+                shape_text(&t.shape)
+            ),
+            b.span,
+            "too few dims",
+        ));
+    }
+    Ok(with_view(&t, View { dims, ..res.view }))
+}
+
+fn method_permute(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dims = b.ints(ctx, "dims")?.unwrap_or_default();
+    let n = t.shape.len() as i64;
+    let perm: Vec<usize> = dims
+        .iter()
+        .map(|&d| if d < 0 { d + n } else { d })
+        .filter(|&d| d >= 0)
+        .map(|d| d as usize)
+        .collect();
+    let Some(v) = (perm.len() == dims.len())
+        .then(|| t.view.permute(&perm))
+        .flatten()
+    else {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!(
+                "{dims:?} is not a permutation of the {n} dims of shape {}",
+                shape_text(&t.shape)
+            ),
+            b.span_of("dims"),
+            "not a permutation",
+        ));
+    };
+    if t.buffer.is_on_chip() && perm.first() != Some(&0) {
+        return Err(partition_view_error(
+            ctx,
+            &t,
+            "this permutation moves",
+            b.span_of("dims"),
+        ));
+    }
+    Ok(with_view(&t, v))
+}
+
+fn method_broadcast(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
+    let size = req_int(ctx, b, "size")?;
+    if t.buffer.is_on_chip() && dim == 0 {
+        return Err(partition_view_error(
+            ctx,
+            &t,
+            "`broadcast` stretches",
+            b.span,
+        ));
+    }
+    if t.shape[dim] != 1 || size < 1 {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!("`broadcast` stretches a size-1 dim to a positive size; dim {dim} of shape {} has size {}", shape_text(&t.shape), t.shape[dim]),
+            b.span,
+            "not a size-1 dim",
+        ));
+    }
+    let v = t
+        .view
+        .broadcast(dim, size as u64)
+        .unwrap_or_else(|| t.view.clone());
+    Ok(with_view(&t, v))
+}
+
+fn method_expand_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let d = req_int(ctx, b, "dim")?;
+    let n = t.shape.len() as i64;
+    let dim = if d < 0 { d + n + 1 } else { d };
+    if dim < 0 || dim > n || t.shape.len() >= nkic_ir::MAX_VIEW_DIMS {
+        return Err(ctx.error(
+            codes::AXIS,
+            format!("cannot insert dim {d} into shape {}", shape_text(&t.shape)),
+            b.span_of("dim"),
+            "bad dim",
+        ));
+    }
+    if t.buffer.is_on_chip() && dim == 0 {
+        return Err(partition_view_error(
+            ctx,
+            &t,
+            "`expand_dim` inserts a dim before",
+            b.span,
+        ));
+    }
+    let v = t
+        .view
+        .insert_dim(dim as usize)
+        .unwrap_or_else(|| t.view.clone());
+    Ok(with_view(&t, v))
+}
+
+fn method_squeeze_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
+    if t.buffer.is_on_chip() && dim == 0 {
+        return Err(partition_view_error(
+            ctx,
+            &t,
+            "`squeeze_dim` removes",
+            b.span,
+        ));
+    }
+    if t.shape[dim] != 1 {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!(
+                "dim {dim} of shape {} has size {}, not 1",
+                shape_text(&t.shape),
+                t.shape[dim]
+            ),
+            b.span,
+            "not a size-1 dim",
+        ));
+    }
+    if (t.buffer.is_on_chip() && t.shape.len() <= 2) || t.shape.len() <= 1 {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!(
+                "squeezing shape {} leaves too few dims",
+                shape_text(&t.shape)
+            ),
+            b.span,
+            "too few dims",
+        ));
+    }
+    let mut v = t.view.clone();
+    v.dims.remove(dim);
+    Ok(with_view(&t, v))
+}
+
+/// Row-major dims of `shape` over contiguous elements starting at `offset`
+/// with innermost stride 1.
+fn row_major(shape: &[u64]) -> Vec<ViewDim> {
+    let mut dims = vec![ViewDim::new(1, 1); shape.len()];
+    let mut stride = 1i64;
+    for (i, &c) in shape.iter().enumerate().rev() {
+        dims[i] = ViewDim::new(stride, c);
+        stride *= c as i64;
+    }
+    dims
+}
+
+/// True when `dims` are row-major contiguous (ignoring size-1 dims).
+fn is_contiguous(dims: &[ViewDim]) -> bool {
+    let mut expect = 1i64;
+    for d in dims.iter().rev() {
+        if d.count == 1 {
+            continue;
+        }
+        if d.stride != expect {
+            return false;
+        }
+        expect *= d.count as i64;
+    }
+    true
+}
+
+fn method_reshape(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let a = b.get("shape").cloned().ok_or_else(|| {
+        ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            "`reshape` needs a shape",
+            b.span,
+            "missing",
+        )
+    })?;
+    // `-1` is allowed once.
+    let raw = super::table::ints_of(ctx, &a)?;
+    let total: u64 = t.shape.iter().product();
+    let known: i64 = raw.iter().filter(|&&d| d != -1).product();
+    let mut shape = Vec::with_capacity(raw.len());
+    let n_infer = raw.iter().filter(|&&d| d == -1).count();
+    for &d in &raw {
+        if d == -1 && n_infer == 1 && known > 0 && total as i64 % known == 0 {
+            shape.push(total / known as u64);
+        } else if d > 0 {
+            shape.push(d as u64);
+        } else {
+            return Err(ctx.error(
+                codes::VIEW,
+                format!("bad reshape size {d}"),
+                a.span,
+                "sizes are positive (one -1 allowed)",
+            ));
+        }
+    }
+    let new_total: u64 = shape.iter().product();
+    if new_total != total {
+        return Err(ctx.error(
+            codes::VIEW,
+            format!(
+                "cannot reshape {} ({total} elements) into {} ({new_total} elements)",
+                shape_text(&t.shape),
+                shape_text(&shape)
+            ),
+            a.span,
+            "element count differs",
+        ));
+    }
+    let mut v = t.view.clone();
+    if t.buffer.is_on_chip() {
+        if shape.len() < 2 || shape[0] != t.shape[0] {
+            return Err(partition_view_error(
+                ctx,
+                &t,
+                &format!(
+                    "reshaping {} into {} changes",
+                    shape_text(&t.shape),
+                    shape_text(&shape)
+                ),
+                a.span,
+            ));
+        }
+        if !is_contiguous(&t.view.dims[1..]) {
+            return Err(ctx.error(codes::VIEW, format!("the free dims of this {} view are not contiguous, so it cannot be reshaped", shape_text(&t.shape)), a.span, "not contiguous").with_help("reshape before `permute` or strided slicing"));
+        }
+        let mut dims = vec![t.view.dims[0]];
+        dims.extend(row_major(&shape[1..]));
+        v.dims = dims;
+    } else {
+        if !is_contiguous(&t.view.dims) {
+            return Err(ctx.error(
+                codes::VIEW,
+                format!(
+                    "this {} view is not contiguous, so it cannot be reshaped",
+                    shape_text(&t.shape)
+                ),
+                a.span,
+                "not contiguous",
+            ));
+        }
+        v.dims = row_major(&shape);
+    }
+    Ok(with_view(&t, v))
+}
+
+fn method_view(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let Some(dt) = b.dtype(ctx, "dtype")? else {
+        return Err(ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            "`view` needs a dtype",
+            b.span,
+            "missing",
+        ));
+    };
+    match t.view.reinterpret(dt) {
+        Some(v) => Ok(with_view(&t, v)),
+        None => Err(ctx.error(
+            codes::VIEW,
+            format!("cannot view a {} {} tensor as {dt}: the last dim must be contiguous and its bytes divisible by {} ", t.dtype(), shape_text(&t.shape), dt.size()),
+            b.span,
+            "not reinterpretable",
+        )),
+    }
+}
+
+fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let pat_arg = b.get("pattern").cloned().ok_or_else(|| {
+        ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            "`ap` needs a pattern",
+            b.span,
+            "missing",
+        )
+    })?;
+    let dims = pattern_of(ctx, &pat_arg)?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(t.dtype());
+    let st = ctx.storage(t.storage()).clone();
+    let storage_bytes: i64 = st.shape.iter().product::<u64>() as i64 * i64::from(st.dtype.size());
+    let esize = i64::from(dtype.size());
+    let offset = match b.int(ctx, "offset")? {
+        Some(o) => o,
+        None => {
+            if dtype == t.dtype() {
+                t.view.offset
+            } else {
+                t.view.offset * i64::from(t.dtype().size()) / esize
+            }
+        }
+    };
+    if t.buffer.is_on_chip() {
+        let row_bytes: i64 =
+            st.shape.iter().skip(1).product::<u64>() as i64 * i64::from(st.dtype.size());
+        let pstride = row_bytes / esize;
+        let first = dims.first().copied().unwrap_or(ViewDim::new(0, 1));
+        if dims.len() < 2 || first.stride != pstride || first.count > 128 {
+            return Err(ctx.error(
+                codes::PARTITION_VIEW,
+                format!(
+                    "the first pair of an access pattern on an {} tensor must be [{pstride}, P] (the partition row length, P <= 128), found [{}, {}]",
+                    t.buffer.name(), first.stride, first.count
+                ),
+                pat_arg.span,
+                "bad partition pair",
+            ));
+        }
+    }
+    let mut view = View::new(t.storage(), dtype, offset, &dims);
+    // Static bounds: every element inside the storage.
+    let (mut lo, mut hi) = (offset, offset);
+    for d in &dims {
+        let span = d.stride.saturating_mul(d.count as i64 - 1);
+        if span < 0 { lo += span } else { hi += span }
+    }
+    let vector = b.opt_tensor(ctx, "vector_offset")?;
+    let scalar = b.get("scalar_offset").cloned();
+    if vector.is_some() && scalar.is_some() {
+        return Err(ctx.error(
+            codes::VIEW,
+            "`scalar_offset` and `vector_offset` are exclusive",
+            b.span,
+            "both given",
+        ));
+    }
+    let dynamic = vector.is_some() || scalar.is_some();
+    if !dynamic && (lo < 0 || (hi + 1) * esize > storage_bytes) {
+        return Err(ctx.error(
+            codes::INDEX,
+            format!("the access pattern reaches elements {lo}..={hi} of a storage of {} {dtype} elements", storage_bytes / esize),
+            pat_arg.span,
+            "out of bounds",
+        ));
+    }
+    let indirect_dim = b.int_or(ctx, "indirect_dim", 0)?;
+    if let Some(a) = scalar {
+        let Value::Register(r) = a.value else {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`scalar_offset` must be a register, found a {}",
+                    a.value.type_name()
+                ),
+                a.span,
+                "not a register",
+            ));
+        };
+        let d = dim_index(ctx, &t, indirect_dim, b.span_of("indirect_dim"))?;
+        let mult: i64 = t.shape[d + 1..].iter().product::<u64>() as i64;
+        view.offset += r.offset * mult;
+        view = view.with_dyn_offset(r.reg, r.scale * mult);
+    }
+    if let Some(idx) = vector {
+        if t.buffer.is_on_chip() {
+            return Err(ctx.error(
+                codes::BUFFER,
+                format!(
+                    "`vector_offset` gathers rows of HBM tensors, found {}",
+                    check::describe(&t)
+                ),
+                b.span,
+                "not HBM",
+            ));
+        }
+        if indirect_dim != 0 {
+            return Err(ctx.error(
+                codes::AXIS,
+                "`vector_offset` needs `indirect_dim=0`",
+                b.span_of("indirect_dim"),
+                "not 0",
+            ));
+        }
+        if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`vector_offset` must be an SBUF (P, 1) int tensor, found {}",
+                    check::describe(&idx)
+                ),
+                b.span_of("vector_offset"),
+                "bad index tensor",
+            ));
+        }
+        view.indirect = Some(Indirection::Rows {
+            index: Box::new(idx.view.clone()),
+        });
+    }
+    Ok(with_view(&t, view))
+}
+
+/// `[[step, num], …]`.
+fn pattern_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<ViewDim>, Diagnostic> {
+    let bad = || {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "an access pattern is a list of [step, num] pairs, found {}",
+                crate::format::short_repr(&a.value)
+            ),
+            a.span,
+            "bad pattern",
+        )
+    };
+    let items: Vec<Value> = match &a.value {
+        Value::List(l) => l.borrow().clone(),
+        Value::Tuple(t) => t.to_vec(),
+        _ => return Err(bad()),
+    };
+    if items.is_empty() || items.len() > nkic_ir::MAX_VIEW_DIMS {
+        return Err(bad());
+    }
+    items
+        .iter()
+        .map(|p| {
+            let pair: Vec<Value> = match p {
+                Value::List(l) => l.borrow().clone(),
+                Value::Tuple(t) => t.to_vec(),
+                _ => return Err(bad()),
+            };
+            match (
+                pair.first().and_then(Value::as_int),
+                pair.get(1).and_then(Value::as_int),
+                pair.len(),
+            ) {
+                (Some(s), Some(n), 2) if n > 0 => Ok(ViewDim::new(s, n as u64)),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
+}
+
+fn method_is_contiguous(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dims = if t.buffer.is_on_chip() {
+        &t.view.dims[1..]
+    } else {
+        &t.view.dims[..]
+    };
+    Ok(Value::Bool(is_contiguous(dims)))
+}
+
+fn method_get_pattern(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    Ok(Value::list(
+        t.view
+            .dims
+            .iter()
+            .map(|d| Value::list(vec![Value::Int(d.stride), Value::Int(d.count as i64)]))
+            .collect(),
+    ))
+}
+
+/// Converts an immediate for messages.
+pub fn imm_text(imm: Imm) -> String {
+    match imm {
+        Imm::Int(i) => i.to_string(),
+        Imm::Float(f) => f.to_text(),
+    }
+}

@@ -1,0 +1,11 @@
+# expect: E0504
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=float32[128,64]
+@nki.jit
+def k(x):
+    p = nl.ndarray((128, 64), nl.float32, buffer=nl.psum)
+    nisa.memset(dst=p, value=0.0, engine=nisa.engine.gpsimd)
