@@ -85,6 +85,65 @@ impl Access {
     }
 }
 
+/// Bytes per page of the access index.
+const PAGE_BYTES: i64 = 2048;
+
+/// Accesses spanning more pages than this are kept in the wide list.
+const MAX_PAGES: i64 = 256;
+
+/// An index of earlier accesses of one resource by byte page, so that an
+/// access is only compared with accesses that can touch its bytes.
+#[derive(Default)]
+struct Pages {
+    /// Every access as `(op, access index)`.
+    all: Vec<(usize, usize)>,
+    /// Accesses spanning more than `MAX_PAGES` pages.
+    wide: Vec<(usize, usize)>,
+    /// Narrow accesses by page.
+    pages: BTreeMap<i64, Vec<(usize, usize)>>,
+}
+
+impl Pages {
+    fn range(a: &Access) -> (i64, i64) {
+        (
+            a.bounds.0.div_euclid(PAGE_BYTES),
+            (a.bounds.1 - 1).div_euclid(PAGE_BYTES),
+        )
+    }
+
+    fn insert(&mut self, a: &Access, op: usize, k: usize) {
+        self.all.push((op, k));
+        let (lo, hi) = Pages::range(a);
+        if hi - lo >= MAX_PAGES {
+            self.wide.push((op, k));
+        } else {
+            for page in lo..=hi {
+                self.pages.entry(page).or_default().push((op, k));
+            }
+        }
+    }
+
+    /// Calls `f` with every earlier access that may share a page with `a`
+    /// (some more than once).
+    fn visit(&self, a: &Access, f: &mut dyn FnMut(usize, usize)) {
+        let (lo, hi) = Pages::range(a);
+        if hi - lo >= MAX_PAGES {
+            for &(op, k) in &self.all {
+                f(op, k);
+            }
+            return;
+        }
+        for &(op, k) in &self.wide {
+            f(op, k);
+        }
+        for (_, list) in self.pages.range(lo..=hi) {
+            for &(op, k) in list {
+                f(op, k);
+            }
+        }
+    }
+}
+
 /// The dependency graph.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Graph {
@@ -157,16 +216,27 @@ pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Sche
         accesses.push(list);
     }
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut index: BTreeMap<Resource, Pages> = BTreeMap::new();
+    // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
+    let mut seen = vec![0usize; n];
     for j in 0..n {
-        for i in 0..j {
-            let conflict = accesses[j].iter().any(|b: &Access| {
-                accesses[i]
-                    .iter()
-                    .any(|a: &Access| (a.write || b.write) && a.overlaps(b))
+        for b in &accesses[j] {
+            let Some(pages) = index.get(&b.resource) else {
+                continue;
+            };
+            pages.visit(b, &mut |i, ai| {
+                if seen[i] == j + 1 {
+                    return;
+                }
+                let a = &accesses[i][ai];
+                if (a.write || b.write) && a.overlaps(b) {
+                    seen[i] = j + 1;
+                    preds[j].push(i);
+                }
             });
-            if conflict {
-                preds[j].push(i);
-            }
+        }
+        for (ai, b) in accesses[j].iter().enumerate() {
+            index.entry(b.resource).or_default().insert(b, j, ai);
         }
     }
     // Engine state, explicit edges and no_reorder groups.

@@ -59,19 +59,20 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     let target = unit.target;
     let figures = target.figures();
     let n = lowered.ops.len();
-    // Candidate queues with their costs, per op.
-    let candidates: Vec<Vec<(Queue, Cost)>> = lowered
+    // Candidate engines with their costs, per op. All DMA queues cost the
+    // same, so a DMA candidate stands for the DMA queue free first.
+    let dma_queues = queues_of(Engine::Dma, figures.dma_queues);
+    let candidates: Vec<Vec<(Engine, Cost)>> = lowered
         .ops
         .iter()
         .map(|l| {
-            let mut out = Vec::new();
-            for &e in &l.engines {
-                let qs = queues_of(e, figures.dma_queues);
-                let Some(&first) = qs.first() else { continue };
-                let cost = target.cost(first, &l.op);
-                out.extend(qs.into_iter().map(|q| (q, cost)));
-            }
-            out
+            l.engines
+                .iter()
+                .filter_map(|&e| {
+                    let q = *queues_of(e, figures.dma_queues).first()?;
+                    Some((e, target.cost(q, &l.op)))
+                })
+                .collect()
         })
         .collect();
     // Critical path (bottom level) with the cheapest latency per op.
@@ -104,18 +105,16 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     let mut streams: BTreeMap<Queue, Vec<usize>> = BTreeMap::new();
     let mut index_in_queue = vec![0usize; n];
     let mut end = 0u64;
+    // When each ready op's inputs are complete (fixed once it is ready).
+    let mut data_ready = vec![0u64; n];
     // The earliest start of op `i` on `q`.
     let start_on = |i: usize,
                     q: Queue,
                     free: &BTreeMap<Queue, u64>,
                     last_on: &BTreeMap<Queue, usize>,
-                    complete: &[u64]| {
-        let data = graph.preds[i]
-            .iter()
-            .map(|&p| complete[p])
-            .max()
-            .unwrap_or(0);
-        let mut start = data.max(free.get(&q).copied().unwrap_or(0));
+                    complete: &[u64],
+                    data_ready: &[u64]| {
+        let mut start = data_ready[i].max(free.get(&q).copied().unwrap_or(0));
         if let Some(&last) = last_on.get(&q)
             && graph.preds[i].binary_search(&last).is_ok()
         {
@@ -126,13 +125,19 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     while !ready.is_empty() {
         // Pick the op and queue; see the module doc.
         let mut best: Option<(u64, std::cmp::Reverse<u64>, usize, usize, Queue, Cost)> = None;
+        let dma = dma_queues
+            .iter()
+            .copied()
+            .min_by_key(|q| (free.get(q).copied().unwrap_or(0), *q))
+            .unwrap_or(Queue::Dma(0));
         let pool: Vec<usize> = match mode {
             Schedule::Optimized => ready.clone(),
             Schedule::Sequential => ready.iter().copied().min().into_iter().collect(),
         };
         for &i in &pool {
-            for (k, &(q, c)) in candidates[i].iter().enumerate() {
-                let start = start_on(i, q, &free, &last_on, &complete);
+            for (k, &(e, c)) in candidates[i].iter().enumerate() {
+                let q = Queue::of_engine(e).unwrap_or(dma);
+                let start = start_on(i, q, &free, &last_on, &complete, &data_ready);
                 let key = (start, std::cmp::Reverse(level[i]), i, k, q, c);
                 let better = match &best {
                     None => true,
@@ -166,6 +171,11 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         for &s in &graph.succs[i] {
             remaining[s] -= 1;
             if remaining[s] == 0 {
+                data_ready[s] = graph.preds[s]
+                    .iter()
+                    .map(|&p| complete[p])
+                    .max()
+                    .unwrap_or(0);
                 ready.push(s);
             }
         }

@@ -60,10 +60,11 @@ fn every_fixture() {
             bound.engine_ns
         );
         report.push_str(&format!(
-            "{name:28} optimized {t_opt:>10.1} ns  sequential {t_seq:>10.1} ns  bound {:>10.1} ns ({})  opt/bound {:.2}  seq/opt {:.2}\n",
+            "{name:28} optimized {t_opt:>10.1} ns  sequential {t_seq:>10.1} ns  bound {:>10.1} ns ({})  opt/bound {:.2}  opt/engine bound {:.2}  seq/opt {:.2}\n",
             bound.ns,
             bound.limited_by,
             t_opt / bound.ns,
+            t_opt / bound.engine_ns,
             t_seq / t_opt
         ));
     }
