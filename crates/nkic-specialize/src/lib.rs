@@ -26,6 +26,46 @@
 //! * [`codes`]: the stable diagnostic codes (E0200–E0499; the API layer
 //!   uses E0500–E0899).
 //!
+//! # Use
+//!
+//! The CLI and the language server call [`specialize`] with the sources
+//! in a `SourceMap`, a [`SpecializeConfig`] and a [`ModuleLoader`] (the only
+//! way this crate sees other files):
+//!
+//! ```
+//! use nkic_diag::SourceMap;
+//! use nkic_specialize::{NoModules, SpecializeConfig, specialize};
+//!
+//! let src = concat!(
+//!     "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n",
+//!     "# nkic: args a=float32[128,64]\n",
+//!     "@nki.jit\n",
+//!     "def copy(a):\n",
+//!     "    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)\n",
+//!     "    print(f\"copying {a.shape}\")\n",
+//!     "    nisa.dma_copy(dst=out, src=a)\n",
+//!     "    return out\n",
+//! );
+//! let mut sources = SourceMap::new();
+//! let file = sources.add("copy.py", src);
+//! let res = specialize(&mut sources, file, &SpecializeConfig::default(), &NoModules);
+//! assert!(!res.has_errors());
+//! assert_eq!(res.kernels.len(), 1);
+//! assert_eq!(res.kernels[0].ops.len(), 1);
+//! assert_eq!(res.kernels[0].outputs.len(), 1);
+//! assert_eq!(res.prints[0].location, "copy.py:9");
+//! assert_eq!(res.prints[0].text, "copying (128, 64)");
+//! ```
+//!
+//! `SpecializeResult::kernels` holds one kernel per program instance of
+//! the launch grid; `diagnostics` holds every error and warning (an error
+//! means `kernels` is empty); `prints` the compile-time output, each with
+//! the `file:line` to print before it; `facts` the hover table when
+//! `record_facts` is set; `config` the configuration completed from the
+//! kernel's `# nkic:` directives. `directives::parse_grid`,
+//! `ArgSpec::from_str` and `ConstValue::parse_binding` parse the command
+//! line forms.
+//!
 //! # Invariants
 //!
 //! * This crate does no IO: module texts come from a [`ModuleLoader`],
