@@ -36,7 +36,8 @@
 //! returned tensors that are not arguments as `output`s, then every other
 //! HBM storage an op touches as an internal `.hbm` tensor. Names are the
 //! storages' names where they are unique identifiers, otherwise
-//! `<name>_<n>` or `t<n>`.
+//! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
+//! return index `k`.
 
 use std::collections::BTreeSet;
 
@@ -158,6 +159,7 @@ fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
             (id, kind)
         })
         .collect();
+    let returned = order.len();
     order.extend(unit.outputs.iter().map(|&id| (id, TensorKind::Output)));
     for (id, s) in unit.storages.iter().enumerate() {
         if s.st.buffer.is_hbm() && s.live.is_some() && !order.iter().any(|&(o, _)| o == id) {
@@ -165,9 +167,19 @@ fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
         }
     }
     let mut used = BTreeSet::new();
-    for (id, kind) in order {
+    for (k, (id, kind)) in order.into_iter().enumerate() {
         let st = unit.storages[id].st;
-        let name = unique_name(&st.name, unit.storages[id].handle.index(), &mut used);
+        // Unnamed returned tensors are named after their return index,
+        // as `nkic run` names their files (`out0`, `out1`, …).
+        let name = if k >= returned && k < returned + unit.outputs.len() && st.name.is_empty() {
+            unique_name(
+                &format!("out{}", k - returned),
+                unit.storages[id].handle.index(),
+                &mut used,
+            )
+        } else {
+            unique_name(&st.name, unit.storages[id].handle.index(), &mut used)
+        };
         let tensor = TensorId(u32::try_from(layout.hbm.len()).unwrap_or(u32::MAX));
         layout.hbm.push(HbmDecl {
             name,

@@ -1,5 +1,6 @@
 //! The scheduler oracle over random kernels: random sequences of DMA,
-//! elementwise, activation, memset and matmul ops over a few reused tiles
+//! elementwise, activation, memset, transpose and matmul ops (accumulating
+//! or not) over a few reused tiles
 //! (so true, anti and output dependencies all occur) must give the same
 //! output bytes under the optimized and the sequential schedule, with the
 //! simulator's race sanitizer on.
@@ -78,7 +79,7 @@ fn kernel_text(steps: &[(u8, u8, u8, u8)]) -> String {
             usize::from(c) % TILES,
         );
         let ready = |k: usize, init: &[bool; TILES]| init[k];
-        let op = match kind % 8 {
+        let op = match kind % 10 {
             0 => {
                 init[ta] = true;
                 format!(
@@ -144,6 +145,24 @@ fn kernel_text(steps: &[(u8, u8, u8, u8)]) -> String {
                     tile(ta)
                 )
             }
+            8 if ready(tb, &init) => {
+                let p = usize::from(a) % PSUMS;
+                psum_init[p] = true;
+                format!(
+                    "nc_transpose dst=t{}{full} src=t{}{full} engine=tensor",
+                    psum(p),
+                    tile(tb)
+                )
+            }
+            9 if ready(tb, &init) && ready(tc, &init) && psum_init[usize::from(a) % PSUMS] => {
+                let p = usize::from(a) % PSUMS;
+                format!(
+                    "nc_matmul dst=t{}{full} stationary=t{}{full} moving=t{}{full} accumulate=true engine=tensor",
+                    psum(p),
+                    tile(tb),
+                    tile(tc)
+                )
+            }
             _ => continue,
         };
         ops.push(op);
@@ -180,7 +199,7 @@ fn kernel_text(steps: &[(u8, u8, u8, u8)]) -> String {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn optimized_and_sequential_agree(steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..40)) {

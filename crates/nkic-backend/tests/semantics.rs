@@ -235,3 +235,35 @@ fn waits_are_minimal() {
         );
     }
 }
+
+#[test]
+fn unnamed_returned_tensors_are_named_by_return_index() {
+    let text = "kernel \"k\" target=trn3 program_id=[] num_programs=[]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[128, 8] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[128, 8] \"\" @ kernel.py:40..48
+t2 = sbuf float32[128, 8] \"\" @ kernel.py:80..88
+op0 = dma_copy dst=t2[0:128, 0:8] src=t0[0:128, 0:8] engine=dma @ kernel.py:120..128
+op1 = dma_copy dst=t1[0:128, 0:8] src=t2[0:128, 0:8] engine=dma @ kernel.py:160..168
+return t1
+";
+    let (kernel, sources) = common::load_text(text);
+    let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    let args: Vec<_> = program.args().map(|(_, t)| t.name.clone()).collect();
+    assert_eq!(args, vec!["x".to_owned(), "out0".to_owned()]);
+    let inputs = common::inputs(&program, 2);
+    let res = common::simulate(&program, &inputs);
+    assert_eq!(
+        res.output("out0"),
+        Some(input_bytes(&inputs, "x").as_slice())
+    );
+}
+
+fn input_bytes(inputs: &nkic_sim::Inputs, name: &str) -> Vec<u8> {
+    inputs
+        .entries
+        .iter()
+        .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
+        .map(|(_, b)| b.clone())
+        .unwrap_or_default()
+}
