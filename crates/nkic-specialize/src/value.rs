@@ -803,7 +803,17 @@ impl Value {
     /// the evaluator's). `None` when the comparison is not defined at
     /// compile time (tensors, registers: those are run-time values).
     pub fn py_eq(&self, other: &Value) -> Option<bool> {
+        self.py_eq_at(other, 0)
+    }
+
+    /// `py_eq` at nesting `depth`; containers nested deeper than 64 (only
+    /// self-referential ones in practice) compare as undefined.
+    fn py_eq_at(&self, other: &Value, depth: u32) -> Option<bool> {
         use Value as V;
+        if depth > 64 {
+            return None;
+        }
+        let d = depth + 1;
         Some(match (self, other) {
             (V::None, V::None) | (V::Ellipsis, V::Ellipsis) => true,
             (V::Str(a), V::Str(b)) => a == b,
@@ -813,12 +823,12 @@ impl Value {
                 self.as_float() == other.as_float()
             }
             (V::Bool(_) | V::Int(_), V::Bool(_) | V::Int(_)) => self.as_int() == other.as_int(),
-            (V::Tuple(a), V::Tuple(b)) => seq_eq(a, b)?,
+            (V::Tuple(a), V::Tuple(b)) => seq_eq(a, b, d)?,
             (V::List(a), V::List(b)) => {
                 if Rc::ptr_eq(a, b) {
                     return Some(true);
                 }
-                seq_eq(&a.borrow(), &b.borrow())?
+                seq_eq(&a.borrow(), &b.borrow(), d)?
             }
             (V::Dict(a), V::Dict(b)) => {
                 let (a, b) = (a.borrow(), b.borrow());
@@ -827,7 +837,7 @@ impl Value {
                 }
                 for (k, v) in &a.entries {
                     match b.get(k) {
-                        Some(w) if v.py_eq(w)? => {}
+                        Some(w) if v.py_eq_at(w, d)? => {}
                         _ => return Some(false),
                     }
                 }
@@ -845,11 +855,11 @@ impl Value {
             (V::Range(a), V::Range(b)) => {
                 a.len() == b.len() && (a.is_empty() || (a.start == b.start && a.step == b.step))
             }
-            (V::Object(a), V::Object(b)) => object_eq(a, b)?,
+            (V::Object(a), V::Object(b)) => object_eq(a, b, d)?,
             // An IntEnum member equals its int.
             (V::Object(o), x) | (x, V::Object(o)) if o.class.kind == ClassKind::IntEnum => {
                 match (o.get("value"), x.as_float()) {
-                    (Some(v), Some(_)) => v.py_eq(x)?,
+                    (Some(v), Some(_)) => v.py_eq_at(x, d)?,
                     _ => false,
                 }
             }
@@ -893,12 +903,12 @@ impl Value {
     }
 }
 
-fn seq_eq(a: &[Value], b: &[Value]) -> Option<bool> {
+fn seq_eq(a: &[Value], b: &[Value], depth: u32) -> Option<bool> {
     if a.len() != b.len() {
         return Some(false);
     }
     for (x, y) in a.iter().zip(b) {
-        if !x.py_eq(y)? {
+        if !x.py_eq_at(y, depth)? {
             return Some(false);
         }
     }
@@ -907,7 +917,7 @@ fn seq_eq(a: &[Value], b: &[Value]) -> Option<bool> {
 
 /// Structural equality of objects (language.md §4.1): same class and equal
 /// fields. Enum members are equal only to themselves.
-fn object_eq(a: &Rc<Object>, b: &Rc<Object>) -> Option<bool> {
+fn object_eq(a: &Rc<Object>, b: &Rc<Object>, depth: u32) -> Option<bool> {
     if Rc::ptr_eq(a, b) {
         return Some(true);
     }
@@ -920,7 +930,7 @@ fn object_eq(a: &Rc<Object>, b: &Rc<Object>) -> Option<bool> {
     }
     for (k, v) in fa.iter() {
         match fb.iter().find(|(k2, _)| k2 == k) {
-            Some((_, w)) if v.py_eq(w)? => {}
+            Some((_, w)) if v.py_eq_at(w, depth)? => {}
             _ => return Some(false),
         }
     }
