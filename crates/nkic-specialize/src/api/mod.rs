@@ -84,8 +84,11 @@ pub mod codes;
 pub mod consts;
 pub mod emit;
 pub mod isa_compute;
+pub mod isa_core;
 pub mod memory;
+pub mod nl_core;
 pub mod nl_math;
+pub mod operators;
 pub mod table;
 pub mod tensor;
 
@@ -144,6 +147,7 @@ pub fn call(ctx: &mut Ctx<'_>, f: ApiFn, args: CallArgs, span: Span) -> Result<V
     if def.name == "instruction.depends_on" {
         return depends_on(ctx, args, span);
     }
+    let args = materialize_args(ctx, args)?;
     let bound = table::bind(ctx, def, args, span)?;
     (def.run)(ctx, &bound, span)
 }
@@ -185,6 +189,7 @@ pub fn attribute(
     attr: &str,
     span: Span,
 ) -> Result<Value, Diagnostic> {
+    let value = &materialize(ctx, value)?;
     match value {
         Value::Tensor(t) => return tensor::attribute(ctx, t, attr, span),
         Value::Ext(e) => {
@@ -228,6 +233,7 @@ pub fn subscript(
     key: &Value,
     span: Span,
 ) -> Result<Value, Diagnostic> {
+    let value = &materialize(ctx, value)?;
     match value {
         Value::Tensor(t) => tensor::subscript(ctx, t, key, span),
         Value::Ext(e) if e.as_any().is::<consts::TypingMarker>() => Ok(value.clone()),
@@ -261,16 +267,11 @@ pub fn store_subscript(
         return Err(ctx.error(codes::INDEX, "bad subscript", span, "here"));
     };
     match aug {
-        None => memory::assign(ctx, &dst, &value, span),
-        Some(op) => Err(ctx.error(
-            eval_codes::UNSUPPORTED,
-            format!(
-                "`{}=` on a subscript of a tensor is not supported yet",
-                op.as_str()
-            ),
-            span,
-            "not supported",
-        )),
+        None => {
+            let value = materialize(ctx, &value)?;
+            memory::assign(ctx, &dst, &value, span)
+        }
+        Some(op) => operators::store_aug(ctx, &dst, op, &value, span),
     }
 }
 
@@ -282,18 +283,29 @@ pub fn operator(
     inplace: bool,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let _ = inplace;
-    let types: Vec<String> = operands.iter().map(Value::type_name).collect();
-    Err(ctx.error(
-        eval_codes::TYPE_ERROR,
-        format!(
-            "unsupported operand types for `{}`: {}",
-            op.as_str(),
-            types.join(" and ")
-        ),
-        span,
-        "not defined for these values",
-    ))
+    operators::apply(ctx, op, operands, inplace, span)
+}
+
+/// Records a pending legacy matmul (see `isa_core`) into a fresh PSUM
+/// tile; other values are returned unchanged.
+pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
+    if let Value::Ext(e) = v
+        && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
+    {
+        let t = mm.record(ctx, None, Some(false))?;
+        return Ok(Value::Tensor(t));
+    }
+    Ok(v.clone())
+}
+
+fn materialize_args(ctx: &mut Ctx<'_>, mut args: CallArgs) -> Result<CallArgs, Diagnostic> {
+    for a in args.positional.iter_mut() {
+        a.value = materialize(ctx, &a.value)?;
+    }
+    for (_, a) in args.keywords.iter_mut() {
+        a.value = materialize(ctx, &a.value)?;
+    }
+    Ok(args)
 }
 
 #[cfg(test)]

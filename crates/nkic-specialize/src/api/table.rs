@@ -150,6 +150,8 @@ pub const fn opt(name: &'static str, kind: Kind, default: &'static str) -> Param
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
     super::memory::DEFS,
+    super::isa_core::DEFS,
+    super::nl_core::DEFS,
     super::isa_compute::DEFS,
     super::nl_math::DEFS,
 ];

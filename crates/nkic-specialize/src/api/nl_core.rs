@@ -1,0 +1,145 @@
+//! `nl.matmul` and `nl.transpose`: high-level TensorE operations that lower
+//! to the same IR ops as `nisa.nc_matmul` and `nisa.nc_transpose`.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::Buffer;
+use nkic_isa::{Engine, Target};
+
+use super::check;
+use super::isa_core::{self, MatmulFlags, PendingMatmul};
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const TENSOR: &[Engine] = &[Engine::Tensor];
+const TRANSPOSE: &[Engine] = &[Engine::Tensor, Engine::Vector];
+
+/// `nl.matmul` and `nl.transpose`.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nl.matmul",
+        params: &[
+            req("x", Kind::Tensor),
+            req("y", Kind::Tensor),
+            opt("transpose_x", Kind::Bool, "False"),
+        ],
+        engines: TENSOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false.",
+        constraints: &[
+            "`x` and `y` are SBUF tiles; the contraction sizes agree and are at most 128.",
+            "`x` has at most 128 rows (stationary free size), `y` at most 512 columns (trn2; 4096 on trn3).",
+            "The `nisa.nc_matmul` rules apply.",
+        ],
+        run: matmul,
+    },
+    ApiDef {
+        name: "nl.transpose",
+        params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],
+        engines: TRANSPOSE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The 2-D transpose of a tile into a new PSUM tile (`nc_transpose`; TensorE above 32×32).",
+        constraints: &[
+            "`x` is SBUF (or PSUM for VectorE, up to 32×32).",
+            "The `nisa.nc_transpose` rules apply.",
+        ],
+        run: transpose,
+    },
+];
+
+/// Transposes `x` into a fresh PSUM tile (TensorE) or SBUF tile (VectorE
+/// when `x` is in PSUM).
+fn transpose_tile(ctx: &mut Ctx<'_>, x: &Rc<Tensor>, span: Span) -> Result<Rc<Tensor>, Diagnostic> {
+    check::on_chip(ctx, x, span, "the transposed tile")?;
+    let shape = [check::free_size(x), check::partitions(x)];
+    let buffer = if x.buffer == Buffer::Psum {
+        Buffer::Sbuf
+    } else {
+        Buffer::Psum
+    };
+    let name = ctx.fresh_name("transpose_");
+    let dst = Rc::new(super::tensor::alloc(
+        ctx,
+        &shape,
+        x.dtype(),
+        buffer,
+        &name,
+        span,
+        span,
+    )?);
+    let (kind, engine) = isa_core::transpose_into(ctx, (&dst, span), (x, span), None)?;
+    let mut op = nkic_ir::Op::new(kind);
+    op.engine = engine;
+    ctx.push_op(op, span)?;
+    Ok(dst)
+}
+
+fn matmul(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let y = b.tensor(ctx, "y")?;
+    let stationary = if b.bool_or(ctx, "transpose_x", false)? {
+        x
+    } else {
+        // x is [M, K]: TensorE needs xᵀ = [K, M] in SBUF.
+        let t = transpose_tile(ctx, &x, b.span_of("x"))?;
+        if t.buffer == Buffer::Sbuf {
+            t
+        } else {
+            let name = ctx.fresh_name("xt_");
+            let s = Rc::new(super::tensor::alloc(
+                ctx,
+                &t.shape,
+                t.dtype(),
+                Buffer::Sbuf,
+                &name,
+                span,
+                span,
+            )?);
+            let kind = nkic_ir::OpKind::TensorCopy {
+                dst: s.view.clone(),
+                src: t.view.clone(),
+            };
+            ctx.push_op(nkic_ir::Op::new(kind), span)?;
+            s
+        }
+    };
+    let pending = PendingMatmul {
+        stationary,
+        moving: y,
+        flags: MatmulFlags {
+            stationary_onezero: false,
+            moving_onezero: false,
+            transpose: false,
+            perf_mode: nkic_isa::MatmulPerfMode::None,
+            tile_position: None,
+            tile_size: None,
+        },
+        dtype: nkic_isa::DType::F32,
+        span,
+        stationary_span: b.span_of("x"),
+        moving_span: b.span_of("y"),
+    };
+    let r = pending.record(ctx, None, Some(false))?;
+    Ok(Value::Tensor(r))
+}
+
+fn transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let t = transpose_tile(ctx, &x, b.span_of("x"))?;
+    match b.dtype(ctx, "dtype")? {
+        Some(dt) if dt != t.dtype() => {
+            let c = isa_core::new_tile(ctx, &t.shape, dt, span)?;
+            let kind = nkic_ir::OpKind::TensorCopy {
+                dst: c.view.clone(),
+                src: t.view.clone(),
+            };
+            ctx.push_op(nkic_ir::Op::new(kind), span)?;
+            Ok(Value::Tensor(c))
+        }
+        _ => Ok(Value::Tensor(t)),
+    }
+}

@@ -1,0 +1,235 @@
+//! Python operators on tiles (legacy style, language.md §13.4): `a + b`,
+//! `t * 2.0`, `-t`, `t > 0`, `a & b`, and `+=` accumulation, including
+//! `psum[...] += nisa.nc_matmul(a, b)`.
+//!
+//! Choices: binary operators lower like the `nl.*` functions (equal shapes
+//! → `tensor_tensor`; a number or a `(P, 1)` tile → `tensor_scalar`) into a
+//! fresh SBUF tile; `x op= y` on a tile writes the result into `x` itself
+//! (tiles are buffers); `/` by a number multiplies by its reciprocal, `/`
+//! between tiles is rejected (no divide in the ALU, isa.md §8.19);
+//! comparisons give 1.0/0.0 in the operand's dtype.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_isa::AluOp;
+use nkic_syntax::ast::{BinOp, CmpOp};
+
+use super::codes;
+use super::isa_core::{self, Operand, PendingMatmul};
+use super::{Operator, check};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+/// The ALU operator of a Python binary operator.
+fn alu_of(op: BinOp) -> Option<AluOp> {
+    Some(match op {
+        BinOp::Add => AluOp::Add,
+        BinOp::Sub => AluOp::Subtract,
+        BinOp::Mult => AluOp::Multiply,
+        BinOp::Pow => AluOp::Power,
+        BinOp::LShift => AluOp::LeftShift,
+        BinOp::RShift => AluOp::RightShift,
+        BinOp::BitOr => AluOp::BitwiseOr,
+        BinOp::BitXor => AluOp::BitwiseXor,
+        BinOp::BitAnd => AluOp::BitwiseAnd,
+        _ => return None,
+    })
+}
+
+fn cmp_of(op: CmpOp) -> Option<AluOp> {
+    Some(match op {
+        CmpOp::Eq => AluOp::Equal,
+        CmpOp::NotEq => AluOp::NotEqual,
+        CmpOp::Lt => AluOp::Less,
+        CmpOp::LtE => AluOp::LessEqual,
+        CmpOp::Gt => AluOp::Greater,
+        CmpOp::GtE => AluOp::GreaterEqual,
+        _ => return None,
+    })
+}
+
+fn operand(ctx: &Ctx<'_>, v: &Value, op: Operator, span: Span) -> Result<Operand, Diagnostic> {
+    match v {
+        Value::Tensor(t) => Ok(Operand::Tile(t.clone())),
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+            Ok(Operand::Num(v.as_float().unwrap_or(0.0)))
+        }
+        other => Err(ctx.error(
+            codes::OPERATOR,
+            format!(
+                "`{}` is not defined between a tile and a {}",
+                op.as_str(),
+                other.type_name()
+            ),
+            span,
+            "not a tile or number",
+        )),
+    }
+}
+
+/// A Python operator on tiles (the contract's `operator`).
+pub fn apply(
+    ctx: &mut Ctx<'_>,
+    op: Operator,
+    operands: &[Value],
+    inplace: bool,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    // `acc += nisa.nc_matmul(a, b)` on a PSUM tile accumulates in place.
+    if let (Operator::Binary(BinOp::Add), true, [Value::Tensor(acc), Value::Ext(e)]) =
+        (op, inplace, operands)
+        && let Some(mm) = e.as_any().downcast_ref::<PendingMatmul>()
+    {
+        accumulate(ctx, acc, mm, span)?;
+        return Ok(Value::Tensor(acc.clone()));
+    }
+    let operands: Vec<Value> = operands
+        .iter()
+        .map(|v| super::materialize(ctx, v))
+        .collect::<Result<_, _>>()?;
+    let unsupported = |ctx: &Ctx<'_>| {
+        let types: Vec<String> = operands.iter().map(Value::type_name).collect();
+        ctx.error(
+            codes::OPERATOR,
+            format!(
+                "`{}` is not defined for {}",
+                op.as_str(),
+                types.join(" and ")
+            ),
+            span,
+            "not defined on tiles",
+        )
+    };
+    match (op, &operands[..]) {
+        (Operator::Pos, [Value::Tensor(t)]) => Ok(Value::Tensor(t.clone())),
+        (Operator::Neg, [Value::Tensor(t)]) => {
+            let r = isa_core::elementwise(
+                ctx,
+                AluOp::Multiply,
+                &Operand::Tile(t.clone()),
+                &Operand::Num(-1.0),
+                None,
+                None,
+                span,
+            )?;
+            Ok(Value::Tensor(r))
+        }
+        (Operator::Invert, [Value::Tensor(t)]) => {
+            let r = isa_core::elementwise(
+                ctx,
+                AluOp::Invert,
+                &Operand::Tile(t.clone()),
+                &Operand::Num(0.0),
+                None,
+                None,
+                span,
+            )?;
+            Ok(Value::Tensor(r))
+        }
+        (Operator::Binary(b), [x, y]) => {
+            let (x, y) = (operand(ctx, x, op, span)?, operand(ctx, y, op, span)?);
+            let dst = match (&x, inplace) {
+                (Operand::Tile(t), true) => Some(t.clone()),
+                _ => None,
+            };
+            let (alu, x, y) = match (b, &y) {
+                (BinOp::Div, Operand::Num(n)) => {
+                    if *n == 0.0 {
+                        return Err(ctx.error(
+                            crate::codes::DIV_BY_ZERO,
+                            "division of a tile by zero",
+                            span,
+                            "divides by 0",
+                        ));
+                    }
+                    (AluOp::Multiply, x, Operand::Num(1.0 / n))
+                }
+                (BinOp::Div, _) => {
+                    return Err(ctx
+                        .error(
+                            codes::OPERATOR,
+                            "`/` by a tile is not available: the ALU has no divide",
+                            span,
+                            "tile divisor",
+                        )
+                        .with_help("multiply by `nisa.reciprocal(...)` of the divisor"));
+                }
+                _ => match alu_of(b) {
+                    Some(a) => (a, x, y),
+                    None => return Err(unsupported(ctx)),
+                },
+            };
+            let r = isa_core::elementwise(ctx, alu, &x, &y, dst, None, span)?;
+            Ok(Value::Tensor(r))
+        }
+        (Operator::Compare(c), [x, y]) => {
+            let Some(alu) = cmp_of(c) else {
+                return Err(unsupported(ctx));
+            };
+            let (x, y) = (operand(ctx, x, op, span)?, operand(ctx, y, op, span)?);
+            let r = isa_core::elementwise(ctx, alu, &x, &y, None, None, span)?;
+            Ok(Value::Tensor(r))
+        }
+        _ => Err(unsupported(ctx)),
+    }
+}
+
+/// Records a pending matmul into `acc` with the compiler-chosen
+/// accumulate flag (first write overwrites, later ones add).
+pub fn accumulate(
+    ctx: &mut Ctx<'_>,
+    acc: &Rc<Tensor>,
+    mm: &PendingMatmul,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if acc.buffer != nkic_ir::Buffer::Psum {
+        return Err(ctx
+            .error(
+                codes::ACCUMULATE,
+                format!(
+                    "matmul results accumulate in PSUM, but the target is {}",
+                    check::describe(acc)
+                ),
+                span,
+                "not a PSUM tile",
+            )
+            .with_help("accumulate into an `nl.psum` tile and copy it out afterwards"));
+    }
+    mm.record(ctx, Some((acc.clone(), span)), None)?;
+    Ok(())
+}
+
+/// `target[key] op= value` where `dst` is the subscripted view.
+pub fn store_aug(
+    ctx: &mut Ctx<'_>,
+    dst: &Rc<Tensor>,
+    op: BinOp,
+    value: &Value,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if let Value::Ext(e) = value
+        && let Some(mm) = e.as_any().downcast_ref::<PendingMatmul>()
+    {
+        if op != BinOp::Add {
+            return Err(ctx.error(
+                codes::ACCUMULATE,
+                format!(
+                    "a matmul result accumulates with `+=`, not `{}=`",
+                    op.as_str()
+                ),
+                span,
+                "only += accumulates",
+            ));
+        }
+        return accumulate(ctx, dst, mm, span);
+    }
+    apply(
+        ctx,
+        Operator::Binary(op),
+        &[Value::Tensor(dst.clone()), value.clone()],
+        true,
+        span,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,12 @@
+# expect: E0504
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=bfloat16[128,128]
+@nki.jit
+def k(x):
+    s = nl.load(x)
+    d = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
+    nisa.nc_matmul(dst=d, stationary=s, moving=s)

@@ -1,0 +1,13 @@
+# expect: E0505
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=bfloat16[128,128]
+@nki.jit
+def k(x):
+    s = nl.load(x)
+    f = nl.ndarray((128, 128), nl.float32, buffer=nl.sbuf)
+    d = nl.ndarray((128, 128), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=d, stationary=f, moving=s)

@@ -1,0 +1,12 @@
+# expect: E0509
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=bfloat16[128,256]
+@nki.jit
+def k(x):
+    s = nl.load(x)
+    d = nl.ndarray((128, 256), nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=d, stationary=s, moving=s)
