@@ -13,9 +13,9 @@ pub const ADDRESS_OVERLAP: &str = "E0903";
 pub const ADDRESS_OUT_OF_RANGE: &str = "E0904";
 /// A single tensor is larger than its memory.
 pub const TENSOR_TOO_LARGE: &str = "E0905";
-/// Dynamic loops and sequencer registers are not compiled yet.
-pub const UNSUPPORTED_DYNAMIC: &str = "E0910";
-/// Dynamic offsets and indirect (gather/scatter) views are not compiled yet.
+/// A kernel with dynamic loops needs more sequencer registers than a queue has.
+pub const TOO_MANY_REGISTERS: &str = "E0910";
+/// Indirect (gather/scatter) views are not compiled yet.
 pub const UNSUPPORTED_VIEW: &str = "E0911";
 /// Instances of a grid disagree on their arguments or outputs.
 pub const GRID_MISMATCH: &str = "E0912";

@@ -7,8 +7,9 @@
 //! identified with instance 0's (by parameter and return index); every
 //! other storage is its own.
 //!
-//! Not compiled yet (each a diagnostic, never a crash): dynamic loops and
-//! register ops (E0910), dynamic offsets and indirect views (E0911).
+//! Not compiled yet (a diagnostic, never a crash): indirect (gather/scatter)
+//! views (E0911). Kernels with dynamic loops, registers or dynamic offsets
+//! are marked [`Unit::dynamic`] for the [`dynamic`](crate::dynamic) emitter.
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{
@@ -56,6 +57,9 @@ pub struct Unit<'k> {
     pub args: Vec<(usize, ArgKind)>,
     /// Returned storages that are not arguments, in return order.
     pub outputs: Vec<usize>,
+    /// True when some instance has dynamic loops, registers or dynamic
+    /// offsets.
+    pub dynamic: bool,
 }
 
 impl Unit<'_> {
@@ -130,6 +134,7 @@ pub fn collect<'k>(
         ops: Vec::new(),
         args: Vec::new(),
         outputs: Vec::new(),
+        dynamic: false,
     };
     let mut offset = 0u32;
     for (inst, k) in kernels.iter().enumerate() {
@@ -143,7 +148,7 @@ pub fn collect<'k>(
                 ),
             ));
         }
-        check_supported(k, sources, &mut diags);
+        unit.dynamic |= check_supported(k, sources, &mut diags);
         let mut ids = SecondaryMap::new();
         // Arguments and outputs of later instances are instance 0's.
         if inst > 0 {
@@ -235,44 +240,30 @@ pub fn collect<'k>(
     }
 }
 
-/// Reports the constructs of `k` the backend does not compile yet.
-fn check_supported(k: &Kernel, sources: &SourceMap, diags: &mut Vec<Diagnostic>) {
-    for (h, _) in k.dyn_loops.iter() {
-        diags.push(
-            diag_at(
-                codes::UNSUPPORTED_DYNAMIC,
-                "dynamic loops are not supported by the backend yet",
-                k.spans.dyn_loops.get(h).copied(),
-                "this loop runs a run-time number of times",
-            )
-            .with_help(
-                "use `nl.affine_range` or `nl.sequential_range` with a compile-time trip count",
-            ),
-        );
-    }
+/// Reports the constructs of `k` the backend does not compile yet, and
+/// returns whether `k` has dynamic control (dynamic loops, registers or
+/// dynamic offsets), which the [`dynamic`](crate::dynamic) emitter handles.
+fn check_supported(k: &Kernel, sources: &SourceMap, diags: &mut Vec<Diagnostic>) -> bool {
+    let mut dynamic = !k.dyn_loops.is_empty();
     for (h, op) in k.ops.iter() {
         let loc = k.spans.ops.get(h).copied();
         if op.kind.is_register_op() {
-            diags.push(diag_at(
-                codes::UNSUPPORTED_DYNAMIC,
-                format!(
-                    "`{}`: sequencer registers are not supported by the backend yet",
-                    op.kind.mnemonic()
-                ),
-                loc,
-                "this op uses a register",
-            ));
+            dynamic = true;
             continue;
         }
-        if op.accesses().iter().any(|a| a.view.is_dynamic()) {
+        let accesses = op.accesses();
+        if accesses.iter().any(|a| a.view.dyn_offset.is_some()) {
+            dynamic = true;
+        }
+        if accesses.iter().any(|a| a.view.indirect.is_some()) {
             let mut d = diag_at(
                 codes::UNSUPPORTED_VIEW,
                 format!(
-                    "`{}`: dynamic offsets and indirect (gather/scatter) views are not supported by the backend yet",
+                    "`{}`: indirect (gather/scatter) views are not supported by the backend yet",
                     op.kind.mnemonic()
                 ),
                 loc,
-                "an operand's address depends on run-time values",
+                "an operand's rows are chosen at run time",
             );
             for note in k.op_notes(h, Some(sources)) {
                 d = d.with_note(note);
@@ -280,4 +271,5 @@ fn check_supported(k: &Kernel, sources: &SourceMap, diags: &mut Vec<Diagnostic>)
             diags.push(d);
         }
     }
+    dynamic
 }

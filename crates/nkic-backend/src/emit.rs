@@ -56,24 +56,7 @@ pub fn emit(
     for (q, id) in sems.iter_mut() {
         *id = program.add_semaphore(&format!("{q}_done"));
     }
-    // Line table entries in order of first use (source order).
-    let mut lines: BTreeMap<(usize, SrcLoc), LineId> = BTreeMap::new();
-    let mut line_of = vec![None; lowered.ops.len()];
-    for (i, info) in unit.ops.iter().enumerate() {
-        let Some(loc) = info.loc else { continue };
-        let key = (info.inst, loc);
-        if let Some(&id) = lines.get(&key) {
-            line_of[i] = Some(id);
-            continue;
-        }
-        let Some(file) = sources.get(loc.file) else {
-            continue;
-        };
-        let lc = file.line_col(loc.span.start);
-        let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
-        lines.insert(key, id);
-        line_of[i] = Some(id);
-    }
+    let line_of = line_table(unit, &mut program, sources);
     for (&q, stream) in &sched.streams {
         let mut insts = Vec::with_capacity(stream.len());
         for &i in stream {
@@ -95,6 +78,38 @@ pub fn emit(
         }
         *program.stream_mut(q) = insts;
     }
+    verified(program)
+}
+
+/// Adds one line-table entry per distinct source location of an op (in
+/// source order) and returns each op's entry.
+pub fn line_table(
+    unit: &Unit<'_>,
+    program: &mut Program,
+    sources: &SourceMap,
+) -> Vec<Option<LineId>> {
+    let mut lines: BTreeMap<(usize, SrcLoc), LineId> = BTreeMap::new();
+    let mut line_of = vec![None; unit.ops.len()];
+    for (i, info) in unit.ops.iter().enumerate() {
+        let Some(loc) = info.loc else { continue };
+        let key = (info.inst, loc);
+        if let Some(&id) = lines.get(&key) {
+            line_of[i] = Some(id);
+            continue;
+        }
+        let Some(file) = sources.get(loc.file) else {
+            continue;
+        };
+        let lc = file.line_col(loc.span.start);
+        let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
+        lines.insert(key, id);
+        line_of[i] = Some(id);
+    }
+    line_of
+}
+
+/// Verifies `program`, turning failures into E0999 diagnostics.
+pub fn verified(program: Program) -> Result<Program, Vec<Diagnostic>> {
     match nkic_isa::verify(&program) {
         Ok(()) => Ok(program),
         Err(errors) => Err(errors

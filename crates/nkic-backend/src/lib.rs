@@ -10,8 +10,7 @@
 //! 1. [`collect`](mod@collect): gathers the ops and storages of every
 //!    program instance into one numbering (instances run one after another;
 //!    see [`compile_grid`]) and rejects what the backend does not compile
-//!    yet (dynamic loops, registers, dynamic or indirect views) with a
-//!    diagnostic.
+//!    yet (indirect gather/scatter views) with a diagnostic.
 //! 2. [`alloc`](mod@alloc): SBUF and PSUM addresses from live ranges,
 //!    multi-buffering where capacity allows, HBM tensors for the arguments,
 //!    outputs and internal HBM storages.
@@ -28,6 +27,11 @@
 //! 7. [`emit`](mod@emit): the program with its HBM tensors, semaphores,
 //!    streams and line table, checked by `nkic_isa::verify`.
 //!
+//! Kernels with dynamic loops, sequencer registers or dynamic offsets take
+//! another path after lowering: [`dynamic`](mod@dynamic) emits them as a
+//! token chain (source order, one step at a time, loops as register and
+//! branch instructions on every queue involved), whatever the schedule.
+//!
 //! [`lower_bound`] gives the run report's lower bound on a program's time.
 //!
 //! # Invariants
@@ -43,6 +47,7 @@ pub mod bound;
 pub mod codes;
 pub mod collect;
 pub mod deps;
+pub mod dynamic;
 pub mod emit;
 pub mod lower;
 pub mod schedule;
@@ -105,6 +110,9 @@ pub fn compile_grid(
     let unit = collect::collect(kernels, sources)?;
     let layout = alloc::allocate(&unit, sources)?;
     let lowered = lower::lower(&unit, &layout, sources)?;
+    if unit.dynamic {
+        return dynamic::emit(&unit, &layout, &lowered, sources);
+    }
     let graph = deps::build(&unit, &layout, &lowered, config.schedule);
     let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);

@@ -69,7 +69,12 @@ impl Cx<'_, '_> {
         let st = &self.unit.kernels[self.inst].storages[view.storage];
         let placement = self.layout.placements[id]
             .ok_or_else(|| FieldError("a tensor that was never placed".to_owned()))?;
-        view.to_access_pattern(st, placement, None)
+        // Virtual register `rN` is physical register `rN` on every queue
+        // (the dynamic emitter replicates register ops on every queue).
+        let reg = view
+            .dyn_offset
+            .map(|d| nkic_isa::Reg(u8::try_from(d.reg.index()).unwrap_or(u8::MAX)));
+        view.to_access_pattern(st, placement, reg)
             .map_err(|e| FieldError(e.to_string()))
     }
 }
@@ -287,6 +292,14 @@ pub fn lower(
             inst: info.inst,
         };
         let kernel = &unit.kernels[info.inst];
+        if info.op.kind.is_register_op() {
+            // Register ops are emitted by the dynamic emitter itself.
+            ops.push(LoweredOp {
+                op: nkic_isa::Op::Nop {},
+                engines: vec![Engine::Sync],
+            });
+            continue;
+        }
         let accumulate = match &info.op.kind {
             OpKind::NcMatmul { dst, .. } | OpKind::NcMatmulMx { dst, .. } => {
                 follows_matmul(unit, j, dst)

@@ -1,0 +1,455 @@
+//! Emission of kernels with dynamic control: dynamic loops (`dynamic_range`,
+//! `fori_loop`, `while`), sequencer registers and dynamic offsets.
+//!
+//! Such kernels are emitted as a *token chain*: the ops run one step at a
+//! time in source order, each step waiting for the completion of the step
+//! before it in execution order. This is the sequential schedule extended
+//! to run-time loops; it is correct for any trip count and leaves
+//! overlapping iterations of dynamic loops to a later version.
+//!
+//! # Queues and registers
+//!
+//! Every op runs on the queue of its first legal engine (DMAs on `dma0`).
+//! Every queue that runs an op (the *participating* queues) also runs all
+//! register ops and the control of every dynamic loop, so each queue has
+//! the values it needs in its own registers (isa.md §2.2): virtual
+//! register `rN` is physical `rN` on every queue; `reg_load` runs on every
+//! participating queue (each copy is part of the chain), `reg_store` on the
+//! first one. Loop `g` (numbered in source order over the grid) owns the
+//! physical register `r(R + g)`, `R` the largest virtual register count,
+//! which counts the signals its body has sent so far.
+//!
+//! # Semaphores
+//!
+//! The top level has the semaphore `chain_done`, dynamic loop `g` has
+//! `loop<g>_done`; every step signals the semaphore of its innermost
+//! region once per instruction. A step inside loop `g` that follows `j`
+//! signalling instructions of the current iteration waits for
+//! `loop<g>_done >= r(R + g) + j`; the first step of an iteration waits for
+//! `loop<g>_done >= r(R + g) + 0` (the previous iterations are complete),
+//! for the step before the loop, and for every loop nested in the body, so
+//! that a body ending in a nested loop is covered too. After a loop the
+//! next step waits for the same set. Counts at the top level are
+//! compile-time numbers.
+//!
+//! Loop control on every participating queue:
+//!
+//! ```text
+//!   reg_set iv=start          (or reg_move from a register)
+//!   jump Lcond
+//! Lbody:
+//!   … body …
+//!   reg_alu r(R+g) = r(R+g) + <signals per iteration>
+//!   reg_alu iv = iv + step
+//! Lcond:
+//!   branch lt iv stop Lbody    (while: branch ne cond 0 Lbody)
+//! ```
+
+use std::collections::BTreeMap;
+
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_ir::{DynLoopKind, Handle, Item, Kernel, Op, OpKind, RegOrImm};
+use nkic_isa::{
+    BranchCond, Instruction, Label, LineId, Program, Queue, Reg, RegAluOp, SemId, SemWait,
+};
+
+use crate::alloc::Layout;
+use crate::codes;
+use crate::collect::Unit;
+use crate::emit::{line_table, verified};
+use crate::lower::{Lowered, probe_queue};
+
+/// A region of the chain: the top level or one dynamic loop's body.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    sem: SemId,
+    /// The register holding the region's signals before this iteration.
+    reg: Option<Reg>,
+    /// Signals so far in this iteration (the top level: in total).
+    count: u32,
+}
+
+/// The emitter's state.
+struct Emitter<'a, 'k> {
+    unit: &'a Unit<'k>,
+    layout: &'a Layout,
+    /// Signals per iteration of each loop emitted so far.
+    loop_signals: Vec<u32>,
+    lowered: &'a Lowered,
+    program: Program,
+    /// Participating queues, in order.
+    queues: Vec<Queue>,
+    streams: BTreeMap<Queue, Vec<Instruction>>,
+    /// Global op index of each (instance, op handle).
+    index_of: BTreeMap<(usize, Handle<Op>), usize>,
+    lines: Vec<Option<LineId>>,
+    /// First register of the loop counters.
+    counter_base: u32,
+    next_loop: u32,
+    next_label: u32,
+    /// The waits the next step must carry.
+    prev: Vec<SemWait>,
+}
+
+/// The queue an op runs on (its first legal engine).
+fn queue_of(lowered: &Lowered, i: usize) -> Queue {
+    lowered.ops[i]
+        .engines
+        .first()
+        .map_or(Queue::Sync, |&e| probe_queue(e))
+}
+
+/// Emits the whole unit as a token chain; see the module doc.
+pub fn emit(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    lowered: &Lowered,
+    sources: &SourceMap,
+) -> Result<Program, Vec<Diagnostic>> {
+    let mut program = Program::new(unit.target);
+    for t in &layout.hbm {
+        program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
+    }
+    let lines = line_table(unit, &mut program, sources);
+    let mut queues: Vec<Queue> = unit
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, info)| !info.op.kind.is_register_op())
+        .map(|(i, _)| queue_of(lowered, i))
+        .collect();
+    queues.sort_unstable();
+    queues.dedup();
+    if queues.is_empty() {
+        queues.push(Queue::Sync);
+    }
+    let max_regs = unit
+        .kernels
+        .iter()
+        .map(|k| k.registers.len())
+        .max()
+        .unwrap_or(0);
+    let loops: usize = unit.kernels.iter().map(|k| k.dyn_loops.len()).sum();
+    let limit = unit.target.figures().sequencer_registers as usize;
+    if max_regs + loops > limit {
+        return Err(vec![Diagnostic::error(
+            codes::TOO_MANY_REGISTERS,
+            format!(
+                "the kernel needs {} sequencer registers ({max_regs} registers and one counter per dynamic loop, {loops} loops), more than the {limit} a queue has",
+                max_regs + loops
+            ),
+        )
+        .with_help("use fewer dynamic loops or registers")]);
+    }
+    let chain = program.add_semaphore("chain_done");
+    let mut em = Emitter {
+        unit,
+        layout,
+        loop_signals: Vec::new(),
+        lowered,
+        program,
+        streams: queues.iter().map(|&q| (q, Vec::new())).collect(),
+        queues,
+        index_of: unit
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(i, info)| ((info.inst, info.handle), i))
+            .collect(),
+        lines,
+        counter_base: u32::try_from(max_regs).unwrap_or(u32::MAX),
+        next_loop: 0,
+        next_label: 0,
+        prev: Vec::new(),
+    };
+    let mut top = Region {
+        sem: chain,
+        reg: None,
+        count: 0,
+    };
+    for (inst, k) in unit.kernels.iter().enumerate() {
+        em.block(inst, k, &k.body, &mut top);
+    }
+    let Emitter {
+        mut program,
+        streams,
+        ..
+    } = em;
+    for (q, insts) in streams {
+        *program.stream_mut(q) = insts;
+    }
+    verified(program)
+}
+
+impl Emitter<'_, '_> {
+    fn reg(r: nkic_ir::RegHandle) -> Reg {
+        Reg(u8::try_from(r.index()).unwrap_or(u8::MAX))
+    }
+
+    fn label(&mut self) -> Label {
+        self.next_label += 1;
+        Label(self.next_label - 1)
+    }
+
+    /// Pushes `op` on every participating queue.
+    fn everywhere(&mut self, op: nkic_isa::Op) {
+        for q in self.queues.clone() {
+            self.push(q, Instruction::new(op.clone()));
+        }
+    }
+
+    fn push(&mut self, q: Queue, inst: Instruction) {
+        self.streams.entry(q).or_default().push(inst);
+    }
+
+    /// Emits one chain step: `insts` on their queues, each waiting for the
+    /// previous step and signalling the region.
+    fn step(
+        &mut self,
+        insts: Vec<(Queue, nkic_isa::Op)>,
+        line: Option<LineId>,
+        region: &mut Region,
+    ) {
+        let n = u32::try_from(insts.len()).unwrap_or(u32::MAX);
+        for (q, op) in insts {
+            let mut inst = Instruction::new(op).signal(region.sem);
+            inst.waits = self.prev.clone();
+            if let Some(line) = line {
+                inst = inst.at(line);
+            }
+            self.push(q, inst);
+        }
+        region.count += n;
+        self.prev = vec![SemWait {
+            sem: region.sem,
+            value: region.count,
+            reg: region.reg,
+        }];
+    }
+
+    fn block(&mut self, inst: usize, k: &Kernel, block: &[Item], region: &mut Region) {
+        for &item in block {
+            match item {
+                Item::Op(h) => self.op(inst, k, h, region),
+                Item::Loop(l) => self.dyn_loop(inst, k, l),
+            }
+        }
+    }
+
+    fn op(&mut self, inst: usize, k: &Kernel, h: Handle<Op>, region: &mut Region) {
+        let Some(&i) = self.index_of.get(&(inst, h)) else {
+            return;
+        };
+        let line = self.lines[i];
+        let reg_or_imm = |dst: Reg, v: &RegOrImm| match v {
+            RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
+                dst,
+                src: Self::reg(*r),
+            },
+            RegOrImm::Imm(value) => nkic_isa::Op::RegSet { dst, value: *value },
+        };
+        match &k.ops[h].kind {
+            OpKind::RegAlloc { dst, init } => {
+                if let Some(value) = init {
+                    self.everywhere(nkic_isa::Op::RegSet {
+                        dst: Self::reg(*dst),
+                        value: *value,
+                    });
+                }
+            }
+            OpKind::RegMove { dst, src } => self.everywhere(reg_or_imm(Self::reg(*dst), src)),
+            OpKind::RegAlu { dst, op, a, b } => self.everywhere(nkic_isa::Op::RegAlu {
+                dst: Self::reg(*dst),
+                op: *op,
+                a: Self::reg(*a),
+                b: match b {
+                    RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(Self::reg(*r)),
+                    RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
+                },
+            }),
+            OpKind::RegLoad { dst, src } => {
+                let Some(ap) = self.ap(inst, src) else { return };
+                let insts = self
+                    .queues
+                    .iter()
+                    .map(|&q| {
+                        (
+                            q,
+                            nkic_isa::Op::RegLoad {
+                                dst: Self::reg(*dst),
+                                src: ap.clone(),
+                            },
+                        )
+                    })
+                    .collect();
+                self.step(insts, line, region);
+            }
+            OpKind::RegStore { dst, src } => {
+                let Some(ap) = self.ap(inst, dst) else { return };
+                let q = self.queues[0];
+                self.step(
+                    vec![(
+                        q,
+                        nkic_isa::Op::RegStore {
+                            dst: ap,
+                            src: Self::reg(*src),
+                        },
+                    )],
+                    line,
+                    region,
+                );
+            }
+            _ => {
+                let q = queue_of(self.lowered, i);
+                let op = self.lowered.ops[i].op.clone();
+                self.step(vec![(q, op)], line, region);
+            }
+        }
+    }
+
+    /// The access pattern of a register op's memory operand.
+    fn ap(&self, inst: usize, view: &nkic_ir::View) -> Option<nkic_isa::AccessPattern> {
+        let id = self.unit.sid(inst, view.storage);
+        let st = &self.unit.kernels[inst].storages[view.storage];
+        let placement = self.lowered_placement(id)?;
+        let reg = view.dyn_offset.map(|d| Self::reg(d.reg));
+        view.to_access_pattern(st, placement, reg).ok()
+    }
+
+    fn lowered_placement(&self, id: usize) -> Option<nkic_ir::Placement> {
+        self.layout.placements.get(id).copied().flatten()
+    }
+
+    fn dyn_loop(&mut self, inst: usize, k: &Kernel, l: Handle<nkic_ir::DynLoop>) {
+        let lp = &k.dyn_loops[l];
+        let g = self.next_loop;
+        self.next_loop += 1;
+        self.loop_signals.push(0);
+        let counter = Reg(u8::try_from(self.counter_base + g).unwrap_or(u8::MAX));
+        let sem = self.program.add_semaphore(&format!("loop{g}_done"));
+        let (body_label, cond_label) = (self.label(), self.label());
+        // Initialise the induction register.
+        if let (DynLoopKind::Range { start, .. } | DynLoopKind::Fori { start, .. }, Some(iv)) =
+            (&lp.kind, lp.induction)
+        {
+            let op = match start {
+                RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
+                    dst: Self::reg(iv),
+                    src: Self::reg(*r),
+                },
+                RegOrImm::Imm(v) => nkic_isa::Op::RegSet {
+                    dst: Self::reg(iv),
+                    value: *v,
+                },
+            };
+            self.everywhere(op);
+        }
+        self.everywhere(nkic_isa::Op::Jump { target: cond_label });
+        self.everywhere(nkic_isa::Op::Label { label: body_label });
+        // Every semaphore the first step of an iteration must see complete.
+        let before = self.prev.clone();
+        let first_loop = g;
+        let mut region = Region {
+            sem,
+            reg: Some(counter),
+            count: 0,
+        };
+        let entry = |em: &Self, last_loop: u32| {
+            let mut waits = before.clone();
+            for h in first_loop..last_loop {
+                // A loop whose body never signals has nothing to wait for
+                // (and its semaphore is never signalled).
+                if em.loop_signals[h as usize] == 0 {
+                    continue;
+                }
+                waits.push(SemWait {
+                    sem: em.loop_sem(h),
+                    value: 0,
+                    reg: Some(Reg(u8::try_from(em.counter_base + h).unwrap_or(u8::MAX))),
+                });
+            }
+            waits
+        };
+        // The first steps of an iteration carry a placeholder wait, replaced
+        // once the body (and so the loops nested in it, numbered g+1.. in
+        // source order, and their signal counts) is known. Nested loops
+        // copy the placeholder into their own entry waits, so it reaches
+        // every first step.
+        let placeholder = SemWait {
+            sem: SemId(u32::MAX - g),
+            value: 0,
+            reg: None,
+        };
+        let body_start: BTreeMap<Queue, usize> =
+            self.streams.iter().map(|(&q, s)| (q, s.len())).collect();
+        self.prev = vec![placeholder];
+        self.block(inst, k, &lp.body, &mut region);
+        self.loop_signals[g as usize] = region.count;
+        let last_loop = self.next_loop;
+        let waits = entry(self, last_loop);
+        for (q, stream) in self.streams.iter_mut() {
+            let from = body_start.get(q).copied().unwrap_or(0);
+            for inst in &mut stream[from..] {
+                if let Some(pos) = inst.waits.iter().position(|w| *w == placeholder) {
+                    inst.waits.remove(pos);
+                    for w in &waits {
+                        if !inst.waits.contains(w) {
+                            inst.waits.push(*w);
+                        }
+                    }
+                }
+            }
+        }
+        let per_iteration = i32::try_from(region.count).unwrap_or(i32::MAX);
+        if per_iteration > 0 {
+            self.everywhere(nkic_isa::Op::RegAlu {
+                dst: counter,
+                op: RegAluOp::Add,
+                a: counter,
+                b: nkic_isa::RegOrImm::Imm(per_iteration),
+            });
+        }
+        match (&lp.kind, lp.induction) {
+            (
+                DynLoopKind::Range { stop, step, .. } | DynLoopKind::Fori { stop, step, .. },
+                Some(iv),
+            ) => {
+                let iv = Self::reg(iv);
+                self.everywhere(nkic_isa::Op::RegAlu {
+                    dst: iv,
+                    op: RegAluOp::Add,
+                    a: iv,
+                    b: nkic_isa::RegOrImm::Imm(i32::try_from(*step).unwrap_or(i32::MAX)),
+                });
+                self.everywhere(nkic_isa::Op::Label { label: cond_label });
+                self.everywhere(nkic_isa::Op::Branch {
+                    cond: BranchCond::Lt,
+                    a: iv,
+                    b: match stop {
+                        RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(Self::reg(*r)),
+                        RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
+                    },
+                    target: body_label,
+                });
+            }
+            (DynLoopKind::While { cond }, _) => {
+                self.everywhere(nkic_isa::Op::Label { label: cond_label });
+                self.everywhere(nkic_isa::Op::Branch {
+                    cond: BranchCond::Ne,
+                    a: Self::reg(*cond),
+                    b: nkic_isa::RegOrImm::Imm(0),
+                    target: body_label,
+                });
+            }
+            _ => {
+                self.everywhere(nkic_isa::Op::Label { label: cond_label });
+            }
+        }
+        self.prev = waits;
+    }
+
+    fn loop_sem(&self, g: u32) -> SemId {
+        // Loop semaphores are added in loop order right after `chain_done`.
+        SemId(g + 1)
+    }
+}
