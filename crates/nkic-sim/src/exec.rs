@@ -33,8 +33,6 @@
 //! * `tensor_copy_predicated` reads only the selected `src` elements.
 //! * `nc_matmul transpose=true` passes a one-hot column through exactly
 //!   whether or not `accumulate` is set.
-//! * `quantize_mx`: a group holding NaN or infinity gets scale code 0xFF
-//!   and NaN elements.
 //! * `iota` saturates values into narrow integer dtypes.
 //! * Gather and shuffle indices outside their source fault `OutOfBounds`.
 
@@ -1276,13 +1274,15 @@ impl Exec<'_> {
                 .enumerate()
                 .map(|(e, &x)| {
                     let p = e / f;
-                    let t = if *reverse0 {
+                    // As in `apply`, a unary operator applies to the data
+                    // whatever its reverse flag says.
+                    let t = if *reverse0 && !op0.is_unary() {
                         f2(*op0, o0[p], x)
                     } else {
                         f2(*op0, x, o0[p])
                     };
                     match op1 {
-                        Some(op1) if *reverse1 => f2(*op1, o1[p], t),
+                        Some(op1) if *reverse1 && !op1.is_unary() => f2(*op1, o1[p], t),
                         Some(op1) => f2(*op1, t, o1[p]),
                         None => t,
                     }
@@ -1879,7 +1879,8 @@ impl Exec<'_> {
     /// free elements, `X = 2^(floor(log2 amax) − (Emax − 1))` (Emax 8 for
     /// e4m3fn, 15 for e5m2), the biased exponent clamped to 0..=254; an
     /// all-zero group gets code 0 and a group with a NaN or infinity code
-    /// 0xFF (NaN) with NaN elements. Elements are `v / X` rounded (RNE) with
+    /// 0xFF (NaN) with every lane the positive NaN code (0x7f for e4m3fn,
+    /// 0x7e for e5m2), whatever the sign of the NaN input. Elements are `v / X` rounded (RNE) with
     /// saturation. Only the 4 scale partitions per quadrant are written.
     fn quantize_mx(
         &mut self,
@@ -1899,6 +1900,13 @@ impl Exec<'_> {
                 )));
             }
         };
+        // The lane format's positive NaN code (isa.md: written for every lane
+        // of a group holding an infinity or a NaN, whatever its sign).
+        let nan_code: u8 = if dv.dtype == DType::F8E4M3FNx4 {
+            0x7f
+        } else {
+            0x7e
+        };
         let (p, f) = (sv.rows, sv.free());
         let groups = f / 4;
         let need = if p == 0 { 0 } else { 32 * ((p - 1) / 32) + 4 };
@@ -1915,6 +1923,7 @@ impl Exec<'_> {
             )));
         }
         let mut out = vec![0f32; p * f];
+        let mut nan_groups = Vec::new();
         for g in 0..p / 8 {
             for j in 0..groups {
                 let cell = |pp: usize, q: usize| (8 * g + pp) * f + 4 * j + q;
@@ -1935,14 +1944,15 @@ impl Exec<'_> {
                     let e = f64_exponent(f64::from(amax)) - (emax - 1);
                     (e + 127).clamp(0, 254) as u8
                 };
-                let scale = if code == 0xff {
-                    f64::NAN
+                if code == 0xff {
+                    // The lanes are overwritten with `nan_code` after encoding.
+                    nan_groups.push((g, j));
                 } else {
-                    (f64::from(code) - 127.0).exp2()
-                };
-                for pp in 0..8 {
-                    for q in 0..4 {
-                        out[cell(pp, q)] = (f64::from(x[cell(pp, q)]) / scale) as f32;
+                    let scale = (f64::from(code) - 127.0).exp2();
+                    for pp in 0..8 {
+                        for q in 0..4 {
+                            out[cell(pp, q)] = (f64::from(x[cell(pp, q)]) / scale) as f32;
+                        }
                     }
                 }
                 let srow = 32 * (g / 4) + g % 4;
@@ -1951,6 +1961,14 @@ impl Exec<'_> {
         }
         let mut raw = Vec::with_capacity(p * groups * 4);
         numerics::encode_with(dv.dtype, &out, Overflow::Saturate, &mut raw);
+        // Lane `q` of `dst[k, j]` is byte `k·F + 4j + q` of `raw` (lane 0 is
+        // the least significant byte of the little-endian x4 element).
+        for (g, j) in nan_groups {
+            for pp in 0..8 {
+                let at = (8 * g + pp) * f + 4 * j;
+                raw[at..at + 4].fill(nan_code);
+            }
+        }
         self.mem.write_raw(&dv, &raw)
     }
 
@@ -2316,10 +2334,14 @@ fn map_rows(x: &[f32], f: usize, g: impl Fn(usize, f32) -> f32) -> Vec<f32> {
     out
 }
 
-/// `lhs op rhs`, or `rhs op lhs` when `reverse`.
+/// `x op operand`, or `operand op x` when `reverse`.
+///
+/// A unary operator (isa.md §1.6) ignores its operand, so it always applies
+/// to the data `x` and `reverse` has no effect on it (isa.md §6.4: "a unary
+/// `op0`/`op1` needs no operand (one given is ignored)").
 #[inline]
 fn apply(op: AluOp, x: f32, operand: f32, reverse: bool) -> f32 {
-    if reverse {
+    if reverse && !op.is_unary() {
         alu(op, operand, x)
     } else {
         alu(op, x, operand)

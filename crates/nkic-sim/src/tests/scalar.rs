@@ -199,3 +199,29 @@ fn activate2_pipeline_with_reversed_subtract_prelu_and_abs_max() {
     assert_bits(&b.get(&dst), &[2.0, 0.0, -1.0, 0.0, -1.0, -2.0]);
     assert_bits(&b.get(&res), &[2.0, -2.0]);
 }
+
+#[test]
+fn activate2_unary_operators_ignore_the_reverse_flags() {
+    let mut b = Bench::new();
+    let src = tile(1, 4, 0, DType::F32);
+    b.put(&src, &[-3.0, -0.5, 2.0, 0.0]);
+    let dst = tile(1, 4, 64, DType::F32);
+    let op = Op::Activate2 {
+        dst: dst.clone(),
+        src,
+        func: ActFunc::Copy,
+        op0: AluOp::Abs,
+        imm0: Some(Scalar::imm(10.0)),
+        reverse0: true,
+        op1: AluOp::Square,
+        imm1: None,
+        reverse1: true,
+        relu_param: None,
+        reduce_op: None,
+        reduce_cmd: ReduceCmd::Idle,
+        reduce_res: None,
+    };
+    b.ok(Queue::Scalar, &op);
+    // abs(x)², not abs(10)² nor 0² (the missing imm1).
+    assert_bits(&b.get(&dst), &[9.0, 0.25, 4.0, 0.0]);
+}

@@ -159,6 +159,114 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
 }
 
 #[test]
+fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
+    let mut b = Bench::new();
+    let src = tile(2, 3, 0, DType::F32);
+    b.put(&src, &[-4.0, 3.0, -0.5, 2.0, -1.5, 0.25]);
+    let dst = tile(2, 3, 64, DType::F32);
+    let ts = |op0, operand0, reverse0, op1, operand1, reverse1| Op::TensorScalar {
+        dst: dst.clone(),
+        src: src.clone(),
+        op0,
+        operand0,
+        reverse0,
+        op1,
+        operand1,
+        reverse1,
+    };
+    // abs(src)² whether or not an operand is given to the reversed `abs`.
+    let squares = [16.0, 9.0, 0.25, 4.0, 2.25, 0.0625];
+    let given = ts(
+        AluOp::Abs,
+        Some(Scalar::imm(5.0)),
+        true,
+        Some(AluOp::Square),
+        None,
+        false,
+    );
+    b.ok(Queue::Vector, &given);
+    assert_bits(&b.get(&dst), &squares);
+    let missing = ts(AluOp::Abs, None, true, Some(AluOp::Square), None, false);
+    b.ok(Queue::Vector, &missing);
+    assert_bits(&b.get(&dst), &squares);
+    // A reversed unary `op1` applies to `t`: (src + 1)², not 3².
+    let second = ts(
+        AluOp::Add,
+        Some(Scalar::imm(1.0)),
+        false,
+        Some(AluOp::Square),
+        Some(Scalar::imm(3.0)),
+        true,
+    );
+    b.ok(Queue::Vector, &second);
+    assert_bits(&b.get(&dst), &[9.0, 16.0, 0.25, 9.0, 0.25, 1.5625]);
+    // Reversed `reciprocal` and `bypass` also keep to the data.
+    let recip = ts(
+        AluOp::Reciprocal,
+        Some(Scalar::imm(8.0)),
+        true,
+        Some(AluOp::Bypass),
+        Some(Scalar::imm(7.0)),
+        true,
+    );
+    b.ok(Queue::Vector, &recip);
+    assert_bits(
+        &b.get(&dst),
+        &[-0.25, 1.0 / 3.0, -2.0, 0.5, -1.0 / 1.5, 4.0],
+    );
+    // The bitwise path: a reversed `invert` inverts the data, not 0xff.
+    let ints = tile(1, 2, 128, DType::U16);
+    b.put_bits(&ints, &[0x1234, 0x00f0]);
+    let inv = Op::TensorScalar {
+        dst: ints.clone(),
+        src: ints.clone(),
+        op0: AluOp::Invert,
+        operand0: Some(Scalar::imm(255.0)),
+        reverse0: true,
+        op1: Some(AluOp::BitwiseAnd),
+        operand1: Some(Scalar::imm(65535.0)),
+        reverse1: true,
+    };
+    b.ok(Queue::Vector, &inv);
+    assert_eq!(b.get_bits(&ints), vec![0xedcb, 0xff0f]);
+    // `scalar_tensor_tensor`: op0 = abs (reversed, operand ignored), then a
+    // reversed `reciprocal` of t that ignores src1.
+    let src1 = tile(2, 3, 160, DType::F32);
+    b.put(&src1, &[100.0; 6]);
+    let stt = Op::ScalarTensorTensor {
+        dst: dst.clone(),
+        src: src.clone(),
+        op0: AluOp::Abs,
+        operand0: Scalar::imm(9.0),
+        reverse0: true,
+        op1: AluOp::Reciprocal,
+        src1: src1.clone(),
+        reverse1: true,
+    };
+    b.ok(Queue::Vector, &stt);
+    assert_bits(&b.get(&dst), &[0.25, 1.0 / 3.0, 2.0, 0.5, 1.0 / 1.5, 4.0]);
+    // `tensor_tensor_scan`: a reversed unary `op0` reads src0[i], not r, so
+    // r = square(src0[i]) + src1[i] at every step.
+    let init = tile(2, 1, 224, DType::F32);
+    b.put(&init, &[50.0, 60.0]);
+    let scan = Op::TensorTensorScan {
+        dst: dst.clone(),
+        src0: src,
+        src1,
+        initial: Scalar::Vector(init),
+        op0: AluOp::Square,
+        op1: AluOp::Add,
+        reverse0: true,
+        reverse1: false,
+    };
+    b.ok(Queue::Vector, &scan);
+    assert_bits(
+        &b.get(&dst),
+        &[116.0, 109.0, 100.25, 104.0, 102.25, 100.0625],
+    );
+}
+
+#[test]
 fn scalar_tensor_tensor_with_reversed_operands() {
     let mut b = Bench::new();
     let src = tile(1, 3, 0, DType::F32);
@@ -594,6 +702,65 @@ fn quantize_mx_then_matmul_mx_round_trip_values() {
                         (v as f32).clamp(-448.0, 448.0),
                     );
                     assert_eq!(lanes[(p * 2 + j) * 4 + k], want);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn quantize_mx_non_finite_groups_get_the_positive_nan_code() {
+    let mut b = Bench::new();
+    // A negative quiet NaN built at run time (read from a vector), so that
+    // nothing can fold the sign away before the interpreter sees it.
+    let nan_bits: Vec<u32> = std::hint::black_box([0xffc0_0000, 0x7f80_0000, 0xff80_0000].to_vec());
+    let neg_nan = f32::from_bits(nan_bits[0]);
+    let (pos_inf, neg_inf) = (f32::from_bits(nan_bits[1]), f32::from_bits(nan_bits[2]));
+    assert!(neg_nan.is_nan() && neg_nan.is_sign_negative());
+    // 32 partitions × 8 elements: 4 × 2 groups, all ones but for a −NaN in
+    // group (0, 0), a +inf in group (1, 1) and a −inf in group (3, 0).
+    let src = tile(32, 8, 0, DType::BF16);
+    let mut vals = vec![1.0f32; 256];
+    vals[3 * 8 + 2] = neg_nan;
+    vals[9 * 8 + 5] = pos_inf;
+    vals[30 * 8] = neg_inf;
+    b.put(&src, &vals);
+    // The sign of the NaN survives the bf16 store.
+    assert_eq!(b.get_bits(&tile(32, 8, 0, DType::BF16))[3 * 8 + 2], 0xffc0);
+    let nan_groups = [(0, 0), (1, 1), (3, 0)];
+    for (dt, nan_lanes, one_lanes, one_code) in [
+        // 1.0 in a group of ones: e = 0 − 7, so lanes 2^7 = 128 (0x70 in
+        // e4m3fn, 0x58 in e5m2) and scale code 120; e5m2: e = −14, 2^14.
+        (DType::F8E4M3FNx4, 0x7f7f_7f7fu32, 0x7070_7070u32, 120u32),
+        (DType::F8E5M2x4, 0x7e7e_7e7e, 0x7474_7474, 113),
+    ] {
+        let dst = tile(32, 2, 64, dt);
+        let scale = sb(0, 4, 128, &[(1, 2)], DType::F8E8M0);
+        b.ok(
+            Queue::Vector,
+            &Op::QuantizeMx {
+                dst: dst.clone(),
+                src: src.clone(),
+                dst_scale: scale.clone(),
+            },
+        );
+        let codes = b.get_bits(&scale);
+        let lanes = b.get_bits(&dst);
+        for g in 0..4 {
+            for j in 0..2 {
+                let bad = nan_groups.contains(&(g, j));
+                let (code, word) = if bad {
+                    (255, nan_lanes)
+                } else {
+                    (one_code, one_lanes)
+                };
+                assert_eq!(codes[g * 2 + j], code, "{dt} scale of group ({g}, {j})");
+                for p in 8 * g..8 * g + 8 {
+                    assert_eq!(
+                        lanes[p * 2 + j],
+                        word,
+                        "{dt} lanes of partition {p}, group ({g}, {j})"
+                    );
                 }
             }
         }
