@@ -354,7 +354,10 @@ fn decode_into_bytes(ctx: &mut Ctx<'_>, t: &StringToken<'_>, out: &mut Vec<u8>) 
             if !reported_non_ascii {
                 reported_non_ascii = true;
                 let at = t.body_start + i;
-                let len = body[i..].chars().next().map_or(1, char::len_utf8);
+                let len = body
+                    .get(i..)
+                    .and_then(|rest| rest.chars().next())
+                    .map_or(1, char::len_utf8);
                 ctx.diags.push(
                     Diagnostic::error("E0007", "bytes literals can contain only ASCII characters")
                         .with_primary(
@@ -383,6 +386,14 @@ fn decode_into_bytes(ctx: &mut Ctx<'_>, t: &StringToken<'_>, out: &mut Vec<u8>) 
             continue;
         }
         let e = bytes[i + 1];
+        if e >= 0x80 {
+            // A backslash before a non-ASCII character: keep the backslash
+            // and let the next round report the character, so the scan never
+            // stops inside a multi-byte character.
+            out.push(b'\\');
+            i += 1;
+            continue;
+        }
         if t.raw {
             out.push(b'\\');
             out.push(e);

@@ -655,3 +655,20 @@ fn unparse_keeps_parentheses_where_needed() {
         assert!(!unparse(&module).contains("(((yield)))"));
     }
 }
+
+#[test]
+fn backslash_before_non_ascii_in_bytes_is_one_error_not_a_panic() {
+    for src in [
+        "x = rb\"\\é\"\n",
+        "x = b\"\\é\"\n",
+        "x = b'a\\\u{1F600}b'\n",
+    ] {
+        let (_, diags) = crate::parse(src);
+        assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
+        assert_eq!(diags[0].code, "E0007");
+        let span = diags[0].primary.as_ref().unwrap().span;
+        assert!(
+            src.is_char_boundary(span.start as usize) && src.is_char_boundary(span.end as usize)
+        );
+    }
+}
