@@ -299,3 +299,152 @@ fn dynamic_loops_compute_what_they_say() {
         assert_eq!(out[i], x[i] * 2.0, "dyn_nested element {i}");
     }
 }
+
+/// The SBUF/PSUM byte offsets of every on-chip operand of `program`.
+fn offsets(program: &Program, mem: nkic_isa::Memory) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for s in &program.queues {
+        for inst in &s.insts {
+            for operand in inst.op.operands() {
+                if operand.ap.mem == mem {
+                    out.push((operand.field.to_owned(), operand.ap.offset));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn independent_iterations_get_their_own_buffers() {
+    let (kernel, sources) = common::load("multibuffer");
+    let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    // Eight iterations, two 4 KiB tiles each: all sixteen fit side by side.
+    let mut dsts: Vec<u64> = offsets(&program, nkic_isa::Memory::Sbuf)
+        .into_iter()
+        .filter(|(f, _)| f == "dst")
+        .map(|(_, o)| o)
+        .collect();
+    dsts.sort_unstable();
+    dsts.dedup();
+    assert_eq!(dsts, (0..16).map(|k| k * 4096).collect::<Vec<u64>>());
+}
+
+/// `n` iterations of load → exp → store on `[128, cols]` f32 tiles.
+fn pipeline(n: usize, cols: usize) -> String {
+    let mut t = format!(
+        "kernel \"pipe\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nL0 = affine_range trips={n} @ kernel.py:0..4\nt0 = shared_hbm float32[{rows}, {cols}] \"x\" arg=0 input @ kernel.py:0..4\nt1 = shared_hbm float32[{rows}, {cols}] \"out\" arg=1 output @ kernel.py:0..4\n",
+        rows = 128 * n
+    );
+    for i in 0..n {
+        t += &format!(
+            "t{a} = sbuf float32[128, {cols}] \"in\" iter=[L0={i}] @ kernel.py:40..44\nt{b} = sbuf float32[128, {cols}] \"res\" iter=[L0={i}] @ kernel.py:80..84\n",
+            a = 2 + 2 * i,
+            b = 3 + 2 * i
+        );
+    }
+    for i in 0..n {
+        let (a, b, r0, r1) = (2 + 2 * i, 3 + 2 * i, 128 * i, 128 * i + 128);
+        t += &format!(
+            "op{} = dma_copy dst=t{a}[0:128, 0:{cols}] src=t0[{r0}:{r1}, 0:{cols}] engine=dma iter=[L0={i}] @ kernel.py:120..124\n",
+            3 * i
+        );
+        t += &format!(
+            "op{} = activation dst=t{b}[0:128, 0:{cols}] src=t{a}[0:128, 0:{cols}] func=exp scale=1.0 engine=scalar iter=[L0={i}] @ kernel.py:160..164\n",
+            3 * i + 1
+        );
+        t += &format!(
+            "op{} = dma_copy dst=t1[{r0}:{r1}, 0:{cols}] src=t{b}[0:128, 0:{cols}] engine=dma iter=[L0={i}] @ kernel.py:200..204\n",
+            3 * i + 2
+        );
+    }
+    t
+}
+
+#[test]
+fn tiles_are_reused_when_capacity_is_short() {
+    // Sixteen iterations of two 48 KiB tiles need 1.5 MiB per partition
+    // without reuse; the allocator falls back to fewer buffers, and the
+    // program still computes exp(x) and overlaps iterations.
+    let (kernel, sources) = common::load_text(&pipeline(16, 12288));
+    let opt = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    let seq = compile(
+        &kernel,
+        &sources,
+        &BackendConfig {
+            schedule: Schedule::Sequential,
+        },
+    )
+    .expect("compiles");
+    let mut distinct: Vec<u64> = offsets(&opt, nkic_isa::Memory::Sbuf)
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert!(
+        distinct.len() >= 4,
+        "at least double buffering: {distinct:?}"
+    );
+    assert!(distinct.len() < 32, "some reuse: {distinct:?}");
+    let inputs = common::inputs(&opt, 9);
+    let a = common::simulate(&opt, &inputs);
+    let b = common::simulate(&seq, &inputs);
+    assert_eq!(a.outputs, b.outputs);
+    assert!(
+        2 * a.total_ps < b.total_ps,
+        "{} vs {}",
+        a.total_ps,
+        b.total_ps
+    );
+}
+
+#[test]
+fn psum_tiles_never_straddle_banks() {
+    // Three [128, 384] f32 PSUM tiles (1536 bytes) alive together: each
+    // stays inside one 2 KiB bank.
+    let mut t = String::from(
+        "kernel \"banks\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nt0 = shared_hbm float32[128, 384] \"out\" arg=0 output @ kernel.py:0..4\nt1 = sbuf float32[128, 384] \"acc\" @ kernel.py:0..4\n",
+    );
+    for p in 0..3 {
+        t += &format!(
+            "t{} = psum float32[128, 384] \"p{p}\" @ kernel.py:40..44\n",
+            p + 2
+        );
+    }
+    t += "op0 = memset dst=t1[0:128, 0:384] value=0.0 engine=vector @ kernel.py:80..84\n";
+    for p in 0..3 {
+        t += &format!(
+            "op{} = memset dst=t{}[0:128, 0:384] value=1.0 engine=vector @ kernel.py:80..84\n",
+            p + 1,
+            p + 2
+        );
+    }
+    for p in 0..3 {
+        t += &format!(
+            "op{} = tensor_tensor dst=t1[0:128, 0:384] src0=t1[0:128, 0:384] src1=t{}[0:128, 0:384] op=add engine=vector @ kernel.py:80..84\n",
+            p + 4,
+            p + 2
+        );
+    }
+    t += "op7 = dma_copy dst=t0[0:128, 0:384] src=t1[0:128, 0:384] engine=dma @ kernel.py:80..84\n";
+    let (kernel, sources) = common::load_text(&t);
+    let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    let mut starts: Vec<u64> = offsets(&program, nkic_isa::Memory::Psum)
+        .into_iter()
+        .map(|(_, o)| o)
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    assert_eq!(starts.len(), 3);
+    for s in &starts {
+        assert_eq!(
+            s / 2048,
+            (s + 1536 - 1) / 2048,
+            "PSUM tile at {s} straddles a bank"
+        );
+    }
+    let res = common::simulate(&program, &common::inputs(&program, 1));
+    let out = f32s(res.output("out").expect("out is an output"));
+    assert!(out.iter().all(|&v| v == 3.0));
+}
