@@ -7,14 +7,14 @@
 //! identified with instance 0's (by parameter and return index); every
 //! other storage is its own.
 //!
-//! Not compiled yet (a diagnostic, never a crash): indirect (gather/scatter)
-//! views (E0911). Kernels with dynamic loops, registers or dynamic offsets
+//! Not compiled yet (a diagnostic, never a crash): indirect views other than
+//! row indirection on one side of a `dma_copy` (E0911). Kernels with dynamic loops, registers or dynamic offsets
 //! are marked [`Unit::dynamic`] for the [`dynamic`](crate::dynamic) emitter.
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{
-    ArgKind, Handle, Kernel, LiveRange, Op, SecondaryMap, SrcLoc, Storage, live_ranges,
-    program_order,
+    ArgKind, Handle, Indirection, Kernel, LiveRange, Op, OpKind, SecondaryMap, SrcLoc, Storage,
+    live_ranges, program_order,
 };
 use nkic_isa::Target;
 
@@ -255,7 +255,19 @@ fn check_supported(k: &Kernel, sources: &SourceMap, diags: &mut Vec<Diagnostic>)
         if accesses.iter().any(|a| a.view.dyn_offset.is_some()) {
             dynamic = true;
         }
-        if accesses.iter().any(|a| a.view.indirect.is_some()) {
+        // Row indirection on exactly one side of a `dma_copy` is a gather
+        // or a scatter; every other indirect view is not compiled yet.
+        let gather_or_scatter = match &op.kind {
+            OpKind::DmaCopy { dst, src, .. } => {
+                let rows = |v: &nkic_ir::View| matches!(v.indirect, Some(Indirection::Rows { .. }));
+                rows(dst) != rows(src)
+                    && dst.indirect.iter().chain(src.indirect.iter()).all(
+                        |i| matches!(i, Indirection::Rows { index } if index.indirect.is_none()),
+                    )
+            }
+            _ => false,
+        };
+        if !gather_or_scatter && accesses.iter().any(|a| a.view.indirect.is_some()) {
             let mut d = diag_at(
                 codes::UNSUPPORTED_VIEW,
                 format!(

@@ -18,6 +18,7 @@
 //! * under [`Schedule::Sequential`], every op on its predecessor in source
 //!   order.
 //!
+//! An indirect (gather/scatter) view counts as touching its whole storage.
 //! Runs are compared exactly up to [`RUN_LIMIT`] contiguous runs per
 //! access; beyond that the bounding boxes decide (conservatively).
 
@@ -166,7 +167,15 @@ fn access(
     let id = unit.sid(inst, view.storage);
     let st = &unit.kernels[inst].storages[view.storage];
     let fp = view.footprint_in(st);
-    let (lo, hi) = fp.byte_bounds()?;
+    let (mut lo, mut hi) = fp.byte_bounds()?;
+    // An indirect view may touch any row: the whole storage.
+    let whole = view.indirect.is_some();
+    let mut partitions = fp.partitions.clone();
+    if whole {
+        lo = 0;
+        hi = i64::try_from(st.bytes_per_partition()).unwrap_or(i64::MAX);
+        partitions = 0..st.partitions();
+    }
     let (resource, parts, shift) = match layout.placements[id]? {
         Placement::OnChip { partition, byte } => {
             let resource = if st.buffer == nkic_ir::Buffer::Psum {
@@ -177,7 +186,7 @@ fn access(
             let p = u64::from(partition);
             (
                 resource,
-                (fp.partitions.start + p, fp.partitions.end + p),
+                (partitions.start + p, partitions.end + p),
                 i64::try_from(byte).unwrap_or(i64::MAX),
             )
         }
@@ -187,7 +196,7 @@ fn access(
             i64::try_from(byte).unwrap_or(i64::MAX),
         ),
     };
-    let runs = fp.runs(RUN_LIMIT).map(|rs| {
+    let runs = fp.runs(RUN_LIMIT).filter(|_| !whole).map(|rs| {
         rs.into_iter()
             .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
             .collect()

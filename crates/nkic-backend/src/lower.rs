@@ -10,6 +10,8 @@
 //! * `dge` of a DMA left open becomes `none` (precomputed descriptors: the
 //!   backend only emits static addresses, and `none` has no per-instruction
 //!   overhead);
+//! * a `dma_copy` whose source (destination) has row indirection becomes a
+//!   `dma_gather` (`dma_scatter`) with the index view as its `index`;
 //! * `accumulate` of a matmul left open follows the IR's rule: the op
 //!   accumulates when the latest earlier op writing overlapping bytes of
 //!   the same PSUM tensor is itself a matmul, and overwrites otherwise (the
@@ -164,6 +166,25 @@ fn lower_kind(
             oob,
             priority,
         } => {
+            // Row indirection on one side is a gather (source) or a scatter
+            // (destination); the index view becomes its own operand.
+            if let Some(nkic_ir::Indirection::Rows { index }) = &src.indirect {
+                return Ok(nkic_isa::Op::DmaGather {
+                    dst: dst.lower(cx)?,
+                    src: cx.ap(&src.without_indirection())?,
+                    index: index.lower(cx)?,
+                    oob: *oob,
+                });
+            }
+            if let Some(nkic_ir::Indirection::Rows { index }) = &dst.indirect {
+                return Ok(nkic_isa::Op::DmaScatter {
+                    dst: cx.ap(&dst.without_indirection())?,
+                    src: src.lower(cx)?,
+                    index: index.lower(cx)?,
+                    accumulate: *accumulate,
+                    oob: *oob,
+                });
+            }
             return Ok(nkic_isa::Op::DmaCopy {
                 dst: dst.lower(cx)?,
                 src: src.lower(cx)?,

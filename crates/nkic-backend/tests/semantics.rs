@@ -448,3 +448,30 @@ fn psum_tiles_never_straddle_banks() {
     let out = f32s(res.output("out").expect("out is an output"));
     assert!(out.iter().all(|&v| v == 3.0));
 }
+
+#[test]
+fn gathers_and_scatters_move_the_indexed_rows() {
+    let (program, inputs, res) = run_fixture("gather_scatter");
+    let text = program.to_string();
+    assert!(text.contains("dma_gather") && text.contains("dma_scatter"));
+    let x = input(&inputs, "x");
+    let even = f32s(res.output("even").expect("even is an output"));
+    let inter = f32s(res.output("interleaved").expect("interleaved is an output"));
+    for p in 0..128 {
+        for c in 0..64 {
+            assert_eq!(even[p * 64 + c], x[2 * p * 64 + c], "even row {p}");
+            assert_eq!(
+                inter[2 * p * 64 + c],
+                x[p * 64 + c],
+                "interleaved row {}",
+                2 * p
+            );
+            assert_eq!(
+                inter[(2 * p + 1) * 64 + c],
+                x[(128 + p) * 64 + c],
+                "interleaved row {}",
+                2 * p + 1
+            );
+        }
+    }
+}
