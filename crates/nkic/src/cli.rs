@@ -11,6 +11,7 @@ use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 use crate::emit::Emit;
 use crate::exec::{ExecOptions, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
 use crate::report::{MessageFormat, Reporter};
+use crate::run::{RunOptions, ScheduleArg};
 
 /// nkic compiles NKI-style tile kernels to a Trainium pseudo-ISA and runs
 /// them in a reference interpreter with a cycle model.
@@ -27,8 +28,51 @@ enum Command {
     Check(CheckArgs),
     /// Compile a kernel file and print a stage's dump.
     Compile(CompileArgs),
+    /// Compile a kernel file and run it in the reference interpreter.
+    Run(RunArgs),
     /// Run a `.nkasm` program in the reference interpreter.
     Exec(ExecArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct RunArgs {
+    /// The kernel file (`.py`).
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    #[command(flatten)]
+    kernel: KernelArgs,
+    /// A tensor argument's value: `NAME=PATH.npy`, or `NAME=PATH.npy:DTYPE`
+    /// for raw bits of a dtype NumPy lacks. Without any `--input`, inputs
+    /// are random (see `--seed`) and shapes come from `--arg` or the
+    /// kernel's `# nkic: args` comment.
+    #[arg(long = "input", value_name = "NAME=PATH.npy[:DTYPE]")]
+    inputs: Vec<InputSpec>,
+    /// The seed of random inputs.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Write the i-th returned tensor as `DIR/out<i>.npy` and each kernel
+    /// argument the kernel writes as `DIR/<arg>.npy`.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// How outputs are written.
+    #[arg(long, value_enum, default_value_t = OutDTypeArg::Native)]
+    out_dtype: OutDTypeArg,
+    /// How the run is reported on standard output.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    report: ReportFormat,
+    /// `sequential` runs the strictly sequential program (one instruction at
+    /// a time in source order) for comparison.
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Optimized)]
+    schedule: ScheduleArg,
+    /// How independent queues are interleaved (results never depend on it).
+    #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
+    step_order: StepOrderArg,
+    /// What reading never-written memory does.
+    #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
+    poison: PoisonArg,
+    /// How diagnostics are printed.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    message_format: MessageFormat,
 }
 
 #[derive(clap::Args, Debug)]
@@ -205,8 +249,11 @@ struct CompileArgs {
     #[arg(value_name = "FILE")]
     file: PathBuf,
     /// The stage to stop at and print.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, default_value_t = Emit::Asm)]
     emit: Emit,
+    /// How the program is scheduled (`--emit asm`).
+    #[arg(long, value_enum, default_value_t = ScheduleArg::Optimized)]
+    schedule: ScheduleArg,
     /// Write the dump to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "PATH")]
     output: Option<PathBuf>,
@@ -221,6 +268,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Check(args) => Ok(check(&args)),
         Command::Compile(args) => compile(&args),
+        Command::Run(args) => Ok(run_kernel(&args)),
         Command::Exec(args) => Ok(exec(&args)),
     }
 }
@@ -279,6 +327,58 @@ fn check(args: &CheckArgs) -> ExitCode {
     exit_code(&reporter)
 }
 
+fn run_kernel(args: &RunArgs) -> ExitCode {
+    let mut reporter = Reporter::new(args.message_format);
+    let mut sources = SourceMap::new();
+    let file = match load(&args.file, &mut sources) {
+        Ok(file) => file,
+        Err(diag) => {
+            reporter.emit(&diag, &sources);
+            return exit_code(&reporter);
+        }
+    };
+    let mut kernel = args.kernel.clone();
+    match crate::run::arg_specs_from_inputs(&args.inputs) {
+        Ok(specs) => {
+            for spec in specs {
+                if !kernel.args.iter().any(|a| a.name == spec.name) {
+                    kernel.args.push(spec);
+                }
+            }
+        }
+        Err(diags) => {
+            reporter.emit_all(&diags, &sources);
+            return exit_code(&reporter);
+        }
+    }
+    let Some(result) = front_half(file, &kernel, &mut sources, &mut reporter, true) else {
+        return exit_code(&reporter);
+    };
+    if result.has_errors() {
+        return exit_code(&reporter);
+    }
+    let compiled = match crate::run::compile_kernels(result.kernels, &sources, args.schedule) {
+        Ok(compiled) => compiled,
+        Err(diags) => {
+            reporter.emit_all(&diags, &sources);
+            return exit_code(&reporter);
+        }
+    };
+    let opts = RunOptions {
+        inputs: &args.inputs,
+        seed: args.seed,
+        out_dir: args.out.as_deref(),
+        out_dtype: args.out_dtype,
+        report: args.report,
+        step_order: args.step_order,
+        poison: args.poison,
+    };
+    if let Err(diags) = crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
+        reporter.emit_all(&diags, &sources);
+    }
+    exit_code(&reporter)
+}
+
 fn exec(args: &ExecArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
@@ -320,6 +420,22 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
             reporter.emit_all(&diags, &sources);
             nkic_syntax::dump_ast(&module)
+        }
+        Emit::Asm => {
+            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, true)
+            else {
+                return Ok(exit_code(&reporter));
+            };
+            if result.has_errors() {
+                return Ok(exit_code(&reporter));
+            }
+            match crate::run::compile_kernels(result.kernels, &sources, args.schedule) {
+                Ok(compiled) => nkic_isa::print(&compiled.program),
+                Err(diags) => {
+                    reporter.emit_all(&diags, &sources);
+                    return Ok(exit_code(&reporter));
+                }
+            }
         }
         Emit::Ir => {
             let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, true)

@@ -9,4 +9,6 @@ pub enum Emit {
     Ast,
     /// The tile IR after specialization, one kernel per program instance.
     Ir,
+    /// The pseudo-ISA program (`.nkasm`), after allocation and scheduling.
+    Asm,
 }

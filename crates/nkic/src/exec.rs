@@ -128,42 +128,58 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
             .collect());
     }
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
-    let inputs = read_inputs(&program, opts.inputs, base_dir)?;
-    let config = SimConfig {
-        step_order: match opts.step_order {
+    let inputs = read_inputs(&program, opts.inputs)?;
+    let config = sim_config(opts.step_order, opts.poison);
+    let result = nkic_sim::run(&program, &inputs, &config).map_err(|err| {
+        vec![runtime_fault(
+            &err,
+            &program,
+            Some(file),
+            &locator,
+            base_dir,
+            sources,
+        )]
+    })?;
+    if let Some(dir) = opts.out_dir {
+        let files: Vec<(String, &str)> = result
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (format!("out{i}.npy"), name.as_str()))
+            .collect();
+        write_outputs(&program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+    }
+    print_report(&program, &result, opts.report, None);
+    Ok(())
+}
+
+/// The interpreter's options from the command line.
+pub(crate) fn sim_config(step_order: StepOrderArg, poison: PoisonArg) -> SimConfig {
+    SimConfig {
+        step_order: match step_order {
             StepOrderArg::RoundRobin => StepOrder::RoundRobin,
             StepOrderArg::Reverse => StepOrder::Reverse,
             StepOrderArg::Earliest => StepOrder::Earliest,
         },
-        poison: match opts.poison {
+        poison: match poison {
             PoisonArg::Error => Poison::Error,
             PoisonArg::Nan => Poison::Nan,
             PoisonArg::Zero => Poison::Zero,
         },
         trace: false,
         ..SimConfig::default()
-    };
-    let result = nkic_sim::run(&program, &inputs, &config).map_err(|err| {
-        vec![runtime_fault(
-            &err, &program, file, &locator, base_dir, sources,
-        )]
-    })?;
-    if let Some(dir) = opts.out_dir {
-        write_outputs(&program, &result, dir, opts.out_dtype).map_err(|d| vec![d])?;
     }
-    print_report(&program, &result, opts.report);
-    Ok(())
 }
 
 /// Finds the `.nkasm` line of the `index`-th instruction of a queue, so
 /// verifier and runtime errors point into the program text.
-struct InstructionLocator {
+pub(crate) struct InstructionLocator {
     /// (queue name, spans of its instruction lines in order)
     queues: Vec<(String, Vec<Span>)>,
 }
 
 impl InstructionLocator {
-    fn new(text: &str) -> InstructionLocator {
+    pub(crate) fn new(text: &str) -> InstructionLocator {
         let mut queues: Vec<(String, Vec<Span>)> = Vec::new();
         let mut offset = 0usize;
         for line in text.split_inclusive('\n') {
@@ -195,12 +211,12 @@ impl InstructionLocator {
     }
 }
 
-fn read_inputs(
+/// Reads every `--input` into the program's argument dtypes, and reports
+/// unknown, mistyped and missing inputs.
+pub(crate) fn read_inputs(
     program: &Program,
     specs: &[InputSpec],
-    base_dir: &Path,
 ) -> Result<Inputs, Vec<Diagnostic>> {
-    let _ = base_dir;
     let mut inputs = Inputs::new();
     let mut errors = Vec::new();
     for spec in specs {
@@ -308,10 +324,10 @@ fn read_inputs(
 
 /// A runtime fault as a diagnostic pointing at the kernel source line when
 /// that file can be read, and otherwise at the `.nkasm` instruction.
-fn runtime_fault(
+pub(crate) fn runtime_fault(
     err: &SimError,
     program: &Program,
-    nkasm: FileId,
+    nkasm: Option<FileId>,
     locator: &InstructionLocator,
     base_dir: &Path,
     sources: &mut SourceMap,
@@ -339,10 +355,10 @@ fn runtime_fault(
             span.1,
             format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
         );
-        if let Some(inst) = inst_span {
+        if let (Some(inst), Some(nkasm)) = (inst_span, nkasm) {
             diag = diag.with_secondary(nkasm, inst, "the faulting instruction");
         }
-    } else if let Some(inst) = inst_span {
+    } else if let (Some(inst), Some(nkasm)) = (inst_span, nkasm) {
         diag = diag.with_primary(nkasm, inst, "the faulting instruction");
     }
     diag
@@ -373,11 +389,13 @@ fn source_span(
     Some((file, Span::new(entry.span.start, entry.span.end)))
 }
 
-fn write_outputs(
+/// Writes output `name` of the run to `DIR/<file>` for each `(file, name)`.
+pub(crate) fn write_outputs(
     program: &Program,
     result: &RunResult,
     dir: &Path,
     out: OutDTypeArg,
+    files: &[(String, &str)],
 ) -> Result<(), Diagnostic> {
     std::fs::create_dir_all(dir).map_err(|err| {
         Diagnostic::error(
@@ -392,23 +410,32 @@ fn write_outputs(
         OutDTypeArg::Native => OutDType::Native,
         OutDTypeArg::Float32 => OutDType::Float32,
     };
-    for (i, (name, bytes)) in result.outputs.iter().enumerate() {
-        let Some(tensor) = program
-            .tensor_by_name(name)
-            .and_then(|id| program.tensor(id))
-        else {
+    for (file, name) in files {
+        let (Some(tensor), Some(bytes)) = (
+            program
+                .tensor_by_name(name)
+                .and_then(|id| program.tensor(id)),
+            result.output(name),
+        ) else {
             continue;
         };
-        let file = npy::write(&tensor.shape, tensor.dtype, bytes, out);
-        let path = dir.join(format!("out{i}.npy"));
-        std::fs::write(&path, file).map_err(|err| {
+        let data = npy::write(&tensor.shape, tensor.dtype, bytes, out);
+        let path = dir.join(file);
+        std::fs::write(&path, data).map_err(|err| {
             Diagnostic::error("E9005", format!("cannot write `{}`: {err}", path.display()))
         })?;
     }
     Ok(())
 }
 
-fn print_report(program: &Program, result: &RunResult, format: ReportFormat) {
+/// Prints the run summary; `lower_bound_ns` is the compiled program's
+/// bound (`nkic run`), absent for hand-written programs.
+pub(crate) fn print_report(
+    program: &Program,
+    result: &RunResult,
+    format: ReportFormat,
+    lower_bound_ns: Option<f64>,
+) {
     let ns = |ps: u64| ps as f64 / 1000.0;
     match format {
         ReportFormat::Json => {
@@ -419,7 +446,7 @@ fn print_report(program: &Program, result: &RunResult, format: ReportFormat) {
                     json!({ "busy_ns": ns(q.busy_ps), "instructions": q.instructions }),
                 );
             }
-            let report = json!({
+            let mut report = json!({
                 "target": program.target.name(),
                 "simulated_ns": result.total_ns(),
                 "engines": engines,
@@ -429,6 +456,9 @@ fn print_report(program: &Program, result: &RunResult, format: ReportFormat) {
                 "flops": result.flops,
                 "outputs": result.outputs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
             });
+            if let Some(bound) = lower_bound_ns {
+                report["lower_bound_ns"] = json!(bound);
+            }
             println!("{report}");
         }
         ReportFormat::Human => {
@@ -437,6 +467,17 @@ fn print_report(program: &Program, result: &RunResult, format: ReportFormat) {
                 result.total_ns() / 1000.0,
                 program.target.name()
             );
+            if let Some(bound) = lower_bound_ns {
+                let ratio = if bound > 0.0 {
+                    result.total_ns() / bound
+                } else {
+                    0.0
+                };
+                println!(
+                    "lower bound: {:.3} us (simulated time is {ratio:.2}x the bound)",
+                    bound / 1000.0
+                );
+            }
             println!(
                 "{:<8} {:>12} {:>7} {:>8}",
                 "queue", "busy (ns)", "util", "instrs"

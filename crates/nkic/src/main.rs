@@ -10,6 +10,7 @@ mod emit;
 mod exec;
 mod npy;
 mod report;
+mod run;
 
 use std::process::ExitCode;
 

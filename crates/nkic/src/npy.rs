@@ -148,6 +148,32 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
     })
 }
 
+/// The shape of a `.npy` file and the dtype its NumPy type maps to
+/// (`None` for raw-bit arrays, whose dtype must be named). float64 maps to
+/// float32 and int64/uint64 to their 32-bit types, the widest the machine has.
+pub fn peek(bytes: &[u8]) -> Result<(Vec<u64>, Option<DType>), String> {
+    let file = npyz::NpyFile::new(bytes).map_err(|err| format!("not a valid .npy file: {err}"))?;
+    let shape = file.shape().to_vec();
+    let npyz::DType::Plain(ty) = file.dtype() else {
+        return Err("structured arrays are not supported".into());
+    };
+    let size = ty.num_bytes().unwrap_or(0);
+    let dtype = match (ty.type_char(), size) {
+        (TypeChar::Float, 2) => Some(DType::F16),
+        (TypeChar::Float, 4 | 8) => Some(DType::F32),
+        (TypeChar::Int, 1) => Some(DType::I8),
+        (TypeChar::Int, 2) => Some(DType::I16),
+        (TypeChar::Int, 4 | 8) => Some(DType::I32),
+        (TypeChar::Uint, 1) => Some(DType::U8),
+        (TypeChar::Uint, 2) => Some(DType::U16),
+        (TypeChar::Uint, 4 | 8) => Some(DType::U32),
+        (TypeChar::Bool, 1) => Some(DType::Bool),
+        (TypeChar::RawData, _) => None,
+        _ => return Err(format!("unsupported element type `{ty}`")),
+    };
+    Ok((shape, dtype))
+}
+
 /// Whether a dtype has no NumPy equivalent and so travels as raw bits.
 pub fn needs_raw_bits(dtype: DType) -> bool {
     !matches!(

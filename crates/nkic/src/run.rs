@@ -1,0 +1,230 @@
+//! `nkic run`: compile a kernel file end to end and execute it in the
+//! reference interpreter; `nkic compile --emit asm` shares the compile half.
+
+use std::path::{Path, PathBuf};
+
+use nkic_backend::{BackendConfig, Schedule};
+use nkic_diag::{Diagnostic, FileId, SourceMap};
+use nkic_ir::{ArgKind, Kernel};
+use nkic_isa::{DType, Program, TensorKind, numerics};
+use nkic_sim::Inputs;
+use nkic_specialize::ArgSpec;
+
+use crate::exec::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+
+/// `--schedule`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScheduleArg {
+    /// List scheduling over the dependency graph, engines balanced.
+    Optimized,
+    /// One instruction at a time in source order, for comparison.
+    Sequential,
+}
+
+impl ScheduleArg {
+    pub fn config(self) -> BackendConfig {
+        BackendConfig {
+            schedule: match self {
+                ScheduleArg::Optimized => Schedule::Optimized,
+                ScheduleArg::Sequential => Schedule::Sequential,
+            },
+        }
+    }
+}
+
+/// A compiled kernel: the program and the specialized kernels it came from.
+pub struct Compiled {
+    pub program: Program,
+    pub kernels: Vec<Kernel>,
+}
+
+/// Runs the backend on a specialization result.
+pub fn compile_kernels(
+    kernels: Vec<Kernel>,
+    sources: &SourceMap,
+    schedule: ScheduleArg,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let program = nkic_backend::compile_grid(&kernels, sources, &schedule.config())?;
+    Ok(Compiled { program, kernels })
+}
+
+/// The argument specs `--input` files imply: each file's shape, and its
+/// dtype (the one after the colon, or NumPy's own).
+pub fn arg_specs_from_inputs(inputs: &[InputSpec]) -> Result<Vec<ArgSpec>, Vec<Diagnostic>> {
+    let mut specs = Vec::new();
+    let mut errors = Vec::new();
+    for input in inputs {
+        let bytes = match std::fs::read(&input.path) {
+            Ok(bytes) => bytes,
+            Err(err) => {
+                errors.push(Diagnostic::error(
+                    "E9001",
+                    format!("cannot read `{}`: {err}", input.path.display()),
+                ));
+                continue;
+            }
+        };
+        match crate::npy::peek(&bytes) {
+            Ok((shape, numpy_dtype)) => match input.dtype.or(numpy_dtype) {
+                Some(dtype) => specs.push(ArgSpec {
+                    name: input.name.clone(),
+                    dtype,
+                    shape,
+                }),
+                None => errors.push(
+                    Diagnostic::error(
+                        "E1016",
+                        format!("cannot tell the dtype of `{}`", input.path.display()),
+                    )
+                    .with_help(format!(
+                        "name it after a colon, e.g. `--input {}={}:bfloat16`",
+                        input.name,
+                        input.path.display()
+                    )),
+                ),
+            },
+            Err(message) => errors.push(Diagnostic::error(
+                "E1014",
+                format!(
+                    "cannot use `{}` as `{}`: {message}",
+                    input.path.display(),
+                    input.name
+                ),
+            )),
+        }
+    }
+    if errors.is_empty() {
+        Ok(specs)
+    } else {
+        Err(errors)
+    }
+}
+
+/// Random inputs for every input and inout argument, from a fixed seed:
+/// floats uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
+/// [0, 16), booleans 0 or 1. Packed MX arguments get random codes.
+pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
+    let mut inputs = Inputs::new();
+    let mut rng = SplitMix64(seed);
+    for (_, tensor) in program.args() {
+        if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
+            continue;
+        }
+        let n = tensor.numel() as usize;
+        let mut bytes = Vec::with_capacity(n * tensor.dtype.size() as usize);
+        let dtype = tensor.dtype;
+        if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
+            for _ in 0..n * dtype.size() as usize {
+                bytes.push(rng.next() as u8);
+            }
+        } else if dtype.is_float() {
+            let values: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            numerics::encode(dtype, &values, &mut bytes);
+        } else {
+            for _ in 0..n {
+                let r = rng.next();
+                let v: i64 = match dtype {
+                    DType::Bool => (r & 1) as i64,
+                    d if d.is_signed_int() => (r % 16) as i64 - 8,
+                    _ => (r % 16) as i64,
+                };
+                bytes.extend_from_slice(&v.to_le_bytes()[..dtype.size() as usize]);
+            }
+        }
+        inputs.insert(tensor.name.as_str(), bytes);
+    }
+    inputs
+}
+
+/// The deterministic generator of random inputs (SplitMix64).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1) with 24 random bits, exact in f32.
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Which output file each program output goes to: `out<i>.npy` for the
+/// i-th returned tensor, `<arg>.npy` for each kernel argument the kernel
+/// writes.
+pub fn output_files(kernel: &Kernel, program: &Program) -> Vec<(String, String)> {
+    let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
+    let n_args = kernel.args.len();
+    let mut files = Vec::new();
+    let mut extra = n_args;
+    for (i, ret) in kernel.outputs.iter().enumerate() {
+        let name = match kernel.args.iter().position(|a| a.storage == *ret) {
+            Some(j) => args.get(j).copied(),
+            None => {
+                extra += 1;
+                args.get(extra - 1).copied()
+            }
+        };
+        if let Some(name) = name {
+            files.push((format!("out{i}.npy"), name.to_owned()));
+        }
+    }
+    for (j, arg) in kernel.args.iter().enumerate() {
+        if matches!(arg.kind, ArgKind::Output | ArgKind::InOut)
+            && let Some(name) = args.get(j)
+        {
+            files.push((format!("{name}.npy"), (*name).to_owned()));
+        }
+    }
+    files
+}
+
+pub struct RunOptions<'a> {
+    pub inputs: &'a [InputSpec],
+    pub seed: u64,
+    pub out_dir: Option<&'a Path>,
+    pub out_dtype: OutDTypeArg,
+    pub report: ReportFormat,
+    pub step_order: StepOrderArg,
+    pub poison: PoisonArg,
+}
+
+/// Executes a compiled kernel and reports.
+pub fn run_compiled(
+    compiled: &Compiled,
+    opts: &RunOptions<'_>,
+    file: FileId,
+    sources: &mut SourceMap,
+) -> Result<(), Vec<Diagnostic>> {
+    let program = &compiled.program;
+    let inputs = if opts.inputs.is_empty() {
+        random_inputs(program, opts.seed)
+    } else {
+        exec::read_inputs(program, opts.inputs)?
+    };
+    let config = exec::sim_config(opts.step_order, opts.poison);
+    let base_dir: PathBuf = sources
+        .get(file)
+        .and_then(|f| Path::new(f.name()).parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    let result = nkic_sim::run(program, &inputs, &config).map_err(|err| {
+        let locator = exec::InstructionLocator::new("");
+        vec![exec::runtime_fault(
+            &err, program, None, &locator, &base_dir, sources,
+        )]
+    })?;
+    if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
+        let files = output_files(kernel, program);
+        let files: Vec<(String, &str)> =
+            files.iter().map(|(f, n)| (f.clone(), n.as_str())).collect();
+        exec::write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+    }
+    let bound = nkic_backend::lower_bound(program);
+    exec::print_report(program, &result, opts.report, Some(bound.ns));
+    Ok(())
+}
