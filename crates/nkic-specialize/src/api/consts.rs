@@ -318,6 +318,16 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
             }
             _ => None,
         },
+        // NumPy operator functions double as ALU operators and activation
+        // functions in legacy kernels (`op=np.add`, `op=np.exp`).
+        Namespace::Numpy => {
+            let attr = if attr == "absolute" { "abs" } else { attr };
+            op_constant(attr).map(|name| {
+                table::find(name)
+                    .map(Value::Api)
+                    .unwrap_or_else(|| Value::Ext(std::rc::Rc::new(OpValue { name })))
+            })
+        }
         Namespace::Sub("nl.tile_size") => tile_size(ctx.target(), attr).map(Value::Int),
         Namespace::Sub(name) => {
             let enum_name = name.strip_prefix("nisa.")?;

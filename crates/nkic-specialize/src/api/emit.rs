@@ -80,20 +80,62 @@ pub fn dst_or_new(
     if !b.is_value_form() {
         return Ok((b.tensor(ctx, "dst")?, false));
     }
-    if let Some(m) = b.legacy_mask() {
-        return Err(ctx
-            .error(
-                codes::LEGACY,
-                "`mask=` predicates are not supported yet",
-                m.span,
-                "mask",
-            )
-            .with_help("slice the operands to the valid region instead (e.g. `t[0:n, 0:m]`)"));
-    }
     let dtype = b.legacy_dtype(ctx)?.unwrap_or(dtype);
-    let name = ctx.fresh_name(&format!("{}_", short_name(b.def.name)));
-    let t = super::tensor::alloc(ctx, shape, dtype, buffer, &name, span, span)?;
-    Ok((Rc::new(t), true))
+    let prefix = format!("{}_", short_name(b.def.name));
+    Ok((
+        new_result(ctx, b, &prefix, shape, dtype, buffer, span)?,
+        true,
+    ))
+}
+
+/// A fresh result tile of a call. Under a legacy `mask=` the tile has the
+/// mask's full grid shape and the returned view is its masked part; the
+/// full tile is what the call evaluates to ([`finish`], or
+/// [`masked_result`] for functions that build their result themselves).
+pub fn new_result(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    prefix: &str,
+    shape: &[u64],
+    dtype: DType,
+    buffer: Buffer,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let name = ctx.fresh_name(prefix);
+    let Some(mask) = &b.mask else {
+        let t = super::tensor::alloc(ctx, shape, dtype, buffer, &name, span, span)?;
+        return Ok(Rc::new(t));
+    };
+    // Grow the masked axes back to the grid's sizes.
+    let mut full_shape = shape.to_vec();
+    for (axis, &(lo, hi)) in mask.ranges.iter().enumerate() {
+        if let Some(s) = full_shape.get_mut(axis)
+            && *s == hi - lo
+        {
+            *s = mask.grid[axis];
+        }
+    }
+    let full = Rc::new(super::tensor::alloc(
+        ctx,
+        &full_shape,
+        dtype,
+        buffer,
+        &name,
+        span,
+        span,
+    )?);
+    let part = super::mask::apply(&full, mask).map_or_else(|| full.clone(), Rc::new);
+    *mask.full_result.borrow_mut() = Some(full);
+    Ok(part)
+}
+
+/// The value a call with a result tile evaluates to: the full tile under
+/// a mask, else `t`.
+pub fn masked_result(b: &Bound, t: &Rc<Tensor>) -> Rc<Tensor> {
+    b.mask
+        .as_ref()
+        .and_then(|m| m.full_result.borrow().clone())
+        .unwrap_or_else(|| t.clone())
 }
 
 /// `tensor_copy` from `nisa.tensor_copy`.
@@ -113,7 +155,7 @@ pub fn finish(
 ) -> Result<Value, Diagnostic> {
     let h = push(ctx, b, kind, engine, span)?;
     Ok(match result {
-        Some(t) if b.is_value_form() => Value::Tensor(t.clone()),
+        Some(t) if b.is_value_form() => Value::Tensor(masked_result(b, t)),
         _ => Value::Ext(Rc::new(Instruction { op: h })),
     })
 }

@@ -72,7 +72,7 @@ pub const DEFS: &[ApiDef] = &[
             "Inputs are fp8 (e4m3, e5m2; e4m3fn on trn3), bf16, fp16, tf32 or fp32; fp32/tf32 only with each other; e4m3 and e4m3fn are not mixed.",
             "`dst` is fp32 (or bf16 on trn3); with `is_transpose` it may have `stationary`'s dtype.",
             "`perf_mode=double_row` takes fp8 inputs shaped `[P, 2, M]` / `[P, 2, N]`, not with `is_transpose` or PE tiles.",
-            "`tile_position` and `tile_size` go together: sizes 32, 64 or 128, starts multiples of the size below 128, K ≤ rows and M ≤ columns; inputs start on partition `row`, `dst` on partition `col`.",
+            "`tile_position` and `tile_size` go together: sizes 32, 64 or 128, starts multiples of the size below 128, K ≤ rows and M ≤ columns; manually placed inputs start on partition `row` and `dst` on partition `col` (otherwise the backend places them so).",
         ],
         run: nc_matmul,
     },
@@ -835,8 +835,13 @@ fn matmul_checks(
                     "does not fit the PE tile",
                 ));
             }
-            if check::start_partition(ctx, s) != u64::from(row)
-                || check::start_partition(ctx, dst) != u64::from(col)
+            // Only a manual placement fixes the partitions here; otherwise
+            // the backend places the tiles on the PE tile's rows and columns.
+            let manual = |t: &Tensor| ctx.storage(t.storage()).address.is_some();
+            let placed = manual(s) || manual(dst);
+            if placed
+                && (check::start_partition(ctx, s) != u64::from(row)
+                    || check::start_partition(ctx, dst) != u64::from(col))
             {
                 return Err(ctx.error(
                     codes::PARTITION_START,
@@ -879,14 +884,6 @@ fn nc_matmul(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
         moving_span: b.span_of("moving"),
     };
     if b.is_value_form() {
-        if let Some(m) = b.legacy_mask() {
-            return Err(ctx.error(
-                codes::LEGACY,
-                "`mask=` predicates are not supported yet",
-                m.span,
-                "mask",
-            ));
-        }
         // Recorded where the result is first used (module doc).
         return Ok(Value::Ext(Rc::new(pending)));
     }

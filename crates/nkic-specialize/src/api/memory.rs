@@ -87,6 +87,7 @@ pub const DEFS: &[ApiDef] = &[
             req("src", Kind::Tensor),
             opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
             opt("name", Kind::Str, "None"),
+            opt("dtype", Kind::DType, "None"),
         ],
         engines: COPY_ENGINES,
         since: Target::Trn2,
@@ -97,6 +98,7 @@ pub const DEFS: &[ApiDef] = &[
             "Equal partition counts and equal free sizes.",
             "GpSimd cannot access PSUM.",
             "The free size is within the engine limit (64K elements in SBUF, 4K in PSUM).",
+            "`dtype` is the result dtype of the value form; with `dst` it is ignored (the copy converts to `dst`'s dtype).",
         ],
         run: tensor_copy,
     },
@@ -610,7 +612,16 @@ fn copy_checks(
 fn tensor_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
     let engine = emit::engine(ctx, b)?;
-    let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+    let dtype = b.dtype(ctx, "dtype")?;
+    let (dst, _) = emit::dst_or_new(
+        ctx,
+        b,
+        &src.shape,
+        dtype.unwrap_or(src.dtype()),
+        Buffer::Sbuf,
+        span,
+    )?;
+    // With `dst` given, `dst`'s dtype is the result and `dtype` is ignored.
     copy_checks(
         ctx,
         (&dst, b.span_of("dst")),
@@ -833,16 +844,6 @@ fn legacy_iota(
 
 fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
-    if let Some(m) = b.get("mask") {
-        return Err(ctx
-            .error(
-                codes::LEGACY,
-                "`mask=` predicates are not supported yet",
-                m.span,
-                "mask",
-            )
-            .with_help("slice `src` to the valid region instead"));
-    }
     if !src.buffer.is_hbm() {
         return Err(ctx
             .error(
@@ -859,34 +860,15 @@ fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         src.shape.clone()
     };
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(src.dtype());
-    let name = ctx.fresh_name("load_");
-    let tile = super::tensor::alloc(
-        ctx,
-        &shape,
-        dtype,
-        Buffer::Sbuf,
-        &name,
-        b.span_of("src"),
-        span,
-    )?;
+    let tile = emit::new_result(ctx, b, "load_", &shape, dtype, Buffer::Sbuf, span)?;
     let kind = dma_kind(&tile.view, &src.view, None, OobMode::Error, None);
     emit::push(ctx, b, kind, None, span)?;
-    Ok(Value::tensor(tile))
+    Ok(Value::Tensor(emit::masked_result(b, &tile)))
 }
 
 fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let dst = b.tensor(ctx, "dst")?;
     let value = b.tensor(ctx, "value")?;
-    if let Some(m) = b.get("mask") {
-        return Err(ctx
-            .error(
-                codes::LEGACY,
-                "`mask=` predicates are not supported yet",
-                m.span,
-                "mask",
-            )
-            .with_help("slice `dst` and `value` to the valid region instead"));
-    }
     if !dst.buffer.is_hbm() {
         return Err(ctx.error(
             codes::BUFFER,

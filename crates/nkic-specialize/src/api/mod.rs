@@ -85,6 +85,7 @@ pub mod consts;
 pub mod emit;
 pub mod isa_compute;
 pub mod isa_core;
+pub mod mask;
 pub mod memory;
 pub mod nl_core;
 pub mod nl_math;

@@ -228,7 +228,8 @@ pub fn reference_markdown() -> String {
         "<!-- Regenerate with `NKIC_BLESS=1 cargo test -p nkic-specialize reference_doc`. -->\n\n",
     );
     out.push_str("Every function below is checked at compile time against the rules listed under it; a violation is a diagnostic with the code shown in the table at the end.\n");
-    out.push_str("ISA functions marked \"value form\" also accept the legacy call without `dst` (they then return a new tile, and take `dtype=` and `mask=`).\n\n");
+    out.push_str("ISA functions marked \"value form\" also accept the legacy call without `dst` (they then return a new tile, and take `dtype=`).\n");
+    out.push_str("Every function accepts the legacy `mask=` predicate, a rectangle over the tile's index grid that restricts the operands (triangular masks are reported).\n\n");
     for d in all() {
         let doc = doc_of(d);
         out.push_str(&format!("### `{}`\n\n", d.name));
@@ -265,6 +266,8 @@ pub struct Bound {
     /// The arguments given, by parameter name.
     args: Vec<(&'static str, Arg)>,
     value_form: bool,
+    /// The legacy `mask=` rectangle; tensor arguments are already sliced.
+    pub mask: Option<super::mask::Mask>,
     /// The whole call.
     pub span: Span,
 }
@@ -295,6 +298,18 @@ fn legacy_params(def: &ApiDef) -> Vec<Param> {
 
 /// Binds `args` to `def` (module doc: two call forms).
 pub fn bind(
+    ctx: &Ctx<'_>,
+    def: &'static ApiDef,
+    mut args: CallArgs,
+    span: Span,
+) -> Result<Bound, Diagnostic> {
+    let mask = super::mask::take(ctx, &mut args)?;
+    let mut b = bind_forms(ctx, def, args, span)?;
+    b.mask = mask;
+    Ok(b)
+}
+
+fn bind_forms(
     ctx: &Ctx<'_>,
     def: &'static ApiDef,
     args: CallArgs,
@@ -380,6 +395,7 @@ fn bind_params(
         def,
         args,
         value_form,
+        mask: None,
         span,
     })
 }
@@ -399,14 +415,6 @@ impl Bound {
             None => Ok(None),
             Some(a) => dtype_of(ctx, a).map(Some),
         }
-    }
-
-    /// The legacy `mask=` keyword of the value form.
-    pub fn legacy_mask(&self) -> Option<&Arg> {
-        if !self.value_form {
-            return None;
-        }
-        self.get("mask")
     }
 
     /// A legacy-only argument of the value form (`shape` of `memset`).

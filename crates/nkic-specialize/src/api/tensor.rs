@@ -678,7 +678,10 @@ pub fn subscript(
         Value::Tuple(items) => items.to_vec(),
         k => vec![k.clone()],
     };
-    if items.iter().any(|v| matches!(v, Value::Index(_))) {
+    if items
+        .iter()
+        .any(|v| matches!(v, Value::Index(_) | Value::Tensor(_)))
+    {
         return grid_subscript(ctx, t, &items, span).map(Value::tensor);
     }
     let ndim = t.shape.len();
@@ -975,13 +978,97 @@ fn grid_subscript(
             "index every dim",
         ));
     }
+    // A tensor on dim 0 of an HBM tensor gathers rows at run time
+    // (legacy indirect load/store): it acts as `nl.arange(P)[:, None]`
+    // whose rows are replaced by the index values.
+    let mut index_tile = None;
+    let mut items = items.to_vec();
+    if let Some(Value::Tensor(idx)) = items.first().cloned() {
+        if t.buffer.is_on_chip() {
+            return Err(ctx.error(
+                codes::BUFFER,
+                format!(
+                    "run-time row indices select rows of HBM tensors, found {}",
+                    check::describe(t)
+                ),
+                span,
+                "not HBM",
+            ));
+        }
+        if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "a row index must be an SBUF (P, 1) int tensor, found {}",
+                    check::describe(&idx)
+                ),
+                span,
+                "bad index tensor",
+            ));
+        }
+        check::partition_count(ctx, &idx, span, "the row index")?;
+        items[0] = Value::Index(Rc::new(IndexExpr {
+            ndim: 2,
+            constant: 0,
+            terms: vec![crate::value::IndexTerm {
+                axis: 0,
+                size: check::partitions(&idx),
+                coef: 1,
+            }],
+        }));
+        index_tile = Some(idx);
+    }
+    let base = items
+        .iter()
+        .filter_map(|v| match v {
+            Value::Index(e) => Some(e.ndim),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let n_slices = items
+        .iter()
+        .filter(|v| matches!(v, Value::Slice(_)))
+        .count() as u8;
+    let total = base + n_slices;
+    let mut next_axis = base;
     let exprs: Vec<IndexExpr> = items
         .iter()
-        .map(|v| match v {
-            Value::Index(e) => Ok((**e).clone()),
+        .enumerate()
+        .map(|(dim, v)| match v {
+            Value::Index(e) => Ok(IndexExpr {
+                ndim: total,
+                ..e.aligned(base)
+            }),
+            Value::Slice(_) => {
+                let Item::Range {
+                    start, count, step, ..
+                } = normalize_item(ctx, t, dim, Some(v), span)?
+                else {
+                    return Err(ctx.error(codes::INDEX, "bad slice", span, "here"));
+                };
+                let axis = next_axis;
+                next_axis += 1;
+                Ok(IndexExpr {
+                    ndim: total,
+                    constant: start as i64,
+                    terms: vec![crate::value::IndexTerm {
+                        axis,
+                        size: count,
+                        coef: step as i64,
+                    }],
+                })
+            }
+            Value::Tensor(_) => Err(ctx.error(
+                codes::LEGACY,
+                "only the first index may be a tensor of row indices",
+                span,
+                "tensor index",
+            )),
             _ => match v.as_int() {
                 Some(c) if !matches!(v, Value::Bool(_)) => Ok(IndexExpr {
-                    ndim: 0,
+                    ndim: total,
                     constant: c,
                     terms: Vec::new(),
                 }),
@@ -992,12 +1079,12 @@ fn grid_subscript(
                         v.type_name()
                     ),
                     span,
-                    "use grids or ints only",
+                    "use grids, slices or ints",
                 )),
             },
         })
         .collect::<Result<_, _>>()?;
-    let g = exprs.iter().map(|e| e.ndim).max().unwrap_or(0).max(1);
+    let g = total;
     let mut grid = vec![1u64; usize::from(g)];
     let mut strides = vec![0i64; usize::from(g)];
     let mut offset = t.view.offset;
@@ -1070,10 +1157,14 @@ fn grid_subscript(
         }
     }
     let shape = dims.iter().map(|d| d.count).collect();
+    let indirect = index_tile.map(|idx| Indirection::Rows {
+        index: Box::new(idx.view.clone()),
+    });
     Ok(Tensor {
         view: View {
             offset,
             dims,
+            indirect,
             ..t.view.clone()
         },
         shape,

@@ -4,8 +4,9 @@ import nki.language as nl
 import nki.isa as nisa
 
 
-# nkic: args x=float32[128,64]
+# nkic: args x=float32[128,128]
 @nki.jit
 def k(x):
     i_p = nl.arange(128)[:, None]
-    t = nl.load(x, mask=(i_p < 64))
+    i_f = nl.arange(128)[None, :]
+    t = nl.load(x[i_p, i_f], mask=(i_f - i_p < 0))

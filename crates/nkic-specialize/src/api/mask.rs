@@ -1,0 +1,180 @@
+//! Legacy `mask=` predicates (language.md §10): a conjunction of
+//! comparisons of index-grid expressions with constants, such as
+//! `(i_p < 64) & (i_f < 256)`, that shrinks an instruction to a
+//! rectangular part of its tile.
+//!
+//! nkic applies a mask at compile time by slicing the operands: the mask's
+//! grid axes are the dims of the instruction's tiles (axis 0 the partition
+//! dim), every tensor argument whose shape is the grid shape is sliced to
+//! the kept ranges, a `(P, 1)` operand is sliced on its partition dim, and
+//! a result tile created by the call keeps the full grid shape with only
+//! the kept part written. Clauses over two grid axes at once (triangular
+//! masks) are reported (E0519): they are not rectangles.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+
+use super::codes;
+use crate::args::{Arg, CallArgs};
+use crate::ctx::Ctx;
+use crate::value::{IndexPred, PredOp, Tensor, Value};
+
+/// The rectangle a mask keeps: per grid axis, `[lo, hi)` of `size`.
+#[derive(Clone, Debug)]
+pub struct Mask {
+    pub ranges: Vec<(u64, u64)>,
+    pub grid: Vec<u64>,
+    pub span: Span,
+    /// The full-size result tile of a value-form call (set by
+    /// [`super::emit::new_result`]), returned instead of the sliced view.
+    pub full_result: RefCell<Option<Rc<Tensor>>>,
+}
+
+/// Removes the `mask=` keyword from `args` and, when it is a predicate,
+/// slices the tensor arguments to it.
+pub fn take(ctx: &Ctx<'_>, args: &mut CallArgs) -> Result<Option<Mask>, Diagnostic> {
+    let Some(arg) = args.take_keyword("mask") else {
+        return Ok(None);
+    };
+    let pred = match &arg.value {
+        Value::None => return Ok(None),
+        Value::IndexPred(p) => p.clone(),
+        Value::Bool(true) => return Ok(None),
+        v => {
+            return Err(ctx.error(
+                codes::LEGACY,
+                format!(
+                    "`mask=` takes a predicate over index grids such as `(i_p < 64) & (i_f < 256)`, found a {}",
+                    v.type_name()
+                ),
+                arg.span,
+                "not a mask",
+            ));
+        }
+    };
+    let mask = rectangle(ctx, &pred, &arg)?;
+    for a in args.positional.iter_mut() {
+        a.value = slice_value(ctx, &a.value, &mask, a.span)?;
+    }
+    for (_, a) in args.keywords.iter_mut() {
+        a.value = slice_value(ctx, &a.value, &mask, a.span)?;
+    }
+    Ok(Some(mask))
+}
+
+fn rectangle(ctx: &Ctx<'_>, pred: &IndexPred, arg: &Arg) -> Result<Mask, Diagnostic> {
+    let ndim = pred
+        .clauses
+        .iter()
+        .map(|(e, _)| e.ndim)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut grid = vec![1u64; usize::from(ndim)];
+    for (e, _) in &pred.clauses {
+        let e = e.aligned(ndim);
+        for t in &e.terms {
+            let g = &mut grid[usize::from(t.axis)];
+            *g = (*g).max(t.size);
+        }
+    }
+    let mut ranges: Vec<(u64, u64)> = grid.iter().map(|&s| (0, s)).collect();
+    for (e, op) in &pred.clauses {
+        let e = e.aligned(ndim);
+        let terms: Vec<_> = e.terms.iter().filter(|t| t.size > 1).collect();
+        let [term] = terms[..] else {
+            return Err(ctx.error(
+                codes::LEGACY,
+                "a mask clause must compare one index grid with a constant; clauses over several grids (triangular masks) are not supported",
+                arg.span,
+                "not a rectangle",
+            )
+            .with_help("use `nisa.affine_select` for triangular masks"));
+        };
+        let holds = |i: u64| {
+            let v = e.constant + term.coef * i as i64;
+            match op {
+                PredOp::Lt => v < 0,
+                PredOp::Le => v <= 0,
+                PredOp::Gt => v > 0,
+                PredOp::Ge => v >= 0,
+                PredOp::Eq => v == 0,
+                PredOp::Ne => v != 0,
+            }
+        };
+        let kept: Vec<u64> = (0..term.size).filter(|&i| holds(i)).collect();
+        let (lo, hi) = match (kept.first(), kept.last()) {
+            (Some(&a), Some(&b)) if (b - a + 1) as usize == kept.len() => (a, b + 1),
+            (None, _) | (_, None) => (0, 0),
+            _ => {
+                return Err(ctx.error(
+                    codes::LEGACY,
+                    "this mask keeps a non-contiguous set of indices",
+                    arg.span,
+                    "not a rectangle",
+                ));
+            }
+        };
+        let r = &mut ranges[usize::from(term.axis)];
+        *r = (r.0.max(lo), r.1.min(hi));
+    }
+    if ranges.iter().any(|&(lo, hi)| lo >= hi) {
+        return Err(ctx.error(
+            codes::LEGACY,
+            "this mask keeps no element at all",
+            arg.span,
+            "empty mask",
+        ));
+    }
+    Ok(Mask {
+        ranges,
+        grid,
+        span: arg.span,
+        full_result: RefCell::new(None),
+    })
+}
+
+/// Slices a tensor argument to the mask's rectangle.
+fn slice_value(ctx: &Ctx<'_>, v: &Value, mask: &Mask, span: Span) -> Result<Value, Diagnostic> {
+    let Value::Tensor(t) = v else {
+        return Ok(v.clone());
+    };
+    match apply(t, mask) {
+        Some(s) => Ok(Value::tensor(s)),
+        None => Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "the mask covers a grid of shape {:?} but this operand has shape {:?}",
+                mask.grid, t.shape
+            ),
+            span,
+            "does not match the mask grid",
+        )),
+    }
+}
+
+/// `t` restricted to the mask: every restricted axis of the grid is
+/// sliced where `t` has the grid's size and left alone where `t` has size
+/// 1 (a broadcast operand); any other size gives `None`.
+pub fn apply(t: &Tensor, mask: &Mask) -> Option<Tensor> {
+    let mut view = t.view.clone();
+    for (axis, &(lo, hi)) in mask.ranges.iter().enumerate() {
+        let full = mask.grid[axis];
+        if lo == 0 && hi == full {
+            continue;
+        }
+        match t.shape.get(axis) {
+            Some(&s) if s == full => view = view.slice(axis, lo, hi, 1)?,
+            Some(1) => {}
+            _ => return None,
+        }
+    }
+    let shape = view.dims.iter().map(|d| d.count).collect();
+    Some(Tensor {
+        view,
+        shape,
+        buffer: t.buffer,
+    })
+}
