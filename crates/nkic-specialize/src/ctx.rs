@@ -106,6 +106,9 @@ pub struct Ctx<'a> {
     /// scope, not the class scope).
     pub(crate) in_class_body: bool,
     pub(crate) bases: Bases,
+    /// Interned keyword names.
+    pub(crate) names:
+        std::collections::HashSet<Rc<str>, std::hash::BuildHasherDefault<crate::value::NameHasher>>,
     /// Loaded user modules by resolved path.
     pub(crate) module_paths: HashMap<String, ModuleId>,
     pub(crate) prints: Vec<Print>,
@@ -299,6 +302,7 @@ impl<'a> Ctx<'a> {
             in_class_body: false,
             bases: Bases::new(),
             module_paths: HashMap::new(),
+            names: Default::default(),
             prints: Vec::new(),
             warnings: Vec::new(),
             extra_errors: Vec::new(),

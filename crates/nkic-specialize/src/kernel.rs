@@ -122,7 +122,12 @@ pub fn specialize(
         let mut ctx = Ctx::new(sources, loader, &config, &name, index, program_id);
         let res = run_instance(&mut ctx, file, &name, def_span);
         result.prints.append(&mut ctx.prints);
-        result.diagnostics.append(&mut ctx.warnings);
+        // Each program instance repeats the same warnings: keep one.
+        for w in std::mem::take(&mut ctx.warnings) {
+            if !result.diagnostics.contains(&w) {
+                result.diagnostics.push(w);
+            }
+        }
         if let Some(f) = ctx.facts.take() {
             result.facts.merge(f);
         }

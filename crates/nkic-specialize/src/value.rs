@@ -393,11 +393,40 @@ pub struct ModuleValue {
     pub globals: Rc<Scope>,
 }
 
+/// FNV-1a: a fast hash for the short variable names of scopes. Scopes
+/// are never iterated into outputs unsorted, so the hash order does not
+/// matter.
+#[derive(Clone, Copy, Debug)]
+pub struct NameHasher(u64);
+
+impl Default for NameHasher {
+    fn default() -> Self {
+        NameHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for NameHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// The variables of one scope.
+pub type Vars =
+    std::collections::HashMap<Rc<str>, Value, std::hash::BuildHasherDefault<NameHasher>>;
+
 /// A variable scope: a function call's locals, a comprehension's, or a
 /// module's globals. `parent` is the lexically enclosing function scope.
 #[derive(Debug, Default)]
 pub struct Scope {
-    pub vars: RefCell<std::collections::HashMap<Rc<str>, Value>>,
+    pub vars: RefCell<Vars>,
     pub parent: Option<Rc<Scope>>,
 }
 

@@ -253,6 +253,17 @@ impl Ctx<'_> {
         }
     }
 
+    /// A shared `Rc<str>` for a keyword name, so calls in unrolled loops do
+    /// not allocate their keywords again.
+    pub(crate) fn intern(&mut self, name: &str) -> Rc<str> {
+        if let Some(k) = self.names.get(name) {
+            return k.clone();
+        }
+        let k: Rc<str> = Rc::from(name);
+        self.names.insert(k.clone());
+        k
+    }
+
     /// Records a hover fact when the table is on.
     pub(crate) fn record_fact(&mut self, span: Span, v: &Value) {
         if let Some(facts) = &mut self.facts {
@@ -284,8 +295,8 @@ impl Ctx<'_> {
                 }
                 ArgKind::Keyword(name, e) => {
                     let v = self.eval(e)?;
-                    out.keywords
-                        .push((Rc::from(name.name.as_str()), Arg::new(v, e.span)));
+                    let key = self.intern(&name.name);
+                    out.keywords.push((key, Arg::new(v, e.span)));
                 }
                 ArgKind::Star(e) => {
                     let v = self.eval(e)?;
