@@ -1,0 +1,190 @@
+//! End-to-end tests of the `nkic` command line: exit codes, diagnostics in
+//! both formats, and `nkic run` on a bundled kernel against its NumPy
+//! reference.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the nkic crate lives at <root>/crates/nkic")
+        .to_path_buf()
+}
+
+fn nkic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nkic"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the nkic binary runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nkic-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The f32 payload of a `.npy` file written by NumPy or nkic (C order,
+/// little-endian `<f4`).
+fn read_f32_npy(path: &Path) -> (Vec<u64>, Vec<f32>) {
+    let bytes = std::fs::read(path).expect("npy file");
+    assert_eq!(&bytes[..6], b"\x93NUMPY");
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("ascii header");
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    let shape_text = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("shape");
+    let shape: Vec<u64> = shape_text
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    let data = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (shape, data)
+}
+
+#[test]
+fn run_tensor_add_matches_numpy_in_both_schedules() {
+    let data = root().join("kernels/data/tensor_add");
+    let a = format!("a={}", data.join("a.npy").display());
+    let b = format!("b={}", data.join("b.npy").display());
+    let (_, expected) = read_f32_npy(&data.join("out0.npy"));
+    for schedule in ["optimized", "sequential"] {
+        let out = temp_dir(schedule);
+        let res = nkic(&[
+            "run",
+            "kernels/tensor_add.py",
+            "--input",
+            &a,
+            "--input",
+            &b,
+            "--schedule",
+            schedule,
+            "--report",
+            "json",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            res.status.success(),
+            "{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&res.stdout).expect("one JSON object");
+        for field in [
+            "simulated_ns",
+            "lower_bound_ns",
+            "hbm_bytes_read",
+            "hbm_bytes_written",
+            "flops",
+        ] {
+            assert!(report[field].is_number(), "missing {field}: {report}");
+        }
+        assert_eq!(report["hbm_bytes_read"], 2 * 256 * 512 * 4);
+        assert_eq!(report["hbm_bytes_written"], 256 * 512 * 4);
+        assert!(
+            report["simulated_ns"].as_f64().unwrap() >= report["lower_bound_ns"].as_f64().unwrap()
+        );
+        let (shape, got) = read_f32_npy(&out.join("out0.npy"));
+        assert_eq!(shape, vec![256, 512]);
+        assert_eq!(got, expected, "schedule {schedule}");
+    }
+}
+
+#[test]
+fn syntax_errors_exit_1_with_spans_in_both_formats() {
+    let dir = temp_dir("syntax");
+    let file = dir.join("bad.py");
+    std::fs::write(&file, "def k(a):\n    x = \n    if x\n        pass\n").unwrap();
+    let path = file.to_str().unwrap();
+    let human = nkic(&["check", path]);
+    assert_eq!(human.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&human.stderr);
+    assert!(text.contains("bad.py:2:"), "{text}");
+    assert!(text.contains("2 errors emitted"), "{text}");
+    let json = nkic(&["check", path, "--message-format", "json"]);
+    assert_eq!(json.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&json.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["severity"], "error");
+    assert_eq!(lines[0]["line"], 2);
+    assert_eq!(lines[1]["line"], 3);
+    for l in &lines {
+        for field in [
+            "code",
+            "message",
+            "file",
+            "column",
+            "end_line",
+            "end_column",
+            "labels",
+            "notes",
+        ] {
+            assert!(!l[field].is_null(), "missing {field}: {l}");
+        }
+    }
+}
+
+#[test]
+fn bad_command_lines_and_missing_files() {
+    assert_eq!(nkic(&["frobnicate"]).status.code(), Some(2));
+    let missing = nkic(&["check", "no/such/kernel.py"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("E9001"));
+    for cmd in ["check", "compile", "run", "exec"] {
+        let help = nkic(&[cmd, "--help"]);
+        assert!(help.status.success(), "{cmd} --help");
+        assert!(
+            String::from_utf8_lossy(&help.stdout).contains("Usage: nkic"),
+            "{cmd}"
+        );
+    }
+    let version = nkic(&["--version"]);
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("nkic {}", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn compile_emits_a_program_that_exec_runs() {
+    let dir = temp_dir("asm");
+    let asm = dir.join("add.nkasm");
+    let res = nkic(&[
+        "compile",
+        "kernels/tensor_add.py",
+        "-o",
+        asm.to_str().unwrap(),
+    ]);
+    assert!(
+        res.status.success(),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let data = root().join("kernels/data/tensor_add");
+    // The directive says [256, 1024]; the bundled data is [256, 512], so the
+    // program must reject it with a shape diagnostic rather than run.
+    let a = format!("a={}", data.join("a.npy").display());
+    let b = format!("b={}", data.join("b.npy").display());
+    let res = nkic(&["exec", asm.to_str().unwrap(), "--input", &a, "--input", &b]);
+    assert_eq!(res.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&res.stderr).contains("E1013"),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+}

@@ -1,0 +1,24 @@
+"""NumPy reference for kernels/tensor_add.py.
+
+Writes inputs a.npy, b.npy and the expected output out0.npy into
+kernels/data/tensor_add/. Deterministic: rerunning gives identical bytes.
+"""
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent.parent / "data" / "tensor_add"
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261130)
+    a = rng.standard_normal((256, 512), dtype=np.float32)
+    b = rng.standard_normal((256, 512), dtype=np.float32)
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.save(OUT / "a.npy", a)
+    np.save(OUT / "b.npy", b)
+    np.save(OUT / "out0.npy", a + b)
+
+
+if __name__ == "__main__":
+    main()
