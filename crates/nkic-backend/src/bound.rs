@@ -15,6 +15,8 @@
 //! alone) is a bound the simulator can never beat. Costs depend only on the
 //! instructions, so the bound is the same for every order of the same
 //! instructions (the optimized and the sequential program share it).
+//! Every instruction counts once: the bound of a program with dynamic
+//! loops does not multiply a loop body by its (run-time) trip count.
 
 use std::collections::BTreeMap;
 

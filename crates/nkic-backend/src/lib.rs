@@ -10,7 +10,8 @@
 //! 1. [`collect`](mod@collect): gathers the ops and storages of every
 //!    program instance into one numbering (instances run one after another;
 //!    see [`compile_grid`]) and rejects what the backend does not compile
-//!    yet (indirect gather/scatter views) with a diagnostic.
+//!    yet (indirect views other than a gather or scatter `dma_copy`) with a
+//!    diagnostic. The kernel is checked with `nkic_ir::verify` first.
 //! 2. [`alloc`](mod@alloc): SBUF and PSUM addresses from live ranges,
 //!    multi-buffering where capacity allows, HBM tensors for the arguments,
 //!    outputs and internal HBM storages.
@@ -33,6 +34,19 @@
 //! branch instructions on every queue involved), whatever the schedule.
 //!
 //! [`lower_bound`] gives the run report's lower bound on a program's time.
+//!
+//! # Public API
+//!
+//! * [`compile`]`(&Kernel, &SourceMap, &BackendConfig) -> Result<Program, Vec<Diagnostic>>`
+//! * [`compile_grid`]`(&[Kernel], &SourceMap, &BackendConfig)` for the
+//!   instances of an SPMD grid (serial on one core).
+//! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]` }`
+//!   (`Default` is optimized).
+//! * [`lower_bound`]`(&Program) -> `[`LowerBound`] for the run report.
+//!
+//! The program's arguments are the kernel's tensor arguments in parameter
+//! order, then returned tensors that are not arguments (unnamed ones are
+//! `out0`, `out1`, … by return index).
 //!
 //! # Invariants
 //!

@@ -24,13 +24,15 @@
 //! one-instruction program and runs `nkic_isa::verify`, so the verifier
 //! stays the one source of the rules. Ops that use an engine's hidden
 //! state (`rng`) get the first legal engine only, so that their stream of
-//! random values does not depend on scheduling.
+//! random values does not depend on scheduling; so does `tensor_tensor` on
+//! 32-bit integers, which is exact on GpSimd but goes through `f32` on
+//! Vector.
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{OpKind, View, overlap};
 use nkic_isa::{
-    AccessPattern, ActFunc, AluOp, DgeMode, Dim, Engine, Fp32, Imm, Instruction, MatmulPerfMode,
-    OobMode, Program, Queue, ReduceCmd,
+    AccessPattern, ActFunc, AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, Instruction,
+    MatmulPerfMode, OobMode, Program, Queue, ReduceCmd,
 };
 
 use crate::alloc::Layout;
@@ -365,7 +367,17 @@ pub fn lower(
                 }
             }
         }
-        if fixed.is_none() && !info.op.kind.engine_state(None).is_empty() {
+        // Ops whose result depends on the engine keep one engine, so the
+        // result does not depend on scheduling: users of hidden engine
+        // state, and `tensor_tensor` on 32-bit integers (exact on GpSimd,
+        // through f32 on Vector; isa.md §1.6).
+        let integer_tensor_tensor = matches!(
+            &op,
+            nkic_isa::Op::TensorTensor { dst, src0, src1, .. }
+                if [dst, src0, src1].iter().all(|ap| matches!(ap.dtype, DType::I32 | DType::U32))
+        );
+        if fixed.is_none() && (!info.op.kind.engine_state(None).is_empty() || integer_tensor_tensor)
+        {
             legal.truncate(1);
         }
         if legal.is_empty() {

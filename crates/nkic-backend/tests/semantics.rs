@@ -475,3 +475,42 @@ fn gathers_and_scatters_move_the_indexed_rows() {
         }
     }
 }
+
+#[test]
+fn integer_tensor_tensor_keeps_one_engine() {
+    // Many independent int32 adds: balance would spread them over Vector
+    // and GpSimd, whose integer results differ, so they all stay on the
+    // first legal engine.
+    let mut t = String::from(
+        "kernel \"ints\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nt0 = shared_hbm int32[128, 64] \"out\" arg=0 output @ kernel.py:0..4\nt1 = sbuf int32[128, 64] \"a\" @ kernel.py:0..4\n",
+    );
+    for k in 0..6 {
+        t += &format!(
+            "t{} = sbuf int32[128, 64] \"s{k}\" @ kernel.py:0..4\n",
+            k + 2
+        );
+    }
+    t += "op0 = iota dst=t1[0:128, 0:64] pattern=[[1, 64]] offset=16777217 channel_multiplier=64 engine=gpsimd @ kernel.py:40..44\n";
+    let lines: Vec<String> = (0..6)
+        .map(|k| {
+            format!(
+                "op{} = tensor_tensor dst=t{}[0:128, 0:64] src0=t1[0:128, 0:64] src1=t1[0:128, 0:64] op=add engine=? @ kernel.py:80..84\n",
+                k + 1,
+                k + 2
+            )
+        })
+        .collect();
+    t += &lines.concat();
+    t += "op7 = dma_copy dst=t0[0:128, 0:64] src=t7[0:128, 0:64] engine=dma @ kernel.py:120..124\n";
+    let (kernel, sources) = common::load_text(&t);
+    let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    let on = |q: Queue| {
+        program
+            .stream(q)
+            .unwrap_or_default()
+            .iter()
+            .filter(|i| i.op.mnemonic() == "tensor_tensor")
+            .count()
+    };
+    assert_eq!((on(Queue::Vector), on(Queue::GpSimd)), (6, 0));
+}
