@@ -67,8 +67,9 @@
 //!   methods), `memory.rs` (loads, stores, DMA, memset, iota,
 //!   tensor_copy, assignment), `isa_core.rs` (nc_matmul, nc_transpose,
 //!   tensor_tensor, tensor_scalar, activation, tensor_reduce),
-//!   `nl_core.rs` (nl.matmul, nl.transpose) and `operators.rs` (Python
-//!   operators on tiles, `+=` accumulation);
+//!   `nl_core.rs` (nl.matmul, nl.transpose), `operators.rs` (Python
+//!   operators on tiles, `+=` accumulation), `mask.rs` (legacy `mask=`)
+//!   and `registers.rs` (`nisa.register_*`);
 //! * helper `spec-api-2`: `isa_compute.rs` (every other `nisa` compute
 //!   op) and `nl_math.rs` (`nl.*` element-wise math, reductions,
 //!   softmax, rms_norm, …).
@@ -90,6 +91,7 @@ pub mod memory;
 pub mod nl_core;
 pub mod nl_math;
 pub mod operators;
+pub mod registers;
 pub mod table;
 pub mod tensor;
 

@@ -152,6 +152,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::memory::DEFS,
     super::isa_core::DEFS,
     super::nl_core::DEFS,
+    super::registers::DEFS,
     super::isa_compute::DEFS,
     super::nl_math::DEFS,
 ];

@@ -298,7 +298,7 @@ pub const DEFS: &[ApiDef] = &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
             "Every element stays inside the storage.",
             "`offset=None` keeps the view's offset; an int is relative to the storage start.",
-            "`scalar_offset` (a register) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
+            "`scalar_offset` (a register, or a 1×1 SBUF int tensor read into a register when the view is made) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
         ],
         run: method_ap,
     },
@@ -1603,16 +1603,41 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     }
     let indirect_dim = b.int_or(ctx, "indirect_dim", 0)?;
     if let Some(a) = scalar {
-        let Value::Register(r) = a.value else {
-            return Err(ctx.error(
-                codes::ARG_TYPE,
-                format!(
-                    "`scalar_offset` must be a register, found a {}",
-                    a.value.type_name()
-                ),
-                a.span,
-                "not a register",
-            ));
+        let r = match &a.value {
+            Value::Register(r) => *r,
+            // A 1×1 SBUF int tensor is read into a register here, when the
+            // view is made (the value the tensor holds at this point).
+            Value::Tensor(off)
+                if off.buffer == Buffer::Sbuf
+                    && off.dtype().is_int()
+                    && off.dtype().size() <= 4
+                    && off.shape.iter().product::<u64>() == 1 =>
+            {
+                ctx.check_budget(b.span)?;
+                let name = ctx.fresh_name("offset");
+                let loc = ctx.loc(a.span);
+                let reg = ctx.builder().alloc_register(&name, None, loc);
+                let load = nkic_ir::OpKind::RegLoad {
+                    dst: reg,
+                    src: off.view.clone(),
+                };
+                ctx.push_op(nkic_ir::Op::new(load), a.span)?;
+                RegValue::plain(reg)
+            }
+            v => {
+                return Err(ctx.error(
+                    codes::ARG_TYPE,
+                    format!(
+                        "`scalar_offset` must be a register or a 1×1 SBUF int tensor, found {}",
+                        match v {
+                            Value::Tensor(t) => check::describe(t),
+                            v => format!("a {}", v.type_name()),
+                        }
+                    ),
+                    a.span,
+                    "not a run-time offset",
+                ));
+            }
         };
         let d = dim_index(ctx, &t, indirect_dim, b.span_of("indirect_dim"))?;
         let mult: i64 = t.shape[d + 1..].iter().product::<u64>() as i64;
