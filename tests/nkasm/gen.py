@@ -768,6 +768,19 @@ def tensor_scalar_bf16(rng):
 
 
 @fixture
+def tensor_scalar_unary_reverse(rng):
+    a = randn(rng, 4, 8, scale=3.0)
+    # isa.md 6.4: "A unary op0/op1 needs no operand (one given is ignored)": abs/square apply to the data, so the
+    # reverse flags (which only swap the operands of a binary operator) and the given operands change nothing.
+    outs = [
+        ts(a, "abs", F32(5.0), "square", reverse0=True),
+        ts(a, "abs", None, "square", reverse0=True),
+        ts(a, "add", F32(1.0), "square", F32(3.0), reverse1=True),
+    ]
+    return {"a": a}, outs
+
+
+@fixture
 def scalar_tensor_tensor_ops(rng):
     a = randn(rng, 128, 8, scale=2.0)
     b = randn(rng, 128, 8, scale=2.0)
