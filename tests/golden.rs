@@ -626,9 +626,7 @@ proptest::proptest! {
     /// without panicking, with balanced INDENT/DEDENT, every span (tokens, tree,
     /// diagnostic labels) inside the file and the tree's spans nested.
     #[test]
-    fn mutated_fixtures_keep_invariants(
-        mutant in proptest::strategy::Strategy::prop_filter(mutant(), "known panic (see known_panic)", |m| !known_panic(&m.text)),
-    ) {
+    fn mutated_fixtures_keep_invariants(mutant in mutant()) {
         let (tokens, _) = nkic_syntax::lex(&mutant.text);
         check_tokens(&mutant, &tokens, BracketRule::Unchecked);
         let (module, diags) = nkic_syntax::parse(&mutant.text);
@@ -656,22 +654,6 @@ fn property_config(cases: u32) -> proptest::test_runner::Config {
         config.rng_seed = proptest::test_runner::RngSeed::Fixed(0x6e6b_6963);
     }
     config
-}
-
-/// Mutants that hit a parser panic already reported to the syntax crate and
-/// not fixed yet; they are left out so that CI stays meaningful, and this
-/// filter goes away with the fix.
-///
-/// The panic: a backslash followed by a non-ASCII character inside a raw bytes
-/// literal (`rb"\“d+"`) slices the literal inside that character.
-fn known_panic(text: &str) -> bool {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' && chars.peek().is_some_and(|next| !next.is_ascii()) {
-            return true;
-        }
-    }
-    false
 }
 
 /// Snippets inserted by [`mutant`]: the characters whose absence or excess

@@ -1,0 +1,1 @@
+raw_bytes = rb"\“d+"
