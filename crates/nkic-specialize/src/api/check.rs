@@ -60,6 +60,18 @@ pub fn start_partition(ctx: &Ctx<'_>, t: &Tensor) -> u64 {
     base + (t.view.offset.max(0) / stride) as u64
 }
 
+/// The index of the partition dim of an on-chip tensor: 0, or the number
+/// of legacy block dims before it (the first dim whose stride is the
+/// storage's partition row length).
+pub fn partition_dim(ctx: &Ctx<'_>, t: &Tensor) -> usize {
+    let pstride = partition_stride(ctx, t);
+    t.view
+        .dims
+        .iter()
+        .position(|d| d.stride == pstride)
+        .unwrap_or(0)
+}
+
 /// Requires an SBUF or PSUM tensor.
 pub fn on_chip(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
     if t.buffer.is_on_chip() {
@@ -114,6 +126,19 @@ pub fn partition_count(
     span: Span,
     what: &str,
 ) -> Result<(), Diagnostic> {
+    if t.buffer.is_on_chip() && partition_dim(ctx, t) != 0 {
+        return Err(ctx
+            .error(
+                codes::LEGACY,
+                format!(
+                    "{what} still has block dims before its partition dim (shape {})",
+                    shape_text(&t.shape)
+                ),
+                span,
+                "a block tensor",
+            )
+            .with_help("index the block dims first, e.g. `t[b]`"));
+    }
     let p = partitions(t);
     if p <= PMAX {
         return Ok(());

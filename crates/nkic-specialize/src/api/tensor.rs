@@ -142,8 +142,10 @@ pub const DEFS: &[ApiDef] = &[
         engines: NO_ENGINE,
         since: Target::Trn2,
         value_form: false,
-        summary: "Legacy marker of the partition dim in a shape; nkic accepts it on dim 0 only.",
-        constraints: &["Only the first dim may be marked (block dims are not supported)."],
+        summary: "Legacy marker of the partition dim in a shape; the dims before it are block dims (a list of tiles in one allocation).",
+        constraints: &[
+            "A block tensor is indexed on its block dims with ints before it is used as an operand.",
+        ],
         run: par_dim,
     },
     ApiDef {
@@ -341,7 +343,7 @@ fn alloc_from(
     span: Span,
     shape_param: &str,
 ) -> Result<Tensor, Diagnostic> {
-    let shape = b.shape(ctx, shape_param)?;
+    let (shape, par) = shape_with_par_dim(ctx, b, shape_param)?;
     let Some(dtype) = b.dtype(ctx, "dtype")? else {
         return Err(ctx.error(
             crate::codes::BAD_ARGUMENTS,
@@ -352,15 +354,96 @@ fn alloc_from(
     };
     let buffer = b.buffer(ctx, "buffer")?.unwrap_or(Buffer::Sbuf);
     let name = b.name_arg(ctx)?.unwrap_or_default();
-    alloc(
-        ctx,
-        &shape,
-        dtype,
+    let shape_span = b.span_of(shape_param);
+    match par {
+        Some(k) if k > 0 && buffer.is_on_chip() => {
+            block_alloc(ctx, &shape, k, dtype, buffer, &name, shape_span, span)
+        }
+        _ => alloc(ctx, &shape, dtype, buffer, &name, shape_span, span),
+    }
+}
+
+/// The shape argument and the position of an `nl.par_dim` in it.
+fn shape_with_par_dim(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+) -> Result<(Vec<u64>, Option<usize>), Diagnostic> {
+    let Some(a) = b.get(name) else {
+        return Ok((b.shape(ctx, name)?, None));
+    };
+    let items: Vec<Value> = match &a.value {
+        Value::Tuple(t) => t.to_vec(),
+        Value::List(l) => l.borrow().clone(),
+        _ => return Ok((b.shape(ctx, name)?, None)),
+    };
+    let mut par = None;
+    let plain: Vec<Value> = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match v {
+            Value::Ext(e) => match e.as_any().downcast_ref::<ParDim>() {
+                Some(p) => {
+                    par = Some(i);
+                    Value::Int(p.0)
+                }
+                None => v.clone(),
+            },
+            _ => v.clone(),
+        })
+        .collect();
+    let arg = Arg::new(Value::tuple(plain), a.span);
+    Ok((super::table::shape_of(ctx, &arg)?, par))
+}
+
+/// A legacy tensor with block dims before its partition dim (`(B,
+/// nl.par_dim(P), F)`): one storage `[P, B…, F…]` seen with the block
+/// dims first. Indexing the block dims with ints gives ordinary tiles.
+#[allow(clippy::too_many_arguments)]
+fn block_alloc(
+    ctx: &mut Ctx<'_>,
+    shape: &[u64],
+    k: usize,
+    dtype: DType,
+    buffer: Buffer,
+    name: &str,
+    shape_span: Span,
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    let mut storage_shape = vec![shape[k]];
+    storage_shape.extend(&shape[..k]);
+    storage_shape.extend(&shape[k + 1..]);
+    let st = alloc(ctx, &storage_shape, dtype, buffer, name, shape_span, span)?;
+    let sd = &st.view.dims;
+    let mut dims: Vec<ViewDim> = (1..=k)
+        .map(|i| {
+            let d = sd[i];
+            ViewDim::new(if d.count == 1 { 0 } else { d.stride }, d.count)
+        })
+        .collect();
+    dims.push(sd[0]);
+    dims.extend(&sd[k + 1..]);
+    Ok(Tensor {
+        view: View { dims, ..st.view },
+        shape: shape.to_vec(),
         buffer,
-        &name,
-        b.span_of(shape_param),
-        span,
-    )
+    })
+}
+
+/// `nl.par_dim(n)` inside a shape.
+#[derive(Debug)]
+pub struct ParDim(pub i64);
+
+impl crate::value::ApiObject for ParDim {
+    fn type_name(&self) -> &'static str {
+        "par_dim"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn display(&self) -> String {
+        format!("par_dim({})", self.0)
+    }
 }
 
 /// Allocates a tensor after checking the shape against the buffer.
@@ -562,7 +645,7 @@ fn empty_like(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 
 fn par_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let n = b.int_or(ctx, "size", 0)?;
-    Ok(Value::Int(n))
+    Ok(Value::Ext(Rc::new(ParDim(n))))
 }
 
 fn get_nc_version(ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
@@ -878,6 +961,12 @@ fn apply_items(
     span: Span,
 ) -> Result<Tensor, Diagnostic> {
     let on_chip = t.buffer.is_on_chip();
+    // Legacy block dims come before the partition dim; ints remove them.
+    let pdim = if on_chip {
+        check::partition_dim(ctx, t)
+    } else {
+        0
+    };
     let mut view = t.view.clone();
     let mut keep = Vec::with_capacity(items.len());
     let mut dyn_seen = false;
@@ -889,7 +978,7 @@ fn apply_items(
                 step,
                 int,
             } => {
-                if on_chip && dim == 0 && step != 1 {
+                if on_chip && dim == pdim && step != 1 {
                     return Err(partition_view_error(ctx, t, "a strided slice of", span));
                 }
                 let Some(v) = view.slice(dim, start, start + (count - 1) * step + 1, step) else {
@@ -901,10 +990,10 @@ fn apply_items(
                     ));
                 };
                 view = v;
-                keep.push(!int || (on_chip && dim == 0));
+                keep.push(!int || (on_chip && dim == pdim));
             }
             Item::Dyn { reg, count, int } => {
-                if on_chip && dim == 0 {
+                if on_chip && dim == pdim {
                     return Err(partition_view_error(ctx, t, "a run-time index into", span));
                 }
                 if dyn_seen || view.dyn_offset.is_some() {
