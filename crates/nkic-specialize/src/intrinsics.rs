@@ -318,17 +318,17 @@ impl Ctx<'_> {
 
 impl Ctx<'_> {
     /// `nl.mgrid[a:b, c:d, ...]`: one legacy index expression per axis of
-    /// an n-dimensional grid, as an object with fields `p`, `x`, `y`, `z`
-    /// that also unpacks as a tuple (`i_p, i_f = nl.mgrid[...]`).
+    /// an n-dimensional grid (at most 5, the IR's view rank), as an object
+    /// with fields `p`, `x`, `y`, `z`, `w` that also unpacks as a tuple (`i_p, i_f = nl.mgrid[...]`).
     pub(crate) fn mgrid(&self, key: &Value, span: Span) -> Result<Value, Diagnostic> {
         let items: Vec<Value> = match key {
             Value::Tuple(t) => t.to_vec(),
             k => vec![k.clone()],
         };
-        if items.is_empty() || items.len() > 4 {
+        if items.is_empty() || items.len() > 5 {
             return Err(self.error(
                 codes::VALUE_ERROR,
-                "`nl.mgrid` takes 1 to 4 slices",
+                "`nl.mgrid` takes 1 to 5 slices",
                 span,
                 "here",
             ));
@@ -377,7 +377,7 @@ impl Ctx<'_> {
             let mut e = IndexExpr::arange(start, size as u64, step);
             e.ndim = n;
             e.terms[0].axis = axis as u8;
-            let name = ["p", "x", "y", "z"][axis];
+            let name = ["p", "x", "y", "z", "w"][axis];
             fields.push((Rc::<str>::from(name), Value::Index(Rc::new(e))));
         }
         Ok(Value::Object(Rc::new(crate::value::Object {

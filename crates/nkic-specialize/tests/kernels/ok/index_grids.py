@@ -18,6 +18,8 @@ def grids(x):
     g = nl.mgrid[0:128, 0:512:2]
     a, b = nl.mgrid[0:64, 0:32]
     show("mgrid", (g.p, g.x, a, b))
+    i0, i1, i2, i3, i4 = nl.mgrid[0:128, 0:4, 0:2, 0:8, 0:2]
+    show("5-d", i4 + 2 * i3)
     k = 3
     show("with loop var", k * 128 + i_p)
     mask = (i_p < 100) & (i_f >= 8)
