@@ -1,0 +1,11 @@
+# expect: E0505
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: target trn2
+# nkic: args x=float32[128,64]
+@nki.jit
+def k(x):
+    t = nl.ndarray((128, 64), nl.float8_e4m3fn, buffer=nl.sbuf)
