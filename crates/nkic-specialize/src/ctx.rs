@@ -90,6 +90,8 @@ pub struct Ctx<'a> {
     pub(crate) calls: Vec<CallFrame>,
     /// Nesting of kernel-function bodies being run (they have no call frame).
     pub(crate) kernel_depth: u32,
+    /// Loops open in the running function body (`break` needs one).
+    pub(crate) fn_loops: u32,
     /// Static loop iterations run so far.
     pub(crate) iterations: u64,
     /// Open dynamic loops.
@@ -293,6 +295,7 @@ impl<'a> Ctx<'a> {
             calls: Vec::new(),
             kernel_depth: 0,
             iterations: 0,
+            fn_loops: 0,
             dyn_depth: 0,
             no_reorder_depth: 0,
             program_id,

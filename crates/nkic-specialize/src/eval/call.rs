@@ -132,6 +132,7 @@ impl Ctx<'_> {
         let saved_module = std::mem::replace(&mut self.module, new_module);
         let saved_nonlocals = std::mem::take(&mut self.nonlocals);
         let saved_class = std::mem::replace(&mut self.in_class_body, false);
+        let saved_loops = std::mem::replace(&mut self.fn_loops, 0);
         if frame {
             self.calls.push(CallFrame {
                 name: f.name.clone(),
@@ -176,6 +177,7 @@ impl Ctx<'_> {
         self.module = saved_module;
         self.nonlocals = saved_nonlocals;
         self.in_class_body = saved_class;
+        self.fn_loops = saved_loops;
         match (res, note) {
             (Err(e), Some(note)) => Err(push_call_note(e, note)),
             (res, _) => res,

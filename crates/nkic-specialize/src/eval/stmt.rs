@@ -98,6 +98,14 @@ impl Ctx<'_> {
                 return self.exec_while(s.span, test, body, orelse);
             }
             StmtKind::Pass => {}
+            StmtKind::Break | StmtKind::Continue if self.fn_loops == 0 => {
+                return Err(self.error(
+                    codes::MISPLACED,
+                    "`break` or `continue` outside a loop",
+                    s.span,
+                    "not in a loop",
+                ));
+            }
             StmtKind::Break => return Ok(Flow::Break),
             StmtKind::Continue => return Ok(Flow::Continue),
             StmtKind::Assert { test, msg } => {
@@ -519,7 +527,7 @@ impl Ctx<'_> {
             let res = self
                 .count_iteration(span)
                 .and_then(|()| self.assign(target, v))
-                .and_then(|()| self.exec_block(body));
+                .and_then(|()| self.loop_body(body));
             self.leave_iteration();
             match res {
                 Err(e) => {
@@ -546,6 +554,14 @@ impl Ctx<'_> {
             return self.exec_block(orelse);
         }
         Ok(Flow::Next)
+    }
+
+    /// Runs a loop body, where `break` and `continue` are allowed.
+    fn loop_body(&mut self, body: &[Stmt]) -> Result<Flow, Diagnostic> {
+        self.fn_loops += 1;
+        let res = self.exec_block(body);
+        self.fn_loops -= 1;
+        res
     }
 
     /// Leaves the innermost loop frame's current iteration in the builder.
@@ -623,7 +639,7 @@ impl Ctx<'_> {
             i += 1;
             let res = self
                 .count_iteration(span)
-                .and_then(|()| self.exec_block(body));
+                .and_then(|()| self.loop_body(body));
             self.leave_iteration();
             match res {
                 Err(e) => {
@@ -769,7 +785,7 @@ impl Ctx<'_> {
         let flow = self.dynamic_region(span, kind, &name, |ctx, iv| {
             let iv = iv.expect("range loops have an induction register");
             ctx.assign(target, Value::Register(RegValue::plain(iv)))?;
-            ctx.exec_block(body)
+            ctx.loop_body(body)
         })?;
         match flow {
             Flow::Next | Flow::Continue => self.exec_block(orelse),
@@ -796,7 +812,7 @@ impl Ctx<'_> {
             ));
         }
         self.dynamic_region(span, DynLoopKind::While { cond: cond.reg }, "", |ctx, _| {
-            ctx.exec_block(body)
+            ctx.loop_body(body)
         })?;
         self.exec_block(orelse)
     }
