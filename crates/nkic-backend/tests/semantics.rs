@@ -514,3 +514,24 @@ fn integer_tensor_tensor_keeps_one_engine() {
     };
     assert_eq!((on(Queue::Vector), on(Queue::GpSimd)), (6, 0));
 }
+
+#[test]
+fn trn2_programs_use_trn2_figures() {
+    let text = std::fs::read_to_string(common::fixture_dir().join("matmul_tiled.ir"))
+        .expect("the fixture exists")
+        .replace("target=trn3", "target=trn2");
+    let (kernel, sources) = common::load_text(&text);
+    let program = compile(&kernel, &sources, &BackendConfig::default()).expect("compiles");
+    assert_eq!(program.target, nkic_isa::Target::Trn2);
+    let inputs = common::inputs(&program, 4);
+    let res = common::simulate(&program, &inputs);
+    let (lhs_t, rhs) = (input(&inputs, "lhsT"), input(&inputs, "rhs"));
+    let out = f32s(res.output("out").expect("out is an output"));
+    let (m, k, n) = (256, 256, 512);
+    for (i, j) in [(0, 0), (17, 300), (255, 511), (128, 5)] {
+        let want: f64 = (0..k)
+            .map(|kk| f64::from(lhs_t[kk * m + i]) * f64::from(rhs[kk * n + j]))
+            .sum();
+        assert!((f64::from(out[i * n + j]) - want).abs() <= 1e-4 * (1.0 + want.abs()));
+    }
+}
