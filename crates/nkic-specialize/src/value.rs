@@ -111,6 +111,17 @@ pub trait ApiObject: fmt::Debug {
     fn equals(&self, _other: &dyn ApiObject) -> Option<bool> {
         None
     }
+    /// Calling the object (`obj(args)`), for API values that are also
+    /// functions (an operator constant usable as `nl.square(x)` and as
+    /// `op=nl.square`). `None`: not callable.
+    fn call(
+        &self,
+        _ctx: &mut crate::ctx::Ctx<'_>,
+        _args: crate::args::CallArgs,
+        _span: nkic_diag::Span,
+    ) -> Option<Result<Value, nkic_diag::Diagnostic>> {
+        None
+    }
 }
 
 /// An insertion-ordered dict. Keys are hashable compile-time values

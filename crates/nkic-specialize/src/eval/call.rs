@@ -63,6 +63,18 @@ impl Ctx<'_> {
                 let (f, args) = crate::builtins::partial_call(p, args);
                 self.call(&f, args, span)
             }
+            Value::Ext(e) => {
+                let e = e.clone();
+                match e.call(self, args, span) {
+                    Some(res) => res,
+                    None => Err(self.error(
+                        codes::NOT_CALLABLE,
+                        format!("{} is not callable", crate::format::a_type(func)),
+                        span,
+                        "not callable",
+                    )),
+                }
+            }
             Value::Object(obj) => match obj.class.lookup("__call__") {
                 Some(f) => {
                     args.positional.insert(0, Arg::new(func.clone(), span));
