@@ -92,6 +92,8 @@ pub struct Ctx<'a> {
     pub(crate) kernel_depth: u32,
     /// Loops open in the running function body (`break` needs one).
     pub(crate) fn_loops: u32,
+    /// Nesting of `order` (container comparisons).
+    pub(crate) order_depth: u32,
     /// Static loop iterations run so far.
     pub(crate) iterations: u64,
     /// Open dynamic loops.
@@ -296,6 +298,7 @@ impl<'a> Ctx<'a> {
             kernel_depth: 0,
             iterations: 0,
             fn_loops: 0,
+            order_depth: 0,
             dyn_depth: 0,
             no_reorder_depth: 0,
             program_id,

@@ -611,6 +611,27 @@ impl Ctx<'_> {
         r: &Value,
         span: Span,
     ) -> Result<std::cmp::Ordering, Diagnostic> {
+        // Containers nested this deep are self-referential in practice.
+        if self.order_depth > 64 {
+            return Err(self.error(
+                codes::TYPE_ERROR,
+                "these containers are nested too deeply to order",
+                span,
+                "compared here",
+            ));
+        }
+        self.order_depth += 1;
+        let res = self.order_inner(l, r, span);
+        self.order_depth -= 1;
+        res
+    }
+
+    fn order_inner(
+        &mut self,
+        l: &Value,
+        r: &Value,
+        span: Span,
+    ) -> Result<std::cmp::Ordering, Diagnostic> {
         use std::cmp::Ordering;
         match (l, r) {
             (Value::Str(a), Value::Str(b)) => Ok(a.cmp(b)),
