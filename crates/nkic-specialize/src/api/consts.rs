@@ -134,7 +134,12 @@ pub fn enum_value(enum_name: &str, member: &str) -> Option<Value> {
 
 /// The ALU operator named by an `nl.*` function or constant.
 pub fn alu_op_by_name(name: &str) -> Option<AluOp> {
-    AluOp::from_name(name.strip_prefix("nl.")?)
+    match name.strip_prefix("nl.")? {
+        // The reductions `nl.max`/`nl.min` name the same operators.
+        "max" => Some(AluOp::Maximum),
+        "min" => Some(AluOp::Minimum),
+        other => AluOp::from_name(other),
+    }
 }
 
 /// The activation function named by an `nl.*` function or constant.
@@ -144,20 +149,14 @@ pub fn act_func_by_name(name: &str) -> Option<ActFunc> {
 
 /// The interned `nl.<attr>` spelling of an operator or activation name.
 fn op_constant(attr: &str) -> Option<&'static str> {
-    AluOp::ALL
+    OP_NAMES
         .iter()
-        .map(|o| o.name())
-        .chain(ActFunc::ALL.iter().map(|f| f.name()))
-        .find(|n| *n == attr)
-        .and_then(|n| {
-            OP_NAMES
-                .iter()
-                .copied()
-                .find(|full| full.strip_prefix("nl.") == Some(n))
-        })
+        .copied()
+        .find(|full| full.strip_prefix("nl.") == Some(attr))
 }
 
-/// `nl.` spellings of every ALU operator and activation function.
+/// `nl.` spellings of every ALU operator and activation function, and
+/// the reduction names `nl.max`/`nl.min` used as operators.
 const OP_NAMES: &[&str] = &[
     "nl.invert",
     "nl.bitwise_and",
@@ -210,6 +209,8 @@ const OP_NAMES: &[&str] = &[
     "nl.arctan",
     "nl.sqrt",
     "nl.sign",
+    "nl.max",
+    "nl.min",
 ];
 
 /// `nl.tile_size.<attr>` on `target` (language.md §8).

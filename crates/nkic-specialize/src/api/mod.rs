@@ -271,6 +271,24 @@ pub fn store_subscript(
     };
     match aug {
         None => {
+            // `psum[...] = nisa.nc_matmul(a, b)` writes the matmul there.
+            if let Value::Ext(e) = &value
+                && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
+            {
+                if dst.buffer != nkic_ir::Buffer::Psum {
+                    return Err(ctx.error(
+                        codes::ACCUMULATE,
+                        format!(
+                            "a matmul result is written to PSUM, but the target is {}",
+                            check::describe(&dst)
+                        ),
+                        span,
+                        "not a PSUM tile",
+                    ));
+                }
+                mm.record(ctx, Some((dst.clone(), span)), Some(false))?;
+                return Ok(());
+            }
             let value = materialize(ctx, &value)?;
             memory::assign(ctx, &dst, &value, span)
         }
