@@ -81,3 +81,42 @@ fn ci_runs_the_readme_test_command() {
         .collect();
     assert_eq!(ci_commands, vec![command]);
 }
+
+/// Every diagnostic code the sources use is indexed in `docs/diagnostics.md`.
+#[test]
+fn every_diagnostic_code_is_documented() {
+    let root = workspace_root();
+    let doc = std::fs::read_to_string(root.join("docs/diagnostics.md"))
+        .expect("docs/diagnostics.md exists");
+    let mut files = Vec::new();
+    rust_files(&root.join("crates"), &mut files);
+    let mut missing = std::collections::BTreeSet::new();
+    for path in files {
+        let path_text = path.to_string_lossy();
+        // Unit tests and test files may use made-up codes.
+        if path_text.contains("/tests/")
+            || path_text.ends_with("tests.rs")
+            || path_text.contains("nkic-diag")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len().saturating_sub(6) {
+            let is_code = bytes[i] == b'"'
+                && matches!(bytes[i + 1], b'E' | b'I')
+                && bytes[i + 2..i + 6].iter().all(u8::is_ascii_digit)
+                && bytes[i + 6] == b'"';
+            if is_code {
+                let code = &text[i + 1..i + 6];
+                if !doc.contains(&format!("| {code} |")) {
+                    missing.insert(code.to_owned());
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "codes missing from docs/diagnostics.md: {missing:?}"
+    );
+}
