@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, View};
-use nkic_isa::{DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
+use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 
 use super::check::{self, shape_text};
 use super::codes;
@@ -196,6 +196,28 @@ pub const DEFS: &[ApiDef] = &[
         summary: "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
         constraints: &["As `nisa.tensor_copy`."],
         run: nl_copy,
+    },
+    ApiDef {
+        name: "nisa.dma_compute",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("srcs", Kind::Any),
+            req("reduce_op", Kind::AluOp),
+            opt("scales", Kind::Any, "None"),
+            opt("unique_indices", Kind::Bool, "True"),
+            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`dst = srcs[0] + srcs[1] + …` element-wise inside the DMA engines (read-modify-write when `dst` is one of the sources).",
+        constraints: &[
+            "`reduce_op` is `nl.add` and every scale is 1.0.",
+            "1 to 16 sources, each with `dst`'s element count, in HBM or SBUF (never PSUM).",
+            "Lowered to one copy of the first source that is not `dst`, then accumulating DMA copies of the others (each add rounds to `dst`'s dtype).",
+        ],
+        run: dma_compute,
     },
     ApiDef {
         name: "instruction.depends_on",
@@ -1011,6 +1033,120 @@ fn nl_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         span,
     )?;
     Ok(Value::tensor(tile))
+}
+
+fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dst = b.tensor(ctx, "dst")?;
+    dma_side(ctx, &dst, b.span_of("dst"), "`dst`")?;
+    let srcs_span = b.span_of("srcs");
+    let items: Vec<Value> = match b.value("srcs") {
+        Value::List(l) => l.borrow().clone(),
+        Value::Tuple(t) => t.to_vec(),
+        v @ Value::Tensor(_) => vec![v],
+        v => {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!("`srcs` is a list of tensors, found a {}", v.type_name()),
+                srcs_span,
+                "not a list of tensors",
+            ));
+        }
+    };
+    if items.is_empty() || items.len() > 16 {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`dma_compute` takes 1 to 16 sources, found {}", items.len()),
+            srcs_span,
+            "bad source count",
+        ));
+    }
+    let op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
+    if op != AluOp::Add {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`dma_compute` reduces with `nl.add` only, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.add",
+        ));
+    }
+    match b.value("scales") {
+        Value::None => {}
+        Value::List(_) | Value::Tuple(_) => {
+            let scales: Vec<Value> = match b.value("scales") {
+                Value::List(l) => l.borrow().clone(),
+                Value::Tuple(t) => t.to_vec(),
+                _ => Vec::new(),
+            };
+            if scales.len() != items.len() || scales.iter().any(|v| v.as_float() != Some(1.0)) {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    "`dma_compute` supports only scales of 1.0, one per source",
+                    b.span_of("scales"),
+                    "unsupported scales",
+                ));
+            }
+        }
+        v => {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!("`scales` is a list of numbers, found a {}", v.type_name()),
+                b.span_of("scales"),
+                "not a list",
+            ));
+        }
+    }
+    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
+        Some("skip") => OobMode::Skip,
+        _ => OobMode::Error,
+    };
+    let mut srcs = Vec::with_capacity(items.len());
+    for v in &items {
+        let Value::Tensor(t) = v else {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!("`srcs` holds tensors, found a {}", v.type_name()),
+                srcs_span,
+                "not a tensor",
+            ));
+        };
+        dma_side(ctx, t, srcs_span, "a source")?;
+        if elements(t) != elements(&dst) {
+            return Err(ctx.error(
+                codes::SHAPE,
+                format!(
+                    "a source has shape {} but `dst` has shape {}",
+                    shape_text(&t.shape),
+                    shape_text(&dst.shape)
+                ),
+                srcs_span,
+                "element count differs",
+            ));
+        }
+        srcs.push(t.clone());
+    }
+    // `dst` among the sources means read-modify-write: no initial copy.
+    let rmw = srcs.iter().any(|t| t.view == dst.view);
+    let mut first = !rmw;
+    let mut last = None;
+    for t in srcs.iter().filter(|t| t.view != dst.view) {
+        let kind = OpKind::DmaCopy {
+            dst: dst.view.clone(),
+            src: t.view.clone(),
+            accumulate: !first,
+            dge: None,
+            oob,
+            priority: None,
+        };
+        first = false;
+        last = Some(emit::push(ctx, b, kind, None, span)?);
+    }
+    Ok(match last {
+        Some(op) => Value::Ext(Rc::new(emit::Instruction { op })),
+        None => Value::None,
+    })
 }
 
 fn depends_on_unbound(ctx: &mut Ctx<'_>, _b: &Bound, span: Span) -> Result<Value, Diagnostic> {

@@ -64,7 +64,7 @@
 //!
 //! * helper `spec-api`: `mod.rs`, `table.rs`, `codes.rs`, `consts.rs`,
 //!   `check.rs`, `emit.rs`, `tensor.rs` (tensor model, subscripts, view
-//!   methods), `memory.rs` (loads, stores, DMA, memset, iota,
+//!   methods), `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
 //!   tensor_copy, assignment), `isa_core.rs` (nc_matmul, nc_transpose,
 //!   tensor_tensor, tensor_scalar, activation, tensor_reduce),
 //!   `nl_core.rs` (nl.matmul, nl.transpose), `operators.rs` (Python
