@@ -78,7 +78,14 @@
 //! check arguments; [`check`] has the operand rules (on chip, P ≤ 128,
 //! start partition, equal P/F, free-size limits, PSUM access); [`emit`]
 //! records ops and handles `engine=`, `name=` and the legacy value form.
-//! Diagnostic codes come from [`codes`] (append new ones there).
+//! Diagnostic codes come from [`codes`] (append new ones there, and index
+//! them in `docs/diagnostics.md`). For `nl.*` element-wise functions use
+//! [`isa_core::elementwise`] (the lowering operators use, so `a + b` and
+//! `nl.add(a, b)` give the same IR) and [`isa_core::scalar_operand`];
+//! allocate result tiles with [`emit::new_result`] so legacy `mask=`
+//! calls keep their full result shape ([`mask`] slices the arguments
+//! before `run` sees them). A legacy value-form `nc_matmul` result is a
+//! [`isa_core::PendingMatmul`]; [`materialize`] records it.
 
 pub mod check;
 pub mod codes;
