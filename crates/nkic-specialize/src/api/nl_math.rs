@@ -1,7 +1,992 @@
-//! `nki.language` element-wise math, comparisons, reductions, softmax and
-//! rms_norm (owned by helper `spec-api-2`).
+//! `nki.language` element-wise math, comparisons, reductions, softmax,
+//! rms_norm and where (owned by helper `spec-api-2`), lowered as
+//! language.md §9.2–§9.6 suggests.
+//!
+//! Every function here returns a new SBUF tile. Binary functions lower
+//! through [`isa_core::elementwise`], so `nl.add(a, b)` and `a + b` give
+//! the same IR: tile ⊕ number and tile ⊕ `(P, 1)` tile → `tensor_scalar`,
+//! tile ⊕ tile of equal size → `tensor_tensor`. The function entries are
+//! also the operator constants (`op=nl.add`, `op=nl.exp`): the ALU and
+//! activation conversions go by name.
+//!
+//! Choices where the spec is silent:
+//! * the result dtype is `dtype=` if given, else the legacy promotion of
+//!   two tiles (language.md §7.1), else the tile's dtype (a fractional
+//!   number with an integer tile gives float32), as for Python operators;
+//! * `divide` by a number multiplies by its reciprocal; a tile divisor is
+//!   inverted first with a VectorE `reciprocal` (the ALU has no divide);
+//! * `sin` is a plain ScalarE `activation(sin)`: its input must already
+//!   lie in [−π, π] (the range reduction is left to the kernel);
+//! * `rsqrt` runs on GpSimd (`tensor_scalar(op0=rsqrt)`, the precise
+//!   form) unless its input is in PSUM, which GpSimd cannot read; then
+//!   it is a ScalarE `activation(rsqrt)`;
+//! * `reciprocal` runs on VectorE (`tensor_scalar(op0=reciprocal)`);
+//! * reductions accumulate in the result dtype, except `mean`, which sums
+//!   into a float32 intermediate before scaling by 1/n;
+//! * `softmax` and `rms_norm` reduce over all free dims of the tile (the
+//!   ScalarE accumulator sums whole rows), so `axis` must name them all;
+//!   their intermediates are float32; `rms_norm`'s `w` has `x`'s shape or
+//!   is a `(P, 1)` tile;
+//! * `where` copies `y` into the result and then copies `x` over it where
+//!   `cond` is non-zero (`tensor_copy_predicated`).
 
-use super::table::ApiDef;
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, Op, OpKind, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
+
+use super::check::{self, shape_text};
+use super::codes;
+use super::consts;
+use super::emit;
+use super::isa_core::{self, Operand};
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const VEC_POOL: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+const VECTOR: &[Engine] = &[Engine::Vector];
+const SCALAR: &[Engine] = &[Engine::Scalar];
+const GPSIMD_SCALAR: &[Engine] = &[Engine::GpSimd, Engine::Scalar];
+
+const BINARY_PARAMS: &[super::table::Param] = &[
+    req("x", Kind::Operand),
+    req("y", Kind::Operand),
+    opt("dtype", Kind::DType, "None"),
+];
+
+const UNARY_PARAMS: &[super::table::Param] =
+    &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")];
+
+const REDUCE_PARAMS: &[super::table::Param] = &[
+    req("x", Kind::Tensor),
+    req("axis", Kind::Ints),
+    opt("dtype", Kind::DType, "None"),
+    opt("keepdims", Kind::Bool, "False"),
+];
+
+const BINARY_RULES: &[&str] = &[
+    "At least one operand is an SBUF/PSUM tile; the other is a number, a `(P, 1)` tile or a tile of equal partition count and free size.",
+    "Two tile operands are not both in PSUM.",
+];
+
+const BITWISE_RULES: &[&str] = &[
+    "At least one operand is an SBUF/PSUM tile; the other is a number, a `(P, 1)` tile or a tile of equal partition count and free size.",
+    "Operands and result have integer dtypes.",
+];
+
+macro_rules! binary {
+    ($name:literal, $engines:expr, $summary:literal, $rules:expr) => {
+        ApiDef {
+            name: $name,
+            params: BINARY_PARAMS,
+            engines: $engines,
+            since: Target::Trn2,
+            value_form: false,
+            summary: $summary,
+            constraints: $rules,
+            run: binary,
+        }
+    };
+}
+
+macro_rules! act {
+    ($name:literal, $summary:literal) => {
+        ApiDef {
+            name: $name,
+            params: UNARY_PARAMS,
+            engines: SCALAR,
+            since: Target::Trn2,
+            value_form: false,
+            summary: $summary,
+            constraints: &[
+                "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+                "The input ranges of isa.md §2.4 apply.",
+            ],
+            run: unary,
+        }
+    };
+}
+
+macro_rules! reduce {
+    ($name:literal, $summary:literal) => {
+        ApiDef {
+            name: $name,
+            params: REDUCE_PARAMS,
+            engines: VECTOR,
+            since: Target::Trn2,
+            value_form: false,
+            summary: $summary,
+            constraints: &[
+                "`x` is an SBUF/PSUM tile.",
+                "`axis` names the trailing free dims ending at the last dim (never dim 0): `1`, `(1, 2)`, `(1, 2, 3)` …",
+            ],
+            run: reduce,
+        }
+    };
+}
 
 /// The functions of this file, registered in `table::REGISTRY`.
-pub const DEFS: &[ApiDef] = &[];
+pub const DEFS: &[ApiDef] = &[
+    binary!("nl.add", VEC_POOL, "`x + y` element-wise.", BINARY_RULES),
+    binary!(
+        "nl.subtract",
+        VEC_POOL,
+        "`x - y` element-wise.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.multiply",
+        VEC_POOL,
+        "`x * y` element-wise.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.divide",
+        VEC_POOL,
+        "`x / y` element-wise: multiplication by `1/y` (a VectorE `reciprocal` first when `y` is a tile).",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.maximum",
+        VEC_POOL,
+        "The larger of `x` and `y` element-wise.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.minimum",
+        VEC_POOL,
+        "The smaller of `x` and `y` element-wise.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.power",
+        VEC_POOL,
+        "`x ** y` element-wise (GpSimd for two tiles).",
+        &[
+            "At least one operand is an SBUF/PSUM tile; the other is a number, a `(P, 1)` tile or a tile of equal partition count and free size.",
+            "Two tile operands run on GpSimd, which cannot access PSUM.",
+        ]
+    ),
+    binary!(
+        "nl.abs_max",
+        VEC_POOL,
+        "The operand of larger magnitude, signed (`y` on ties).",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.abs_min",
+        VEC_POOL,
+        "The operand of smaller magnitude, signed (`y` on ties).",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.equal",
+        VEC_POOL,
+        "1 where `x == y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.not_equal",
+        VEC_POOL,
+        "1 where `x != y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.greater",
+        VEC_POOL,
+        "1 where `x > y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.greater_equal",
+        VEC_POOL,
+        "1 where `x >= y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.less",
+        VEC_POOL,
+        "1 where `x < y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.less_equal",
+        VEC_POOL,
+        "1 where `x <= y`, else 0.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.logical_and",
+        VEC_POOL,
+        "`x and y` for 0/1 inputs.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.logical_or",
+        VEC_POOL,
+        "`x or y` for 0/1 inputs.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.logical_xor",
+        VEC_POOL,
+        "`x xor y` for 0/1 inputs.",
+        BINARY_RULES
+    ),
+    binary!(
+        "nl.bitwise_and",
+        VECTOR,
+        "`x & y` on integers.",
+        BITWISE_RULES
+    ),
+    binary!(
+        "nl.bitwise_or",
+        VECTOR,
+        "`x | y` on integers.",
+        BITWISE_RULES
+    ),
+    binary!(
+        "nl.bitwise_xor",
+        VECTOR,
+        "`x ^ y` on integers.",
+        BITWISE_RULES
+    ),
+    binary!(
+        "nl.left_shift",
+        VECTOR,
+        "`x << y` on integers.",
+        BITWISE_RULES
+    ),
+    binary!(
+        "nl.right_shift",
+        VECTOR,
+        "`x >> y` (logical) on integers.",
+        BITWISE_RULES
+    ),
+    act!("nl.exp", "`e ** x` (ScalarE `activation(exp)`)."),
+    act!("nl.log", "The natural logarithm (ScalarE)."),
+    act!("nl.tanh", "The hyperbolic tangent (ScalarE)."),
+    act!("nl.sigmoid", "`1 / (1 + e ** -x)` (ScalarE)."),
+    act!("nl.relu", "`max(x, 0)` (ScalarE)."),
+    act!("nl.gelu", "GELU (ScalarE)."),
+    act!("nl.gelu_dx", "The derivative of GELU (ScalarE)."),
+    act!("nl.gelu_apprx_tanh", "GELU, tanh approximation (ScalarE)."),
+    act!(
+        "nl.gelu_apprx_sigmoid",
+        "GELU, sigmoid approximation (ScalarE)."
+    ),
+    act!(
+        "nl.gelu_apprx_sigmoid_dx",
+        "The derivative of the sigmoid-approximated GELU (ScalarE)."
+    ),
+    act!("nl.silu", "`x · sigmoid(x)` (ScalarE)."),
+    act!("nl.silu_dx", "The derivative of SiLU (ScalarE)."),
+    act!("nl.softplus", "`log(1 + e ** x)` (ScalarE)."),
+    act!("nl.mish", "`x · tanh(softplus(x))` (ScalarE)."),
+    act!("nl.erf", "The error function (ScalarE)."),
+    act!("nl.erf_dx", "The derivative of erf (ScalarE)."),
+    act!("nl.sqrt", "The square root (ScalarE)."),
+    act!("nl.arctan", "The arc tangent (ScalarE)."),
+    act!("nl.sign", "−1, 0 or 1 by the sign of `x` (ScalarE)."),
+    act!("nl.square", "`x * x` (ScalarE)."),
+    act!("nl.abs", "`|x|` (ScalarE)."),
+    act!(
+        "nl.sin",
+        "The sine (ScalarE); the input must lie in [−π, π]."
+    ),
+    ApiDef {
+        name: "nl.rsqrt",
+        params: UNARY_PARAMS,
+        engines: GPSIMD_SCALAR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`1 / sqrt(x)`: GpSimd `tensor_scalar(op0=nl.rsqrt)`, or ScalarE `activation(rsqrt)` for a PSUM input.",
+        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        run: unary,
+    },
+    ApiDef {
+        name: "nl.reciprocal",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`1 / x` on VectorE (`tensor_scalar(op0=nl.reciprocal)`).",
+        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        run: unary,
+    },
+    ApiDef {
+        name: "nl.negative",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`-x` (`tensor_scalar(multiply, -1.0)`).",
+        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        run: unary,
+    },
+    ApiDef {
+        name: "nl.logical_not",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`not x` for 0/1 inputs (`tensor_scalar(logical_xor, 1)`); other inputs give unspecified values — use `nl.equal(x, 0)`.",
+        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        run: unary,
+    },
+    ApiDef {
+        name: "nl.invert",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`~x` on integers (`tensor_scalar(op0=nl.invert)`).",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+            "`x` has an integer dtype.",
+        ],
+        run: unary,
+    },
+    reduce!("nl.sum", "The sum over `axis` (`tensor_reduce(add)`)."),
+    reduce!("nl.max", "The maximum over `axis` (`tensor_reduce(max)`)."),
+    reduce!("nl.min", "The minimum over `axis` (`tensor_reduce(min)`)."),
+    reduce!(
+        "nl.prod",
+        "The product over `axis` (`tensor_reduce(multiply)`)."
+    ),
+    reduce!(
+        "nl.mean",
+        "The mean over `axis`: a float32 sum, then multiplication by 1/n."
+    ),
+    reduce!(
+        "nl.all",
+        "1 where every element over `axis` is non-zero (`tensor_reduce(logical_and)`)."
+    ),
+    ApiDef {
+        name: "nl.softmax",
+        params: &[
+            req("x", Kind::Tensor),
+            opt("axis", Kind::Ints, "-1"),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: &[Engine::Vector, Engine::Scalar],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+            "`axis` names all free dims (`-1` for a 2-D tile).",
+        ],
+        run: softmax,
+    },
+    ApiDef {
+        name: "nl.rms_norm",
+        params: &[
+            req("x", Kind::Tensor),
+            req("w", Kind::Tensor),
+            req("axis", Kind::Ints),
+            req("n", Kind::Int),
+            opt("epsilon", Kind::Float, "1e-06"),
+            opt("dtype", Kind::DType, "None"),
+            opt("compute_dtype", Kind::DType, "None"),
+        ],
+        engines: &[Engine::Vector, Engine::Scalar],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`x / sqrt(Σx² / n + epsilon) * w`: `activation(square)` summing each row, `tensor_scalar(×1/n, +eps)`, `activation(rsqrt)`, `tensor_scalar(multiply)`, `tensor_tensor(multiply, w)`.",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions; `axis` names all its free dims.",
+            "`n` is a positive int; `w` has `x`'s shape or is a `(P, 1)` tile.",
+        ],
+        run: rms_norm,
+    },
+    ApiDef {
+        name: "nl.where",
+        params: &[
+            req("condition", Kind::Tensor),
+            req("x", Kind::Operand),
+            req("y", Kind::Operand),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`x` where `condition` is non-zero, else `y`: a copy of `y` (a memset for a number), then `tensor_copy_predicated` of `x`.",
+        constraints: &[
+            "`condition` is an SBUF/PSUM tile; tile operands have its partition count and free size.",
+            "At least one of `x` and `y` is a tile, or `dtype` is given.",
+        ],
+        run: where_,
+    },
+];
+
+// ------------------------------------------------------------------ helpers
+
+fn operand(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Operand, Diagnostic> {
+    let a = b.get(name).ok_or_else(|| {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!("`{}` needs a tile or a number for `{name}`", b.def.name),
+            b.span,
+            "missing operand",
+        )
+    })?;
+    match &a.value {
+        Value::Tensor(t) => Ok(Operand::Tile(t.clone())),
+        Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+            Ok(Operand::Num(a.value.as_float().unwrap_or(0.0)))
+        }
+        other => Err(ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "`{name}` of `{}` must be a tile or a number, found a {}",
+                b.def.name,
+                other.type_name()
+            ),
+            a.span,
+            "not a tile or number",
+        )),
+    }
+}
+
+fn op_of(b: &Bound) -> Result<AluOp, &'static str> {
+    consts::alu_op_by_name(b.def.name).ok_or(b.def.name)
+}
+
+/// The shape and default dtype of `x op y`.
+fn result_of(x: &Operand, y: &Operand) -> Option<(Vec<u64>, DType)> {
+    match (x, y) {
+        (Operand::Tile(a), Operand::Tile(c)) => {
+            let t = if check::free_size(a) >= check::free_size(c) {
+                a
+            } else {
+                c
+            };
+            Some((t.shape.clone(), isa_core::promote(a.dtype(), c.dtype())))
+        }
+        (Operand::Tile(t), Operand::Num(n)) | (Operand::Num(n), Operand::Tile(t)) => {
+            let dt = if t.dtype().is_int() && n.fract() != 0.0 {
+                DType::F32
+            } else {
+                t.dtype()
+            };
+            Some((t.shape.clone(), dt))
+        }
+        (Operand::Num(_), Operand::Num(_)) => None,
+    }
+}
+
+fn no_tile(ctx: &Ctx<'_>, b: &Bound) -> Diagnostic {
+    ctx.error(
+        codes::OPERATOR,
+        format!("`{}` needs at least one tile operand", b.def.name),
+        b.span,
+        "no tile",
+    )
+    .with_help("compute the value with Python arithmetic instead")
+}
+
+fn result(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    dtype: DType,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let prefix = format!("{}_", b.def.name.trim_start_matches("nl."));
+    emit::new_result(ctx, b, &prefix, shape, dtype, Buffer::Sbuf, span)
+}
+
+fn done(b: &Bound, t: &Rc<Tensor>) -> Value {
+    Value::Tensor(emit::masked_result(b, t))
+}
+
+fn push(
+    ctx: &mut Ctx<'_>,
+    kind: OpKind,
+    engine: Option<Engine>,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let mut op = Op::new(kind);
+    op.engine = engine;
+    ctx.push_op(op, span).map(|_| ())
+}
+
+fn temp(
+    ctx: &mut Ctx<'_>,
+    shape: &[u64],
+    dtype: DType,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    isa_core::new_tile(ctx, shape, dtype, span)
+}
+
+fn activation_kind(
+    dst: &Tensor,
+    src: &Tensor,
+    func: ActFunc,
+    bias: Option<Scalar>,
+    reduce_res: Option<&Tensor>,
+) -> OpKind {
+    OpKind::Activation {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        func,
+        scale: Scalar::imm(1.0),
+        bias,
+        reduce_op: reduce_res.map(|_| AluOp::Add),
+        reduce_cmd: if reduce_res.is_some() {
+            ReduceCmd::ResetReduce
+        } else {
+            ReduceCmd::Idle
+        },
+        reduce_res: reduce_res.map(|t| t.view.clone()),
+    }
+}
+
+// ------------------------------------------------------------------ binary
+
+fn binary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = operand(ctx, b, "x")?;
+    let y = operand(ctx, b, "y")?;
+    let dtype = b.dtype(ctx, "dtype")?;
+    let Some((shape, default_dt)) = result_of(&x, &y) else {
+        return Err(no_tile(ctx, b));
+    };
+    let out_dt = dtype.unwrap_or(default_dt);
+    if b.def.name == "nl.divide" {
+        return divide(ctx, b, &x, &y, &shape, out_dt, span);
+    }
+    let op = op_of(b).map_err(|n| {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!("`{n}` has no ALU operator"),
+            span,
+            "here",
+        )
+    })?;
+    let dst = result(ctx, b, &shape, out_dt, span)?;
+    let t = isa_core::elementwise(ctx, op, &x, &y, Some(dst), Some(out_dt), span)?;
+    Ok(done(b, &t))
+}
+
+fn divide(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    x: &Operand,
+    y: &Operand,
+    shape: &[u64],
+    out_dt: DType,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let divisor = match y {
+        Operand::Num(n) => {
+            if *n == 0.0 {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    "division of a tile by zero",
+                    b.span_of("y"),
+                    "zero divisor",
+                ));
+            }
+            Operand::Num(1.0 / n)
+        }
+        Operand::Tile(t) => {
+            check::operand(ctx, t, b.span_of("y"), "`y`")?;
+            let r = temp(ctx, &t.shape, DType::F32, span)?;
+            let inv = isa_core::elementwise(
+                ctx,
+                AluOp::Reciprocal,
+                &Operand::Tile(t.clone()),
+                &Operand::Num(0.0),
+                Some(r),
+                Some(DType::F32),
+                span,
+            )?;
+            Operand::Tile(inv)
+        }
+    };
+    let dst = result(ctx, b, shape, out_dt, span)?;
+    let t = isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        x,
+        &divisor,
+        Some(dst),
+        Some(out_dt),
+        span,
+    )?;
+    Ok(done(b, &t))
+}
+
+// ------------------------------------------------------------------ unary
+
+fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let dst = result(ctx, b, &x.shape, out_dt, span)?;
+    let tile = Operand::Tile(x.clone());
+    match b.def.name {
+        "nl.negative" => {
+            isa_core::elementwise(
+                ctx,
+                AluOp::Multiply,
+                &tile,
+                &Operand::Num(-1.0),
+                Some(dst.clone()),
+                Some(out_dt),
+                span,
+            )?;
+        }
+        "nl.logical_not" => {
+            isa_core::elementwise(
+                ctx,
+                AluOp::LogicalXor,
+                &tile,
+                &Operand::Num(1.0),
+                Some(dst.clone()),
+                Some(out_dt),
+                span,
+            )?;
+        }
+        "nl.invert" | "nl.reciprocal" => {
+            let op = if b.def.name == "nl.invert" {
+                AluOp::Invert
+            } else {
+                AluOp::Reciprocal
+            };
+            isa_core::elementwise(
+                ctx,
+                op,
+                &tile,
+                &Operand::Num(0.0),
+                Some(dst.clone()),
+                Some(out_dt),
+                span,
+            )?;
+        }
+        "nl.rsqrt" if x.buffer != Buffer::Psum && dst.buffer != Buffer::Psum => {
+            let kind = OpKind::TensorScalar {
+                dst: dst.view.clone(),
+                src: x.view.clone(),
+                op0: AluOp::Rsqrt,
+                operand0: None,
+                reverse0: false,
+                op1: None,
+                operand1: None,
+                reverse1: false,
+            };
+            push(ctx, kind, Some(Engine::GpSimd), span)?;
+        }
+        name => {
+            let Some(func) = consts::act_func_by_name(name) else {
+                return Err(ctx.error(
+                    codes::ARG_TYPE,
+                    format!("`{name}` has no activation function"),
+                    span,
+                    "here",
+                ));
+            };
+            push(ctx, activation_kind(&dst, &x, func, None, None), None, span)?;
+        }
+    }
+    Ok(done(b, &dst))
+}
+
+// ------------------------------------------------------------------ reductions
+
+fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let axes = b.ints(ctx, "axis")?.unwrap_or_default();
+    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    let keepdims = b.bool_or(ctx, "keepdims", false)?;
+    let kept = x.shape.len() - k;
+    let mut shape: Vec<u64> = x.shape[..kept].to_vec();
+    if keepdims {
+        shape.extend(std::iter::repeat_n(1, k));
+    }
+    if shape.len() < 2 {
+        shape.push(1);
+    }
+    let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let (op, mean) = match b.def.name {
+        "nl.sum" => (AluOp::Add, false),
+        "nl.max" => (AluOp::Maximum, false),
+        "nl.min" => (AluOp::Minimum, false),
+        "nl.prod" => (AluOp::Multiply, false),
+        "nl.all" => (AluOp::LogicalAnd, false),
+        _ => (AluOp::Add, true),
+    };
+    let dst = result(ctx, b, &shape, out_dt, span)?;
+    let reduced = if mean {
+        temp(ctx, &shape, DType::F32, span)?
+    } else {
+        dst.clone()
+    };
+    let kind = OpKind::TensorReduce {
+        dst: reduced.view.clone(),
+        src: x.view.clone(),
+        op,
+        last_dims: k as u8,
+        negate: false,
+    };
+    push(ctx, kind, None, span)?;
+    if mean {
+        let n: u64 = x.shape[kept..].iter().product();
+        isa_core::elementwise(
+            ctx,
+            AluOp::Multiply,
+            &Operand::Tile(reduced),
+            &Operand::Num(1.0 / n as f64),
+            Some(dst.clone()),
+            Some(out_dt),
+            span,
+        )?;
+    }
+    Ok(done(b, &dst))
+}
+
+/// Checks that `axis` names every free dim of `x` (the row reductions of
+/// softmax and rms_norm).
+fn all_free_axes(ctx: &Ctx<'_>, b: &Bound, x: &Tensor) -> Result<(), Diagnostic> {
+    let axes = b.ints(ctx, "axis")?.unwrap_or_else(|| vec![-1]);
+    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    if k + 1 != x.shape.len() {
+        return Err(ctx
+            .error(
+                codes::AXIS,
+                format!(
+                    "`{}` reduces over every free dim of {}, but `axis` is {axes:?}",
+                    b.def.name,
+                    shape_text(&x.shape)
+                ),
+                b.span_of("axis"),
+                "not all free dims",
+            )
+            .with_help("reshape the tile to 2-D, or name all free dims"));
+    }
+    Ok(())
+}
+
+fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    all_free_axes(ctx, b, &x)?;
+    let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let p = check::partitions(&x);
+    let col = [p, 1];
+    let k = x.shape.len() - 1;
+    // m = max(x) per row, then -m as the activation bias.
+    let m = temp(ctx, &col, DType::F32, span)?;
+    let kind = OpKind::TensorReduce {
+        dst: m.view.clone(),
+        src: x.view.clone(),
+        op: AluOp::Maximum,
+        last_dims: k as u8,
+        negate: true,
+    };
+    push(ctx, kind, None, span)?;
+    // e = exp(x - m), s = Σ e.
+    let e = temp(ctx, &x.shape, DType::F32, span)?;
+    let s = temp(ctx, &col, DType::F32, span)?;
+    let bias = Some(Scalar::Vector(m.view.clone()));
+    push(
+        ctx,
+        activation_kind(&e, &x, ActFunc::Exp, bias, Some(&s)),
+        None,
+        span,
+    )?;
+    // r = 1 / s; out = e · r.
+    let r = temp(ctx, &col, DType::F32, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Reciprocal,
+        &Operand::Tile(s),
+        &Operand::Num(0.0),
+        Some(r.clone()),
+        Some(DType::F32),
+        span,
+    )?;
+    let dst = result(ctx, b, &x.shape, out_dt, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(e),
+        &Operand::Tile(r),
+        Some(dst.clone()),
+        Some(out_dt),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
+fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let w = b.tensor(ctx, "w")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    check::operand(ctx, &w, b.span_of("w"), "`w`")?;
+    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    all_free_axes(ctx, b, &x)?;
+    let n = b.int(ctx, "n")?.unwrap_or(0);
+    if n <= 0 {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`n` of `nl.rms_norm` must be a positive element count, found {n}"),
+            b.span_of("n"),
+            "not positive",
+        ));
+    }
+    let eps = b.float(ctx, "epsilon")?.unwrap_or(1e-6);
+    let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let cdt = b.dtype(ctx, "compute_dtype")?.unwrap_or(DType::F32);
+    let p = check::partitions(&x);
+    let col = [p, 1];
+    // ss = Σ x² per row (the squares themselves are scratch).
+    let sq = temp(ctx, &x.shape, cdt, span)?;
+    let ss = temp(ctx, &col, DType::F32, span)?;
+    push(
+        ctx,
+        activation_kind(&sq, &x, ActFunc::Square, None, Some(&ss)),
+        None,
+        span,
+    )?;
+    // v = ss / n + eps; r = rsqrt(v).
+    let v = temp(ctx, &col, DType::F32, span)?;
+    let kind = OpKind::TensorScalar {
+        dst: v.view.clone(),
+        src: ss.view.clone(),
+        op0: AluOp::Multiply,
+        operand0: Some(Scalar::imm((1.0 / n as f64) as f32)),
+        reverse0: false,
+        op1: Some(AluOp::Add),
+        operand1: Some(Scalar::imm(eps as f32)),
+        reverse1: false,
+    };
+    push(ctx, kind, None, span)?;
+    let r = temp(ctx, &col, DType::F32, span)?;
+    push(
+        ctx,
+        activation_kind(&r, &v, ActFunc::Rsqrt, None, None),
+        None,
+        span,
+    )?;
+    // y = x · r; out = y · w.
+    let y = temp(ctx, &x.shape, cdt, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(x.clone()),
+        &Operand::Tile(r),
+        Some(y.clone()),
+        Some(cdt),
+        span,
+    )?;
+    let dst = result(ctx, b, &x.shape, out_dt, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(y),
+        &Operand::Tile(w),
+        Some(dst.clone()),
+        Some(out_dt),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
+// ------------------------------------------------------------------ where
+
+/// The number `n` as a fill value of `dtype`.
+fn fill(ctx: &Ctx<'_>, dtype: DType, n: f64, span: Span) -> Result<nkic_isa::Imm, Diagnostic> {
+    let v = if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        Value::Int(n as i64)
+    } else {
+        Value::Float(n)
+    };
+    super::memory::fill_imm(ctx, dtype, &v, span, true)
+}
+
+fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let cond = b.tensor(ctx, "condition")?;
+    let sc = b.span_of("condition");
+    check::operand(ctx, &cond, sc, "`condition`")?;
+    let x = operand(ctx, b, "x")?;
+    let y = operand(ctx, b, "y")?;
+    let default_dt = match (&x, &y) {
+        (Operand::Tile(a), Operand::Tile(c)) => Some(isa_core::promote(a.dtype(), c.dtype())),
+        (Operand::Tile(t), _) | (_, Operand::Tile(t)) => Some(t.dtype()),
+        _ => None,
+    };
+    let Some(out_dt) = b.dtype(ctx, "dtype")?.or(default_dt) else {
+        return Err(no_tile(ctx, b).with_note("or give `dtype=`"));
+    };
+    for (name, o) in [("x", &x), ("y", &y)] {
+        if let Operand::Tile(t) = o {
+            let s = b.span_of(name);
+            check::operand(ctx, t, s, &format!("`{name}`"))?;
+            check::same_pf(ctx, (&cond, "condition"), (t, name, s))?;
+        }
+    }
+    let dst = result(ctx, b, &cond.shape, out_dt, span)?;
+    // dst = y.
+    match &y {
+        Operand::Tile(t) => push(
+            ctx,
+            OpKind::TensorCopy {
+                dst: dst.view.clone(),
+                src: t.view.clone(),
+            },
+            None,
+            span,
+        )?,
+        Operand::Num(n) => {
+            let v = fill(ctx, out_dt, *n, b.span_of("y"))?;
+            push(
+                ctx,
+                OpKind::Memset {
+                    dst: dst.view.clone(),
+                    value: v,
+                },
+                None,
+                span,
+            )?;
+        }
+    }
+    // dst[cond != 0] = x.
+    let src = match &x {
+        Operand::Tile(t) => t.clone(),
+        Operand::Num(n) => {
+            let t = temp(ctx, &cond.shape, out_dt, span)?;
+            let v = fill(ctx, out_dt, *n, b.span_of("x"))?;
+            push(
+                ctx,
+                OpKind::Memset {
+                    dst: t.view.clone(),
+                    value: v,
+                },
+                None,
+                span,
+            )?;
+            t
+        }
+    };
+    let kind = OpKind::TensorCopyPredicated {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        predicate: cond.view.clone(),
+        reverse_pred: false,
+    };
+    push(ctx, kind, None, span)?;
+    Ok(done(b, &dst))
+}
