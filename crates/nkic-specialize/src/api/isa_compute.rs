@@ -1,7 +1,753 @@
 //! The remaining `nki.isa` compute instructions (owned by helper
-//! `spec-api-2`): every `nisa` op not defined in `isa_core.rs`.
+//! `spec-api-2`): every `nisa` op not defined in `isa_core.rs`, with the
+//! rules of isa.md §4.2–§4.3 checked at compile time.
+//!
+//! All but `tensor_copy_predicated` (which updates `dst` in place) accept
+//! the legacy value form (no `dst`; the result is a new SBUF tile).
+//! Choices where the spec is silent: a value-form result has the input's
+//! dtype unless `dtype=` is given (uint32 for `nc_find_index8`); `max8`
+//! and `nc_find_index8` results are `(P, 8)`, `bn_stats` `(P, 6)` and
+//! `bn_aggr` `(P, 2)`; `select_reduce` with `reduce_res` but no
+//! `reduce_cmd` uses `reset_reduce`, as `activation` does.
 
-use super::table::ApiDef;
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_isa::{AluOp, DType, Engine, ReduceCmd, Target};
+
+use super::check::{self, shape_text};
+use super::codes;
+use super::emit;
+use super::isa_core::{self, scalar_operand};
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const VECTOR: &[Engine] = &[Engine::Vector];
+const SCALAR: &[Engine] = &[Engine::Scalar];
 
 /// The functions of this file, registered in `table::REGISTRY`.
-pub const DEFS: &[ApiDef] = &[];
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nisa.reciprocal",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`dst = 1 / data` in fp32 on VectorE (more precise than `activation(nl.reciprocal)`).",
+        constraints: &[
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        ],
+        run: reciprocal,
+    },
+    ApiDef {
+        name: "nisa.exponential",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("max_value", Kind::Scalar, "0.0"),
+            opt("reduce_res", Kind::Tensor, "None"),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.idle",
+            ),
+            opt("reduce_init", Kind::Scalar, "0.0"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn3,
+        value_form: true,
+        summary: "`dst = exp(src - max_value)` on VectorE, optionally summing every element into the Vector accumulators.",
+        constraints: &[
+            "trn3 only.",
+            "`src` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`max_value` and `reduce_init` are numbers or `(P, 1)` tensors; `reduce_res` is `(P, 1)` of a float dtype.",
+        ],
+        run: exponential,
+    },
+    ApiDef {
+        name: "nisa.activation_reduce",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("op", Kind::ActFunc),
+            req("data", Kind::Tensor),
+            req("reduce_op", Kind::AluOp),
+            req("reduce_res", Kind::Tensor),
+            opt("bias", Kind::Scalar, "None"),
+            opt("scale", Kind::Scalar, "1.0"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: SCALAR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
+        constraints: &[
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor.",
+            "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
+        ],
+        run: activation_reduce,
+    },
+    ApiDef {
+        name: "nisa.scalar_tensor_tensor",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("op0", Kind::AluOp),
+            req("operand0", Kind::Scalar),
+            req("op1", Kind::AluOp),
+            req("operand1", Kind::Tensor),
+            opt("reverse0", Kind::Bool, "False"),
+            opt("reverse1", Kind::Bool, "False"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
+        constraints: &[
+            "`data`, `operand1` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`data` and `operand1` are not both in PSUM.",
+            "`op0` and `op1` are binary arithmetic operators.",
+        ],
+        run: scalar_tensor_tensor,
+    },
+    ApiDef {
+        name: "nisa.tensor_tensor_scan",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data0", Kind::Tensor),
+            req("data1", Kind::Tensor),
+            req("initial", Kind::Scalar),
+            req("op0", Kind::AluOp),
+            req("op1", Kind::AluOp),
+            opt("reverse0", Kind::Bool, "False"),
+            opt("reverse1", Kind::Bool, "False"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
+        constraints: &[
+            "`data0`, `data1` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes; `data0` and `data1` are not both in PSUM.",
+            "`initial` is a number or a `(P, 1)` tensor.",
+            "`op0` and `op1` are binary arithmetic operators.",
+        ],
+        run: tensor_tensor_scan,
+    },
+    ApiDef {
+        name: "nisa.tensor_copy_predicated",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            req("predicate", Kind::Tensor),
+            opt("reverse_pred", Kind::Bool, "False"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
+        constraints: &[
+            "`src`, `dst` and `predicate` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`predicate` is uint8, uint16 or uint32; `src` and `dst` have the same dtype.",
+            "`src` and `predicate` are not both in PSUM.",
+        ],
+        run: tensor_copy_predicated,
+    },
+    ApiDef {
+        name: "nisa.max8",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "The 8 largest values of each partition, in descending order.",
+        constraints: &[
+            "`src` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
+            "`dst` is `(P, 8)` with `src`'s partition count.",
+        ],
+        run: max8,
+    },
+    ApiDef {
+        name: "nisa.nc_find_index8",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("vals", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
+        constraints: &[
+            "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
+            "`vals` has exactly 8 elements per partition; `dst` is `(P, 8)` uint32 or uint16.",
+        ],
+        run: find_index8,
+    },
+    ApiDef {
+        name: "nisa.bn_stats",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Per partition `[n, mean, M2]` of the even and of the odd free positions (6 values).",
+        constraints: &[
+            "`data` is SBUF/PSUM with at most 512 free elements (`nl.tile_size.bn_stats_fmax`).",
+            "`dst` has `data`'s partition count and 6 free elements.",
+        ],
+        run: bn_stats,
+    },
+    ApiDef {
+        name: "nisa.bn_aggr",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Combines the `(count, mean, M2)` triples of each partition into mean and variance (2 values).",
+        constraints: &[
+            "`data` is SBUF/PSUM with a multiple of 3 free elements.",
+            "`dst` has `data`'s partition count and 2 free elements.",
+        ],
+        run: bn_aggr,
+    },
+    ApiDef {
+        name: "nisa.select_reduce",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("predicate", Kind::Tensor),
+            req("on_true", Kind::Tensor),
+            req("on_false", Kind::Scalar),
+            opt("reduce_res", Kind::Tensor, "None"),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.idle",
+            ),
+            opt("reduce_op", Kind::AluOp, "nl.maximum"),
+            opt("reverse_pred", Kind::Bool, "False"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
+        constraints: &[
+            "`dst`, `predicate` and `on_true` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes; `on_true` and `predicate` are not both in PSUM.",
+            "`predicate` is int8, uint8, int16 or uint16; `on_true` is not tfloat32, int32 or uint32.",
+            "`on_false` is a number or a `(P, 1)` tensor; `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
+        ],
+        run: select_reduce,
+    },
+];
+
+// ------------------------------------------------------------------ helpers
+
+fn need_target(ctx: &Ctx<'_>, b: &Bound, span: Span) -> Result<(), Diagnostic> {
+    if ctx.target() < b.def.since {
+        return Err(ctx.error(
+            codes::TARGET,
+            format!(
+                "`{}` needs {} or newer, but the target is {}",
+                b.def.name,
+                b.def.since.name(),
+                ctx.target().name()
+            ),
+            span,
+            "not available on this target",
+        ));
+    }
+    Ok(())
+}
+
+/// `data` and `dst` on chip with equal P and F; returns `dst`.
+fn unary_dst(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    src_name: &str,
+    dtype: Option<DType>,
+    span: Span,
+) -> Result<(Rc<Tensor>, Rc<Tensor>), Diagnostic> {
+    let data = b.tensor(ctx, src_name)?;
+    let sd = b.span_of(src_name);
+    let dt = dtype.unwrap_or(data.dtype());
+    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, dt, Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &data, sd, &format!("`{src_name}`"))?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::same_pf(ctx, (&data, src_name), (&dst, "dst", ds))?;
+    check::engine_free_size(ctx, &data, sd, &format!("`{src_name}`"))?;
+    Ok((data, dst))
+}
+
+fn not_both_psum(ctx: &Ctx<'_>, a: &Tensor, c: &Tensor, span: Span) -> Result<(), Diagnostic> {
+    if a.buffer == Buffer::Psum && c.buffer == Buffer::Psum {
+        return Err(ctx
+            .error(
+                codes::BUFFER,
+                "both inputs are in PSUM; a two-input Vector instruction reads at most one PSUM operand",
+                span,
+                "two PSUM inputs",
+            )
+            .with_help("copy one of them to SBUF first"));
+    }
+    Ok(())
+}
+
+fn arithmetic_binary(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<AluOp, Diagnostic> {
+    let op = b.alu_op(ctx, name)?.unwrap_or(AluOp::Add);
+    if op.is_bitvec() || op.is_unary() || op == AluOp::Average {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`{name}` must be a binary arithmetic operator, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of(name),
+            "not a binary arithmetic operator",
+        ));
+    }
+    Ok(op)
+}
+
+fn dtype_in(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    allowed: &[DType],
+    what: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if allowed.contains(&t.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+    Err(ctx.error(
+        codes::DTYPE,
+        format!(
+            "{what} must be one of {}, found {}",
+            names.join(", "),
+            check::describe(t)
+        ),
+        span,
+        "dtype not allowed",
+    ))
+}
+
+fn float_res(ctx: &Ctx<'_>, b: &Bound, p: u64) -> Result<Option<Rc<Tensor>>, Diagnostic> {
+    let res = isa_core::reduce_res(ctx, b, p)?;
+    if let Some(t) = &res
+        && !t.dtype().is_float()
+    {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`reduce_res` must have a float dtype, found {}",
+                check::describe(t)
+            ),
+            b.span_of("reduce_res"),
+            "not a float dtype",
+        ));
+    }
+    Ok(res)
+}
+
+fn operand_or(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+    data: &Tensor,
+    default: f32,
+) -> Result<Scalar, Diagnostic> {
+    match b.get(name) {
+        None => Ok(Scalar::imm(default)),
+        Some(a) => scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")),
+    }
+}
+
+fn fixed_width_dst(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    src: &Tensor,
+    width: u64,
+    dtype: DType,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let p = check::partitions(src);
+    let (dst, _) = emit::dst_or_new(ctx, b, &[p, width], dtype, Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    if check::partitions(&dst) != p || check::free_size(&dst) != width {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` of `{}` must be ({p}, {width}), found {}",
+                b.def.name,
+                shape_text(&dst.shape)
+            ),
+            ds,
+            format!("not ({p}, {width})"),
+        ));
+    }
+    Ok(dst)
+}
+
+fn top8_source(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    check::operand(ctx, t, span, what)?;
+    let f = check::free_size(t);
+    if t.shape.len() > 3 || !(8..=16384).contains(&f) {
+        return Err(ctx.error(
+            codes::FREE_SIZE,
+            format!(
+                "{what} must be up to 3-D with 8 to 16384 free elements, found {}",
+                shape_text(&t.shape)
+            ),
+            span,
+            "bad size",
+        ));
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ runs
+
+fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let kind = OpKind::Reciprocal {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    need_target(ctx, b, span)?;
+    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
+    let max_value = operand_or(ctx, b, "max_value", &src, 0.0)?;
+    let res = float_res(ctx, b, check::partitions(&src))?;
+    let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::Idle);
+    let reduce_init = if cmd == ReduceCmd::LoadReduce {
+        Some(operand_or(ctx, b, "reduce_init", &src, 0.0)?)
+    } else {
+        None
+    };
+    let kind = OpKind::Exponential {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        max_value,
+        reduce_cmd: cmd,
+        reduce_init,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let func = b.act_func(ctx, "op")?.unwrap_or(nkic_isa::ActFunc::Copy);
+    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
+    if reduce_op != AluOp::Add {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`activation_reduce` reduces with `nl.add` only, found `nl.{}`",
+                reduce_op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.add",
+        ));
+    }
+    let Some(res) = isa_core::reduce_res(ctx, b, check::partitions(&data))? else {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            "`activation_reduce` needs a `reduce_res` tensor",
+            span,
+            "no `reduce_res`",
+        ));
+    };
+    let scale = operand_or(ctx, b, "scale", &data, 1.0)?;
+    let bias = match b.get("bias") {
+        None => None,
+        Some(a) => {
+            if let Value::Tensor(t) = &a.value
+                && t.dtype() == DType::TF32
+            {
+                return Err(ctx.error(
+                    codes::DTYPE,
+                    "`bias` cannot be tfloat32",
+                    a.span,
+                    "tfloat32 bias",
+                ));
+            }
+            Some(scalar_operand(ctx, &a.value, &data, a.span, "`bias`")?)
+        }
+    };
+    let kind = OpKind::ActivationReduce {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        func,
+        scale,
+        bias,
+        reduce_op,
+        reduce_res: res.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    let op1 = arithmetic_binary(ctx, b, "op1")?;
+    let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
+    let operand1 = b.tensor(ctx, "operand1")?;
+    let s1 = b.span_of("operand1");
+    check::operand(ctx, &operand1, s1, "`operand1`")?;
+    check::same_pf(ctx, (&data, "data"), (&operand1, "operand1", s1))?;
+    not_both_psum(ctx, &data, &operand1, s1)?;
+    let kind = OpKind::ScalarTensorTensor {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        op0,
+        operand0,
+        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        op1,
+        src1: operand1.view.clone(),
+        reverse1: b.bool_or(ctx, "reverse1", false)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (data0, dst) = unary_dst(ctx, b, "data0", None, span)?;
+    let data1 = b.tensor(ctx, "data1")?;
+    let s1 = b.span_of("data1");
+    check::operand(ctx, &data1, s1, "`data1`")?;
+    check::same_pf(ctx, (&data0, "data0"), (&data1, "data1", s1))?;
+    not_both_psum(ctx, &data0, &data1, s1)?;
+    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    let op1 = arithmetic_binary(ctx, b, "op1")?;
+    let initial = operand_or(ctx, b, "initial", &data0, 0.0)?;
+    let kind = OpKind::TensorTensorScan {
+        dst: dst.view.clone(),
+        src0: data0.view.clone(),
+        src1: data1.view.clone(),
+        initial,
+        op0,
+        op1,
+        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        reverse1: b.bool_or(ctx, "reverse1", false)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn tensor_copy_predicated(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
+    let pred = b.tensor(ctx, "predicate")?;
+    let sp = b.span_of("predicate");
+    check::operand(ctx, &pred, sp, "`predicate`")?;
+    check::same_pf(ctx, (&src, "src"), (&pred, "predicate", sp))?;
+    not_both_psum(ctx, &src, &pred, sp)?;
+    dtype_in(
+        ctx,
+        &pred,
+        &[DType::U8, DType::U16, DType::U32],
+        "`predicate`",
+        sp,
+    )?;
+    if src.dtype() != dst.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`src` and `dst` must have the same dtype, found {} and {}",
+                src.dtype().name(),
+                dst.dtype().name()
+            ),
+            b.span_of("dst"),
+            "dtypes differ",
+        ));
+    }
+    let kind = OpKind::TensorCopyPredicated {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        predicate: pred.view.clone(),
+        reverse_pred: b.bool_or(ctx, "reverse_pred", false)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn max8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    top8_source(ctx, &src, b.span_of("src"), "`src`")?;
+    let dst = fixed_width_dst(ctx, b, &src, 8, src.dtype(), span)?;
+    let kind = OpKind::Max8 {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    top8_source(ctx, &data, b.span_of("data"), "`data`")?;
+    let vals = b.tensor(ctx, "vals")?;
+    let sv = b.span_of("vals");
+    check::operand(ctx, &vals, sv, "`vals`")?;
+    if check::partitions(&vals) != check::partitions(&data) || check::free_size(&vals) != 8 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`vals` must hold 8 values for each of the {} partitions, found {}",
+                check::partitions(&data),
+                shape_text(&vals.shape)
+            ),
+            sv,
+            "not (P, 8)",
+        ));
+    }
+    let dst = fixed_width_dst(ctx, b, &data, 8, DType::U32, span)?;
+    dtype_in(
+        ctx,
+        &dst,
+        &[DType::U32, DType::U16],
+        "`dst`",
+        b.span_of("dst"),
+    )?;
+    let kind = OpKind::FindIndex8 {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        vals: vals.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let sd = b.span_of("data");
+    check::operand(ctx, &data, sd, "`data`")?;
+    let fmax = u64::from(ctx.target().figures().bn_stats_fmax);
+    if check::free_size(&data) > fmax {
+        return Err(ctx
+            .error(
+                codes::FREE_SIZE,
+                format!(
+                    "`bn_stats` takes at most {fmax} free elements, found {}",
+                    check::free_size(&data)
+                ),
+                sd,
+                "too many elements",
+            )
+            .with_help("split the row into chunks and combine them with `bn_aggr`"));
+    }
+    let dst = fixed_width_dst(ctx, b, &data, 6, data.dtype(), span)?;
+    let kind = OpKind::BnStats {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let sd = b.span_of("data");
+    check::operand(ctx, &data, sd, "`data`")?;
+    let f = check::free_size(&data);
+    if f == 0 || !f.is_multiple_of(3) {
+        return Err(ctx.error(
+            codes::FREE_SIZE,
+            format!("`bn_aggr` reads (count, mean, M2) triples, but `data` has {f} free elements"),
+            sd,
+            "not a multiple of 3",
+        ));
+    }
+    let dst = fixed_width_dst(ctx, b, &data, 2, data.dtype(), span)?;
+    let kind = OpKind::BnAggr {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (on_true, dst) = unary_dst(ctx, b, "on_true", None, span)?;
+    let st = b.span_of("on_true");
+    if matches!(on_true.dtype(), DType::TF32 | DType::I32 | DType::U32) {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`on_true` cannot be tfloat32, int32 or uint32, found {}",
+                check::describe(&on_true)
+            ),
+            st,
+            "dtype not allowed",
+        ));
+    }
+    let pred = b.tensor(ctx, "predicate")?;
+    let sp = b.span_of("predicate");
+    check::operand(ctx, &pred, sp, "`predicate`")?;
+    check::same_pf(ctx, (&on_true, "on_true"), (&pred, "predicate", sp))?;
+    not_both_psum(ctx, &on_true, &pred, sp)?;
+    dtype_in(
+        ctx,
+        &pred,
+        &[DType::I8, DType::U8, DType::I16, DType::U16],
+        "`predicate`",
+        sp,
+    )?;
+    let on_false = operand_or(ctx, b, "on_false", &on_true, 0.0)?;
+    if let Some(op) = b.alu_op(ctx, "reduce_op")?
+        && op != AluOp::Maximum
+    {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`select_reduce` reduces with `nl.maximum` only, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.maximum",
+        ));
+    }
+    let res = float_res(ctx, b, check::partitions(&on_true))?;
+    let cmd = match isa_core::reduce_cmd(ctx, b)? {
+        Some(c) => c,
+        None if res.is_some() => ReduceCmd::ResetReduce,
+        None => ReduceCmd::Idle,
+    };
+    if cmd == ReduceCmd::LoadReduce {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            "`select_reduce` has no `load_reduce` (it has no initial value)",
+            b.span_of("reduce_cmd"),
+            "not available",
+        ));
+    }
+    let kind = OpKind::SelectReduce {
+        dst: dst.view.clone(),
+        predicate: pred.view.clone(),
+        on_true: on_true.view.clone(),
+        on_false,
+        reverse_pred: b.bool_or(ctx, "reverse_pred", false)?,
+        reduce_cmd: cmd,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
