@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{AluOp, DType, Engine, ReduceCmd, Target};
+use nkic_isa::{AluOp, DType, Engine, Fp32, ReduceCmd, Target};
 
 use super::check::{self, shape_text};
 use super::codes;
@@ -258,6 +258,106 @@ pub const DEFS: &[ApiDef] = &[
             "`on_false` is a number or a `(P, 1)` tensor; `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
         ],
         run: select_reduce,
+    },
+    ApiDef {
+        name: "nisa.tensor_partition_reduce",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("op", Kind::AluOp),
+            req("data", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: &[Engine::GpSimd],
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
+        constraints: &[
+            "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
+            "`op` is `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`.",
+        ],
+        run: tensor_partition_reduce,
+    },
+    ApiDef {
+        name: "nisa.tensor_scalar_reduce",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("op0", Kind::AluOp),
+            req("operand0", Kind::Scalar),
+            req("reduce_op", Kind::AluOp),
+            opt("reduce_res", Kind::Tensor, "None"),
+            opt("reverse0", Kind::Bool, "False"),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.reset_reduce",
+            ),
+            opt("reduce_init", Kind::Scalar, "None"),
+            opt("reduce_res_negate", Kind::Bool, "False"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
+        constraints: &[
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`op0` is a binary arithmetic operator; `operand0` a number or `(P, 1)` tensor; `reverse0` is not supported.",
+            "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`; `reduce_res` is `(P, 1)`.",
+            "`reduce_init` is given exactly when `reduce_cmd` is `load_reduce`.",
+        ],
+        run: tensor_scalar_reduce,
+    },
+    ApiDef {
+        name: "nisa.nc_match_replace8",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("vals", Kind::Tensor),
+            req("imm", Kind::Float),
+            opt("dst_idx", Kind::Tensor, "None"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "A copy of `data` where, for each of the 8 `vals` of a partition (last to first), the first not yet replaced match becomes `imm`; `dst_idx` receives the positions.",
+        constraints: &[
+            "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements; `dst` has its partition count and free size.",
+            "`vals` and `dst_idx` have 8 elements per partition.",
+        ],
+        run: match_replace8,
+    },
+    ApiDef {
+        name: "nisa.range_select",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("on_true_tile", Kind::Tensor),
+            req("comp_op0", Kind::AluOp),
+            req("comp_op1", Kind::AluOp),
+            req("bound0", Kind::Tensor),
+            req("bound1", Kind::Tensor),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.reset_reduce",
+            ),
+            opt("reduce_res", Kind::Tensor, "None"),
+            opt("reduce_op", Kind::AluOp, "nl.maximum"),
+            opt("range_start", Kind::Int, "0"),
+            opt("on_false_value", Kind::Float, "-3.4028235e38"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Keeps `on_true_tile[p, i]` where `comp_op0(range_start + i, bound0[p])` and `comp_op1(range_start + i, bound1[p])`, else `on_false_value`; the row maximum goes to the Vector accumulators.",
+        constraints: &[
+            "`on_true_tile` (a float dtype) and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`comp_op0`/`comp_op1` are `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`; `bound0`/`bound1` are `(P, 1)` tensors.",
+            "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)`.",
+        ],
+        run: range_select,
     },
 ];
 
@@ -746,6 +846,287 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         on_true: on_true.view.clone(),
         on_false,
         reverse_pred: b.bool_or(ctx, "reverse_pred", false)?,
+        reduce_cmd: cmd,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let sd = b.span_of("data");
+    let op = b.alu_op(ctx, "op")?.unwrap_or(AluOp::Add);
+    if !matches!(
+        op,
+        AluOp::Add | AluOp::Average | AluOp::Maximum | AluOp::BitwiseOr | AluOp::BitwiseAnd
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("op"),
+            "unsupported operator",
+        ));
+    }
+    let mut shape = data.shape.clone();
+    if let Some(p) = shape.first_mut() {
+        *p = 1;
+    }
+    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &data, sd, "`data`")?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::not_psum_on(ctx, &data, Engine::GpSimd, sd, "`data`")?;
+    check::not_psum_on(ctx, &dst, Engine::GpSimd, ds, "`dst`")?;
+    if check::partitions(&dst) != 1 || check::free_size(&dst) != check::free_size(&data) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` must have 1 partition and {} free elements, found {}",
+                check::free_size(&data),
+                shape_text(&dst.shape)
+            ),
+            ds,
+            "wrong result shape",
+        ));
+    }
+    if op.is_bitvec() {
+        for (t, sp) in [(&data, sd), (&dst, ds)] {
+            if !t.dtype().is_int() {
+                return Err(ctx.error(
+                    codes::DTYPE,
+                    format!(
+                        "the bitwise operator `nl.{}` needs integer dtypes, found {}",
+                        op.name(),
+                        check::describe(t)
+                    ),
+                    sp,
+                    "not an integer dtype",
+                ));
+            }
+        }
+    }
+    let kind = OpKind::TensorPartitionReduce {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        op,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    if b.bool_or(ctx, "reverse0", false)? {
+        return Err(ctx.error(
+            codes::VALUE,
+            "`reverse0` of `tensor_scalar_reduce` is not supported",
+            b.span_of("reverse0"),
+            "not supported",
+        ));
+    }
+    let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
+    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
+    if !matches!(
+        reduce_op,
+        AluOp::Add | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`reduce_op` must be `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
+                reduce_op.name()
+            ),
+            b.span_of("reduce_op"),
+            "unsupported reduction",
+        ));
+    }
+    let res = isa_core::reduce_res(ctx, b, check::partitions(&data))?;
+    let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::ResetReduce);
+    let reduce_init = match (cmd, b.get("reduce_init")) {
+        (ReduceCmd::LoadReduce, Some(a)) => Some(scalar_operand(
+            ctx,
+            &a.value,
+            &data,
+            a.span,
+            "`reduce_init`",
+        )?),
+        (ReduceCmd::LoadReduce, None) => {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                "`load_reduce` needs `reduce_init`",
+                b.span_of("reduce_cmd"),
+                "no `reduce_init`",
+            ));
+        }
+        (_, Some(a)) => {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                "`reduce_init` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
+                a.span,
+                "unused",
+            ));
+        }
+        (_, None) => None,
+    };
+    let kind = OpKind::TensorScalarReduce {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        op0,
+        operand0: Some(operand0),
+        reduce_op,
+        reduce_cmd: cmd,
+        reduce_init,
+        reduce_res: res.map(|t| t.view.clone()),
+        reduce_res_negate: b.bool_or(ctx, "reduce_res_negate", false)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn eight_per_partition(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    p: u64,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    check::operand(ctx, t, span, what)?;
+    if check::partitions(t) != p || check::free_size(t) != 8 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "{what} must hold 8 values for each of the {p} partitions, found {}",
+                shape_text(&t.shape)
+            ),
+            span,
+            "not (P, 8)",
+        ));
+    }
+    Ok(())
+}
+
+fn match_replace8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    top8_source(ctx, &data, b.span_of("data"), "`data`")?;
+    let (_, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let p = check::partitions(&data);
+    let vals = b.tensor(ctx, "vals")?;
+    eight_per_partition(ctx, &vals, p, b.span_of("vals"), "`vals`")?;
+    let dst_idx = b.opt_tensor(ctx, "dst_idx")?;
+    if let Some(t) = &dst_idx {
+        eight_per_partition(ctx, t, p, b.span_of("dst_idx"), "`dst_idx`")?;
+    }
+    let imm = b.float(ctx, "imm")?.unwrap_or(0.0);
+    let kind = OpKind::MatchReplace8 {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        vals: vals.view.clone(),
+        imm: Fp32::new(imm as f32),
+        dst_idx: dst_idx.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (src, dst) = unary_dst(ctx, b, "on_true_tile", None, span)?;
+    if !src.dtype().is_float() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`on_true_tile` must have a float dtype, found {}",
+                check::describe(&src)
+            ),
+            b.span_of("on_true_tile"),
+            "not a float dtype",
+        ));
+    }
+    let mut cmps = [AluOp::Equal; 2];
+    for (i, name) in ["comp_op0", "comp_op1"].into_iter().enumerate() {
+        let op = b.alu_op(ctx, name)?.unwrap_or(AluOp::Equal);
+        if !matches!(
+            op,
+            AluOp::Equal | AluOp::Less | AluOp::LessEqual | AluOp::Greater | AluOp::GreaterEqual
+        ) {
+            return Err(ctx.error(
+                codes::BAD_ENUM,
+                format!(
+                    "`{name}` must be `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`, found `nl.{}`",
+                    op.name()
+                ),
+                b.span_of(name),
+                "not a comparison",
+            ));
+        }
+        cmps[i] = op;
+    }
+    let mut bounds = Vec::with_capacity(2);
+    for name in ["bound0", "bound1"] {
+        let a = b.get(name).map(|a| (a.value.clone(), a.span));
+        let (v, sp) = a.unwrap_or((Value::None, b.span));
+        if !matches!(v, Value::Tensor(_)) {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                format!("`{name}` must be a ({}, 1) tensor", check::partitions(&src)),
+                sp,
+                "not a (P, 1) tensor",
+            ));
+        }
+        bounds.push(scalar_operand(ctx, &v, &src, sp, &format!("`{name}`"))?);
+    }
+    let on_false = b.float(ctx, "on_false_value")?.unwrap_or(-3.402_823_5e38) as f32;
+    if on_false != f32::MIN {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`on_false_value` must be FP32_MIN (-3.4028235e38), found {on_false}"),
+            b.span_of("on_false_value"),
+            "not FP32_MIN",
+        ));
+    }
+    if let Some(op) = b.alu_op(ctx, "reduce_op")?
+        && op != AluOp::Maximum
+    {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`range_select` reduces with `nl.maximum` only, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.maximum",
+        ));
+    }
+    let res = isa_core::reduce_res(ctx, b, check::partitions(&src))?;
+    let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::ResetReduce);
+    if cmd == ReduceCmd::LoadReduce {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            "`range_select` has no `load_reduce` (it has no initial value)",
+            b.span_of("reduce_cmd"),
+            "not available",
+        ));
+    }
+    let range_start = b.int(ctx, "range_start")?.unwrap_or(0);
+    let Ok(range_start) = i32::try_from(range_start) else {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`range_start` {range_start} does not fit in 32 bits"),
+            b.span_of("range_start"),
+            "too large",
+        ));
+    };
+    let bound1 = bounds.pop().unwrap_or(Scalar::imm(0.0));
+    let bound0 = bounds.pop().unwrap_or(Scalar::imm(0.0));
+    let kind = OpKind::RangeSelect {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        cmp0: cmps[0],
+        bound0,
+        cmp1: cmps[1],
+        bound1,
+        range_start,
+        on_false: Fp32::new(on_false),
         reduce_cmd: cmd,
         reduce_res: res.map(|t| t.view.clone()),
     };
