@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{AluOp, DType, Engine, Fp32, ReduceCmd, Target};
+use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, ReduceCmd, Target};
 
 use super::check::{self, shape_text};
 use super::codes;
@@ -358,6 +358,47 @@ pub const DEFS: &[ApiDef] = &[
             "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)`.",
         ],
         run: range_select,
+    },
+    ApiDef {
+        name: "nisa.affine_select",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("pattern", Kind::Pattern),
+            req("channel_multiplier", Kind::Int),
+            req("on_true_tile", Kind::Tensor),
+            req("on_false_value", Kind::Float),
+            opt("cmp_op", Kind::AluOp, "nl.equal"),
+            opt("offset", Kind::Int, "0"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: &[Engine::GpSimd],
+        since: Target::Trn2,
+        value_form: true,
+        summary: "`dst = cmp_op(offset + p·channel_multiplier + Σ i_k·step_k, 0) ? on_true_tile : on_false_value` on GpSimd (e.g. causal masks).",
+        constraints: &[
+            "`on_true_tile` and `dst` are SBUF with equal partition counts (≤ 128); `dst`'s free size is the product of the pattern's counts, as is `on_true_tile`'s.",
+            "`pattern` has 1 to 4 `[step, num]` pairs; `cmp_op` is a comparison operator; `on_false_value` is a number.",
+        ],
+        run: affine_select,
+    },
+    ApiDef {
+        name: "nisa.quantize_mx",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            req("dst_scale", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn3,
+        value_form: false,
+        summary: "Quantizes fp16/bf16 `src` into packed MXFP8 `dst` with one e8m0 scale per 8 partitions × 4 elements in `dst_scale`.",
+        constraints: &[
+            "trn3 only; all three tensors are in SBUF.",
+            "`src` is float16 or bfloat16 with a multiple of 32 partitions (≤ 128) and a free size that is a multiple of 4.",
+            "`dst` is float8_e5m2_x4 or float8_e4m3fn_x4 with `src`'s partition count and a quarter of its free size; `dst_scale` is float8_e8m0fnu or uint8 with that free size too.",
+        ],
+        run: quantize_mx,
     },
 ];
 
@@ -1131,4 +1172,178 @@ fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         reduce_res: res.map(|t| t.view.clone()),
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// An access pattern `[[step, num], …]` (1 to 4 pairs).
+fn pattern(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Vec<Dim>, Diagnostic> {
+    let v = b.value(name);
+    let sp = b.span_of(name);
+    let bad = |why: &str| {
+        ctx.error(
+            codes::VALUE,
+            format!("bad `{name}` {}: {why}", crate::format::short_repr(&v)),
+            sp,
+            why.to_owned(),
+        )
+    };
+    let items: Vec<Value> = match &v {
+        Value::List(l) => l.borrow().clone(),
+        Value::Tuple(t) => t.to_vec(),
+        _ => return Err(bad("expected [[step, num], ...]")),
+    };
+    if items.is_empty() || items.len() > 4 {
+        return Err(bad("1 to 4 [step, num] pairs"));
+    }
+    let mut dims = Vec::with_capacity(items.len());
+    for item in &items {
+        let pair: Vec<Value> = match item {
+            Value::List(l) => l.borrow().clone(),
+            Value::Tuple(t) => t.to_vec(),
+            _ => return Err(bad("each entry is [step, num]")),
+        };
+        match (
+            pair.first().and_then(Value::as_int),
+            pair.get(1).and_then(Value::as_int),
+            pair.len(),
+        ) {
+            (Some(step), Some(n), 2) if (1..=65535).contains(&n) => {
+                dims.push(Dim::new(step, n as u32));
+            }
+            _ => return Err(bad("each entry is [step, num] with 1 <= num <= 65535")),
+        }
+    }
+    Ok(dims)
+}
+
+fn small_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i32, Diagnostic> {
+    let v = b.int(ctx, name)?.unwrap_or(0);
+    i32::try_from(v).map_err(|_| {
+        ctx.error(
+            codes::VALUE,
+            format!("`{name}` {v} does not fit in 32 bits"),
+            b.span_of(name),
+            "too large",
+        )
+    })
+}
+
+fn affine_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dims = pattern(ctx, b, "pattern")?;
+    let src = b.tensor(ctx, "on_true_tile")?;
+    let ss = b.span_of("on_true_tile");
+    let n: u64 = dims.iter().map(|d| u64::from(d.count)).product();
+    let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &src, ss, "`on_true_tile`")?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::buffer_in(ctx, &src, &[Buffer::Sbuf], ss, "`on_true_tile`")?;
+    check::buffer_in(ctx, &dst, &[Buffer::Sbuf], ds, "`dst`")?;
+    check::same_pf(ctx, (&src, "on_true_tile"), (&dst, "dst", ds))?;
+    if check::free_size(&dst) != n {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "the pattern covers {n} elements per partition, but `dst` has {} ({})",
+                check::free_size(&dst),
+                shape_text(&dst.shape)
+            ),
+            b.span_of("pattern"),
+            "pattern size differs",
+        ));
+    }
+    let cmp = b.alu_op(ctx, "cmp_op")?.unwrap_or(AluOp::Equal);
+    if !matches!(
+        cmp,
+        AluOp::Equal
+            | AluOp::NotEqual
+            | AluOp::Less
+            | AluOp::LessEqual
+            | AluOp::Greater
+            | AluOp::GreaterEqual
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!("`cmp_op` must be a comparison, found `nl.{}`", cmp.name()),
+            b.span_of("cmp_op"),
+            "not a comparison",
+        ));
+    }
+    let on_false = b.float(ctx, "on_false_value")?.unwrap_or(0.0);
+    let kind = OpKind::AffineSelect {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        pattern: dims,
+        offset: small_int(ctx, b, "offset")?,
+        channel_multiplier: small_int(ctx, b, "channel_multiplier")?,
+        cmp,
+        on_false: Fp32::new(on_false as f32),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn quantize_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    need_target(ctx, b, span)?;
+    let src = b.tensor(ctx, "src")?;
+    let dst = b.tensor(ctx, "dst")?;
+    let scale = b.tensor(ctx, "dst_scale")?;
+    let (ss, ds, cs) = (b.span_of("src"), b.span_of("dst"), b.span_of("dst_scale"));
+    for (t, sp, what) in [
+        (&src, ss, "`src`"),
+        (&dst, ds, "`dst`"),
+        (&scale, cs, "`dst_scale`"),
+    ] {
+        check::operand(ctx, t, sp, what)?;
+        check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, what)?;
+    }
+    dtype_in(ctx, &src, &[DType::F16, DType::BF16], "`src`", ss)?;
+    dtype_in(
+        ctx,
+        &dst,
+        &[DType::F8E5M2x4, DType::F8E4M3FNx4],
+        "`dst`",
+        ds,
+    )?;
+    dtype_in(ctx, &scale, &[DType::F8E8M0, DType::U8], "`dst_scale`", cs)?;
+    let (p, f) = (check::partitions(&src), check::free_size(&src));
+    if !p.is_multiple_of(32) || !f.is_multiple_of(4) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`src` needs a multiple of 32 partitions and a free size that is a multiple of 4, found {}",
+                shape_text(&src.shape)
+            ),
+            ss,
+            "not whole 8×4 groups",
+        ));
+    }
+    if check::partitions(&dst) != p || check::free_size(&dst) != f / 4 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` must have {p} partitions and {} packed elements, found {}",
+                f / 4,
+                shape_text(&dst.shape)
+            ),
+            ds,
+            "wrong packed shape",
+        ));
+    }
+    if check::free_size(&scale) != f / 4 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst_scale` must have {} free elements, found {}",
+                f / 4,
+                shape_text(&scale.shape)
+            ),
+            cs,
+            "wrong scale size",
+        ));
+    }
+    let kind = OpKind::QuantizeMx {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        dst_scale: scale.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, None, span)
 }
