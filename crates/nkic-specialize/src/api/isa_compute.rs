@@ -400,6 +400,32 @@ pub const DEFS: &[ApiDef] = &[
         ],
         run: quantize_mx,
     },
+    ApiDef {
+        name: "nisa.nc_matmul_mx",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("stationary", Kind::Tensor),
+            req("moving", Kind::Tensor),
+            req("stationary_scale", Kind::Tensor),
+            req("moving_scale", Kind::Tensor),
+            opt("tile_position", Kind::Ints, "None"),
+            opt("tile_size", Kind::Ints, "None"),
+            opt("accumulate", Kind::Bool, "None"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: &[Engine::Tensor],
+        since: Target::Trn3,
+        value_form: false,
+        summary: "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
+        constraints: &[
+            "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
+            "`stationary` and `moving` are float8_e5m2_x4, float8_e4m3fn_x4 or float4_e2m1fn_x4; scales are float8_e8m0fnu or uint8; `dst` is float32 or bfloat16.",
+            "Both operands have the same partition count, a multiple of 32 and at most 128; `stationary` has an even free size of at most 128; `moving` at most 4096 (fp32 `dst`) or 8192 (bf16 `dst`) free elements.",
+            "`dst` is `[M, N]` with M = stationary's and N = moving's free size; each scale has its data's free size and its partitions (or P/8 for P ≤ 32).",
+            "PE tiling is by rows only: `tile_size` is (32, 128), (64, 128) or (128, 128) and `tile_position` is (row, 0) with `row` a multiple of the row size.",
+        ],
+        run: nc_matmul_mx,
+    },
 ];
 
 // ------------------------------------------------------------------ helpers
@@ -1344,6 +1370,172 @@ fn quantize_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         dst: dst.view.clone(),
         src: src.view.clone(),
         dst_scale: scale.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, None, span)
+}
+
+fn mx_pair(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Option<[u32; 2]>, Diagnostic> {
+    match b.ints(ctx, name)? {
+        None => Ok(None),
+        Some(v) if v.is_empty() => Ok(None),
+        Some(v) => match v[..] {
+            [x, y] if (0..=128).contains(&x) && (0..=128).contains(&y) => {
+                Ok(Some([x as u32, y as u32]))
+            }
+            _ => Err(ctx.error(
+                codes::MATMUL_TILE,
+                format!("`{name}` is a pair of ints in 0..=128, found {v:?}"),
+                b.span_of(name),
+                "bad pair",
+            )),
+        },
+    }
+}
+
+fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    need_target(ctx, b, span)?;
+    let dst = b.tensor(ctx, "dst")?;
+    let st = b.tensor(ctx, "stationary")?;
+    let mv = b.tensor(ctx, "moving")?;
+    let ss = b.tensor(ctx, "stationary_scale")?;
+    let ms = b.tensor(ctx, "moving_scale")?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::buffer_in(ctx, &dst, &[Buffer::Psum], ds, "`dst`")?;
+    dtype_in(ctx, &dst, &[DType::F32, DType::BF16], "`dst`", ds)?;
+    let data_types = [DType::F8E5M2x4, DType::F8E4M3FNx4, DType::F4E2M1FNx4];
+    for (t, name) in [(&st, "stationary"), (&mv, "moving")] {
+        let sp = b.span_of(name);
+        let what = format!("`{name}`");
+        check::operand(ctx, t, sp, &what)?;
+        check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, &what)?;
+        dtype_in(ctx, t, &data_types, &what, sp)?;
+    }
+    let p = check::partitions(&st);
+    let sps = b.span_of("moving");
+    if check::partitions(&mv) != p {
+        return Err(ctx.error(
+            codes::PARTITION_SIZE,
+            format!(
+                "the contraction sizes differ: `stationary` has {p} partitions, `moving` {}",
+                check::partitions(&mv)
+            ),
+            sps,
+            "partition counts differ",
+        ));
+    }
+    if !p.is_multiple_of(32) {
+        return Err(ctx.error(
+            codes::PARTITION_SIZE,
+            format!("`nc_matmul_mx` contracts over a multiple of 32 partitions, found {p}"),
+            b.span_of("stationary"),
+            "not a multiple of 32",
+        ));
+    }
+    let (m, n) = (check::free_size(&st), check::free_size(&mv));
+    if m > 128 || !m.is_multiple_of(2) {
+        return Err(ctx.error(
+            codes::FREE_SIZE,
+            format!("`stationary` needs an even free size of at most 128, found {m}"),
+            b.span_of("stationary"),
+            "bad stationary width",
+        ));
+    }
+    let nmax = if dst.dtype() == DType::BF16 {
+        8192
+    } else {
+        4096
+    };
+    if n > nmax {
+        return Err(ctx.error(
+            codes::FREE_SIZE,
+            format!(
+                "`moving` has at most {nmax} free elements with a {} `dst`, found {n}",
+                dst.dtype().name()
+            ),
+            sps,
+            "too wide",
+        ));
+    }
+    if check::partitions(&dst) != m || check::free_size(&dst) != n {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` must be [{m}, {n}] (stationary × moving free sizes), found {}",
+                shape_text(&dst.shape)
+            ),
+            ds,
+            "wrong result shape",
+        ));
+    }
+    for (t, data, name) in [(&ss, &st, "stationary_scale"), (&ms, &mv, "moving_scale")] {
+        let sp = b.span_of(name);
+        let what = format!("`{name}`");
+        check::operand(ctx, t, sp, &what)?;
+        check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, &what)?;
+        dtype_in(ctx, t, &[DType::F8E8M0, DType::U8], &what, sp)?;
+        let tp = check::partitions(t);
+        let parts_ok = tp == p || (p <= 32 && tp >= p / 8);
+        if check::free_size(t) != check::free_size(data) || !parts_ok {
+            return Err(ctx.error(
+                codes::SHAPE,
+                format!(
+                    "{what} must have its data's free size ({}) and {p} partitions (or {} for 32 partitions), found {}",
+                    check::free_size(data),
+                    p / 8,
+                    shape_text(&t.shape)
+                ),
+                sp,
+                "wrong scale shape",
+            ));
+        }
+    }
+    let tile_position = mx_pair(ctx, b, "tile_position")?;
+    let tile_size = mx_pair(ctx, b, "tile_size")?;
+    match (tile_position, tile_size) {
+        (None, None) => {}
+        (Some([row, col]), Some([rows, cols])) => {
+            if cols != 128 || col != 0 || !matches!(rows, 32 | 64 | 128) || row % rows != 0 {
+                return Err(ctx.error(
+                    codes::MATMUL_TILE,
+                    format!(
+                        "`nc_matmul_mx` tiles by rows only: `tile_size` is (32|64|128, 128) and `tile_position` (row, 0) with row a multiple of the row size; found position ({row}, {col}), size ({rows}, {cols})"
+                    ),
+                    b.span_of("tile_size"),
+                    "unsupported tiling",
+                ));
+            }
+            if u64::from(rows) < p {
+                return Err(ctx.error(
+                    codes::MATMUL_TILE,
+                    format!("the contraction of {p} partitions does not fit a {rows}-row tile"),
+                    b.span_of("tile_size"),
+                    "tile too small",
+                ));
+            }
+        }
+        _ => {
+            return Err(ctx.error(
+                codes::MATMUL_TILE,
+                "`tile_position` and `tile_size` are given together",
+                b.span,
+                "only one given",
+            ));
+        }
+    }
+    let accumulate = match b.get("accumulate") {
+        None => None,
+        Some(_) => Some(b.bool_or(ctx, "accumulate", false)?),
+    };
+    let kind = OpKind::NcMatmulMx {
+        dst: dst.view.clone(),
+        stationary: st.view.clone(),
+        moving: mv.view.clone(),
+        stationary_scale: ss.view.clone(),
+        moving_scale: ms.view.clone(),
+        accumulate,
+        tile_position,
+        tile_size,
     };
     emit::finish(ctx, b, kind, None, None, span)
 }
