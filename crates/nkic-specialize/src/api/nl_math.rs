@@ -1,5 +1,5 @@
 //! `nki.language` element-wise math, comparisons, reductions, softmax,
-//! rms_norm and where (owned by helper `spec-api-2`), lowered as
+//! rms_norm, where and broadcast_to (owned by helper `spec-api-2`), lowered as
 //! language.md §9.2–§9.6 suggests.
 //!
 //! Every function here returns a new SBUF tile. Binary functions lower
@@ -28,7 +28,11 @@
 //!   their intermediates are float32; `rms_norm`'s `w` has `x`'s shape or
 //!   is a `(P, 1)` tile;
 //! * `where` copies `y` into the result and then copies `x` over it where
-//!   `cond` is non-zero (`tensor_copy_predicated`).
+//!   `cond` is non-zero (`tensor_copy_predicated`);
+//! * `broadcast_to` always materializes a new SBUF tile (unless nothing
+//!   changes); the partition dim is spread with a TensorE matmul against a
+//!   ones row (language.md §9.6), so that source must be a float SBUF tile
+//!   of at most 512 free elements.
 
 use std::rc::Rc;
 
@@ -419,6 +423,23 @@ pub const DEFS: &[ApiDef] = &[
             "At least one of `x` and `y` is a tile, or `dtype` is given.",
         ],
         run: where_,
+    },
+    ApiDef {
+        name: "nl.broadcast_to",
+        params: &[
+            req("x", Kind::Tensor),
+            req("shape", Kind::Shape),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: &[Engine::Vector, Engine::Tensor],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions with a TensorE ones-matmul. Returns `x` itself when nothing changes.",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile of the same rank as `shape`; each dim of `x` equals the target size or is 1.",
+            "Broadcasting the partition dim needs a 1-partition SBUF `x` of a matmul dtype with at most 512 free elements.",
+        ],
+        run: broadcast_to,
     },
 ];
 
@@ -989,4 +1010,119 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     };
     push(ctx, kind, None, span)?;
     Ok(done(b, &dst))
+}
+
+// ------------------------------------------------------------------ broadcast_to
+
+fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    let shape = b.shape(ctx, "shape")?;
+    let dtype = b.dtype(ctx, "dtype")?;
+    let bad = |why: String| {
+        ctx.error(
+            codes::SHAPE,
+            format!(
+                "cannot broadcast {} to {}: {why}",
+                shape_text(&x.shape),
+                shape_text(&shape)
+            ),
+            b.span_of("shape"),
+            "incompatible shape",
+        )
+    };
+    if shape.len() != x.shape.len() {
+        return Err(bad("the ranks differ".to_owned()));
+    }
+    if let Some(i) = (0..shape.len()).find(|&i| x.shape[i] != shape[i] && x.shape[i] != 1) {
+        return Err(bad(format!(
+            "dim {i} has size {} (only size-1 dims stretch)",
+            x.shape[i]
+        )));
+    }
+    let out_dt = dtype.unwrap_or(x.dtype());
+    if shape == x.shape && out_dt == x.dtype() {
+        return Ok(Value::Tensor(x));
+    }
+    // Stretch the free dims with stride-0 views.
+    let mut view = x.view.clone();
+    for (i, (&from, &to)) in x.shape.iter().zip(&shape).enumerate().skip(1) {
+        if from != to {
+            view = view.broadcast(i, to).unwrap_or(view);
+        }
+    }
+    let mut free_shape = shape.clone();
+    free_shape[0] = x.shape[0];
+    let stretched = Rc::new(Tensor {
+        view,
+        shape: free_shape,
+        buffer: x.buffer,
+    });
+    let source = if shape[0] != x.shape[0] {
+        spread_partitions(ctx, b, &stretched, shape[0], span)?
+    } else {
+        stretched
+    };
+    let dst = result(ctx, b, &shape, out_dt, span)?;
+    let kind = OpKind::TensorCopy {
+        dst: dst.view.clone(),
+        src: source.view.clone(),
+    };
+    push(ctx, kind, None, span)?;
+    Ok(done(b, &dst))
+}
+
+/// Spreads a 1-partition SBUF tile over `p` partitions with a TensorE
+/// matmul against a `[1, p]` ones stationary: `out[m, n] = x[0, n]`
+/// (a `[p, F]` fp32 PSUM tile).
+fn spread_partitions(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    x: &Rc<Tensor>,
+    p: u64,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let sx = b.span_of("x");
+    if x.buffer != Buffer::Sbuf || check::free_size(x) > 512 || x.dtype().is_int() {
+        return Err(ctx
+            .error(
+                codes::SHAPE,
+                format!(
+                    "broadcasting the partition dim of {} uses a TensorE matmul, which needs an SBUF tile of a float dtype with at most 512 free elements",
+                    check::describe(x)
+                ),
+                sx,
+                "cannot spread over partitions",
+            )
+            .with_help("copy the row to SBUF as float32 first, or broadcast in smaller pieces"));
+    }
+    let ones = temp(ctx, &[1, p], x.dtype(), span)?;
+    push(
+        ctx,
+        OpKind::Memset {
+            dst: ones.view.clone(),
+            value: fill(ctx, x.dtype(), 1.0, span)?,
+        },
+        None,
+        span,
+    )?;
+    let pending = isa_core::PendingMatmul {
+        stationary: ones,
+        moving: x.clone(),
+        flags: isa_core::MatmulFlags {
+            stationary_onezero: true,
+            moving_onezero: false,
+            transpose: false,
+            perf_mode: nkic_isa::MatmulPerfMode::None,
+            tile_position: None,
+            tile_size: None,
+        },
+        dtype: DType::F32,
+        span,
+        stationary_span: span,
+        moving_span: sx,
+    };
+    // The PSUM result is [p, F]; the caller copies it out by P and F.
+    pending.record(ctx, None, Some(false))
 }
