@@ -441,6 +441,24 @@ pub const DEFS: &[ApiDef] = &[
         ],
         run: broadcast_to,
     },
+    ApiDef {
+        name: "nl.var",
+        params: &[
+            req("x", Kind::Tensor),
+            req("axis", Kind::Ints),
+            opt("dtype", Kind::DType, "None"),
+            opt("keepdims", Kind::Bool, "True"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile; `axis` names all its free dims.",
+            "Rows longer than `nl.tile_size.bn_stats_fmax` need a 2-D `x`.",
+        ],
+        run: var,
+    },
 ];
 
 // ------------------------------------------------------------------ helpers
@@ -1125,4 +1143,76 @@ fn spread_partitions(
     };
     // The PSUM result is [p, F]; the caller copies it out by P and F.
     pending.record(ctx, None, Some(false))
+}
+
+// ------------------------------------------------------------------ var
+
+fn var(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    all_free_axes(ctx, b, &x)?;
+    let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let p = check::partitions(&x);
+    let f = check::free_size(&x);
+    let fmax = u64::from(ctx.target().figures().bn_stats_fmax);
+    let chunks = f.div_ceil(fmax).max(1);
+    if chunks > 1 && (x.shape.len() != 2 || x.view.dims.len() != 2) {
+        return Err(ctx.error(
+            codes::FREE_SIZE,
+            format!(
+                "`nl.var` of rows longer than {fmax} elements needs a 2-D tile, found {}",
+                shape_text(&x.shape)
+            ),
+            sx,
+            "reshape to 2-D",
+        ));
+    }
+    let stats = temp(ctx, &[p, 6 * chunks], DType::F32, span)?;
+    for c in 0..chunks {
+        let start = c * fmax;
+        let n = fmax.min(f - start);
+        let src = if chunks == 1 {
+            x.view.clone()
+        } else {
+            let mut v = x.view.clone();
+            let stride = v.dims[1].stride;
+            v.offset += stride * start as i64;
+            v.dims[1].count = n;
+            v
+        };
+        let mut dst = stats.view.clone();
+        dst.offset += dst.dims[1].stride * (6 * c) as i64;
+        dst.dims[1].count = 6;
+        push(ctx, OpKind::BnStats { dst, src }, None, span)?;
+    }
+    let aggr = temp(ctx, &[p, 2], DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::BnAggr {
+            dst: aggr.view.clone(),
+            src: stats.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    let mut variance = aggr.view.clone();
+    variance.offset += variance.dims[1].stride;
+    variance.dims[1].count = 1;
+    let mut shape = vec![p];
+    shape.extend(std::iter::repeat_n(
+        1,
+        x.shape.len().saturating_sub(1).max(1),
+    ));
+    let dst = result(ctx, b, &shape, out_dt, span)?;
+    push(
+        ctx,
+        OpKind::TensorCopy {
+            dst: dst.view.clone(),
+            src: variance,
+        },
+        None,
+        span,
+    )?;
+    Ok(done(b, &dst))
 }
