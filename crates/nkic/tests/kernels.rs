@@ -1,0 +1,254 @@
+//! Data-driven end-to-end test of every bundled kernel.
+//!
+//! For each directory `kernels/data/<name>/` the test runs
+//! `nkic run kernels/<name>.py` with every `<arg>.npy` in that directory as an
+//! input, once with `--schedule optimized` and once with
+//! `--schedule sequential`. The two schedules must produce bit-identical
+//! outputs, and every returned tensor `out<i>.npy` must match the NumPy
+//! reference of the same name within the tolerance written in
+//! `kernels/data/<name>/tolerance.txt` (`rtol=<x> atol=<y>`, compared as
+//! `|got - want| <= atol + rtol * |want|`, NaN only matching NaN).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the nkic crate lives at <root>/crates/nkic")
+        .to_path_buf()
+}
+
+/// A parsed `.npy` file: its dtype descriptor, shape and raw payload bytes.
+struct Npy {
+    descr: String,
+    shape: Vec<u64>,
+    payload: Vec<u8>,
+}
+
+fn read_npy(path: &Path) -> Npy {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..6],
+        b"\x93NUMPY",
+        "{} is not a .npy file",
+        path.display()
+    );
+    // Version 1 uses a 2-byte header length, versions 2 and 3 a 4-byte one.
+    let (header_start, header_len) = if bytes[6] == 1 {
+        (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize)
+    } else {
+        (
+            12,
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+        )
+    };
+    let header = std::str::from_utf8(&bytes[header_start..header_start + header_len])
+        .expect("ascii npy header");
+    assert!(
+        header.contains("'fortran_order': False"),
+        "{}: only C-order arrays are supported: {header}",
+        path.display()
+    );
+    let descr = header
+        .split("'descr': '")
+        .nth(1)
+        .and_then(|s| s.split('\'').next())
+        .expect("descr")
+        .to_string();
+    let shape = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("shape")
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    Npy {
+        descr,
+        shape,
+        payload: bytes[header_start + header_len..].to_vec(),
+    }
+}
+
+/// The elements of a floating-point `.npy` payload widened to f64.
+fn to_f64(npy: &Npy, path: &Path) -> Vec<f64> {
+    match npy.descr.as_str() {
+        "<f4" => npy
+            .payload
+            .chunks_exact(4)
+            .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+        "<f8" => npy
+            .payload
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+        "<f2" => npy
+            .payload
+            .chunks_exact(2)
+            .map(|c| half_to_f64(u16::from_le_bytes([c[0], c[1]])))
+            .collect(),
+        other => panic!("{}: unsupported reference dtype {other}", path.display()),
+    }
+}
+
+/// Decodes an IEEE binary16 value.
+fn half_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((h >> 10) & 0x1f);
+    let frac = f64::from(h & 0x3ff);
+    match exp {
+        0 => sign * frac * 2f64.powi(-24),
+        31 if frac == 0.0 => sign * f64::INFINITY,
+        31 => f64::NAN,
+        _ => sign * (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
+    }
+}
+
+/// Parses `rtol=<x> atol=<y>` from a tolerance file.
+fn read_tolerance(path: &Path) -> (f64, f64) {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e} (every kernel needs a tolerance)", path.display()));
+    let mut rtol = None;
+    let mut atol = None;
+    for field in text.split_whitespace() {
+        let (key, value) = field
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{}: bad field {field:?}", path.display()));
+        let value: f64 = value
+            .parse()
+            .unwrap_or_else(|e| panic!("{}: bad number in {field:?}: {e}", path.display()));
+        match key {
+            "rtol" => rtol = Some(value),
+            "atol" => atol = Some(value),
+            _ => panic!("{}: unknown key {key:?}", path.display()),
+        }
+    }
+    (
+        rtol.unwrap_or_else(|| panic!("{}: missing rtol", path.display())),
+        atol.unwrap_or_else(|| panic!("{}: missing atol", path.display())),
+    )
+}
+
+/// The sorted `.npy` file names in `dir` whose stem satisfies `keep`.
+fn npy_files(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("kernel data dir")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.strip_suffix(".npy").is_some_and(&keep))
+        .collect();
+    names.sort();
+    names
+}
+
+fn is_output(stem: &str) -> bool {
+    stem.strip_prefix("out")
+        .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn run_kernel(name: &str, data: &Path, schedule: &str) -> PathBuf {
+    let out = std::env::temp_dir().join(format!(
+        "nkic-kernels-{}-{name}-{schedule}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).expect("temp dir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nkic"));
+    cmd.current_dir(root())
+        .env("NO_COLOR", "1")
+        .arg("run")
+        .arg(format!("kernels/{name}.py"));
+    for input in npy_files(data, |stem| !is_output(stem)) {
+        let arg = input.trim_end_matches(".npy");
+        cmd.arg("--input")
+            .arg(format!("{arg}={}", data.join(&input).display()));
+    }
+    cmd.arg("--schedule").arg(schedule).arg("--out").arg(&out);
+    let res = cmd.output().expect("the nkic binary runs");
+    assert!(
+        res.status.success(),
+        "{name} ({schedule}) failed:\n{}{}",
+        String::from_utf8_lossy(&res.stdout),
+        String::from_utf8_lossy(&res.stderr)
+    );
+    out
+}
+
+fn check_kernel(name: &str, data: &Path) {
+    let (rtol, atol) = read_tolerance(&data.join("tolerance.txt"));
+    let outputs = npy_files(data, is_output);
+    assert!(!outputs.is_empty(), "{name}: no out<i>.npy reference");
+    let optimized = run_kernel(name, data, "optimized");
+    let sequential = run_kernel(name, data, "sequential");
+    for file in &outputs {
+        let want_path = data.join(file);
+        let want = read_npy(&want_path);
+        let opt = read_npy(&optimized.join(file));
+        let seq = read_npy(&sequential.join(file));
+        assert!(
+            opt.payload == seq.payload && opt.descr == seq.descr,
+            "{name}/{file}: optimized and sequential schedules differ"
+        );
+        assert_eq!(opt.shape, want.shape, "{name}/{file}: shape");
+        assert_eq!(opt.descr, want.descr, "{name}/{file}: dtype");
+        let got = to_f64(&opt, &optimized.join(file));
+        let want = to_f64(&want, &want_path);
+        let mut bad = 0usize;
+        let mut first = None;
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let ok = if w.is_nan() {
+                g.is_nan()
+            } else {
+                (g - w).abs() <= atol + rtol * w.abs()
+            };
+            if !ok {
+                bad += 1;
+                first.get_or_insert((i, *g, *w));
+            }
+        }
+        assert!(
+            bad == 0,
+            "{name}/{file}: {bad} of {} elements outside rtol={rtol} atol={atol}; first at flat index {:?} (got, want)",
+            got.len(),
+            first
+        );
+    }
+    let _ = std::fs::remove_dir_all(optimized);
+    let _ = std::fs::remove_dir_all(sequential);
+}
+
+#[test]
+fn every_bundled_kernel_matches_its_reference_in_both_schedules() {
+    let data_root = root().join("kernels/data");
+    let mut names: Vec<String> = std::fs::read_dir(&data_root)
+        .expect("kernels/data exists")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    assert!(
+        names.len() >= 2,
+        "expected several bundled kernels, found {names:?}"
+    );
+    // Each kernel runs in its own thread so the test takes about as long as
+    // the slowest kernel; failures are collected and reported together.
+    let handles: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let name = name.clone();
+            let data = data_root.join(&name);
+            std::thread::spawn(move || check_kernel(&name, &data))
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for (name, handle) in names.iter().zip(handles) {
+        if handle.join().is_err() {
+            failed.push(name.clone());
+        }
+    }
+    assert!(failed.is_empty(), "kernels failing: {failed:?}");
+}
