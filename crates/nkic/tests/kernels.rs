@@ -8,6 +8,8 @@
 //! reference of the same name within the tolerance written in
 //! `kernels/data/<name>/tolerance.txt` (`rtol=<x> atol=<y>`, compared as
 //! `|got - want| <= atol + rtol * |want|`, NaN only matching NaN).
+//! bfloat16 arrays saved by ml_dtypes (descriptor `<V2`) are passed to nkic
+//! with an explicit `:bfloat16` and compared as bfloat16.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -84,6 +86,17 @@ fn to_f64(npy: &Npy, path: &Path) -> Vec<f64> {
             .payload
             .chunks_exact(8)
             .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+            .collect(),
+        // ml_dtypes saves bfloat16 as the opaque `<V2`; nkic writes the
+        // raw bits as `<u2`. Both are decoded as bfloat16 here.
+        "<V2" | "<u2" => npy
+            .payload
+            .chunks_exact(2)
+            .map(|c| {
+                f64::from(f32::from_bits(
+                    u32::from(u16::from_le_bytes([c[0], c[1]])) << 16,
+                ))
+            })
             .collect(),
         "<f2" => npy
             .payload
@@ -163,8 +176,16 @@ fn run_kernel(name: &str, data: &Path, schedule: &str) -> PathBuf {
         .arg(format!("kernels/{name}.py"));
     for input in npy_files(data, |stem| !is_output(stem)) {
         let arg = input.trim_end_matches(".npy");
+        let path = data.join(&input);
+        // A `<V2` array is what ml_dtypes writes for bfloat16; nkic cannot
+        // infer that dtype from the file, so it is named explicitly.
+        let suffix = if read_npy(&path).descr == "<V2" {
+            ":bfloat16"
+        } else {
+            ""
+        };
         cmd.arg("--input")
-            .arg(format!("{arg}={}", data.join(&input).display()));
+            .arg(format!("{arg}={}{suffix}", path.display()));
     }
     cmd.arg("--schedule").arg(schedule).arg("--out").arg(&out);
     let res = cmd.output().expect("the nkic binary runs");
@@ -193,7 +214,14 @@ fn check_kernel(name: &str, data: &Path) {
             "{name}/{file}: optimized and sequential schedules differ"
         );
         assert_eq!(opt.shape, want.shape, "{name}/{file}: shape");
-        assert_eq!(opt.descr, want.descr, "{name}/{file}: dtype");
+        // The reference's `<V2` (ml_dtypes bfloat16) corresponds to nkic's
+        // `<u2` bfloat16 bits; every other dtype must match exactly.
+        let want_descr = if want.descr == "<V2" {
+            "<u2"
+        } else {
+            want.descr.as_str()
+        };
+        assert_eq!(opt.descr, want_descr, "{name}/{file}: dtype");
         let got = to_f64(&opt, &optimized.join(file));
         let want = to_f64(&want, &want_path);
         let mut bad = 0usize;
