@@ -183,7 +183,15 @@ impl<'src> Layout<'src> {
     fn new(src: &'src str, config: Config) -> Layout<'src> {
         Layout {
             src,
-            lexer: Token::lexer(src).spanned(),
+            lexer: {
+                let mut lexer = Token::lexer(src);
+                // A UTF-8 byte-order mark at the very start is not part of
+                // the program, as in CPython.
+                if src.starts_with('\u{feff}') {
+                    lexer.bump('\u{feff}'.len_utf8());
+                }
+                lexer.spanned()
+            },
             indents: vec![(0, 0)],
             brackets: Vec::new(),
             pending: VecDeque::new(),

@@ -672,3 +672,17 @@ fn backslash_before_non_ascii_in_bytes_is_one_error_not_a_panic() {
         );
     }
 }
+
+#[test]
+fn a_leading_byte_order_mark_is_ignored() {
+    let src = "\u{feff}import nki\n\ndef f(a):\n    return a\n";
+    let (module, diags) = crate::parse(src);
+    assert!(diags.is_empty(), "{diags:?}");
+    assert_eq!(module.body.len(), 2);
+    let (_, diags) = crate::parse("x = 1\n\u{feff}y = 2\n");
+    assert_eq!(
+        diags.len(),
+        1,
+        "a byte-order mark elsewhere is an invalid character"
+    );
+}
