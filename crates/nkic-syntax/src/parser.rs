@@ -536,6 +536,7 @@ impl<'src> Ctx<'src> {
         let mut seen_star = false;
         let mut seen_default = false;
         let mut seen_slash = false;
+        let mut bare_star = None;
         for item in items {
             if params.kwarg.is_some() {
                 let span = item_span(&item);
@@ -575,6 +576,9 @@ impl<'src> Ctx<'src> {
                         );
                     }
                     seen_star = true;
+                    if p.is_none() {
+                        bare_star = Some(span);
+                    }
                     params.vararg = p;
                 }
                 ParamItem::DoubleStar(p) => params.kwarg = Some(p),
@@ -592,6 +596,16 @@ impl<'src> Ctx<'src> {
                     }
                 }
             }
+        }
+        if let Some(span) = bare_star
+            && params.kwonly.is_empty()
+        {
+            self.error(
+                "E0015",
+                "a bare `*` must be followed by keyword-only parameters",
+                span,
+                "no parameter follows this `*`",
+            );
         }
         // Every parameter name may appear once.
         let all: Vec<&Param> = params

@@ -686,3 +686,18 @@ fn a_leading_byte_order_mark_is_ignored() {
         "a byte-order mark elsewhere is an invalid character"
     );
 }
+
+#[test]
+fn a_bare_star_needs_keyword_only_parameters() {
+    for src in [
+        "def f(a, *):\n    pass\n",
+        "def f(*, **kw):\n    pass\n",
+        "g = lambda *: 0\n",
+    ] {
+        let (_, diags) = crate::parse(src);
+        assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
+        assert_eq!(diags[0].code, "E0015");
+    }
+    let (_, diags) = crate::parse("def f(a, *, b):\n    pass\n");
+    assert!(diags.is_empty(), "{diags:?}");
+}
