@@ -134,8 +134,7 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
         vec![runtime_fault(
             &err,
             &program,
-            Some(file),
-            &locator,
+            Some((file, &locator)),
             base_dir,
             sources,
         )]
@@ -327,8 +326,7 @@ pub(crate) fn read_inputs(
 pub(crate) fn runtime_fault(
     err: &SimError,
     program: &Program,
-    nkasm: Option<FileId>,
-    locator: &InstructionLocator,
+    nkasm: Option<(FileId, &InstructionLocator)>,
     base_dir: &Path,
     sources: &mut SourceMap,
 ) -> Diagnostic {
@@ -342,10 +340,15 @@ pub(crate) fn runtime_fault(
         SimErrorKind::InstructionLimit => "E2007",
     };
     let mut diag = Diagnostic::error(code, err.to_string());
-    let inst_span = err
-        .queue
-        .zip(err.index)
-        .and_then(|(q, i)| locator.span(q, i));
+    // The faulting instruction's line in the `.nkasm` text, when the
+    // program came from one.
+    let inst = nkasm.and_then(|(file, locator)| {
+        let span = err
+            .queue
+            .zip(err.index)
+            .and_then(|(q, i)| locator.span(q, i))?;
+        Some((file, span))
+    });
     if let Some(span) = err
         .line
         .and_then(|line| source_span(program, line, base_dir, sources))
@@ -355,11 +358,11 @@ pub(crate) fn runtime_fault(
             span.1,
             format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
         );
-        if let (Some(inst), Some(nkasm)) = (inst_span, nkasm) {
-            diag = diag.with_secondary(nkasm, inst, "the faulting instruction");
+        if let Some((file, span)) = inst {
+            diag = diag.with_secondary(file, span, "the faulting instruction");
         }
-    } else if let (Some(inst), Some(nkasm)) = (inst_span, nkasm) {
-        diag = diag.with_primary(nkasm, inst, "the faulting instruction");
+    } else if let Some((file, span)) = inst {
+        diag = diag.with_primary(file, span, "the faulting instruction");
     }
     diag
 }

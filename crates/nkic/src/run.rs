@@ -212,12 +212,8 @@ pub fn run_compiled(
         .get(file)
         .and_then(|f| Path::new(f.name()).parent().map(Path::to_path_buf))
         .unwrap_or_default();
-    let result = nkic_sim::run(program, &inputs, &config).map_err(|err| {
-        let locator = exec::InstructionLocator::new("");
-        vec![exec::runtime_fault(
-            &err, program, None, &locator, &base_dir, sources,
-        )]
-    })?;
+    let result = nkic_sim::run(program, &inputs, &config)
+        .map_err(|err| vec![exec::runtime_fault(&err, program, None, &base_dir, sources)])?;
     if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
         let files = output_files(kernel, program);
         let files: Vec<(String, &str)> =
