@@ -7,7 +7,9 @@
 //! outputs, and every returned tensor `out<i>.npy` must match the NumPy
 //! reference of the same name within the tolerance written in
 //! `kernels/data/<name>/tolerance.txt` (`rtol=<x> atol=<y>`, compared as
-//! `|got - want| <= atol + rtol * |want|`, NaN only matching NaN).
+//! `|got - want| <= atol + rtol * |want|`, NaN only matching NaN). A `#`
+//! starts a comment that runs to the end of its line; tolerance files use
+//! comments to justify their numbers.
 //! bfloat16 arrays saved by ml_dtypes (descriptor `<V2`) are passed to nkic
 //! with an explicit `:bfloat16` and compared as bfloat16.
 
@@ -120,13 +122,17 @@ fn half_to_f64(h: u16) -> f64 {
     }
 }
 
-/// Parses `rtol=<x> atol=<y>` from a tolerance file.
+/// Parses `rtol=<x> atol=<y>` from a tolerance file, skipping `#` comments.
 fn read_tolerance(path: &Path) -> (f64, f64) {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e} (every kernel needs a tolerance)", path.display()));
     let mut rtol = None;
     let mut atol = None;
-    for field in text.split_whitespace() {
+    let fields = text
+        .lines()
+        .map(|line| line.split_once('#').map_or(line, |(code, _)| code))
+        .flat_map(str::split_whitespace);
+    for field in fields {
         let (key, value) = field
             .split_once('=')
             .unwrap_or_else(|| panic!("{}: bad field {field:?}", path.display()));
