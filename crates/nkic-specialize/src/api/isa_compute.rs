@@ -309,6 +309,35 @@ pub const DEFS: &[ApiDef] = &[
         run: tensor_scalar_reduce,
     },
     ApiDef {
+        name: "nisa.tensor_scalar_cumulative",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            req("op0", Kind::AluOp),
+            req("op1", Kind::AluOp),
+            req("imm0", Kind::Scalar),
+            opt("imm1", Kind::Scalar, "None"),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.reset_reduce",
+            ),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
+        constraints: &[
+            "`src` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`src` and `dst` are bfloat16, float16, float32, fp8, uint8, uint16, int8 or int16 (no 32-bit integers).",
+            "`op0` is a binary arithmetic operator; `op1` is `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`.",
+            "`imm0` and `imm1` are numbers or `(P, 1)` tensors; `imm1` is given exactly when `reduce_cmd` is `load_reduce`.",
+            "`reduce_cmd` is `reset_reduce`, `reduce` or `load_reduce`.",
+        ],
+        run: tensor_scalar_cumulative,
+    },
+    ApiDef {
         name: "nisa.nc_match_replace8",
         params: &[
             req("dst", Kind::Tensor),
@@ -429,23 +458,6 @@ pub const DEFS: &[ApiDef] = &[
 ];
 
 // ------------------------------------------------------------------ helpers
-
-fn need_target(ctx: &Ctx<'_>, b: &Bound, span: Span) -> Result<(), Diagnostic> {
-    if ctx.target() < b.def.since {
-        return Err(ctx.error(
-            codes::TARGET,
-            format!(
-                "`{}` needs {} or newer, but the target is {}",
-                b.def.name,
-                b.def.since.name(),
-                ctx.target().name()
-            ),
-            span,
-            "not available on this target",
-        ));
-    }
-    Ok(())
-}
 
 /// `data` and `dst` on chip with equal P and F; returns `dst`.
 fn unary_dst(
@@ -607,7 +619,6 @@ fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 }
 
 fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    need_target(ctx, b, span)?;
     let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
     let max_value = operand_or(ctx, b, "max_value", &src, 0.0)?;
     let res = float_res(ctx, b, check::partitions(&src))?;
@@ -1052,6 +1063,90 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
 
+/// The dtypes `tensor_scalar_cumulative` reads and writes (isa.md §4.2).
+const CUMULATIVE_DTYPES: &[DType] = &[
+    DType::BF16,
+    DType::F16,
+    DType::F32,
+    DType::F8E4M3,
+    DType::F8E4M3FN,
+    DType::F8E5M2,
+    DType::U8,
+    DType::U16,
+    DType::I8,
+    DType::I16,
+];
+
+fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
+    dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
+    dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
+    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Add);
+    if !matches!(
+        op1,
+        AluOp::Add | AluOp::Subtract | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
+                op1.name()
+            ),
+            b.span_of("op1"),
+            "unsupported scan operator",
+        ));
+    }
+    let imm0 = operand_or(ctx, b, "imm0", &src, 0.0)?;
+    let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::ResetReduce);
+    if !matches!(
+        cmd,
+        ReduceCmd::ResetReduce | ReduceCmd::Reduce | ReduceCmd::LoadReduce
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`reduce_cmd` of `tensor_scalar_cumulative` must be `reset_reduce`, `reduce` or `load_reduce`, found `{}`",
+                cmd.name()
+            ),
+            b.span_of("reduce_cmd"),
+            "not a scan start",
+        ));
+    }
+    let imm1 = match (cmd, b.get("imm1")) {
+        (ReduceCmd::LoadReduce, Some(a)) => {
+            Some(scalar_operand(ctx, &a.value, &src, a.span, "`imm1`")?)
+        }
+        (ReduceCmd::LoadReduce, None) => {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                "`load_reduce` needs `imm1`, the value the scan starts from",
+                b.span_of("reduce_cmd"),
+                "no `imm1`",
+            ));
+        }
+        (_, Some(a)) => {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                "`imm1` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
+                a.span,
+                "unused",
+            ));
+        }
+        (_, None) => None,
+    };
+    let kind = OpKind::TensorScalarCumulative {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        op0,
+        imm0,
+        op1,
+        imm1,
+        reduce_cmd: cmd,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
 fn eight_per_partition(
     ctx: &Ctx<'_>,
     t: &Tensor,
@@ -1308,7 +1403,6 @@ fn affine_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
 }
 
 fn quantize_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    need_target(ctx, b, span)?;
     let src = b.tensor(ctx, "src")?;
     let dst = b.tensor(ctx, "dst")?;
     let scale = b.tensor(ctx, "dst_scale")?;
@@ -1393,7 +1487,6 @@ fn mx_pair(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Option<[u32; 2]>, Dia
 }
 
 fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    need_target(ctx, b, span)?;
     let dst = b.tensor(ctx, "dst")?;
     let st = b.tensor(ctx, "stationary")?;
     let mv = b.tensor(ctx, "moving")?;

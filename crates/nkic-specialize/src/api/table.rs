@@ -297,13 +297,27 @@ fn legacy_params(def: &ApiDef) -> Vec<Param> {
     }
 }
 
-/// Binds `args` to `def` (module doc: two call forms).
+/// Binds `args` to `def` (module doc: two call forms). A function the
+/// target lacks (`since` newer than the target) is an error at the call.
 pub fn bind(
     ctx: &Ctx<'_>,
     def: &'static ApiDef,
     mut args: CallArgs,
     span: Span,
 ) -> Result<Bound, Diagnostic> {
+    if ctx.target() < def.since {
+        return Err(ctx.error(
+            codes::TARGET,
+            format!(
+                "`{}` needs {} or newer, but the target is {}",
+                def.name,
+                def.since.name(),
+                ctx.target().name()
+            ),
+            span,
+            "not available on this target",
+        ));
+    }
     let mask = super::mask::take(ctx, &mut args)?;
     let mut b = bind_forms(ctx, def, args, span)?;
     b.mask = mask;
