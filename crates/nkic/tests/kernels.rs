@@ -10,9 +10,13 @@
 //! `|got - want| <= atol + rtol * |want|`, NaN only matching NaN). A `#`
 //! starts a comment that runs to the end of its line; tolerance files use
 //! comments to justify their numbers.
-//! bfloat16 arrays saved by ml_dtypes (descriptor `<V2`) are passed to nkic
-//! with an explicit `:bfloat16` and compared as bfloat16.
+//! Arrays of dtypes NumPy lacks, saved by ml_dtypes as opaque void arrays
+//! (`<V2` for bfloat16, `<V1` for the fp8 formats), are passed to nkic with
+//! the dtype the kernel's `# nkic: args` directive declares for that
+//! argument (`--input x=x.npy:float8_e4m3`); a `<V2` reference output is
+//! compared as bfloat16.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -168,6 +172,22 @@ fn is_output(stem: &str) -> bool {
         .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// The dtype of every argument in `kernels/<name>.py`'s `# nkic: args`
+/// directive (`a=float8_e4m3[512,256]` gives `a` → `float8_e4m3`).
+fn declared_dtypes(name: &str) -> BTreeMap<String, String> {
+    let path = root().join(format!("kernels/{name}.py"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("# nkic: args"))
+        .flat_map(str::split_whitespace)
+        .filter_map(|field| {
+            let (arg, ty) = field.split_once('=')?;
+            let dtype = ty.split('[').next()?;
+            Some((arg.to_string(), dtype.to_string()))
+        })
+        .collect()
+}
+
 fn run_kernel(name: &str, data: &Path, schedule: &str) -> PathBuf {
     let out = std::env::temp_dir().join(format!(
         "nkic-kernels-{}-{name}-{schedule}",
@@ -175,6 +195,7 @@ fn run_kernel(name: &str, data: &Path, schedule: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).expect("temp dir");
+    let declared = declared_dtypes(name);
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_nkic"));
     cmd.current_dir(root())
         .env("NO_COLOR", "1")
@@ -183,12 +204,16 @@ fn run_kernel(name: &str, data: &Path, schedule: &str) -> PathBuf {
     for input in npy_files(data, |stem| !is_output(stem)) {
         let arg = input.trim_end_matches(".npy");
         let path = data.join(&input);
-        // A `<V2` array is what ml_dtypes writes for bfloat16; nkic cannot
-        // infer that dtype from the file, so it is named explicitly.
-        let suffix = if read_npy(&path).descr == "<V2" {
-            ":bfloat16"
+        // ml_dtypes writes bfloat16 and fp8 arrays as opaque void arrays;
+        // nkic cannot infer their dtype from the file, so it is named from
+        // the kernel's directive.
+        let suffix = if read_npy(&path).descr.contains('V') {
+            let dtype = declared.get(arg).unwrap_or_else(|| {
+                panic!("{name}: `{arg}` is a void array but `# nkic: args` does not declare it")
+            });
+            format!(":{dtype}")
         } else {
-            ""
+            String::new()
         };
         cmd.arg("--input")
             .arg(format!("{arg}={}{suffix}", path.display()));

@@ -1,0 +1,33 @@
+"""NumPy reference for kernels/matmul_basic.py.
+
+Writes the inputs a_t.npy (A transposed), b.npy, the expected output
+out0.npy = A @ B and the tolerance into kernels/data/matmul_basic/.
+Deterministic: rerunning gives identical bytes.
+"""
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent.parent / "data" / "matmul_basic"
+
+
+def main() -> None:
+    rng = np.random.default_rng(20261143)
+    a = rng.standard_normal((128, 256), dtype=np.float32)
+    b = rng.standard_normal((256, 512), dtype=np.float32)
+    ref = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    OUT.mkdir(parents=True, exist_ok=True)
+    np.save(OUT / "a_t.npy", np.ascontiguousarray(a.T))
+    np.save(OUT / "b.npy", b)
+    np.save(OUT / "out0.npy", ref)
+    (OUT / "tolerance.txt").write_text(
+        "# The reference is the float64 product rounded once; the kernel sums\n"
+        "# K = 256 products of unit normals in float32 (partial sums up to ~50),\n"
+        "# so it may be off by a few float32 ulps of the partial sums: ~1e-5\n"
+        "# absolute, hence atol=1e-4, plus rtol=1e-5 for the large entries.\n"
+        "rtol=1e-5 atol=1e-4\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
