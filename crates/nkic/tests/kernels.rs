@@ -80,7 +80,8 @@ fn read_npy(path: &Path) -> Npy {
     }
 }
 
-/// The elements of a floating-point `.npy` payload widened to f64.
+/// The elements of a floating-point or integer `.npy` payload widened to
+/// f64 (exact for every supported dtype).
 fn to_f64(npy: &Npy, path: &Path) -> Vec<f64> {
     match npy.descr.as_str() {
         "<f4" => npy
@@ -108,6 +109,23 @@ fn to_f64(npy: &Npy, path: &Path) -> Vec<f64> {
             .payload
             .chunks_exact(2)
             .map(|c| half_to_f64(u16::from_le_bytes([c[0], c[1]])))
+            .collect(),
+        // Integer outputs (indices, counts) are compared by value.
+        "<u4" => npy
+            .payload
+            .chunks_exact(4)
+            .map(|c| f64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+        "<i4" => npy
+            .payload
+            .chunks_exact(4)
+            .map(|c| f64::from(i32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect(),
+        "|u1" => npy.payload.iter().map(|&b| f64::from(b)).collect(),
+        "|i1" => npy
+            .payload
+            .iter()
+            .map(|&b| f64::from(i8::from_le_bytes([b])))
             .collect(),
         other => panic!("{}: unsupported reference dtype {other}", path.display()),
     }
