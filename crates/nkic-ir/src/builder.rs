@@ -355,6 +355,18 @@ impl KernelBuilder {
         self.kernel.outputs.push(storage);
     }
 
+    /// Moves a private-HBM tensor to `shared_hbm`. Without a launch grid
+    /// the two are the same memory; the specializer uses this for kernels
+    /// that return an `nl.hbm` tensor (accepted with a warning), since the
+    /// IR's outputs are always shared.
+    pub fn share_storage(&mut self, storage: Handle<Storage>) {
+        if let Some(st) = self.kernel.storages.try_get_mut(storage)
+            && st.buffer == Buffer::PrivateHbm
+        {
+            st.buffer = Buffer::SharedHbm;
+        }
+    }
+
     /// Finishes the kernel. Every dynamic loop, static iteration, call and
     /// `no_reorder` block must be closed. Under `debug_assertions` the
     /// result is verified.

@@ -5,7 +5,8 @@
 //! Argument specs and constants have a text form shared by the command line
 //! and the `# nkic:` directive comments ([`crate::directives`]):
 //! `a=float32[256,1024]` and `N=4`, `eps=1e-6`, `flag=True`, `mode='fast'`,
-//! `dims=(1,2)`, `dt=bfloat16`.
+//! `dims=(1,2)`, `dt=bfloat16`, and dotted names resolved in the kernel's
+//! module, `op=nl.add` or `cmd=nisa.reduce_cmd.load_reduce`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -84,6 +85,9 @@ pub enum ConstValue {
     Str(String),
     Tuple(Vec<ConstValue>),
     DType(DType),
+    /// A dotted name resolved in the kernel's module when the kernel is
+    /// bound: `nl.add`, `nisa.reduce_cmd.load_reduce`, `MyEnum.A`.
+    Name(Vec<String>),
 }
 
 /// Reads the text of modules a kernel imports. The core does no IO: the
@@ -198,10 +202,22 @@ impl FromStr for ConstValue {
     type Err = SpecError;
 
     /// Parses a Python literal (int, float, bool, None, string, tuple of
-    /// those) or a dtype name.
+    /// those), a dtype name, or a dotted name (`nl.add`).
     fn from_str(s: &str) -> Result<ConstValue, SpecError> {
         if let Ok(dt) = s.trim().parse::<DType>() {
             return Ok(ConstValue::DType(dt));
+        }
+        // Python spells infinities and NaN only through `float(...)`; the
+        // bare words are accepted too, as `repr` prints them.
+        match s.trim() {
+            "inf" | "float('inf')" | "float(\"inf\")" => {
+                return Ok(ConstValue::Float(f64::INFINITY));
+            }
+            "-inf" | "float('-inf')" | "float(\"-inf\")" => {
+                return Ok(ConstValue::Float(f64::NEG_INFINITY));
+            }
+            "nan" | "float('nan')" | "float(\"nan\")" => return Ok(ConstValue::Float(f64::NAN)),
+            _ => {}
         }
         let (expr, diags) = nkic_syntax::parse_expression(s);
         if !diags.is_empty() {
@@ -209,7 +225,7 @@ impl FromStr for ConstValue {
         }
         from_expr(&expr).ok_or_else(|| {
             SpecError(format!(
-                "`{s}` is not a constant (use an int, float, bool, None, string, dtype or tuple)"
+                "`{s}` is not a constant (use an int, float, bool, None, string, dtype, dotted name or tuple)"
             ))
         })
     }
@@ -233,10 +249,29 @@ fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
             ConstValue::Float(f) => ConstValue::Float(-f),
             _ => return None,
         },
-        ExprKind::Name(n) => ConstValue::DType(n.parse().ok()?),
-        ExprKind::Attribute { attr, .. } => ConstValue::DType(attr.name.parse().ok()?),
+        ExprKind::Name(n) => match n.parse() {
+            Ok(dt) => ConstValue::DType(dt),
+            Err(_) => ConstValue::Name(vec![n.clone()]),
+        },
+        ExprKind::Attribute { attr, .. } => match attr.name.parse() {
+            Ok(dt) => ConstValue::DType(dt),
+            Err(_) => ConstValue::Name(dotted(e)?),
+        },
         _ => return None,
     })
+}
+
+/// The parts of a dotted name `a.b.c`, or `None` for any other expression.
+fn dotted(e: &nkic_syntax::ast::Expr) -> Option<Vec<String>> {
+    match &e.kind {
+        ExprKind::Name(n) => Some(vec![n.clone()]),
+        ExprKind::Attribute { value, attr } => {
+            let mut parts = dotted(value)?;
+            parts.push(attr.name.clone());
+            Some(parts)
+        }
+        _ => None,
+    }
 }
 
 impl fmt::Display for ConstValue {
@@ -248,6 +283,7 @@ impl fmt::Display for ConstValue {
             ConstValue::Float(x) => write!(f, "{x:?}"),
             ConstValue::Str(s) => write!(f, "{s:?}"),
             ConstValue::DType(d) => write!(f, "{d}"),
+            ConstValue::Name(parts) => f.write_str(&parts.join(".")),
             ConstValue::Tuple(items) => {
                 f.write_str("(")?;
                 for (i, it) in items.iter().enumerate() {
@@ -308,6 +344,22 @@ mod tests {
             Ok(ConstValue::DType(DType::BF16))
         );
         assert!("f(x)".parse::<ConstValue>().is_err());
+        assert_eq!(
+            "-inf".parse::<ConstValue>(),
+            Ok(ConstValue::Float(f64::NEG_INFINITY))
+        );
+        assert_eq!(
+            "nisa.reduce_cmd.load_reduce".parse::<ConstValue>(),
+            Ok(ConstValue::Name(vec![
+                "nisa".into(),
+                "reduce_cmd".into(),
+                "load_reduce".into()
+            ]))
+        );
+        assert_eq!(
+            "(nl.add, 2)".parse::<ConstValue>().unwrap().to_string(),
+            "(nl.add, 2)"
+        );
         assert_eq!(
             ConstValue::Tuple(vec![ConstValue::Int(1)]).to_string(),
             "(1,)"

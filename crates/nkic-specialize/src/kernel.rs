@@ -382,7 +382,7 @@ fn run_instance(
                 buffer: Buffer::SharedHbm,
             }))
         } else if let Some((_, c)) = config.consts.iter().find(|c| c.0 == pname) {
-            Some(const_value(c))
+            Some(const_value(ctx, c, p.span)?)
         } else {
             let has_default = if i < params.posonly.len() + params.args.len() {
                 kernel.defaults.get(i).is_some_and(Option::is_some)
@@ -461,6 +461,7 @@ fn run_instance(
                 .with_primary(ctx.file, ret_span, "returned here")
                 .with_note("NKI requires outputs in `nl.shared_hbm`; nkic accepts this without a launch grid");
             ctx.warnings.push(d);
+            ctx.builder.share_storage(t.storage());
         }
         ctx.builder.add_output(t.storage());
     }
@@ -482,17 +483,37 @@ fn unknown_param(ctx: &Ctx<'_>, name: &str, known: &[&str], span: Span) -> Diagn
     d
 }
 
-/// A constant argument as a value.
-pub(crate) fn const_value(c: &ConstValue) -> Value {
-    match c {
+/// A constant argument as a value; dotted names are looked up in the
+/// kernel's module (errors point at the parameter, `span`).
+pub(crate) fn const_value(
+    ctx: &mut Ctx<'_>,
+    c: &ConstValue,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    Ok(match c {
         ConstValue::None => Value::None,
         ConstValue::Bool(b) => Value::Bool(*b),
         ConstValue::Int(i) => Value::Int(*i),
         ConstValue::Float(f) => Value::Float(*f),
         ConstValue::Str(s) => Value::str(s),
         ConstValue::DType(d) => Value::DType(*d),
-        ConstValue::Tuple(items) => Value::tuple(items.iter().map(const_value).collect()),
-    }
+        ConstValue::Name(parts) => {
+            let Some((first, rest)) = parts.split_first() else {
+                return Ok(Value::None);
+            };
+            let mut v = ctx.lookup_name(first, span)?;
+            for p in rest {
+                v = ctx.get_attr(&v, p, span)?;
+            }
+            v
+        }
+        ConstValue::Tuple(items) => Value::tuple(
+            items
+                .iter()
+                .map(|i| const_value(ctx, i, span))
+                .collect::<Result<_, _>>()?,
+        ),
+    })
 }
 
 /// Finishes the kernel: marks written arguments `inout`.

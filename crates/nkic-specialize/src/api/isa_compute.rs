@@ -332,7 +332,7 @@ pub const DEFS: &[ApiDef] = &[
             "`src` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`src` and `dst` are bfloat16, float16, float32, fp8, uint8, uint16, int8 or int16 (no 32-bit integers).",
             "`op0` is a binary arithmetic operator; `op1` is `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`.",
-            "`imm0` and `imm1` are numbers or `(P, 1)` tensors; `imm1` is given exactly when `reduce_cmd` is `load_reduce`.",
+            "`imm0` and `imm1` are numbers or `(P, 1)` tensors; `load_reduce` needs `imm1` (other commands ignore it).",
             "`reduce_cmd` is `reset_reduce`, `reduce` or `load_reduce`.",
         ],
         run: tensor_scalar_cumulative,
@@ -1125,15 +1125,9 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
                 "no `imm1`",
             ));
         }
-        (_, Some(a)) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`imm1` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
-                a.span,
-                "unused",
-            ));
-        }
-        (_, None) => None,
+        // The hardware reads `imm1` only to load the accumulators; kernels
+        // that chain calls pass the same `imm1` to every call.
+        (_, _) => None,
     };
     let kind = OpKind::TensorScalarCumulative {
         dst: dst.view.clone(),

@@ -563,9 +563,22 @@ fn pair(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Option<[u32; 2]>, Diagno
 }
 
 fn matmul_flags(ctx: &Ctx<'_>, b: &Bound) -> Result<MatmulFlags, Diagnostic> {
-    let perf_mode = match b.enum_member(ctx, "perf_mode", "matmul_perf_mode")? {
-        Some("double_row") => MatmulPerfMode::DoubleRow,
-        _ => MatmulPerfMode::None,
+    // Legacy kernels name the mode with a string; `double_row_gen3` was
+    // the legacy spelling of the trn2 double-row mode.
+    let legacy = match b.get("perf_mode").map(|a| &a.value) {
+        Some(Value::Str(s)) => match &**s {
+            "double_row" | "double_row_gen3" => Some(MatmulPerfMode::DoubleRow),
+            "none" | "" => Some(MatmulPerfMode::None),
+            _ => None,
+        },
+        _ => None,
+    };
+    let perf_mode = match legacy {
+        Some(m) => m,
+        None => match b.enum_member(ctx, "perf_mode", "matmul_perf_mode")? {
+            Some("double_row") => MatmulPerfMode::DoubleRow,
+            _ => MatmulPerfMode::None,
+        },
     };
     Ok(MatmulFlags {
         stationary_onezero: b.bool_or(ctx, "is_stationary_onezero", false)?,

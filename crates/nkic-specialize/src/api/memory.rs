@@ -40,6 +40,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
             opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
             opt("name", Kind::Str, "None"),
+            opt("dst_rmw_op", Kind::AluOp, "None"),
         ],
         engines: DMA_TRIGGER,
         since: Target::Trn2,
@@ -54,6 +55,7 @@ pub const DEFS: &[ApiDef] = &[
             "`engine=` (sync or scalar) selects the HWDGE trigger and needs `dge_mode=hwdge`.",
             "A `vector_offset` gather/scatter needs `dge_mode` unknown or swdge.",
             "`priority` is 0–3 and needs trn3.",
+            "The legacy `dst_rmw_op=nl.add` accumulates into `dst` (as `dma_compute` does); no other operator is accepted.",
         ],
         run: dma_copy,
     },
@@ -485,7 +487,21 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             Some(p as u8)
         }
     };
-    let kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
+    let mut kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
+    // Legacy read-modify-write DMA: `dst_rmw_op=nl.add` is `dst += src`.
+    if let Some(op) = b.alu_op(ctx, "dst_rmw_op")? {
+        if op != AluOp::Add {
+            return Err(ctx.error(
+                codes::BAD_ENUM,
+                format!("`dst_rmw_op` must be `nl.add`, found `nl.{}`", op.name()),
+                b.span_of("dst_rmw_op"),
+                "DMA accumulates with add only",
+            ));
+        }
+        if let OpKind::DmaCopy { accumulate, .. } = &mut kind {
+            *accumulate = true;
+        }
+    }
     // The trigger engine is a scheduling hint the IR does not record; the
     // op's engine stays open (DMA ops only run on the DMA queues).
     emit::finish(ctx, b, kind, None, None, span)
@@ -890,6 +906,11 @@ fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
 
 fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let dst = b.tensor(ctx, "dst")?;
+    if let Some(a) = b.get("value")
+        && matches!(a.value, Value::Int(_) | Value::Float(_) | Value::Bool(_))
+    {
+        return store_scalar(ctx, b, &dst, &a.value, a.span, span);
+    }
     let value = b.tensor(ctx, "value")?;
     if !dst.buffer.is_hbm() {
         return Err(ctx.error(
@@ -945,6 +966,61 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
         ctx,
         b,
         dma_kind(&dst.view, &src, None, OobMode::Error, None),
+        None,
+        span,
+    )?;
+    Ok(Value::None)
+}
+
+/// `nl.store(dst, 3.0)`: fills an SBUF tile of `dst`'s element count
+/// (laid out over the largest partition count ≤ 128 that divides it) and
+/// copies it to `dst`, as legacy NKI's scalar store did.
+fn store_scalar(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    dst: &Tensor,
+    value: &Value,
+    value_span: Span,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    if !dst.buffer.is_hbm() {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`nl.store` writes HBM, found `dst` {}",
+                check::describe(dst)
+            ),
+            b.span_of("dst"),
+            "not in HBM",
+        ));
+    }
+    let n = elements(dst);
+    let p = (1..=128u64.min(n)).rev().find(|p| n % p == 0).unwrap_or(1);
+    let imm = fill_imm(ctx, dst.dtype(), value, value_span, true)?;
+    let name = ctx.fresh_name("fill_");
+    let tile = super::tensor::alloc(
+        ctx,
+        &[p, n / p],
+        dst.dtype(),
+        Buffer::Sbuf,
+        &name,
+        value_span,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::Memset {
+            dst: tile.view.clone(),
+            value: imm,
+        },
+        None,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        dma_kind(&dst.view, &tile.view, None, OobMode::Error, None),
         None,
         span,
     )?;

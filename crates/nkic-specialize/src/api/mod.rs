@@ -103,6 +103,7 @@ pub mod table;
 pub mod tensor;
 
 use nkic_diag::{Diagnostic, Span};
+use nkic_isa::DType;
 use nkic_syntax::ast::{BinOp, CmpOp};
 
 use crate::args::CallArgs;
@@ -223,6 +224,11 @@ pub fn attribute(
         Value::DType(dt) => match attr {
             "itemsize" => return Ok(Value::Int(i64::from(dt.size()))),
             "name" => return Ok(Value::str(dt.name())),
+            "min" | "max" => {
+                if let Some(v) = dtype_limit(*dt, attr == "max") {
+                    return Ok(v);
+                }
+            }
             _ => {}
         },
         Value::Buffer(b) if attr == "name" => return Ok(Value::str(b.name())),
@@ -234,6 +240,29 @@ pub fn attribute(
         span,
         "unknown attribute",
     ))
+}
+
+/// The legacy `nl.float32.min` / `.max` constants: the most negative and
+/// most positive finite values (integers: the range). `bfloat16.min` is
+/// the bit pattern 0xff80, negative infinity, as legacy NKI defined it.
+fn dtype_limit(dt: DType, max: bool) -> Option<Value> {
+    let float = |lo: f64, hi: f64| Some(Value::Float(if max { hi } else { lo }));
+    let int = |lo: i64, hi: i64| Some(Value::Int(if max { hi } else { lo }));
+    match dt {
+        DType::F32 | DType::TF32 => float(-f64::from(f32::MAX), f64::from(f32::MAX)),
+        DType::F16 => float(-65504.0, 65504.0),
+        DType::BF16 => float(f64::NEG_INFINITY, 3.3895313892515355e38),
+        DType::F8E4M3 => float(-240.0, 240.0),
+        DType::F8E4M3FN => float(-448.0, 448.0),
+        DType::F8E5M2 => float(-57344.0, 57344.0),
+        DType::I8 => int(-128, 127),
+        DType::I16 => int(-32768, 32767),
+        DType::I32 => int(i64::from(i32::MIN), i64::from(i32::MAX)),
+        DType::U8 | DType::Bool => int(0, 255),
+        DType::U16 => int(0, 65535),
+        DType::U32 => int(0, i64::from(u32::MAX)),
+        _ => None,
+    }
 }
 
 /// `value[key]` for tensors and other API values.
