@@ -995,7 +995,7 @@ fn store_scalar(
         ));
     }
     let n = elements(dst);
-    let p = (1..=128u64.min(n)).rev().find(|p| n % p == 0).unwrap_or(1);
+    let p = (1..=128u64.min(n)).rev().find(|p| n.is_multiple_of(*p)).unwrap_or(1);
     let imm = fill_imm(ctx, dst.dtype(), value, value_span, true)?;
     let name = ctx.fresh_name("fill_");
     let tile = super::tensor::alloc(
