@@ -1,0 +1,411 @@
+//! The scheduling-quality bench over the bundled kernels (`kernels/*.py`).
+//!
+//! For every kernel file, at the shapes of its `# nkic: args` directive and,
+//! for the kernels listed in [`LARGE`], at large shapes, the bench compiles
+//! the kernel through the same library path as `nkic run`
+//! (`nkic_specialize::specialize`, `nkic_backend::compile_grid`,
+//! `nkic_sim::run`), once with the optimized and once with the sequential
+//! schedule, runs both on the same random inputs (the generator and seed of
+//! `nkic run`'s random inputs, floats uniform in [-1, 1)) with the race
+//! detector on, and prints one row:
+//!
+//! * `simulated`: the optimized program's simulated time;
+//! * `bound`: `nkic_backend::lower_bound` of the optimized program (the
+//!   maximum over engines of their total busy time, DMA spread over the
+//!   queues, and HBM bytes over HBM bandwidth), with what limits it;
+//! * `sim/bound`: their ratio (1.00 is perfect);
+//! * `sequential`: the sequential program's simulated time, and
+//!   `speedup` = sequential / optimized;
+//! * `bits`: whether both schedules produced identical output bytes (the
+//!   scheduler oracle), which must always be `same`.
+//!
+//! The targets of the backend issue are checked and marked in the last
+//! column: within 1.25× of the bound for the matmul, softmax and add
+//! kernels at sizes of at least 1024×1024, and at least 2× faster than the
+//! sequential program for the tiled kernels at those sizes (every large
+//! case is tiled). A `!` marks a missed target.
+//!
+//! Run it with `cargo bench -p nkic --bench quality`. Arguments after `--`:
+//! substrings selecting cases by label (`matmul`, `softmax@large`),
+//! `--check` (exit with failure when a target is missed or the schedules
+//! disagree), and `--timeline` (print each selected optimized run's
+//! per-queue instruction timeline). Without `--bench` on its command line
+//! (that is, under `cargo test --benches`) only the directive shapes of
+//! the first two kernels run, as a smoke test.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use nkic_backend::{BackendConfig, LowerBound, Schedule};
+use nkic_diag::{Diagnostic, SourceMap};
+use nkic_isa::{DType, Program, TensorKind, numerics};
+use nkic_sim::{Inputs, RunResult, SimConfig};
+use nkic_specialize::{ArgSpec, SpecializeConfig};
+
+/// Large shapes per kernel (file stem): the `--arg` bindings of the case.
+/// Kernels not listed run at their directive shapes only. The norms
+/// broadcast a weight row with a matmul, which limits their rows to 512
+/// columns.
+const LARGE: &[(&str, &[&str])] = &[
+    (
+        "matmul",
+        &["a_t=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "matmul_basic",
+        &["a_t=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "matmul_blocked",
+        &["a_t=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "matmul_bf16",
+        &["a=bfloat16[1024,1024]", "b=bfloat16[1024,1024]"],
+    ),
+    (
+        "matmul_fp8",
+        &["a_t=float8_e4m3[1024,1024]", "b=float8_e4m3[1024,1024]"],
+    ),
+    ("softmax", &["x=float32[1024,1024]"]),
+    ("softmax_isa", &["x=bfloat16[1024,1024]"]),
+    (
+        "tensor_add",
+        &["a=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "tensor_add_legacy",
+        &["a=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "spmd_add",
+        &["a=float32[1024,1024]", "b=float32[1024,1024]"],
+    ),
+    (
+        "layernorm",
+        &[
+            "x=float32[2048,512]",
+            "gamma=float32[1,512]",
+            "beta=float32[1,512]",
+        ],
+    ),
+    ("rmsnorm", &["x=float32[2048,512]", "w=float32[1,512]"]),
+    ("transpose", &["x=float32[1024,1024]"]),
+    ("transpose_dma", &["x=bfloat16[1024,1024]"]),
+];
+
+/// The kernels (by file-stem substring) the ratio target applies to.
+const BOUND_TARGET_KERNELS: &[&str] = &["matmul", "softmax", "add"];
+
+/// The ratio target: simulated time within this factor of the bound.
+const BOUND_TARGET: f64 = 1.25;
+
+/// The speedup target over the sequential program.
+const SPEEDUP_TARGET: f64 = 2.0;
+
+/// The seed of `nkic run`'s random inputs.
+const SEED: u64 = 0;
+
+/// One case: a kernel file at some shapes.
+struct Case {
+    /// `stem` or `stem@large`.
+    label: String,
+    stem: String,
+    path: PathBuf,
+    /// Argument bindings overriding the directive (empty: the directive's).
+    args: Vec<ArgSpec>,
+    large: bool,
+}
+
+/// The measured figures of one case.
+struct Row {
+    simulated_ns: f64,
+    bound: LowerBound,
+    sequential_ns: f64,
+    same_bits: bool,
+    instructions: usize,
+    compile_ms: f64,
+}
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let bench_mode = argv.iter().any(|a| a == "--bench");
+    let check = argv.iter().any(|a| a == "--check");
+    let timeline = argv.iter().any(|a| a == "--timeline");
+    let filters: Vec<&str> = argv
+        .iter()
+        .filter(|a| !a.starts_with("--"))
+        .map(String::as_str)
+        .collect();
+    let mut cases = match cases() {
+        Ok(cases) => cases,
+        Err(err) => {
+            eprintln!("error: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !bench_mode {
+        // Smoke test under `cargo test --benches` (an unoptimised build).
+        cases.retain(|c| !c.large);
+        cases.truncate(2);
+    }
+    cases.retain(|c| filters.is_empty() || filters.iter().any(|f| c.label.contains(f)));
+    println!(
+        "{:24} {:>12} {:>12} {:>9} {:>7} {:>12} {:>8} {:>6} {:>6} {:>8}  targets",
+        "kernel",
+        "simulated",
+        "bound",
+        "limit",
+        "sim/bd",
+        "sequential",
+        "speedup",
+        "bits",
+        "insts",
+        "compile"
+    );
+    let mut failures = 0usize;
+    for case in &cases {
+        match measure(case, timeline) {
+            Ok(row) => {
+                let ratio = row.simulated_ns / row.bound.ns.max(f64::MIN_POSITIVE);
+                let speedup = row.sequential_ns / row.simulated_ns.max(f64::MIN_POSITIVE);
+                let mut marks = Vec::new();
+                if case.large {
+                    if BOUND_TARGET_KERNELS.iter().any(|k| case.stem.contains(k)) {
+                        let ok = ratio <= BOUND_TARGET;
+                        marks.push(format!("{}bound≤{BOUND_TARGET}", if ok { "" } else { "!" }));
+                        failures += usize::from(!ok);
+                    }
+                    let ok = speedup >= SPEEDUP_TARGET;
+                    marks.push(format!(
+                        "{}speedup≥{SPEEDUP_TARGET}",
+                        if ok { "" } else { "!" }
+                    ));
+                    failures += usize::from(!ok);
+                }
+                if !row.same_bits {
+                    marks.push("!bits differ".to_owned());
+                    failures += 1;
+                }
+                println!(
+                    "{:24} {:>10.0}ns {:>10.0}ns {:>9} {:>7.3} {:>10.0}ns {:>7.2}x {:>6} {:>6} {:>6.0}ms  {}",
+                    case.label,
+                    row.simulated_ns,
+                    row.bound.ns,
+                    row.bound.limited_by,
+                    ratio,
+                    row.sequential_ns,
+                    speedup,
+                    if row.same_bits { "same" } else { "DIFF" },
+                    row.instructions,
+                    row.compile_ms,
+                    marks.join(" ")
+                );
+            }
+            Err(err) => {
+                failures += 1;
+                println!("{:24} failed: {err}", case.label);
+            }
+        }
+    }
+    println!(
+        "{} case(s), {failures} missed target(s) or failure(s)",
+        cases.len()
+    );
+    if check && failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The repository root (the bench lives at `<root>/crates/nkic`).
+fn root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
+}
+
+/// Every kernel file in `kernels/`, in name order, at its directive shapes
+/// and, when listed in [`LARGE`], at large shapes.
+fn cases() -> Result<Vec<Case>, String> {
+    let dir = root().join("kernels");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .collect();
+    paths.sort();
+    let mut cases = Vec::new();
+    for path in paths {
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else {
+            continue;
+        };
+        cases.push(Case {
+            label: stem.clone(),
+            stem: stem.clone(),
+            path: path.clone(),
+            args: Vec::new(),
+            large: false,
+        });
+        if let Some((_, bindings)) = LARGE.iter().find(|(name, _)| *name == stem) {
+            let args = bindings
+                .iter()
+                .map(|b| b.parse::<ArgSpec>().map_err(|e| format!("{stem}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            cases.push(Case {
+                label: format!("{stem}@large"),
+                stem,
+                path,
+                args,
+                large: true,
+            });
+        }
+    }
+    Ok(cases)
+}
+
+/// Renders diagnostics as plain text for an error message.
+fn render(diags: &[Diagnostic], sources: &SourceMap) -> String {
+    diags
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| nkic_diag::render(d, sources, nkic_diag::RenderConfig::default()))
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// Specializes, compiles both ways, simulates both, and bounds.
+fn measure(case: &Case, timeline: bool) -> Result<Row, String> {
+    let mut sources = SourceMap::new();
+    let text =
+        std::fs::read_to_string(&case.path).map_err(|e| format!("{}: {e}", case.path.display()))?;
+    let file = sources.add(case.path.display().to_string(), text);
+    let config = SpecializeConfig {
+        args: case.args.clone(),
+        ..SpecializeConfig::default()
+    };
+    let loader = |p: &str| std::fs::read_to_string(p).ok();
+    let result = nkic_specialize::specialize(&mut sources, file, &config, &loader);
+    if result.has_errors() || result.kernels.is_empty() {
+        return Err(format!(
+            "specialization failed\n{}",
+            render(&result.diagnostics, &sources)
+        ));
+    }
+    let compile = |schedule| {
+        nkic_backend::compile_grid(&result.kernels, &sources, &BackendConfig { schedule })
+            .map_err(|d| format!("compilation failed\n{}", render(&d, &sources)))
+    };
+    let t0 = Instant::now();
+    let optimized = compile(Schedule::Optimized)?;
+    let compile_ms = t0.elapsed().as_secs_f64() * 1000.0;
+    let sequential = compile(Schedule::Sequential)?;
+    let inputs = random_inputs(&optimized, SEED);
+    let sim = |program: &Program, trace: bool| {
+        let config = SimConfig {
+            trace,
+            race_check: true,
+            ..SimConfig::default()
+        };
+        nkic_sim::run(program, &inputs, &config).map_err(|e| format!("simulation failed: {e}"))
+    };
+    let a = sim(&optimized, timeline)?;
+    let b = sim(&sequential, false)?;
+    if timeline {
+        print_timeline(&case.label, &optimized, &a);
+    }
+    Ok(Row {
+        simulated_ns: a.total_ns(),
+        bound: nkic_backend::lower_bound(&optimized),
+        sequential_ns: b.total_ns(),
+        same_bits: a.outputs == b.outputs,
+        instructions: optimized.queues.iter().map(|s| s.insts.len()).sum(),
+        compile_ms,
+    })
+}
+
+/// Prints every instruction of a run: queue, index, mnemonic, start, end
+/// of interval and completion, in start order.
+fn print_timeline(label: &str, program: &Program, run: &RunResult) {
+    println!("--- timeline of {label} ({} queues)", program.queues.len());
+    for e in &run.trace {
+        println!(
+            "  {:>8} #{:<4} {:24} start {:>10.1} free {:>10.1} end {:>10.1}",
+            e.queue.to_string(),
+            e.index,
+            e.mnemonic,
+            e.start_ps as f64 / 1000.0,
+            e.free_ps as f64 / 1000.0,
+            e.end_ps as f64 / 1000.0
+        );
+    }
+    for q in &run.per_queue {
+        println!(
+            "  {:>8} busy {:>10.1}ns in {} instructions, last completion {:>10.1}ns",
+            q.queue.to_string(),
+            q.busy_ps as f64 / 1000.0,
+            q.instructions,
+            q.end_ps as f64 / 1000.0
+        );
+    }
+}
+
+/// Random inputs for every input and inout argument, as `nkic run` makes
+/// them without `--input` (same generator, same distributions): floats
+/// uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
+/// [0, 16), booleans 0 or 1, random codes for packed MX and scale types.
+fn random_inputs(program: &Program, seed: u64) -> Inputs {
+    let mut inputs = Inputs::new();
+    let mut rng = SplitMix64(seed);
+    for (_, tensor) in program.args() {
+        if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
+            continue;
+        }
+        let n = usize::try_from(tensor.numel()).unwrap_or(usize::MAX);
+        let size = tensor.dtype.size() as usize;
+        let dtype = tensor.dtype;
+        let mut bytes = Vec::with_capacity(n.saturating_mul(size));
+        if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
+            for _ in 0..n * size {
+                bytes.push(rng.next().to_le_bytes()[0]);
+            }
+        } else if dtype.is_float() {
+            let values: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            numerics::encode(dtype, &values, &mut bytes);
+        } else {
+            for _ in 0..n {
+                let r = rng.next();
+                let v: i64 = match dtype {
+                    DType::Bool => (r & 1) as i64,
+                    d if d.is_signed_int() => (r % 16) as i64 - 8,
+                    _ => (r % 16) as i64,
+                };
+                bytes.extend_from_slice(&v.to_le_bytes()[..size]);
+            }
+        }
+        inputs.insert(tensor.name.as_str(), bytes);
+    }
+    inputs
+}
+
+/// SplitMix64, the generator of `nkic run`'s random inputs.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1) with 24 random bits, exact in f32.
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
