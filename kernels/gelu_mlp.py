@@ -1,42 +1,65 @@
 """Two-layer GELU MLP: out = gelu(x @ w1) @ w2.
 
-x is [128, 128] (tokens x model dim), w1 is [128, 256] and w2 is [256, 128],
-all float32; gelu is the exact erf form 0.5*h*(1 + erf(h/sqrt(2))). The
-kernel takes x already transposed (x_t = x.T) so the hidden activations are
-produced transposed, h_t = w1.T @ x.T, one 128-row block of hidden units at
-a time; each block goes through nisa.activation(nl.gelu) on its way from
-PSUM to SBUF and then serves directly as the stationary operand of the
-second matmul, whose two hidden blocks accumulate in one PSUM tile.
+x is [T, D] (tokens x model dim), w1 is [D, H] and w2 is [H, E], all
+float32; gelu is the exact erf form 0.5*h*(1 + erf(h/sqrt(2))). The
+kernel takes x already transposed (x_t = x.T, [D, T]) so the hidden
+activations come out transposed, h_t = w1.T @ x.T, with hidden units on
+the partitions: for a block of up to 512 tokens and each 128-row block of
+hidden units, the D/128 products accumulate in PSUM and
+nisa.activation(nl.gelu) applies the GELU on the way from PSUM to SBUF.
+Those [128 hidden, tokens] tiles then serve directly, 128 tokens at a
+time, as the stationary operands of the second matmul, whose H/128
+products accumulate in one PSUM tile per 512 output columns. Both weight
+matrices are loaded into SBUF once. T, D and H must be multiples of 128
+and E a multiple of min(E, 512).
 """
 import nki
 import nki.isa as nisa
 import nki.language as nl
 
 
-# nkic: args x_t=float32[128,128] w1=float32[128,256] w2=float32[256,128]
+# nkic: args x_t=float32[256,256] w1=float32[256,384] w2=float32[384,256]
 @nki.jit
 def gelu_mlp(x_t, w1, w2):
-    d_model, tokens = x_t.shape
-    _, hidden = w1.shape
-    _, d_out = w2.shape
+    D, T = x_t.shape
+    D2, H = w1.shape
+    H2, E = w2.shape
+    assert D == D2 and H == H2, "the inner dims must agree"
     P = nl.tile_size.pmax
-    assert d_model == P and tokens == P, "one 128x128 tile of tokens"
-    assert hidden % P == 0 and d_out <= nl.tile_size.gemm_moving_fmax
-    out = nl.ndarray((tokens, d_out), dtype=x_t.dtype, buffer=nl.shared_hbm)
-    xt_tile = nl.ndarray((P, tokens), dtype=x_t.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=xt_tile, src=x_t)
-    acc = nl.ndarray((tokens, d_out), dtype=nl.float32, buffer=nl.psum)
-    for h in range(hidden // P):
-        w1_tile = nl.ndarray((P, P), dtype=w1.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=w1_tile, src=w1[:, nl.ds(h * P, P)])
-        ht_psum = nl.ndarray((P, tokens), dtype=nl.float32, buffer=nl.psum)
-        nisa.nc_matmul(dst=ht_psum, stationary=w1_tile, moving=xt_tile)
-        ht_act = nl.ndarray((P, tokens), dtype=x_t.dtype, buffer=nl.sbuf)
-        nisa.activation(dst=ht_act, op=nl.gelu, data=ht_psum)
-        w2_tile = nl.ndarray((P, d_out), dtype=w2.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=w2_tile, src=w2[nl.ds(h * P, P), :])
-        nisa.nc_matmul(dst=acc, stationary=ht_act, moving=w2_tile, accumulate=(h != 0))
-    o_tile = nl.ndarray((tokens, d_out), dtype=x_t.dtype, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=o_tile, src=acc)
-    nisa.dma_copy(dst=out, src=o_tile)
+    TB = min(T, nl.tile_size.gemm_moving_fmax)
+    EB = min(E, nl.tile_size.gemm_moving_fmax)
+    assert D % P == 0 and H % P == 0 and T % P == 0 and T % TB == 0 and E % EB == 0
+    DK = D // P
+    HK = H // P
+    out = nl.ndarray((T, E), dtype=x_t.dtype, buffer=nl.shared_hbm)
+
+    # w1_all[p, k, h] = w1[k * P + p, h] and w2_all[p, k, e] = w2[k * P + p, e].
+    w1_all = nl.ndarray((P, DK, H), dtype=w1.dtype, buffer=nl.sbuf)
+    for k in range(DK):
+        nisa.dma_copy(dst=w1_all[:, k, :], src=w1[nl.ds(k * P, P), :])
+    w2_all = nl.ndarray((P, HK, E), dtype=w2.dtype, buffer=nl.sbuf)
+    for k in range(HK):
+        nisa.dma_copy(dst=w2_all[:, k, :], src=w2[nl.ds(k * P, P), :])
+
+    for tb in range(T // TB):
+        x_blk = nl.ndarray((P, DK, TB), dtype=x_t.dtype, buffer=nl.sbuf)
+        for k in range(DK):
+            nisa.dma_copy(dst=x_blk[:, k, :], src=x_t[nl.ds(k * P, P), nl.ds(tb * TB, TB)])
+        # h_blk[p, k, t] = gelu(x @ w1)[tb * TB + t, k * P + p]
+        h_blk = nl.ndarray((P, HK, TB), dtype=x_t.dtype, buffer=nl.sbuf)
+        for hk in range(HK):
+            ht_psum = nl.ndarray((P, TB), dtype=nl.float32, buffer=nl.psum)
+            for k in range(DK):
+                nisa.nc_matmul(dst=ht_psum, stationary=w1_all[:, k, nl.ds(hk * P, P)],
+                               moving=x_blk[:, k, :], accumulate=(k != 0))
+            nisa.activation(dst=h_blk[:, hk, :], op=nl.gelu, data=ht_psum)
+        for tt in range(TB // P):
+            for eb in range(E // EB):
+                acc = nl.ndarray((P, EB), dtype=nl.float32, buffer=nl.psum)
+                for hk in range(HK):
+                    nisa.nc_matmul(dst=acc, stationary=h_blk[:, hk, nl.ds(tt * P, P)],
+                                   moving=w2_all[:, hk, nl.ds(eb * EB, EB)], accumulate=(hk != 0))
+                o_tile = nl.ndarray((P, EB), dtype=out.dtype, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=o_tile, src=acc)
+                nisa.dma_copy(dst=out[nl.ds(tb * TB + tt * P, P), nl.ds(eb * EB, EB)], src=o_tile)
     return out

@@ -1,8 +1,12 @@
-"""Layer normalization of a [256, 256] float32 tensor.
+"""Layer normalization of the rows of a float32 tensor.
 
-For every row, with mu and var the mean and (biased) variance of x[i, :],
+x is [R, C] with R a multiple of 128; gamma and beta are [1, C]. For every
+row, with mu and var the mean and (biased) variance of x[i, :],
 out[i, :] = (x[i, :] - mu) / sqrt(var + 1e-5) * gamma[0, :] + beta[0, :].
-gamma and beta ([1, 256]) are loaded once and broadcast over partitions.
+gamma and beta are loaded once, each with a single DMA that reads its HBM
+row with a stride-0 partition pattern (gamma.broadcast(0, 128)), so every
+partition of the SBUF tile receives a copy; the rest is written with nl
+functions, one 128-row tile at a time.
 """
 import nki
 import nki.isa as nisa
@@ -16,8 +20,10 @@ def layernorm(x, gamma, beta):
     rows, cols = x.shape
     P = nl.tile_size.pmax
     assert rows % P == 0, "rows must be a multiple of 128"
-    g_tile = nl.broadcast_to(nl.load(gamma), (P, cols))
-    b_tile = nl.broadcast_to(nl.load(beta), (P, cols))
+    g_tile = nl.ndarray((P, cols), dtype=gamma.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g_tile, src=gamma.broadcast(0, P))
+    b_tile = nl.ndarray((P, cols), dtype=beta.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b_tile, src=beta.broadcast(0, P))
     for i in nl.affine_range(rows // P):
         rs = nl.ds(i * P, P)
         t = nl.load(x[rs, :])

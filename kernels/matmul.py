@@ -1,11 +1,12 @@
 """Tiled matrix multiply C = A @ B with PSUM accumulation.
 
-A is [256, 256] and B is [256, 256], both float32. The kernel takes A
-already transposed as a_t = A.T ([256, 256]) so that each 128-row K-slice
+A is [M, K] and B is [K, N], both float32. The kernel takes A
+already transposed as a_t = A.T ([K, M]) so that each 128-row K-slice
 of a_t is a stationary operand whose free dim becomes the output partition
-dim. For each 128-row block of C, nisa.nc_matmul accumulates the two
+dim. For each 128-row block of C, nisa.nc_matmul accumulates the K/128
 K-tiles into one PSUM tile (accumulate=False on the first, True after),
-which is then copied to SBUF and stored. C is [256, 256].
+which is then copied to SBUF and stored. C is [M, N]; M and K must be
+multiples of 128 and N a multiple of min(N, 512).
 """
 import nki
 import nki.isa as nisa

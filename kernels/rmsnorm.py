@@ -1,8 +1,10 @@
-"""RMS normalization of a [256, 256] float32 tensor with a learned scale.
+"""RMS normalization of the rows of a float32 tensor with a learned scale.
 
-For every row, out[i, :] = x[i, :] / sqrt(mean(x[i, :]**2) + 1e-6) * w[0, :].
-The weight row w ([1, 256]) is loaded once and broadcast across the 128
-partitions of a tile; the row statistics are (P, 1) tiles.
+x is [R, C] with R a multiple of 128 and w is [1, C]. For every row,
+out[i, :] = x[i, :] / sqrt(mean(x[i, :]**2) + 1e-6) * w[0, :].
+The weight row is loaded once with a single DMA that reads it with a
+stride-0 partition pattern (w.broadcast(0, 128)), so all 128 partitions of
+the SBUF tile hold a copy; the row statistics are (P, 1) tiles.
 """
 import nki
 import nki.isa as nisa
@@ -16,8 +18,8 @@ def rmsnorm(x, w):
     rows, cols = x.shape
     P = nl.tile_size.pmax
     assert rows % P == 0, "rows must be a multiple of 128"
-    w_row = nl.load(w)
-    w_tile = nl.broadcast_to(w_row, (P, cols))
+    w_tile = nl.ndarray((P, cols), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=w_tile, src=w.broadcast(0, P))
     for i in nl.affine_range(rows // P):
         rs = nl.ds(i * P, P)
         t = nl.load(x[rs, :])

@@ -1,4 +1,4 @@
-"""Row-wise softmax of a [256, 256] float32 tensor.
+"""Row-wise softmax of a float32 tensor [R, C], R a multiple of 128.
 
 Each tile of 128 rows is loaded into SBUF; the kernel subtracts the row
 maximum, exponentiates, divides by the row sum and stores the result, so

@@ -1,8 +1,8 @@
-"""Row-wise softmax of a [256, 256] bfloat16 tensor written with ISA calls.
+"""Row-wise softmax of a bfloat16 tensor [R, C] written with ISA calls.
 
 Same function as kernels/softmax.py, out[i, :] = exp(x[i, :] - max_i) /
 sum(exp(x[i, :] - max_i)), but spelled out at the engine level and with
-bfloat16 input and output: nisa.tensor_reduce computes the negated row
+bfloat16 input and output (R a multiple of 128): nisa.tensor_reduce computes the negated row
 maximum, nisa.activation_reduce exponentiates with that (P, 1) bias and
 sums each row in the same pass, nisa.reciprocal inverts the sums and
 nisa.tensor_scalar scales every row by its inverse sum.

@@ -1,4 +1,4 @@
-"""Element-wise addition of two [256, 1024] float32 tensors.
+"""Element-wise addition of two float32 tensors [R, C], R a multiple of 128.
 
 The kernel walks the rows in tiles of 128 partitions, loads both operands
 into SBUF, adds them on the Vector engine and stores the sum back to HBM.

@@ -1,9 +1,9 @@
-"""Element-wise addition of two [256, 256] float32 tensors, legacy style.
+"""Element-wise addition of two float32 tensors [R, C], legacy style.
 
 Written in the legacy NKI idiom: tiles are read with nl.load and written
 with nl.store, addressed through nl.arange index grids (a partition grid
 i_p and a free grid i_f) offset by the loop variable, and the sum uses
-nl.add. out = a + b.
+nl.add. out = a + b; R must be a multiple of 128.
 """
 import nki
 import nki.language as nl

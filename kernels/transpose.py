@@ -1,8 +1,9 @@
-"""2-D transpose of a [256, 384] float32 tensor on the Tensor engine.
+"""2-D transpose of a float32 tensor on the Tensor engine.
 
 The input is cut into 128x128 blocks; each block is loaded into SBUF,
 transposed into PSUM with nisa.nc_transpose, copied back to SBUF and stored
-at the mirrored block position, so out[j, i] = x[i, j] (out is [384, 256]).
+at the mirrored block position, so out[j, i] = x[i, j]: x is [R, C] and
+out is [C, R], with R and C multiples of 128.
 """
 import nki
 import nki.isa as nisa

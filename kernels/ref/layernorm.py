@@ -25,7 +25,13 @@ def main() -> None:
     np.save(OUT / "gamma.npy", gamma)
     np.save(OUT / "beta.npy", beta)
     np.save(OUT / "out0.npy", ref)
-    (OUT / "tolerance.txt").write_text("rtol=1e-5 atol=1e-5\n")
+    (OUT / "tolerance.txt").write_text(
+        "# Reference: float64, rounded once. The kernel's float32 mean and\n"
+        "# variance over 256 elements and its rsqrt are each off by a few ulps,\n"
+        "# so outputs (magnitude up to ~5) differ by ~1e-6 relative; values\n"
+        "# that nearly cancel in x*gamma + beta need the small atol.\n"
+        "rtol=1e-5 atol=1e-5\n"
+    )
 
 
 if __name__ == "__main__":

@@ -22,7 +22,12 @@ def main() -> None:
     np.save(OUT / "x.npy", x)
     np.save(OUT / "w.npy", w)
     np.save(OUT / "out0.npy", ref)
-    (OUT / "tolerance.txt").write_text("rtol=1e-5 atol=1e-6\n")
+    (OUT / "tolerance.txt").write_text(
+        "# Reference: float64, rounded once. The kernel's float32 sum of 256\n"
+        "# squares and its rsqrt are each off by a few ulps (~1e-6 relative);\n"
+        "# atol=1e-6 covers outputs near zero.\n"
+        "rtol=1e-5 atol=1e-6\n"
+    )
 
 
 if __name__ == "__main__":

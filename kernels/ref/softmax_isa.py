@@ -22,8 +22,12 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     np.save(OUT / "x.npy", x)
     np.save(OUT / "out0.npy", ref)
-    # One bfloat16 rounding of the result is 2^-8 relative; allow two.
-    (OUT / "tolerance.txt").write_text("rtol=8e-3 atol=1e-6\n")
+    (OUT / "tolerance.txt").write_text(
+        "# One bfloat16 rounding of the result is 2^-8 relative; the kernel's\n"
+        "# float32 intermediate steps can move a value across a bfloat16\n"
+        "# rounding boundary, so allow two bfloat16 ulps.\n"
+        "rtol=8e-3 atol=1e-6\n"
+    )
 
 
 if __name__ == "__main__":

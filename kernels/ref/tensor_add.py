@@ -18,6 +18,11 @@ def main() -> None:
     np.save(OUT / "a.npy", a)
     np.save(OUT / "b.npy", b)
     np.save(OUT / "out0.npy", a + b)
+    (OUT / "tolerance.txt").write_text(
+        "# An fp32 addition is correctly rounded, so the result must equal\n"
+        "# NumPy's a + b exactly.\n"
+        "rtol=0 atol=0\n"
+    )
 
 
 if __name__ == "__main__":

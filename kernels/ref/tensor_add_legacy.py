@@ -19,8 +19,10 @@ def main() -> None:
     np.save(OUT / "a.npy", a)
     np.save(OUT / "b.npy", b)
     np.save(OUT / "out0.npy", a + b)
-    # An fp32 addition is correctly rounded, so the result must be exact.
-    (OUT / "tolerance.txt").write_text("rtol=0 atol=0\n")
+    (OUT / "tolerance.txt").write_text(
+        "# An fp32 addition is correctly rounded, so the result must be exact.\n"
+        "rtol=0 atol=0\n"
+    )
 
 
 if __name__ == "__main__":
