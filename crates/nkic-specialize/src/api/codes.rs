@@ -56,6 +56,10 @@ pub const OPERATOR: &str = "E0521";
 pub const VALUE: &str = "E0522";
 /// A DMA mode rule broken (hwdge with a cast, oob_mode without indirection).
 pub const DMA_MODE: &str = "E0523";
+/// An NKI operation nkic does not support yet (no IR counterpart); an
+/// error, or a warning for operations without effect on results
+/// (`nl.device_print`).
+pub const UNSUPPORTED: &str = "E0524";
 
 /// Every code with a one-line meaning, in order (for docs/diagnostics).
 pub const ALL: &[(&str, &str)] = &[
@@ -89,4 +93,5 @@ pub const ALL: &[(&str, &str)] = &[
     (OPERATOR, "operator not defined on these tiles"),
     (VALUE, "argument value out of range"),
     (DMA_MODE, "DMA mode rule broken"),
+    (UNSUPPORTED, "operation not supported by nkic yet"),
 ];

@@ -995,7 +995,10 @@ fn store_scalar(
         ));
     }
     let n = elements(dst);
-    let p = (1..=128u64.min(n)).rev().find(|p| n.is_multiple_of(*p)).unwrap_or(1);
+    let p = (1..=128u64.min(n))
+        .rev()
+        .find(|p| n.is_multiple_of(*p))
+        .unwrap_or(1);
     let imm = fill_imm(ctx, dst.dtype(), value, value_span, true)?;
     let name = ctx.fresh_name("fill_");
     let tile = super::tensor::alloc(
@@ -1275,9 +1278,31 @@ pub fn assign(
             Ok(())
         }
         Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
-            check::operand(ctx, dst, span, "the assigned view")?;
+            check::on_chip(ctx, dst, span, "the assigned view")?;
+            check::partition_count(ctx, dst, span, "the assigned view")?;
             let imm = fill_imm(ctx, dst.dtype(), value, span, true)?;
-            push_memset(ctx, &dst.view, imm, None, None, span)
+            if check::partition_start(ctx, dst, span, "the assigned view").is_ok() {
+                return push_memset(ctx, &dst.view, imm, None, None, span);
+            }
+            // Engines cannot start at this partition (legacy `t[i, j] = v`
+            // on one row); DMA can: fill a tile at partition 0 and copy it.
+            if dst.buffer == Buffer::Psum {
+                return check::partition_start(ctx, dst, span, "the assigned view");
+            }
+            let name = ctx.fresh_name("fill_");
+            let tmp = super::tensor::alloc(
+                ctx,
+                &dst.shape,
+                dst.dtype(),
+                Buffer::Sbuf,
+                &name,
+                span,
+                span,
+            )?;
+            push_memset(ctx, &tmp.view, imm, None, None, span)?;
+            let op = dma_kind(&dst.view, &tmp.view, None, OobMode::Error, None);
+            ctx.push_op(nkic_ir::Op::new(op), span)?;
+            Ok(())
         }
         v => Err(ctx.error(
             codes::ARG_TYPE,

@@ -93,6 +93,7 @@ pub mod consts;
 pub mod emit;
 pub mod isa_compute;
 pub mod isa_core;
+pub mod isa_more;
 pub mod mask;
 pub mod memory;
 pub mod nl_core;

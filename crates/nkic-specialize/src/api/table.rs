@@ -155,6 +155,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::registers::DEFS,
     super::isa_compute::DEFS,
     super::nl_math::DEFS,
+    super::isa_more::DEFS,
 ];
 
 /// Every definition in registry order; `ApiFn(i)` is entry `i`.
@@ -332,9 +333,19 @@ fn bind_forms(
 ) -> Result<Bound, Diagnostic> {
     let has_dst_keyword = args.keywords.iter().any(|(k, _)| &**k == "dst");
     let has_dst_param = def.params.first().is_some_and(|p| p.name == "dst");
+    let legacy_ok = def.value_form && has_dst_param && !has_dst_keyword;
     match bind_params(ctx, def, def.params, args.clone(), span, false) {
+        // Both forms can bind positionally (`local_gather(src, index, 4,
+        // 64)`); a number where the current form wants a tensor means the
+        // call is the value form.
+        Ok(b) if legacy_ok && !b.tensors_fit() => {
+            match bind_params(ctx, def, &legacy_params(def), args, span, true) {
+                Ok(l) if l.tensors_fit() => Ok(l),
+                _ => Ok(b),
+            }
+        }
         Ok(b) => Ok(b),
-        Err(e) if def.value_form && has_dst_param && !has_dst_keyword => {
+        Err(e) if legacy_ok => {
             let legacy = legacy_params(def);
             bind_params(ctx, def, &legacy, args, span, true).map_err(|_| e)
         }
@@ -416,6 +427,19 @@ fn bind_params(
 }
 
 impl Bound {
+    /// True when every tensor parameter got a tensor (or `None`).
+    fn tensors_fit(&self) -> bool {
+        let params: Vec<Param> = if self.value_form {
+            legacy_params(self.def)
+        } else {
+            self.def.params.to_vec()
+        };
+        self.args.iter().all(|(name, a)| {
+            let kind = params.iter().find(|p| p.name == *name).map(|p| p.kind);
+            kind != Some(Kind::Tensor) || matches!(a.value, Value::Tensor(_) | Value::None)
+        })
+    }
+
     /// True when the call used the legacy value-returning form.
     pub fn is_value_form(&self) -> bool {
         self.value_form

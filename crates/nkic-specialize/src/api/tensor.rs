@@ -759,6 +759,10 @@ pub fn subscript(
 ) -> Result<Value, Diagnostic> {
     let items: Vec<Value> = match key {
         Value::Tuple(items) => items.to_vec(),
+        // `t[nl.mgrid[0:128, 0:512]]` indexes with every grid of the mgrid.
+        Value::Object(o) if Rc::ptr_eq(&o.class, &ctx.bases.mgrid) => {
+            o.fields.borrow().iter().map(|(_, v)| v.clone()).collect()
+        }
         k => vec![k.clone()],
     };
     if items

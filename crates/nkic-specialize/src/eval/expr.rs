@@ -1168,7 +1168,10 @@ impl Ctx<'_> {
                 }
                 true
             }
-            Value::Tensor(_) | Value::Register(_) | Value::Index(_) | Value::IndexPred(_) => {
+            // A tensor is a Python object without `__bool__`: always true,
+            // so `x if t else None` works as in NKI's tracer.
+            Value::Tensor(_) => true,
+            Value::Register(_) | Value::Index(_) | Value::IndexPred(_) => {
                 return Err(self
                     .error(
                         codes::RUNTIME_VALUE,

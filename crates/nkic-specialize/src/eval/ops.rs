@@ -484,7 +484,7 @@ impl Ctx<'_> {
     /// `op v`.
     pub(crate) fn unary(&mut self, op: UnaryOp, v: Value, span: Span) -> Result<Value, Diagnostic> {
         match (op, &v) {
-            (UnaryOp::Not, _) if !matches!(v, Value::Tensor(_) | Value::Ext(_)) => {
+            (UnaryOp::Not, _) if !matches!(v, Value::Ext(_)) => {
                 Ok(Value::Bool(!self.truthy(&v, span)?))
             }
             (_, Value::Tensor(_) | Value::Ext(_)) => {

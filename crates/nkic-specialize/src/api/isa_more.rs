@@ -1,0 +1,1248 @@
+//! The rest of `nki.isa`: random numbers, dropout, partition shuffles,
+//! GpSimd gathers and scans, `activate2`, and the `nl.*` helpers built on
+//! them (`nl.rand`, `nl.random_seed`, `nl.dropout`, `nl.gather_flattened`,
+//! `nl.shared_identity_matrix`, `nl.device_print`, `nl.shared_constant`).
+//!
+//! Operations the IR has no counterpart for (`topk`, `core_barrier`,
+//! `sendrecv`, `rand_set_state`, `rand_get_state`, `nl.shared_constant`)
+//! are in the table, so hover and the reference show them, but calling one
+//! is a "not supported by nkic yet" error (E0524) at the call.
+//! `nl.device_print` only prints, so nkic accepts it with a warning
+//! (E0524) and records nothing: results are unaffected.
+//!
+//! Choices where the spec is silent: `nl.rand` lowers to `rand2(min=0,
+//! max=1)` on trn3 and, on trn2, to `rng` into a uint16 tile scaled by
+//! 2⁻¹⁶ (exactly `[0, 1)`); `nl.dropout` is `nisa.dropout` (survivors are
+//! not rescaled, as isa.md §8 assumes); `nl.shared_identity_matrix` is an
+//! `iota` of `f - p` compared with 0 into an SBUF tile.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, Dim, Engine, Fp32, ReduceCmd, Target};
+
+use super::check::{self, shape_text};
+use super::codes;
+use super::emit;
+use super::isa_core::{self, scalar_operand};
+use super::table::{ApiDef, Bound, Kind, opt, req};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const VECTOR: &[Engine] = &[Engine::Vector];
+const SCALAR: &[Engine] = &[Engine::Scalar];
+const GPSIMD: &[Engine] = &[Engine::GpSimd];
+const VECTOR_GPSIMD: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+const NONE: &[Engine] = &[];
+
+/// The functions of this file, registered in `table::REGISTRY`.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nisa.dropout",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("prob", Kind::Scalar),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
+        constraints: &[
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128), free sizes and dtypes.",
+            "`prob` is a number in [0, 1] or a `(P, 1)` tensor; a tensor `prob` is float32 when `data` is an integer tile.",
+        ],
+        run: dropout,
+    },
+    ApiDef {
+        name: "nisa.nc_stream_shuffle",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            req("shuffle_mask", Kind::Ints),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Permutes partitions inside each 32-partition quadrant: output partition `i` receives source partition `shuffle_mask[i]` (255 leaves it unchanged).",
+        constraints: &[
+            "`shuffle_mask` has 32 entries, each 0–31 or 255.",
+            "`src` and `dst` are SBUF/PSUM with the same dtype and free size, at most 128 partitions each.",
+            "Start partitions: with A = the larger partition count rounded up to 32, A ≥ 96 starts both at 0, A = 64 at 0 or 64, A = 32 at 0, 32, 64 or 96.",
+        ],
+        run: stream_shuffle,
+    },
+    ApiDef {
+        name: "nisa.rng",
+        params: &[
+            req("dst", Kind::Tensor),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.vector"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR_GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
+        constraints: &[
+            "`dst` is int8, int16, int32, uint8, uint16 or uint32, in SBUF or PSUM (SBUF on GpSimd).",
+        ],
+        run: rng,
+    },
+    ApiDef {
+        name: "nisa.rand2",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("min", Kind::Scalar),
+            req("max", Kind::Scalar),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn3,
+        value_form: false,
+        summary: "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
+        constraints: &[
+            "trn3 only.",
+            "`dst` is SBUF/PSUM of a float or integer dtype (not packed x4 or e8m0).",
+            "`min` and `max` are numbers (`min < max`) or `(P, 1)` tensors.",
+        ],
+        run: rand2,
+    },
+    ApiDef {
+        name: "nisa.set_rng_seed",
+        params: &[
+            req("src_seeds", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Seeds the Vector engine's generators from one 32-bit value; the state persists for the rest of the program.",
+        constraints: &["`src_seeds` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
+        run: set_rng_seed,
+    },
+    ApiDef {
+        name: "nisa.rand_set_state",
+        params: &[
+            req("src_seeds", Kind::Tensor),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR_GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Loads the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nisa.rand_get_state",
+        params: &[
+            req("dst", Kind::Tensor),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: VECTOR_GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Stores the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nisa.local_gather",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src_buffer", Kind::Tensor),
+            req("index", Kind::Tensor),
+            opt("num_elem_per_idx", Kind::Int, "1"),
+            opt("num_valid_indices", Kind::Int, "None"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
+        constraints: &[
+            "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
+            "`index` is uint16; `num_elem_per_idx` is 1, 2, 4, 8, 16 or 32; at most 4096 indices per core.",
+            "`dst` has `src_buffer`'s dtype and partitions and `num_valid_indices × num_elem_per_idx` elements per partition.",
+        ],
+        run: local_gather,
+    },
+    ApiDef {
+        name: "nisa.nc_n_gather",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("data", Kind::Tensor),
+            req("indices", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
+        constraints: &[
+            "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
+            "`indices` is uint32 or int32; `dst` has `indices`' free size and `data`'s dtype.",
+        ],
+        run: n_gather,
+    },
+    ApiDef {
+        name: "nisa.sequence_bounds",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("segment_ids", Kind::Tensor),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
+        constraints: &[
+            "`segment_ids` is SBUF `(1, n)` float32 or int32.",
+            "`dst` is SBUF with the same dtype, one partition and `2 × n` elements.",
+        ],
+        run: sequence_bounds,
+    },
+    ApiDef {
+        name: "nisa.nonzero_with_count",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            opt("index_offset", Kind::Int, "0"),
+            opt("padding_val", Kind::Int, "-1"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: true,
+        summary: "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
+        constraints: &[
+            "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",
+        ],
+        run: nonzero_with_count,
+    },
+    ApiDef {
+        name: "nisa.activate2",
+        params: &[
+            req("dst", Kind::Tensor),
+            req("op", Kind::ActFunc),
+            req("data", Kind::Tensor),
+            opt("imm0", Kind::Scalar, "None"),
+            opt("imm1", Kind::Scalar, "None"),
+            opt("op0", Kind::AluOp, "nl.bypass"),
+            opt("op1", Kind::AluOp, "nl.bypass"),
+            opt("relu_param", Kind::Scalar, "0.0"),
+            opt("reverse0", Kind::Bool, "False"),
+            opt("reverse1", Kind::Bool, "False"),
+            opt("reduce_op", Kind::AluOp, "None"),
+            opt("reduce_res", Kind::Tensor, "None"),
+            opt(
+                "reduce_cmd",
+                Kind::Enum("reduce_cmd"),
+                "nisa.reduce_cmd.idle",
+            ),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: SCALAR,
+        since: Target::Trn3,
+        value_form: true,
+        summary: "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
+        constraints: &[
+            "trn3 only.",
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`(op0, op1)` is (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass); a non-bypass op needs its immediate, `reverseN` needs `opN`.",
+            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`; `reduce_res` is `(P, 1)`.",
+        ],
+        run: activate2,
+    },
+    ApiDef {
+        name: "nisa.topk",
+        params: &[
+            req("val_dst", Kind::Tensor),
+            req("idx_dst", Kind::Tensor),
+            req("src", Kind::Tensor),
+            req("n", Kind::Int),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn3,
+        value_form: false,
+        summary: "The K largest of `n` values per 16-partition group, with their indices. Not supported by nkic yet (E0524).",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nisa.core_barrier",
+        params: &[
+            req("data", Kind::Tensor),
+            req("cores", Kind::Ints),
+            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A barrier between the two physical cores of an LNC=2 logical core. Not supported by nkic yet (E0524).",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nisa.sendrecv",
+        params: &[
+            req("src", Kind::Tensor),
+            req("dst", Kind::Tensor),
+            req("send_to_rank", Kind::Int),
+            req("recv_from_rank", Kind::Int),
+            req("pipe_id", Kind::Int),
+            opt(
+                "dma_engine",
+                Kind::Enum("dma_engine"),
+                "nisa.dma_engine.dma",
+            ),
+            opt("name", Kind::Str, "None"),
+        ],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Exchanges SBUF tiles between the two cores of an LNC=2 logical core. Not supported by nkic yet (E0524).",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nl.rand",
+        params: &[
+            req("shape", Kind::Shape),
+            opt("dtype", Kind::DType, "nl.float32"),
+            opt("buffer", Kind::Buffer, "nl.sbuf"),
+            opt("name", Kind::Str, "''"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
+        constraints: &["The tile is SBUF with at most 128 partitions."],
+        run: nl_rand,
+    },
+    ApiDef {
+        name: "nl.random_seed",
+        params: &[req("seed", Kind::Tensor)],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Seeds the random generators from a `[1, 1]` 32-bit SBUF/PSUM tensor (`nisa.set_rng_seed`).",
+        constraints: &["`seed` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
+        run: nl_random_seed,
+    },
+    ApiDef {
+        name: "nl.dropout",
+        params: &[
+            req("x", Kind::Tensor),
+            req("rate", Kind::Scalar),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A new tile with each element of `x` zeroed with probability `rate` (`nisa.dropout`; survivors are not rescaled).",
+        constraints: &["The `nisa.dropout` rules apply."],
+        run: nl_dropout,
+    },
+    ApiDef {
+        name: "nl.gather_flattened",
+        params: &[
+            req("data", Kind::Tensor),
+            req("indices", Kind::Tensor),
+            opt("axis", Kind::Int, "0"),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A new tile with `out[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims (`nisa.nc_n_gather`).",
+        constraints: &[
+            "`axis` is 0 (the gather is per partition).",
+            "The `nisa.nc_n_gather` rules apply.",
+        ],
+        run: nl_gather_flattened,
+    },
+    ApiDef {
+        name: "nl.shared_identity_matrix",
+        params: &[
+            req("n", Kind::Int),
+            opt("dtype", Kind::DType, "nl.uint8"),
+            opt("dst", Kind::Tensor, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "An `n × n` identity matrix in SBUF (in `dst` when given): an `iota` of `f - p` compared with 0.",
+        constraints: &[
+            "`n` is 1 to 128.",
+            "`dst`, when given, is an SBUF `(n, n)` tile.",
+        ],
+        run: nl_identity,
+    },
+    ApiDef {
+        name: "nl.shared_constant",
+        params: &[req("constant", Kind::Any)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A shared-HBM tensor holding a NumPy array embedded in the kernel. Not supported by nkic yet (E0524): kernels have no data section.",
+        constraints: &[],
+        run: unsupported,
+    },
+    ApiDef {
+        name: "nl.device_print",
+        params: &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+        constraints: &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+        run: device_print,
+    },
+];
+
+// ------------------------------------------------------------------ helpers
+
+fn unsupported(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    Err(ctx
+        .error(
+            codes::UNSUPPORTED,
+            format!("`{}` is not supported by nkic yet", b.def.name),
+            span,
+            "not supported yet",
+        )
+        .with_note(format!(
+            "nkic's IR has no operation for `{}`; see docs/language.md",
+            b.def.name
+        )))
+}
+
+fn dtype_in(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    allowed: &[DType],
+    what: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if allowed.contains(&t.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+    Err(ctx.error(
+        codes::DTYPE,
+        format!(
+            "{what} must be one of {}, found {}",
+            names.join(", "),
+            check::describe(t)
+        ),
+        span,
+        "dtype not allowed",
+    ))
+}
+
+fn in_sbuf(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    check::operand(ctx, t, span, what)?;
+    check::not_psum_on(ctx, t, Engine::GpSimd, span, what)
+}
+
+fn free_size_is(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    p: u64,
+    f: u64,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    if check::partitions(t) == p && check::free_size(t) == f {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        format!(
+            "{what} must have {p} partitions of {f} elements, found shape {}",
+            shape_text(&t.shape)
+        ),
+        span,
+        format!("not {p} × {f}"),
+    ))
+}
+
+const INT_DTYPES: &[DType] = &[
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+];
+
+// ------------------------------------------------------------------ runs
+
+fn dropout_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    data: &Rc<Tensor>,
+    dst: &Rc<Tensor>,
+    prob: &Value,
+    prob_span: Span,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let (sd, ds) = (b.span_of("data"), b.span_of("dst"));
+    check::operand(ctx, data, sd, "`data`")?;
+    check::operand(ctx, dst, ds, "`dst`")?;
+    check::same_pf(ctx, (data, "data"), (dst, "dst", ds))?;
+    if dst.dtype() != data.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dst` must have `data`'s dtype {}, found {}",
+                data.dtype(),
+                check::describe(dst)
+            ),
+            ds,
+            "dtype differs",
+        ));
+    }
+    if let Value::Int(_) | Value::Float(_) = prob {
+        let p = prob.as_float().unwrap_or(0.0);
+        if !(0.0..=1.0).contains(&p) {
+            return Err(ctx.error(
+                codes::VALUE,
+                format!("`prob` is a probability in [0, 1], found {p}"),
+                prob_span,
+                "out of range",
+            ));
+        }
+    }
+    if let Value::Tensor(t) = prob
+        && data.dtype().is_int()
+        && t.dtype() != DType::F32
+    {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "a tensor `prob` must be float32 when `data` is an integer tile, found {}",
+                check::describe(t)
+            ),
+            prob_span,
+            "not float32",
+        ));
+    }
+    let prob = scalar_operand(ctx, prob, data, prob_span, "`prob`")?;
+    let kind = OpKind::Dropout {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        prob,
+    };
+    emit::finish(ctx, b, kind, None, Some(dst), span)
+}
+
+fn dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let prob = b.value("prob");
+    dropout_into(ctx, b, &data, &dst, &prob, b.span_of("prob"), span)
+}
+
+fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    check::operand(ctx, &x, b.span_of("x"), "`x`")?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    let dst = emit::new_result(ctx, b, "dropout_", &x.shape, x.dtype(), Buffer::Sbuf, span)?;
+    let rate = b.value("rate");
+    dropout_into(ctx, b, &x, &dst, &rate, b.span_of("rate"), span)?;
+    if dtype == x.dtype() {
+        return Ok(Value::Tensor(emit::masked_result(b, &dst)));
+    }
+    let out = emit::new_result(ctx, b, "dropout_", &x.shape, dtype, Buffer::Sbuf, span)?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::TensorCopy {
+            dst: out.view.clone(),
+            src: dst.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::Tensor(emit::masked_result(b, &out)))
+}
+
+fn stream_shuffle(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    let dst = b.tensor(ctx, "dst")?;
+    let (ss, ds) = (b.span_of("src"), b.span_of("dst"));
+    check::on_chip(ctx, &src, ss, "`src`")?;
+    check::on_chip(ctx, &dst, ds, "`dst`")?;
+    check::partition_count(ctx, &src, ss, "`src`")?;
+    check::partition_count(ctx, &dst, ds, "`dst`")?;
+    if src.dtype() != dst.dtype() || check::free_size(&src) != check::free_size(&dst) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`src` and `dst` need the same dtype and free size, found {} and {}",
+                check::describe(&src),
+                check::describe(&dst)
+            ),
+            ds,
+            "differs from `src`",
+        ));
+    }
+    let ms = b.span_of("shuffle_mask");
+    let mask = b.ints(ctx, "shuffle_mask")?.unwrap_or_default();
+    if mask.len() != 32 || mask.iter().any(|&m| !(0..32).contains(&m) && m != 255) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!(
+                "`shuffle_mask` must have 32 entries, each 0–31 or 255, found {} entries",
+                mask.len()
+            ),
+            ms,
+            "bad shuffle mask",
+        ));
+    }
+    let a = check::partitions(&src)
+        .max(check::partitions(&dst))
+        .div_ceil(32)
+        * 32;
+    let (s0, d0) = (
+        check::start_partition(ctx, &src),
+        check::start_partition(ctx, &dst),
+    );
+    let (ok, allowed) = match a {
+        65.. => (s0 == 0 && d0 == 0, "0"),
+        33..=64 => (s0 % 64 == 0 && d0 % 64 == 0, "0 or 64"),
+        _ => (s0 % 32 == 0 && d0 % 32 == 0, "0, 32, 64 or 96"),
+    };
+    if !ok {
+        return Err(ctx.error(
+            codes::PARTITION_START,
+            format!(
+                "a shuffle over {a} partitions must start `src` and `dst` at {allowed}, found {s0} and {d0}"
+            ),
+            ds,
+            "bad start partition",
+        ));
+    }
+    let kind = OpKind::StreamShuffle {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        mask: mask.iter().map(|&m| m as u8).collect(),
+    };
+    emit::finish(ctx, b, kind, None, None, span)
+}
+
+fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dst = b.tensor(ctx, "dst")?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    dtype_in(ctx, &dst, INT_DTYPES, "`dst`", ds)?;
+    let engine = emit::engine(ctx, b)?.or(Some(Engine::Vector));
+    if engine == Some(Engine::GpSimd) {
+        check::not_psum_on(ctx, &dst, Engine::GpSimd, ds, "`dst`")?;
+    }
+    let kind = OpKind::Rng {
+        dst: dst.view.clone(),
+    };
+    emit::finish(ctx, b, kind, engine, None, span)
+}
+
+fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let dst = b.tensor(ctx, "dst")?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    if dst.dtype().is_packed_x4() || dst.dtype() == DType::F8E8M0 {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!("`rand2` cannot write {}", check::describe(&dst)),
+            ds,
+            "dtype not allowed",
+        ));
+    }
+    let lo = b.value("min");
+    let hi = b.value("max");
+    if let (Some(l), Some(h)) = (lo.as_float(), hi.as_float())
+        && !matches!(lo, Value::Tensor(_))
+        && !matches!(hi, Value::Tensor(_))
+        && l >= h
+    {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`min` must be below `max`, found {l} and {h}"),
+            b.span_of("max"),
+            "empty range",
+        ));
+    }
+    let min = scalar_operand(ctx, &lo, &dst, b.span_of("min"), "`min`")?;
+    let max = scalar_operand(ctx, &hi, &dst, b.span_of("max"), "`max`")?;
+    let kind = OpKind::Rand2 {
+        dst: dst.view.clone(),
+        min,
+        max,
+    };
+    emit::finish(ctx, b, kind, None, None, span)
+}
+
+fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
+    check::on_chip(ctx, t, span, "the seed")?;
+    if check::partitions(t) != 1 || check::free_size(t) != 1 || t.dtype().size() != 4 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "the seed must be a [1, 1] tensor of a 32-bit dtype, found {}",
+                check::describe(t)
+            ),
+            span,
+            "not a [1, 1] 32-bit tensor",
+        ));
+    }
+    Ok(())
+}
+
+fn set_rng_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src_seeds")?;
+    seed_tensor(ctx, &src, b.span_of("src_seeds"))?;
+    let kind = OpKind::SetRngSeed {
+        src: src.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, None, span)
+}
+
+fn nl_random_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "seed")?;
+    seed_tensor(ctx, &src, b.span_of("seed"))?;
+    let kind = OpKind::SetRngSeed {
+        src: src.view.clone(),
+    };
+    emit::push(ctx, b, kind, None, span)?;
+    Ok(Value::None)
+}
+
+fn nl_rand(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let shape = b.shape(ctx, "shape")?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(DType::F32);
+    let buffer = b.buffer(ctx, "buffer")?.unwrap_or(Buffer::Sbuf);
+    if buffer != Buffer::Sbuf {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!("`nl.rand` makes an SBUF tile, found `buffer={buffer}`"),
+            b.span_of("buffer"),
+            "not sbuf",
+        ));
+    }
+    let prefix = b
+        .string(ctx, "name")?
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "rand_".to_owned());
+    let out = emit::new_result(ctx, b, &prefix, &shape, dtype, Buffer::Sbuf, span)?;
+    check::operand(ctx, &out, b.span_of("shape"), "the random tile")?;
+    if ctx.target() >= Target::Trn3 {
+        let kind = OpKind::Rand2 {
+            dst: out.view.clone(),
+            min: Scalar::imm(0.0),
+            max: Scalar::imm(1.0),
+        };
+        emit::push(ctx, b, kind, None, span)?;
+    } else {
+        let bits = emit::new_result(ctx, b, "rand_bits_", &shape, DType::U16, Buffer::Sbuf, span)?;
+        emit::push(
+            ctx,
+            b,
+            OpKind::Rng {
+                dst: bits.view.clone(),
+            },
+            Some(Engine::Vector),
+            span,
+        )?;
+        let kind = OpKind::TensorScalar {
+            dst: out.view.clone(),
+            src: bits.view.clone(),
+            op0: AluOp::Multiply,
+            operand0: Some(Scalar::imm(1.0 / 65536.0)),
+            reverse0: false,
+            op1: None,
+            operand1: None,
+            reverse1: false,
+        };
+        emit::push(ctx, b, kind, None, span)?;
+    }
+    Ok(Value::Tensor(emit::masked_result(b, &out)))
+}
+
+fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src_buffer")?;
+    let index = b.tensor(ctx, "index")?;
+    let (ss, is) = (b.span_of("src_buffer"), b.span_of("index"));
+    in_sbuf(ctx, &src, ss, "`src_buffer`")?;
+    in_sbuf(ctx, &index, is, "`index`")?;
+    let p = check::partitions(&src);
+    if check::partitions(&index) != p || !p.is_multiple_of(16) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`src_buffer` and `index` need the same partition count, a multiple of 16, found {} and {}",
+                shape_text(&src.shape),
+                shape_text(&index.shape)
+            ),
+            is,
+            "partition counts",
+        ));
+    }
+    dtype_in(ctx, &index, &[DType::U16], "`index`", is)?;
+    let e = b.int_or(ctx, "num_elem_per_idx", 1)?;
+    if ![1, 2, 4, 8, 16, 32].contains(&e) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`num_elem_per_idx` is 1, 2, 4, 8, 16 or 32, found {e}"),
+            b.span_of("num_elem_per_idx"),
+            "bad element count",
+        ));
+    }
+    let per_core = check::free_size(&index) * 16;
+    let valid = match b.int(ctx, "num_valid_indices")? {
+        None => None,
+        Some(v) if v >= 1 && (v as u64) <= per_core => Some(v as u32),
+        Some(v) => {
+            return Err(ctx.error(
+                codes::VALUE,
+                format!(
+                    "`num_valid_indices` is 1 to {per_core} (the indices of one core), found {v}"
+                ),
+                b.span_of("num_valid_indices"),
+                "out of range",
+            ));
+        }
+    };
+    let n = valid.map_or(per_core, u64::from);
+    if n > 4096 {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("a GpSimd core gathers at most 4096 indices, found {n}"),
+            is,
+            "too many indices",
+        ));
+    }
+    let f = n * e as u64;
+    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f], src.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, p, f, ds, "`dst`")?;
+    if dst.dtype() != src.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`local_gather` does not cast: `dst` must be {}, found {}",
+                src.dtype(),
+                check::describe(&dst)
+            ),
+            ds,
+            "dtype differs",
+        ));
+    }
+    let kind = OpKind::LocalGather {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        index: index.view.clone(),
+        elem_per_idx: e as u32,
+        valid_indices: valid,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn n_gather_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    data: &Tensor,
+    indices: &Tensor,
+    dst: &Rc<Tensor>,
+    names: (&str, &str),
+    span: Span,
+) -> Result<nkic_ir::Handle<nkic_ir::Op>, Diagnostic> {
+    let (sd, si) = (b.span_of(names.0), b.span_of(names.1));
+    in_sbuf(ctx, data, sd, &format!("`{}`", names.0))?;
+    in_sbuf(ctx, indices, si, &format!("`{}`", names.1))?;
+    in_sbuf(ctx, dst, span, "the result")?;
+    dtype_in(
+        ctx,
+        indices,
+        &[DType::U32, DType::I32],
+        &format!("`{}`", names.1),
+        si,
+    )?;
+    let p = check::partitions(data);
+    free_size_is(
+        ctx,
+        indices,
+        p,
+        check::free_size(indices),
+        si,
+        &format!("`{}`", names.1),
+    )?;
+    free_size_is(ctx, dst, p, check::free_size(indices), span, "the result")?;
+    let kind = OpKind::NGather {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        indices: indices.view.clone(),
+    };
+    emit::push(ctx, b, kind, None, span)
+}
+
+fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let indices = b.tensor(ctx, "indices")?;
+    let shape = [check::partitions(&data), check::free_size(&indices)];
+    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    if dst.dtype() != data.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dst` must have `data`'s dtype {}, found {}",
+                data.dtype(),
+                check::describe(&dst)
+            ),
+            b.span_of("dst"),
+            "dtype differs",
+        ));
+    }
+    let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
+    Ok(if b.is_value_form() {
+        Value::Tensor(emit::masked_result(b, &dst))
+    } else {
+        Value::Ext(Rc::new(emit::Instruction { op: h }))
+    })
+}
+
+fn nl_gather_flattened(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let indices = b.tensor(ctx, "indices")?;
+    if b.int_or(ctx, "axis", 0)? != 0 {
+        return Err(ctx.error(
+            codes::AXIS,
+            "`nl.gather_flattened` gathers per partition: `axis` must be 0",
+            b.span_of("axis"),
+            "not 0",
+        ));
+    }
+    let shape = [check::partitions(&data), check::free_size(&indices)];
+    let out = emit::new_result(ctx, b, "gather_", &shape, data.dtype(), Buffer::Sbuf, span)?;
+    n_gather_into(ctx, b, &data, &indices, &out, ("data", "indices"), span)?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(data.dtype());
+    if dtype == data.dtype() {
+        return Ok(Value::Tensor(emit::masked_result(b, &out)));
+    }
+    let cast = emit::new_result(ctx, b, "gather_", &shape, dtype, Buffer::Sbuf, span)?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::TensorCopy {
+            dst: cast.view.clone(),
+            src: out.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::Tensor(emit::masked_result(b, &cast)))
+}
+
+fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "segment_ids")?;
+    let ss = b.span_of("segment_ids");
+    in_sbuf(ctx, &src, ss, "`segment_ids`")?;
+    dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
+    if check::partitions(&src) != 1 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`segment_ids` has one partition, found shape {}",
+                shape_text(&src.shape)
+            ),
+            ss,
+            "not (1, n)",
+        ));
+    }
+    let n = check::free_size(&src);
+    let (dst, _) = emit::dst_or_new(ctx, b, &[1, 2, n], src.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, 1, 2 * n, ds, "`dst`")?;
+    if dst.dtype() != src.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dst` must have the dtype of `segment_ids` ({}), found {}",
+                src.dtype(),
+                check::describe(&dst)
+            ),
+            ds,
+            "dtype differs",
+        ));
+    }
+    let kind = OpKind::SequenceBounds {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    let ss = b.span_of("src");
+    in_sbuf(ctx, &src, ss, "`src`")?;
+    dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
+    let (p, f) = (check::partitions(&src), check::free_size(&src));
+    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f + 1], DType::I32, Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, p, f + 1, ds, "`dst`")?;
+    dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
+    let small = |name: &str, default: i64| -> Result<i32, Diagnostic> {
+        let v = b.int_or(ctx, name, default)?;
+        i32::try_from(v).map_err(|_| {
+            ctx.error(
+                codes::VALUE,
+                format!("`{name}` must fit in int32, found {v}"),
+                b.span_of(name),
+                "out of range",
+            )
+        })
+    };
+    let kind = OpKind::NonzeroWithCount {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        index_offset: small("index_offset", 0)?,
+        padding: small("padding_val", -1)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
+    let sd = b.span_of("data");
+    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &data, sd, "`data`")?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::same_pf(ctx, (&data, "data"), (&dst, "dst", ds))?;
+    check::engine_free_size(ctx, &data, sd, "`data`")?;
+    let op0 = b.alu_op(ctx, "op0")?.unwrap_or(AluOp::Bypass);
+    let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Bypass);
+    use AluOp as A;
+    let pair_ok = matches!(
+        (op0, op1),
+        (A::Multiply, A::Add | A::Subtract | A::Bypass)
+            | (A::Add | A::Subtract | A::Bypass, A::Bypass)
+    );
+    if !pair_ok {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`activate2` takes (op0, op1) = (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass), found (nl.{}, nl.{})",
+                op0.name(),
+                op1.name()
+            ),
+            b.span_of(if op1 == A::Bypass { "op0" } else { "op1" }),
+            "unsupported operator pair",
+        ));
+    }
+    let imm = |name: &str, op: AluOp, rev: &str| -> Result<(Option<Scalar>, bool), Diagnostic> {
+        let reverse = b.bool_or(ctx, rev, false)?;
+        if op == A::Bypass {
+            if reverse {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    format!("`{rev}` needs an operator"),
+                    b.span_of(rev),
+                    "nothing to reverse",
+                ));
+            }
+            return Ok((None, false));
+        }
+        let Some(a) = b.get(name) else {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                format!("`nl.{}` needs `{name}`", op.name()),
+                span,
+                format!("no `{name}`"),
+            ));
+        };
+        Ok((
+            Some(scalar_operand(
+                ctx,
+                &a.value,
+                &data,
+                a.span,
+                &format!("`{name}`"),
+            )?),
+            reverse,
+        ))
+    };
+    let (imm0, reverse0) = imm("imm0", op0, "reverse0")?;
+    let (imm1, reverse1) = imm("imm1", op1, "reverse1")?;
+    let relu_param = match b.get("relu_param") {
+        None => None,
+        Some(a) => Some(scalar_operand(
+            ctx,
+            &a.value,
+            &data,
+            a.span,
+            "`relu_param`",
+        )?),
+    };
+    let reduce_op = b.alu_op(ctx, "reduce_op")?;
+    if let Some(op) = reduce_op
+        && !matches!(op, A::Add | A::Maximum | A::Minimum | A::AbsMax | A::AbsMin)
+    {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`reduce_op` must be `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "unsupported reduction",
+        ));
+    }
+    let res = isa_core::reduce_res(ctx, b, check::partitions(&data))?;
+    let cmd = match isa_core::reduce_cmd(ctx, b)? {
+        Some(c) => c,
+        None if res.is_some() || reduce_op.is_some() => ReduceCmd::ResetReduce,
+        None => ReduceCmd::Idle,
+    };
+    if cmd == ReduceCmd::LoadReduce {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            "`activate2` has no `load_reduce` (it has no initial value)",
+            b.span_of("reduce_cmd"),
+            "not available",
+        ));
+    }
+    if cmd.contributes() && reduce_op.is_none() {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            "reducing needs `reduce_op`",
+            b.span_of("reduce_cmd"),
+            "no `reduce_op`",
+        ));
+    }
+    let kind = OpKind::Activate2 {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        func,
+        op0,
+        imm0,
+        reverse0,
+        op1,
+        imm1,
+        reverse1,
+        relu_param,
+        reduce_op,
+        reduce_cmd: cmd,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let n = b.int_or(ctx, "n", 0)?;
+    if !(1..=128).contains(&n) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`n` is 1 to 128, found {n}"),
+            b.span_of("n"),
+            "out of range",
+        ));
+    }
+    let n = n as u64;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(DType::U8);
+    let out = match b.opt_tensor(ctx, "dst")? {
+        Some(t) => {
+            let ds = b.span_of("dst");
+            in_sbuf(ctx, &t, ds, "`dst`")?;
+            if t.shape != [n, n] {
+                return Err(ctx.error(
+                    codes::SHAPE,
+                    format!("`dst` must be ({n}, {n}), found {}", check::describe(&t)),
+                    ds,
+                    "not n × n",
+                ));
+            }
+            t
+        }
+        None => emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?,
+    };
+    let raw = emit::new_result(
+        ctx,
+        b,
+        "identity_iota_",
+        &[n, n],
+        DType::I32,
+        Buffer::Sbuf,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::Iota {
+            dst: raw.view.clone(),
+            pattern: vec![Dim {
+                stride: 1,
+                count: n as u32,
+            }],
+            offset: 0,
+            channel_multiplier: -1,
+        },
+        None,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::TensorScalar {
+            dst: out.view.clone(),
+            src: raw.view.clone(),
+            op0: AluOp::Equal,
+            operand0: Some(Scalar::Imm(Fp32::new(0.0))),
+            reverse0: false,
+            op1: None,
+            operand1: None,
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::Tensor(out))
+}
+
+fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
+    let t = b.tensor(ctx, "tensor")?;
+    if t.buffer == Buffer::Psum {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`nl.device_print` prints SBUF or HBM tensors, found {}",
+                check::describe(&t)
+            ),
+            b.span_of("tensor"),
+            "in psum",
+        ));
+    }
+    let d = Diagnostic::warning(
+        codes::UNSUPPORTED,
+        format!(
+            "`nl.device_print(\"{prefix}\", …)` is not supported by nkic yet and prints nothing"
+        ),
+    )
+    .with_primary(ctx.file(), span, "ignored")
+    .with_note("nkic has no run-time print; the kernel's results are unaffected");
+    ctx.warnings.push(d);
+    Ok(Value::None)
+}

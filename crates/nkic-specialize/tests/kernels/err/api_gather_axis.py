@@ -1,0 +1,12 @@
+# expect: E0510
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=float32[128,64]
+@nki.jit
+def k(x):
+    t = nl.load(x)
+    i = nl.ndarray((128, 4), nl.uint32, buffer=nl.sbuf)
+    g = nl.gather_flattened(t, i, axis=1)

@@ -1,0 +1,11 @@
+# expect: E0505
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+
+# nkic: args x=float32[128,64]
+@nki.jit
+def k(x):
+    r = nl.ndarray((128, 64), nl.float32, buffer=nl.sbuf)
+    nisa.rng(dst=r)
