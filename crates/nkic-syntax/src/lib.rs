@@ -3,8 +3,10 @@
 //!
 //! Pipeline: [`token`] (a logos lexer for physical tokens) → [`layout`]
 //! (NEWLINE / INDENT / DEDENT, implicit line joining, bracket recovery) → the
-//! LR(1) parser generated from `grammar/nki.lalrpop` (glue and error messages
-//! in `parser.rs`) → [`ast`].
+//! chunker and hand-written expression parser of `exprs.rs`, which parses
+//! every expression and hands it on as one token → the LR(1) statement
+//! parser generated from `grammar/nki.lalrpop` (glue and error messages in
+//! `parser.rs`) → [`ast`].
 //!
 //! # API
 //!
@@ -30,10 +32,14 @@
 //!
 //! The layout pass repairs what it can see (unclosed and mismatched
 //! brackets, bad dedents, expressions nested more than 1000 deep) and reports
-//! each once. The parser recovers per logical line: a broken statement
-//! becomes [`ast::StmtKind::Error`], keeping the indented block that follows a
-//! broken header. So each independent mistake gets one diagnostic, phrased
-//! for a kernel author ("expected an expression after `=`").
+//! each once. Inside brackets the expression parser recovers per element: a
+//! broken argument, list element, dict entry or subscript becomes
+//! [`ast::ExprKind::Error`] and the next one is parsed normally, so several
+//! mistakes in one multi-line call are all reported. Outside brackets the
+//! statement parser recovers per logical line: a broken statement becomes
+//! [`ast::StmtKind::Error`], keeping the indented block that follows a broken
+//! header. So each independent mistake gets one diagnostic, phrased for a
+//! kernel author ("expected an expression after `=`").
 //!
 //! # Invariants
 //!
@@ -57,6 +63,7 @@ lalrpop_util::lalrpop_mod!(
 
 pub mod ast;
 mod dump;
+mod exprs;
 mod fstring;
 pub mod layout;
 mod literal;

@@ -1,28 +1,25 @@
-//! Glue between the token stream and the generated LR(1) parser: the
-//! context the grammar actions use, the semantic checks that keep the grammar
-//! unambiguous, and the mapping of parser errors to kernel-author messages.
+//! Glue between the token stream and the generated LR(1) statement
+//! parser: the context the grammar actions and the expression parser use,
+//! the semantic checks that keep the grammar unambiguous, and the mapping of
+//! syntax errors to kernel-author messages.
 //!
-//! Nothing outside this module names lalrpop types. The grammar's actions
-//! call methods of [`Ctx`], which record diagnostics; syntax errors that
-//! lalrpop recovers from (`!` in the grammar) are collected as raw
-//! `ErrorRecovery` values and turned into [`Diagnostic`]s after the run, when
-//! the token list is at hand to phrase them ("expected an expression after
-//! `=`").
+//! Nothing outside this module and `exprs.rs` names lalrpop types. Grammar
+//! actions and the expression parser call methods of [`Ctx`], which record
+//! diagnostics; syntax errors (those lalrpop recovers from with `!` in the
+//! grammar and those of the expression parser, recorded in the same form)
+//! are collected as raw `ErrorRecovery` values and turned into
+//! [`Diagnostic`]s after the run, when the token list is at hand to phrase
+//! them ("expected an expression after `=`").
 
 use lalrpop_util::{ErrorRecovery, ParseError};
 use nkic_diag::{Diagnostic, FileId, Span};
 
 use crate::ast::*;
+use crate::exprs::{self, Chunker, Tok};
 use crate::layout::{self, Spanned};
 use crate::literal;
 use crate::nki::TopParser;
 use crate::token::{LexError, Token};
-
-/// What the grammar's entry point produced.
-pub enum TopOut {
-    Module(Module),
-    Expr(Expr),
-}
 
 /// A number literal token handed to [`Ctx::number`].
 pub enum Num<'src> {
@@ -41,19 +38,58 @@ pub enum ParamItem {
     Slash(Span),
 }
 
+/// The statements of one logical line: usually one, so without a vector.
+pub enum Line {
+    One(Box<Stmt>),
+    Many(Vec<Stmt>),
+}
+
+impl Line {
+    /// Appends the statements to `out`.
+    pub(crate) fn push_into(self, out: &mut Vec<Stmt>) {
+        match self {
+            Line::One(s) => out.push(*s),
+            Line::Many(v) => out.extend(v),
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<Stmt> {
+        match self {
+            Line::One(s) => vec![*s],
+            Line::Many(v) => v,
+        }
+    }
+
+    /// Adds one more statement of the same line (after a `;`).
+    pub(crate) fn push(self, stmt: Stmt) -> Line {
+        let mut v = self.into_vec();
+        v.push(stmt);
+        Line::Many(v)
+    }
+}
+
 /// The most `elif` branches of one `if` statement (each nests one level).
 const MAX_ELIFS: usize = 1000;
 
-type Recovery<'src> = ErrorRecovery<usize, Token<'src>, LexError>;
+/// A syntax error found by the expression parser, in the generated parser's
+/// form.
+pub(crate) type Recovery<'src> = ErrorRecovery<usize, Token<'src>, LexError>;
 
-/// State shared by the grammar actions of one parse (including the nested
-/// parses of f-string fields).
+/// A syntax error the statement grammar recovered from.
+type StmtRecovery<'src> = ErrorRecovery<usize, Tok<'src>, LexError>;
+
+/// State shared by the expression parser or the grammar actions of one
+/// parse (including the nested parses of f-string fields).
 pub struct Ctx<'src> {
     pub(crate) src: &'src str,
     /// Diagnostics from actions and from decoding literals.
     pub(crate) diags: Vec<Diagnostic>,
-    /// Raw recovered syntax errors of the running parse.
+    /// Raw syntax errors of the expression parser, phrased after the run.
     errors: Vec<Recovery<'src>>,
+    /// Raw syntax errors the statement grammar recovered from.
+    stmt_errors: Vec<StmtRecovery<'src>>,
+    /// Regions of statements that were replaced by errors.
+    error_regions: Vec<Span>,
     /// End offset of the last statement that was replaced by an error.
     last_error_end: Option<usize>,
     /// Nesting of f-string fields being parsed (bounded).
@@ -66,29 +102,93 @@ pub struct Ctx<'src> {
 /// Parses a whole file.
 pub fn parse_module(src: &str) -> (Module, Vec<Diagnostic>) {
     let mut stream = layout::Stream::new(src, layout::Config::default());
-    let mut ctx = Ctx::new(src);
-    // The token vector is needed only to phrase syntax errors; it is rebuilt
-    // then instead of being kept for every parse.
-    let relex = || layout::tokenize(src, layout::Config::default()).0;
-    let out = run(
-        &mut ctx,
-        Token::StartModule,
-        &mut stream,
-        (0, src.len()),
-        &relex,
-    );
+    let mut ectx = Ctx::new(src);
+    let mut sctx = Ctx::new(src);
+    let result = {
+        let chunker = Chunker::new(&mut ectx, &mut stream, src.len());
+        let tokens = std::iter::once(Ok((0, Tok::T(Token::StartModule), 0)))
+            .chain(chunker)
+            .chain(std::iter::once(Ok((
+                src.len(),
+                Tok::T(Token::EndMarker),
+                src.len(),
+            ))));
+        TopParser::new().parse(&mut sctx, tokens)
+    };
     let mut diags = stream.into_diagnostics();
-    let module = match out {
-        Some(TopOut::Module(module)) => module,
-        _ => Module {
+    // `as` items inside statements that were dropped are part of their error.
+    let regions = std::mem::take(&mut sctx.error_regions);
+    ectx.as_items
+        .retain(|(span, _)| !regions.iter().any(|r| r.encloses(*span)));
+    ectx.report_stray_as_items();
+    let failed = result.is_err();
+    if !ectx.errors.is_empty() || !sctx.stmt_errors.is_empty() || failed {
+        // The token vector is needed only to phrase syntax errors; it is
+        // rebuilt then instead of being kept for every parse.
+        let tokens = layout::tokenize(src, layout::Config::default()).0;
+        for rec in std::mem::take(&mut ectx.errors) {
+            if let Some(diag) = describe(&rec.error, &tokens, src) {
+                diags.push(diag);
+            }
+        }
+        let stmt_errors = std::mem::take(&mut sctx.stmt_errors);
+        let fatal = result.as_ref().err().cloned();
+        for err in stmt_errors.into_iter().map(|r| r.error).chain(fatal) {
+            let err = raw_error(err, &tokens);
+            if let Some(diag) = describe(&err, &tokens, src) {
+                diags.push(diag);
+            }
+        }
+    }
+    let module = match result {
+        Ok(module) => module,
+        Err(_) => Module {
             body: Vec::new(),
             span: Span::from_range(0..src.len()),
             host_code: Vec::new(),
         },
     };
-    diags.append(&mut ctx.diags);
+    diags.append(&mut ectx.diags);
+    diags.append(&mut sctx.diags);
     sort_diagnostics(&mut diags);
     (module, diags)
+}
+
+/// Maps an error of the statement grammar to one over layout tokens: a chunk
+/// token becomes the layout token it starts with.
+fn raw_error<'src>(
+    err: ParseError<usize, Tok<'src>, LexError>,
+    tokens: &[Spanned<'src>],
+) -> ParseError<usize, Token<'src>, LexError> {
+    let at = |s: usize| {
+        let i = tokens.partition_point(|t| t.0 < s);
+        tokens.get(i).map_or(Token::Error, |t| t.1)
+    };
+    match err {
+        ParseError::UnrecognizedToken {
+            token: (s, tok, e),
+            expected,
+        } => ParseError::UnrecognizedToken {
+            token: (s, raw_token(tok).unwrap_or_else(|| at(s)), e),
+            expected,
+        },
+        ParseError::ExtraToken { token: (s, tok, e) } => ParseError::ExtraToken {
+            token: (s, raw_token(tok).unwrap_or_else(|| at(s)), e),
+        },
+        ParseError::InvalidToken { location } => ParseError::InvalidToken { location },
+        ParseError::UnrecognizedEof { location, expected } => {
+            ParseError::UnrecognizedEof { location, expected }
+        }
+        ParseError::User { error } => ParseError::User { error },
+    }
+}
+
+/// The layout token of a pass-through token; `None` for a chunk.
+fn raw_token(tok: Tok<'_>) -> Option<Token<'_>> {
+    match tok {
+        Tok::T(t) => Some(t),
+        _ => None,
+    }
 }
 
 /// Parses `src` as one expression (a tuple if it has top-level commas).
@@ -112,50 +212,14 @@ fn sort_diagnostics(diags: &mut [Diagnostic]) {
     });
 }
 
-/// Runs the generated parser over `tokens`, after the start token `start`,
-/// and converts the syntax errors of this run into diagnostics.
-/// `(begin, end)` are the offsets of the synthetic start and end tokens;
-/// `relex` gives the token list again for phrasing errors.
-fn run<'src>(
-    ctx: &mut Ctx<'src>,
-    start: Token<'src>,
-    tokens: &mut dyn Iterator<Item = Spanned<'src>>,
-    (begin, end): (usize, usize),
-    relex: &dyn Fn() -> Vec<Spanned<'src>>,
-) -> Option<TopOut> {
-    let first_error = ctx.errors.len();
-    let stream = std::iter::once((begin, start, begin))
-        .chain(tokens)
-        .chain(std::iter::once((end, Token::EndMarker, end)))
-        .map(Ok::<_, LexError>);
-    let result = TopParser::new().parse(ctx, stream);
-    let recovered: Vec<Recovery<'src>> = ctx.errors.drain(first_error..).collect();
-    if recovered.is_empty() && result.is_ok() {
-        return result.ok();
-    }
-    let tokens = relex();
-    for rec in &recovered {
-        if let Some(diag) = describe(&rec.error, &tokens, ctx.src) {
-            ctx.diags.push(diag);
-        }
-    }
-    match result {
-        Ok(out) => Some(out),
-        Err(err) => {
-            if let Some(diag) = describe(&err, &tokens, ctx.src) {
-                ctx.diags.push(diag);
-            }
-            None
-        }
-    }
-}
-
 impl<'src> Ctx<'src> {
     fn new(src: &'src str) -> Ctx<'src> {
         Ctx {
             src,
             diags: Vec::new(),
             errors: Vec::new(),
+            stmt_errors: Vec::new(),
+            error_regions: Vec::new(),
             last_error_end: None,
             fstring_depth: 0,
             as_items: Vec::new(),
@@ -210,37 +274,54 @@ impl<'src> Ctx<'src> {
             self.diags.push(shift_diagnostic(diag, start));
         }
         self.fstring_depth += 1;
-        let relex = || shifted.clone();
-        let mut iter = shifted.iter().copied();
-        let out = run(
-            self,
-            Token::StartExpression,
-            &mut iter,
-            (start, end),
-            &relex,
-        );
+        let first_error = self.errors.len();
+        let out = exprs::expression(self, shifted.iter().copied(), end);
         self.fstring_depth -= 1;
-        match out {
-            Some(TopOut::Expr(expr)) => expr,
-            _ => Expr::error(span),
+        // The errors of this field are phrased with its own tokens: the
+        // file's tokens see the whole literal as one string.
+        let errors: Vec<Recovery<'src>> = self.errors.drain(first_error..).collect();
+        for rec in &errors {
+            if let Some(diag) = describe(&rec.error, &shifted, self.src) {
+                self.diags.push(diag);
+            }
         }
+        out.unwrap_or_else(|| Expr::error(span))
+    }
+
+    /// How many syntax errors the expression parser has recorded.
+    pub(crate) fn syntax_error_count(&self) -> usize {
+        self.errors.len()
+    }
+
+    /// Records a syntax error of the expression parser.
+    pub(crate) fn push_syntax_error(&mut self, rec: Recovery<'src>) {
+        self.errors.push(rec);
+    }
+
+    /// Forgets the `as` items from `start` on (their statement failed).
+    pub(crate) fn drop_as_items_from(&mut self, start: usize) {
+        self.as_items
+            .retain(|(span, _)| (span.start as usize) < start);
     }
 
     // ------------------------------------------------------------ recovery
 
     pub(crate) fn error_stmt(
         &mut self,
-        rec: Recovery<'src>,
+        rec: StmtRecovery<'src>,
         l: usize,
         r: usize,
         body: Vec<Stmt>,
     ) -> Stmt {
         let end = r.max(l);
         self.last_error_end = Some(end);
-        self.errors.push(rec);
-        // `as` items of the dropped statement are part of its error.
+        // The statement's chunks are dropped with it.
+        self.stmt_errors.push(ErrorRecovery {
+            error: rec.error,
+            dropped_tokens: Vec::new(),
+        });
         let region = Span::from_range(l..end);
-        self.as_items.retain(|(span, _)| !region.encloses(*span));
+        self.error_regions.push(region);
         Stmt::new(StmtKind::Error(body), region)
     }
 
@@ -332,7 +413,7 @@ impl<'src> Ctx<'src> {
 
     /// Reports the `as` items no `with` statement took back: they were
     /// misplaced.
-    fn report_stray_as_items(&mut self) {
+    pub(crate) fn report_stray_as_items(&mut self) {
         for (span, target) in std::mem::take(&mut self.as_items) {
             self.diags.push(
                 Diagnostic::error("E0010", "`as` is not allowed here")
@@ -347,7 +428,6 @@ impl<'src> Ctx<'src> {
     }
 
     pub(crate) fn module(&mut self, body: Vec<Stmt>, l: usize, r: usize) -> Module {
-        self.report_stray_as_items();
         let host_code = body
             .iter()
             .enumerate()
@@ -363,7 +443,8 @@ impl<'src> Ctx<'src> {
     }
 
     pub(crate) fn assign(&mut self, first: Expr, rest: Vec<Expr>, l: usize, r: usize) -> Stmt {
-        let mut targets = vec![first];
+        let mut targets = Vec::with_capacity(rest.len() + 1);
+        targets.push(first);
         targets.extend(rest);
         let value = targets
             .pop()
@@ -416,7 +497,7 @@ impl<'src> Ctx<'src> {
         l: usize,
         test: Expr,
         body: Vec<Stmt>,
-        elifs: Vec<(usize, Expr, Vec<Stmt>)>,
+        elifs: Vec<(usize, Box<Expr>, Vec<Stmt>)>,
         orelse: Option<Vec<Stmt>>,
     ) -> Stmt {
         // A chain of `elif`s becomes nested `If`s; bound the nesting like
@@ -439,7 +520,7 @@ impl<'src> Ctx<'src> {
             let span = self.block_span(el, &etest, &ebody, &tail);
             tail = vec![Stmt::new(
                 StmtKind::If {
-                    test: etest,
+                    test: *etest,
                     body: ebody,
                     orelse: tail,
                 },
@@ -499,20 +580,16 @@ impl<'src> Ctx<'src> {
         )
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn func_def(
         &mut self,
         l: usize,
         is_async: bool,
         name: Ident,
-        params: Vec<ParamItem>,
-        params_end: usize,
+        params: Params,
         returns: Option<Expr>,
         body: Vec<Stmt>,
     ) -> Stmt {
-        let params_start = name.span.end as usize;
-        let params = self.params(params, params_start, params_end);
-        let end = body.last().map_or(params_end as u32, |s| s.span.end);
+        let end = body.last().map_or(params.span.end, |s| s.span.end);
         let def = FunctionDef {
             is_async,
             decorators: Vec::new(),
@@ -709,6 +786,11 @@ impl<'src> Ctx<'src> {
         let mut seen_double_star = false;
         for arg in args {
             match &arg.kind {
+                // An argument that failed to parse has been reported.
+                ArgKind::Positional(Expr {
+                    kind: ExprKind::Error,
+                    ..
+                }) => {}
                 ArgKind::Positional(_) if seen_double_star || seen_keyword => {
                     let after = if seen_double_star {
                         "`**` arguments"
@@ -818,87 +900,6 @@ impl<'src> Ctx<'src> {
 
     // ------------------------------------------------------------ expressions
 
-    pub(crate) fn binop(&mut self, left: Expr, op: BinOp, right: Expr, l: usize, r: usize) -> Expr {
-        Expr::new(
-            ExprKind::BinOp {
-                left: Box::new(left),
-                op,
-                right: Box::new(right),
-            },
-            Span::from_range(l..r),
-        )
-    }
-
-    /// Builds the tree of a flat operator chain `first (op operand)*` by
-    /// precedence (all binary operators here are left-associative). Operands
-    /// come with their source range including any parentheses.
-    pub(crate) fn binop_chain(
-        &mut self,
-        first: (usize, Expr, usize),
-        rest: Vec<(BinOp, usize, Expr, usize)>,
-    ) -> Expr {
-        fn level(op: BinOp) -> u8 {
-            match op {
-                BinOp::BitOr => 1,
-                BinOp::BitXor => 2,
-                BinOp::BitAnd => 3,
-                BinOp::LShift | BinOp::RShift => 4,
-                BinOp::Add | BinOp::Sub => 5,
-                BinOp::Mult | BinOp::MatMult | BinOp::Div | BinOp::Mod | BinOp::FloorDiv => 6,
-                BinOp::Pow => 7,
-            }
-        }
-        fn reduce(operands: &mut Vec<(usize, Expr, usize)>, op: BinOp) {
-            // Two operands are always present when an operator is reduced:
-            // every pushed operator is preceded and followed by an operand.
-            let (Some((_, right, r)), Some((l, left, _))) = (operands.pop(), operands.pop()) else {
-                return;
-            };
-            let node = Expr::new(
-                ExprKind::BinOp {
-                    left: Box::new(left),
-                    op,
-                    right: Box::new(right),
-                },
-                Span::from_range(l..r),
-            );
-            operands.push((l, node, r));
-        }
-        // One operator (the common case) needs no grouping.
-        let mut rest = rest;
-        if rest.len() == 1
-            && let Some((op, _, right, r)) = rest.pop()
-        {
-            let (l, left, _) = first;
-            return Expr::new(
-                ExprKind::BinOp {
-                    left: Box::new(left),
-                    op,
-                    right: Box::new(right),
-                },
-                Span::from_range(l..r),
-            );
-        }
-        let mut operands = vec![first];
-        let mut ops: Vec<BinOp> = Vec::new();
-        for (op, l, operand, r) in rest {
-            while ops.last().is_some_and(|&top| level(top) >= level(op)) {
-                if let Some(top) = ops.pop() {
-                    reduce(&mut operands, top);
-                }
-            }
-            ops.push(op);
-            operands.push((l, operand, r));
-        }
-        while let Some(top) = ops.pop() {
-            reduce(&mut operands, top);
-        }
-        match operands.pop() {
-            Some((_, expr, _)) => expr,
-            None => Expr::error(Span::default()),
-        }
-    }
-
     pub(crate) fn number(&mut self, num: Num<'src>, l: usize, r: usize) -> Expr {
         let span = Span::from_range(l..r);
         let kind = match num {
@@ -918,8 +919,8 @@ impl<'src> Ctx<'src> {
     }
 
     /// Builds the expression for one or more adjacent string literals.
-    pub(crate) fn strings(&mut self, parts: Vec<(usize, &'src str, usize)>) -> Expr {
-        literal::strings(self, &parts)
+    pub(crate) fn strings(&mut self, parts: &[(usize, &'src str, usize)]) -> Expr {
+        literal::strings(self, parts)
     }
 }
 
@@ -1317,6 +1318,31 @@ fn describe(
         }
         return Some(diag);
     }
+    // Two operands side by side outside brackets, where the statement could
+    // only continue with an operator, `=` or the end of the line.
+    if !set.has(",")
+        && matches!(
+            found,
+            Some(
+                Token::Name(_)
+                    | Token::Int(_)
+                    | Token::Float(_)
+                    | Token::Imaginary(_)
+                    | Token::String(_)
+            )
+        )
+        && ends_operand(prev.map(|p| p.1))
+        && !(prev.map(|p| p.1) == Some(Token::Name("print"))
+            && at_stmt_start_of(tokens, idx.saturating_sub(1)))
+    {
+        return Some(
+            error(
+                format!("unexpected {found_desc} after an expression"),
+                "expected an operator or the end of the statement before this".to_string(),
+            )
+            .with_help("is an operator or a `,` missing before this?"),
+        );
+    }
     let wanted = set.describe();
     let message = match (&wanted, found) {
         (Some(w), Some(Token::Newline) | None) => match &after {
@@ -1526,7 +1552,7 @@ impl<'a> ExpectedSet<'a> {
     /// Whether an expression could start here: both a name and a number are
     /// acceptable.
     fn has_expression(&self) -> bool {
-        self.has("name") && self.has("int")
+        self.has("expr") || (self.has("name") && self.has("int"))
     }
 
     fn only_indent(&self) -> bool {
@@ -1547,6 +1573,8 @@ impl<'a> ExpectedSet<'a> {
         for name in &self.names {
             let item = match *name {
                 "name" => "a name".to_string(),
+                "expr" | "targets" | "with items" => "an expression".to_string(),
+                "params" | "args" => "`(`".to_string(),
                 "newline" => "the end of the line".to_string(),
                 "indent" => "an indented block".to_string(),
                 "dedent" | "end marker" | "lex error" | "start module" | "start expression" => {
