@@ -10,8 +10,8 @@ nisa.activation(nl.gelu) applies the GELU on the way from PSUM to SBUF.
 Those [128 hidden, tokens] tiles then serve directly, 128 tokens at a
 time, as the stationary operands of the second matmul, whose H/128
 products accumulate in one PSUM tile per 512 output columns. Both weight
-matrices are loaded into SBUF once. T, D and H must be multiples of 128
-and E a multiple of min(E, 512).
+matrices are loaded into SBUF once. T, D and H must be multiples of 128;
+E is any size (the last output block may be narrower than 512).
 """
 import nki
 import nki.isa as nisa
@@ -28,7 +28,7 @@ def gelu_mlp(x_t, w1, w2):
     P = nl.tile_size.pmax
     TB = min(T, nl.tile_size.gemm_moving_fmax)
     EB = min(E, nl.tile_size.gemm_moving_fmax)
-    assert D % P == 0 and H % P == 0 and T % P == 0 and T % TB == 0 and E % EB == 0
+    assert D % P == 0 and H % P == 0 and T % P == 0, "T, D and H must be multiples of 128"
     DK = D // P
     HK = H // P
     out = nl.ndarray((T, E), dtype=x_t.dtype, buffer=nl.shared_hbm)
@@ -41,25 +41,29 @@ def gelu_mlp(x_t, w1, w2):
     for k in range(HK):
         nisa.dma_copy(dst=w2_all[:, k, :], src=w2[nl.ds(k * P, P), :])
 
-    for tb in range(T // TB):
-        x_blk = nl.ndarray((P, DK, TB), dtype=x_t.dtype, buffer=nl.sbuf)
+    for tb in range((T + TB - 1) // TB):
+        t0 = tb * TB
+        tn = min(TB, T - t0)
+        x_blk = nl.ndarray((P, DK, tn), dtype=x_t.dtype, buffer=nl.sbuf)
         for k in range(DK):
-            nisa.dma_copy(dst=x_blk[:, k, :], src=x_t[nl.ds(k * P, P), nl.ds(tb * TB, TB)])
-        # h_blk[p, k, t] = gelu(x @ w1)[tb * TB + t, k * P + p]
-        h_blk = nl.ndarray((P, HK, TB), dtype=x_t.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=x_blk[:, k, :], src=x_t[nl.ds(k * P, P), nl.ds(t0, tn)])
+        # h_blk[p, k, t] = gelu(x @ w1)[t0 + t, k * P + p]
+        h_blk = nl.ndarray((P, HK, tn), dtype=x_t.dtype, buffer=nl.sbuf)
         for hk in range(HK):
-            ht_psum = nl.ndarray((P, TB), dtype=nl.float32, buffer=nl.psum)
+            ht_psum = nl.ndarray((P, tn), dtype=nl.float32, buffer=nl.psum)
             for k in range(DK):
                 nisa.nc_matmul(dst=ht_psum, stationary=w1_all[:, k, nl.ds(hk * P, P)],
                                moving=x_blk[:, k, :], accumulate=(k != 0))
             nisa.activation(dst=h_blk[:, hk, :], op=nl.gelu, data=ht_psum)
-        for tt in range(TB // P):
-            for eb in range(E // EB):
-                acc = nl.ndarray((P, EB), dtype=nl.float32, buffer=nl.psum)
+        for tt in range(tn // P):
+            for eb in range((E + EB - 1) // EB):
+                e0 = eb * EB
+                en = min(EB, E - e0)
+                acc = nl.ndarray((P, en), dtype=nl.float32, buffer=nl.psum)
                 for hk in range(HK):
                     nisa.nc_matmul(dst=acc, stationary=h_blk[:, hk, nl.ds(tt * P, P)],
-                                   moving=w2_all[:, hk, nl.ds(eb * EB, EB)], accumulate=(hk != 0))
-                o_tile = nl.ndarray((P, EB), dtype=out.dtype, buffer=nl.sbuf)
+                                   moving=w2_all[:, hk, nl.ds(e0, en)], accumulate=(hk != 0))
+                o_tile = nl.ndarray((P, en), dtype=out.dtype, buffer=nl.sbuf)
                 nisa.tensor_copy(dst=o_tile, src=acc)
-                nisa.dma_copy(dst=out[nl.ds(tb * TB + tt * P, P), nl.ds(eb * EB, EB)], src=o_tile)
+                nisa.dma_copy(dst=out[nl.ds(t0 + tt * P, P), nl.ds(e0, en)], src=o_tile)
     return out
