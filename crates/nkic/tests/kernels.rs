@@ -14,7 +14,9 @@
 //! (`<V2` for bfloat16, `<V1` for the fp8 formats), are passed to nkic with
 //! the dtype the kernel's `# nkic: args` directive declares for that
 //! argument (`--input x=x.npy:float8_e4m3`); a `<V2` reference output is
-//! compared as bfloat16.
+//! compared as bfloat16. Integer outputs (indices) are compared by value.
+//! A second test checks that every kernel file in `kernels/` has its
+//! reference script `kernels/ref/<name>.py` and its data directory.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -328,4 +330,35 @@ fn every_bundled_kernel_matches_its_reference_in_both_schedules() {
         }
     }
     assert!(failed.is_empty(), "kernels failing: {failed:?}");
+}
+
+#[test]
+fn every_kernel_file_has_a_reference_script_and_data() {
+    let kernels = root().join("kernels");
+    let mut names: Vec<String> = std::fs::read_dir(&kernels)
+        .expect("kernels/ exists")
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|n| n.strip_suffix(".py").map(str::to_string))
+        .collect();
+    names.sort();
+    assert!(
+        names.len() >= 2,
+        "expected several kernels, found {names:?}"
+    );
+    let missing: Vec<String> = names
+        .iter()
+        .flat_map(|name| {
+            [
+                kernels.join("ref").join(format!("{name}.py")),
+                kernels.join("data").join(name).join("tolerance.txt"),
+            ]
+        })
+        .filter(|path| !path.is_file())
+        .map(|path| path.display().to_string())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kernels without a reference: {missing:?}"
+    );
 }
