@@ -323,6 +323,16 @@ pub fn elementwise(
                 (a.clone(), Operand::Tile(b.clone()), false)
             } else if check::free_size(a) == 1 && check::partitions(a) == check::partitions(b) {
                 (b.clone(), Operand::Tile(a.clone()), true)
+            } else if let Some((a2, b2)) = broadcast_pair(ctx, a, b, span)? {
+                return elementwise(
+                    ctx,
+                    op,
+                    &Operand::Tile(a2),
+                    &Operand::Tile(b2),
+                    dst,
+                    dtype,
+                    span,
+                );
             } else {
                 return Err(ctx.error(
                     codes::SHAPE,
@@ -379,6 +389,61 @@ pub fn elementwise(
     };
     ctx.push_op(nkic_ir::Op::new(kind), span)?;
     Ok(dst)
+}
+
+/// NumPy broadcasting of two tiles of equal rank (legacy `nl.add(a, b)`
+/// with `(1, F)` or `(P, 1)` operands): a one-partition operand is spread
+/// over the partitions (see `nl_math::spread_partitions`), then size-1
+/// free dims of either operand become stride-0 views. `None` when the
+/// shapes do not broadcast.
+fn broadcast_pair(
+    ctx: &mut Ctx<'_>,
+    a: &Rc<Tensor>,
+    b: &Rc<Tensor>,
+    span: Span,
+) -> Result<Option<(Rc<Tensor>, Rc<Tensor>)>, Diagnostic> {
+    if a.shape.len() != b.shape.len()
+        || !a.buffer.is_on_chip()
+        || !b.buffer.is_on_chip()
+        || a.shape
+            .iter()
+            .zip(&b.shape)
+            .any(|(&x, &y)| x != y && x != 1 && y != 1)
+    {
+        return Ok(None);
+    }
+    let target: Vec<u64> = a
+        .shape
+        .iter()
+        .zip(&b.shape)
+        .map(|(&x, &y)| x.max(y))
+        .collect();
+    let stretch = |ctx: &mut Ctx<'_>, t: &Rc<Tensor>| -> Result<Rc<Tensor>, Diagnostic> {
+        let mut t = t.clone();
+        if t.shape[0] == 1 && target[0] > 1 {
+            t = super::nl_math::spread_partitions(ctx, &t, target[0], span, span)?;
+        }
+        // Keep a `(P, 1)` operand as is: it is a tensor_scalar vector.
+        if t.shape[1..].iter().all(|&d| d == 1) {
+            return Ok(t);
+        }
+        let mut view = t.view.clone();
+        for (i, (&from, &to)) in t.shape.iter().zip(&target).enumerate().skip(1) {
+            if from != to {
+                view = view.broadcast(i, to).unwrap_or(view);
+            }
+        }
+        let mut shape = target.clone();
+        shape[0] = t.shape[0];
+        Ok(Rc::new(Tensor {
+            view,
+            shape,
+            buffer: t.buffer,
+        }))
+    };
+    let a2 = stretch(ctx, a)?;
+    let b2 = stretch(ctx, b)?;
+    Ok(Some((a2, b2)))
 }
 
 fn tile_tile(

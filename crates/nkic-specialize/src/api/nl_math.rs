@@ -498,12 +498,23 @@ fn op_of(b: &Bound) -> Result<AluOp, &'static str> {
 fn result_of(x: &Operand, y: &Operand) -> Option<(Vec<u64>, DType)> {
     match (x, y) {
         (Operand::Tile(a), Operand::Tile(c)) => {
+            let dt = isa_core::promote(a.dtype(), c.dtype());
+            // Equal ranks broadcast NumPy-style (each dim the larger).
+            if a.shape.len() == c.shape.len() {
+                let shape = a
+                    .shape
+                    .iter()
+                    .zip(&c.shape)
+                    .map(|(&x, &y)| x.max(y))
+                    .collect();
+                return Some((shape, dt));
+            }
             let t = if check::free_size(a) >= check::free_size(c) {
                 a
             } else {
                 c
             };
-            Some((t.shape.clone(), isa_core::promote(a.dtype(), c.dtype())))
+            Some((t.shape.clone(), dt))
         }
         (Operand::Tile(t), Operand::Num(n)) | (Operand::Num(n), Operand::Tile(t)) => {
             let dt = if t.dtype().is_int() && n.fract() != 0.0 {
@@ -1078,7 +1089,7 @@ fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         buffer: x.buffer,
     });
     let source = if shape[0] != x.shape[0] {
-        spread_partitions(ctx, b, &stretched, shape[0], span)?
+        spread_partitions(ctx, &stretched, shape[0], b.span_of("x"), span)?
     } else {
         stretched
     };
@@ -1091,29 +1102,41 @@ fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     Ok(done(b, &dst))
 }
 
-/// Spreads a 1-partition SBUF tile over `p` partitions with a TensorE
-/// matmul against a `[1, p]` ones stationary: `out[m, n] = x[0, n]`
-/// (a `[p, F]` fp32 PSUM tile).
-fn spread_partitions(
+/// Spreads a 1-partition tile over `p` partitions. A float SBUF tile of
+/// at most 512 elements uses one TensorE matmul against a `[1, p]` ones
+/// stationary (`out[m, n] = x[0, n]`, a `[p, F]` fp32 PSUM tile); any
+/// other tile is copied bit for bit with one `nc_stream_shuffle` of
+/// partition 0 per 32-partition quadrant (a mask of 32 zeros).
+pub(super) fn spread_partitions(
     ctx: &mut Ctx<'_>,
-    b: &Bound,
     x: &Rc<Tensor>,
     p: u64,
+    sx: Span,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    let sx = b.span_of("x");
     if x.buffer != Buffer::Sbuf || check::free_size(x) > 512 || x.dtype().is_int() {
-        return Err(ctx
-            .error(
-                codes::SHAPE,
-                format!(
-                    "broadcasting the partition dim of {} uses a TensorE matmul, which needs an SBUF tile of a float dtype with at most 512 free elements",
-                    check::describe(x)
-                ),
-                sx,
-                "cannot spread over partitions",
-            )
-            .with_help("copy the row to SBUF as float32 first, or broadcast in smaller pieces"));
+        check::partition_start(ctx, x, sx, "the broadcast row")?;
+        check::engine_free_size(ctx, x, sx, "the broadcast row")?;
+        let mut shape = x.shape.clone();
+        shape[0] = p;
+        let out = temp(ctx, &shape, x.dtype(), span)?;
+        for q in 0..p.div_ceil(32) {
+            let hi = (32 * q + 32).min(p);
+            let Some(dst) = out.view.slice(0, 32 * q, hi, 1) else {
+                continue;
+            };
+            push(
+                ctx,
+                OpKind::StreamShuffle {
+                    dst,
+                    src: x.view.clone(),
+                    mask: vec![0; 32],
+                },
+                None,
+                span,
+            )?;
+        }
+        return Ok(out);
     }
     let ones = temp(ctx, &[1, p], x.dtype(), span)?;
     push(
