@@ -391,6 +391,9 @@ pub fn elementwise(
     Ok(dst)
 }
 
+/// Two operand tiles.
+type TilePair = (Rc<Tensor>, Rc<Tensor>);
+
 /// NumPy broadcasting of two tiles of equal rank (legacy `nl.add(a, b)`
 /// with `(1, F)` or `(P, 1)` operands): a one-partition operand is spread
 /// over the partitions (see `nl_math::spread_partitions`), then size-1
@@ -401,7 +404,7 @@ fn broadcast_pair(
     a: &Rc<Tensor>,
     b: &Rc<Tensor>,
     span: Span,
-) -> Result<Option<(Rc<Tensor>, Rc<Tensor>)>, Diagnostic> {
+) -> Result<Option<TilePair>, Diagnostic> {
     if a.shape.len() != b.shape.len()
         || !a.buffer.is_on_chip()
         || !b.buffer.is_on_chip()
