@@ -158,14 +158,6 @@ fn parse_const(text: &str) -> Result<(String, ConstValue), String> {
 }
 
 impl KernelArgs {
-    /// Whether the command line asks for specialization explicitly.
-    fn any(&self) -> bool {
-        self.kernel.is_some()
-            || !self.args.is_empty()
-            || !self.consts.is_empty()
-            || !self.grid.is_empty()
-    }
-
     fn config(&self) -> SpecializeConfig {
         let mut config = SpecializeConfig {
             kernel: self.kernel.clone(),
@@ -190,25 +182,19 @@ impl KernelArgs {
     }
 }
 
-/// Reads imported modules from the file system, by the path the
-/// specializer builds from the kernel file's name or a search root.
+/// Reads imported modules (and `nkic.toml` manifests) from the file
+/// system, by the path the front half builds from the kernel file's name
+/// or a search root.
 fn read_module(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Whether a kernel file carries `# nkic:` directive comments.
-fn has_directives(text: &str) -> bool {
-    text.lines().any(|line| {
-        line.trim_start()
-            .strip_prefix('#')
-            .is_some_and(|rest| rest.trim_start().starts_with("nkic:"))
-    })
-}
-
-/// The front half on one file: parse and, when the kernel's arguments are
-/// known (flags or directives), specialize. Diagnostics are reported;
-/// compile-time prints go to standard error so that standard output keeps
-/// dumps and JSON diagnostics clean.
+/// The front half on one file, through the pipeline function the language
+/// server shares ([`nkic_driver::front_half`]): parse and, when the
+/// kernel's arguments are known (flags, directives or `nkic.toml`),
+/// specialize. Diagnostics are reported; compile-time prints go to
+/// standard error so that standard output keeps dumps and JSON diagnostics
+/// clean.
 fn front_half(
     file: FileId,
     kernel: &KernelArgs,
@@ -216,31 +202,19 @@ fn front_half(
     reporter: &mut Reporter,
     explain_skip: bool,
 ) -> Option<nkic_specialize::SpecializeResult> {
-    let text = sources.file(file).text();
-    if !kernel.any() && !has_directives(text) {
-        let (_module, diags) = nkic_syntax::parse(text);
-        let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
-        let syntax_ok = !diags.iter().any(Diagnostic::is_error);
-        reporter.emit_all(&diags, sources);
-        if syntax_ok && explain_skip {
-            let diag = Diagnostic::info(
-                "I0001",
-                format!(
-                    "`{}` was only checked for syntax: no kernel arguments are known",
-                    sources.file(file).name()
-                ),
-            )
-            .with_help("pass `--arg NAME=DTYPE[SHAPE]`, or write `# nkic: args a=float32[128,512]` directly above the kernel");
-            reporter.emit(&diag, sources);
+    let front = nkic_driver::front_half(sources, file, &kernel.config(), &read_module);
+    if let Some(result) = &front.result {
+        for print in &result.prints {
+            eprintln!("{}: {}", print.location, print.text);
         }
-        return None;
     }
-    let result = nkic_specialize::specialize(sources, file, &kernel.config(), &read_module);
-    for print in &result.prints {
-        eprintln!("{}: {}", print.location, print.text);
+    reporter.emit_all(&front.diagnostics, sources);
+    if let Some(note) = &front.syntax_only
+        && explain_skip
+    {
+        reporter.emit(note, sources);
     }
-    reporter.emit_all(&result.diagnostics, sources);
-    Some(result)
+    front.result
 }
 
 #[derive(clap::Args, Debug)]
