@@ -62,15 +62,25 @@
 //! Dynamic offsets cost nothing extra (assume; `min_ii_dynamic_cycles` is the
 //! legacy figure for the removed dynamic-copy instructions).
 //!
-//! DMA (`dma_copy`, `dma_transpose`): the partition rows are spread over
-//! `⌈P / dma_partitions_per_engine⌉` engines (at most `dma_engines`). A row
-//! moves as `c` chunks, `c` = the larger number of contiguous runs per row
-//! of the two sides, each costing `max(bytes / dma_engine_bytes_per_ns,
-//! dma_chunk_min_ns)`. The busiest engine's total is the interval, plus
-//! `hwdge_instruction_ns` under `dge=hwdge` and `gpsimd_start_cycles` of
-//! GpSimd time under `dge=swdge`. Transposes run at `dma_transpose_pct_*`
-//! of the bandwidth and v3 accumulation (DMA compute) at 50 %. The latency
-//! adds `dma_start_latency_ns`.
+//! DMA (`dma_copy`, `dma_transpose`, `dma_gather`, `dma_scatter`;
+//! `Target::dma_transfer`): the partition rows are spread over
+//! `⌈P / dma_partitions_per_engine⌉` engines (at most `dma_engines`),
+//! starting at the engine of the first on-chip partition (partition `p` is
+//! served by engine `p / dma_partitions_per_engine`). A row moves as `c`
+//! chunks, `c` = the larger number of contiguous runs per row of the two
+//! sides, each costing `max(bytes / dma_engine_bytes_per_ns,
+//! dma_chunk_min_ns)`. Each engine also gets `1 / dma_engines` of the
+//! core's HBM bandwidth (`hbm_gbps_per_core`), so its time is at least its
+//! HBM bytes (both sides count) at that share. Transposes take
+//! `100 / dma_transpose_pct_*` times as long as the same copy (fixed chunk
+//! costs included) and v3 accumulation (DMA compute) twice as long. Descriptor generation comes first: `hwdge_instruction_ns` under
+//! `dge=hwdge`, `gpsimd_start_cycles` of GpSimd time under `dge=swdge`.
+//! `Target::cost` gives the transfer alone: interval = descriptor time +
+//! the busiest engine's time, latency = interval + `dma_start_latency_ns`.
+//! The simulator additionally makes transfers of all DMA queues share the
+//! engines (each engine moves one transfer at a time, in start order), which
+//! caps the core's aggregate DMA bandwidth at `dma_engines ×
+//! min(dma_engine_bytes_per_ns, hbm_gbps_per_core / dma_engines)`.
 
 use crate::ap::{AccessPattern, Imm, Memory};
 use crate::dtype::DType;
@@ -413,84 +423,162 @@ fn matmul_cycles(
     mm.max(ls).max(1)
 }
 
-/// The cost of a DMA instruction.
-fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
-    let (dst, src, transpose, accumulate, dge) = match op {
-        Op::DmaCopy {
-            dst,
-            src,
-            accumulate,
-            dge,
-            ..
-        } => (dst, src, false, *accumulate, *dge),
-        Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
-        Op::DmaGather { dst, src, .. } => (dst, src, false, false, DgeMode::Swdge),
-        Op::DmaScatter {
-            dst,
-            src,
-            accumulate,
-            ..
-        } => (dst, src, false, *accumulate, DgeMode::Swdge),
-        // Control instructions on a DMA queue run on its sequencer.
-        other => {
-            let cycles = engine_cycles(f, Engine::Sync, other);
-            let ps = f.cycles_to_ps(Engine::Dma, cycles);
-            return Cost {
-                engine: Engine::Dma,
-                cycles,
-                busy_ps: ps,
-                latency_ps: ps,
-            };
-        }
-    };
-    // Rows follow the on-chip side when there is one.
-    let rows_ap = if src.mem.is_on_chip() { src } else { dst };
-    let rows = u64::from(rows_ap.partition_count.max(1));
-    let per_engine = u64::from(f.dma_partitions_per_engine.max(1));
-    let engines = div_ceil(rows, per_engine).clamp(1, u64::from(f.dma_engines.max(1)));
-    let rows_per_engine = div_ceil(rows, engines);
-    let elems_per_row = div_ceil(src.num_elements().max(dst.num_elements()), rows);
-    let elem_bytes = src.elem_bytes().max(dst.elem_bytes());
-    let row_bytes = elems_per_row.saturating_mul(elem_bytes);
-    let chunks = src
-        .contiguous_runs_per_partition()
-        .max(dst.contiguous_runs_per_partition())
-        .max(1);
-    let chunk_bytes = div_ceil(row_bytes, chunks);
-    // Bandwidth in bytes per ns, scaled by the efficiency in percent.
-    let mut pct: u64 = 100;
-    if transpose {
-        pct = u64::from(if src.mem == Memory::Sbuf {
-            f.dma_transpose_pct_sbuf
+/// How a DMA transfer uses the core's DMA engines: which engines, for how
+/// long each, and its fixed times. The simulator reserves the engines (they
+/// are shared by every DMA queue); `Target::cost` gives the time of the
+/// transfer alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DmaTransfer {
+    /// The first engine used; the transfer uses engines `first_engine`,
+    /// `first_engine + 1`, … (modulo `dma_engines`).
+    pub first_engine: u32,
+    /// How many engines share the rows (1 to `dma_engines`).
+    pub engines: u32,
+    /// Descriptor generation before any data moves (`hwdge_instruction_ns`
+    /// under `dge=hwdge`, `gpsimd_start_cycles` of GpSimd time under
+    /// `dge=swdge`, 0 for static descriptors), in picoseconds.
+    pub issue_ps: u64,
+    /// How long each used engine moves data, in picoseconds: the larger of
+    /// its chunk time and its HBM bytes at its share of the core's HBM
+    /// bandwidth.
+    pub engine_ps: u64,
+    /// The fixed start latency (`dma_start_latency_ns`) added to the
+    /// completion, in picoseconds.
+    pub start_latency_ps: u64,
+    /// Bytes read from or written to HBM (both sides count).
+    pub hbm_bytes: u64,
+}
+
+impl DmaTransfer {
+    /// The engines used, in order.
+    pub fn engine_ids(&self, total: u32) -> impl Iterator<Item = u32> {
+        let total = total.max(1);
+        let first = self.first_engine;
+        (0..self.engines).map(move |i| (first + i) % total)
+    }
+}
+
+impl Target {
+    /// How a DMA instruction (`dma_copy`, `dma_transpose`, `dma_gather`,
+    /// `dma_scatter`) uses the DMA engines; `None` for other instructions.
+    /// See the module doc.
+    pub fn dma_transfer(self, op: &Op) -> Option<DmaTransfer> {
+        let f = self.figures();
+        let (dst, src, transpose, accumulate, dge) = match op {
+            Op::DmaCopy {
+                dst,
+                src,
+                accumulate,
+                dge,
+                ..
+            } => (dst, src, false, *accumulate, *dge),
+            Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
+            Op::DmaGather { dst, src, .. } => (dst, src, false, false, DgeMode::Swdge),
+            Op::DmaScatter {
+                dst,
+                src,
+                accumulate,
+                ..
+            } => (dst, src, false, *accumulate, DgeMode::Swdge),
+            _ => return None,
+        };
+        // Rows follow the on-chip side when there is one.
+        let rows_ap = if src.mem.is_on_chip() { src } else { dst };
+        let rows = u64::from(rows_ap.partition_count.max(1));
+        let total = u64::from(f.dma_engines.max(1));
+        let per_engine = u64::from(f.dma_partitions_per_engine.max(1));
+        let engines = div_ceil(rows, per_engine).clamp(1, total);
+        let rows_per_engine = div_ceil(rows, engines);
+        // Partition p is served by engine p / dma_partitions_per_engine; a
+        // transfer with no on-chip side starts at engine 0.
+        let first_engine = if rows_ap.mem.is_on_chip() {
+            (u64::from(rows_ap.partition_start) / per_engine) % total
         } else {
-            f.dma_transpose_pct_hbm
-        });
-    }
-    if accumulate && target < Target::Trn3 {
-        pct = pct * 50 / 100;
-    }
-    // chunk time in ps = bytes / (bw · pct/100) ns.
-    let bw = u64::from(f.dma_engine_bytes_per_ns.max(1)) * pct.max(1);
-    let chunk_ps =
-        div_ceil(chunk_bytes.saturating_mul(100_000), bw).max(u64::from(f.dma_chunk_min_ns) * 1000);
-    let mut busy_ps = rows_per_engine
-        .saturating_mul(chunks)
-        .saturating_mul(chunk_ps);
-    match dge {
-        DgeMode::Hwdge => {
-            busy_ps = busy_ps.saturating_add(u64::from(f.hwdge_instruction_ns) * 1000)
+            0
+        };
+        let elems_per_row = div_ceil(src.num_elements().max(dst.num_elements()), rows);
+        let elem_bytes = src.elem_bytes().max(dst.elem_bytes());
+        let row_bytes = elems_per_row.saturating_mul(elem_bytes);
+        let chunks = src
+            .contiguous_runs_per_partition()
+            .max(dst.contiguous_runs_per_partition())
+            .max(1);
+        let chunk_bytes = div_ceil(row_bytes, chunks);
+        // The efficiency in percent.
+        let mut pct: u64 = 100;
+        if transpose {
+            pct = u64::from(if src.mem == Memory::Sbuf {
+                f.dma_transpose_pct_sbuf
+            } else {
+                f.dma_transpose_pct_hbm
+            });
         }
-        DgeMode::Swdge => {
-            busy_ps = busy_ps
-                .saturating_add(f.cycles_to_ps(Engine::GpSimd, u64::from(f.gpsimd_start_cycles)))
+        if accumulate && self < Target::Trn3 {
+            pct = pct * 50 / 100;
         }
-        DgeMode::None => {}
+        // Chunk time in ps = bytes / bw ns, at least the chunk minimum; a
+        // transpose or a v3 accumulation then takes 100/pct times as long
+        // as the copy (the efficiency applies to the whole transfer, fixed
+        // chunk costs included).
+        let bw = u64::from(f.dma_engine_bytes_per_ns.max(1));
+        let chunk_ps = div_ceil(chunk_bytes.saturating_mul(1000), bw)
+            .max(u64::from(f.dma_chunk_min_ns) * 1000);
+        let chunk_total = div_ceil(
+            rows_per_engine
+                .saturating_mul(chunks)
+                .saturating_mul(chunk_ps)
+                .saturating_mul(100),
+            pct.max(1),
+        );
+        // HBM: each engine gets an equal share of the core's bandwidth
+        // (`hbm_gbps_per_core` is bytes per ns), so all engines together
+        // never move more than the core's share of the device's HBM.
+        let hbm_sides = u64::from(matches!(src.mem, Memory::Hbm(_)))
+            + u64::from(matches!(dst.mem, Memory::Hbm(_)));
+        let bytes = rows.saturating_mul(row_bytes);
+        let hbm_bytes = bytes.saturating_mul(hbm_sides);
+        let engine_hbm_bytes = rows_per_engine
+            .saturating_mul(row_bytes)
+            .saturating_mul(hbm_sides);
+        let hbm_ps = div_ceil(
+            engine_hbm_bytes.saturating_mul(1000).saturating_mul(total),
+            u64::from(f.hbm_gbps_per_core.max(1)),
+        );
+        let issue_ps = match dge {
+            DgeMode::Hwdge => u64::from(f.hwdge_instruction_ns) * 1000,
+            DgeMode::Swdge => f.cycles_to_ps(Engine::GpSimd, u64::from(f.gpsimd_start_cycles)),
+            DgeMode::None => 0,
+        };
+        Some(DmaTransfer {
+            first_engine: first_engine as u32,
+            engines: engines as u32,
+            issue_ps,
+            engine_ps: chunk_total.max(hbm_ps),
+            start_latency_ps: u64::from(f.dma_start_latency_ns) * 1000,
+            hbm_bytes,
+        })
     }
+}
+
+/// The cost of a DMA instruction: its transfer alone on idle engines.
+fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
+    let Some(t) = target.dma_transfer(op) else {
+        // Control instructions on a DMA queue run on its sequencer.
+        let cycles = engine_cycles(f, Engine::Sync, op);
+        let ps = f.cycles_to_ps(Engine::Dma, cycles);
+        return Cost {
+            engine: Engine::Dma,
+            cycles,
+            busy_ps: ps,
+            latency_ps: ps,
+        };
+    };
+    let busy_ps = t.issue_ps.saturating_add(t.engine_ps);
     Cost {
         engine: Engine::Dma,
         cycles: 0,
         busy_ps,
-        latency_ps: busy_ps.saturating_add(u64::from(f.dma_start_latency_ns) * 1000),
+        latency_ps: busy_ps.saturating_add(t.start_latency_ps),
     }
 }
 

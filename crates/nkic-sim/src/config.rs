@@ -43,11 +43,11 @@ pub struct SimConfig {
     pub max_instructions: u64,
     /// Whether `RunResult::trace` records one event per executed instruction.
     pub trace: bool,
-    /// Whether the race sanitizer runs: accesses of the same bytes from
+    /// Whether the race detector runs: accesses of the same bytes from
     /// different queues, one of them a write, that no semaphore chain
-    /// orders fault (`SimErrorKind::BadProgram`, message `data race: …`;
-    /// `race.rs`). Off by default;
-    /// it slows the run down.
+    /// orders fault with `SimErrorKind::Race`, naming both instructions
+    /// (`race.rs`). On by default, and the command line never turns it
+    /// off; benchmarks of the interpreter alone may.
     pub race_check: bool,
 }
 
@@ -58,7 +58,7 @@ impl Default for SimConfig {
             poison: Poison::Error,
             max_instructions: 1_000_000_000,
             trace: true,
-            race_check: false,
+            race_check: true,
         }
     }
 }

@@ -24,10 +24,13 @@ pub enum SimErrorKind {
     /// The inputs do not match the program's arguments.
     BadInput,
     /// An instruction the verifier would reject (operand shapes or dtypes
-    /// that do not fit together, a missing label, a bad register number),
-    /// or, with `SimConfig::race_check`, a data race (the message starts
-    /// with `data race:`).
+    /// that do not fit together, a missing label, a bad register number).
     BadProgram,
+    /// Two accesses of the same bytes from different queues, at least one
+    /// a write, that no chain of semaphores orders (`SimConfig::race_check`).
+    /// The error's instruction is the later access; `SimError::related` is
+    /// the earlier one.
+    Race,
     /// `reg_alu` `div`/`rem` by zero.
     DivideByZero,
     /// The run executed more instructions than `SimConfig::max_instructions`
@@ -44,6 +47,7 @@ impl SimErrorKind {
             SimErrorKind::Deadlock => "deadlock",
             SimErrorKind::BadInput => "bad-input",
             SimErrorKind::BadProgram => "bad-program",
+            SimErrorKind::Race => "data-race",
             SimErrorKind::DivideByZero => "divide-by-zero",
             SimErrorKind::InstructionLimit => "instruction-limit",
         }
@@ -70,6 +74,52 @@ pub struct SimError {
     pub line: Option<LineId>,
     /// `file:line:col` of `line`, resolved through the program.
     pub source: Option<String>,
+    /// The other instruction of a fault that involves two (a data race).
+    pub related: Option<Box<Site>>,
+}
+
+/// An instruction of a program, located: its queue, index in the stream,
+/// mnemonic and line-table entry resolved to `file:line:col`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Site {
+    pub queue: Queue,
+    pub index: usize,
+    pub mnemonic: &'static str,
+    pub line: Option<LineId>,
+    pub source: Option<String>,
+}
+
+impl Site {
+    /// Instruction `index` of `queue`'s stream in `program`.
+    pub fn of(program: &Program, queue: Queue, index: usize) -> Site {
+        let inst = program.stream(queue).and_then(|s| s.get(index));
+        let line = inst.and_then(|i| i.line);
+        Site {
+            queue,
+            index,
+            mnemonic: inst.map_or("?", |i| i.op.mnemonic()),
+            line,
+            source: line.and_then(|l| resolve(program, l)),
+        }
+    }
+}
+
+impl fmt::Display for Site {
+    /// For example `memset at vector[0] (kernel.py:4:5)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}[{}]", self.mnemonic, self.queue, self.index)?;
+        if let Some(src) = &self.source {
+            write!(f, " ({src})")?;
+        }
+        Ok(())
+    }
+}
+
+/// `file:line:col` of a line-table entry.
+fn resolve(program: &Program, line: LineId) -> Option<String> {
+    let entry = program.line(line)?;
+    let file = program.files.get(entry.file as usize)?;
+    Some(format!("{file}:{}:{}", entry.line, entry.col))
 }
 
 impl SimError {
@@ -83,6 +133,7 @@ impl SimError {
             mnemonic: None,
             line: None,
             source: None,
+            related: None,
         }
     }
 
@@ -96,11 +147,6 @@ impl SimError {
     ) -> SimError {
         let inst = program.stream(queue).and_then(|s| s.get(index));
         let line = inst.and_then(|i| i.line);
-        let source = line.and_then(|l| {
-            let entry = program.line(l)?;
-            let file = program.files.get(entry.file as usize)?;
-            Some(format!("{file}:{}:{}", entry.line, entry.col))
-        });
         SimError {
             kind,
             message,
@@ -108,7 +154,8 @@ impl SimError {
             index: Some(index),
             mnemonic: inst.map(|i| i.op.mnemonic()),
             line,
-            source,
+            source: line.and_then(|l| resolve(program, l)),
+            related: None,
         }
     }
 }

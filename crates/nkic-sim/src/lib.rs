@@ -18,7 +18,8 @@
 //! * `exec`: the semantics of every instruction (general rules in its doc).
 //! * `alu`: ALU operators and activation functions.
 //! * `matmul`: the TensorE inner loop.
-//! * `race`: the opt-in race sanitizer (vector clocks over semaphores).
+//! * `race`: the race detector (vector clocks over semaphores), on in every
+//!   run unless `SimConfig::race_check` is off.
 //!
 //! # Model summary
 //!
@@ -58,8 +59,8 @@ mod rng;
 mod tests;
 
 pub use config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
-pub use error::{SimError, SimErrorKind};
-pub use result::{QueueStats, RunResult, TraceEvent};
+pub use error::{SimError, SimErrorKind, Site};
+pub use result::{Cause, DmaSlot, QueueStats, RunResult, TraceEvent, Waited};
 
 use nkic_isa::Program;
 

@@ -13,6 +13,14 @@
 //! signals fire) at `start + latency_ps`. The run's total time is the
 //! latest completion; a queue's busy time is the sum of its intervals.
 //!
+//! DMA transfers (`Target::dma_transfer`) also share the core's DMA
+//! engines: after its descriptor time, a transfer's data moves on each of
+//! its engines once that engine has finished the transfers that started
+//! before it (of any queue), for `engine_ps`. The queue is free when its
+//! data has moved on every engine, and the transfer completes
+//! `start_latency_ps` later. Alone on idle engines this is exactly
+//! `Target::cost`; together it caps the core's aggregate bandwidth.
+//!
 //! # Stepping
 //!
 //! The interpreter executes one instruction at a time and applies its
@@ -25,7 +33,11 @@
 //! instruction whose waits are met by increments at or before
 //! `min over other queues q of max(free(q), G)` is final. Among the final
 //! instructions the `StepOrder` picks one. The earliest one is always
-//! final, so the run never stalls while some queue can progress.
+//! final, so the run never stalls while some queue can progress. A DMA
+//! transfer is in addition executed only when no other queue can still
+//! issue anything before it (ties go to the queue earlier in the program),
+//! so transfers reserve the engines in time order whatever the step order;
+//! the earliest instruction still always qualifies.
 //!
 //! For a race-free program (every pair of accesses to the same bytes, one
 //! of them a write, ordered through semaphores) the bytes and every time
@@ -42,11 +54,11 @@ use std::collections::BTreeMap;
 use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
-use crate::error::{SimError, SimErrorKind};
+use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
 use crate::race::Races;
-use crate::result::{QueueStats, RunResult, TraceEvent};
+use crate::result::{Cause, DmaSlot, QueueStats, RunResult, TraceEvent, Waited};
 
 /// The byte region an operand covers, for the dependent-issue rule.
 #[derive(Clone, Copy, Debug)]
@@ -111,11 +123,13 @@ struct QueueState<'p> {
     pc: usize,
     regs: Vec<i32>,
     free_ps: u64,
-    /// Writes and completion time of the last memory-writing instruction.
-    last_write: Option<(Vec<Footprint>, u64)>,
-    /// For the instruction at `pc`: the completion time it must wait for
-    /// when it depends on `last_write` (computed once per `pc`).
-    dep: Option<(usize, Option<u64>)>,
+    /// Writes, completion time and `seq` of the last memory-writing
+    /// instruction.
+    last_write: Option<(Vec<Footprint>, u64, u64)>,
+    /// For the instruction at `pc`: the completion time and `seq` of the
+    /// producer it must wait for when it depends on `last_write` (computed
+    /// once per `pc`).
+    dep: Option<(usize, Option<(u64, u64)>)>,
     stats: QueueStats,
 }
 
@@ -123,6 +137,39 @@ impl QueueState<'_> {
     fn finished(&self) -> bool {
         self.pc >= self.insts.len()
     }
+}
+
+/// One increment of a semaphore: when it happens and which instruction
+/// (queue index, `seq`) makes it.
+#[derive(Clone, Copy, Debug)]
+struct Inc {
+    time: u64,
+    queue: usize,
+    seq: u64,
+}
+
+/// A queue's next instruction, ready to issue.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    start: u64,
+    /// The latest increment it relies on (0 without waits).
+    last_sig: u64,
+    /// The time it could start without its waits.
+    ready: u64,
+    /// The increment that decided the start, with the wait's semaphore
+    /// and count, when a wait decided it.
+    sig: Option<(Inc, usize, u64)>,
+    /// The producer `seq` when a dependent read decided the start.
+    dep: Option<u64>,
+    /// Whether the instruction is a DMA transfer (uses the shared engines).
+    transfer: bool,
+}
+
+/// One DMA engine: when it is free and which transfer used it last.
+#[derive(Clone, Copy, Debug, Default)]
+struct DmaEngine {
+    free_ps: u64,
+    last: Option<(Queue, u64)>,
 }
 
 /// Why a queue cannot issue.
@@ -192,7 +239,8 @@ pub(crate) fn simulate(
             }
         }
     }
-    let mut sems: Vec<Vec<u64>> = vec![Vec::new(); program.semaphores.len()];
+    let mut sems: Vec<Vec<Inc>> = vec![Vec::new(); program.semaphores.len()];
+    let mut engines = vec![DmaEngine::default(); f.dma_engines.max(1) as usize];
     let mut races = config
         .race_check
         .then(|| Races::new(queues.len(), program.semaphores.len()));
@@ -211,7 +259,7 @@ pub(crate) fn simulate(
         elements: 0,
     };
     let n = queues.len();
-    let mut starts: Vec<Option<(u64, u64)>> = vec![None; n];
+    let mut starts: Vec<Option<Cand>> = vec![None; n];
     loop {
         // Candidates: (start, latest increment waited for) per queue.
         let mut g = u64::MAX;
@@ -222,9 +270,9 @@ pub(crate) fn simulate(
                 continue;
             }
             any_left = true;
-            if let Ok((start, last_sig)) = candidate(q, &sems, &mem, target) {
-                g = g.min(start);
-                starts[i] = Some((start, last_sig));
+            if let Ok(c) = candidate(q, &sems, &mem, target) {
+                g = g.min(c.start);
+                starts[i] = Some(c);
             }
         }
         if !any_left {
@@ -250,14 +298,30 @@ pub(crate) fn simulate(
                 }
             }
         }
+        // A DMA transfer reserves the shared engines, so transfers execute in
+        // (start, queue position) order. At the earliest start `g` that
+        // holds when no earlier-placed queue has a candidate at `g` (a
+        // queue blocked on a semaphore issues strictly later, as every
+        // signalling instruction takes time); later, every other queue must
+        // be unable to issue before it.
         let safe = |i: usize| -> bool {
-            match starts[i] {
-                Some((_, last_sig)) => {
-                    let bound = if i == min1_at { min2 } else { min1 };
-                    last_sig <= bound
-                }
-                None => false,
+            let Some(c) = starts[i] else {
+                return false;
+            };
+            let bound = if i == min1_at { min2 } else { min1 };
+            if c.last_sig > bound {
+                return false;
             }
+            if !c.transfer {
+                return true;
+            }
+            (0..n).filter(|&j| j != i).all(|j| {
+                if c.start == g {
+                    starts[j].is_none_or(|o| (o.start, j) > (c.start, i))
+                } else {
+                    lb[j].is_none_or(|b| (b, j) > (c.start, i))
+                }
+            })
         };
         let chosen = match config.step_order {
             StepOrder::RoundRobin => {
@@ -270,7 +334,7 @@ pub(crate) fn simulate(
             StepOrder::Reverse => (0..n).rev().find(|&i| safe(i)),
             StepOrder::Earliest => (0..n)
                 .filter(|&i| safe(i))
-                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.0)),
+                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.start)),
             StepOrder::Seeded(_) => {
                 let ok: Vec<usize> = (0..n).filter(|&i| safe(i)).collect();
                 (!ok.is_empty()).then(|| ok[(next_random(&mut rng) % ok.len() as u64) as usize])
@@ -280,10 +344,10 @@ pub(crate) fn simulate(
         let chosen = chosen.unwrap_or_else(|| {
             (0..n)
                 .filter(|&i| starts[i].is_some())
-                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.0))
+                .min_by_key(|&i| starts[i].map_or(u64::MAX, |s| s.start))
                 .unwrap_or(0)
         });
-        let Some((start, _)) = starts[chosen] else {
+        let Some(cand) = starts[chosen] else {
             return Err(deadlock(program, &queues, &sems, &mem, target));
         };
         res.instructions += 1;
@@ -300,14 +364,17 @@ pub(crate) fn simulate(
                 q.pc,
             ));
         }
+        let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
         step(
             program,
             chosen,
             &mut queues[chosen],
-            start,
+            &cand,
+            &names,
             &mut mem,
             &mut acc,
             &mut sems,
+            &mut engines,
             races.as_mut(),
             &mut res,
             config,
@@ -333,12 +400,13 @@ pub(crate) fn simulate(
 /// a wait is not yet met.
 fn candidate(
     q: &mut QueueState<'_>,
-    sems: &[Vec<u64>],
+    sems: &[Vec<Inc>],
     mem: &MemoryState,
     target: nkic_isa::Target,
-) -> Result<(u64, u64), Blocked> {
+) -> Result<Cand, Blocked> {
     let inst = &q.insts[q.pc];
     let mut last_sig = 0u64;
+    let mut sig = None;
     for w in &inst.waits {
         let need = wait_need(w, &q.regs);
         if need <= 0 {
@@ -346,7 +414,12 @@ fn candidate(
         }
         let times = &sems[w.sem.0 as usize];
         match times.get(need as usize - 1) {
-            Some(&t) => last_sig = last_sig.max(t),
+            Some(&inc) => {
+                if sig.is_none() || inc.time > last_sig {
+                    sig = Some((inc, w.sem.0 as usize, need as u64));
+                }
+                last_sig = last_sig.max(inc.time);
+            }
             None => {
                 return Err(Blocked {
                     sem: w.sem.0 as usize,
@@ -365,12 +438,29 @@ fn candidate(
             d
         }
     };
-    let earliest = q.free_ps.max(last_sig);
-    let start = match dep {
-        Some(done) => earliest.max(done) + target.dependent_overhead_ps(q.queue.engine()),
-        None => earliest,
+    let overhead = target.dependent_overhead_ps(q.queue.engine());
+    let ready = match dep {
+        Some((done, _)) => q.free_ps.max(done) + overhead,
+        None => q.free_ps,
     };
-    Ok((start, last_sig))
+    let start = match dep {
+        Some((done, _)) => q.free_ps.max(last_sig).max(done) + overhead,
+        None => q.free_ps.max(last_sig),
+    };
+    // The wait decided the start when the start is later than the queue
+    // alone allows.
+    let sig = sig.filter(|_| start > ready);
+    let dep_seq = dep
+        .filter(|(done, _)| sig.is_none() && done + overhead > q.free_ps)
+        .map(|(_, seq)| seq);
+    Ok(Cand {
+        start,
+        last_sig,
+        ready,
+        sig,
+        dep: dep_seq,
+        transfer: inst.op.is_dma(),
+    })
 }
 
 /// The increments a wait needs: `wait(sem >= rK + N)` reads the register
@@ -385,10 +475,10 @@ fn wait_need(w: &SemWait, regs: &[i32]) -> i64 {
     }
 }
 
-/// The completion time of the queue's last memory-writing instruction when
-/// the instruction at `pc` reads what it wrote.
-fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<u64> {
-    let (writes, done) = q.last_write.as_ref()?;
+/// The completion time and `seq` of the queue's last memory-writing
+/// instruction when the instruction at `pc` reads what it wrote.
+fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<(u64, u64)> {
+    let (writes, done, seq) = q.last_write.as_ref()?;
     let inst = &q.insts[q.pc];
     if inst.op.is_control() && !matches!(inst.op, Op::RegLoad { .. }) {
         return None;
@@ -397,7 +487,7 @@ fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<u64> {
     reads
         .iter()
         .any(|r| writes.iter().any(|w| w.overlaps(r)))
-        .then_some(*done)
+        .then_some((*done, *seq))
 }
 
 fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footprint> {
@@ -409,21 +499,27 @@ fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footp
         .collect()
 }
 
-/// Executes the instruction at `q.pc` starting at `start`.
+/// Executes the instruction at `q.pc` as `cand` describes; `names` are
+/// the queues by index.
 #[allow(clippy::too_many_arguments)]
 fn step(
     program: &Program,
     qi: usize,
     q: &mut QueueState<'_>,
-    start: u64,
+    cand: &Cand,
+    names: &[Queue],
     mem: &mut MemoryState,
     acc: &mut Accumulators,
-    sems: &mut [Vec<u64>],
+    sems: &mut [Vec<Inc>],
+    engines: &mut [DmaEngine],
     mut races: Option<&mut Races>,
     res: &mut RunResult,
     config: &SimConfig,
 ) -> Result<(), SimError> {
     let target = program.target;
+    let start = cand.start;
+    let seq = q.stats.instructions;
+    let (flops_before, hbm_before) = (res.flops, mem.hbm_read + mem.hbm_written);
     let index = q.pc;
     let inst = &q.insts[index];
     let op = &inst.op;
@@ -437,14 +533,17 @@ fn step(
         let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
             mem.view_unchecked(ap, &q.regs, field).ok()
         });
-        if let Err(message) = r.check(accesses) {
-            return Err(SimError::at(
-                SimErrorKind::BadProgram,
-                message,
+        if let Err(conflict) = r.check(accesses) {
+            let earlier = Site::of(program, conflict.earlier_queue, conflict.earlier_index);
+            let mut e = SimError::at(
+                SimErrorKind::Race,
+                conflict.message(&earlier),
                 program,
                 q.queue,
                 index,
-            ));
+            );
+            e.related = Some(Box::new(earlier));
+            return Err(e);
         }
     }
     let writes = if op.is_control() && !matches!(op, Op::RegStore { .. }) {
@@ -471,12 +570,48 @@ fn step(
             .sum::<u64>();
     }
     let cost = target.cost(q.queue, op);
-    let free = start + cost.busy_ps;
-    let done = start + cost.latency_ps.max(cost.busy_ps);
+    let mut free = start + cost.busy_ps;
+    let mut done = start + cost.latency_ps.max(cost.busy_ps);
+    // A transfer moves its data on the shared DMA engines, each one
+    // transfer at a time; the queue is busy until its data has moved.
+    let mut slot = None;
+    if let Some(t) = target.dma_transfer(op) {
+        let ready = start + t.issue_ps;
+        let (mut first, mut last) = (u64::MAX, ready);
+        let mut delayed_by = None;
+        let total = engines.len() as u32;
+        for e in t.engine_ids(total) {
+            let engine = &mut engines[e as usize];
+            let begin = ready.max(engine.free_ps);
+            if begin > ready && delayed_by.is_none() {
+                delayed_by = engine.last;
+            }
+            engine.free_ps = begin + t.engine_ps;
+            engine.last = Some((q.queue, seq));
+            first = first.min(begin);
+            last = last.max(begin + t.engine_ps);
+        }
+        free = free.max(last);
+        done = done.max(last + t.start_latency_ps);
+        slot = Some(DmaSlot {
+            first_engine: t.first_engine,
+            engines: t.engines,
+            data_start_ps: first.min(last),
+            data_end_ps: last,
+            delayed_by,
+        });
+    }
     for s in &inst.signals {
         let times = &mut sems[s.0 as usize];
-        let at = times.partition_point(|&t| t <= done);
-        times.insert(at, done);
+        let at = times.partition_point(|t| t.time <= done);
+        times.insert(
+            at,
+            Inc {
+                time: done,
+                queue: qi,
+                seq,
+            },
+        );
         if let Some(r) = races.as_deref_mut() {
             r.signal(qi, s.0 as usize, done);
         }
@@ -484,22 +619,43 @@ fn step(
     q.free_ps = free;
     q.dep = None;
     q.stats.instructions += 1;
-    q.stats.busy_ps += cost.busy_ps;
+    q.stats.busy_ps += free - start;
     q.stats.end_ps = q.stats.end_ps.max(done);
     res.total_ps = res.total_ps.max(done);
     if !writes.is_empty() {
-        q.last_write = Some((writes, done));
+        q.last_write = Some((writes, done, seq));
     }
     if config.trace {
+        let cause = if let Some((inc, _, _)) = cand.sig {
+            Cause::Semaphore {
+                queue: names[inc.queue],
+                seq: inc.seq,
+            }
+        } else if let Some(p) = cand.dep {
+            Cause::Dependency { seq: p }
+        } else if seq == 0 {
+            Cause::Start
+        } else {
+            Cause::Queue
+        };
         res.trace.push(TraceEvent {
             queue: q.queue,
             index,
             mnemonic: op.mnemonic(),
-            seq: q.stats.instructions - 1,
+            seq,
             start_ps: start,
             free_ps: free,
             end_ps: done,
             line: inst.line,
+            ready_ps: cand.ready,
+            cause,
+            waited: cand.sig.map(|(_, sem, count)| Waited {
+                sem: nkic_isa::SemId(sem as u32),
+                count,
+            }),
+            flops: res.flops - flops_before,
+            hbm_bytes: mem.hbm_read + mem.hbm_written - hbm_before,
+            dma: slot,
         });
     }
     q.pc = match flow {
@@ -523,7 +679,7 @@ fn step(
 fn deadlock(
     program: &Program,
     queues: &[QueueState<'_>],
-    sems: &[Vec<u64>],
+    sems: &[Vec<Inc>],
     mem: &MemoryState,
     target: nkic_isa::Target,
 ) -> SimError {

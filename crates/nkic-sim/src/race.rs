@@ -1,4 +1,4 @@
-//! The race sanitizer (opt-in through `SimConfig::race_check`).
+//! The race detector (on unless `SimConfig::race_check` is turned off).
 //!
 //! Two accesses to the same bytes from different queues, at least one a
 //! write, race unless a chain of semaphores orders them. Happens-before is
@@ -105,7 +105,6 @@ pub(crate) struct Access {
     pub queue: usize,
     pub queue_name: Queue,
     pub index: usize,
-    pub mnemonic: &'static str,
     pub field: &'static str,
     pub write: bool,
     pub region: Region,
@@ -171,7 +170,6 @@ impl Races {
                 queue: q,
                 queue_name: queue,
                 index,
-                mnemonic: op.mnemonic(),
                 field: o.field,
                 write: o.role == Role::Write,
                 region,
@@ -181,9 +179,9 @@ impl Races {
         out
     }
 
-    /// Checks `accesses` against the log and adds them; returns the fault
-    /// message of the first conflict.
-    pub fn check(&mut self, accesses: Vec<Access>) -> Result<(), String> {
+    /// Checks `accesses` against the log and adds them; returns the first
+    /// conflict.
+    pub fn check(&mut self, accesses: Vec<Access>) -> Result<(), Conflict> {
         for a in &accesses {
             let clock = &self.clocks[a.queue];
             let hit = self.log.iter().find(|e| {
@@ -193,7 +191,14 @@ impl Races {
                     && e.region.overlaps(&a.region)
             });
             if let Some(e) = hit {
-                return Err(message(a, e));
+                return Err(Conflict {
+                    field: a.field,
+                    write: a.write,
+                    earlier_queue: e.queue_name,
+                    earlier_index: e.index,
+                    earlier_field: e.field,
+                    earlier_write: e.write,
+                });
             }
         }
         // A newer access of the same queue to the same region supersedes an
@@ -231,17 +236,29 @@ impl Races {
     }
 }
 
-/// The fault message for a conflict.
-fn message(this: &Access, earlier: &Access) -> String {
-    let verb = |w: bool| if w { "writes" } else { "reads" };
-    format!(
-        "data race: `{}` {} bytes that {} at {}[{}] {} through `{}`, and no semaphore orders the two",
-        this.field,
-        if this.write { "overwrites" } else { "reads" },
-        earlier.mnemonic,
-        earlier.queue_name,
-        earlier.index,
-        verb(earlier.write),
-        earlier.field
-    )
+/// Two unordered accesses: the current instruction's operand and the
+/// earlier instruction's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Conflict {
+    pub field: &'static str,
+    pub write: bool,
+    pub earlier_queue: Queue,
+    pub earlier_index: usize,
+    pub earlier_field: &'static str,
+    pub earlier_write: bool,
+}
+
+impl Conflict {
+    /// The fault message; `earlier` is the earlier instruction, located
+    /// (the current one is appended by `SimError`'s `Display`).
+    pub fn message(&self, earlier: &crate::error::Site) -> String {
+        let verb = |w: bool| if w { "writes" } else { "reads" };
+        format!(
+            "data race: `{}` {} bytes that {earlier} {} through `{}`, and no semaphore orders the two",
+            self.field,
+            if self.write { "overwrites" } else { "reads" },
+            verb(self.earlier_write),
+            self.earlier_field
+        )
+    }
 }

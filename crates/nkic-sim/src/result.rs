@@ -1,7 +1,7 @@
 //! What a run yields: `RunResult` with the outputs, the simulated time,
 //! per-queue statistics and the instruction trace.
 
-use nkic_isa::{LineId, Queue};
+use nkic_isa::{LineId, Queue, SemId};
 
 /// The outcome of a successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,7 +51,9 @@ pub struct QueueStats {
     pub queue: Queue,
     /// Executed instructions.
     pub instructions: u64,
-    /// Sum of the instructions' initiation intervals, in picoseconds.
+    /// Sum of the instructions' initiation intervals, in picoseconds (for a
+    /// DMA transfer delayed by other queues' use of the engines, the time
+    /// until its data finished moving).
     pub busy_ps: u64,
     /// When the queue's last instruction completed, in picoseconds.
     pub end_ps: u64,
@@ -74,4 +76,56 @@ pub struct TraceEvent {
     /// When the results are visible and the signals fire (start + latency).
     pub end_ps: u64,
     pub line: Option<LineId>,
+    /// When the queue could have issued the instruction had no semaphore
+    /// held it back: its free time (with a dependent read: the producer's
+    /// completion plus the dependent-issue overhead). `start_ps - ready_ps`
+    /// is the time spent waiting on semaphores.
+    pub ready_ps: u64,
+    /// What decided the start time (for the critical path).
+    pub cause: Cause,
+    /// The semaphore wait that decided the start, when one did.
+    pub waited: Option<Waited>,
+    /// Floating-point operations of this instruction (2 per multiply-add).
+    pub flops: u64,
+    /// HBM bytes read plus written by this instruction.
+    pub hbm_bytes: u64,
+    /// A DMA transfer's use of the shared DMA engines.
+    pub dma: Option<DmaSlot>,
+}
+
+/// What decided an instruction's start time. Events are named by queue and
+/// `seq` (their dynamic position in the queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// Nothing: the queue's first instruction at time 0.
+    Start,
+    /// The previous instruction of the same queue (its initiation interval).
+    Queue,
+    /// A semaphore increment by another instruction.
+    Semaphore { queue: Queue, seq: u64 },
+    /// The completion of an earlier instruction of the same queue whose
+    /// output it reads (dependent issue).
+    Dependency { seq: u64 },
+}
+
+/// A semaphore wait that held an instruction back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Waited {
+    pub sem: SemId,
+    /// The increment count waited for.
+    pub count: u64,
+}
+
+/// How a DMA transfer used the DMA engines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DmaSlot {
+    pub first_engine: u32,
+    pub engines: u32,
+    /// When data started and stopped moving on the engines (the earliest
+    /// start and latest end over the engines used).
+    pub data_start_ps: u64,
+    pub data_end_ps: u64,
+    /// The transfer whose use of an engine delayed this one, when another
+    /// did: its queue and `seq`.
+    pub delayed_by: Option<(Queue, u64)>,
 }

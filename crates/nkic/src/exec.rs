@@ -338,6 +338,7 @@ pub(crate) fn runtime_fault(
         SimErrorKind::BadProgram => "E2005",
         SimErrorKind::DivideByZero => "E2006",
         SimErrorKind::InstructionLimit => "E2007",
+        SimErrorKind::Race => "E2008",
     };
     let mut diag = Diagnostic::error(code, err.to_string());
     // The faulting instruction's line in the `.nkasm` text, when the
@@ -363,6 +364,32 @@ pub(crate) fn runtime_fault(
         }
     } else if let Some((file, span)) = inst {
         diag = diag.with_primary(file, span, "the faulting instruction");
+    }
+    // The other instruction of a data race: its kernel source line, and its
+    // `.nkasm` line when the program came from one.
+    if let Some(other) = &err.related {
+        let what = format!(
+            "the other access: {} at {}[{}]",
+            other.mnemonic, other.queue, other.index
+        );
+        let mut labelled = false;
+        if let Some((file, span)) = other
+            .line
+            .and_then(|line| source_span(program, line, base_dir, sources))
+        {
+            diag = diag.with_secondary(file, span, what.clone());
+            labelled = true;
+        }
+        if let Some((file, locator)) = nkasm
+            && let Some(span) = locator.span(other.queue, other.index)
+        {
+            let label = if labelled {
+                "the other instruction".to_owned()
+            } else {
+                what
+            };
+            diag = diag.with_secondary(file, span, label);
+        }
     }
     diag
 }

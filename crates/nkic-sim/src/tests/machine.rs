@@ -346,6 +346,7 @@ fn a_racy_program_depends_on_the_step_order() {
     let out = |order| {
         let config = SimConfig {
             step_order: order,
+            race_check: false,
             ..SimConfig::default()
         };
         run(&p, &Inputs::new(), &config).expect("runs").outputs[0]
@@ -354,6 +355,9 @@ fn a_racy_program_depends_on_the_step_order() {
     };
     assert_eq!(out(StepOrder::RoundRobin), f32_bytes(&[2.0; 4]));
     assert_eq!(out(StepOrder::Reverse), f32_bytes(&[1.0; 4]));
+    // By default the race detector stops the run instead.
+    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::Race);
 }
 
 #[test]
@@ -658,10 +662,26 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
         .wait(b, 1),
     );
     let e = run(&p, &Inputs::new(), &check).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::Race);
     assert_eq!(
         e.to_string(),
         "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]"
     );
+    let other = e.related.as_ref().expect("the earlier access is named");
+    assert_eq!((other.queue, other.index), (Queue::Vector, 0));
+    assert_eq!((e.queue, e.index), (Some(Queue::GpSimd), Some(0)));
+    // With a line table both source lines appear in the message.
+    let mut lined = p.clone();
+    let l4 = lined.add_line("k.py", 4, 5, 40..50);
+    let l7 = lined.add_line("k.py", 7, 9, 90..99);
+    lined.stream_mut(Queue::Vector)[0].line = Some(l4);
+    lined.stream_mut(Queue::GpSimd)[0].line = Some(l7);
+    let e = run(&lined, &Inputs::new(), &check).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "data race: `dst` overwrites bytes that memset at vector[0] (k.py:4:5) writes through `dst`, and no semaphore orders the two by memset at gpsimd[0] (k.py:7:9)"
+    );
+    assert_eq!(e.related.and_then(|s| s.line), Some(l4));
     // Ordering GpSimd after Vector removes the race.
     if let Some(first) = p.stream_mut(Queue::GpSimd).first_mut() {
         first.waits.push(SemWait {
@@ -691,4 +711,107 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
     run(&busy_program(), &busy_inputs(), &check).expect("busy program is race-free");
     let lp = programs::small_ops(20);
     run(&lp, &Inputs::new(), &check).expect("loop program is race-free");
+}
+
+/// Two DMA queues loading full-width tiles at the same time share the 16
+/// DMA engines: the second transfer's data moves after the first's, so the
+/// core's aggregate DMA bandwidth is that of the engines, not 16 × per
+/// queue.
+#[test]
+fn dma_queues_share_the_dma_engines() {
+    let mut p = program(&[
+        ("a", DType::F32, &[128, 2048], TensorKind::Input),
+        ("b", DType::F32, &[128, 2048], TensorKind::Input),
+    ]);
+    let a = hbm(TensorId(0), 128, 2048, 0, &[(1, 2048)], DType::F32);
+    let b = hbm(TensorId(1), 128, 2048, 0, &[(1, 2048)], DType::F32);
+    let op_a = dma(tile(128, 2048, 0, DType::F32), a);
+    let op_b = dma(tile(128, 2048, 8192, DType::F32), b);
+    p.stream_mut(Queue::Dma(0))
+        .push(Instruction::new(op_a.clone()));
+    p.stream_mut(Queue::Dma(1))
+        .push(Instruction::new(op_b.clone()));
+    let t = Target::Trn3.dma_transfer(&op_a).expect("a transfer");
+    assert_eq!((t.first_engine, t.engines), (0, 16));
+    // 8 rows of 8 KiB per engine at 33 B/ns.
+    assert_eq!(t.engine_ps, 8 * 248_243);
+    let inputs = Inputs::new()
+        .with("a", f32_bytes(&[1.0; 128 * 2048]))
+        .with("b", f32_bytes(&[2.0; 128 * 2048]));
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Seeded(3),
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let res = run(&p, &inputs, &config).expect("runs");
+        // dma0 (first in program order) moves first; dma1 waits for the
+        // engines and is reported as delayed by dma0's transfer.
+        assert_eq!(
+            res.total_ps,
+            2 * t.engine_ps + t.start_latency_ps,
+            "{order:?}"
+        );
+        let second = res
+            .trace
+            .iter()
+            .find(|e| e.queue == Queue::Dma(1))
+            .and_then(|e| e.dma)
+            .expect("dma1's transfer");
+        assert_eq!(second.data_start_ps, t.engine_ps);
+        assert_eq!(second.delayed_by, Some((Queue::Dma(0), 0)));
+        let busy: Vec<u64> = res.per_queue.iter().map(|s| s.busy_ps).collect();
+        assert_eq!(busy, vec![t.engine_ps, 2 * t.engine_ps]);
+    }
+    // Transfers on disjoint partition groups use disjoint engines and
+    // overlap completely.
+    let mut p = program(&[("a", DType::F32, &[128, 2048], TensorKind::Input)]);
+    for (i, part) in [0u32, 64].into_iter().enumerate() {
+        let src = hbm(
+            TensorId(0),
+            64,
+            2048,
+            u64::from(part) * 2048 * 4,
+            &[(1, 2048)],
+            DType::F32,
+        );
+        let dst = sb(part, 64, 0, &[(1, 2048)], DType::F32);
+        p.stream_mut(Queue::Dma(i as u8))
+            .push(Instruction::new(dma(dst, src)));
+    }
+    let res = run(
+        &p,
+        &Inputs::new().with("a", f32_bytes(&[1.0; 128 * 2048])),
+        &SimConfig::default(),
+    )
+    .expect("runs");
+    assert_eq!(res.total_ps, 8 * 248_243 + 1_300_000);
+}
+
+/// On Trn2 the HBM share of an engine (363 GB/s / 16 = 22.7 B/ns) is below
+/// the engine's 23 B/ns, so large transfers are HBM-bound; on Trn3 the
+/// engines bind (33 B/ns against 36.75).
+#[test]
+fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
+    let op = dma(
+        tile(128, 4096, 0, DType::F32),
+        hbm(TensorId(0), 128, 4096, 0, &[(1, 4096)], DType::F32),
+    );
+    let t2 = Target::Trn2.dma_transfer(&op).expect("a transfer");
+    // 8 rows × 16 KiB at 363/16 bytes per ns.
+    assert_eq!(t2.engine_ps, (8u64 * 16384 * 16 * 1000).div_ceil(363));
+    assert_eq!(t2.hbm_bytes, 128 * 16384);
+    let t3 = Target::Trn3.dma_transfer(&op).expect("a transfer");
+    assert_eq!(t3.engine_ps, 8 * (16384u64 * 1000).div_ceil(33));
+    // HBM → HBM counts both sides against HBM.
+    let copy = dma(
+        hbm(TensorId(1), 128, 4096, 0, &[(1, 4096)], DType::F32),
+        hbm(TensorId(0), 128, 4096, 0, &[(1, 4096)], DType::F32),
+    );
+    let t = Target::Trn3.dma_transfer(&copy).expect("a transfer");
+    assert_eq!(t.hbm_bytes, 2 * 128 * 16384);
+    assert_eq!(t.engine_ps, (8u64 * 2 * 16384 * 16 * 1000).div_ceil(588));
 }
