@@ -1342,7 +1342,132 @@ fn small_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i32, Diagnostic> {
     })
 }
 
+/// One `affine_select` condition: `cmp(offset + p·cm + Σ i·step, 0)`.
+struct AffineCond {
+    dims: Vec<Dim>,
+    offset: i32,
+    channel_multiplier: i32,
+    cmp: AluOp,
+}
+
+/// The conditions of a legacy predicate over `tile`'s index grid (axis 0
+/// the partitions): one per `&`-joined clause.
+fn legacy_conditions(
+    ctx: &Ctx<'_>,
+    pred: &crate::value::IndexPred,
+    tile: &Tensor,
+    span: Span,
+) -> Result<Vec<AffineCond>, Diagnostic> {
+    use crate::value::PredOp;
+    let rank = tile.shape.len();
+    let mut out = Vec::new();
+    for (e, op) in &pred.clauses {
+        if usize::from(e.ndim) > rank {
+            return Err(ctx.error(
+                codes::SHAPE,
+                format!(
+                    "the predicate spans {} grid axes but `on_true_tile` has shape {}",
+                    e.ndim,
+                    shape_text(&tile.shape)
+                ),
+                span,
+                "grid and tile differ",
+            ));
+        }
+        let e = e.aligned(rank as u8);
+        let mut coef = vec![0i64; rank];
+        for t in &e.terms {
+            let axis = usize::from(t.axis);
+            if t.size > 1 && t.size != tile.shape[axis] {
+                return Err(ctx.error(
+                    codes::SHAPE,
+                    format!(
+                        "the predicate's grid has size {} on axis {axis} but `on_true_tile` has shape {}",
+                        t.size,
+                        shape_text(&tile.shape)
+                    ),
+                    span,
+                    "grid and tile differ",
+                ));
+            }
+            coef[axis] += t.coef;
+        }
+        let fit = |v: i64, what: &str| {
+            i32::try_from(v).map_err(|_| {
+                ctx.error(
+                    codes::VALUE,
+                    format!("the predicate's {what} {v} does not fit in int32"),
+                    span,
+                    "too large",
+                )
+            })
+        };
+        let dims = tile.shape[1..]
+            .iter()
+            .zip(&coef[1..])
+            .map(|(&n, &c)| -> Result<Dim, Diagnostic> {
+                Ok(Dim {
+                    stride: i64::from(fit(c, "step")?),
+                    count: n as u32,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push(AffineCond {
+            dims,
+            offset: fit(e.constant, "offset")?,
+            channel_multiplier: fit(coef[0], "partition coefficient")?,
+            cmp: match op {
+                PredOp::Lt => AluOp::Less,
+                PredOp::Le => AluOp::LessEqual,
+                PredOp::Gt => AluOp::Greater,
+                PredOp::Ge => AluOp::GreaterEqual,
+                PredOp::Eq => AluOp::Equal,
+                PredOp::Ne => AluOp::NotEqual,
+            },
+        });
+    }
+    Ok(out)
+}
+
 fn affine_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    if let Some(a) = b.get("pred") {
+        let Value::IndexPred(pred) = &a.value else {
+            return Err(ctx.error(
+                codes::ARG_TYPE,
+                format!(
+                    "`pred` is a predicate over index grids such as `iy < ix`, found a {}",
+                    a.value.type_name()
+                ),
+                a.span,
+                "not a predicate",
+            ));
+        };
+        let pred = pred.clone();
+        let src = b.tensor(ctx, "on_true_tile")?;
+        let ss = b.span_of("on_true_tile");
+        let conds = legacy_conditions(ctx, &pred, &src, a.span)?;
+        let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+        check::operand(ctx, &src, ss, "`on_true_tile`")?;
+        check::buffer_in(ctx, &src, &[Buffer::Sbuf], ss, "`on_true_tile`")?;
+        let on_false = Fp32::new(b.float(ctx, "on_false_value")?.unwrap_or(0.0) as f32);
+        // A conjunction selects in turn, each step reading the last result.
+        let mut from = src.view.clone();
+        let mut last = Value::None;
+        for c in conds {
+            let kind = OpKind::AffineSelect {
+                dst: dst.view.clone(),
+                src: from,
+                pattern: c.dims,
+                offset: c.offset,
+                channel_multiplier: c.channel_multiplier,
+                cmp: c.cmp,
+                on_false,
+            };
+            last = emit::finish(ctx, b, kind, None, Some(&dst), span)?;
+            from = dst.view.clone();
+        }
+        return Ok(last);
+    }
     let dims = pattern(ctx, b, "pattern")?;
     let src = b.tensor(ctx, "on_true_tile")?;
     let ss = b.span_of("on_true_tile");

@@ -8,8 +8,15 @@
 //! dim), every tensor argument whose shape is the grid shape is sliced to
 //! the kept ranges, a `(P, 1)` operand is sliced on its partition dim, and
 //! a result tile created by the call keeps the full grid shape with only
-//! the kept part written. Clauses over two grid axes at once (triangular
-//! masks) are reported (E0519): they are not rectangles.
+//! the kept part written.
+//!
+//! Clauses over two grid axes at once (triangular masks such as
+//! `mask=(i_p >= i_f)`) are not rectangles. A call whose result is a
+//! fresh tile computes the whole bounding rectangle: the elements the mask
+//! leaves out are unspecified in NKI, so any value is faithful. A call
+//! that writes an existing tensor (`dst=`, `nl.store`) or a matmul (which
+//! may accumulate) with such a mask is not supported yet (E0524): nkic
+//! never writes elements the mask excludes.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -26,6 +33,9 @@ use crate::value::{IndexPred, PredOp, Tensor, Value};
 pub struct Mask {
     pub ranges: Vec<(u64, u64)>,
     pub grid: Vec<u64>,
+    /// False when some clause compares several grids (a triangular mask):
+    /// the ranges are then only its bounding rectangle.
+    pub exact: bool,
     pub span: Span,
     /// The full-size result tile of a value-form call (set by
     /// [`super::emit::new_result`]), returned instead of the sliced view.
@@ -81,17 +91,16 @@ fn rectangle(ctx: &Ctx<'_>, pred: &IndexPred, arg: &Arg) -> Result<Mask, Diagnos
         }
     }
     let mut ranges: Vec<(u64, u64)> = grid.iter().map(|&s| (0, s)).collect();
+    let mut exact = true;
     for (e, op) in &pred.clauses {
         let e = e.aligned(ndim);
         let terms: Vec<_> = e.terms.iter().filter(|t| t.size > 1).collect();
         let [term] = terms[..] else {
-            return Err(ctx.error(
-                codes::LEGACY,
-                "a mask clause must compare one index grid with a constant; clauses over several grids (triangular masks) are not supported",
-                arg.span,
-                "not a rectangle",
-            )
-            .with_help("use `nisa.affine_select` for triangular masks"));
+            // A clause over several grids (`i_p >= i_f`) is not a
+            // rectangle: the call computes its whole bounding rectangle,
+            // which is only right for a fresh result (see the module doc).
+            exact = false;
+            continue;
         };
         let holds = |i: u64| {
             let v = e.constant + term.coef * i as i64;
@@ -131,6 +140,7 @@ fn rectangle(ctx: &Ctx<'_>, pred: &IndexPred, arg: &Arg) -> Result<Mask, Diagnos
     Ok(Mask {
         ranges,
         grid,
+        exact,
         span: arg.span,
         full_result: RefCell::new(None),
     })

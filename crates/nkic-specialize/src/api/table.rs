@@ -298,6 +298,20 @@ fn legacy_params(def: &ApiDef) -> Vec<Param> {
     }
 }
 
+/// Legacy `affine_select(pred, on_true_tile, on_false_value)` with an
+/// affine predicate of index grids such as `iy < ix`, tried before the
+/// value form of the current signature.
+fn legacy_pred_params() -> Vec<Param> {
+    vec![
+        req("pred", Kind::Index),
+        req("on_true_tile", Kind::Tensor),
+        req("on_false_value", Kind::Float),
+        opt("dtype", Kind::DType, "None"),
+        opt("mask", Kind::Index, "None"),
+        opt("name", Kind::Str, "None"),
+    ]
+}
+
 /// Binds `args` to `def` (module doc: two call forms). A function the
 /// target lacks (`since` newer than the target) is an error at the call.
 pub fn bind(
@@ -321,6 +335,22 @@ pub fn bind(
     }
     let mask = super::mask::take(ctx, &mut args)?;
     let mut b = bind_forms(ctx, def, args, span)?;
+    if let Some(m) = &mask
+        && !m.exact
+        && (b.get("dst").is_some() || def.name.contains("matmul"))
+    {
+        return Err(ctx
+            .error(
+                codes::UNSUPPORTED,
+                format!(
+                    "a triangular `mask=` on `{}` is not supported by nkic yet: the call writes an existing tensor",
+                    def.name
+                ),
+                m.span,
+                "not a rectangle",
+            )
+            .with_help("compute into a fresh tile and use `nisa.affine_select` for the triangle"));
+    }
     b.mask = mask;
     Ok(b)
 }
@@ -346,6 +376,13 @@ fn bind_forms(
         }
         Ok(b) => Ok(b),
         Err(e) if legacy_ok => {
+            if def.name == "nisa.affine_select"
+                && let Ok(l) =
+                    bind_params(ctx, def, &legacy_pred_params(), args.clone(), span, true)
+                && matches!(l.value("pred"), Value::IndexPred(_))
+            {
+                return Ok(l);
+            }
             let legacy = legacy_params(def);
             bind_params(ctx, def, &legacy, args, span, true).map_err(|_| e)
         }
@@ -429,13 +466,13 @@ fn bind_params(
 impl Bound {
     /// True when every tensor parameter got a tensor (or `None`).
     fn tensors_fit(&self) -> bool {
-        let params: Vec<Param> = if self.value_form {
-            legacy_params(self.def)
-        } else {
-            self.def.params.to_vec()
-        };
         self.args.iter().all(|(name, a)| {
-            let kind = params.iter().find(|p| p.name == *name).map(|p| p.kind);
+            let kind = self
+                .def
+                .params
+                .iter()
+                .find(|p| p.name == *name)
+                .map(|p| p.kind);
             kind != Some(Kind::Tensor) || matches!(a.value, Value::Tensor(_) | Value::None)
         })
     }

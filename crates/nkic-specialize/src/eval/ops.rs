@@ -688,7 +688,17 @@ impl Ctx<'_> {
         r: &Value,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        // Two grids compare through their difference: `i_p >= i_f` is
+        // `i_p - i_f >= 0` (a triangular predicate).
+        let diff;
         let (e, k, flipped) = match (l, r) {
+            (Value::Index(_), Value::Index(_)) => {
+                let Value::Index(d) = self.index_binary(BinOp::Sub, l, r, span)? else {
+                    return Err(self.bad_operands(op.as_str(), l, r, span));
+                };
+                diff = d;
+                (&diff, 0, false)
+            }
             (Value::Index(e), k) if k.as_int().is_some() => (e, k.as_int().unwrap_or(0), false),
             (k, Value::Index(e)) if k.as_int().is_some() => (e, k.as_int().unwrap_or(0), true),
             _ => return Err(self.bad_operands(op.as_str(), l, r, span)),
