@@ -49,7 +49,7 @@ pub enum Tok<'src> {
     /// A token passed through unchanged.
     T(Token<'src>),
     /// One expression (or tuple) in an expression position.
-    Expr(Box<Expr>),
+    Expr(Expr),
     /// The targets of `del`.
     Targets(Vec<Expr>),
     /// The parenthesised arguments of a class header.
@@ -149,8 +149,16 @@ fn binop_of(t: Token<'_>) -> Option<(BinOp, u8)> {
     })
 }
 
+/// The span `l..r` (offsets saturate at `u32::MAX`, as in
+/// `Span::from_range`; an end before the start is clamped to it).
+#[inline]
 fn span(l: usize, r: usize) -> Span {
-    Span::from_range(l..r.max(l))
+    let clamp = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+    let start = clamp(l);
+    Span {
+        start,
+        end: clamp(r).max(start),
+    }
 }
 
 impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
@@ -351,7 +359,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         if self.cur.1 != Token::Comma {
             return Ok(first);
         }
-        let mut elts = vec![first];
+        let mut elts = list_of(first);
         while self.cur.1 == Token::Comma {
             self.bump();
             if !starts(self.cur.1) {
@@ -362,6 +370,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         Ok(Expr::new(ExprKind::Tuple(elts), span(l, self.prev_end)))
     }
 
+    #[inline]
     fn test_or_star(&mut self) -> PResult<Expr> {
         if self.cur.1 == Token::Star {
             self.star_expr()
@@ -370,6 +379,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         }
     }
 
+    #[inline]
     fn expr_or_star(&mut self) -> PResult<Expr> {
         if self.cur.1 == Token::Star {
             self.star_expr()
@@ -378,6 +388,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         }
     }
 
+    #[inline]
     fn named_expr_or_star(&mut self) -> PResult<Expr> {
         if self.cur.1 == Token::Star {
             self.star_expr()
@@ -590,13 +601,15 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         }
     }
 
+    #[inline]
     fn or_test(&mut self) -> PResult<Expr> {
         let l = self.cur.0;
         let first = self.and_test()?;
         if self.cur.1 != Token::Or {
             return Ok(first);
         }
-        let mut values = vec![first];
+        let mut values = Vec::with_capacity(2);
+        values.push(first);
         while self.cur.1 == Token::Or {
             self.bump();
             values.push(self.and_test()?);
@@ -610,13 +623,15 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         ))
     }
 
+    #[inline]
     fn and_test(&mut self) -> PResult<Expr> {
         let l = self.cur.0;
         let first = self.not_test()?;
         if self.cur.1 != Token::And {
             return Ok(first);
         }
-        let mut values = vec![first];
+        let mut values = Vec::with_capacity(2);
+        values.push(first);
         while self.cur.1 == Token::And {
             self.bump();
             values.push(self.not_test()?);
@@ -630,6 +645,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         ))
     }
 
+    #[inline]
     fn not_test(&mut self) -> PResult<Expr> {
         if self.cur.1 != Token::Not {
             return self.comparison();
@@ -647,6 +663,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     }
 
     /// Consumes a comparison operator, if one follows.
+    #[inline]
     fn cmp_op(&mut self) -> PResult<Option<CmpOp>> {
         let op = match self.cur.1 {
             Token::EqEqual => CmpOp::Eq,
@@ -675,6 +692,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         Ok(Some(op))
     }
 
+    #[inline]
     fn comparison(&mut self) -> PResult<Expr> {
         let l = self.cur.0;
         let left = self.expr()?;
@@ -726,6 +744,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         Ok(left)
     }
 
+    #[inline]
     fn factor(&mut self) -> PResult<Expr> {
         let op = match self.cur.1 {
             Token::Plus => UnaryOp::UAdd,
@@ -745,6 +764,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         ))
     }
 
+    #[inline]
     fn power(&mut self) -> PResult<Expr> {
         let l = self.cur.0;
         let base = if self.cur.1 == Token::Await {
@@ -929,7 +949,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 }
             }
             _ => {
-                let mut elts = vec![first];
+                let mut elts = list_of(first);
                 let (saw_comma, _) = self.rest_of_list(
                     Token::RParen,
                     ")",
@@ -1022,7 +1042,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 None => Expr::error(span(l, self.prev_end)),
             };
         }
-        let mut elts = vec![first];
+        let mut elts = list_of(first);
         self.rest_of_list(
             Token::RBracket,
             "]",
@@ -1116,7 +1136,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                     .0
             }
         };
-        let mut items = vec![first];
+        let mut items = list_of(first);
         self.rest_of_list(
             Token::RBrace,
             "}",
@@ -1129,7 +1149,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     }
 
     fn set_rest(&mut self, l: usize, first_start: usize, first: Expr) -> Expr {
-        let mut elts = vec![first];
+        let mut elts = list_of(first);
         self.rest_of_list(
             Token::RBrace,
             "}",
@@ -1149,7 +1169,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         }
         let first_start = self.cur.0;
         let (first, _) = self.first_item(Token::RParen, Self::argument, arg_error);
-        let mut args = vec![first];
+        let mut args = list_of(first);
         self.rest_of_list(
             Token::RParen,
             ")",
@@ -1220,7 +1240,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             self.bump();
             return first;
         }
-        let mut elts = vec![first];
+        let mut elts = list_of(first);
         let (saw_comma, before) = self.rest_of_list(
             Token::RBracket,
             "]",
@@ -1306,6 +1326,14 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             }
         }
     }
+}
+
+/// A vector for a list that starts with `first`, with room for a few more
+/// items (growing from one item would reallocate at once).
+fn list_of<T>(first: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(4);
+    v.push(first);
+    v
 }
 
 fn arg_error(sp: Span) -> Arg {
@@ -1401,8 +1429,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Chunker<'a, 'src, I> {
         };
         match res {
             Ok(e) => {
-                self.out
-                    .push_back((l, Tok::Expr(Box::new(e)), self.p.prev_end));
+                self.out.push_back((l, Tok::Expr(e), self.p.prev_end));
                 true
             }
             Err(Fail) => {

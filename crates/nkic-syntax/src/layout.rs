@@ -229,6 +229,22 @@ impl<'src> Layout<'src> {
                     Token::Error
                 }
             };
+            // Fast path: a token in the middle of a line that neither opens
+            // nor closes a bracket nor deepens an expression needs no
+            // bookkeeping beyond the last token (this is most tokens).
+            if !self.at_line_start
+                && !self.newline_in_brackets
+                && self.skipping.is_none()
+                && self.pending.is_empty()
+                && is_plain(tok)
+            {
+                if matches!(tok, Token::Comma | Token::Semicolon) {
+                    self.nesting_ops = 0;
+                }
+                self.last_end = range.end;
+                self.last_token = Some(tok);
+                return Some((range.start, tok, range.end));
+            }
             if tok == Token::Newline {
                 self.newline(range.start, range.end);
             } else if let Some(direct) = self.real_token(tok, range.start, range.end) {
@@ -779,6 +795,16 @@ fn point_after(src: &str, offset: usize) -> Span {
         Some(c) if c != '\n' && c != '\r' => Span::from_range(offset..offset + c.len_utf8()),
         _ => Span::from_range(offset..offset),
     }
+}
+
+/// Whether `tok` is an ordinary token for the layout pass: not a line end,
+/// not a bracket and not an operator that deepens an expression (see
+/// [`deepens`]).
+fn is_plain(tok: Token<'_>) -> bool {
+    !matches!(
+        tok,
+        Token::Newline | Token::RParen | Token::RBracket | Token::RBrace
+    ) && !deepens(tok)
 }
 
 /// Whether `tok` can make an expression tree one level deeper.

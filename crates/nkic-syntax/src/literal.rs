@@ -22,6 +22,15 @@ use crate::parser::Ctx;
 
 /// Parses an integer literal token (`1_000`, `0x1F`, `0o17`, `0b101`).
 pub(crate) fn parse_int(text: &str) -> Result<u128, String> {
+    // Most literals are short plain decimals: no copy is needed for them.
+    if text.len() < 39
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text.len() == 1 || !text.starts_with('0'))
+    {
+        return text
+            .parse::<u128>()
+            .map_err(|_| "integer literal is too large (it does not fit in 128 bits)".to_string());
+    }
     let clean: String = text.chars().filter(|&c| c != '_').collect();
     let (digits, radix) = match clean.get(..2) {
         Some("0x" | "0X") => (&clean[2..], 16),
@@ -40,6 +49,9 @@ pub(crate) fn parse_int(text: &str) -> Result<u128, String> {
 
 /// Parses a float literal token (`1.`, `.5`, `1e-3`, `1_0.2_5`).
 pub(crate) fn parse_float(text: &str) -> f64 {
+    if !text.contains('_') {
+        return text.parse::<f64>().unwrap_or(f64::NAN);
+    }
     let clean: String = text.chars().filter(|&c| c != '_').collect();
     // The lexer only produces well-formed literals; a failure is impossible,
     // and NaN keeps the tree total if that invariant is ever broken.
@@ -87,6 +99,15 @@ pub(crate) fn strings(ctx: &mut Ctx<'_>, parts: &[(usize, &str, usize)]) -> Expr
     let start = parts.first().map_or(0, |p| p.0);
     let end = parts.last().map_or(start, |p| p.2);
     let span = Span::from_range(start..end);
+    // The common case, one plain text literal, needs no list of parts.
+    if let [(s, text, _)] = parts {
+        let t = split_token(text, *s);
+        if !t.bytes && !t.fstring {
+            let mut out = String::with_capacity(t.body.len());
+            decode_into(ctx, t.body, t.body_start, t.raw, false, &mut out);
+            return Expr::new(ExprKind::Str(out), span);
+        }
+    }
     let tokens: Vec<StringToken<'_>> = parts
         .iter()
         .map(|&(s, text, _)| split_token(text, s))
@@ -113,7 +134,7 @@ pub(crate) fn strings(ctx: &mut Ctx<'_>, parts: &[(usize, &str, usize)]) -> Expr
         return Expr::new(ExprKind::Bytes(out), span);
     }
     if tokens.iter().all(|t| !t.fstring) {
-        let mut out = String::new();
+        let mut out = String::with_capacity(tokens.iter().map(|t| t.body.len()).sum());
         for t in &tokens {
             decode_into(ctx, t.body, t.body_start, t.raw, false, &mut out);
         }
@@ -231,6 +252,14 @@ fn decode_into(
     in_fstring: bool,
     out: &mut String,
 ) {
+    // Text without escapes, line ends or braces is its own value.
+    if !body
+        .bytes()
+        .any(|b| b == b'\\' || b == b'\r' || (in_fstring && (b == b'{' || b == b'}')))
+    {
+        out.push_str(body);
+        return;
+    }
     let mut chars = body.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         match c {

@@ -55,7 +55,11 @@ impl Line {
 
     pub(crate) fn into_vec(self) -> Vec<Stmt> {
         match self {
-            Line::One(s) => vec![*s],
+            Line::One(s) => {
+                let mut v = Vec::with_capacity(4);
+                v.push(*s);
+                v
+            }
             Line::Many(v) => v,
         }
     }
@@ -442,13 +446,7 @@ impl<'src> Ctx<'src> {
         }
     }
 
-    pub(crate) fn assign(&mut self, first: Expr, rest: Vec<Expr>, l: usize, r: usize) -> Stmt {
-        let mut targets = Vec::with_capacity(rest.len() + 1);
-        targets.push(first);
-        targets.extend(rest);
-        let value = targets
-            .pop()
-            .unwrap_or_else(|| Expr::error(Span::from_range(r..r)));
+    pub(crate) fn assign(&mut self, targets: Vec<Expr>, value: Expr, l: usize, r: usize) -> Stmt {
         for t in &targets {
             self.check_target(t, "assign");
         }
@@ -497,7 +495,7 @@ impl<'src> Ctx<'src> {
         l: usize,
         test: Expr,
         body: Vec<Stmt>,
-        elifs: Vec<(usize, Box<Expr>, Vec<Stmt>)>,
+        elifs: Vec<(usize, Expr, Vec<Stmt>)>,
         orelse: Option<Vec<Stmt>>,
     ) -> Stmt {
         // A chain of `elif`s becomes nested `If`s; bound the nesting like
@@ -520,7 +518,7 @@ impl<'src> Ctx<'src> {
             let span = self.block_span(el, &etest, &ebody, &tail);
             tail = vec![Stmt::new(
                 StmtKind::If {
-                    test: *etest,
+                    test: etest,
                     body: ebody,
                     orelse: tail,
                 },
