@@ -1318,7 +1318,8 @@ fn describe(
     }
     // Two operands side by side outside brackets, where the statement could
     // only continue with an operator, `=` or the end of the line.
-    if !set.has(",")
+    if set.has("newline")
+        && !set.has(",")
         && matches!(
             found,
             Some(
@@ -1367,6 +1368,16 @@ fn describe(
         )
     {
         return Some(diag.with_help("`print` is a function in Python 3: write `print(...)`"));
+    }
+    // A key and its value side by side in a dict display.
+    if set.names == [":"]
+        && matches!(
+            found,
+            Some(Token::Name(_) | Token::Int(_) | Token::Float(_) | Token::String(_))
+        )
+        && ends_operand(prev.map(|p| p.1))
+    {
+        diag = diag.with_help("is a `:` missing before this?");
     }
     if found == Some(Token::ColonEqual) {
         diag = diag
