@@ -6,10 +6,11 @@ engine run in double-row mode (perf_mode=double_row): one nc_matmul
 contracts 256 rows, given as [128, 2, *] operands whose two middle-dim
 slices are two consecutive 128-row K-tiles, at the cost of one 128-row
 bf16 matmul. Products of fp8 values are exact and accumulate in float32
-PSUM. For every 128-row stripe of C the K/128 stationary tiles of a_t are
-loaded once and reused for every column block; the K x 512 slab of B of a
-column block is loaded once per stripe. M must be a multiple of 128, K of
-256 and N of min(N, 512).
+PSUM. All of B is loaded into SBUF once; a_t is loaded in column blocks of
+up to 2048 (rows of up to 2 KiB, so the DMAs move long contiguous runs),
+once per block, and every 128-column stripe of the block is a stationary
+operand for every 512-column block of C. M must be a multiple of 128 (and
+of 2048 when larger), K of 256 and N of min(N, 512).
 """
 import nki
 import nki.isa as nisa
@@ -24,29 +25,33 @@ def matmul_fp8(a_t, b):
     assert K == K2, "the contraction dims must agree"
     P = nl.tile_size.pmax
     BN = min(N, nl.tile_size.gemm_moving_fmax)
-    assert K % (2 * P) == 0 and M % P == 0 and N % BN == 0
+    BM = min(M, 2048)
+    assert K % (2 * P) == 0 and M % P == 0 and M % BM == 0 and N % BN == 0
     KT = K // P
     c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
     # b_all[p, k, n] = b[k * P + p, n]: all of B, loaded once.
     b_all = nl.ndarray((P, KT, N), dtype=b.dtype, buffer=nl.sbuf)
     for k in range(KT):
         nisa.dma_copy(dst=b_all[:, k, :], src=b[nl.ds(k * P, P), :])
-    for m in range(M // P):
-        # a_stripe[p, k, i] = a_t[k * P + p, m * P + i]
-        a_stripe = nl.ndarray((P, KT, P), dtype=a_t.dtype, buffer=nl.sbuf)
+    for mb in range(M // BM):
+        # a_blk[p, k, i] = a_t[k * P + p, mb * BM + i]: rows of BM bytes, one
+        # DMA per K-tile, reused by every 128-column stripe of the block.
+        a_blk = nl.ndarray((P, KT, BM), dtype=a_t.dtype, buffer=nl.sbuf)
         for k in range(KT):
-            nisa.dma_copy(dst=a_stripe[:, k, :], src=a_t[nl.ds(k * P, P), nl.ds(m * P, P)])
-        for n in range(N // BN):
-            acc = nl.ndarray((P, BN), dtype=nl.float32, buffer=nl.psum)
-            for kk in range(KT // 2):
-                nisa.nc_matmul(
-                    dst=acc,
-                    stationary=a_stripe[:, nl.ds(2 * kk, 2), :],
-                    moving=b_all[:, nl.ds(2 * kk, 2), nl.ds(n * BN, BN)],
-                    perf_mode=nisa.matmul_perf_mode.double_row,
-                    accumulate=(kk != 0),
-                )
-            c_tile = nl.ndarray((P, BN), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.tensor_copy(dst=c_tile, src=acc)
-            nisa.dma_copy(dst=c[nl.ds(m * P, P), nl.ds(n * BN, BN)], src=c_tile)
+            nisa.dma_copy(dst=a_blk[:, k, :], src=a_t[nl.ds(k * P, P), nl.ds(mb * BM, BM)])
+        for mt in range(BM // P):
+            for n in range(N // BN):
+                acc = nl.ndarray((P, BN), dtype=nl.float32, buffer=nl.psum)
+                for kk in range(KT // 2):
+                    nisa.nc_matmul(
+                        dst=acc,
+                        stationary=a_blk[:, nl.ds(2 * kk, 2), nl.ds(mt * P, P)],
+                        moving=b_all[:, nl.ds(2 * kk, 2), nl.ds(n * BN, BN)],
+                        perf_mode=nisa.matmul_perf_mode.double_row,
+                        accumulate=(kk != 0),
+                    )
+                c_tile = nl.ndarray((P, BN), dtype=nl.float32, buffer=nl.sbuf)
+                nisa.tensor_copy(dst=c_tile, src=acc)
+                rows = nl.ds(mb * BM + mt * P, P)
+                nisa.dma_copy(dst=c[rows, nl.ds(n * BN, BN)], src=c_tile)
     return c
