@@ -9,15 +9,15 @@ is loaded once per row block and reused for every column block. The K x
 512 slab of B for a column block is loaded once and reused by the four
 128-row output tiles of the block. The products accumulate in float32
 PSUM and every finished 128 x 512 tile is rounded once to bfloat16 when
-it is evicted to SBUF. M and K must be multiples of 128 (M of min(M, 512));
-N a multiple of min(N, 512).
+it is evicted to SBUF. M and K must be multiples of 128; N may be any size
+(the last blocks of rows and columns may be narrower).
 """
 import nki
 import nki.isa as nisa
 import nki.language as nl
 
 
-# nkic: args a=bfloat16[256,256] b=bfloat16[256,512]
+# nkic: args a=bfloat16[384,256] b=bfloat16[256,576]
 @nki.jit
 def matmul_bf16(a, b):
     M, K = a.shape
@@ -25,22 +25,24 @@ def matmul_bf16(a, b):
     assert K == K2, "the contraction dims must agree"
     assert a.dtype == nl.bfloat16 and b.dtype == nl.bfloat16, "bfloat16 inputs"
     P = nl.tile_size.pmax
-    BM = min(M, 4 * P)
-    BN = min(N, nl.tile_size.gemm_moving_fmax)
-    assert K % P == 0 and M % BM == 0 and BM % P == 0 and N % BN == 0
+    BM = 4 * P
+    BN = nl.tile_size.gemm_moving_fmax
+    assert K % P == 0 and M % P == 0, "M and K must be multiples of 128"
     KT = K // P
     c = nl.ndarray((M, N), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    for mb in range(M // BM):
-        # a_t_blk[p, k, m] = a[mb * BM + m, k * P + p]
-        a_t_blk = nl.ndarray((P, KT, BM), dtype=nl.bfloat16, buffer=nl.sbuf)
+    for m0 in range(0, M, BM):
+        bm = min(BM, M - m0)
+        # a_t_blk[p, k, m] = a[m0 + m, k * P + p]
+        a_t_blk = nl.ndarray((P, KT, bm), dtype=nl.bfloat16, buffer=nl.sbuf)
         for k in range(KT):
-            nisa.dma_transpose(dst=a_t_blk[:, k, :], src=a[nl.ds(mb * BM, BM), nl.ds(k * P, P)])
-        for nb in range(N // BN):
-            b_blk = nl.ndarray((P, KT, BN), dtype=nl.bfloat16, buffer=nl.sbuf)
+            nisa.dma_transpose(dst=a_t_blk[:, k, :], src=a[nl.ds(m0, bm), nl.ds(k * P, P)])
+        for n0 in range(0, N, BN):
+            bn = min(BN, N - n0)
+            b_blk = nl.ndarray((P, KT, bn), dtype=nl.bfloat16, buffer=nl.sbuf)
             for k in range(KT):
-                nisa.dma_copy(dst=b_blk[:, k, :], src=b[nl.ds(k * P, P), nl.ds(nb * BN, BN)])
-            for mt in range(BM // P):
-                acc = nl.ndarray((P, BN), dtype=nl.float32, buffer=nl.psum)
+                nisa.dma_copy(dst=b_blk[:, k, :], src=b[nl.ds(k * P, P), nl.ds(n0, bn)])
+            for mt in range(bm // P):
+                acc = nl.ndarray((P, bn), dtype=nl.float32, buffer=nl.psum)
                 for k in range(KT):
                     nisa.nc_matmul(
                         dst=acc,
@@ -48,8 +50,8 @@ def matmul_bf16(a, b):
                         moving=b_blk[:, k, :],
                         accumulate=(k != 0),
                     )
-                c_tile = nl.ndarray((P, BN), dtype=nl.bfloat16, buffer=nl.sbuf)
+                c_tile = nl.ndarray((P, bn), dtype=nl.bfloat16, buffer=nl.sbuf)
                 nisa.tensor_copy(dst=c_tile, src=acc)
-                rows = nl.ds(mb * BM + mt * P, P)
-                nisa.dma_copy(dst=c[rows, nl.ds(nb * BN, BN)], src=c_tile)
+                rows = nl.ds(m0 + mt * P, P)
+                nisa.dma_copy(dst=c[rows, nl.ds(n0, bn)], src=c_tile)
     return c
