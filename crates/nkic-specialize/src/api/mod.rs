@@ -102,6 +102,7 @@ pub mod operators;
 pub mod registers;
 pub mod table;
 pub mod tensor;
+pub mod view_more;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_isa::DType;

@@ -156,6 +156,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::isa_compute::DEFS,
     super::nl_math::DEFS,
     super::isa_more::DEFS,
+    super::view_more::DEFS,
 ];
 
 /// Every definition in registry order; `ApiFn(i)` is entry `i`.

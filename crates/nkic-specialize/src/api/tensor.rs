@@ -694,7 +694,7 @@ pub fn attribute(
                     span,
                     "unknown attribute",
                 )
-                .with_note("tensors have shape, dtype, buffer, ndim, size, name, strides, offset and the view methods slice, select, permute, broadcast, expand_dim, squeeze_dim, reshape, view, ap")),
+                .with_note("tensors have shape, dtype, buffer, ndim, size, name, strides, offset and the view methods slice, select, vector_select, permute, broadcast, expand_dim, squeeze_dim, reshape, reshape_dim, flatten_dims, rearrange, view, ap, indirect")),
             }
         }
     }
@@ -703,7 +703,12 @@ pub fn attribute(
 // ------------------------------------------------------------------ subscripts
 
 /// Normalizes a possibly negative dim index.
-fn dim_index(ctx: &Ctx<'_>, t: &Tensor, dim: i64, span: Span) -> Result<usize, Diagnostic> {
+pub(super) fn dim_index(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    dim: i64,
+    span: Span,
+) -> Result<usize, Diagnostic> {
     let n = t.shape.len() as i64;
     let d = if dim < 0 { dim + n } else { dim };
     if d < 0 || d >= n {
@@ -720,7 +725,12 @@ fn dim_index(ctx: &Ctx<'_>, t: &Tensor, dim: i64, span: Span) -> Result<usize, D
     Ok(d as usize)
 }
 
-fn partition_view_error(ctx: &Ctx<'_>, t: &Tensor, what: &str, span: Span) -> Diagnostic {
+pub(super) fn partition_view_error(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    what: &str,
+    span: Span,
+) -> Diagnostic {
     ctx.error(
         codes::PARTITION_VIEW,
         format!(
@@ -1267,11 +1277,11 @@ fn grid_subscript(
 
 // ------------------------------------------------------------------ view methods
 
-fn this(ctx: &Ctx<'_>, b: &Bound) -> Result<Rc<Tensor>, Diagnostic> {
+pub(super) fn this(ctx: &Ctx<'_>, b: &Bound) -> Result<Rc<Tensor>, Diagnostic> {
     b.tensor(ctx, "self")
 }
 
-fn req_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i64, Diagnostic> {
+pub(super) fn req_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i64, Diagnostic> {
     b.int(ctx, name)?.ok_or_else(|| {
         ctx.error(
             crate::codes::BAD_ARGUMENTS,
@@ -1282,7 +1292,7 @@ fn req_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i64, Diagnostic> {
     })
 }
 
-fn with_view(t: &Tensor, view: View) -> Value {
+pub(super) fn with_view(t: &Tensor, view: View) -> Value {
     let shape = view.dims.iter().map(|d| d.count).collect();
     Value::tensor(Tensor {
         view,
@@ -1511,7 +1521,7 @@ fn row_major(shape: &[u64]) -> Vec<ViewDim> {
 }
 
 /// True when `dims` are row-major contiguous (ignoring size-1 dims).
-fn is_contiguous(dims: &[ViewDim]) -> bool {
+pub(super) fn is_contiguous(dims: &[ViewDim]) -> bool {
     let mut expect = 1i64;
     for d in dims.iter().rev() {
         if d.count == 1 {
