@@ -366,12 +366,49 @@ impl Scanner<'_> {
 }
 
 /// Whether the field text so far ends with a complete operand (a name,
-/// number or closing bracket), ignoring trailing spaces.
+/// number or closing bracket), ignoring trailing spaces: then a quote cannot
+/// start a nested string, and the field was never closed.
+///
+/// A keyword (`f"{x if c else "s"}"`, `f"{a or "b"}"`) and a string prefix
+/// glued to the quote (`f"{f"{x}"}"`) are not operands: a nested string may
+/// follow them (Python 3.12).
 fn ends_operand(text: &[u8]) -> bool {
-    text.iter()
-        .rev()
-        .find(|b| !b.is_ascii_whitespace())
-        .is_some_and(|&b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b')' | b']' | b'}'))
+    let full_len = text.len();
+    let trimmed_len = text
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    let text = &text[..trimmed_len];
+    let Some(&last) = text.last() else {
+        return false;
+    };
+    if matches!(last, b')' | b']' | b'}') {
+        return true;
+    }
+    if !(last.is_ascii_alphanumeric() || last == b'_' || last >= 0x80) {
+        return false;
+    }
+    let word_start = text
+        .iter()
+        .rposition(|&b| !(b.is_ascii_alphanumeric() || b == b'_' || b >= 0x80))
+        .map_or(0, |i| i + 1);
+    let word = &text[word_start..];
+    if word[0].is_ascii_digit() {
+        return true;
+    }
+    const KEYWORDS: &[&[u8]] = &[
+        b"and", b"or", b"not", b"in", b"is", b"if", b"else", b"await", b"yield", b"from", b"lambda",
+    ];
+    if KEYWORDS.contains(&word) {
+        return false;
+    }
+    // A string prefix directly before the quote (no space in between).
+    let glued = trimmed_len == full_len;
+    let is_prefix = word.len() <= 2
+        && word
+            .iter()
+            .all(|b| matches!(b.to_ascii_lowercase(), b'r' | b'b' | b'f' | b'u'));
+    !(glued && is_prefix)
 }
 
 /// Reads the string prefix letters just before a quote inside a field
@@ -435,6 +472,31 @@ mod tests {
             panic!("expected a field")
         };
         assert_eq!(&body[f.debug.clone().unwrap_or(0..0)], "z=");
+    }
+
+    #[test]
+    fn fstring_fields_may_reuse_the_quote_after_keywords_and_prefixes() {
+        // Python 3.12: the same quote may start a nested string after an
+        // operator, a keyword, a bracket or a string prefix.
+        for body in [
+            r#"{x if c else "s"}""#,
+            r#"{a or "b"}""#,
+            r#"{"t" in d["k"]}""#,
+            r#"{x:{"<" if c else ">"}10}""#,
+            r#"{f"{x}" + f"{d["k"]}"}""#,
+            r#"{rb"x"}""#,
+        ] {
+            assert_eq!(scan_body(body, b'"', false, true), Ok(body.len()), "{body}");
+        }
+        // After a complete operand the quote ends the literal: the field
+        // was never closed.
+        for body in [r#"{x""#, r#"{x y""#, r#"{None""#, r#"{f(1)""#, r#"{xf""#] {
+            assert_eq!(
+                scan_body_detailed(body, b'"', false, true),
+                Err((body.len(), Some(0))),
+                "{body}"
+            );
+        }
     }
 
     #[test]

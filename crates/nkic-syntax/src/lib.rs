@@ -69,6 +69,7 @@ pub mod layout;
 mod literal;
 mod parser;
 pub mod token;
+mod unicode_names;
 mod unparse;
 mod visit;
 

@@ -8,8 +8,10 @@
 //!   bytes) strings `\uXXXX` and `\UXXXXXXXX`;
 //! - a backslash before a line break joins the lines;
 //! - an unknown escape keeps its backslash (as Python does, which only warns);
-//! - `\N{name}` is kept verbatim: nkic has no Unicode name table, and kernels
-//!   do not print such characters.
+//! - `\N{name}` is looked up in the table of `unicode_names.rs` (the names
+//!   of the blocks a kernel author plausibly writes: ASCII, Latin-1, Greek,
+//!   punctuation, arrows, math operators, box drawing and common symbols,
+//!   case-insensitive as in Python); another name is reported (E0007).
 //!
 //! Adjacent literals are concatenated. If any of them is an f-string the
 //! result is an [`ExprKind::FString`]; mixing bytes and text is an error.
@@ -358,7 +360,45 @@ fn decode_into(
                         }
                     }
                     'N' if chars.peek().map(|&(_, n)| n) == Some('{') => {
-                        out.push_str("\\N");
+                        chars.next();
+                        let name_start = chars.peek().map_or(body.len(), |&(j, _)| j);
+                        let mut name_end = None;
+                        for (j, ch) in chars.by_ref() {
+                            if ch == '}' {
+                                name_end = Some(j);
+                                break;
+                            }
+                        }
+                        let escape_end = name_end.map_or(body.len(), |j| j + 1);
+                        let name = &body[name_start..name_end.unwrap_or(body.len())];
+                        match name_end.and(crate::unicode_names::lookup(name)) {
+                            Some(ch) => out.push(ch),
+                            None => {
+                                let at = body_start + i;
+                                let span = Span::from_range(at..body_start + escape_end);
+                                let diag = if name_end.is_none() {
+                                    Diagnostic::error("E0007", "unterminated `\\N{...}` escape")
+                                        .with_primary(
+                                            FileId::default(),
+                                            span,
+                                            "expected `}` after the character name",
+                                        )
+                                } else {
+                                    Diagnostic::error(
+                                        "E0007",
+                                        format!("unknown character name `{}` in `\\N{{...}}`", name.trim()),
+                                    )
+                                    .with_primary(FileId::default(), span, "no character has this name")
+                                    .with_help(
+                                        "nkic knows the Unicode names of ASCII, Latin-1, Greek, punctuation, arrows, \
+                                         math operators and common symbols; write the character itself \
+                                         or use `\\u` with its code point",
+                                    )
+                                };
+                                ctx.diags.push(diag);
+                                out.push_str(&body[i..escape_end]);
+                            }
+                        }
                     }
                     other => {
                         out.push('\\');

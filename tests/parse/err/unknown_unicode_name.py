@@ -1,0 +1,2 @@
+def describe(scale):
+    return f"scale {scale} \N{GREEK SMALL LETTER ALPH} applied"
