@@ -55,7 +55,7 @@ pub use enums::{
 };
 pub use inst::{Instruction, Label, Op, Operand, Role, SemWait};
 pub use program::{
-    HbmTensor, LineEntry, LineId, Program, QueueStream, SemId, Semaphore, TensorKind,
+    HbmTensor, LineEntry, LineId, OperandName, Program, QueueStream, SemId, Semaphore, TensorKind,
 };
 pub use target::{Figures, Target};
 pub use text::{AsmError, assemble, print};

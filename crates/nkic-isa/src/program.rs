@@ -112,6 +112,20 @@ pub struct LineEntry {
     pub span: Range<u32>,
 }
 
+/// The kernel's name for an on-chip operand of one instruction (the
+/// tensor variable it belongs to), for fault messages and `nkic run
+/// --dump`. HBM operands need none: their tensor has a name.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OperandName {
+    pub queue: Queue,
+    /// The instruction's index in the queue's stream.
+    pub index: u32,
+    /// The operand's field (`dst`, `src`, …).
+    pub field: String,
+    /// The kernel's name of the tensor.
+    pub name: String,
+}
+
 /// One queue's instruction stream.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueStream {
@@ -147,6 +161,10 @@ pub struct Program {
     pub semaphores: Vec<Semaphore>,
     /// At most one stream per queue, printed in this order.
     pub queues: Vec<QueueStream>,
+    /// Kernel names of on-chip operands, sorted by queue, index and field
+    /// (a compiler fills it; hand-written programs leave it empty; the
+    /// `.nkasm` text does not carry it).
+    pub operand_names: Vec<OperandName>,
 }
 
 impl Program {
@@ -159,7 +177,24 @@ impl Program {
             hbm: Vec::new(),
             semaphores: Vec::new(),
             queues: Vec::new(),
+            operand_names: Vec::new(),
         }
+    }
+
+    /// The kernel's name of what operand `field` of instruction `index` of
+    /// `queue` accesses: the HBM tensor's name for an HBM operand, else the
+    /// entry of `operand_names`.
+    pub fn operand_name(&self, queue: Queue, index: usize, field: &str) -> Option<&str> {
+        let inst = self.stream(queue)?.get(index)?;
+        let operand = inst.op.operands().into_iter().find(|o| o.field == field)?;
+        if let crate::ap::Memory::Hbm(id) = operand.ap.mem {
+            return self.tensor(id).map(|t| t.name.as_str());
+        }
+        let index = u32::try_from(index).ok()?;
+        self.operand_names
+            .iter()
+            .find(|n| n.queue == queue && n.index == index && n.field == field)
+            .map(|n| n.name.as_str())
     }
 
     /// The kernel's arguments in parameter order.

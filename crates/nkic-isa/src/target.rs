@@ -201,6 +201,28 @@ impl Figures {
         cycles.saturating_mul(1_000_000).div_ceil(mhz.max(1))
     }
 
+    /// The Tensor engine's dense peak in TFLOP/s for 16-bit (bf16/fp16)
+    /// inputs: a 128 × 128 PE array (`sbuf_partitions` rows ×
+    /// `matmul_stationary_fmax` columns), one multiply-add (2 flops) per PE
+    /// per cycle. fp32 is `1 / mm_fp32_factor` of it, fp8 double-row 2×,
+    /// MX 4× (trn3-machine.md §3.2).
+    pub fn tensor_peak_tflops(&self) -> f64 {
+        2.0 * f64::from(self.sbuf_partitions)
+            * f64::from(self.matmul_stationary_fmax)
+            * f64::from(self.tensor_clock_mhz)
+            / 1e6
+    }
+
+    /// The most bytes per ns (GB/s) all DMA engines together move: each
+    /// engine at the lower of its own bandwidth and its share of the
+    /// core's HBM bandwidth.
+    pub fn dma_peak_gbps(&self) -> f64 {
+        let engines = f64::from(self.dma_engines.max(1));
+        engines
+            * f64::from(self.dma_engine_bytes_per_ns)
+                .min(f64::from(self.hbm_gbps_per_core) / engines)
+    }
+
     /// Total PSUM bytes per partition available to matmul output (all banks).
     pub fn psum_total_bytes(&self) -> u32 {
         self.psum_banks * self.psum_bank_bytes

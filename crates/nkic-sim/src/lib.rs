@@ -60,7 +60,7 @@ mod tests;
 
 pub use config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
 pub use error::{SimError, SimErrorKind, Site};
-pub use result::{Cause, DmaSlot, QueueStats, RunResult, TraceEvent, Waited};
+pub use result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
 
 use nkic_isa::Program;
 
@@ -94,5 +94,18 @@ use nkic_isa::Program;
 /// assert!(res.total_ns() > 0.0);
 /// ```
 pub fn run(program: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    machine::simulate(program, inputs, config)
+    machine::simulate(program, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
+}
+
+/// Runs `program` like `run` and also records every value the tensors
+/// named in `dump` take: one `Dump` per write of an operand that belongs
+/// to a named tensor, in execution order of each queue (ordered by
+/// completion time, then queue, then position in the queue).
+pub fn run_dumping(
+    program: &Program,
+    inputs: &Inputs,
+    config: &SimConfig,
+    dump: &DumpSpec,
+) -> Result<(RunResult, Vec<Dump>), SimError> {
+    machine::simulate(program, inputs, config, dump)
 }

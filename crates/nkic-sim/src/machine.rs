@@ -58,7 +58,7 @@ use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
 use crate::race::Races;
-use crate::result::{Cause, DmaSlot, QueueStats, RunResult, TraceEvent, Waited};
+use crate::result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
 
 /// The byte region an operand covers, for the dependent-issue rule.
 #[derive(Clone, Copy, Debug)]
@@ -130,6 +130,9 @@ struct QueueState<'p> {
     /// producer it must wait for when it depends on `last_write` (computed
     /// once per `pc`).
     dep: Option<(usize, Option<(u64, u64)>)>,
+    /// The index and completion of the instruction executed last.
+    last_index: Option<usize>,
+    last_done: u64,
     stats: QueueStats,
 }
 
@@ -184,7 +187,9 @@ pub(crate) fn simulate(
     program: &Program,
     inputs: &Inputs,
     config: &SimConfig,
-) -> Result<RunResult, SimError> {
+    dump: &DumpSpec,
+) -> Result<(RunResult, Vec<Dump>), SimError> {
+    let mut dumps = Vec::new();
     let target = program.target;
     let f = target.figures();
     check_sizes(program)?;
@@ -211,6 +216,8 @@ pub(crate) fn simulate(
             free_ps: 0,
             last_write: None,
             dep: None,
+            last_index: None,
+            last_done: 0,
             stats: QueueStats {
                 queue: s.queue,
                 instructions: 0,
@@ -379,6 +386,9 @@ pub(crate) fn simulate(
             &mut res,
             config,
         )?;
+        if !dump.is_empty() {
+            record_dumps(program, &queues[chosen], dump, &mem, &mut dumps);
+        }
         if let Some(r) = races.as_mut() {
             let finished: Vec<bool> = queues.iter().map(QueueState::finished).collect();
             r.prune(&finished);
@@ -392,7 +402,55 @@ pub(crate) fn simulate(
     res.hbm_bytes_read = mem.hbm_read;
     res.hbm_bytes_written = mem.hbm_written;
     res.outputs = collect_outputs(program, &mem, config.poison)?;
-    Ok(res)
+    dumps.sort_by_key(|d| (d.time_ps, queue_rank(program, d.queue), d.seq));
+    Ok((res, dumps))
+}
+
+/// After a queue stepped: records what its last instruction wrote into
+/// the tensors `dump` names. The queue's registers are those after the
+/// instruction, which only control instructions (which write no tensor)
+/// change.
+fn record_dumps(
+    program: &Program,
+    q: &QueueState<'_>,
+    dump: &DumpSpec,
+    mem: &MemoryState,
+    dumps: &mut Vec<Dump>,
+) {
+    let seq = q.stats.instructions - 1;
+    let Some(index) = q.last_index else {
+        return;
+    };
+    let inst = &q.insts[index];
+    if inst.op.is_control() {
+        return;
+    }
+    for o in inst.op.operands() {
+        if o.role != Role::Write {
+            continue;
+        }
+        let Some(name) = program.operand_name(q.queue, index, o.field) else {
+            continue;
+        };
+        if !dump.contains(name) {
+            continue;
+        }
+        let Ok(v) = mem.view_unchecked(o.ap, &q.regs, o.field) else {
+            continue;
+        };
+        dumps.push(Dump {
+            name: name.to_owned(),
+            queue: q.queue,
+            index,
+            seq,
+            line: inst.line,
+            field: o.field,
+            dtype: o.ap.dtype,
+            shape: o.ap.shape(),
+            bytes: mem.peek_raw(&v),
+            time_ps: q.last_done,
+        });
+    }
 }
 
 /// The start time of `q`'s next instruction given the increments executed
@@ -625,6 +683,8 @@ fn step(
     if !writes.is_empty() {
         q.last_write = Some((writes, done, seq));
     }
+    q.last_index = Some(index);
+    q.last_done = done;
     if config.trace {
         let cause = if let Some((inc, _, _)) = cand.sig {
             Cause::Semaphore {
@@ -699,6 +759,8 @@ fn deadlock(
             free_ps: q.free_ps,
             last_write: None,
             dep: None,
+            last_index: None,
+            last_done: 0,
             stats: q.stats.clone(),
         };
         if let Err(b) = candidate(&mut probe, sems, mem, target) {

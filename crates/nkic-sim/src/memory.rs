@@ -528,6 +528,36 @@ impl MemoryState {
         Ok(())
     }
 
+    /// The raw bytes of every element of `v`, row-major, without counting
+    /// HBM traffic; bytes never written read as the dtype's NaN (0 for
+    /// integers), whatever the poison policy. For `--dump`.
+    pub fn peek_raw(&self, v: &View) -> Vec<u8> {
+        let mut out = Vec::with_capacity(v.elements() * v.size);
+        let space = self.space(v.space);
+        let poison = if v.dtype.is_float() {
+            let mut nan = Vec::with_capacity(v.size);
+            numerics::encode(v.dtype, &vec![f32::NAN; numerics::lanes(v.dtype)], &mut nan);
+            nan
+        } else {
+            vec![0; v.size]
+        };
+        for p in 0..v.rows {
+            let base = v.row_addr(p);
+            for &r in &v.runs {
+                for i in 0..v.run_len {
+                    let a = (base + r) as usize + i * v.size;
+                    match space.data.get(a..a + v.size) {
+                        Some(bytes) if space.first_uninit(a, a + v.size).is_none() => {
+                            out.extend_from_slice(bytes);
+                        }
+                        _ => out.extend_from_slice(&poison),
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The raw bytes of one element.
     pub fn read_elem(&mut self, v: &View, p: usize, i: usize, out: &mut Vec<u8>) -> FResult<()> {
         let a = v.addr(p, i) as usize;

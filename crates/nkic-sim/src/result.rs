@@ -1,7 +1,9 @@
 //! What a run yields: `RunResult` with the outputs, the simulated time,
 //! per-queue statistics and the instruction trace.
 
-use nkic_isa::{LineId, Queue, SemId};
+use std::collections::BTreeSet;
+
+use nkic_isa::{DType, LineId, Queue, SemId};
 
 /// The outcome of a successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,4 +130,51 @@ pub struct DmaSlot {
     /// The transfer whose use of an engine delayed this one, when another
     /// did: its queue and `seq`.
     pub delayed_by: Option<(Queue, u64)>,
+}
+
+/// Which tensors `run_dumping` records, by the kernel's name (an HBM
+/// tensor's name, or a name from `Program::operand_names`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DumpSpec {
+    names: BTreeSet<String>,
+}
+
+impl DumpSpec {
+    pub fn new(names: &[String]) -> DumpSpec {
+        DumpSpec {
+            names: names.iter().cloned().collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+}
+
+/// One value a dumped tensor took: what one instruction wrote into it,
+/// as that operand's elements in row-major order (partition first).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dump {
+    /// The tensor's name.
+    pub name: String,
+    pub queue: Queue,
+    /// The instruction's index in its stream and dynamic position.
+    pub index: usize,
+    pub seq: u64,
+    pub line: Option<LineId>,
+    /// The written operand's field.
+    pub field: &'static str,
+    pub dtype: DType,
+    /// The operand's shape: partitions (rows in HBM), then its free dims.
+    pub shape: Vec<u64>,
+    /// Raw little-endian bytes; bytes never written read as the dtype's
+    /// NaN (0 for integers).
+    pub bytes: Vec<u8>,
+    /// When the values became visible (the instruction's completion), in
+    /// picoseconds.
+    pub time_ps: u64,
 }

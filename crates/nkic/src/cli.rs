@@ -30,6 +30,10 @@ enum Command {
     Compile(CompileArgs),
     /// Compile a kernel file and run it in the reference interpreter.
     Run(RunArgs),
+    /// Compile and run a kernel file like `run`, and report where the time
+    /// goes: a summary, and with `--out DIR` also DIR/trace.json (Perfetto)
+    /// and DIR/timeline.svg.
+    Profile(ProfileArgs),
     /// Run a `.nkasm` program in the reference interpreter.
     Exec(ExecArgs),
 }
@@ -70,9 +74,23 @@ struct RunArgs {
     /// What reading never-written memory does.
     #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
     poison: PoisonArg,
+    /// Write every value tensor NAME takes (each write, per loop iteration)
+    /// as `.npy` files under `--out DIR` (default `.`) in `dump/NAME/`;
+    /// repeatable.
+    #[arg(long = "dump", value_name = "NAME")]
+    dump: Vec<String>,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
+}
+
+#[derive(clap::Args, Debug)]
+struct ProfileArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// How the profile summary is printed (default: `--report`'s value).
+    #[arg(long, value_enum)]
+    format: Option<ReportFormat>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -242,7 +260,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Check(args) => Ok(check(&args)),
         Command::Compile(args) => compile(&args),
-        Command::Run(args) => Ok(run_kernel(&args)),
+        Command::Run(args) => Ok(run_kernel(&args, None)),
+        Command::Profile(args) => Ok(run_kernel(
+            &args.run,
+            Some(args.format.unwrap_or(args.run.report)),
+        )),
         Command::Exec(args) => Ok(exec(&args)),
     }
 }
@@ -301,7 +323,8 @@ fn check(args: &CheckArgs) -> ExitCode {
     exit_code(&reporter)
 }
 
-fn run_kernel(args: &RunArgs) -> ExitCode {
+/// `nkic run`, or `nkic profile` with the summary format.
+fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
     let file = match load(&args.file, &mut sources) {
@@ -346,6 +369,8 @@ fn run_kernel(args: &RunArgs) -> ExitCode {
         report: args.report,
         step_order: args.step_order,
         poison: args.poison,
+        dump: &args.dump,
+        profile,
     };
     if let Err(diags) = crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
         reporter.emit_all(&diags, &sources);

@@ -458,6 +458,14 @@ pub(crate) fn write_outputs(
     Ok(())
 }
 
+/// Writes `text` to standard output; a closed pipe (`nkic run … | head`)
+/// ends the output quietly instead of panicking.
+pub(crate) fn print_stdout(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 /// Prints the run summary; `lower_bound_ns` is the compiled program's
 /// bound (`nkic run`), absent for hand-written programs.
 pub(crate) fn print_report(
@@ -466,7 +474,9 @@ pub(crate) fn print_report(
     format: ReportFormat,
     lower_bound_ns: Option<f64>,
 ) {
+    use std::fmt::Write;
     let ns = |ps: u64| ps as f64 / 1000.0;
+    let mut s = String::new();
     match format {
         ReportFormat::Json => {
             let mut engines = serde_json::Map::new();
@@ -489,10 +499,11 @@ pub(crate) fn print_report(
             if let Some(bound) = lower_bound_ns {
                 report["lower_bound_ns"] = json!(bound);
             }
-            println!("{report}");
+            let _ = writeln!(s, "{report}");
         }
         ReportFormat::Human => {
-            println!(
+            let _ = writeln!(
+                s,
                 "simulated time: {:.3} us on {}",
                 result.total_ns() / 1000.0,
                 program.target.name()
@@ -503,12 +514,14 @@ pub(crate) fn print_report(
                 } else {
                     0.0
                 };
-                println!(
+                let _ = writeln!(
+                    s,
                     "lower bound: {:.3} us (simulated time is {ratio:.2}x the bound)",
                     bound / 1000.0
                 );
             }
-            println!(
+            let _ = writeln!(
+                s,
                 "{:<8} {:>12} {:>7} {:>8}",
                 "queue", "busy (ns)", "util", "instrs"
             );
@@ -518,7 +531,8 @@ pub(crate) fn print_report(
                 } else {
                     100.0 * q.busy_ps as f64 / result.total_ps as f64
                 };
-                println!(
+                let _ = writeln!(
+                    s,
                     "{:<8} {:>12.1} {:>6.1}% {:>8}",
                     q.queue.to_string(),
                     ns(q.busy_ps),
@@ -526,10 +540,12 @@ pub(crate) fn print_report(
                     q.instructions
                 );
             }
-            println!(
+            let _ = writeln!(
+                s,
                 "hbm: {} bytes read, {} bytes written; {} flops; {} instructions",
                 result.hbm_bytes_read, result.hbm_bytes_written, result.flops, result.instructions
             );
         }
     }
+    print_stdout(&s);
 }

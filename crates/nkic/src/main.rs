@@ -6,11 +6,15 @@
 //! 0 on success, 1 when the input had errors, 2 for a bad command line.
 
 mod cli;
+mod dump;
 mod emit;
 mod exec;
 mod npy;
+mod profile;
 mod report;
 mod run;
+mod svg;
+mod trace;
 
 use std::process::ExitCode;
 

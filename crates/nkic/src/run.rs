@@ -192,6 +192,10 @@ pub struct RunOptions<'a> {
     pub report: ReportFormat,
     pub step_order: StepOrderArg,
     pub poison: PoisonArg,
+    /// Tensors whose every value is written out (`--dump`).
+    pub dump: &'a [String],
+    /// `nkic profile`: the summary's format.
+    pub profile: Option<ReportFormat>,
 }
 
 /// Executes a compiled kernel and reports.
@@ -207,12 +211,15 @@ pub fn run_compiled(
     } else {
         exec::read_inputs(program, opts.inputs)?
     };
-    let config = exec::sim_config(opts.step_order, opts.poison);
+    let mut config = exec::sim_config(opts.step_order, opts.poison);
+    config.trace = opts.profile.is_some();
     let base_dir: PathBuf = sources
         .get(file)
         .and_then(|f| Path::new(f.name()).parent().map(Path::to_path_buf))
         .unwrap_or_default();
-    let result = nkic_sim::run(program, &inputs, &config)
+    crate::dump::check_names(program, opts.dump)?;
+    let dump = nkic_sim::DumpSpec::new(opts.dump);
+    let (result, dumps) = nkic_sim::run_dumping(program, &inputs, &config, &dump)
         .map_err(|err| vec![exec::runtime_fault(&err, program, None, &base_dir, sources)])?;
     if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
         let files = output_files(kernel, program);
@@ -220,7 +227,59 @@ pub fn run_compiled(
             files.iter().map(|(f, n)| (f.clone(), n.as_str())).collect();
         exec::write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
     }
+    if !opts.dump.is_empty() {
+        let dir = opts.out_dir.unwrap_or(Path::new("."));
+        crate::dump::write_dumps(program, opts.dump, &dumps, dir, opts.out_dtype)?;
+    }
     let bound = nkic_backend::lower_bound(program);
-    exec::print_report(program, &result, opts.report, Some(bound.ns));
+    match opts.profile {
+        None => exec::print_report(program, &result, opts.report, Some(bound.ns)),
+        Some(format) => {
+            let title = sources.get(file).map_or("kernel", |f| f.name()).to_owned();
+            if let Some(dir) = opts.out_dir {
+                write_profile(program, &result, dir, &title).map_err(|d| vec![d])?;
+            }
+            let summary = crate::profile::summarize(program, &result, Some(&bound));
+            let text = match format {
+                ReportFormat::Human => summary.to_text(),
+                ReportFormat::Json => format!("{}\n", summary.to_json()),
+            };
+            exec::print_stdout(&text);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.
+pub fn write_profile(
+    program: &Program,
+    result: &nkic_sim::RunResult,
+    dir: &Path,
+    title: &str,
+) -> Result<(), Diagnostic> {
+    std::fs::create_dir_all(dir).map_err(|err| {
+        Diagnostic::error(
+            "E9004",
+            format!(
+                "cannot create the output directory `{}`: {err}",
+                dir.display()
+            ),
+        )
+    })?;
+    for (name, text) in [
+        (
+            "trace.json",
+            crate::trace::trace_json(program, result, title),
+        ),
+        (
+            "timeline.svg",
+            crate::svg::timeline_svg(program, result, title),
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|err| {
+            Diagnostic::error("E9005", format!("cannot write `{}`: {err}", path.display()))
+        })?;
+    }
     Ok(())
 }

@@ -1,0 +1,403 @@
+//! `nkic profile`: the run summary of a traced run — simulated time,
+//! per-queue busy and idle fractions, achieved TFLOP/s and HBM GB/s against
+//! the target's peaks, the lower bound, the critical path and the source
+//! lines that take the most time — as text or JSON.
+//!
+//! # Definitions
+//!
+//! * A queue is *busy* from an instruction's start until the queue may
+//!   issue its next one (`TraceEvent::free_ps`; for a DMA transfer, until
+//!   its data has moved). Busy and idle fractions are of the total
+//!   simulated time. *Waiting* is the time between when a queue could have
+//!   issued an instruction and when a semaphore let it
+//!   (`start_ps - ready_ps`).
+//! * Achieved TFLOP/s counts Tensor-engine flops (2 per multiply-add) over
+//!   the whole run, against `Figures::tensor_peak_tflops` (dense bf16).
+//!   Achieved HBM GB/s counts bytes read plus written by DMA over the whole
+//!   run, against the core's HBM share (`hbm_gbps_per_core`) and the DMA
+//!   engines' aggregate (`Figures::dma_peak_gbps`), the lower of which the
+//!   simulator can reach.
+//! * The *critical path* walks back from the instruction that completes
+//!   last, at each step to whatever decided the current instruction's time:
+//!   the transfer that held its DMA engines, the instruction whose
+//!   semaphore increment released it, the producer it read from (dependent
+//!   issue), or the previous instruction of its queue. Each instruction on
+//!   the path is charged the time from its predecessor's release to its
+//!   own, so the charges add up to the simulated time. The path is reported
+//!   grouped by queue, instruction and source line.
+//! * *Top source lines* rank `file:line` by the busy time of their
+//!   instructions (all queues).
+
+use std::collections::{BTreeMap, HashMap};
+
+use nkic_backend::LowerBound;
+use nkic_isa::{Program, Queue};
+use nkic_sim::{Cause, RunResult, TraceEvent};
+use serde_json::{Value, json};
+
+/// How many source lines and critical-path groups the summary lists.
+const TOP: usize = 10;
+
+/// One queue's share of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueueSummary {
+    pub queue: Queue,
+    pub instructions: u64,
+    pub busy_ns: f64,
+    pub busy: f64,
+    pub idle: f64,
+    pub wait_ns: f64,
+}
+
+/// One group of the critical path: the instructions of one queue, mnemonic
+/// and source line on it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathGroup {
+    pub queue: Queue,
+    pub mnemonic: &'static str,
+    pub source: String,
+    pub instructions: u64,
+    pub ns: f64,
+    pub share: f64,
+}
+
+/// One source line's time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineTime {
+    pub source: String,
+    pub instructions: u64,
+    pub busy_ns: f64,
+    pub share: f64,
+}
+
+/// The profile summary of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub target: &'static str,
+    pub simulated_ns: f64,
+    pub instructions: u64,
+    pub queues: Vec<QueueSummary>,
+    pub flops: u64,
+    pub tflops: f64,
+    pub peak_tflops: f64,
+    pub hbm_bytes: u64,
+    pub hbm_gbps: f64,
+    pub hbm_peak_gbps: f64,
+    pub dma_peak_gbps: f64,
+    pub lower_bound_ns: Option<f64>,
+    pub limited_by: Option<String>,
+    pub path_instructions: u64,
+    pub path: Vec<PathGroup>,
+    pub top_lines: Vec<LineTime>,
+}
+
+/// `file:line` of an event's line-table entry, or `-` without one.
+pub fn source_of(program: &Program, event: &TraceEvent) -> String {
+    event
+        .line
+        .and_then(|l| program.location(l))
+        .map_or_else(|| "-".to_owned(), |(f, line, _)| format!("{f}:{line}"))
+}
+
+/// Builds the summary of a traced run (`SimConfig::trace` on).
+pub fn summarize(program: &Program, result: &RunResult, bound: Option<&LowerBound>) -> Summary {
+    let f = program.target.figures();
+    let total = result.total_ps;
+    let frac = |ps: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            ps as f64 / total as f64
+        }
+    };
+    let mut wait: BTreeMap<Queue, u64> = BTreeMap::new();
+    for e in &result.trace {
+        *wait.entry(e.queue).or_default() += e.start_ps.saturating_sub(e.ready_ps);
+    }
+    let queues = result
+        .per_queue
+        .iter()
+        .map(|q| QueueSummary {
+            queue: q.queue,
+            instructions: q.instructions,
+            busy_ns: q.busy_ps as f64 / 1000.0,
+            busy: frac(q.busy_ps),
+            idle: 1.0 - frac(q.busy_ps).min(1.0),
+            wait_ns: wait.get(&q.queue).copied().unwrap_or(0) as f64 / 1000.0,
+        })
+        .collect();
+    let ns = total as f64 / 1000.0;
+    let per_ns = |x: u64| if ns > 0.0 { x as f64 / ns } else { 0.0 };
+    let hbm_bytes = result.hbm_bytes_read + result.hbm_bytes_written;
+    let (path_instructions, path) = critical_path(program, result);
+    Summary {
+        target: program.target.name(),
+        simulated_ns: ns,
+        instructions: result.instructions,
+        queues,
+        flops: result.flops,
+        tflops: per_ns(result.flops) / 1000.0,
+        peak_tflops: f.tensor_peak_tflops(),
+        hbm_bytes,
+        hbm_gbps: per_ns(hbm_bytes),
+        hbm_peak_gbps: f64::from(f.hbm_gbps_per_core),
+        dma_peak_gbps: f.dma_peak_gbps(),
+        lower_bound_ns: bound.map(|b| b.ns),
+        limited_by: bound.map(|b| b.limited_by.clone()),
+        path_instructions,
+        path,
+        top_lines: top_lines(program, result),
+    }
+}
+
+/// The critical path, grouped; see the module doc.
+fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>) {
+    let trace = &result.trace;
+    let Some(last) = (0..trace.len()).max_by_key(|&i| (trace[i].end_ps, i)) else {
+        return (0, Vec::new());
+    };
+    let at: HashMap<(Queue, u64), usize> = trace
+        .iter()
+        .enumerate()
+        .map(|(i, e)| ((e.queue, e.seq), i))
+        .collect();
+    // Walk back: (event, the time it released its successor).
+    let mut chain: Vec<(usize, u64)> = vec![(last, trace[last].end_ps)];
+    let mut cur = last;
+    while chain.len() <= trace.len() {
+        let e = &trace[cur];
+        let pred = match (e.dma.and_then(|d| d.delayed_by), e.cause) {
+            (Some((q, seq)), _) => at
+                .get(&(q, seq))
+                .map(|&p| (p, trace[p].dma.map_or(trace[p].free_ps, |d| d.data_end_ps))),
+            (None, Cause::Semaphore { queue, seq }) => {
+                at.get(&(queue, seq)).map(|&p| (p, trace[p].end_ps))
+            }
+            (None, Cause::Dependency { seq }) => {
+                at.get(&(e.queue, seq)).map(|&p| (p, trace[p].end_ps))
+            }
+            (None, Cause::Queue) => e
+                .seq
+                .checked_sub(1)
+                .and_then(|s| at.get(&(e.queue, s)))
+                .map(|&p| (p, trace[p].free_ps)),
+            (None, Cause::Start) => None,
+        };
+        match pred {
+            Some((p, release)) => {
+                chain.push((p, release));
+                cur = p;
+            }
+            None => break,
+        }
+    }
+    chain.reverse();
+    let total = result.total_ps.max(1) as f64;
+    let mut groups: BTreeMap<(Queue, &'static str, String), (u64, u64)> = BTreeMap::new();
+    let mut prev = 0u64;
+    for &(i, release) in &chain {
+        let e = &trace[i];
+        let g = groups
+            .entry((e.queue, e.mnemonic, source_of(program, e)))
+            .or_default();
+        g.0 += 1;
+        g.1 += release.saturating_sub(prev);
+        prev = prev.max(release);
+    }
+    let mut out: Vec<PathGroup> = groups
+        .into_iter()
+        .map(|((queue, mnemonic, source), (n, ps))| PathGroup {
+            queue,
+            mnemonic,
+            source,
+            instructions: n,
+            ns: ps as f64 / 1000.0,
+            share: ps as f64 / total,
+        })
+        .collect();
+    // Largest share first; ties keep the key order (stable sort).
+    out.sort_by(|a, b| b.ns.total_cmp(&a.ns));
+    out.truncate(TOP);
+    (chain.len() as u64, out)
+}
+
+/// The source lines with the most busy time.
+fn top_lines(program: &Program, result: &RunResult) -> Vec<LineTime> {
+    let mut lines: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    let mut all = 0u64;
+    for e in &result.trace {
+        let busy = e.free_ps.saturating_sub(e.start_ps);
+        all += busy;
+        let l = lines.entry(source_of(program, e)).or_default();
+        l.0 += 1;
+        l.1 += busy;
+    }
+    let mut out: Vec<LineTime> = lines
+        .into_iter()
+        .map(|(source, (n, ps))| LineTime {
+            source,
+            instructions: n,
+            busy_ns: ps as f64 / 1000.0,
+            share: if all == 0 {
+                0.0
+            } else {
+                ps as f64 / all as f64
+            },
+        })
+        .collect();
+    out.sort_by(|a, b| b.busy_ns.total_cmp(&a.busy_ns));
+    out.truncate(TOP);
+    out
+}
+
+/// Rounds to `digits` decimals so JSON numbers stay short and stable.
+fn round(x: f64, digits: i32) -> f64 {
+    let p = 10f64.powi(digits);
+    (x * p).round() / p
+}
+
+impl Summary {
+    /// The summary as one JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "target": self.target,
+            "simulated_ns": round(self.simulated_ns, 3),
+            "instructions": self.instructions,
+            "queues": self.queues.iter().map(|q| json!({
+                "queue": q.queue.to_string(),
+                "instructions": q.instructions,
+                "busy_ns": round(q.busy_ns, 3),
+                "busy": round(q.busy, 4),
+                "idle": round(q.idle, 4),
+                "wait_ns": round(q.wait_ns, 3),
+            })).collect::<Vec<_>>(),
+            "flops": self.flops,
+            "tflops": round(self.tflops, 4),
+            "peak_tflops": round(self.peak_tflops, 4),
+            "hbm_bytes": self.hbm_bytes,
+            "hbm_gbps": round(self.hbm_gbps, 3),
+            "hbm_peak_gbps": round(self.hbm_peak_gbps, 3),
+            "dma_peak_gbps": round(self.dma_peak_gbps, 3),
+            "lower_bound_ns": self.lower_bound_ns.map(|b| round(b, 3)),
+            "limited_by": self.limited_by,
+            "bound_ratio": self.ratio().map(|r| round(r, 4)),
+            "critical_path": {
+                "instructions": self.path_instructions,
+                "groups": self.path.iter().map(|g| json!({
+                    "queue": g.queue.to_string(),
+                    "instruction": g.mnemonic,
+                    "source": g.source,
+                    "instructions": g.instructions,
+                    "ns": round(g.ns, 3),
+                    "share": round(g.share, 4),
+                })).collect::<Vec<_>>(),
+            },
+            "top_lines": self.top_lines.iter().map(|l| json!({
+                "source": l.source,
+                "instructions": l.instructions,
+                "busy_ns": round(l.busy_ns, 3),
+                "share": round(l.share, 4),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// Simulated time over the lower bound.
+    pub fn ratio(&self) -> Option<f64> {
+        self.lower_bound_ns
+            .filter(|b| *b > 0.0)
+            .map(|b| self.simulated_ns / b)
+    }
+
+    /// The summary for people.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let pct = |x: f64| 100.0 * x;
+        let _ = writeln!(
+            s,
+            "simulated time: {:.3} us on {} ({} instructions)",
+            self.simulated_ns / 1000.0,
+            self.target,
+            self.instructions
+        );
+        if let (Some(b), Some(r)) = (self.lower_bound_ns, self.ratio()) {
+            let _ = writeln!(
+                s,
+                "lower bound:    {:.3} us, limited by {}; simulated time is {r:.2}x the bound",
+                b / 1000.0,
+                self.limited_by.as_deref().unwrap_or("-")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "tensor:         {:.2} TFLOP/s of {:.2} peak (bf16 dense), {:.1}%",
+            self.tflops,
+            self.peak_tflops,
+            pct(self.tflops / self.peak_tflops.max(f64::MIN_POSITIVE))
+        );
+        let _ = writeln!(
+            s,
+            "hbm:            {:.1} GB/s of {:.0} (core share; DMA engines {:.0}), {:.1}%",
+            self.hbm_gbps,
+            self.hbm_peak_gbps,
+            self.dma_peak_gbps,
+            pct(self.hbm_gbps / self.hbm_peak_gbps.max(f64::MIN_POSITIVE))
+        );
+        let _ = writeln!(
+            s,
+            "\n{:<8} {:>8} {:>14} {:>7} {:>7} {:>14}",
+            "queue", "instrs", "busy (ns)", "busy", "idle", "waiting (ns)"
+        );
+        for q in &self.queues {
+            let _ = writeln!(
+                s,
+                "{:<8} {:>8} {:>14.1} {:>6.1}% {:>6.1}% {:>14.1}",
+                q.queue.to_string(),
+                q.instructions,
+                q.busy_ns,
+                pct(q.busy),
+                pct(q.idle),
+                q.wait_ns
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\ncritical path: {} instructions",
+            self.path_instructions
+        );
+        let _ = writeln!(
+            s,
+            "{:>7} {:>12} {:<8} {:<22} {:>7}  source",
+            "share", "time (ns)", "queue", "instruction", "instrs"
+        );
+        for g in &self.path {
+            let _ = writeln!(
+                s,
+                "{:>6.1}% {:>12.1} {:<8} {:<22} {:>7}  {}",
+                pct(g.share),
+                g.ns,
+                g.queue.to_string(),
+                g.mnemonic,
+                g.instructions,
+                g.source
+            );
+        }
+        let _ = writeln!(s, "\ntop source lines by busy time:");
+        let _ = writeln!(
+            s,
+            "{:>7} {:>12} {:>7}  source",
+            "share", "busy (ns)", "instrs"
+        );
+        for l in &self.top_lines {
+            let _ = writeln!(
+                s,
+                "{:>6.1}% {:>12.1} {:>7}  {}",
+                pct(l.share),
+                l.busy_ns,
+                l.instructions,
+                l.source
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,164 @@
+//! `trace.json` of `nkic profile`: the run as Chrome trace-event JSON
+//! (the "JSON object format" that Perfetto's UI and `chrome://tracing`
+//! open).
+//!
+//! # Layout
+//!
+//! * One process (`pid` 1) named after the kernel file and target, with one
+//!   thread (`tid`) per queue of the program, in program order (`tensor`,
+//!   `vector`, …, `dma0`, …), each named by `thread_name` and ordered by
+//!   `thread_sort_index` metadata events (`ph: "M"`).
+//! * Every executed instruction is a complete event (`ph: "X"`) on its
+//!   queue's thread from its start for as long as it occupies the queue
+//!   (`free_ps - start_ps`; a DMA transfer until its data has moved). Its
+//!   `name` is the mnemonic, `cat` the queue's engine, and `args` hold
+//!   `opcode`, `operands` (`field: memory dtype[shape]`), `bytes` (data
+//!   bytes of its operands), `flops`, `hbm_bytes`, `source`
+//!   (`file:line:col`), `index` (position in the stream), `seq`
+//!   (dynamic position), `end_us` (when its results are visible) and, for
+//!   transfers, the DMA engines used.
+//! * A semaphore wait that held an instruction back is its own complete
+//!   event on the same thread, `cat` `semaphore`, named
+//!   `wait <sem> >= <count>`, from when the queue could have issued the
+//!   instruction to when it did.
+//! * Times (`ts`, `dur`) are microseconds printed with six decimals, so
+//!   the picosecond times of the simulator are exact; events are sorted by
+//!   `ts` within each thread and never overlap there.
+//!
+//! The top-level object also carries `displayTimeUnit: "ns"` and
+//! `otherData` with the target and total simulated time.
+
+use std::fmt::Write;
+
+use nkic_isa::{AccessPattern, Memory, Program, Role};
+use nkic_sim::{RunResult, TraceEvent};
+
+/// Picoseconds as microseconds with six decimals.
+fn us(ps: u64) -> String {
+    format!("{}.{:06}", ps / 1_000_000, ps % 1_000_000)
+}
+
+/// A JSON string literal.
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// `sbuf bf16[128,512]`, `hbm.a f32[128,512]`.
+pub fn describe(program: &Program, ap: &AccessPattern) -> String {
+    let mem = match ap.mem {
+        Memory::Sbuf => "sbuf".to_owned(),
+        Memory::Psum => "psum".to_owned(),
+        Memory::Hbm(id) => match program.tensor(id) {
+            Some(t) => format!("hbm.{}", t.name),
+            None => "hbm".to_owned(),
+        },
+    };
+    let shape: Vec<String> = ap.shape().iter().map(u64::to_string).collect();
+    format!("{mem} {}[{}]", ap.dtype, shape.join(","))
+}
+
+/// The args object of an instruction's slice.
+fn args(program: &Program, e: &TraceEvent) -> String {
+    let inst = program
+        .stream(e.queue)
+        .and_then(|s| s.get(e.index))
+        .map(|i| &i.op);
+    let mut operands = Vec::new();
+    let mut bytes = 0u64;
+    if let Some(op) = inst {
+        for o in op.operands() {
+            let role = if o.role == Role::Write { "out" } else { "in" };
+            operands.push(format!(
+                "{}:{}",
+                quote(o.field),
+                quote(&format!("{role} {}", describe(program, o.ap)))
+            ));
+            bytes += o.ap.num_elements().saturating_mul(o.ap.elem_bytes());
+        }
+    }
+    let source = e
+        .line
+        .and_then(|l| program.location(l))
+        .map(|(f, line, col)| format!("{f}:{line}:{col}"));
+    let mut out = format!(
+        "{{\"opcode\":{},\"operands\":{{{}}},\"bytes\":{bytes},\"flops\":{},\"hbm_bytes\":{},\"source\":{},\"index\":{},\"seq\":{},\"end_us\":{}",
+        quote(e.mnemonic),
+        operands.join(","),
+        e.flops,
+        e.hbm_bytes,
+        source.map_or_else(|| "null".to_owned(), |s| quote(&s)),
+        e.index,
+        e.seq,
+        us(e.end_ps)
+    );
+    if let Some(d) = e.dma {
+        let _ = write!(
+            out,
+            ",\"dma_engines\":{},\"first_dma_engine\":{},\"data_start_us\":{},\"data_end_us\":{}",
+            d.engines,
+            d.first_engine,
+            us(d.data_start_ps),
+            us(d.data_end_ps)
+        );
+    }
+    out.push('}');
+    out
+}
+
+/// The trace of a traced run (`SimConfig::trace` on); `title` names the
+/// process (the kernel or program file).
+pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String {
+    let mut events: Vec<String> = Vec::new();
+    events.push(format!(
+        "{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+        quote(&format!("{title} ({})", program.target.name()))
+    ));
+    for (tid, stream) in program.queues.iter().enumerate() {
+        let tid = tid + 1;
+        events.push(format!(
+            "{{\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":{}}}}}",
+            quote(&stream.queue.to_string())
+        ));
+        events.push(format!(
+            "{{\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
+        ));
+    }
+    // Per thread in time order (the trace is sorted by start, and a
+    // queue's events are in execution order with increasing starts).
+    for (tid, stream) in program.queues.iter().enumerate() {
+        let tid = tid + 1;
+        let cat = stream.queue.engine().name();
+        for e in result.trace.iter().filter(|e| e.queue == stream.queue) {
+            if let Some(w) = e.waited
+                && e.start_ps > e.ready_ps
+            {
+                let sem = program.sem_name(w.sem).unwrap_or("?");
+                events.push(format!(
+                    "{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"semaphore\",\"args\":{{\"semaphore\":{},\"count\":{}}}}}",
+                    us(e.ready_ps),
+                    us(e.start_ps - e.ready_ps),
+                    quote(&format!("wait {sem} >= {}", w.count)),
+                    quote(sem),
+                    w.count
+                ));
+            }
+            events.push(format!(
+                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":{},\"args\":{}}}",
+                us(e.start_ps),
+                us(e.free_ps.saturating_sub(e.start_ps)),
+                quote(e.mnemonic),
+                quote(cat),
+                args(program, e)
+            ));
+        }
+    }
+    let mut out = String::from("{\"traceEvents\":[\n");
+    out.push_str(&events.join(",\n"));
+    let _ = write!(
+        out,
+        "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"target\":{},\"simulated_us\":{}}}}}\n",
+        quote(program.target.name()),
+        us(result.total_ps)
+    );
+    out
+}
