@@ -1359,7 +1359,6 @@ fn describe(
         Some(w) => format!("expected {w}"),
         None => "not valid here".to_string(),
     };
-    let mut diag = error(message, label);
     if prev.map(|p| p.1) == Some(Token::Name("print"))
         && at_stmt_start_of(tokens, idx.saturating_sub(1))
         && matches!(
@@ -1367,8 +1366,41 @@ fn describe(
             Some(Token::String(_) | Token::Name(_) | Token::Int(_) | Token::Float(_))
         )
     {
-        return Some(diag.with_help("`print` is a function in Python 3: write `print(...)`"));
+        return Some(
+            error(
+                "missing parentheses in call to `print`".to_string(),
+                "`print` is a function in Python 3".to_string(),
+            )
+            .with_help("write `print(...)`"),
+        );
     }
+    // `def name:` without a parameter list.
+    if set.has("params") {
+        let name = match prev.map(|p| p.1) {
+            Some(Token::Name(n)) => n,
+            _ => "name",
+        };
+        return Some(
+            error(
+                format!("expected `(` after the function name, found {found_desc}"),
+                "a function definition needs a parameter list in parentheses".to_string(),
+            )
+            .with_help(format!(
+                "write `def {name}():` when the function takes no parameters"
+            )),
+        );
+    }
+    // `x := 1` as a statement.
+    if found == Some(Token::ColonEqual) && set.has("newline") {
+        return Some(
+            error(
+                "`:=` cannot be used as an assignment statement".to_string(),
+                "use `=` here".to_string(),
+            )
+            .with_help("`:=` assigns only inside an expression, in parentheses"),
+        );
+    }
+    let mut diag = error(message, label);
     // A key and its value side by side in a dict display.
     if set.names == [":"]
         && matches!(
