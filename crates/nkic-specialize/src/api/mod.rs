@@ -98,6 +98,7 @@ pub mod mask;
 pub mod memory;
 pub mod nl_core;
 pub mod nl_math;
+pub mod nl_more;
 pub mod operators;
 pub mod registers;
 pub mod table;

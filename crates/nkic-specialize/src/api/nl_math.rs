@@ -54,13 +54,13 @@ const VECTOR: &[Engine] = &[Engine::Vector];
 const SCALAR: &[Engine] = &[Engine::Scalar];
 const GPSIMD_SCALAR: &[Engine] = &[Engine::GpSimd, Engine::Scalar];
 
-const BINARY_PARAMS: &[super::table::Param] = &[
+pub(super) const BINARY_PARAMS: &[super::table::Param] = &[
     req("x", Kind::Operand),
     req("y", Kind::Operand),
     opt("dtype", Kind::DType, "None"),
 ];
 
-const UNARY_PARAMS: &[super::table::Param] =
+pub(super) const UNARY_PARAMS: &[super::table::Param] =
     &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")];
 
 const REDUCE_PARAMS: &[super::table::Param] = &[
@@ -463,7 +463,7 @@ pub const DEFS: &[ApiDef] = &[
 
 // ------------------------------------------------------------------ helpers
 
-fn operand(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Operand, Diagnostic> {
+pub(super) fn operand(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Operand, Diagnostic> {
     let a = b.get(name).ok_or_else(|| {
         ctx.error(
             codes::ARG_TYPE,
@@ -538,7 +538,7 @@ fn no_tile(ctx: &Ctx<'_>, b: &Bound) -> Diagnostic {
     .with_help("compute the value with Python arithmetic instead")
 }
 
-fn result(
+pub(super) fn result(
     ctx: &mut Ctx<'_>,
     b: &Bound,
     shape: &[u64],
@@ -549,11 +549,11 @@ fn result(
     emit::new_result(ctx, b, &prefix, shape, dtype, Buffer::Sbuf, span)
 }
 
-fn done(b: &Bound, t: &Rc<Tensor>) -> Value {
+pub(super) fn done(b: &Bound, t: &Rc<Tensor>) -> Value {
     Value::Tensor(emit::masked_result(b, t))
 }
 
-fn push(
+pub(super) fn push(
     ctx: &mut Ctx<'_>,
     kind: OpKind,
     engine: Option<Engine>,
@@ -564,7 +564,7 @@ fn push(
     ctx.push_op(op, span).map(|_| ())
 }
 
-fn temp(
+pub(super) fn temp(
     ctx: &mut Ctx<'_>,
     shape: &[u64],
     dtype: DType,
@@ -573,7 +573,7 @@ fn temp(
     isa_core::new_tile(ctx, shape, dtype, span)
 }
 
-fn activation_kind(
+pub(super) fn activation_kind(
     dst: &Tensor,
     src: &Tensor,
     func: ActFunc,

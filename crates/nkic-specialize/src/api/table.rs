@@ -157,6 +157,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::nl_math::DEFS,
     super::isa_more::DEFS,
     super::view_more::DEFS,
+    super::nl_more::DEFS,
 ];
 
 /// Every definition in registry order; `ApiFn(i)` is entry `i`.

@@ -1,0 +1,421 @@
+//! `nki.language` functions without an ISA instruction of their own,
+//! composed from existing ops (language.md §9.2, §9.4, §9.6): `cos`,
+//! `tan`, `floor`, `ceil`, `trunc`, `fmod`, `mod` and `expand_dims`.
+//!
+//! Lowerings and their domains (the spec leaves these open, §13 q10):
+//! * `cos(x)` is ScalarE `activation(sin, bias=π/2)`; like `nl.sin` (which
+//!   nkic does not range-reduce) the argument `x + π/2` must lie in
+//!   [−π, π], i.e. `x` in [−3π/2, π/2];
+//! * `tan(x) = sin(x) · (1 / cos(x))` (two activations, a VectorE
+//!   reciprocal and a multiply), for `x` in (−π/2, π/2);
+//! * `floor`, `ceil` round to the nearest integer through an int32 tile
+//!   (engine casts round to nearest even, docs/numerics.md) and correct by
+//!   one where that went the wrong way: `floor = r − (r > x)`,
+//!   `ceil = r + (r < x)`; `trunc(x) = sign(x) · floor(|x|)`. Exact for
+//!   |x| < 2³¹ (larger floats are integers already, but the int32 round
+//!   trip saturates);
+//! * `fmod(x, y) = x − y · trunc(x / y)` (sign of the dividend, C `fmod`)
+//!   and `mod(x, y) = x − y · floor(x / y)` (sign of the divisor, Python
+//!   `%`), with `x / y` as `x · (1 / y)`; the quotient is rounded once,
+//!   so results can differ from exact arithmetic in the last place;
+//! * `expand_dims(x, axis)` is a view with a size-1 dim inserted (no op).
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{OpKind, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+
+use super::check;
+use super::codes;
+use super::isa_core::{self, Operand};
+use super::nl_math::{
+    BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, push, result, temp,
+};
+use super::table::{ApiDef, Bound, Kind, req};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const SCALAR: &[Engine] = &[Engine::Scalar];
+const VECTOR: &[Engine] = &[Engine::Vector];
+const NONE: &[Engine] = &[];
+
+/// The functions of this file, registered in `table::REGISTRY`.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef {
+        name: "nl.cos",
+        params: UNARY_PARAMS,
+        engines: SCALAR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`cos(x)` as ScalarE `activation(sin, bias=π/2)`.",
+        constraints: &["`x` lies in [−3π/2, π/2] (no range reduction, as for `nl.sin`)."],
+        run: cos,
+    },
+    ApiDef {
+        name: "nl.tan",
+        params: UNARY_PARAMS,
+        engines: SCALAR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`tan(x) = sin(x) / cos(x)` from two ScalarE activations, a VectorE reciprocal and a multiply.",
+        constraints: &["`x` lies in (−π/2, π/2)."],
+        run: tan,
+    },
+    ApiDef {
+        name: "nl.floor",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The largest integer ≤ `x`: round through int32, minus one where that rounded up.",
+        constraints: &["Exact for |x| < 2³¹."],
+        run: rounding,
+    },
+    ApiDef {
+        name: "nl.ceil",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The smallest integer ≥ `x`: round through int32, plus one where that rounded down.",
+        constraints: &["Exact for |x| < 2³¹."],
+        run: rounding,
+    },
+    ApiDef {
+        name: "nl.trunc",
+        params: UNARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`x` rounded toward zero: `sign(x) · floor(|x|)`.",
+        constraints: &["Exact for |x| < 2³¹."],
+        run: rounding,
+    },
+    ApiDef {
+        name: "nl.fmod",
+        params: BINARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The remainder with the sign of the dividend (C `fmod`): `x − y · trunc(x / y)`.",
+        constraints: &[
+            "At least one operand is a tile; tiles agree in shape as for `nl.add`.",
+            "|x / y| < 2³¹.",
+        ],
+        run: remainder,
+    },
+    ApiDef {
+        name: "nl.mod",
+        params: BINARY_PARAMS,
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "The remainder with the sign of the divisor (Python `%`): `x − y · floor(x / y)`.",
+        constraints: &[
+            "At least one operand is a tile; tiles agree in shape as for `nl.add`.",
+            "|x / y| < 2³¹.",
+        ],
+        run: remainder,
+    },
+    ApiDef {
+        name: "nl.expand_dims",
+        params: &[req("x", Kind::Tensor), req("axis", Kind::Int)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
+        constraints: &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
+        run: expand_dims,
+    },
+];
+
+fn unary_input(ctx: &Ctx<'_>, b: &Bound) -> Result<(Rc<Tensor>, DType), Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let sx = b.span_of("x");
+    check::operand(ctx, &x, sx, "`x`")?;
+    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
+    Ok((x, dt))
+}
+
+fn sin_into(
+    ctx: &mut Ctx<'_>,
+    dst: &Tensor,
+    x: &Tensor,
+    phase: f32,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let bias = (phase != 0.0).then(|| Scalar::imm(phase));
+    push(
+        ctx,
+        activation_kind(dst, x, ActFunc::Sin, bias, None),
+        None,
+        span,
+    )
+}
+
+fn cos(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (x, dt) = unary_input(ctx, b)?;
+    let dst = result(ctx, b, &x.shape, dt, span)?;
+    sin_into(ctx, &dst, &x, std::f32::consts::FRAC_PI_2, span)?;
+    Ok(done(b, &dst))
+}
+
+fn tan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (x, dt) = unary_input(ctx, b)?;
+    let s = temp(ctx, &x.shape, DType::F32, span)?;
+    let c = temp(ctx, &x.shape, DType::F32, span)?;
+    sin_into(ctx, &s, &x, 0.0, span)?;
+    sin_into(ctx, &c, &x, std::f32::consts::FRAC_PI_2, span)?;
+    push(
+        ctx,
+        OpKind::Reciprocal {
+            dst: c.view.clone(),
+            src: c.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    let dst = result(ctx, b, &x.shape, dt, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(s),
+        &Operand::Tile(c),
+        Some(dst.clone()),
+        Some(dt),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
+/// `floor` (`up = false`) or `ceil` (`up = true`) of `x` into a new
+/// float32 tile.
+fn floor_or_ceil(
+    ctx: &mut Ctx<'_>,
+    x: &Rc<Tensor>,
+    up: bool,
+    dst: Option<Rc<Tensor>>,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let shape = x.shape.clone();
+    let r_int = temp(ctx, &shape, DType::I32, span)?;
+    push(
+        ctx,
+        OpKind::TensorCopy {
+            dst: r_int.view.clone(),
+            src: x.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    let r = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::TensorCopy {
+            dst: r.view.clone(),
+            src: r_int.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    // `fix` is 1.0 where rounding went the wrong way.
+    let cmp = if up { AluOp::Less } else { AluOp::Greater };
+    let fix = isa_core::elementwise(
+        ctx,
+        cmp,
+        &Operand::Tile(r.clone()),
+        &Operand::Tile(x.clone()),
+        None,
+        Some(DType::F32),
+        span,
+    )?;
+    let op = if up { AluOp::Add } else { AluOp::Subtract };
+    let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
+    isa_core::elementwise(
+        ctx,
+        op,
+        &Operand::Tile(r),
+        &Operand::Tile(fix),
+        dst,
+        Some(out_dt),
+        span,
+    )
+}
+
+/// `trunc(x) = sign(x) · floor(|x|)`.
+fn trunc_of(
+    ctx: &mut Ctx<'_>,
+    x: &Rc<Tensor>,
+    dst: Option<Rc<Tensor>>,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let a = temp(ctx, &x.shape, DType::F32, span)?;
+    push(
+        ctx,
+        activation_kind(&a, x, ActFunc::Abs, None, None),
+        None,
+        span,
+    )?;
+    let sg = temp(ctx, &x.shape, DType::F32, span)?;
+    push(
+        ctx,
+        activation_kind(&sg, x, ActFunc::Sign, None, None),
+        None,
+        span,
+    )?;
+    let fl = floor_or_ceil(ctx, &a, false, None, span)?;
+    let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
+    isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(fl),
+        &Operand::Tile(sg),
+        dst,
+        Some(out_dt),
+        span,
+    )
+}
+
+fn rounding(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (x, dt) = unary_input(ctx, b)?;
+    let dst = result(ctx, b, &x.shape, dt, span)?;
+    match b.def.name {
+        "nl.floor" => floor_or_ceil(ctx, &x, false, Some(dst.clone()), span)?,
+        "nl.ceil" => floor_or_ceil(ctx, &x, true, Some(dst.clone()), span)?,
+        _ => trunc_of(ctx, &x, Some(dst.clone()), span)?,
+    };
+    Ok(done(b, &dst))
+}
+
+fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = operand(ctx, b, "x")?;
+    let y = operand(ctx, b, "y")?;
+    let (shape, in_dt) = match (&x, &y) {
+        (Operand::Tile(a), Operand::Tile(c)) => (
+            if check::free_size(a) >= check::free_size(c) {
+                a.shape.clone()
+            } else {
+                c.shape.clone()
+            },
+            isa_core::promote(a.dtype(), c.dtype()),
+        ),
+        (Operand::Tile(t), Operand::Num(_)) | (Operand::Num(_), Operand::Tile(t)) => {
+            (t.shape.clone(), t.dtype())
+        }
+        (Operand::Num(_), Operand::Num(_)) => {
+            return Err(ctx.error(
+                codes::OPERATOR,
+                format!("`{}` needs at least one tile operand", b.def.name),
+                b.span,
+                "no tile",
+            ));
+        }
+    };
+    let dt = b.dtype(ctx, "dtype")?.unwrap_or(in_dt);
+    // q = x / y as x · (1 / y).
+    let inv_y = match &y {
+        Operand::Num(n) => {
+            if *n == 0.0 {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    format!("`{}` by zero", b.def.name),
+                    b.span_of("y"),
+                    "zero divisor",
+                ));
+            }
+            Operand::Num(1.0 / n)
+        }
+        Operand::Tile(t) => {
+            let r = temp(ctx, &t.shape, DType::F32, span)?;
+            push(
+                ctx,
+                OpKind::Reciprocal {
+                    dst: r.view.clone(),
+                    src: t.view.clone(),
+                },
+                None,
+                span,
+            )?;
+            Operand::Tile(r)
+        }
+    };
+    let q = isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &x,
+        &inv_y,
+        None,
+        Some(DType::F32),
+        span,
+    )?;
+    let whole = if b.def.name == "nl.fmod" {
+        trunc_of(ctx, &q, None, span)?
+    } else {
+        floor_or_ceil(ctx, &q, false, None, span)?
+    };
+    let prod = isa_core::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(whole),
+        &y,
+        None,
+        Some(DType::F32),
+        span,
+    )?;
+    let dst = result(ctx, b, &shape, dt, span)?;
+    isa_core::elementwise(
+        ctx,
+        AluOp::Subtract,
+        &x,
+        &Operand::Tile(prod),
+        Some(dst.clone()),
+        Some(dt),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
+fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let n = x.shape.len() as i64;
+    let a = b.int(ctx, "axis")?.unwrap_or(0);
+    let axis = if a < 0 { a + n + 1 } else { a };
+    if axis < 0 || axis > n || x.shape.len() >= nkic_ir::MAX_VIEW_DIMS {
+        return Err(ctx.error(
+            codes::AXIS,
+            format!(
+                "cannot insert axis {a} into shape {}",
+                check::shape_text(&x.shape)
+            ),
+            b.span_of("axis"),
+            "bad axis",
+        ));
+    }
+    if x.buffer.is_on_chip() && axis == 0 {
+        return Err(ctx.error(
+            codes::PARTITION_VIEW,
+            format!(
+                "`expand_dims` at axis 0 would move the partition dim of {}",
+                check::describe(&x)
+            ),
+            b.span_of("axis"),
+            "partition dim first",
+        ));
+    }
+    let Some(view) = x.view.insert_dim(axis as usize) else {
+        return Err(ctx.error(
+            codes::AXIS,
+            "cannot insert the axis",
+            b.span_of("axis"),
+            "bad axis",
+        ));
+    };
+    let shape = view.dims.iter().map(|d| d.count).collect();
+    Ok(Value::tensor(Tensor {
+        view,
+        shape,
+        buffer: x.buffer,
+    }))
+}
