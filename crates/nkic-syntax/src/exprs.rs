@@ -304,10 +304,19 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 }
                 Token::EndMarker | Token::Newline => return (saw_comma, self.prev_end),
                 _ => {
+                    let at = self.cur.0;
                     self.error_here(&[",", close_name]);
                     self.recover(close);
                     if let Some(last) = items.last_mut() {
                         *last = make_error(span(item_start, self.prev_end));
+                    }
+                    if self.cur.0 == at
+                        && !matches!(self.cur.1, Token::Comma)
+                        && self.cur.1 != close
+                    {
+                        // No progress (a closer of another kind, which the
+                        // layout pass never lets through): end the list.
+                        return (saw_comma, self.prev_end);
                     }
                 }
             }
@@ -1308,19 +1317,30 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 Token::EndMarker | Token::Newline => return items,
                 _ => {}
             }
+            let at = self.cur.0;
             match self.param_item(true) {
                 Ok(item) => items.push(item),
-                Err(Fail) => self.recover(Token::RParen),
+                Err(Fail) => {
+                    self.recover(Token::RParen);
+                    if self.cur.0 == at && !matches!(self.cur.1, Token::Comma | Token::RParen) {
+                        return items;
+                    }
+                }
             }
             match self.cur.1 {
                 Token::Comma => self.bump(),
                 Token::RParen => {}
                 Token::EndMarker | Token::Newline => return items,
                 _ => {
+                    let at = self.cur.0;
                     self.error_here(&[",", ")"]);
                     self.recover(Token::RParen);
-                    if self.cur.1 == Token::Comma {
-                        self.bump();
+                    match self.cur.1 {
+                        Token::Comma => self.bump(),
+                        Token::RParen => {}
+                        // No progress (see `rest_of_list`): end the list.
+                        _ if self.cur.0 == at => return items,
+                        _ => {}
                     }
                 }
             }
