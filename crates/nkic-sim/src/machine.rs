@@ -267,6 +267,9 @@ pub(crate) fn simulate(
     };
     let n = queues.len();
     let mut starts: Vec<Option<Cand>> = vec![None; n];
+    // The first uninitialised read, held back while the race detector
+    // runs: see `step`.
+    let mut pending: Option<SimError> = None;
     loop {
         // Candidates: (start, latest increment waited for) per queue.
         let mut g = u64::MAX;
@@ -286,7 +289,8 @@ pub(crate) fn simulate(
             break;
         }
         if g == u64::MAX {
-            return Err(deadlock(program, &queues, &sems, &mem, target));
+            let e = deadlock(program, &queues, &sems, &mem, target);
+            return Err(prefer(pending, e));
         }
         // Lower bounds of future increments from each unfinished queue.
         let lb: Vec<Option<u64>> = queues
@@ -355,12 +359,13 @@ pub(crate) fn simulate(
                 .unwrap_or(0)
         });
         let Some(cand) = starts[chosen] else {
-            return Err(deadlock(program, &queues, &sems, &mem, target));
+            let e = deadlock(program, &queues, &sems, &mem, target);
+            return Err(prefer(pending, e));
         };
         res.instructions += 1;
         if res.instructions > config.max_instructions {
             let q = &queues[chosen];
-            return Err(SimError::at(
+            let e = SimError::at(
                 SimErrorKind::InstructionLimit,
                 format!(
                     "the run exceeded {} executed instructions (a loop that never ends?)",
@@ -369,10 +374,11 @@ pub(crate) fn simulate(
                 program,
                 q.queue,
                 q.pc,
-            ));
+            );
+            return Err(prefer(pending, e));
         }
         let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
-        step(
+        let stepped = step(
             program,
             chosen,
             &mut queues[chosen],
@@ -385,7 +391,11 @@ pub(crate) fn simulate(
             races.as_mut(),
             &mut res,
             config,
-        )?;
+            &mut pending,
+        );
+        if let Err(e) = stepped {
+            return Err(prefer(pending, e));
+        }
         if !dump.is_empty() {
             record_dumps(program, &queues[chosen], dump, &mem, &mut dumps);
         }
@@ -401,6 +411,9 @@ pub(crate) fn simulate(
     res.per_queue = queues.iter().map(|q| q.stats.clone()).collect();
     res.hbm_bytes_read = mem.hbm_read;
     res.hbm_bytes_written = mem.hbm_written;
+    if let Some(e) = pending {
+        return Err(e);
+    }
     res.outputs = collect_outputs(program, &mem, config.poison)?;
     dumps.sort_by_key(|d| (d.time_ps, queue_rank(program, d.queue), d.seq));
     Ok((res, dumps))
@@ -573,6 +586,7 @@ fn step(
     mut races: Option<&mut Races>,
     res: &mut RunResult,
     config: &SimConfig,
+    pending: &mut Option<SimError>,
 ) -> Result<(), SimError> {
     let target = program.target;
     let start = cand.start;
@@ -616,9 +630,39 @@ fn step(
         engine: q.queue.engine(),
         flops: &mut res.flops,
     };
-    let flow = exec
-        .run(op)
-        .map_err(|fault| SimError::at(fault.kind, fault.message, program, q.queue, index))?;
+    let located = |fault: crate::error::Fault| {
+        let message = name_operand(program, q.queue, index, op, fault.kind, fault.message);
+        SimError::at(fault.kind, message, program, q.queue, index)
+    };
+    let flow = match exec.run(op) {
+        Ok(flow) => flow,
+        // An uninitialised read may be the symptom of a race with a write
+        // that simply has not executed yet in this step order. With the
+        // race detector on, the fault is held back and the instruction
+        // re-run reading zeros, so a race found later is reported instead
+        // (its cause); otherwise the run ends with this fault. Reads fail
+        // before an instruction writes anything, so the re-run is clean.
+        Err(fault)
+            if fault.kind == SimErrorKind::UninitialisedRead
+                && races.is_some()
+                && pending.is_none()
+                && mem.poison() == Poison::Error =>
+        {
+            *pending = Some(located(fault));
+            mem.set_poison(Poison::Zero);
+            let mut exec = Exec {
+                mem,
+                regs: &mut q.regs,
+                acc,
+                engine: q.queue.engine(),
+                flops: &mut res.flops,
+            };
+            let rerun = exec.run(op);
+            mem.set_poison(Poison::Error);
+            rerun.map_err(located)?
+        }
+        Err(fault) => return Err(located(fault)),
+    };
     if !op.is_control() {
         res.elements += op
             .operands()
@@ -734,6 +778,48 @@ fn step(
         },
     };
     Ok(())
+}
+
+/// The error a run reports: a data race (the cause) over an earlier held
+/// back uninitialised read; otherwise the held back read, which came first.
+fn prefer(pending: Option<SimError>, error: SimError) -> SimError {
+    match pending {
+        Some(p) if error.kind != SimErrorKind::Race => p,
+        _ => error,
+    }
+}
+
+/// Adds the kernel's tensor name to an out-of-bounds or uninitialised-read
+/// message that names an on-chip operand (`through `src``), when the
+/// program knows it (`Program::operand_names`); HBM messages already name
+/// their tensor.
+fn name_operand(
+    program: &Program,
+    queue: Queue,
+    index: usize,
+    op: &Op,
+    kind: SimErrorKind,
+    message: String,
+) -> String {
+    if !matches!(
+        kind,
+        SimErrorKind::OutOfBounds | SimErrorKind::UninitialisedRead
+    ) {
+        return message;
+    }
+    for o in op.operands() {
+        if !o.ap.mem.is_on_chip() {
+            continue;
+        }
+        let through = format!("through `{}`", o.field);
+        if !message.contains(&through) {
+            continue;
+        }
+        if let Some(name) = program.operand_name(queue, index, o.field) {
+            return message.replacen(&through, &format!("{through} (tensor `{name}`)"), 1);
+        }
+    }
+    message
 }
 
 fn deadlock(

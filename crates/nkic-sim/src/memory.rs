@@ -171,6 +171,16 @@ pub(crate) struct MemoryState {
 impl MemoryState {
     /// Fresh memories for `program`: every byte uninitialised, HBM tensors
     /// sized from their shapes.
+    /// The policy for reads of never-written bytes.
+    pub fn poison(&self) -> Poison {
+        self.poison
+    }
+
+    /// Changes the policy for reads of never-written bytes.
+    pub fn set_poison(&mut self, poison: Poison) {
+        self.poison = poison;
+    }
+
     pub fn new(program: &Program, poison: Poison) -> MemoryState {
         let f = program.target.figures();
         let partitions = f.sbuf_partitions as usize;

@@ -425,6 +425,27 @@ fn uninitialised_reads_fault_or_read_poison() {
     }
     let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
+    assert_eq!(
+        e.to_string(),
+        "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0]"
+    );
+    // With the compiler's operand names and a line table, the message names
+    // the kernel's tensor and the source line.
+    let mut named = p.clone();
+    named.operand_names.push(nkic_isa::OperandName {
+        queue: Queue::Vector,
+        index: 0,
+        field: "src".to_owned(),
+        name: "x_tile".to_owned(),
+    });
+    let line = named.add_line("k.py", 12, 9, 100..120);
+    named.stream_mut(Queue::Vector)[0].line = Some(line);
+    let e = run(&named, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "read of uninitialised memory through `src` (tensor `x_tile`): sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0] (k.py:12:9)"
+    );
+    assert_eq!(e.line, Some(line));
     let zero = SimConfig {
         poison: Poison::Zero,
         ..SimConfig::default()
