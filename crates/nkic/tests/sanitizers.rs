@@ -133,7 +133,7 @@ fn a_read_write_race_names_both_kernel_lines() {
         let mut npy = b"\x93NUMPY\x01\x00".to_vec();
         let mut header =
             "{'descr': '<f4', 'fortran_order': False, 'shape': (128, 512), }".to_owned();
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');
