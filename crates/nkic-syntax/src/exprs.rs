@@ -98,6 +98,8 @@ pub(crate) struct Parser<'a, 'src, I> {
     prev_end: usize,
     /// Offset of the end marker when the stream runs out.
     end: usize,
+    /// The token after `cur`, once it has been looked at.
+    next: Option<Spanned<'src>>,
 }
 
 /// Whether `t` can start an operand of a binary operator (`Expr` level).
@@ -170,16 +172,65 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             cur,
             prev_end: cur.0,
             end,
+            next: None,
         }
     }
 
     #[inline]
     fn bump(&mut self) {
         self.prev_end = self.cur.2;
-        self.cur = match self.iter.next() {
+        self.cur = match self.next.take() {
+            Some(t) => t,
+            None => match self.iter.next() {
+                Some(t) => t,
+                None => (self.end, Token::EndMarker, self.end),
+            },
+        };
+    }
+
+    /// The token after the current one.
+    #[inline]
+    fn peek(&mut self) -> Token<'src> {
+        if let Some(t) = self.next {
+            return t.1;
+        }
+        let t = match self.iter.next() {
             Some(t) => t,
             None => (self.end, Token::EndMarker, self.end),
         };
+        self.next = Some(t);
+        t.1
+    }
+
+    /// Whether the current token is an operand that the next token cannot
+    /// continue (`x,` or `1)`): then the whole chain of precedence levels
+    /// would only pass the atom up, and it is parsed directly.
+    #[inline]
+    fn at_lone_atom(&mut self) -> bool {
+        matches!(
+            self.cur.1,
+            Token::Name(_)
+                | Token::Int(_)
+                | Token::Float(_)
+                | Token::True
+                | Token::False
+                | Token::None
+        ) && matches!(
+            self.peek(),
+            Token::Comma
+                | Token::RParen
+                | Token::RBracket
+                | Token::RBrace
+                | Token::Colon
+                | Token::Newline
+                | Token::Equal
+                | Token::Semicolon
+                | Token::EndMarker
+                | Token::ColonEqual
+                | Token::As
+                | Token::From
+                | Token::For
+        )
     }
 
     /// Whether the stream is exhausted.
@@ -474,6 +525,9 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
 
     /// Any expression but a starred one or `:=`.
     pub(crate) fn test(&mut self) -> PResult<Expr> {
+        if self.at_lone_atom() {
+            return self.atom();
+        }
         if self.cur.1 == Token::Lambda {
             return self.lambda();
         }
@@ -727,6 +781,10 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
 
     /// The binary operators from `|` down to `*`/`@`.
     pub(crate) fn expr(&mut self) -> PResult<Expr> {
+        if self.at_lone_atom() || (matches!(self.cur.1, Token::Name(_)) && self.peek() == Token::In)
+        {
+            return self.atom();
+        }
         self.binary(1)
     }
 

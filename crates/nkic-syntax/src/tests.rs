@@ -548,10 +548,7 @@ fn helps_point_at_the_likely_fix() {
         help("f(shape nl.float32)\n"),
         "is a `,` missing before this?"
     );
-    assert_eq!(
-        help("print \"x\"\n"),
-        "write `print(...)`"
-    );
+    assert_eq!(help("print \"x\"\n"), "write `print(...)`");
     assert_eq!(
         help("x := 1\n"),
         "`:=` assigns only inside an expression, in parentheses"
