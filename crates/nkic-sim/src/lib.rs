@@ -18,6 +18,8 @@
 //! * `exec`: the semantics of every instruction (general rules in its doc).
 //! * `alu`: ALU operators and activation functions.
 //! * `matmul`: the TensorE inner loop.
+//! * `calibration`: microbenchmarks that hold the cycle model to the
+//!   published figures (`docs/cycle-model.md`).
 //! * `race`: the race detector (vector clocks over semaphores), on in every
 //!   run unless `SimConfig::race_check` is off.
 //!
@@ -45,6 +47,7 @@
 //!   `SimError` naming the instruction and its source line.
 
 mod alu;
+pub mod calibration;
 mod config;
 mod error;
 mod exec;
