@@ -111,12 +111,23 @@ pub(crate) struct Access {
     epoch: u32,
 }
 
+/// One semaphore increment: its time, the signalling queue's clock, and
+/// the join of the clocks of all increments up to this one.
+#[derive(Clone, Debug)]
+struct SemIncrement {
+    time: u64,
+    clock: Vec<u32>,
+    prefix: Vec<u32>,
+}
+
 /// The sanitizer's state.
 pub(crate) struct Races {
     clocks: Vec<Vec<u32>>,
     /// Per semaphore: the clock of each increment, in time order (parallel
-    /// to the machine's increment times).
-    sem_clocks: Vec<Vec<(u64, Vec<u32>)>>,
+    /// to the machine's increment times), with the join of the clocks of
+    /// every increment up to and including it, so that a wait for the
+    /// first `v` increments joins one clock.
+    sem_clocks: Vec<Vec<SemIncrement>>,
     log: Vec<Access>,
     prune_at: usize,
 }
@@ -135,8 +146,12 @@ impl Races {
     /// increments of each listed semaphore.
     pub fn begin(&mut self, q: usize, waits: &[(usize, usize)]) {
         for &(sem, need) in waits {
-            for (_, clock) in self.sem_clocks[sem].iter().take(need) {
-                for (mine, theirs) in self.clocks[q].iter_mut().zip(clock) {
+            let list = &self.sem_clocks[sem];
+            if let Some(inc) = need
+                .checked_sub(1)
+                .and_then(|i| list.get(i.min(list.len().saturating_sub(1))))
+            {
+                for (mine, theirs) in self.clocks[q].iter_mut().zip(&inc.prefix) {
                     *mine = (*mine).max(*theirs);
                 }
             }
@@ -216,8 +231,27 @@ impl Races {
     /// Records an increment of `sem` by queue `q` completing at `time`.
     pub fn signal(&mut self, q: usize, sem: usize, time: u64) {
         let list = &mut self.sem_clocks[sem];
-        let at = list.partition_point(|(t, _)| *t <= time);
-        list.insert(at, (time, self.clocks[q].clone()));
+        let at = list.partition_point(|inc| inc.time <= time);
+        let clock = self.clocks[q].clone();
+        list.insert(
+            at,
+            SemIncrement {
+                time,
+                prefix: clock.clone(),
+                clock,
+            },
+        );
+        // Recompute the running joins from the new entry on (usually it is
+        // the last one).
+        for i in at..list.len() {
+            let mut prefix = list[i].clock.clone();
+            if i > 0 {
+                for (p, prev) in prefix.iter_mut().zip(&list[i - 1].prefix) {
+                    *p = (*p).max(*prev);
+                }
+            }
+            list[i].prefix = prefix;
+        }
     }
 
     /// Drops log entries every unfinished queue is ordered after.
