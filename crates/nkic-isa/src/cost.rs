@@ -728,4 +728,43 @@ mod tests {
         let c = Target::Trn3.cost(Queue::Dma(1), &big);
         assert_eq!(c.busy_ps, 8 * 248_243 + 600_000);
     }
+
+    #[test]
+    fn dma_transfers_pick_their_engines_and_scale_by_efficiency() {
+        // 32 partitions starting at 64: engines 8..12.
+        let part = Op::DmaCopy {
+            dst: AccessPattern::sbuf(64, 32, 0, &[Dim::new(1, 1024)], DType::F32),
+            src: AccessPattern::hbm(TensorId(0), 32, 1024, 0, &[Dim::new(1, 1024)], DType::F32),
+            accumulate: false,
+            dge: DgeMode::None,
+            oob: OobMode::Error,
+            priority: None,
+        };
+        let t = Target::Trn3.dma_transfer(&part).expect("a transfer");
+        assert_eq!((t.first_engine, t.engines), (8, 4));
+        assert_eq!(t.engine_ids(16).collect::<Vec<_>>(), vec![8, 9, 10, 11]);
+        assert_eq!(t.hbm_bytes, 32 * 4096);
+        // A transpose SBUF -> SBUF takes twice the copy, chunk minimum
+        // included: 8 rows of 512 B cost 8 x 105 ns as a copy.
+        let copy = Op::DmaCopy {
+            dst: sbuf(DType::F32, 128),
+            src: AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
+            accumulate: false,
+            dge: DgeMode::None,
+            oob: OobMode::Error,
+            priority: None,
+        };
+        let transpose = Op::DmaTranspose {
+            dst: sbuf(DType::F32, 128),
+            src: AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
+            dge: DgeMode::None,
+        };
+        let c = Target::Trn3.dma_transfer(&copy).expect("a transfer");
+        let tr = Target::Trn3.dma_transfer(&transpose).expect("a transfer");
+        assert_eq!(c.engine_ps, 8 * 105_000);
+        assert_eq!(tr.engine_ps, 2 * c.engine_ps);
+        assert_eq!(c.hbm_bytes, 0);
+        // Not a transfer.
+        assert_eq!(Target::Trn3.dma_transfer(&Op::Nop {}), None);
+    }
 }

@@ -31,7 +31,13 @@
 //!   (or poison, per `Poison`). Input arguments start initialised.
 //! * Each queue runs in order with its own 64 registers (all 0 at the
 //!   start); queues synchronise only through semaphores. Times come from
-//!   `Target::cost` (nkic-isa), the one cost model shared with the backend.
+//!   `Target::cost` (nkic-isa), the one cost model shared with the backend;
+//!   DMA transfers of all queues also share the core's 16 DMA engines
+//!   (`Target::dma_transfer`, `machine`), which caps the aggregate DMA and
+//!   HBM bandwidth. `docs/cycle-model.md` holds the model to the published
+//!   figures (`calibration`).
+//! * Every run checks for data races (`race`), unless
+//!   `SimConfig::race_check` is turned off.
 //! * Numerics: Vector/Scalar/GpSimd compute in f32 and round on write;
 //!   TensorE multiplies in f32 (exact for bf16/fp8 products) and adds the
 //!   products in f32 over the contraction in ascending order, starting from
