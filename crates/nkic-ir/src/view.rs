@@ -267,19 +267,31 @@ impl View {
     /// NKI's rules about which dims of an on-chip tensor may be touched are
     /// the specializer's to check.
     pub fn slice(&self, dim: usize, start: u64, stop: u64, step: u64) -> Option<View> {
-        let d = *self.dims.get(dim)?;
-        if step == 0 || start >= stop || stop > d.count {
-            return None;
-        }
         let mut v = self.clone();
-        v.offset = v
-            .offset
-            .checked_add(i64::try_from(start).ok()?.checked_mul(d.stride)?)?;
-        v.dims[dim] = ViewDim::new(
-            d.stride.checked_mul(i64::try_from(step).ok()?)?,
-            (stop - start).div_ceil(step),
-        );
-        Some(v)
+        v.slice_in_place(dim, start, stop, step).then_some(v)
+    }
+
+    /// [`View::slice`] without a copy: false (and `self` unchanged) where
+    /// `slice` gives `None`.
+    pub fn slice_in_place(&mut self, dim: usize, start: u64, stop: u64, step: u64) -> bool {
+        let Some(&d) = self.dims.get(dim) else {
+            return false;
+        };
+        if step == 0 || start >= stop || stop > d.count {
+            return false;
+        }
+        let geometry = || -> Option<(i64, i64)> {
+            let offset = self
+                .offset
+                .checked_add(i64::try_from(start).ok()?.checked_mul(d.stride)?)?;
+            Some((offset, d.stride.checked_mul(i64::try_from(step).ok()?)?))
+        };
+        let Some((offset, stride)) = geometry() else {
+            return false;
+        };
+        self.offset = offset;
+        self.dims[dim] = ViewDim::new(stride, (stop - start).div_ceil(step));
+        true
     }
 
     /// Fixes dim `dim` at `index` and removes it.

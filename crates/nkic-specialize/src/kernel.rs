@@ -517,7 +517,16 @@ pub(crate) fn const_value(
 }
 
 /// Finishes the kernel: marks written arguments `inout`.
-fn finish(ctx: Ctx<'_>) -> Kernel {
+fn finish(mut ctx: Ctx<'_>) -> Kernel {
+    // Ops and tensors may come from imported modules: name every file.
+    let files: Vec<(nkic_diag::FileId, String)> = ctx
+        .modules
+        .iter()
+        .map(|m| (m.file, ctx.sources.file(m.file).name().to_owned()))
+        .collect();
+    for (id, name) in files {
+        ctx.builder.add_file(id, &name);
+    }
     let mut kernel = ctx.builder.finish();
     let mut written = Vec::new();
     for (_, op) in kernel.ops.iter() {

@@ -254,24 +254,42 @@ pub const TILE_SIZE_NAMES: &[&str] = &[
     "total_available_sbuf_size",
 ];
 
-fn api_fn(name: &str) -> Option<Value> {
-    table::find(name).map(Value::Api)
-}
+const SUBS: &[&str] = &[
+    "nl.tile_size",
+    "nisa.engine",
+    "nisa.reduce_cmd",
+    "nisa.dge_mode",
+    "nisa.oob_mode",
+    "nisa.matmul_perf_mode",
+    "nisa.nc_version",
+    "nisa.dma_engine",
+    "ncc.sbuf",
+    "ncc.psum",
+];
 
 fn sub(name: &str) -> Option<Value> {
-    const SUBS: &[&str] = &[
-        "nl.tile_size",
-        "nisa.engine",
-        "nisa.reduce_cmd",
-        "nisa.dge_mode",
-        "nisa.oob_mode",
-        "nisa.matmul_perf_mode",
-        "nisa.nc_version",
-        "nisa.dma_engine",
-    ];
     SUBS.iter()
         .find(|s| **s == name)
         .map(|s| Value::Namespace(Namespace::Sub(s)))
+}
+
+/// `sub("prefix.attr")` without building the dotted name.
+fn sub_in(prefix: &str, attr: &str) -> Option<Value> {
+    let name: &'static str = match (prefix, attr) {
+        ("nl", "tile_size") => "nl.tile_size",
+        ("nisa", "engine") => "nisa.engine",
+        ("nisa", "reduce_cmd") => "nisa.reduce_cmd",
+        ("nisa", "dge_mode") => "nisa.dge_mode",
+        ("nisa", "oob_mode") => "nisa.oob_mode",
+        ("nisa", "matmul_perf_mode") => "nisa.matmul_perf_mode",
+        ("nisa", "nc_version") => "nisa.nc_version",
+        ("nisa", "dma_engine") => "nisa.dma_engine",
+        ("ncc", "sbuf") => "ncc.sbuf",
+        ("ncc", "psum") => "ncc.psum",
+        _ => return None,
+    };
+    debug_assert!(SUBS.contains(&name));
+    Some(Value::Namespace(Namespace::Sub(name)))
 }
 
 /// The value of `ns.attr` (the contract's `lookup`).
@@ -291,13 +309,12 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
             if let Some(b) = Buffer::from_name(attr) {
                 return Some(Value::Buffer(b));
             }
-            let full = format!("nl.{attr}");
-            api_fn(&full).or_else(|| {
+            table::find_in("nl", attr).map(Value::Api).or_else(|| {
                 op_constant(attr).map(|name| Value::Ext(std::rc::Rc::new(OpValue { name })))
             })
         }
         Namespace::Isa => {
-            if let Some(s) = sub(&format!("nisa.{attr}")) {
+            if let Some(s) = sub_in("nisa", attr) {
                 return Some(s);
             }
             let deprecated = match attr {
@@ -311,7 +328,7 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
             if let Some(m) = deprecated {
                 return enum_value("engine", m);
             }
-            api_fn(&format!("nisa.{attr}"))
+            table::find_in("nisa", attr).map(Value::Api)
         }
         Namespace::Typing => match attr {
             "tensor" | "sbuf" | "psum" | "hbm" | "shared_hbm" | "private_hbm" | "scalar" => {
@@ -330,6 +347,14 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
             })
         }
         Namespace::Sub("nl.tile_size") => tile_size(ctx.target(), attr).map(Value::Int),
+        // Legacy direct allocation: `ncc.sbuf.mod_alloc(...)` and friends.
+        Namespace::Sub(name) if name.starts_with("ncc.") => {
+            table::find_in(name, attr).map(Value::Api)
+        }
+        Namespace::Compiler => match attr {
+            "sbuf" | "psum" => sub_in("ncc", attr),
+            _ => table::find_in("ncc", attr).map(Value::Api),
+        },
         Namespace::Sub(name) => {
             let enum_name = name.strip_prefix("nisa.")?;
             enum_value(enum_name, attr)

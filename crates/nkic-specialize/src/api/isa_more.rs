@@ -10,6 +10,13 @@
 //! `nl.device_print` only prints, so nkic accepts it with a warning
 //! (E0524) and records nothing: results are unaffected.
 //!
+//! Legacy direct allocation (`ncc.sbuf.alloc(f)`, `ncc.sbuf.mod_alloc(…)`,
+//! `ncc.psum.mod_alloc(…)`) evaluates to the plain buffer: nkic places
+//! every tensor itself (the backend's allocator keeps live tensors
+//! apart), so a kernel that does not rely on two tensors sharing memory
+//! computes the same results. `ncc.skip_middle_end_transformations`
+//! returns the function it decorates.
+//!
 //! Choices where the spec is silent: `nl.rand` lowers to `rand2(min=0,
 //! max=1)` on trn3 and, on trn2, to `rng` into a uint16 tile scaled by
 //! 2⁻¹⁶ (exactly `[0, 1)`); `nl.dropout` is `nisa.dropout` (survivors are
@@ -395,6 +402,88 @@ pub const DEFS: &[ApiDef] = &[
         summary: "A shared-HBM tensor holding a NumPy array embedded in the kernel. Not supported by nkic yet (E0524): kernels have no data section.",
         constraints: &[],
         run: unsupported,
+    },
+    ApiDef {
+        name: "ncc.sbuf.alloc",
+        params: &[req("func", Kind::Any)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
+        constraints: &[],
+        run: legacy_sbuf,
+    },
+    ApiDef {
+        name: "ncc.sbuf.mod_alloc",
+        params: &[
+            req("base_addr", Kind::Int),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
+        constraints: &[],
+        run: legacy_sbuf,
+    },
+    ApiDef {
+        name: "ncc.sbuf.auto_alloc",
+        params: &[],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy automatic SBUF allocation: `nl.sbuf`.",
+        constraints: &[],
+        run: legacy_sbuf,
+    },
+    ApiDef {
+        name: "ncc.psum.alloc",
+        params: &[req("func", Kind::Any)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        constraints: &[],
+        run: legacy_psum,
+    },
+    ApiDef {
+        name: "ncc.psum.mod_alloc",
+        params: &[
+            req("base_bank", Kind::Int),
+            opt("base_addr", Kind::Int, "0"),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_bank_tiles", Kind::Ints, "()"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        constraints: &[],
+        run: legacy_psum,
+    },
+    ApiDef {
+        name: "ncc.psum.auto_alloc",
+        params: &[],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy automatic PSUM allocation: `nl.psum`.",
+        constraints: &[],
+        run: legacy_psum,
+    },
+    ApiDef {
+        name: "ncc.skip_middle_end_transformations",
+        params: &[req("func", Kind::Any)],
+        engines: NONE,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
+        constraints: &[],
+        run: identity_decorator,
     },
     ApiDef {
         name: "nl.device_print",
@@ -1219,6 +1308,18 @@ fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         span,
     )?;
     Ok(Value::Tensor(out))
+}
+
+fn legacy_sbuf(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Sbuf))
+}
+
+fn legacy_psum(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Psum))
+}
+
+fn identity_decorator(_ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(b.value("func"))
 }
 
 fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {

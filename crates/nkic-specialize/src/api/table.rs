@@ -171,13 +171,46 @@ pub fn def(f: ApiFn) -> Option<&'static ApiDef> {
     all().get(usize::from(f.0)).copied()
 }
 
+type NameMap = std::collections::HashMap<&'static str, ApiFn>;
+type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn>;
+
+/// Every function by dotted name (built once; only looked up, never
+/// iterated, so its order cannot leak into output).
+fn by_name() -> &'static NameMap {
+    static MAP: OnceLock<NameMap> = OnceLock::new();
+    MAP.get_or_init(|| {
+        all()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| u16::try_from(i).ok().map(|i| (d.name, ApiFn(i))))
+            .collect()
+    })
+}
+
+/// Every function by (namespace prefix, attribute): `("nl", "ndarray")`.
+fn by_parts() -> &'static PartsMap {
+    static MAP: OnceLock<PartsMap> = OnceLock::new();
+    MAP.get_or_init(|| {
+        all()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let (prefix, attr) = d.name.rsplit_once('.')?;
+                u16::try_from(i).ok().map(|i| ((prefix, attr), ApiFn(i)))
+            })
+            .collect()
+    })
+}
+
 /// The handle of the function with dotted name `name`.
 pub fn find(name: &str) -> Option<ApiFn> {
-    all()
-        .iter()
-        .position(|d| d.name == name)
-        .and_then(|i| u16::try_from(i).ok())
-        .map(ApiFn)
+    by_name().get(name).copied()
+}
+
+/// The handle of `prefix.attr` (`find_in("nl", "ndarray")`) without
+/// building the dotted name.
+pub fn find_in(prefix: &str, attr: &str) -> Option<ApiFn> {
+    by_parts().get(&(prefix, attr)).copied()
 }
 
 /// Hover documentation of one function.
@@ -366,12 +399,15 @@ fn bind_forms(
     let has_dst_keyword = args.keywords.iter().any(|(k, _)| &**k == "dst");
     let has_dst_param = def.params.first().is_some_and(|p| p.name == "dst");
     let legacy_ok = def.value_form && has_dst_param && !has_dst_keyword;
-    match bind_params(ctx, def, def.params, args.clone(), span, false) {
+    // The arguments are kept for a second binding only when one can happen.
+    let retry = legacy_ok.then(|| args.clone());
+    let args_again = || retry.clone().unwrap_or_default();
+    match bind_params(ctx, def, def.params, args, span, false) {
         // Both forms can bind positionally (`local_gather(src, index, 4,
         // 64)`); a number where the current form wants a tensor means the
         // call is the value form.
         Ok(b) if legacy_ok && !b.tensors_fit() => {
-            match bind_params(ctx, def, &legacy_params(def), args, span, true) {
+            match bind_params(ctx, def, &legacy_params(def), args_again(), span, true) {
                 Ok(l) if l.tensors_fit() => Ok(l),
                 _ => Ok(b),
             }
@@ -380,13 +416,13 @@ fn bind_forms(
         Err(e) if legacy_ok => {
             if def.name == "nisa.affine_select"
                 && let Ok(l) =
-                    bind_params(ctx, def, &legacy_pred_params(), args.clone(), span, true)
+                    bind_params(ctx, def, &legacy_pred_params(), args_again(), span, true)
                 && matches!(l.value("pred"), Value::IndexPred(_))
             {
                 return Ok(l);
             }
             let legacy = legacy_params(def);
-            bind_params(ctx, def, &legacy, args, span, true).map_err(|_| e)
+            bind_params(ctx, def, &legacy, args_again(), span, true).map_err(|_| e)
         }
         Err(e) => Err(e),
     }

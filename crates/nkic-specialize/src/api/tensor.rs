@@ -767,19 +767,22 @@ pub fn subscript(
     key: &Value,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let items: Vec<Value> = match key {
-        Value::Tuple(items) => items.to_vec(),
+    // Borrow the key's items where possible: subscripts are hot.
+    let owned: Vec<Value>;
+    let items: &[Value] = match key {
+        Value::Tuple(items) => items,
         // `t[nl.mgrid[0:128, 0:512]]` indexes with every grid of the mgrid.
         Value::Object(o) if Rc::ptr_eq(&o.class, &ctx.bases.mgrid) => {
-            o.fields.borrow().iter().map(|(_, v)| v.clone()).collect()
+            owned = o.fields.borrow().iter().map(|(_, v)| v.clone()).collect();
+            &owned
         }
-        k => vec![k.clone()],
+        k => std::slice::from_ref(k),
     };
     if items
         .iter()
         .any(|v| matches!(v, Value::Index(_) | Value::Tensor(_)))
     {
-        return grid_subscript(ctx, t, &items, span).map(Value::tensor);
+        return grid_subscript(ctx, t, items, span).map(Value::tensor);
     }
     let ndim = t.shape.len();
     let n_ellipsis = items
@@ -806,20 +809,20 @@ pub fn subscript(
             "too many indices",
         ));
     }
-    let mut expanded: Vec<Option<Value>> = Vec::with_capacity(ndim);
-    for it in &items {
-        if matches!(it, Value::Ellipsis) {
-            for _ in 0..ndim - (items.len() - 1) {
-                expanded.push(None);
-            }
-        } else {
-            expanded.push(Some(it.clone()));
+    // Dim `d` takes item `d`, or, after a `...` at position `e` covering
+    // `fill` dims, item `d - fill + 1`; missing trailing items are `:`.
+    let ellipsis = items.iter().position(|v| matches!(v, Value::Ellipsis));
+    let fill = ndim + n_ellipsis - items.len();
+    let item_of = |d: usize| -> Option<&Value> {
+        match ellipsis {
+            Some(e) if d >= e && d < e + fill => None,
+            Some(e) if d >= e + fill => items.get(d + 1 - fill),
+            _ => items.get(d),
         }
-    }
-    expanded.resize(ndim, None);
+    };
     let mut norm = Vec::with_capacity(ndim);
-    for (dim, item) in expanded.iter().enumerate() {
-        norm.push(normalize_item(ctx, t, dim, item.as_ref(), span)?);
+    for dim in 0..ndim {
+        norm.push(normalize_item(ctx, t, dim, item_of(dim), span)?);
     }
     apply_items(ctx, t, &norm, span).map(Value::tensor)
 }
@@ -982,7 +985,8 @@ fn apply_items(
         0
     };
     let mut view = t.view.clone();
-    let mut keep = Vec::with_capacity(items.len());
+    let mut keep = [false; nkic_ir::MAX_VIEW_DIMS];
+    let keep = &mut keep[..items.len().min(nkic_ir::MAX_VIEW_DIMS)];
     let mut dyn_seen = false;
     for (dim, item) in items.iter().enumerate() {
         match *item {
@@ -995,16 +999,17 @@ fn apply_items(
                 if on_chip && dim == pdim && step != 1 {
                     return Err(partition_view_error(ctx, t, "a strided slice of", span));
                 }
-                let Some(v) = view.slice(dim, start, start + (count - 1) * step + 1, step) else {
+                if !view.slice_in_place(dim, start, start + (count - 1) * step + 1, step) {
                     return Err(ctx.error(
                         codes::INDEX,
                         "index out of bounds",
                         span,
                         "out of bounds",
                     ));
-                };
-                view = v;
-                keep.push(!int || (on_chip && dim == pdim));
+                }
+                if let Some(k) = keep.get_mut(dim) {
+                    *k = !int || (on_chip && dim == pdim);
+                }
             }
             Item::Dyn { reg, count, int } => {
                 if on_chip && dim == pdim {
@@ -1031,7 +1036,9 @@ fn apply_items(
                 view = v;
                 view.offset += reg.offset * stride;
                 view = view.with_dyn_offset(reg.reg, reg.scale * stride);
-                keep.push(!int);
+                if let Some(k) = keep.get_mut(dim) {
+                    *k = !int;
+                }
             }
         }
     }
@@ -1046,15 +1053,11 @@ fn apply_items(
             kept += 1;
         }
     }
-    let mut dims = Vec::new();
-    for (dim, &k) in keep.iter().enumerate() {
-        if k {
-            dims.push(view.dims[dim]);
-        }
-    }
-    let shape = dims.iter().map(|d| d.count).collect();
+    let mut k = keep.iter();
+    view.dims.retain(|_| k.next().copied().unwrap_or(true));
+    let shape = view.dims.iter().map(|d| d.count).collect();
     Ok(Tensor {
-        view: View { dims, ..view },
+        view,
         shape,
         buffer: t.buffer,
     })

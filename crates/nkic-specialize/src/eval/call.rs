@@ -176,10 +176,11 @@ impl Ctx<'_> {
                 self.eval(&l.body)
             }
         };
+        // The call-chain note is only written when the call failed.
         let note = if frame {
             self.builder.exit_call();
             let frame = self.calls.pop().expect("pushed above");
-            Some(self.call_note(&frame))
+            res.is_err().then(|| self.call_note(&frame))
         } else {
             self.kernel_depth -= 1;
             None
