@@ -36,6 +36,16 @@ enum Command {
     Profile(ProfileArgs),
     /// Run a `.nkasm` program in the reference interpreter.
     Exec(ExecArgs),
+    /// Serve the Language Server Protocol on standard input and output
+    /// (diagnostics, hover, inlay hints, definitions; see docs/editors.md).
+    Lsp(LspArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct LspArgs {
+    /// Accepted for editors that pass it; stdio is the only transport.
+    #[arg(long)]
+    stdio: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -266,6 +276,11 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
             Some(args.format.unwrap_or(args.run.report)),
         )),
         Command::Exec(args) => Ok(exec(&args)),
+        Command::Lsp(_) => match nkic_lsp::run_stdio()? {
+            // The protocol's exit code: 0 after `shutdown`, 1 without.
+            true => Ok(ExitCode::SUCCESS),
+            false => Ok(ExitCode::from(1)),
+        },
     }
 }
 
