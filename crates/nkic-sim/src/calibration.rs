@@ -606,7 +606,7 @@ impl Bench {
         let first = events.iter().map(|e| e.start_ps).min().unwrap_or(0);
         let last = events
             .iter()
-            .map(|e| e.dma.map_or(e.free_ps, |d| d.data_end_ps))
+            .map(|e| e.dma.as_ref().map_or(e.free_ps, |d| d.data_end_ps))
             .max()
             .unwrap_or(0);
         let ns = (last.saturating_sub(first)) as f64 / 1000.0;

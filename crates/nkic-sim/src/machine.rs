@@ -680,16 +680,19 @@ fn step(
     if let Some(t) = target.dma_transfer(op) {
         let ready = start + t.issue_ps;
         let (mut first, mut last) = (u64::MAX, ready);
-        let mut delayed_by = None;
+        let (mut latest, mut delayed_by) = (ready, None);
         let total = engines.len() as u32;
+        let mut begins = Vec::with_capacity(t.engines as usize);
         for e in t.engine_ids(total) {
             let engine = &mut engines[e as usize];
             let begin = ready.max(engine.free_ps);
-            if begin > ready && delayed_by.is_none() {
+            if begin > latest {
+                latest = begin;
                 delayed_by = engine.last;
             }
             engine.free_ps = begin + t.engine_ps;
             engine.last = Some((q.queue, seq));
+            begins.push(begin);
             first = first.min(begin);
             last = last.max(begin + t.engine_ps);
         }
@@ -698,6 +701,8 @@ fn step(
         slot = Some(DmaSlot {
             first_engine: t.first_engine,
             engines: t.engines,
+            engine_begins_ps: begins,
+            engine_ps: t.engine_ps,
             data_start_ps: first.min(last),
             data_end_ps: last,
             delayed_by,

@@ -119,16 +119,22 @@ pub struct Waited {
 }
 
 /// How a DMA transfer used the DMA engines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DmaSlot {
     pub first_engine: u32,
     pub engines: u32,
+    /// When data started moving on each engine used (engines
+    /// `first_engine`, `first_engine + 1`, … modulo the engine count); it
+    /// moves for `engine_ps` on each.
+    pub engine_begins_ps: Vec<u64>,
+    pub engine_ps: u64,
     /// When data started and stopped moving on the engines (the earliest
     /// start and latest end over the engines used).
     pub data_start_ps: u64,
     pub data_end_ps: u64,
-    /// The transfer whose use of an engine delayed this one, when another
-    /// did: its queue and `seq`.
+    /// The transfer whose use of an engine delayed this one the most (on
+    /// the engine where its data started last), when another did: its
+    /// queue and `seq`.
     pub delayed_by: Option<(Queue, u64)>,
 }
 

@@ -166,10 +166,10 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
     let mut cur = last;
     while chain.len() <= trace.len() {
         let e = &trace[cur];
-        let pred = match (e.dma.and_then(|d| d.delayed_by), e.cause) {
+        let pred = match (e.dma.as_ref().and_then(|d| d.delayed_by), e.cause) {
             (Some((q, seq)), _) => at
                 .get(&(q, seq))
-                .map(|&p| (p, trace[p].dma.map_or(trace[p].free_ps, |d| d.data_end_ps))),
+                .map(|&p| (p, trace[p].dma.as_ref().map_or(trace[p].free_ps, |d| d.data_end_ps))),
             (None, Cause::Semaphore { queue, seq }) => {
                 at.get(&(queue, seq)).map(|&p| (p, trace[p].end_ps))
             }

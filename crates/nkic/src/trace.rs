@@ -20,7 +20,13 @@
 //! * A semaphore wait that held an instruction back is its own complete
 //!   event on the same thread, `cat` `semaphore`, named
 //!   `wait <sem> >= <count>`, from when the queue could have issued the
-//!   instruction to when it did.
+//!   instruction to when it did, and a flow arrow (`ph` `s` then `f`, `cat`
+//!   `semaphore`, one `id` per arrow) runs from the instruction whose
+//!   increment released it to it.
+//! * A second process (`pid` 2, "DMA engines") has one thread per DMA
+//!   engine; every transfer is a complete event on each engine it used,
+//!   for as long as its data moved there (`args`: `queue`, `seq`,
+//!   `source`).
 //! * Times (`ts`, `dur`) are microseconds printed with six decimals, so
 //!   the picosecond times of the simulator are exact; events are sorted by
 //!   `ts` within each thread and never overlap there.
@@ -91,7 +97,7 @@ fn args(program: &Program, e: &TraceEvent) -> String {
         e.seq,
         us(e.end_ps)
     );
-    if let Some(d) = e.dma {
+    if let Some(d) = &e.dma {
         let _ = write!(
             out,
             ",\"dma_engines\":{},\"first_dma_engine\":{},\"data_start_us\":{},\"data_end_us\":{}",
@@ -150,6 +156,84 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
                 quote(cat),
                 args(program, e)
             ));
+        }
+    }
+    // Flow arrows from the signalling instruction to the released one.
+    let tid_of = |q: nkic_isa::Queue| {
+        program
+            .queues
+            .iter()
+            .position(|s| s.queue == q)
+            .map(|i| i + 1)
+    };
+    let mut start_of = std::collections::HashMap::new();
+    for e in &result.trace {
+        start_of.insert((e.queue, e.seq), e.start_ps);
+    }
+    let mut flow = 0u64;
+    for e in &result.trace {
+        let (Some(_), nkic_sim::Cause::Semaphore { queue, seq }) = (e.waited, e.cause) else {
+            continue;
+        };
+        let (Some(from_tid), Some(to_tid), Some(&from_ts)) =
+            (tid_of(queue), tid_of(e.queue), start_of.get(&(queue, seq)))
+        else {
+            continue;
+        };
+        flow += 1;
+        events.push(format!(
+            "{{\"ph\":\"s\",\"pid\":1,\"tid\":{from_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
+            us(from_ts)
+        ));
+        events.push(format!(
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":{to_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
+            us(e.start_ps)
+        ));
+    }
+    // The DMA engines.
+    let engines = program.target.figures().dma_engines.max(1);
+    let mut per_engine: Vec<Vec<(u64, String)>> = vec![Vec::new(); engines as usize];
+    for e in &result.trace {
+        let Some(d) = &e.dma else {
+            continue;
+        };
+        let source = e.line.and_then(|l| program.location(l)).map_or_else(
+            || "null".to_owned(),
+            |(f, l, c)| quote(&format!("{f}:{l}:{c}")),
+        );
+        for (engine, &begin) in (0..d.engines)
+            .map(|i| (d.first_engine + i) % engines)
+            .zip(&d.engine_begins_ps)
+        {
+            per_engine[engine as usize].push((
+                begin,
+                format!(
+                    "{{\"ph\":\"X\",\"pid\":2,\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"dma\",\"args\":{{\"queue\":{},\"seq\":{},\"source\":{source}}}}}",
+                    engine + 1,
+                    us(begin),
+                    us(d.engine_ps),
+                    quote(e.mnemonic),
+                    quote(&e.queue.to_string()),
+                    e.seq
+                ),
+            ));
+        }
+    }
+    if per_engine.iter().any(|l| !l.is_empty()) {
+        events.push(
+            "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{\"name\":\"DMA engines\"}}"
+                .to_owned(),
+        );
+        for (i, list) in per_engine.iter_mut().enumerate() {
+            let tid = i + 1;
+            events.push(format!(
+                "{{\"ph\":\"M\",\"pid\":2,\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":\"engine {i}\"}}}}"
+            ));
+            events.push(format!(
+                "{{\"ph\":\"M\",\"pid\":2,\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
+            ));
+            list.sort_by_key(|(begin, _)| *begin);
+            events.extend(list.drain(..).map(|(_, e)| e));
         }
     }
     let mut out = String::from("{\"traceEvents\":[\n");

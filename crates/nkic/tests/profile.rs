@@ -59,9 +59,11 @@ fn num(v: &Value, key: &str, what: &str) -> f64 {
 
 /// Checks the trace-event schema: the object format with `traceEvents`;
 /// every event has `ph`, `pid`, `tid`, `name` and `ts`; complete events
-/// (`X`) have a non-negative `dur`; every thread with slices is named by
-/// `thread_name` metadata; on each thread the slices are in `ts` order and
-/// never overlap. Returns the slices per thread name.
+/// (`X`) have a non-negative `dur`; flow events (`s`, `f`) have an `id`
+/// and a `cat`, and each `id` has one start and one finish, not before it;
+/// every thread with slices is named by `thread_name` metadata; on each
+/// thread the slices are in `ts` order and never overlap. Returns the
+/// slices per thread name (`pid` 1) or `pid:name` (other processes).
 fn check_trace(text: &str) -> BTreeMap<String, Vec<Value>> {
     let trace: Value = serde_json::from_str(text).expect("trace.json is JSON");
     let events = trace
@@ -71,6 +73,7 @@ fn check_trace(text: &str) -> BTreeMap<String, Vec<Value>> {
     assert!(!events.is_empty());
     let mut names: BTreeMap<(i64, i64), String> = BTreeMap::new();
     let mut slices: BTreeMap<(i64, i64), Vec<Value>> = BTreeMap::new();
+    let mut flows: BTreeMap<u64, (Option<f64>, Option<f64>)> = BTreeMap::new();
     for e in events {
         let ph = e.get("ph").and_then(Value::as_str).expect("ph");
         let pid = e.get("pid").and_then(Value::as_i64).expect("pid");
@@ -95,8 +98,21 @@ fn check_trace(text: &str) -> BTreeMap<String, Vec<Value>> {
                 assert!(num(e, "dur", name) >= 0.0, "{e}");
                 slices.entry((pid, tid)).or_default().push(e.clone());
             }
+            "s" | "f" => {
+                let id = e["id"].as_u64().expect("flow id");
+                assert!(e["cat"].is_string(), "{e}");
+                let f = flows.entry(id).or_default();
+                let slot = if ph == "s" { &mut f.0 } else { &mut f.1 };
+                assert!(slot.replace(ts).is_none(), "flow {id} has two {ph}");
+            }
             other => panic!("unexpected phase {other}"),
         }
+    }
+    for (id, (s, f)) in flows {
+        let (Some(s), Some(f)) = (s, f) else {
+            panic!("flow {id} is not paired");
+        };
+        assert!(f >= s, "flow {id} ends before it starts");
     }
     let mut out = BTreeMap::new();
     for (key, list) in slices {
@@ -104,6 +120,11 @@ fn check_trace(text: &str) -> BTreeMap<String, Vec<Value>> {
             .get(&key)
             .unwrap_or_else(|| panic!("thread {key:?} has slices but no thread_name"))
             .clone();
+        let name = if key.0 == 1 {
+            name
+        } else {
+            format!("{}:{name}", key.0)
+        };
         for pair in list.windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
             let end = num(a, "ts", "a") + num(a, "dur", "a");
@@ -270,7 +291,14 @@ fn profile_writes_a_valid_trace_a_well_formed_svg_and_the_outputs() {
     // One thread per queue of the summary, with one instruction slice per
     // executed instruction.
     let queues = summary["queues"].as_array().expect("queues");
-    assert_eq!(threads.len(), queues.len());
+    let engines: Vec<&String> = threads
+        .keys()
+        .filter(|k| k.starts_with("2:engine "))
+        .collect();
+    assert_eq!(threads.len(), queues.len() + engines.len());
+    // Every transfer appears on each DMA engine it used.
+    let engine_slices: usize = engines.iter().map(|k| threads[*k].len()).sum();
+    let mut engine_uses = 0;
     let mut instructions = 0;
     let mut waits = 0;
     for q in queues {
@@ -286,6 +314,7 @@ fn profile_writes_a_valid_trace_a_well_formed_svg_and_the_outputs() {
         waits += sem.len();
         for s in inst {
             let a = &s["args"];
+            engine_uses += a["dma_engines"].as_u64().unwrap_or(0) as usize;
             assert_eq!(a["opcode"], s["name"]);
             assert!(a["operands"].is_object() && a["bytes"].is_u64() && a["flops"].is_u64());
             let src = a["source"]
@@ -303,6 +332,10 @@ fn profile_writes_a_valid_trace_a_well_formed_svg_and_the_outputs() {
         summary["instructions"].as_u64().expect("n")
     );
     assert!(waits > 0, "the matmul waits for its loads");
+    assert!(engine_slices > 0);
+    assert_eq!(engine_slices, engine_uses);
+    let flows = text.matches("\"ph\":\"s\"").count();
+    assert_eq!(flows, waits, "one arrow per semaphore wait");
     let total = summary["simulated_ns"].as_f64().expect("time");
     let other = serde_json::from_str::<Value>(&text).expect("json")["otherData"]["simulated_us"]
         .as_f64()

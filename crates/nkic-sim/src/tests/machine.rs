@@ -780,7 +780,7 @@ fn dma_queues_share_the_dma_engines() {
             .trace
             .iter()
             .find(|e| e.queue == Queue::Dma(1))
-            .and_then(|e| e.dma)
+            .and_then(|e| e.dma.clone())
             .expect("dma1's transfer");
         assert_eq!(second.data_start_ps, t.engine_ps);
         assert_eq!(second.delayed_by, Some((Queue::Dma(0), 0)));
