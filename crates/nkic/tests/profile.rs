@@ -497,3 +497,25 @@ fn dump_writes_every_value_of_a_tensor() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A reader that closes the pipe early (`nkic run … | head -1`) ends the
+/// output quietly: no panic, success.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    for command in ["run", "profile"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
+            .current_dir(root())
+            .env("NO_COLOR", "1")
+            .args([command, "kernels/matmul.py"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the nkic binary runs");
+        // Close the read end before nkic writes its report.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("nkic ends");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{command}: {stderr}");
+        assert!(out.status.success(), "{command}: {stderr}");
+    }
+}
