@@ -589,7 +589,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 if !matches!(self.cur.1, Token::Name(_)) {
                     return Ok(ParamItem::Star(None, span(l, self.prev_end)));
                 }
-                let name = self.ident()?;
+                let name = self.param_name()?;
                 let annotation = if annotated && self.cur.1 == Token::Colon {
                     self.bump();
                     Some(self.test_or_star()?)
@@ -609,7 +609,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             }
             Token::DoubleStar => {
                 self.bump();
-                let name = self.ident()?;
+                let name = self.param_name()?;
                 let annotation = if annotated && self.cur.1 == Token::Colon {
                     self.bump();
                     Some(self.test()?)
@@ -628,7 +628,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 Ok(ParamItem::Slash(span(l, self.prev_end)))
             }
             _ => {
-                let name = self.ident()?;
+                let name = self.param_name()?;
                 let annotation = if annotated && self.cur.1 == Token::Colon {
                     self.bump();
                     Some(self.test()?)
@@ -648,6 +648,15 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                     span: span(l, self.prev_end),
                 }))
             }
+        }
+    }
+
+    /// The name of a parameter (an error says so when it is missing).
+    fn param_name(&mut self) -> PResult<Ident> {
+        if matches!(self.cur.1, Token::Name(_)) {
+            self.ident()
+        } else {
+            self.fail(&["parameter name"])
         }
     }
 

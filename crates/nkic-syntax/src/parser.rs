@@ -1177,12 +1177,17 @@ fn describe(
     // A keyword where a name is needed: `class = 1`, `def f(lambda=1)`.
     if let Some(t) = found
         && t.is_keyword()
-        && set.has("name")
+        && (set.has("name") || set.has("parameter name"))
         && !set.has_expression()
     {
+        let what = if set.has("parameter name") {
+            "a parameter name"
+        } else {
+            "a name"
+        };
         return Some(
             error(
-                format!("expected a name, found keyword `{}`", t.text()),
+                format!("expected {what}, found keyword `{}`", t.text()),
                 "keywords cannot be used as names".to_string(),
             )
             .with_help(format!(
@@ -1614,6 +1619,7 @@ impl<'a> ExpectedSet<'a> {
         for name in &self.names {
             let item = match *name {
                 "name" => "a name".to_string(),
+                "parameter name" => "a parameter name".to_string(),
                 "expr" | "targets" | "with items" => "an expression".to_string(),
                 "params" | "args" => "`(`".to_string(),
                 "newline" => "the end of the line".to_string(),
