@@ -11,6 +11,8 @@
 //!   simulated time. *Waiting* is the time between when a queue could have
 //!   issued an instruction and when a semaphore let it
 //!   (`start_ps - ready_ps`).
+//! * The DMA engines' busy fraction is the data-moving time of every
+//!   transfer on every engine it used over `dma_engines` × the run.
 //! * Achieved TFLOP/s counts Tensor-engine flops (2 per multiply-add) over
 //!   the whole run, against `Figures::tensor_peak_tflops` (dense bf16).
 //!   Achieved HBM GB/s counts bytes read plus written by DMA over the whole
@@ -84,6 +86,9 @@ pub struct Summary {
     pub hbm_gbps: f64,
     pub hbm_peak_gbps: f64,
     pub dma_peak_gbps: f64,
+    /// The fraction of the run the DMA engines (shared by all DMA queues)
+    /// spent moving data, averaged over the engines.
+    pub dma_engines_busy: f64,
     pub lower_bound_ns: Option<f64>,
     pub limited_by: Option<String>,
     pub path_instructions: u64,
@@ -130,6 +135,13 @@ pub fn summarize(program: &Program, result: &RunResult, bound: Option<&LowerBoun
     let per_ns = |x: u64| if ns > 0.0 { x as f64 / ns } else { 0.0 };
     let hbm_bytes = result.hbm_bytes_read + result.hbm_bytes_written;
     let (path_instructions, path) = critical_path(program, result);
+    let engine_ps: u64 = result
+        .trace
+        .iter()
+        .filter_map(|e| e.dma.as_ref())
+        .map(|d| d.engine_ps.saturating_mul(u64::from(d.engines)))
+        .sum();
+    let dma_engines_busy = frac(engine_ps) / f64::from(f.dma_engines.max(1));
     Summary {
         target: program.target.name(),
         simulated_ns: ns,
@@ -142,6 +154,7 @@ pub fn summarize(program: &Program, result: &RunResult, bound: Option<&LowerBoun
         hbm_gbps: per_ns(hbm_bytes),
         hbm_peak_gbps: f64::from(f.hbm_gbps_per_core),
         dma_peak_gbps: f.dma_peak_gbps(),
+        dma_engines_busy,
         lower_bound_ns: bound.map(|b| b.ns),
         limited_by: bound.map(|b| b.limited_by.clone()),
         path_instructions,
@@ -167,9 +180,15 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
     while chain.len() <= trace.len() {
         let e = &trace[cur];
         let pred = match (e.dma.as_ref().and_then(|d| d.delayed_by), e.cause) {
-            (Some((q, seq)), _) => at
-                .get(&(q, seq))
-                .map(|&p| (p, trace[p].dma.as_ref().map_or(trace[p].free_ps, |d| d.data_end_ps))),
+            (Some((q, seq)), _) => at.get(&(q, seq)).map(|&p| {
+                (
+                    p,
+                    trace[p]
+                        .dma
+                        .as_ref()
+                        .map_or(trace[p].free_ps, |d| d.data_end_ps),
+                )
+            }),
             (None, Cause::Semaphore { queue, seq }) => {
                 at.get(&(queue, seq)).map(|&p| (p, trace[p].end_ps))
             }
@@ -278,6 +297,7 @@ impl Summary {
             "hbm_gbps": round(self.hbm_gbps, 3),
             "hbm_peak_gbps": round(self.hbm_peak_gbps, 3),
             "dma_peak_gbps": round(self.dma_peak_gbps, 3),
+            "dma_engines_busy": round(self.dma_engines_busy, 4),
             "lower_bound_ns": self.lower_bound_ns.map(|b| round(b, 3)),
             "limited_by": self.limited_by,
             "bound_ratio": self.ratio().map(|r| round(r, 4)),
@@ -360,6 +380,11 @@ impl Summary {
                 q.wait_ns
             );
         }
+        let _ = writeln!(
+            s,
+            "dma engines: {:.1}% busy (averaged over the engines all DMA queues share)",
+            pct(self.dma_engines_busy)
+        );
         let _ = writeln!(
             s,
             "\ncritical path: {} instructions",
