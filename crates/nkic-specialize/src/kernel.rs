@@ -230,6 +230,17 @@ fn find_kernel(
         all.push(item);
     }
     if let Some(w) = wanted {
+        // A kernel imported from another module (`from k import f`) may be
+        // named too; it is looked up after the file has run.
+        for s in &module.body {
+            if let StmtKind::ImportFrom { names, .. } = &s.kind
+                && let Some(a) = names
+                    .iter()
+                    .find(|a| a.asname.as_ref().unwrap_or(&a.name).name == *w)
+            {
+                all.push((w.to_owned(), s.span.start, a.span));
+            }
+        }
         return all.into_iter().find(|(n, _, _)| n == w).ok_or_else(|| {
             let names: Vec<&str> = all_names(module);
             let mut d = Diagnostic::error(
@@ -528,14 +539,21 @@ fn finish(mut ctx: Ctx<'_>) -> Kernel {
         ctx.builder.add_file(id, &name);
     }
     let mut kernel = ctx.builder.finish();
-    let mut written = Vec::new();
+    // An argument some op writes is an output too.
+    let args: Vec<_> = kernel.args.iter().map(|a| a.storage).collect();
+    let mut written = vec![false; args.len()];
     for (_, op) in kernel.ops.iter() {
-        for v in op.write_set() {
-            written.push(v.storage);
+        for a in op.accesses() {
+            if a.role == nkic_ir::Role::Write
+                && !a.is_index
+                && let Some(i) = args.iter().position(|&s| s == a.view.storage)
+            {
+                written[i] = true;
+            }
         }
     }
-    for arg in &mut kernel.args {
-        if written.contains(&arg.storage) {
+    for (arg, w) in kernel.args.iter_mut().zip(written) {
+        if w {
             arg.kind = ArgKind::InOut;
         }
     }

@@ -30,7 +30,7 @@ pub const DEFS: &[ApiDef] = &[
         value_form: false,
         summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false.",
         constraints: &[
-            "`x` and `y` are SBUF tiles; the contraction sizes agree and are at most 128.",
+            "`x` and `y` are SBUF tiles (PSUM tiles are copied to SBUF first); the contraction sizes agree and are at most 128.",
             "`x` has at most 128 rows (stationary free size), `y` at most 512 columns (trn2; 4096 on trn3).",
             "The `nisa.nc_matmul` rules apply.",
         ],
@@ -78,34 +78,41 @@ fn transpose_tile(ctx: &mut Ctx<'_>, x: &Rc<Tensor>, span: Span) -> Result<Rc<Te
     Ok(dst)
 }
 
+/// `t` itself when it is in SBUF, else a copy of it in a new SBUF tile
+/// (TensorE reads SBUF only; `nl.matmul` of a PSUM result, as legacy
+/// kernels write, evicts it first).
+fn in_sbuf(ctx: &mut Ctx<'_>, t: Rc<Tensor>, span: Span) -> Result<Rc<Tensor>, Diagnostic> {
+    if t.buffer != Buffer::Psum {
+        return Ok(t);
+    }
+    let name = ctx.fresh_name("mm_in_");
+    let s = Rc::new(super::tensor::alloc(
+        ctx,
+        &t.shape,
+        t.dtype(),
+        Buffer::Sbuf,
+        &name,
+        span,
+        span,
+    )?);
+    let kind = nkic_ir::OpKind::TensorCopy {
+        dst: s.view.clone(),
+        src: t.view.clone(),
+    };
+    ctx.push_op(nkic_ir::Op::new(kind), span)?;
+    Ok(s)
+}
+
 fn matmul(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let x = b.tensor(ctx, "x")?;
     let y = b.tensor(ctx, "y")?;
+    let y = in_sbuf(ctx, y, b.span_of("y"))?;
     let stationary = if b.bool_or(ctx, "transpose_x", false)? {
-        x
+        in_sbuf(ctx, x, b.span_of("x"))?
     } else {
         // x is [M, K]: TensorE needs xᵀ = [K, M] in SBUF.
         let t = transpose_tile(ctx, &x, b.span_of("x"))?;
-        if t.buffer == Buffer::Sbuf {
-            t
-        } else {
-            let name = ctx.fresh_name("xt_");
-            let s = Rc::new(super::tensor::alloc(
-                ctx,
-                &t.shape,
-                t.dtype(),
-                Buffer::Sbuf,
-                &name,
-                span,
-                span,
-            )?);
-            let kind = nkic_ir::OpKind::TensorCopy {
-                dst: s.view.clone(),
-                src: t.view.clone(),
-            };
-            ctx.push_op(nkic_ir::Op::new(kind), span)?;
-            s
-        }
+        in_sbuf(ctx, t, span)?
     };
     let pending = PendingMatmul {
         stationary,

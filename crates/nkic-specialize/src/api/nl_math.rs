@@ -31,8 +31,8 @@
 //!   `cond` is non-zero (`tensor_copy_predicated`);
 //! * `broadcast_to` always materializes a new SBUF tile (unless nothing
 //!   changes); the partition dim is spread with a TensorE matmul against a
-//!   ones row (language.md §9.6), so that source must be a float SBUF tile
-//!   of at most 512 free elements.
+//!   ones row (language.md §9.6) for float SBUF rows of at most 512
+//!   elements, else bit for bit with quadrant shuffles.
 
 use std::rc::Rc;
 
@@ -434,10 +434,10 @@ pub const DEFS: &[ApiDef] = &[
         engines: &[Engine::Vector, Engine::Tensor],
         since: Target::Trn2,
         value_form: false,
-        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions with a TensorE ones-matmul. Returns `x` itself when nothing changes.",
+        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul for float rows of at most 512 elements, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
         constraints: &[
             "`x` is an SBUF/PSUM tile of the same rank as `shape`; each dim of `x` equals the target size or is 1.",
-            "Broadcasting the partition dim needs a 1-partition SBUF `x` of a matmul dtype with at most 512 free elements.",
+            "Broadcasting the partition dim needs a 1-partition `x` starting on a quadrant boundary.",
         ],
         run: broadcast_to,
     },
@@ -756,11 +756,24 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     check::operand(ctx, &x, sx, "`x`")?;
     check::engine_free_size(ctx, &x, sx, "`x`")?;
     let axes = b.ints(ctx, "axis")?.unwrap_or_default();
-    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     let keepdims = b.bool_or(ctx, "keepdims", false)?;
+    // Free axes that are not the trailing ones (`axis=[2, 4]` of a 5-D
+    // tile) are moved last by a permuted view, which costs nothing.
+    let (x, axes, keep_shape) = match move_axes_last(&x, &axes) {
+        Some((moved, k, kept_shape)) => {
+            let n = moved.shape.len() as i64;
+            let trailing: Vec<i64> = ((n - k as i64)..n).collect();
+            (Rc::new(moved), trailing, Some(kept_shape))
+        }
+        None => (x, axes, None),
+    };
+    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     let kept = x.shape.len() - k;
-    let mut shape: Vec<u64> = x.shape[..kept].to_vec();
-    if keepdims {
+    let mut shape: Vec<u64> = match &keep_shape {
+        Some(ks) if keepdims => ks.clone(),
+        _ => x.shape[..kept].to_vec(),
+    };
+    if keepdims && keep_shape.is_none() {
         shape.extend(std::iter::repeat_n(1, k));
     }
     if shape.len() < 2 {
@@ -1043,7 +1056,48 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
 
 // ------------------------------------------------------------------ broadcast_to
 
-fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+/// For reduction axes that are free dims but not the trailing ones: `x`
+/// viewed with the kept dims first and the reduced dims last (each group
+/// in its original order), the number of reduced dims, and the
+/// `keepdims` result shape (size 1 at the reduced positions). `None` when
+/// the axes are already trailing or not all valid free dims (the usual
+/// checks then report them).
+fn move_axes_last(x: &Tensor, axes: &[i64]) -> Option<(Tensor, usize, Vec<u64>)> {
+    let n = x.shape.len();
+    let mut reduced: Vec<usize> = axes
+        .iter()
+        .map(|&a| if a < 0 { a + n as i64 } else { a })
+        .map(|a| usize::try_from(a).ok().filter(|&a| a >= 1 && a < n))
+        .collect::<Option<_>>()?;
+    reduced.sort_unstable();
+    reduced.dedup();
+    if reduced.is_empty()
+        || reduced
+            .iter()
+            .enumerate()
+            .all(|(i, &a)| a == n - reduced.len() + i)
+    {
+        return None;
+    }
+    let mut perm: Vec<usize> = (0..n).filter(|d| !reduced.contains(d)).collect();
+    perm.extend(&reduced);
+    let view = x.view.permute(&perm)?;
+    let shape = perm.iter().map(|&d| x.shape[d]).collect();
+    let keep_shape = (0..n)
+        .map(|d| if reduced.contains(&d) { 1 } else { x.shape[d] })
+        .collect();
+    Some((
+        Tensor {
+            view,
+            shape,
+            buffer: x.buffer,
+        },
+        reduced.len(),
+        keep_shape,
+    ))
+}
+
+pub(super) fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let x = b.tensor(ctx, "x")?;
     let sx = b.span_of("x");
     check::operand(ctx, &x, sx, "`x`")?;

@@ -119,6 +119,20 @@ pub const DEFS: &[ApiDef] = &[
         run: remainder,
     },
     ApiDef {
+        name: "tensor.broadcast_to",
+        params: &[
+            req("x", Kind::Tensor),
+            req("shape", Kind::Shape),
+            super::table::opt("dtype", Kind::DType, "None"),
+        ],
+        engines: &[Engine::Vector, Engine::Tensor],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
+        constraints: &["The `nl.broadcast_to` rules apply."],
+        run: super::nl_math::broadcast_to,
+    },
+    ApiDef {
         name: "nl.expand_dims",
         params: &[req("x", Kind::Tensor), req("axis", Kind::Int)],
         engines: NONE,

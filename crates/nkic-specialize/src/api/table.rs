@@ -266,7 +266,7 @@ pub fn reference_markdown() -> String {
     );
     out.push_str("Every function below is checked at compile time against the rules listed under it; a violation is a diagnostic with the code shown in the table at the end.\n");
     out.push_str("ISA functions marked \"value form\" also accept the legacy call without `dst` (they then return a new tile, and take `dtype=`).\n");
-    out.push_str("Every function accepts the legacy `mask=` predicate, a rectangle over the tile's index grid that restricts the operands (triangular masks are reported).\n\n");
+    out.push_str("Every function accepts the legacy `mask=` predicate, a rectangle over the tile's index grid that restricts the operands (see \"Two call forms\" above for triangular masks).\n\n");
     for d in all() {
         let doc = doc_of(d);
         out.push_str(&format!("### `{}`\n\n", d.name));

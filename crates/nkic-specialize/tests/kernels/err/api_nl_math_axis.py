@@ -7,5 +7,5 @@ import nki.language as nl
 @nki.jit
 def bad_axis(a):
     x = nl.load(a)
-    s = nl.sum(x, axis=1)
+    s = nl.sum(x, axis=0)
     return s
