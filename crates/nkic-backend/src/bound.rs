@@ -4,19 +4,26 @@
 //!
 //! * each compute queue (`tensor`, `vector`, `scalar`, `gpsimd`, `sync`)
 //!   is busy for the sum of its instructions' intervals (`Cost::busy_ps`);
-//! * the DMA queues together are busy for the sum of their intervals, which
-//!   at best is spread evenly over the target's `dma_queues`;
+//! * each of the core's DMA engines moves the data of every transfer that
+//!   uses it, one transfer at a time (`Target::dma_transfer`: a transfer
+//!   of 128 partitions occupies all 16 engines for its `engine_ps`), so it
+//!   is busy for the sum of those times; and the DMA queues together are
+//!   busy for the sum of their intervals, which at best is spread evenly
+//!   over the target's `dma_queues`;
 //! * HBM moves the bytes of every DMA operand in HBM at most at
 //!   `hbm_gbps_per_core` (GB/s, so bytes per nanosecond).
 //!
-//! The bound is the maximum of these (the definition). The
-//! simulator does not model HBM bandwidth, so a simulated run can beat the
-//! HBM part; [`LowerBound::engine_ns`] (the maximum of the first two parts
-//! alone) is a bound the simulator can never beat. Costs depend only on the
-//! instructions, so the bound is the same for every order of the same
-//! instructions (the optimized and the sequential program share it).
-//! Every instruction counts once: the bound of a program with dynamic
-//! loops does not multiply a loop body by its (run-time) trip count.
+//! The bound is the maximum of these (the definition: the busiest
+//! engine, or HBM bytes over HBM bandwidth). [`LowerBound::engine_ns`] is
+//! the maximum of the first two parts alone. The simulator shares the DMA
+//! engines and caps each engine's HBM traffic at its share of the core's
+//! bandwidth exactly as `Target::dma_transfer` says, so a simulated run
+//! never beats the bound. Costs depend only on the instructions, so the
+//! bound is the same for every order of the same instructions; the
+//! optimized and the sequential program share it when they choose the same
+//! engines. Every instruction counts once: the bound of a program with
+//! dynamic loops does not multiply a loop body by its (run-time) trip
+//! count.
 
 use std::collections::BTreeMap;
 
@@ -34,8 +41,11 @@ pub struct LowerBound {
     pub per_engine: Vec<(nkic_isa::Engine, f64)>,
     /// The maximum of the engine and DMA parts (without HBM bandwidth).
     pub engine_ns: f64,
-    /// The DMA part: total DMA interval time over the number of DMA queues.
+    /// The DMA part: the busiest DMA engine's data time, or the total DMA
+    /// interval time over the number of DMA queues if that is larger.
     pub dma_ns: f64,
+    /// The data time of each DMA engine in nanoseconds, by engine number.
+    pub dma_engine_ns: Vec<f64>,
     /// Bytes read from and written to HBM by DMA instructions.
     pub hbm_bytes: u64,
     /// `hbm_bytes` at the per-core HBM bandwidth.
@@ -51,10 +61,17 @@ pub fn lower_bound(program: &Program) -> LowerBound {
     let mut per_queue = Vec::new();
     let mut per_engine: BTreeMap<nkic_isa::Engine, u64> = BTreeMap::new();
     let mut hbm_bytes = 0u64;
+    let engines = f.dma_engines.max(1);
+    let mut dma_engine_ps = vec![0u64; engines as usize];
     for stream in &program.queues {
         let mut busy = 0u64;
         for inst in &stream.insts {
             busy += target.cost(stream.queue, &inst.op).busy_ps;
+            if let Some(t) = target.dma_transfer(&inst.op) {
+                for e in t.engine_ids(engines) {
+                    dma_engine_ps[(e % engines) as usize] += t.engine_ps;
+                }
+            }
             if inst.op.is_dma() {
                 for operand in inst.op.operands() {
                     if matches!(operand.ap.mem, Memory::Hbm(_)) {
@@ -67,7 +84,9 @@ pub fn lower_bound(program: &Program) -> LowerBound {
         *per_engine.entry(stream.queue.engine()).or_insert(0) += busy;
     }
     let dma_ps = per_engine.get(&nkic_isa::Engine::Dma).copied().unwrap_or(0);
-    let dma_ns = dma_ps as f64 / 1000.0 / f64::from(f.dma_queues.max(1));
+    let busiest_engine = dma_engine_ps.iter().copied().max().unwrap_or(0);
+    let dma_ns = (dma_ps as f64 / 1000.0 / f64::from(f.dma_queues.max(1)))
+        .max(busiest_engine as f64 / 1000.0);
     let hbm_ns = hbm_bytes as f64 / f64::from(f.hbm_gbps_per_core.max(1));
     let mut ns = dma_ns.max(hbm_ns);
     let mut limited_by = if hbm_ns >= dma_ns { "hbm" } else { "dma" }.to_owned();
@@ -95,6 +114,7 @@ pub fn lower_bound(program: &Program) -> LowerBound {
             .map(|(e, ps)| (e, ps as f64 / 1000.0))
             .collect(),
         dma_ns,
+        dma_engine_ns: dma_engine_ps.iter().map(|&ps| ps as f64 / 1000.0).collect(),
         hbm_bytes,
         hbm_ns,
         limited_by,

@@ -1,18 +1,48 @@
 //! Scheduling: a queue for every op and the order of every queue's stream.
 //!
 //! **Optimized** ([`Schedule::Optimized`]) is list scheduling over the
-//! dependency graph with `Target::cost`, the same model the simulator
-//! times with. Each op's priority is its critical path: its own latency
-//! plus the longest chain of latencies after it. The scheduler keeps, per
-//! queue, the time it is next free and, per scheduled op, its estimated
-//! completion. At every step it takes, among the ops whose predecessors
-//! are all scheduled, the one that can start earliest on one of its legal
-//! queues (ties: the longer critical path, then source order), and appends
-//! it to that queue. So engine choice for ops NKI leaves open, and the
-//! spreading of DMAs over the target's DMA queues, fall out of the same
-//! rule: the queue where the op finishes first wins. Because ops are
-//! appended in a topological order, every queue's stream only waits on
-//! instructions placed before it, and the program cannot deadlock.
+//! dependency graph with `Target::cost`, the model the simulator times
+//! with. The scheduler replays that model as it goes ([`Timer`]): per
+//! queue the time it is next free and its latest op, per DMA engine the
+//! time it is next free (transfers of every DMA queue share the core's DMA
+//! engines, `Target::dma_transfer`), and per scheduled op its completion.
+//! An op reading bytes its queue's previous op wrote (bounding boxes, as
+//! the simulator tests) waits for that op's completion and pays the
+//! dependent-issue overhead. The replay is exact for the kernels the
+//! static path compiles, so the scheduler knows each candidate schedule's
+//! simulated time.
+//!
+//! One *pass* builds a schedule: at every step, for each op whose
+//! predecessors are all scheduled, it finds the legal queue where the op
+//! would complete first (the DMA queue free first stands for all DMA
+//! queues), and so its start there; among the ops that can start within a
+//! *window* of the earliest of those starts it picks the one of highest
+//! *priority* ([`Policy`]) and appends it to its queue. Engine choice for
+//! ops NKI leaves open and the spreading of DMAs over the queues fall out
+//! of that rule. Because ops are appended in a topological order, every
+//! queue's stream only waits on instructions placed before it, and the
+//! program cannot deadlock.
+//!
+//! No single rule is best for every kernel. Picking the earliest start
+//! (window 0) packs the engines but tends to run every tile's first step
+//! before any tile's last, which leaves all stores for the end, where they
+//! queue up on the DMA engines; other rules finish tiles one after the
+//! other but leave engines idle. The optimized schedule is therefore the
+//! best of a search, all of it deterministic:
+//!
+//! 1. one pass per policy in [`POLICIES`]: windows × priorities (the
+//!    critical path, source order, and the latest start in a schedule
+//!    built backwards from the end, which sees the DMA engines fill up
+//!    with stores at the end of the kernel);
+//! 2. forward-backward improvement: a backward pass in the order the best
+//!    schedule completes its ops, then forward passes by the latest starts
+//!    it gives, repeated while it helps;
+//! 3. a perturbation search: forward passes whose priorities are the best
+//!    schedule's start times plus pseudo-random noise of decreasing size
+//!    (a fixed-seed generator), keeping every improvement, for at most
+//!    [`SEARCH_ROUNDS`] passes and [`SEARCH_BUDGET`] slot evaluations.
+//!
+//! Ties keep the earlier schedule, so the result is the same on every run.
 //!
 //! **Sequential** ([`Schedule::Sequential`]) keeps source order; each op
 //! takes the first of its legal queues (the graph already chains every op
@@ -20,11 +50,11 @@
 
 use std::collections::BTreeMap;
 
-use nkic_isa::{Cost, Engine, Queue};
+use nkic_isa::{Cost, DmaTransfer, Engine, Queue, Target};
 
 use crate::Schedule;
 use crate::collect::Unit;
-use crate::deps::Graph;
+use crate::deps::{Access, Graph};
 use crate::lower::Lowered;
 
 /// The schedule.
@@ -42,6 +72,8 @@ pub struct Scheduled {
     pub index_in_queue: Vec<usize>,
     /// The scheduler's own estimate of the end time, in picoseconds.
     pub estimated_ps: u64,
+    /// The scheduler's estimate of each op's start, in picoseconds.
+    pub start: Vec<u64>,
 }
 
 /// The queues an engine's instructions may go to.
@@ -54,41 +86,398 @@ pub fn queues_of(engine: Engine, dma_queues: u32) -> Vec<Queue> {
     }
 }
 
+/// What a pass prefers among the ops it may pick.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Priority {
+    /// The longest chain of latencies from the op to the end.
+    CriticalPath,
+    /// The earlier op in source order.
+    SourceOrder,
+    /// The larger urgency given to the pass: how long before the end the
+    /// op should start.
+    Urgency,
+}
+
+/// One way of picking the next op; see the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Ops that can start at most this many picoseconds after the earliest
+    /// possible start compete by priority.
+    pub window_ps: u64,
+    pub priority: Priority,
+}
+
+impl Policy {
+    const fn new(window_ps: u64, priority: Priority) -> Policy {
+        Policy {
+            window_ps,
+            priority,
+        }
+    }
+}
+
+/// The policies of the first search step, in tie-break order. `Urgency`
+/// here means the latest starts of the backward schedule.
+pub const POLICIES: &[Policy] = &[
+    Policy::new(0, Priority::CriticalPath),
+    Policy::new(0, Priority::Urgency),
+    Policy::new(250_000, Priority::Urgency),
+    Policy::new(250_000, Priority::CriticalPath),
+    Policy::new(250_000, Priority::SourceOrder),
+    Policy::new(1_000_000, Priority::SourceOrder),
+    Policy::new(1_000_000, Priority::CriticalPath),
+    Policy::new(u64::MAX, Priority::Urgency),
+];
+
+/// Above this many ops only the first policy runs and the search is
+/// skipped, to bound compile time.
+pub const MANY_OPS: usize = 20_000;
+
+/// The most forward-backward rounds.
+pub const FORWARD_BACKWARD_ROUNDS: usize = 4;
+
+/// The most passes of the perturbation search.
+pub const SEARCH_ROUNDS: usize = 64;
+
+/// The most slot evaluations (one op on one queue at one step) the
+/// perturbation search spends.
+pub const SEARCH_BUDGET: u64 = 500_000;
+
 /// Schedules the lowered ops; see the module doc.
 pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedule) -> Scheduled {
-    let target = unit.target;
-    let figures = target.figures();
-    let n = lowered.ops.len();
-    // Candidate engines with their costs, per op. All DMA queues cost the
-    // same, so a DMA candidate stands for the DMA queue free first.
-    let dma_queues = queues_of(Engine::Dma, figures.dma_queues);
-    let candidates: Vec<Vec<(Engine, Cost)>> = lowered
-        .ops
-        .iter()
-        .map(|l| {
-            l.engines
-                .iter()
-                .filter_map(|&e| {
-                    let q = *queues_of(e, figures.dma_queues).first()?;
-                    Some((e, target.cost(q, &l.op)))
-                })
-                .collect()
-        })
-        .collect();
-    // Critical path (bottom level) with the cheapest latency per op.
-    let mut level = vec![0u64; n];
-    for i in (0..n).rev() {
-        let own = candidates[i]
-            .iter()
-            .map(|(_, c)| c.latency_ps)
-            .min()
-            .unwrap_or(0);
-        let after = graph.succs[i].iter().map(|&s| level[s]).max().unwrap_or(0);
-        level[i] = own + after;
+    let table = Table::new(unit.target, lowered, graph);
+    let none = vec![0; lowered.ops.len()];
+    if mode == Schedule::Sequential {
+        return list_schedule(&table, graph, None, &none).0;
     }
-    let mut free: BTreeMap<Queue, u64> = BTreeMap::new();
-    let mut last_on: BTreeMap<Queue, usize> = BTreeMap::new();
-    let mut complete = vec![0u64; n];
+    if lowered.ops.len() > MANY_OPS {
+        return list_schedule(&table, graph, Some(POLICIES[0]), &none).0;
+    }
+    let mut best = Best(None);
+    // 1. The policies.
+    let backward = table.backward(graph, None);
+    for policy in POLICIES {
+        best.consider(list_schedule(&table, graph, Some(*policy), &backward).0);
+    }
+    // 2. Forward-backward improvement.
+    for _ in 0..FORWARD_BACKWARD_ROUNDS {
+        let Some(current) = &best.0 else { break };
+        let before = current.estimated_ps;
+        let complete: Vec<u64> = (0..lowered.ops.len())
+            .map(|i| current.start[i] + current.cost[i].latency_ps.max(current.cost[i].busy_ps))
+            .collect();
+        let urgency = table.backward(graph, Some(&complete));
+        for window_ps in [0, u64::MAX] {
+            let policy = Policy::new(window_ps, Priority::Urgency);
+            best.consider(list_schedule(&table, graph, Some(policy), &urgency).0);
+        }
+        if best.0.as_ref().is_none_or(|b| b.estimated_ps >= before) {
+            break;
+        }
+    }
+    // 3. The perturbation search.
+    let mut rng = SplitMix64(0x6E6B_6963_5F73_6368);
+    let mut spent = 0u64;
+    for round in 0..SEARCH_ROUNDS {
+        let Some(current) = &best.0 else { break };
+        let span = current.estimated_ps.max(1);
+        let noise = (span >> (2 + round % 4)).max(1);
+        let urgency: Vec<u64> = current
+            .start
+            .iter()
+            .map(|&start| span.saturating_sub(start) + rng.next() % noise)
+            .collect();
+        let window_ps = if round % 2 == 0 { 0 } else { u64::MAX };
+        let (s, work) = list_schedule(
+            &table,
+            graph,
+            Some(Policy::new(window_ps, Priority::Urgency)),
+            &urgency,
+        );
+        best.consider(s);
+        spent += work;
+        if spent + work > SEARCH_BUDGET {
+            break;
+        }
+    }
+    match best.0 {
+        Some(s) => s,
+        None => list_schedule(&table, graph, None, &none).0,
+    }
+}
+
+/// The best schedule so far (the earlier one on ties).
+struct Best(Option<Scheduled>);
+
+impl Best {
+    fn consider(&mut self, s: Scheduled) {
+        if self
+            .0
+            .as_ref()
+            .is_none_or(|b| s.estimated_ps < b.estimated_ps)
+        {
+            self.0 = Some(s);
+        }
+    }
+}
+
+/// The deterministic generator of the perturbation search (SplitMix64).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// What every pass shares: candidates, costs and critical paths.
+struct Table {
+    target: Target,
+    /// Per op: the legal engines with their costs, in preference order.
+    candidates: Vec<Vec<(Engine, Cost)>>,
+    /// Per op: its DMA transfer, if it is one.
+    transfers: Vec<Option<DmaTransfer>>,
+    /// Per op: the critical path (cheapest latency of it and of the
+    /// longest chain after it).
+    level: Vec<u64>,
+    dma_queues: Vec<Queue>,
+    dma_engines: usize,
+}
+
+impl Table {
+    fn new(target: Target, lowered: &Lowered, graph: &Graph) -> Table {
+        let figures = target.figures();
+        let dma_queues = queues_of(Engine::Dma, figures.dma_queues);
+        // All DMA queues cost the same, so a DMA candidate stands for the
+        // DMA queue that suits best.
+        let candidates: Vec<Vec<(Engine, Cost)>> = lowered
+            .ops
+            .iter()
+            .map(|l| {
+                l.engines
+                    .iter()
+                    .filter_map(|&e| {
+                        let q = *queues_of(e, figures.dma_queues).first()?;
+                        Some((e, target.cost(q, &l.op)))
+                    })
+                    .collect()
+            })
+            .collect();
+        let transfers = lowered
+            .ops
+            .iter()
+            .map(|l| target.dma_transfer(&l.op))
+            .collect();
+        let n = lowered.ops.len();
+        let mut level = vec![0u64; n];
+        for i in (0..n).rev() {
+            let own = candidates[i]
+                .iter()
+                .map(|(_, c)| c.latency_ps.max(c.busy_ps))
+                .min()
+                .unwrap_or(0);
+            let after = graph.succs[i].iter().map(|&s| level[s]).max().unwrap_or(0);
+            level[i] = own + after;
+        }
+        Table {
+            target,
+            candidates,
+            transfers,
+            level,
+            dma_queues,
+            dma_engines: figures.dma_engines.max(1) as usize,
+        }
+    }
+
+    /// List scheduling backwards from the end: an op is placed once all
+    /// its successors are, as late as its successors, its queue and (for
+    /// a transfer) the DMA engines allow, on the legal queue where it
+    /// starts latest. With `justify` (completion times of a forward
+    /// schedule) the op completing last goes first; otherwise the op that
+    /// fits closest to the end. Returns, per op, how long before the end
+    /// it starts: its urgency. Ops whose data must leave the chip early (a
+    /// store behind other stores on busy DMA engines) get large urgencies.
+    fn backward(&self, graph: &Graph, justify: Option<&[u64]>) -> Vec<u64> {
+        let n = self.candidates.len();
+        let mut until = vec![0u64; n];
+        let mut remaining: Vec<usize> = graph.succs.iter().map(Vec::len).collect();
+        let mut ready: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
+        let mut free: BTreeMap<Queue, u64> = BTreeMap::new();
+        let mut engine_free = vec![0u64; self.dma_engines];
+        while !ready.is_empty() {
+            let dma = self
+                .dma_queues
+                .iter()
+                .copied()
+                .min_by_key(|q| (free.get(q).copied().unwrap_or(0), *q))
+                .unwrap_or(Queue::Dma(0));
+            type Key = (std::cmp::Reverse<u64>, u64, std::cmp::Reverse<usize>);
+            let mut best: Option<(Key, Queue)> = None;
+            for &i in &ready {
+                let rank = justify.map_or(0, |done| done[i]);
+                let after = graph.succs[i].iter().map(|&s| until[s]).max().unwrap_or(0);
+                for (e, c) in &self.candidates[i] {
+                    let q = Queue::of_engine(*e).unwrap_or(dma);
+                    let mut u = (after + c.latency_ps.max(c.busy_ps))
+                        .max(free.get(&q).copied().unwrap_or(0) + c.busy_ps);
+                    if let Some(t) = &self.transfers[i] {
+                        for e in t.engine_ids(self.dma_engines as u32) {
+                            let ef = engine_free[e as usize % self.dma_engines];
+                            u = u.max(ef + t.engine_ps + t.issue_ps);
+                        }
+                    }
+                    let key = (std::cmp::Reverse(rank), u, std::cmp::Reverse(i));
+                    if best.is_none_or(|(b, _)| key < b) {
+                        best = Some((key, q));
+                    }
+                }
+            }
+            let Some(((_, u, std::cmp::Reverse(i)), q)) = best else {
+                break;
+            };
+            ready.retain(|&r| r != i);
+            until[i] = u;
+            free.insert(q, u);
+            if let Some(t) = &self.transfers[i] {
+                for e in t.engine_ids(self.dma_engines as u32) {
+                    engine_free[e as usize % self.dma_engines] = u - t.issue_ps;
+                }
+            }
+            for &p in &graph.preds[i] {
+                remaining[p] -= 1;
+                if remaining[p] == 0 {
+                    ready.push(p);
+                }
+            }
+        }
+        until
+    }
+}
+
+/// Where and when an op would run.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    queue: Queue,
+    cost: Cost,
+    start: u64,
+    /// When the queue may issue its next instruction.
+    free: u64,
+    /// When the op's results are visible.
+    complete: u64,
+}
+
+/// The simulator's timing model, replayed as ops are appended.
+struct Timer<'a> {
+    table: &'a Table,
+    graph: &'a Graph,
+    free: BTreeMap<Queue, u64>,
+    /// The latest op on each queue.
+    last_on: BTreeMap<Queue, usize>,
+    engine_free: Vec<u64>,
+    complete: Vec<u64>,
+}
+
+/// True when two accesses' bounding boxes share a byte.
+fn boxes_meet(a: &Access, b: &Access) -> bool {
+    a.resource == b.resource
+        && a.partitions.0 < b.partitions.1
+        && b.partitions.0 < a.partitions.1
+        && a.bounds.0 < b.bounds.1
+        && b.bounds.0 < a.bounds.1
+}
+
+impl Timer<'_> {
+    /// True when op `i` reads bytes op `p` writes (bounding boxes, as the
+    /// simulator's dependent-issue rule).
+    fn reads_written(&self, i: usize, p: usize) -> bool {
+        let accesses = &self.graph.accesses;
+        accesses[i].iter().filter(|a| !a.write).any(|r| {
+            accesses[p]
+                .iter()
+                .filter(|a| a.write)
+                .any(|w| boxes_meet(r, w))
+        })
+    }
+
+    /// The slot of op `i` on queue `q`, its inputs complete at `ready`.
+    fn slot(&self, i: usize, q: Queue, cost: Cost, ready: u64) -> Slot {
+        let target = self.table.target;
+        let mut start = ready.max(self.free.get(&q).copied().unwrap_or(0));
+        if let Some(&prev) = self.last_on.get(&q)
+            && self.reads_written(i, prev)
+        {
+            start = start.max(self.complete[prev]) + target.dependent_overhead_ps(q.engine());
+        }
+        let mut free = start + cost.busy_ps;
+        let mut complete = start + cost.latency_ps.max(cost.busy_ps);
+        if let Some(t) = &self.table.transfers[i] {
+            let data = start + t.issue_ps;
+            let mut last = data;
+            for e in t.engine_ids(self.table.dma_engines as u32) {
+                let begin = data.max(self.engine_free[e as usize % self.table.dma_engines]);
+                last = last.max(begin + t.engine_ps);
+            }
+            free = free.max(last);
+            complete = complete.max(last + t.start_latency_ps);
+        }
+        Slot {
+            queue: q,
+            cost,
+            start,
+            free,
+            complete,
+        }
+    }
+
+    /// Appends op `i` in `slot`.
+    fn commit(&mut self, i: usize, slot: &Slot) {
+        if let Some(t) = &self.table.transfers[i] {
+            let data = slot.start + t.issue_ps;
+            for e in t.engine_ids(self.table.dma_engines as u32) {
+                let ef = &mut self.engine_free[e as usize % self.table.dma_engines];
+                *ef = data.max(*ef) + t.engine_ps;
+            }
+        }
+        self.free.insert(slot.queue, slot.free);
+        self.last_on.insert(slot.queue, i);
+        self.complete[i] = slot.complete;
+    }
+
+    /// The DMA queue an op should use: the one free first (lowest on
+    /// ties).
+    fn dma_queue(&self) -> Queue {
+        self.table
+            .dma_queues
+            .iter()
+            .copied()
+            .min_by_key(|q| (self.free.get(q).copied().unwrap_or(0), *q))
+            .unwrap_or(Queue::Dma(0))
+    }
+}
+
+/// One list-scheduling pass: with a policy (optimized) or in source order
+/// on first legal queues (`None`, sequential). `urgency` serves
+/// [`Priority::Urgency`]. Returns the schedule and the number of slot
+/// evaluations it took.
+fn list_schedule(
+    table: &Table,
+    graph: &Graph,
+    policy: Option<Policy>,
+    urgency: &[u64],
+) -> (Scheduled, u64) {
+    let n = table.candidates.len();
+    let mut timer = Timer {
+        table,
+        graph,
+        free: BTreeMap::new(),
+        last_on: BTreeMap::new(),
+        engine_free: vec![0; table.dma_engines],
+        complete: vec![0; n],
+    };
     let mut queue = vec![Queue::Sync; n];
     let mut cost = vec![
         Cost {
@@ -99,72 +488,92 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         };
         n
     ];
+    let mut start = vec![0u64; n];
     let mut remaining: Vec<usize> = graph.preds.iter().map(Vec::len).collect();
     let mut ready: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
     let mut order = Vec::with_capacity(n);
     let mut streams: BTreeMap<Queue, Vec<usize>> = BTreeMap::new();
     let mut index_in_queue = vec![0usize; n];
     let mut end = 0u64;
+    let mut work = 0u64;
     // When each ready op's inputs are complete (fixed once it is ready).
     let mut data_ready = vec![0u64; n];
-    // The earliest start of op `i` on `q`.
-    let start_on = |i: usize,
-                    q: Queue,
-                    free: &BTreeMap<Queue, u64>,
-                    last_on: &BTreeMap<Queue, usize>,
-                    complete: &[u64],
-                    data_ready: &[u64]| {
-        let mut start = data_ready[i].max(free.get(&q).copied().unwrap_or(0));
-        if let Some(&last) = last_on.get(&q)
-            && graph.preds[i].binary_search(&last).is_ok()
-        {
-            start = start.max(complete[last]) + target.dependent_overhead_ps(q.engine());
-        }
-        start
-    };
+    // Each ready op's best slot, valid until its queues change.
+    let mut cached: Vec<Option<Slot>> = vec![None; n];
     while !ready.is_empty() {
-        // Pick the op and queue; see the module doc.
-        let mut best: Option<(u64, std::cmp::Reverse<u64>, usize, usize, Queue, Cost)> = None;
-        let dma = dma_queues
-            .iter()
-            .copied()
-            .min_by_key(|q| (free.get(q).copied().unwrap_or(0), *q))
-            .unwrap_or(Queue::Dma(0));
-        let pool: Vec<usize> = match mode {
-            Schedule::Optimized => ready.clone(),
-            Schedule::Sequential => ready.iter().copied().min().into_iter().collect(),
+        let dma = timer.dma_queue();
+        let pool: Vec<usize> = match policy {
+            Some(_) => ready.clone(),
+            None => ready.iter().copied().min().into_iter().collect(),
         };
+        let mut options: Vec<(usize, Slot)> = Vec::with_capacity(pool.len());
         for &i in &pool {
-            for (k, &(e, c)) in candidates[i].iter().enumerate() {
+            if let Some(s) = cached[i] {
+                options.push((i, s));
+                continue;
+            }
+            let mut best: Option<Slot> = None;
+            for &(e, c) in &table.candidates[i] {
                 let q = Queue::of_engine(e).unwrap_or(dma);
-                let start = start_on(i, q, &free, &last_on, &complete, &data_ready);
-                let key = (start, std::cmp::Reverse(level[i]), i, k, q, c);
-                let better = match &best {
-                    None => true,
-                    Some(b) => {
-                        (key.0, key.1, key.2, key.0 + key.5.latency_ps)
-                            < (b.0, b.1, b.2, b.0 + b.5.latency_ps)
-                    }
-                };
-                if better {
-                    best = Some(key);
+                let s = timer.slot(i, q, c, data_ready[i]);
+                work += 1;
+                if best
+                    .as_ref()
+                    .is_none_or(|b| (s.complete, s.start) < (b.complete, b.start))
+                {
+                    best = Some(s);
                 }
-                if mode == Schedule::Sequential {
+                if policy.is_none() {
                     break;
                 }
             }
+            if let Some(s) = best {
+                cached[i] = Some(s);
+                options.push((i, s));
+            }
         }
-        let Some((start, _, i, _, q, c)) = best else {
+        let earliest = options.iter().map(|(_, s)| s.start).min().unwrap_or(0);
+        let pick = match policy {
+            None => options.first().copied(),
+            Some(p) => {
+                let limit = earliest.saturating_add(p.window_ps);
+                let eligible = options.iter().filter(|(_, s)| s.start <= limit);
+                match p.priority {
+                    Priority::CriticalPath => eligible
+                        .min_by_key(|(i, s)| (std::cmp::Reverse(table.level[*i]), s.start, *i)),
+                    Priority::SourceOrder => eligible.min_by_key(|(i, _)| *i),
+                    Priority::Urgency => {
+                        eligible.min_by_key(|(i, s)| (std::cmp::Reverse(urgency[*i]), s.start, *i))
+                    }
+                }
+                .copied()
+            }
+        };
+        let Some((i, slot)) = pick else {
             break;
         };
         ready.retain(|&r| r != i);
-        queue[i] = q;
-        cost[i] = c;
-        complete[i] = start + c.latency_ps.max(c.busy_ps);
-        end = end.max(complete[i]);
-        free.insert(q, start + c.busy_ps);
-        last_on.insert(q, i);
-        let stream = streams.entry(q).or_default();
+        timer.commit(i, &slot);
+        // The slots of ops that could use the same queue (any DMA op after
+        // a transfer: the engines changed) are stale now.
+        let dma_committed = table.transfers[i].is_some();
+        for &r in &ready {
+            let stale = table.candidates[r].iter().any(|&(e, _)| {
+                if e == Engine::Dma {
+                    dma_committed || slot.queue.engine() == Engine::Dma
+                } else {
+                    Queue::of_engine(e) == Some(slot.queue)
+                }
+            }) || (dma_committed && table.transfers[r].is_some());
+            if stale {
+                cached[r] = None;
+            }
+        }
+        queue[i] = slot.queue;
+        cost[i] = slot.cost;
+        start[i] = slot.start;
+        end = end.max(slot.complete);
+        let stream = streams.entry(slot.queue).or_default();
         index_in_queue[i] = stream.len();
         stream.push(i);
         order.push(i);
@@ -173,19 +582,21 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
             if remaining[s] == 0 {
                 data_ready[s] = graph.preds[s]
                     .iter()
-                    .map(|&p| complete[p])
+                    .map(|&p| timer.complete[p])
                     .max()
                     .unwrap_or(0);
                 ready.push(s);
             }
         }
     }
-    Scheduled {
+    let scheduled = Scheduled {
         queue,
         cost,
         order,
         streams,
         index_in_queue,
         estimated_ps: end,
-    }
+        start,
+    };
+    (scheduled, work)
 }
