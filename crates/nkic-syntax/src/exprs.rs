@@ -1618,7 +1618,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Chunker<'a, 'src, I> {
             }
             Token::At => {
                 self.pass();
-                if self.chunk(Kind::NamedTest) {
+                if self.chunk(Kind::NamedTest) && !self.pass_if(Token::Newline) {
                     self.unexpected();
                 }
             }
