@@ -56,7 +56,7 @@ use nkic_isa::{
 use crate::alloc::Layout;
 use crate::codes;
 use crate::collect::Unit;
-use crate::emit::{line_table, verified};
+use crate::emit::{line_table, operand_names, sort_names, verified};
 use crate::lower::{Lowered, probe_queue};
 
 /// A region of the chain: the top level or one dynamic loop's body.
@@ -89,6 +89,9 @@ struct Emitter<'a, 'k> {
     next_label: u32,
     /// The waits the next step must carry.
     prev: Vec<SemWait>,
+    /// The op whose instructions the next step emits, for
+    /// `Program::operand_names`.
+    naming: Option<usize>,
 }
 
 /// The queue an op runs on (its first legal engine).
@@ -161,6 +164,7 @@ pub fn emit(
         next_loop: 0,
         next_label: 0,
         prev: Vec::new(),
+        naming: None,
     };
     let mut top = Region {
         sem: chain,
@@ -178,6 +182,7 @@ pub fn emit(
     for (q, insts) in streams {
         *program.stream_mut(q) = insts;
     }
+    sort_names(&mut program);
     verified(program)
 }
 
@@ -212,6 +217,12 @@ impl Emitter<'_, '_> {
     ) {
         let n = u32::try_from(insts.len()).unwrap_or(u32::MAX);
         for (q, op) in insts {
+            if let Some(i) = self.naming {
+                let index = self.streams.get(&q).map_or(0, Vec::len);
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                let names = operand_names(self.unit, &op, i, q, index);
+                self.program.operand_names.extend(names);
+            }
             let mut inst = Instruction::new(op).signal(region.sem);
             inst.waits = self.prev.clone();
             if let Some(line) = line {
@@ -241,6 +252,7 @@ impl Emitter<'_, '_> {
             return;
         };
         let line = self.lines[i];
+        self.naming = Some(i);
         let reg_or_imm = |dst: Reg, v: &RegOrImm| match v {
             RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
                 dst,

@@ -6,6 +6,9 @@
 //! * One semaphore `<queue>_done` per queue that signals, in queue order.
 //! * Streams in queue order (`tensor`, `vector`, `scalar`, `gpsimd`,
 //!   `sync`, `dma0`, …), each in scheduled order.
+//! * `Program::operand_names`: for every on-chip operand whose tensor has
+//!   a name in the kernel, that name (HBM operands are named by their
+//!   tensor), sorted by queue, index and field.
 //! * The line table has one entry per distinct source location of an op
 //!   (file name, 1-based line and column from the [`SourceMap`], the byte
 //!   span), in order of first use; ops whose file is not in the source map
@@ -74,11 +77,64 @@ pub fn emit(
             if let Some(line) = line_of[i] {
                 inst = inst.at(line);
             }
+            let index = u32::try_from(insts.len()).unwrap_or(u32::MAX);
+            program
+                .operand_names
+                .extend(operand_names(unit, &inst.op, i, q, index));
             insts.push(inst);
         }
         *program.stream_mut(q) = insts;
     }
+    sort_names(&mut program);
     verified(program)
+}
+
+/// The `operand_names` entries of `op` (op `i` of the unit) at `index` of
+/// `queue`: the kernel's name of the tensor behind each on-chip operand.
+/// The IR mirrors the machine's fields, so operands match IR accesses by
+/// field; the index operand of a gather or scatter is the IR's index view.
+pub fn operand_names(
+    unit: &Unit<'_>,
+    op: &nkic_isa::Op,
+    i: usize,
+    queue: Queue,
+    index: u32,
+) -> Vec<nkic_isa::OperandName> {
+    let info = &unit.ops[i];
+    let kernel = &unit.kernels[info.inst];
+    let accesses = info.op.accesses();
+    let mut out = Vec::new();
+    for operand in op.operands() {
+        if !operand.ap.mem.is_on_chip() {
+            continue;
+        }
+        let is_index = operand.field == "index";
+        let access = accesses
+            .iter()
+            .find(|a| a.is_index == is_index && (is_index || a.field == operand.field));
+        let Some(access) = access else { continue };
+        let name = &kernel.storages[access.view.storage].name;
+        if name.is_empty() {
+            continue;
+        }
+        out.push(nkic_isa::OperandName {
+            queue,
+            index,
+            field: operand.field.to_owned(),
+            name: name.clone(),
+        });
+    }
+    out
+}
+
+/// Sorts `operand_names` by queue, index and field, as `Program` wants.
+pub fn sort_names(program: &mut Program) {
+    program.operand_names.sort_by(|a, b| {
+        (a.queue, a.index, a.field.as_str()).cmp(&(b.queue, b.index, b.field.as_str()))
+    });
+    program
+        .operand_names
+        .dedup_by(|a, b| a.queue == b.queue && a.index == b.index && a.field == b.field);
 }
 
 /// Adds one line-table entry per distinct source location of an op (in

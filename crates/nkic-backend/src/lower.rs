@@ -24,9 +24,10 @@
 //! one-instruction program and runs `nkic_isa::verify`, so the verifier
 //! stays the one source of the rules. Ops that use an engine's hidden
 //! state (`rng`) get the first legal engine only, so that their stream of
-//! random values does not depend on scheduling; so does `tensor_tensor` on
-//! 32-bit integers, which is exact on GpSimd but goes through `f32` on
-//! Vector.
+//! random values does not depend on scheduling. `tensor_tensor` on 32-bit
+//! integers (every operand `int32`/`uint32`), exact on GpSimd but through
+//! `f32` on Vector, gets GpSimd when GpSimd may run it and otherwise (a
+//! PSUM operand) its first legal engine, as isa.md §4.3 says.
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{OpKind, View, overlap};
@@ -376,8 +377,16 @@ pub fn lower(
             nkic_isa::Op::TensorTensor { dst, src0, src1, .. }
                 if [dst, src0, src1].iter().all(|ap| matches!(ap.dtype, DType::I32 | DType::U32))
         );
-        if fixed.is_none() && (!info.op.kind.engine_state(None).is_empty() || integer_tensor_tensor)
-        {
+        if fixed.is_none() && integer_tensor_tensor {
+            // All-integer operands default to GpSimd, exact; Vector (f32
+            // arithmetic) only when GpSimd cannot run it, as with a PSUM
+            // operand (isa.md §4.3).
+            if legal.contains(&Engine::GpSimd) {
+                legal = vec![Engine::GpSimd];
+            } else {
+                legal.truncate(1);
+            }
+        } else if fixed.is_none() && !info.op.kind.engine_state(None).is_empty() {
             legal.truncate(1);
         }
         if legal.is_empty() {

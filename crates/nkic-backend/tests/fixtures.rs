@@ -41,7 +41,10 @@ fn every_fixture() {
         let seq = build(&name, Schedule::Sequential).unwrap_or_else(|e| panic!("{name}:\n{e}"));
         let text = opt.to_string();
         let back = nkic_isa::assemble(&text).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-        assert_eq!(back, opt, "{name}: the .nkasm text round-trips");
+        // The text form does not carry the operand names.
+        let mut plain = opt.clone();
+        plain.operand_names.clear();
+        assert_eq!(back, plain, "{name}: the .nkasm text round-trips");
         if !name.ends_with("_large") {
             insta::assert_snapshot!(format!("{name}.nkasm"), text);
         }

@@ -47,6 +47,42 @@ fn tiled_add_adds() {
 }
 
 #[test]
+fn on_chip_operands_carry_the_kernels_tensor_names() {
+    for schedule in [Schedule::Optimized, Schedule::Sequential] {
+        let (kernel, sources) = common::load("add_tiled");
+        let program = compile(&kernel, &sources, &BackendConfig { schedule }).expect("compiles");
+        let mut adds = 0;
+        for stream in &program.queues {
+            for (k, inst) in stream.insts.iter().enumerate() {
+                let name = |field| program.operand_name(stream.queue, k, field);
+                match inst.op.mnemonic() {
+                    "tensor_tensor" => {
+                        adds += 1;
+                        assert_eq!(name("dst"), Some("c_tile"));
+                        assert_eq!(name("src0"), Some("a_tile"));
+                        assert_eq!(name("src1"), Some("b_tile"));
+                    }
+                    "dma_copy" => {
+                        let (dst, src) = (name("dst"), name("src"));
+                        assert!(
+                            matches!(
+                                (dst, src),
+                                (Some("a_tile"), Some("a"))
+                                    | (Some("b_tile"), Some("b"))
+                                    | (Some("out"), Some("c_tile"))
+                            ),
+                            "{dst:?} <- {src:?}"
+                        );
+                    }
+                    other => panic!("unexpected {other}"),
+                }
+            }
+        }
+        assert_eq!(adds, 4);
+    }
+}
+
+#[test]
 fn tiled_matmul_multiplies() {
     let (_, inputs, res) = run_fixture("matmul_tiled");
     let (lhs_t, rhs) = (input(&inputs, "lhsT"), input(&inputs, "rhs"));
@@ -488,10 +524,10 @@ fn gathers_and_scatters_move_the_indexed_rows() {
 }
 
 #[test]
-fn integer_tensor_tensor_keeps_one_engine() {
+fn integer_tensor_tensor_runs_exactly_on_gpsimd() {
     // Many independent int32 adds: balance would spread them over Vector
-    // and GpSimd, whose integer results differ, so they all stay on the
-    // first legal engine.
+    // and GpSimd, whose integer results differ, so they all go to GpSimd,
+    // where integer arithmetic is exact (isa.md §4.3).
     let mut t = String::from(
         "kernel \"ints\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nt0 = shared_hbm int32[128, 64] \"out\" arg=0 output @ kernel.py:0..4\nt1 = sbuf int32[128, 64] \"a\" @ kernel.py:0..4\n",
     );
@@ -523,7 +559,21 @@ fn integer_tensor_tensor_keeps_one_engine() {
             .filter(|i| i.op.mnemonic() == "tensor_tensor")
             .count()
     };
-    assert_eq!((on(Queue::Vector), on(Queue::GpSimd)), (6, 0));
+    assert_eq!((on(Queue::Vector), on(Queue::GpSimd)), (0, 6));
+    // Values above 2^24 add exactly: out[p, j] = 2 * (16777217 + 64 p + j).
+    let result = common::simulate(&program, &common::inputs(&program, 1));
+    let out = result.output("out").expect("the output");
+    for p in 0..128i64 {
+        for j in 0..64i64 {
+            let k = ((p * 64 + j) * 4) as usize;
+            let got = i32::from_le_bytes([out[k], out[k + 1], out[k + 2], out[k + 3]]);
+            assert_eq!(
+                i64::from(got),
+                2 * (16_777_217 + 64 * p + j),
+                "at [{p}, {j}]"
+            );
+        }
+    }
 }
 
 #[test]
