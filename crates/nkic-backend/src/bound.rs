@@ -21,9 +21,13 @@
 //! never beats the bound. Costs depend only on the instructions, so the
 //! bound is the same for every order of the same instructions; the
 //! optimized and the sequential program share it when they choose the same
-//! engines. Every instruction counts once: the bound of a program with
-//! dynamic loops does not multiply a loop body by its (run-time) trip
-//! count.
+//! engines.
+//!
+//! [`lower_bound`] counts every instruction once, so for a program with
+//! dynamic loops (branches) it does not multiply a loop body by its
+//! run-time trip count and [`LowerBound::loops_counted_once`] is set.
+//! [`lower_bound_counted`] takes each instruction's execution count (from
+//! a run) instead, which bounds that run.
 
 use std::collections::BTreeMap;
 
@@ -52,10 +56,30 @@ pub struct LowerBound {
     pub hbm_ns: f64,
     /// What bounds it: an engine name, `dma` or `hbm`.
     pub limited_by: String,
+    /// True when the program branches (dynamic loops) and every
+    /// instruction was counted once, so the bound ignores trip counts.
+    pub loops_counted_once: bool,
 }
 
-/// Computes the bound of `program`; see the module doc.
+/// Computes the bound of `program`, every instruction counted once; see
+/// the module doc.
 pub fn lower_bound(program: &Program) -> LowerBound {
+    let branches = program.queues.iter().any(|s| {
+        s.insts
+            .iter()
+            .any(|i| matches!(i.op, nkic_isa::Op::Branch { .. }))
+    });
+    let mut bound = lower_bound_counted(program, &|_, _| 1);
+    bound.loops_counted_once = branches;
+    bound
+}
+
+/// Computes the bound of one run of `program`, in which instruction
+/// `index` of `queue` executed `executions(queue, index)` times.
+pub fn lower_bound_counted(
+    program: &Program,
+    executions: &dyn Fn(Queue, usize) -> u64,
+) -> LowerBound {
     let target = program.target;
     let f = target.figures();
     let mut per_queue = Vec::new();
@@ -65,17 +89,18 @@ pub fn lower_bound(program: &Program) -> LowerBound {
     let mut dma_engine_ps = vec![0u64; engines as usize];
     for stream in &program.queues {
         let mut busy = 0u64;
-        for inst in &stream.insts {
-            busy += target.cost(stream.queue, &inst.op).busy_ps;
+        for (index, inst) in stream.insts.iter().enumerate() {
+            let times = executions(stream.queue, index);
+            busy += target.cost(stream.queue, &inst.op).busy_ps * times;
             if let Some(t) = target.dma_transfer(&inst.op) {
                 for e in t.engine_ids(engines) {
-                    dma_engine_ps[(e % engines) as usize] += t.engine_ps;
+                    dma_engine_ps[(e % engines) as usize] += t.engine_ps * times;
                 }
             }
             if inst.op.is_dma() {
                 for operand in inst.op.operands() {
                     if matches!(operand.ap.mem, Memory::Hbm(_)) {
-                        hbm_bytes += operand.ap.num_elements() * operand.ap.elem_bytes();
+                        hbm_bytes += operand.ap.num_elements() * operand.ap.elem_bytes() * times;
                     }
                 }
             }
@@ -118,5 +143,6 @@ pub fn lower_bound(program: &Program) -> LowerBound {
         hbm_bytes,
         hbm_ns,
         limited_by,
+        loops_counted_once: false,
     }
 }

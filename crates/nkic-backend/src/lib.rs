@@ -42,7 +42,9 @@
 //!   instances of an SPMD grid (serial on one core).
 //! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]` }`
 //!   (`Default` is optimized).
-//! * [`lower_bound`]`(&Program) -> `[`LowerBound`] for the run report.
+//! * [`lower_bound`]`(&Program) -> `[`LowerBound`] for the run report, and
+//!   [`lower_bound_counted`] with a run's per-instruction execution counts
+//!   (programs with dynamic loops).
 //!
 //! The program's arguments are the kernel's tensor arguments in parameter
 //! order, then returned tensors that are not arguments (unnamed ones are
@@ -71,7 +73,7 @@ use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::Kernel;
 use nkic_isa::Program;
 
-pub use bound::{LowerBound, lower_bound};
+pub use bound::{LowerBound, lower_bound, lower_bound_counted};
 
 /// How the backend orders the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

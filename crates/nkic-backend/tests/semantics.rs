@@ -336,6 +336,40 @@ fn dynamic_loops_compute_what_they_say() {
     }
 }
 
+#[test]
+fn the_bound_of_a_run_counts_loop_trips() {
+    // dyn_range runs its body 8 times: the static bound counts it once,
+    // the bound of the run counts every execution the trace shows.
+    let (program, _, res) = run_fixture("dyn_range");
+    let once = nkic_backend::lower_bound(&program);
+    assert!(once.loops_counted_once);
+    let mut runs: BTreeMap<(Queue, usize), u64> = BTreeMap::new();
+    for e in &res.trace {
+        *runs.entry((e.queue, e.index)).or_default() += 1;
+    }
+    let counted = nkic_backend::lower_bound_counted(&program, &|q, i| {
+        runs.get(&(q, i)).copied().unwrap_or(0)
+    });
+    assert!(!counted.loops_counted_once);
+    assert_eq!(counted.hbm_bytes, 8 * once.hbm_bytes);
+    assert_eq!(
+        counted.hbm_bytes,
+        res.hbm_bytes_read + res.hbm_bytes_written
+    );
+    assert!(counted.ns > 4.0 * once.ns, "{} vs {}", counted.ns, once.ns);
+    assert!(
+        res.total_ns() >= counted.ns,
+        "{} vs {}",
+        res.total_ns(),
+        counted.ns
+    );
+    // A program without loops: both agree.
+    let (program, _, _) = run_fixture("add_tiled");
+    let once = nkic_backend::lower_bound(&program);
+    assert!(!once.loops_counted_once);
+    assert_eq!(nkic_backend::lower_bound_counted(&program, &|_, _| 1), once);
+}
+
 /// The SBUF/PSUM byte offsets of every on-chip operand of `program`.
 fn offsets(program: &Program, mem: nkic_isa::Memory) -> Vec<(String, u64)> {
     let mut out = Vec::new();
