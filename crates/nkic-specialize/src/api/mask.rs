@@ -10,6 +10,13 @@
 //! a result tile created by the call keeps the full grid shape with only
 //! the kept part written.
 //!
+//! A grid subscript that leaves its tensor (`out[i_p, i_f]` with a grid
+//! larger than `out`) is kept pending ([`PendingGrid`]) instead of failing
+//! at once: legacy kernels pass such views to calls whose `mask=` keeps
+//! only the in-bounds part. The call restricts the grids to the mask's
+//! rectangle first; used any other way the view reports its
+//! out-of-bounds error where it is used.
+//!
 //! Clauses over two grid axes at once (triangular masks such as
 //! `mask=(i_p >= i_f)`) are not rectangles. A call whose result is a
 //! fresh tile computes the whole bounding rectangle: the elements the mask
@@ -40,6 +47,91 @@ pub struct Mask {
     /// The full-size result tile of a value-form call (set by
     /// [`super::emit::new_result`]), returned instead of the sliced view.
     pub full_result: RefCell<Option<Rc<Tensor>>>,
+}
+
+/// A grid subscript that went out of bounds, waiting for a `mask=` that
+/// keeps it in bounds (module doc).
+#[derive(Debug)]
+pub struct PendingGrid {
+    pub tensor: Rc<Tensor>,
+    pub items: Vec<Value>,
+    pub span: Span,
+    pub error: Diagnostic,
+}
+
+impl crate::value::ApiObject for PendingGrid {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Resolves the pending grid subscripts among `args` with the call's
+/// `mask=` rectangle (left in place for [`take`]); without a usable mask
+/// they stay pending and report their error when materialized.
+pub fn resolve_pending(ctx: &mut Ctx<'_>, args: &mut CallArgs) -> Result<(), Diagnostic> {
+    let has_pending = args
+        .positional
+        .iter()
+        .chain(args.keywords.iter().map(|(_, a)| a))
+        .any(|a| matches!(&a.value, Value::Ext(e) if e.as_any().is::<PendingGrid>()));
+    if !has_pending {
+        return Ok(());
+    }
+    let Some(mask_arg) = args
+        .keywords
+        .iter()
+        .find(|(k, _)| &**k == "mask")
+        .map(|(_, a)| a.clone())
+    else {
+        return Ok(());
+    };
+    let Value::IndexPred(pred) = &mask_arg.value else {
+        return Ok(());
+    };
+    let mask = rectangle(ctx, pred, &mask_arg)?;
+    let fix = |ctx: &mut Ctx<'_>, a: &mut Arg| -> Result<(), Diagnostic> {
+        let Value::Ext(e) = &a.value else {
+            return Ok(());
+        };
+        let Some(p) = e.as_any().downcast_ref::<PendingGrid>() else {
+            return Ok(());
+        };
+        let items: Vec<Value> = p.items.iter().map(|v| restrict(v, &mask)).collect();
+        let t = p.tensor.clone();
+        let span = p.span;
+        a.value = super::tensor::subscript(ctx, &t, &Value::tuple(items), span)?;
+        Ok(())
+    };
+    for a in args.positional.iter_mut() {
+        fix(ctx, a)?;
+    }
+    for (_, a) in args.keywords.iter_mut() {
+        fix(ctx, a)?;
+    }
+    Ok(())
+}
+
+/// An index grid restricted to the mask's rectangle: axis `a` runs over
+/// `lo..hi` instead of `0..size`.
+fn restrict(v: &Value, mask: &Mask) -> Value {
+    let Value::Index(e) = v else {
+        return v.clone();
+    };
+    let ndim = mask.grid.len() as u8;
+    let mut e = e.aligned(ndim);
+    for t in e.terms.iter_mut() {
+        let Some(&(lo, hi)) = mask.ranges.get(usize::from(t.axis)) else {
+            continue;
+        };
+        if t.size == mask.grid[usize::from(t.axis)] && (lo, hi) != (0, t.size) {
+            e.constant += t.coef * lo as i64;
+            t.size = hi - lo;
+        }
+    }
+    Value::Index(Rc::new(e))
 }
 
 /// Removes the `mask=` keyword from `args` and, when it is a predicate,
@@ -177,7 +269,9 @@ pub fn apply(t: &Tensor, mask: &Mask) -> Option<Tensor> {
         }
         match t.shape.get(axis) {
             Some(&s) if s == full => view = view.slice(axis, lo, hi, 1)?,
-            Some(1) => {}
+            // Size 1 broadcasts; size `hi - lo` was restricted already
+            // (a pending grid subscript resolved with this mask).
+            Some(&s) if s == 1 || s == hi - lo => {}
             _ => return None,
         }
     }

@@ -161,6 +161,8 @@ pub fn call(ctx: &mut Ctx<'_>, f: ApiFn, args: CallArgs, span: Span) -> Result<V
     if def.name == "instruction.depends_on" {
         return depends_on(ctx, args, span);
     }
+    let mut args = args;
+    mask::resolve_pending(ctx, &mut args)?;
     let args = materialize_args(ctx, args)?;
     let bound = table::bind(ctx, def, args, span)?;
     (def.run)(ctx, &bound, span)
@@ -305,7 +307,8 @@ pub fn store_subscript(
             "not assignable",
         ));
     };
-    let Value::Tensor(dst) = tensor::subscript(ctx, t, key, span)? else {
+    let target = tensor::subscript(ctx, t, key, span)?;
+    let Value::Tensor(dst) = materialize(ctx, &target)? else {
         return Err(ctx.error(codes::INDEX, "bad subscript", span, "here"));
     };
     match aug {
@@ -349,6 +352,11 @@ pub fn operator(
 /// Records a pending legacy matmul (see `isa_core`) into a fresh PSUM
 /// tile; other values are returned unchanged.
 pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
+    if let Value::Ext(e) = v
+        && let Some(p) = e.as_any().downcast_ref::<mask::PendingGrid>()
+    {
+        return Err(p.error.clone());
+    }
     if let Value::Ext(e) = v
         && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
     {

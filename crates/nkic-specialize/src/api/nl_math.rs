@@ -28,7 +28,9 @@
 //!   their intermediates are float32; `rms_norm`'s `w` has `x`'s shape or
 //!   is a `(P, 1)` tile;
 //! * `where` copies `y` into the result and then copies `x` over it where
-//!   `cond` is non-zero (`tensor_copy_predicated`);
+//!   `cond` is non-zero (`tensor_copy_predicated`); a condition that is not
+//!   an unsigned integer tile (a float 1.0/0.0 mask from `nl.greater`) is
+//!   first turned into a uint8 tile with `tensor_scalar(not_equal, 0)`;
 //! * `broadcast_to` always materializes a new SBUF tile (unless nothing
 //!   changes); the partition dim is spread with a TensorE matmul against a
 //!   ones row (language.md §9.6) for float SBUF rows of at most 512
@@ -1044,10 +1046,34 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
             t
         }
     };
+    // The predicate of `tensor_copy_predicated` is an unsigned integer
+    // tile; a float (or signed) condition, as `nl.greater` returns by
+    // default, is turned into a uint8 0/1 tile first.
+    let predicate = if matches!(cond.dtype(), DType::U8 | DType::U16 | DType::U32) {
+        cond.clone()
+    } else {
+        let p = temp(ctx, &cond.shape, DType::U8, span)?;
+        push(
+            ctx,
+            OpKind::TensorScalar {
+                dst: p.view.clone(),
+                src: cond.view.clone(),
+                op0: AluOp::NotEqual,
+                operand0: Some(Scalar::imm(0.0)),
+                reverse0: false,
+                op1: None,
+                operand1: None,
+                reverse1: false,
+            },
+            None,
+            span,
+        )?;
+        p
+    };
     let kind = OpKind::TensorCopyPredicated {
         dst: dst.view.clone(),
         src: src.view.clone(),
-        predicate: cond.view.clone(),
+        predicate: predicate.view.clone(),
         reverse_pred: false,
     };
     push(ctx, kind, None, span)?;

@@ -608,7 +608,17 @@ fn fill(
 ) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "a filled tensor")?;
     let imm = memory::fill_imm(ctx, t.dtype(), value, value_span, true)?;
-    memory::push_memset(ctx, &t.view, imm, None, None, span)?;
+    // A legacy block tensor (`(B, nl.par_dim(P), F)`) is filled through a
+    // view with its partition dim first: the block dims become free dims.
+    let pdim = check::partition_dim(ctx, t);
+    let view = if pdim == 0 {
+        t.view.clone()
+    } else {
+        let mut perm = vec![pdim];
+        perm.extend((0..t.view.dims.len()).filter(|&d| d != pdim));
+        t.view.permute(&perm).unwrap_or_else(|| t.view.clone())
+    };
+    memory::push_memset(ctx, &view, imm, None, None, span)?;
     Ok(())
 }
 
@@ -782,7 +792,22 @@ pub fn subscript(
         .iter()
         .any(|v| matches!(v, Value::Index(_) | Value::Tensor(_)))
     {
-        return grid_subscript(ctx, t, items, span).map(Value::tensor);
+        return match grid_subscript(ctx, t, items, span) {
+            Ok(v) => Ok(Value::tensor(v)),
+            // Out of bounds: wait for the call's `mask=` (see `mask`).
+            Err(error)
+                if error.code == codes::INDEX
+                    && items.iter().any(|v| matches!(v, Value::Index(_))) =>
+            {
+                Ok(Value::Ext(Rc::new(super::mask::PendingGrid {
+                    tensor: t.clone(),
+                    items: items.to_vec(),
+                    span,
+                    error,
+                })))
+            }
+            Err(e) => Err(e),
+        };
     }
     let ndim = t.shape.len();
     let n_ellipsis = items
