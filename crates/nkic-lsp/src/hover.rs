@@ -151,6 +151,52 @@ fn header(an: &Analysis, s: &Stmt) -> String {
     line.strip_suffix(':').unwrap_or(line).to_owned()
 }
 
+/// The values the loop variable of a `for` loop took, as recorded where
+/// its body reads it: `i = 0, 1, 2, 3` (at most four, then `…`).
+fn loop_values(an: &Analysis, s: &Stmt) -> String {
+    let StmtKind::For { target, body, .. } = &s.kind else {
+        return String::new();
+    };
+    let ExprKind::Name(var) = &target.kind else {
+        return String::new();
+    };
+    let (Some(first), Some(last)) = (body.first(), body.last()) else {
+        return String::new();
+    };
+    let Some(result) = an.front.result.as_ref() else {
+        return String::new();
+    };
+    let text = an.sources.file(an.file).text();
+    let lo = (an.file, Span::new(first.span.start, first.span.start));
+    let hi = (an.file, Span::new(last.span.end, u32::MAX));
+    let mut values: Vec<&str> = Vec::new();
+    let mut more = false;
+    for ((_, span), fact) in result.facts.map.range(lo..hi) {
+        if span.end > last.span.end || &text[span.range()] != var.as_str() {
+            continue;
+        }
+        more |= fact.more;
+        for v in &fact.values {
+            if !values.contains(&v.as_str()) {
+                values.push(v);
+            }
+        }
+    }
+    if values.is_empty() {
+        return String::new();
+    }
+    more |= values.len() > MAX_LISTED;
+    values.truncate(MAX_LISTED);
+    format!(
+        "{var} = {}{}",
+        values.join(", "),
+        if more { ", …" } else { "" }
+    )
+}
+
+/// At most this many loop-variable values are listed.
+const MAX_LISTED: usize = 4;
+
 fn line_of(an: &Analysis, offset: u32) -> u32 {
     an.sources.file(an.file).line_col(offset).line
 }
@@ -169,6 +215,17 @@ pub fn hover(an: &Analysis, offset: u32) -> Option<(Span, String)> {
     }
     let result = an.front.result.as_ref()?;
     let facts = &result.facts;
+    // Tensor methods (`t.reshape`): the receiver's fact says it is a tensor.
+    if let Some(Node::Expr(e)) = path.last()
+        && let ExprKind::Attribute { value, attr } = &e.kind
+        && attr.span.start <= offset
+        && offset <= attr.span.end
+        && let Some(fact) = facts.map.get(&(an.file, value.span))
+        && fact.values.iter().any(|v| TensorText::parse(v).is_some())
+        && let Some(doc) = api_markdown(&format!("tensor.{}", attr.name))
+    {
+        return Some((e.span, doc));
+    }
     // An assignment target was not evaluated: show its value's fact.
     let mut found: Option<(Span, &Fact, Span)> = None;
     if let Some(Node::Stmt(s)) = path.iter().rev().find(|n| matches!(n, Node::Stmt(_))) {
@@ -216,6 +273,17 @@ pub fn hover(an: &Analysis, offset: u32) -> Option<(Span, String)> {
     }
     if site != span {
         out.push_str(&format!("\nassigned at line {}\n", line_of(an, site.start)));
+    } else if let Some(Node::Expr(e)) = path.last()
+        && e.span == span
+        && let ExprKind::Name(name) = &e.kind
+        && let Some(b) = syntax::lookup(&an.module, &path, name.as_str())
+        && b.kind == syntax::BindingKind::Variable
+        && line_of(an, b.span.start) != line_of(an, span.start)
+    {
+        out.push_str(&format!(
+            "\nassigned at line {}\n",
+            line_of(an, b.span.start)
+        ));
     }
     if fact.evaluations > 1 {
         let loops = syntax::enclosing_loops(&path, offset);
@@ -227,7 +295,19 @@ pub fn hover(an: &Analysis, offset: u32) -> Option<(Span, String)> {
         } else {
             let names: Vec<String> = loops
                 .iter()
-                .map(|l| format!("`{}` (line {})", header(an, l), line_of(an, l.span.start)))
+                .map(|l| {
+                    let values = loop_values(an, l);
+                    let values = if values.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; {values}")
+                    };
+                    format!(
+                        "`{}` (line {}{values})",
+                        header(an, l),
+                        line_of(an, l.span.start)
+                    )
+                })
                 .collect();
             out.push_str(&format!(
                 "\nsummarises {} evaluations over the unrolled iterations of {}\n",

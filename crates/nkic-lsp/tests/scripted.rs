@@ -484,3 +484,38 @@ fn inlay_hints_can_be_turned_off() {
     assert_eq!(hints, json!({"result": []}));
     assert_eq!(c.shutdown().1, Ok(true));
 }
+
+#[test]
+fn hover_on_tensor_methods_and_later_uses() {
+    let text = "import nki\nimport nki.language as nl\n\n# nkic: args a=float32[256,64]\n@nki.jit\ndef k(a):\n    v = a.reshape((2, 128, 64))\n    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)\n    t = nl.load(v[1])\n    nl.store(out, t)\n    return out\n";
+    let dir = fixture("methods", &[("k.py", text)]);
+    let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
+    let k = uri(&dir, "k.py");
+    c.open(&k, text);
+    let (diags, _) = c.diagnostics(&k, 1);
+    assert_eq!(diags["diagnostics"], json!([]), "{diags}");
+    let hover = |c: &mut Client, needle: &str, nth: usize, delta: usize| {
+        let r = c.request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": k}, "position": pos(text, needle, nth, delta)}),
+        );
+        r["result"]["contents"]["value"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let method = hover(&mut c, "reshape", 0, 2);
+    assert!(method.starts_with("```python\ntensor.reshape("), "{method}");
+    let use_of_t = hover(&mut c, "t)", 0, 0);
+    assert!(
+        use_of_t.contains("t: [128(P) × 64] float32 @ sbuf")
+            && use_of_t.contains("assigned at line 9"),
+        "{use_of_t}"
+    );
+    let view = hover(&mut c, "v =", 0, 0);
+    assert!(
+        view.contains("v: [2 × 128 × 64] float32 @ shared_hbm"),
+        "{view}"
+    );
+    assert_eq!(c.shutdown().1, Ok(true));
+}
