@@ -23,6 +23,11 @@
 //! Iterations that depend on each other (a `sequential_range` carrying a
 //! value) stay ordered by their data dependencies whatever the buffers.
 //!
+//! **PE tiling.** A matmul with `tile_position = [row, col]` needs its
+//! inputs to start on partition `row` and its result on partition `col`;
+//! a tile the compiler places starts on the partition that makes that so
+//! (unless two such matmuls disagree, or it would not fit).
+//!
 //! Storages are placed first-fit in order of their first use (larger
 //! first on ties), after the manual placements, which are fixed and
 //! checked for overlap among themselves (E0903) and for range (E0904). A
@@ -39,10 +44,10 @@
 //! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
 //! return index `k`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_ir::{ArgKind, Buffer, LiveRange, Placement};
+use nkic_ir::{ArgKind, Buffer, LiveRange, OpKind, Placement};
 use nkic_isa::{DType, TensorId, TensorKind};
 
 use crate::codes;
@@ -123,9 +128,10 @@ pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diag
             bank: Some(u64::from(f.psum_bank_bytes)),
         },
     ];
+    let required = tile_partitions(unit);
     let mut diags = Vec::new();
     for (k, mem) in memories.iter().enumerate() {
-        match place_memory(unit, *mem, len, sources) {
+        match place_memory(unit, *mem, len, &required, sources) {
             Ok((offsets, slack)) => {
                 layout.slack[k] = slack;
                 for (id, partition, byte) in offsets {
@@ -143,6 +149,59 @@ pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diag
     } else {
         Err(diags)
     }
+}
+
+/// The first partitions PE tiling requires of compiler-placed on-chip
+/// storages: a matmul with `tile_position = [row, col]` reads its
+/// stationary and moving operands from partitions starting at `row` and
+/// writes its result from partition `col`. Per global storage, the
+/// partition its placement must start at so the operand's view starts
+/// there, or `None` when two matmuls want different ones.
+fn tile_partitions(unit: &Unit<'_>) -> BTreeMap<usize, Option<u64>> {
+    let mut out: BTreeMap<usize, Option<u64>> = BTreeMap::new();
+    for info in &unit.ops {
+        let (dst, inputs, position) = match &info.op.kind {
+            OpKind::NcMatmul {
+                dst,
+                stationary,
+                moving,
+                tile_position: Some(position),
+                ..
+            }
+            | OpKind::NcMatmulMx {
+                dst,
+                stationary,
+                moving,
+                tile_position: Some(position),
+                ..
+            } => (dst, [stationary, moving], *position),
+            _ => continue,
+        };
+        let kernel = &unit.kernels[info.inst];
+        let wants = inputs
+            .into_iter()
+            .map(|v| (v, u64::from(position[0])))
+            .chain(std::iter::once((dst, u64::from(position[1]))));
+        for (view, want) in wants {
+            let st = &kernel.storages[view.storage];
+            if st.buffer.is_hbm() || st.address.is_some() {
+                continue;
+            }
+            let offset = view.footprint_in(st).partitions.start;
+            let Some(start) = want.checked_sub(offset) else {
+                continue;
+            };
+            let id = unit.sid(info.inst, view.storage);
+            out.entry(id)
+                .and_modify(|e| {
+                    if *e != Some(start) {
+                        *e = None;
+                    }
+                })
+                .or_insert(Some(start));
+        }
+    }
+    out
 }
 
 /// Declares the HBM tensors and places HBM storages at byte 0 of theirs.
@@ -222,6 +281,7 @@ fn place_memory(
     unit: &Unit<'_>,
     mem: Memory,
     len: u32,
+    required: &BTreeMap<usize, Option<u64>>,
     sources: &SourceMap,
 ) -> Result<(Vec<Placed>, u32), Vec<Diagnostic>> {
     let mut diags = Vec::new();
@@ -235,7 +295,12 @@ fn place_memory(
         let p = s.st.partitions();
         let (start, manual) = match s.st.address {
             Some(a) => (u64::from(a.partition), Some(a.byte)),
-            None => (0, None),
+            None => {
+                // PE tiling asks for a first partition; one that does not
+                // fit leaves the tile at 0 (the verifier then explains).
+                let want = required.get(&id).copied().flatten().unwrap_or(0);
+                (if want + p <= mem.partitions { want } else { 0 }, None)
+            }
         };
         let label = unit.storage_label(id, sources);
         if p > mem.partitions || size > mem.capacity {

@@ -370,6 +370,100 @@ fn the_bound_of_a_run_counts_loop_trips() {
     assert_eq!(nkic_backend::lower_bound_counted(&program, &|_, _| 1), once);
 }
 
+#[test]
+fn pe_tiles_get_their_partitions() {
+    // Four 64x64 @ 64x512 products, each on one quarter of the PE array
+    // (tile_position = [row, col]): the compiler places each fresh input
+    // tile on partition `row` and each result on partition `col`.
+    let mut t = String::from(
+        "kernel \"pe\" target=trn3 program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nt0 = shared_hbm float32[4, 64, 64] \"a\" arg=0 input @ kernel.py:0..4\nt1 = shared_hbm float32[4, 64, 512] \"b\" arg=1 input @ kernel.py:0..4\nt2 = shared_hbm float32[4, 64, 512] \"out\" arg=2 output @ kernel.py:0..4\n",
+    );
+    for k in 0..4 {
+        for (j, (kind, shape)) in [
+            ("sbuf", "[64, 64]"),
+            ("sbuf", "[64, 512]"),
+            ("psum", "[64, 512]"),
+            ("sbuf", "[64, 512]"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            t += &format!(
+                "t{} = {kind} float32{shape} \"x{k}_{j}\" @ kernel.py:40..44\n",
+                3 + 4 * k + j
+            );
+        }
+    }
+    for k in 0..4 {
+        let (a, b, r, c) = (3 + 4 * k, 4 + 4 * k, 5 + 4 * k, 6 + 4 * k);
+        let (row, col) = ((k / 2) * 64, (k % 2) * 64);
+        t += &format!(
+            "op{} = dma_copy dst=t{a}[0:64, 0:64] src=t0.ap([[64, 64], [1, 64]], offset={}) engine=? @ kernel.py:80..84\n",
+            5 * k,
+            4096 * k
+        );
+        t += &format!(
+            "op{} = dma_copy dst=t{b}[0:64, 0:512] src=t1.ap([[512, 64], [1, 512]], offset={}) engine=? @ kernel.py:80..84\n",
+            5 * k + 1,
+            32768 * k
+        );
+        t += &format!(
+            "op{} = nc_matmul dst=t{r}[0:64, 0:512] stationary=t{a}[0:64, 0:64] moving=t{b}[0:64, 0:512] accumulate=false tile_position=[{row}, {col}] tile_size=[64, 64] engine=? @ kernel.py:120..124\n",
+            5 * k + 2
+        );
+        t += &format!(
+            "op{} = tensor_copy dst=t{c}[0:64, 0:512] src=t{r}[0:64, 0:512] engine=? @ kernel.py:160..164\n",
+            5 * k + 3
+        );
+        t += &format!(
+            "op{} = dma_copy dst=t2.ap([[512, 64], [1, 512]], offset={}) src=t{c}[0:64, 0:512] engine=? @ kernel.py:200..204\n",
+            5 * k + 4,
+            32768 * k
+        );
+    }
+    let (kernel, sources) = common::load_text(&t);
+    let mut outputs = Vec::new();
+    for schedule in [Schedule::Optimized, Schedule::Sequential] {
+        let program = compile(&kernel, &sources, &BackendConfig { schedule })
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        let tensor = program.stream(Queue::Tensor).unwrap_or_default();
+        let mut starts: Vec<(u32, u32)> = tensor
+            .iter()
+            .map(|i| match &i.op {
+                nkic_isa::Op::NcMatmul {
+                    dst, stationary, ..
+                } => (stationary.partition_start, dst.partition_start),
+                other => panic!("unexpected {}", other.mnemonic()),
+            })
+            .collect();
+        starts.sort_unstable();
+        assert_eq!(starts, vec![(0, 0), (0, 64), (64, 0), (64, 64)]);
+        let inputs = common::inputs(&program, 5);
+        let res = common::simulate(&program, &inputs);
+        let (a, b) = (input(&inputs, "a"), input(&inputs, "b"));
+        let out = f32s(res.output("out").expect("out"));
+        for k in 0..4 {
+            for m in 0..64 {
+                for n in 0..512 {
+                    let want: f64 = (0..64)
+                        .map(|j| {
+                            f64::from(a[k * 4096 + j * 64 + m])
+                                * f64::from(b[k * 32768 + j * 512 + n])
+                        })
+                        .sum();
+                    let got = f64::from(out[k * 32768 + m * 512 + n]);
+                    assert!(
+                        (got - want).abs() <= 1e-5 * (1.0 + want.abs()),
+                        "[{k}, {m}, {n}]"
+                    );
+                }
+            }
+        }
+        outputs.push(res.outputs);
+    }
+    assert_eq!(outputs[0], outputs[1]);
+}
+
 /// The SBUF/PSUM byte offsets of every on-chip operand of `program`.
 fn offsets(program: &Program, mem: nkic_isa::Memory) -> Vec<(String, u64)> {
     let mut out = Vec::new();
