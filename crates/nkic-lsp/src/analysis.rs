@@ -55,6 +55,25 @@ impl Analysis {
         }
     }
 
+    /// The analysis of a document whose front half crashed: its syntax
+    /// tree for the structural features, and `diagnostic` saying what
+    /// happened.
+    pub fn failed(path: &str, text: &str, version: i32, diagnostic: Diagnostic) -> Analysis {
+        let mut sources = SourceMap::new();
+        let file = sources.add(path, text);
+        let (module, _) = nkic_syntax::parse(text);
+        Analysis {
+            version,
+            sources,
+            file,
+            module,
+            front: FrontHalf {
+                diagnostics: vec![diagnostic],
+                ..FrontHalf::default()
+            },
+        }
+    }
+
     /// Where diagnostics without a place in the document are shown: the
     /// name of the kernel function (the first `@nki.jit` function, else
     /// the first function), or the start of the file.

@@ -46,6 +46,10 @@ pub struct Options {
     /// tests can check that panics become error responses. `None` in
     /// `nkic lsp`.
     pub panic_method: Option<String>,
+    /// Test hook: every analysis panics, so tests can check that a crash
+    /// of the front half becomes an `E9011` diagnostic. `false` in
+    /// `nkic lsp`.
+    pub panic_in_analysis: bool,
 }
 
 impl Default for Options {
@@ -53,6 +57,7 @@ impl Default for Options {
         Options {
             debounce: Duration::from_millis(20),
             panic_method: None,
+            panic_in_analysis: false,
         }
     }
 }
@@ -259,30 +264,27 @@ impl Server<'_> {
         };
         doc.due = None;
         let (path, text, version) = (doc.path.clone(), doc.text.clone(), doc.version);
+        let hook = self.options.panic_in_analysis;
         let run = catch_unwind(AssertUnwindSafe(|| {
+            if hook {
+                panic!("test hook: the analysis panics");
+            }
             Analysis::run(&path, &text, version, &open)
         }));
         doc.analysis = Some(match run {
             Ok(an) => an,
-            Err(payload) => {
-                // The analysis crashed: keep serving, and say so where the
-                // user looks.
-                let mut an = Analysis::run(&path, "", version, &BTreeMap::new());
-                an.sources = nkic_diag::SourceMap::new();
-                an.file = an.sources.add(path.clone(), text.clone());
-                an.module = nkic_syntax::parse(&text).0;
-                an.front = nkic_driver::FrontHalf {
-                    diagnostics: vec![Diagnostic::error(
-                        "E9011",
-                        format!(
-                            "internal error while checking this file: {}",
-                            panic_text(payload.as_ref())
-                        ),
-                    )],
-                    ..nkic_driver::FrontHalf::default()
-                };
-                an
-            }
+            Err(payload) => Analysis::failed(
+                &path,
+                &text,
+                version,
+                Diagnostic::error(
+                    "E9011",
+                    format!(
+                        "internal error while checking this file: {}",
+                        panic_text(payload.as_ref())
+                    ),
+                ),
+            ),
         });
     }
 

@@ -519,3 +519,26 @@ fn hover_on_tensor_methods_and_later_uses() {
     );
     assert_eq!(c.shutdown().1, Ok(true));
 }
+
+#[test]
+fn a_crashing_analysis_becomes_a_diagnostic() {
+    let dir = fixture("crash", &[("kern.py", KERNEL), ("util.py", UTIL)]);
+    let options = Options {
+        panic_in_analysis: true,
+        ..Options::default()
+    };
+    let (mut c, _) = Client::start(&dir, options, json!({}));
+    let kern = uri(&dir, "kern.py");
+    c.open(&kern, KERNEL);
+    let (diags, _) = c.diagnostics(&kern, 1);
+    let d = &diags["diagnostics"][0];
+    assert_eq!(d["code"], "E9011", "{diags}");
+    assert!(d["message"].as_str().unwrap().contains("test hook"));
+    // The syntax tree still serves symbols and definitions.
+    let symbols = c.request(
+        "textDocument/documentSymbol",
+        json!({"textDocument": {"uri": kern}}),
+    );
+    assert_eq!(symbols["result"][1]["name"], "add_kernel", "{symbols}");
+    assert_eq!(c.shutdown().1, Ok(true));
+}
