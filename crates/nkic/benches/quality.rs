@@ -24,10 +24,13 @@
 //! column: within 1.25× of the bound for the matmul, softmax and add
 //! kernels at sizes of at least 1024×1024, and at least 2× faster than the
 //! sequential program for the tiled kernels at those sizes (every large
-//! case is tiled). A `!` marks a missed target.
+//! case is tiled). A `!` marks a missed target. A kernel whose sequential
+//! program is already within 2× of the bound (one engine does nearly all
+//! the work) cannot be sped up 2× by any schedule; its row says so and
+//! does not count as a miss.
 //!
 //! Run it with `cargo bench -p nkic --bench quality`. Arguments after `--`:
-//! substrings selecting cases by label (`matmul`, `softmax@large`),
+//! substrings selecting cases by label (`matmul`, `softmax@1024x1024`),
 //! `--check` (exit with failure when a target is missed or the schedules
 //! disagree), and `--timeline` (print each selected optimized run's
 //! per-queue instruction timeline). Without `--bench` on its command line
@@ -44,7 +47,8 @@ use nkic_isa::{DType, Program, TensorKind, numerics};
 use nkic_sim::{Inputs, RunResult, SimConfig};
 use nkic_specialize::{ArgSpec, SpecializeConfig};
 
-/// Large shapes per kernel (file stem): the `--arg` bindings of the case.
+/// Large shapes per kernel (file stem): the `--arg` bindings of each case
+/// (a kernel may have several).
 /// Kernels not listed run at their directive shapes only (`transpose_ap`
 /// is the deliberately slow per-element transpose).
 const LARGE: &[(&str, &[&str])] = &[
@@ -96,7 +100,9 @@ const LARGE: &[(&str, &[&str])] = &[
     ),
     ("rmsnorm", &["x=float32[1024,1024]", "w=float32[1,1024]"]),
     ("softmax", &["x=float32[1024,1024]"]),
+    ("softmax", &["x=float32[4096,1024]"]),
     ("softmax_isa", &["x=bfloat16[1024,1024]"]),
+    ("softmax_isa", &["x=bfloat16[4096,1024]"]),
     (
         "spmd_add",
         &["a=float32[1024,1024]", "b=float32[1024,1024]"],
@@ -128,7 +134,7 @@ const SEED: u64 = 0;
 
 /// One case: a kernel file at some shapes.
 struct Case {
-    /// `stem` or `stem@large`.
+    /// `stem`, or `stem@<shape of the first argument>` for large shapes.
     label: String,
     stem: String,
     path: PathBuf,
@@ -171,7 +177,7 @@ fn main() -> ExitCode {
     }
     cases.retain(|c| filters.is_empty() || filters.iter().any(|f| c.label.contains(f)));
     println!(
-        "{:24} {:>12} {:>12} {:>9} {:>7} {:>12} {:>8} {:>6} {:>6} {:>8}  targets",
+        "{:28} {:>12} {:>12} {:>9} {:>7} {:>12} {:>8} {:>6} {:>6} {:>8}  targets",
         "kernel",
         "simulated",
         "bound",
@@ -196,19 +202,30 @@ fn main() -> ExitCode {
                         marks.push(format!("{}bound≤{BOUND_TARGET}", if ok { "" } else { "!" }));
                         failures += usize::from(!ok);
                     }
+                    // No schedule beats the bound, so when the sequential
+                    // program is already within the target of the bound
+                    // the speedup target cannot be met; say so instead.
+                    let reachable = row.sequential_ns >= SPEEDUP_TARGET * row.bound.ns;
                     let ok = speedup >= SPEEDUP_TARGET;
-                    marks.push(format!(
-                        "{}speedup≥{SPEEDUP_TARGET}",
-                        if ok { "" } else { "!" }
-                    ));
-                    failures += usize::from(!ok);
+                    if ok || reachable {
+                        marks.push(format!(
+                            "{}speedup≥{SPEEDUP_TARGET}",
+                            if ok { "" } else { "!" }
+                        ));
+                        failures += usize::from(!ok);
+                    } else {
+                        marks.push(format!(
+                            "speedup≥{SPEEDUP_TARGET} unreachable (sequential is {:.2}x the bound)",
+                            row.sequential_ns / row.bound.ns
+                        ));
+                    }
                 }
                 if !row.same_bits {
                     marks.push("!bits differ".to_owned());
                     failures += 1;
                 }
                 println!(
-                    "{:24} {:>10.0}ns {:>10.0}ns {:>9} {:>7.3} {:>10.0}ns {:>7.2}x {:>6} {:>6} {:>6.0}ms  {}",
+                    "{:28} {:>10.0}ns {:>10.0}ns {:>9} {:>7.3} {:>10.0}ns {:>7.2}x {:>6} {:>6} {:>6.0}ms  {}",
                     case.label,
                     row.simulated_ns,
                     row.bound.ns,
@@ -224,7 +241,7 @@ fn main() -> ExitCode {
             }
             Err(err) => {
                 failures += 1;
-                println!("{:24} failed: {err}", case.label);
+                println!("{:28} failed: {err}", case.label);
             }
         }
     }
@@ -270,15 +287,22 @@ fn cases() -> Result<Vec<Case>, String> {
             args: Vec::new(),
             large: false,
         });
-        if let Some((_, bindings)) = LARGE.iter().find(|(name, _)| *name == stem) {
+        for (_, bindings) in LARGE.iter().filter(|(name, _)| *name == stem) {
             let args = bindings
                 .iter()
                 .map(|b| b.parse::<ArgSpec>().map_err(|e| format!("{stem}: {e}")))
                 .collect::<Result<Vec<_>, _>>()?;
+            let shape = args.first().map_or_else(String::new, |a| {
+                a.shape
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("x")
+            });
             cases.push(Case {
-                label: format!("{stem}@large"),
-                stem,
-                path,
+                label: format!("{stem}@{shape}"),
+                stem: stem.clone(),
+                path: path.clone(),
                 args,
                 large: true,
             });
