@@ -20,9 +20,12 @@
 //!    program verifier.
 //! 4. [`deps`](mod@deps): the dependency graph (memory after allocation,
 //!    engine state, explicit edges).
-//! 5. [`schedule`](mod@schedule): list scheduling by critical path with
-//!    `Target::cost`, choosing engines for ops NKI leaves open and spreading
-//!    DMAs over the DMA queues; or the strictly sequential order.
+//! 5. [`schedule`](mod@schedule): list scheduling that replays the
+//!    simulator's timing model (`Target::cost`, the DMA engines all queues
+//!    share), choosing engines for ops NKI leaves open and spreading DMAs
+//!    over the DMA queues; the best of several policies, a forward-backward
+//!    pass and a fixed-seed perturbation search; or the strictly
+//!    sequential order.
 //! 6. [`sync`](mod@sync): semaphore waits and signals, with every wait
 //!    implied by earlier waits or queue order removed.
 //! 7. [`emit`](mod@emit): the program with its HBM tensors, semaphores,
