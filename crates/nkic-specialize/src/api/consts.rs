@@ -339,6 +339,9 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
         // NumPy operator functions double as ALU operators and activation
         // functions in legacy kernels (`op=np.add`, `op=np.exp`).
         Namespace::Numpy => {
+            if let Some(f) = table::find_in("np", attr) {
+                return Some(Value::Api(f));
+            }
             let attr = if attr == "absolute" { "abs" } else { attr };
             op_constant(attr).map(|name| {
                 table::find(name)

@@ -4,8 +4,8 @@
 //! `nl.shared_identity_matrix`, `nl.device_print`, `nl.shared_constant`).
 //!
 //! Operations the IR has no counterpart for (`topk`, `core_barrier`,
-//! `sendrecv`, `rand_set_state`, `rand_get_state`, `nl.shared_constant`)
-//! are in the table, so hover and the reference show them, but calling one
+//! `sendrecv`, `rand_set_state`, `rand_get_state`, and `nl.shared_constant`
+//! of anything but `np.identity(n)`) are in the table, so hover and the reference show them, but calling one
 //! is a "not supported by nkic yet" error (E0524) at the call.
 //! `nl.device_print` only prints, so nkic accepts it with a warning
 //! (E0524) and records nothing: results are unaffected.
@@ -395,13 +395,26 @@ pub const DEFS: &[ApiDef] = &[
     },
     ApiDef {
         name: "nl.shared_constant",
-        params: &[req("constant", Kind::Any)],
+        params: &[
+            req("constant", Kind::Any),
+            opt("dtype", Kind::DType, "None"),
+        ],
+        engines: GPSIMD,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A shared-HBM tensor holding a NumPy array embedded in the kernel. nkic has no data section: only `np.identity(n)` is supported (written at run time by an `iota`, a compare and a DMA); any other array is E0524.",
+        constraints: &["`constant` is `np.identity(n)` with n ≤ 128."],
+        run: shared_constant,
+    },
+    ApiDef {
+        name: "np.identity",
+        params: &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
         engines: NONE,
         since: Target::Trn2,
         value_form: false,
-        summary: "A shared-HBM tensor holding a NumPy array embedded in the kernel. Not supported by nkic yet (E0524): kernels have no data section.",
-        constraints: &[],
-        run: unsupported,
+        summary: "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
+        constraints: &["`n` is 1 to 128."],
+        run: np_identity,
     },
     ApiDef {
         name: "ncc.sbuf.alloc",
@@ -1276,6 +1289,19 @@ fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         Buffer::Sbuf,
         span,
     )?;
+    identity_into(ctx, b, &out, &raw, n, span)?;
+    Ok(Value::Tensor(out))
+}
+
+/// `out = (f - p == 0)`: an `iota` of `f - p` into `raw`, compared with 0.
+fn identity_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    out: &Tensor,
+    raw: &Tensor,
+    n: u64,
+    span: Span,
+) -> Result<(), Diagnostic> {
     emit::push(
         ctx,
         b,
@@ -1307,7 +1333,83 @@ fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         None,
         span,
     )?;
-    Ok(Value::Tensor(out))
+    Ok(())
+}
+
+/// A host-side `np.identity(n)` (the only NumPy array nkic can embed).
+#[derive(Debug)]
+pub struct HostIdentity {
+    pub n: u64,
+    pub dtype: Option<DType>,
+}
+
+impl crate::value::ApiObject for HostIdentity {
+    fn type_name(&self) -> &'static str {
+        "ndarray"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let n = b.int_or(ctx, "n", 0)?;
+    if !(1..=128).contains(&n) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`np.identity` in a kernel takes n from 1 to 128, found {n}"),
+            b.span_of("n"),
+            "out of range",
+        ));
+    }
+    let dtype = match b.get("dtype") {
+        Some(a) => Some(super::table::dtype_of(ctx, a)?),
+        None => None,
+    };
+    Ok(Value::Ext(Rc::new(HostIdentity { n: n as u64, dtype })))
+}
+
+fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let arg = b.value("constant");
+    let host = match &arg {
+        Value::Ext(e) => e
+            .as_any()
+            .downcast_ref::<HostIdentity>()
+            .map(|h| (h.n, h.dtype)),
+        _ => None,
+    };
+    let Some((n, host_dt)) = host else {
+        return unsupported(ctx, b, span);
+    };
+    let dtype = b.dtype(ctx, "dtype")?.or(host_dt).unwrap_or(DType::F32);
+    let ident = emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?;
+    let raw = emit::new_result(
+        ctx,
+        b,
+        "identity_iota_",
+        &[n, n],
+        DType::I32,
+        Buffer::Sbuf,
+        span,
+    )?;
+    identity_into(ctx, b, &ident, &raw, n, span)?;
+    let name = ctx.fresh_name("shared_constant_");
+    let hbm = super::tensor::alloc(ctx, &[n, n], dtype, Buffer::SharedHbm, &name, span, span)?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::DmaCopy {
+            dst: hbm.view.clone(),
+            src: ident.view.clone(),
+            accumulate: false,
+            dge: None,
+            oob: nkic_isa::OobMode::Error,
+            priority: None,
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::tensor(hbm))
 }
 
 fn legacy_sbuf(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
