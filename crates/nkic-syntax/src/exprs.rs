@@ -212,6 +212,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             Token::Name(_)
                 | Token::Int(_)
                 | Token::Float(_)
+                | Token::String(_)
                 | Token::True
                 | Token::False
                 | Token::None
@@ -800,6 +801,9 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     /// Precedence climbing: operators of level `min` and tighter, all
     /// left-associative.
     fn binary(&mut self, min: u8) -> PResult<Expr> {
+        if self.at_lone_atom() {
+            return self.atom();
+        }
         let l = self.cur.0;
         let mut left = self.factor()?;
         while let Some((op, level)) = binop_of(self.cur.1) {
