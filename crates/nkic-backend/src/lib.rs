@@ -115,7 +115,10 @@ pub fn compile(
 /// The instances run one after another on one NeuronCore: instance `i`'s
 /// ops come after instance `i - 1`'s in source order, so their on-chip
 /// storages have distinct lifetimes, and the scheduler may overlap
-/// neighbouring instances where the data allows. Argument `j` of every
+/// neighbouring instances where the data allows. A `Program` describes one
+/// core, so an LNC=2 launch (two physical cores sharing HBM) is not
+/// modelled yet: its instances share one core's engines and DMA engines,
+/// and a grid is no faster than one instance doing all the work. Argument `j` of every
 /// instance is the program's argument `j`, and returned tensor `j` of every
 /// instance is the same output tensor (each instance writes its part).
 /// Instance 0 defines names, shapes and dtypes; an instance whose
