@@ -25,6 +25,8 @@
 //! * [`syntax`]: syntax-tree queries: the expression under the cursor,
 //!   enclosing loops, bindings, symbols and definitions.
 //! * [`hover`]: hover text and inlay hints.
+//! * [`transport`]: `Content-Length` framing on stdio; bodies that are not
+//!   JSON-RPC messages get error replies instead of ending the server.
 //!
 //! # Invariants
 //!
@@ -39,6 +41,7 @@ pub mod convert;
 pub mod hover;
 pub mod server;
 pub mod syntax;
+pub mod transport;
 
 pub use server::{Options, serve};
 
@@ -46,7 +49,7 @@ pub use server::{Options, serve};
 /// `exit`. Returns whether the exit was clean (a `shutdown` came first),
 /// which decides the process's exit code (0 or 1) per the protocol.
 pub fn run_stdio() -> Result<bool, String> {
-    let (connection, io_threads) = lsp_server::Connection::stdio();
+    let (connection, io_threads) = transport::stdio();
     let clean = serve(connection, &Options::default())?;
     io_threads
         .join()

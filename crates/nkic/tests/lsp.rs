@@ -124,6 +124,15 @@ fn nkic_lsp_serves_over_pipes() {
     let text = hover["result"]["contents"]["value"].as_str().unwrap();
     assert!(text.contains("t: [128(P) × 256] float32 @ sbuf"), "{text}");
 
+    // A body that is not JSON, and JSON that is not a message, get error
+    // replies (JSON-RPC 2.0 §5.1), and the server keeps serving.
+    write!(peer.stdin, "Content-Length: 10\r\n\r\n{{not json}}").unwrap();
+    let reply = peer.recv();
+    assert_eq!(reply["error"]["code"], -32700, "{reply}");
+    assert_eq!(reply["id"], Value::Null);
+    peer.send(&json!([1, 2]));
+    assert_eq!(peer.recv()["error"]["code"], -32600);
+
     // An unsupported request is an error response, not an exit.
     peer.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "textDocument/rename", "params": {}}));
     assert_eq!(peer.response(3)["error"]["code"], -32601);
