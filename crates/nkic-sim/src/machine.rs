@@ -223,6 +223,7 @@ pub(crate) fn simulate(
                 instructions: 0,
                 busy_ps: 0,
                 end_ps: 0,
+                executions: vec![0; s.insts.len()],
             },
         })
         .collect();
@@ -726,6 +727,9 @@ fn step(
     q.free_ps = free;
     q.dep = None;
     q.stats.instructions += 1;
+    if let Some(n) = q.stats.executions.get_mut(index) {
+        *n += 1;
+    }
     q.stats.busy_ps += free - start;
     q.stats.end_ps = q.stats.end_ps.max(done);
     res.total_ps = res.total_ps.max(done);

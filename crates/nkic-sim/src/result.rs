@@ -38,6 +38,16 @@ impl RunResult {
         self.total_ps as f64 / 1000.0
     }
 
+    /// How many times instruction `index` of `queue`'s stream executed.
+    pub fn executions(&self, queue: Queue, index: usize) -> u64 {
+        self.per_queue
+            .iter()
+            .find(|q| q.queue == queue)
+            .and_then(|q| q.executions.get(index))
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// The bytes of output `name`.
     pub fn output(&self, name: &str) -> Option<&[u8]> {
         self.outputs
@@ -59,6 +69,9 @@ pub struct QueueStats {
     pub busy_ps: u64,
     /// When the queue's last instruction completed, in picoseconds.
     pub end_ps: u64,
+    /// How many times each instruction of the stream executed, by index
+    /// (more than once in dynamic loops).
+    pub executions: Vec<u64>,
 }
 
 /// One executed instruction.

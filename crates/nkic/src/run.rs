@@ -231,7 +231,12 @@ pub fn run_compiled(
         let dir = opts.out_dir.unwrap_or(Path::new("."));
         crate::dump::write_dumps(program, opts.dump, &dumps, dir, opts.out_dtype)?;
     }
-    let bound = nkic_backend::lower_bound(program);
+    // With dynamic loops the static bound counts a loop body once; the
+    // run's execution counts give the bound of this run.
+    let mut bound = nkic_backend::lower_bound(program);
+    if bound.loops_counted_once {
+        bound = nkic_backend::lower_bound_counted(program, &|q, i| result.executions(q, i));
+    }
     match opts.profile {
         None => exec::print_report(program, &result, opts.report, Some(bound.ns)),
         Some(format) => {
