@@ -23,55 +23,72 @@ use crate::syntax::{self, Node};
 /// A tensor as the fact table describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorText {
-    pub shape: Vec<String>,
-    pub dtype: String,
-    pub buffer: String,
+    /// `[128(P) × 512] bfloat16 @ sbuf`.
+    pub main: String,
+    /// What the table adds after it: strides, offset, allocation site.
+    pub details: Option<String>,
 }
 
 impl TensorText {
-    /// Reads the fact text `tensor(shape=(128, 512), dtype=bfloat16,
-    /// buffer=sbuf)`.
+    /// Reads a tensor fact in either form the specializer writes: the
+    /// layout form `[128(P) × 512] bfloat16 @ sbuf, strides (512, 1),
+    /// offset 0, allocated at k.py:12:9`, or the `repr` form
+    /// `tensor(shape=(128, 512), dtype=bfloat16, buffer=sbuf)` (where the
+    /// first dim of an on-chip tile is its partition dim).
     pub fn parse(text: &str) -> Option<TensorText> {
+        if text.starts_with('[') {
+            let close = text.find("] ")?;
+            let at = close + text[close..].find(" @ ")?;
+            let (main, details) = match text[at..].find(", ") {
+                Some(i) => (&text[..at + i], Some(text[at + i + 2..].to_owned())),
+                None => (text, None),
+            };
+            return Some(TensorText {
+                main: main.to_owned(),
+                details,
+            });
+        }
         let inner = text.strip_prefix("tensor(shape=(")?;
         let (dims, rest) = inner.split_once("), dtype=")?;
         let (dtype, rest) = rest.split_once(", buffer=")?;
         let buffer = rest.strip_suffix(')')?;
-        let shape = dims
+        let on_chip = matches!(buffer, "sbuf" | "psum");
+        let dims: Vec<String> = dims
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
-            .map(str::to_owned)
-            .collect();
-        Some(TensorText {
-            shape,
-            dtype: dtype.to_owned(),
-            buffer: buffer.to_owned(),
-        })
-    }
-
-    /// `[128(P) × 512] bfloat16 @ sbuf`: the first dim of an on-chip tile
-    /// is its partition dim.
-    pub fn render(&self) -> String {
-        let on_chip = matches!(self.buffer.as_str(), "sbuf" | "psum");
-        let dims: Vec<String> = self
-            .shape
-            .iter()
             .enumerate()
             .map(|(i, d)| {
                 if i == 0 && on_chip {
                     format!("{d}(P)")
                 } else {
-                    d.clone()
+                    d.to_owned()
                 }
             })
             .collect();
-        format!("[{}] {} @ {}", dims.join(" × "), self.dtype, self.buffer)
+        Some(TensorText {
+            main: format!("[{}] {dtype} @ {buffer}", dims.join(" × ")),
+            details: None,
+        })
+    }
+
+    /// The short form: shape, dtype and buffer.
+    pub fn render(&self) -> String {
+        self.main.clone()
     }
 }
 
-/// One value of a fact, rendered for people.
+/// One value of a fact, rendered for people: a tensor's details go on an
+/// indented second line.
 fn render_value(text: &str) -> String {
-    TensorText::parse(text).map_or_else(|| text.to_owned(), |t| t.render())
+    match TensorText::parse(text) {
+        Some(TensorText {
+            main,
+            details: Some(details),
+        }) => format!("{main}\n    {details}"),
+        Some(t) => t.main,
+        None => text.to_owned(),
+    }
 }
 
 /// The canonical dotted name (`nl.exp`, `nisa.dma_copy`) of a name or
@@ -387,6 +404,20 @@ mod tests {
         let h = TensorText::parse("tensor(shape=(64,), dtype=float32, buffer=shared_hbm)").unwrap();
         assert_eq!(h.render(), "[64] float32 @ shared_hbm");
         assert_eq!(TensorText::parse("(1, 2)"), None);
+        let l = TensorText::parse(
+            "[4 × 128(P)] float32 @ sbuf, strides (1, 4), offset 0, allocated at k.py:12:9",
+        )
+        .unwrap();
+        assert_eq!(l.render(), "[4 × 128(P)] float32 @ sbuf");
+        assert_eq!(
+            l.details.as_deref(),
+            Some("strides (1, 4), offset 0, allocated at k.py:12:9")
+        );
+        assert_eq!(
+            render_value("[64] int32 @ shared_hbm"),
+            "[64] int32 @ shared_hbm"
+        );
+        assert_eq!(TensorText::parse("[1, 2]"), None);
     }
 
     #[test]
