@@ -29,10 +29,21 @@ impl std::str::FromStr for InputSpec {
             return Err(format!("missing the argument name before `=` in `{text}`"));
         }
         // A trailing `:DTYPE` names the dtype; a colon that is not followed by
-        // a dtype name belongs to the path.
+        // a dtype name belongs to the path, unless only the part before it
+        // names a file (then the suffix is a misspelt dtype).
         let (path, dtype) = match rest.rsplit_once(':') {
             Some((path, dtype)) if dtype.parse::<DType>().is_ok() => {
                 (path, dtype.parse::<DType>().ok())
+            }
+            Some((path, suffix))
+                if !suffix.is_empty()
+                    && !suffix.contains(['/', '\\'])
+                    && Path::new(path).is_file()
+                    && !Path::new(rest).exists() =>
+            {
+                return Err(format!(
+                    "unknown dtype `{suffix}` after the colon in `{text}` (for example `:bfloat16`, `:float8_e4m3`, `:int32`)"
+                ));
             }
             _ => (rest, None),
         };
@@ -218,7 +229,11 @@ pub(crate) fn read_inputs(
 ) -> Result<Inputs, Vec<Diagnostic>> {
     let mut inputs = Inputs::new();
     let mut errors = Vec::new();
-    for spec in specs {
+    for (i, spec) in specs.iter().enumerate() {
+        if specs[..i].iter().any(|s| s.name == spec.name) {
+            errors.push(duplicate_input(&spec.name));
+            continue;
+        }
         let Some(id) = program.tensor_by_name(&spec.name) else {
             let names: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
             errors.push(
@@ -319,6 +334,12 @@ pub(crate) fn read_inputs(
     } else {
         Err(errors)
     }
+}
+
+/// `--input NAME` given more than once.
+pub(crate) fn duplicate_input(name: &str) -> Diagnostic {
+    Diagnostic::error("E1018", format!("`--input {name}` is given more than once"))
+        .with_help("give each argument one `--input NAME=PATH.npy`")
 }
 
 /// A runtime fault as a diagnostic pointing at the kernel source line when

@@ -53,7 +53,11 @@ pub fn compile_kernels(
 pub fn arg_specs_from_inputs(inputs: &[InputSpec]) -> Result<Vec<ArgSpec>, Vec<Diagnostic>> {
     let mut specs = Vec::new();
     let mut errors = Vec::new();
-    for input in inputs {
+    for (i, input) in inputs.iter().enumerate() {
+        if inputs[..i].iter().any(|s| s.name == input.name) {
+            errors.push(exec::duplicate_input(&input.name));
+            continue;
+        }
         let bytes = match std::fs::read(&input.path) {
             Ok(bytes) => bytes,
             Err(err) => {

@@ -519,3 +519,24 @@ fn a_closed_stdout_is_not_a_panic() {
         assert!(out.status.success(), "{command}: {stderr}");
     }
 }
+
+/// `--input` mistakes: the same argument twice is E1018; a misspelt dtype
+/// after the colon is a command-line error naming it.
+#[test]
+fn run_rejects_duplicate_inputs_and_unknown_dtypes() {
+    let a = "a=kernels/data/tensor_add/a.npy";
+    let (ok, _, stderr) = nkic(&["run", "kernels/tensor_add.py", "--input", a, "--input", a]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("error[E1018]: `--input a` is given more than once"),
+        "{stderr}"
+    );
+    let (ok, _, stderr) = nkic(&[
+        "run",
+        "kernels/tensor_add.py",
+        "--input",
+        "a=kernels/data/tensor_add/a.npy:floot",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("unknown dtype `floot`"), "{stderr}");
+}
