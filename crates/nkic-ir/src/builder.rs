@@ -174,6 +174,11 @@ impl KernelBuilder {
         storage
     }
 
+    /// Where `storage` was allocated.
+    pub fn storage_loc(&self, storage: Handle<Storage>) -> Option<SrcLoc> {
+        self.kernel.spans.storages.get(storage).copied()
+    }
+
     /// Records a manual placement (`address=`) for an on-chip storage.
     pub fn set_address(&mut self, storage: Handle<Storage>, address: Address) {
         debug_assert!(self.kernel.storages[storage].buffer.is_on_chip());

@@ -47,6 +47,12 @@ impl Facts {
         }
     }
 
+    /// False once the fact at `span` stopped collecting values, so callers
+    /// can skip building the text.
+    pub fn wants(&self, file: FileId, span: Span) -> bool {
+        self.map.get(&(file, span)).is_none_or(|f| !f.more)
+    }
+
     /// The innermost fact whose span contains `offset` in `file`.
     pub fn at(&self, file: FileId, offset: u32) -> Option<(Span, &Fact)> {
         self.map
@@ -73,4 +79,44 @@ impl Facts {
             mine.more |= fact.more;
         }
     }
+}
+
+/// The hover text of a tensor: shape with the partition dim marked, dtype,
+/// buffer, strides and offset of the view, and where its storage was
+/// allocated, e.g. `[128(P) × 512] bfloat16 @ sbuf, strides (512, 1),
+/// offset 0, allocated at k.py:12:9`.
+pub(crate) fn tensor_text(ctx: &crate::ctx::Ctx<'_>, t: &crate::value::Tensor) -> String {
+    let pdim = if t.buffer.is_on_chip() {
+        Some(crate::api::check::partition_dim(ctx, t))
+    } else {
+        None
+    };
+    let dims: Vec<String> = t
+        .shape
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            if Some(i) == pdim {
+                format!("{d}(P)")
+            } else {
+                d.to_string()
+            }
+        })
+        .collect();
+    let strides: Vec<String> = t.view.dims.iter().map(|d| d.stride.to_string()).collect();
+    let mut text = format!(
+        "[{}] {} @ {}, strides ({}), offset {}",
+        dims.join(" × "),
+        t.dtype(),
+        t.buffer,
+        strides.join(", "),
+        t.view.offset
+    );
+    if t.view.indirect.is_some() {
+        text.push_str(", indirect");
+    }
+    if let Some(loc) = ctx.builder.storage_loc(t.storage()) {
+        text.push_str(&format!(", allocated at {}", ctx.describe_loc(loc)));
+    }
+    text
 }

@@ -51,10 +51,17 @@ fn hover_facts_summarise_loop_iterations() {
     assert_eq!(n.values, vec!["2"]);
     let x = at("x.dtype");
     assert_eq!(x.values.len(), 1);
+    assert_eq!(
+        x.values[0],
+        "[256 × 64] float32 @ shared_hbm, strides (64, 1), offset 0, allocated at k.py:9:7"
+    );
+    let t = at("t = nl.ndarray");
     assert!(
-        x.values[0].starts_with("tensor(shape=(256, 64)"),
+        t.values[0].starts_with(
+            "[128(P) × 64] float32 @ sbuf, strides (64, 1), offset 0, allocated at k.py:12:13"
+        ),
         "{:?}",
-        x.values
+        t.values
     );
 }
 

@@ -171,8 +171,9 @@ pub fn def(f: ApiFn) -> Option<&'static ApiDef> {
     all().get(usize::from(f.0)).copied()
 }
 
-type NameMap = std::collections::HashMap<&'static str, ApiFn>;
-type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn>;
+type Fnv = std::hash::BuildHasherDefault<crate::value::NameHasher>;
+type NameMap = std::collections::HashMap<&'static str, ApiFn, Fnv>;
+type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn, Fnv>;
 
 /// Every function by dotted name (built once; only looked up, never
 /// iterated, so its order cannot leak into output).

@@ -288,8 +288,12 @@ impl Ctx<'_> {
             };
             if self.facts.is_some() {
                 let file = self.modules[f.module.0 as usize].file;
+                let text = match &v {
+                    Value::Tensor(t) => crate::facts::tensor_text(self, t),
+                    _ => crate::format::short_repr(&v),
+                };
                 if let Some(facts) = &mut self.facts {
-                    facts.record(file, p.name.span, || crate::format::short_repr(&v));
+                    facts.record(file, p.name.span, || text);
                 }
             }
             scope.set(&p.name.name, v);

@@ -266,8 +266,19 @@ impl Ctx<'_> {
 
     /// Records a hover fact when the table is on.
     pub(crate) fn record_fact(&mut self, span: Span, v: &Value) {
+        if self.facts.is_none() {
+            return;
+        }
+        let text = |ctx: &Self| match v {
+            Value::Tensor(t) => crate::facts::tensor_text(ctx, t),
+            _ => format::short_repr(v),
+        };
+        // The text is only built the first few times a span is reached.
+        let file = self.file;
+        let wanted = self.facts.as_ref().is_some_and(|f| f.wants(file, span));
+        let t = if wanted { Some(text(self)) } else { None };
         if let Some(facts) = &mut self.facts {
-            facts.record(self.file, span, || format::short_repr(v));
+            facts.record(file, span, || t.unwrap_or_default());
         }
     }
 
