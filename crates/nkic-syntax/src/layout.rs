@@ -325,17 +325,27 @@ impl<'src> Layout<'src> {
         if matches!(tok, Token::LParen | Token::LBracket | Token::LBrace) {
             if self.brackets.len() < MAX_BRACKET_DEPTH {
                 self.brackets.push((tok, start));
-            } else if !self.depth_reported {
-                self.depth_reported = true;
-                self.diags.push(
-                    Diagnostic::error("E0011", "too many nested brackets")
-                        .with_primary(
-                            FileId::default(),
-                            Span::from_range(start..end),
-                            "nesting exceeds 200 levels here",
-                        )
-                        .with_help("split the expression into several statements"),
-                );
+            } else {
+                if !self.depth_reported {
+                    self.depth_reported = true;
+                    self.diags.push(
+                        Diagnostic::error("E0011", "too many nested brackets")
+                            .with_primary(
+                                FileId::default(),
+                                Span::from_range(start..end),
+                                "nesting exceeds 200 levels here",
+                            )
+                            .with_help("split the expression into several statements"),
+                    );
+                }
+                // As for a too deep expression, the rest of the logical line
+                // becomes one error token (so the parser never nests deeper);
+                // this bracket is tracked so that its closer is skipped too.
+                self.skipping = Some(self.brackets.len());
+                self.brackets.push((tok, start));
+                self.last_end = end;
+                self.last_token = Some(Token::Error);
+                return Some((start, Token::Error, end));
             }
         }
         // A closing bracket may be dropped (unmatched) or replaced (typo).

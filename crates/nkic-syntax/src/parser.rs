@@ -98,6 +98,8 @@ pub struct Ctx<'src> {
     last_error_end: Option<usize>,
     /// Nesting of f-string fields being parsed (bounded).
     fstring_depth: u32,
+    /// Whether an expression nested too deeply for the parser was reported.
+    too_deep_reported: bool,
     /// `context as target` items seen inside parentheses, waiting for their
     /// `with` statement: (span of the context, target).
     as_items: Vec<(Span, Expr)>,
@@ -152,6 +154,25 @@ pub fn parse_module(src: &str) -> (Module, Vec<Diagnostic>) {
             host_code: Vec::new(),
         },
     };
+    if ectx.too_deep_reported {
+        // The parser's depth limit and the layout pass's operator limit may
+        // both cut the same line: keep the first report of that line.
+        let first = ectx
+            .diags
+            .iter()
+            .filter(|d| d.code == "E0018")
+            .find_map(|d| d.primary.as_ref().map(|p| p.span.start as usize));
+        if let Some(first) = first {
+            diags.retain(|d| {
+                let Some(at) = d.primary.as_ref().map(|p| p.span.start as usize) else {
+                    return true;
+                };
+                !(d.code == "E0018"
+                    && at >= first
+                    && !src[first..at.min(src.len())].contains(['\n', '\r']))
+            });
+        }
+    }
     diags.append(&mut ectx.diags);
     diags.append(&mut sctx.diags);
     sort_diagnostics(&mut diags);
@@ -226,6 +247,7 @@ impl<'src> Ctx<'src> {
             error_regions: Vec::new(),
             last_error_end: None,
             fstring_depth: 0,
+            too_deep_reported: false,
             as_items: Vec::new(),
         }
     }
@@ -295,6 +317,24 @@ impl<'src> Ctx<'src> {
     /// How many syntax errors the expression parser has recorded.
     pub(crate) fn syntax_error_count(&self) -> usize {
         self.errors.len()
+    }
+
+    /// Reports an expression nested deeper than the parser recurses (once
+    /// per parse; later ones fail silently, as the first explains them).
+    pub(crate) fn too_deep(&mut self, start: usize, end: usize) {
+        if self.too_deep_reported {
+            return;
+        }
+        self.too_deep_reported = true;
+        self.diags.push(
+            Diagnostic::error("E0018", "expression is nested too deeply")
+                .with_primary(
+                    FileId::default(),
+                    Span::from_range(start..end),
+                    "too many nested expressions at this point",
+                )
+                .with_help("split the expression into several statements"),
+        );
     }
 
     /// Records a syntax error of the expression parser.

@@ -698,3 +698,39 @@ fn a_bare_star_needs_keyword_only_parameters() {
     let (_, diags) = crate::parse("def f(a, *, b):\n    pass\n");
     assert!(diags.is_empty(), "{diags:?}");
 }
+
+/// The hand-written expression parser recurses a few times per nesting
+/// level; the layout pass and the parser's own depth limit bound the levels,
+/// so even the deepest input parses on a small stack.
+#[test]
+fn deepest_nesting_parses_on_a_small_stack() {
+    let mut src = String::new();
+    for (open, close) in [("(", ")"), ("[", "]"), ("f(", ")"), ("{", "}")] {
+        src.push_str(&format!("x = {}1{}\n", open.repeat(999), close.repeat(999)));
+    }
+    for prefix in [
+        "-",
+        "not ",
+        "2 ** ",
+        "lambda: ",
+        "1 if 2 else ",
+        "lambda a, b: ",
+    ] {
+        src.push_str(&format!("y = {}1\n", prefix.repeat(990)));
+    }
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let (module, diags) = crate::parse(&src);
+            let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+            (module.body.len(), codes)
+        })
+        .expect("spawn a parser thread");
+    let (stmts, codes) = handle
+        .join()
+        .expect("the parser does not overflow its stack");
+    assert_eq!(stmts, 10);
+    // One report for the brackets (per file) and one for the parser's depth
+    // limit (per file); nothing else.
+    assert_eq!(codes, ["E0011", "E0018"], "{codes:?}");
+}
