@@ -245,6 +245,20 @@ fn front_half(
     front.result
 }
 
+/// `run`, `profile` and `compile --emit ir|asm` on a file whose kernel
+/// arguments are unknown: nothing can be done, which is an error (`check`
+/// only explains, with I0001).
+fn no_arguments(sources: &SourceMap, file: FileId, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E1019",
+        format!(
+            "nothing to {what}: the kernel arguments of `{}` are not known",
+            sources.file(file).name()
+        ),
+    )
+    .with_help("pass `--arg NAME=DTYPE[SHAPE]` or `--input NAME=PATH.npy`, or write `# nkic: args a=float32[128,512]` directly above the kernel")
+}
+
 #[derive(clap::Args, Debug)]
 struct CompileArgs {
     /// The kernel file (`.py`).
@@ -363,7 +377,10 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
             return exit_code(&reporter);
         }
     }
-    let Some(result) = front_half(file, &kernel, &mut sources, &mut reporter, true) else {
+    let Some(result) = front_half(file, &kernel, &mut sources, &mut reporter, false) else {
+        if !reporter.has_errors() {
+            reporter.emit(&no_arguments(&sources, file, "run"), &sources);
+        }
         return exit_code(&reporter);
     };
     if result.has_errors() {
@@ -436,8 +453,11 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             nkic_syntax::dump_ast(&module)
         }
         Emit::Asm => {
-            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, true)
+            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, false)
             else {
+                if !reporter.has_errors() {
+                    reporter.emit(&no_arguments(&sources, file, "compile"), &sources);
+                }
                 return Ok(exit_code(&reporter));
             };
             if result.has_errors() {
@@ -452,8 +472,11 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             }
         }
         Emit::Ir => {
-            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, true)
+            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, false)
             else {
+                if !reporter.has_errors() {
+                    reporter.emit(&no_arguments(&sources, file, "compile"), &sources);
+                }
                 return Ok(exit_code(&reporter));
             };
             if result.has_errors() {

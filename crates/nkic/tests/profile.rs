@@ -540,3 +540,21 @@ fn run_rejects_duplicate_inputs_and_unknown_dtypes() {
     assert!(!ok);
     assert!(stderr.contains("unknown dtype `floot`"), "{stderr}");
 }
+
+/// `run` and `profile` on a file whose kernel arguments are unknown cannot
+/// do anything, which is an error (E1019), not a silent success.
+#[test]
+fn run_without_kernel_arguments_is_an_error() {
+    let dir = temp("noargs");
+    let file = dir.join("k.py");
+    std::fs::write(&file, "import nki\n\n@nki.jit\ndef k(a):\n    return a\n").expect("kernel");
+    for command in ["run", "profile"] {
+        let (ok, _, stderr) = nkic(&[command, &file.display().to_string()]);
+        assert!(!ok, "{command}");
+        assert!(
+            stderr.contains("error[E1019]: nothing to run"),
+            "{command}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
