@@ -179,6 +179,16 @@ impl KernelBuilder {
         self.kernel.spans.storages.get(storage).copied()
     }
 
+    /// Names `storage` after the variable it was first assigned to, unless
+    /// the kernel already named it (`name=`). Fault messages and
+    /// `nkic run --dump` then know an on-chip tile by its variable.
+    pub fn name_if_unnamed(&mut self, storage: Handle<Storage>, name: &str) {
+        let s = &mut self.kernel.storages[storage];
+        if s.name.is_empty() {
+            s.name = name.to_owned();
+        }
+    }
+
     /// Records a manual placement (`address=`) for an on-chip storage.
     pub fn set_address(&mut self, storage: Handle<Storage>, address: Address) {
         debug_assert!(self.kernel.storages[storage].buffer.is_on_chip());

@@ -488,11 +488,42 @@ fn dump_writes_every_value_of_a_tensor() {
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), tiles.len(), "every tile is dumped once");
+    // An on-chip tile is known by the variable it was assigned to: every
+    // value of `sum_tile` is one 128-row block of the result.
+    let _ = std::fs::remove_dir_all(&dir);
+    let (ok, _, stderr) = nkic(&[
+        "run",
+        "kernels/tensor_add.py",
+        "--input",
+        "a=kernels/data/tensor_add/a.npy",
+        "--input",
+        "b=kernels/data/tensor_add/b.npy",
+        "--dump",
+        "sum_tile",
+        "--out",
+        &out,
+    ]);
+    assert!(ok, "{stderr}");
+    let index = std::fs::read_to_string(dir.join("dump/sum_tile/index.txt")).expect("index.txt");
+    assert_eq!(index.lines().count(), rows / 128, "{index}");
+    let mut blocks = Vec::new();
+    for (k, line) in index.lines().enumerate() {
+        assert!(line.contains(" tensor_tensor dst float32[128,"), "{line}");
+        let (shape, got) = read_f32_npy(&dir.join(format!("dump/sum_tile/{k:04}.npy")));
+        assert_eq!(shape, vec![128, cols as u64]);
+        let block = (0..rows / 128)
+            .find(|&r| want[r * 128 * cols..(r + 1) * 128 * cols] == got[..])
+            .unwrap_or_else(|| panic!("value {k} of sum_tile is no block of the result"));
+        blocks.push(block);
+    }
+    blocks.sort_unstable();
+    blocks.dedup();
+    assert_eq!(blocks.len(), rows / 128, "every block is dumped once");
     // An unknown name is an error listing the known ones.
     let (ok, _, stderr) = nkic(&["run", "kernels/tensor_add.py", "--dump", "nope"]);
     assert!(!ok);
     assert!(
-        stderr.contains("E1017") && stderr.contains("a, b, out0"),
+        stderr.contains("E1017") && stderr.contains("a, a_tile, b, b_tile, out0, sum_tile"),
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(dir);

@@ -46,6 +46,7 @@ impl Ctx<'_> {
             StmtKind::Assign { targets, value } => {
                 let v = self.eval(value)?;
                 for t in targets {
+                    self.name_fresh_tile(t, &v, value.span);
                     self.assign(t, v.clone())?;
                 }
             }
@@ -53,6 +54,7 @@ impl Ctx<'_> {
             StmtKind::AnnAssign { target, value, .. } => {
                 if let Some(value) = value {
                     let v = self.eval(value)?;
+                    self.name_fresh_tile(target, &v, value.span);
                     self.assign(target, v)?;
                 }
             }
@@ -263,6 +265,28 @@ impl Ctx<'_> {
     }
 
     /// Binds `value` to an assignment target.
+    /// Names an on-chip tile after the variable it is assigned to, when the
+    /// tile was allocated by the assigned expression itself (`t =
+    /// nl.ndarray(...)`, `t = nl.exp(x)`) and has no `name=`. HBM tensors
+    /// keep their names (arguments and outputs are named by the kernel's
+    /// signature and return order).
+    fn name_fresh_tile(&mut self, target: &Expr, value: &Value, value_span: nkic_diag::Span) {
+        let (ExprKind::Name(name), Some(t)) = (&target.kind, value.as_tensor()) else {
+            return;
+        };
+        if !t.buffer.is_on_chip() {
+            return;
+        }
+        let storage = t.storage();
+        let file = self.file();
+        let fresh = self.builder.storage_loc(storage).is_some_and(|loc| {
+            loc.file == file && value_span.start <= loc.span.start && loc.span.end <= value_span.end
+        });
+        if fresh {
+            self.builder.name_if_unnamed(storage, name);
+        }
+    }
+
     pub(crate) fn assign(&mut self, target: &Expr, value: Value) -> Result<(), Diagnostic> {
         match &target.kind {
             ExprKind::Name(name) => {
