@@ -251,7 +251,7 @@ fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
         },
         ExprKind::Name(n) => match n.parse() {
             Ok(dt) => ConstValue::DType(dt),
-            Err(_) => ConstValue::Name(vec![n.clone()]),
+            Err(_) => ConstValue::Name(vec![n.to_string()]),
         },
         ExprKind::Attribute { attr, .. } => match attr.name.parse() {
             Ok(dt) => ConstValue::DType(dt),
@@ -264,10 +264,10 @@ fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
 /// The parts of a dotted name `a.b.c`, or `None` for any other expression.
 fn dotted(e: &nkic_syntax::ast::Expr) -> Option<Vec<String>> {
     match &e.kind {
-        ExprKind::Name(n) => Some(vec![n.clone()]),
+        ExprKind::Name(n) => Some(vec![n.to_string()]),
         ExprKind::Attribute { value, attr } => {
             let mut parts = dotted(value)?;
-            parts.push(attr.name.clone());
+            parts.push(attr.name.to_string());
             Some(parts)
         }
         _ => None,

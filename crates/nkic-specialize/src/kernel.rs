@@ -223,7 +223,7 @@ fn find_kernel(
             .min()
             .unwrap_or(s.span.start)
             .min(s.span.start);
-        let item = (f.name.name.clone(), start, f.name.span);
+        let item = (f.name.name.to_string(), start, f.name.span);
         if f.decorators.iter().any(is_kernel_decorator) {
             candidates.push(item.clone());
         }

@@ -279,7 +279,7 @@ fn collect_fstring(parts: &[ast::FStringPart], lambdas: &mut HashMap<u32, Rc<Lam
 fn bound_names(s: &Stmt) -> Vec<String> {
     fn targets(e: &Expr, out: &mut Vec<String>) {
         match &e.kind {
-            ExprKind::Name(n) => out.push(n.clone()),
+            ExprKind::Name(n) => out.push(n.to_string()),
             ExprKind::Tuple(items) | ExprKind::List(items) => {
                 items.iter().for_each(|i| targets(i, out))
             }
@@ -293,8 +293,8 @@ fn bound_names(s: &Stmt) -> Vec<String> {
         StmtKind::AnnAssign { target, .. } | StmtKind::AugAssign { target, .. } => {
             targets(target, &mut out)
         }
-        StmtKind::FunctionDef(f) => out.push(f.name.name.clone()),
-        StmtKind::ClassDef(c) => out.push(c.name.name.clone()),
+        StmtKind::FunctionDef(f) => out.push(f.name.name.to_string()),
+        StmtKind::ClassDef(c) => out.push(c.name.name.to_string()),
         StmtKind::Import(aliases) | StmtKind::ImportFrom { names: aliases, .. } => {
             for a in aliases {
                 let name = a.asname.as_ref().unwrap_or(&a.name).name.clone();

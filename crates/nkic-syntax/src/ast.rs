@@ -62,8 +62,169 @@ pub struct Expr {
 /// A name in a definition, import, attribute or parameter position.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ident {
-    pub name: String,
+    pub name: Name,
     pub span: Span,
+}
+
+/// An identifier (or dotted import path) as written in the source.
+///
+/// It derefs to `str` and compares with `str`, `&str` and `String`. Names of
+/// up to 22 bytes (nearly all of them) are stored inline, so the parser does
+/// not allocate for them; longer ones live on the heap. Use `to_string()`
+/// (or `String::from`) where a `String` is needed.
+#[derive(Clone)]
+pub struct Name(NameRepr);
+
+/// How many bytes a [`Name`] stores without allocating.
+const INLINE_NAME: usize = 22;
+
+#[derive(Clone)]
+enum NameRepr {
+    Inline(u8, [u8; INLINE_NAME]),
+    Heap(Box<str>),
+}
+
+impl Name {
+    /// A name with the text `text`.
+    pub fn new(text: &str) -> Name {
+        if text.len() <= INLINE_NAME {
+            let mut bytes = [0u8; INLINE_NAME];
+            bytes[..text.len()].copy_from_slice(text.as_bytes());
+            Name(NameRepr::Inline(text.len() as u8, bytes))
+        } else {
+            Name(NameRepr::Heap(text.into()))
+        }
+    }
+
+    /// The text of the name.
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            // The bytes were copied from a `str` at a character boundary, so
+            // they are valid UTF-8; the fallback is never taken.
+            NameRepr::Inline(len, bytes) => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            NameRepr::Heap(text) => text,
+        }
+    }
+}
+
+impl Default for Name {
+    fn default() -> Name {
+        Name::new("")
+    }
+}
+
+impl std::ops::Deref for Name {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for Name {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Name {
+    fn borrow(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Name) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Name {}
+
+impl PartialOrd for Name {
+    fn partial_cmp(&self, other: &Name) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Name {
+    fn cmp(&self, other: &Name) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state);
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<Name> for str {
+    fn eq(&self, other: &Name) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Name> for &str {
+    fn eq(&self, other: &Name) -> bool {
+        *self == other.as_str()
+    }
+}
+
+impl PartialEq<Name> for String {
+    fn eq(&self, other: &Name) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl From<&str> for Name {
+    fn from(text: &str) -> Name {
+        Name::new(text)
+    }
+}
+
+impl From<String> for Name {
+    fn from(text: String) -> Name {
+        Name::new(&text)
+    }
+}
+
+impl From<Name> for String {
+    fn from(name: Name) -> String {
+        name.as_str().to_string()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -312,7 +473,7 @@ pub enum ExprKind {
     },
     /// `*value` in a display, call or assignment target.
     Starred(Box<Expr>),
-    Name(String),
+    Name(Name),
     List(Vec<Expr>),
     Tuple(Vec<Expr>),
     /// `lower:upper:step` inside a subscript.

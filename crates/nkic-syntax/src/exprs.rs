@@ -690,7 +690,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             (l, Token::Name(n), r) => {
                 self.bump();
                 Ok(Ident {
-                    name: n.to_string(),
+                    name: Name::new(n),
                     span: span(l, r),
                 })
             }
@@ -942,7 +942,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     fn atom(&mut self) -> PResult<Expr> {
         let (l, t, r) = self.cur;
         let kind = match t {
-            Token::Name(n) => ExprKind::Name(n.to_string()),
+            Token::Name(n) => ExprKind::Name(Name::new(n)),
             Token::Int(s) => {
                 self.bump();
                 return Ok(self.ctx.number(Num::Int(s), l, r));

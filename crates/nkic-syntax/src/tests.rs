@@ -47,7 +47,7 @@ fn errors(src: &str) -> Vec<(&'static str, usize, String)> {
 /// A fully parenthesised rendering of an expression, for precedence tests.
 fn sexp(e: &Expr) -> String {
     match &e.kind {
-        ExprKind::Name(n) => n.clone(),
+        ExprKind::Name(n) => n.to_string(),
         ExprKind::Int(v) => v.to_string(),
         ExprKind::Float(v) => format!("{v:?}"),
         ExprKind::Str(s) => format!("{s:?}"),

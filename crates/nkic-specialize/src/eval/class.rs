@@ -187,16 +187,16 @@ impl Ctx<'_> {
                 StmtKind::Assign { targets, .. } => targets
                     .iter()
                     .filter_map(|t| match &t.kind {
-                        ExprKind::Name(n) => Some((n.clone(), false)),
+                        ExprKind::Name(n) => Some((n.to_string(), false)),
                         _ => None,
                     })
                     .collect(),
                 StmtKind::AnnAssign { target, .. } => match &target.kind {
-                    ExprKind::Name(n) => vec![(n.clone(), true)],
+                    ExprKind::Name(n) => vec![(n.to_string(), true)],
                     _ => Vec::new(),
                 },
-                StmtKind::FunctionDef(f) => vec![(f.name.name.clone(), false)],
-                StmtKind::ClassDef(c) => vec![(c.name.name.clone(), false)],
+                StmtKind::FunctionDef(f) => vec![(f.name.name.to_string(), false)],
+                StmtKind::ClassDef(c) => vec![(c.name.name.to_string(), false)],
                 _ => Vec::new(),
             };
             for (n, ann) in names {

@@ -798,7 +798,7 @@ impl Ctx<'_> {
         let start = self.reg_or_imm(r.start, span)?;
         let stop = self.reg_or_imm(r.stop, span)?;
         let name = match &target.kind {
-            ExprKind::Name(n) => n.clone(),
+            ExprKind::Name(n) => n.to_string(),
             _ => String::new(),
         };
         let kind = DynLoopKind::Range {
