@@ -233,7 +233,7 @@ fn front_half(
     let front = nkic_driver::front_half(sources, file, &kernel.config(), &read_module);
     if let Some(result) = &front.result {
         for print in &result.prints {
-            eprintln!("{}: {}", print.location, print.text);
+            crate::report::print_stderr(&format!("{}: {}\n", print.location, print.text));
         }
     }
     reporter.emit_all(&front.diagnostics, sources);

@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err}");
+            report::print_stderr(&format!("error: {err}\n"));
             ExitCode::from(1)
         }
     }

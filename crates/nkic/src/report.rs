@@ -84,7 +84,15 @@ impl Reporter {
             if self.warnings > 0 {
                 parts.push(plural(self.warnings, "warning"));
             }
-            eprintln!("{} emitted", parts.join(" and "));
+            print_stderr(&format!("{} emitted\n", parts.join(" and ")));
         }
     }
+}
+
+/// Writes `text` to stderr, ignoring a closed pipe (`nkic check … 2>&1 |
+/// head` must end quietly, not panic as `eprintln!` does).
+pub(crate) fn print_stderr(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
 }

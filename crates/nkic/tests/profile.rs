@@ -551,6 +551,30 @@ fn a_closed_stdout_is_not_a_panic() {
     }
 }
 
+/// A closed stderr (`nkic check … 2>&1 | head -c 5`) is no panic either:
+/// the diagnostics are lost, the exit code still says there were errors.
+#[test]
+fn a_closed_stderr_is_not_a_panic() {
+    let dir = temp("closed_stderr");
+    let file = dir.join("broken.py");
+    std::fs::write(&file, "def f(:\n    pass\nx = = 1\n").expect("write the kernel");
+    for _ in 0..4 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
+            .env("NO_COLOR", "1")
+            .arg("check")
+            .arg(&file)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the nkic binary runs");
+        // Close the read end before nkic writes its diagnostics.
+        drop(child.stderr.take());
+        let out = child.wait_with_output().expect("nkic ends");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 /// `--input` mistakes: the same argument twice is E1018; a misspelt dtype
 /// after the colon is a command-line error naming it.
 #[test]
