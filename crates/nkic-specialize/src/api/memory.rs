@@ -79,6 +79,7 @@ pub const DEFS: &[ApiDef] = &[
             "`dst` is SBUF with exactly the transposed shape and rank.",
             "`src` is HBM or SBUF; the dtypes are equal and 2 or 4 bytes wide.",
             "`oob_mode=skip` needs an indirect `src`.",
+            "With `dge_mode=hwdge` (isa.md 5.3): a 2-D `src` has exactly 16 rows; a 3-D or 4-D `src` has 1, 2, 4, 8 or 16 in its first dimension and a multiple of 16 in the product of its first and second-to-last; the last dimension is at most 128; elements are 2 bytes wide. The default mode lets nkic build the descriptors ahead of time, which lifts these rules.",
         ],
         run: dma_transpose,
     },
@@ -612,6 +613,9 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         Some("none") => Some(DgeMode::None),
         _ => None,
     };
+    if dge == Some(DgeMode::Hwdge) {
+        hwdge_transpose_shape(ctx, &src, b.span_of("src"))?;
+    }
     if b.int(ctx, "priority")?.is_some() && ctx.target() < Target::Trn3 {
         return Err(ctx.error(
             codes::TARGET,
@@ -626,6 +630,55 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         dge,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The shape rules of a transpose on the hardware descriptor generator
+/// (`dge_mode=hwdge`, isa.md 5.3): a 2-D `src` has exactly 16 rows; a 3-D or
+/// 4-D `src` has 1, 2, 4, 8 or 16 in its first dimension and a multiple of
+/// 16 in the product of its first and second-to-last; the last dimension is
+/// at most 128; elements are 2 bytes wide. With the default `unknown` mode
+/// nkic may build the descriptors ahead of time (`none`), which lifts them.
+fn hwdge_transpose_shape(ctx: &Ctx<'_>, src: &Tensor, span: Span) -> Result<(), Diagnostic> {
+    let shape = &src.shape;
+    let (first, last) = (shape[0], shape[shape.len() - 1]);
+    let problem = if shape.len() == 2 && first != 16 {
+        Some(format!(
+            "a 2-D `src` must have exactly 16 rows, found {first}"
+        ))
+    } else if shape.len() > 2 && ![1, 2, 4, 8, 16].contains(&first) {
+        Some(format!(
+            "the first dimension of `src` must be 1, 2, 4, 8 or 16, found {first}"
+        ))
+    } else if shape.len() > 2 && (first * shape[shape.len() - 2]) % 16 != 0 {
+        Some(format!(
+            "the first times the second-to-last dimension of `src` must be a multiple of 16, found {first} × {}",
+            shape[shape.len() - 2]
+        ))
+    } else if last > 128 {
+        Some(format!(
+            "the last dimension of `src` must be at most 128, found {last}"
+        ))
+    } else if src.dtype().size() != 2 {
+        Some(format!(
+            "elements must be 2 bytes wide, found {}",
+            src.dtype()
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(ctx.error(
+            codes::DMA_MODE,
+            format!(
+                "`dma_transpose` with `dge_mode=hwdge` cannot move `src` of shape {}: {problem}",
+                shape_text(shape)
+            ),
+            span,
+            "not a hardware-DGE transpose",
+        )
+        .with_help("leave `dge_mode` at its default to let nkic build the descriptors ahead of time")),
+        None => Ok(()),
+    }
 }
 
 /// The compute-engine copy rules shared by `tensor_copy`, `nl.copy`,
