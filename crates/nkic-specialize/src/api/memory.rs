@@ -649,7 +649,7 @@ fn hwdge_transpose_shape(ctx: &Ctx<'_>, src: &Tensor, span: Span) -> Result<(), 
         Some(format!(
             "the first dimension of `src` must be 1, 2, 4, 8 or 16, found {first}"
         ))
-    } else if shape.len() > 2 && (first * shape[shape.len() - 2]) % 16 != 0 {
+    } else if shape.len() > 2 && !(first * shape[shape.len() - 2]).is_multiple_of(16) {
         Some(format!(
             "the first times the second-to-last dimension of `src` must be a multiple of 16, found {first} × {}",
             shape[shape.len() - 2]
