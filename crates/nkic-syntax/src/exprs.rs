@@ -700,44 +700,35 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
 
     #[inline]
     fn or_test(&mut self) -> PResult<Expr> {
-        let l = self.cur.0;
-        let first = self.and_test()?;
-        if self.cur.1 != Token::Or {
-            return Ok(first);
-        }
-        let mut values = Vec::with_capacity(2);
-        values.push(first);
-        while self.cur.1 == Token::Or {
-            self.bump();
-            values.push(self.and_test()?);
-        }
-        Ok(Expr::new(
-            ExprKind::BoolOp {
-                op: BoolOp::Or,
-                values,
-            },
-            span(l, self.prev_end),
-        ))
+        self.bool_chain(Token::Or, BoolOp::Or, Self::and_test)
     }
 
     #[inline]
     fn and_test(&mut self) -> PResult<Expr> {
+        self.bool_chain(Token::And, BoolOp::And, Self::not_test)
+    }
+
+    /// `operand (token operand)*` as one `BoolOp` node, or the lone operand.
+    #[inline]
+    fn bool_chain(
+        &mut self,
+        token: Token<'src>,
+        op: BoolOp,
+        operand: fn(&mut Self) -> PResult<Expr>,
+    ) -> PResult<Expr> {
         let l = self.cur.0;
-        let first = self.not_test()?;
-        if self.cur.1 != Token::And {
+        let first = operand(self)?;
+        if self.cur.1 != token {
             return Ok(first);
         }
         let mut values = Vec::with_capacity(2);
         values.push(first);
-        while self.cur.1 == Token::And {
+        while self.cur.1 == token {
             self.bump();
-            values.push(self.not_test()?);
+            values.push(operand(self)?);
         }
         Ok(Expr::new(
-            ExprKind::BoolOp {
-                op: BoolOp::And,
-                values,
-            },
+            ExprKind::BoolOp { op, values },
             span(l, self.prev_end),
         ))
     }
