@@ -268,3 +268,21 @@ pub fn dtype_on_target(ctx: &Ctx<'_>, dt: DType, span: Span) -> Result<(), Diagn
         format!("not available on {}", ctx.target()),
     ))
 }
+
+/// A run-time row index (`.ap(vector_offset=...)`, a tensor subscript of an
+/// HBM tensor): an SBUF `(P, 1)` integer tensor with a legal partition
+/// count. `what` names it in the message.
+pub fn row_index(ctx: &Ctx<'_>, idx: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || free_size(idx) != 1 {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "{what} must be an SBUF (P, 1) int tensor, found {}",
+                describe(idx)
+            ),
+            span,
+            "bad index tensor",
+        ));
+    }
+    partition_count(ctx, idx, span, what)
+}

@@ -1126,18 +1126,7 @@ fn grid_subscript(
                 "not HBM",
             ));
         }
-        if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
-            return Err(ctx.error(
-                codes::ARG_TYPE,
-                format!(
-                    "a row index must be an SBUF (P, 1) int tensor, found {}",
-                    check::describe(&idx)
-                ),
-                span,
-                "bad index tensor",
-            ));
-        }
-        check::partition_count(ctx, &idx, span, "the row index")?;
+        check::row_index(ctx, &idx, span, "the row index")?;
         items[0] = Value::Index(Rc::new(IndexExpr {
             ndim: 2,
             constant: 0,

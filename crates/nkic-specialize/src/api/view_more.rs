@@ -483,18 +483,7 @@ fn vector_select(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Dia
     }
     let idx = b.tensor(ctx, "vector_offset")?;
     let si = b.span_of("vector_offset");
-    if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
-        return Err(ctx.error(
-            codes::ARG_TYPE,
-            format!(
-                "`vector_offset` must be an SBUF (P, 1) int tensor, found {}",
-                check::describe(&idx)
-            ),
-            si,
-            "bad index tensor",
-        ));
-    }
-    check::partition_count(ctx, &idx, si, "`vector_offset`")?;
+    check::row_index(ctx, &idx, si, "`vector_offset`")?;
     let mut v = t.view.clone();
     v.dims[0] = ViewDim::new(v.dims[0].stride, check::partitions(&idx));
     v.indirect = Some(Indirection::Rows {
