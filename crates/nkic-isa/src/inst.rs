@@ -581,6 +581,12 @@ instructions! {
     }
     /// Does nothing; carries waits and signals.
     Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {}
+    /// A barrier between the cores of a multi-core launch (`nisa.core_barrier`,
+    /// LNC=2): the n-th `core_barrier` of a queue on one core completes only
+    /// when the n-th `core_barrier` of the same queue on every other core has
+    /// issued; everything before either barrier happens before the
+    /// completion of both.
+    CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync], Trn2 {}
 }
 
 impl Op {
@@ -676,6 +682,7 @@ impl Op {
                 | Op::Jump { .. }
                 | Op::Label { .. }
                 | Op::Nop {}
+                | Op::CoreBarrier {}
         )
     }
 
@@ -769,6 +776,7 @@ mod tests {
                     | "jump"
                     | "label"
                     | "nop"
+                    | "core_barrier"
                     | "set_rng_seed"
             );
             if !control {

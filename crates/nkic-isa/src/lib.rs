@@ -22,6 +22,9 @@
 //! * `program`: `Program`, HBM tensors, semaphores, the line table; the
 //!   execution model is documented there.
 //! * `text`: the `.nkasm` printer and assembler (grammar in its doc).
+//! * `launch`: `Launch`, one program per physical core of an LNC=2 launch
+//!   (shared HBM arguments, per-core everything else), its `.core`
+//!   sections in the text and its verifier.
 //! * `verify`: the program verifier (its doc lists every rule).
 //! * `field`: the text form of each operand type, shared by printer and
 //!   assembler.
@@ -36,6 +39,7 @@ pub mod engine;
 pub mod enums;
 pub mod field;
 pub mod inst;
+pub mod launch;
 pub mod numerics;
 pub mod program;
 #[cfg(test)]
@@ -54,6 +58,7 @@ pub use enums::{
     ActFunc, AluOp, BranchCond, DgeMode, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
 };
 pub use inst::{Instruction, Label, Op, Operand, Role, SemWait};
+pub use launch::{Launch, assemble_launch, print_launch, verify_launch};
 pub use program::{
     HbmTensor, LineEntry, LineId, OperandName, Program, QueueStream, SemId, Semaphore, TensorKind,
 };

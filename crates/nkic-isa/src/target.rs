@@ -181,6 +181,15 @@ pub struct Figures {
     pub dma_transpose_pct_sbuf: u32,
     /// HBM bandwidth share of one core in GB/s (lower end of the derived range).
     pub hbm_gbps_per_core: u32,
+
+    // ---- Multi-core launches (LNC=2).
+    /// From the last arrival at a `core_barrier` to its completion on every
+    /// core: one semaphore increment sent to the peer core (assume: one DMA
+    /// start latency, as the increment is a small write through the DMA
+    /// fabric; the spec gives no figure).
+    pub core_barrier_ns: u32,
+    /// Physical cores one launch may use (`nl.program_id` range under LNC).
+    pub max_lnc: u32,
 }
 
 impl Figures {
@@ -285,6 +294,8 @@ pub static TRN2: Figures = Figures {
     dma_transpose_pct_hbm: 90,
     dma_transpose_pct_sbuf: 50,
     hbm_gbps_per_core: 363,
+    core_barrier_ns: 1300,
+    max_lnc: 2,
 };
 
 /// Trainium3 / NeuronCore-v4.
@@ -343,6 +354,8 @@ pub static TRN3: Figures = Figures {
     dma_transpose_pct_hbm: 90,
     dma_transpose_pct_sbuf: 50,
     hbm_gbps_per_core: 588,
+    core_barrier_ns: 1300,
+    max_lnc: 2,
 };
 
 #[cfg(test)]

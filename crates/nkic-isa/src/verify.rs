@@ -50,6 +50,9 @@ use crate::text::is_identifier;
 /// One verifier finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyError {
+    /// The core of a multi-core launch the problem is in (`None` for a
+    /// single program; see `verify_launch`).
+    pub core: Option<u8>,
     /// The queue and instruction index, when the problem is in a stream.
     pub queue: Option<Queue>,
     pub index: Option<usize>,
@@ -62,6 +65,9 @@ pub struct VerifyError {
 
 impl fmt::Display for VerifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(core) = self.core {
+            write!(f, "core {core}: ")?;
+        }
         match (self.queue, self.index, self.mnemonic) {
             (Some(q), Some(i), Some(m)) => write!(f, "{q}[{i}] `{m}`: {}", self.message),
             (Some(q), _, _) => write!(f, "queue {q}: {}", self.message),
@@ -112,6 +118,7 @@ impl<'p> Verifier<'p> {
             None => (None, None, None, None),
         };
         self.errors.push(VerifyError {
+            core: None,
             queue,
             index,
             mnemonic,
@@ -1310,7 +1317,8 @@ impl<'p> Verifier<'p> {
             | Op::RegMove { .. }
             | Op::RegAlu { .. }
             | Op::Label { .. }
-            | Op::Nop {} => {}
+            | Op::Nop {}
+            | Op::CoreBarrier {} => {}
         }
     }
 

@@ -1,9 +1,10 @@
 //! Corpus tests of the `.nkasm` format: every file under `tests/corpus/`
-//! assembles, verifies, is in canonical printed form, and round-trips.
+//! assembles, verifies, is in canonical printed form, and round-trips
+//! (as a launch: one-core programs and multi-core `.core` sections).
 
 use std::path::Path;
 
-use nkic_isa::{assemble, print, verify};
+use nkic_isa::{assemble_launch as assemble, print_launch as print, verify_launch as verify};
 
 fn corpus_files() -> Vec<std::path::PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
@@ -51,7 +52,7 @@ fn every_instruction_appears_in_the_corpus() {
         let Ok(program) = assemble(&text) else {
             continue;
         };
-        for stream in &program.queues {
+        for stream in program.cores.iter().flat_map(|p| &p.queues) {
             for inst in &stream.insts {
                 seen.insert(inst.op.mnemonic());
             }
@@ -121,7 +122,7 @@ fn docs_state_the_table_engines_and_targets() {
         let Ok(program) = assemble(&text) else {
             continue;
         };
-        for stream in program.queues {
+        for stream in program.cores.into_iter().flat_map(|p| p.queues) {
             for inst in stream.insts {
                 ops.entry(inst.op.mnemonic()).or_insert(inst.op);
             }

@@ -66,6 +66,9 @@ pub struct SimError {
     pub kind: SimErrorKind,
     /// Lowercase, no trailing period, without the location.
     pub message: String,
+    /// The core of a multi-core launch whose instruction faulted (`None`
+    /// in a one-core run).
+    pub core: Option<u8>,
     /// The faulting instruction's queue and index in its stream.
     pub queue: Option<Queue>,
     pub index: Option<usize>,
@@ -82,6 +85,8 @@ pub struct SimError {
 /// mnemonic and line-table entry resolved to `file:line:col`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Site {
+    /// The core in a multi-core launch (`None` in a one-core run).
+    pub core: Option<u8>,
     pub queue: Queue,
     pub index: usize,
     pub mnemonic: &'static str,
@@ -95,6 +100,7 @@ impl Site {
         let inst = program.stream(queue).and_then(|s| s.get(index));
         let line = inst.and_then(|i| i.line);
         Site {
+            core: None,
             queue,
             index,
             mnemonic: inst.map_or("?", |i| i.op.mnemonic()),
@@ -105,9 +111,14 @@ impl Site {
 }
 
 impl fmt::Display for Site {
-    /// For example `memset at vector[0] (kernel.py:4:5)`.
+    /// For example `memset at vector[0] (kernel.py:4:5)`, or `memset at
+    /// core1.vector[0] (kernel.py:4:5)` in a multi-core launch.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {}[{}]", self.mnemonic, self.queue, self.index)?;
+        write!(f, "{} at ", self.mnemonic)?;
+        if let Some(core) = self.core {
+            write!(f, "core{core}.")?;
+        }
+        write!(f, "{}[{}]", self.queue, self.index)?;
         if let Some(src) = &self.source {
             write!(f, " ({src})")?;
         }
@@ -128,6 +139,7 @@ impl SimError {
         SimError {
             kind,
             message: message.into(),
+            core: None,
             queue: None,
             index: None,
             mnemonic: None,
@@ -150,6 +162,7 @@ impl SimError {
         SimError {
             kind,
             message,
+            core: None,
             queue: Some(queue),
             index: Some(index),
             mnemonic: inst.map(|i| i.op.mnemonic()),
@@ -166,9 +179,10 @@ impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)?;
         if let (Some(q), Some(i)) = (self.queue, self.index) {
+            let core = self.core.map(|c| format!("core{c}.")).unwrap_or_default();
             match self.mnemonic {
-                Some(m) => write!(f, " by {m} at {q}[{i}]")?,
-                None => write!(f, " at {q}[{i}]")?,
+                Some(m) => write!(f, " by {m} at {core}{q}[{i}]")?,
+                None => write!(f, " at {core}{q}[{i}]")?,
             }
         }
         if let Some(src) = &self.source {

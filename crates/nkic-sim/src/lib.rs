@@ -48,6 +48,10 @@
 //!   contiguous runs, rows are converted with the slice codecs of
 //!   `numerics`, and the matmul inner loop is register-blocked (see
 //!   `benches/sim.rs` and `examples/matmul_nkasm.rs`).
+//! * Cores: `run_launch` runs a multi-core launch (LNC=2): per-core
+//!   engines, queues, SBUF, PSUM and DMA engines, shared HBM arguments,
+//!   `core_barrier` between the cores (`machine`); the race detector
+//!   covers accesses of different cores.
 //! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
 //!   malformed instructions and runaway loops stop the run with a
 //!   `SimError` naming the instruction and its source line.
@@ -71,7 +75,7 @@ pub use config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
 pub use error::{SimError, SimErrorKind, Site};
 pub use result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
 
-use nkic_isa::Program;
+use nkic_isa::{Launch, Program};
 
 /// Runs `program` on `inputs`.
 ///
@@ -103,7 +107,36 @@ use nkic_isa::Program;
 /// assert!(res.total_ns() > 0.0);
 /// ```
 pub fn run(program: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    machine::simulate(program, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
+    machine::simulate(
+        std::slice::from_ref(program),
+        inputs,
+        config,
+        &DumpSpec::default(),
+    )
+    .map(|(r, _)| r)
+}
+
+/// Runs every core of `launch` together (LNC=2: one program per physical
+/// core, sharing the kernel's HBM arguments; `nkic_isa::launch`). Each
+/// core has its own engines, queues, SBUF, PSUM and DMA engines; the
+/// result's time is the slowest core's, its statistics and trace carry
+/// each queue's core. A one-core launch runs exactly like `run`.
+pub fn run_launch(
+    launch: &Launch,
+    inputs: &Inputs,
+    config: &SimConfig,
+) -> Result<RunResult, SimError> {
+    machine::simulate(&launch.cores, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
+}
+
+/// `run_launch` with the tensor dumps of `run_dumping`.
+pub fn run_launch_dumping(
+    launch: &Launch,
+    inputs: &Inputs,
+    config: &SimConfig,
+    dump: &DumpSpec,
+) -> Result<(RunResult, Vec<Dump>), SimError> {
+    machine::simulate(&launch.cores, inputs, config, dump)
 }
 
 /// Runs `program` like `run` and also records every value the tensors
@@ -116,5 +149,5 @@ pub fn run_dumping(
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
-    machine::simulate(program, inputs, config, dump)
+    machine::simulate(std::slice::from_ref(program), inputs, config, dump)
 }

@@ -48,6 +48,22 @@
 //! A deadlock is reported when no queue can execute but some still have
 //! instructions: the message lists each blocked instruction and the
 //! semaphore value it waits for.
+//!
+//! # Cores
+//!
+//! A multi-core launch runs every core's queues in the one loop above:
+//! each core has its own queues, registers, semaphores, accumulators, SBUF,
+//! PSUM and DMA engines (so each core moves data at its own share of the
+//! HBM bandwidth), and the cores share the kernel's HBM arguments. The
+//! run's time is the latest completion over all cores.
+//!
+//! A `core_barrier` runs in two steps. It first *arrives*: once its start
+//! is final (queue free, waits met) the arrival time and the queue's race
+//! clock are recorded, and the queue stays at the barrier. The barrier
+//! then starts when the paired barrier (same queue, same rank) of every
+//! other core has arrived, at the latest arrival, and completes
+//! `core_barrier_ns` later (`Target::cost`). Arrival times are final when
+//! recorded, so the barrier's start is final as soon as it is known.
 
 use std::collections::BTreeMap;
 
@@ -117,6 +133,14 @@ impl Footprint {
 
 /// The state of one queue.
 struct QueueState<'p> {
+    /// The core of the launch the queue belongs to.
+    core: usize,
+    /// The index of the core's first semaphore in the run's numbering.
+    sem_base: usize,
+    /// The arrival time of the `core_barrier` at `pc`, once it arrived.
+    arrived: Option<u64>,
+    /// `core_barrier`s completed so far (the rank of the next one).
+    barriers: usize,
     queue: Queue,
     insts: &'p [Instruction],
     labels: BTreeMap<Label, usize>,
@@ -166,7 +190,25 @@ struct Cand {
     dep: Option<u64>,
     /// Whether the instruction is a DMA transfer (uses the shared engines).
     transfer: bool,
+    /// A `core_barrier` that has not arrived yet: executing the candidate
+    /// records its arrival (module doc).
+    arrive: bool,
+    /// For an arrived `core_barrier` started late by another core's
+    /// arrival: that core and the barrier's `seq` there.
+    barrier: Option<(usize, u64)>,
 }
+
+/// One arrival at a `core_barrier`: when, the barrier's `seq` in its
+/// queue, and the queue's race clock (when the race detector runs).
+#[derive(Clone, Debug)]
+struct Arrival {
+    time: u64,
+    seq: u64,
+    clock: Option<Vec<u32>>,
+}
+
+/// Arrivals at `core_barrier`s by core and queue, in rank order.
+type Arrivals = BTreeMap<(usize, Queue), Vec<Arrival>>;
 
 /// One DMA engine: when it is free and which transfer used it last.
 #[derive(Clone, Copy, Debug, Default)]
@@ -175,84 +217,120 @@ struct DmaEngine {
     last: Option<(Queue, u64)>,
 }
 
-/// Why a queue cannot issue.
+/// Why a queue cannot issue: a semaphore wait, or (`peer`) a
+/// `core_barrier` waiting for the paired barrier of core `peer`.
 struct Blocked {
     sem: usize,
     need: i64,
     have: usize,
+    peer: Option<usize>,
 }
 
-/// Runs `program`; see the crate doc.
+/// Runs the cores of a launch (one `Program` each; `cores[0]` defines the
+/// arguments); see the crate doc.
 pub(crate) fn simulate(
-    program: &Program,
+    cores: &[Program],
     inputs: &Inputs,
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
+    let Some(program) = cores.first() else {
+        return Err(SimError::new(
+            SimErrorKind::BadProgram,
+            "a launch needs at least one core",
+        ));
+    };
+    let multi = cores.len() > 1;
     let mut dumps = Vec::new();
     let target = program.target;
     let f = target.figures();
-    check_sizes(program)?;
-    let mut mem = MemoryState::new(program, config.poison);
+    for p in cores {
+        check_sizes(p)?;
+        if p.target != target {
+            return Err(SimError::new(
+                SimErrorKind::BadProgram,
+                format!(
+                    "the cores of a launch must share one target: {} and {}",
+                    target, p.target
+                ),
+            ));
+        }
+    }
+    let mut mem = MemoryState::for_cores(cores, config.poison);
     load_inputs(program, inputs, &mut mem)?;
-    let mut queues: Vec<QueueState<'_>> = program
-        .queues
-        .iter()
-        .map(|s| QueueState {
-            queue: s.queue,
-            insts: &s.insts,
-            labels: s
-                .insts
-                .iter()
-                .enumerate()
-                .filter_map(|(i, inst)| match inst.op {
-                    Op::Label { label } => Some((label, i)),
-                    _ => None,
-                })
-                .rev()
-                .collect(),
-            pc: 0,
-            regs: vec![0; f.sequencer_registers as usize],
-            free_ps: 0,
-            last_write: None,
-            dep: None,
-            last_index: None,
-            last_done: 0,
-            stats: QueueStats {
+    let mut queues: Vec<QueueState<'_>> = Vec::new();
+    let mut sem_total = 0usize;
+    for (c, p) in cores.iter().enumerate() {
+        for s in &p.queues {
+            queues.push(QueueState {
+                core: c,
+                sem_base: sem_total,
+                arrived: None,
+                barriers: 0,
                 queue: s.queue,
-                instructions: 0,
-                busy_ps: 0,
-                end_ps: 0,
-                executions: vec![0; s.insts.len()],
-            },
-        })
-        .collect();
+                insts: &s.insts,
+                labels: s
+                    .insts
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, inst)| match inst.op {
+                        Op::Label { label } => Some((label, i)),
+                        _ => None,
+                    })
+                    .rev()
+                    .collect(),
+                pc: 0,
+                regs: vec![0; f.sequencer_registers as usize],
+                free_ps: 0,
+                last_write: None,
+                dep: None,
+                last_index: None,
+                last_done: 0,
+                stats: QueueStats {
+                    core: u8::try_from(c).unwrap_or(u8::MAX),
+                    queue: s.queue,
+                    instructions: 0,
+                    busy_ps: 0,
+                    end_ps: 0,
+                    executions: vec![0; s.insts.len()],
+                },
+            });
+        }
+        sem_total += p.semaphores.len();
+    }
     // Check semaphore ids once so the loop can index freely.
     for q in &queues {
+        let p = &cores[q.core];
         for (i, inst) in q.insts.iter().enumerate() {
             let bad = inst
                 .waits
                 .iter()
                 .map(|w| w.sem)
                 .chain(inst.signals.iter().copied())
-                .find(|s| s.0 as usize >= program.semaphores.len());
+                .find(|s| s.0 as usize >= p.semaphores.len());
             if let Some(s) = bad {
-                return Err(SimError::at(
+                let mut e = SimError::at(
                     SimErrorKind::BadProgram,
                     format!("semaphore #{} is not declared", s.0),
-                    program,
+                    p,
                     q.queue,
                     i,
-                ));
+                );
+                e.core = multi.then_some(q.stats.core);
+                return Err(e);
             }
         }
     }
-    let mut sems: Vec<Vec<Inc>> = vec![Vec::new(); program.semaphores.len()];
-    let mut engines = vec![DmaEngine::default(); f.dma_engines.max(1) as usize];
+    let cores_of: Vec<usize> = queues.iter().map(|q| q.core).collect();
+    let mut sems: Vec<Vec<Inc>> = vec![Vec::new(); sem_total];
+    let mut engines = vec![vec![DmaEngine::default(); f.dma_engines.max(1) as usize]; cores.len()];
     let mut races = config
         .race_check
-        .then(|| Races::new(queues.len(), program.semaphores.len()));
-    let mut acc = Accumulators::new(f.sbuf_partitions as usize);
+        .then(|| Races::new(queues.len(), sem_total));
+    let mut accs: Vec<Accumulators> = (0..cores.len())
+        .map(|_| Accumulators::new(f.sbuf_partitions as usize))
+        .collect();
+    let mut arrivals: Arrivals = BTreeMap::new();
     let mut rng = config_seed(config.step_order);
     let mut cursor = 0usize;
     let mut res = RunResult {
@@ -267,6 +345,7 @@ pub(crate) fn simulate(
         elements: 0,
     };
     let n = queues.len();
+    let n_cores = cores.len();
     let mut starts: Vec<Option<Cand>> = vec![None; n];
     // The first uninitialised read, held back while the race detector
     // runs: see `step`.
@@ -281,7 +360,8 @@ pub(crate) fn simulate(
                 continue;
             }
             any_left = true;
-            if let Ok(c) = candidate(q, &sems, &mem, target) {
+            mem.set_core(q.core);
+            if let Ok(c) = candidate(q, &sems, &mem, target, &arrivals, n_cores) {
                 g = g.min(c.start);
                 starts[i] = Some(c);
             }
@@ -290,7 +370,7 @@ pub(crate) fn simulate(
             break;
         }
         if g == u64::MAX {
-            let e = deadlock(program, &queues, &sems, &mem, target);
+            let e = deadlock(cores, &mut queues, &sems, &mut mem, target, &arrivals);
             return Err(prefer(pending, e));
         }
         // Lower bounds of future increments from each unfinished queue.
@@ -360,45 +440,99 @@ pub(crate) fn simulate(
                 .unwrap_or(0)
         });
         let Some(cand) = starts[chosen] else {
-            let e = deadlock(program, &queues, &sems, &mem, target);
+            let e = deadlock(cores, &mut queues, &sems, &mut mem, target, &arrivals);
             return Err(prefer(pending, e));
         };
+        let core = queues[chosen].core;
+        let core_program = &cores[core];
+        mem.set_core(core);
+        if cand.arrive {
+            // A `core_barrier` arrives: record when, with the race clock
+            // it carries to the other cores.
+            let q = &mut queues[chosen];
+            let clock = races.as_ref().map(|r| {
+                let waits: Vec<(usize, usize)> = q.insts[q.pc]
+                    .waits
+                    .iter()
+                    .map(|w| {
+                        (
+                            q.sem_base + w.sem.0 as usize,
+                            wait_need(w, &q.regs).max(0) as usize,
+                        )
+                    })
+                    .collect();
+                r.snapshot(chosen, &waits)
+            });
+            arrivals.entry((core, q.queue)).or_default().push(Arrival {
+                time: cand.start,
+                seq: q.stats.instructions,
+                clock,
+            });
+            q.arrived = Some(cand.start);
+            continue;
+        }
         res.instructions += 1;
         if res.instructions > config.max_instructions {
             let q = &queues[chosen];
-            let e = SimError::at(
+            let mut e = SimError::at(
                 SimErrorKind::InstructionLimit,
                 format!(
                     "the run exceeded {} executed instructions (a loop that never ends?)",
                     config.max_instructions
                 ),
-                program,
+                core_program,
                 q.queue,
                 q.pc,
             );
+            e.core = multi.then_some(q.stats.core);
             return Err(prefer(pending, e));
+        }
+        let barrier = queues[chosen].arrived.is_some();
+        if barrier && let Some(r) = races.as_mut() {
+            // Everything before the paired barriers happens before this
+            // barrier's completion.
+            let q = &queues[chosen];
+            for other in (0..n_cores).filter(|&c| c != core) {
+                if let Some(clock) = arrivals
+                    .get(&(other, q.queue))
+                    .and_then(|list| list.get(q.barriers))
+                    .and_then(|a| a.clock.as_ref())
+                {
+                    r.join(chosen, clock);
+                }
+            }
         }
         let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
         let stepped = step(
-            program,
+            cores,
+            multi,
             chosen,
             &mut queues[chosen],
             &cand,
             &names,
+            &cores_of,
             &mut mem,
-            &mut acc,
+            &mut accs[core],
             &mut sems,
-            &mut engines,
+            &mut engines[core],
             races.as_mut(),
             &mut res,
             config,
             &mut pending,
         );
-        if let Err(e) = stepped {
+        if let Err(mut e) = stepped {
+            if multi && e.queue.is_some() && e.core.is_none() {
+                e.core = Some(queues[chosen].stats.core);
+            }
             return Err(prefer(pending, e));
         }
+        if barrier {
+            let q = &mut queues[chosen];
+            q.arrived = None;
+            q.barriers += 1;
+        }
         if !dump.is_empty() {
-            record_dumps(program, &queues[chosen], dump, &mem, &mut dumps);
+            record_dumps(core_program, &queues[chosen], dump, &mem, &mut dumps);
         }
         if let Some(r) = races.as_mut() {
             let finished: Vec<bool> = queues.iter().map(QueueState::finished).collect();
@@ -406,9 +540,16 @@ pub(crate) fn simulate(
         }
     }
     // Execution order depends on the step order; the trace is reported in
-    // simulated time order (then queue, then program order), which does not.
+    // simulated time order (then core, queue, then program order), which
+    // does not.
+    let rank = |core: u8, queue: Queue| -> usize {
+        queues
+            .iter()
+            .position(|q| q.stats.core == core && q.queue == queue)
+            .unwrap_or(usize::MAX)
+    };
     res.trace
-        .sort_by_key(|e| (e.start_ps, queue_rank(program, e.queue), e.seq));
+        .sort_by_key(|e| (e.start_ps, rank(e.core, e.queue), e.seq));
     res.per_queue = queues.iter().map(|q| q.stats.clone()).collect();
     res.hbm_bytes_read = mem.hbm_read;
     res.hbm_bytes_written = mem.hbm_written;
@@ -416,7 +557,7 @@ pub(crate) fn simulate(
         return Err(e);
     }
     res.outputs = collect_outputs(program, &mem, config.poison)?;
-    dumps.sort_by_key(|d| (d.time_ps, queue_rank(program, d.queue), d.seq));
+    dumps.sort_by_key(|d| (d.time_ps, rank(d.core, d.queue), d.seq));
     Ok((res, dumps))
 }
 
@@ -454,6 +595,7 @@ fn record_dumps(
         };
         dumps.push(Dump {
             name: name.to_owned(),
+            core: q.stats.core,
             queue: q.queue,
             index,
             seq,
@@ -475,8 +617,44 @@ fn candidate(
     sems: &[Vec<Inc>],
     mem: &MemoryState,
     target: nkic_isa::Target,
+    arrivals: &Arrivals,
+    n_cores: usize,
 ) -> Result<Cand, Blocked> {
     let inst = &q.insts[q.pc];
+    let is_barrier = matches!(inst.op, Op::CoreBarrier {});
+    if let (true, Some(arrived)) = (is_barrier, q.arrived) {
+        // Arrived: start with the last paired barrier to arrive.
+        let (mut start, mut by) = (arrived, None);
+        for other in (0..n_cores).filter(|&c| c != q.core) {
+            let list = arrivals.get(&(other, q.queue));
+            match list.and_then(|l| l.get(q.barriers)) {
+                Some(a) => {
+                    if a.time > start {
+                        start = a.time;
+                        by = Some((other, a.seq));
+                    }
+                }
+                None => {
+                    return Err(Blocked {
+                        sem: 0,
+                        need: q.barriers as i64 + 1,
+                        have: list.map_or(0, Vec::len),
+                        peer: Some(other),
+                    });
+                }
+            }
+        }
+        return Ok(Cand {
+            start,
+            last_sig: 0,
+            ready: arrived,
+            sig: None,
+            dep: None,
+            transfer: false,
+            arrive: false,
+            barrier: by,
+        });
+    }
     let mut last_sig = 0u64;
     let mut sig = None;
     for w in &inst.waits {
@@ -484,7 +662,7 @@ fn candidate(
         if need <= 0 {
             continue;
         }
-        let times = &sems[w.sem.0 as usize];
+        let times = &sems[q.sem_base + w.sem.0 as usize];
         match times.get(need as usize - 1) {
             Some(&inc) => {
                 if sig.is_none() || inc.time > last_sig {
@@ -494,9 +672,10 @@ fn candidate(
             }
             None => {
                 return Err(Blocked {
-                    sem: w.sem.0 as usize,
+                    sem: q.sem_base + w.sem.0 as usize,
                     need,
                     have: times.len(),
+                    peer: None,
                 });
             }
         }
@@ -532,6 +711,8 @@ fn candidate(
         sig,
         dep: dep_seq,
         transfer: inst.op.is_dma(),
+        arrive: is_barrier,
+        barrier: None,
     })
 }
 
@@ -575,11 +756,13 @@ fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footp
 /// the queues by index.
 #[allow(clippy::too_many_arguments)]
 fn step(
-    program: &Program,
+    cores: &[Program],
+    multi: bool,
     qi: usize,
     q: &mut QueueState<'_>,
     cand: &Cand,
     names: &[Queue],
+    cores_of: &[usize],
     mem: &mut MemoryState,
     acc: &mut Accumulators,
     sems: &mut [Vec<Inc>],
@@ -589,6 +772,7 @@ fn step(
     config: &SimConfig,
     pending: &mut Option<SimError>,
 ) -> Result<(), SimError> {
+    let program = &cores[q.core];
     let target = program.target;
     let start = cand.start;
     let seq = q.stats.instructions;
@@ -600,17 +784,30 @@ fn step(
         let waits: Vec<(usize, usize)> = inst
             .waits
             .iter()
-            .map(|w| (w.sem.0 as usize, wait_need(w, &q.regs).max(0) as usize))
+            .map(|w| {
+                (
+                    q.sem_base + w.sem.0 as usize,
+                    wait_need(w, &q.regs).max(0) as usize,
+                )
+            })
             .collect();
         r.begin(qi, &waits);
         let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
             mem.view_unchecked(ap, &q.regs, field).ok()
         });
         if let Err(conflict) = r.check(accesses) {
-            let earlier = Site::of(program, conflict.earlier_queue, conflict.earlier_index);
+            let earlier_core = cores_of.get(conflict.earlier_q).copied().unwrap_or(0);
+            let mut earlier = Site::of(
+                &cores[earlier_core],
+                conflict.earlier_queue,
+                conflict.earlier_index,
+            );
+            if multi {
+                earlier.core = Some(u8::try_from(earlier_core).unwrap_or(u8::MAX));
+            }
             let mut e = SimError::at(
                 SimErrorKind::Race,
-                conflict.message(&earlier),
+                conflict.message(&earlier, multi),
                 program,
                 q.queue,
                 index,
@@ -710,7 +907,8 @@ fn step(
         });
     }
     for s in &inst.signals {
-        let times = &mut sems[s.0 as usize];
+        let sem = q.sem_base + s.0 as usize;
+        let times = &mut sems[sem];
         let at = times.partition_point(|t| t.time <= done);
         times.insert(
             at,
@@ -721,7 +919,7 @@ fn step(
             },
         );
         if let Some(r) = races.as_deref_mut() {
-            r.signal(qi, s.0 as usize, done);
+            r.signal(qi, sem, done);
         }
     }
     q.free_ps = free;
@@ -739,7 +937,13 @@ fn step(
     q.last_index = Some(index);
     q.last_done = done;
     if config.trace {
-        let cause = if let Some((inc, _, _)) = cand.sig {
+        let cause = if let Some((core, seq)) = cand.barrier {
+            Cause::Barrier {
+                core: u8::try_from(core).unwrap_or(u8::MAX),
+                queue: q.queue,
+                seq,
+            }
+        } else if let Some((inc, _, _)) = cand.sig {
             Cause::Semaphore {
                 queue: names[inc.queue],
                 seq: inc.seq,
@@ -752,6 +956,7 @@ fn step(
             Cause::Queue
         };
         res.trace.push(TraceEvent {
+            core: q.stats.core,
             queue: q.queue,
             index,
             mnemonic: op.mnemonic(),
@@ -832,20 +1037,26 @@ fn name_operand(
 }
 
 fn deadlock(
-    program: &Program,
-    queues: &[QueueState<'_>],
+    cores: &[Program],
+    queues: &mut [QueueState<'_>],
     sems: &[Vec<Inc>],
-    mem: &MemoryState,
+    mem: &mut MemoryState,
     target: nkic_isa::Target,
+    arrivals: &Arrivals,
 ) -> SimError {
+    let multi = cores.len() > 1;
     let mut parts = Vec::new();
     let mut first = None;
-    for q in queues {
+    for q in queues.iter() {
         if q.finished() {
             continue;
         }
         // Re-evaluate without caching to name the unmet wait.
         let mut probe = QueueState {
+            core: q.core,
+            sem_base: q.sem_base,
+            arrived: q.arrived,
+            barriers: q.barriers,
             queue: q.queue,
             insts: q.insts,
             labels: BTreeMap::new(),
@@ -858,27 +1069,49 @@ fn deadlock(
             last_done: 0,
             stats: q.stats.clone(),
         };
-        if let Err(b) = candidate(&mut probe, sems, mem, target) {
-            let name = program
-                .sem_name(nkic_isa::SemId(b.sem as u32))
-                .unwrap_or("?");
-            parts.push(format!(
-                "{}[{}] `{}` waits for `{name}` >= {} but it is {} and nothing left can signal it",
-                q.queue,
-                q.pc,
-                q.insts[q.pc].op.mnemonic(),
-                b.need,
-                b.have
-            ));
-            first.get_or_insert((q.queue, q.pc));
+        mem.set_core(q.core);
+        let prefix = if multi {
+            format!("core{}.", q.core)
+        } else {
+            String::new()
+        };
+        match candidate(&mut probe, sems, mem, target, arrivals, cores.len()) {
+            Err(Blocked {
+                peer: Some(peer),
+                need,
+                ..
+            }) => {
+                parts.push(format!(
+                    "{prefix}{}[{}] `core_barrier` waits for core {peer}'s {} queue to reach its barrier #{need}, which it never does",
+                    q.queue, q.pc, q.queue
+                ));
+                first.get_or_insert((q.core, q.queue, q.pc));
+            }
+            Err(b) => {
+                let local = b.sem - q.sem_base;
+                let name = cores[q.core]
+                    .sem_name(nkic_isa::SemId(local as u32))
+                    .unwrap_or("?");
+                parts.push(format!(
+                    "{prefix}{}[{}] `{}` waits for `{name}` >= {} but it is {} and nothing left can signal it",
+                    q.queue,
+                    q.pc,
+                    q.insts[q.pc].op.mnemonic(),
+                    b.need,
+                    b.have
+                ));
+                first.get_or_insert((q.core, q.queue, q.pc));
+            }
+            Ok(_) => {}
         }
     }
     let message = format!("deadlock: {}", parts.join("; "));
     match first {
-        Some((queue, index)) => {
-            let mut e = SimError::at(SimErrorKind::Deadlock, message, program, queue, index);
+        Some((core, queue, index)) => {
+            let mut e = SimError::at(SimErrorKind::Deadlock, message, &cores[core], queue, index);
             // The instruction did not fault itself; keep its location only.
             e.mnemonic = None;
+            e.core = multi.then(|| u8::try_from(core).unwrap_or(u8::MAX));
             e
         }
         None => SimError::new(SimErrorKind::Deadlock, message),
@@ -1010,15 +1243,6 @@ fn collect_outputs(
         out.push((t.name.clone(), bytes));
     }
     Ok(out)
-}
-
-/// The position of `queue`'s stream in the program.
-fn queue_rank(program: &Program, queue: Queue) -> usize {
-    program
-        .queues
-        .iter()
-        .position(|s| s.queue == queue)
-        .unwrap_or(usize::MAX)
 }
 
 fn config_seed(order: StepOrder) -> u64 {

@@ -8,6 +8,12 @@
 //!   on trn3).
 //! * **HBM** is one byte array per program tensor.
 //!
+//! In a multi-core launch every core has its own SBUF and PSUM; the
+//! kernel's arguments are one HBM tensor shared by all cores (numbered as
+//! core 0 numbers them) and each core's internal tensors are its own. The
+//! core whose instruction runs is set with `MemoryState::set_core`; access
+//! patterns resolve against it.
+//!
 //! Every byte has an "initialised" bit (a `u64` bitset per memory). Writes
 //! set it; reads of a clear bit fault or read poison (`Poison`). Input
 //! tensors start initialised, everything else not.
@@ -31,8 +37,11 @@ const MAX_ELEMENTS: u64 = 1 << 26;
 /// Which byte array a view addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum SpaceId {
-    Sbuf,
-    Psum,
+    /// A core's SBUF.
+    Sbuf(u8),
+    /// A core's PSUM.
+    Psum(u8),
+    /// An HBM tensor, numbered over the whole launch.
     Hbm(u32),
 }
 
@@ -155,9 +164,13 @@ impl View {
 
 /// The machine's memories.
 pub(crate) struct MemoryState {
-    sbuf: Space,
-    psum: Space,
+    sbuf: Vec<Space>,
+    psum: Vec<Space>,
     hbm: Vec<Space>,
+    /// Per core, the launch-wide HBM tensor of each of its tensor ids.
+    hbm_map: Vec<Vec<u32>>,
+    /// The core whose access patterns are resolved.
+    core: usize,
     hbm_names: Vec<String>,
     partitions: usize,
     sbuf_stride: usize,
@@ -181,18 +194,55 @@ impl MemoryState {
         self.poison = poison;
     }
 
+    #[cfg(test)]
     pub fn new(program: &Program, poison: Poison) -> MemoryState {
-        let f = program.target.figures();
+        MemoryState::for_cores(std::slice::from_ref(program), poison)
+    }
+
+    /// Fresh memories for the cores of a launch: core 0's tensors keep
+    /// their ids; another core's arguments are core 0's argument of the
+    /// same name, its internal tensors new ones.
+    pub fn for_cores(cores: &[Program], poison: Poison) -> MemoryState {
+        let target = cores.first().map_or(nkic_isa::Target::Trn3, |p| p.target);
+        let f = target.figures();
         let partitions = f.sbuf_partitions as usize;
+        let mut hbm = Vec::new();
+        let mut hbm_names = Vec::new();
+        let mut hbm_map = Vec::new();
+        for (c, program) in cores.iter().enumerate() {
+            let mut map = Vec::with_capacity(program.hbm.len());
+            for t in &program.hbm {
+                let shared = (c > 0 && t.kind.is_arg())
+                    .then(|| cores[0].tensor_by_name(&t.name))
+                    .flatten()
+                    .filter(|id| cores[0].tensor(*id).is_some_and(|m| m.kind.is_arg()));
+                match shared {
+                    Some(id) => map.push(id.0),
+                    None => {
+                        map.push(u32::try_from(hbm.len()).unwrap_or(u32::MAX));
+                        hbm.push(Space::new(usize::try_from(t.bytes()).unwrap_or(0)));
+                        hbm_names.push(if c > 0 {
+                            format!("core{c}.{}", t.name)
+                        } else {
+                            t.name.clone()
+                        });
+                    }
+                }
+            }
+            hbm_map.push(map);
+        }
+        let cores_n = cores.len().max(1);
         MemoryState {
-            sbuf: Space::new(partitions * f.sbuf_bytes_per_partition as usize),
-            psum: Space::new(partitions * f.psum_bytes_per_partition as usize),
-            hbm: program
-                .hbm
-                .iter()
-                .map(|t| Space::new(usize::try_from(t.bytes()).unwrap_or(0)))
+            sbuf: (0..cores_n)
+                .map(|_| Space::new(partitions * f.sbuf_bytes_per_partition as usize))
                 .collect(),
-            hbm_names: program.hbm.iter().map(|t| t.name.clone()).collect(),
+            psum: (0..cores_n)
+                .map(|_| Space::new(partitions * f.psum_bytes_per_partition as usize))
+                .collect(),
+            hbm,
+            hbm_map,
+            core: 0,
+            hbm_names,
             partitions,
             sbuf_stride: f.sbuf_bytes_per_partition as usize,
             sbuf_limit: f.sbuf_usable_bytes_per_partition as usize,
@@ -232,17 +282,24 @@ impl MemoryState {
 
     fn space(&self, id: SpaceId) -> &Space {
         match id {
-            SpaceId::Sbuf => &self.sbuf,
-            SpaceId::Psum => &self.psum,
+            SpaceId::Sbuf(c) => &self.sbuf[c as usize],
+            SpaceId::Psum(c) => &self.psum[c as usize],
             SpaceId::Hbm(i) => &self.hbm[i as usize],
         }
     }
 
     fn space_mut(&mut self, id: SpaceId) -> &mut Space {
         match id {
-            SpaceId::Sbuf => &mut self.sbuf,
-            SpaceId::Psum => &mut self.psum,
+            SpaceId::Sbuf(c) => &mut self.sbuf[c as usize],
+            SpaceId::Psum(c) => &mut self.psum[c as usize],
             SpaceId::Hbm(i) => &mut self.hbm[i as usize],
+        }
+    }
+
+    /// Makes access patterns resolve against core `core`'s memories.
+    pub fn set_core(&mut self, core: usize) {
+        if core < self.sbuf.len() {
+            self.core = core;
         }
     }
 
@@ -301,31 +358,35 @@ impl MemoryState {
         let rows = ap.partition_count as usize;
         let (space, part_start, row_base, row_step) = match ap.mem {
             MemKind::Sbuf => (
-                SpaceId::Sbuf,
+                SpaceId::Sbuf(self.core as u8),
                 ap.partition_start as usize,
                 (ap.partition_start as i64 * self.sbuf_stride as i64).saturating_add(offset),
                 self.sbuf_stride as i64,
             ),
             MemKind::Psum => (
-                SpaceId::Psum,
+                SpaceId::Psum(self.core as u8),
                 ap.partition_start as usize,
                 (ap.partition_start as i64 * self.psum_stride as i64).saturating_add(offset),
                 self.psum_stride as i64,
             ),
             MemKind::Hbm(id) => {
-                if id.0 as usize >= self.hbm.len() {
+                let Some(&global) = self
+                    .hbm_map
+                    .get(self.core)
+                    .and_then(|m| m.get(id.0 as usize))
+                else {
                     return Err(Fault::bad(format!(
                         "`{field}` names HBM tensor #{} which does not exist",
                         id.0
                     )));
-                }
+                };
                 if ap.partition_start != 0 {
                     return Err(Fault::bad(format!(
                         "`{field}` on HBM must start at partition 0"
                     )));
                 }
                 (
-                    SpaceId::Hbm(id.0),
+                    SpaceId::Hbm(global),
                     0,
                     offset,
                     ap.partition_stride.saturating_mul(size as i64),
@@ -357,8 +418,8 @@ impl MemoryState {
         let max_run = v.runs.iter().copied().max().unwrap_or(0);
         let run_bytes = (v.run_len * v.size) as i64;
         match v.space {
-            SpaceId::Sbuf | SpaceId::Psum => {
-                let name = if v.space == SpaceId::Sbuf {
+            SpaceId::Sbuf(_) | SpaceId::Psum(_) => {
+                let name = if matches!(v.space, SpaceId::Sbuf(_)) {
                     "sbuf"
                 } else {
                     "psum"
@@ -373,12 +434,12 @@ impl MemoryState {
                         ),
                     ));
                 }
-                let limit = if v.space == SpaceId::Sbuf {
+                let limit = if matches!(v.space, SpaceId::Sbuf(_)) {
                     self.sbuf_limit
                 } else {
                     self.psum_stride
                 } as i64;
-                let stride = if v.space == SpaceId::Sbuf {
+                let stride = if matches!(v.space, SpaceId::Sbuf(_)) {
                     self.sbuf_stride
                 } else {
                     self.psum_stride
@@ -451,8 +512,8 @@ impl MemoryState {
         let a = v.addr(p, i);
         let size = v.size as i64;
         match v.space {
-            SpaceId::Sbuf | SpaceId::Psum => {
-                let (stride, limit) = if v.space == SpaceId::Sbuf {
+            SpaceId::Sbuf(_) | SpaceId::Psum(_) => {
+                let (stride, limit) = if matches!(v.space, SpaceId::Sbuf(_)) {
                     (self.sbuf_stride as i64, self.sbuf_limit as i64)
                 } else {
                     (self.psum_stride as i64, self.psum_stride as i64)
@@ -482,12 +543,12 @@ impl MemoryState {
 
     fn uninit_fault(&self, v: &View, addr: usize) -> Fault {
         let place = match v.space {
-            SpaceId::Sbuf => format!(
+            SpaceId::Sbuf(_) => format!(
                 "sbuf partition {} byte {}",
                 addr / self.sbuf_stride,
                 addr % self.sbuf_stride
             ),
-            SpaceId::Psum => format!(
+            SpaceId::Psum(_) => format!(
                 "psum partition {} byte {}",
                 addr / self.psum_stride,
                 addr % self.psum_stride

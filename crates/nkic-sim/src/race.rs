@@ -1,7 +1,10 @@
 //! The race detector (on unless `SimConfig::race_check` is turned off).
 //!
 //! Two accesses to the same bytes from different queues, at least one a
-//! write, race unless a chain of semaphores orders them. Happens-before is
+//! write, race unless a chain of semaphores orders them. Queues of all the
+//! cores of a launch are numbered together; HBM arguments are the same
+//! bytes on every core, and a `core_barrier` joins the clocks its paired
+//! barriers carried when they arrived (`snapshot`, `join`). Happens-before is
 //! tracked with vector clocks: every executed instruction ticks its queue's
 //! clock; a signal records the signalling queue's clock; an instruction
 //! that waits for `sem >= v` joins the clocks of the first `v` increments
@@ -145,18 +148,32 @@ impl Races {
     /// Starts an instruction of queue `q` that waits for the first `need`
     /// increments of each listed semaphore.
     pub fn begin(&mut self, q: usize, waits: &[(usize, usize)]) {
+        let clock = self.snapshot(q, waits);
+        self.clocks[q] = clock;
+        self.clocks[q][q] += 1;
+    }
+
+    /// Queue `q`'s clock joined with the increments an instruction that
+    /// waits for `waits` relies on, without starting it: what a
+    /// `core_barrier` carries to the other cores when it arrives.
+    pub fn snapshot(&self, q: usize, waits: &[(usize, usize)]) -> Vec<u32> {
+        let mut clock = self.clocks[q].clone();
         for &(sem, need) in waits {
             let list = &self.sem_clocks[sem];
             if let Some(inc) = need
                 .checked_sub(1)
                 .and_then(|i| list.get(i.min(list.len().saturating_sub(1))))
             {
-                for (mine, theirs) in self.clocks[q].iter_mut().zip(&inc.prefix) {
-                    *mine = (*mine).max(*theirs);
-                }
+                join(&mut clock, &inc.prefix);
             }
         }
-        self.clocks[q][q] += 1;
+        clock
+    }
+
+    /// Orders everything `clock` covers before queue `q`'s next
+    /// instruction (a `core_barrier` completing after its peers arrived).
+    pub fn join(&mut self, q: usize, clock: &[u32]) {
+        join(&mut self.clocks[q], clock);
     }
 
     /// The operands of `op` as accesses of queue `q` (registers from the
@@ -207,6 +224,7 @@ impl Races {
             });
             if let Some(e) = hit {
                 return Err(Conflict {
+                    earlier_q: e.queue,
                     field: a.field,
                     write: a.write,
                     earlier_queue: e.queue_name,
@@ -270,10 +288,19 @@ impl Races {
     }
 }
 
+/// `mine = max(mine, theirs)` element by element.
+fn join(mine: &mut [u32], theirs: &[u32]) {
+    for (m, t) in mine.iter_mut().zip(theirs) {
+        *m = (*m).max(*t);
+    }
+}
+
 /// Two unordered accesses: the current instruction's operand and the
 /// earlier instruction's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Conflict {
+    /// The earlier access's queue index in the run (over all cores).
+    pub earlier_q: usize,
     pub field: &'static str,
     pub write: bool,
     pub earlier_queue: Queue,
@@ -285,10 +312,16 @@ pub(crate) struct Conflict {
 impl Conflict {
     /// The fault message; `earlier` is the earlier instruction, located
     /// (the current one is appended by `SimError`'s `Display`).
-    pub fn message(&self, earlier: &crate::error::Site) -> String {
+    /// In a multi-core launch (`multi`) a `core_barrier` may order them too.
+    pub fn message(&self, earlier: &crate::error::Site, multi: bool) -> String {
         let verb = |w: bool| if w { "writes" } else { "reads" };
+        let order = if multi {
+            "no semaphore or core barrier"
+        } else {
+            "no semaphore"
+        };
         format!(
-            "data race: `{}` {} bytes that {earlier} {} through `{}`, and no semaphore orders the two",
+            "data race: `{}` {} bytes that {earlier} {} through `{}`, and {order} orders the two",
             self.field,
             if self.write { "overwrites" } else { "reads" },
             verb(self.earlier_write),

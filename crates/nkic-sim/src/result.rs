@@ -13,7 +13,8 @@ pub struct RunResult {
     /// The simulated time from the first issue to the last completion, in
     /// picoseconds.
     pub total_ps: u64,
-    /// One entry per queue stream of the program, in program order.
+    /// One entry per queue stream of the program, in program order (core
+    /// by core in a multi-core launch).
     pub per_queue: Vec<QueueStats>,
     /// One event per executed instruction, ordered by start time, then by
     /// the queue's position in the program, then by execution order within
@@ -38,13 +39,39 @@ impl RunResult {
         self.total_ps as f64 / 1000.0
     }
 
-    /// How many times instruction `index` of `queue`'s stream executed.
+    /// How many times instruction `index` of `queue`'s stream executed
+    /// (on core 0 of a multi-core launch).
     pub fn executions(&self, queue: Queue, index: usize) -> u64 {
+        self.executions_on(0, queue, index)
+    }
+
+    /// How many times instruction `index` of `queue`'s stream of core
+    /// `core` executed.
+    pub fn executions_on(&self, core: u8, queue: Queue, index: usize) -> u64 {
         self.per_queue
             .iter()
-            .find(|q| q.queue == queue)
+            .find(|q| q.core == core && q.queue == queue)
             .and_then(|q| q.executions.get(index))
             .copied()
+            .unwrap_or(0)
+    }
+
+    /// The cores that ran (1 for a one-core program).
+    pub fn cores(&self) -> usize {
+        self.per_queue
+            .iter()
+            .map(|q| usize::from(q.core) + 1)
+            .max()
+            .unwrap_or(1)
+    }
+
+    /// When core `core`'s last instruction completed, in picoseconds.
+    pub fn core_end_ps(&self, core: u8) -> u64 {
+        self.per_queue
+            .iter()
+            .filter(|q| q.core == core)
+            .map(|q| q.end_ps)
+            .max()
             .unwrap_or(0)
     }
 
@@ -60,6 +87,8 @@ impl RunResult {
 /// Statistics of one queue.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueueStats {
+    /// The core (0 in a one-core run).
+    pub core: u8,
     pub queue: Queue,
     /// Executed instructions.
     pub instructions: u64,
@@ -77,6 +106,8 @@ pub struct QueueStats {
 /// One executed instruction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
+    /// The core (0 in a one-core run).
+    pub core: u8,
     pub queue: Queue,
     /// The instruction's index in its queue's stream.
     pub index: usize,
@@ -121,6 +152,9 @@ pub enum Cause {
     /// The completion of an earlier instruction of the same queue whose
     /// output it reads (dependent issue).
     Dependency { seq: u64 },
+    /// A `core_barrier` held back by the paired barrier of another core
+    /// (that core's queue and the barrier's `seq` there).
+    Barrier { core: u8, queue: Queue, seq: u64 },
 }
 
 /// A semaphore wait that held an instruction back.
@@ -180,6 +214,8 @@ impl DumpSpec {
 pub struct Dump {
     /// The tensor's name.
     pub name: String,
+    /// The core (0 in a one-core run).
+    pub core: u8,
     pub queue: Queue,
     /// The instruction's index in its stream and dynamic position.
     pub index: usize,

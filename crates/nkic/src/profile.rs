@@ -201,6 +201,9 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
                 .and_then(|s| at.get(&(e.queue, s)))
                 .map(|&p| (p, trace[p].free_ps)),
             (None, Cause::Start) => None,
+            // The paired barrier of another core; events of other cores
+            // are not in this one-core index.
+            (None, Cause::Barrier { .. }) => None,
         };
         match pred {
             Some((p, release)) => {

@@ -1,0 +1,417 @@
+//! A launch: one `Program` per physical NeuronCore, sharing HBM.
+//!
+//! Under LNC=2 (language.md §3.2) a kernel runs on two physical cores that
+//! share one HBM address space; each core has its own engines, queues,
+//! registers, semaphores, SBUF, PSUM and DMA engines. A `Launch` holds one
+//! `Program` per core, so everything that handles a `Program` (the
+//! backend, the verifier, the printer) keeps describing one core.
+//!
+//! # Sharing
+//!
+//! * The kernel's **arguments** (`.arg` tensors: inputs, outputs, inouts)
+//!   are shared: every core declares the same arguments (names, dtypes,
+//!   shapes and kinds, in the same order) and they name the same bytes.
+//! * **Internal** HBM tensors (`.hbm`, e.g. `private_hbm` buffers and
+//!   spills) belong to their core, even when two cores use the same name.
+//! * **Semaphores** belong to their core; cores order against each other
+//!   only through `core_barrier`: the n-th `core_barrier` of queue `Q` on
+//!   one core pairs with the n-th `core_barrier` of queue `Q` on every other
+//!   core, and completes when all of them have issued. Everything that
+//!   happens before any of the paired barriers happens before the
+//!   completion of each.
+//!
+//! A launch of one core is exactly a `Program`; its text is the program's
+//! text, unchanged.
+//!
+//! # Text form
+//!
+//! A multi-core launch prints the `.target` line, then one section per
+//! core, each starting with `.core N` (cores in order from 0) followed by
+//! that core's program without its `.target` line:
+//!
+//! ```text
+//! .target trn3
+//!
+//! .core 0
+//! .arg a f32[128,512] input
+//! .queue dma0
+//!   ...
+//!
+//! .core 1
+//! .arg a f32[128,512] input
+//! .queue dma0
+//!   ...
+//! ```
+//!
+//! Text without `.core` lines assembles as a one-core launch.
+
+use std::fmt::Write;
+
+use crate::inst::Op;
+use crate::program::Program;
+use crate::target::Target;
+use crate::text::{AsmError, assemble, print};
+use crate::verify::{VerifyError, verify};
+
+/// One program per physical core of a launch (see the module doc).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    /// Core `i`'s program; at least one.
+    pub cores: Vec<Program>,
+}
+
+impl Launch {
+    /// A one-core launch.
+    pub fn single(program: Program) -> Launch {
+        Launch {
+            cores: vec![program],
+        }
+    }
+
+    /// The target (core 0's; the verifier checks the others agree).
+    pub fn target(&self) -> Target {
+        self.cores.first().map_or(Target::Trn3, |p| p.target)
+    }
+
+    /// True when the launch uses more than one core.
+    pub fn is_multi_core(&self) -> bool {
+        self.cores.len() > 1
+    }
+
+    /// Core `i`'s program.
+    pub fn core(&self, i: usize) -> Option<&Program> {
+        self.cores.get(i)
+    }
+
+    /// The program that defines the kernel's arguments (core 0's): every
+    /// core declares the same ones.
+    pub fn main(&self) -> &Program {
+        // A launch is built with at least one core; an empty one (only a
+        // hand-made value) reads as an empty program.
+        static EMPTY: std::sync::OnceLock<Program> = std::sync::OnceLock::new();
+        self.cores
+            .first()
+            .unwrap_or_else(|| EMPTY.get_or_init(|| Program::new(Target::Trn3)))
+    }
+}
+
+impl std::fmt::Display for Launch {
+    /// Prints the launch in canonical `.nkasm` form (`print_launch`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&print_launch(self))
+    }
+}
+
+/// Prints a launch: a one-core launch exactly as `print` prints its
+/// program, a multi-core launch in `.core` sections (module doc).
+pub fn print_launch(launch: &Launch) -> String {
+    if launch.cores.len() == 1 {
+        return print(&launch.cores[0]);
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, ".target {}", launch.target().name());
+    for (i, program) in launch.cores.iter().enumerate() {
+        let _ = writeln!(out, "\n.core {i}");
+        let text = print(program);
+        // Every printed program starts with its `.target` line.
+        let body = text.split_once('\n').map_or("", |(_, rest)| rest);
+        out.push_str(body);
+    }
+    out
+}
+
+/// Assembles a launch: text without `.core` lines is one core's program
+/// (`assemble`); otherwise each `.core N` section is assembled as a
+/// program of the target given before the first section. Error spans are
+/// byte ranges of `text`.
+pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
+    // Lines with their byte offsets, and the `.core` lines among them.
+    let mut lines = Vec::new();
+    let mut offset = 0;
+    for raw in text.split_inclusive('\n') {
+        lines.push((offset, raw));
+        offset += raw.len();
+    }
+    let directive = |raw: &str| -> Option<String> {
+        let code = raw.split('#').next().unwrap_or("");
+        let mut words = code.split_whitespace();
+        (words.next() == Some(".core")).then(|| words.collect::<Vec<_>>().join(" "))
+    };
+    let mut sections: Vec<usize> = Vec::new();
+    let mut errors = Vec::new();
+    for (i, &(base, raw)) in lines.iter().enumerate() {
+        let Some(arg) = directive(raw) else {
+            continue;
+        };
+        let span = base..base + raw.trim_end().len();
+        match arg.parse::<usize>() {
+            Ok(n) if n == sections.len() => sections.push(i),
+            Ok(n) => errors.push(AsmError {
+                span,
+                message: format!(
+                    "`.core {n}` out of order: cores are numbered from 0 in order, expected `.core {}`",
+                    sections.len()
+                ),
+            }),
+            Err(_) => errors.push(AsmError {
+                span,
+                message: "`.core` needs a core number, e.g. `.core 0`".into(),
+            }),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    if sections.is_empty() {
+        return assemble(text).map(Launch::single);
+    }
+    // Before the first section only `.target`, blank lines and comments.
+    for &(base, raw) in &lines[..sections[0]] {
+        let code = raw.split('#').next().unwrap_or("").trim();
+        if !code.is_empty() && !code.starts_with(".target") {
+            errors.push(AsmError {
+                span: base..base + raw.trim_end().len(),
+                message: "only `.target` may come before the first `.core` section".into(),
+            });
+        }
+    }
+    let mut cores = Vec::new();
+    for (k, &first) in sections.iter().enumerate() {
+        let end = sections.get(k + 1).copied().unwrap_or(lines.len());
+        // The section's text at its own byte offsets: every other line
+        // (other sections, the `.core` line itself) is blanked, so spans
+        // stay offsets into `text`.
+        let mut section = String::with_capacity(text.len());
+        for (i, &(_, raw)) in lines.iter().enumerate() {
+            let keep = (i > first && i < end)
+                || (i < sections[0]
+                    && raw
+                        .split('#')
+                        .next()
+                        .is_some_and(|c| c.trim().starts_with(".target")));
+            if keep {
+                section.push_str(raw);
+            } else {
+                section.extend(raw.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+                // Multi-byte characters become one space each; pad to keep
+                // the byte length.
+                let pad = raw.len() - raw.chars().count();
+                section.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
+        match assemble(&section) {
+            Ok(p) => cores.push(p),
+            Err(e) => errors.extend(e),
+        }
+    }
+    if errors.is_empty() {
+        Ok(Launch { cores })
+    } else {
+        errors.sort_by_key(|e| (e.span.start, e.span.end));
+        errors.dedup();
+        Err(errors)
+    }
+}
+
+/// Verifies a launch: every core's program (`verify`, errors carry the
+/// core when there are several), one or at most the target's `max_lnc`
+/// cores of one target, the same arguments on every core, `core_barrier`
+/// only in multi-core launches, and the same number of `core_barrier`s in
+/// each queue on every core (a barrier without a partner never completes).
+pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
+    let mut errors = Vec::new();
+    let multi = launch.is_multi_core();
+    let plain = |message: String| VerifyError {
+        core: None,
+        queue: None,
+        index: None,
+        mnemonic: None,
+        line: None,
+        message,
+    };
+    if launch.cores.is_empty() {
+        return Err(vec![plain("a launch needs at least one core".into())]);
+    }
+    let target = launch.target();
+    let max = target.figures().max_lnc as usize;
+    if launch.cores.len() > max {
+        errors.push(plain(format!(
+            "a launch on {target} uses at most {max} cores, this one has {}",
+            launch.cores.len()
+        )));
+    }
+    for (c, p) in launch.cores.iter().enumerate() {
+        let core = u8::try_from(c).unwrap_or(u8::MAX);
+        if p.target != target {
+            errors.push(VerifyError {
+                core: multi.then_some(core),
+                ..plain(format!(
+                    "core {c} is compiled for {}, core 0 for {target}",
+                    p.target
+                ))
+            });
+        }
+        if let Err(e) = verify(p) {
+            errors.extend(e.into_iter().map(|mut e| {
+                e.core = multi.then_some(core);
+                e
+            }));
+        }
+        for stream in &p.queues {
+            for (i, inst) in stream.insts.iter().enumerate() {
+                if matches!(inst.op, Op::CoreBarrier {}) && !multi {
+                    errors.push(VerifyError {
+                        queue: Some(stream.queue),
+                        index: Some(i),
+                        mnemonic: Some(inst.op.mnemonic()),
+                        line: inst.line,
+                        ..plain(
+                            "`core_barrier` needs a launch of two cores (LNC=2); this program runs on one"
+                                .into(),
+                        )
+                    });
+                }
+            }
+        }
+        if c == 0 {
+            continue;
+        }
+        let main = &launch.cores[0];
+        let mine: Vec<_> = p.args().map(|(_, t)| t).collect();
+        let theirs: Vec<_> = main.args().map(|(_, t)| t).collect();
+        if mine != theirs {
+            let show = |ts: &[&crate::program::HbmTensor]| {
+                ts.iter()
+                    .map(|t| format!("{} {}{:?} {}", t.name, t.dtype, t.shape, t.kind.name()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            errors.push(VerifyError {
+                core: Some(core),
+                ..plain(format!(
+                    "the cores of a launch share the kernel's arguments, but core {c} declares [{}] and core 0 [{}]",
+                    show(&mine),
+                    show(&theirs)
+                ))
+            });
+        }
+        for stream in &p.queues {
+            let count = |insts: &[crate::inst::Instruction]| {
+                insts
+                    .iter()
+                    .filter(|i| matches!(i.op, Op::CoreBarrier {}))
+                    .count()
+            };
+            let mine = count(&stream.insts);
+            let theirs = main.stream(stream.queue).map_or(0, count);
+            if mine != theirs {
+                errors.push(VerifyError {
+                    core: Some(core),
+                    queue: Some(stream.queue),
+                    ..plain(format!(
+                        "{mine} `core_barrier`s in this queue but {theirs} in the same queue of core 0; each barrier pairs with the one of the same rank on the other core"
+                    ))
+                });
+            }
+        }
+        for stream in &main.queues {
+            if p.stream(stream.queue).is_none()
+                && stream
+                    .insts
+                    .iter()
+                    .any(|i| matches!(i.op, Op::CoreBarrier {}))
+            {
+                errors.push(VerifyError {
+                    core: Some(core),
+                    queue: Some(stream.queue),
+                    ..plain(
+                        "core 0 has `core_barrier`s in this queue but this core has no such queue"
+                            .into(),
+                    )
+                });
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CORE: &str = ".arg a f32[128,4] input\n.sem s\n\n.queue gpsimd\n  core_barrier signal(s)\n  nop wait(s>=1)\n";
+
+    fn two_cores() -> String {
+        format!(".target trn2\n\n.core 0\n{CORE}\n.core 1\n{CORE}")
+    }
+
+    #[test]
+    fn a_two_core_launch_round_trips() {
+        let text = two_cores();
+        let launch = assemble_launch(&text).expect("assembles");
+        assert_eq!(launch.cores.len(), 2);
+        assert_eq!(launch.target(), Target::Trn2);
+        assert!(launch.cores.iter().all(|p| p.target == Target::Trn2));
+        assert_eq!(print_launch(&launch), text);
+        assert_eq!(launch.to_string(), text);
+        assert_eq!(verify_launch(&launch), Ok(()));
+    }
+
+    #[test]
+    fn sections_are_numbered_in_order_and_nothing_precedes_them() {
+        let errors = assemble_launch(".target trn3\n.core 1\n").expect_err("out of order");
+        assert_eq!(errors[0].span, 13..20);
+        assert!(errors[0].message.contains("expected `.core 0`"));
+        let text = ".target trn3\n.sem x\n.core 0\n";
+        let errors = assemble_launch(text).expect_err("a directive before the sections");
+        assert_eq!(errors[0].span, 13..19);
+        // An error inside a section keeps its offset in the whole text.
+        let text = format!(".target trn3\n.core 0\n{CORE}  frob\n");
+        let errors = assemble_launch(&text).expect_err("unknown instruction");
+        let at = text.find("frob").unwrap_or_default();
+        assert_eq!(errors[0].span.start, at, "{errors:?}");
+    }
+
+    #[test]
+    fn the_launch_verifier_checks_arguments_and_barriers() {
+        let one = assemble_launch(&format!(".target trn3\n{CORE}")).expect("one core");
+        let errors = verify_launch(&one).expect_err("a barrier on one core");
+        assert!(errors[0].message.contains("needs a launch of two cores"));
+        assert_eq!(errors[0].core, None);
+
+        let other = CORE.replace("f32[128,4]", "f32[128,8]");
+        let text = format!(".target trn3\n\n.core 0\n{CORE}\n.core 1\n{other}");
+        let errors = verify_launch(&assemble_launch(&text).expect("assembles"))
+            .expect_err("different arguments");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].core, Some(1));
+        assert!(
+            errors[0]
+                .to_string()
+                .starts_with("core 1: the cores of a launch share the kernel's arguments"),
+            "{}",
+            errors[0]
+        );
+
+        let three = format!(".target trn3\n\n.core 0\n{CORE}\n.core 1\n{CORE}\n.core 2\n{CORE}");
+        let errors =
+            verify_launch(&assemble_launch(&three).expect("assembles")).expect_err("three cores");
+        assert!(errors[0].message.contains("at most 2 cores"), "{errors:?}");
+
+        // Per-core program errors carry the core.
+        let bad = CORE.replace(".queue gpsimd", ".queue dma0");
+        let text = format!(".target trn3\n\n.core 0\n{CORE}\n.core 1\n{bad}");
+        let errors = verify_launch(&assemble_launch(&text).expect("assembles"))
+            .expect_err("a barrier on a DMA queue");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.core == Some(1) && e.queue == Some(crate::Queue::Dma(0))),
+            "{errors:?}"
+        );
+    }
+}

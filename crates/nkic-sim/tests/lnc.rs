@@ -1,0 +1,244 @@
+//! Multi-core launches (LNC=2): two cores sharing HBM arguments, each with
+//! its own queues, SBUF and DMA engines; `core_barrier` orders them and
+//! the race detector catches cross-core accesses nothing orders.
+
+use nkic_isa::{Launch, assemble_launch, verify_launch};
+use nkic_sim::{Inputs, SimConfig, SimErrorKind, StepOrder, run, run_launch};
+
+/// Core `c` copies its half of `a` (columns `c·256..`) to `out`; with
+/// `barrier`, each core then reads the half the other core wrote, after a
+/// `core_barrier` on GpSimd that waits for its own store.
+fn exchange(barrier: bool) -> String {
+    let mut text = String::from(".target trn3\n");
+    for core in 0..2 {
+        let mine = core * 1024;
+        let theirs = (1 - core) * 1024;
+        text.push_str(&format!(
+            "\n.core {core}\n.file \"lnc.py\"\n.line l0 f0 7:5 100..140\n.line l1 f0 9:5 160..200\n\
+             .arg a f32[128,512] input\n.arg out f32[128,512] output\n\
+             .sem loaded\n.sem stored\n.sem synced\n\n.queue dma0\n\
+             \x20 dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+{mine}:f32[1,256] signal(loaded)\n\
+             \x20 dma_copy dst=hbm.out[0:128*512]+{mine}:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1) signal(stored)  # l0 lnc.py:7:5\n"
+        ));
+        if barrier {
+            text.push_str(&format!(
+                "  dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.out[0:128*512]+{theirs}:f32[1,256] wait(synced>=1)  # l1 lnc.py:9:5\n\n\
+                 .queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n"
+            ));
+        } else {
+            text.push_str(&format!(
+                "  dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.out[0:128*512]+{theirs}:f32[1,256] wait(stored>=1)  # l1 lnc.py:9:5\n"
+            ));
+        }
+    }
+    text
+}
+
+fn launch(text: &str) -> Launch {
+    let launch = assemble_launch(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
+    if let Err(e) = verify_launch(&launch) {
+        panic!("{e:?}\n{text}");
+    }
+    launch
+}
+
+fn input_a() -> (Vec<f32>, Inputs) {
+    let values: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    (values, Inputs::new().with("a", bytes))
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn two_cores_share_the_arguments() {
+    let l = launch(&exchange(true));
+    let (a, inputs) = input_a();
+    let res = run_launch(&l, &inputs, &SimConfig::default()).expect("the launch runs");
+    assert_eq!(floats(res.output("out").expect("out")), a);
+    assert_eq!(res.cores(), 2);
+    // Both cores ran their four instructions (3 DMAs and a barrier).
+    for core in 0..2u8 {
+        let n: u64 = res
+            .per_queue
+            .iter()
+            .filter(|q| q.core == core)
+            .map(|q| q.instructions)
+            .sum();
+        assert_eq!(n, 4, "core {core}");
+    }
+    assert_eq!(res.instructions, 8);
+    // The run ends with the slower core.
+    assert_eq!(res.total_ps, res.core_end_ps(0).max(res.core_end_ps(1)));
+    // Trace events carry their core; the barriers complete together.
+    let barriers: Vec<_> = res
+        .trace
+        .iter()
+        .filter(|e| e.mnemonic == "core_barrier")
+        .collect();
+    assert_eq!(barriers.len(), 2);
+    assert_ne!(barriers[0].core, barriers[1].core);
+    assert_eq!(barriers[0].end_ps, barriers[1].end_ps);
+    assert_eq!(barriers[0].start_ps, barriers[1].start_ps);
+    // The barrier completes core_barrier_ns after the later arrival.
+    let f = nkic_isa::Target::Trn3.figures();
+    assert!(barriers[0].end_ps - barriers[0].start_ps >= u64::from(f.core_barrier_ns) * 1000);
+}
+
+#[test]
+fn every_step_order_gives_the_same_bytes_and_times() {
+    let l = launch(&exchange(true));
+    let (_, inputs) = input_a();
+    let base = run_launch(&l, &inputs, &SimConfig::default()).expect("runs");
+    for order in [
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+        StepOrder::Seeded(3),
+        StepOrder::Seeded(11),
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let res = run_launch(&l, &inputs, &config).expect("runs");
+        assert_eq!(res.outputs, base.outputs, "{order:?}");
+        assert_eq!(res.total_ps, base.total_ps, "{order:?}");
+        assert_eq!(res.trace, base.trace, "{order:?}");
+    }
+}
+
+#[test]
+fn an_unordered_cross_core_read_is_a_race_naming_both_cores() {
+    let l = launch(&exchange(false));
+    let (_, inputs) = input_a();
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let err = run_launch(&l, &inputs, &config).expect_err("the launch races");
+        assert_eq!(err.kind, SimErrorKind::Race, "{err}");
+        let related = err.related.as_ref().expect("the other access");
+        assert_ne!(err.core, related.core, "{err}");
+        assert!(err.core.is_some() && related.core.is_some());
+        // One side is the store (line 7), the other the read of the other
+        // core's half (line 9).
+        let mut lines = [err.source.clone(), related.source.clone()];
+        lines.sort();
+        assert_eq!(
+            lines,
+            [Some("lnc.py:7:5".to_owned()), Some("lnc.py:9:5".to_owned())],
+            "{err}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("no semaphore or core barrier orders the two"),
+            "{text}"
+        );
+        assert!(
+            text.contains("core0.dma0[") && text.contains("core1.dma0["),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_barrier_without_a_partner_deadlocks() {
+    let text = exchange(true).replace(
+        "\n.queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n\n.core 1",
+        "\n.queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n  core_barrier\n\n.core 1",
+    );
+    let l = assemble_launch(&text).expect("assembles");
+    let errors = verify_launch(&l).expect_err("barrier counts differ");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.to_string().contains("`core_barrier`s in this queue")),
+        "{errors:?}"
+    );
+    let (_, inputs) = input_a();
+    let err = run_launch(&l, &inputs, &SimConfig::default()).expect_err("deadlock");
+    assert_eq!(err.kind, SimErrorKind::Deadlock);
+    assert!(
+        err.message
+            .contains("core0.gpsimd[1] `core_barrier` waits for core 1's gpsimd queue"),
+        "{}",
+        err.message
+    );
+}
+
+/// `n` blocks of 128×256 f32 copied from `a` to `out` on one DMA queue of
+/// core `core`, blocks `first..first + n`.
+fn copies(first: usize, n: usize) -> String {
+    let mut text = String::from(
+        ".arg a f32[128,4096] input\n.arg out f32[128,4096] output\n.sem loaded\n\n.queue dma0\n",
+    );
+    for b in first..first + n {
+        let off = b * 1024;
+        let k = b - first + 1;
+        text.push_str(&format!(
+            "  dma_copy dst=sbuf[0:128]+{slot}:f32[1,256] src=hbm.a[0:128*4096]+{off}:f32[1,256] signal(loaded)\n",
+            slot = (k - 1) * 1024
+        ));
+    }
+    text.push_str("\n.queue dma1\n");
+    for b in first..first + n {
+        let off = b * 1024;
+        let k = b - first + 1;
+        text.push_str(&format!(
+            "  dma_copy dst=hbm.out[0:128*4096]+{off}:f32[1,256] src=sbuf[0:128]+{slot}:f32[1,256] wait(loaded>={k})\n",
+            slot = (k - 1) * 1024
+        ));
+    }
+    text
+}
+
+#[test]
+fn two_cores_move_data_faster_than_one() {
+    let one = nkic_isa::assemble(&format!(".target trn3\n{}", copies(0, 16))).expect("one core");
+    nkic_isa::verify(&one).expect("verifies");
+    let two = launch(&format!(
+        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
+        copies(0, 8),
+        copies(8, 8)
+    ));
+    let values: Vec<f32> = (0..128 * 4096).map(|i| (i % 977) as f32).collect();
+    let inputs = Inputs::new().with("a", values.iter().flat_map(|v| v.to_le_bytes()).collect());
+    let serial = run(&one, &inputs, &SimConfig::default()).expect("one core runs");
+    let parallel = run_launch(&two, &inputs, &SimConfig::default()).expect("two cores run");
+    assert_eq!(serial.outputs, parallel.outputs);
+    assert_eq!(floats(parallel.output("out").expect("out")), values);
+    assert_eq!(parallel.hbm_bytes_read, serial.hbm_bytes_read);
+    // Each core has its own DMA engines and HBM share.
+    assert!(
+        parallel.total_ps < serial.total_ps,
+        "two cores {} ps, one core {} ps",
+        parallel.total_ps,
+        serial.total_ps
+    );
+}
+
+#[test]
+fn a_one_core_launch_runs_like_its_program() {
+    let text = format!(".target trn3\n{}", copies(0, 4));
+    let l = launch(&text);
+    assert!(!l.is_multi_core());
+    let p = nkic_isa::assemble(&text).expect("assembles");
+    assert_eq!(nkic_isa::print_launch(&l), nkic_isa::print(&p));
+    let values: Vec<f32> = (0..128 * 4096).map(|i| i as f32).collect();
+    let inputs = Inputs::new().with("a", values.iter().flat_map(|v| v.to_le_bytes()).collect());
+    let a = run(&p, &inputs, &SimConfig::default());
+    let b = run_launch(&l, &inputs, &SimConfig::default());
+    // Only the first four blocks are written: the same fault.
+    assert_eq!(a, b);
+    assert!(a.is_err_and(|e| e.kind == SimErrorKind::UninitialisedRead));
+}
