@@ -43,6 +43,10 @@
 //! * [`compile`]`(&Kernel, &SourceMap, &BackendConfig) -> Result<Program, Vec<Diagnostic>>`
 //! * [`compile_grid`]`(&[Kernel], &SourceMap, &BackendConfig)` for the
 //!   instances of an SPMD grid (serial on one core).
+//! * [`compile_launch`]`(&[Kernel], &SourceMap, &BackendConfig, cores)`
+//!   for a grid on one or two physical cores (an `nkic_isa::Launch`), with
+//!   [`launch_cores`] choosing the cores (a grid of two is LNC=2; see
+//!   [`cores`](mod@cores)).
 //! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]` }`
 //!   (`Default` is optimized).
 //! * [`lower_bound`]`(&Program) -> `[`LowerBound`] for the run report, and
@@ -65,6 +69,7 @@ pub mod alloc;
 pub mod bound;
 pub mod codes;
 pub mod collect;
+pub mod cores;
 pub mod deps;
 pub mod dynamic;
 pub mod emit;
@@ -77,6 +82,7 @@ use nkic_ir::Kernel;
 use nkic_isa::Program;
 
 pub use bound::{LowerBound, lower_bound, lower_bound_counted};
+pub use cores::{compile_launch, launch_cores};
 
 /// How the backend orders the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -116,9 +122,8 @@ pub fn compile(
 /// ops come after instance `i - 1`'s in source order, so their on-chip
 /// storages have distinct lifetimes, and the scheduler may overlap
 /// neighbouring instances where the data allows. A `Program` describes one
-/// core, so an LNC=2 launch (two physical cores sharing HBM) is not
-/// modelled yet: its instances share one core's engines and DMA engines,
-/// and a grid is no faster than one instance doing all the work. Argument `j` of every
+/// core: [`compile_launch`] puts the instances of an LNC=2 launch (two
+/// physical cores sharing HBM) on two cores, one program each. Argument `j` of every
 /// instance is the program's argument `j`, and returned tensor `j` of every
 /// instance is the same output tensor (each instance writes its part).
 /// Instance 0 defines names, shapes and dtypes; an instance whose
