@@ -3,8 +3,9 @@
 x is [C, H, W] (channels, height, width), out is [C, H/k, W/k] with
 out[c, i, j] = mean(x[c, k*i:k*i+k, k*j:k*j+k]) for the compile-time window
 size k (`pool`). Channels go on the partitions, 128 at a time; each
-channel tile is processed in bands of whole window rows small enough for
-SBUF. A band [128, hb, W] is viewed, without copying, as
+channel tile is processed in bands of whole window rows (at most 4096
+elements per partition), so loads, reductions and stores of successive
+bands overlap. A band [128, hb, W] is viewed, without copying, as
 [128, hb/k, W/k, k, k] (the window offsets moved to the two innermost free
 dims), so one nisa.tensor_reduce sums every window, and nisa.tensor_scalar
 multiplies the sums by 1/k^2. H and W must be multiples of k; C a multiple
@@ -24,8 +25,11 @@ def avgpool2d(x, pool):
     assert H % k == 0 and W % k == 0, "the window must tile the image"
     P = min(C, nl.tile_size.pmax)
     assert C % P == 0, "the channels must be a multiple of 128 (or at most 128)"
-    # Rows per band: whole windows, at most 8192 elements per partition.
-    hb = max(k, (8192 // W) // k * k)
+    # Rows per band: whole windows, at most 4096 elements (16 KiB of
+    # float32) per partition. Smaller bands let the first reduction start
+    # sooner and the last store leave sooner; much smaller ones make the
+    # stores' rows so short that fixed DMA chunk costs dominate.
+    hb = max(k, (4096 // W) // k * k)
     while H % hb != 0:
         hb -= k
     out = nl.ndarray((C, H // k, W // k), dtype=x.dtype, buffer=nl.shared_hbm)

@@ -23,9 +23,10 @@ def main() -> None:
     np.save(OUT / "x.npy", x)
     np.save(OUT / "out0.npy", ref)
     (OUT / "tolerance.txt").write_text(
-        "# One bfloat16 rounding of the result is 2^-8 relative; the kernel's\n"
-        "# float32 intermediate steps can move a value across a bfloat16\n"
-        "# rounding boundary, so allow two bfloat16 ulps.\n"
+        "# One bfloat16 rounding of the result is at most 2^-8 relative. The\n"
+        "# kernel also rounds the exponentials to bfloat16 before scaling them\n"
+        "# (the row sums use the float32 values), which moves about a quarter\n"
+        "# of the outputs by one bfloat16 ulp, at most 2^-7 relative.\n"
         "rtol=8e-3 atol=1e-6\n"
     )
 
