@@ -2137,6 +2137,14 @@ def tensor_scalar_bitwise_reverse(rng):
     ]
 
 
+@fixture
+def core_barrier_exchange(rng):
+    # Two cores: `out` is `a` (each core its half), `swapped` the halves
+    # exchanged through `out` after the barrier.
+    a = randn(rng, 128, 512)
+    return {"a": a}, [a.copy(), np.concatenate([a[:, 256:], a[:, :256]], axis=1)]
+
+
 # ================================================================= driver
 
 

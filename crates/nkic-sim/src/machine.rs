@@ -137,8 +137,9 @@ struct QueueState<'p> {
     core: usize,
     /// The index of the core's first semaphore in the run's numbering.
     sem_base: usize,
-    /// The arrival time of the `core_barrier` at `pc`, once it arrived.
-    arrived: Option<u64>,
+    /// The `core_barrier` at `pc` once it arrived: its arrival (start,
+    /// readiness and the wait that decided it).
+    arrived: Option<Cand>,
     /// `core_barrier`s completed so far (the rank of the next one).
     barriers: usize,
     queue: Queue,
@@ -468,7 +469,7 @@ pub(crate) fn simulate(
                 seq: q.stats.instructions,
                 clock,
             });
-            q.arrived = Some(cand.start);
+            q.arrived = Some(cand);
             continue;
         }
         res.instructions += 1;
@@ -622,9 +623,9 @@ fn candidate(
 ) -> Result<Cand, Blocked> {
     let inst = &q.insts[q.pc];
     let is_barrier = matches!(inst.op, Op::CoreBarrier {});
-    if let (true, Some(arrived)) = (is_barrier, q.arrived) {
+    if let (true, Some(arrival)) = (is_barrier, q.arrived) {
         // Arrived: start with the last paired barrier to arrive.
-        let (mut start, mut by) = (arrived, None);
+        let (mut start, mut by) = (arrival.start, None);
         for other in (0..n_cores).filter(|&c| c != q.core) {
             let list = arrivals.get(&(other, q.queue));
             match list.and_then(|l| l.get(q.barriers)) {
@@ -644,12 +645,13 @@ fn candidate(
                 }
             }
         }
+        // Without a later peer, what decided the arrival decided the start.
         return Ok(Cand {
             start,
             last_sig: 0,
-            ready: arrived,
-            sig: None,
-            dep: None,
+            ready: arrival.ready,
+            sig: arrival.sig.filter(|_| by.is_none()),
+            dep: arrival.dep.filter(|_| by.is_none()),
             transfer: false,
             arrive: false,
             barrier: by,

@@ -163,6 +163,11 @@ pub(crate) struct KernelArgs {
     /// The SPMD launch grid, e.g. `2` or `2,2`.
     #[arg(long, value_name = "N[,M[,K]]", value_delimiter = ',')]
     grid: Vec<u32>,
+    /// Physical cores of the launch (`run`, `profile`, `compile --emit asm`):
+    /// a grid of exactly 2 runs on two cores (LNC=2) unless `--lnc 1`;
+    /// `--lnc 2` splits an even grid over two cores.
+    #[arg(long, value_name = "1|2", value_parser = clap::value_parser!(u32).range(1..=2))]
+    lnc: Option<u32>,
     /// The target machine.
     #[arg(long, value_enum)]
     target: Option<TargetArg>,
@@ -386,7 +391,13 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
     if result.has_errors() {
         return exit_code(&reporter);
     }
-    let compiled = match crate::run::compile_kernels(result.kernels, &sources, args.schedule) {
+    let compiled = match crate::run::compile_kernels(
+        result.kernels,
+        &result.config.grid,
+        kernel.lnc,
+        &sources,
+        args.schedule,
+    ) {
         Ok(compiled) => compiled,
         Err(diags) => {
             reporter.emit_all(&diags, &sources);
@@ -463,8 +474,14 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             if result.has_errors() {
                 return Ok(exit_code(&reporter));
             }
-            match crate::run::compile_kernels(result.kernels, &sources, args.schedule) {
-                Ok(compiled) => nkic_isa::print(&compiled.program),
+            match crate::run::compile_kernels(
+                result.kernels,
+                &result.config.grid,
+                args.kernel.lnc,
+                &sources,
+                args.schedule,
+            ) {
+                Ok(compiled) => nkic_isa::print_launch(&compiled.launch),
                 Err(diags) => {
                     reporter.emit_all(&diags, &sources);
                     return Ok(exit_code(&reporter));

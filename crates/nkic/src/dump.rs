@@ -11,13 +11,14 @@
 //! or the current directory), with `DIR/dump/NAME/index.txt` listing one
 //! line per file: the file, the simulated time in ns, the instruction
 //! (`queue[index]` and mnemonic), the operand field, the dtype and shape,
-//! and the kernel source line.
+//! and the kernel source line. In a multi-core launch the writes of both
+//! cores are listed together, the instruction as `core1.queue[index]`.
 
 use std::fmt::Write;
 use std::path::Path;
 
 use nkic_diag::Diagnostic;
-use nkic_isa::Program;
+use nkic_isa::{Launch, Program};
 use nkic_sim::Dump;
 
 use crate::exec::OutDTypeArg;
@@ -32,9 +33,12 @@ fn known_names(program: &Program) -> Vec<String> {
     names
 }
 
-/// Checks that every `--dump` name is a tensor of the program.
-pub fn check_names(program: &Program, names: &[String]) -> Result<(), Vec<Diagnostic>> {
-    let known = known_names(program);
+/// Checks that every `--dump` name is a tensor of the program (of some
+/// core of a multi-core launch).
+pub fn check_names(launch: &Launch, names: &[String]) -> Result<(), Vec<Diagnostic>> {
+    let mut known: Vec<String> = launch.cores.iter().flat_map(known_names).collect();
+    known.sort();
+    known.dedup();
     let unknown: Vec<Diagnostic> = names
         .iter()
         .filter(|n| !known.contains(n))
@@ -55,7 +59,7 @@ pub fn check_names(program: &Program, names: &[String]) -> Result<(), Vec<Diagno
 
 /// Writes the dumps of each name in `names`; see the module doc.
 pub fn write_dumps(
-    program: &Program,
+    launch: &Launch,
     names: &[String],
     dumps: &[Dump],
     dir: &Path,
@@ -84,6 +88,14 @@ pub fn write_dumps(
                     format!("cannot write `{}`: {err}", path.display()),
                 )]
             })?;
+            let Some(program) = launch.core(usize::from(d.core)) else {
+                continue;
+            };
+            let core = if launch.is_multi_core() {
+                format!("core{}.", d.core)
+            } else {
+                String::new()
+            };
             let source = d
                 .line
                 .and_then(|l| program.location(l))
@@ -95,7 +107,7 @@ pub fn write_dumps(
                 .map_or("?", |i| i.op.mnemonic());
             let _ = writeln!(
                 index,
-                "{file} {:.3} {}[{}] {mnemonic} {} {}[{}] {source}",
+                "{file} {:.3} {core}{}[{}] {mnemonic} {} {}[{}] {source}",
                 d.time_ps as f64 / 1000.0,
                 d.queue,
                 d.index,

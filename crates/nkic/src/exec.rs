@@ -1,10 +1,14 @@
 //! `nkic exec`: assemble a `.nkasm` program, verify it, run it in the
 //! reference interpreter, write its outputs and report the simulated time.
+//!
+//! A file with `.core N` sections is a multi-core launch (LNC=2,
+//! docs/isa.md §2.3): it is verified as a launch and runs on two cores;
+//! faults, reports and statistics name each queue's core (`core1.dma0`).
 
 use std::path::{Path, PathBuf};
 
 use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
-use nkic_isa::{DType, LineId, Program, Queue, TensorKind};
+use nkic_isa::{DType, Launch, LineId, Program, Queue, TensorKind};
 use nkic_sim::{Inputs, Poison, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
 use serde_json::json;
 
@@ -109,7 +113,7 @@ pub struct ExecOptions<'a> {
 pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<Diagnostic>> {
     let file = crate::cli::load(opts.program_path, sources).map_err(|d| vec![d])?;
     let text = sources.file(file).text().to_owned();
-    let program = nkic_isa::assemble(&text).map_err(|errors| {
+    let launch = nkic_isa::assemble_launch(&text).map_err(|errors| {
         errors
             .into_iter()
             .map(|err| {
@@ -122,7 +126,7 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
             .collect::<Vec<_>>()
     })?;
     let locator = InstructionLocator::new(&text);
-    if let Err(errors) = nkic_isa::verify(&program) {
+    if let Err(errors) = nkic_isa::verify_launch(&launch) {
         return Err(errors
             .into_iter()
             .map(|err| {
@@ -130,7 +134,7 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
                 match err
                     .queue
                     .zip(err.index)
-                    .and_then(|(q, i)| locator.span(q, i))
+                    .and_then(|(q, i)| locator.span(err.core, q, i))
                 {
                     Some(span) => diag.with_primary(file, span, "rejected by the program verifier"),
                     None => diag,
@@ -139,12 +143,13 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
             .collect());
     }
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
-    let inputs = read_inputs(&program, opts.inputs)?;
+    let program = launch.main();
+    let inputs = read_inputs(program, opts.inputs)?;
     let config = sim_config(opts.step_order, opts.poison);
-    let result = nkic_sim::run(&program, &inputs, &config).map_err(|err| {
+    let result = nkic_sim::run_launch(&launch, &inputs, &config).map_err(|err| {
         vec![runtime_fault(
             &err,
-            &program,
+            &launch,
             Some((file, &locator)),
             base_dir,
             sources,
@@ -157,9 +162,9 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
             .enumerate()
             .map(|(i, (name, _))| (format!("out{i}.npy"), name.as_str()))
             .collect();
-        write_outputs(&program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+        write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
     }
-    print_report(&program, &result, opts.report, None);
+    print_report(&launch, &result, opts.report, None);
     Ok(())
 }
 
@@ -184,13 +189,14 @@ pub(crate) fn sim_config(step_order: StepOrderArg, poison: PoisonArg) -> SimConf
 /// Finds the `.nkasm` line of the `index`-th instruction of a queue, so
 /// verifier and runtime errors point into the program text.
 pub(crate) struct InstructionLocator {
-    /// (queue name, spans of its instruction lines in order)
-    queues: Vec<(String, Vec<Span>)>,
+    /// (core section, queue name, spans of its instruction lines in order)
+    queues: Vec<(u8, String, Vec<Span>)>,
 }
 
 impl InstructionLocator {
     pub(crate) fn new(text: &str) -> InstructionLocator {
-        let mut queues: Vec<(String, Vec<Span>)> = Vec::new();
+        let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
+        let mut core = 0u8;
         let mut offset = 0usize;
         for line in text.split_inclusive('\n') {
             let start = offset;
@@ -200,9 +206,11 @@ impl InstructionLocator {
                 continue;
             }
             if let Some(name) = code.strip_prefix(".queue") {
-                queues.push((name.trim().to_owned(), Vec::new()));
+                queues.push((core, name.trim().to_owned(), Vec::new()));
+            } else if let Some(n) = code.strip_prefix(".core") {
+                core = n.trim().parse().unwrap_or(core);
             } else if !code.starts_with('.')
-                && let Some((_, spans)) = queues.last_mut()
+                && let Some((_, _, spans)) = queues.last_mut()
             {
                 let indent = line.len() - line.trim_start().len();
                 let end = start + line.trim_end().len();
@@ -212,12 +220,15 @@ impl InstructionLocator {
         InstructionLocator { queues }
     }
 
-    fn span(&self, queue: Queue, index: usize) -> Option<Span> {
+    /// The span of instruction `index` of `queue` on `core` (`None`: the
+    /// one core of a program without sections).
+    fn span(&self, core: Option<u8>, queue: Queue, index: usize) -> Option<Span> {
         let name = queue.to_string();
+        let core = core.unwrap_or(0);
         self.queues
             .iter()
-            .find(|(q, _)| *q == name)
-            .and_then(|(_, spans)| spans.get(index).copied())
+            .find(|(c, q, _)| *c == core && *q == name)
+            .and_then(|(_, _, spans)| spans.get(index).copied())
     }
 }
 
@@ -346,7 +357,7 @@ pub(crate) fn duplicate_input(name: &str) -> Diagnostic {
 /// that file can be read, and otherwise at the `.nkasm` instruction.
 pub(crate) fn runtime_fault(
     err: &SimError,
-    program: &Program,
+    launch: &Launch,
     nkasm: Option<(FileId, &InstructionLocator)>,
     base_dir: &Path,
     sources: &mut SourceMap,
@@ -362,13 +373,16 @@ pub(crate) fn runtime_fault(
         SimErrorKind::Race => "E2008",
     };
     let mut diag = Diagnostic::error(code, err.to_string());
+    let program = launch
+        .core(usize::from(err.core.unwrap_or(0)))
+        .unwrap_or(launch.main());
     // The faulting instruction's line in the `.nkasm` text, when the
     // program came from one.
     let inst = nkasm.and_then(|(file, locator)| {
         let span = err
             .queue
             .zip(err.index)
-            .and_then(|(q, i)| locator.span(q, i))?;
+            .and_then(|(q, i)| locator.span(err.core, q, i))?;
         Some((file, span))
     });
     if let Some(span) = err
@@ -390,19 +404,25 @@ pub(crate) fn runtime_fault(
     // `.nkasm` line when the program came from one.
     if let Some(other) = &err.related {
         let what = format!(
-            "the other access: {} at {}[{}]",
-            other.mnemonic, other.queue, other.index
+            "the other access: {} at {}{}[{}]",
+            other.mnemonic,
+            other.core.map(|c| format!("core{c}.")).unwrap_or_default(),
+            other.queue,
+            other.index
         );
+        let other_program = launch
+            .core(usize::from(other.core.unwrap_or(0)))
+            .unwrap_or(launch.main());
         let mut labelled = false;
         if let Some((file, span)) = other
             .line
-            .and_then(|line| source_span(program, line, base_dir, sources))
+            .and_then(|line| source_span(other_program, line, base_dir, sources))
         {
             diag = diag.with_secondary(file, span, what.clone());
             labelled = true;
         }
         if let Some((file, locator)) = nkasm
-            && let Some(span) = locator.span(other.queue, other.index)
+            && let Some(span) = locator.span(other.core, other.queue, other.index)
         {
             let label = if labelled {
                 "the other instruction".to_owned()
@@ -489,26 +509,34 @@ pub(crate) fn print_stdout(text: &str) {
 
 /// Prints the run summary; `lower_bound_ns` is the compiled program's
 /// bound (`nkic run`), absent for hand-written programs.
+///
+/// A multi-core launch names each queue with its core (`core1.vector`,
+/// also as the JSON `engines` keys) and the JSON report gains `cores`: one
+/// entry per core with its simulated time (its last completion) and
+/// instruction count.
 pub(crate) fn print_report(
-    program: &Program,
+    launch: &Launch,
     result: &RunResult,
     format: ReportFormat,
     lower_bound_ns: Option<f64>,
 ) {
     use std::fmt::Write;
     let ns = |ps: u64| ps as f64 / 1000.0;
+    let multi = launch.is_multi_core();
+    let target = launch.target();
+    let name = |core: u8, queue: Queue| crate::profile::queue_name(multi.then_some(core), queue);
     let mut s = String::new();
     match format {
         ReportFormat::Json => {
             let mut engines = serde_json::Map::new();
             for q in &result.per_queue {
                 engines.insert(
-                    q.queue.to_string(),
+                    name(q.core, q.queue),
                     json!({ "busy_ns": ns(q.busy_ps), "instructions": q.instructions }),
                 );
             }
             let mut report = json!({
-                "target": program.target.name(),
+                "target": target.name(),
                 "simulated_ns": result.total_ns(),
                 "engines": engines,
                 "instructions": result.instructions,
@@ -520,14 +548,42 @@ pub(crate) fn print_report(
             if let Some(bound) = lower_bound_ns {
                 report["lower_bound_ns"] = json!(bound);
             }
+            if multi {
+                let cores: Vec<_> = (0..launch.cores.len())
+                    .map(|c| {
+                        let c = u8::try_from(c).unwrap_or(u8::MAX);
+                        let instructions: u64 = result
+                            .per_queue
+                            .iter()
+                            .filter(|q| q.core == c)
+                            .map(|q| q.instructions)
+                            .sum();
+                        json!({
+                            "core": c,
+                            "simulated_ns": ns(result.core_end_ps(c)),
+                            "instructions": instructions,
+                        })
+                    })
+                    .collect();
+                report["cores"] = json!(cores);
+            }
             let _ = writeln!(s, "{report}");
         }
         ReportFormat::Human => {
+            let on = if multi {
+                format!(
+                    "{} cores of {} (LNC={})",
+                    launch.cores.len(),
+                    target.name(),
+                    launch.cores.len()
+                )
+            } else {
+                target.name().to_owned()
+            };
             let _ = writeln!(
                 s,
-                "simulated time: {:.3} us on {}",
+                "simulated time: {:.3} us on {on}",
                 result.total_ns() / 1000.0,
-                program.target.name()
             );
             if let Some(bound) = lower_bound_ns {
                 let ratio = if bound > 0.0 {
@@ -541,9 +597,10 @@ pub(crate) fn print_report(
                     bound / 1000.0
                 );
             }
+            let width = if multi { 12 } else { 8 };
             let _ = writeln!(
                 s,
-                "{:<8} {:>12} {:>7} {:>8}",
+                "{:<width$} {:>12} {:>7} {:>8}",
                 "queue", "busy (ns)", "util", "instrs"
             );
             for q in &result.per_queue {
@@ -554,8 +611,8 @@ pub(crate) fn print_report(
                 };
                 let _ = writeln!(
                     s,
-                    "{:<8} {:>12.1} {:>6.1}% {:>8}",
-                    q.queue.to_string(),
+                    "{:<width$} {:>12.1} {:>6.1}% {:>8}",
+                    name(q.core, q.queue),
                     ns(q.busy_ps),
                     util,
                     q.instructions

@@ -29,11 +29,17 @@
 //!   grouped by queue, instruction and source line.
 //! * *Top source lines* rank `file:line` by the busy time of their
 //!   instructions (all queues).
+//! * A multi-core launch (LNC=2) lists the queues of every core (named
+//!   `core0.vector`, `core1.dma0`, … in text; JSON entries gain `core`),
+//!   measures TFLOP/s, HBM GB/s and the DMA engines against the peaks of
+//!   all its cores together (each core its own Tensor engine, HBM share
+//!   and 16 DMA engines), and follows the critical path across cores
+//!   through `core_barrier`s.
 
 use std::collections::{BTreeMap, HashMap};
 
 use nkic_backend::LowerBound;
-use nkic_isa::{Program, Queue};
+use nkic_isa::{Launch, Queue};
 use nkic_sim::{Cause, RunResult, TraceEvent};
 use serde_json::{Value, json};
 
@@ -43,6 +49,8 @@ const TOP: usize = 10;
 /// One queue's share of the run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueSummary {
+    /// The core in a multi-core launch (`None` in a one-core run).
+    pub core: Option<u8>,
     pub queue: Queue,
     pub instructions: u64,
     pub busy_ns: f64,
@@ -55,6 +63,8 @@ pub struct QueueSummary {
 /// and source line on it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PathGroup {
+    /// The core in a multi-core launch (`None` in a one-core run).
+    pub core: Option<u8>,
     pub queue: Queue,
     pub mnemonic: &'static str,
     pub source: String,
@@ -76,6 +86,8 @@ pub struct LineTime {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Summary {
     pub target: &'static str,
+    /// Physical cores of the launch (2 under LNC=2).
+    pub cores: usize,
     pub simulated_ns: f64,
     pub instructions: u64,
     pub queues: Vec<QueueSummary>,
@@ -96,17 +108,30 @@ pub struct Summary {
     pub top_lines: Vec<LineTime>,
 }
 
-/// `file:line` of an event's line-table entry, or `-` without one.
-pub fn source_of(program: &Program, event: &TraceEvent) -> String {
+/// `file:line` of an event's line-table entry (in its core's program), or
+/// `-` without one.
+pub fn source_of(launch: &Launch, event: &TraceEvent) -> String {
     event
         .line
-        .and_then(|l| program.location(l))
+        .and_then(|l| launch.core(usize::from(event.core))?.location(l))
         .map_or_else(|| "-".to_owned(), |(f, line, _)| format!("{f}:{line}"))
 }
 
+/// A queue's name in reports: `vector`, or `core1.vector` with a core.
+pub fn queue_name(core: Option<u8>, queue: Queue) -> String {
+    match core {
+        Some(c) => format!("core{c}.{queue}"),
+        None => queue.to_string(),
+    }
+}
+
 /// Builds the summary of a traced run (`SimConfig::trace` on).
-pub fn summarize(program: &Program, result: &RunResult, bound: Option<&LowerBound>) -> Summary {
-    let f = program.target.figures();
+pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>) -> Summary {
+    let target = launch.target();
+    let f = target.figures();
+    let cores = launch.cores.len().max(1);
+    let multi = cores > 1;
+    let core_of = |c: u8| multi.then_some(c);
     let total = result.total_ps;
     let frac = |ps: u64| {
         if total == 0 {
@@ -115,64 +140,67 @@ pub fn summarize(program: &Program, result: &RunResult, bound: Option<&LowerBoun
             ps as f64 / total as f64
         }
     };
-    let mut wait: BTreeMap<Queue, u64> = BTreeMap::new();
+    let mut wait: BTreeMap<(u8, Queue), u64> = BTreeMap::new();
     for e in &result.trace {
-        *wait.entry(e.queue).or_default() += e.start_ps.saturating_sub(e.ready_ps);
+        *wait.entry((e.core, e.queue)).or_default() += e.start_ps.saturating_sub(e.ready_ps);
     }
     let queues = result
         .per_queue
         .iter()
         .map(|q| QueueSummary {
+            core: core_of(q.core),
             queue: q.queue,
             instructions: q.instructions,
             busy_ns: q.busy_ps as f64 / 1000.0,
             busy: frac(q.busy_ps),
             idle: 1.0 - frac(q.busy_ps).min(1.0),
-            wait_ns: wait.get(&q.queue).copied().unwrap_or(0) as f64 / 1000.0,
+            wait_ns: wait.get(&(q.core, q.queue)).copied().unwrap_or(0) as f64 / 1000.0,
         })
         .collect();
     let ns = total as f64 / 1000.0;
     let per_ns = |x: u64| if ns > 0.0 { x as f64 / ns } else { 0.0 };
     let hbm_bytes = result.hbm_bytes_read + result.hbm_bytes_written;
-    let (path_instructions, path) = critical_path(program, result);
+    let (path_instructions, path) = critical_path(launch, result);
     let engine_ps: u64 = result
         .trace
         .iter()
         .filter_map(|e| e.dma.as_ref())
         .map(|d| d.engine_ps.saturating_mul(u64::from(d.engines)))
         .sum();
-    let dma_engines_busy = frac(engine_ps) / f64::from(f.dma_engines.max(1));
+    let dma_engines_busy = frac(engine_ps) / (f64::from(f.dma_engines.max(1)) * cores as f64);
     Summary {
-        target: program.target.name(),
+        target: target.name(),
+        cores,
         simulated_ns: ns,
         instructions: result.instructions,
         queues,
         flops: result.flops,
         tflops: per_ns(result.flops) / 1000.0,
-        peak_tflops: f.tensor_peak_tflops(),
+        peak_tflops: f.tensor_peak_tflops() * cores as f64,
         hbm_bytes,
         hbm_gbps: per_ns(hbm_bytes),
-        hbm_peak_gbps: f64::from(f.hbm_gbps_per_core),
-        dma_peak_gbps: f.dma_peak_gbps(),
+        hbm_peak_gbps: f64::from(f.hbm_gbps_per_core) * cores as f64,
+        dma_peak_gbps: f.dma_peak_gbps() * cores as f64,
         dma_engines_busy,
         lower_bound_ns: bound.map(|b| b.ns),
         limited_by: bound.map(|b| b.limited_by.clone()),
         path_instructions,
         path,
-        top_lines: top_lines(program, result),
+        top_lines: top_lines(launch, result),
     }
 }
 
 /// The critical path, grouped; see the module doc.
-fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>) {
+fn critical_path(launch: &Launch, result: &RunResult) -> (u64, Vec<PathGroup>) {
+    let multi = launch.is_multi_core();
     let trace = &result.trace;
     let Some(last) = (0..trace.len()).max_by_key(|&i| (trace[i].end_ps, i)) else {
         return (0, Vec::new());
     };
-    let at: HashMap<(Queue, u64), usize> = trace
+    let at: HashMap<(u8, Queue, u64), usize> = trace
         .iter()
         .enumerate()
-        .map(|(i, e)| ((e.queue, e.seq), i))
+        .map(|(i, e)| ((e.core, e.queue, e.seq), i))
         .collect();
     // Walk back: (event, the time it released its successor).
     let mut chain: Vec<(usize, u64)> = vec![(last, trace[last].end_ps)];
@@ -180,7 +208,7 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
     while chain.len() <= trace.len() {
         let e = &trace[cur];
         let pred = match (e.dma.as_ref().and_then(|d| d.delayed_by), e.cause) {
-            (Some((q, seq)), _) => at.get(&(q, seq)).map(|&p| {
+            (Some((q, seq)), _) => at.get(&(e.core, q, seq)).map(|&p| {
                 (
                     p,
                     trace[p]
@@ -190,20 +218,21 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
                 )
             }),
             (None, Cause::Semaphore { queue, seq }) => {
-                at.get(&(queue, seq)).map(|&p| (p, trace[p].end_ps))
+                at.get(&(e.core, queue, seq)).map(|&p| (p, trace[p].end_ps))
             }
-            (None, Cause::Dependency { seq }) => {
-                at.get(&(e.queue, seq)).map(|&p| (p, trace[p].end_ps))
-            }
+            (None, Cause::Dependency { seq }) => at
+                .get(&(e.core, e.queue, seq))
+                .map(|&p| (p, trace[p].end_ps)),
             (None, Cause::Queue) => e
                 .seq
                 .checked_sub(1)
-                .and_then(|s| at.get(&(e.queue, s)))
+                .and_then(|s| at.get(&(e.core, e.queue, s)))
                 .map(|&p| (p, trace[p].free_ps)),
             (None, Cause::Start) => None,
-            // The paired barrier of another core; events of other cores
-            // are not in this one-core index.
-            (None, Cause::Barrier { .. }) => None,
+            // The other core's barrier, released when it arrived.
+            (None, Cause::Barrier { core, queue, seq }) => {
+                at.get(&(core, queue, seq)).map(|&p| (p, trace[p].ready_ps))
+            }
         };
         match pred {
             Some((p, release)) => {
@@ -215,12 +244,12 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
     }
     chain.reverse();
     let total = result.total_ps.max(1) as f64;
-    let mut groups: BTreeMap<(Queue, &'static str, String), (u64, u64)> = BTreeMap::new();
+    let mut groups: BTreeMap<(u8, Queue, &'static str, String), (u64, u64)> = BTreeMap::new();
     let mut prev = 0u64;
     for &(i, release) in &chain {
         let e = &trace[i];
         let g = groups
-            .entry((e.queue, e.mnemonic, source_of(program, e)))
+            .entry((e.core, e.queue, e.mnemonic, source_of(launch, e)))
             .or_default();
         g.0 += 1;
         g.1 += release.saturating_sub(prev);
@@ -228,7 +257,8 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
     }
     let mut out: Vec<PathGroup> = groups
         .into_iter()
-        .map(|((queue, mnemonic, source), (n, ps))| PathGroup {
+        .map(|((core, queue, mnemonic, source), (n, ps))| PathGroup {
+            core: multi.then_some(core),
             queue,
             mnemonic,
             source,
@@ -244,13 +274,13 @@ fn critical_path(program: &Program, result: &RunResult) -> (u64, Vec<PathGroup>)
 }
 
 /// The source lines with the most busy time.
-fn top_lines(program: &Program, result: &RunResult) -> Vec<LineTime> {
+fn top_lines(launch: &Launch, result: &RunResult) -> Vec<LineTime> {
     let mut lines: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut all = 0u64;
     for e in &result.trace {
         let busy = e.free_ps.saturating_sub(e.start_ps);
         all += busy;
-        let l = lines.entry(source_of(program, e)).or_default();
+        let l = lines.entry(source_of(launch, e)).or_default();
         l.0 += 1;
         l.1 += busy;
     }
@@ -272,6 +302,14 @@ fn top_lines(program: &Program, result: &RunResult) -> Vec<LineTime> {
     out
 }
 
+/// A JSON entry with `core` added when there is one (multi-core runs).
+fn with_core(mut entry: Value, core: Option<u8>) -> Value {
+    if let Some(c) = core {
+        entry["core"] = json!(c);
+    }
+    entry
+}
+
 /// Rounds to `digits` decimals so JSON numbers stay short and stable.
 fn round(x: f64, digits: i32) -> f64 {
     let p = 10f64.powi(digits);
@@ -281,18 +319,18 @@ fn round(x: f64, digits: i32) -> f64 {
 impl Summary {
     /// The summary as one JSON object.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "target": self.target,
             "simulated_ns": round(self.simulated_ns, 3),
             "instructions": self.instructions,
-            "queues": self.queues.iter().map(|q| json!({
-                "queue": q.queue.to_string(),
+            "queues": self.queues.iter().map(|q| with_core(json!({
+                "queue": queue_name(q.core, q.queue),
                 "instructions": q.instructions,
                 "busy_ns": round(q.busy_ns, 3),
                 "busy": round(q.busy, 4),
                 "idle": round(q.idle, 4),
                 "wait_ns": round(q.wait_ns, 3),
-            })).collect::<Vec<_>>(),
+            }), q.core)).collect::<Vec<_>>(),
             "flops": self.flops,
             "tflops": round(self.tflops, 4),
             "peak_tflops": round(self.peak_tflops, 4),
@@ -306,14 +344,14 @@ impl Summary {
             "bound_ratio": self.ratio().map(|r| round(r, 4)),
             "critical_path": {
                 "instructions": self.path_instructions,
-                "groups": self.path.iter().map(|g| json!({
-                    "queue": g.queue.to_string(),
+                "groups": self.path.iter().map(|g| with_core(json!({
+                    "queue": queue_name(g.core, g.queue),
                     "instruction": g.mnemonic,
                     "source": g.source,
                     "instructions": g.instructions,
                     "ns": round(g.ns, 3),
                     "share": round(g.share, 4),
-                })).collect::<Vec<_>>(),
+                }), g.core)).collect::<Vec<_>>(),
             },
             "top_lines": self.top_lines.iter().map(|l| json!({
                 "source": l.source,
@@ -321,7 +359,11 @@ impl Summary {
                 "busy_ns": round(l.busy_ns, 3),
                 "share": round(l.share, 4),
             })).collect::<Vec<_>>(),
-        })
+        });
+        if self.cores > 1 {
+            value["cores"] = json!(self.cores);
+        }
+        value
     }
 
     /// Simulated time over the lower bound.
@@ -336,11 +378,15 @@ impl Summary {
         use std::fmt::Write;
         let mut s = String::new();
         let pct = |x: f64| 100.0 * x;
+        let on = if self.cores > 1 {
+            format!("{} cores of {}", self.cores, self.target)
+        } else {
+            self.target.to_owned()
+        };
         let _ = writeln!(
             s,
-            "simulated time: {:.3} us on {} ({} instructions)",
+            "simulated time: {:.3} us on {on} ({} instructions)",
             self.simulated_ns / 1000.0,
-            self.target,
             self.instructions
         );
         if let (Some(b), Some(r)) = (self.lower_bound_ns, self.ratio()) {
@@ -360,22 +406,29 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "hbm:            {:.1} GB/s of {:.0} (core share; DMA engines {:.0}), {:.1}%",
+            "hbm:            {:.1} GB/s of {:.0} ({}; DMA engines {:.0}), {:.1}%",
             self.hbm_gbps,
             self.hbm_peak_gbps,
+            if self.cores > 1 {
+                "the cores' shares"
+            } else {
+                "core share"
+            },
             self.dma_peak_gbps,
             pct(self.hbm_gbps / self.hbm_peak_gbps.max(f64::MIN_POSITIVE))
         );
+        // Queue names are wider with a core prefix (`core1.vector`).
+        let w = if self.cores > 1 { 12 } else { 8 };
         let _ = writeln!(
             s,
-            "\n{:<8} {:>8} {:>14} {:>7} {:>7} {:>14}",
+            "\n{:<w$} {:>8} {:>14} {:>7} {:>7} {:>14}",
             "queue", "instrs", "busy (ns)", "busy", "idle", "waiting (ns)"
         );
         for q in &self.queues {
             let _ = writeln!(
                 s,
-                "{:<8} {:>8} {:>14.1} {:>6.1}% {:>6.1}% {:>14.1}",
-                q.queue.to_string(),
+                "{:<w$} {:>8} {:>14.1} {:>6.1}% {:>6.1}% {:>14.1}",
+                queue_name(q.core, q.queue),
                 q.instructions,
                 q.busy_ns,
                 pct(q.busy),
@@ -395,16 +448,16 @@ impl Summary {
         );
         let _ = writeln!(
             s,
-            "{:>7} {:>12} {:<8} {:<22} {:>7}  source",
+            "{:>7} {:>12} {:<w$} {:<22} {:>7}  source",
             "share", "time (ns)", "queue", "instruction", "instrs"
         );
         for g in &self.path {
             let _ = writeln!(
                 s,
-                "{:>6.1}% {:>12.1} {:<8} {:<22} {:>7}  {}",
+                "{:>6.1}% {:>12.1} {:<w$} {:<22} {:>7}  {}",
                 pct(g.share),
                 g.ns,
-                g.queue.to_string(),
+                queue_name(g.core, g.queue),
                 g.mnemonic,
                 g.instructions,
                 g.source

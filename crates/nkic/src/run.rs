@@ -1,12 +1,15 @@
 //! `nkic run`: compile a kernel file end to end and execute it in the
 //! reference interpreter; `nkic compile --emit asm` shares the compile half.
+//!
+//! A grid of exactly two instances on trn2/trn3 is an LNC=2 launch and
+//! runs on two cores (`nkic_backend::cores`); `--lnc 1|2` overrides.
 
 use std::path::{Path, PathBuf};
 
 use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_ir::{ArgKind, Kernel};
-use nkic_isa::{DType, Program, TensorKind, numerics};
+use nkic_isa::{DType, Launch, Program, TensorKind, numerics};
 use nkic_sim::Inputs;
 use nkic_specialize::ArgSpec;
 
@@ -32,20 +35,52 @@ impl ScheduleArg {
     }
 }
 
-/// A compiled kernel: the program and the specialized kernels it came from.
+/// A compiled kernel: the launch (one program per core) and the
+/// specialized kernels it came from.
 pub struct Compiled {
-    pub program: Program,
+    pub launch: Launch,
     pub kernels: Vec<Kernel>,
 }
 
-/// Runs the backend on a specialization result.
+/// Runs the backend on a specialization result: the grid `grid`'s
+/// instances on the cores `nkic_backend::launch_cores` chooses (`lnc` is
+/// `--lnc`).
 pub fn compile_kernels(
     kernels: Vec<Kernel>,
+    grid: &[u32],
+    lnc: Option<u32>,
     sources: &SourceMap,
     schedule: ScheduleArg,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let program = nkic_backend::compile_grid(&kernels, sources, &schedule.config())?;
-    Ok(Compiled { program, kernels })
+    let target = kernels.first().map_or(nkic_isa::Target::Trn3, |k| k.target);
+    let cores = nkic_backend::launch_cores(target, grid, kernels.len(), lnc).map_err(|message| {
+        vec![
+            Diagnostic::error("E1020", format!("cannot launch on the cores asked for: {message}"))
+                .with_help("LNC=2 runs a grid of two (or an even number of) instances on two cores; `--lnc 1` runs every instance on one core"),
+        ]
+    })?;
+    let launch = nkic_backend::compile_launch(&kernels, sources, &schedule.config(), cores)?;
+    Ok(Compiled { launch, kernels })
+}
+
+/// The launch's lower bound: the largest of its cores' bounds (the cores
+/// run in parallel). With dynamic loops each core's bound counts the
+/// run's executions of its instructions.
+pub fn launch_bound(launch: &Launch, result: &nkic_sim::RunResult) -> nkic_backend::LowerBound {
+    let mut best: Option<nkic_backend::LowerBound> = None;
+    for (c, program) in launch.cores.iter().enumerate() {
+        let core = u8::try_from(c).unwrap_or(u8::MAX);
+        let mut bound = nkic_backend::lower_bound(program);
+        if bound.loops_counted_once {
+            bound = nkic_backend::lower_bound_counted(program, &|q, i| {
+                result.executions_on(core, q, i)
+            });
+        }
+        if best.as_ref().is_none_or(|b| bound.ns > b.ns) {
+            best = Some(bound);
+        }
+    }
+    best.unwrap_or_else(|| nkic_backend::lower_bound(launch.main()))
 }
 
 /// The argument specs `--input` files imply: each file's shape, and its
@@ -209,7 +244,8 @@ pub fn run_compiled(
     file: FileId,
     sources: &mut SourceMap,
 ) -> Result<(), Vec<Diagnostic>> {
-    let program = &compiled.program;
+    let launch = &compiled.launch;
+    let program = launch.main();
     let inputs = if opts.inputs.is_empty() {
         random_inputs(program, opts.seed)
     } else {
@@ -221,10 +257,10 @@ pub fn run_compiled(
         .get(file)
         .and_then(|f| Path::new(f.name()).parent().map(Path::to_path_buf))
         .unwrap_or_default();
-    crate::dump::check_names(program, opts.dump)?;
+    crate::dump::check_names(launch, opts.dump)?;
     let dump = nkic_sim::DumpSpec::new(opts.dump);
-    let (result, dumps) = nkic_sim::run_dumping(program, &inputs, &config, &dump)
-        .map_err(|err| vec![exec::runtime_fault(&err, program, None, &base_dir, sources)])?;
+    let (result, dumps) = nkic_sim::run_launch_dumping(launch, &inputs, &config, &dump)
+        .map_err(|err| vec![exec::runtime_fault(&err, launch, None, &base_dir, sources)])?;
     if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
         let files = output_files(kernel, program);
         let files: Vec<(String, &str)> =
@@ -233,22 +269,19 @@ pub fn run_compiled(
     }
     if !opts.dump.is_empty() {
         let dir = opts.out_dir.unwrap_or(Path::new("."));
-        crate::dump::write_dumps(program, opts.dump, &dumps, dir, opts.out_dtype)?;
+        crate::dump::write_dumps(launch, opts.dump, &dumps, dir, opts.out_dtype)?;
     }
     // With dynamic loops the static bound counts a loop body once; the
     // run's execution counts give the bound of this run.
-    let mut bound = nkic_backend::lower_bound(program);
-    if bound.loops_counted_once {
-        bound = nkic_backend::lower_bound_counted(program, &|q, i| result.executions(q, i));
-    }
+    let bound = launch_bound(launch, &result);
     match opts.profile {
-        None => exec::print_report(program, &result, opts.report, Some(bound.ns)),
+        None => exec::print_report(launch, &result, opts.report, Some(bound.ns)),
         Some(format) => {
             let title = sources.get(file).map_or("kernel", |f| f.name()).to_owned();
             if let Some(dir) = opts.out_dir {
-                write_profile(program, &result, dir, &title).map_err(|d| vec![d])?;
+                write_profile(launch, &result, dir, &title).map_err(|d| vec![d])?;
             }
-            let summary = crate::profile::summarize(program, &result, Some(&bound));
+            let summary = crate::profile::summarize(launch, &result, Some(&bound));
             let text = match format {
                 ReportFormat::Human => summary.to_text(),
                 ReportFormat::Json => format!("{}\n", summary.to_json()),
@@ -261,7 +294,7 @@ pub fn run_compiled(
 
 /// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.
 pub fn write_profile(
-    program: &Program,
+    launch: &Launch,
     result: &nkic_sim::RunResult,
     dir: &Path,
     title: &str,
@@ -278,11 +311,11 @@ pub fn write_profile(
     for (name, text) in [
         (
             "trace.json",
-            crate::trace::trace_json(program, result, title),
+            crate::trace::trace_json(launch, result, title),
         ),
         (
             "timeline.svg",
-            crate::svg::timeline_svg(program, result, title),
+            crate::svg::timeline_svg(launch, result, title),
         ),
     ] {
         let path = dir.join(name);

@@ -10,11 +10,15 @@
 //! row. So the file stays small (at most a few rectangles per pixel and
 //! row) however long the run. Below the rows: a time axis in microseconds
 //! and a legend of the instructions.
+//!
+//! A multi-core launch (LNC=2) has the rows of core 0, then those of core
+//! 1, named `core0.vector`, `core1.dma0`, …, against the one time axis; a
+//! `core_barrier` waiting for the other core shows as a wait.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use nkic_isa::Program;
+use nkic_isa::{Launch, Queue};
 use nkic_sim::RunResult;
 
 /// Width of the drawing area in pixels.
@@ -89,16 +93,32 @@ fn tick_step(span: f64, n: f64) -> f64 {
 }
 
 /// The timeline of a traced run; `title` heads the drawing.
-pub fn timeline_svg(program: &Program, result: &RunResult, title: &str) -> String {
+pub fn timeline_svg(launch: &Launch, result: &RunResult, title: &str) -> String {
     let total = result.total_ps.max(1);
     let per_px = total as f64 / WIDTH as f64;
-    let queues: Vec<_> = program.queues.iter().map(|s| s.queue).collect();
+    let multi = launch.is_multi_core();
+    let queues: Vec<(u8, Queue)> = launch
+        .cores
+        .iter()
+        .enumerate()
+        .flat_map(|(c, p)| {
+            let c = u8::try_from(c).unwrap_or(u8::MAX);
+            p.queues.iter().map(move |s| (c, s.queue))
+        })
+        .collect();
+    let row_name = |(c, q): (u8, Queue)| {
+        if multi {
+            format!("core{c}.{q}")
+        } else {
+            q.to_string()
+        }
+    };
     let mut rows: Vec<Vec<Column>> = vec![vec![Column::default(); WIDTH]; queues.len()];
     let mut colours: BTreeMap<&'static str, &'static str> = BTreeMap::new();
     let mut order: Vec<&'static str> = Vec::new();
     let mut lines: BTreeMap<(usize, &'static str), Vec<String>> = BTreeMap::new();
     for e in &result.trace {
-        let Some(r) = queues.iter().position(|q| *q == e.queue) else {
+        let Some(r) = queues.iter().position(|q| *q == (e.core, e.queue)) else {
             continue;
         };
         if !colours.contains_key(e.mnemonic) {
@@ -108,12 +128,12 @@ pub fn timeline_svg(program: &Program, result: &RunResult, title: &str) -> Strin
         spread(&mut rows[r], e.start_ps, e.free_ps, per_px, |c, ps| {
             *c.busy.entry(e.mnemonic).or_default() += ps;
         });
-        if e.waited.is_some() {
+        if e.waited.is_some() || matches!(e.cause, nkic_sim::Cause::Barrier { .. }) {
             spread(&mut rows[r], e.ready_ps, e.start_ps, per_px, |c, ps| {
                 c.wait += ps;
             });
         }
-        let src = crate::profile::source_of(program, e);
+        let src = crate::profile::source_of(launch, e);
         let l = lines.entry((r, e.mnemonic)).or_default();
         if !l.contains(&src) && l.len() < 4 {
             l.push(src);
@@ -134,17 +154,18 @@ pub fn timeline_svg(program: &Program, result: &RunResult, title: &str) -> Strin
         s,
         "<text x=\"{LEFT}\" y=\"18\" font-size=\"13\">{} — {} — {:.3} us simulated</text>",
         escape(title),
-        program.target.name(),
+        launch.target().name(),
         result.total_ps as f64 / 1e6
     );
-    for (r, q) in queues.iter().enumerate() {
+    for (r, &q) in queues.iter().enumerate() {
+        let q = row_name(q);
         let y = TOP + r * ROW;
         let _ = writeln!(
             s,
             "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
             LEFT - 6,
             y + ROW / 2 + 4,
-            escape(&q.to_string())
+            escape(&q)
         );
         let _ = writeln!(
             s,
@@ -181,7 +202,7 @@ pub fn timeline_svg(program: &Program, result: &RunResult, title: &str) -> Strin
                 x - start,
                 ROW - 8,
                 colours.get(m).copied().unwrap_or("#888888"),
-                escape(&q.to_string()),
+                escape(&q),
                 escape(m),
                 escape(&srcs),
                 busy as f64 / 1e6,
@@ -208,7 +229,7 @@ pub fn timeline_svg(program: &Program, result: &RunResult, title: &str) -> Strin
                 LEFT + start,
                 y + ROW - 7,
                 x - start,
-                escape(&q.to_string()),
+                escape(&q),
                 wait as f64 / 1e6
             );
         }

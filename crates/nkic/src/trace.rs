@@ -33,10 +33,18 @@
 //!
 //! The top-level object also carries `displayTimeUnit: "ns"` and
 //! `otherData` with the target and total simulated time.
+//!
+//! A multi-core launch (LNC=2) has the pair of processes once per core:
+//! core `c`'s queues in `pid` `2c + 1` (named `… core c`) and its DMA
+//! engines in `pid` `2c + 2` (`core c DMA engines`); a `core_barrier` held
+//! back by the other core has a `wait for the other core` slice (`cat`
+//! `barrier`) and a flow arrow from the other core's barrier, and
+//! `otherData` gains `cores`. A one-core run prints exactly the layout
+//! above.
 
 use std::fmt::Write;
 
-use nkic_isa::{AccessPattern, Memory, Program, Role};
+use nkic_isa::{AccessPattern, Launch, Memory, Program, Role};
 use nkic_sim::{RunResult, TraceEvent};
 
 /// Picoseconds as microseconds with six decimals.
@@ -112,21 +120,120 @@ fn args(program: &Program, e: &TraceEvent) -> String {
 }
 
 /// The trace of a traced run (`SimConfig::trace` on); `title` names the
-/// process (the kernel or program file).
-pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String {
+/// process (the kernel or program file). A multi-core launch has one pair
+/// of processes per core (module doc).
+pub fn trace_json(launch: &Launch, result: &RunResult, title: &str) -> String {
+    let multi = launch.is_multi_core();
     let mut events: Vec<String> = Vec::new();
+    let mut flow = 0u64;
+    for (c, program) in launch.cores.iter().enumerate() {
+        let core = u8::try_from(c).unwrap_or(u8::MAX);
+        let (pid, dma_pid) = (2 * c + 1, 2 * c + 2);
+        let (name, dma_name) = if multi {
+            (
+                format!("{title} ({}) core {c}", program.target.name()),
+                format!("core {c} DMA engines"),
+            )
+        } else {
+            (
+                format!("{title} ({})", program.target.name()),
+                "DMA engines".to_owned(),
+            )
+        };
+        core_events(
+            program,
+            result,
+            core,
+            (pid, dma_pid),
+            (&name, &dma_name),
+            &mut flow,
+            &mut events,
+        );
+    }
+    // Arrows between the cores: from the paired barrier that arrived last
+    // to the barrier it held back.
+    if multi {
+        let mut start_of = std::collections::HashMap::new();
+        for e in &result.trace {
+            start_of.insert((e.core, e.queue, e.seq), e.ready_ps);
+        }
+        for e in &result.trace {
+            let nkic_sim::Cause::Barrier { core, queue, seq } = e.cause else {
+                continue;
+            };
+            let (Some(from), Some(to), Some(&from_ts)) = (
+                tid_of(launch, core, queue),
+                tid_of(launch, e.core, e.queue),
+                start_of.get(&(core, queue, seq)),
+            ) else {
+                continue;
+            };
+            flow += 1;
+            events.push(format!(
+                "{{\"ph\":\"s\",\"pid\":{},\"tid\":{},\"ts\":{},\"id\":{flow},\"name\":\"core_barrier\",\"cat\":\"barrier\"}}",
+                from.0,
+                from.1,
+                us(from_ts)
+            ));
+            events.push(format!(
+                "{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":{},\"tid\":{},\"ts\":{},\"id\":{flow},\"name\":\"core_barrier\",\"cat\":\"barrier\"}}",
+                to.0,
+                to.1,
+                us(e.start_ps)
+            ));
+        }
+    }
+    let mut out = String::from("{\"traceEvents\":[\n");
+    out.push_str(&events.join(",\n"));
+    let _ = write!(
+        out,
+        "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"target\":{},\"simulated_us\":{}",
+        quote(launch.target().name()),
+        us(result.total_ps)
+    );
+    if multi {
+        let _ = write!(out, ",\"cores\":{}", launch.cores.len());
+    }
+    out.push_str("}}\n");
+    out
+}
+
+/// The (pid, tid) of queue `queue` of core `core`.
+fn tid_of(launch: &Launch, core: u8, queue: nkic_isa::Queue) -> Option<(usize, usize)> {
+    let c = usize::from(core);
+    launch
+        .core(c)?
+        .queues
+        .iter()
+        .position(|s| s.queue == queue)
+        .map(|i| (2 * c + 1, i + 1))
+}
+
+/// The events of one core: its queue threads in process `pids.0`, its DMA
+/// engines in process `pids.1`.
+fn core_events(
+    program: &Program,
+    result: &RunResult,
+    core: u8,
+    pids: (usize, usize),
+    names: (&str, &str),
+    flow: &mut u64,
+    events: &mut Vec<String>,
+) {
+    let (pid, dma_pid) = pids;
+    let trace: Vec<&TraceEvent> = result.trace.iter().filter(|e| e.core == core).collect();
     events.push(format!(
-        "{{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
-        quote(&format!("{title} ({})", program.target.name()))
+        "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+        quote(names.0)
     ));
     for (tid, stream) in program.queues.iter().enumerate() {
         let tid = tid + 1;
         events.push(format!(
-            "{{\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":{}}}}}",
+            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":{}}}}}",
             quote(&stream.queue.to_string())
         ));
         events.push(format!(
-            "{{\"ph\":\"M\",\"pid\":1,\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
+            "{{\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
         ));
     }
     // Per thread in time order (the trace is sorted by start, and a
@@ -134,22 +241,29 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
     for (tid, stream) in program.queues.iter().enumerate() {
         let tid = tid + 1;
         let cat = stream.queue.engine().name();
-        for e in result.trace.iter().filter(|e| e.queue == stream.queue) {
+        for e in trace.iter().filter(|e| e.queue == stream.queue) {
             if let Some(w) = e.waited
                 && e.start_ps > e.ready_ps
             {
                 let sem = program.sem_name(w.sem).unwrap_or("?");
                 events.push(format!(
-                    "{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"semaphore\",\"args\":{{\"semaphore\":{},\"count\":{}}}}}",
+                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"semaphore\",\"args\":{{\"semaphore\":{},\"count\":{}}}}}",
                     us(e.ready_ps),
                     us(e.start_ps - e.ready_ps),
                     quote(&format!("wait {sem} >= {}", w.count)),
                     quote(sem),
                     w.count
                 ));
+            } else if matches!(e.cause, nkic_sim::Cause::Barrier { .. }) && e.start_ps > e.ready_ps
+            {
+                events.push(format!(
+                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":\"wait for the other core\",\"cat\":\"barrier\",\"args\":{{}}}}",
+                    us(e.ready_ps),
+                    us(e.start_ps - e.ready_ps),
+                ));
             }
             events.push(format!(
-                "{{\"ph\":\"X\",\"pid\":1,\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":{},\"args\":{}}}",
+                "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":{},\"args\":{}}}",
                 us(e.start_ps),
                 us(e.free_ps.saturating_sub(e.start_ps)),
                 quote(e.mnemonic),
@@ -167,11 +281,10 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
             .map(|i| i + 1)
     };
     let mut start_of = std::collections::HashMap::new();
-    for e in &result.trace {
+    for e in &trace {
         start_of.insert((e.queue, e.seq), e.start_ps);
     }
-    let mut flow = 0u64;
-    for e in &result.trace {
+    for e in &trace {
         let (Some(_), nkic_sim::Cause::Semaphore { queue, seq }) = (e.waited, e.cause) else {
             continue;
         };
@@ -180,20 +293,21 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
         else {
             continue;
         };
-        flow += 1;
+        *flow += 1;
+        let flow = *flow;
         events.push(format!(
-            "{{\"ph\":\"s\",\"pid\":1,\"tid\":{from_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
+            "{{\"ph\":\"s\",\"pid\":{pid},\"tid\":{from_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
             us(from_ts)
         ));
         events.push(format!(
-            "{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":{to_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"pid\":{pid},\"tid\":{to_tid},\"ts\":{},\"id\":{flow},\"name\":\"signal\",\"cat\":\"semaphore\"}}",
             us(e.start_ps)
         ));
     }
     // The DMA engines.
     let engines = program.target.figures().dma_engines.max(1);
     let mut per_engine: Vec<Vec<(u64, String)>> = vec![Vec::new(); engines as usize];
-    for e in &result.trace {
+    for e in &trace {
         let Some(d) = &e.dma else {
             continue;
         };
@@ -208,7 +322,7 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
             per_engine[engine as usize].push((
                 begin,
                 format!(
-                    "{{\"ph\":\"X\",\"pid\":2,\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"dma\",\"args\":{{\"queue\":{},\"seq\":{},\"source\":{source}}}}}",
+                    "{{\"ph\":\"X\",\"pid\":{dma_pid},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"dma\",\"args\":{{\"queue\":{},\"seq\":{},\"source\":{source}}}}}",
                     engine + 1,
                     us(begin),
                     us(d.engine_ps),
@@ -220,29 +334,20 @@ pub fn trace_json(program: &Program, result: &RunResult, title: &str) -> String 
         }
     }
     if per_engine.iter().any(|l| !l.is_empty()) {
-        events.push(
-            "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{\"name\":\"DMA engines\"}}"
-                .to_owned(),
-        );
+        events.push(format!(
+            "{{\"ph\":\"M\",\"pid\":{dma_pid},\"tid\":0,\"ts\":0,\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+            quote(names.1)
+        ));
         for (i, list) in per_engine.iter_mut().enumerate() {
             let tid = i + 1;
             events.push(format!(
-                "{{\"ph\":\"M\",\"pid\":2,\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":\"engine {i}\"}}}}"
+                "{{\"ph\":\"M\",\"pid\":{dma_pid},\"tid\":{tid},\"ts\":0,\"name\":\"thread_name\",\"args\":{{\"name\":\"engine {i}\"}}}}"
             ));
             events.push(format!(
-                "{{\"ph\":\"M\",\"pid\":2,\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
+                "{{\"ph\":\"M\",\"pid\":{dma_pid},\"tid\":{tid},\"ts\":0,\"name\":\"thread_sort_index\",\"args\":{{\"sort_index\":{tid}}}}}"
             ));
             list.sort_by_key(|(begin, _)| *begin);
             events.extend(list.drain(..).map(|(_, e)| e));
         }
     }
-    let mut out = String::from("{\"traceEvents\":[\n");
-    out.push_str(&events.join(",\n"));
-    let _ = write!(
-        out,
-        "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"target\":{},\"simulated_us\":{}}}}}\n",
-        quote(program.target.name()),
-        us(result.total_ps)
-    );
-    out
 }

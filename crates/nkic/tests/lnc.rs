@@ -1,0 +1,344 @@
+//! LNC=2 through the real binary: a grid of two runs on two cores sharing
+//! HBM (`nkic run`, `profile`, `compile --emit asm`, `exec`), matches the
+//! element-wise reference in both schedules, is faster than the same grid
+//! on one core (`--lnc 1`), and cross-core races are E2008 naming both
+//! cores and source lines.
+//!
+//! The kernels are `tests/lnc/*.py` beside this file.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("the nkic crate lives at <root>/crates/nkic")
+        .to_path_buf()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nkic-lnc-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Runs nkic from the workspace root; returns (exit code, stdout, stderr).
+fn nkic(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .expect("the nkic binary runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const ADD: &str = "crates/nkic/tests/lnc/spmd_add_1d.py";
+
+/// A float32 `.npy` file (version 1, C order).
+fn write_f32_npy(path: &Path, shape: &[usize], values: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
+        dims.join(", ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(
+        &u16::try_from(header.len())
+            .expect("short header")
+            .to_le_bytes(),
+    );
+    bytes.extend_from_slice(header.as_bytes());
+    for v in values {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).expect("write npy");
+}
+
+/// The float32 payload of a `.npy` file this crate wrote.
+fn read_f32_npy(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    bytes[10 + len..]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+fn ns(report: &Value) -> f64 {
+    report["simulated_ns"].as_f64().expect("simulated_ns")
+}
+
+#[test]
+fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
+    let dir = temp("add");
+    let (rows, cols) = (512, 1024);
+    let a: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 37) % 1001) as f32 * 0.013 - 6.0)
+        .collect();
+    let b: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 11) % 997) as f32 * -0.021 + 3.5)
+        .collect();
+    write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
+    write_f32_npy(&dir.join("b.npy"), &[rows, cols], &b);
+    let a_in = format!("a={}", dir.join("a.npy").display());
+    let b_in = format!("b={}", dir.join("b.npy").display());
+    let mut outs = Vec::new();
+    let mut times = Vec::new();
+    for schedule in ["optimized", "sequential"] {
+        let out = dir.join(schedule);
+        let out_text = out.display().to_string();
+        let (code, stdout, stderr) = nkic(&[
+            "run",
+            ADD,
+            "--input",
+            &a_in,
+            "--input",
+            &b_in,
+            "--schedule",
+            schedule,
+            "--out",
+            &out_text,
+            "--report",
+            "json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        let report = json(&stdout);
+        // Two cores, each with its own queues, in the report.
+        let cores = report["cores"].as_array().expect("a cores array");
+        assert_eq!(cores.len(), 2, "{report}");
+        let engines = report["engines"].as_object().expect("engines");
+        assert!(engines.contains_key("core0.vector") && engines.contains_key("core1.vector"));
+        assert!(engines.contains_key("core0.dma0") && engines.contains_key("core1.dma0"));
+        // The run's time is the slower core's; each core ran half the
+        // instructions.
+        let core_ns: Vec<f64> = cores.iter().map(ns).collect();
+        assert_eq!(ns(&report), core_ns[0].max(core_ns[1]), "{report}");
+        let instrs: Vec<u64> = cores
+            .iter()
+            .map(|c| c["instructions"].as_u64().expect("instructions"))
+            .collect();
+        assert_eq!(instrs[0], instrs[1]);
+        assert_eq!(
+            instrs[0] + instrs[1],
+            report["instructions"].as_u64().unwrap_or(0)
+        );
+        times.push(ns(&report));
+        outs.push(read_f32_npy(&out.join("out0.npy")));
+    }
+    // NumPy's a + b, element by element in float32.
+    let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    assert_eq!(outs[0], want);
+    assert_eq!(
+        outs[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        outs[1].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "the schedules agree bit for bit"
+    );
+    // The same grid on one core (`--lnc 1`) gives the same bytes, later:
+    // two cores have twice the engines, DMA engines and HBM share.
+    let out = dir.join("one");
+    let out_text = out.display().to_string();
+    let (code, stdout, stderr) = nkic(&[
+        "run", ADD, "--input", &a_in, "--input", &b_in, "--lnc", "1", "--out", &out_text,
+        "--report", "json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let serial = json(&stdout);
+    assert!(serial.get("cores").is_none(), "{serial}");
+    assert!(serial["engines"].get("vector").is_some());
+    assert_eq!(read_f32_npy(&out.join("out0.npy")), want);
+    assert!(
+        times[0] < ns(&serial),
+        "two cores {} ns, one core {} ns",
+        times[0],
+        ns(&serial)
+    );
+    // The bound of the launch is the bound of its slower core, below the
+    // one-core bound of the whole grid.
+    let bound = |r: &Value| r["lower_bound_ns"].as_f64().expect("lower_bound_ns");
+    let (code, stdout, _) = nkic(&[
+        "run", ADD, "--input", &a_in, "--input", &b_in, "--report", "json",
+    ]);
+    assert_eq!(code, 0);
+    let two = json(&stdout);
+    assert!(bound(&two) < bound(&serial), "{two} vs {serial}");
+    assert!(bound(&two) <= ns(&two));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_two_core_program_text() {
+    let (code, stdout, stderr) = nkic(&[
+        "compile",
+        ADD,
+        "--arg",
+        "a=float32[256,512]",
+        "--arg",
+        "b=float32[256,512]",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!(stdout);
+    // The text assembles back into the same launch.
+    let launch = nkic_isa::assemble_launch(&stdout).expect("the printed launch assembles");
+    assert_eq!(launch.cores.len(), 2);
+    assert_eq!(nkic_isa::verify_launch(&launch), Ok(()));
+    assert_eq!(nkic_isa::print_launch(&launch), stdout);
+    // `--lnc 1` keeps the grid on one core: no sections.
+    let (code, one, _) = nkic(&[
+        "compile",
+        ADD,
+        "--arg",
+        "a=float32[256,512]",
+        "--arg",
+        "b=float32[256,512]",
+        "--lnc",
+        "1",
+    ]);
+    assert_eq!(code, 0);
+    assert!(!one.contains(".core"), "{one}");
+}
+
+#[test]
+fn lnc2_needs_an_even_grid() {
+    let (code, _, stderr) = nkic(&["run", ADD, "--grid", "1", "--lnc", "2"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("E1020") && stderr.contains("but the grid has 1 instance"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn two_cores_writing_the_same_bytes_race() {
+    let (code, _, stderr) = nkic(&["run", "crates/nkic/tests/lnc/spmd_overlap.py"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("[E2008]"), "{stderr}");
+    assert!(
+        stderr.contains("core0.dma") && stderr.contains("core1.dma"),
+        "both cores are named: {stderr}"
+    );
+    assert!(
+        stderr.contains("no semaphore or core barrier orders the two"),
+        "{stderr}"
+    );
+    // Both accesses are the store of line 20, one per core.
+    assert_eq!(
+        stderr.matches("spmd_overlap.py:20:5").count(),
+        3,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the other access: dma_copy at core"),
+        "{stderr}"
+    );
+}
+
+/// The golden exchange fixture without its barriers: each core's read of
+/// the other core's half is unordered.
+#[test]
+fn exec_reports_a_cross_core_race_at_both_nkasm_lines() {
+    let dir = temp("race");
+    let text = std::fs::read_to_string(root().join("tests/nkasm/core_barrier_exchange.nkasm"))
+        .expect("the fixture exists");
+    let racy = text.replace(
+        "  core_barrier wait(stored>=1) signal(synced)\n",
+        "  nop signal(synced)\n",
+    );
+    assert_ne!(racy, text);
+    let path = dir.join("racy.nkasm");
+    std::fs::write(&path, &racy).expect("write");
+    let input = format!(
+        "a={}",
+        root()
+            .join("tests/nkasm/core_barrier_exchange.in.a.npy")
+            .display()
+    );
+    let (code, _, stderr) = nkic(&["exec", &path.display().to_string(), "--input", &input]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("[E2008]"), "{stderr}");
+    assert!(
+        stderr.contains("core0.dma0[") && stderr.contains("core1.dma0["),
+        "{stderr}"
+    );
+    // The faulting instruction and the other one are both labelled in the
+    // `.nkasm` text.
+    assert!(stderr.contains("the faulting instruction"), "{stderr}");
+    assert!(
+        stderr.contains("the other access: dma_copy at core"),
+        "{stderr}"
+    );
+    // With the barrier the fixture runs.
+    let (code, stdout, stderr) = nkic(&[
+        "exec",
+        "tests/nkasm/core_barrier_exchange.nkasm",
+        "--input",
+        &input,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("on 2 cores of trn3 (LNC=2)"), "{stdout}");
+    assert!(stdout.contains("core1.gpsimd"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn profile_shows_both_cores() {
+    let dir = temp("profile");
+    let out = dir.display().to_string();
+    let (code, stdout, stderr) = nkic(&["profile", ADD, "--out", &out, "--format", "json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let summary = json(&stdout);
+    assert_eq!(summary["cores"].as_u64(), Some(2), "{summary}");
+    let queues = summary["queues"].as_array().expect("queues");
+    for core in [0, 1] {
+        assert!(
+            queues.iter().any(|q| q["core"].as_u64() == Some(core)
+                && q["queue"].as_str() == Some(&format!("core{core}.vector"))),
+            "{summary}"
+        );
+    }
+    // One process per core for the queues and one for its DMA engines.
+    let trace = json(&std::fs::read_to_string(dir.join("trace.json")).expect("trace.json"));
+    let events = trace["traceEvents"].as_array().expect("events");
+    let mut processes: Vec<(u64, String)> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| {
+            (
+                e["pid"].as_u64().unwrap_or(0),
+                e["args"]["name"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    processes.sort();
+    assert_eq!(processes.len(), 4, "{processes:?}");
+    assert!(processes[0].1.ends_with("core 0") && processes[2].1.ends_with("core 1"));
+    assert_eq!(processes[1].1, "core 0 DMA engines");
+    assert_eq!(processes[3].1, "core 1 DMA engines");
+    for pid in [1, 3] {
+        assert!(
+            events.iter().any(|e| e["ph"] == "X"
+                && e["pid"].as_u64() == Some(pid)
+                && e["name"] == "dma_copy"),
+            "pid {pid} has slices"
+        );
+    }
+    let svg = std::fs::read_to_string(dir.join("timeline.svg")).expect("timeline.svg");
+    assert!(svg.contains(">core0.vector<") && svg.contains(">core1.dma0<"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
