@@ -14,6 +14,12 @@
 //!   maximum over engines of their total busy time, each of the DMA
 //!   engines all DMA queues share included, and HBM bytes over HBM
 //!   bandwidth), with what limits it;
+//!   The bound counts each instruction as many times as the run executed
+//!   it (`lower_bound_counted`, the same as `lower_bound` without dynamic
+//!   loops), and is checked against the issue's definition measured
+//!   independently on the optimized run's trace (each compute engine's
+//!   intervals, each DMA engine's data time, the HBM bytes moved): a
+//!   difference is a failure (`!bound is not the issue's definition`);
 //! * `sim/bound`: their ratio (1.00 is perfect);
 //! * `sequential`: the sequential program's simulated time, and
 //!   `speedup` = sequential / optimized;
@@ -40,13 +46,14 @@
 //! (that is, under `cargo test --benches`) only the directive shapes of
 //! the first two kernels run, as a smoke test.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use nkic_backend::{BackendConfig, LowerBound, Schedule};
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_isa::{DType, Program, TensorKind, numerics};
+use nkic_isa::{DType, Engine, Program, Queue, TensorKind, numerics};
 use nkic_sim::{Inputs, RunResult, SimConfig};
 use nkic_specialize::{ArgSpec, SpecializeConfig};
 
@@ -167,6 +174,9 @@ struct Row {
     simulated_ns: f64,
     bound: LowerBound,
     sequential_ns: f64,
+    /// How the bound differs from the issue's definition measured on the
+    /// optimized run, if it does.
+    bound_mismatch: Option<String>,
     same_bits: bool,
     instructions: usize,
     compile_ms: f64,
@@ -244,6 +254,10 @@ fn main() -> ExitCode {
                             row.sequential_ns / row.bound.ns
                         ));
                     }
+                }
+                if let Some(why) = &row.bound_mismatch {
+                    marks.push(format!("!bound is not the issue's definition: {why}"));
+                    failures += 1;
                 }
                 if !row.same_bits {
                     marks.push("!bits differ".to_owned());
@@ -399,19 +413,103 @@ fn measure(case: &Case, timeline: bool) -> Result<Row, String> {
         };
         nkic_sim::run(program, &inputs, &config).map_err(|e| format!("simulation failed: {e}"))
     };
-    let a = sim(&optimized, timeline)?;
+    // The trace of the optimized run measures the bound's parts.
+    let a = sim(&optimized, true)?;
     let b = sim(&sequential, false)?;
     if timeline {
         print_timeline(&case.label, &optimized, &a);
     }
+    let bound = nkic_backend::lower_bound_counted(&optimized, &|q, i| a.executions(q, i));
+    let measured = Measured::of(&optimized, &a);
     Ok(Row {
         simulated_ns: a.total_ns(),
-        bound: nkic_backend::lower_bound(&optimized),
+        bound_mismatch: measured.mismatch(&bound),
+        bound,
         sequential_ns: b.total_ns(),
         same_bits: a.outputs == b.outputs,
         instructions: optimized.queues.iter().map(|s| s.insts.len()).sum(),
         compile_ms,
     })
+}
+
+/// The parts of the issue's lower bound measured by the simulator on one
+/// run, independently of `nkic_backend::lower_bound`: each compute
+/// engine's total busy time (the sum of its instructions' intervals), each
+/// DMA engine's total busy time (the time every transfer moved data on
+/// it), and the HBM bytes read and written.
+struct Measured {
+    /// The busiest compute engine, in picoseconds.
+    compute_ps: u64,
+    /// The busiest DMA engine, in picoseconds.
+    dma_engine_ps: u64,
+    hbm_bytes: u64,
+}
+
+impl Measured {
+    fn of(program: &Program, run: &RunResult) -> Measured {
+        let engines = program.target.figures().dma_engines.max(1);
+        let mut compute: BTreeMap<(u8, Queue), u64> = BTreeMap::new();
+        let mut dma: BTreeMap<(u8, u32), u64> = BTreeMap::new();
+        for e in &run.trace {
+            if let Some(slot) = &e.dma {
+                for k in 0..slot.engines {
+                    *dma.entry((e.core, (slot.first_engine + k) % engines))
+                        .or_insert(0) += slot.engine_ps;
+                }
+            } else if e.queue.engine() != Engine::Dma {
+                *compute.entry((e.core, e.queue)).or_insert(0) += e.free_ps - e.start_ps;
+            }
+        }
+        Measured {
+            compute_ps: compute.values().copied().max().unwrap_or(0),
+            dma_engine_ps: dma.values().copied().max().unwrap_or(0),
+            hbm_bytes: run.hbm_bytes_read + run.hbm_bytes_written,
+        }
+    }
+
+    /// Where `bound` disagrees with these measurements: its busiest compute
+    /// engine, its busiest DMA engine and its HBM bytes must be the
+    /// measured ones (to the picosecond its nanoseconds round to), and it
+    /// must be their maximum, or the total DMA queue time spread evenly
+    /// over the DMA queues when that is larger (a weaker fact the bound
+    /// may also use).
+    fn mismatch(&self, bound: &LowerBound) -> Option<String> {
+        let ns = |ps: u64| ps as f64 / 1000.0;
+        let close = |a: f64, b: f64| (a - b).abs() <= 1e-3 * a.abs().max(b.abs()).max(1.0);
+        let compute = bound
+            .per_engine
+            .iter()
+            .filter(|(e, _)| *e != Engine::Dma)
+            .map(|(_, t)| *t)
+            .fold(0.0, f64::max);
+        let dma_engine = bound.dma_engine_ns.iter().copied().fold(0.0, f64::max);
+        if !close(compute, ns(self.compute_ps)) {
+            return Some(format!(
+                "busiest compute engine {compute:.1}ns, measured {:.1}ns",
+                ns(self.compute_ps)
+            ));
+        }
+        if !close(dma_engine, ns(self.dma_engine_ps)) {
+            return Some(format!(
+                "busiest DMA engine {dma_engine:.1}ns, measured {:.1}ns",
+                ns(self.dma_engine_ps)
+            ));
+        }
+        if bound.hbm_bytes != self.hbm_bytes {
+            return Some(format!(
+                "{} HBM bytes, measured {}",
+                bound.hbm_bytes, self.hbm_bytes
+            ));
+        }
+        let issue = compute.max(dma_engine).max(bound.hbm_ns);
+        if !close(bound.ns, issue) && !close(bound.ns, bound.dma_ns) {
+            return Some(format!(
+                "{:.1}ns, not the maximum {issue:.1}ns of its parts",
+                bound.ns
+            ));
+        }
+        None
+    }
 }
 
 /// Prints every instruction of a run: queue, index, mnemonic, start, end
