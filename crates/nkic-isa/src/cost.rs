@@ -118,7 +118,7 @@ impl Target {
             cycles.saturating_add(u64::from(f.pipeline_latency_cycles))
         };
         let mut latency_ps = f.cycles_to_ps(engine, latency_cycles);
-        if matches!(op, Op::CoreBarrier {}) {
+        if matches!(op, Op::CoreBarrier { .. }) {
             // Timed from the last core's arrival (the simulator starts a
             // barrier then): the increment sent to the peer core.
             latency_ps += u64::from(f.core_barrier_ns) * 1000;
@@ -343,7 +343,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         | Op::Branch { .. }
         | Op::Jump { .. }
         | Op::Nop {}
-        | Op::CoreBarrier {} => {
+        | Op::CoreBarrier { .. } => {
             return 1;
         }
         // `Target::cost` sends DMA instructions to `dma_cost` before this

@@ -585,8 +585,13 @@ instructions! {
     /// LNC=2): the n-th `core_barrier` of a queue on one core completes only
     /// when the n-th `core_barrier` of the same queue on every other core has
     /// issued; everything before either barrier happens before the
-    /// completion of both.
-    CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync], Trn2 {}
+    /// completion of both. `data` names the shared HBM tensor synchronised
+    /// on; it moves no data, but counts as written so that a compiler's
+    /// memory dependencies order earlier accesses of it before the barrier
+    /// and later ones after it.
+    CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync], Trn2 {
+        data: Option<AccessPattern> => Write,
+    }
 }
 
 impl Op {
@@ -682,7 +687,7 @@ impl Op {
                 | Op::Jump { .. }
                 | Op::Label { .. }
                 | Op::Nop {}
-                | Op::CoreBarrier {}
+                | Op::CoreBarrier { .. }
         )
     }
 

@@ -259,7 +259,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
         }
         for stream in &p.queues {
             for (i, inst) in stream.insts.iter().enumerate() {
-                if matches!(inst.op, Op::CoreBarrier {}) && !multi {
+                if matches!(inst.op, Op::CoreBarrier { .. }) && !multi {
                     errors.push(VerifyError {
                         queue: Some(stream.queue),
                         index: Some(i),
@@ -299,7 +299,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             let count = |insts: &[crate::inst::Instruction]| {
                 insts
                     .iter()
-                    .filter(|i| matches!(i.op, Op::CoreBarrier {}))
+                    .filter(|i| matches!(i.op, Op::CoreBarrier { .. }))
                     .count()
             };
             let mine = count(&stream.insts);
@@ -319,7 +319,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                 && stream
                     .insts
                     .iter()
-                    .any(|i| matches!(i.op, Op::CoreBarrier {}))
+                    .any(|i| matches!(i.op, Op::CoreBarrier { .. }))
             {
                 errors.push(VerifyError {
                     core: Some(core),

@@ -1317,8 +1317,18 @@ impl<'p> Verifier<'p> {
             | Op::RegMove { .. }
             | Op::RegAlu { .. }
             | Op::Label { .. }
-            | Op::Nop {}
-            | Op::CoreBarrier {} => {}
+            | Op::Nop {} => {}
+            Op::CoreBarrier { data } => {
+                if data
+                    .as_ref()
+                    .is_some_and(|d| !matches!(d.mem, Memory::Hbm(_)))
+                {
+                    self.err(
+                        "`data` of `core_barrier` names the shared HBM tensor the cores synchronise on, not an on-chip tile"
+                            .into(),
+                    );
+                }
+            }
         }
     }
 

@@ -386,7 +386,7 @@ impl Exec<'_> {
                 }
             }
             Op::Jump { target } => return Ok(Flow::Jump(*target)),
-            Op::Label { .. } | Op::Nop {} | Op::CoreBarrier {} => {}
+            Op::Label { .. } | Op::Nop {} | Op::CoreBarrier { .. } => {}
         }
         Ok(Flow::Next)
     }

@@ -622,7 +622,7 @@ fn candidate(
     n_cores: usize,
 ) -> Result<Cand, Blocked> {
     let inst = &q.insts[q.pc];
-    let is_barrier = matches!(inst.op, Op::CoreBarrier {});
+    let is_barrier = matches!(inst.op, Op::CoreBarrier { .. });
     if let (true, Some(arrival)) = (is_barrier, q.arrived) {
         // Arrived: start with the last paired barrier to arrive.
         let (mut start, mut by) = (arrival.start, None);

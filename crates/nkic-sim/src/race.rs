@@ -17,7 +17,8 @@
 //! instruction; an entry is dropped once every unfinished queue is ordered
 //! after it, or when a newer access of its queue covers the same region. The rows of the indirect side of `dma_gather`/`dma_scatter`
 //! are known only from the index values and are not checked; a
-//! `tensor_copy_predicated` counts as writing its whole `dst`.
+//! `tensor_copy_predicated` counts as writing its whole `dst`; the `data`
+//! operand of a `core_barrier` is no access.
 
 use nkic_isa::{Op, Queue, Role};
 
@@ -192,7 +193,9 @@ impl Races {
                 (op, o.field),
                 (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
             );
-            if indirect {
+            // A barrier's `data` only names what it synchronises; the
+            // barrier moves no bytes.
+            if indirect || matches!(op, Op::CoreBarrier { .. }) {
                 continue;
             }
             let Some(region) = view(o.ap, o.field).and_then(|v| Region::of(&v)) else {

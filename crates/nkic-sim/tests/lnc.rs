@@ -242,3 +242,31 @@ fn a_one_core_launch_runs_like_its_program() {
     assert_eq!(a, b);
     assert!(a.is_err_and(|e| e.kind == SimErrorKind::UninitialisedRead));
 }
+
+#[test]
+fn a_barrier_names_its_data_without_accessing_it() {
+    // `data` names the shared output the cores synchronise on: no access
+    // for the race detector, and the same bytes and times as without it.
+    let plain = launch(&exchange(true));
+    let named = launch(&exchange(true).replace(
+        "core_barrier wait(stored>=1)",
+        "core_barrier data=hbm.out[0:128*512]:f32[1,512] wait(stored>=1)",
+    ));
+    assert_ne!(plain, named);
+    let (_, inputs) = input_a();
+    let a = run_launch(&plain, &inputs, &SimConfig::default()).expect("runs");
+    let b = run_launch(&named, &inputs, &SimConfig::default()).expect("runs");
+    assert_eq!(a.outputs, b.outputs);
+    assert_eq!(a.total_ps, b.total_ps);
+    // On chip it is rejected: the barrier synchronises a shared HBM tensor.
+    let bad = assemble_launch(&exchange(true).replace(
+        "core_barrier wait(stored>=1)",
+        "core_barrier data=sbuf[0:128]:f32[1,256] wait(stored>=1)",
+    ))
+    .expect("assembles");
+    let errors = verify_launch(&bad).expect_err("on-chip data");
+    assert!(
+        errors[0].message.contains("names the shared HBM tensor"),
+        "{errors:?}"
+    );
+}

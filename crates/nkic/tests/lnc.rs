@@ -257,8 +257,8 @@ fn exec_reports_a_cross_core_race_at_both_nkasm_lines() {
     let text = std::fs::read_to_string(root().join("tests/nkasm/core_barrier_exchange.nkasm"))
         .expect("the fixture exists");
     let racy = text.replace(
-        "  core_barrier wait(stored>=1) signal(synced)\n",
-        "  nop signal(synced)\n",
+        "  core_barrier data=hbm.out[0:128*512]:f32[1,512] wait(stored>=1) signal(synced)\n",
+        "  nop wait(stored>=1) signal(synced)\n",
     );
     assert_ne!(racy, text);
     let path = dir.join("racy.nkasm");
