@@ -79,6 +79,9 @@ pub struct SimError {
     pub source: Option<String>,
     /// The other instruction of a fault that involves two (a data race).
     pub related: Option<Box<Site>>,
+    /// The kernel argument a fault is about when no instruction is (an
+    /// output left partly unwritten): its name in the program.
+    pub tensor: Option<Box<str>>,
 }
 
 /// An instruction of a program, located: its queue, index in the stream,
@@ -146,6 +149,7 @@ impl SimError {
             line: None,
             source: None,
             related: None,
+            tensor: None,
         }
     }
 
@@ -169,6 +173,7 @@ impl SimError {
             line,
             source: line.and_then(|l| resolve(program, l)),
             related: None,
+            tensor: None,
         }
     }
 }

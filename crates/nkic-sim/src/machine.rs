@@ -1233,14 +1233,18 @@ fn collect_outputs(
         }
         let (bytes, first) = mem.tensor_bytes(id.0 as usize, t.dtype);
         if let (Some(byte), Poison::Error) = (first, poison) {
-            return Err(SimError::new(
+            let mut e = SimError::new(
                 SimErrorKind::UninitialisedRead,
                 format!(
-                    "output `{}` is not fully written: byte {byte} (element {}) was never written",
+                    "output `{}` is not fully written: byte {byte} (element {}) was never written ({} of {} elements never written)",
                     t.name,
-                    byte / t.dtype.size() as usize
+                    byte / t.dtype.size() as usize,
+                    mem.unwritten_elements(id.0 as usize, t.dtype.size() as usize),
+                    t.numel()
                 ),
-            ));
+            );
+            e.tensor = Some(t.name.as_str().into());
+            return Err(e);
         }
         out.push((t.name.clone(), bytes));
     }

@@ -280,6 +280,18 @@ impl MemoryState {
         (bytes, first)
     }
 
+    /// How many elements of `size` bytes of HBM tensor `index` have a
+    /// byte never written.
+    pub fn unwritten_elements(&self, index: usize, size: usize) -> usize {
+        let Some(t) = self.hbm.get(index) else {
+            return 0;
+        };
+        let size = size.max(1);
+        (0..t.data.len() / size)
+            .filter(|e| t.first_uninit(e * size, e * size + size).is_some())
+            .count()
+    }
+
     fn space(&self, id: SpaceId) -> &Space {
         match id {
             SpaceId::Sbuf(c) => &self.sbuf[c as usize],

@@ -373,6 +373,11 @@ pub(crate) fn runtime_fault(
         SimErrorKind::Race => "E2008",
     };
     let mut diag = Diagnostic::error(code, err.to_string());
+    if err.kind == SimErrorKind::UninitialisedRead && err.queue.is_some() {
+        diag = diag.with_help(
+            "if these elements are never used (lanes a kernel computes but ignores), `--poison nan` runs on and shows where the never-written values flow",
+        );
+    }
     let program = launch
         .core(usize::from(err.core.unwrap_or(0)))
         .unwrap_or(launch.main());

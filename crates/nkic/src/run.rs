@@ -259,8 +259,11 @@ pub fn run_compiled(
         .unwrap_or_default();
     crate::dump::check_names(launch, opts.dump)?;
     let dump = nkic_sim::DumpSpec::new(opts.dump);
-    let (result, dumps) = nkic_sim::run_launch_dumping(launch, &inputs, &config, &dump)
-        .map_err(|err| vec![exec::runtime_fault(&err, launch, None, &base_dir, sources)])?;
+    let (result, dumps) =
+        nkic_sim::run_launch_dumping(launch, &inputs, &config, &dump).map_err(|err| {
+            let diag = exec::runtime_fault(&err, launch, None, &base_dir, sources);
+            vec![unwritten_output(diag, &err, compiled, sources)]
+        })?;
     if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
         let files = output_files(kernel, program);
         let files: Vec<(String, &str)> =
@@ -290,6 +293,84 @@ pub fn run_compiled(
         }
     }
     Ok(())
+}
+
+/// An output left partly unwritten (E2002 without an instruction): names
+/// the kernel's variable (the one the allocation is assigned to, when the
+/// source says `name = nl.ndarray(...)`; else the storage's name), labels
+/// the allocation, and says what to check. Other faults pass unchanged.
+fn unwritten_output(
+    diag: Diagnostic,
+    err: &nkic_sim::SimError,
+    compiled: &Compiled,
+    sources: &SourceMap,
+) -> Diagnostic {
+    let (Some(tensor), Some(kernel)) = (err.tensor.as_deref(), compiled.kernels.first()) else {
+        return diag;
+    };
+    if err.kind != nkic_sim::SimErrorKind::UninitialisedRead {
+        return diag;
+    }
+    let program = compiled.launch.main();
+    let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
+    // The kernel storage behind the program's argument `tensor`: a
+    // returned tensor (by return index) or a written argument.
+    let mut storage = None;
+    let mut returned = None;
+    let mut extra = kernel.args.len();
+    for (i, ret) in kernel.outputs.iter().enumerate() {
+        let name = match kernel.args.iter().position(|a| a.storage == *ret) {
+            Some(j) => args.get(j).copied(),
+            None => {
+                extra += 1;
+                args.get(extra - 1).copied()
+            }
+        };
+        if name == Some(tensor) {
+            storage = Some(*ret);
+            returned = Some(i);
+            break;
+        }
+    }
+    if storage.is_none() {
+        storage = args
+            .iter()
+            .position(|n| *n == tensor)
+            .and_then(|j| kernel.args.get(j))
+            .map(|a| a.storage);
+    }
+    let Some(storage) = storage else {
+        return diag;
+    };
+    let loc = kernel.spans.storages.get(storage).copied();
+    // `out = nl.ndarray(...)`: the variable before the allocation.
+    let variable = loc.and_then(|loc| {
+        let text = sources.get(loc.file)?.text();
+        let start = usize::try_from(loc.span.start).ok()?;
+        let line_start = text.get(..start)?.rfind('\n').map_or(0, |i| i + 1);
+        let before = text.get(line_start..start)?.trim();
+        let name = before.strip_suffix('=')?.trim();
+        (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .then(|| name.to_owned())
+    });
+    let variable =
+        variable.or_else(|| Some(kernel.storages[storage].name.clone()).filter(|n| !n.is_empty()));
+    let what = match (&variable, returned) {
+        (Some(v), Some(i)) if v != tensor => format!("`{v}` (returned tensor {i}, `{tensor}`)"),
+        (Some(v), _) => format!("`{v}`"),
+        (None, Some(i)) => format!("returned tensor {i} (`{tensor}`)"),
+        (None, None) => format!("`{tensor}`"),
+    };
+    let message =
+        diag.message
+            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
+    let mut out = Diagnostic::error("E2002", message);
+    if let Some(loc) = loc {
+        out = out.with_primary(loc.file, loc.span, "allocated here");
+    }
+    out.with_help(
+        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
+    )
 }
 
 /// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.

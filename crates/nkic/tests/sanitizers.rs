@@ -202,11 +202,50 @@ fn poison_decides_what_uninitialised_reads_give() {
         "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by dma_copy at dma0[0]"
     );
     assert_eq!(label_lines(&diags[0]), vec![("p.nkasm".to_owned(), 4)]);
+    let help = diags[0]["help"].to_string();
+    assert!(help.contains("`--poison nan` runs on"), "{help}");
     let (ok, diags, _) = exec(&dir, UNINIT, &["--poison", "nan", "--out", "o"]);
     assert!(ok, "{diags:?}");
     assert!(out_values(&dir).iter().all(|v| v.is_nan()));
     let (ok, diags, _) = exec(&dir, UNINIT, &["--poison", "zero", "--out", "o"]);
     assert!(ok, "{diags:?}");
     assert_eq!(out_values(&dir), vec![0.0; 4]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A kernel that never stores its returned tensor: E2002 names the kernel's
+/// variable and points at its allocation, not at the program's `out0`.
+#[test]
+fn an_unwritten_output_names_the_kernel_variable() {
+    let dir = temp("unwritten");
+    std::fs::write(
+        dir.join("k.py"),
+        "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n# nkic: args a=float32[128,64]\n@nki.jit\ndef k(a):\n    result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)\n    nisa.dma_copy(dst=t, src=a)\n    nisa.dma_copy(dst=result[0:64, :], src=t[0:64, :])\n    return result\n",
+    )
+    .expect("write kernel");
+    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
+        .current_dir(&dir)
+        .env("NO_COLOR", "1")
+        .args(["run", "k.py", "--message-format", "json"])
+        .output()
+        .expect("the nkic binary runs");
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let diag: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v.get("code").is_some())
+        .unwrap_or_else(|| panic!("a diagnostic: {stdout}"));
+    assert_eq!(diag["code"], "E2002");
+    assert_eq!(
+        diag["message"],
+        "output `result` (returned tensor 0, `out0`) is not fully written: byte 16384 (element 4096) was never written (4096 of 8192 elements never written)"
+    );
+    assert_eq!(label_lines(&diag), vec![("k.py".to_owned(), 9)]);
+    assert!(
+        diag["help"]
+            .to_string()
+            .contains("check the stores into it")
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -471,8 +471,9 @@ fn outputs_must_be_fully_written() {
     let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "output `out` is not fully written: byte 0 (element 0) was never written"
+        "output `out` is not fully written: byte 0 (element 0) was never written (2 of 2 elements never written)"
     );
+    assert_eq!(e.tensor.as_deref(), Some("out"));
 }
 
 #[test]
