@@ -292,6 +292,7 @@ pub(crate) fn simulate(
                     queue: s.queue,
                     instructions: 0,
                     busy_ps: 0,
+                    dma_wait_ps: 0,
                     end_ps: 0,
                     executions: vec![0; s.insts.len()],
                 },
@@ -877,6 +878,7 @@ fn step(
     // A transfer moves its data on the shared DMA engines, each one
     // transfer at a time; the queue is busy until its data has moved.
     let mut slot = None;
+    let mut engine_wait = 0;
     if let Some(t) = target.dma_transfer(op) {
         let ready = start + t.issue_ps;
         let (mut first, mut last) = (u64::MAX, ready);
@@ -898,6 +900,9 @@ fn step(
         }
         free = free.max(last);
         done = done.max(last + t.start_latency_ps);
+        // Its data could have started moving at `ready`; the engines the
+        // transfer waited for held it back until `latest`.
+        engine_wait = latest - ready;
         slot = Some(DmaSlot {
             first_engine: t.first_engine,
             engines: t.engines,
@@ -905,6 +910,7 @@ fn step(
             engine_ps: t.engine_ps,
             data_start_ps: first.min(last),
             data_end_ps: last,
+            data_ready_ps: ready,
             delayed_by,
         });
     }
@@ -930,7 +936,8 @@ fn step(
     if let Some(n) = q.stats.executions.get_mut(index) {
         *n += 1;
     }
-    q.stats.busy_ps += free - start;
+    q.stats.busy_ps += (free - start).saturating_sub(engine_wait);
+    q.stats.dma_wait_ps += engine_wait;
     q.stats.end_ps = q.stats.end_ps.max(done);
     res.total_ps = res.total_ps.max(done);
     if !writes.is_empty() {

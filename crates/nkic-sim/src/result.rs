@@ -93,9 +93,13 @@ pub struct QueueStats {
     /// Executed instructions.
     pub instructions: u64,
     /// Sum of the instructions' initiation intervals, in picoseconds (for a
-    /// DMA transfer delayed by other queues' use of the engines, the time
-    /// until its data finished moving).
+    /// DMA transfer, until its data finished moving), less the time its
+    /// transfers waited for DMA engines other transfers held (`dma_wait_ps`).
     pub busy_ps: u64,
+    /// Time the queue's DMA transfers waited for DMA engines held by
+    /// earlier transfers (of any queue), in picoseconds: the queue cannot
+    /// issue meanwhile, but it moves nothing.
+    pub dma_wait_ps: u64,
     /// When the queue's last instruction completed, in picoseconds.
     pub end_ps: u64,
     /// How many times each instruction of the stream executed, by index
@@ -179,6 +183,10 @@ pub struct DmaSlot {
     /// start and latest end over the engines used).
     pub data_start_ps: u64,
     pub data_end_ps: u64,
+    /// When its data could have started moving (after the descriptors)
+    /// had no other transfer held its engines; `data_end_ps - engine_ps -
+    /// data_ready_ps` is the time it waited for them.
+    pub data_ready_ps: u64,
     /// The transfer whose use of an engine delayed this one the most (on
     /// the engine where its data started last), when another did: its
     /// queue and `seq`.

@@ -7,10 +7,12 @@
 //!
 //! * A queue is *busy* from an instruction's start until the queue may
 //!   issue its next one (`TraceEvent::free_ps`; for a DMA transfer, until
-//!   its data has moved). Busy and idle fractions are of the total
-//!   simulated time. *Waiting* is the time between when a queue could have
-//!   issued an instruction and when a semaphore let it
-//!   (`start_ps - ready_ps`).
+//!   its data has moved), except while a DMA transfer waits for DMA
+//!   engines that earlier transfers hold (`QueueStats::dma_wait_ps`).
+//!   Busy and idle fractions are of the total simulated time. *Waiting* is
+//!   the time between when a queue could have issued an instruction and
+//!   when a semaphore let it (`start_ps - ready_ps`), plus that wait for
+//!   DMA engines.
 //! * The DMA engines' busy fraction is the data-moving time of every
 //!   transfer on every engine it used over `dma_engines` × the run.
 //! * Achieved TFLOP/s counts Tensor-engine flops (2 per multiply-add) over
@@ -28,7 +30,8 @@
 //!   own, so the charges add up to the simulated time. The path is reported
 //!   grouped by queue, instruction and source line.
 //! * *Top source lines* rank `file:line` by the busy time of their
-//!   instructions (all queues).
+//!   instructions (all queues; a transfer's wait for DMA engines is not
+//!   busy time).
 //! * A multi-core launch (LNC=2) lists the queues of every core (named
 //!   `core0.vector`, `core1.dma0`, … in text; JSON entries gain `core`),
 //!   measures TFLOP/s, HBM GB/s and the DMA engines against the peaks of
@@ -154,7 +157,8 @@ pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>
             busy_ns: q.busy_ps as f64 / 1000.0,
             busy: frac(q.busy_ps),
             idle: 1.0 - frac(q.busy_ps).min(1.0),
-            wait_ns: wait.get(&(q.core, q.queue)).copied().unwrap_or(0) as f64 / 1000.0,
+            wait_ns: (wait.get(&(q.core, q.queue)).copied().unwrap_or(0) + q.dma_wait_ps) as f64
+                / 1000.0,
         })
         .collect();
     let ns = total as f64 / 1000.0;
@@ -278,7 +282,10 @@ fn top_lines(launch: &Launch, result: &RunResult) -> Vec<LineTime> {
     let mut lines: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut all = 0u64;
     for e in &result.trace {
-        let busy = e.free_ps.saturating_sub(e.start_ps);
+        let busy = e
+            .free_ps
+            .saturating_sub(e.start_ps)
+            .saturating_sub(engine_wait(e));
         all += busy;
         let l = lines.entry(source_of(launch, e)).or_default();
         l.0 += 1;
@@ -300,6 +307,15 @@ fn top_lines(launch: &Launch, result: &RunResult) -> Vec<LineTime> {
     out.sort_by(|a, b| b.busy_ns.total_cmp(&a.busy_ns));
     out.truncate(TOP);
     out
+}
+
+/// How long a DMA transfer waited for engines other transfers held.
+pub fn engine_wait(e: &TraceEvent) -> u64 {
+    e.dma.as_ref().map_or(0, |d| {
+        d.data_end_ps
+            .saturating_sub(d.engine_ps)
+            .saturating_sub(d.data_ready_ps)
+    })
 }
 
 /// A JSON entry with `core` added when there is one (multi-core runs).

@@ -785,8 +785,13 @@ fn dma_queues_share_the_dma_engines() {
             .expect("dma1's transfer");
         assert_eq!(second.data_start_ps, t.engine_ps);
         assert_eq!(second.delayed_by, Some((Queue::Dma(0), 0)));
+        // dma1 is busy while its data moves, and waits for the engines
+        // while dma0's data moves.
+        assert_eq!(second.data_ready_ps, t.issue_ps);
         let busy: Vec<u64> = res.per_queue.iter().map(|s| s.busy_ps).collect();
-        assert_eq!(busy, vec![t.engine_ps, 2 * t.engine_ps]);
+        assert_eq!(busy, vec![t.engine_ps, t.engine_ps + t.issue_ps]);
+        let wait: Vec<u64> = res.per_queue.iter().map(|s| s.dma_wait_ps).collect();
+        assert_eq!(wait, vec![0, t.engine_ps - t.issue_ps]);
     }
     // Transfers on disjoint partition groups use disjoint engines and
     // overlap completely.
