@@ -1754,7 +1754,30 @@ impl Ctx<'_> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         let name = kind.name();
-        let [a, b, c] = args.bind(self, name, ["start", "stop", "step"], 1, span)?;
+        let [a, b, c, d] = if kind == RangeKind::Range {
+            let [a, b, c] = args.bind(self, name, ["start", "stop", "step"], 1, span)?;
+            [a, b, c, None]
+        } else {
+            args.bind(self, name, ["start", "stop", "step", "directives"], 1, span)?
+        };
+        let no_reorder = match d {
+            None => false,
+            Some(d) if d.value.is_none() => false,
+            Some(d) => match &d.value {
+                Value::Ext(e) if e.as_any().is::<crate::intrinsics::NoReorderMarker>() => true,
+                v => {
+                    return Err(self.error(
+                        codes::TYPE_ERROR,
+                        format!(
+                            "`{name}` takes `directives=nl.no_reorder()` (or `ncc.no_reorder()`), found {}",
+                            crate::format::a_type(v)
+                        ),
+                        d.span,
+                        "not a loop directive",
+                    ));
+                }
+            },
+        };
         let a = a.expect("bound");
         let (start, stop) = match &b {
             Some(b) => (self.want_int(&a, name)?, self.want_int(b, name)?),
@@ -1778,6 +1801,7 @@ impl Ctx<'_> {
             start,
             stop,
             step,
+            no_reorder,
         })))
     }
 }

@@ -71,6 +71,12 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
             "mgrid" => f(I::Mgrid),
             _ => None,
         },
+        // `nki.compiler.no_reorder()`, the legacy spelling (used as a loop
+        // directive, `sequential_range(n, directives=...)`).
+        Namespace::Compiler => match attr {
+            "no_reorder" => f(I::NoReorder),
+            _ => None,
+        },
         _ => None,
     }
 }

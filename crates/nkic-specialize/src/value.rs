@@ -200,6 +200,8 @@ pub struct RangeValue {
     pub stop: i64,
     /// Never 0.
     pub step: i64,
+    /// `directives=no_reorder()`: the loop runs as one `no_reorder` block.
+    pub no_reorder: bool,
 }
 
 impl RangeValue {

@@ -87,6 +87,7 @@
 //! before `run` sees them). A legacy value-form `nc_matmul` result is a
 //! [`isa_core::PendingMatmul`]; [`materialize`] records it.
 
+pub mod blocks;
 pub mod check;
 pub mod codes;
 pub mod consts;
@@ -209,6 +210,9 @@ pub fn attribute(
     match value {
         Value::Tensor(t) => return tensor::attribute(ctx, t, attr, span),
         Value::Ext(e) => {
+            if let Some(b) = blocks::as_blocks(value) {
+                return blocks::attribute(ctx, b, attr, span);
+            }
             if let Some(ev) = e.as_any().downcast_ref::<consts::EnumValue>() {
                 match attr {
                     "name" => return Ok(Value::str(ev.member)),
@@ -278,6 +282,9 @@ pub fn subscript(
     span: Span,
 ) -> Result<Value, Diagnostic> {
     let value = &materialize(ctx, value)?;
+    if let Some(b) = blocks::as_blocks(value) {
+        return blocks::subscript(ctx, b, key, span);
+    }
     match value {
         Value::Tensor(t) => tensor::subscript(ctx, t, key, span),
         Value::Ext(e) if e.as_any().is::<consts::TypingMarker>() => Ok(value.clone()),
@@ -299,15 +306,24 @@ pub fn store_subscript(
     aug: Option<BinOp>,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let Value::Tensor(t) = target else {
-        return Err(ctx.error(
-            eval_codes::TYPE_ERROR,
-            format!("a {} does not support item assignment", target.type_name()),
-            span,
-            "not assignable",
-        ));
+    let target = match (target, blocks::as_blocks(target)) {
+        (Value::Tensor(t), _) => tensor::subscript(ctx, t, key, span)?,
+        (_, Some(b)) => {
+            let selected = blocks::subscript(ctx, b, key, span)?;
+            if let Some(rest) = blocks::as_blocks(&selected) {
+                return Err(blocks::whole_use(ctx, rest, span, "the assignment target"));
+            }
+            selected
+        }
+        _ => {
+            return Err(ctx.error(
+                eval_codes::TYPE_ERROR,
+                format!("a {} does not support item assignment", target.type_name()),
+                span,
+                "not assignable",
+            ));
+        }
     };
-    let target = tensor::subscript(ctx, t, key, span)?;
     let Value::Tensor(dst) = materialize(ctx, &target)? else {
         return Err(ctx.error(codes::INDEX, "bad subscript", span, "here"));
     };

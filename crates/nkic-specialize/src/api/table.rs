@@ -583,16 +583,19 @@ impl Bound {
         };
         match &a.value {
             Value::Tensor(t) => Ok(Some(t.clone())),
-            v => Err(ctx.error(
-                codes::ARG_TYPE,
-                format!(
-                    "`{}` expects a tensor for `{name}`, found a {}",
-                    self.def.name,
-                    v.type_name()
+            v => Err(match super::blocks::as_blocks(v) {
+                Some(b) => super::blocks::whole_use(ctx, b, a.span, &format!("`{name}`")),
+                None => ctx.error(
+                    codes::ARG_TYPE,
+                    format!(
+                        "`{}` expects a tensor for `{name}`, found a {}",
+                        self.def.name,
+                        v.type_name()
+                    ),
+                    a.span,
+                    "not a tensor",
                 ),
-                a.span,
-                "not a tensor",
-            )),
+            }),
         }
     }
 

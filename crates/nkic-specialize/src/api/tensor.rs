@@ -23,6 +23,7 @@ use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Address, Buffer, Indirection, View, ViewDim};
 use nkic_isa::{DType, Engine, Imm, Target};
 
+use super::blocks::BlockTensor;
 use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
@@ -142,9 +143,10 @@ pub const DEFS: &[ApiDef] = &[
         engines: NO_ENGINE,
         since: Target::Trn2,
         value_form: false,
-        summary: "Legacy marker of the partition dim in a shape; the dims before it are block dims (a list of tiles in one allocation).",
+        summary: "Legacy marker of the partition dim in a shape; the dims before it are block dims, and every block is its own tile (allocated separately, alive from its first write to its last read).",
         constraints: &[
-            "A block tensor is indexed on its block dims with ints before it is used as an operand.",
+            "A block tensor is indexed on its block dims with ints before it is used as an operand (E0519); a slice over a block dim is E0500.",
+            "Each block, not the whole block tensor, must fit the buffer's partition size.",
         ],
         run: par_dim,
     },
@@ -329,11 +331,32 @@ pub const DEFS: &[ApiDef] = &[
 // ------------------------------------------------------------------ creation
 
 fn ndarray(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let t = alloc_from(ctx, b, span, "shape")?;
-    if let Some(a) = b.get("address") {
-        place(ctx, &t, a)?;
+    match alloc_from(ctx, b, span, "shape")? {
+        Allocated::Tile(t) => {
+            if let Some(a) = b.get("address") {
+                place(ctx, &t, a)?;
+            }
+            Ok(Value::tensor(t))
+        }
+        Allocated::Blocks(blocks) => {
+            if let Some(a) = b.get("address") {
+                return Err(ctx.error(
+                    codes::ADDRESS,
+                    "`address=` places one tile, but this shape has block dims before its partition dim (one tile per block)",
+                    a.span,
+                    "a block tensor",
+                ));
+            }
+            Ok(Value::Ext(Rc::new(blocks)))
+        }
     }
-    Ok(Value::tensor(t))
+}
+
+/// What a creation call allocates: one tile, or one tile per block of a
+/// legacy block tensor (see [`super::blocks`]).
+enum Allocated {
+    Tile(Tensor),
+    Blocks(BlockTensor),
 }
 
 /// Allocates a tensor from the `shape`/`dtype`/`buffer`/`name` arguments.
@@ -342,7 +365,7 @@ fn alloc_from(
     b: &Bound,
     span: Span,
     shape_param: &str,
-) -> Result<Tensor, Diagnostic> {
+) -> Result<Allocated, Diagnostic> {
     let (shape, par) = shape_with_par_dim(ctx, b, shape_param)?;
     let Some(dtype) = b.dtype(ctx, "dtype")? else {
         return Err(ctx.error(
@@ -356,10 +379,18 @@ fn alloc_from(
     let name = b.name_arg(ctx)?.unwrap_or_default();
     let shape_span = b.span_of(shape_param);
     match par {
-        Some(k) if k > 0 && buffer.is_on_chip() => {
-            block_alloc(ctx, &shape, k, dtype, buffer, &name, shape_span, span)
-        }
-        _ => alloc(ctx, &shape, dtype, buffer, &name, shape_span, span),
+        Some(k) if k > 0 && buffer.is_on_chip() => super::blocks::alloc(
+            ctx,
+            &shape[..k],
+            &shape[k..],
+            dtype,
+            buffer,
+            &name,
+            shape_span,
+            span,
+        )
+        .map(Allocated::Blocks),
+        _ => alloc(ctx, &shape, dtype, buffer, &name, shape_span, span).map(Allocated::Tile),
     }
 }
 
@@ -394,40 +425,6 @@ fn shape_with_par_dim(
         .collect();
     let arg = Arg::new(Value::tuple(plain), a.span);
     Ok((super::table::shape_of(ctx, &arg)?, par))
-}
-
-/// A legacy tensor with block dims before its partition dim (`(B,
-/// nl.par_dim(P), F)`): one storage `[P, B…, F…]` seen with the block
-/// dims first. Indexing the block dims with ints gives ordinary tiles.
-#[allow(clippy::too_many_arguments)]
-fn block_alloc(
-    ctx: &mut Ctx<'_>,
-    shape: &[u64],
-    k: usize,
-    dtype: DType,
-    buffer: Buffer,
-    name: &str,
-    shape_span: Span,
-    span: Span,
-) -> Result<Tensor, Diagnostic> {
-    let mut storage_shape = vec![shape[k]];
-    storage_shape.extend(&shape[..k]);
-    storage_shape.extend(&shape[k + 1..]);
-    let st = alloc(ctx, &storage_shape, dtype, buffer, name, shape_span, span)?;
-    let sd = &st.view.dims;
-    let mut dims: Vec<ViewDim> = (1..=k)
-        .map(|i| {
-            let d = sd[i];
-            ViewDim::new(if d.count == 1 { 0 } else { d.stride }, d.count)
-        })
-        .collect();
-    dims.push(sd[0]);
-    dims.extend(&sd[k + 1..]);
-    Ok(Tensor {
-        view: View { dims, ..st.view },
-        shape: shape.to_vec(),
-        buffer,
-    })
 }
 
 /// `nl.par_dim(n)` inside a shape.
@@ -593,9 +590,18 @@ fn filled(
     value: Value,
     value_span: Span,
 ) -> Result<Value, Diagnostic> {
-    let t = alloc_from(ctx, b, span, "shape")?;
-    fill(ctx, &t, &value, value_span, span)?;
-    Ok(Value::tensor(t))
+    match alloc_from(ctx, b, span, "shape")? {
+        Allocated::Tile(t) => {
+            fill(ctx, &t, &value, value_span, span)?;
+            Ok(Value::tensor(t))
+        }
+        Allocated::Blocks(blocks) => {
+            for t in &blocks.tiles {
+                fill(ctx, t, &value, value_span, span)?;
+            }
+            Ok(Value::Ext(Rc::new(blocks)))
+        }
+    }
 }
 
 /// `memset`s a fresh tensor for `zeros`/`ones`/`full`.
@@ -608,17 +614,7 @@ fn fill(
 ) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "a filled tensor")?;
     let imm = memory::fill_imm(ctx, t.dtype(), value, value_span, true)?;
-    // A legacy block tensor (`(B, nl.par_dim(P), F)`) is filled through a
-    // view with its partition dim first: the block dims become free dims.
-    let pdim = check::partition_dim(ctx, t);
-    let view = if pdim == 0 {
-        t.view.clone()
-    } else {
-        let mut perm = vec![pdim];
-        perm.extend((0..t.view.dims.len()).filter(|&d| d != pdim));
-        t.view.permute(&perm).unwrap_or_else(|| t.view.clone())
-    };
-    memory::push_memset(ctx, &view, imm, None, None, span)?;
+    memory::push_memset(ctx, &t.view, imm, None, None, span)?;
     Ok(())
 }
 

@@ -271,19 +271,30 @@ impl Ctx<'_> {
     /// keep their names (arguments and outputs are named by the kernel's
     /// signature and return order).
     fn name_fresh_tile(&mut self, target: &Expr, value: &Value, value_span: nkic_diag::Span) {
-        let (ExprKind::Name(name), Some(t)) = (&target.kind, value.as_tensor()) else {
+        let ExprKind::Name(name) = &target.kind else {
             return;
         };
-        if !t.buffer.is_on_chip() {
-            return;
-        }
-        let storage = t.storage();
+        // A legacy block tensor names every block's storage.
+        let tiles: Vec<Rc<crate::value::Tensor>> =
+            match (value.as_tensor(), crate::api::blocks::as_blocks(value)) {
+                (Some(t), _) => vec![t.clone()],
+                (None, Some(b)) => b.tiles.clone(),
+                (None, None) => return,
+            };
         let file = self.file();
-        let fresh = self.builder.storage_loc(storage).is_some_and(|loc| {
-            loc.file == file && value_span.start <= loc.span.start && loc.span.end <= value_span.end
-        });
-        if fresh {
-            self.builder.name_if_unnamed(storage, name);
+        for t in tiles {
+            if !t.buffer.is_on_chip() {
+                continue;
+            }
+            let storage = t.storage();
+            let fresh = self.builder.storage_loc(storage).is_some_and(|loc| {
+                loc.file == file
+                    && value_span.start <= loc.span.start
+                    && loc.span.end <= value_span.end
+            });
+            if fresh {
+                self.builder.name_if_unnamed(storage, name);
+            }
         }
     }
 
@@ -490,6 +501,29 @@ impl Ctx<'_> {
         orelse: &[Stmt],
     ) -> Result<Flow, Diagnostic> {
         let it = self.eval(iter)?;
+        // `nl.sequential_range(n, directives=ncc.no_reorder())` runs the
+        // whole loop as if inside `with nl.no_reorder():`.
+        if matches!(&it, Value::Range(r) if r.no_reorder) {
+            self.no_reorder_depth += 1;
+            self.builder().begin_no_reorder();
+            let res = self.exec_for_value(span, target, iter, it, body, orelse);
+            self.builder.end_no_reorder();
+            self.no_reorder_depth -= 1;
+            return res;
+        }
+        self.exec_for_value(span, target, iter, it, body, orelse)
+    }
+
+    /// A `for` loop over the evaluated iterable `it`.
+    fn exec_for_value(
+        &mut self,
+        span: Span,
+        target: &Expr,
+        iter: &Expr,
+        it: Value,
+        body: &[Stmt],
+        orelse: &[Stmt],
+    ) -> Result<Flow, Diagnostic> {
         let (kind, iteration) = match it {
             Value::DynRange(r) => {
                 let header = Span::new(span.start, iter.span.end);
