@@ -18,7 +18,8 @@
 //! * under [`Schedule::Sequential`], every op on its predecessor in source
 //!   order.
 //!
-//! An indirect (gather/scatter) view counts as touching its whole storage.
+//! An indirect (gather/scatter) view, or one with a run-time offset,
+//! counts as touching its whole storage.
 //! Runs are compared exactly up to [`RUN_LIMIT`] contiguous runs per
 //! access; beyond that the bounding boxes decide (conservatively).
 
@@ -168,8 +169,9 @@ fn access(
     let st = &unit.kernels[inst].storages[view.storage];
     let fp = view.footprint_in(st);
     let (mut lo, mut hi) = fp.byte_bounds()?;
-    // An indirect view may touch any row: the whole storage.
-    let whole = view.indirect.is_some();
+    // An indirect view or one with a run-time offset may touch any row:
+    // the whole storage.
+    let whole = view.is_dynamic();
     let mut partitions = fp.partitions.clone();
     if whole {
         lo = 0;

@@ -1,15 +1,27 @@
 //! Emission of kernels with dynamic control: dynamic loops (`dynamic_range`,
 //! `fori_loop`, `while`), sequencer registers and dynamic offsets.
 //!
-//! Such kernels are emitted as a *token chain*: the ops run one step at a
-//! time in source order, each step waiting for the completion of the step
-//! before it in execution order. This is the sequential schedule extended
-//! to run-time loops; it is correct for any trip count and leaves
-//! overlapping iterations of dynamic loops to a later version.
+//! Under [`Schedule::Sequential`] such kernels are emitted as a *token
+//! chain*: the ops run one step at a time in source order, each step
+//! waiting for the completion of the step before it in execution order.
+//! This is the sequential schedule extended to run-time loops; it is
+//! correct for any trip count.
+//!
+//! Under [`Schedule::Optimized`] the body of every dynamic loop is still a
+//! token chain (iterations do not overlap), but the top level is a
+//! dependency graph: each top-level op, and each top-level dynamic loop as
+//! a whole, waits only for the earlier top-level ops and loops it depends
+//! on (the memory, engine-state and explicit edges of
+//! [`deps`], an op of a loop standing for its loop), so
+//! independent work before, between and after dynamic loops overlaps with
+//! them. Top-level DMAs take turns on the DMA queues after `dma0` (which
+//! the loop bodies use), so a transfer that does not depend on a loop is
+//! not queued behind the loop's transfers.
 //!
 //! # Queues and registers
 //!
-//! Every op runs on the queue of its first legal engine (DMAs on `dma0`).
+//! Every op runs on the queue of its first legal engine (DMAs on `dma0`,
+//! top-level DMAs of the optimized schedule on `dma1`… `dma`[`TOP_DMA_QUEUES`]).
 //! Every queue that runs an op (the *participating* queues) also runs all
 //! register ops and the control of every dynamic loop, so each queue has
 //! the values it needs in its own registers (isa.md §2.2): virtual
@@ -32,6 +44,19 @@
 //! next step waits for the same set. Counts at the top level are
 //! compile-time numbers.
 //!
+//! In the optimized top-level graph, `chain_done` is replaced by one
+//! semaphore per queue, `top_<queue>`, signalled by every top-level
+//! instruction of that queue. A queue's instructions complete in the order
+//! they start (see [`sync`](crate::sync)), so `top_<queue> >= k` says that
+//! its first `k` top-level instructions have completed; a top-level op
+//! waits, per other queue, for the count of the latest instruction it
+//! depends on there (none for its own queue, which is in order), and for
+//! the completion set of each loop it depends on (`loop<h>_done >=
+//! r(R + h)` for the loop and every loop nested in it; a queue passes a
+//! loop's control code before its next instruction, so its counters hold
+//! the final counts by then). A loop's first steps wait for the loop's
+//! dependencies in the same way instead of the step before it.
+//!
 //! Loop control on every participating queue:
 //!
 //! ```text
@@ -53,16 +78,47 @@ use nkic_isa::{
     BranchCond, Instruction, Label, LineId, Program, Queue, Reg, RegAluOp, SemId, SemWait,
 };
 
+use crate::Schedule;
 use crate::alloc::Layout;
 use crate::codes;
 use crate::collect::Unit;
+use crate::deps;
 use crate::emit::{line_table, operand_names, sort_names, verified};
 use crate::lower::{Lowered, probe_queue};
+
+/// How many DMA queues after `dma0` the top-level DMAs of the optimized
+/// schedule take turns on.
+pub const TOP_DMA_QUEUES: u8 = 4;
+
+/// What a top-level node's dependents wait for once it is emitted.
+#[derive(Clone, Debug, Default)]
+struct NodeDone {
+    /// Per queue, the count of its top-level signals up to the node's last
+    /// instruction there.
+    counts: BTreeMap<Queue, u32>,
+    /// A loop's completion waits.
+    waits: Vec<SemWait>,
+}
+
+/// The optimized top level: the dependency graph between top-level nodes.
+struct TopLevel {
+    /// The earlier nodes each node depends on, sorted.
+    preds: Vec<Vec<usize>>,
+    /// Per emitted node, what its dependents wait for.
+    done: Vec<NodeDone>,
+    /// The node being emitted.
+    current: usize,
+    /// The semaphore of each queue and its signals so far.
+    sems: BTreeMap<Queue, SemId>,
+    counts: BTreeMap<Queue, u32>,
+}
 
 /// A region of the chain: the top level or one dynamic loop's body.
 #[derive(Clone, Copy, Debug)]
 struct Region {
-    sem: SemId,
+    /// The semaphore its steps signal (`None`: the top level of the
+    /// optimized graph, whose steps signal their queue's semaphore).
+    sem: Option<SemId>,
     /// The register holding the region's signals before this iteration.
     reg: Option<Reg>,
     /// Signals so far in this iteration (the top level: in total).
@@ -92,6 +148,12 @@ struct Emitter<'a, 'k> {
     /// The op whose instructions the next step emits, for
     /// `Program::operand_names`.
     naming: Option<usize>,
+    /// The queue of each op.
+    queue_of: Vec<Queue>,
+    /// The semaphore of each dynamic loop, in loop order.
+    loop_sems: Vec<SemId>,
+    /// The optimized top level (`None`: the token chain throughout).
+    top: Option<TopLevel>,
 }
 
 /// The queue an op runs on (its first legal engine).
@@ -102,24 +164,108 @@ fn queue_of(lowered: &Lowered, i: usize) -> Queue {
         .map_or(Queue::Sync, |&e| probe_queue(e))
 }
 
-/// Emits the whole unit as a token chain; see the module doc.
+/// The top-level node of every op: top-level items are numbered in source
+/// order over the grid, and every op of a dynamic loop (nested ones
+/// included) belongs to its top-level loop's node. Returns the node of
+/// each op, whether the op is itself a top-level item, and the number of
+/// nodes.
+fn top_nodes(
+    unit: &Unit<'_>,
+    index_of: &BTreeMap<(usize, Handle<Op>), usize>,
+) -> (Vec<usize>, Vec<bool>, usize) {
+    fn walk(
+        inst: usize,
+        k: &Kernel,
+        block: &[Item],
+        node: usize,
+        index_of: &BTreeMap<(usize, Handle<Op>), usize>,
+        node_of: &mut [usize],
+    ) {
+        for &item in block {
+            match item {
+                Item::Op(h) => {
+                    if let Some(&i) = index_of.get(&(inst, h)) {
+                        node_of[i] = node;
+                    }
+                }
+                Item::Loop(l) => walk(inst, k, &k.dyn_loops[l].body, node, index_of, node_of),
+            }
+        }
+    }
+    let mut node_of = vec![0; unit.ops.len()];
+    let mut top_level = vec![false; unit.ops.len()];
+    let mut nodes = 0;
+    for (inst, k) in unit.kernels.iter().enumerate() {
+        for &item in &k.body {
+            if let Item::Op(h) = item
+                && let Some(&i) = index_of.get(&(inst, h))
+            {
+                top_level[i] = true;
+            }
+            walk(inst, k, &[item], nodes, index_of, &mut node_of);
+            nodes += 1;
+        }
+    }
+    (node_of, top_level, nodes)
+}
+
+/// Emits the whole unit; see the module doc.
 pub fn emit(
     unit: &Unit<'_>,
     layout: &Layout,
     lowered: &Lowered,
     sources: &SourceMap,
+    schedule: Schedule,
 ) -> Result<Program, Vec<Diagnostic>> {
     let mut program = Program::new(unit.target);
     for t in &layout.hbm {
         program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
     }
     let lines = line_table(unit, &mut program, sources);
+    let index_of: BTreeMap<(usize, Handle<Op>), usize> = unit
+        .ops
+        .iter()
+        .enumerate()
+        .map(|(i, info)| ((info.inst, info.handle), i))
+        .collect();
+    let mut queue_of: Vec<Queue> = (0..unit.ops.len()).map(|i| queue_of(lowered, i)).collect();
+    let top = (schedule == Schedule::Optimized).then(|| {
+        let (node_of, top_level, nodes) = top_nodes(unit, &index_of);
+        let graph = deps::build(unit, layout, lowered, Schedule::Optimized);
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nodes];
+        for (j, ps) in graph.preds.iter().enumerate() {
+            for &i in ps {
+                if node_of[i] != node_of[j] {
+                    preds[node_of[j]].push(node_of[i]);
+                }
+            }
+        }
+        for p in &mut preds {
+            p.sort_unstable();
+            p.dedup();
+        }
+        // Top-level DMAs take turns on the queues after dma0.
+        let mut turn = 0u8;
+        for (q, &top) in queue_of.iter_mut().zip(&top_level) {
+            if *q == Queue::Dma(0) && top {
+                *q = Queue::Dma(1 + turn % TOP_DMA_QUEUES);
+                turn = turn.wrapping_add(1);
+            }
+        }
+        TopLevel {
+            preds,
+            done: vec![NodeDone::default(); nodes],
+            current: 0,
+            sems: BTreeMap::new(),
+            counts: BTreeMap::new(),
+        }
+    });
     let mut queues: Vec<Queue> = unit
         .ops
         .iter()
         .enumerate()
         .filter(|(_, info)| !info.op.kind.is_register_op())
-        .map(|(i, _)| queue_of(lowered, i))
+        .map(|(i, _)| queue_of[i])
         .collect();
     queues.sort_unstable();
     queues.dedup();
@@ -144,7 +290,7 @@ pub fn emit(
         )
         .with_help("use fewer dynamic loops or registers")]);
     }
-    let chain = program.add_semaphore("chain_done");
+    let chain = top.is_none().then(|| program.add_semaphore("chain_done"));
     let mut em = Emitter {
         unit,
         layout,
@@ -153,26 +299,28 @@ pub fn emit(
         program,
         streams: queues.iter().map(|&q| (q, Vec::new())).collect(),
         queues,
-        index_of: unit
-            .ops
-            .iter()
-            .enumerate()
-            .map(|(i, info)| ((info.inst, info.handle), i))
-            .collect(),
+        index_of,
         lines,
         counter_base: u32::try_from(max_regs).unwrap_or(u32::MAX),
         next_loop: 0,
         next_label: 0,
         prev: Vec::new(),
         naming: None,
+        queue_of,
+        loop_sems: Vec::new(),
+        top,
     };
-    let mut top = Region {
+    let mut region = Region {
         sem: chain,
         reg: None,
         count: 0,
     };
+    let mut node = 0;
     for (inst, k) in unit.kernels.iter().enumerate() {
-        em.block(inst, k, &k.body, &mut top);
+        for &item in &k.body {
+            em.top_item(inst, k, item, node, &mut region);
+            node += 1;
+        }
     }
     let Emitter {
         mut program,
@@ -215,6 +363,10 @@ impl Emitter<'_, '_> {
         line: Option<LineId>,
         region: &mut Region,
     ) {
+        let Some(sem) = region.sem else {
+            self.top_step(insts, line);
+            return;
+        };
         let n = u32::try_from(insts.len()).unwrap_or(u32::MAX);
         for (q, op) in insts {
             if let Some(i) = self.naming {
@@ -223,7 +375,7 @@ impl Emitter<'_, '_> {
                 let names = operand_names(self.unit, &op, i, q, index);
                 self.program.operand_names.extend(names);
             }
-            let mut inst = Instruction::new(op).signal(region.sem);
+            let mut inst = Instruction::new(op).signal(sem);
             inst.waits = self.prev.clone();
             if let Some(line) = line {
                 inst = inst.at(line);
@@ -232,10 +384,107 @@ impl Emitter<'_, '_> {
         }
         region.count += n;
         self.prev = vec![SemWait {
-            sem: region.sem,
+            sem,
             value: region.count,
             reg: region.reg,
         }];
+    }
+
+    /// The waits of a top-level instruction of the current node on queue
+    /// `q` (`None`: a loop, whose steps run on several queues): the latest
+    /// count per other queue and the completion waits of every loop the
+    /// node depends on.
+    fn top_waits(&self, q: Option<Queue>) -> Vec<SemWait> {
+        let Some(t) = &self.top else {
+            return Vec::new();
+        };
+        let mut counts: BTreeMap<Queue, u32> = BTreeMap::new();
+        let mut waits: Vec<SemWait> = Vec::new();
+        for &p in &t.preds[t.current] {
+            let done = &t.done[p];
+            for (&qa, &n) in &done.counts {
+                if Some(qa) != q {
+                    let e = counts.entry(qa).or_insert(0);
+                    *e = (*e).max(n);
+                }
+            }
+            for w in &done.waits {
+                if !waits.contains(w) {
+                    waits.push(*w);
+                }
+            }
+        }
+        let mut out: Vec<SemWait> = counts
+            .into_iter()
+            .filter_map(|(qa, value)| {
+                t.sems.get(&qa).map(|&sem| SemWait {
+                    sem,
+                    value,
+                    reg: None,
+                })
+            })
+            .collect();
+        out.extend(waits);
+        out
+    }
+
+    /// Emits the instructions of a top-level op in the optimized graph:
+    /// each waits for the node's dependencies and signals its queue's
+    /// semaphore.
+    fn top_step(&mut self, insts: Vec<(Queue, nkic_isa::Op)>, line: Option<LineId>) {
+        for (q, op) in insts {
+            if let Some(i) = self.naming {
+                let index = self.streams.get(&q).map_or(0, Vec::len);
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                let names = operand_names(self.unit, &op, i, q, index);
+                self.program.operand_names.extend(names);
+            }
+            let waits = self.top_waits(Some(q));
+            let Some(t) = &mut self.top else { return };
+            let program = &mut self.program;
+            let sem = *t
+                .sems
+                .entry(q)
+                .or_insert_with(|| program.add_semaphore(&format!("top_{q}")));
+            let count = t.counts.entry(q).or_insert(0);
+            *count += 1;
+            let value = *count;
+            t.done[t.current].counts.insert(q, value);
+            let mut inst = Instruction::new(op).signal(sem);
+            inst.waits = waits;
+            if let Some(line) = line {
+                inst = inst.at(line);
+            }
+            self.push(q, inst);
+        }
+    }
+
+    /// Emits one top-level item, node `node`: in the chain, or in the
+    /// optimized graph (a loop's first steps wait for the loop's
+    /// dependencies, and the loop's completion waits are recorded for its
+    /// dependents).
+    fn top_item(&mut self, inst: usize, k: &Kernel, item: Item, node: usize, region: &mut Region) {
+        if let Some(t) = &mut self.top {
+            t.current = node;
+        }
+        match item {
+            Item::Op(h) => self.op(inst, k, h, region),
+            Item::Loop(l) => {
+                if self.top.is_some() {
+                    self.prev = self.top_waits(None);
+                }
+                let before = self.prev.clone();
+                self.dyn_loop(inst, k, l);
+                if let Some(t) = &mut self.top {
+                    t.done[node].waits = self
+                        .prev
+                        .iter()
+                        .filter(|w| !before.contains(w))
+                        .copied()
+                        .collect();
+                }
+            }
+        }
     }
 
     fn block(&mut self, inst: usize, k: &Kernel, block: &[Item], region: &mut Region) {
@@ -312,7 +561,7 @@ impl Emitter<'_, '_> {
                 );
             }
             _ => {
-                let q = queue_of(self.lowered, i);
+                let q = self.queue_of[i];
                 let op = self.lowered.ops[i].op.clone();
                 self.step(vec![(q, op)], line, region);
             }
@@ -339,6 +588,7 @@ impl Emitter<'_, '_> {
         self.loop_signals.push(0);
         let counter = Reg(u8::try_from(self.counter_base + g).unwrap_or(u8::MAX));
         let sem = self.program.add_semaphore(&format!("loop{g}_done"));
+        self.loop_sems.push(sem);
         let (body_label, cond_label) = (self.label(), self.label());
         // Initialise the induction register.
         if let (DynLoopKind::Range { start, .. } | DynLoopKind::Fori { start, .. }, Some(iv)) =
@@ -362,7 +612,7 @@ impl Emitter<'_, '_> {
         let before = self.prev.clone();
         let first_loop = g;
         let mut region = Region {
-            sem,
+            sem: Some(sem),
             reg: Some(counter),
             count: 0,
         };
@@ -461,7 +711,9 @@ impl Emitter<'_, '_> {
     }
 
     fn loop_sem(&self, g: u32) -> SemId {
-        // Loop semaphores are added in loop order right after `chain_done`.
-        SemId(g + 1)
+        self.loop_sems
+            .get(g as usize)
+            .copied()
+            .unwrap_or(SemId(g + 1))
     }
 }

@@ -32,9 +32,11 @@
 //!    streams and line table, checked by `nkic_isa::verify`.
 //!
 //! Kernels with dynamic loops, sequencer registers or dynamic offsets take
-//! another path after lowering: [`dynamic`](mod@dynamic) emits them as a
-//! token chain (source order, one step at a time, loops as register and
-//! branch instructions on every queue involved), whatever the schedule.
+//! another path after lowering: [`dynamic`](mod@dynamic) emits each
+//! dynamic loop's body as a token chain (source order, one step at a time,
+//! loops as register and branch instructions on every queue involved); the
+//! optimized schedule orders the top level (ops and whole loops) by its
+//! dependencies only, the sequential one chains it too.
 //!
 //! [`lower_bound`] gives the run report's lower bound on a program's time.
 //!
@@ -138,7 +140,7 @@ pub fn compile_grid(
     let layout = alloc::allocate(&unit, sources)?;
     let lowered = lower::lower(&unit, &layout, sources)?;
     if unit.dynamic {
-        return dynamic::emit(&unit, &layout, &lowered, sources);
+        return dynamic::emit(&unit, &layout, &lowered, sources, config.schedule);
     }
     let graph = deps::build(&unit, &layout, &lowered, config.schedule);
     let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);

@@ -2,7 +2,7 @@
 //!
 //! **Optimized** ([`Schedule::Optimized`]) is list scheduling over the
 //! dependency graph with `Target::cost`, the model the simulator times
-//! with. The scheduler replays that model as it goes ([`Timer`]): per
+//! with. The scheduler replays that model as it goes (`Timer`): per
 //! queue the time it is next free and its latest op, per DMA engine the
 //! time it is next free (transfers of every DMA queue share the core's DMA
 //! engines, `Target::dma_transfer`), and per scheduled op its completion.

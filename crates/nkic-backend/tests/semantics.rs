@@ -252,8 +252,9 @@ fn assert_minimal_waits(name: &str, program: &Program) -> usize {
 #[test]
 fn waits_are_minimal() {
     for name in common::fixture_names() {
-        // Dynamic kernels are emitted as a token chain (see the `dynamic`
-        // module), which waits for every previous step by design.
+        // The bodies of dynamic loops are emitted as a token chain (see
+        // the `dynamic` module), which waits for every previous step by
+        // design.
         if name.starts_with("err_") || name.starts_with("dyn_") {
             continue;
         }
@@ -334,6 +335,64 @@ fn dynamic_loops_compute_what_they_say() {
     for i in 0..x.len() {
         assert_eq!(out[i], x[i] * 2.0, "dyn_nested element {i}");
     }
+}
+
+#[test]
+fn independent_work_overlaps_dynamic_loops() {
+    // y[j] = 3 * z[j] for four static tiles, two before and two after a
+    // dynamic loop out[i] = exp(x[i]) that touches none of their bytes.
+    let (kernel, sources) = common::load("dyn_overlap");
+    let build = |schedule| {
+        compile(&kernel, &sources, &BackendConfig { schedule }).expect("dyn_overlap compiles")
+    };
+    let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
+    let inputs = common::inputs(&opt, 5);
+    let a = common::simulate(&opt, &inputs);
+    let b = common::simulate(&seq, &inputs);
+    // The scheduler oracle: the same bytes both ways.
+    assert_eq!(a.outputs, b.outputs);
+    let (x, z) = (input(&inputs, "x"), input(&inputs, "z"));
+    let out = f32s(a.output("out").expect("out is an output"));
+    let y = f32s(a.output("y").expect("y is an output"));
+    assert_eq!(out.len(), x.len());
+    for i in 0..x.len() {
+        let want = f64::from(x[i]).exp();
+        assert!(
+            (f64::from(out[i]) - want).abs() <= 1e-6 * want,
+            "out element {i}"
+        );
+    }
+    assert_eq!(y.len(), z.len());
+    for i in 0..z.len() {
+        assert_eq!(y[i], 3.0 * z[i], "y element {i}");
+    }
+    // The static tiles run alongside the loop: the last two no longer wait
+    // for the loop's eight iterations, the first two not for each other.
+    let (t_opt, t_seq) = (a.total_ns(), b.total_ns());
+    assert!(
+        t_opt < 0.8 * t_seq,
+        "optimized {t_opt} ns vs sequential {t_seq} ns"
+    );
+    // The loop's body is still one chain, so its first transfer waits for
+    // nothing of the static tiles, and the static transfers after the loop
+    // do not wait for it.
+    let loop_sem = opt
+        .semaphores
+        .iter()
+        .position(|s| s.name == "loop0_done")
+        .expect("the loop has a semaphore");
+    let after_loop: Vec<_> = opt
+        .queues
+        .iter()
+        .flat_map(|s| &s.insts)
+        .filter(|i| i.line.is_some() && !i.signals.is_empty())
+        .filter(|i| i.signals.iter().all(|s| s.0 as usize != loop_sem))
+        .filter(|i| i.waits.iter().any(|w| w.sem.0 as usize == loop_sem))
+        .collect();
+    assert!(
+        after_loop.is_empty(),
+        "top-level instructions wait for the loop: {after_loop:?}"
+    );
 }
 
 #[test]
