@@ -16,7 +16,13 @@
 //! * The DMA engines' busy fraction is the data-moving time of every
 //!   transfer on every engine it used over `dma_engines` × the run.
 //! * Achieved TFLOP/s counts Tensor-engine flops (2 per multiply-add) over
-//!   the whole run, against `Figures::tensor_peak_tflops` (dense bf16).
+//!   the whole run, against the peak of the matmuls it executed: the
+//!   dense bf16 peak (`Figures::tensor_peak_tflops`) times each matmul's
+//!   mode factor (fp8 `double_row` 2, MX 4, fp32/tf32 inputs
+//!   1/`mm_fp32_factor`, or twice that with a one-zero operand), weighted
+//!   by flops: `flops / Σ (flops_i / peak_i)`. `peak_mode` names the mode
+//!   (`bf16 dense`, `fp8 double_row`, `mx`, `fp32`, or `mixed`); a run
+//!   without matmuls is measured against the bf16 peak.
 //!   Achieved HBM GB/s counts bytes read plus written by DMA over the whole
 //!   run, against the core's HBM share (`hbm_gbps_per_core`) and the DMA
 //!   engines' aggregate (`Figures::dma_peak_gbps`), the lower of which the
@@ -97,6 +103,8 @@ pub struct Summary {
     pub flops: u64,
     pub tflops: f64,
     pub peak_tflops: f64,
+    /// The matmul mode `peak_tflops` is for (module doc).
+    pub peak_mode: String,
     pub hbm_bytes: u64,
     pub hbm_gbps: f64,
     pub hbm_peak_gbps: f64,
@@ -165,6 +173,7 @@ pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>
     let per_ns = |x: u64| if ns > 0.0 { x as f64 / ns } else { 0.0 };
     let hbm_bytes = result.hbm_bytes_read + result.hbm_bytes_written;
     let (path_instructions, path) = critical_path(launch, result);
+    let peak = tensor_peak(launch, result);
     let engine_ps: u64 = result
         .trace
         .iter()
@@ -180,7 +189,8 @@ pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>
         queues,
         flops: result.flops,
         tflops: per_ns(result.flops) / 1000.0,
-        peak_tflops: f.tensor_peak_tflops() * cores as f64,
+        peak_tflops: peak.0 * cores as f64,
+        peak_mode: peak.1,
         hbm_bytes,
         hbm_gbps: per_ns(hbm_bytes),
         hbm_peak_gbps: f64::from(f.hbm_gbps_per_core) * cores as f64,
@@ -309,6 +319,57 @@ fn top_lines(launch: &Launch, result: &RunResult) -> Vec<LineTime> {
     out
 }
 
+/// One core's Tensor-engine peak over the matmuls of the run, in TFLOP/s,
+/// and its mode's name (module doc).
+fn tensor_peak(launch: &Launch, result: &RunResult) -> (f64, String) {
+    let f = launch.target().figures();
+    let bf16 = f.tensor_peak_tflops();
+    let wide = |d: nkic_isa::DType| matches!(d, nkic_isa::DType::F32 | nkic_isa::DType::TF32);
+    let mut flops = 0u64;
+    let mut at_peak = 0.0f64;
+    let mut modes: Vec<&'static str> = Vec::new();
+    for e in result.trace.iter().filter(|e| e.flops > 0) {
+        let op = launch
+            .core(usize::from(e.core))
+            .and_then(|p| p.stream(e.queue))
+            .and_then(|s| s.get(e.index))
+            .map(|i| &i.op);
+        let (factor, mode) = match op {
+            Some(nkic_isa::Op::NcMatmulMx { .. }) => (4.0, "mx"),
+            Some(nkic_isa::Op::NcMatmul {
+                stationary,
+                moving,
+                perf_mode,
+                stationary_onezero,
+                moving_onezero,
+                ..
+            }) => {
+                if wide(stationary.dtype) || wide(moving.dtype) {
+                    let onezero = (*stationary_onezero && wide(stationary.dtype))
+                        || (*moving_onezero && wide(moving.dtype));
+                    let slow = f64::from(f.mm_fp32_factor.max(1));
+                    (if onezero { 2.0 / slow } else { 1.0 / slow }, "fp32")
+                } else if *perf_mode == nkic_isa::MatmulPerfMode::DoubleRow {
+                    (2.0, "fp8 double_row")
+                } else {
+                    (1.0, "bf16 dense")
+                }
+            }
+            _ => (1.0, "bf16 dense"),
+        };
+        flops += e.flops;
+        at_peak += e.flops as f64 / (bf16 * factor);
+        if !modes.contains(&mode) {
+            modes.push(mode);
+        }
+    }
+    match modes.as_slice() {
+        [] => (bf16, "bf16 dense".to_owned()),
+        [one] => (flops as f64 / at_peak, (*one).to_owned()),
+        _ => (flops as f64 / at_peak, "mixed".to_owned()),
+    }
+}
+
 /// How long a DMA transfer waited for engines other transfers held.
 pub fn engine_wait(e: &TraceEvent) -> u64 {
     e.dma.as_ref().map_or(0, |d| {
@@ -350,6 +411,7 @@ impl Summary {
             "flops": self.flops,
             "tflops": round(self.tflops, 4),
             "peak_tflops": round(self.peak_tflops, 4),
+            "peak_mode": self.peak_mode,
             "hbm_bytes": self.hbm_bytes,
             "hbm_gbps": round(self.hbm_gbps, 3),
             "hbm_peak_gbps": round(self.hbm_peak_gbps, 3),
@@ -415,9 +477,10 @@ impl Summary {
         }
         let _ = writeln!(
             s,
-            "tensor:         {:.2} TFLOP/s of {:.2} peak (bf16 dense), {:.1}%",
+            "tensor:         {:.2} TFLOP/s of {:.2} peak ({}), {:.1}%",
             self.tflops,
             self.peak_tflops,
+            self.peak_mode,
             pct(self.tflops / self.peak_tflops.max(f64::MIN_POSITIVE))
         );
         let _ = writeln!(

@@ -377,7 +377,9 @@ fn profile_json_summary_fields() {
             .abs()
             < 1e-3
     );
-    assert!((s["peak_tflops"].as_f64().expect("peak") - 78.6432).abs() < 1e-3);
+    // The kernel's matmuls take fp32 inputs: a quarter of the bf16 peak.
+    assert!((s["peak_tflops"].as_f64().expect("peak") - 78.6432 / 4.0).abs() < 1e-3);
+    assert_eq!(s["peak_mode"], "fp32");
     for q in s["queues"].as_array().expect("queues") {
         let (busy, idle) = (
             q["busy"].as_f64().expect("b"),
@@ -612,4 +614,28 @@ fn run_without_kernel_arguments_is_an_error() {
         );
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// An fp8 `double_row` kernel is measured against the double-row peak
+/// (twice the bf16 one), so its utilisation stays at most 100 %.
+#[test]
+fn the_tensor_peak_follows_the_matmul_mode() {
+    let (ok, stdout, stderr) = nkic(&["profile", "kernels/matmul_fp8.py", "--format", "json"]);
+    assert!(ok, "{stderr}");
+    let s: Value = serde_json::from_str(stdout.trim()).expect("json");
+    assert_eq!(s["peak_mode"], "fp8 double_row");
+    assert!(
+        (num(&s, "peak_tflops", "fp8") - 2.0 * 78.6432).abs() < 1e-3,
+        "{s}"
+    );
+    assert!(num(&s, "tflops", "fp8") <= num(&s, "peak_tflops", "fp8"));
+    // Without matmuls the bf16 peak stands.
+    let (ok, stdout, stderr) = nkic(&["profile", "kernels/tensor_add.py", "--format", "json"]);
+    assert!(ok, "{stderr}");
+    let s: Value = serde_json::from_str(stdout.trim()).expect("json");
+    assert_eq!(s["peak_mode"], "bf16 dense");
+    assert!(
+        (num(&s, "peak_tflops", "add") - 78.6432).abs() < 1e-3,
+        "{s}"
+    );
 }
