@@ -19,6 +19,10 @@ pub const TOO_MANY_REGISTERS: &str = "E0910";
 pub const UNSUPPORTED_VIEW: &str = "E0911";
 /// Instances of a grid disagree on their arguments or outputs.
 pub const GRID_MISMATCH: &str = "E0912";
+/// Two instances of a grid compiled for one core access the same bytes of
+/// an HBM tensor and one of them writes them, so the result would depend
+/// on the order the instances run in.
+pub const INSTANCE_RACE: &str = "E0913";
 /// A view has no machine access pattern (a field out of range).
 pub const UNLOWERABLE_VIEW: &str = "E0920";
 /// The op cannot run on the engine the kernel fixed, or on any engine.

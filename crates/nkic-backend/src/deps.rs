@@ -27,9 +27,12 @@ use std::collections::BTreeMap;
 
 use nkic_ir::{Handle, Op, Placement, View};
 
+use nkic_diag::Diagnostic;
+
 use crate::Schedule;
 use crate::alloc::Layout;
-use crate::collect::Unit;
+use crate::codes;
+use crate::collect::{Unit, diag_at};
 use crate::lower::Lowered;
 
 /// The number of contiguous runs per access beyond which overlap is
@@ -59,6 +62,13 @@ pub struct Access {
 }
 
 impl Access {
+    /// True when the two accesses certainly touch a common byte: both
+    /// have exact runs (no bounding-box or whole-storage approximation)
+    /// and they overlap.
+    pub fn certainly_overlaps(&self, other: &Access) -> bool {
+        self.runs.is_some() && other.runs.is_some() && self.overlaps(other)
+    }
+
     /// True when the two accesses may touch a common byte.
     pub fn overlaps(&self, other: &Access) -> bool {
         if self.resource != other.resource
@@ -288,4 +298,94 @@ pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Sche
         succs,
         accesses,
     }
+}
+
+/// Rejects a grid whose instances depend on each other through HBM: two
+/// ops of different instances that certainly share bytes of an HBM tensor,
+/// one of them writing ([`codes::INSTANCE_RACE`], one diagnostic per
+/// tensor). NKI runs the instances of a grid in no defined order (under
+/// LNC=2 on two cores at once, where the simulator's race detector
+/// reports the same pair); compiled for one core they run one after
+/// another, which would silently make the first instance's writes visible
+/// to the second. Accesses compared only by bounding boxes, or touching a
+/// whole storage (indirect or run-time offsets), never count, so the check
+/// has no false positives.
+pub fn check_instances(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    graph: &Graph,
+) -> Result<(), Vec<Diagnostic>> {
+    let mut reported: Vec<u32> = Vec::new();
+    let mut diags = Vec::new();
+    for (j, preds) in graph.preds.iter().enumerate() {
+        for &i in preds {
+            let (a, b) = (&unit.ops[i], &unit.ops[j]);
+            if a.inst == b.inst {
+                continue;
+            }
+            let conflict = graph.accesses[i].iter().find_map(|x| {
+                graph.accesses[j].iter().find_map(|y| match x.resource {
+                    Resource::Hbm(t)
+                        if (x.write || y.write)
+                            && x.certainly_overlaps(y)
+                            && !reported.contains(&t) =>
+                    {
+                        Some((t, x.write, y.write))
+                    }
+                    _ => None,
+                })
+            });
+            let Some((t, first_writes, second_writes)) = conflict else {
+                continue;
+            };
+            reported.push(t);
+            let name = layout
+                .hbm
+                .get(t as usize)
+                .map_or_else(|| format!("tensor {t}"), |h| format!("`{}`", h.name));
+            let id = |inst: usize| {
+                let ids: Vec<String> = unit.kernels[inst]
+                    .program_id
+                    .iter()
+                    .map(u32::to_string)
+                    .collect();
+                if ids.len() == 1 {
+                    ids.join("")
+                } else {
+                    format!("({})", ids.join(", "))
+                }
+            };
+            let (first, second) = (id(a.inst), id(b.inst));
+            let verb = |w: bool| if w { "writes" } else { "reads" };
+            let mut d = diag_at(
+                codes::INSTANCE_RACE,
+                format!(
+                    "grid instances {first} and {second} both access bytes of {name}, and {} them",
+                    match (first_writes, second_writes) {
+                        (true, true) => "both write".to_owned(),
+                        (_, true) => format!("instance {second} writes"),
+                        _ => format!("instance {first} writes"),
+                    }
+                ),
+                b.loc,
+                format!("instance {second} {} here", verb(second_writes)),
+            );
+            if let Some(loc) = a.loc {
+                d = d.with_secondary(
+                    loc.file,
+                    loc.span,
+                    format!("instance {first} {} here", verb(first_writes)),
+                );
+            }
+            diags.push(
+                d.with_note(
+                    "the instances of a grid run in no defined order (under LNC=2 on two cores at once); nkic runs these one after another on one core, so the result would depend on that order",
+                )
+                .with_help(format!(
+                    "give each instance its own part of {name}, or do the dependent step in one instance"
+                )),
+            );
+        }
+    }
+    if diags.is_empty() { Ok(()) } else { Err(diags) }
 }

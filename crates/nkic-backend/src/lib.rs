@@ -123,9 +123,12 @@ pub fn compile(
 /// The instances run one after another on one NeuronCore: instance `i`'s
 /// ops come after instance `i - 1`'s in source order, so their on-chip
 /// storages have distinct lifetimes, and the scheduler may overlap
-/// neighbouring instances where the data allows. A `Program` describes one
-/// core: [`compile_launch`] puts the instances of an LNC=2 launch (two
-/// physical cores sharing HBM) on two cores, one program each. Argument `j` of every
+/// neighbouring instances where the data allows. Instances that share
+/// bytes of an HBM tensor, one of them writing, depend on an order NKI
+/// does not define and are rejected (E0913, see
+/// [`deps::check_instances`]). A `Program` describes one core:
+/// [`compile_launch`] puts the instances of an LNC=2 launch (two physical
+/// cores sharing HBM) on two cores, one program each. Argument `j` of every
 /// instance is the program's argument `j`, and returned tensor `j` of every
 /// instance is the same output tensor (each instance writes its part).
 /// Instance 0 defines names, shapes and dtypes; an instance whose
@@ -139,10 +142,13 @@ pub fn compile_grid(
     let unit = collect::collect(kernels, sources)?;
     let layout = alloc::allocate(&unit, sources)?;
     let lowered = lower::lower(&unit, &layout, sources)?;
+    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
+    if kernels.len() > 1 {
+        deps::check_instances(&unit, &layout, &graph)?;
+    }
     if unit.dynamic {
         return dynamic::emit(&unit, &layout, &lowered, sources, config.schedule);
     }
-    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
     let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
     emit::emit(&unit, &layout, &lowered, &sched, &waits, sources)
