@@ -434,6 +434,7 @@ fn run_instance(
         v => vec![v],
     };
     for o in outputs {
+        let o = on_chip_output(ctx, o, ret_span)?;
         let Value::Tensor(t) = &o else {
             return Err(ctx.error(
                 codes::BAD_RETURN,
@@ -477,6 +478,44 @@ fn run_instance(
         ctx.builder.add_output(t.storage());
     }
     Ok(())
+}
+
+/// A returned SBUF tile (the kernel stored its result elsewhere but
+/// returns the tile, as some NKI examples do, which the NKI simulator
+/// accepts and hands back the tile's contents): without a launch grid
+/// nkic copies it into a fresh `shared_hbm` output at the end of the
+/// kernel and warns (E0229). Everything else is returned unchanged, so
+/// the checks of the caller report it.
+fn on_chip_output(ctx: &mut Ctx<'_>, o: Value, ret_span: Span) -> Result<Value, Diagnostic> {
+    let Value::Tensor(t) = &o else {
+        return Ok(o);
+    };
+    if t.buffer != Buffer::Sbuf || ctx.program_ndim() > 0 {
+        return Ok(o);
+    }
+    let out = crate::api::tensor::alloc(
+        ctx,
+        &t.shape,
+        t.dtype(),
+        Buffer::SharedHbm,
+        "",
+        ret_span,
+        ret_span,
+    )?;
+    let out = Rc::new(out);
+    crate::api::memory::assign(ctx, &out, &o, ret_span)?;
+    let d = Diagnostic::warning(
+        codes::OUTPUT_BUFFER,
+        format!(
+            "kernel output in `sbuf`: nkic copies the {} tile into a new `shared_hbm` output",
+            crate::api::check::shape_text(&t.shape)
+        ),
+    )
+    .with_primary(ctx.file, ret_span, "returned here")
+    .with_note("NKI kernels return HBM tensors; the NKI simulator hands back an SBUF tile's contents, and so does nkic")
+    .with_help("allocate the output with `buffer=nl.shared_hbm` and `nl.store` the tile into it");
+    ctx.warnings.push(d);
+    Ok(Value::Tensor(out))
 }
 
 fn unknown_param(ctx: &Ctx<'_>, name: &str, known: &[&str], span: Span) -> Diagnostic {

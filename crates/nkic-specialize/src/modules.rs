@@ -39,7 +39,9 @@ pub(crate) fn compiler_namespace(path: &str) -> Option<Namespace> {
     Some(match path {
         "nki" => Namespace::Nki,
         "nki.language" => Namespace::Language,
-        "nki.isa" => Namespace::Isa,
+        // `nki.isa.constants` holds the enums (`dge_mode`, `oob_mode`, …)
+        // that `nki.isa` exports too.
+        "nki.isa" | "nki.isa.constants" => Namespace::Isa,
         "nki.typing" => Namespace::Typing,
         "nki.collectives" => Namespace::Collectives,
         "nki.compiler" => Namespace::Compiler,

@@ -106,13 +106,17 @@ pub fn new_result(
         let t = super::tensor::alloc(ctx, shape, dtype, buffer, &name, span, span)?;
         return Ok(Rc::new(t));
     };
-    // Grow the masked axes back to the grid's sizes.
+    // Grow the masked axes back to the grid's sizes. Result dims that are
+    // not grid dims (the 8 of `max8` over a masked `(128, 512)` source)
+    // keep their size and are not sliced.
     let mut full_shape = shape.to_vec();
+    let mut grown = Vec::new();
     for (axis, &(lo, hi)) in mask.ranges.iter().enumerate() {
         if let Some(s) = full_shape.get_mut(axis)
             && *s == hi - lo
         {
             *s = mask.grid[axis];
+            grown.push((axis, lo, hi));
         }
     }
     let full = Rc::new(super::tensor::alloc(
@@ -124,7 +128,20 @@ pub fn new_result(
         span,
         span,
     )?);
-    let part = super::mask::apply(&full, mask).map_or_else(|| full.clone(), Rc::new);
+    let mut view = Some(full.view.clone());
+    for &(axis, lo, hi) in &grown {
+        if (lo, hi) != (0, mask.grid[axis]) {
+            view = view.and_then(|v| v.slice(axis, lo, hi, 1));
+        }
+    }
+    let part = match view {
+        Some(view) => Rc::new(Tensor {
+            shape: view.dims.iter().map(|d| d.count).collect(),
+            view,
+            buffer: full.buffer,
+        }),
+        None => full.clone(),
+    };
     *mask.full_result.borrow_mut() = Some(full);
     Ok(part)
 }

@@ -6,7 +6,8 @@
 //! nkic applies a mask at compile time by slicing the operands: the mask's
 //! grid axes are the dims of the instruction's tiles (axis 0 the partition
 //! dim), every tensor argument whose shape is the grid shape is sliced to
-//! the kept ranges, a `(P, 1)` operand is sliced on its partition dim, and
+//! the kept ranges, an operand with other free sizes (a `(P, 1)` scalar
+//! column, the `(P, 8)` values of `max8`) only on its partition dim, and
 //! a result tile created by the call keeps the full grid shape with only
 //! the kept part written.
 //!
@@ -259,7 +260,9 @@ fn slice_value(ctx: &Ctx<'_>, v: &Value, mask: &Mask, span: Span) -> Result<Valu
 
 /// `t` restricted to the mask: every restricted axis of the grid is
 /// sliced where `t` has the grid's size and left alone where `t` has size
-/// 1 (a broadcast operand); any other size gives `None`.
+/// 1 (a broadcast operand) or, on a free dim, another size (a dim the
+/// mask's grid does not describe); a partition dim of another size gives
+/// `None`.
 pub fn apply(t: &Tensor, mask: &Mask) -> Option<Tensor> {
     let mut view = t.view.clone();
     for (axis, &(lo, hi)) in mask.ranges.iter().enumerate() {
@@ -272,6 +275,10 @@ pub fn apply(t: &Tensor, mask: &Mask) -> Option<Tensor> {
             // Size 1 broadcasts; size `hi - lo` was restricted already
             // (a pending grid subscript resolved with this mask).
             Some(&s) if s == 1 || s == hi - lo => {}
+            // A free dim that is not a grid dim (the `(P, 8)` `vals` of
+            // `nc_match_replace8` masked over its `(P, F)` data) is not
+            // masked; the instruction's own shape rules check it.
+            Some(_) if axis > 0 => {}
             _ => return None,
         }
     }

@@ -156,6 +156,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
         constraints: &[
             "`src` is in HBM and has at least 2 dims, the first at most 128.",
+            "An SBUF `src` (legacy kernels load `nl.shared_identity_matrix`, which older NKI kept in HBM) is copied by the same DMA; a PSUM `src` is an error.",
             "The tile fits in one SBUF partition row.",
         ],
         run: load,
@@ -935,15 +936,21 @@ fn legacy_iota(
 
 fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
-    if !src.buffer.is_hbm() {
+    // An SBUF source is copied by the same DMA: legacy kernels
+    // `nl.load(nl.shared_identity_matrix(...))`, which older NKI kept in
+    // HBM and nkic (like current NKI) builds in SBUF.
+    if src.buffer == Buffer::Psum {
         return Err(ctx
             .error(
                 codes::BUFFER,
-                format!("`nl.load` reads HBM, found `src` {}", check::describe(&src)),
+                format!(
+                    "`nl.load` reads HBM (or SBUF), found `src` {}",
+                    check::describe(&src)
+                ),
                 b.span_of("src"),
-                "not in HBM",
+                "in PSUM",
             )
-            .with_help("use `nl.copy` or `nisa.tensor_copy` for on-chip tiles"));
+            .with_help("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"));
     }
     let shape = if src.shape.len() == 1 {
         vec![src.shape[0], 1]

@@ -1123,8 +1123,20 @@ fn grid_subscript(
             ));
         }
         check::row_index(ctx, &idx, span, "the row index")?;
+        // The rows vary along the grid's partition axis (axis 0) whatever
+        // the rank of the other grids (`src[idx[i_p, 0], iy, iz]` with
+        // 3-D `iy`, `iz`), so the index takes their rank.
+        let ndim = items[1..]
+            .iter()
+            .filter_map(|v| match v {
+                Value::Index(e) => Some(e.ndim),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(2)
+            .max(2);
         items[0] = Value::Index(Rc::new(IndexExpr {
-            ndim: 2,
+            ndim,
             constant: 0,
             terms: vec![crate::value::IndexTerm {
                 axis: 0,

@@ -114,7 +114,17 @@ impl Ctx<'_> {
                     if i + 1 == values.len() {
                         break;
                     }
-                    // Index-grid masks combine with `&`, not `and`; a tensor
+                    // `mask=(i_p < n and i_f < m)`: `and` of legacy index
+                    // predicates means both, as `&` does (Python would keep
+                    // only the last one, which no kernel author means).
+                    if *op == ast::BoolOp::And && matches!(last, Value::IndexPred(_)) {
+                        for w in &values[i + 1..] {
+                            let r = self.eval(w)?;
+                            last = self.binary(ast::BinOp::BitAnd, last, r, false, e.span)?;
+                        }
+                        return Ok(last);
+                    }
+                    // Index-grid masks combine with `&`, not `or`; a tensor
                     // has no compile-time truth value, which `truthy` reports.
                     let t = self.truthy(&last, v.span)?;
                     match op {
