@@ -305,11 +305,20 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             let mine = count(&stream.insts);
             let theirs = main.stream(stream.queue).map_or(0, count);
             if mine != theirs {
+                let barriers = |n: usize| {
+                    if n == 1 {
+                        "1 `core_barrier`".to_owned()
+                    } else {
+                        format!("{n} `core_barrier`s")
+                    }
+                };
                 errors.push(VerifyError {
                     core: Some(core),
                     queue: Some(stream.queue),
                     ..plain(format!(
-                        "{mine} `core_barrier`s in this queue but {theirs} in the same queue of core 0; each barrier pairs with the one of the same rank on the other core"
+                        "{} in this queue but {} in the same queue of core 0; each barrier pairs with the one of the same rank on the other core",
+                        barriers(mine),
+                        barriers(theirs)
                     ))
                 });
             }

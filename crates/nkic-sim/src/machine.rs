@@ -833,7 +833,9 @@ fn step(
     };
     let located = |fault: crate::error::Fault| {
         let message = name_operand(program, q.queue, index, op, fault.kind, fault.message);
-        SimError::at(fault.kind, message, program, q.queue, index)
+        let mut e = SimError::at(fault.kind, message, program, q.queue, index);
+        e.core = multi.then_some(q.stats.core);
+        e
     };
     let flow = match exec.run(op) {
         Ok(flow) => flow,
@@ -841,15 +843,19 @@ fn step(
         // that simply has not executed yet in this step order. With the
         // race detector on, the fault is held back and the instruction
         // re-run reading zeros, so a race found later is reported instead
-        // (its cause); otherwise the run ends with this fault. Reads fail
-        // before an instruction writes anything, so the re-run is clean.
+        // (its cause); otherwise the run ends with the first such fault.
+        // Later uninitialised reads are held back the same way (each may
+        // be the other side of a race too, e.g. both cores of a launch
+        // reading what the other has not written yet). Reads fail before
+        // an instruction writes anything, so the re-run is clean.
         Err(fault)
             if fault.kind == SimErrorKind::UninitialisedRead
                 && races.is_some()
-                && pending.is_none()
                 && mem.poison() == Poison::Error =>
         {
-            *pending = Some(located(fault));
+            if pending.is_none() {
+                *pending = Some(located(fault));
+            }
             mem.set_poison(Poison::Zero);
             let mut exec = Exec {
                 mem,

@@ -162,7 +162,7 @@ fn a_barrier_without_a_partner_deadlocks() {
     assert!(
         errors
             .iter()
-            .any(|e| e.to_string().contains("`core_barrier`s in this queue")),
+            .any(|e| e.to_string().contains("1 `core_barrier` in this queue but 2")),
         "{errors:?}"
     );
     let (_, inputs) = input_a();
@@ -269,4 +269,33 @@ fn a_barrier_names_its_data_without_accessing_it() {
         errors[0].message.contains("names the shared HBM tensor"),
         "{errors:?}"
     );
+}
+
+#[test]
+fn reads_of_what_the_other_core_writes_later_are_a_race() {
+    // Each core first reads the other core's half of `out` and only then
+    // stores its own: both reads see never-written bytes, and the cause
+    // is the race with the other core's store, whatever the step order.
+    let text = exchange(false)
+        .replace(" wait(stored>=1)  # l1", "  # l1")
+        .replace(
+            "signal(stored)  # l0 lnc.py:7:5\n  dma_copy dst=sbuf[0:128]+1024",
+            "signal(stored)  # l0 lnc.py:7:5\n\n.queue dma1\n  dma_copy dst=sbuf[0:128]+1024",
+        );
+    let l = launch(&text);
+    let (_, inputs) = input_a();
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+        StepOrder::Seeded(5),
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let err = run_launch(&l, &inputs, &config).expect_err("a race");
+        assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
+        assert!(err.core.is_some());
+    }
 }

@@ -137,7 +137,12 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
                     .and_then(|(q, i)| locator.span(err.core, q, i))
                 {
                     Some(span) => diag.with_primary(file, span, "rejected by the program verifier"),
-                    None => diag,
+                    None => match (err.index, locator.declaration(err.core, err.queue)) {
+                        (None, Some(span)) => {
+                            diag.with_primary(file, span, "rejected by the launch verifier")
+                        }
+                        _ => diag,
+                    },
                 }
             })
             .collect());
@@ -191,11 +196,16 @@ pub(crate) fn sim_config(step_order: StepOrderArg, poison: PoisonArg) -> SimConf
 pub(crate) struct InstructionLocator {
     /// (core section, queue name, spans of its instruction lines in order)
     queues: Vec<(u8, String, Vec<Span>)>,
+    /// The `.queue` line of each (core, queue), and each `.core N` line.
+    queue_lines: Vec<(u8, String, Span)>,
+    core_lines: Vec<(u8, Span)>,
 }
 
 impl InstructionLocator {
     pub(crate) fn new(text: &str) -> InstructionLocator {
         let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
+        let mut queue_lines = Vec::new();
+        let mut core_lines = Vec::new();
         let mut core = 0u8;
         let mut offset = 0usize;
         for line in text.split_inclusive('\n') {
@@ -205,19 +215,45 @@ impl InstructionLocator {
             if code.is_empty() {
                 continue;
             }
+            let indent = line.len() - line.trim_start().len();
+            let whole = Span::from_range(start + indent..start + line.trim_end().len());
             if let Some(name) = code.strip_prefix(".queue") {
                 queues.push((core, name.trim().to_owned(), Vec::new()));
+                queue_lines.push((core, name.trim().to_owned(), whole));
             } else if let Some(n) = code.strip_prefix(".core") {
                 core = n.trim().parse().unwrap_or(core);
+                core_lines.push((core, whole));
             } else if !code.starts_with('.')
                 && let Some((_, _, spans)) = queues.last_mut()
             {
-                let indent = line.len() - line.trim_start().len();
-                let end = start + line.trim_end().len();
-                spans.push(Span::from_range(start + indent..end));
+                spans.push(whole);
             }
         }
-        InstructionLocator { queues }
+        InstructionLocator {
+            queues,
+            queue_lines,
+            core_lines,
+        }
+    }
+
+    /// The `.queue` line of `queue` on `core`, or without a queue the
+    /// `.core` line of `core`: where a launch-level verifier error points.
+    fn declaration(&self, core: Option<u8>, queue: Option<Queue>) -> Option<Span> {
+        let c = core.unwrap_or(0);
+        match queue {
+            Some(q) => {
+                let name = q.to_string();
+                self.queue_lines
+                    .iter()
+                    .find(|(k, n, _)| *k == c && *n == name)
+                    .map(|(_, _, s)| *s)
+            }
+            None => self
+                .core_lines
+                .iter()
+                .find(|(k, _)| core.is_some() && *k == c)
+                .map(|(_, s)| *s),
+        }
     }
 
     /// The span of instruction `index` of `queue` on `core` (`None`: the

@@ -97,6 +97,9 @@ pub struct Summary {
     pub target: &'static str,
     /// Physical cores of the launch (2 under LNC=2).
     pub cores: usize,
+    /// Per core: its simulated time (its last completion, ns) and its
+    /// executed instructions.
+    pub per_core: Vec<(f64, u64)>,
     pub simulated_ns: f64,
     pub instructions: u64,
     pub queues: Vec<QueueSummary>,
@@ -184,6 +187,18 @@ pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>
     Summary {
         target: target.name(),
         cores,
+        per_core: (0..cores)
+            .map(|c| {
+                let c = u8::try_from(c).unwrap_or(u8::MAX);
+                let instructions = result
+                    .per_queue
+                    .iter()
+                    .filter(|q| q.core == c)
+                    .map(|q| q.instructions)
+                    .sum();
+                (result.core_end_ps(c) as f64 / 1000.0, instructions)
+            })
+            .collect(),
         simulated_ns: ns,
         instructions: result.instructions,
         queues,
@@ -439,7 +454,18 @@ impl Summary {
             })).collect::<Vec<_>>(),
         });
         if self.cores > 1 {
-            value["cores"] = json!(self.cores);
+            // As in `nkic run --report json`: one entry per core.
+            value["cores"] = json!(
+                self.per_core
+                    .iter()
+                    .enumerate()
+                    .map(|(c, (ns, n))| json!({
+                        "core": c,
+                        "simulated_ns": round(*ns, 3),
+                        "instructions": n,
+                    }))
+                    .collect::<Vec<_>>()
+            );
         }
         value
     }

@@ -303,7 +303,14 @@ fn profile_shows_both_cores() {
     let (code, stdout, stderr) = nkic(&["profile", ADD, "--out", &out, "--format", "json"]);
     assert_eq!(code, 0, "{stderr}");
     let summary = json(&stdout);
-    assert_eq!(summary["cores"].as_u64(), Some(2), "{summary}");
+    let cores = summary["cores"].as_array().expect("a cores array");
+    assert_eq!(cores.len(), 2, "{summary}");
+    assert_eq!(cores[1]["core"], 1);
+    let slowest = cores
+        .iter()
+        .map(|c| c["simulated_ns"].as_f64().expect("ns"))
+        .fold(0.0, f64::max);
+    assert!((slowest - summary["simulated_ns"].as_f64().expect("ns")).abs() < 1e-3);
     let queues = summary["queues"].as_array().expect("queues");
     for core in [0, 1] {
         assert!(
@@ -340,5 +347,42 @@ fn profile_shows_both_cores() {
     }
     let svg = std::fs::read_to_string(dir.join("timeline.svg")).expect("timeline.svg");
     assert!(svg.contains(">core0.vector<") && svg.contains(">core1.dma0<"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn launch_verifier_errors_point_at_the_core_section() {
+    let dir = temp("verify");
+    let text = std::fs::read_to_string(root().join("tests/nkasm/core_barrier_exchange.nkasm"))
+        .expect("the fixture exists");
+    // Core 1 declares `a` with another shape.
+    let at = text.find(".core 1").expect("core 1");
+    let bad = format!(
+        "{}{}",
+        &text[..at],
+        text[at..].replacen(".arg a f32[128,512] input", ".arg a f32[128,1024] input", 1)
+    );
+    let path = dir.join("bad.nkasm");
+    std::fs::write(&path, &bad).expect("write");
+    let (code, stdout, _) = nkic(&[
+        "exec",
+        &path.display().to_string(),
+        "--message-format",
+        "json",
+    ]);
+    assert_eq!(code, 1);
+    let diag: Value = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| {
+            v["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("core 1: the cores of a launch share"))
+        })
+        .unwrap_or_else(|| panic!("the argument mismatch: {stdout}"));
+    assert_eq!(diag["code"], "E1002");
+    // The label is on the `.core 1` line.
+    let line = bad[..at].lines().count() as u64 + 1;
+    assert_eq!(diag["labels"][0]["line"].as_u64(), Some(line), "{diag}");
     let _ = std::fs::remove_dir_all(&dir);
 }
