@@ -33,7 +33,9 @@
 //! checked for overlap among themselves (E0903) and for range (E0904). A
 //! kernel that does not fit even with slack 0 gets E0901 (SBUF) or E0902
 //! (PSUM), naming the tensors alive at the peak and the overflow in bytes
-//! per partition.
+//! per partition; tensors of one allocation site (the blocks of a legacy
+//! tensor, the tiles of unrolled iterations) are one line, and only the
+//! [`MAX_OVERFLOW_SITES`] largest sites are listed.
 //!
 //! # HBM
 //!
@@ -55,6 +57,10 @@ use crate::collect::{Unit, diag_at};
 
 /// On-chip offsets are multiples of this many bytes.
 pub const ALIGN: u64 = 4;
+
+/// The most allocation sites an overflow diagnostic lists (the largest;
+/// all of them when only one more would be left out).
+pub const MAX_OVERFLOW_SITES: usize = 8;
 
 /// One HBM tensor of the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -530,22 +536,71 @@ fn overflow_diag(
         )
     };
     let mut d = diag_at(code, message, failing.loc, "this allocation does not fit");
+    // One line per allocation site (the blocks of a legacy tensor, or the
+    // tiles of unrolled iterations, share one), the largest
+    // `MAX_OVERFLOW_SITES` in order of first use, and a summary of the rest.
+    let mut sites: Vec<(String, Vec<&Item>)> = Vec::new();
     for item in &alive {
-        let s = &unit.storages[item.id];
-        d = d.with_note(format!(
-            "alive at the peak: {} ({} bytes per partition)",
-            unit.storage_label(item.id, sources),
-            item.size
-        ));
-        if let Some(loc) = s.loc
-            && item.id != items[failed].id
-        {
-            d = d.with_secondary(
-                loc.file,
-                loc.span,
-                format!("{} bytes per partition alive here", item.size),
-            );
+        let label = unit.storage_label(item.id, sources);
+        match sites.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, group)) => group.push(item),
+            None => sites.push((label, vec![item])),
         }
+    }
+    let bytes = |group: &[&Item]| group.iter().map(|i| i.size).sum::<u64>();
+    let mut by_size: Vec<usize> = (0..sites.len()).collect();
+    by_size.sort_by_key(|&k| std::cmp::Reverse(bytes(&sites[k].1)));
+    // Leaving out a single site would save no line.
+    let limit = if sites.len() > MAX_OVERFLOW_SITES + 1 {
+        MAX_OVERFLOW_SITES
+    } else {
+        sites.len()
+    };
+    let shown: BTreeSet<usize> = by_size.iter().copied().take(limit).collect();
+    for (k, (label, group)) in sites.iter().enumerate() {
+        if !shown.contains(&k) {
+            continue;
+        }
+        let total = bytes(group);
+        let first = group[0];
+        let same_size = group.iter().all(|i| i.size == first.size);
+        let amount = match (group.len(), same_size) {
+            (1, _) => format!("{total} bytes per partition"),
+            (n, true) => format!(
+                "{n} tensors × {} bytes = {total} bytes per partition",
+                first.size
+            ),
+            (n, false) => format!("{n} tensors, {total} bytes per partition"),
+        };
+        d = d.with_note(format!("alive at the peak: {label} ({amount})"));
+        let s = &unit.storages[first.id];
+        if let Some(loc) = s.loc
+            && group.iter().all(|i| i.id != items[failed].id)
+        {
+            let here = if group.len() == 1 {
+                format!("{total} bytes per partition alive here")
+            } else {
+                format!(
+                    "{} tensors, {total} bytes per partition alive here",
+                    group.len()
+                )
+            };
+            d = d.with_secondary(loc.file, loc.span, here);
+        }
+    }
+    if sites.len() > shown.len() {
+        let rest: Vec<&Item> = sites
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !shown.contains(k))
+            .flat_map(|(_, (_, g))| g.iter().copied())
+            .collect();
+        d = d.with_note(format!(
+            "and {} more allocation sites alive at the peak ({} tensors, {} bytes per partition)",
+            sites.len() - shown.len(),
+            rest.len(),
+            bytes(&rest)
+        ));
     }
     let help = if mem.buffer == Buffer::Psum {
         "PSUM holds 8 banks of 2 KiB per partition: use smaller accumulation tiles or copy results out of PSUM sooner"

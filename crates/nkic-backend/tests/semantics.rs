@@ -237,6 +237,84 @@ fn grid_instances_that_depend_on_each_other_are_rejected() {
     }
 }
 
+#[test]
+fn overflow_notes_group_allocation_sites_and_list_the_largest() {
+    // Ten one-bank PSUM tiles of their own sites, and six of one site
+    // (`qk`, as the blocks of a legacy tensor), all alive together.
+    let mut text = String::from(
+        "kernel \"many\" target=trn3 program_id=[0] num_programs=[1]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[128, 512] \"out\" arg=0 output @ kernel.py:0..8
+t1 = sbuf float32[128, 512] \"acc\" @ kernel.py:40..48
+",
+    );
+    let sites: Vec<(String, u32)> = (0..10)
+        .map(|i| (format!("bank{i}"), 80 + 40 * i))
+        .chain((0..6).map(|_| ("qk".to_owned(), 600)))
+        .collect();
+    for (k, (name, at)) in sites.iter().enumerate() {
+        text.push_str(&format!(
+            "t{} = psum float32[128, 512] \"{name}\" @ kernel.py:{at}..{}\n",
+            k + 2,
+            at + 8
+        ));
+    }
+    let mut line = 1000;
+    let mut op = |text: &mut String, body: String| {
+        let n = (line - 1000) / 40;
+        text.push_str(&format!(
+            "op{n} = {body} @ kernel.py:{line}..{}\n",
+            line + 8
+        ));
+        line += 40;
+    };
+    op(
+        &mut text,
+        "memset dst=t1[0:128, 0:512] value=0.0 engine=vector".to_owned(),
+    );
+    for k in 0..sites.len() {
+        op(
+            &mut text,
+            format!(
+                "memset dst=t{}[0:128, 0:512] value=1.0 engine=vector",
+                k + 2
+            ),
+        );
+    }
+    for k in 0..sites.len() {
+        op(
+            &mut text,
+            format!(
+                "tensor_tensor dst=t1[0:128, 0:512] src0=t1[0:128, 0:512] src1=t{}[0:128, 0:512] op=add engine=vector",
+                k + 2
+            ),
+        );
+    }
+    op(
+        &mut text,
+        "dma_copy dst=t0[0:128, 0:512] src=t1[0:128, 0:512] engine=dma".to_owned(),
+    );
+    let (kernel, sources) = common::load_text(&text);
+    let diags = compile(&kernel, &sources, &BackendConfig::default())
+        .expect_err("sixteen PSUM banks do not fit in eight");
+    assert_eq!(diags[0].code, "E0902");
+    let notes = &diags[0].notes;
+    // The eight largest sites in first-use order (banks 0..6, then one
+    // line for `qk`'s six tensors), then the three sites left out.
+    assert_eq!(notes.len(), 9, "{notes:#?}");
+    assert!(
+        notes.iter().any(|n| n.contains("`qk`")
+            && n.contains("6 tensors × 2048 bytes = 12288 bytes per partition")),
+        "{notes:#?}"
+    );
+    assert_eq!(
+        notes[8],
+        "and 3 more allocation sites alive at the peak (3 tensors, 6144 bytes per partition)"
+    );
+    // One label per site shown (the failing tile has the primary one).
+    assert!(diags[0].secondary.len() <= 8, "{:#?}", diags[0].secondary);
+}
+
 /// Checks that no wait of `program` is implied by queue order, earlier
 /// waits of its queue, or another wait of the same instruction; returns
 /// the number of waits.
