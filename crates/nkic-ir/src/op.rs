@@ -511,6 +511,18 @@ ops! {
         dst: View => Write,
         src: RegHandle => Read,
     }
+
+    // ------------------------------------------------------------ cores
+
+    /// A barrier between the two physical cores of an LNC=2 launch
+    /// (`nisa.core_barrier(data, (0, 1))`): it completes when the other
+    /// core's barrier of the same rank has issued too. `data` is the shared
+    /// HBM tensor synchronised on; it moves nothing but counts as written,
+    /// so accesses of it before the barrier are ordered before it and
+    /// accesses after it after it (the machine instruction's `data`).
+    CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync] {
+        data: Option<View> => Write,
+    }
 }
 
 impl OpKind {

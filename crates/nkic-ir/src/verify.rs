@@ -45,8 +45,9 @@
 //! **Op operands.** Compute ops touch only SBUF/PSUM; DMA ops never touch
 //! PSUM; `reg_load`/`reg_store` touch one element of SBUF or HBM; matmul
 //! inputs are SBUF and their output PSUM (likewise `nc_transpose` on the
-//! Tensor engine); ops on GpSimd never touch PSUM. A chosen engine is one
-//! of the op's engines.
+//! Tensor engine); ops on GpSimd never touch PSUM; the `data` of a
+//! `core_barrier` is an HBM view. A chosen engine is one of the op's
+//! engines.
 //!
 //! **Scheduling.** `depends_on` lists distinct ops that precede the op in
 //! program order and sit at the same dynamic loop or an enclosing one. All
@@ -569,6 +570,13 @@ impl Verifier<'_> {
                     self.err(
                         at,
                         format!("`{field}`: a register moves exactly one element"),
+                    );
+                }
+            } else if matches!(op.kind, OpKind::CoreBarrier { .. }) {
+                if !buffer.is_hbm() {
+                    self.err(
+                        at,
+                        format!("`{field}`: a core barrier synchronises on a shared HBM tensor"),
                     );
                 }
             } else if buffer.is_hbm() {

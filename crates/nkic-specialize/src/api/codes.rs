@@ -60,6 +60,9 @@ pub const DMA_MODE: &str = "E0523";
 /// error, or a warning for operations without effect on results
 /// (`nl.device_print`).
 pub const UNSUPPORTED: &str = "E0524";
+/// A cross-core operation (`nisa.core_barrier`) outside an LNC=2 launch
+/// (a grid of exactly 2 instances), or with `cores` other than `(0, 1)`.
+pub const CORES: &str = "E0525";
 
 /// Every code with a one-line meaning, in order (for docs/diagnostics).
 pub const ALL: &[(&str, &str)] = &[
@@ -94,4 +97,5 @@ pub const ALL: &[(&str, &str)] = &[
     (VALUE, "argument value out of range"),
     (DMA_MODE, "DMA mode rule broken"),
     (UNSUPPORTED, "operation not supported by nkic yet"),
+    (CORES, "cross-core operation outside an LNC=2 launch"),
 ];

@@ -3,7 +3,8 @@
 //! them (`nl.rand`, `nl.random_seed`, `nl.dropout`, `nl.gather_flattened`,
 //! `nl.shared_identity_matrix`, `nl.device_print`, `nl.shared_constant`).
 //!
-//! Operations the IR has no counterpart for (`topk`, `core_barrier`,
+//! `nisa.core_barrier` lowers to the IR's `core_barrier` (LNC=2 launches
+//! only). Operations the IR has no counterpart for (`topk`,
 //! `sendrecv`, `rand_set_state`, `rand_get_state`, and `nl.shared_constant`
 //! of anything but `np.identity(n)`) are in the table, so hover and the reference show them, but calling one
 //! is a "not supported by nkic yet" error (E0524) at the call.
@@ -290,12 +291,16 @@ pub const DEFS: &[ApiDef] = &[
             opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
             opt("name", Kind::Str, "None"),
         ],
-        engines: NONE,
+        engines: BARRIER_ENGINES,
         since: Target::Trn2,
         value_form: false,
-        summary: "A barrier between the two physical cores of an LNC=2 logical core. Not supported by nkic yet (E0524).",
-        constraints: &[],
-        run: unsupported,
+        summary: "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
+        constraints: &[
+            "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
+            "`cores` is `(0, 1)` (E0525).",
+            "`data` is an HBM tensor (shared between the cores).",
+        ],
+        run: core_barrier,
     },
     ApiDef {
         name: "nisa.sendrecv",
@@ -511,6 +516,78 @@ pub const DEFS: &[ApiDef] = &[
 ];
 
 // ------------------------------------------------------------------ helpers
+
+/// The engines whose instruction stream can wait at a core barrier.
+const BARRIER_ENGINES: &[Engine] = &[
+    Engine::Tensor,
+    Engine::Vector,
+    Engine::Scalar,
+    Engine::GpSimd,
+    Engine::Sync,
+];
+
+/// `nisa.core_barrier(data, cores, engine)`.
+fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    if !data.buffer.is_hbm() {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`data` of `nisa.core_barrier` is the HBM tensor the cores share, found {}",
+                check::describe(&data)
+            ),
+            b.span_of("data"),
+            "not in HBM",
+        ));
+    }
+    let cores = b.ints(ctx, "cores")?.unwrap_or_default();
+    if cores != [0, 1] {
+        return Err(ctx.error(
+            codes::CORES,
+            format!(
+                "`cores` of `nisa.core_barrier` must be (0, 1), found {}",
+                shape_text_i64(&cores)
+            ),
+            b.span_of("cores"),
+            "not (0, 1)",
+        ));
+    }
+    let instances: u64 = (0..ctx.program_ndim())
+        .map(|axis| u64::from(ctx.num_programs(axis).unwrap_or(1)))
+        .product();
+    if ctx.program_ndim() == 0 || instances != 2 {
+        let found = if ctx.program_ndim() == 0 {
+            "no launch grid".to_owned()
+        } else {
+            format!("a grid of {instances} instances")
+        };
+        return Err(ctx
+            .error(
+                codes::CORES,
+                format!("`nisa.core_barrier` synchronises the two cores of an LNC=2 launch, but this kernel has {found}"),
+                span,
+                "not an LNC=2 launch",
+            )
+            .with_help("launch the kernel on a grid of 2 (`--grid 2` or `# nkic: grid 2`) on trn2 or trn3"));
+    }
+    let engine = emit::engine(ctx, b)?.unwrap_or(Engine::GpSimd);
+    let kind = OpKind::CoreBarrier {
+        data: Some(data.view.clone()),
+    };
+    let ins = emit::push(ctx, b, kind, Some(engine), span)?;
+    Ok(Value::Ext(Rc::new(emit::Instruction { op: ins })))
+}
+
+/// `(0, 1)`-style text of a list of ints.
+fn shape_text_i64(v: &[i64]) -> String {
+    match v {
+        [x] => format!("({x},)"),
+        _ => format!(
+            "({})",
+            v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
 
 fn unsupported(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     Err(ctx
