@@ -7,6 +7,9 @@
 //! `a=float32[256,1024]` and `N=4`, `eps=1e-6`, `flag=True`, `mode='fast'`,
 //! `dims=(1,2)`, `dt=bfloat16`, and dotted names resolved in the kernel's
 //! module, `op=nl.add` or `cmd=nisa.reduce_cmd.load_reduce`.
+//! Dimension sizes are positive and fit 32 bits; an int constant must fit
+//! the meta-language's 32-bit ints (−2³¹ ..= 2³² − 1, language.md §4.1),
+//! as a kernel could not compute a larger one either.
 
 use std::fmt;
 use std::str::FromStr;
@@ -152,19 +155,20 @@ impl FromStr for ArgSpec {
             .trim()
             .parse()
             .map_err(|e| SpecError(format!("{e}")))?;
-        let shape = shape
-            .strip_suffix(']')
+        let (shape, tail) = shape
+            .split_once(']')
             .ok_or_else(|| SpecError(format!("missing `]` in `{rest}`")))?;
+        let tail = tail.trim();
+        if !tail.is_empty() {
+            return Err(SpecError(format!(
+                "unexpected `{tail}` after the shape in `{rest}`"
+            )));
+        }
         let dims: Vec<u64> = shape
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
-            .map(|d| {
-                d.parse::<u64>()
-                    .ok()
-                    .filter(|&n| n > 0 && n <= u64::from(u32::MAX))
-                    .ok_or_else(|| SpecError(format!("`{d}` is not a positive dimension size")))
-            })
+            .map(dimension)
             .collect::<Result<_, _>>()?;
         if dims.is_empty() {
             return Err(SpecError(format!("`{name}` needs at least one dimension")));
@@ -174,6 +178,26 @@ impl FromStr for ArgSpec {
             dtype,
             shape: dims,
         })
+    }
+}
+
+/// One dimension size of an argument spec: a positive integer of at most
+/// 32 bits.
+fn dimension(d: &str) -> Result<u64, SpecError> {
+    if d.is_empty() || !d.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(SpecError(format!(
+            "`{d}` is not a dimension size (a positive integer)"
+        )));
+    }
+    match d.parse::<u64>() {
+        Ok(0) => Err(SpecError(format!(
+            "a dimension size must be positive, found `{d}`"
+        ))),
+        Ok(n) if n <= u64::from(u32::MAX) => Ok(n),
+        _ => Err(SpecError(format!(
+            "the dimension size `{d}` is too large (at most {})",
+            u32::MAX
+        ))),
     }
 }
 
@@ -223,11 +247,30 @@ impl FromStr for ConstValue {
         if !diags.is_empty() {
             return Err(SpecError(format!("`{s}` is not a Python literal")));
         }
-        from_expr(&expr).ok_or_else(|| {
+        let c = from_expr(&expr).ok_or_else(|| {
             SpecError(format!(
                 "`{s}` is not a constant (use an int, float, bool, None, string, dtype, dotted name or tuple)"
             ))
-        })
+        })?;
+        if let Some(i) = out_of_range_int(&c) {
+            return Err(SpecError(format!(
+                "the int {i} in `{}` does not fit the specializer's 32-bit ints ({} ..= {})",
+                s.trim(),
+                crate::eval::INT_MIN,
+                crate::eval::INT_END - 1
+            )));
+        }
+        Ok(c)
+    }
+}
+
+/// The first int of `c` outside the meta-language's 32-bit range
+/// (language.md §4.1), which a kernel could not compute itself.
+fn out_of_range_int(c: &ConstValue) -> Option<i64> {
+    match c {
+        ConstValue::Int(i) if !(crate::eval::INT_MIN..crate::eval::INT_END).contains(i) => Some(*i),
+        ConstValue::Tuple(items) => items.iter().find_map(out_of_range_int),
+        _ => None,
     }
 }
 
@@ -322,6 +365,55 @@ mod tests {
         assert!("a=float64[2]".parse::<ArgSpec>().is_err());
         assert!("a=bf16[0]".parse::<ArgSpec>().is_err());
         assert!("1a=bf16[2]".parse::<ArgSpec>().is_err());
+    }
+
+    #[test]
+    fn arg_spec_errors_say_what_is_wrong() {
+        let err = |s: &str| s.parse::<ArgSpec>().unwrap_err().0;
+        assert_eq!(
+            err("x=float32[4294967297,1]"),
+            "the dimension size `4294967297` is too large (at most 4294967295)"
+        );
+        assert_eq!(
+            err("x=float32[99999999999999999999999]"),
+            "the dimension size `99999999999999999999999` is too large (at most 4294967295)"
+        );
+        assert_eq!(
+            err("x=float32[0,1]"),
+            "a dimension size must be positive, found `0`"
+        );
+        assert_eq!(
+            err("x=float32[-3,1]"),
+            "`-3` is not a dimension size (a positive integer)"
+        );
+        assert_eq!(
+            err("x=float32[128,512]extra"),
+            "unexpected `extra` after the shape in `float32[128,512]extra`"
+        );
+        assert_eq!(err("x=float32[128,512"), "missing `]` in `float32[128,512`");
+        let ok: ArgSpec = "x=float32[4294967295,1] ".parse().unwrap();
+        assert_eq!(ok.shape, vec![4294967295, 1]);
+    }
+
+    #[test]
+    fn consts_outside_32_bits_are_rejected() {
+        let err = |s: &str| s.parse::<ConstValue>().unwrap_err().0;
+        assert_eq!(
+            err("4294967296"),
+            "the int 4294967296 in `4294967296` does not fit the specializer's 32-bit ints (-2147483648 ..= 4294967295)"
+        );
+        assert_eq!(
+            err("(1, -2147483649)"),
+            "the int -2147483649 in `(1, -2147483649)` does not fit the specializer's 32-bit ints (-2147483648 ..= 4294967295)"
+        );
+        assert_eq!(
+            "4294967295".parse::<ConstValue>(),
+            Ok(ConstValue::Int(4294967295))
+        );
+        assert_eq!(
+            "-2147483648".parse::<ConstValue>(),
+            Ok(ConstValue::Int(-2147483648))
+        );
     }
 
     #[test]

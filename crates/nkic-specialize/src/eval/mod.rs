@@ -35,4 +35,5 @@ mod ops;
 mod stmt;
 
 pub(crate) use class::{AutoMarker, FieldMarker};
+pub(crate) use ops::{INT_END, INT_MIN};
 pub(crate) use stmt::Flow;
