@@ -33,6 +33,11 @@ pub enum Poison {
     Zero,
 }
 
+/// The default `SimConfig::max_simulated_ps`: 100 ms of device time, over
+/// a hundred times the longest bundled kernel at its bench size, and
+/// reached by a loop that never ends within seconds of simulation.
+pub const DEFAULT_MAX_SIMULATED_PS: u64 = 100_000_000_000;
+
 /// Options of one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SimConfig {
@@ -41,6 +46,11 @@ pub struct SimConfig {
     /// Executed instructions (including control instructions) before the
     /// run stops with `SimErrorKind::InstructionLimit`.
     pub max_instructions: u64,
+    /// Simulated time, in picoseconds, at which an instruction may no
+    /// longer start: the run stops with `SimErrorKind::InstructionLimit`
+    /// naming it (a loop that never ends moves data for a long time long
+    /// before it reaches `max_instructions`).
+    pub max_simulated_ps: u64,
     /// Whether `RunResult::trace` records one event per executed instruction.
     pub trace: bool,
     /// Whether the race detector runs: accesses of the same bytes from
@@ -57,6 +67,7 @@ impl Default for SimConfig {
             step_order: StepOrder::RoundRobin,
             poison: Poison::Error,
             max_instructions: 1_000_000_000,
+            max_simulated_ps: DEFAULT_MAX_SIMULATED_PS,
             trace: true,
             race_check: true,
         }

@@ -71,7 +71,7 @@ mod rng;
 #[cfg(test)]
 mod tests;
 
-pub use config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
+pub use config::{DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, StepOrder};
 pub use error::{SimError, SimErrorKind, Site};
 pub use result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
 

@@ -473,6 +473,22 @@ pub(crate) fn simulate(
             q.arrived = Some(cand);
             continue;
         }
+        if cand.start > config.max_simulated_ps {
+            let q = &queues[chosen];
+            let mut e = SimError::at(
+                SimErrorKind::InstructionLimit,
+                format!(
+                    "the run passed {} of simulated time after {} executed instructions (a loop that never ends?)",
+                    time_text(config.max_simulated_ps),
+                    res.instructions
+                ),
+                core_program,
+                q.queue,
+                q.pc,
+            );
+            e.core = multi.then_some(q.stats.core);
+            return Err(prefer(pending, e));
+        }
         res.instructions += 1;
         if res.instructions > config.max_instructions {
             let q = &queues[chosen];
@@ -1262,6 +1278,22 @@ fn collect_outputs(
         out.push((t.name.clone(), bytes));
     }
     Ok(out)
+}
+
+/// `1 s`, `250 ms`, `40 us` or `900 ns` for a time limit.
+fn time_text(ps: u64) -> String {
+    let units = [
+        (1_000_000_000_000, "s"),
+        (1_000_000_000, "ms"),
+        (1_000_000, "us"),
+        (1_000, "ns"),
+    ];
+    for (scale, unit) in units {
+        if ps >= scale && ps.is_multiple_of(scale) {
+            return format!("{} {unit}", ps / scale);
+        }
+    }
+    format!("{ps} ps")
 }
 
 fn config_seed(order: StepOrder) -> u64 {

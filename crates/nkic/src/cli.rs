@@ -89,6 +89,10 @@ struct RunArgs {
     /// repeatable.
     #[arg(long = "dump", value_name = "NAME")]
     dump: Vec<String>,
+    /// Stop with error E2007 when the simulated time passes this many
+    /// milliseconds (a loop that never ends).
+    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000)]
+    max_sim_ms: u64,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
@@ -129,6 +133,10 @@ struct ExecArgs {
     /// What reading never-written memory does.
     #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
     poison: PoisonArg,
+    /// Stop with error E2007 when the simulated time passes this many
+    /// milliseconds (a loop that never ends).
+    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000)]
+    max_sim_ms: u64,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
@@ -414,6 +422,7 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         poison: args.poison,
         dump: &args.dump,
         profile,
+        max_sim_ms: args.max_sim_ms,
     };
     if let Err(diags) = crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
         reporter.emit_all(&diags, &sources);
@@ -432,6 +441,7 @@ fn exec(args: &ExecArgs) -> ExitCode {
         report: args.report,
         step_order: args.step_order,
         poison: args.poison,
+        max_sim_ms: args.max_sim_ms,
     };
     if let Err(diags) = crate::exec::exec(&opts, &mut sources) {
         reporter.emit_all(&diags, &sources);

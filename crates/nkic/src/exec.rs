@@ -107,6 +107,8 @@ pub struct ExecOptions<'a> {
     pub report: ReportFormat,
     pub step_order: StepOrderArg,
     pub poison: PoisonArg,
+    /// `--max-sim-ms`.
+    pub max_sim_ms: u64,
 }
 
 /// Runs a `.nkasm` file. Returns the diagnostics that stop it, if any.
@@ -150,7 +152,7 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
     let program = launch.main();
     let inputs = read_inputs(program, opts.inputs)?;
-    let config = sim_config(opts.step_order, opts.poison);
+    let config = sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     let result = nkic_sim::run_launch(&launch, &inputs, &config).map_err(|err| {
         vec![runtime_fault(
             &err,
@@ -174,7 +176,11 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
 }
 
 /// The interpreter's options from the command line.
-pub(crate) fn sim_config(step_order: StepOrderArg, poison: PoisonArg) -> SimConfig {
+pub(crate) fn sim_config(
+    step_order: StepOrderArg,
+    poison: PoisonArg,
+    max_sim_ms: u64,
+) -> SimConfig {
     SimConfig {
         step_order: match step_order {
             StepOrderArg::RoundRobin => StepOrder::RoundRobin,
@@ -187,6 +193,7 @@ pub(crate) fn sim_config(step_order: StepOrderArg, poison: PoisonArg) -> SimConf
             PoisonArg::Zero => Poison::Zero,
         },
         trace: false,
+        max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
         ..SimConfig::default()
     }
 }

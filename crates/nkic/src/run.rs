@@ -235,6 +235,8 @@ pub struct RunOptions<'a> {
     pub dump: &'a [String],
     /// `nkic profile`: the summary's format.
     pub profile: Option<ReportFormat>,
+    /// `--max-sim-ms`.
+    pub max_sim_ms: u64,
 }
 
 /// Executes a compiled kernel and reports.
@@ -251,7 +253,7 @@ pub fn run_compiled(
     } else {
         exec::read_inputs(program, opts.inputs)?
     };
-    let mut config = exec::sim_config(opts.step_order, opts.poison);
+    let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     config.trace = opts.profile.is_some();
     let base_dir: PathBuf = sources
         .get(file)

@@ -249,3 +249,26 @@ fn an_unwritten_output_names_the_kernel_variable() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A loop that never ends stops at `--max-sim-ms` with E2007 at the
+/// instruction that would start after the limit.
+#[test]
+fn a_loop_that_never_ends_stops_at_the_time_limit() {
+    let dir = temp("forever");
+    let program = "\
+.target trn3
+.queue vector
+L0:
+  nop
+  jump target=L0
+";
+    let (ok, diags, _) = exec(&dir, program, &["--max-sim-ms", "1"]);
+    assert!(!ok);
+    assert_eq!(diags[0]["code"], "E2007", "{diags:?}");
+    let message = diags[0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("the run passed 1 ms of simulated time after "),
+        "{message}"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

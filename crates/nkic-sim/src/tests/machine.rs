@@ -476,6 +476,35 @@ fn outputs_must_be_fully_written() {
     assert_eq!(e.tensor.as_deref(), Some("out"));
 }
 
+/// A loop that never ends stops at the simulated-time limit, naming the
+/// instruction that would start after it.
+#[test]
+fn runs_stop_at_the_simulated_time_limit() {
+    let p = nkic_isa::assemble(
+        ".target trn3
+.queue vector
+L0:
+  nop
+  jump target=L0
+",
+    )
+    .expect("assembles");
+    let config = SimConfig {
+        max_simulated_ps: 1_000_000,
+        trace: false,
+        ..SimConfig::default()
+    };
+    let e = run(&p, &Inputs::new(), &config).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::InstructionLimit);
+    assert!(
+        e.message
+            .starts_with("the run passed 1 us of simulated time after "),
+        "{}",
+        e.message
+    );
+    assert_eq!(e.queue, Some(Queue::Vector));
+}
+
 #[test]
 fn inputs_are_checked() {
     let p = pipeline();
