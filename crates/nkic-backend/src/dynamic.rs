@@ -7,16 +7,18 @@
 //! This is the sequential schedule extended to run-time loops; it is
 //! correct for any trip count.
 //!
-//! Under [`Schedule::Optimized`] the body of every dynamic loop is still a
-//! token chain (iterations do not overlap), but the top level is a
-//! dependency graph: each top-level op, and each top-level dynamic loop as
-//! a whole, waits only for the earlier top-level ops and loops it depends
-//! on (the memory, engine-state and explicit edges of
-//! [`deps`], an op of a loop standing for its loop), so
-//! independent work before, between and after dynamic loops overlaps with
-//! them. Top-level DMAs take turns on the DMA queues after `dma0` (which
-//! the loop bodies use), so a transfer that does not depend on a loop is
-//! not queued behind the loop's transfers.
+//! Under [`Schedule::Optimized`] the top level is a dependency graph: each
+//! top-level op, and each top-level dynamic loop as a whole, waits only
+//! for the earlier top-level ops and loops it depends on (the memory,
+//! engine-state and explicit edges of [`deps`], an op of a loop standing
+//! for its loop), so independent work before, between and after dynamic
+//! loops overlaps with them. Top-level DMAs take turns on the DMA queues
+//! after `dma0` (which the loop bodies use), so a transfer that does not
+//! depend on a loop is not queued behind the loop's transfers. A loop
+//! whose body is straight-line ops (no nested loop, no register load or
+//! store) is *relaxed* (see `Relaxed`): each step waits only for the steps
+//! of the same and the previous iterations it depends on, so consecutive
+//! iterations overlap; other loop bodies stay token chains.
 //!
 //! # Queues and registers
 //!
@@ -29,7 +31,10 @@
 //! participating queue (each copy is part of the chain), `reg_store` on the
 //! first one. Loop `g` (numbered in source order over the grid) owns the
 //! physical register `r(R + g)`, `R` the largest virtual register count,
-//! which counts the signals its body has sent so far.
+//! which counts the signals its body has sent so far. A relaxed loop
+//! instead takes one register per queue with steps in its body, after the
+//! `R + loops` chain registers; a loop whose counters would not fit stays
+//! a chain.
 //!
 //! # Semaphores
 //!
@@ -102,6 +107,8 @@ struct NodeDone {
 
 /// The optimized top level: the dependency graph between top-level nodes.
 struct TopLevel {
+    /// The op-level dependency graph (for relaxed loop bodies).
+    graph: deps::Graph,
     /// The earlier nodes each node depends on, sorted.
     preds: Vec<Vec<usize>>,
     /// Per emitted node, what its dependents wait for.
@@ -123,14 +130,48 @@ struct Region {
     reg: Option<Reg>,
     /// Signals so far in this iteration (the top level: in total).
     count: u32,
+    /// The body of a loop whose iterations may overlap ([`Relaxed`]).
+    relaxed: bool,
+}
+
+/// A dynamic loop of the optimized schedule whose body is straight-line
+/// ops: instead of a chain, each step waits only for the steps it depends
+/// on, so consecutive iterations overlap where their data allows.
+///
+/// Every queue `q` with steps in the body has a semaphore `loop<g>_<q>`,
+/// signalled by those steps, and a counter register holding its signals
+/// before the current iteration (every queue keeps every counter, adding
+/// the queue's steps per iteration at the end of each iteration). Queues
+/// complete in order, so a step waits, per other queue `qa`, for
+/// `loop<g>_<qa> >= counter(qa) + n` where `n` is the position of the
+/// latest step of `qa` it depends on earlier in the iteration, or for
+/// `>= counter(qa) + 0` (every earlier iteration of `qa` complete) when it
+/// only depends on a later step of `qa` (of the previous iteration: the
+/// same bytes are used in every iteration, or the whole storage at a
+/// run-time offset). A dependency on an earlier step of the same
+/// iteration implies the same step of every earlier iteration. Steps of
+/// one queue need no waits among themselves. The first step of each queue
+/// also waits for what the loop depends on before it; after the loop,
+/// dependents wait for `loop<g>_<q> >= counter(q)` on every queue.
+struct Relaxed {
+    /// Per queue with steps: its semaphore, counter and steps per iteration.
+    queues: BTreeMap<Queue, (SemId, Reg, u32)>,
+    /// The queue of each body op with a step and its 1-based position
+    /// among that queue's steps.
+    pos: BTreeMap<usize, (Queue, u32)>,
+    /// What the loop waits for before its first iteration.
+    before: Vec<SemWait>,
+    /// The queues whose first step is emitted.
+    started: Vec<Queue>,
 }
 
 /// The emitter's state.
 struct Emitter<'a, 'k> {
     unit: &'a Unit<'k>,
     layout: &'a Layout,
-    /// Signals per iteration of each loop emitted so far.
-    loop_signals: Vec<u32>,
+    /// The completion waits of each loop emitted so far (empty for a loop
+    /// that signals nothing).
+    loop_done: Vec<Vec<SemWait>>,
     lowered: &'a Lowered,
     program: Program,
     /// Participating queues, in order.
@@ -150,10 +191,16 @@ struct Emitter<'a, 'k> {
     naming: Option<usize>,
     /// The queue of each op.
     queue_of: Vec<Queue>,
-    /// The semaphore of each dynamic loop, in loop order.
-    loop_sems: Vec<SemId>,
     /// The optimized top level (`None`: the token chain throughout).
     top: Option<TopLevel>,
+    /// The number of dynamic loops, each with a chain counter register.
+    loops_total: u32,
+    /// Registers taken by the counters of relaxed loops so far.
+    next_extra: u32,
+    /// The sequencer registers of a queue.
+    register_limit: u32,
+    /// The relaxed loop being emitted.
+    relaxed: Option<Relaxed>,
 }
 
 /// The queue an op runs on (its first legal engine).
@@ -253,6 +300,7 @@ pub fn emit(
             }
         }
         TopLevel {
+            graph,
             preds,
             done: vec![NodeDone::default(); nodes],
             current: 0,
@@ -294,7 +342,7 @@ pub fn emit(
     let mut em = Emitter {
         unit,
         layout,
-        loop_signals: Vec::new(),
+        loop_done: Vec::new(),
         lowered,
         program,
         streams: queues.iter().map(|&q| (q, Vec::new())).collect(),
@@ -307,13 +355,17 @@ pub fn emit(
         prev: Vec::new(),
         naming: None,
         queue_of,
-        loop_sems: Vec::new(),
         top,
+        loops_total: u32::try_from(loops).unwrap_or(u32::MAX),
+        next_extra: 0,
+        register_limit: u32::try_from(limit).unwrap_or(u32::MAX),
+        relaxed: None,
     };
     let mut region = Region {
         sem: chain,
         reg: None,
         count: 0,
+        relaxed: false,
     };
     let mut node = 0;
     for (inst, k) in unit.kernels.iter().enumerate() {
@@ -363,6 +415,10 @@ impl Emitter<'_, '_> {
         line: Option<LineId>,
         region: &mut Region,
     ) {
+        if region.relaxed {
+            self.relaxed_step(insts, line);
+            return;
+        }
         let Some(sem) = region.sem else {
             self.top_step(insts, line);
             return;
@@ -388,6 +444,102 @@ impl Emitter<'_, '_> {
             value: region.count,
             reg: region.reg,
         }];
+    }
+
+    /// Emits the instructions of one op of a relaxed loop body; see
+    /// [`Relaxed`].
+    fn relaxed_step(&mut self, insts: Vec<(Queue, nkic_isa::Op)>, line: Option<LineId>) {
+        for (q, op) in insts {
+            let (Some(i), Some(r), Some(t)) = (self.naming, &mut self.relaxed, &self.top) else {
+                return;
+            };
+            let mut need: BTreeMap<Queue, u32> = BTreeMap::new();
+            for &p in &t.graph.preds[i] {
+                if let Some(&(qa, n)) = r.pos.get(&p)
+                    && qa != q
+                {
+                    let e = need.entry(qa).or_insert(0);
+                    *e = (*e).max(n);
+                }
+            }
+            for &s in &t.graph.succs[i] {
+                if let Some(&(qa, _)) = r.pos.get(&s)
+                    && qa != q
+                {
+                    need.entry(qa).or_insert(0);
+                }
+            }
+            let mut waits = Vec::new();
+            if !r.started.contains(&q) {
+                r.started.push(q);
+                waits.clone_from(&r.before);
+            }
+            for (qa, value) in need {
+                if let Some(&(sem, reg, _)) = r.queues.get(&qa) {
+                    waits.push(SemWait {
+                        sem,
+                        value,
+                        reg: Some(reg),
+                    });
+                }
+            }
+            let Some(&(sem, _, _)) = r.queues.get(&q) else {
+                continue;
+            };
+            let index = self.streams.get(&q).map_or(0, Vec::len);
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            let names = operand_names(self.unit, &op, i, q, index);
+            self.program.operand_names.extend(names);
+            let mut inst = Instruction::new(op).signal(sem);
+            inst.waits = waits;
+            if let Some(line) = line {
+                inst = inst.at(line);
+            }
+            self.push(q, inst);
+        }
+    }
+
+    /// The relaxed form of loop `g` (body `body` of instance `inst`) when
+    /// the optimized schedule is on, the body is straight-line ops with at
+    /// least one step and no register load or store, and the counters fit
+    /// in the registers; `None` keeps the chain.
+    fn relaxed_plan(&mut self, inst: usize, g: u32, body: &[Item]) -> Option<Relaxed> {
+        self.top.as_ref()?;
+        let mut pos: BTreeMap<usize, (Queue, u32)> = BTreeMap::new();
+        let mut steps: BTreeMap<Queue, u32> = BTreeMap::new();
+        for item in body {
+            let Item::Op(h) = item else { return None };
+            let &i = self.index_of.get(&(inst, *h))?;
+            let kind = &self.unit.ops[i].op.kind;
+            if matches!(kind, OpKind::RegLoad { .. } | OpKind::RegStore { .. }) {
+                return None;
+            }
+            if kind.is_register_op() {
+                continue;
+            }
+            let q = self.queue_of[i];
+            let n = steps.entry(q).or_insert(0);
+            *n += 1;
+            pos.insert(i, (q, *n));
+        }
+        let need = u32::try_from(steps.len()).ok()?;
+        let base = self.counter_base + self.loops_total + self.next_extra;
+        if steps.is_empty() || base + need > self.register_limit {
+            return None;
+        }
+        self.next_extra += need;
+        let mut queues = BTreeMap::new();
+        for (k, (q, n)) in steps.into_iter().enumerate() {
+            let sem = self.program.add_semaphore(&format!("loop{g}_{q}"));
+            let reg = Reg(u8::try_from(base as usize + k).ok()?);
+            queues.insert(q, (sem, reg, n));
+        }
+        Some(Relaxed {
+            queues,
+            pos,
+            before: self.prev.clone(),
+            started: Vec::new(),
+        })
     }
 
     /// The waits of a top-level instruction of the current node on queue
@@ -585,10 +737,7 @@ impl Emitter<'_, '_> {
         let lp = &k.dyn_loops[l];
         let g = self.next_loop;
         self.next_loop += 1;
-        self.loop_signals.push(0);
-        let counter = Reg(u8::try_from(self.counter_base + g).unwrap_or(u8::MAX));
-        let sem = self.program.add_semaphore(&format!("loop{g}_done"));
-        self.loop_sems.push(sem);
+        self.loop_done.push(Vec::new());
         let (body_label, cond_label) = (self.label(), self.label());
         // Initialise the induction register.
         if let (DynLoopKind::Range { start, .. } | DynLoopKind::Fori { start, .. }, Some(iv)) =
@@ -608,6 +757,47 @@ impl Emitter<'_, '_> {
         }
         self.everywhere(nkic_isa::Op::Jump { target: cond_label });
         self.everywhere(nkic_isa::Op::Label { label: body_label });
+        if let Some(plan) = self.relaxed_plan(inst, g, &lp.body) {
+            let before = plan.before.clone();
+            let queues = plan.queues.clone();
+            self.relaxed = Some(plan);
+            let mut region = Region {
+                sem: None,
+                reg: None,
+                count: 0,
+                relaxed: true,
+            };
+            self.block(inst, k, &lp.body, &mut region);
+            self.relaxed = None;
+            for &(_, reg, n) in queues.values() {
+                self.everywhere(nkic_isa::Op::RegAlu {
+                    dst: reg,
+                    op: RegAluOp::Add,
+                    a: reg,
+                    b: nkic_isa::RegOrImm::Imm(i32::try_from(n).unwrap_or(i32::MAX)),
+                });
+            }
+            self.loop_control(lp, body_label, cond_label);
+            let done: Vec<SemWait> = queues
+                .values()
+                .map(|&(sem, reg, _)| SemWait {
+                    sem,
+                    value: 0,
+                    reg: Some(reg),
+                })
+                .collect();
+            let mut waits = before;
+            for w in &done {
+                if !waits.contains(w) {
+                    waits.push(*w);
+                }
+            }
+            self.loop_done[g as usize] = done;
+            self.prev = waits;
+            return;
+        }
+        let counter = Reg(u8::try_from(self.counter_base + g).unwrap_or(u8::MAX));
+        let sem = self.program.add_semaphore(&format!("loop{g}_done"));
         // Every semaphore the first step of an iteration must see complete.
         let before = self.prev.clone();
         let first_loop = g;
@@ -615,20 +805,16 @@ impl Emitter<'_, '_> {
             sem: Some(sem),
             reg: Some(counter),
             count: 0,
+            relaxed: false,
         };
         let entry = |em: &Self, last_loop: u32| {
             let mut waits = before.clone();
             for h in first_loop..last_loop {
-                // A loop whose body never signals has nothing to wait for
-                // (and its semaphore is never signalled).
-                if em.loop_signals[h as usize] == 0 {
-                    continue;
+                for w in &em.loop_done[h as usize] {
+                    if !waits.contains(w) {
+                        waits.push(*w);
+                    }
                 }
-                waits.push(SemWait {
-                    sem: em.loop_sem(h),
-                    value: 0,
-                    reg: Some(Reg(u8::try_from(em.counter_base + h).unwrap_or(u8::MAX))),
-                });
             }
             waits
         };
@@ -646,7 +832,15 @@ impl Emitter<'_, '_> {
             self.streams.iter().map(|(&q, s)| (q, s.len())).collect();
         self.prev = vec![placeholder];
         self.block(inst, k, &lp.body, &mut region);
-        self.loop_signals[g as usize] = region.count;
+        // A loop whose body never signals has nothing to wait for (and its
+        // semaphore is never signalled).
+        if region.count > 0 {
+            self.loop_done[g as usize] = vec![SemWait {
+                sem,
+                value: 0,
+                reg: Some(counter),
+            }];
+        }
         let last_loop = self.next_loop;
         let waits = entry(self, last_loop);
         for (q, stream) in self.streams.iter_mut() {
@@ -671,6 +865,13 @@ impl Emitter<'_, '_> {
                 b: nkic_isa::RegOrImm::Imm(per_iteration),
             });
         }
+        self.loop_control(lp, body_label, cond_label);
+        self.prev = waits;
+    }
+
+    /// The end of a loop's iteration on every queue: the induction step,
+    /// the condition label and the branch back to the body.
+    fn loop_control(&mut self, lp: &nkic_ir::DynLoop, body_label: Label, cond_label: Label) {
         match (&lp.kind, lp.induction) {
             (
                 DynLoopKind::Range { stop, step, .. } | DynLoopKind::Fori { stop, step, .. },
@@ -707,13 +908,5 @@ impl Emitter<'_, '_> {
                 self.everywhere(nkic_isa::Op::Label { label: cond_label });
             }
         }
-        self.prev = waits;
-    }
-
-    fn loop_sem(&self, g: u32) -> SemId {
-        self.loop_sems
-            .get(g as usize)
-            .copied()
-            .unwrap_or(SemId(g + 1))
     }
 }

@@ -32,11 +32,12 @@
 //!    streams and line table, checked by `nkic_isa::verify`.
 //!
 //! Kernels with dynamic loops, sequencer registers or dynamic offsets take
-//! another path after lowering: [`dynamic`](mod@dynamic) emits each
-//! dynamic loop's body as a token chain (source order, one step at a time,
-//! loops as register and branch instructions on every queue involved); the
-//! optimized schedule orders the top level (ops and whole loops) by its
-//! dependencies only, the sequential one chains it too.
+//! another path after lowering: [`dynamic`](mod@dynamic) emits them with
+//! loops as register and branch instructions on every queue involved.
+//! The sequential schedule is a token chain (source order, one step at a
+//! time); the optimized one orders the top level (ops and whole loops) and
+//! the bodies of straight-line loops by their dependencies only, so
+//! independent work and consecutive iterations overlap.
 //!
 //! [`lower_bound`] gives the run report's lower bound on a program's time.
 //!
