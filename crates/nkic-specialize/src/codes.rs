@@ -66,3 +66,6 @@ pub const SYNTAX_ERRORS: &str = "E0228";
 pub const OUTPUT_BUFFER: &str = "E0229";
 /// `break`/`continue` outside a loop or `return` outside a function.
 pub const MISPLACED: &str = "E0230";
+/// A warning: the kernel returns nothing and writes no argument, so the
+/// HBM tensors it writes are discarded (a forgotten `return`).
+pub const DISCARDED: &str = "E0231";

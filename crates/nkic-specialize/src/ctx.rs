@@ -122,6 +122,9 @@ pub struct Ctx<'a> {
     pub(crate) extra_errors: Vec<Diagnostic>,
     /// Where the kernel function returned.
     pub(crate) return_span: Option<Span>,
+    /// HBM tensors the kernel allocated, with the variable each was first
+    /// assigned to (for the discarded-results warning).
+    pub(crate) hbm_vars: Vec<(nkic_ir::Handle<nkic_ir::Storage>, Rc<str>)>,
     pub(crate) facts: Option<Facts>,
     next_name: u32,
 }
@@ -313,6 +316,7 @@ impl<'a> Ctx<'a> {
             warnings: Vec::new(),
             extra_errors: Vec::new(),
             return_span: None,
+            hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
             next_name: 0,
         }

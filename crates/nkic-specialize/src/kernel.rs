@@ -134,7 +134,13 @@ pub fn specialize(
         let extra = std::mem::take(&mut ctx.extra_errors);
         match res {
             Ok(()) => {
+                let hbm_vars = std::mem::take(&mut ctx.hbm_vars);
                 let kernel = finish(ctx);
+                if index == 0
+                    && let Some(w) = discarded_results(&kernel, &hbm_vars)
+                {
+                    result.diagnostics.push(w);
+                }
                 result.kernels.push(kernel);
             }
             Err(e) => {
@@ -146,6 +152,51 @@ pub fn specialize(
         }
     }
     result
+}
+
+/// The warning for a kernel whose results go nowhere: it returns nothing
+/// and writes no argument, yet writes an HBM tensor it allocated (the
+/// usual cause is a forgotten `return out`). A kernel that only reads, or
+/// writes its arguments in place, is quiet; so is one that returns.
+fn discarded_results(
+    kernel: &Kernel,
+    hbm_vars: &[(nkic_ir::Handle<nkic_ir::Storage>, Rc<str>)],
+) -> Option<Diagnostic> {
+    if !kernel.outputs.is_empty() || kernel.args.iter().any(|a| a.kind == ArgKind::InOut) {
+        return None;
+    }
+    let args: Vec<_> = kernel.args.iter().map(|a| a.storage).collect();
+    let written = kernel.ops.iter().find_map(|(_, op)| {
+        op.accesses().into_iter().find_map(|a| {
+            let s = a.view.storage;
+            (a.role == nkic_ir::Role::Write
+                && !a.is_index
+                && kernel.storages[s].buffer.is_hbm()
+                && !args.contains(&s))
+            .then_some(s)
+        })
+    })?;
+    let loc = kernel.spans.storages.get(written).copied()?;
+    let var = hbm_vars
+        .iter()
+        .find(|(s, _)| *s == written)
+        .map(|(_, n)| n.to_string());
+    let what = match &var {
+        Some(n) => format!("`{n}`"),
+        None => "this HBM tensor".to_owned(),
+    };
+    let d = Diagnostic::warning(
+        codes::DISCARDED,
+        format!(
+            "{what} is written but never returned: the kernel returns nothing and writes no argument, so its results are discarded"
+        ),
+    )
+    .with_primary(loc.file, loc.span, "written, then dropped")
+    .with_help(match &var {
+        Some(n) => format!("add `return {n}` at the end of the kernel"),
+        None => "return the tensor from the kernel".to_owned(),
+    });
+    Some(d)
 }
 
 /// The `program_id` of instance `index` in a row-major grid.

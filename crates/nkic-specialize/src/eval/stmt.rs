@@ -283,17 +283,22 @@ impl Ctx<'_> {
             };
         let file = self.file();
         for t in tiles {
-            if !t.buffer.is_on_chip() {
-                continue;
-            }
             let storage = t.storage();
             let fresh = self.builder.storage_loc(storage).is_some_and(|loc| {
                 loc.file == file
                     && value_span.start <= loc.span.start
                     && loc.span.end <= value_span.end
             });
-            if fresh {
+            if !fresh {
+                continue;
+            }
+            if t.buffer.is_on_chip() {
                 self.builder.name_if_unnamed(storage, name);
+            } else if !self.hbm_vars.iter().any(|(s, _)| *s == storage) {
+                // HBM tensors keep their names (arguments and outputs are
+                // named by the signature and the return order); the
+                // variable is only remembered for messages.
+                self.hbm_vars.push((storage, Rc::from(name.as_str())));
             }
         }
     }
