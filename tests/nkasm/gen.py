@@ -2145,6 +2145,13 @@ def core_barrier_exchange(rng):
     return {"a": a}, [a.copy(), np.concatenate([a[:, 256:], a[:, :256]], axis=1)]
 
 
+@fixture
+def sendrecv_exchange(rng):
+    # Two cores swap their halves of `a` with sendrecv.
+    a = randn(rng, 128, 512)
+    return {"a": a}, [a.copy(), np.concatenate([a[:, 256:], a[:, :256]], axis=1)]
+
+
 # ================================================================= driver
 
 

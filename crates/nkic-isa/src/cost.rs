@@ -110,6 +110,17 @@ impl Target {
         if engine == Engine::Dma || op.is_dma() {
             return dma_cost(self, f, op);
         }
+        if let Op::SendRecv { dst, src, .. } = op {
+            // A DMA of `src`'s bytes from one core's SBUF to the other's,
+            // issued from this queue, which waits for it.
+            let copy = dma_cost(self, f, &Op::dma_copy(dst.clone(), src.clone()));
+            return Cost {
+                engine,
+                cycles: copy.cycles,
+                busy_ps: copy.latency_ps,
+                latency_ps: copy.latency_ps,
+            };
+        }
         let cycles = engine_cycles(f, engine, op);
         let busy_ps = f.cycles_to_ps(engine, cycles);
         let latency_cycles = if op.is_control() {
@@ -343,7 +354,9 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
         | Op::Branch { .. }
         | Op::Jump { .. }
         | Op::Nop {}
-        | Op::CoreBarrier { .. } => {
+        | Op::CoreBarrier { .. }
+        | Op::SendRecv { .. } => {
+            // `Target::cost` times `sendrecv` as a DMA before this.
             return 1;
         }
         // `Target::cost` sends DMA instructions to `dma_cost` before this

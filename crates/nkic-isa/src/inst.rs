@@ -592,6 +592,17 @@ instructions! {
     CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync], Trn2 {
         data: Option<AccessPattern> => Write,
     }
+    /// An exchange between the cores of a multi-core launch
+    /// (`nisa.sendrecv`, LNC=2): `src` of this core goes to `dst` of the
+    /// other core and the other core's `src` arrives in this `dst`. Paired
+    /// like `core_barrier` (same queue, same rank of paired instructions);
+    /// each side's `src` is read when it arrives, `dst` written when both
+    /// have. `pipe` is NKI's `pipe_id` (informational here).
+    SendRecv = "sendrecv", [Tensor, Vector, Scalar, GpSimd, Sync], Trn2 {
+        dst: AccessPattern => Write,
+        src: AccessPattern => Read,
+        pipe: u8 => Attr,
+    }
 }
 
 impl Op {
@@ -689,6 +700,13 @@ impl Op {
                 | Op::Nop {}
                 | Op::CoreBarrier { .. }
         )
+    }
+
+    /// True for the instructions paired across the cores of a launch
+    /// (`core_barrier`, `sendrecv`): the n-th of a queue on one core pairs
+    /// with the n-th of the same queue on the other core.
+    pub fn is_paired(&self) -> bool {
+        matches!(self, Op::CoreBarrier { .. } | Op::SendRecv { .. })
     }
 
     /// True for the DMA instructions.

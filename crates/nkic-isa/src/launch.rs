@@ -18,7 +18,9 @@
 //!   one core pairs with the n-th `core_barrier` of queue `Q` on every other
 //!   core, and completes when all of them have issued. Everything that
 //!   happens before any of the paired barriers happens before the
-//!   completion of each.
+//!   completion of each. `sendrecv` pairs the same way (barriers and
+//!   exchanges of a queue share one rank count) and swaps the two cores'
+//!   `src` tiles into each other's `dst`.
 //!
 //! A launch of one core is exactly a `Program`; its text is the program's
 //! text, unchanged.
@@ -47,7 +49,6 @@
 
 use std::fmt::Write;
 
-use crate::inst::Op;
 use crate::program::Program;
 use crate::target::Target;
 use crate::text::{AsmError, assemble, print};
@@ -259,16 +260,16 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
         }
         for stream in &p.queues {
             for (i, inst) in stream.insts.iter().enumerate() {
-                if matches!(inst.op, Op::CoreBarrier { .. }) && !multi {
+                if inst.op.is_paired() && !multi {
                     errors.push(VerifyError {
                         queue: Some(stream.queue),
                         index: Some(i),
                         mnemonic: Some(inst.op.mnemonic()),
                         line: inst.line,
-                        ..plain(
-                            "`core_barrier` needs a launch of two cores (LNC=2); this program runs on one"
-                                .into(),
-                        )
+                        ..plain(format!(
+                            "`{}` needs a launch of two cores (LNC=2); this program runs on one",
+                            inst.op.mnemonic()
+                        ))
                     });
                 }
             }
@@ -296,45 +297,63 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             });
         }
         for stream in &p.queues {
-            let count = |insts: &[crate::inst::Instruction]| {
+            // The paired instructions of a queue, in order.
+            let paired = |insts: &[crate::inst::Instruction]| -> Vec<&'static str> {
                 insts
                     .iter()
-                    .filter(|i| matches!(i.op, Op::CoreBarrier { .. }))
-                    .count()
+                    .filter(|i| i.op.is_paired())
+                    .map(|i| i.op.mnemonic())
+                    .collect()
             };
-            let mine = count(&stream.insts);
-            let theirs = main.stream(stream.queue).map_or(0, count);
+            let mine = paired(&stream.insts);
+            let theirs = main.stream(stream.queue).map_or_else(Vec::new, paired);
             if mine != theirs {
-                let barriers = |n: usize| {
-                    if n == 1 {
-                        "1 `core_barrier`".to_owned()
+                let list = |v: &[&str]| {
+                    if v.is_empty() {
+                        "none".to_owned()
                     } else {
-                        format!("{n} `core_barrier`s")
+                        v.iter()
+                            .map(|m| format!("`{m}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
+                };
+                let message = if mine.iter().all(|m| *m == "core_barrier")
+                    && theirs.iter().all(|m| *m == "core_barrier")
+                {
+                    let barriers = |n: usize| {
+                        if n == 1 {
+                            "1 `core_barrier`".to_owned()
+                        } else {
+                            format!("{n} `core_barrier`s")
+                        }
+                    };
+                    format!(
+                        "{} in this queue but {} in the same queue of core 0; each barrier pairs with the one of the same rank on the other core",
+                        barriers(mine.len()),
+                        barriers(theirs.len())
+                    )
+                } else {
+                    format!(
+                        "the paired instructions of this queue ({}) differ from those of the same queue of core 0 ({}); each pairs with the one of the same rank on the other core",
+                        list(&mine),
+                        list(&theirs)
+                    )
                 };
                 errors.push(VerifyError {
                     core: Some(core),
                     queue: Some(stream.queue),
-                    ..plain(format!(
-                        "{} in this queue but {} in the same queue of core 0; each barrier pairs with the one of the same rank on the other core",
-                        barriers(mine),
-                        barriers(theirs)
-                    ))
+                    ..plain(message)
                 });
             }
         }
         for stream in &main.queues {
-            if p.stream(stream.queue).is_none()
-                && stream
-                    .insts
-                    .iter()
-                    .any(|i| matches!(i.op, Op::CoreBarrier { .. }))
-            {
+            if p.stream(stream.queue).is_none() && stream.insts.iter().any(|i| i.op.is_paired()) {
                 errors.push(VerifyError {
                     core: Some(core),
                     queue: Some(stream.queue),
                     ..plain(
-                        "core 0 has `core_barrier`s in this queue but this core has no such queue"
+                        "core 0 has `core_barrier`s or `sendrecv`s in this queue but this core has no such queue"
                             .into(),
                     )
                 });

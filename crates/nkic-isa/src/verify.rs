@@ -576,6 +576,20 @@ impl<'p> Verifier<'p> {
             Op::TensorCopy { dst, src } => {
                 self.same_pf("dst", dst, "src", src);
             }
+            Op::SendRecv { dst, src, .. } => {
+                self.same_pf("dst", dst, "src", src);
+                if dst.dtype != src.dtype {
+                    self.err(format!(
+                        "`dst` is {} but `src` is {}: `sendrecv` moves bits, both sides have one dtype",
+                        dst.dtype, src.dtype
+                    ));
+                }
+                for (field, ap) in [("dst", dst), ("src", src)] {
+                    if ap.mem != Memory::Sbuf {
+                        self.err(format!("`{field}` of `sendrecv` is an SBUF tile"));
+                    }
+                }
+            }
             Op::Memset { dst, value } => match value {
                 Imm::Int(v) => {
                     if dst.dtype.is_float() && !dst.dtype.is_packed_x4() {

@@ -386,7 +386,8 @@ impl Exec<'_> {
                 }
             }
             Op::Jump { target } => return Ok(Flow::Jump(*target)),
-            Op::Label { .. } | Op::Nop {} | Op::CoreBarrier { .. } => {}
+            // A `sendrecv` moves its data in the machine, which pairs the cores.
+            Op::Label { .. } | Op::Nop {} | Op::CoreBarrier { .. } | Op::SendRecv { .. } => {}
         }
         Ok(Flow::Next)
     }

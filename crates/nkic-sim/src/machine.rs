@@ -206,6 +206,8 @@ struct Arrival {
     time: u64,
     seq: u64,
     clock: Option<Vec<u32>>,
+    /// A `sendrecv`'s `src` bytes, read when it arrived.
+    payload: Option<Vec<u8>>,
 }
 
 /// Arrivals at `core_barrier`s by core and queue, in rank order.
@@ -465,10 +467,28 @@ pub(crate) fn simulate(
                     .collect();
                 r.snapshot(chosen, &waits)
             });
+            // A `sendrecv` reads its `src` as it arrives.
+            let payload = match &q.insts[q.pc].op {
+                Op::SendRecv { src, .. } => {
+                    let mut bytes = Vec::new();
+                    let read = mem
+                        .view(src, &q.regs, "src", false)
+                        .and_then(|v| mem.read_raw(&v, &mut bytes));
+                    if let Err(fault) = read {
+                        let mut e =
+                            SimError::at(fault.kind, fault.message, core_program, q.queue, q.pc);
+                        e.core = multi.then_some(q.stats.core);
+                        return Err(prefer(pending, e));
+                    }
+                    Some(bytes)
+                }
+                _ => None,
+            };
             arrivals.entry((core, q.queue)).or_default().push(Arrival {
                 time: cand.start,
                 seq: q.stats.instructions,
                 clock,
+                payload,
             });
             q.arrived = Some(cand);
             continue;
@@ -520,6 +540,18 @@ pub(crate) fn simulate(
                 }
             }
         }
+        // What the other core's `sendrecv` sent (a launch has two cores).
+        let incoming: Option<Vec<u8>> = if barrier {
+            let q = &queues[chosen];
+            (0..n_cores).filter(|&c| c != core).find_map(|c| {
+                arrivals
+                    .get(&(c, q.queue))
+                    .and_then(|list| list.get(q.barriers))
+                    .and_then(|a| a.payload.clone())
+            })
+        } else {
+            None
+        };
         let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
         let stepped = step(
             cores,
@@ -537,6 +569,7 @@ pub(crate) fn simulate(
             &mut res,
             config,
             &mut pending,
+            incoming.as_deref(),
         );
         if let Err(mut e) = stepped {
             if multi && e.queue.is_some() && e.core.is_none() {
@@ -639,7 +672,7 @@ fn candidate(
     n_cores: usize,
 ) -> Result<Cand, Blocked> {
     let inst = &q.insts[q.pc];
-    let is_barrier = matches!(inst.op, Op::CoreBarrier { .. });
+    let is_barrier = inst.op.is_paired();
     if let (true, Some(arrival)) = (is_barrier, q.arrived) {
         // Arrived: start with the last paired barrier to arrive.
         let (mut start, mut by) = (arrival.start, None);
@@ -790,6 +823,7 @@ fn step(
     res: &mut RunResult,
     config: &SimConfig,
     pending: &mut Option<SimError>,
+    incoming: Option<&[u8]>,
 ) -> Result<(), SimError> {
     let program = &cores[q.core];
     let target = program.target;
@@ -886,6 +920,19 @@ fn step(
         }
         Err(fault) => return Err(located(fault)),
     };
+    // A `sendrecv` receives what the other core's `src` held when it
+    // arrived.
+    if let (Op::SendRecv { dst, .. }, Some(bytes)) = (op, incoming) {
+        let v = mem.view(dst, &q.regs, "dst", true).map_err(&located)?;
+        let want = v.elements() * v.size;
+        if bytes.len() != want {
+            return Err(located(crate::error::Fault::bad(format!(
+                "the other core's `src` has {} bytes but this `dst` has {want}",
+                bytes.len()
+            ))));
+        }
+        mem.write_raw(&v, bytes).map_err(&located)?;
+    }
     if !op.is_control() {
         res.elements += op
             .operands()
@@ -1113,8 +1160,11 @@ fn deadlock(
                 ..
             }) => {
                 parts.push(format!(
-                    "{prefix}{}[{}] `core_barrier` waits for core {peer}'s {} queue to reach its barrier #{need}, which it never does",
-                    q.queue, q.pc, q.queue
+                    "{prefix}{}[{}] `{}` waits for core {peer}'s {} queue to reach its paired instruction #{need}, which it never does",
+                    q.queue,
+                    q.pc,
+                    q.insts[q.pc].op.mnemonic(),
+                    q.queue
                 ));
                 first.get_or_insert((q.core, q.queue, q.pc));
             }

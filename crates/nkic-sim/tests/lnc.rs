@@ -160,9 +160,9 @@ fn a_barrier_without_a_partner_deadlocks() {
     let l = assemble_launch(&text).expect("assembles");
     let errors = verify_launch(&l).expect_err("barrier counts differ");
     assert!(
-        errors
-            .iter()
-            .any(|e| e.to_string().contains("1 `core_barrier` in this queue but 2")),
+        errors.iter().any(|e| e
+            .to_string()
+            .contains("1 `core_barrier` in this queue but 2")),
         "{errors:?}"
     );
     let (_, inputs) = input_a();
@@ -298,4 +298,83 @@ fn reads_of_what_the_other_core_writes_later_are_a_race() {
         assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
         assert!(err.core.is_some());
     }
+}
+
+#[test]
+fn sendrecv_swaps_tiles_between_the_cores() {
+    // Core c loads its half of `a`, swaps it with the other core, and
+    // stores what it received at its own half of `out`: `out` is `a` with
+    // its halves exchanged.
+    let core = |c: usize| {
+        format!(
+            ".arg a f32[128,512] input\n.arg out f32[128,512] output\n.sem loaded\n.sem got\n\n\
+             .queue gpsimd\n  sendrecv dst=sbuf[0:128]+1024:f32[1,256] src=sbuf[0:128]:f32[1,256] pipe=0 wait(loaded>=1) signal(got)\n\n\
+             .queue dma0\n  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+{off}:f32[1,256] signal(loaded)\n\
+             \x20 dma_copy dst=hbm.out[0:128*512]+{off}:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(got>=1)\n",
+            off = c * 1024
+        )
+    };
+    let l = launch(&format!(
+        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
+        core(0),
+        core(1)
+    ));
+    let (a, inputs) = input_a();
+    let want: Vec<f32> = (0..128)
+        .flat_map(|r| {
+            let row = &a[r * 512..(r + 1) * 512];
+            row[256..]
+                .iter()
+                .chain(&row[..256])
+                .copied()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut times = Vec::new();
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let res = run_launch(&l, &inputs, &config).expect("runs");
+        assert_eq!(floats(res.output("out").expect("out")), want, "{order:?}");
+        times.push(res.total_ps);
+        let swaps: Vec<_> = res
+            .trace
+            .iter()
+            .filter(|e| e.mnemonic == "sendrecv")
+            .collect();
+        assert_eq!(swaps.len(), 2);
+        assert_eq!(swaps[0].start_ps, swaps[1].start_ps);
+    }
+    assert!(times.windows(2).all(|w| w[0] == w[1]));
+    // Without a partner (a one-core launch) the verifier refuses it.
+    let one = assemble_launch(&format!(".target trn3\n{}", core(0))).expect("assembles");
+    let errors = verify_launch(&one).expect_err("one core");
+    assert!(
+        errors[0]
+            .message
+            .contains("`sendrecv` needs a launch of two cores")
+    );
+    // A barrier on one core where the other has the exchange: the paired
+    // sequences differ.
+    let mixed = format!(
+        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
+        core(0),
+        core(1).replace(
+            "sendrecv dst=sbuf[0:128]+1024:f32[1,256] src=sbuf[0:128]:f32[1,256] pipe=0",
+            "core_barrier"
+        )
+    );
+    let errors = verify_launch(&assemble_launch(&mixed).expect("assembles")).expect_err("mixed");
+    assert!(
+        errors[0].message.contains(
+            "(`core_barrier`) differ from those of the same queue of core 0 (`sendrecv`)"
+        ),
+        "{errors:?}"
+    );
 }
