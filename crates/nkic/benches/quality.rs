@@ -41,8 +41,9 @@
 //! Run it with `cargo bench -p nkic --bench quality`. Arguments after `--`:
 //! substrings selecting cases by label (`matmul`, `softmax@1024x1024`),
 //! `--check` (exit with failure when a target is missed or the schedules
-//! disagree), and `--timeline` (print each selected optimized run's
-//! per-queue instruction timeline). Without `--bench` on its command line
+//! disagree), `--timeline` (print each selected optimized run's
+//! per-queue instruction timeline) and `--target=trn2` (another target
+//! than the default trn3; the targets are checked the same way). Without `--bench` on its command line
 //! (that is, under `cargo test --benches`) only the directive shapes of
 //! the first two kernels run, as a smoke test.
 
@@ -187,6 +188,16 @@ fn main() -> ExitCode {
     let bench_mode = argv.iter().any(|a| a == "--bench");
     let check = argv.iter().any(|a| a == "--check");
     let timeline = argv.iter().any(|a| a == "--timeline");
+    let target = match argv.iter().find_map(|a| a.strip_prefix("--target=")) {
+        None => SpecializeConfig::default().target,
+        Some(name) => match nkic_isa::Target::from_name(name) {
+            Some(t) => t,
+            None => {
+                eprintln!("error: unknown target `{name}` (trn2 or trn3)");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
     let filters: Vec<&str> = argv
         .iter()
         .filter(|a| !a.starts_with("--"))
@@ -222,7 +233,7 @@ fn main() -> ExitCode {
     let mut bound_checked: Vec<&str> = Vec::new();
     let mut speedup_checked = 0usize;
     for case in &cases {
-        match measure(case, timeline) {
+        match measure(case, target, timeline) {
             Ok(row) => {
                 let ratio = row.simulated_ns / row.bound.ns.max(f64::MIN_POSITIVE);
                 let speedup = row.sequential_ns / row.simulated_ns.max(f64::MIN_POSITIVE);
@@ -379,13 +390,14 @@ fn render(diags: &[Diagnostic], sources: &SourceMap) -> String {
 }
 
 /// Specializes, compiles both ways, simulates both, and bounds.
-fn measure(case: &Case, timeline: bool) -> Result<Row, String> {
+fn measure(case: &Case, target: nkic_isa::Target, timeline: bool) -> Result<Row, String> {
     let mut sources = SourceMap::new();
     let text =
         std::fs::read_to_string(&case.path).map_err(|e| format!("{}: {e}", case.path.display()))?;
     let file = sources.add(case.path.display().to_string(), text);
     let config = SpecializeConfig {
         args: case.args.clone(),
+        target,
         ..SpecializeConfig::default()
     };
     let loader = |p: &str| std::fs::read_to_string(p).ok();
