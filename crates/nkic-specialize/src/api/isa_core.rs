@@ -323,7 +323,7 @@ pub fn elementwise(
                 (a.clone(), Operand::Tile(b.clone()), false)
             } else if check::free_size(a) == 1 && check::partitions(a) == check::partitions(b) {
                 (b.clone(), Operand::Tile(a.clone()), true)
-            } else if let Some((a2, b2)) = broadcast_pair(ctx, a, b, span)? {
+            } else if let Some((a2, b2)) = broadcast_pair(ctx, op, a, b, span)? {
                 return elementwise(
                     ctx,
                     op,
@@ -397,14 +397,20 @@ type TilePair = (Rc<Tensor>, Rc<Tensor>);
 /// NumPy broadcasting of two tiles of equal rank (legacy `nl.add(a, b)`
 /// with `(1, F)` or `(P, 1)` operands): a one-partition operand is spread
 /// over the partitions (see `nl_math::spread_partitions`), then size-1
-/// free dims of either operand become stride-0 views. `None` when the
-/// shapes do not broadcast.
+/// free dims of either operand become stride-0 views. A row spread into
+/// PSUM (the ones-matmul) is copied to SBUF when `op` runs on GpSimd
+/// (`nl.power`), which cannot read PSUM, or when the other operand is in
+/// PSUM already (one instruction reads at most one PSUM operand): the
+/// compiler's own broadcast must not make a valid call invalid. `None`
+/// when the shapes do not broadcast.
 fn broadcast_pair(
     ctx: &mut Ctx<'_>,
+    op: AluOp,
     a: &Rc<Tensor>,
     b: &Rc<Tensor>,
     span: Span,
 ) -> Result<Option<TilePair>, Diagnostic> {
+    let psum_free = op == AluOp::Power || a.buffer == Buffer::Psum || b.buffer == Buffer::Psum;
     if a.shape.len() != b.shape.len()
         || !a.buffer.is_on_chip()
         || !b.buffer.is_on_chip()
@@ -425,6 +431,17 @@ fn broadcast_pair(
         let mut t = t.clone();
         if t.shape[0] == 1 && target[0] > 1 {
             t = super::nl_math::spread_partitions(ctx, &t, target[0], span, span)?;
+            if psum_free && t.buffer == Buffer::Psum {
+                let copy = new_tile(ctx, &t.shape, t.dtype(), span)?;
+                ctx.push_op(
+                    nkic_ir::Op::new(OpKind::TensorCopy {
+                        dst: copy.view.clone(),
+                        src: t.view.clone(),
+                    }),
+                    span,
+                )?;
+                t = copy;
+            }
         }
         // Keep a `(P, 1)` operand as is: it is a tensor_scalar vector.
         if t.shape[1..].iter().all(|&d| d == 1) {
