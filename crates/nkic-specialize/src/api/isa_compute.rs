@@ -89,7 +89,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
         constraints: &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor.",
+            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor of a float dtype.",
             "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
         ],
         run: activation_reduce,
@@ -303,7 +303,7 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`op0` is a binary arithmetic operator; `operand0` a number or `(P, 1)` tensor; `reverse0` is not supported.",
-            "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`; `reduce_res` is `(P, 1)`.",
+            "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`; `reduce_res` is `(P, 1)` of a float dtype.",
             "`reduce_init` is given exactly when `reduce_cmd` is `load_reduce`.",
         ],
         run: tensor_scalar_reduce,
@@ -384,7 +384,7 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &[
             "`on_true_tile` (a float dtype) and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`comp_op0`/`comp_op1` are `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`; `bound0`/`bound1` are `(P, 1)` tensors.",
-            "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)`.",
+            "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
         ],
         run: range_select,
     },
@@ -532,24 +532,6 @@ fn dtype_in(
     ))
 }
 
-fn float_res(ctx: &Ctx<'_>, b: &Bound, p: u64) -> Result<Option<Rc<Tensor>>, Diagnostic> {
-    let res = isa_core::reduce_res(ctx, b, p)?;
-    if let Some(t) = &res
-        && !t.dtype().is_float()
-    {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`reduce_res` must have a float dtype, found {}",
-                check::describe(t)
-            ),
-            b.span_of("reduce_res"),
-            "not a float dtype",
-        ));
-    }
-    Ok(res)
-}
-
 fn operand_or(
     ctx: &Ctx<'_>,
     b: &Bound,
@@ -621,7 +603,7 @@ fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
     let max_value = operand_or(ctx, b, "max_value", &src, 0.0)?;
-    let res = float_res(ctx, b, check::partitions(&src))?;
+    let res = isa_core::reduce_res(ctx, b, check::partitions(&src))?;
     let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::Idle);
     let reduce_init = if cmd == ReduceCmd::LoadReduce {
         Some(operand_or(ctx, b, "reduce_init", &src, 0.0)?)
@@ -904,7 +886,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "not nl.maximum",
         ));
     }
-    let res = float_res(ctx, b, check::partitions(&on_true))?;
+    let res = isa_core::reduce_res(ctx, b, check::partitions(&on_true))?;
     let cmd = match isa_core::reduce_cmd(ctx, b)? {
         Some(c) => c,
         None if res.is_some() => ReduceCmd::ResetReduce,

@@ -167,7 +167,7 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
-            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor; `load_reduce` is not available.",
+            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor of a float dtype; `load_reduce` is not available.",
         ],
         run: activation,
     },
@@ -1305,7 +1305,8 @@ pub fn reduce_cmd(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<ReduceCmd>, Diagnos
         .and_then(ReduceCmd::from_name))
 }
 
-/// A `(P, 1)` SBUF/PSUM `reduce_res` for data with `p` partitions.
+/// A `(P, 1)` SBUF/PSUM `reduce_res` of a float dtype (isa.md: every
+/// instruction's reduction result is float) for data with `p` partitions.
 pub fn reduce_res(ctx: &Ctx<'_>, b: &Bound, p: u64) -> Result<Option<Rc<Tensor>>, Diagnostic> {
     let Some(t) = b.opt_tensor(ctx, "reduce_res")? else {
         return Ok(None);
@@ -1321,6 +1322,17 @@ pub fn reduce_res(ctx: &Ctx<'_>, b: &Bound, p: u64) -> Result<Option<Rc<Tensor>>
             ),
             sp,
             "not (P, 1)",
+        ));
+    }
+    if !t.dtype().is_float() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`reduce_res` must have a float dtype, found {}",
+                check::describe(&t)
+            ),
+            sp,
+            "not a float dtype",
         ));
     }
     Ok(Some(t))

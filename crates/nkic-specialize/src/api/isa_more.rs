@@ -263,7 +263,7 @@ pub const DEFS: &[ApiDef] = &[
             "trn3 only.",
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`(op0, op1)` is (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass); a non-bypass op needs its immediate, `reverseN` needs `opN`.",
-            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`; `reduce_res` is `(P, 1)`.",
+            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`; `reduce_res` is `(P, 1)` of a float dtype.",
         ],
         run: activate2,
     },
