@@ -289,6 +289,7 @@ fn lower_kind(
         NGather { dst, src, indices },
         SequenceBounds { dst, src },
         NonzeroWithCount { dst, src, index_offset, padding },
+        CoreBarrier { data },
     )
 }
 
