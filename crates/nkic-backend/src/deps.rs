@@ -300,10 +300,14 @@ pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Sche
     }
 }
 
-/// Rejects a grid whose instances depend on each other through HBM: two
-/// ops of different instances that certainly share bytes of an HBM tensor,
-/// one of them writing ([`codes::INSTANCE_RACE`], one diagnostic per
-/// tensor). NKI runs the instances of a grid in no defined order (under
+/// Rejects a grid whose instances depend on each other through HBM: an
+/// op of one instance that reads bytes of an HBM tensor that an op of
+/// another instance certainly writes ([`codes::INSTANCE_RACE`], one
+/// diagnostic per tensor). Two instances writing the same bytes are not
+/// rejected: libraries store identical results from several instances on
+/// purpose, which hardware tolerates (under LNC=2 the simulator still
+/// compares such stores). A `core_barrier`'s `data` moves nothing and
+/// does not count. NKI runs the instances of a grid in no defined order (under
 /// LNC=2 on two cores at once, where the simulator's race detector
 /// reports the same pair); compiled for one core they run one after
 /// another, which would silently make the first instance's writes visible
@@ -320,13 +324,16 @@ pub fn check_instances(
     for (j, preds) in graph.preds.iter().enumerate() {
         for &i in preds {
             let (a, b) = (&unit.ops[i], &unit.ops[j]);
-            if a.inst == b.inst {
+            let barrier = |o: &crate::collect::OpInfo<'_>| {
+                matches!(o.op.kind, nkic_ir::OpKind::CoreBarrier { .. })
+            };
+            if a.inst == b.inst || barrier(a) || barrier(b) {
                 continue;
             }
             let conflict = graph.accesses[i].iter().find_map(|x| {
                 graph.accesses[j].iter().find_map(|y| match x.resource {
                     Resource::Hbm(t)
-                        if (x.write || y.write)
+                        if x.write != y.write
                             && x.certainly_overlaps(y)
                             && !reported.contains(&t) =>
                     {
@@ -361,10 +368,10 @@ pub fn check_instances(
                 codes::INSTANCE_RACE,
                 format!(
                     "grid instances {first} and {second} both access bytes of {name}, and {} them",
-                    match (first_writes, second_writes) {
-                        (true, true) => "both write".to_owned(),
-                        (_, true) => format!("instance {second} writes"),
-                        _ => format!("instance {first} writes"),
+                    if second_writes {
+                        format!("instance {second} writes")
+                    } else {
+                        format!("instance {first} writes")
                     }
                 ),
                 b.loc,

@@ -124,9 +124,9 @@ pub fn compile(
 /// The instances run one after another on one NeuronCore: instance `i`'s
 /// ops come after instance `i - 1`'s in source order, so their on-chip
 /// storages have distinct lifetimes, and the scheduler may overlap
-/// neighbouring instances where the data allows. Instances that share
-/// bytes of an HBM tensor, one of them writing, depend on an order NKI
-/// does not define and are rejected (E0913, see
+/// neighbouring instances where the data allows. An instance that reads
+/// bytes of an HBM tensor another instance writes depends on an order NKI
+/// does not define and is rejected (E0913, see
 /// [`deps::check_instances`]). A `Program` describes one core:
 /// [`compile_launch`] puts the instances of an LNC=2 launch (two physical
 /// cores sharing HBM) on two cores, one program each. Argument `j` of every

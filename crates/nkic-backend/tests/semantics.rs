@@ -178,37 +178,39 @@ fn grid_instances_share_arguments_and_outputs() {
     assert!(a.total_ps < b.total_ps);
 }
 
-/// Instance `pid` of a grid of two that loads rows `src` of the inout
-/// argument `a` and stores them doubled into its own rows.
-fn grid_inplace(pid: u32, src: u32) -> String {
-    let (r0, s0) = (pid * 128, src * 128);
+/// Instance `pid` of a grid of two that loads the 128-row block `src` of
+/// the inout argument `a` (three blocks) and stores it doubled into block
+/// `dst`.
+fn grid_inplace(pid: u32, src: u32, dst: u32) -> String {
+    let (s0, d0) = (src * 128, dst * 128);
     format!(
         "kernel \"inplace\" target=trn3 program_id=[{pid}] num_programs=[2]
 file 0 \"kernel.py\"
-t0 = shared_hbm float32[256, 64] \"a\" arg=0 inout @ kernel.py:0..8
+t0 = shared_hbm float32[384, 64] \"a\" arg=0 inout @ kernel.py:0..8
 t1 = sbuf float32[128, 64] \"x\" @ kernel.py:40..48
 t2 = sbuf float32[128, 64] \"y\" @ kernel.py:80..88
 op0 = dma_copy dst=t1[0:128, 0:64] src=t0[{s0}:{s1}, 0:64] engine=dma @ kernel.py:120..128
 op1 = tensor_scalar dst=t2[0:128, 0:64] src=t1[0:128, 0:64] op0=multiply operand0=2.0 engine=? @ kernel.py:160..168
-op2 = dma_copy dst=t0[{r0}:{r1}, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:200..208
+op2 = dma_copy dst=t0[{d0}:{d1}, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:200..208
 ",
         s1 = s0 + 128,
-        r1 = r0 + 128
+        d1 = d0 + 128
     )
 }
 
 #[test]
 fn grid_instances_that_depend_on_each_other_are_rejected() {
-    let compile_both = |srcs: [u32; 2]| {
-        let (k0, sources) = common::load_text(&grid_inplace(0, srcs[0]));
-        let (k1, _) = common::load_text(&grid_inplace(1, srcs[1]));
+    // Blocks (source, destination) of instances 0 and 1.
+    let compile_both = |blocks: [(u32, u32); 2]| {
+        let (k0, sources) = common::load_text(&grid_inplace(0, blocks[0].0, blocks[0].1));
+        let (k1, _) = common::load_text(&grid_inplace(1, blocks[1].0, blocks[1].1));
         let kernels = [k0, k1];
         [Schedule::Optimized, Schedule::Sequential]
             .map(|schedule| compile_grid(&kernels, &sources, &BackendConfig { schedule }))
     };
-    // Each instance reads the other's rows and writes its own: the result
+    // Each instance reads the other's block and writes its own: the result
     // depends on which runs first.
-    for result in compile_both([1, 0]) {
+    for result in compile_both([(1, 0), (0, 1)]) {
         let diags = result.expect_err("instances depend on each other");
         assert_eq!(diags.len(), 1, "{diags:?}");
         assert_eq!(diags[0].code, "E0913");
@@ -220,20 +222,32 @@ fn grid_instances_that_depend_on_each_other_are_rejected() {
             diags[0].message
         );
     }
-    // Each instance reads and writes only its own rows: independent.
-    for result in compile_both([0, 1]) {
+    // Instance 1 reads the block instance 0 writes: rejected as well.
+    for result in compile_both([(0, 0), (0, 1)]) {
+        assert!(result.is_err(), "instance 1 reads what instance 0 writes");
+    }
+    // Each instance reads and writes only its own block: independent.
+    for result in compile_both([(0, 0), (1, 1)]) {
         let program = result.expect("independent instances compile");
         let inputs = common::inputs(&program, 9);
         let res = common::simulate(&program, &inputs);
         let a = input(&inputs, "a");
         let out = f32s(res.output("a").expect("a is written"));
-        for i in 0..a.len() {
+        for i in 0..256 * 64 {
             assert_eq!(out[i], 2.0 * a[i], "element {i}");
         }
     }
-    // Both read rows 0..128 and instance 0 writes them: rejected as well.
-    for result in compile_both([0, 0]) {
-        assert!(result.is_err(), "instance 1 reads what instance 0 writes");
+    // Both store the same block from a block nobody writes: identical
+    // redundant stores, which are not rejected.
+    for result in compile_both([(2, 0), (2, 0)]) {
+        let program = result.expect("redundant identical stores compile");
+        let inputs = common::inputs(&program, 9);
+        let res = common::simulate(&program, &inputs);
+        let a = input(&inputs, "a");
+        let out = f32s(res.output("a").expect("a is written"));
+        for i in 0..128 * 64 {
+            assert_eq!(out[i], 2.0 * a[256 * 64 + i], "element {i}");
+        }
     }
 }
 
