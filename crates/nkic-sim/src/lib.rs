@@ -50,8 +50,8 @@
 //!   `benches/sim.rs` and `examples/matmul_nkasm.rs`).
 //! * Cores: `run_launch` runs a multi-core launch (LNC=2): per-core
 //!   engines, queues, SBUF, PSUM and DMA engines, shared HBM arguments,
-//!   `core_barrier` between the cores (`machine`); the race detector
-//!   covers accesses of different cores.
+//!   `core_barrier` and `sendrecv` between the cores (`machine`); the race
+//!   detector covers accesses of different cores.
 //! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
 //!   malformed instructions and runaway loops stop the run with a
 //!   `SimError` naming the instruction and its source line.

@@ -64,6 +64,10 @@
 //! other core has arrived, at the latest arrival, and completes
 //! `core_barrier_ns` later (`Target::cost`). Arrival times are final when
 //! recorded, so the barrier's start is final as soon as it is known.
+//! A `sendrecv` is paired the same way (the rank counts both kinds): its
+//! arrival also reads its `src`, and when it executes it writes the other
+//! core's `src` bytes into its `dst`, taking the time of an SBUF-to-SBUF
+//! DMA of them.
 
 use std::collections::BTreeMap;
 
