@@ -19,9 +19,9 @@ pub const TOO_MANY_REGISTERS: &str = "E0910";
 pub const UNSUPPORTED_VIEW: &str = "E0911";
 /// Instances of a grid disagree on their arguments or outputs.
 pub const GRID_MISMATCH: &str = "E0912";
-/// An instance of a grid compiled for one core reads bytes of an HBM
-/// tensor that another instance writes, so the result would depend on the
-/// order the instances run in.
+/// A warning: an instance of a grid that one core runs in instance order
+/// reads bytes of an HBM tensor that another instance writes, which is a
+/// race under LNC=2.
 pub const INSTANCE_RACE: &str = "E0913";
 /// A view has no machine access pattern (a field out of range).
 pub const UNLOWERABLE_VIEW: &str = "E0920";

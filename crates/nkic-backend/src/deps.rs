@@ -32,7 +32,7 @@ use nkic_diag::Diagnostic;
 use crate::Schedule;
 use crate::alloc::Layout;
 use crate::codes;
-use crate::collect::{Unit, diag_at};
+use crate::collect::Unit;
 use crate::lower::Lowered;
 
 /// The number of contiguous runs per access beyond which overlap is
@@ -300,25 +300,22 @@ pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Sche
     }
 }
 
-/// Rejects a grid whose instances depend on each other through HBM: an
-/// op of one instance that reads bytes of an HBM tensor that an op of
-/// another instance certainly writes ([`codes::INSTANCE_RACE`], one
-/// diagnostic per tensor). Two instances writing the same bytes are not
-/// rejected: libraries store identical results from several instances on
-/// purpose, which hardware tolerates (under LNC=2 the simulator still
-/// compares such stores). A `core_barrier`'s `data` moves nothing and
-/// does not count. NKI runs the instances of a grid in no defined order (under
+/// Warns about grid instances compiled into one program that depend on
+/// each other through HBM: an op of one instance that reads bytes of an
+/// HBM tensor that an op of another instance certainly writes
+/// ([`codes::INSTANCE_RACE`], a warning, one per tensor). The program runs
+/// them in instance order, as NKI's legacy serial grids did, but under
+/// LNC=2 the same kernel races. Two instances writing the same bytes are
+/// not reported: libraries store identical results from several
+/// instances on purpose. A `core_barrier`'s `data` moves nothing and does
+/// not count. NKI runs the instances of a grid in no defined order (under
 /// LNC=2 on two cores at once, where the simulator's race detector
 /// reports the same pair); compiled for one core they run one after
 /// another, which would silently make the first instance's writes visible
 /// to the second. Accesses compared only by bounding boxes, or touching a
 /// whole storage (indirect or run-time offsets), never count, so the check
 /// has no false positives.
-pub fn check_instances(
-    unit: &Unit<'_>,
-    layout: &Layout,
-    graph: &Graph,
-) -> Result<(), Vec<Diagnostic>> {
+pub fn instance_warnings(unit: &Unit<'_>, layout: &Layout, graph: &Graph) -> Vec<Diagnostic> {
     let mut reported: Vec<u32> = Vec::new();
     let mut diags = Vec::new();
     for (j, preds) in graph.preds.iter().enumerate() {
@@ -364,7 +361,7 @@ pub fn check_instances(
             };
             let (first, second) = (id(a.inst), id(b.inst));
             let verb = |w: bool| if w { "writes" } else { "reads" };
-            let mut d = diag_at(
+            let mut d = warning_at(
                 codes::INSTANCE_RACE,
                 format!(
                     "grid instances {first} and {second} both access bytes of {name}, and {} them",
@@ -386,7 +383,7 @@ pub fn check_instances(
             }
             diags.push(
                 d.with_note(
-                    "the instances of a grid run in no defined order (under LNC=2 on two cores at once); nkic runs these one after another on one core, so the result would depend on that order",
+                    "instances of a grid that is not an LNC=2 launch run one after another in instance order; under LNC=2 this is a race",
                 )
                 .with_help(format!(
                     "give each instance its own part of {name}, or do the dependent step in one instance"
@@ -394,5 +391,19 @@ pub fn check_instances(
             );
         }
     }
-    if diags.is_empty() { Ok(()) } else { Err(diags) }
+    diags
+}
+
+/// A warning with a primary label at `loc` when there is one.
+fn warning_at(
+    code: &'static str,
+    message: String,
+    loc: Option<nkic_ir::SrcLoc>,
+    label: String,
+) -> Diagnostic {
+    let d = Diagnostic::warning(code, message);
+    match loc {
+        Some(loc) => d.with_primary(loc.file, loc.span, label),
+        None => d,
+    }
 }

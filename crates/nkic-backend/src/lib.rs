@@ -52,6 +52,9 @@
 //!   [`cores`](mod@cores)).
 //! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]` }`
 //!   (`Default` is optimized).
+//! * [`launch_warnings`]`(&[Kernel], &SourceMap, cores) -> Vec<Diagnostic>`:
+//!   E0913 warnings for instances that one core runs in order and that
+//!   hand data to each other through HBM.
 //! * [`lower_bound`]`(&Program) -> `[`LowerBound`] for the run report, and
 //!   [`lower_bound_counted`] with a run's per-instruction execution counts
 //!   (programs with dynamic loops).
@@ -99,6 +102,40 @@ pub enum Schedule {
     Sequential,
 }
 
+/// The warnings of a launch that compiles: for the instances each core
+/// runs one after another (`cores` as for [`compile_launch`]), E0913 where
+/// one instance reads HBM bytes another writes (see
+/// [`deps::instance_warnings`]). A grid that does not compile has none.
+pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) -> Vec<Diagnostic> {
+    let n = kernels.len();
+    let parts: Vec<&[Kernel]> = if cores <= 1 || n < cores {
+        vec![kernels]
+    } else {
+        (0..cores)
+            .map(|c| &kernels[c * n / cores..(c + 1) * n / cores])
+            .collect()
+    };
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for part in parts.into_iter().filter(|p| p.len() > 1) {
+        let Ok(unit) = collect::collect(part, sources) else {
+            continue;
+        };
+        let Ok(layout) = alloc::allocate(&unit, sources) else {
+            continue;
+        };
+        let Ok(lowered) = lower::lower(&unit, &layout, sources) else {
+            continue;
+        };
+        let graph = deps::build(&unit, &layout, &lowered, Schedule::Optimized);
+        for d in deps::instance_warnings(&unit, &layout, &graph) {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
 /// Backend options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BackendConfig {
@@ -124,10 +161,9 @@ pub fn compile(
 /// The instances run one after another on one NeuronCore: instance `i`'s
 /// ops come after instance `i - 1`'s in source order, so their on-chip
 /// storages have distinct lifetimes, and the scheduler may overlap
-/// neighbouring instances where the data allows. An instance that reads
-/// bytes of an HBM tensor another instance writes depends on an order NKI
-/// does not define and is rejected (E0913, see
-/// [`deps::check_instances`]). A `Program` describes one core:
+/// neighbouring instances where the data allows; instances that hand data
+/// to each other through HBM see it in instance order ([`launch_warnings`]
+/// reports them). A `Program` describes one core:
 /// [`compile_launch`] puts the instances of an LNC=2 launch (two physical
 /// cores sharing HBM) on two cores, one program each. Argument `j` of every
 /// instance is the program's argument `j`, and returned tensor `j` of every
@@ -143,13 +179,10 @@ pub fn compile_grid(
     let unit = collect::collect(kernels, sources)?;
     let layout = alloc::allocate(&unit, sources)?;
     let lowered = lower::lower(&unit, &layout, sources)?;
-    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
-    if kernels.len() > 1 {
-        deps::check_instances(&unit, &layout, &graph)?;
-    }
     if unit.dynamic {
         return dynamic::emit(&unit, &layout, &lowered, sources, config.schedule);
     }
+    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
     let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
     emit::emit(&unit, &layout, &lowered, &sched, &waits, sources)

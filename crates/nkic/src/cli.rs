@@ -412,6 +412,7 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
             return exit_code(&reporter);
         }
     };
+    reporter.emit_all(&compiled.warnings, &sources);
     let opts = RunOptions {
         inputs: &args.inputs,
         seed: args.seed,
@@ -491,7 +492,10 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
                 &sources,
                 args.schedule,
             ) {
-                Ok(compiled) => nkic_isa::print_launch(&compiled.launch),
+                Ok(compiled) => {
+                    reporter.emit_all(&compiled.warnings, &sources);
+                    nkic_isa::print_launch(&compiled.launch)
+                }
                 Err(diags) => {
                     reporter.emit_all(&diags, &sources);
                     return Ok(exit_code(&reporter));

@@ -40,6 +40,8 @@ impl ScheduleArg {
 pub struct Compiled {
     pub launch: Launch,
     pub kernels: Vec<Kernel>,
+    /// The backend's warnings (`nkic_backend::launch_warnings`).
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// Runs the backend on a specialization result: the grid `grid`'s
@@ -60,7 +62,12 @@ pub fn compile_kernels(
         ]
     })?;
     let launch = nkic_backend::compile_launch(&kernels, sources, &schedule.config(), cores)?;
-    Ok(Compiled { launch, kernels })
+    let warnings = nkic_backend::launch_warnings(&kernels, sources, cores);
+    Ok(Compiled {
+        launch,
+        kernels,
+        warnings,
+    })
 }
 
 /// The launch's lower bound: the largest of its cores' bounds (the cores
