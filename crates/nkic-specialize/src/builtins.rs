@@ -94,6 +94,7 @@ pub enum Builtin {
     /// A decorator that returns what it decorates (`functools.wraps(f)`,
     /// `functools.lru_cache`).
     NoOpDecorator,
+    OsGetenv,
 }
 
 /// The exception type names `raise` accepts.
@@ -188,6 +189,7 @@ impl Builtin {
             B::Product => "itertools.product",
             B::Chain => "itertools.chain",
             B::NoOpDecorator => "decorator",
+            B::OsGetenv => "os.getenv",
         }
     }
 
@@ -346,6 +348,20 @@ pub(crate) fn module_attr(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Va
         Namespace::Itertools => match attr {
             "product" => b(B::Product),
             "chain" => b(B::Chain),
+            _ => None,
+        },
+        // The environment is empty at compile time, so a compile never
+        // depends on the shell it runs in; `os.environ` is a fresh dict.
+        Namespace::Os => match attr {
+            "environ" => Some(Value::Dict(Rc::new(std::cell::RefCell::new(
+                Dict::default(),
+            )))),
+            "getenv" => b(B::OsGetenv),
+            _ => None,
+        },
+        // Only for `print(..., file=sys.stderr)`, which prints as usual.
+        Namespace::Sys => match attr {
+            "stdout" | "stderr" => Some(Value::None),
             _ => None,
         },
         // Annotations only: every name is an opaque placeholder.
@@ -1079,6 +1095,25 @@ impl Ctx<'_> {
                     r += 1;
                 }
                 Ok(Value::Int(r))
+            }
+            B::OsGetenv => {
+                // `os.getenv(name, default=None)` in the empty compile-time
+                // environment: the default.
+                let [key, default] = args.bind(self, "os.getenv", ["key", "default"], 1, span)?;
+                if let Some(k) = key
+                    && k.value.as_str().is_none()
+                {
+                    return Err(self.error(
+                        codes::TYPE_ERROR,
+                        format!(
+                            "`os.getenv` takes a str, found {}",
+                            format::a_type(&k.value)
+                        ),
+                        k.span,
+                        "not a str",
+                    ));
+                }
+                Ok(default.map_or(Value::None, |d| d.value))
             }
             B::Dataclass | B::NoOpDecorator => {
                 // `@dataclass` and `@dataclass(frozen=True)`: with a class,

@@ -54,6 +54,8 @@ pub(crate) fn compiler_namespace(path: &str) -> Option<Namespace> {
         "functools" => Namespace::Functools,
         "operator" => Namespace::Operator,
         "itertools" => Namespace::Itertools,
+        "os" => Namespace::Os,
+        "sys" => Namespace::Sys,
         _ => return None,
     })
 }

@@ -522,6 +522,11 @@ pub enum Namespace {
     Operator,
     /// Python's `itertools`.
     Itertools,
+    /// Python's `os`: an empty, read-only environment (deterministic
+    /// compiles), so host-side logging setup in kernel libraries evaluates.
+    Os,
+    /// Python's `sys`: `sys.stdout` / `sys.stderr` for `print(file=...)`.
+    Sys,
     /// A nested API namespace, by dotted name (`"nl.tile_size"`).
     Sub(&'static str),
 }
@@ -545,6 +550,8 @@ impl Namespace {
             Namespace::Functools => "functools",
             Namespace::Operator => "operator",
             Namespace::Itertools => "itertools",
+            Namespace::Os => "os",
+            Namespace::Sys => "sys",
             Namespace::Sub(name) => name,
         }
     }

@@ -121,6 +121,12 @@ pub fn enum_members(enum_name: &str) -> Option<Vec<&'static str>> {
         .map(|(_, ms)| ms.iter().map(|(m, _)| *m).collect())
 }
 
+/// The member of `nisa.<enum_name>` numbered `value` (isa.md numbering).
+pub fn enum_member_by_value(enum_name: &str, value: i64) -> Option<&'static str> {
+    let (_, members) = ENUMS.iter().find(|(n, _)| *n == enum_name)?;
+    members.iter().find(|(_, v)| *v == value).map(|(m, _)| *m)
+}
+
 /// The value `nisa.<enum_name>.<member>`.
 pub fn enum_value(enum_name: &str, member: &str) -> Option<Value> {
     let (name, members) = ENUMS.iter().find(|(n, _)| *n == enum_name)?;

@@ -164,9 +164,58 @@ pub fn call(ctx: &mut Ctx<'_>, f: ApiFn, args: CallArgs, span: Span) -> Result<V
     }
     let mut args = args;
     mask::resolve_pending(ctx, &mut args)?;
+    raw_enum_ints(ctx, def, &mut args);
     let args = materialize_args(ctx, args)?;
     let bound = table::bind(ctx, def, args, span)?;
     (def.run)(ctx, &bound, span)
+}
+
+/// A raw int where a `nisa` enum member belongs (`dge_mode=3`, which the
+/// maintained NKI library still passes) becomes the member with that
+/// value (isa.md numbering), with an E0514 warning naming the member. NKI
+/// 0.3 requires named members, so this is a compatibility step; an int
+/// that names no member is left for the usual E0514 error.
+fn raw_enum_ints(ctx: &mut Ctx<'_>, def: &ApiDef, args: &mut CallArgs) {
+    let enum_of = |name: &str| {
+        def.params
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| match p.kind {
+                table::Kind::Enum(e) => Some(e),
+                _ => None,
+            })
+    };
+    let convert = |ctx: &mut Ctx<'_>, enum_name: &'static str, a: &mut crate::args::Arg| {
+        let Value::Int(i) = a.value else {
+            return;
+        };
+        let Some(member) = consts::enum_member_by_value(enum_name, i) else {
+            return;
+        };
+        let Some(v) = consts::enum_value(enum_name, member) else {
+            return;
+        };
+        let d = Diagnostic::warning(
+            codes::BAD_ENUM,
+            format!("a raw int for `nisa.{enum_name}`: {i} is read as `nisa.{enum_name}.{member}`"),
+        )
+        .with_primary(ctx.file(), a.span, format!("nisa.{enum_name}.{member}"))
+        .with_help(format!(
+            "write `nisa.{enum_name}.{member}`: NKI 0.3 and later take named enum members"
+        ));
+        ctx.warn(d);
+        a.value = v;
+    };
+    for (i, a) in args.positional.iter_mut().enumerate() {
+        if let Some(e) = def.params.get(i).and_then(|p| enum_of(p.name)) {
+            convert(ctx, e, a);
+        }
+    }
+    for (k, a) in args.keywords.iter_mut() {
+        if let Some(e) = enum_of(k) {
+            convert(ctx, e, a);
+        }
+    }
 }
 
 fn depends_on(ctx: &mut Ctx<'_>, mut args: CallArgs, span: Span) -> Result<Value, Diagnostic> {
