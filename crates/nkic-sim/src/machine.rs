@@ -837,6 +837,7 @@ fn step(
     let index = q.pc;
     let inst = &q.insts[index];
     let op = &inst.op;
+    let mut same_stores = Vec::new();
     if let Some(r) = races.as_deref_mut() {
         let waits: Vec<(usize, usize)> = inst
             .waits
@@ -852,27 +853,33 @@ fn step(
         let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
             mem.view_unchecked(ap, &q.regs, field).ok()
         });
-        if let Err(conflict) = r.check(accesses) {
-            let earlier_core = cores_of.get(conflict.earlier_q).copied().unwrap_or(0);
-            let mut earlier = Site::of(
-                &cores[earlier_core],
-                conflict.earlier_queue,
-                conflict.earlier_index,
-            );
-            if multi {
-                earlier.core = Some(u8::try_from(earlier_core).unwrap_or(u8::MAX));
+        let my_core = q.core;
+        let checked = r.check(accesses, |earlier| {
+            cores_of.get(earlier).is_some_and(|&c| c != my_core)
+        });
+        match checked {
+            Ok(list) => same_stores = list,
+            Err(conflict) => {
+                return Err(race_error(
+                    &conflict, cores, cores_of, multi, q.queue, index, q.core,
+                ));
             }
-            let mut e = SimError::at(
-                SimErrorKind::Race,
-                conflict.message(&earlier, multi),
-                program,
-                q.queue,
-                index,
-            );
-            e.related = Some(Box::new(earlier));
-            return Err(e);
         }
     }
+    // Unordered stores of another core to the same bytes are accepted only
+    // when this instruction stores exactly what is there: keep the bytes.
+    let before: Vec<(crate::race::Conflict, Option<Vec<u8>>)> = same_stores
+        .into_iter()
+        .map(|c| {
+            let bytes = op
+                .operands()
+                .into_iter()
+                .find(|o| o.field == c.field)
+                .and_then(|o| mem.view_unchecked(o.ap, &q.regs, o.field).ok())
+                .map(|v| mem.peek_raw(&v));
+            (c, bytes)
+        })
+        .collect();
     let writes = if op.is_control() && !matches!(op, Op::RegStore { .. }) {
         Vec::new()
     } else {
@@ -936,6 +943,19 @@ fn step(
             ))));
         }
         mem.write_raw(&v, bytes).map_err(&located)?;
+    }
+    for (conflict, old) in &before {
+        let new = op
+            .operands()
+            .into_iter()
+            .find(|o| o.field == conflict.field)
+            .and_then(|o| mem.view_unchecked(o.ap, &q.regs, o.field).ok())
+            .map(|v| mem.peek_raw(&v));
+        if old.is_none() || new != *old {
+            return Err(race_error(
+                conflict, cores, cores_of, multi, q.queue, index, q.core,
+            ));
+        }
     }
     if !op.is_control() {
         res.elements += op
@@ -1074,6 +1094,40 @@ fn step(
         },
     };
     Ok(())
+}
+
+/// The fault of a data race between instruction `index` of `queue` on
+/// core `core` and the earlier access `conflict` names.
+fn race_error(
+    conflict: &crate::race::Conflict,
+    cores: &[Program],
+    cores_of: &[usize],
+    multi: bool,
+    queue: Queue,
+    index: usize,
+    core: usize,
+) -> SimError {
+    let earlier_core = cores_of.get(conflict.earlier_q).copied().unwrap_or(0);
+    let mut earlier = Site::of(
+        &cores[earlier_core],
+        conflict.earlier_queue,
+        conflict.earlier_index,
+    );
+    if multi {
+        earlier.core = Some(u8::try_from(earlier_core).unwrap_or(u8::MAX));
+    }
+    let mut e = SimError::at(
+        SimErrorKind::Race,
+        conflict.message(&earlier, multi),
+        &cores[core],
+        queue,
+        index,
+    );
+    e.related = Some(Box::new(earlier));
+    if multi {
+        e.core = Some(u8::try_from(core).unwrap_or(u8::MAX));
+    }
+    e
 }
 
 /// The error a run reports: a data race (the cause) over an earlier held

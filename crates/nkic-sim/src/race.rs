@@ -19,6 +19,12 @@
 //! are known only from the index values and are not checked; a
 //! `tensor_copy_predicated` counts as writing its whole `dst`; the `data`
 //! operand of a `core_barrier` is no access.
+//!
+//! Two cores of a launch storing the same bytes to the same place without
+//! ordering (an LNC kernel's unsharded path: both cores compute the whole
+//! result and both store it) is accepted when the later store leaves the
+//! bytes unchanged; any other write/write conflict, and every conflict
+//! within one core, is a race.
 
 use nkic_isa::{Op, Queue, Role};
 
@@ -215,16 +221,49 @@ impl Races {
     }
 
     /// Checks `accesses` against the log and adds them; returns the first
-    /// conflict.
-    pub fn check(&mut self, accesses: Vec<Access>) -> Result<(), Conflict> {
+    /// conflict. A write/write conflict with an earlier write of a queue
+    /// for which `same_store_ok` holds is not returned as an error but in
+    /// the list: the caller accepts it when the later write stores the
+    /// bytes that are already there (two cores storing identical data).
+    pub fn check(
+        &mut self,
+        accesses: Vec<Access>,
+        same_store_ok: impl Fn(usize) -> bool,
+    ) -> Result<Vec<Conflict>, Conflict> {
+        let mut tentative = Vec::new();
         for a in &accesses {
             let clock = &self.clocks[a.queue];
-            let hit = self.log.iter().find(|e| {
+            let mut hits = self.log.iter().filter(|e| {
                 e.queue != a.queue
                     && (e.write || a.write)
                     && e.epoch > clock[e.queue]
                     && e.region.overlaps(&a.region)
             });
+            let hit = hits.find(|e| !(e.write && a.write && same_store_ok(e.queue)));
+            let first_ww = self
+                .log
+                .iter()
+                .find(|e| {
+                    e.queue != a.queue
+                        && e.write
+                        && a.write
+                        && e.epoch > clock[e.queue]
+                        && e.region.overlaps(&a.region)
+                })
+                .filter(|e| same_store_ok(e.queue));
+            if hit.is_none()
+                && let Some(e) = first_ww
+            {
+                tentative.push(Conflict {
+                    earlier_q: e.queue,
+                    field: a.field,
+                    write: a.write,
+                    earlier_queue: e.queue_name,
+                    earlier_index: e.index,
+                    earlier_field: e.field,
+                    earlier_write: e.write,
+                });
+            }
             if let Some(e) = hit {
                 return Err(Conflict {
                     earlier_q: e.queue,
@@ -246,7 +285,7 @@ impl Races {
                 .retain(|e| !(e.queue == a.queue && (a.write || !e.write) && e.region == a.region));
             self.log.push(a);
         }
-        Ok(())
+        Ok(tentative)
     }
 
     /// Records an increment of `sem` by queue `q` completing at `time`.

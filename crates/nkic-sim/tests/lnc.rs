@@ -378,3 +378,56 @@ fn sendrecv_swaps_tiles_between_the_cores() {
         "{errors:?}"
     );
 }
+
+#[test]
+fn two_cores_storing_identical_bytes_is_no_race() {
+    // Both cores load a block of `a` and store it to the whole of `out`
+    // without any ordering: the same block is the unsharded path of an
+    // LNC kernel (accepted, the bytes are the same); different blocks race.
+    let core = |src_off: usize| {
+        format!(
+            ".arg a f32[128,512] input\n.arg out f32[128,256] output\n.sem loaded\n\n\
+             .queue dma0\n  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+{src_off}:f32[1,256] signal(loaded)\n\
+             \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1)\n"
+        )
+    };
+    let (a, inputs) = input_a();
+    let want: Vec<f32> = (0..128)
+        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
+        .collect();
+    let same = launch(&format!(
+        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
+        core(0),
+        core(0)
+    ));
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let res = run_launch(&same, &inputs, &config).expect("identical stores are accepted");
+        assert_eq!(floats(res.output("out").expect("out")), want);
+    }
+    let different = launch(&format!(
+        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
+        core(0),
+        core(1024)
+    ));
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+    ] {
+        let config = SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        };
+        let err = run_launch(&different, &inputs, &config).expect_err("different data races");
+        assert_eq!(err.kind, SimErrorKind::Race, "{err}");
+        assert_ne!(err.core, err.related.as_ref().and_then(|r| r.core));
+    }
+}
