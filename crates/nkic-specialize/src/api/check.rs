@@ -286,3 +286,27 @@ pub fn row_index(ctx: &Ctx<'_>, idx: &Tensor, span: Span, what: &str) -> Result<
     }
     partition_count(ctx, idx, span, what)
 }
+
+/// `t`'s dtype is one of `allowed` (E0505 naming them).
+pub fn dtype_in(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    allowed: &[DType],
+    what: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if allowed.contains(&t.dtype()) {
+        return Ok(());
+    }
+    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
+    Err(ctx.error(
+        codes::DTYPE,
+        format!(
+            "{what} must be one of {}, found {}",
+            names.join(", "),
+            describe(t)
+        ),
+        span,
+        "dtype not allowed",
+    ))
+}

@@ -509,29 +509,6 @@ fn arithmetic_binary(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<AluOp, Diag
     Ok(op)
 }
 
-fn dtype_in(
-    ctx: &Ctx<'_>,
-    t: &Tensor,
-    allowed: &[DType],
-    what: &str,
-    span: Span,
-) -> Result<(), Diagnostic> {
-    if allowed.contains(&t.dtype()) {
-        return Ok(());
-    }
-    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
-    Err(ctx.error(
-        codes::DTYPE,
-        format!(
-            "{what} must be one of {}, found {}",
-            names.join(", "),
-            check::describe(t)
-        ),
-        span,
-        "dtype not allowed",
-    ))
-}
-
 fn operand_or(
     ctx: &Ctx<'_>,
     b: &Bound,
@@ -726,7 +703,7 @@ fn tensor_copy_predicated(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Va
     check::operand(ctx, &pred, sp, "`predicate`")?;
     check::same_pf(ctx, (&src, "src"), (&pred, "predicate", sp))?;
     not_both_psum(ctx, &src, &pred, sp)?;
-    dtype_in(
+    check::dtype_in(
         ctx,
         &pred,
         &[DType::U8, DType::U16, DType::U32],
@@ -784,7 +761,7 @@ fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         ));
     }
     let dst = fixed_width_dst(ctx, b, &data, 8, DType::U32, span)?;
-    dtype_in(
+    check::dtype_in(
         ctx,
         &dst,
         &[DType::U32, DType::U16],
@@ -865,7 +842,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     check::operand(ctx, &pred, sp, "`predicate`")?;
     check::same_pf(ctx, (&on_true, "on_true"), (&pred, "predicate", sp))?;
     not_both_psum(ctx, &on_true, &pred, sp)?;
-    dtype_in(
+    check::dtype_in(
         ctx,
         &pred,
         &[DType::I8, DType::U8, DType::I16, DType::U16],
@@ -1061,8 +1038,8 @@ const CUMULATIVE_DTYPES: &[DType] = &[
 
 fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
-    dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
-    dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
+    check::dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
+    check::dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
     let op0 = arithmetic_binary(ctx, b, "op0")?;
     let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Add);
     if !matches!(
@@ -1516,15 +1493,15 @@ fn quantize_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         check::operand(ctx, t, sp, what)?;
         check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, what)?;
     }
-    dtype_in(ctx, &src, &[DType::F16, DType::BF16], "`src`", ss)?;
-    dtype_in(
+    check::dtype_in(ctx, &src, &[DType::F16, DType::BF16], "`src`", ss)?;
+    check::dtype_in(
         ctx,
         &dst,
         &[DType::F8E5M2x4, DType::F8E4M3FNx4],
         "`dst`",
         ds,
     )?;
-    dtype_in(ctx, &scale, &[DType::F8E8M0, DType::U8], "`dst_scale`", cs)?;
+    check::dtype_in(ctx, &scale, &[DType::F8E8M0, DType::U8], "`dst_scale`", cs)?;
     let (p, f) = (check::partitions(&src), check::free_size(&src));
     if !p.is_multiple_of(32) || !f.is_multiple_of(4) {
         return Err(ctx.error(
@@ -1596,14 +1573,14 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     let ds = b.span_of("dst");
     check::operand(ctx, &dst, ds, "`dst`")?;
     check::buffer_in(ctx, &dst, &[Buffer::Psum], ds, "`dst`")?;
-    dtype_in(ctx, &dst, &[DType::F32, DType::BF16], "`dst`", ds)?;
+    check::dtype_in(ctx, &dst, &[DType::F32, DType::BF16], "`dst`", ds)?;
     let data_types = [DType::F8E5M2x4, DType::F8E4M3FNx4, DType::F4E2M1FNx4];
     for (t, name) in [(&st, "stationary"), (&mv, "moving")] {
         let sp = b.span_of(name);
         let what = format!("`{name}`");
         check::operand(ctx, t, sp, &what)?;
         check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, &what)?;
-        dtype_in(ctx, t, &data_types, &what, sp)?;
+        check::dtype_in(ctx, t, &data_types, &what, sp)?;
     }
     let p = check::partitions(&st);
     let sps = b.span_of("moving");
@@ -1667,7 +1644,7 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         let what = format!("`{name}`");
         check::operand(ctx, t, sp, &what)?;
         check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, &what)?;
-        dtype_in(ctx, t, &[DType::F8E8M0, DType::U8], &what, sp)?;
+        check::dtype_in(ctx, t, &[DType::F8E8M0, DType::U8], &what, sp)?;
         let tp = check::partitions(t);
         let parts_ok = tp == p || (p <= 32 && tp >= p / 8);
         if check::free_size(t) != check::free_size(data) || !parts_ok {

@@ -603,29 +603,6 @@ fn unsupported(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         )))
 }
 
-fn dtype_in(
-    ctx: &Ctx<'_>,
-    t: &Tensor,
-    allowed: &[DType],
-    what: &str,
-    span: Span,
-) -> Result<(), Diagnostic> {
-    if allowed.contains(&t.dtype()) {
-        return Ok(());
-    }
-    let names: Vec<&str> = allowed.iter().map(|d| d.name()).collect();
-    Err(ctx.error(
-        codes::DTYPE,
-        format!(
-            "{what} must be one of {}, found {}",
-            names.join(", "),
-            check::describe(t)
-        ),
-        span,
-        "dtype not allowed",
-    ))
-}
-
 fn in_sbuf(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
     check::operand(ctx, t, span, what)?;
     check::not_psum_on(ctx, t, Engine::GpSimd, span, what)
@@ -822,7 +799,7 @@ fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let dst = b.tensor(ctx, "dst")?;
     let ds = b.span_of("dst");
     check::operand(ctx, &dst, ds, "`dst`")?;
-    dtype_in(ctx, &dst, INT_DTYPES, "`dst`", ds)?;
+    check::dtype_in(ctx, &dst, INT_DTYPES, "`dst`", ds)?;
     let engine = emit::engine(ctx, b)?.or(Some(Engine::Vector));
     if engine == Some(Engine::GpSimd) {
         check::not_psum_on(ctx, &dst, Engine::GpSimd, ds, "`dst`")?;
@@ -974,7 +951,7 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             "partition counts",
         ));
     }
-    dtype_in(ctx, &index, &[DType::U16], "`index`", is)?;
+    check::dtype_in(ctx, &index, &[DType::U16], "`index`", is)?;
     let e = b.int_or(ctx, "num_elem_per_idx", 1)?;
     if ![1, 2, 4, 8, 16, 32].contains(&e) {
         return Err(ctx.error(
@@ -1048,7 +1025,7 @@ fn n_gather_into(
     in_sbuf(ctx, data, sd, &format!("`{}`", names.0))?;
     in_sbuf(ctx, indices, si, &format!("`{}`", names.1))?;
     in_sbuf(ctx, dst, span, "the result")?;
-    dtype_in(
+    check::dtype_in(
         ctx,
         indices,
         &[DType::U32, DType::I32],
@@ -1134,7 +1111,7 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     let src = b.tensor(ctx, "segment_ids")?;
     let ss = b.span_of("segment_ids");
     in_sbuf(ctx, &src, ss, "`segment_ids`")?;
-    dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
+    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
     if check::partitions(&src) != 1 {
         return Err(ctx.error(
             codes::SHAPE,
@@ -1174,13 +1151,13 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
     let src = b.tensor(ctx, "src")?;
     let ss = b.span_of("src");
     in_sbuf(ctx, &src, ss, "`src`")?;
-    dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
+    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
     let (p, f) = (check::partitions(&src), check::free_size(&src));
     let (dst, _) = emit::dst_or_new(ctx, b, &[p, f + 1], DType::I32, Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     in_sbuf(ctx, &dst, ds, "`dst`")?;
     free_size_is(ctx, &dst, p, f + 1, ds, "`dst`")?;
-    dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
+    check::dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
     let small = |name: &str, default: i64| -> Result<i32, Diagnostic> {
         let v = b.int_or(ctx, name, default)?;
         i32::try_from(v).map_err(|_| {
