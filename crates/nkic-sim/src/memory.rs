@@ -361,7 +361,13 @@ impl MemoryState {
             .try_fold(u64::from(ap.partition_count), |a, d| {
                 a.checked_mul(u64::from(d.count))
             });
-        if elements.is_none_or(|n| n > MAX_ELEMENTS) {
+        // The free size alone too: with zero partitions the product above
+        // is 0 whatever the dims, but the runs of a row are still built.
+        let free = ap
+            .dims
+            .iter()
+            .try_fold(1u64, |a, d| a.checked_mul(u64::from(d.count)));
+        if elements.is_none_or(|n| n > MAX_ELEMENTS) || free.is_none_or(|n| n > MAX_ELEMENTS) {
             return Err(Fault::bad(format!(
                 "`{field}` names more than {MAX_ELEMENTS} elements, more than the simulator handles in one instruction"
             )));
@@ -822,6 +828,23 @@ mod tests {
         assert_eq!(s.first_uninit(150, 201), Some(200));
         s.mark(0, 300);
         assert_eq!(s.first_uninit(0, 300), None);
+    }
+
+    #[test]
+    fn a_pattern_of_no_partitions_and_huge_rows_is_refused() {
+        // Zero partitions make the element count 0, but a row of 2^32
+        // elements must still not be materialised.
+        let p = Program::new(Target::Trn3);
+        let m = MemoryState::new(&p, Poison::Error);
+        let ap = AccessPattern::sbuf(
+            0,
+            0,
+            0,
+            &[Dim::new(7, 65_536), Dim::new(3, 65_536)],
+            DType::F32,
+        );
+        let err = m.view(&ap, &[0; 64], "src", false).unwrap_err();
+        assert_eq!(err.kind, SimErrorKind::BadProgram);
     }
 
     #[test]
