@@ -526,15 +526,19 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             out
         }
     };
-    write_output(args.output.as_deref(), &dump)?;
+    if let Err(diag) = write_output(args.output.as_deref(), &dump) {
+        reporter.emit(&diag, &sources);
+    }
     Ok(exit_code(&reporter))
 }
 
-/// Writes a dump to a file, or to standard output when no path is given.
-fn write_output(path: Option<&Path>, text: &str) -> Result<(), String> {
+/// Writes a dump to a file, or to standard output when no path is given;
+/// a failure is E9005.
+fn write_output(path: Option<&Path>, text: &str) -> Result<(), Diagnostic> {
+    let failed = |message: String| Diagnostic::error("E9005", message);
     match path {
         Some(path) => std::fs::write(path, text)
-            .map_err(|err| format!("cannot write `{}`: {err}", path.display())),
+            .map_err(|err| failed(format!("cannot write `{}`: {err}", path.display()))),
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -545,7 +549,7 @@ fn write_output(path: Option<&Path>, text: &str) -> Result<(), String> {
                     if err.kind() == std::io::ErrorKind::BrokenPipe {
                         Ok(())
                     } else {
-                        Err(format!("cannot write to standard output: {err}"))
+                        Err(failed(format!("cannot write to standard output: {err}")))
                     }
                 })
         }

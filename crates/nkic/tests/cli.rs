@@ -161,6 +161,24 @@ fn bad_command_lines_and_missing_files() {
 }
 
 #[test]
+fn compile_output_that_cannot_be_written_is_e9005() {
+    let dir = temp_dir("unwritable");
+    let target = dir.join("no/such/dir/add.nkasm");
+    let res = nkic(&[
+        "compile",
+        "kernels/tensor_add.py",
+        "-o",
+        target.to_str().unwrap(),
+    ]);
+    assert_eq!(res.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(
+        stderr.contains("error[E9005]: cannot write `") && stderr.contains("add.nkasm`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn compile_emits_a_program_that_exec_runs() {
     let dir = temp_dir("asm");
     let asm = dir.join("add.nkasm");
