@@ -31,6 +31,7 @@ use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
 use nkic_ir::{ArgKind, Buffer, Kernel};
 use nkic_syntax::ast::{self, ExprKind, StmtKind};
 
+use crate::api::codes as codes_api;
 use crate::args::{Arg, CallArgs};
 use crate::config::{ConstValue, ModuleLoader, SpecializeConfig};
 use crate::ctx::Ctx;
@@ -151,7 +152,52 @@ pub fn specialize(
             }
         }
     }
+    if let Some(e) = unpaired_barriers(&result.kernels) {
+        result.diagnostics.push(e);
+        result.kernels.clear();
+    }
     result
+}
+
+/// The two instances of an LNC=2 launch must issue the same core barriers
+/// on the same queues: each barrier waits for its partner on the other
+/// core. A compile-time branch that skips a barrier on one instance (`if
+/// pid == 0: nisa.core_barrier(...)`) is reported at the first barrier
+/// without a partner (E0525). Barriers inside dynamic loops are counted
+/// once here; differing trip counts are a run-time deadlock.
+fn unpaired_barriers(kernels: &[Kernel]) -> Option<Diagnostic> {
+    let [k0, k1] = kernels else {
+        return None;
+    };
+    let barriers = |k: &Kernel| -> Vec<(Option<nkic_isa::Engine>, nkic_ir::Handle<nkic_ir::Op>)> {
+        k.ops
+            .iter()
+            .filter(|(_, op)| matches!(op.kind, nkic_ir::OpKind::CoreBarrier { .. }))
+            .map(|(h, op)| (op.engine, h))
+            .collect()
+    };
+    let (b0, b1) = (barriers(k0), barriers(k1));
+    let differs = b0.iter().zip(&b1).position(|(x, y)| x.0 != y.0);
+    let at = differs.or((b0.len() != b1.len()).then(|| b0.len().min(b1.len())))?;
+    let (kernel, (_, op)) = match (b0.get(at), b1.get(at)) {
+        (Some(x), _) => (k0, x),
+        (None, Some(y)) => (k1, y),
+        (None, None) => return None,
+    };
+    let loc = kernel.spans.ops.get(*op).copied()?;
+    Some(
+        Diagnostic::error(
+            codes_api::CORES,
+            format!(
+                "the two cores do not reach the same core barriers: instance 0 issues {} and instance 1 issues {}",
+                b0.len(),
+                b1.len()
+            ),
+        )
+        .with_primary(loc.file, loc.span, format!("barrier {} of instance {}", at + 1, kernel.program_id.first().copied().unwrap_or(0)))
+        .with_note("every `nisa.core_barrier` waits for its partner on the other core (same engine queue, same order), so a barrier only one core reaches never completes")
+        .with_help("call the barrier on both cores (outside `if` tests on `nl.program_id`)"),
+    )
 }
 
 /// The warning for a kernel whose results go nowhere: it returns nothing

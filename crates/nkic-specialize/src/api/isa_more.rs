@@ -298,6 +298,7 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &[
             "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
             "`cores` is `(0, 1)` (E0525).",
+            "Both instances issue the same barriers on the same engines in the same order (E0525 at the first barrier without a partner).",
             "`data` is an HBM tensor (shared between the cores).",
         ],
         run: core_barrier,
