@@ -49,6 +49,11 @@ pub struct SpecializeConfig {
     /// Fill unset `kernel`, `args`, `consts` and `grid` from the file's
     /// `# nkic:` directive comments.
     pub use_directives: bool,
+    /// The caller's `--lnc` override of the physical cores the launch runs
+    /// on. `None`: a grid of exactly 2 instances runs on two cores (LNC=2);
+    /// `Some(1)` keeps every instance on one core, where
+    /// `nisa.core_barrier` has no partner (E0525).
+    pub lnc: Option<u32>,
 }
 
 impl Default for SpecializeConfig {
@@ -66,6 +71,7 @@ impl Default for SpecializeConfig {
             search_paths: Vec::new(),
             record_facts: false,
             use_directives: true,
+            lnc: None,
         }
     }
 }

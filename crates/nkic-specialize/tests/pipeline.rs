@@ -189,3 +189,20 @@ fn self_referential_lists_do_not_crash() {
         "{t}"
     );
 }
+
+#[test]
+fn core_barrier_needs_two_cores_under_lnc() {
+    let text = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n# nkic: args x=float32[256,4]\n# nkic: grid 2\n@nki.jit\ndef k(x):\n    out = nl.ndarray((256, 4), dtype=nl.float32, buffer=nl.shared_hbm)\n    nisa.core_barrier(out, (0, 1))\n    return out\n";
+    let (res, _) = run(text, &SpecializeConfig::default());
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    assert_eq!(res.kernels.len(), 2);
+    let one_core = SpecializeConfig {
+        lnc: Some(1),
+        ..SpecializeConfig::default()
+    };
+    let (res, _) = run(text, &one_core);
+    let d = res.diagnostics.iter().find(|d| d.is_error()).unwrap();
+    assert_eq!(d.code, "E0525");
+    let label = d.primary.as_ref().unwrap();
+    assert_eq!(&text[label.span.range()], "nisa.core_barrier(out, (0, 1))");
+}

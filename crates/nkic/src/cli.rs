@@ -206,6 +206,7 @@ impl KernelArgs {
             consts: self.consts.clone(),
             grid: self.grid.clone(),
             max_ops: self.max_ops,
+            lnc: self.lnc,
             search_paths: self
                 .search_paths
                 .iter()

@@ -556,6 +556,16 @@ fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     let instances: u64 = (0..ctx.program_ndim())
         .map(|axis| u64::from(ctx.num_programs(axis).unwrap_or(1)))
         .product();
+    if ctx.config.lnc == Some(1) && instances == 2 {
+        return Err(ctx
+            .error(
+                codes::CORES,
+                "`nisa.core_barrier` synchronises the two cores of an LNC=2 launch, but `--lnc 1` runs both instances on one core",
+                span,
+                "no second core",
+            )
+            .with_help("drop `--lnc 1`: a grid of 2 runs on two cores by default"));
+    }
     if ctx.program_ndim() == 0 || instances != 2 {
         let found = if ctx.program_ndim() == 0 {
             "no launch grid".to_owned()
