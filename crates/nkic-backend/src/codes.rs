@@ -23,6 +23,9 @@ pub const GRID_MISMATCH: &str = "E0912";
 /// reads bytes of an HBM tensor that another instance writes, which is a
 /// race under LNC=2.
 pub const INSTANCE_RACE: &str = "E0913";
+/// The two cores of an LNC=2 launch do not execute the same
+/// `core_barrier`s in the same order.
+pub const BARRIER_MISMATCH: &str = "E0914";
 /// A view has no machine access pattern (a field out of range).
 pub const UNLOWERABLE_VIEW: &str = "E0920";
 /// The op cannot run on the engine the kernel fixed, or on any engine.

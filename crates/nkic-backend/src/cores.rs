@@ -21,16 +21,26 @@
 //! buffers (`nl.hbm`/`private_hbm`, spills) are per core, as the language
 //! specifies for per-instance buffers. The kernel's arguments and returned
 //! tensors (`shared_hbm`) are the launch's shared HBM tensors: argument
-//! `j` of every core is the same tensor. The cores are not ordered against
-//! each other (the IR has no cross-core barrier yet), so instances that
-//! write and read the same bytes of a shared tensor race, which the
-//! simulator reports.
+//! `j` of every core is the same tensor. The cores are ordered against
+//! each other only by `core_barrier`s (and `sendrecv`s): instances that
+//! write and read the same bytes of a shared tensor without one race,
+//! which the simulator reports.
+//!
+//! # Barriers
+//!
+//! A `core_barrier` waits until both cores reach their barrier of the same
+//! rank on the same queue. Before compiling, [`compile_launch`] checks that
+//! every core executes the same barriers in the same order on the same
+//! engines (E0914, at the first barrier where the cores part, naming the
+//! instances each core runs), so a barrier under an `if` on
+//! `nl.program_id` is a diagnostic at its call rather than a launch that
+//! hangs or fails the ISA verifier.
 //!
 //! [`compile_grid`]: crate::compile_grid
 
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_ir::Kernel;
-use nkic_isa::{Launch, Target};
+use nkic_ir::{Kernel, OpKind, SrcLoc};
+use nkic_isa::{Engine, Launch, Target};
 
 use crate::{BackendConfig, codes, compile_grid};
 
@@ -77,6 +87,13 @@ pub fn compile_launch(
         return compile_grid(kernels, sources, config).map(Launch::single);
     }
     let n = kernels.len();
+    let parts: Vec<&[Kernel]> = (0..cores)
+        .map(|c| &kernels[c * n / cores..(c + 1) * n / cores])
+        .collect();
+    let mismatched = barrier_mismatches(&parts, sources);
+    if !mismatched.is_empty() {
+        return Err(mismatched);
+    }
     let mut programs = Vec::with_capacity(cores);
     let mut errors = Vec::new();
     for c in 0..cores {
@@ -113,6 +130,147 @@ pub fn compile_launch(
             .collect());
     }
     Ok(launch)
+}
+
+/// One `core_barrier` a core executes: its instance's kernel, the op, the
+/// engine the kernel chose and the location.
+struct Barrier<'k> {
+    kernel: &'k Kernel,
+    handle: nkic_ir::Handle<nkic_ir::Op>,
+    engine: Option<Engine>,
+    loc: Option<SrcLoc>,
+}
+
+/// The `core_barrier`s of one core's instances in the order the core runs
+/// them (instance after instance, each in program order).
+fn barriers<'k>(part: &'k [Kernel]) -> Vec<Barrier<'k>> {
+    let mut out = Vec::new();
+    for k in part {
+        for h in k.ops_in_order() {
+            let op = &k.ops[h];
+            if matches!(op.kind, OpKind::CoreBarrier { .. }) {
+                out.push(Barrier {
+                    kernel: k,
+                    handle: h,
+                    engine: op.engine,
+                    loc: k.spans.ops.get(h).copied(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// `nl.program_id` of an instance as the author writes it: `1`, `(0, 1)`.
+fn instance_id(k: &Kernel) -> String {
+    let ids: Vec<String> = k.program_id.iter().map(u32::to_string).collect();
+    if ids.len() == 1 {
+        ids.join("")
+    } else {
+        format!("({})", ids.join(", "))
+    }
+}
+
+/// Checks that every core of a launch executes the same `core_barrier`s
+/// in the same order, on the same engine (language.md §3.2): a barrier
+/// waits until both cores reach their barrier of the same rank, so a
+/// barrier only one core executes (typically under an `if` on
+/// `nl.program_id`) would wait forever, and two barriers of different
+/// engines pair up wrongly. One [`codes::BARRIER_MISMATCH`] per core that
+/// differs from core 0, at the first barrier where they part. A barrier
+/// inside a dynamic loop counts once here, as in the machine program; its
+/// trip count is the kernel's business.
+fn barrier_mismatches(parts: &[&[Kernel]], sources: &SourceMap) -> Vec<Diagnostic> {
+    let Some((first, rest)) = parts.split_first() else {
+        return Vec::new();
+    };
+    let main = barriers(first);
+    let mut diags = Vec::new();
+    for (c, part) in rest.iter().enumerate().map(|(i, p)| (i + 1, p)) {
+        let mine = barriers(part);
+        let split = main
+            .iter()
+            .zip(&mine)
+            .position(|(a, b)| a.engine != b.engine)
+            .or_else(|| (main.len() != mine.len()).then(|| main.len().min(mine.len())));
+        let Some(rank) = split else {
+            continue;
+        };
+        let count = |n: usize| match n {
+            0 => "none".to_owned(),
+            1 => "1 `core_barrier`".to_owned(),
+            n => format!("{n} `core_barrier`s"),
+        };
+        let runs = |core: usize, part: &[Kernel]| {
+            let ids: Vec<String> = part.iter().map(instance_id).collect();
+            if ids.len() == 1 {
+                format!("core {core} runs instance {}", ids.join(""))
+            } else {
+                format!("core {core} runs instances {}", ids.join(", "))
+            }
+        };
+        let engine = |b: &Barrier<'_>| {
+            b.engine
+                .map_or("an engine of the compiler's choice", |e| e.name())
+        };
+        let (message, primary, label, other) = match (main.get(rank), mine.get(rank)) {
+            (Some(a), Some(b)) => (
+                format!(
+                    "the cores of the LNC=2 launch execute `core_barrier`s on different engines: barrier {} of core 0 runs on {}, core {c}'s on {}",
+                    rank + 1,
+                    engine(a),
+                    engine(b)
+                ),
+                a,
+                format!("core 0's barrier {} (on {})", rank + 1, engine(a)),
+                Some((
+                    b,
+                    format!("core {c}'s barrier {} (on {})", rank + 1, engine(b)),
+                )),
+            ),
+            (Some(a), None) => (
+                format!(
+                    "only core 0 executes this `core_barrier`: core 0 executes {}, core {c} {}",
+                    count(main.len()),
+                    count(mine.len())
+                ),
+                a,
+                format!("core {c} never reaches this barrier"),
+                None,
+            ),
+            (None, Some(b)) => (
+                format!(
+                    "only core {c} executes this `core_barrier`: core 0 executes {}, core {c} {}",
+                    count(main.len()),
+                    count(mine.len())
+                ),
+                b,
+                "core 0 never reaches this barrier".to_owned(),
+                None,
+            ),
+            (None, None) => continue,
+        };
+        let mut d = crate::collect::diag_at(codes::BARRIER_MISMATCH, message, primary.loc, label);
+        if let Some((b, text)) = other
+            && let Some(loc) = b.loc
+        {
+            d = d.with_secondary(loc.file, loc.span, text);
+        }
+        for note in primary.kernel.op_notes(primary.handle, Some(sources)) {
+            d = d.with_note(note);
+        }
+        diags.push(
+            d.with_note(format!(
+                "{} and {}; a `core_barrier` waits until both cores reach it, so both cores must execute the same barriers in the same order (language.md §3.2), or the launch hangs",
+                runs(0, first),
+                runs(c, part)
+            ))
+            .with_help(
+                "execute the barrier on every core, e.g. outside a condition on `nl.program_id`",
+            ),
+        );
+    }
+    diags
 }
 
 #[cfg(test)]
