@@ -425,7 +425,7 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &[
             "trn3 only; all three tensors are in SBUF.",
             "`src` is float16 or bfloat16 with a multiple of 32 partitions (≤ 128) and a free size that is a multiple of 4.",
-            "`dst` is float8_e5m2_x4 or float8_e4m3fn_x4 with `src`'s partition count and a quarter of its free size; `dst_scale` is float8_e8m0fnu or uint8 with that free size too.",
+            "`dst` is float8_e5m2_x4 or float8_e4m3fn_x4 with `src`'s partition count and a quarter of its free size; `dst_scale` is float8_e8m0fnu or uint8 with that free size too, and only its first 32·(P/32 − 1) + 4 rows (4 per quadrant) are written.",
         ],
         run: quantize_mx,
     },
@@ -450,7 +450,7 @@ pub const DEFS: &[ApiDef] = &[
             "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
             "`stationary` and `moving` are float8_e5m2_x4, float8_e4m3fn_x4 or float4_e2m1fn_x4; scales are float8_e8m0fnu or uint8; `dst` is float32 or bfloat16.",
             "Both operands have the same partition count, a multiple of 32 and at most 128; `stationary` has an even free size of at most 128; `moving` at most 4096 (fp32 `dst`) or 8192 (bf16 `dst`) free elements.",
-            "`dst` is `[M, N]` with M = stationary's and N = moving's free size; each scale has its data's free size and its partitions (or P/8 for P ≤ 32).",
+            "`dst` is `[M, N]` with M = stationary's and N = moving's free size; each scale has its data's free size and its partitions (or P/8 for P ≤ 32); the instruction reads 4 rows per 32-partition quadrant, rows 0 to 32·(P/32 − 1) + 3 of the scale view, so a scale view of exactly those 32·(P/32 − 1) + 4 rows works too.",
             "PE tiling is by rows only: `tile_size` is (32, 128), (64, 128) or (128, 128) and `tile_position` is (row, 0) with `row` a multiple of the row size.",
         ],
         run: nc_matmul_mx,
@@ -1538,12 +1538,58 @@ fn quantize_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             "wrong scale size",
         ));
     }
+    let scale = mx_scale_rows(ctx, &scale, p, cs, "`dst_scale`")?;
     let kind = OpKind::QuantizeMx {
         dst: dst.view.clone(),
         src: src.view.clone(),
         dst_scale: scale.view.clone(),
     };
     emit::finish(ctx, b, kind, None, None, span)
+}
+
+/// The rows of an MX scale tile the hardware reads (isa.md §4.1, scale
+/// layout): 4 per 32-partition quadrant of `p`-partition data, so
+/// `32·(p/32 − 1) + 4` partitions from the view's start (4 for p ≤ 32).
+/// A scale tile allocated with the data's `p` partitions, as the spec
+/// describes for p > 32, is narrowed to those rows; a tile with exactly
+/// those rows is used as is.
+fn mx_scale_rows(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    p: u64,
+    span: Span,
+    what: &str,
+) -> Result<Tensor, Diagnostic> {
+    let want = mx_scale_span(p);
+    let tp = check::partitions(t);
+    if tp <= want || p <= 32 {
+        return Ok(t.clone());
+    }
+    let narrowed = t.view.slice(0, 0, want, 1).map(|view| {
+        let mut shape = t.shape.clone();
+        shape[0] = want;
+        Tensor {
+            view,
+            shape,
+            buffer: t.buffer,
+        }
+    });
+    narrowed.ok_or_else(|| {
+        ctx.error(
+            codes::SHAPE,
+            format!(
+                "{what} must cover {want} partitions (4 per quadrant of the {p}-partition data), found {}",
+                shape_text(&t.shape)
+            ),
+            span,
+            "wrong scale shape",
+        )
+    })
+}
+
+/// How many partitions an MX scale view spans for `p`-partition data.
+fn mx_scale_span(p: u64) -> u64 {
+    32 * ((p / 32).max(1) - 1) + 4
 }
 
 fn mx_pair(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Option<[u32; 2]>, Diagnostic> {
@@ -1646,7 +1692,7 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         check::buffer_in(ctx, t, &[Buffer::Sbuf], sp, &what)?;
         check::dtype_in(ctx, t, &[DType::F8E8M0, DType::U8], &what, sp)?;
         let tp = check::partitions(t);
-        let parts_ok = tp == p || (p <= 32 && tp >= p / 8);
+        let parts_ok = tp == p || tp == mx_scale_span(p) || (p <= 32 && tp >= p / 8);
         if check::free_size(t) != check::free_size(data) || !parts_ok {
             return Err(ctx.error(
                 codes::SHAPE,
@@ -1661,6 +1707,14 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             ));
         }
     }
+    let ss = mx_scale_rows(
+        ctx,
+        &ss,
+        p,
+        b.span_of("stationary_scale"),
+        "`stationary_scale`",
+    )?;
+    let ms = mx_scale_rows(ctx, &ms, p, b.span_of("moving_scale"), "`moving_scale`")?;
     let tile_position = mx_pair(ctx, b, "tile_position")?;
     let tile_size = mx_pair(ctx, b, "tile_size")?;
     match (tile_position, tile_size) {
