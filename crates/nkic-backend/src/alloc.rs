@@ -41,7 +41,9 @@
 //!
 //! Arguments become the program's `.arg` tensors in parameter order, then
 //! returned tensors that are not arguments as `output`s, then every other
-//! HBM storage an op touches as an internal `.hbm` tensor. Names are the
+//! HBM storage an op touches as an internal `.hbm` tensor (an internal
+//! `nl.shared_hbm` allocation is one storage for all instances of the
+//! program, see [`collect`](crate::collect)). Names are the
 //! storages' names where they are unique identifiers, otherwise
 //! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
 //! return index `k`.

@@ -4,8 +4,13 @@
 //! Instance `i`'s program-order positions follow instance `i - 1`'s, so one
 //! list of ops in source order and one set of live ranges describe the
 //! whole grid. Arguments and returned tensors of later instances are
-//! identified with instance 0's (by parameter and return index); every
-//! other storage is its own.
+//! identified with instance 0's (by parameter and return index). So are
+//! internal `nl.shared_hbm` tensors, which every instance sees
+//! (language.md §3.2): the `n`-th internal shared_hbm allocation of an
+//! instance is instance 0's `n`-th when both come from the same call with
+//! the same name, dtype and shape (an allocation whose shape depends on
+//! `nl.program_id` stays per instance). Every other storage, including
+//! `nl.private_hbm`/`nl.hbm` tensors, is its own.
 //!
 //! Not compiled yet (a diagnostic, never a crash): indirect views other than
 //! row indirection on one side of a `dma_copy` (E0911). Kernels with dynamic loops, registers or dynamic offsets
@@ -13,8 +18,8 @@
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{
-    ArgKind, Handle, Indirection, Kernel, LiveRange, Op, OpKind, SecondaryMap, SrcLoc, Storage,
-    live_ranges, program_order,
+    ArgKind, Buffer, Handle, Indirection, Kernel, LiveRange, Op, OpKind, SecondaryMap, SrcLoc,
+    Storage, live_ranges, program_order,
 };
 use nkic_isa::Target;
 
@@ -181,6 +186,11 @@ pub fn collect<'k>(
                 }
                 ids.insert(mine, unit.sid(0, theirs));
             }
+            for (mine, theirs) in shared_internal(k).into_iter().zip(shared_internal(first)) {
+                if ids.get(mine).is_none() && same_site(k, mine, first, theirs) {
+                    ids.insert(mine, unit.sid(0, theirs));
+                }
+            }
         }
         let ranges = live_ranges(k);
         for (h, st) in k.storages.iter() {
@@ -238,6 +248,29 @@ pub fn collect<'k>(
     } else {
         Err(diags)
     }
+}
+
+/// The internal `nl.shared_hbm` storages of `k` (not arguments, not
+/// returned), in allocation order.
+fn shared_internal(k: &Kernel) -> Vec<Handle<Storage>> {
+    k.storages
+        .iter()
+        .filter(|(h, st)| {
+            st.buffer == Buffer::SharedHbm
+                && !k.args.iter().any(|a| a.storage == *h)
+                && !k.outputs.contains(h)
+        })
+        .map(|(h, _)| h)
+        .collect()
+}
+
+/// True when storage `a` of kernel `ka` and `b` of `kb` are the same
+/// allocation of the kernel's source in two instances: the same call,
+/// name, dtype and shape.
+fn same_site(ka: &Kernel, a: Handle<Storage>, kb: &Kernel, b: Handle<Storage>) -> bool {
+    let (x, y) = (&ka.storages[a], &kb.storages[b]);
+    let (lx, ly) = (ka.spans.storages.get(a), kb.spans.storages.get(b));
+    x.name == y.name && x.dtype == y.dtype && x.shape == y.shape && lx == ly
 }
 
 /// Reports the constructs of `k` the backend does not compile yet, and

@@ -167,7 +167,10 @@ pub fn compile(
 /// [`compile_launch`] puts the instances of an LNC=2 launch (two physical
 /// cores sharing HBM) on two cores, one program each. Argument `j` of every
 /// instance is the program's argument `j`, and returned tensor `j` of every
-/// instance is the same output tensor (each instance writes its part).
+/// instance is the same output tensor (each instance writes its part), and
+/// an internal `nl.shared_hbm` tensor is one `.hbm` tensor that every
+/// instance sees (language.md §3.2), while `nl.private_hbm`/`nl.hbm`
+/// tensors are one per instance.
 /// Instance 0 defines names, shapes and dtypes; an instance whose
 /// arguments differ is a diagnostic. An empty slice is a program with no
 /// arguments and no instructions.

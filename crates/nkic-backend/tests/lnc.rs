@@ -4,7 +4,7 @@
 
 mod common;
 
-use nkic_backend::{BackendConfig, compile_launch};
+use nkic_backend::{BackendConfig, compile_grid, compile_launch};
 use nkic_diag::{RenderConfig, render_all};
 
 /// One instance of a kernel that stores its rows of `res`, then (when
@@ -113,4 +113,70 @@ fn barriers_on_different_engines_are_e0914() {
         text.contains("barrier 1 of core 0 runs on gpsimd, core 1's on vector"),
         "{text}"
     );
+}
+
+/// One instance of a hand-off through an internal HBM scratch of buffer
+/// `buffer`: instance `pid` stores its rows of `a` into rows `pid` of the
+/// scratch, then loads rows 0 (instance 0's) and stores them as its rows
+/// of `res`.
+fn scratch_handoff(pid: u32, buffer: &str) -> String {
+    let r0 = pid * 128;
+    let r1 = r0 + 128;
+    format!(
+        "kernel \"handoff\" target=trn3 program_id=[{pid}] num_programs=[2]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[256, 64] \"a\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[256, 64] \"res\" @ kernel.py:40..48
+t2 = {buffer} float32[256, 64] \"scratch\" @ kernel.py:80..88
+t3 = sbuf float32[128, 64] \"x\" @ kernel.py:120..128
+t4 = sbuf float32[128, 64] \"y\" @ kernel.py:160..168
+op0 = dma_copy dst=t3[0:128, 0:64] src=t0[{r0}:{r1}, 0:64] engine=dma @ kernel.py:200..208
+op1 = dma_copy dst=t2[{r0}:{r1}, 0:64] src=t3[0:128, 0:64] engine=dma @ kernel.py:240..248
+op2 = dma_copy dst=t4[0:128, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:280..288
+op3 = dma_copy dst=t1[{r0}:{r1}, 0:64] src=t4[0:128, 0:64] engine=dma @ kernel.py:320..328
+return t1
+"
+    )
+}
+
+/// The internal HBM tensors of a one-core grid of the hand-off kernel.
+fn one_core_internal(buffer: &str) -> (nkic_isa::Program, Vec<String>) {
+    let (k0, sources) = common::load_text(&scratch_handoff(0, buffer));
+    let (k1, _) = common::load_text(&scratch_handoff(1, buffer));
+    let program = compile_grid(&[k0, k1], &sources, &BackendConfig::default())
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let internal = program
+        .hbm
+        .iter()
+        .filter(|t| t.kind == nkic_isa::TensorKind::Internal)
+        .map(|t| t.name.clone())
+        .collect();
+    (program, internal)
+}
+
+#[test]
+fn an_internal_shared_hbm_tensor_is_one_tensor_for_the_instances_of_one_core() {
+    let (program, internal) = one_core_internal("shared_hbm");
+    assert_eq!(internal, vec!["scratch".to_owned()]);
+    // Instance 1 reads the rows instance 0 stored into the scratch, so
+    // both halves of `res` are `a`'s first 128 rows.
+    let inputs = common::inputs(&program, 3);
+    let run = common::simulate(&program, &inputs);
+    let a = inputs
+        .entries
+        .iter()
+        .find(|(k, _)| *k == nkic_sim::InputKey::from("a"))
+        .map(|(_, b)| b.clone())
+        .expect("a is an input");
+    let res = run.output("res").expect("the returned tensor").to_vec();
+    let half = a.len() / 2;
+    assert_eq!(res.len(), a.len());
+    assert_eq!(&res[..half], &a[..half]);
+    assert_eq!(&res[half..], &a[..half]);
+}
+
+#[test]
+fn an_internal_private_hbm_tensor_stays_per_instance() {
+    let (_, internal) = one_core_internal("private_hbm");
+    assert_eq!(internal.len(), 2, "{internal:?}");
 }
