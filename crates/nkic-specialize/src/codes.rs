@@ -69,3 +69,6 @@ pub const MISPLACED: &str = "E0230";
 /// A warning: the kernel returns nothing and writes no argument, so the
 /// HBM tensors it writes are discarded (a forgotten `return`).
 pub const DISCARDED: &str = "E0231";
+/// A warning: a name read in a dynamic loop body is rebound there, which
+/// does not carry to the next iteration.
+pub const CARRIED_REBIND: &str = "E0232";

@@ -98,6 +98,9 @@ pub struct Ctx<'a> {
     pub(crate) iterations: u64,
     /// Open dynamic loops.
     pub(crate) dyn_depth: u32,
+    /// The open dynamic loop bodies run by statements, for names rebound
+    /// in them (`eval::carried`).
+    pub(crate) dyn_frames: Vec<crate::eval::DynFrame>,
     /// Open `no_reorder` blocks.
     pub(crate) no_reorder_depth: u32,
     pub(crate) program_id: Vec<u32>,
@@ -303,6 +306,7 @@ impl<'a> Ctx<'a> {
             fn_loops: 0,
             order_depth: 0,
             dyn_depth: 0,
+            dyn_frames: Vec::new(),
             no_reorder_depth: 0,
             program_id,
             num_programs: config.grid.clone(),

@@ -59,6 +59,9 @@ impl Ctx<'_> {
     pub(crate) fn eval(&mut self, e: &Expr) -> Result<Value, Diagnostic> {
         match &e.kind {
             ExprKind::Name(name) => {
+                if !self.dyn_frames.is_empty() {
+                    self.note_dyn_read(name);
+                }
                 let v = self.lookup_name(name, e.span)?;
                 self.record_fact(e.span, &v);
                 Ok(v)

@@ -29,11 +29,13 @@
 //!   or an inlined call they gain a note naming it (innermost first).
 
 mod call;
+mod carried;
 mod class;
 mod expr;
 mod ops;
 mod stmt;
 
+pub(crate) use carried::DynFrame;
 pub(crate) use class::{AutoMarker, FieldMarker};
 pub(crate) use ops::{INT_END, INT_MIN};
 pub(crate) use stmt::Flow;

@@ -307,6 +307,12 @@ impl Ctx<'_> {
         match &target.kind {
             ExprKind::Name(name) => {
                 self.record_fact(target.span, &value);
+                if !self.dyn_frames.is_empty()
+                    && let super::carried::Rebind::Written =
+                        self.dyn_rebind(name, &value, target.span)?
+                {
+                    return Ok(());
+                }
                 self.bind_name(name, value);
                 Ok(())
             }
@@ -845,11 +851,17 @@ impl Ctx<'_> {
             stop,
             step: r.step,
         };
+        self.push_dyn_frame();
         let flow = self.dynamic_region(span, kind, &name, |ctx, iv| {
             let iv = iv.expect("range loops have an induction register");
+            if let ExprKind::Name(n) = &target.kind {
+                ctx.mark_dyn_assigned(n);
+            }
             ctx.assign(target, Value::Register(RegValue::plain(iv)))?;
             ctx.loop_body(body)
-        })?;
+        });
+        self.pop_dyn_frame();
+        let flow = flow?;
         match flow {
             Flow::Next | Flow::Continue => self.exec_block(orelse),
             Flow::Break | Flow::Return(_) => unreachable!("rejected inside dynamic_region"),
@@ -874,9 +886,15 @@ impl Ctx<'_> {
                 "a register expression",
             ));
         }
-        self.dynamic_region(span, DynLoopKind::While { cond: cond.reg }, "", |ctx, _| {
+        let first_op = self.builder.kernel().ops.len();
+        self.push_dyn_frame();
+        let res = self.dynamic_region(span, DynLoopKind::While { cond: cond.reg }, "", |ctx, _| {
             ctx.loop_body(body)
-        })?;
+        });
+        self.pop_dyn_frame();
+        res?;
+        let cond_name = nkic_syntax::unparse_expr(test);
+        self.check_condition_written(cond.reg, first_op, &cond_name, test.span)?;
         self.exec_block(orelse)
     }
 
