@@ -16,8 +16,13 @@
 //!   trip saturates);
 //! * `fmod(x, y) = x − y · trunc(x / y)` (sign of the dividend, C `fmod`)
 //!   and `mod(x, y) = x − y · floor(x / y)` (sign of the divisor, Python
-//!   `%`), with `x / y` as `x · (1 / y)`; the quotient is rounded once,
-//!   so results can differ from exact arithmetic in the last place;
+//!   `%`), with `x / y` as `x · (1 / y)`. The rounded quotient can make
+//!   the integer part one too large or too small (exact multiples land
+//!   just beside the integer), so the remainder is then corrected once:
+//!   one on the wrong side of zero gets `y` back, one as large as `|y|`
+//!   loses `y` (for `fmod`, `|y|` towards the sign of `x`). Exact
+//!   multiples of `y` give 0, as NumPy does; other results can differ
+//!   from exact arithmetic in the last place;
 //! * `expand_dims(x, axis)` is a view with a size-1 dim inserted (no op).
 
 use std::rc::Rc;
@@ -378,17 +383,120 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
         Some(DType::F32),
         span,
     )?;
+    let r0 = ew(ctx, AluOp::Subtract, &x, &Operand::Tile(prod), span)?;
     let dst = result(ctx, b, &shape, dt, span)?;
+    correct_remainder(ctx, b.def.name == "nl.fmod", &x, &y, r0, &dst, span)?;
+    Ok(done(b, &dst))
+}
+
+/// One float32 element-wise op into a fresh temporary.
+fn ew(
+    ctx: &mut Ctx<'_>,
+    op: AluOp,
+    a: &Operand,
+    c: &Operand,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    isa_core::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
+}
+
+/// `|t|` as a float32 temporary (ScalarE `abs`).
+fn abs_of(ctx: &mut Ctx<'_>, t: &Rc<Tensor>, span: Span) -> Result<Rc<Tensor>, Diagnostic> {
+    let a = temp(ctx, &t.shape, DType::F32, span)?;
+    push(
+        ctx,
+        activation_kind(&a, t, ActFunc::Abs, None, None),
+        None,
+        span,
+    )?;
+    Ok(a)
+}
+
+/// Corrects `r0 = x − y·k` into `dst` when the rounded quotient made `k`
+/// one too large or too small (as it does for exact multiples, where
+/// `x · (1 / y)` lands just beside the integer): a remainder on the wrong
+/// side of zero gets one `y` back, and one as large as `|y|` loses one.
+/// `mod` keeps the sign of `y`, `fmod` the sign of `x`.
+fn correct_remainder(
+    ctx: &mut Ctx<'_>,
+    fmod: bool,
+    x: &Operand,
+    y: &Operand,
+    r0: Rc<Tensor>,
+    dst: &Rc<Tensor>,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    // `step` is the multiple of `y` that moves the remainder towards the
+    // sign it must have: `y` for `mod`, `|y| · sign(x)` for `fmod`.
+    let abs_y = match y {
+        Operand::Num(n) => Operand::Num(n.abs()),
+        Operand::Tile(t) => Operand::Tile(abs_of(ctx, t, span)?),
+    };
+    let (step, sign_ref) = if fmod {
+        let sign_x = match x {
+            Operand::Num(n) => Operand::Num(if *n > 0.0 {
+                1.0
+            } else if *n < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }),
+            Operand::Tile(t) => {
+                let sg = temp(ctx, &t.shape, DType::F32, span)?;
+                push(
+                    ctx,
+                    activation_kind(&sg, t, ActFunc::Sign, None, None),
+                    None,
+                    span,
+                )?;
+                Operand::Tile(sg)
+            }
+        };
+        let step = match (&abs_y, &sign_x) {
+            (Operand::Num(a), Operand::Num(s)) => Operand::Num(a * s),
+            _ => Operand::Tile(ew(ctx, AluOp::Multiply, &abs_y, &sign_x, span)?),
+        };
+        (step, x.clone())
+    } else {
+        (y.clone(), y.clone())
+    };
+    let r0 = Operand::Tile(r0);
+    let prod = ew(ctx, AluOp::Multiply, &r0, &sign_ref, span)?;
+    let wrong_side = ew(
+        ctx,
+        AluOp::Less,
+        &Operand::Tile(prod),
+        &Operand::Num(0.0),
+        span,
+    )?;
+    let back = ew(
+        ctx,
+        AluOp::Multiply,
+        &Operand::Tile(wrong_side),
+        &step,
+        span,
+    )?;
+    let r1 = ew(ctx, AluOp::Add, &r0, &Operand::Tile(back), span)?;
+    let abs_r = abs_of(ctx, &r1, span)?;
+    let r1 = Operand::Tile(r1);
+    let too_big = ew(
+        ctx,
+        AluOp::GreaterEqual,
+        &Operand::Tile(abs_r),
+        &abs_y,
+        span,
+    )?;
+    let over = ew(ctx, AluOp::Multiply, &Operand::Tile(too_big), &step, span)?;
     isa_core::elementwise(
         ctx,
         AluOp::Subtract,
-        &x,
-        &Operand::Tile(prod),
+        &r1,
+        &Operand::Tile(over),
         Some(dst.clone()),
-        Some(dt),
+        Some(dst.dtype()),
         span,
     )?;
-    Ok(done(b, &dst))
+    Ok(())
 }
 
 fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
