@@ -298,10 +298,6 @@ pub const DEFS: &[ApiDef] = &[
     act!("nl.sign", "−1, 0 or 1 by the sign of `x` (ScalarE)."),
     act!("nl.square", "`x * x` (ScalarE)."),
     act!("nl.abs", "`|x|` (ScalarE)."),
-    act!(
-        "nl.sin",
-        "The sine (ScalarE); the input must lie in [−π, π]."
-    ),
     ApiDef {
         name: "nl.rsqrt",
         params: UNARY_PARAMS,

@@ -1,13 +1,18 @@
 //! `nki.language` functions without an ISA instruction of their own,
-//! composed from existing ops (language.md §9.2, §9.4, §9.6): `cos`,
-//! `tan`, `floor`, `ceil`, `trunc`, `fmod`, `mod` and `expand_dims`.
+//! composed from existing ops (language.md §9.2, §9.4, §9.6): `sin`,
+//! `cos`, `tan`, `floor`, `ceil`, `trunc`, `fmod`, `mod` and `expand_dims`.
 //!
 //! Lowerings and their domains (the spec leaves these open, §13 q10):
-//! * `cos(x)` is ScalarE `activation(sin, bias=π/2)`; like `nl.sin` (which
-//!   nkic does not range-reduce) the argument `x + π/2` must lie in
-//!   [−π, π], i.e. `x` in [−3π/2, π/2];
-//! * `tan(x) = sin(x) · (1 / cos(x))` (two activations, a VectorE
-//!   reciprocal and a multiply), for `x` in (−π/2, π/2);
+//! * `sin(x)`, `cos(x)` and `tan(x)` reduce the argument first, as isa.md
+//!   §2.4 asks of `nl.sin` (ScalarE `sin` has no range reduction):
+//!   `k = round((x + phase) / 2π)` through an int32 cast, then
+//!   `r = ((x − k·C1) − k·C2) − k·C3` (Cody–Waite with 2π split into two
+//!   8-bit parts and a float32 rest, so the products are exact for
+//!   |k| < 2¹⁶); where the rounded quotient crossed a half-integer `r` is
+//!   moved back by one period, then clamped to [−π, π] − phase, and ScalarE
+//!   `activation(sin, bias=phase)` with phase 0 for `sin` and π/2 for `cos`;
+//!   `tan` reduces by π into [−π/2, π/2] and computes
+//!   `sin(r) · (1 / sin(r + π/2))`;
 //! * `floor`, `ceil` round to the nearest integer through an int32 tile
 //!   (engine casts round to nearest even, docs/numerics.md) and correct by
 //!   one where that went the wrong way: `floor = r − (r > x)`,
@@ -41,30 +46,49 @@ use super::table::{ApiDef, Bound, Kind, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
-const SCALAR: &[Engine] = &[Engine::Scalar];
+const VECTOR_SCALAR: &[Engine] = &[Engine::Vector, Engine::Scalar];
 const VECTOR: &[Engine] = &[Engine::Vector];
 const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef {
-        name: "nl.cos",
+        name: "nl.sin",
         params: UNARY_PARAMS,
-        engines: SCALAR,
+        engines: VECTOR_SCALAR,
         since: Target::Trn2,
         value_form: false,
-        summary: "`cos(x)` as ScalarE `activation(sin, bias=π/2)`.",
-        constraints: &["`x` lies in [−3π/2, π/2] (no range reduction, as for `nl.sin`)."],
+        summary: "The sine: the argument is reduced to [−π, π] on VectorE (Cody–Waite, three-part 2π), then ScalarE `activation(sin)`.",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+            "Accurate to about 3e-7 absolute for |x| < 2¹⁶·2π ≈ 4·10⁵, where the reduction is exact; larger |x| lose accuracy gradually (|x| ≥ 2³¹·2π saturates the int32 quotient).",
+        ],
+        run: sin,
+    },
+    ApiDef {
+        name: "nl.cos",
+        params: UNARY_PARAMS,
+        engines: VECTOR_SCALAR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "`cos(x) = sin(x + π/2)`, with `x + π/2` reduced to [−π, π] as for `nl.sin` (the π/2 is added by the activation's bias after the reduction).",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+            "Accurate as `nl.sin`.",
+        ],
         run: cos,
     },
     ApiDef {
         name: "nl.tan",
         params: UNARY_PARAMS,
-        engines: SCALAR,
+        engines: VECTOR_SCALAR,
         since: Target::Trn2,
         value_form: false,
-        summary: "`tan(x) = sin(x) / cos(x)` from two ScalarE activations, a VectorE reciprocal and a multiply.",
-        constraints: &["`x` lies in (−π/2, π/2)."],
+        summary: "`tan(x) = sin(r) / cos(r)` with `r = x − kπ` in [−π/2, π/2] (reduced as for `nl.sin`, with π), two ScalarE activations, a VectorE reciprocal and a multiply.",
+        constraints: &[
+            "`x` is an SBUF/PSUM tile with at most 128 partitions.",
+            "About 3e-7 absolute error in each of sin and cos of the reduced argument (so about 2e-5 relative where |cos x| ≥ 0.01), for |x| < 2¹⁶·π ≈ 2·10⁵.",
+        ],
         run: tan,
     },
     ApiDef {
@@ -158,35 +182,207 @@ fn unary_input(ctx: &Ctx<'_>, b: &Bound) -> Result<(Rc<Tensor>, DType), Diagnost
     Ok((x, dt))
 }
 
+/// The period 2π split for Cody–Waite reduction: `C1` and `C2` have 8
+/// significant bits, so `k · C1` and `k · C2` are exact for |k| < 2¹⁶, and
+/// `C3` is the rest (2π − C1 − C2 to float32). `C1 + C2 + C3` matches 2π to
+/// about 2⁻⁴⁰ relative.
+const TWO_PI_1: f32 = 6.28125;
+const TWO_PI_2: f32 = 253.0 / 131072.0;
+const TWO_PI_3: f32 = (std::f64::consts::TAU - 6.28125 - 253.0 / 131072.0) as f32;
+/// The largest float32 below π: reduced arguments are clamped to
+/// [−PI_DOWN, PI_DOWN] so that rounding never leaves ScalarE `sin`'s domain.
+const PI_DOWN: f32 = f32::from_bits(std::f32::consts::PI.to_bits() - 1);
+
+/// Reduces `x + phase` by whole periods (2π, or π when `half`) into a new
+/// float32 tile `r` with `r + phase` in [−π, π] (or [−π/2, π/2] when
+/// `half`): `k = round((x + phase) / period)` through an int32 cast
+/// (engine casts round to nearest), then `r = ((x − k·C1) − k·C2) − k·C3`
+/// with one `scalar_tensor_tensor` per part, one period back where `k`
+/// was rounded the wrong way, and a final clamp.
+fn reduce_angle(
+    ctx: &mut Ctx<'_>,
+    x: &Rc<Tensor>,
+    phase: f32,
+    half: bool,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let f = if half { 0.5 } else { 1.0 };
+    let period = std::f64::consts::TAU * f64::from(f);
+    let shape = x.shape.clone();
+    let q = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::TensorScalar {
+            dst: q.view.clone(),
+            src: x.view.clone(),
+            op0: AluOp::Add,
+            operand0: Some(Scalar::imm(phase)),
+            reverse0: false,
+            op1: Some(AluOp::Multiply),
+            operand1: Some(Scalar::imm((1.0 / period) as f32)),
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    let k_int = temp(ctx, &shape, DType::I32, span)?;
+    push(
+        ctx,
+        OpKind::TensorCopy {
+            dst: k_int.view.clone(),
+            src: q.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    let k = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::TensorCopy {
+            dst: k.view.clone(),
+            src: k_int.view.clone(),
+        },
+        None,
+        span,
+    )?;
+    // r = r − k·C, as `src1 − (k · C)` (reverse1).
+    let mut r = x.clone();
+    for c in [TWO_PI_1, TWO_PI_2, TWO_PI_3] {
+        let next = temp(ctx, &shape, DType::F32, span)?;
+        push(
+            ctx,
+            OpKind::ScalarTensorTensor {
+                dst: next.view.clone(),
+                src: k.view.clone(),
+                op0: AluOp::Multiply,
+                operand0: Scalar::imm(c * f),
+                reverse0: false,
+                op1: AluOp::Subtract,
+                src1: r.view.clone(),
+                reverse1: true,
+            },
+            None,
+            span,
+        )?;
+        r = next;
+    }
+    // `k` is off by one where `(x + phase) / period` rounded across a
+    // half-integer: move such an `r` back by one period,
+    // `r += period · ((r < lo) − (r > hi))`.
+    let (lo, hi) = (
+        -std::f32::consts::PI * f - phase,
+        std::f32::consts::PI * f - phase,
+    );
+    let above = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::TensorScalar {
+            dst: above.view.clone(),
+            src: r.view.clone(),
+            op0: AluOp::Greater,
+            operand0: Some(Scalar::imm(hi)),
+            reverse0: false,
+            op1: None,
+            operand1: None,
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    let wrap = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::ScalarTensorTensor {
+            dst: wrap.view.clone(),
+            src: r.view.clone(),
+            op0: AluOp::Less,
+            operand0: Scalar::imm(lo),
+            reverse0: false,
+            op1: AluOp::Subtract,
+            src1: above.view.clone(),
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    let wrapped = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::ScalarTensorTensor {
+            dst: wrapped.view.clone(),
+            src: wrap.view.clone(),
+            op0: AluOp::Multiply,
+            operand0: Scalar::imm(period as f32),
+            reverse0: false,
+            op1: AluOp::Add,
+            src1: r.view.clone(),
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    let r = wrapped;
+    let limit = PI_DOWN * f;
+    let clamped = temp(ctx, &shape, DType::F32, span)?;
+    push(
+        ctx,
+        OpKind::TensorScalar {
+            dst: clamped.view.clone(),
+            src: r.view.clone(),
+            op0: AluOp::Maximum,
+            operand0: Some(Scalar::imm(-limit - phase)),
+            reverse0: false,
+            op1: Some(AluOp::Minimum),
+            operand1: Some(Scalar::imm(limit - phase)),
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    Ok(clamped)
+}
+
+/// `sin(r + phase)` into `dst` (ScalarE; `r + phase` is in its domain).
 fn sin_into(
     ctx: &mut Ctx<'_>,
     dst: &Tensor,
-    x: &Tensor,
+    r: &Tensor,
     phase: f32,
     span: Span,
 ) -> Result<(), Diagnostic> {
     let bias = (phase != 0.0).then(|| Scalar::imm(phase));
     push(
         ctx,
-        activation_kind(dst, x, ActFunc::Sin, bias, None),
+        activation_kind(dst, r, ActFunc::Sin, bias, None),
         None,
         span,
     )
 }
 
+fn sin(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (x, dt) = unary_input(ctx, b)?;
+    let r = reduce_angle(ctx, &x, 0.0, false, span)?;
+    let dst = result(ctx, b, &x.shape, dt, span)?;
+    sin_into(ctx, &dst, &r, 0.0, span)?;
+    Ok(done(b, &dst))
+}
+
 fn cos(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (x, dt) = unary_input(ctx, b)?;
+    let phase = std::f32::consts::FRAC_PI_2;
+    let r = reduce_angle(ctx, &x, phase, false, span)?;
     let dst = result(ctx, b, &x.shape, dt, span)?;
-    sin_into(ctx, &dst, &x, std::f32::consts::FRAC_PI_2, span)?;
+    sin_into(ctx, &dst, &r, phase, span)?;
     Ok(done(b, &dst))
 }
 
 fn tan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (x, dt) = unary_input(ctx, b)?;
+    let r = reduce_angle(ctx, &x, 0.0, true, span)?;
     let s = temp(ctx, &x.shape, DType::F32, span)?;
     let c = temp(ctx, &x.shape, DType::F32, span)?;
-    sin_into(ctx, &s, &x, 0.0, span)?;
-    sin_into(ctx, &c, &x, std::f32::consts::FRAC_PI_2, span)?;
+    sin_into(ctx, &s, &r, 0.0, span)?;
+    sin_into(ctx, &c, &r, std::f32::consts::FRAC_PI_2, span)?;
     push(
         ctx,
         OpKind::Reciprocal {
