@@ -101,6 +101,13 @@ pub struct Ctx<'a> {
     /// The open dynamic loop bodies run by statements, for names rebound
     /// in them (`eval::carried`).
     pub(crate) dyn_frames: Vec<crate::eval::DynFrame>,
+    /// Result tiles of value-form calls, still known by their generated
+    /// name (`exp_2`): the first variable they are assigned to renames
+    /// them (see `renames`).
+    pub(crate) auto_named: std::collections::BTreeSet<Handle<Storage>>,
+    /// Generated names replaced by a variable's name when the kernel is
+    /// finished (`e = nl.exp(t)` names the tile `e`).
+    pub(crate) renames: Vec<(Handle<Storage>, String)>,
     /// Open `no_reorder` blocks.
     pub(crate) no_reorder_depth: u32,
     pub(crate) program_id: Vec<u32>,
@@ -307,6 +314,8 @@ impl<'a> Ctx<'a> {
             order_depth: 0,
             dyn_depth: 0,
             dyn_frames: Vec::new(),
+            auto_named: Default::default(),
+            renames: Vec::new(),
             no_reorder_depth: 0,
             program_id,
             num_programs: config.grid.clone(),

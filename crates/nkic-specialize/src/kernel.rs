@@ -675,6 +675,13 @@ fn finish(mut ctx: Ctx<'_>) -> Kernel {
         ctx.builder.add_file(id, &name);
     }
     let mut kernel = ctx.builder.finish();
+    // Value-form results take the name of the variable they were first
+    // assigned to.
+    for (storage, name) in std::mem::take(&mut ctx.renames) {
+        if let Some(s) = kernel.storages.try_get_mut(storage) {
+            s.name = name;
+        }
+    }
     // An argument some op writes is an output too.
     let args: Vec<_> = kernel.args.iter().map(|a| a.storage).collect();
     let mut written = vec![false; args.len()];

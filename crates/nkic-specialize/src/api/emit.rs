@@ -104,6 +104,7 @@ pub fn new_result(
     let name = ctx.fresh_name(prefix);
     let Some(mask) = &b.mask else {
         let t = super::tensor::alloc(ctx, shape, dtype, buffer, &name, span, span)?;
+        ctx.auto_named.insert(t.storage());
         return Ok(Rc::new(t));
     };
     // Grow the masked axes back to the grid's sizes. Result dims that are
@@ -142,6 +143,7 @@ pub fn new_result(
         }),
         None => full.clone(),
     };
+    ctx.auto_named.insert(full.storage());
     *mask.full_result.borrow_mut() = Some(full);
     Ok(part)
 }

@@ -267,7 +267,9 @@ impl Ctx<'_> {
     /// Binds `value` to an assignment target.
     /// Names an on-chip tile after the variable it is assigned to, when the
     /// tile was allocated by the assigned expression itself (`t =
-    /// nl.ndarray(...)`, `t = nl.exp(x)`) and has no `name=`. HBM tensors
+    /// nl.ndarray(...)`, `t = nl.exp(x)`) and has no `name=`; a value-form
+    /// result's generated name (`exp_2`) is replaced when the kernel is
+    /// finished, so messages during specialization keep it. HBM tensors
     /// keep their names (arguments and outputs are named by the kernel's
     /// signature and return order).
     fn name_fresh_tile(&mut self, target: &Expr, value: &Value, value_span: nkic_diag::Span) {
@@ -293,7 +295,11 @@ impl Ctx<'_> {
                 continue;
             }
             if t.buffer.is_on_chip() {
-                self.builder.name_if_unnamed(storage, name);
+                if self.auto_named.remove(&storage) {
+                    self.renames.push((storage, name.to_string()));
+                } else {
+                    self.builder.name_if_unnamed(storage, name);
+                }
             } else if !self.hbm_vars.iter().any(|(s, _)| *s == storage) {
                 // HBM tensors keep their names (arguments and outputs are
                 // named by the signature and the return order); the
