@@ -44,6 +44,7 @@ use nkic_isa::{
 
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::error::{FResult, Fault, SimErrorKind};
+use crate::footprint::mx_scale_rows;
 use crate::matmul::matmul;
 use crate::memory::{MemoryState, View, bits_of};
 use crate::rng::{self, Xorwow};
@@ -1045,17 +1046,21 @@ impl Exec<'_> {
         }
         let vals = self.mem.read_f32(&dv)?;
         let scv = self.view(scale, scale_field)?;
-        let codes = {
-            let mut raw = Vec::new();
-            self.mem.read_raw(&scv, &mut raw)?;
-            raw
-        };
         let (p, f) = (dv.rows, dv.free());
         let need = 32 * ((p.max(1) - 1) / 32) + ((p.max(1) - 1) % 32) / 8 + 1;
         if scv.size != 1 || scv.free() != f || scv.rows < need {
             return Err(Fault::bad(format!(
                 "`{scale_field}` must be one byte per element with {f} elements per partition over at least {need} partitions"
             )));
+        }
+        // Only the scale rows of the data's groups are read (the first 4
+        // partitions of each quadrant, `footprint`); the rows between them
+        // stay untouched, written or not.
+        let mut codes = vec![0u8; scv.rows * f];
+        for (first, count) in mx_scale_rows(p) {
+            let mut raw = Vec::with_capacity(count * f);
+            self.mem.read_raw(&scv.sub_rows(first, count), &mut raw)?;
+            codes[first * f..(first + count) * f].copy_from_slice(&raw);
         }
         let mut values = vec![0f64; 4 * p * f];
         for k in 0..p {

@@ -61,6 +61,7 @@ pub mod calibration;
 mod config;
 mod error;
 mod exec;
+mod footprint;
 mod machine;
 mod matmul;
 mod memory;

@@ -800,11 +800,10 @@ fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<(u64, u64)> {
 }
 
 fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footprint> {
-    op.operands()
-        .iter()
-        .filter(|o| o.role == role)
-        .filter_map(|o| mem.view_unchecked(o.ap, regs, o.field).ok())
-        .map(|v| Footprint::of(&v))
+    crate::footprint::operand_views(op, |ap, field| mem.view_unchecked(ap, regs, field).ok())
+        .into_iter()
+        .filter(|(_, r, _)| *r == role)
+        .map(|(_, _, v)| Footprint::of(&v))
         .collect()
 }
 

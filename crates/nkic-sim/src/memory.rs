@@ -160,6 +160,27 @@ impl View {
             .saturating_add(self.runs[i / self.run_len])
             .saturating_add(((i % self.run_len) * self.size) as i64)
     }
+
+    /// Rows `first .. first + count` of this view as a view of their own
+    /// (the caller keeps the range inside `0..rows`).
+    pub fn sub_rows(&self, first: usize, count: usize) -> View {
+        let on_chip = !matches!(self.space, SpaceId::Hbm(_));
+        View {
+            rows: count,
+            part_start: if on_chip {
+                self.part_start + first
+            } else {
+                self.part_start
+            },
+            row_base: self.row_addr(first),
+            row_addrs: self
+                .row_addrs
+                .as_ref()
+                .map(|rows| rows[first..first + count].to_vec()),
+            runs: self.runs.clone(),
+            ..*self
+        }
+    }
 }
 
 /// The machine's memories.

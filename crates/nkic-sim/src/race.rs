@@ -18,7 +18,8 @@
 //! after it, or when a newer access of its queue covers the same region. The rows of the indirect side of `dma_gather`/`dma_scatter`
 //! are known only from the index values and are not checked; a
 //! `tensor_copy_predicated` counts as writing its whole `dst`; the `data`
-//! operand of a `core_barrier` is no access.
+//! operand of a `core_barrier` is no access; an MX scale operand is only
+//! the scale rows the instruction touches (`footprint`).
 //!
 //! Two cores of a launch storing the same bytes to the same place without
 //! ordering (an LNC kernel's unsharded path: both cores compute the whole
@@ -28,6 +29,7 @@
 
 use nkic_isa::{Op, Queue, Role};
 
+use crate::footprint::operand_views;
 use crate::memory::{SpaceId, View};
 
 /// One instruction operand's bytes.
@@ -194,25 +196,28 @@ impl Races {
         view: impl Fn(&nkic_isa::AccessPattern, &'static str) -> Option<View>,
     ) -> Vec<Access> {
         let mut out = Vec::new();
-        for o in op.operands() {
+        // A barrier's `data` only names what it synchronises; the barrier
+        // moves no bytes.
+        if matches!(op, Op::CoreBarrier { .. }) {
+            return out;
+        }
+        for (field, role, v) in operand_views(op, view) {
             let indirect = matches!(
-                (op, o.field),
+                (op, field),
                 (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
             );
-            // A barrier's `data` only names what it synchronises; the
-            // barrier moves no bytes.
-            if indirect || matches!(op, Op::CoreBarrier { .. }) {
+            if indirect {
                 continue;
             }
-            let Some(region) = view(o.ap, o.field).and_then(|v| Region::of(&v)) else {
+            let Some(region) = Region::of(&v) else {
                 continue;
             };
             out.push(Access {
                 queue: q,
                 queue_name: queue,
                 index,
-                field: o.field,
-                write: o.role == Role::Write,
+                field,
+                write: role == Role::Write,
                 region,
                 epoch: self.clocks[q][q],
             });
