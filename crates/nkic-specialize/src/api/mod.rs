@@ -149,6 +149,67 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
     consts::lookup(ctx, ns, attr)
 }
 
+/// APIs that NKI 0.3 removed (language.md, "removed/replaced" table), with
+/// what to use instead.
+const REMOVED: &[(&str, &str)] = &[
+    (
+        "nl.loop_reduce",
+        "accumulate inside the loop instead: `acc += ...` into an SBUF or PSUM tile",
+    ),
+    (
+        "nl.atomic_rmw",
+        "use `nisa.dma_compute` (a DMA that combines into its destination)",
+    ),
+    (
+        "nl.all_reduce",
+        "collectives are not part of `nki.language` any more; nkic does not implement them",
+    ),
+    (
+        "nl.static_cast",
+        "convert with `nisa.tensor_copy` into a tile of the target dtype (or `nl.copy(x, dtype=...)`)",
+    ),
+    (
+        "nl.gemm_grid",
+        "write the loop over tiles with `nl.affine_range`",
+    ),
+    (
+        "nisa.tensor_copy_dynamic_src",
+        "use `nisa.tensor_copy` with a dynamic view of `src`: `.ap(..., scalar_offset=...)` or `nl.ds(reg, n)`",
+    ),
+    (
+        "nisa.tensor_copy_dynamic_dst",
+        "use `nisa.tensor_copy` with a dynamic view of `dst`: `.ap(..., scalar_offset=...)` or `nl.ds(reg, n)`",
+    ),
+];
+
+/// Adds to an unknown-attribute error on `nl`/`nisa` a note naming the
+/// replacement of a removed API, or a "did you mean" help for a close
+/// name of the API table.
+pub fn no_attribute_hints(ns: Namespace, attr: &str, mut d: Diagnostic) -> Diagnostic {
+    let prefix = match ns {
+        Namespace::Language => "nl",
+        Namespace::Isa => "nisa",
+        _ => return d,
+    };
+    let full = format!("{prefix}.{attr}");
+    if let Some((_, instead)) = REMOVED.iter().find(|(n, _)| *n == full) {
+        return d
+            .with_note(format!("`{full}` was removed in NKI 0.3"))
+            .with_help(instead.to_string());
+    }
+    let mut names: Vec<&str> = table::all()
+        .iter()
+        .filter_map(|def| def.name.strip_prefix(prefix)?.strip_prefix('.'))
+        .collect();
+    if ns == Namespace::Language {
+        names.extend(DType::ALL.iter().map(|t| t.name()));
+    }
+    if let Some(close) = crate::args::closest(attr, &names) {
+        d = d.with_help(format!("did you mean `{prefix}.{close}`?"));
+    }
+    d
+}
+
 /// The dotted name of `f` for messages (`nisa.dma_copy`).
 pub fn name(f: ApiFn) -> &'static str {
     table::def(f).map_or("<api>", |d| d.name)

@@ -641,12 +641,13 @@ impl Ctx<'_> {
                 if let Some(v) = api::lookup(self, *ns, name) {
                     return Ok(v);
                 }
-                Err(self.error(
+                let d = self.error(
                     codes::NO_ATTRIBUTE,
                     format!("module `{}` has no attribute `{name}`", ns.name()),
                     span,
                     "unknown name",
-                ))
+                );
+                Err(api::no_attribute_hints(*ns, name, d))
             }
             Value::Function(f) => match name {
                 "__name__" => Ok(Value::Str(f.name.clone())),
