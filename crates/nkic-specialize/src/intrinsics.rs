@@ -297,27 +297,55 @@ impl Ctx<'_> {
                 span,
                 "called here",
             )),
-            I::Jit => match args.positional.first() {
-                Some(Arg {
-                    value: Value::Function(f),
-                    ..
-                }) => {
-                    let f = f.clone();
-                    Ok(Value::Function(Rc::new(crate::value::Function {
-                        name: f.name.clone(),
-                        body: f.body.clone(),
-                        module: f.module,
-                        env: f.env.clone(),
-                        defaults: f.defaults.clone(),
-                        kw_defaults: f.kw_defaults.clone(),
-                        owner: std::cell::RefCell::new(None),
-                        method_kind: f.method_kind,
-                        jit: true,
-                    })))
+            I::Jit => {
+                if let Some((k, a)) = args
+                    .keywords
+                    .iter()
+                    .find(|(k, _)| matches!(&**k, "platform_target" | "mode"))
+                {
+                    let help = if &**k == "platform_target" {
+                        "remove it and choose the target with `--target trn2` or a `# nkic: target trn2` line"
+                    } else {
+                        "remove it: the framework is detected from the kernel's arguments"
+                    };
+                    return Err(self
+                        .error(
+                            codes::JIT_MISUSE,
+                            format!("`nki.jit` no longer takes `{k}=` (removed in NKI 0.3)"),
+                            a.span,
+                            "removed parameter",
+                        )
+                        .with_help(help));
                 }
-                // `@nki.jit(...)` with keywords: the decorator itself.
-                _ => Ok(Value::Intrinsic(I::Jit)),
-            },
+                self.jit_decorator(args)
+            }
+        }
+    }
+
+    /// `nki.jit(f)`: `f` marked as a kernel; `nki.jit(...)` with keywords
+    /// only: the decorator itself.
+    fn jit_decorator(&self, args: CallArgs) -> Result<Value, Diagnostic> {
+        use Intrinsic as I;
+        match args.positional.first() {
+            Some(Arg {
+                value: Value::Function(f),
+                ..
+            }) => {
+                let f = f.clone();
+                Ok(Value::Function(Rc::new(crate::value::Function {
+                    name: f.name.clone(),
+                    body: f.body.clone(),
+                    module: f.module,
+                    env: f.env.clone(),
+                    defaults: f.defaults.clone(),
+                    kw_defaults: f.kw_defaults.clone(),
+                    owner: std::cell::RefCell::new(None),
+                    method_kind: f.method_kind,
+                    jit: true,
+                })))
+            }
+            // `@nki.jit(...)` with keywords: the decorator itself.
+            _ => Ok(Value::Intrinsic(I::Jit)),
         }
     }
 }

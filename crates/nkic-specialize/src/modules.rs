@@ -370,8 +370,9 @@ impl Ctx<'_> {
             }
             let before = self.builder.kernel().ops.len() + self.builder.kernel().storages.len();
             if let Err(e) = self.exec_stmt(s) {
-                // Broken source is always an error, even if unused.
-                if e.code == codes::SYNTAX_ERRORS {
+                // Broken source is always an error, even if unused, and
+                // so is a removed `nki.jit` parameter on a definition.
+                if e.code == codes::SYNTAX_ERRORS || e.code == codes::JIT_MISUSE {
                     self.scope = saved_scope;
                     self.file = saved_file;
                     self.module = saved_module;

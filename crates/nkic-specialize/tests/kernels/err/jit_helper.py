@@ -9,6 +9,6 @@ def helper(x):
 
 
 # nkic: args x=float32[128,64]
-@nki.jit(mode="auto")
+@nki.jit()
 def k(x):
     helper(x)
