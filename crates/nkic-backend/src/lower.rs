@@ -290,6 +290,7 @@ fn lower_kind(
         SequenceBounds { dst, src },
         NonzeroWithCount { dst, src, index_offset, padding },
         CoreBarrier { data },
+        SendRecv { dst, src, pipe },
     )
 }
 

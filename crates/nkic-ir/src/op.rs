@@ -523,6 +523,18 @@ ops! {
     CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync] {
         data: Option<View> => Write,
     }
+
+    /// The tile exchange of the two physical cores of an LNC=2 launch
+    /// (`nisa.sendrecv`): this core's `src` arrives in the other core's
+    /// `dst` and the other core's `src` in this `dst` (SBUF tiles of one
+    /// dtype and shape). Exchanges pair with the other core's in issue
+    /// order on the same engine, counted together with the core barriers;
+    /// `pipe` is the kernel's `pipe_id`.
+    SendRecv = "sendrecv", [Tensor, Vector, Scalar, GpSimd, Sync] {
+        dst: View => Write,
+        src: View => Read,
+        pipe: u8 => Attr,
+    }
 }
 
 impl OpKind {

@@ -46,7 +46,8 @@
 //! PSUM; `reg_load`/`reg_store` touch one element of SBUF or HBM; matmul
 //! inputs are SBUF and their output PSUM (likewise `nc_transpose` on the
 //! Tensor engine); ops on GpSimd never touch PSUM; the `data` of a
-//! `core_barrier` is an HBM view. A chosen engine is one of the op's
+//! `core_barrier` is an HBM view and the tiles of a `sendrecv` are SBUF
+//! views. A chosen engine is one of the op's
 //! engines.
 //!
 //! **Scheduling.** `depends_on` lists distinct ops that precede the op in
@@ -577,6 +578,13 @@ impl Verifier<'_> {
                     self.err(
                         at,
                         format!("`{field}`: a core barrier synchronises on a shared HBM tensor"),
+                    );
+                }
+            } else if matches!(op.kind, OpKind::SendRecv { .. }) {
+                if buffer != Buffer::Sbuf {
+                    self.err(
+                        at,
+                        format!("`{field}`: the cores exchange SBUF tiles, not {buffer}"),
                     );
                 }
             } else if buffer.is_hbm() {

@@ -1111,6 +1111,32 @@ fn reader_accepts_what_the_verifier_rejects() {
     );
 }
 
+#[test]
+fn sendrecv_exchanges_sbuf_tiles_only() {
+    let text = format!(
+        "{HEADER}t0 = shared_hbm float32[128, 8] \"x\"\nt1 = sbuf float32[128, 8] \"y\"\n\
+         t2 = psum float32[128, 8] \"z\"\n\
+         op0 = sendrecv dst=t1[0:128, 0:8] src=t0[0:128, 0:8] pipe=0 engine=sync\n\
+         op1 = sendrecv dst=t2[0:128, 0:8] src=t1[0:128, 0:8] pipe=1 engine=gpsimd\n\
+         op2 = sendrecv dst=t1[0:128, 0:8] src=t1[0:128, 0:8] pipe=255 engine=vector\n"
+    );
+    let k = read(&text).unwrap_or_else(|e| panic!("{e}"));
+    let errors: Vec<String> = verify(&k)
+        .err()
+        .unwrap_or_default()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            "op0: `src`: the cores exchange SBUF tiles, not shared_hbm",
+            "op1: `dst`: the cores exchange SBUF tiles, not psum",
+            "op1: `dst`: GpSimd cannot access PSUM",
+        ]
+    );
+}
+
 // ------------------------------------------------------------------ corpus
 
 /// Every `tests/corpus/*.ir` file reads, verifies, and prints back to

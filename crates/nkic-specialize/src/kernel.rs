@@ -160,43 +160,68 @@ pub fn specialize(
 }
 
 /// The two instances of an LNC=2 launch must issue the same core barriers
-/// on the same queues: each barrier waits for its partner on the other
-/// core. A compile-time branch that skips a barrier on one instance (`if
-/// pid == 0: nisa.core_barrier(...)`) is reported at the first barrier
-/// without a partner (E0525). Barriers inside dynamic loops are counted
-/// once here; differing trip counts are a run-time deadlock.
+/// and tile exchanges (`sendrecv`, paired like barriers) on the same
+/// queues: each waits for its partner on the other core. A compile-time
+/// branch that skips one on one instance (`if pid == 0:
+/// nisa.core_barrier(...)`) is reported at the first one without a
+/// partner (E0525). Those inside dynamic loops are counted once here;
+/// differing trip counts are a run-time deadlock.
 fn unpaired_barriers(kernels: &[Kernel]) -> Option<Diagnostic> {
     let [k0, k1] = kernels else {
         return None;
     };
-    let barriers = |k: &Kernel| -> Vec<(Option<nkic_isa::Engine>, nkic_ir::Handle<nkic_ir::Op>)> {
+    type Paired = (Option<nkic_isa::Engine>, bool, nkic_ir::Handle<nkic_ir::Op>);
+    let paired = |k: &Kernel| -> Vec<Paired> {
         k.ops
             .iter()
-            .filter(|(_, op)| matches!(op.kind, nkic_ir::OpKind::CoreBarrier { .. }))
-            .map(|(h, op)| (op.engine, h))
+            .filter_map(|(h, op)| match op.kind {
+                nkic_ir::OpKind::CoreBarrier { .. } => Some((op.engine, false, h)),
+                nkic_ir::OpKind::SendRecv { .. } => Some((op.engine, true, h)),
+                _ => None,
+            })
             .collect()
     };
-    let (b0, b1) = (barriers(k0), barriers(k1));
-    let differs = b0.iter().zip(&b1).position(|(x, y)| x.0 != y.0);
+    let (b0, b1) = (paired(k0), paired(k1));
+    let differs = b0
+        .iter()
+        .zip(&b1)
+        .position(|(x, y)| (x.0, x.1) != (y.0, y.1));
     let at = differs.or((b0.len() != b1.len()).then(|| b0.len().min(b1.len())))?;
-    let (kernel, (_, op)) = match (b0.get(at), b1.get(at)) {
+    let (kernel, (_, exchange, op)) = match (b0.get(at), b1.get(at)) {
         (Some(x), _) => (k0, x),
         (None, Some(y)) => (k1, y),
         (None, None) => return None,
     };
     let loc = kernel.spans.ops.get(*op).copied()?;
+    let instance = kernel.program_id.first().copied().unwrap_or(0);
+    if !b0.iter().chain(&b1).any(|p| p.1) {
+        return Some(
+            Diagnostic::error(
+                codes_api::CORES,
+                format!(
+                    "the two cores do not reach the same core barriers: instance 0 issues {} and instance 1 issues {}",
+                    b0.len(),
+                    b1.len()
+                ),
+            )
+            .with_primary(loc.file, loc.span, format!("barrier {} of instance {instance}", at + 1))
+            .with_note("every `nisa.core_barrier` waits for its partner on the other core (same engine queue, same order), so a barrier only one core reaches never completes")
+            .with_help("call the barrier on both cores (outside `if` tests on `nl.program_id`)"),
+        );
+    }
+    let what = if *exchange { "exchange" } else { "barrier" };
     Some(
         Diagnostic::error(
             codes_api::CORES,
             format!(
-                "the two cores do not reach the same core barriers: instance 0 issues {} and instance 1 issues {}",
+                "the two cores do not reach the same core barriers and exchanges: instance 0 issues {} and instance 1 issues {}",
                 b0.len(),
                 b1.len()
             ),
         )
-        .with_primary(loc.file, loc.span, format!("barrier {} of instance {}", at + 1, kernel.program_id.first().copied().unwrap_or(0)))
-        .with_note("every `nisa.core_barrier` waits for its partner on the other core (same engine queue, same order), so a barrier only one core reaches never completes")
-        .with_help("call the barrier on both cores (outside `if` tests on `nl.program_id`)"),
+        .with_primary(loc.file, loc.span, format!("{what} {} of instance {instance}", at + 1))
+        .with_note("every `nisa.core_barrier` and `nisa.sendrecv` waits for its partner on the other core (the same kind on the same engine queue, in the same order), so one that only one core reaches never completes")
+        .with_help("call it on both cores (outside `if` tests on `nl.program_id`)"),
     )
 }
 

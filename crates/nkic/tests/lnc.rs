@@ -182,6 +182,66 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `nisa.sendrecv` swaps SBUF tiles between the two cores: each core's
+/// half of `x` arrives in the other core's tile, exactly, through the
+/// shared DMA and through GpSimd's internal DMA, in both schedules; each
+/// core's program has its two `sendrecv`s (Sync and GpSimd queues).
+#[test]
+fn sendrecv_swaps_tiles_between_the_cores() {
+    let dir = temp("sendrecv");
+    let n = 256;
+    let x: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
+        .collect();
+    write_f32_npy(&dir.join("x.npy"), &[n, n], &x);
+    let x_in = format!("x={}", dir.join("x.npy").display());
+    let kernel = "crates/nkic/tests/lnc/sendrecv_swap.py";
+    let swapped: Vec<f32> = x[n * n / 2..]
+        .iter()
+        .chain(&x[..n * n / 2])
+        .copied()
+        .collect();
+    let tripled: Vec<f32> = swapped.iter().map(|v| v * 3.0).collect();
+    for schedule in ["optimized", "sequential"] {
+        let out = dir.join(schedule);
+        let out_text = out.display().to_string();
+        let (code, _, stderr) = nkic(&[
+            "run",
+            kernel,
+            "--input",
+            &x_in,
+            "--schedule",
+            schedule,
+            "--out",
+            &out_text,
+        ]);
+        assert_eq!(code, 0, "{schedule}: {stderr}");
+        assert!(
+            read_f32_npy(&out.join("out0.npy")) == swapped,
+            "{schedule}: res"
+        );
+        assert!(
+            read_f32_npy(&out.join("out1.npy")) == tripled,
+            "{schedule}: res3"
+        );
+    }
+    let (code, asm, stderr) = nkic(&["compile", kernel]);
+    assert_eq!(code, 0, "{stderr}");
+    for core in asm.split(".core ").skip(1) {
+        let lines: Vec<&str> = core
+            .lines()
+            .filter(|l| l.trim_start().starts_with("sendrecv "))
+            .collect();
+        assert_eq!(lines.len(), 2, "{core}");
+        assert!(
+            lines.iter().any(|l| l.contains(" pipe=0"))
+                && lines.iter().any(|l| l.contains(" pipe=1")),
+            "{core}"
+        );
+    }
+    assert_eq!(asm.matches(".core ").count(), 2, "{asm}");
+}
+
 #[test]
 fn the_two_core_program_text() {
     let (code, stdout, stderr) = nkic(&[

@@ -60,8 +60,10 @@ pub const DMA_MODE: &str = "E0523";
 /// error, or a warning for operations without effect on results
 /// (`nl.device_print`).
 pub const UNSUPPORTED: &str = "E0524";
-/// A cross-core operation (`nisa.core_barrier`) outside an LNC=2 launch
-/// (a grid of exactly 2 instances), or with `cores` other than `(0, 1)`.
+/// A cross-core operation (`nisa.core_barrier`, `nisa.sendrecv`) outside
+/// an LNC=2 launch (a grid of exactly 2 instances), with `cores` other than
+/// `(0, 1)` or a rank other than the other core's, or one the two
+/// instances do not both issue.
 pub const CORES: &str = "E0525";
 
 /// Every code with a one-line meaning, in order (for docs/diagnostics).
