@@ -41,9 +41,11 @@
 //!
 //! Arguments become the program's `.arg` tensors in parameter order, then
 //! returned tensors that are not arguments as `output`s, then every other
-//! HBM storage an op touches as an internal `.hbm` tensor (an internal
+//! HBM storage an op touches as an internal `.hbm` tensor. An internal
 //! `nl.shared_hbm` allocation is one storage for all instances of the
-//! program, see [`collect`](crate::collect)). Names are the
+//! program (see [`collect`](crate::collect)) and a `shared` tensor, which
+//! the cores of an LNC=2 launch share by name (both cores compile the same
+//! kernel, so they name it alike). Names are the
 //! storages' names where they are unique identifiers, otherwise
 //! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
 //! return index `k`.
@@ -230,7 +232,12 @@ fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
     order.extend(unit.outputs.iter().map(|&id| (id, TensorKind::Output)));
     for (id, s) in unit.storages.iter().enumerate() {
         if s.st.buffer.is_hbm() && s.live.is_some() && !order.iter().any(|&(o, _)| o == id) {
-            order.push((id, TensorKind::Internal));
+            let kind = if s.st.buffer == Buffer::SharedHbm {
+                TensorKind::Shared
+            } else {
+                TensorKind::Internal
+            };
+            order.push((id, kind));
         }
     }
     let mut used = BTreeSet::new();

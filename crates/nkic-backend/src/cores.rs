@@ -21,7 +21,10 @@
 //! buffers (`nl.hbm`/`private_hbm`, spills) are per core, as the language
 //! specifies for per-instance buffers. The kernel's arguments and returned
 //! tensors (`shared_hbm`) are the launch's shared HBM tensors: argument
-//! `j` of every core is the same tensor. The cores are ordered against
+//! `j` of every core is the same tensor. An internal `nl.shared_hbm`
+//! tensor is a `shared` `.hbm` tensor of every core, named alike on both
+//! (both compile the same kernel), so the cores see one tensor: a
+//! hand-off through a scratch (store, `core_barrier`, load) works. The cores are ordered against
 //! each other only by `core_barrier`s (and `sendrecv`s): instances that
 //! write and read the same bytes of a shared tensor without one race,
 //! which the simulator reports.

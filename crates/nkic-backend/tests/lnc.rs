@@ -148,7 +148,7 @@ fn one_core_internal(buffer: &str) -> (nkic_isa::Program, Vec<String>) {
     let internal = program
         .hbm
         .iter()
-        .filter(|t| t.kind == nkic_isa::TensorKind::Internal)
+        .filter(|t| !t.kind.is_arg())
         .map(|t| t.name.clone())
         .collect();
     (program, internal)
@@ -179,4 +179,66 @@ fn an_internal_shared_hbm_tensor_is_one_tensor_for_the_instances_of_one_core() {
 fn an_internal_private_hbm_tensor_stays_per_instance() {
     let (_, internal) = one_core_internal("private_hbm");
     assert_eq!(internal.len(), 2, "{internal:?}");
+}
+
+/// One core of a hand-off between the two cores through an internal
+/// shared scratch: core `pid` stores its rows of `a` into the scratch, a
+/// `core_barrier` on the scratch, then it loads the other core's rows as
+/// its rows of `res` (so `res` is `a` with its halves swapped).
+fn core_handoff(pid: u32) -> String {
+    let (r0, r1) = (pid * 128, pid * 128 + 128);
+    let (o0, o1) = (128 - pid * 128, 256 - pid * 128);
+    format!(
+        "kernel \"swap\" target=trn3 program_id=[{pid}] num_programs=[2]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[256, 64] \"a\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[256, 64] \"res\" @ kernel.py:40..48
+t2 = shared_hbm float32[256, 64] \"scratch\" @ kernel.py:80..88
+t3 = sbuf float32[128, 64] \"x\" @ kernel.py:120..128
+t4 = sbuf float32[128, 64] \"y\" @ kernel.py:160..168
+op0 = dma_copy dst=t3[0:128, 0:64] src=t0[{r0}:{r1}, 0:64] engine=dma @ kernel.py:200..208
+op1 = dma_copy dst=t2[{r0}:{r1}, 0:64] src=t3[0:128, 0:64] engine=dma @ kernel.py:240..248
+op2 = core_barrier data=t2[0:256, 0:64] engine=gpsimd @ kernel.py:280..288
+op3 = dma_copy dst=t4[0:128, 0:64] src=t2[{o0}:{o1}, 0:64] engine=dma @ kernel.py:320..328
+op4 = dma_copy dst=t1[{r0}:{r1}, 0:64] src=t4[0:128, 0:64] engine=dma @ kernel.py:360..368
+return t1
+"
+    )
+}
+
+#[test]
+fn the_cores_of_a_launch_share_an_internal_shared_hbm_tensor() {
+    let launch = launch(&core_handoff(0), &core_handoff(1)).unwrap_or_else(|e| panic!("{e}"));
+    for core in &launch.cores {
+        let shared: Vec<_> = core
+            .hbm
+            .iter()
+            .filter(|t| t.kind == nkic_isa::TensorKind::Shared)
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(shared, vec!["scratch"]);
+    }
+    assert!(
+        launch
+            .to_string()
+            .contains(".hbm scratch f32[256,64] shared"),
+        "{launch}"
+    );
+    let inputs = common::inputs(&launch.cores[0], 11);
+    let config = nkic_sim::SimConfig {
+        race_check: true,
+        ..nkic_sim::SimConfig::default()
+    };
+    let run = nkic_sim::run_launch(&launch, &inputs, &config)
+        .unwrap_or_else(|e| panic!("simulation failed: {e}\n{launch}"));
+    let a = inputs
+        .entries
+        .iter()
+        .find(|(k, _)| *k == nkic_sim::InputKey::from("a"))
+        .map(|(_, b)| b.clone())
+        .expect("a is an input");
+    let res = run.output("res").expect("the returned tensor");
+    let half = a.len() / 2;
+    assert_eq!(&res[..half], &a[half..]);
+    assert_eq!(&res[half..], &a[..half]);
 }

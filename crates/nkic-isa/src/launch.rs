@@ -13,6 +13,10 @@
 //!   shapes and kinds, in the same order) and they name the same bytes.
 //! * **Internal** HBM tensors (`.hbm`, e.g. `private_hbm` buffers and
 //!   spills) belong to their core, even when two cores use the same name.
+//! * **Shared** internal HBM tensors (`.hbm NAME TYPE shared`, internal
+//!   `nl.shared_hbm` buffers) are one tensor for all cores: every core
+//!   declares the same ones (name, dtype, shape) and a name means the same
+//!   bytes on every core.
 //! * **Semaphores** belong to their core; cores order against each other
 //!   only through `core_barrier`: the n-th `core_barrier` of queue `Q` on
 //!   one core pairs with the n-th `core_barrier` of queue `Q` on every other
@@ -291,6 +295,36 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                 core: Some(core),
                 ..plain(format!(
                     "the cores of a launch share the kernel's arguments, but core {c} declares [{}] and core 0 [{}]",
+                    show(&mine),
+                    show(&theirs)
+                ))
+            });
+        }
+        let shared = |p: &Program| -> Vec<(String, crate::DType, Vec<u64>)> {
+            let mut v: Vec<_> = p
+                .hbm
+                .iter()
+                .filter(|t| t.kind == crate::program::TensorKind::Shared)
+                .map(|t| (t.name.clone(), t.dtype, t.shape.clone()))
+                .collect();
+            v.sort();
+            v
+        };
+        let (mine, theirs) = (shared(p), shared(main));
+        if mine != theirs {
+            let show = |ts: &[(String, crate::DType, Vec<u64>)]| {
+                if ts.is_empty() {
+                    return "none".to_owned();
+                }
+                ts.iter()
+                    .map(|(n, d, s)| format!("{n} {d}{s:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            errors.push(VerifyError {
+                core: Some(core),
+                ..plain(format!(
+                    "the cores of a launch share their `shared` HBM tensors, but core {c} declares [{}] and core 0 [{}]",
                     show(&mine),
                     show(&theirs)
                 ))

@@ -42,17 +42,23 @@ pub enum TensorKind {
     InOut,
     /// A buffer private to the program (spills, scratch).
     Internal,
+    /// A buffer that is not an argument but that every core of a launch
+    /// shares (an internal `nl.shared_hbm` tensor): the cores' tensors of
+    /// this kind with the same name are one tensor. In a one-core program
+    /// it is an internal buffer.
+    Shared,
 }
 
 impl TensorKind {
     /// The `.nkasm` spelling of an argument kind (`Internal` prints as a
-    /// `.hbm` directive instead).
+    /// `.hbm` directive instead, `Shared` as `.hbm NAME TYPE shared`).
     pub fn name(self) -> &'static str {
         match self {
             TensorKind::Input => "input",
             TensorKind::Output => "output",
             TensorKind::InOut => "inout",
             TensorKind::Internal => "internal",
+            TensorKind::Shared => "shared",
         }
     }
 
@@ -62,6 +68,7 @@ impl TensorKind {
             TensorKind::Output,
             TensorKind::InOut,
             TensorKind::Internal,
+            TensorKind::Shared,
         ]
         .into_iter()
         .find(|k| k.name() == text)
@@ -69,7 +76,10 @@ impl TensorKind {
 
     /// True for the kinds that are kernel arguments.
     pub fn is_arg(self) -> bool {
-        self != TensorKind::Internal
+        matches!(
+            self,
+            TensorKind::Input | TensorKind::Output | TensorKind::InOut
+        )
     }
 }
 

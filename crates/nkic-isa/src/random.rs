@@ -315,6 +315,7 @@ pub(crate) fn random_program(seed: u64) -> Program {
                 TensorKind::Output,
                 TensorKind::InOut,
                 TensorKind::Internal,
+                TensorKind::Shared,
             ]),
         })
         .collect();

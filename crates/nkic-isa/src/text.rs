@@ -114,7 +114,12 @@ pub fn print(program: &Program) -> String {
                 tensor.kind.name()
             );
         } else {
-            let _ = writeln!(out, ".hbm {} {dtype}[{shape}]", tensor.name);
+            let shared = if tensor.kind == TensorKind::Shared {
+                " shared"
+            } else {
+                ""
+            };
+            let _ = writeln!(out, ".hbm {} {dtype}[{shape}]{shared}", tensor.name);
         }
     }
     for sem in &program.semaphores {
@@ -524,17 +529,18 @@ impl Assembler {
         });
     }
 
-    /// `.arg name dtype[shape] kind` and `.hbm name dtype[shape]`.
+    /// `.arg name dtype[shape] kind` and `.hbm name dtype[shape] [shared]`.
     fn tensor_directive(&mut self, head: &Word<'_>, args: &[Word<'_>]) {
         let is_arg = head.text == ".arg";
-        let (name, ty, kind) = match (is_arg, args) {
-            (true, [name, ty, kind]) => (name, ty, Some(kind)),
-            (false, [name, ty]) => (name, ty, None),
+        let (name, ty, kind, shared) = match (is_arg, args) {
+            (true, [name, ty, kind]) => (name, ty, Some(kind), false),
+            (false, [name, ty]) => (name, ty, None, false),
+            (false, [name, ty, word]) if word.text == "shared" => (name, ty, None, true),
             _ => {
                 let usage = if is_arg {
                     "expected `.arg <name> <dtype>[<shape>] input|output|inout`"
                 } else {
-                    "expected `.hbm <name> <dtype>[<shape>]`"
+                    "expected `.hbm <name> <dtype>[<shape>]` or `.hbm <name> <dtype>[<shape>] shared`"
                 };
                 self.error(head.span(), usage.into());
                 return;
@@ -572,6 +578,7 @@ impl Assembler {
                     None
                 }
             },
+            None if shared => Some(TensorKind::Shared),
             None => Some(TensorKind::Internal),
         };
         if let (true, Ok((dtype, shape)), Some(kind)) = (ok, parsed, kind) {
@@ -892,6 +899,25 @@ L0:
         assert_eq!(p.queues[0].insts[0].line, Some(LineId(0)));
         assert_eq!(print(&p), SMALL);
         assert_eq!(assemble(&print(&p)), Ok(p));
+    }
+
+    #[test]
+    fn a_shared_internal_tensor_round_trips() {
+        let text = ".target trn3\n.hbm scratch f32[4,8] shared\n.hbm spill f32[2]\n";
+        let p = assemble(text).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(p.hbm[0].kind, TensorKind::Shared);
+        assert_eq!(p.hbm[1].kind, TensorKind::Internal);
+        assert!(!TensorKind::Shared.is_arg());
+        assert_eq!(print(&p), text);
+        let errors = assemble(".target trn3\n.hbm x f32[2] public\n")
+            .err()
+            .unwrap_or_default();
+        assert_eq!(
+            errors.first().map(|e| e.message.as_str()),
+            Some(
+                "expected `.hbm <name> <dtype>[<shape>]` or `.hbm <name> <dtype>[<shape>] shared`"
+            )
+        );
     }
 
     #[test]

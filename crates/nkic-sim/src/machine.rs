@@ -1351,6 +1351,7 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
 fn article(kind: TensorKind) -> &'static str {
     match kind {
         TensorKind::Internal => "an internal",
+        TensorKind::Shared => "a shared internal",
         TensorKind::Output => "an output",
         TensorKind::Input => "an input",
         TensorKind::InOut => "an inout",

@@ -25,7 +25,7 @@
 //! whole runs.
 
 use nkic_isa::numerics;
-use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program};
+use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, TensorKind};
 
 use crate::config::Poison;
 use crate::error::{FResult, Fault, SimErrorKind};
@@ -221,8 +221,9 @@ impl MemoryState {
     }
 
     /// Fresh memories for the cores of a launch: core 0's tensors keep
-    /// their ids; another core's arguments are core 0's argument of the
-    /// same name, its internal tensors new ones.
+    /// their ids; another core's arguments and `shared` internal tensors
+    /// are core 0's tensor of the same name, its other internal tensors new
+    /// ones.
     pub fn for_cores(cores: &[Program], poison: Poison) -> MemoryState {
         let target = cores.first().map_or(nkic_isa::Target::Trn3, |p| p.target);
         let f = target.figures();
@@ -233,10 +234,17 @@ impl MemoryState {
         for (c, program) in cores.iter().enumerate() {
             let mut map = Vec::with_capacity(program.hbm.len());
             for t in &program.hbm {
-                let shared = (c > 0 && t.kind.is_arg())
+                // Arguments, and internal tensors of kind `Shared`, are
+                // core 0's tensor of the same name and kind family.
+                let family = |k: TensorKind| (k.is_arg(), k == TensorKind::Shared);
+                let shared = (c > 0 && (t.kind.is_arg() || t.kind == TensorKind::Shared))
                     .then(|| cores[0].tensor_by_name(&t.name))
                     .flatten()
-                    .filter(|id| cores[0].tensor(*id).is_some_and(|m| m.kind.is_arg()));
+                    .filter(|id| {
+                        cores[0]
+                            .tensor(*id)
+                            .is_some_and(|m| family(m.kind) == family(t.kind))
+                    });
                 match shared {
                     Some(id) => map.push(id.0),
                     None => {
