@@ -85,6 +85,7 @@ use std::any::Any;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
+use nkic_isa::Target;
 
 use crate::args::{Arg, CallArgs};
 use crate::codes;
@@ -298,27 +299,55 @@ impl Ctx<'_> {
                 "called here",
             )),
             I::Jit => {
-                if let Some((k, a)) = args
+                // `mode=` has no effect in nkic and is accepted, as the
+                // public kernels use it (`@nki.jit(mode="simulation")`);
+                // `platform_target=` is checked against the target.
+                if let Some((_, a)) = args
                     .keywords
                     .iter()
-                    .find(|(k, _)| matches!(&**k, "platform_target" | "mode"))
+                    .find(|(k, _)| &**k == "platform_target")
                 {
-                    let help = if &**k == "platform_target" {
-                        "remove it and choose the target with `--target trn2` or a `# nkic: target trn2` line"
-                    } else {
-                        "remove it: the framework is detected from the kernel's arguments"
-                    };
-                    return Err(self
-                        .error(
-                            codes::JIT_MISUSE,
-                            format!("`nki.jit` no longer takes `{k}=` (removed in NKI 0.3)"),
-                            a.span,
-                            "removed parameter",
-                        )
-                        .with_help(help));
+                    self.check_platform_target(a)?;
                 }
                 self.jit_decorator(args)
             }
+        }
+    }
+
+    /// `@nki.jit(platform_target=...)`: NKI 0.3 removed the parameter,
+    /// but public kernels still pass it. A name that is no target is an
+    /// error; one that differs from the target nkic compiles for is a
+    /// warning (the kernel is compiled for `--target`, or its default).
+    fn check_platform_target(&mut self, arg: &Arg) -> Result<(), Diagnostic> {
+        let target = self.target();
+        let named = match &arg.value {
+            Value::Str(name) => Target::from_name(name).ok_or_else(|| format!("\"{name}\"")),
+            other => Err(other.type_name()),
+        };
+        match named {
+            Ok(t) if t == target => Ok(()),
+            Ok(t) => {
+                let d = Diagnostic::warning(
+                    codes::JIT_MISUSE,
+                    format!(
+                        "`platform_target=\"{t}\"` is ignored: this run compiles for {target}"
+                    ),
+                )
+                .with_primary(self.file, arg.span, format!("not {target}"))
+                .with_help(format!(
+                    "choose the target with `--target {t}` or a `# nkic: target {t}` line above the kernel (NKI 0.3 removed this parameter)"
+                ));
+                self.warn(d);
+                Ok(())
+            }
+            Err(found) => Err(self
+                .error(
+                    codes::JIT_MISUSE,
+                    format!("`platform_target=` names no target: expected \"trn2\" or \"trn3\", found {found}"),
+                    arg.span,
+                    "not a target",
+                )
+                .with_help("remove it and choose the target with `--target` or a `# nkic: target` line (NKI 0.3 removed this parameter)")),
         }
     }
 
