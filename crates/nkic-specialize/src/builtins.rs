@@ -66,6 +66,8 @@ pub enum Builtin {
     NpCeil,
     NpFloor,
     NpLog2,
+    /// `np.dtype(x)`: the dtype `x` names.
+    NpDtype,
     NpExp,
     /// `@dataclass` / `@dataclass(...)`.
     Dataclass,
@@ -174,6 +176,7 @@ impl Builtin {
             B::NpCeil => "numpy.ceil",
             B::NpFloor => "numpy.floor",
             B::NpLog2 => "numpy.log2",
+            B::NpDtype => "numpy.dtype",
             B::NpExp => "numpy.exp",
             B::Dataclass => "dataclass",
             B::DataclassField => "field",
@@ -305,6 +308,7 @@ pub(crate) fn module_attr(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Va
             "ceil" => b(B::NpCeil),
             "floor" => b(B::NpFloor),
             "log2" => b(B::NpLog2),
+            "dtype" => b(B::NpDtype),
             "exp" => b(B::NpExp),
             "inf" => Some(Value::Float(f64::INFINITY)),
             "pi" => Some(Value::Float(std::f64::consts::PI)),
@@ -933,6 +937,25 @@ impl Ctx<'_> {
                         "out of range",
                     )),
                 }
+            }
+            B::NpDtype => {
+                let x = self.one_arg(args, name, span)?;
+                let dt = match &x.value {
+                    Value::DType(d) => Some(*d),
+                    Value::Str(s) => DType::ALL.iter().copied().find(|d| d.name() == &**s),
+                    _ => None,
+                };
+                dt.map(Value::DType).ok_or_else(|| {
+                    self.error(
+                        codes::TYPE_ERROR,
+                        format!(
+                            "`np.dtype` needs a dtype or a dtype name, found {}",
+                            format::a_type(&x.value)
+                        ),
+                        x.span,
+                        "not a dtype",
+                    )
+                })
             }
             B::Exception(kind) => {
                 let parts: Vec<String> = args

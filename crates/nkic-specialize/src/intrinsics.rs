@@ -389,12 +389,17 @@ impl Ctx<'_> {
             k => vec![k.clone()],
         };
         if items.is_empty() || items.len() > 5 {
-            return Err(self.error(
-                codes::VALUE_ERROR,
-                "`nl.mgrid` takes 1 to 5 slices",
-                span,
-                "here",
-            ));
+            return Err(self
+                .error(
+                    codes::VALUE_ERROR,
+                    format!("`nl.mgrid` takes 1 to 5 slices, found {}", items.len()),
+                    span,
+                    "here",
+                )
+                .with_note(
+                    "an index grid has at most 5 dims, the rank of an access pattern; nkic does not combine several grid dims into one tensor dim",
+                )
+                .with_help("loop over some of the dims with `nl.affine_range` so that the grid has at most 5"));
         }
         let n = items.len() as u8;
         let mut fields = Vec::new();
