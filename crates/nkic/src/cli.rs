@@ -90,8 +90,8 @@ struct RunArgs {
     #[arg(long = "dump", value_name = "NAME")]
     dump: Vec<String>,
     /// Stop with error E2007 when the simulated time passes this many
-    /// milliseconds (a loop that never ends).
-    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000)]
+    /// milliseconds (a loop that never ends); at least 1.
+    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_sim_ms: u64,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
@@ -134,8 +134,8 @@ struct ExecArgs {
     #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
     poison: PoisonArg,
     /// Stop with error E2007 when the simulated time passes this many
-    /// milliseconds (a loop that never ends).
-    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000)]
+    /// milliseconds (a loop that never ends); at least 1.
+    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_sim_ms: u64,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]

@@ -270,5 +270,15 @@ L0:
         message.starts_with("the run passed 1 ms of simulated time after "),
         "{message}"
     );
+    // No limit below 1 ms: 0 is a usage error (exit 2) naming the flag.
+    std::fs::write(dir.join("p.nkasm"), program).expect("write program");
+    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
+        .current_dir(&dir)
+        .args(["exec", "p.nkasm", "--max-sim-ms", "0"])
+        .output()
+        .expect("the nkic binary runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--max-sim-ms"), "{stderr}");
     let _ = std::fs::remove_dir_all(dir);
 }
