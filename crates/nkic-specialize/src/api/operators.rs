@@ -5,8 +5,9 @@
 //! Choices: binary operators lower like the `nl.*` functions (equal shapes
 //! → `tensor_tensor`; a number or a `(P, 1)` tile → `tensor_scalar`) into a
 //! fresh SBUF tile; `x op= y` on a tile writes the result into `x` itself
-//! (tiles are buffers); `/` by a number multiplies by its reciprocal, `/`
-//! between tiles is rejected (no divide in the ALU, isa.md §8.19);
+//! (tiles are buffers); `/` multiplies by the reciprocal of the divisor
+//! (a number's at compile time, a tile's with a `reciprocal` in
+//! fp32, as `nl.divide` does: the ALU has no divide, isa.md §8.19);
 //! comparisons give 1.0/0.0 in the operand's dtype.
 
 use std::rc::Rc;
@@ -145,15 +146,20 @@ pub fn apply(
                     }
                     (AluOp::Multiply, x, Operand::Num(1.0 / n))
                 }
-                (BinOp::Div, _) => {
-                    return Err(ctx
-                        .error(
-                            codes::OPERATOR,
-                            "`/` by a tile is not available: the ALU has no divide",
-                            span,
-                            "tile divisor",
-                        )
-                        .with_help("multiply by `nisa.reciprocal(...)` of the divisor"));
+                (BinOp::Div, Operand::Tile(t)) => {
+                    // The ALU has no divide: multiply by the divisor's
+                    // reciprocal (in fp32), as `nl.divide` does.
+                    check::operand(ctx, t, span, "the divisor")?;
+                    let inv = isa_core::elementwise(
+                        ctx,
+                        AluOp::Reciprocal,
+                        &Operand::Tile(t.clone()),
+                        &Operand::Num(0.0),
+                        None,
+                        Some(nkic_isa::DType::F32),
+                        span,
+                    )?;
+                    (AluOp::Multiply, x, Operand::Tile(inv))
                 }
                 _ => match alu_of(b) {
                     Some(a) => (a, x, y),
