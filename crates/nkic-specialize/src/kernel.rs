@@ -568,6 +568,31 @@ fn run_instance(
                 "returned here",
             ));
         };
+        // Outputs are tensors the kernel allocates (language.md §6.2): an
+        // argument returned as-is would alias an input, and nothing would
+        // be written for its position.
+        let storage = t.storage();
+        if let Some(arg) = ctx
+            .builder
+            .kernel()
+            .args
+            .iter()
+            .position(|a| a.storage == storage)
+        {
+            let name = ctx.builder.kernel().storages[storage].name.clone();
+            return Err(ctx
+                .error(
+                    codes::BAD_RETURN,
+                    format!(
+                        "a kernel output must be a tensor the kernel allocates, found its argument `{name}` (argument {arg})"
+                    ),
+                    ret_span,
+                    "returned here",
+                )
+                .with_help(format!(
+                    "to write into `{name}` in place, drop it from the return; to return a copy, allocate `nl.ndarray({name}.shape, dtype={name}.dtype, buffer=nl.shared_hbm)` and copy into it"
+                )));
+        }
         if t.buffer.is_on_chip() {
             return Err(ctx
                 .error(
