@@ -361,7 +361,14 @@ fn check(args: &CheckArgs) -> ExitCode {
             }
         };
         let explain = args.files.len() == 1;
-        front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
+        let result = front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
+        // An impossible `--lnc` is as wrong for `check` as for `run`.
+        if let Some(result) = result.filter(|r| !r.has_errors())
+            && let Err(diag) =
+                crate::run::launch_cores(&result.kernels, &result.config.grid, args.kernel.lnc)
+        {
+            reporter.emit(&diag, &sources);
+        }
     }
     exit_code(&reporter)
 }

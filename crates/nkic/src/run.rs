@@ -44,6 +44,21 @@ pub struct Compiled {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// The number of cores the specialized instances `kernels` of grid `grid`
+/// launch on (`lnc` is `--lnc`), or E1020 when `--lnc` asks for a launch
+/// they cannot make. `check` uses it too, so it agrees with `run`.
+pub fn launch_cores(
+    kernels: &[Kernel],
+    grid: &[u32],
+    lnc: Option<u32>,
+) -> Result<usize, Diagnostic> {
+    let target = kernels.first().map_or(nkic_isa::Target::Trn3, |k| k.target);
+    nkic_backend::launch_cores(target, grid, kernels.len(), lnc).map_err(|message| {
+        Diagnostic::error("E1020", format!("cannot launch on the cores asked for: {message}"))
+            .with_help("LNC=2 runs a grid of two (or an even number of) instances on two cores; `--lnc 1` runs every instance on one core")
+    })
+}
+
 /// Runs the backend on a specialization result: the grid `grid`'s
 /// instances on the cores `nkic_backend::launch_cores` chooses (`lnc` is
 /// `--lnc`).
@@ -54,13 +69,7 @@ pub fn compile_kernels(
     sources: &SourceMap,
     schedule: ScheduleArg,
 ) -> Result<Compiled, Vec<Diagnostic>> {
-    let target = kernels.first().map_or(nkic_isa::Target::Trn3, |k| k.target);
-    let cores = nkic_backend::launch_cores(target, grid, kernels.len(), lnc).map_err(|message| {
-        vec![
-            Diagnostic::error("E1020", format!("cannot launch on the cores asked for: {message}"))
-                .with_help("LNC=2 runs a grid of two (or an even number of) instances on two cores; `--lnc 1` runs every instance on one core"),
-        ]
-    })?;
+    let cores = launch_cores(&kernels, grid, lnc).map_err(|d| vec![d])?;
     let launch = nkic_backend::compile_launch(&kernels, sources, &schedule.config(), cores)?;
     let warnings = nkic_backend::launch_warnings(&kernels, sources, cores);
     Ok(Compiled {

@@ -276,12 +276,17 @@ fn the_two_core_program_text() {
 
 #[test]
 fn lnc2_needs_an_even_grid() {
-    let (code, _, stderr) = nkic(&["run", ADD, "--grid", "1", "--lnc", "2"]);
-    assert_eq!(code, 1, "{stderr}");
-    assert!(
-        stderr.contains("E1020") && stderr.contains("but the grid has 1 instance"),
-        "{stderr}"
-    );
+    // `check` refuses the launch exactly as `run` does.
+    for cmd in ["run", "check"] {
+        let (code, _, stderr) = nkic(&[cmd, ADD, "--grid", "1", "--lnc", "2"]);
+        assert_eq!(code, 1, "{cmd}: {stderr}");
+        assert!(
+            stderr.contains("E1020") && stderr.contains("but the grid has 1 instance"),
+            "{cmd}: {stderr}"
+        );
+    }
+    let (code, _, stderr) = nkic(&["check", ADD, "--lnc", "2"]);
+    assert_eq!(code, 0, "a grid of two passes check: {stderr}");
 }
 
 #[test]
