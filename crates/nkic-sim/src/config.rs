@@ -61,6 +61,17 @@ pub struct SimConfig {
     pub race_check: bool,
 }
 
+impl SimConfig {
+    /// The default options with the queues stepped in `order` (the
+    /// results of a race-free program do not depend on it).
+    pub fn stepping(order: StepOrder) -> SimConfig {
+        SimConfig {
+            step_order: order,
+            ..SimConfig::default()
+        }
+    }
+}
+
 impl Default for SimConfig {
     fn default() -> SimConfig {
         SimConfig {

@@ -169,6 +169,21 @@ impl QueueState<'_> {
     fn finished(&self) -> bool {
         self.pc >= self.insts.len()
     }
+
+    /// The waits of instruction `index` as the race detector sees them:
+    /// (semaphore in the run's numbering, increments needed).
+    fn race_waits(&self, index: usize) -> Vec<(usize, usize)> {
+        self.insts[index]
+            .waits
+            .iter()
+            .map(|w| {
+                (
+                    self.sem_base + w.sem.0 as usize,
+                    wait_need(w, &self.regs).max(0) as usize,
+                )
+            })
+            .collect()
+    }
 }
 
 /// One increment of a semaphore: when it happens and which instruction
@@ -458,19 +473,9 @@ pub(crate) fn simulate(
             // A `core_barrier` arrives: record when, with the race clock
             // it carries to the other cores.
             let q = &mut queues[chosen];
-            let clock = races.as_ref().map(|r| {
-                let waits: Vec<(usize, usize)> = q.insts[q.pc]
-                    .waits
-                    .iter()
-                    .map(|w| {
-                        (
-                            q.sem_base + w.sem.0 as usize,
-                            wait_need(w, &q.regs).max(0) as usize,
-                        )
-                    })
-                    .collect();
-                r.snapshot(chosen, &waits)
-            });
+            let clock = races
+                .as_ref()
+                .map(|r| r.snapshot(chosen, &q.race_waits(q.pc)));
             // A `sendrecv` reads its `src` as it arrives.
             let payload = match &q.insts[q.pc].op {
                 Op::SendRecv { src, .. } => {
@@ -838,17 +843,7 @@ fn step(
     let op = &inst.op;
     let mut same_stores = Vec::new();
     if let Some(r) = races.as_deref_mut() {
-        let waits: Vec<(usize, usize)> = inst
-            .waits
-            .iter()
-            .map(|w| {
-                (
-                    q.sem_base + w.sem.0 as usize,
-                    wait_need(w, &q.regs).max(0) as usize,
-                )
-            })
-            .collect();
-        r.begin(qi, &waits);
+        r.begin(qi, &q.race_waits(index));
         let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
             mem.view_unchecked(ap, &q.regs, field).ok()
         });

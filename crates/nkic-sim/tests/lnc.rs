@@ -34,6 +34,13 @@ fn exchange(barrier: bool) -> String {
     text
 }
 
+/// The step orders every two-core test runs under.
+const ORDERS: [StepOrder; 3] = [
+    StepOrder::RoundRobin,
+    StepOrder::Reverse,
+    StepOrder::Earliest,
+];
+
 fn launch(text: &str) -> Launch {
     let launch = assemble_launch(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     if let Err(e) = verify_launch(&launch) {
@@ -101,10 +108,7 @@ fn every_step_order_gives_the_same_bytes_and_times() {
         StepOrder::Seeded(3),
         StepOrder::Seeded(11),
     ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("runs");
         assert_eq!(res.outputs, base.outputs, "{order:?}");
         assert_eq!(res.total_ps, base.total_ps, "{order:?}");
@@ -116,15 +120,8 @@ fn every_step_order_gives_the_same_bytes_and_times() {
 fn an_unordered_cross_core_read_is_a_race_naming_both_cores() {
     let l = launch(&exchange(false));
     let (_, inputs) = input_a();
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-    ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+    for order in ORDERS {
+        let config = SimConfig::stepping(order);
         let err = run_launch(&l, &inputs, &config).expect_err("the launch races");
         assert_eq!(err.kind, SimErrorKind::Race, "{err}");
         let related = err.related.as_ref().expect("the other access");
@@ -290,10 +287,7 @@ fn reads_of_what_the_other_core_writes_later_are_a_race() {
         StepOrder::Earliest,
         StepOrder::Seeded(5),
     ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let err = run_launch(&l, &inputs, &config).expect_err("a race");
         assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
         assert!(err.core.is_some());
@@ -331,15 +325,8 @@ fn sendrecv_swaps_tiles_between_the_cores() {
         })
         .collect();
     let mut times = Vec::new();
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-    ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+    for order in ORDERS {
+        let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("runs");
         assert_eq!(floats(res.output("out").expect("out")), want, "{order:?}");
         times.push(res.total_ps);
@@ -400,15 +387,8 @@ fn two_cores_storing_identical_bytes_is_no_race() {
         core(0),
         core(0)
     ));
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-    ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+    for order in ORDERS {
+        let config = SimConfig::stepping(order);
         let res = run_launch(&same, &inputs, &config).expect("identical stores are accepted");
         assert_eq!(floats(res.output("out").expect("out")), want);
     }
@@ -417,15 +397,8 @@ fn two_cores_storing_identical_bytes_is_no_race() {
         core(0),
         core(1024)
     ));
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-    ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+    for order in ORDERS {
+        let config = SimConfig::stepping(order);
         let err = run_launch(&different, &inputs, &config).expect_err("different data races");
         assert_eq!(err.kind, SimErrorKind::Race, "{err}");
         assert_ne!(err.core, err.related.as_ref().and_then(|r| r.core));

@@ -83,10 +83,7 @@ fn matmul_mx_reads_only_the_scale_rows_quantize_mx_wrote() {
         StepOrder::Earliest,
         StepOrder::Seeded(5),
     ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
         assert_eq!(
             floats(res.output("out").expect("out")),
@@ -107,10 +104,7 @@ fn another_queue_may_use_the_partitions_between_the_scale_rows() {
         StepOrder::Reverse,
         StepOrder::Seeded(2),
     ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
         assert_eq!(floats(res.output("out").expect("out")), expected(&a));
     }
@@ -123,10 +117,7 @@ fn an_unordered_write_to_a_scale_row_is_still_a_race() {
     let p = program(Some("33:1"));
     let (_, inputs) = input();
     for order in [StepOrder::RoundRobin, StepOrder::Reverse] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let err = run(&p, &inputs, &config).expect_err("a race on a scale row");
         assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
     }

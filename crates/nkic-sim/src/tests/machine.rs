@@ -300,10 +300,7 @@ fn step_order_changes_neither_bytes_nor_times() {
     ];
     let mut results = Vec::new();
     for order in orders {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let r = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
         results.push((order, r));
     }
@@ -794,10 +791,7 @@ fn dma_queues_share_the_dma_engines() {
         StepOrder::Reverse,
         StepOrder::Seeded(3),
     ] {
-        let config = SimConfig {
-            step_order: order,
-            ..SimConfig::default()
-        };
+        let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).expect("runs");
         // dma0 (first in program order) moves first; dma1 waits for the
         // engines and is reported as delayed by dma0's transfer.
