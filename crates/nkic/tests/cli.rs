@@ -2,31 +2,19 @@
 //! both formats, and `nkic run` on a bundled kernel against its NumPy
 //! reference.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the nkic crate lives at <root>/crates/nkic")
-        .to_path_buf()
-}
+use common::root;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn nkic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nkic"))
-        .args(args)
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("the nkic binary runs")
+    common::run_nkic(args)
 }
 
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nkic-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    common::temp_dir("cli", name)
 }
 
 /// The f32 payload of a `.npy` file written by NumPy or nkic (C order,

@@ -6,34 +6,21 @@
 //!
 //! The kernels are `tests/lnc/*.py` beside this file.
 
+mod common;
+
+use common::root;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the nkic crate lives at <root>/crates/nkic")
-        .to_path_buf()
-}
-
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nkic-lnc-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    common::temp_dir("lnc", name)
 }
 
 /// Runs nkic from the workspace root; returns (exit code, stdout, stderr).
 fn nkic(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .args(args)
-        .output()
-        .expect("the nkic binary runs");
+    let out = common::run_nkic(args);
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -3,35 +3,23 @@
 //! timeline is well-formed XML (a small checker below), the summary of a
 //! bundled kernel is snapshotted, and dumps hold every value written.
 
+mod common;
+
+use common::root;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the nkic crate lives at <root>/crates/nkic")
-        .to_path_buf()
-}
-
 fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nkic-profile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+    common::temp_dir("profile", name)
 }
 
 /// Runs nkic from the workspace root; returns (status ok, stdout, stderr).
 fn nkic(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
-        .current_dir(root())
-        .env("NO_COLOR", "1")
-        .args(args)
-        .output()
-        .expect("the nkic binary runs");
+    let out = common::run_nkic(args);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
