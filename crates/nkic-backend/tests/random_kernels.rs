@@ -266,28 +266,35 @@ fn kernel_text_with(steps: &[(u8, u8, u8, u8)], dyn_loop: Option<DynLoop>) -> St
     t
 }
 
+/// Compiles `text` under both schedules and runs both on the same inputs
+/// (seeded by `seed`): the outputs must be identical, and the optimized
+/// program at most 5% slower than the sequential one (list scheduling is a
+/// heuristic, so it gets a little slack rather than none).
+fn schedules_agree(text: &str, seed: u64) -> Result<(), TestCaseError> {
+    let (kernel, sources) = common::load_text(text);
+    let build = |schedule| {
+        compile(&kernel, &sources, &BackendConfig { schedule })
+            .unwrap_or_else(|d| panic!("{d:?}\n{text}"))
+    };
+    let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
+    let inputs = common::inputs(&opt, seed);
+    let a = common::simulate(&opt, &inputs);
+    let b = common::simulate(&seq, &inputs);
+    prop_assert_eq!(a.outputs, b.outputs, "kernel:\n{}\nprogram:\n{}", text, opt);
+    prop_assert!(
+        a.total_ps * 20 <= b.total_ps * 21,
+        "optimized is slower than sequential:\n{}",
+        opt
+    );
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn optimized_and_sequential_agree(steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..40)) {
-        let text = kernel_text(&steps);
-        let (kernel, sources) = common::load_text(&text);
-        let opt = compile(&kernel, &sources, &BackendConfig { schedule: Schedule::Optimized })
-            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-        let seq = compile(&kernel, &sources, &BackendConfig { schedule: Schedule::Sequential })
-            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-        let inputs = common::inputs(&opt, 11);
-        let a = common::simulate(&opt, &inputs);
-        let b = common::simulate(&seq, &inputs);
-        prop_assert_eq!(a.outputs, b.outputs, "kernel:\n{}\nprogram:\n{}", text, opt);
-        // List scheduling is a heuristic, so allow it a little slack against
-        // the strictly sequential program rather than none.
-        prop_assert!(
-            a.total_ps * 20 <= b.total_ps * 21,
-            "optimized is slower than sequential:\n{}",
-            opt
-        );
+        schedules_agree(&kernel_text(&steps), 11)?;
     }
 
     #[test]
@@ -296,22 +303,6 @@ proptest! {
         (start, len, trips, tile) in any::<(u8, u8, u8, u8)>(),
     ) {
         let dyn_loop = DynLoop { start, len, trips, tile };
-        let text = kernel_text_with(&steps, Some(dyn_loop));
-        let (kernel, sources) = common::load_text(&text);
-        let opt = compile(&kernel, &sources, &BackendConfig { schedule: Schedule::Optimized })
-            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-        let seq = compile(&kernel, &sources, &BackendConfig { schedule: Schedule::Sequential })
-            .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
-        let inputs = common::inputs(&opt, 13);
-        let a = common::simulate(&opt, &inputs);
-        let b = common::simulate(&seq, &inputs);
-        prop_assert_eq!(a.outputs, b.outputs, "kernel:\n{}\nprogram:\n{}", text, opt);
-        // The optimized top level only drops waits of the chain, so it is
-        // never much slower.
-        prop_assert!(
-            a.total_ps * 20 <= b.total_ps * 21,
-            "optimized is slower than sequential:\n{}",
-            opt
-        );
+        schedules_agree(&kernel_text_with(&steps, Some(dyn_loop)), 13)?;
     }
 }
