@@ -1460,6 +1460,19 @@ fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         }
         None => emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?,
     };
+    identity_into(ctx, b, &out, n, span)?;
+    Ok(Value::Tensor(out))
+}
+
+/// `out = (f - p == 0)`: an `iota` of `f - p` into a fresh int32 tile,
+/// compared with 0.
+fn identity_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    out: &Tensor,
+    n: u64,
+    span: Span,
+) -> Result<(), Diagnostic> {
     let raw = emit::new_result(
         ctx,
         b,
@@ -1469,19 +1482,6 @@ fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         Buffer::Sbuf,
         span,
     )?;
-    identity_into(ctx, b, &out, &raw, n, span)?;
-    Ok(Value::Tensor(out))
-}
-
-/// `out = (f - p == 0)`: an `iota` of `f - p` into `raw`, compared with 0.
-fn identity_into(
-    ctx: &mut Ctx<'_>,
-    b: &Bound,
-    out: &Tensor,
-    raw: &Tensor,
-    n: u64,
-    span: Span,
-) -> Result<(), Diagnostic> {
     emit::push(
         ctx,
         b,
@@ -1563,16 +1563,7 @@ fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     };
     let dtype = b.dtype(ctx, "dtype")?.or(host_dt).unwrap_or(DType::F32);
     let ident = emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?;
-    let raw = emit::new_result(
-        ctx,
-        b,
-        "identity_iota_",
-        &[n, n],
-        DType::I32,
-        Buffer::Sbuf,
-        span,
-    )?;
-    identity_into(ctx, b, &ident, &raw, n, span)?;
+    identity_into(ctx, b, &ident, n, span)?;
     let name = ctx.fresh_name("shared_constant_");
     let hbm = super::tensor::alloc(ctx, &[n, n], dtype, Buffer::SharedHbm, &name, span, span)?;
     emit::push(
