@@ -1,9 +1,17 @@
-//! The front half of nkic as one function, shared by the command line
-//! (`nkic check`, `compile`, `run`) and the language server (`nkic lsp`),
-//! so that the two can never disagree about a kernel.
+//! The pipeline of nkic as library functions, shared by the command line
+//! (`nkic check`, `compile`, `run`, `profile`), the language server
+//! (`nkic lsp`, front half only) and the Python package (`nkic-python`), so
+//! that none of them can disagree about a kernel.
 //!
-//! [`front_half`] parses a kernel file, decides where its example
-//! arguments come from, and specializes it when they are known:
+//! * [`front_half`]: parse a kernel file, decide where its example
+//!   arguments come from, and specialize it when they are known (below).
+//! * [`compile`]: a specialization result through the backend to a launch.
+//! * [`simulate`]: a launch in the reference interpreter; faults as
+//!   diagnostics at the kernel's source line.
+//! * [`report`], [`profile`], [`trace`], [`svg`]: the run report, the
+//!   profile summary, `trace.json` and `timeline.svg`, as values and text.
+//!
+//! Where the front half's arguments come from:
 //!
 //! 1. the caller's explicit settings (command-line flags) win;
 //! 2. then the kernel's own `# nkic:` directive comments (read by the
@@ -17,13 +25,20 @@
 //!
 //! # Invariants
 //!
-//! * No IO: the manifest and imported modules are read through the
-//!   caller's [`ModuleLoader`], by `/`-separated paths built from the
-//!   kernel file's name in the `SourceMap`.
+//! * No IO: the manifest, imported modules and the sources a runtime fault
+//!   points into are read through the caller's [`ModuleLoader`], by
+//!   `/`-separated paths built from the kernel file's name in the
+//!   `SourceMap`; reports and traces are returned as text, never written.
 //! * Compile-time `print` output is returned (in the specializer's
 //!   result), never printed.
 
+pub mod compile;
 pub mod manifest;
+pub mod profile;
+pub mod report;
+pub mod simulate;
+pub mod svg;
+pub mod trace;
 
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_specialize::{ModuleLoader, SpecializeConfig, SpecializeResult};

@@ -227,7 +227,7 @@ impl KernelArgs {
 /// Reads imported modules (and `nkic.toml` manifests) from the file
 /// system, by the path the front half builds from the kernel file's name
 /// or a search root.
-fn read_module(path: &str) -> Option<String> {
+pub(crate) fn read_module(path: &str) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
@@ -364,8 +364,11 @@ fn check(args: &CheckArgs) -> ExitCode {
         let result = front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
         // An impossible `--lnc` is as wrong for `check` as for `run`.
         if let Some(result) = result.filter(|r| !r.has_errors())
-            && let Err(diag) =
-                crate::run::launch_cores(&result.kernels, &result.config.grid, args.kernel.lnc)
+            && let Err(diag) = nkic_driver::compile::launch_cores(
+                &result.kernels,
+                &result.config.grid,
+                args.kernel.lnc,
+            )
         {
             reporter.emit(&diag, &sources);
         }
@@ -407,12 +410,12 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
     if result.has_errors() {
         return exit_code(&reporter);
     }
-    let compiled = match crate::run::compile_kernels(
+    let compiled = match nkic_driver::compile::compile_kernels(
         result.kernels,
         &result.config.grid,
         kernel.lnc,
         &sources,
-        args.schedule,
+        &args.schedule.config(),
     ) {
         Ok(compiled) => compiled,
         Err(diags) => {
@@ -493,12 +496,12 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
             if result.has_errors() {
                 return Ok(exit_code(&reporter));
             }
-            match crate::run::compile_kernels(
+            match nkic_driver::compile::compile_kernels(
                 result.kernels,
                 &result.config.grid,
                 args.kernel.lnc,
                 &sources,
-                args.schedule,
+                &args.schedule.config(),
             ) {
                 Ok(compiled) => {
                     reporter.emit_all(&compiled.warnings, &sources);

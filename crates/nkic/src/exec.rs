@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
-use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
-use nkic_isa::{DType, Launch, LineId, Program, Queue, TensorKind};
-use nkic_sim::{Inputs, Poison, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
-use serde_json::json;
+use nkic_diag::{Diagnostic, SourceMap, Span};
+use nkic_driver::simulate::{InstructionLocator, runtime_fault};
+use nkic_isa::{DType, Launch, Program, TensorKind};
+use nkic_sim::{Inputs, Poison, RunResult, SimConfig, StepOrder};
 
 use crate::npy::{self, OutDType};
 
@@ -99,6 +99,15 @@ pub enum ReportFormat {
     Json,
 }
 
+impl From<ReportFormat> for nkic_driver::report::ReportFormat {
+    fn from(format: ReportFormat) -> Self {
+        match format {
+            ReportFormat::Human => nkic_driver::report::ReportFormat::Human,
+            ReportFormat::Json => nkic_driver::report::ReportFormat::Json,
+        }
+    }
+}
+
 pub struct ExecOptions<'a> {
     pub program_path: &'a Path,
     pub inputs: &'a [InputSpec],
@@ -160,6 +169,7 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
             Some((file, &locator)),
             base_dir,
             sources,
+            &crate::cli::read_module,
         )]
     })?;
     if let Some(dir) = opts.out_dir {
@@ -195,83 +205,6 @@ pub(crate) fn sim_config(
         trace: false,
         max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
         ..SimConfig::default()
-    }
-}
-
-/// Finds the `.nkasm` line of the `index`-th instruction of a queue, so
-/// verifier and runtime errors point into the program text.
-pub(crate) struct InstructionLocator {
-    /// (core section, queue name, spans of its instruction lines in order)
-    queues: Vec<(u8, String, Vec<Span>)>,
-    /// The `.queue` line of each (core, queue), and each `.core N` line.
-    queue_lines: Vec<(u8, String, Span)>,
-    core_lines: Vec<(u8, Span)>,
-}
-
-impl InstructionLocator {
-    pub(crate) fn new(text: &str) -> InstructionLocator {
-        let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
-        let mut queue_lines = Vec::new();
-        let mut core_lines = Vec::new();
-        let mut core = 0u8;
-        let mut offset = 0usize;
-        for line in text.split_inclusive('\n') {
-            let start = offset;
-            offset += line.len();
-            let code = line.split('#').next().unwrap_or("").trim();
-            if code.is_empty() {
-                continue;
-            }
-            let indent = line.len() - line.trim_start().len();
-            let whole = Span::from_range(start + indent..start + line.trim_end().len());
-            if let Some(name) = code.strip_prefix(".queue") {
-                queues.push((core, name.trim().to_owned(), Vec::new()));
-                queue_lines.push((core, name.trim().to_owned(), whole));
-            } else if let Some(n) = code.strip_prefix(".core") {
-                core = n.trim().parse().unwrap_or(core);
-                core_lines.push((core, whole));
-            } else if !code.starts_with('.')
-                && let Some((_, _, spans)) = queues.last_mut()
-            {
-                spans.push(whole);
-            }
-        }
-        InstructionLocator {
-            queues,
-            queue_lines,
-            core_lines,
-        }
-    }
-
-    /// The `.queue` line of `queue` on `core`, or without a queue the
-    /// `.core` line of `core`: where a launch-level verifier error points.
-    fn declaration(&self, core: Option<u8>, queue: Option<Queue>) -> Option<Span> {
-        let c = core.unwrap_or(0);
-        match queue {
-            Some(q) => {
-                let name = q.to_string();
-                self.queue_lines
-                    .iter()
-                    .find(|(k, n, _)| *k == c && *n == name)
-                    .map(|(_, _, s)| *s)
-            }
-            None => self
-                .core_lines
-                .iter()
-                .find(|(k, _)| core.is_some() && *k == c)
-                .map(|(_, s)| *s),
-        }
-    }
-
-    /// The span of instruction `index` of `queue` on `core` (`None`: the
-    /// one core of a program without sections).
-    fn span(&self, core: Option<u8>, queue: Queue, index: usize) -> Option<Span> {
-        let name = queue.to_string();
-        let core = core.unwrap_or(0);
-        self.queues
-            .iter()
-            .find(|(c, q, _)| *c == core && *q == name)
-            .and_then(|(_, _, spans)| spans.get(index).copied())
     }
 }
 
@@ -396,118 +329,6 @@ pub(crate) fn duplicate_input(name: &str) -> Diagnostic {
         .with_help("give each argument one `--input NAME=PATH.npy`")
 }
 
-/// A runtime fault as a diagnostic pointing at the kernel source line when
-/// that file can be read, and otherwise at the `.nkasm` instruction.
-pub(crate) fn runtime_fault(
-    err: &SimError,
-    launch: &Launch,
-    nkasm: Option<(FileId, &InstructionLocator)>,
-    base_dir: &Path,
-    sources: &mut SourceMap,
-) -> Diagnostic {
-    let code = match err.kind {
-        SimErrorKind::OutOfBounds => "E2001",
-        SimErrorKind::UninitialisedRead => "E2002",
-        SimErrorKind::Deadlock => "E2003",
-        SimErrorKind::BadInput => "E2004",
-        SimErrorKind::BadProgram => "E2005",
-        SimErrorKind::DivideByZero => "E2006",
-        SimErrorKind::InstructionLimit => "E2007",
-        SimErrorKind::Race => "E2008",
-    };
-    let mut diag = Diagnostic::error(code, err.to_string());
-    if err.kind == SimErrorKind::UninitialisedRead && err.queue.is_some() {
-        diag = diag.with_help(
-            "if these elements are never used (lanes a kernel computes but ignores), `--poison nan` runs on and shows where the never-written values flow",
-        );
-    }
-    let program = launch
-        .core(usize::from(err.core.unwrap_or(0)))
-        .unwrap_or(launch.main());
-    // The faulting instruction's line in the `.nkasm` text, when the
-    // program came from one.
-    let inst = nkasm.and_then(|(file, locator)| {
-        let span = err
-            .queue
-            .zip(err.index)
-            .and_then(|(q, i)| locator.span(err.core, q, i))?;
-        Some((file, span))
-    });
-    if let Some(span) = err
-        .line
-        .and_then(|line| source_span(program, line, base_dir, sources))
-    {
-        diag = diag.with_primary(
-            span.0,
-            span.1,
-            format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
-        );
-        if let Some((file, span)) = inst {
-            diag = diag.with_secondary(file, span, "the faulting instruction");
-        }
-    } else if let Some((file, span)) = inst {
-        diag = diag.with_primary(file, span, "the faulting instruction");
-    }
-    // The other instruction of a data race: its kernel source line, and its
-    // `.nkasm` line when the program came from one.
-    if let Some(other) = &err.related {
-        let what = format!(
-            "the other access: {} at {}{}[{}]",
-            other.mnemonic,
-            other.core.map(|c| format!("core{c}.")).unwrap_or_default(),
-            other.queue,
-            other.index
-        );
-        let other_program = launch
-            .core(usize::from(other.core.unwrap_or(0)))
-            .unwrap_or(launch.main());
-        let mut labelled = false;
-        if let Some((file, span)) = other
-            .line
-            .and_then(|line| source_span(other_program, line, base_dir, sources))
-        {
-            diag = diag.with_secondary(file, span, what.clone());
-            labelled = true;
-        }
-        if let Some((file, locator)) = nkasm
-            && let Some(span) = locator.span(other.core, other.queue, other.index)
-        {
-            let label = if labelled {
-                "the other instruction".to_owned()
-            } else {
-                what
-            };
-            diag = diag.with_secondary(file, span, label);
-        }
-    }
-    diag
-}
-
-/// The kernel source span of a line-table entry, loading its file.
-fn source_span(
-    program: &Program,
-    line: LineId,
-    base_dir: &Path,
-    sources: &mut SourceMap,
-) -> Option<(FileId, Span)> {
-    let entry = program.line(line)?;
-    let name = program.files.get(entry.file as usize)?;
-    let file = match sources.find(name) {
-        Some(file) => file,
-        None => {
-            let path = Path::new(name);
-            let path = if path.is_absolute() {
-                path.to_path_buf()
-            } else {
-                base_dir.join(path)
-            };
-            let text = std::fs::read_to_string(path).ok()?;
-            sources.add(name.clone(), text)
-        }
-    };
-    Some((file, Span::new(entry.span.start, entry.span.end)))
-}
-
 /// Writes output `name` of the run to `DIR/<file>` for each `(file, name)`.
 pub(crate) fn write_outputs(
     program: &Program,
@@ -555,123 +376,19 @@ pub(crate) fn print_stdout(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-/// Prints the run summary; `lower_bound_ns` is the compiled program's
-/// bound (`nkic run`), absent for hand-written programs.
-///
-/// A multi-core launch names each queue with its core (`core1.vector`,
-/// also as the JSON `engines` keys) and the JSON report gains `cores`: one
-/// entry per core with its simulated time (its last completion) and
-/// instruction count.
+/// Prints the run summary (`nkic_driver::report::run_report`);
+/// `lower_bound_ns` is the compiled program's bound (`nkic run`), absent
+/// for hand-written programs.
 pub(crate) fn print_report(
     launch: &Launch,
     result: &RunResult,
     format: ReportFormat,
     lower_bound_ns: Option<f64>,
 ) {
-    use std::fmt::Write;
-    let ns = |ps: u64| ps as f64 / 1000.0;
-    let multi = launch.is_multi_core();
-    let target = launch.target();
-    let name = |core: u8, queue: Queue| crate::profile::queue_name(multi.then_some(core), queue);
-    let mut s = String::new();
-    match format {
-        ReportFormat::Json => {
-            let mut engines = serde_json::Map::new();
-            for q in &result.per_queue {
-                engines.insert(
-                    name(q.core, q.queue),
-                    json!({ "busy_ns": ns(q.busy_ps), "instructions": q.instructions }),
-                );
-            }
-            let mut report = json!({
-                "target": target.name(),
-                "simulated_ns": result.total_ns(),
-                "engines": engines,
-                "instructions": result.instructions,
-                "hbm_bytes_read": result.hbm_bytes_read,
-                "hbm_bytes_written": result.hbm_bytes_written,
-                "flops": result.flops,
-                "outputs": result.outputs.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(),
-            });
-            if let Some(bound) = lower_bound_ns {
-                report["lower_bound_ns"] = json!(bound);
-            }
-            if multi {
-                let cores: Vec<_> = (0..launch.cores.len())
-                    .map(|c| {
-                        let c = u8::try_from(c).unwrap_or(u8::MAX);
-                        let instructions: u64 = result
-                            .per_queue
-                            .iter()
-                            .filter(|q| q.core == c)
-                            .map(|q| q.instructions)
-                            .sum();
-                        json!({
-                            "core": c,
-                            "simulated_ns": ns(result.core_end_ps(c)),
-                            "instructions": instructions,
-                        })
-                    })
-                    .collect();
-                report["cores"] = json!(cores);
-            }
-            let _ = writeln!(s, "{report}");
-        }
-        ReportFormat::Human => {
-            let on = if multi {
-                format!(
-                    "{} cores of {} (LNC={})",
-                    launch.cores.len(),
-                    target.name(),
-                    launch.cores.len()
-                )
-            } else {
-                target.name().to_owned()
-            };
-            let _ = writeln!(
-                s,
-                "simulated time: {:.3} us on {on}",
-                result.total_ns() / 1000.0,
-            );
-            if let Some(bound) = lower_bound_ns {
-                let ratio = if bound > 0.0 {
-                    result.total_ns() / bound
-                } else {
-                    0.0
-                };
-                let _ = writeln!(
-                    s,
-                    "lower bound: {:.3} us (simulated time is {ratio:.2}x the bound)",
-                    bound / 1000.0
-                );
-            }
-            let width = if multi { 12 } else { 8 };
-            let _ = writeln!(
-                s,
-                "{:<width$} {:>12} {:>7} {:>8}",
-                "queue", "busy (ns)", "util", "instrs"
-            );
-            for q in &result.per_queue {
-                let util = if result.total_ps == 0 {
-                    0.0
-                } else {
-                    100.0 * q.busy_ps as f64 / result.total_ps as f64
-                };
-                let _ = writeln!(
-                    s,
-                    "{:<width$} {:>12.1} {:>6.1}% {:>8}",
-                    name(q.core, q.queue),
-                    ns(q.busy_ps),
-                    util,
-                    q.instructions
-                );
-            }
-            let _ = writeln!(
-                s,
-                "hbm: {} bytes read, {} bytes written; {} flops; {} instructions",
-                result.hbm_bytes_read, result.hbm_bytes_written, result.flops, result.instructions
-            );
-        }
-    }
-    print_stdout(&s);
+    print_stdout(&nkic_driver::report::run_report(
+        launch,
+        result,
+        format.into(),
+        lower_bound_ns,
+    ));
 }

@@ -10,11 +10,8 @@ mod dump;
 mod emit;
 mod exec;
 mod npy;
-mod profile;
 mod report;
 mod run;
-mod svg;
-mod trace;
 
 use std::process::ExitCode;
 

@@ -1,0 +1,409 @@
+//! The back half's second step: running a compiled launch in the
+//! reference interpreter, and turning what it reports into diagnostics.
+//!
+//! * [`random_inputs`]: the deterministic random inputs of `nkic run`
+//!   without `--input` (and of the Python package for arguments it is not
+//!   given).
+//! * [`output_files`]: which program argument each kernel output is.
+//! * [`simulate`]: one run, with its fault as a diagnostic.
+//! * [`runtime_fault`]: a `SimError` as a diagnostic at the kernel source
+//!   line (or the `.nkasm` instruction, with an [`InstructionLocator`]).
+//!
+//! No IO: kernel sources named by a program's line table are read through
+//! the caller's [`ModuleLoader`].
+
+use std::path::Path;
+
+use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
+use nkic_ir::{ArgKind, Kernel};
+use nkic_isa::{DType, Launch, LineId, Program, Queue, TensorKind, numerics};
+use nkic_sim::{DumpSpec, Inputs, RunResult, SimConfig, SimError, SimErrorKind};
+use nkic_specialize::ModuleLoader;
+
+use crate::compile::Compiled;
+
+/// Runs `compiled` on `inputs`; a fault is a diagnostic at the kernel
+/// source line (files read through `loader`, relative to `base_dir`).
+pub fn simulate(
+    compiled: &Compiled,
+    inputs: &Inputs,
+    config: &SimConfig,
+    dump: &DumpSpec,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    loader: &dyn ModuleLoader,
+) -> Result<(RunResult, Vec<nkic_sim::Dump>), Diagnostic> {
+    let launch = &compiled.launch;
+    nkic_sim::run_launch_dumping(launch, inputs, config, dump).map_err(|err| {
+        let diag = runtime_fault(&err, launch, None, base_dir, sources, loader);
+        unwritten_output(diag, &err, compiled, sources)
+    })
+}
+
+/// Random inputs for every input and inout argument, from a fixed seed:
+/// floats uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
+/// [0, 16), booleans 0 or 1. Packed MX arguments get random codes.
+pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
+    let mut inputs = Inputs::new();
+    let mut rng = SplitMix64(seed);
+    for (_, tensor) in program.args() {
+        if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
+            continue;
+        }
+        let n = tensor.numel() as usize;
+        let mut bytes = Vec::with_capacity(n * tensor.dtype.size() as usize);
+        let dtype = tensor.dtype;
+        if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
+            for _ in 0..n * dtype.size() as usize {
+                bytes.push(rng.next() as u8);
+            }
+        } else if dtype.is_float() {
+            let values: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            numerics::encode(dtype, &values, &mut bytes);
+        } else {
+            for _ in 0..n {
+                let r = rng.next();
+                let v: i64 = match dtype {
+                    DType::Bool => (r & 1) as i64,
+                    d if d.is_signed_int() => (r % 16) as i64 - 8,
+                    _ => (r % 16) as i64,
+                };
+                bytes.extend_from_slice(&v.to_le_bytes()[..dtype.size() as usize]);
+            }
+        }
+        inputs.insert(tensor.name.as_str(), bytes);
+    }
+    inputs
+}
+
+/// The deterministic generator of random inputs (SplitMix64).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1) with 24 random bits, exact in f32.
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
+
+/// Which program argument each output of a kernel is: the returned
+/// tensors in return order, then the kernel arguments the kernel writes
+/// (by parameter position).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelOutputs {
+    /// The program argument of each returned tensor.
+    pub returned: Vec<String>,
+    /// `(parameter position, program argument)` of each argument written.
+    pub written: Vec<(usize, String)>,
+}
+
+/// The outputs of `kernel` compiled to `program` ([`KernelOutputs`]).
+pub fn kernel_outputs(kernel: &Kernel, program: &Program) -> KernelOutputs {
+    let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
+    let n_args = kernel.args.len();
+    let mut out = KernelOutputs::default();
+    let mut extra = n_args;
+    for ret in &kernel.outputs {
+        let name = match kernel.args.iter().position(|a| a.storage == *ret) {
+            Some(j) => args.get(j).copied(),
+            None => {
+                extra += 1;
+                args.get(extra - 1).copied()
+            }
+        };
+        if let Some(name) = name {
+            out.returned.push(name.to_owned());
+        }
+    }
+    for (j, arg) in kernel.args.iter().enumerate() {
+        if matches!(arg.kind, ArgKind::Output | ArgKind::InOut)
+            && let Some(name) = args.get(j)
+        {
+            out.written.push((j, (*name).to_owned()));
+        }
+    }
+    out
+}
+
+/// Which output file each program output goes to: `out<i>.npy` for the
+/// i-th returned tensor, `<arg>.npy` for each kernel argument the kernel
+/// writes.
+pub fn output_files(kernel: &Kernel, program: &Program) -> Vec<(String, String)> {
+    let outputs = kernel_outputs(kernel, program);
+    let returned = outputs
+        .returned
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| (format!("out{i}.npy"), name));
+    let written = outputs
+        .written
+        .into_iter()
+        .map(|(_, name)| (format!("{name}.npy"), name));
+    returned.chain(written).collect()
+}
+
+/// A runtime fault as a diagnostic pointing at the kernel source line when
+/// that file can be read, and otherwise at the `.nkasm` instruction.
+pub fn runtime_fault(
+    err: &SimError,
+    launch: &Launch,
+    nkasm: Option<(FileId, &InstructionLocator)>,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    loader: &dyn ModuleLoader,
+) -> Diagnostic {
+    let code = match err.kind {
+        SimErrorKind::OutOfBounds => "E2001",
+        SimErrorKind::UninitialisedRead => "E2002",
+        SimErrorKind::Deadlock => "E2003",
+        SimErrorKind::BadInput => "E2004",
+        SimErrorKind::BadProgram => "E2005",
+        SimErrorKind::DivideByZero => "E2006",
+        SimErrorKind::InstructionLimit => "E2007",
+        SimErrorKind::Race => "E2008",
+    };
+    let mut diag = Diagnostic::error(code, err.to_string());
+    if err.kind == SimErrorKind::UninitialisedRead && err.queue.is_some() {
+        diag = diag.with_help(
+            "if these elements are never used (lanes a kernel computes but ignores), `--poison nan` runs on and shows where the never-written values flow",
+        );
+    }
+    let program = launch
+        .core(usize::from(err.core.unwrap_or(0)))
+        .unwrap_or(launch.main());
+    // The faulting instruction's line in the `.nkasm` text, when the
+    // program came from one.
+    let inst = nkasm.and_then(|(file, locator)| {
+        let span = err
+            .queue
+            .zip(err.index)
+            .and_then(|(q, i)| locator.span(err.core, q, i))?;
+        Some((file, span))
+    });
+    if let Some(span) = err
+        .line
+        .and_then(|line| source_span(program, line, base_dir, sources, loader))
+    {
+        diag = diag.with_primary(
+            span.0,
+            span.1,
+            format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
+        );
+        if let Some((file, span)) = inst {
+            diag = diag.with_secondary(file, span, "the faulting instruction");
+        }
+    } else if let Some((file, span)) = inst {
+        diag = diag.with_primary(file, span, "the faulting instruction");
+    }
+    // The other instruction of a data race: its kernel source line, and its
+    // `.nkasm` line when the program came from one.
+    if let Some(other) = &err.related {
+        let what = format!(
+            "the other access: {} at {}{}[{}]",
+            other.mnemonic,
+            other.core.map(|c| format!("core{c}.")).unwrap_or_default(),
+            other.queue,
+            other.index
+        );
+        let other_program = launch
+            .core(usize::from(other.core.unwrap_or(0)))
+            .unwrap_or(launch.main());
+        let mut labelled = false;
+        if let Some((file, span)) = other
+            .line
+            .and_then(|line| source_span(other_program, line, base_dir, sources, loader))
+        {
+            diag = diag.with_secondary(file, span, what.clone());
+            labelled = true;
+        }
+        if let Some((file, locator)) = nkasm
+            && let Some(span) = locator.span(other.core, other.queue, other.index)
+        {
+            let label = if labelled {
+                "the other instruction".to_owned()
+            } else {
+                what
+            };
+            diag = diag.with_secondary(file, span, label);
+        }
+    }
+    diag
+}
+
+/// The kernel source span of a line-table entry, loading its file
+/// through `loader`.
+fn source_span(
+    program: &Program,
+    line: LineId,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    loader: &dyn ModuleLoader,
+) -> Option<(FileId, Span)> {
+    let entry = program.line(line)?;
+    let name = program.files.get(entry.file as usize)?;
+    let file = match sources.find(name) {
+        Some(file) => file,
+        None => {
+            let path = Path::new(name);
+            let path = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                base_dir.join(path)
+            };
+            let text = loader.read(&path.to_string_lossy())?;
+            sources.add(name.clone(), text)
+        }
+    };
+    Some((file, Span::new(entry.span.start, entry.span.end)))
+}
+
+/// Finds the `.nkasm` line of the `index`-th instruction of a queue, so
+/// verifier and runtime errors point into the program text.
+pub struct InstructionLocator {
+    /// (core section, queue name, spans of its instruction lines in order)
+    queues: Vec<(u8, String, Vec<Span>)>,
+    /// The `.queue` line of each (core, queue), and each `.core N` line.
+    queue_lines: Vec<(u8, String, Span)>,
+    core_lines: Vec<(u8, Span)>,
+}
+
+impl InstructionLocator {
+    pub fn new(text: &str) -> InstructionLocator {
+        let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
+        let mut queue_lines = Vec::new();
+        let mut core_lines = Vec::new();
+        let mut core = 0u8;
+        let mut offset = 0usize;
+        for line in text.split_inclusive('\n') {
+            let start = offset;
+            offset += line.len();
+            let code = line.split('#').next().unwrap_or("").trim();
+            if code.is_empty() {
+                continue;
+            }
+            let indent = line.len() - line.trim_start().len();
+            let whole = Span::from_range(start + indent..start + line.trim_end().len());
+            if let Some(name) = code.strip_prefix(".queue") {
+                queues.push((core, name.trim().to_owned(), Vec::new()));
+                queue_lines.push((core, name.trim().to_owned(), whole));
+            } else if let Some(n) = code.strip_prefix(".core") {
+                core = n.trim().parse().unwrap_or(core);
+                core_lines.push((core, whole));
+            } else if !code.starts_with('.')
+                && let Some((_, _, spans)) = queues.last_mut()
+            {
+                spans.push(whole);
+            }
+        }
+        InstructionLocator {
+            queues,
+            queue_lines,
+            core_lines,
+        }
+    }
+
+    /// The `.queue` line of `queue` on `core`, or without a queue the
+    /// `.core` line of `core`: where a launch-level verifier error points.
+    pub fn declaration(&self, core: Option<u8>, queue: Option<Queue>) -> Option<Span> {
+        let c = core.unwrap_or(0);
+        match queue {
+            Some(q) => {
+                let name = q.to_string();
+                self.queue_lines
+                    .iter()
+                    .find(|(k, n, _)| *k == c && *n == name)
+                    .map(|(_, _, s)| *s)
+            }
+            None => self
+                .core_lines
+                .iter()
+                .find(|(k, _)| core.is_some() && *k == c)
+                .map(|(_, s)| *s),
+        }
+    }
+
+    /// The span of instruction `index` of `queue` on `core` (`None`: the
+    /// one core of a program without sections).
+    pub fn span(&self, core: Option<u8>, queue: Queue, index: usize) -> Option<Span> {
+        let name = queue.to_string();
+        let core = core.unwrap_or(0);
+        self.queues
+            .iter()
+            .find(|(c, q, _)| *c == core && *q == name)
+            .and_then(|(_, _, spans)| spans.get(index).copied())
+    }
+}
+
+/// An output left partly unwritten (E2002 without an instruction): names
+/// the kernel's variable (the one the allocation is assigned to, when the
+/// source says `name = nl.ndarray(...)`; else the storage's name), labels
+/// the allocation, and says what to check. Other faults pass unchanged.
+fn unwritten_output(
+    diag: Diagnostic,
+    err: &nkic_sim::SimError,
+    compiled: &Compiled,
+    sources: &SourceMap,
+) -> Diagnostic {
+    let (Some(tensor), Some(kernel)) = (err.tensor.as_deref(), compiled.kernels.first()) else {
+        return diag;
+    };
+    if err.kind != nkic_sim::SimErrorKind::UninitialisedRead {
+        return diag;
+    }
+    let program = compiled.launch.main();
+    let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
+    // The kernel storage behind the program's argument `tensor`: a
+    // returned tensor (by return index) or a written argument.
+    let returned = kernel_outputs(kernel, program)
+        .returned
+        .iter()
+        .position(|name| name == tensor);
+    let mut storage = returned.and_then(|i| kernel.outputs.get(i).copied());
+    if storage.is_none() {
+        storage = args
+            .iter()
+            .position(|n| *n == tensor)
+            .and_then(|j| kernel.args.get(j))
+            .map(|a| a.storage);
+    }
+    let Some(storage) = storage else {
+        return diag;
+    };
+    let loc = kernel.spans.storages.get(storage).copied();
+    // `out = nl.ndarray(...)`: the variable before the allocation.
+    let variable = loc.and_then(|loc| {
+        let text = sources.get(loc.file)?.text();
+        let start = usize::try_from(loc.span.start).ok()?;
+        let line_start = text.get(..start)?.rfind('\n').map_or(0, |i| i + 1);
+        let before = text.get(line_start..start)?.trim();
+        let name = before.strip_suffix('=')?.trim();
+        (!name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            .then(|| name.to_owned())
+    });
+    let variable =
+        variable.or_else(|| Some(kernel.storages[storage].name.clone()).filter(|n| !n.is_empty()));
+    let what = match (&variable, returned) {
+        (Some(v), Some(i)) if v != tensor => format!("`{v}` (returned tensor {i}, `{tensor}`)"),
+        (Some(v), _) => format!("`{v}`"),
+        (None, Some(i)) => format!("returned tensor {i} (`{tensor}`)"),
+        (None, None) => format!("`{tensor}`"),
+    };
+    let message =
+        diag.message
+            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
+    let mut out = Diagnostic::error("E2002", message);
+    if let Some(loc) = loc {
+        out = out.with_primary(loc.file, loc.span, "allocated here");
+    }
+    out.with_help(
+        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
+    )
+}
