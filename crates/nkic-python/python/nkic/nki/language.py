@@ -1,0 +1,78 @@
+"""``nki.language`` (``nl``) for host code under nkic: dtypes (NumPy and
+``ml_dtypes`` dtypes), buffers, ``tile_size`` and the fp32 limits, and every
+other name as a token a kernel can be passed (``nl.add``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .._tokens import Token, spelled
+
+float32 = np.float32
+float16 = np.float16
+bfloat16 = ml_dtypes.bfloat16
+float8_e4m3 = ml_dtypes.float8_e4m3
+float8_e4m3fn = ml_dtypes.float8_e4m3fn
+float8_e5m2 = ml_dtypes.float8_e5m2
+float8_e8m0fnu = ml_dtypes.float8_e8m0fnu
+int8 = np.int8
+int16 = np.int16
+int32 = np.int32
+uint8 = np.uint8
+uint16 = np.uint16
+uint32 = np.uint32
+bool_ = np.bool_
+tfloat32 = spelled("nl", "tfloat32")
+float8_e4m3fn_x4 = spelled("nl", "float8_e4m3fn_x4")
+float8_e5m2_x4 = spelled("nl", "float8_e5m2_x4")
+float4_e2m1fn_x4 = spelled("nl", "float4_e2m1fn_x4")
+
+
+class _Limits:
+    def __init__(self, dtype: Any) -> None:
+        info = np.finfo(dtype)
+        self.min = info.min.item() if hasattr(info.min, "item") else float(info.min)
+        self.max = info.max.item() if hasattr(info.max, "item") else float(info.max)
+
+
+fp32 = _Limits(np.float32)
+fp16 = _Limits(np.float16)
+bf16 = _Limits(ml_dtypes.bfloat16)
+
+
+class tile_size:
+    """The tile limits of ``language.md`` §8 that do not depend on the target."""
+
+    pmax = 128
+    psum_bank_fmax = 512
+    psum_fmax = 512
+    psum_bank_fmax_bytes = 2048
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+
+
+class nc:
+    """``nl.nc(k)``: a launch dimension spread over ``k`` NeuronCores."""
+
+    def __init__(self, cores: int) -> None:
+        self._nkic_nc = int(cores)
+
+
+class spmd_dim:
+    """``nl.spmd_dim(n, nl.nc(k))``: ``n`` instances on each of ``k`` cores."""
+
+    def __init__(self, size: int, cores: "nc") -> None:
+        self.size = int(size)
+        self._nkic_cores = cores._nkic_nc
+
+
+def __getattr__(name: str) -> Token:
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return spelled("nl", name)

@@ -1,0 +1,469 @@
+//! `nkic._native`: the native half of the `nkic` Python package.
+//!
+//! It exposes the same pipeline functions the command line calls
+//! (`nkic_driver::front_half`, `nkic_driver::compile::compile_kernels`,
+//! `nkic_driver::simulate::simulate`, the reports of `nkic_driver`), never a
+//! copy of them and never the `nkic` executable. Everything Python-shaped —
+//! binding a call's arguments to the kernel's parameters, turning Python
+//! objects into compile-time values, NumPy/torch dtypes, the cache, the
+//! `nki` namespaces — lives in the pure-Python half (`python/nkic/`).
+//!
+//! # The interface (private to the package; `python/nkic/_native.pyi`)
+//!
+//! * `compile(path, kernel, args, consts, grid, target, lnc, search_paths,
+//!   schedule) -> Program`: `args` are `(name, dtype, shape)` of the
+//!   tensor arguments, `consts` are `(name, python_expression)` of the
+//!   compile-time arguments (evaluated by the specializer in the kernel's
+//!   module scope). Diagnostics become `nkic.CompileError`.
+//! * `Program.run(inputs, seed, poison, step_order, trace, max_sim_ms,
+//!   title) -> dict`: `inputs` maps argument names to flat `uint8` views
+//!   of C-contiguous arrays, read in place (no copy on the way in); the
+//!   outputs come back as flat `uint8` arrays the package views with the
+//!   right dtype and shape (no copy on the way out). Faults become
+//!   `nkic.SimulationError` (`nkic.OutOfBoundsError`, also an
+//!   `IndexError`, for E2001).
+//!
+//! # Invariants
+//!
+//! * The GIL is released while nkic compiles or simulates, so other Python
+//!   threads run.
+//! * No Rust panic crosses into Python: PyO3 turns one into a
+//!   `PanicException`, and every user error is an exception carrying
+//!   nkic's diagnostics.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use nkic_backend::{BackendConfig, Schedule};
+use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
+use nkic_driver::compile::{Compiled, compile_kernels, launch_bound};
+use nkic_driver::report::{ReportFormat, run_report};
+use nkic_driver::simulate::{KernelOutputs, kernel_outputs, random_inputs, simulate};
+use nkic_isa::{DType, Target, TensorKind};
+use nkic_sim::{DumpSpec, InputKey, Inputs, Poison, SimConfig, StepOrder};
+use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// Reads imported modules and the sources faults point into, like the
+/// command line does.
+fn read_file(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok()
+}
+
+/// The exception `class` of `nkic._errors` carrying `diags` rendered for
+/// a terminal without colour, and as JSON records.
+fn error(py: Python<'_>, class: &str, diags: &[Diagnostic], sources: &SourceMap) -> PyErr {
+    let (rendered, records) = rendered(diags, sources);
+    let made = py
+        .import("nkic._errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|cls| cls.call1((rendered, records)));
+    match made {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(err) => err,
+    }
+}
+
+/// `diags` as one colourless ASCII report and as JSON lines.
+fn rendered(diags: &[Diagnostic], sources: &SourceMap) -> (String, Vec<String>) {
+    let config = RenderConfig {
+        color: false,
+        unicode: false,
+    };
+    let text: String = diags.iter().map(|d| render(d, sources, config)).collect();
+    let records = diags.iter().map(|d| render_json(d, sources)).collect();
+    (text, records)
+}
+
+/// A compiled kernel, ready to run any number of times.
+#[pyclass(frozen, module = "nkic._native")]
+struct Program {
+    compiled: Compiled,
+    /// Faults may add the files their line table names.
+    sources: Mutex<SourceMap>,
+    base_dir: PathBuf,
+    outputs: KernelOutputs,
+    /// The rendered warnings and their JSON records.
+    warnings: (String, Vec<String>),
+    /// Compile-time `print` output, in order.
+    prints: Vec<String>,
+    ir: String,
+}
+
+#[pymethods]
+impl Program {
+    /// The `.nkasm` text of the launch.
+    #[getter]
+    fn nkasm(&self) -> String {
+        nkic_isa::print_launch(&self.compiled.launch)
+    }
+
+    /// The specialized tile IR, one section per program instance.
+    #[getter]
+    fn ir(&self) -> String {
+        self.ir.clone()
+    }
+
+    /// The target's name (`trn3`, `trn2`).
+    #[getter]
+    fn target(&self) -> &'static str {
+        self.compiled.launch.target().name()
+    }
+
+    /// The number of physical cores of the launch (2 for LNC=2).
+    #[getter]
+    fn cores(&self) -> usize {
+        self.compiled.launch.cores.len()
+    }
+
+    /// `(rendered text, [json record, ...])` of the compile's warnings.
+    #[getter]
+    fn warnings(&self) -> (String, Vec<String>) {
+        self.warnings.clone()
+    }
+
+    /// The files the kernel was compiled from: its own and every module
+    /// it imported (the cache checks them before reusing the program).
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        match self.sources.lock() {
+            Ok(sources) => sources.files().map(|(_, f)| f.name().to_owned()).collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Compile-time `print` output, one string per call.
+    #[getter]
+    fn prints(&self) -> Vec<String> {
+        self.prints.clone()
+    }
+
+    /// The program argument of each returned tensor, in return order.
+    #[getter]
+    fn returned(&self) -> Vec<String> {
+        self.outputs.returned.clone()
+    }
+
+    /// `(parameter position, program argument)` of each kernel argument
+    /// the kernel writes.
+    #[getter]
+    fn written(&self) -> Vec<(usize, String)> {
+        self.outputs.written.clone()
+    }
+
+    /// `(name, kind, dtype, shape)` of each argument of the program.
+    #[getter]
+    fn arguments(&self) -> Vec<(String, &'static str, &'static str, Vec<u64>)> {
+        self.compiled
+            .launch
+            .main()
+            .args()
+            .map(|(_, t)| {
+                (
+                    t.name.clone(),
+                    t.kind.name(),
+                    t.dtype.name(),
+                    t.shape.clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// Runs the program. `inputs` maps argument names to flat `uint8`
+    /// arrays (the bytes of each input, C order); arguments not given get
+    /// the deterministic random values of `nkic run` from `seed`.
+    #[pyo3(signature = (inputs, *, seed = 0, poison = "error", step_order = "round-robin", trace = false, max_sim_ms = 100, title = "kernel"))]
+    #[allow(clippy::too_many_arguments)]
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        inputs: &Bound<'py, PyDict>,
+        seed: u64,
+        poison: &str,
+        step_order: &str,
+        trace: bool,
+        max_sim_ms: u64,
+        title: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let launch = &self.compiled.launch;
+        let program = launch.main();
+        let mut given = Inputs::new();
+        let mut random = None;
+        for (_, tensor) in program.args() {
+            if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
+                continue;
+            }
+            let expected = tensor.numel() * u64::from(tensor.dtype.size());
+            match inputs.get_item(&tensor.name)? {
+                Some(array) => {
+                    let array: PyReadonlyArray1<'py, u8> = array.extract()?;
+                    let bytes = array.as_slice().map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "the bytes of `{}` are not contiguous",
+                            tensor.name
+                        ))
+                    })?;
+                    if bytes.len() as u64 != expected {
+                        return Err(PyValueError::new_err(format!(
+                            "`{}` has {} bytes, the program expects {expected}",
+                            tensor.name,
+                            bytes.len()
+                        )));
+                    }
+                    given.insert(tensor.name.as_str(), bytes.to_vec());
+                }
+                None => {
+                    let all = random.get_or_insert_with(|| random_inputs(program, seed));
+                    if let Some(bytes) = all
+                        .entries
+                        .iter()
+                        .find(|(k, _)| matches!(k, InputKey::Name(n) if *n == tensor.name))
+                        .map(|(_, b)| b.clone())
+                    {
+                        given.insert(tensor.name.as_str(), bytes);
+                    }
+                }
+            }
+        }
+        let config = SimConfig {
+            step_order: parse_step_order(step_order)?,
+            poison: parse_poison(poison)?,
+            trace,
+            max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
+            ..SimConfig::default()
+        };
+        // The sources leave the lock while the GIL is released (a fault
+        // may add the files it points into) and go back after.
+        let mut guard = self
+            .sources
+            .lock()
+            .map_err(|_| PyValueError::new_err("this program is in use by a failed run"))?;
+        let mut sources = std::mem::take(&mut *guard);
+        let base_dir = &self.base_dir;
+        let compiled = &self.compiled;
+        let ran = py.detach(|| {
+            simulate(
+                compiled,
+                &given,
+                &config,
+                &DumpSpec::default(),
+                base_dir,
+                &mut sources,
+                &read_file,
+            )
+        });
+        *guard = sources;
+        let sources = &*guard;
+        let result = match ran {
+            Ok((result, _)) => result,
+            Err(diag) => {
+                let class = match diag.code {
+                    "E2001" => "OutOfBoundsError",
+                    _ => "SimulationError",
+                };
+                return Err(error(py, class, &[diag], sources));
+            }
+        };
+        let out = PyDict::new(py);
+        let outputs = PyDict::new(py);
+        for name in self
+            .outputs
+            .returned
+            .iter()
+            .chain(self.outputs.written.iter().map(|(_, n)| n))
+        {
+            if let Some(bytes) = result.output(name) {
+                outputs.set_item(name, PyArray1::from_slice(py, bytes))?;
+            }
+        }
+        out.set_item("outputs", outputs)?;
+        let bound = launch_bound(launch, &result);
+        out.set_item("simulated_ns", result.total_ns())?;
+        out.set_item("lower_bound_ns", bound.ns)?;
+        out.set_item(
+            "report",
+            run_report(launch, &result, ReportFormat::Json, Some(bound.ns)),
+        )?;
+        out.set_item(
+            "report_text",
+            run_report(launch, &result, ReportFormat::Human, Some(bound.ns)),
+        )?;
+        if trace {
+            let summary = nkic_driver::profile::summarize(launch, &result, Some(&bound));
+            out.set_item("profile", summary.to_json().to_string())?;
+            out.set_item("profile_text", summary.to_text())?;
+            out.set_item(
+                "trace",
+                nkic_driver::trace::trace_json(launch, &result, title),
+            )?;
+            out.set_item(
+                "timeline",
+                nkic_driver::svg::timeline_svg(launch, &result, title),
+            )?;
+        }
+        Ok(out)
+    }
+}
+
+fn parse_poison(text: &str) -> PyResult<Poison> {
+    match text {
+        "error" => Ok(Poison::Error),
+        "nan" => Ok(Poison::Nan),
+        "zero" => Ok(Poison::Zero),
+        _ => Err(PyValueError::new_err(format!(
+            "poison must be 'error', 'nan' or 'zero', not {text:?}"
+        ))),
+    }
+}
+
+fn parse_step_order(text: &str) -> PyResult<StepOrder> {
+    match text {
+        "round-robin" => Ok(StepOrder::RoundRobin),
+        "reverse" => Ok(StepOrder::Reverse),
+        "earliest" => Ok(StepOrder::Earliest),
+        _ => Err(PyValueError::new_err(format!(
+            "step_order must be 'round-robin', 'reverse' or 'earliest', not {text:?}"
+        ))),
+    }
+}
+
+fn parse_target(text: &str) -> PyResult<Target> {
+    match text {
+        "trn3" | "gen4" => Ok(Target::Trn3),
+        "trn2" | "gen3" => Ok(Target::Trn2),
+        _ => Err(PyValueError::new_err(format!(
+            "nkic simulates the targets 'trn3' and 'trn2', not {text:?}"
+        ))),
+    }
+}
+
+/// Specializes and compiles the kernel `kernel` of the file `path` (see
+/// the module doc).
+#[pyfunction]
+#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized"))]
+#[allow(clippy::too_many_arguments)]
+fn compile(
+    py: Python<'_>,
+    path: String,
+    kernel: String,
+    args: Vec<(String, String, Vec<u64>)>,
+    consts: Vec<(String, String)>,
+    grid: Vec<u32>,
+    target: Option<&str>,
+    lnc: Option<u32>,
+    search_paths: Vec<String>,
+    schedule: &str,
+) -> PyResult<Program> {
+    let text = std::fs::read_to_string(&path)
+        .map_err(|err| PyOSError::new_err(format!("cannot read `{path}`: {err}")))?;
+    let mut config = SpecializeConfig {
+        kernel: Some(kernel),
+        grid,
+        lnc,
+        search_paths,
+        use_directives: false,
+        ..SpecializeConfig::default()
+    };
+    if let Some(target) = target {
+        config.target = parse_target(target)?;
+    }
+    for (name, dtype, shape) in args {
+        let dtype = DType::from_str(&dtype).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        config.args.push(ArgSpec { name, dtype, shape });
+    }
+    for (name, expr) in consts {
+        let value = ConstValue::from_str(&expr).map_err(|e| {
+            PyValueError::new_err(format!("cannot pass `{name}` to the kernel: {e}"))
+        })?;
+        config.consts.push((name, value));
+    }
+    let backend = BackendConfig {
+        schedule: match schedule {
+            "optimized" => Schedule::Optimized,
+            "sequential" => Schedule::Sequential,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "schedule must be 'optimized' or 'sequential', not {schedule:?}"
+                )));
+            }
+        },
+    };
+    let base_dir = Path::new(&path)
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    let built = py.detach(move || {
+        let mut sources = SourceMap::new();
+        let file = sources.add(path, text);
+        let front = nkic_driver::front_half(&mut sources, file, &config, &read_file);
+        let failed = front.has_errors();
+        let Some(result) = front.result.filter(|_| !failed) else {
+            return Err((front.diagnostics, sources));
+        };
+        let ir: String = result
+            .kernels
+            .iter()
+            .enumerate()
+            .map(|(i, kernel)| {
+                let options = nkic_ir::PrintOptions {
+                    sources: Some(&sources),
+                };
+                let head = if result.kernels.len() > 1 {
+                    format!("# program instance {i}\n")
+                } else {
+                    String::new()
+                };
+                head + &nkic_ir::print_with(kernel, options)
+            })
+            .collect();
+        let prints = result.prints.iter().map(|p| p.text.clone()).collect();
+        let mut warnings = front.diagnostics;
+        match compile_kernels(result.kernels, &result.config.grid, lnc, &sources, &backend) {
+            Ok(compiled) => {
+                warnings.extend(compiled.warnings.iter().cloned());
+                Ok((compiled, sources, warnings, prints, ir))
+            }
+            Err(mut diags) => {
+                warnings.append(&mut diags);
+                Err((warnings, sources))
+            }
+        }
+    });
+    let (compiled, sources, warnings, prints, ir) = match built {
+        Ok(built) => built,
+        Err((diags, sources)) => return Err(error(py, "CompileError", &diags, &sources)),
+    };
+    let outputs = match compiled.kernels.first() {
+        Some(kernel) => kernel_outputs(kernel, compiled.launch.main()),
+        None => KernelOutputs::default(),
+    };
+    let warnings = rendered(&warnings, &sources);
+    Ok(Program {
+        compiled,
+        sources: Mutex::new(sources),
+        base_dir,
+        outputs,
+        warnings,
+        prints,
+        ir,
+    })
+}
+
+/// The dtype names nkic knows, as `DType::name` spells them.
+#[pyfunction]
+fn dtype_names() -> Vec<&'static str> {
+    DType::ALL.iter().map(|d| d.name()).collect()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(compile, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype_names, m)?)?;
+    m.add_class::<Program>()?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
