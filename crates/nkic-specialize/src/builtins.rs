@@ -97,6 +97,9 @@ pub enum Builtin {
     /// `functools.lru_cache`).
     NoOpDecorator,
     OsGetenv,
+    /// The `NotImplemented` singleton a rich comparison method returns to
+    /// let the other operand's reflected method answer (not callable).
+    NotImplemented,
 }
 
 /// The exception type names `raise` accepts.
@@ -193,6 +196,7 @@ impl Builtin {
             B::Chain => "itertools.chain",
             B::NoOpDecorator => "decorator",
             B::OsGetenv => "os.getenv",
+            B::NotImplemented => "NotImplemented",
         }
     }
 
@@ -218,6 +222,7 @@ impl Builtin {
         use Builtin as B;
         Some(match name {
             "len" => B::Len,
+            "NotImplemented" => B::NotImplemented,
             "min" => B::Min,
             "max" => B::Max,
             "abs" => B::Abs,
@@ -1119,6 +1124,14 @@ impl Ctx<'_> {
                 }
                 Ok(Value::Int(r))
             }
+            B::NotImplemented => Err(self
+                .error(
+                    codes::NOT_CALLABLE,
+                    "`NotImplemented` is not callable",
+                    span,
+                    "called here",
+                )
+                .with_help("`raise NotImplementedError(...)` is the exception")),
             B::OsGetenv => {
                 // `os.getenv(name, default=None)` in the empty compile-time
                 // environment: the default.
@@ -1514,8 +1527,14 @@ impl Ctx<'_> {
                         )),
                     };
                 }
-                let items = self.iterate(&recv, span)?;
-                match items.iter().position(|x| x.py_eq(&a.value) == Some(true)) {
+                let mut found = None;
+                for (i, x) in self.iterate(&recv, span)?.iter().enumerate() {
+                    if self.eq_values(x, &a.value, span)? {
+                        found = Some(i);
+                        break;
+                    }
+                }
+                match found {
                     Some(i) => Ok(Value::Int(i as i64)),
                     None => Err(self.error(
                         codes::VALUE_ERROR,
@@ -1530,13 +1549,13 @@ impl Ctx<'_> {
                 if let (Value::Str(s), Value::Str(sub)) = (&recv, &a.value) {
                     return Ok(Value::Int(s.matches(&**sub).count() as i64));
                 }
-                let items = self.iterate(&recv, span)?;
-                Ok(Value::Int(
-                    items
-                        .iter()
-                        .filter(|x| x.py_eq(&a.value) == Some(true))
-                        .count() as i64,
-                ))
+                let mut n = 0;
+                for x in self.iterate(&recv, span)? {
+                    if self.eq_values(&x, &a.value, span)? {
+                        n += 1;
+                    }
+                }
+                Ok(Value::Int(n))
             }
             (Value::Dict(d), "keys") => Ok(Value::list(
                 d.borrow().entries.iter().map(|(k, _)| k.clone()).collect(),

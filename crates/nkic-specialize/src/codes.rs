@@ -72,3 +72,6 @@ pub const DISCARDED: &str = "E0231";
 /// A warning: a name read in a dynamic loop body is rebound there, which
 /// does not carry to the next iteration.
 pub const CARRIED_REBIND: &str = "E0232";
+/// A compile-time argument (`--const`, `nkic.toml`, a directive, the
+/// Python API) whose expression does not parse, or that creates tensors.
+pub const CONST_ARG: &str = "E0233";

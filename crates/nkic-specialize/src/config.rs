@@ -2,11 +2,17 @@
 //! shapes and dtypes, compile-time constants, the launch grid, the target
 //! and limits; and how modules are read ([`ModuleLoader`]).
 //!
-//! Argument specs and constants have a text form shared by the command line
-//! and the `# nkic:` directive comments ([`crate::directives`]):
-//! `a=float32[256,1024]` and `N=4`, `eps=1e-6`, `flag=True`, `mode='fast'`,
-//! `dims=(1,2)`, `dt=bfloat16`, and dotted names resolved in the kernel's
-//! module, `op=nl.add` or `cmd=nisa.reduce_cmd.load_reduce`.
+//! Argument specs and constants have a text form shared by the command line,
+//! `nkic.toml` and the `# nkic:` directive comments ([`crate::directives`]):
+//! `a=float32[256,1024]`, and a constant is `NAME=` any Python expression.
+//! Literals (`N=4`, `eps=1e-6`, `flag=True`, `mode='fast'`, `dims=(1,2)`,
+//! `dt=bfloat16`) and dotted names (`op=nl.add`,
+//! `cmd=nisa.reduce_cmd.load_reduce`, `act=ActFnType.SiLU`) have their own
+//! variants; any other expression (`[nl.add, np.multiply]`,
+//! `{"a": (2, 3)}`, `Cfg(eps=1e-6, n=4)`) is kept as text
+//! ([`ConstValue::Expr`]). Names and dotted names are evaluated when the
+//! kernel is bound, in the kernel module's scope (docs/cli.md,
+//! "Compile-time arguments").
 //! Dimension sizes are positive and fit 32 bits; an int constant must fit
 //! the meta-language's 32-bit ints (−2³¹ ..= 2³² − 1, language.md §4.1),
 //! as a kernel could not compute a larger one either.
@@ -97,6 +103,12 @@ pub enum ConstValue {
     /// A dotted name resolved in the kernel's module when the kernel is
     /// bound: `nl.add`, `nisa.reduce_cmd.load_reduce`, `MyEnum.A`.
     Name(Vec<String>),
+    /// Any other Python expression, as source text (trimmed): a list, a
+    /// dict, a constructor call (`pkg.mod.Cfg(eps=1e-6)`), ... Parsed with
+    /// `nkic_syntax::parse_expression` and evaluated by the specializer in
+    /// the kernel module's scope when the kernel is bound; its errors
+    /// point into the text (a source file named `<const NAME>`).
+    Expr(String),
 }
 
 /// Reads the text of modules a kernel imports. The core does no IO: the
@@ -232,7 +244,9 @@ impl FromStr for ConstValue {
     type Err = SpecError;
 
     /// Parses a Python literal (int, float, bool, None, string, tuple of
-    /// those), a dtype name, or a dotted name (`nl.add`).
+    /// those), a dtype name, a dotted name (`nl.add`), or else any Python
+    /// expression, kept as text ([`ConstValue::Expr`]). Only text that is
+    /// not a Python expression is an error.
     fn from_str(s: &str) -> Result<ConstValue, SpecError> {
         if let Ok(dt) = s.trim().parse::<DType>() {
             return Ok(ConstValue::DType(dt));
@@ -250,14 +264,16 @@ impl FromStr for ConstValue {
             _ => {}
         }
         let (expr, diags) = nkic_syntax::parse_expression(s);
-        if !diags.is_empty() {
-            return Err(SpecError(format!("`{s}` is not a Python literal")));
+        if let Some(d) = diags.first() {
+            return Err(SpecError(format!(
+                "`{}` is not a Python expression: {}",
+                s.trim(),
+                d.message
+            )));
         }
-        let c = from_expr(&expr).ok_or_else(|| {
-            SpecError(format!(
-                "`{s}` is not a constant (use an int, float, bool, None, string, dtype, dotted name or tuple)"
-            ))
-        })?;
+        let Some(c) = from_expr(&expr) else {
+            return Ok(ConstValue::Expr(s.trim().to_owned()));
+        };
         if let Some(i) = out_of_range_int(&c) {
             return Err(SpecError(format!(
                 "the int {i} in `{}` does not fit the specializer's 32-bit ints ({} ..= {})",
@@ -287,7 +303,7 @@ fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
         ExprKind::Bool(b) => ConstValue::Bool(*b),
         ExprKind::None => ConstValue::None,
         ExprKind::Str(s) => ConstValue::Str(s.clone()),
-        ExprKind::Tuple(items) | ExprKind::List(items) => {
+        ExprKind::Tuple(items) => {
             ConstValue::Tuple(items.iter().map(from_expr).collect::<Option<_>>()?)
         }
         ExprKind::UnaryOp {
@@ -311,7 +327,7 @@ fn from_expr(e: &nkic_syntax::ast::Expr) -> Option<ConstValue> {
 }
 
 /// The parts of a dotted name `a.b.c`, or `None` for any other expression.
-fn dotted(e: &nkic_syntax::ast::Expr) -> Option<Vec<String>> {
+pub(crate) fn dotted(e: &nkic_syntax::ast::Expr) -> Option<Vec<String>> {
     match &e.kind {
         ExprKind::Name(n) => Some(vec![n.to_string()]),
         ExprKind::Attribute { value, attr } => {
@@ -333,6 +349,7 @@ impl fmt::Display for ConstValue {
             ConstValue::Str(s) => write!(f, "{s:?}"),
             ConstValue::DType(d) => write!(f, "{d}"),
             ConstValue::Name(parts) => f.write_str(&parts.join(".")),
+            ConstValue::Expr(text) => f.write_str(text),
             ConstValue::Tuple(items) => {
                 f.write_str("(")?;
                 for (i, it) in items.iter().enumerate() {
@@ -441,7 +458,29 @@ mod tests {
             "nl.bfloat16".parse::<ConstValue>(),
             Ok(ConstValue::DType(DType::BF16))
         );
-        assert!("f(x)".parse::<ConstValue>().is_err());
+        assert_eq!(
+            "f(x) ".parse::<ConstValue>(),
+            Ok(ConstValue::Expr("f(x)".into()))
+        );
+        assert_eq!(
+            "[1, 2]".parse::<ConstValue>(),
+            Ok(ConstValue::Expr("[1, 2]".into()))
+        );
+        assert_eq!(
+            "(1, [2])".parse::<ConstValue>(),
+            Ok(ConstValue::Expr("(1, [2])".into()))
+        );
+        assert_eq!(
+            "1 +".parse::<ConstValue>().unwrap_err().0,
+            "`1 +` is not a Python expression: expected an expression after `+`"
+        );
+        assert_eq!(
+            ConstValue::parse_binding("cfg=pkg.m.Cfg(eps=1e-6, n=(1, 2))").unwrap(),
+            (
+                "cfg".into(),
+                ConstValue::Expr("pkg.m.Cfg(eps=1e-6, n=(1, 2))".into())
+            )
+        );
         assert_eq!(
             "-inf".parse::<ConstValue>(),
             Ok(ConstValue::Float(f64::NEG_INFINITY))

@@ -447,6 +447,7 @@ impl Bases {
                 fields: Default::default(),
                 members: Default::default(),
                 builtin: true,
+                dataclass: false,
             })
         };
         let object = class("object", ClassKind::Plain, Vec::new());

@@ -123,7 +123,7 @@ pub fn parse_grid(text: &str) -> Result<Vec<u32>, String> {
     Ok(dims)
 }
 
-/// Splits on whitespace outside `[]`, `()` and quotes.
+/// Splits on whitespace outside `[]`, `()`, `{}` and quotes.
 fn split_items(text: &str) -> Vec<String> {
     let mut items = Vec::new();
     let mut cur = String::new();
@@ -140,11 +140,11 @@ fn split_items(text: &str) -> Vec<String> {
                 quote = Some(c);
                 cur.push(c);
             }
-            (None, '[' | '(') => {
+            (None, '[' | '(' | '{') => {
                 depth += 1;
                 cur.push(c);
             }
-            (None, ']' | ')') => {
+            (None, ']' | ')' | '}') => {
                 depth -= 1;
                 cur.push(c);
             }

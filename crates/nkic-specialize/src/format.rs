@@ -118,6 +118,7 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) {
                 m.receiver.type_name()
             ));
         }
+        Value::Builtin(crate::Builtin::NotImplemented) => out.push_str("NotImplemented"),
         Value::Builtin(b) => {
             if b.is_type() {
                 out.push_str(&format!("<class '{}'>", b.name()));

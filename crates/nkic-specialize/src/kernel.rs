@@ -515,7 +515,7 @@ fn run_instance(
                 buffer: Buffer::SharedHbm,
             }))
         } else if let Some((_, c)) = config.consts.iter().find(|c| c.0 == pname) {
-            Some(const_value(ctx, c, p.span)?)
+            Some(const_value(ctx, pname, c)?)
         } else {
             let has_default = if i < params.posonly.len() + params.args.len() {
                 kernel.defaults.get(i).is_some_and(Option::is_some)
@@ -680,12 +680,12 @@ fn unknown_param(ctx: &Ctx<'_>, name: &str, known: &[&str], span: Span) -> Diagn
     d
 }
 
-/// A constant argument as a value; dotted names are looked up in the
-/// kernel's module (errors point at the parameter, `span`).
+/// A constant argument as a value; dotted names and other expressions
+/// are evaluated in the kernel's module ([`const_expr`]).
 pub(crate) fn const_value(
     ctx: &mut Ctx<'_>,
+    pname: &str,
     c: &ConstValue,
-    span: Span,
 ) -> Result<Value, Diagnostic> {
     Ok(match c {
         ConstValue::None => Value::None,
@@ -694,23 +694,163 @@ pub(crate) fn const_value(
         ConstValue::Float(f) => Value::Float(*f),
         ConstValue::Str(s) => Value::str(s),
         ConstValue::DType(d) => Value::DType(*d),
-        ConstValue::Name(parts) => {
-            let Some((first, rest)) = parts.split_first() else {
-                return Ok(Value::None);
-            };
-            let mut v = ctx.lookup_name(first, span)?;
-            for p in rest {
-                v = ctx.get_attr(&v, p, span)?;
-            }
-            v
-        }
+        ConstValue::Name(_) | ConstValue::Expr(_) => const_expr(ctx, pname, &c.to_string())?,
         ConstValue::Tuple(items) => Value::tuple(
             items
                 .iter()
-                .map(|i| const_value(ctx, i, span))
+                .map(|i| const_value(ctx, pname, i))
                 .collect::<Result<_, _>>()?,
         ),
     })
+}
+
+/// The names a compile-time argument's expression may use without the
+/// kernel's module defining them, as if it had imported them.
+const CONST_IMPORTS: [(&str, &str); 6] = [
+    ("nki", "nki"),
+    ("nl", "nki.language"),
+    ("nisa", "nki.isa"),
+    ("np", "numpy"),
+    ("numpy", "numpy"),
+    ("math", "math"),
+];
+
+/// Evaluates the text of a compile-time argument (a dotted name or any
+/// other expression) in the kernel module's scope. The text becomes a
+/// source file `<const NAME>`, so errors point into it. Names the module
+/// does not define fall back to `nki`, `nl`, `nisa`, `np` as if imported
+/// ([`CONST_IMPORTS`]); a dotted name whose first part is still unknown is
+/// imported as an absolute module path (`pkg.mod.Cls.A` imports the
+/// longest prefix that is a module, `pkg.mod`), from the kernel's
+/// directory and the search paths. The fallbacks are bound in a scope of
+/// their own: the kernel's module does not see them.
+fn const_expr(ctx: &mut Ctx<'_>, pname: &str, text: &str) -> Result<Value, Diagnostic> {
+    let fname = format!("<const {pname}>");
+    let file = match ctx.sources.find(&fname) {
+        Some(f) if ctx.sources.file(f).text() == text => f,
+        _ => ctx.sources.add(fname, text),
+    };
+    let (expr, diags) = nkic_syntax::parse_expression(text);
+    if let Some(d) = diags.into_iter().find(Diagnostic::is_error) {
+        let span = d.primary.as_ref().map_or(Span::empty(0), |l| l.span);
+        return Err(Diagnostic::error(
+            codes::CONST_ARG,
+            format!(
+                "the compile-time argument `{pname}` is not a Python expression: {}",
+                d.message
+            ),
+        )
+        .with_primary(file, span, "here"));
+    }
+    // The expression runs as a small module of its own whose globals see
+    // the kernel module's (its lambdas are looked up by offset in it).
+    let main = &ctx.modules[0];
+    let globals = crate::value::Scope::new(Some(main.globals.clone()));
+    let mut lambdas = std::collections::HashMap::new();
+    crate::modules::collect_expr(&expr, &mut lambdas);
+    let id = crate::value::ModuleId(ctx.modules.len() as u32);
+    let state = crate::modules::ModuleState {
+        name: Rc::from(pname),
+        file,
+        ast: Rc::new(ast::Module {
+            body: Vec::new(),
+            span: Span::default(),
+            host_code: Vec::new(),
+        }),
+        globals: globals.clone(),
+        defs: Default::default(),
+        lambdas,
+        poisoned: main.poisoned.clone(),
+    };
+    ctx.modules.push(state);
+    let saved_scope = std::mem::replace(&mut ctx.scope, globals);
+    let saved_file = std::mem::replace(&mut ctx.file, file);
+    let saved_module = std::mem::replace(&mut ctx.module, id);
+    let before = ctx.builder.kernel().ops.len() + ctx.builder.kernel().storages.len();
+    let res = import_const_names(ctx, &expr).and_then(|()| ctx.eval(&expr));
+    let after = ctx.builder.kernel().ops.len() + ctx.builder.kernel().storages.len();
+    let res = match res {
+        Ok(_) if after != before => Err(ctx
+            .error(
+                codes::CONST_ARG,
+                format!(
+                    "the compile-time argument `{pname}` creates tensors or run-time operations"
+                ),
+                expr.span,
+                "here",
+            )
+            .with_help("pass tensors with --arg; a compile-time argument is a plain value")),
+        r => r,
+    };
+    ctx.scope = saved_scope;
+    ctx.file = saved_file;
+    ctx.module = saved_module;
+    res.map_err(|e| {
+        e.with_note(format!(
+            "while evaluating the compile-time argument `{pname}={text}` in the kernel's module"
+        ))
+    })
+}
+
+/// Binds the names `e` uses that the kernel's module does not define:
+/// the [`CONST_IMPORTS`], and the first part of a dotted name that names
+/// a module path (see [`const_expr`]).
+fn import_const_names(ctx: &mut Ctx<'_>, e: &ast::Expr) -> Result<(), Diagnostic> {
+    for (parts, span) in dotted_chains(e) {
+        let root = parts[0].as_str();
+        if ctx.lookup_name(root, span).is_ok() {
+            continue;
+        }
+        if let Some((_, path)) = CONST_IMPORTS.iter().find(|(n, _)| *n == root) {
+            if let Some(v) = ctx.resolve_module(path, 0, span)? {
+                ctx.scope.set(root, v);
+            }
+            continue;
+        }
+        let mut found = false;
+        for k in (1..parts.len()).rev() {
+            let path = parts[..k].join(".");
+            if ctx.resolve_module(&path, 0, span)?.is_some() {
+                found = true;
+                let alias = ast::Alias {
+                    name: ast::Ident {
+                        name: ast::Name::new(&path),
+                        span,
+                    },
+                    asname: None,
+                    span,
+                };
+                ctx.exec_import(&[alias])?;
+                break;
+            }
+        }
+        if !found && parts.len() > 1 {
+            return Err(ctx
+                .error(
+                    codes::IMPORT_ERROR,
+                    format!(
+                        "`{root}` is not defined in the kernel's module, and there is no module `{root}` to import"
+                    ),
+                    span,
+                    "not found",
+                )
+                .with_help("a dotted name is looked up in the kernel's module, else imported as an absolute module path from the kernel's directory and the --path directories"));
+        }
+    }
+    Ok(())
+}
+
+/// Every name and maximal dotted name (`a.b.c`) `e` reads, with its span.
+fn dotted_chains(e: &ast::Expr) -> Vec<(Vec<String>, Span)> {
+    let mut out = Vec::new();
+    crate::modules::walk_expr(e, &mut |x| match crate::config::dotted(x) {
+        Some(parts) => {
+            out.push((parts, x.span));
+            false
+        }
+        None => true,
+    });
+    out
 }
 
 /// Finishes the kernel: marks written arguments `inout`.

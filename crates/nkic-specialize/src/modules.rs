@@ -160,8 +160,31 @@ fn collect(
     }
 }
 
-fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
-    let mut go = |x: &Expr| collect_expr(x, lambdas);
+/// Collects every `lambda` in `e`, keyed by start offset.
+pub(crate) fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
+    walk_expr(e, &mut |x| {
+        if let ExprKind::Lambda { params, body } = &x.kind {
+            lambdas.insert(
+                x.span.start,
+                Rc::new(LambdaDef {
+                    params: (**params).clone(),
+                    body: (**body).clone(),
+                    span: x.span,
+                }),
+            );
+        }
+        true
+    });
+}
+
+/// Calls `f` on `e`, then, when `f` returns true, walks `e`'s
+/// subexpressions (lambda defaults and bodies, f-string fields and specs
+/// included) the same way.
+pub(crate) fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
+    if !f(e) {
+        return;
+    }
+    let mut go = |x: &Expr| walk_expr(x, f);
     match &e.kind {
         ExprKind::Lambda { params, body } => {
             for p in params
@@ -171,18 +194,10 @@ fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
                 .chain(&params.kwonly)
             {
                 if let Some(d) = &p.default {
-                    collect_expr(d, lambdas);
+                    go(d);
                 }
             }
-            collect_expr(body, lambdas);
-            lambdas.insert(
-                e.span.start,
-                Rc::new(LambdaDef {
-                    params: (**params).clone(),
-                    body: (**body).clone(),
-                    span: e.span,
-                }),
-            );
+            go(body);
         }
         ExprKind::BoolOp { values, .. } => values.iter().for_each(go),
         ExprKind::NamedExpr { target, value } => {
@@ -253,7 +268,7 @@ fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
                 }
             }
         }
-        ExprKind::FString(parts) => collect_fstring(parts, lambdas),
+        ExprKind::FString(parts) => walk_fstring(parts, f),
         ExprKind::Attribute { value, .. } => go(value),
         ExprKind::Subscript { value, index } => {
             go(value);
@@ -268,12 +283,12 @@ fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
     }
 }
 
-fn collect_fstring(parts: &[ast::FStringPart], lambdas: &mut HashMap<u32, Rc<LambdaDef>>) {
+fn walk_fstring(parts: &[ast::FStringPart], f: &mut dyn FnMut(&Expr) -> bool) {
     for p in parts {
-        if let ast::FStringPart::Field(f) = p {
-            collect_expr(&f.value, lambdas);
-            if let Some(spec) = &f.format_spec {
-                collect_fstring(spec, lambdas);
+        if let ast::FStringPart::Field(field) = p {
+            walk_expr(&field.value, f);
+            if let Some(spec) = &field.format_spec {
+                walk_fstring(spec, f);
             }
         }
     }

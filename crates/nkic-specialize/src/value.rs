@@ -342,6 +342,9 @@ pub struct Class {
     pub members: RefCell<Vec<Rc<Object>>>,
     /// True for the compiler-provided bases (`NKIObject`, `object`, `Enum`).
     pub builtin: bool,
+    /// True for a `@dataclass` class: its instances compare equal field
+    /// by field; other classes' instances by identity (unless `__eq__`).
+    pub dataclass: bool,
 }
 
 impl Class {
@@ -834,7 +837,12 @@ impl Value {
                 && self.py_eq(other) == Some(true);
         }
         match (self, other) {
-            (Value::Tuple(a), Value::Tuple(b)) => Rc::ptr_eq(a, b),
+            // Equal constant tuples are one object in CPython (a code
+            // object's constants are merged), so `(1, 2) is (1, 2)`.
+            (Value::Tuple(a), Value::Tuple(b)) => {
+                Rc::ptr_eq(a, b)
+                    || (is_constant(self) && is_constant(other) && self.py_eq(other) == Some(true))
+            }
             (Value::List(a), Value::List(b)) => Rc::ptr_eq(a, b),
             (Value::Dict(a), Value::Dict(b)) => Rc::ptr_eq(a, b),
             (Value::Function(a), Value::Function(b)) => Rc::ptr_eq(a, b),
@@ -966,11 +974,21 @@ fn seq_eq(a: &[Value], b: &[Value], depth: u32) -> Option<bool> {
 
 /// Structural equality of objects (language.md §4.1): same class and equal
 /// fields. Enum members are equal only to themselves.
+/// True for values a Python code object can hold as one constant:
+/// `None`, bools, numbers, strings and tuples of those.
+fn is_constant(v: &Value) -> bool {
+    match v {
+        Value::None | Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Str(_) => true,
+        Value::Tuple(items) => items.iter().all(is_constant),
+        _ => false,
+    }
+}
+
 fn object_eq(a: &Rc<Object>, b: &Rc<Object>, depth: u32) -> Option<bool> {
     if Rc::ptr_eq(a, b) {
         return Some(true);
     }
-    if !Rc::ptr_eq(&a.class, &b.class) || a.class.kind != ClassKind::Plain {
+    if !Rc::ptr_eq(&a.class, &b.class) || a.class.kind != ClassKind::Plain || !a.class.dataclass {
         return Some(false);
     }
     let (fa, fb) = (a.fields.borrow(), b.fields.borrow());

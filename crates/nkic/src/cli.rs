@@ -165,7 +165,9 @@ pub(crate) struct KernelArgs {
     /// A tensor argument: `NAME=DTYPE[D0,D1,...]`, e.g. `a=float32[256,1024]`.
     #[arg(long = "arg", value_name = "NAME=DTYPE[SHAPE]")]
     args: Vec<ArgSpec>,
-    /// A compile-time argument: `NAME=VALUE` (int, float, bool, None, string, tuple or dtype).
+    /// A compile-time argument: `NAME=EXPR`, any Python expression evaluated in the kernel's
+    /// module: a literal, a dtype, a dotted name (`op=nl.add`, `act=ActFnType.SiLU`,
+    /// `pkg.mod.Enum.A`), a list, dict or constructor call (`cfg=Cfg(eps=1e-6)`); see docs/cli.md.
     #[arg(long = "const", value_name = "NAME=VALUE", value_parser = parse_const)]
     consts: Vec<(String, ConstValue)>,
     /// The SPMD launch grid, e.g. `2` or `2,2`.

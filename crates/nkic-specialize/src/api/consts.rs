@@ -127,6 +127,15 @@ pub fn enum_member_by_value(enum_name: &str, value: i64) -> Option<&'static str>
     members.iter().find(|(_, v)| *v == value).map(|(m, _)| *m)
 }
 
+/// The NeuronCore generation of `v` when it is a member of
+/// `nisa.nc_version`, the one ordered `nisa` enum (`gen2 < gen3 < gen4`;
+/// kernels test `nisa.get_nc_version() >= nisa.nc_version.gen3`).
+pub fn nc_generation(v: &Value) -> Option<i64> {
+    let Value::Ext(e) = v else { return None };
+    let e = e.as_any().downcast_ref::<EnumValue>()?;
+    (e.enum_name == "nc_version").then_some(e.value)
+}
+
 /// The value `nisa.<enum_name>.<member>`.
 pub fn enum_value(enum_name: &str, member: &str) -> Option<Value> {
     let (name, members) = ENUMS.iter().find(|(n, _)| *n == enum_name)?;

@@ -142,9 +142,12 @@ impl Ctx<'_> {
             }
         }
         let mut others = Vec::new();
+        let mut dataclass = bases.iter().any(|b| b.dataclass);
         for d in &def.decorators {
             let v = self.eval(d)?;
-            if !matches!(v, Value::Builtin(Builtin::Dataclass)) {
+            if matches!(v, Value::Builtin(Builtin::Dataclass)) {
+                dataclass = true;
+            } else {
                 others.push((v, d.span));
             }
         }
@@ -213,6 +216,7 @@ impl Ctx<'_> {
             fields: RefCell::new(Vec::new()),
             members: RefCell::new(Vec::new()),
             builtin: false,
+            dataclass,
         });
         let mut next_auto: i64 = 1;
         for (name, annotated) in &order {

@@ -31,6 +31,7 @@
 mod call;
 mod carried;
 mod class;
+mod compare;
 mod expr;
 mod ops;
 mod stmt;

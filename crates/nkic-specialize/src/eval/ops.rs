@@ -546,6 +546,24 @@ impl Ctx<'_> {
             CmpOp::NotIn => return Ok(Value::Bool(!self.contains(r, l, span)?)),
             _ => {}
         }
+        if let Some(v) = self.rich_compare(op, l, r, span)? {
+            return Ok(v);
+        }
+        // Tiles, tensors, registers and index grids are never `None`: a
+        // comparison with `None` is a plain bool (`if bias != None:`).
+        if matches!(op, CmpOp::Eq | CmpOp::NotEq) && (l.is_none() || r.is_none()) {
+            return Ok(Value::Bool(l.is_same(r) == (op == CmpOp::Eq)));
+        }
+        if let (Some(a), Some(b)) = (api::consts::nc_generation(l), api::consts::nc_generation(r))
+            && !matches!(op, CmpOp::Eq | CmpOp::NotEq)
+        {
+            return Ok(Value::Bool(match op {
+                CmpOp::Lt => a < b,
+                CmpOp::LtE => a <= b,
+                CmpOp::Gt => a > b,
+                _ => a >= b,
+            }));
+        }
         if matches!(l, Value::Tensor(_) | Value::Ext(_))
             || matches!(r, Value::Tensor(_) | Value::Ext(_))
         {
@@ -570,16 +588,14 @@ impl Ctx<'_> {
             return self.index_compare(op, l, r, span);
         }
         if matches!(op, CmpOp::Eq | CmpOp::NotEq) {
-            if let Value::Object(o) = l
-                && let Some(f) = o.class.lookup("__eq__")
-            {
-                let args = CallArgs::positional(vec![
-                    Arg::new(l.clone(), span),
-                    Arg::new(r.clone(), span),
-                ]);
-                let res = self.call(&f, args, span)?;
-                let t = self.truthy(&res, span)?;
-                return Ok(Value::Bool(t == (op == CmpOp::Eq)));
+            if matches!(
+                (l, r),
+                (Value::List(_), Value::List(_))
+                    | (Value::Tuple(_), Value::Tuple(_))
+                    | (Value::Dict(_), Value::Dict(_))
+            ) {
+                let eq = self.eq_values(l, r, span)?;
+                return Ok(Value::Bool(eq == (op == CmpOp::Eq)));
             }
             return match l.py_eq(r) {
                 Some(eq) => Ok(Value::Bool(eq == (op == CmpOp::Eq))),
@@ -611,17 +627,28 @@ impl Ctx<'_> {
         r: &Value,
         span: Span,
     ) -> Result<std::cmp::Ordering, Diagnostic> {
-        // Containers nested this deep are self-referential in practice.
+        self.nested("order", span, |ctx| ctx.order_inner(l, r, span))
+    }
+
+    /// Runs `f` one container level deeper; containers nested more than
+    /// 64 deep (self-referential ones, in practice) cannot be compared
+    /// (`what`: "order" or "compare").
+    pub(crate) fn nested<T>(
+        &mut self,
+        what: &str,
+        span: Span,
+        f: impl FnOnce(&mut Self) -> Result<T, Diagnostic>,
+    ) -> Result<T, Diagnostic> {
         if self.order_depth > 64 {
             return Err(self.error(
                 codes::TYPE_ERROR,
-                "these containers are nested too deeply to order",
+                format!("these containers are nested too deeply to {what}"),
                 span,
                 "compared here",
             ));
         }
         self.order_depth += 1;
-        let res = self.order_inner(l, r, span);
+        let res = f(self);
         self.order_depth -= 1;
         res
     }
@@ -751,8 +778,12 @@ impl Ctx<'_> {
                 None => false,
             }),
             _ => {
-                let items = self.iterate(container, span)?;
-                Ok(items.iter().any(|x| x.py_eq(item) == Some(true)))
+                for x in self.iterate(container, span)? {
+                    if self.eq_values(&x, item, span)? {
+                        return Ok(true);
+                    }
+                }
+                Ok(false)
             }
         }
     }
