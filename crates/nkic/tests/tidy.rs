@@ -67,7 +67,7 @@ fn ci_runs_the_readme_test_command() {
     let root = workspace_root();
     let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md exists");
     let ci = std::fs::read_to_string(root.join(".ci/run")).expect(".ci/run exists");
-    let command = "cargo test --workspace --locked";
+    let command = "tools/test.sh";
     assert!(
         readme.contains(&format!("    {command}\n")),
         "README lacks `{command}`"
@@ -80,6 +80,15 @@ fn ci_runs_the_readme_test_command() {
         })
         .collect();
     assert_eq!(ci_commands, vec![command]);
+    // The command runs the Rust tests and the Python package's tests.
+    let script = std::fs::read_to_string(root.join(command)).expect("tools/test.sh exists");
+    for part in [
+        "cargo test --workspace --locked",
+        "maturin\" develop --locked",
+        "-m pytest crates/nkic-python/tests",
+    ] {
+        assert!(script.contains(part), "tools/test.sh lacks `{part}`");
+    }
 }
 
 /// Every diagnostic code the sources use is indexed in `docs/diagnostics.md`.

@@ -3,7 +3,7 @@
 
 Nothing is shadowed unless asked: ``nkic.install()``, ``pytest -p
 nkic.pytest``, or ``NKI_SIMULATOR=nkic`` in the environment (the package's
-``nkic-simulator.pth`` start-up hook checks that variable and imports
+``nkic_simulator.pth`` start-up hook checks that variable and imports
 nothing otherwise). Once active, an import finder placed first on
 ``sys.meta_path`` maps ``nki.X`` to ``nkic.nki.X`` and ``neuronxcc`` to
 ``nkic._neuronxcc``, so the same module objects serve both names.

@@ -96,6 +96,8 @@ def _host_array(name: str, value: Any) -> Tuple[np.ndarray, bool]:
 def _looks_like_tensor(value: Any) -> bool:
     if isinstance(value, (np.ndarray, TensorSpec)) or _is_torch(value):
         return True
+    if isinstance(value, type):
+        return False  # np.float32 has `shape` and `dtype` descriptors too
     return (
         hasattr(value, "__array__")
         and hasattr(value, "shape")
@@ -167,6 +169,35 @@ def _read(path: str) -> bytes:
 
 def _digest(path: str) -> bytes:
     return hashlib.blake2b(_read(path), digest_size=16).digest()
+
+
+def _search_paths(kernel_dir: str) -> List[str]:
+    """Where the specializer finds the modules a kernel imports: the
+    kernel's directory, then ``sys.path`` without the standard library and
+    installed packages (their modules are host code nkic does not run;
+    a kernel's own packages are found through their source roots, which
+    editable installs and ``PYTHONPATH`` put on ``sys.path``)."""
+    import site
+    import sysconfig
+
+    skip = {
+        os.path.realpath(p)
+        for p in (
+            [sysconfig.get_paths().get(k, "") for k in ("stdlib", "platstdlib", "purelib", "platlib")]
+            + list(getattr(site, "getsitepackages", lambda: [])())
+            + [getattr(site, "getusersitepackages", lambda: "")()]
+        )
+        if p
+    }
+    out = [kernel_dir]
+    for p in sys.path:
+        if not p or not os.path.isdir(p):
+            continue
+        real = os.path.realpath(p)
+        if real in skip or real.endswith((".zip", "lib-dynload")) or p in out:
+            continue
+        out.append(p)
+    return out
 
 
 class _CacheEntry:
@@ -399,7 +430,7 @@ class Kernel:
             return entry.program
         src = self.source
         path, name, _, _, grid, target, lnc, schedule = call.key
-        search = [os.path.dirname(src.path)] + [p for p in sys.path if p and os.path.isdir(p)]
+        search = _search_paths(os.path.dirname(src.path))
         program = _native.compile(
             path,
             kernel=name,

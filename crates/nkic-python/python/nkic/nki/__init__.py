@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 
 from .._kernel import Kernel
-from . import collectives, isa, language, typing
+from . import collectives, compiler, isa, language, typing
 
 __all__ = [
     "jit",

@@ -58,16 +58,27 @@ class tile_size:
 
 
 class nc:
-    """``nl.nc(k)``: a launch dimension spread over ``k`` NeuronCores."""
+    """``nl.nc(k)``: a launch dimension spread over ``k`` NeuronCores;
+    ``nl.nc(k) * n`` is ``nl.spmd_dim(nl.nc(k), n)``."""
 
     def __init__(self, cores: int) -> None:
         self._nkic_nc = int(cores)
 
+    def __mul__(self, size: int) -> "spmd_dim":
+        return spmd_dim(self, size)
+
+    __rmul__ = __mul__
+
 
 class spmd_dim:
-    """``nl.spmd_dim(n, nl.nc(k))``: ``n`` instances on each of ``k`` cores."""
+    """``nl.spmd_dim(n, nl.nc(k))`` or ``nl.spmd_dim(nl.nc(k), n)``: ``n``
+    instances on each of ``k`` cores (the order decides which instances
+    share a core; the results do not depend on it)."""
 
-    def __init__(self, size: int, cores: "nc") -> None:
+    def __init__(self, first: Any, second: Any) -> None:
+        cores, size = (first, second) if isinstance(first, nc) else (second, first)
+        if not isinstance(cores, nc):
+            raise TypeError("nl.spmd_dim takes a size and an nl.nc(k)")
         self.size = int(size)
         self._nkic_cores = cores._nkic_nc
 

@@ -4,7 +4,7 @@ token (``nisa.activation``)."""
 
 from __future__ import annotations
 
-from .._tokens import Token, enum_tokens, spelled
+from ..._tokens import Token, enum_tokens, spelled
 
 engine = enum_tokens(
     "nisa", "engine", {"unknown": 0, "tensor": 1, "scalar": 2, "gpsimd": 3, "dma": 4, "vector": 5, "sync": 6}
