@@ -344,7 +344,7 @@ fn parse_target(text: &str) -> PyResult<Target> {
 /// Specializes and compiles the kernel `kernel` of the file `path` (see
 /// the module doc).
 #[pyfunction]
-#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized"))]
+#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized", precise_fp = true))]
 #[allow(clippy::too_many_arguments)]
 fn compile(
     py: Python<'_>,
@@ -357,6 +357,7 @@ fn compile(
     lnc: Option<u32>,
     search_paths: Vec<String>,
     schedule: &str,
+    precise_fp: bool,
 ) -> PyResult<Program> {
     let text = std::fs::read_to_string(&path)
         .map_err(|err| PyOSError::new_err(format!("cannot read `{path}`: {err}")))?;
@@ -366,6 +367,7 @@ fn compile(
         lnc,
         search_paths,
         use_directives: false,
+        low_precision_as_f32: !precise_fp,
         ..SpecializeConfig::default()
     };
     if let Some(target) = target {

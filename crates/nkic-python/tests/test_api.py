@@ -67,6 +67,11 @@ def test_precise_fp_off_holds_low_precision_as_float32(rng, monkeypatch):
     out = k.add(a, b)
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, a.astype(np.float32) + b.astype(np.float32))
+    # The kernel's own bfloat16 tensors are float32 too: no rounding.
+    x = np.full((128, 32), 1.0 + 2.0**-12, dtype=np.float32)
+    out = k.configured(x, kconfig.Act.COPY, kconfig.Scaling(), nkic.nki.language.bfloat16)
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, x)
 
 
 def test_compile_time_arguments_of_every_kind(rng):

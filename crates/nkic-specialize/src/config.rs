@@ -60,6 +60,26 @@ pub struct SpecializeConfig {
     /// `Some(1)` keeps every instance on one core, where
     /// `nisa.core_barrier` has no partner (E0525).
     pub lnc: Option<u32>,
+    /// Hold the low-precision float dtypes (bfloat16 and the fp8 formats)
+    /// as float32: `nl.bfloat16` and its kin name float32 (the NKI
+    /// simulator's `NKI_PRECISE_FP=0`, set by the Python package).
+    pub low_precision_as_f32: bool,
+}
+
+impl SpecializeConfig {
+    /// The dtype a kernel's `nl.<dtype>` names under this configuration
+    /// (see `low_precision_as_f32`).
+    pub fn held_dtype(&self, dtype: DType) -> DType {
+        let low = matches!(
+            dtype,
+            DType::BF16 | DType::F8E4M3 | DType::F8E4M3FN | DType::F8E5M2
+        );
+        if self.low_precision_as_f32 && low {
+            DType::F32
+        } else {
+            dtype
+        }
+    }
 }
 
 impl Default for SpecializeConfig {
@@ -78,6 +98,7 @@ impl Default for SpecializeConfig {
             record_facts: false,
             use_directives: true,
             lnc: None,
+            low_precision_as_f32: false,
         }
     }
 }
@@ -437,6 +458,19 @@ mod tests {
             "-2147483648".parse::<ConstValue>(),
             Ok(ConstValue::Int(-2147483648))
         );
+    }
+
+    #[test]
+    fn low_precision_is_held_as_f32_only_when_asked() {
+        let mut config = SpecializeConfig::default();
+        assert_eq!(config.held_dtype(DType::BF16), DType::BF16);
+        config.low_precision_as_f32 = true;
+        for d in [DType::BF16, DType::F8E4M3, DType::F8E4M3FN, DType::F8E5M2] {
+            assert_eq!(config.held_dtype(d), DType::F32);
+        }
+        for d in [DType::F16, DType::I8, DType::F8E8M0, DType::F8E4M3FNx4] {
+            assert_eq!(config.held_dtype(d), d);
+        }
     }
 
     #[test]

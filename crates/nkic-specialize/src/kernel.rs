@@ -693,7 +693,7 @@ pub(crate) fn const_value(
         ConstValue::Int(i) => Value::Int(*i),
         ConstValue::Float(f) => Value::Float(*f),
         ConstValue::Str(s) => Value::str(s),
-        ConstValue::DType(d) => Value::DType(*d),
+        ConstValue::DType(d) => Value::DType(ctx.config.held_dtype(*d)),
         ConstValue::Name(_) | ConstValue::Expr(_) => const_expr(ctx, pname, &c.to_string())?,
         ConstValue::Tuple(items) => Value::tuple(
             items

@@ -417,6 +417,7 @@ class Kernel:
             target,
             lnc,
             self.schedule,
+            precise,
         )
         return _Call(tensors, consts, key)
 
@@ -429,7 +430,7 @@ class Kernel:
             _stats["hits"] += 1
             return entry.program
         src = self.source
-        path, name, _, _, grid, target, lnc, schedule = call.key
+        path, name, _, _, grid, target, lnc, schedule, precise = call.key
         search = _search_paths(os.path.dirname(src.path))
         program = _native.compile(
             path,
@@ -441,6 +442,7 @@ class Kernel:
             lnc=lnc,
             search_paths=search,
             schedule=schedule,
+            precise_fp=precise,
         )
         _stats["compiles"] += 1
         for text in program.prints:

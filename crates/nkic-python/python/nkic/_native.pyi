@@ -40,5 +40,6 @@ def compile(
     lnc: Optional[int] = None,
     search_paths: List[str] = ...,
     schedule: str = "optimized",
+    precise_fp: bool = True,
 ) -> Program: ...
 def dtype_names() -> List[str]: ...

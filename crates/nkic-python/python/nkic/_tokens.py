@@ -48,6 +48,22 @@ class Token:
         return hash(getattr(self, EXPR_ATTR))
 
 
+class Directive(Token):
+    """A compiler directive seen from host code (``nki.compiler.*``): used
+    as a decorator, with or without arguments, it leaves the kernel as it
+    is (nkic's specializer reads the directive from the source)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and callable(args[0]):
+            return args[0]
+        return lambda fn: fn
+
+    def __getattr__(self, name: str) -> "Directive":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return Directive(f"{getattr(self, EXPR_ATTR)}.{name}")
+
+
 def spelled(module: str, name: str) -> Token:
     return Token(f"{module}.{name}")
 

@@ -312,13 +312,13 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
     match ns {
         Namespace::Language => {
             if let Some(dt) = DType::ALL.iter().find(|d| d.name() == attr) {
-                return Some(Value::DType(*dt));
+                return Some(Value::DType(ctx.config.held_dtype(*dt)));
             }
             match attr {
                 "hbm" => return Some(Value::Buffer(Buffer::PrivateHbm)),
                 "tile_size" => return sub("nl.tile_size"),
                 "fp32" => return Some(Value::DType(DType::F32)),
-                "bfp16" => return Some(Value::DType(DType::BF16)),
+                "bfp16" => return Some(Value::DType(ctx.config.held_dtype(DType::BF16))),
                 _ => {}
             }
             if let Some(b) = Buffer::from_name(attr) {

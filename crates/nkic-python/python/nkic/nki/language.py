@@ -83,6 +83,12 @@ class spmd_dim:
         self._nkic_cores = cores._nkic_nc
 
 
+def static_cast(x: Any, dtype: Any) -> Any:
+    """Host code's ``nl.static_cast(array, dtype)``: NumPy's ``astype``
+    (inside a kernel nkic's specializer implements it)."""
+    return np.asarray(x).astype(dtype)
+
+
 def __getattr__(name: str) -> Token:
     if name.startswith("__"):
         raise AttributeError(name)
