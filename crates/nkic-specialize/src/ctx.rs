@@ -369,8 +369,13 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn call_note(&self, call: &CallFrame) -> String {
+        let kernel = if call.func.as_ref().is_some_and(|f| f.jit) {
+            " (a kernel called from a kernel: inlined as a function call)"
+        } else {
+            ""
+        };
         format!(
-            "in `{}`, called at {}",
+            "in `{}`{kernel}, called at {}",
             call.name,
             self.describe_loc(call.loc)
         )
