@@ -790,7 +790,10 @@ fn const_expr(ctx: &mut Ctx<'_>, pname: &str, text: &str) -> Result<Value, Diagn
 fn import_const_names(ctx: &mut Ctx<'_>, e: &ast::Expr) -> Result<(), Diagnostic> {
     for (parts, span) in dotted_chains(e) {
         let root = parts[0].as_str();
-        if ctx.lookup_name(root, span).is_ok() {
+        // A root an earlier chain imported (in this expression's own
+        // scope) still imports this chain's module: `a.b.X(a.c.Y)`.
+        let imported_here = ctx.scope.get_local(root).is_some();
+        if !imported_here && ctx.lookup_name(root, span).is_ok() {
             continue;
         }
         if let Some((_, path)) = CONST_IMPORTS.iter().find(|(n, _)| *n == root) {
@@ -816,7 +819,7 @@ fn import_const_names(ctx: &mut Ctx<'_>, e: &ast::Expr) -> Result<(), Diagnostic
                 break;
             }
         }
-        if !found && parts.len() > 1 {
+        if !found && !imported_here && parts.len() > 1 {
             return Err(ctx
                 .error(
                     codes::IMPORT_ERROR,
