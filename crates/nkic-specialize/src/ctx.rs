@@ -136,6 +136,8 @@ pub struct Ctx<'a> {
     /// assigned to (for the discarded-results warning).
     pub(crate) hbm_vars: Vec<(nkic_ir::Handle<nkic_ir::Storage>, Rc<str>)>,
     pub(crate) facts: Option<Facts>,
+    /// The function whose decorators are being evaluated.
+    pub(crate) defining: Option<Rc<str>>,
     next_name: u32,
 }
 
@@ -331,6 +333,7 @@ impl<'a> Ctx<'a> {
             return_span: None,
             hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
+            defining: None,
             next_name: 0,
         }
     }
