@@ -276,6 +276,34 @@ fn barrier_mismatches(parts: &[&[Kernel]], sources: &SourceMap) -> Vec<Diagnosti
     diags
 }
 
+/// The capacity errors of a launch without compiling it: SBUF (E0901) and
+/// PSUM (E0902) overflows and the other errors of collecting and
+/// allocating each core's instances (core `c` gets the instances
+/// [`compile_launch`] gives it), so `nkic check` rejects what `run` would
+/// for lack of on-chip memory. The allocator decides, exactly as in
+/// [`compile_launch`]; lowering, scheduling and the simulator do not run.
+/// Each message is kept once (the cores usually run the same code).
+pub fn check_capacity(kernels: &[Kernel], sources: &SourceMap, cores: usize) -> Vec<Diagnostic> {
+    let n = kernels.len();
+    let cores = if cores <= 1 || n < cores { 1 } else { cores };
+    let mut out: Vec<Diagnostic> = Vec::new();
+    for c in 0..cores {
+        let part = &kernels[c * n / cores..(c + 1) * n / cores];
+        let errors = match crate::collect::collect(part, sources) {
+            Ok(unit) => crate::alloc::allocate(&unit, sources)
+                .err()
+                .unwrap_or_default(),
+            Err(e) => e,
+        };
+        for d in errors {
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -88,7 +88,7 @@ use nkic_ir::Kernel;
 use nkic_isa::Program;
 
 pub use bound::{LowerBound, lower_bound, lower_bound_counted};
-pub use cores::{compile_launch, launch_cores};
+pub use cores::{check_capacity, compile_launch, launch_cores};
 
 /// How the backend orders the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

@@ -136,6 +136,8 @@ pub struct Ctx<'a> {
     /// assigned to (for the discarded-results warning).
     pub(crate) hbm_vars: Vec<(nkic_ir::Handle<nkic_ir::Storage>, Rc<str>)>,
     pub(crate) facts: Option<Facts>,
+    /// The function whose decorators are being evaluated.
+    pub(crate) defining: Option<Rc<str>>,
     next_name: u32,
 }
 
@@ -331,6 +333,7 @@ impl<'a> Ctx<'a> {
             return_span: None,
             hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
+            defining: None,
             next_name: 0,
         }
     }
@@ -369,8 +372,13 @@ impl<'a> Ctx<'a> {
     }
 
     pub(crate) fn call_note(&self, call: &CallFrame) -> String {
+        let kernel = if call.func.as_ref().is_some_and(|f| f.jit) {
+            " (a kernel called from a kernel: inlined as a function call)"
+        } else {
+            ""
+        };
         format!(
-            "in `{}`, called at {}",
+            "in `{}`{kernel}, called at {}",
             call.name,
             self.describe_loc(call.loc)
         )

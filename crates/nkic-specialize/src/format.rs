@@ -11,7 +11,7 @@ use crate::value::{ClassKind, IntOrReg, Value};
 /// The value's type with an article: `an int`, `a tensor`.
 pub fn a_type(v: &Value) -> String {
     let t = v.type_name();
-    let article = if t.starts_with(['a', 'e', 'i', 'o', 'u']) {
+    let article = if t.starts_with(['a', 'e', 'i', 'o', 'u', 'A', 'E', 'I', 'O', 'U']) {
         "an"
     } else {
         "a"

@@ -326,6 +326,15 @@ impl Ctx<'_> {
         };
         match named {
             Ok(t) if t == target => Ok(()),
+            // Another kernel of the file is not compiled by this run.
+            Ok(_)
+                if self
+                    .defining
+                    .as_deref()
+                    .is_some_and(|d| d != self.builder.kernel().name) =>
+            {
+                Ok(())
+            }
             Ok(t) => {
                 let d = Diagnostic::warning(
                     codes::JIT_MISUSE,

@@ -12,6 +12,8 @@
 //! parameter with neither keeps its default. Returned tensors (one, or a
 //! tuple/list of them) are the kernel's outputs and must live in HBM; a
 //! returned tensor not in `shared_hbm` gets a warning (language.md §13.16).
+//! A returned argument is an output aliasing it (the caller passed the
+//! output in); returning one tensor twice is an error (E0218).
 //! Arguments the kernel writes are marked `inout`, the others `input`.
 //!
 //! # SPMD
@@ -568,30 +570,20 @@ fn run_instance(
                 "returned here",
             ));
         };
-        // Outputs are tensors the kernel allocates (language.md §6.2): an
-        // argument returned as-is would alias an input, and nothing would
-        // be written for its position.
-        let storage = t.storage();
-        if let Some(arg) = ctx
-            .builder
-            .kernel()
-            .args
-            .iter()
-            .position(|a| a.storage == storage)
-        {
-            let name = ctx.builder.kernel().storages[storage].name.clone();
+        // An argument returned as-is (`nl.store(out_arg, ...); return
+        // out_arg`, the library's `must_alias_input` outputs) is an output
+        // aliasing that argument: it is `inout` when written, and the CLI
+        // writes it under both names.
+        if ctx.builder.kernel().outputs.contains(&t.storage()) {
+            let name = ctx.builder.kernel().storages[t.storage()].name.clone();
             return Err(ctx
                 .error(
                     codes::BAD_RETURN,
-                    format!(
-                        "a kernel output must be a tensor the kernel allocates, found its argument `{name}` (argument {arg})"
-                    ),
+                    format!("the kernel returns the same tensor `{name}` twice"),
                     ret_span,
                     "returned here",
                 )
-                .with_help(format!(
-                    "to write into `{name}` in place, drop it from the return; to return a copy, allocate `nl.ndarray({name}.shape, dtype={name}.dtype, buffer=nl.shared_hbm)` and copy into it"
-                )));
+                .with_help("return each output once"));
         }
         if t.buffer.is_on_chip() {
             return Err(ctx
@@ -798,7 +790,10 @@ fn const_expr(ctx: &mut Ctx<'_>, pname: &str, text: &str) -> Result<Value, Diagn
 fn import_const_names(ctx: &mut Ctx<'_>, e: &ast::Expr) -> Result<(), Diagnostic> {
     for (parts, span) in dotted_chains(e) {
         let root = parts[0].as_str();
-        if ctx.lookup_name(root, span).is_ok() {
+        // A root an earlier chain imported (in this expression's own
+        // scope) still imports this chain's module: `a.b.X(a.c.Y)`.
+        let imported_here = ctx.scope.get_local(root).is_some();
+        if !imported_here && ctx.lookup_name(root, span).is_ok() {
             continue;
         }
         if let Some((_, path)) = CONST_IMPORTS.iter().find(|(n, _)| *n == root) {
@@ -824,7 +819,7 @@ fn import_const_names(ctx: &mut Ctx<'_>, e: &ast::Expr) -> Result<(), Diagnostic
                 break;
             }
         }
-        if !found && parts.len() > 1 {
+        if !found && !imported_here && parts.len() > 1 {
             return Err(ctx
                 .error(
                     codes::IMPORT_ERROR,

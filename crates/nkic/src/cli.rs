@@ -365,14 +365,19 @@ fn check(args: &CheckArgs) -> ExitCode {
         let explain = args.files.len() == 1;
         let result = front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
         // An impossible `--lnc` is as wrong for `check` as for `run`.
-        if let Some(result) = result.filter(|r| !r.has_errors())
-            && let Err(diag) = nkic_driver::compile::launch_cores(
+        if let Some(result) = result.filter(|r| !r.has_errors()) {
+            match nkic_driver::compile::launch_cores(
                 &result.kernels,
                 &result.config.grid,
                 args.kernel.lnc,
-            )
-        {
-            reporter.emit(&diag, &sources);
+            ) {
+                Err(diag) => reporter.emit(&diag, &sources),
+                // On-chip capacity (E0901/E0902), decided by the allocator as in `run`.
+                Ok(cores) => reporter.emit_all(
+                    &nkic_backend::check_capacity(&result.kernels, &sources, cores),
+                    &sources,
+                ),
+            }
         }
     }
     exit_code(&reporter)

@@ -194,3 +194,40 @@ fn compile_emits_a_program_that_exec_runs() {
         String::from_utf8_lossy(&res.stderr)
     );
 }
+
+/// `check` reports the allocator's capacity errors as `run` does (issue 13
+/// item 4): two SBUF tiles of 128 KiB per partition overflow trn3's SBUF.
+#[test]
+fn check_reports_sbuf_overflow_like_run() {
+    let dir = temp_dir("capacity");
+    let file = dir.join("big.py");
+    std::fs::write(
+        &file,
+        concat!(
+            "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n\n",
+            "# nkic: args x=float32[128,32768]\n",
+            "@nki.jit\n",
+            "def big(x):\n",
+            "    out = nl.ndarray(x.shape, x.dtype, buffer=nl.shared_hbm)\n",
+            "    a = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf)\n",
+            "    b = nl.ndarray((128, 32768), nl.float32, buffer=nl.sbuf)\n",
+            "    nisa.dma_copy(dst=a, src=x)\n",
+            "    nisa.dma_copy(dst=b, src=x)\n",
+            "    nisa.tensor_tensor(dst=a, data1=a, data2=b, op=nl.add)\n",
+            "    nisa.dma_copy(dst=out, src=a)\n",
+            "    return out\n",
+        ),
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    for cmd in ["check", "run"] {
+        let out = nkic(&[cmd, path]);
+        assert_eq!(out.status.code(), Some(1), "{cmd}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            text.contains("[E0901] Error: the kernel's sbuf tensors do not fit: 262144 bytes per partition are alive at the peak"),
+            "{cmd}: {text}"
+        );
+        assert!(text.contains("big.py:11:9"), "{cmd}: {text}");
+    }
+}

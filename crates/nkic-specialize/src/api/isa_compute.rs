@@ -302,7 +302,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
         constraints: &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`op0` is a binary arithmetic operator; `operand0` a number or `(P, 1)` tensor; `reverse0` is not supported.",
+            "`op0` is an arithmetic operator; `operand0` a number or `(P, 1)` tensor, ignored (None or 0) for a unary `op0` such as `nl.abs`; `reverse0` is not supported.",
             "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`; `reduce_res` is `(P, 1)` of a float dtype.",
             "`reduce_init` is given exactly when `reduce_cmd` is `load_reduce`.",
         ],
@@ -955,7 +955,15 @@ fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
 
 fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
-    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    // A unary arithmetic `op0` (`nl.abs`, `nl.square`, ...) is allowed,
+    // with `operand0` None or 0 (isa.md §4.2): it ignores the operand.
+    let unary = b
+        .alu_op(ctx, "op0")?
+        .filter(|op| op.is_unary() && !op.is_bitvec());
+    let op0 = match unary {
+        Some(op) => op,
+        None => arithmetic_binary(ctx, b, "op0")?,
+    };
     if b.bool_or(ctx, "reverse0", false)? {
         return Err(ctx.error(
             codes::VALUE,
@@ -964,7 +972,10 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
             "not supported",
         ));
     }
-    let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
+    let operand0 = match unary {
+        Some(_) => Scalar::imm(0.0),
+        None => operand_or(ctx, b, "operand0", &data, 0.0)?,
+    };
     let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
     if !matches!(
         reduce_op,

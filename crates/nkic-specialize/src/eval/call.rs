@@ -105,19 +105,9 @@ impl Ctx<'_> {
         span: Span,
         frame: bool,
     ) -> Result<Value, Diagnostic> {
-        if frame && f.jit {
-            return Err(self
-                .error(
-                    codes::JIT_MISUSE,
-                    format!(
-                        "`{}` is a kernel (`@nki.jit`) and cannot be called from a kernel",
-                        f.name
-                    ),
-                    span,
-                    "call of a kernel",
-                )
-                .with_help("remove `@nki.jit` from helper functions; they are inlined"));
-        }
+        // A kernel (`@nki.jit`) called from a kernel is inlined like any
+        // function, as NKI does; diagnostics inside it say so
+        // (`Ctx::call_note`).
         if self.calls.len() as u32 >= self.config.max_call_depth {
             return Err(self
                 .error(

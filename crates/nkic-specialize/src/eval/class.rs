@@ -77,9 +77,19 @@ impl Ctx<'_> {
             ));
         };
         let mut decorators = Vec::new();
+        // The wrong-target warning of `@nki.jit(platform_target=...)` is
+        // for the kernel being run only (`check_platform_target`).
+        let saved = self.defining.replace(Rc::from(def.name.name.as_str()));
         for d in &def.decorators {
-            decorators.push((self.eval(d)?, d.span));
+            match self.eval(d) {
+                Ok(v) => decorators.push((v, d.span)),
+                Err(e) => {
+                    self.defining = saved;
+                    return Err(e);
+                }
+            }
         }
+        self.defining = saved;
         let mut method_kind = MethodKind::Plain;
         let mut jit = false;
         let mut others = Vec::new();
