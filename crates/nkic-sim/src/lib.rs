@@ -73,8 +73,10 @@ mod rng;
 mod tests;
 
 pub use config::{DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, StepOrder};
-pub use error::{SimError, SimErrorKind, Site};
-pub use result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
+pub use error::{OutOfBounds, SimError, SimErrorKind, Site};
+pub use result::{
+    Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
+};
 
 use nkic_isa::{Launch, Program};
 
