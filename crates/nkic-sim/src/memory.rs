@@ -1094,7 +1094,7 @@ impl MemoryState {
                 let mut f = Fault::new(
                     SimErrorKind::UninitialisedRead,
                     format!(
-                        "`{}` is used as an index or a register but element {k} holds a value computed from undefined memory: {}",
+                        "an index or a register read through `{}` is undefined: element {k} ({}) holds a value computed from undefined memory",
                         v.field,
                         self.place(v, addr)
                     ),
@@ -1102,7 +1102,14 @@ impl MemoryState {
                 f.origin = self.origin(o);
                 Err(f)
             }
-            _ => Err(self.uninit_fault(v, addr)),
+            _ => Err(Fault::new(
+                SimErrorKind::UninitialisedRead,
+                format!(
+                    "an index or a register read through `{}` is undefined: element {k} ({}) was never written",
+                    v.field,
+                    self.place(v, addr)
+                ),
+            )),
         }
     }
 

@@ -82,6 +82,11 @@ pub enum StepOrderArg {
 /// `--poison`: what reading never-written memory does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PoisonArg {
+    /// Definedness is tracked through every instruction: never-written
+    /// elements read as NaN (integers 4), as in the NKI simulator; an
+    /// output element left undefined is a warning (E2009), an undefined
+    /// index or register an error (E2002).
+    Precise,
     /// A runtime error naming the instruction and source line.
     Error,
     /// Float elements read as NaN, integers as 0.
@@ -112,7 +117,11 @@ pub struct ExecOptions<'a> {
 }
 
 /// Runs a `.nkasm` file. Returns the diagnostics that stop it, if any.
-pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<Diagnostic>> {
+/// Returns the warnings of a run that completes (undefined outputs, E2009).
+pub fn exec(
+    opts: &ExecOptions<'_>,
+    sources: &mut SourceMap,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let file = crate::cli::load(opts.program_path, sources).map_err(|d| vec![d])?;
     let text = sources.file(file).text().to_owned();
     let launch = nkic_isa::assemble_launch(&text).map_err(|errors| {
@@ -172,7 +181,116 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
         write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
     }
     print_report(&launch, &result, opts.report, None);
-    Ok(())
+    Ok(undefined_warnings(
+        &result,
+        &launch,
+        base_dir,
+        sources,
+        |name, _| (format!("`{name}`"), None),
+    ))
+}
+
+/// Warning E2009 for each undefined-output entry of a run
+/// (`RunResult::undefined`, `--poison precise`): the output (`describe`
+/// gives the kernel's words for a program argument and where it is
+/// allocated), how many elements, the first one and, for values computed
+/// from undefined memory, the source line of the first bad read. The same
+/// facts go to `--message-format json` as `facts`.
+pub(crate) fn undefined_warnings(
+    result: &RunResult,
+    launch: &Launch,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    describe: impl Fn(&str, &SourceMap) -> (String, Option<(FileId, Span)>),
+) -> Vec<Diagnostic> {
+    let program = launch.main();
+    let mut out = Vec::new();
+    for u in &result.undefined {
+        let (what, alloc) = describe(&u.output, sources);
+        let total: u64 = u.shape.iter().product();
+        let float = program
+            .tensor_by_name(&u.output)
+            .and_then(|id| program.tensor(id))
+            .is_none_or(|t| t.dtype.is_float());
+        let fill = if float { "NaN" } else { "4" };
+        let first = format!(
+            "[{}]",
+            u.first_index
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let origin = u.origin.as_ref().map(|site| {
+            let core = launch
+                .core(usize::from(site.core.unwrap_or(0)))
+                .unwrap_or(program);
+            let span = site
+                .line
+                .and_then(|line| source_span(core, line, base_dir, sources));
+            (site, span)
+        });
+        let mut diag = match &origin {
+            None => Diagnostic::warning(
+                "E2009",
+                format!(
+                    "output {what}: {} of {total} elements are never written (the first is {first}); they hold {fill}",
+                    u.elements
+                ),
+            )
+            .with_help(
+                "a kernel may leave elements unwritten on purpose (a masked last tile, a partial scatter); if not, check the stores into this output. `--poison error` makes this an error",
+            ),
+            Some((site, _)) => Diagnostic::warning(
+                "E2009",
+                format!(
+                    "output {what}: {} of {total} elements are computed from undefined memory (the first is {first}), first read by {site}",
+                    u.elements
+                ),
+            )
+            .with_help(
+                "these values depend on memory no instruction wrote: check the loads, masks and stores that feed this output (`--poison error` stops at the first read)",
+            ),
+        };
+        match (&origin, alloc) {
+            (Some((_, Some((file, span)))), alloc) => {
+                diag = diag.with_primary(*file, *span, "undefined memory is first read here");
+                if let Some((file, span)) = alloc {
+                    diag = diag.with_secondary(file, span, "the output is allocated here");
+                }
+            }
+            (_, Some((file, span))) => diag = diag.with_primary(file, span, "allocated here"),
+            _ => {}
+        }
+        let origin_json = origin.as_ref().map(|(site, span)| {
+            let (file, line, column) = match span.and_then(|(f, s)| {
+                let f = sources.get(f)?;
+                Some((f.name().to_owned(), f.line_col(s.start)))
+            }) {
+                Some((name, lc)) => (json!(name), json!(lc.line), json!(lc.col)),
+                None => (json!(null), json!(null), json!(null)),
+            };
+            json!({
+                "mnemonic": site.mnemonic,
+                "core": site.core,
+                "queue": site.queue.to_string(),
+                "index": site.index,
+                "file": file,
+                "line": line,
+                "column": column,
+            })
+        });
+        out.push(diag.with_facts(json!({
+            "output": u.output,
+            "shape": u.shape,
+            "elements": u.elements,
+            "total": total,
+            "first_index": u.first_index,
+            "cause": if origin.is_some() { "computed-from-undefined" } else { "never-written" },
+            "origin": origin_json,
+        })));
+    }
+    out
 }
 
 /// The interpreter's options from the command line.
@@ -188,6 +306,7 @@ pub(crate) fn sim_config(
             StepOrderArg::Earliest => StepOrder::Earliest,
         },
         poison: match poison {
+            PoisonArg::Precise => Poison::Precise,
             PoisonArg::Error => Poison::Error,
             PoisonArg::Nan => Poison::Nan,
             PoisonArg::Zero => Poison::Zero,
@@ -417,9 +536,24 @@ pub(crate) fn runtime_fault(
     };
     let mut diag = Diagnostic::error(code, err.to_string());
     if err.kind == SimErrorKind::UninitialisedRead && err.queue.is_some() {
-        diag = diag.with_help(
-            "if these elements are never used (lanes a kernel computes but ignores), `--poison nan` runs on and shows where the never-written values flow",
-        );
+        diag = diag.with_help(if err.message.starts_with("an index or a register read through") {
+            "an undefined value decides which memory is accessed or where the program goes: the behaviour is undefined; check the stores that should write it"
+        } else {
+            "if these elements are never used (lanes a kernel computes but ignores), the default `--poison precise` runs on: it reports only outputs computed from them and indices or registers read from them"
+        });
+    }
+    if let Some(oob) = &err.oob {
+        diag = diag.with_facts(json!({
+            "tensor": oob.tensor,
+            "shape": oob.shape,
+            "axis": oob.axis,
+            "index": oob.index,
+            "flat_offset": oob.flat_offset,
+            "field": oob.field,
+            "row": oob.row,
+            "index_tile": oob.index_tile.as_ref().map(|(name, value)| json!({"name": name, "value": value})),
+            "numpy": oob.message(),
+        }));
     }
     let program = launch
         .core(usize::from(err.core.unwrap_or(0)))

@@ -255,13 +255,14 @@ pub struct RunOptions<'a> {
     pub max_sim_ms: u64,
 }
 
-/// Executes a compiled kernel and reports.
+/// Executes a compiled kernel and reports. Returns the warnings of a run
+/// that completes (undefined outputs, E2009).
 pub fn run_compiled(
     compiled: &Compiled,
     opts: &RunOptions<'_>,
     file: FileId,
     sources: &mut SourceMap,
-) -> Result<(), Vec<Diagnostic>> {
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let launch = &compiled.launch;
     let program = launch.main();
     let inputs = if opts.inputs.is_empty() {
@@ -310,7 +311,16 @@ pub fn run_compiled(
             exec::print_stdout(&text);
         }
     }
-    Ok(())
+    Ok(exec::undefined_warnings(
+        &result,
+        launch,
+        &base_dir,
+        sources,
+        |tensor, sources| match describe_output(tensor, compiled, sources) {
+            Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
+            None => (format!("`{tensor}`"), None),
+        },
+    ))
 }
 
 /// An output left partly unwritten (E2002 without an instruction): names
@@ -323,12 +333,37 @@ fn unwritten_output(
     compiled: &Compiled,
     sources: &SourceMap,
 ) -> Diagnostic {
-    let (Some(tensor), Some(kernel)) = (err.tensor.as_deref(), compiled.kernels.first()) else {
+    let Some(tensor) = err.tensor.as_deref() else {
         return diag;
     };
     if err.kind != nkic_sim::SimErrorKind::UninitialisedRead {
         return diag;
     }
+    let Some((what, loc)) = describe_output(tensor, compiled, sources) else {
+        return diag;
+    };
+    let message =
+        diag.message
+            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
+    let mut out = Diagnostic::error("E2002", message);
+    if let Some(loc) = loc {
+        out = out.with_primary(loc.file, loc.span, "allocated here");
+    }
+    out.with_help(
+        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
+    )
+}
+
+/// How the kernel names the program argument `tensor`: the kernel's
+/// variable (the one the allocation is assigned to, when the source says
+/// `name = nl.ndarray(...)`; else the storage's name) and the returned
+/// tensor's position, in backquotes; and where it is allocated.
+fn describe_output(
+    tensor: &str,
+    compiled: &Compiled,
+    sources: &SourceMap,
+) -> Option<(String, Option<nkic_ir::SrcLoc>)> {
+    let kernel = compiled.kernels.first()?;
     let program = compiled.launch.main();
     let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
     // The kernel storage behind the program's argument `tensor`: a
@@ -357,9 +392,7 @@ fn unwritten_output(
             .and_then(|j| kernel.args.get(j))
             .map(|a| a.storage);
     }
-    let Some(storage) = storage else {
-        return diag;
-    };
+    let storage = storage?;
     let loc = kernel.spans.storages.get(storage).copied();
     // `out = nl.ndarray(...)`: the variable before the allocation.
     let variable = loc.and_then(|loc| {
@@ -379,16 +412,7 @@ fn unwritten_output(
         (None, Some(i)) => format!("returned tensor {i} (`{tensor}`)"),
         (None, None) => format!("`{tensor}`"),
     };
-    let message =
-        diag.message
-            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
-    let mut out = Diagnostic::error("E2002", message);
-    if let Some(loc) = loc {
-        out = out.with_primary(loc.file, loc.span, "allocated here");
-    }
-    out.with_help(
-        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
-    )
+    Some((what, loc))
 }
 
 /// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.

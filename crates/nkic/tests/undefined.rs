@@ -1,0 +1,79 @@
+//! Undefined memory through `nkic run` (issue #14 item 1): each kernel of
+//! `tests/undefined/` runs with the default `--poison precise` and with
+//! `--poison error`; the exit status and the rendered diagnostics of both
+//! are snapshotted (`snapshots/undefined__<kernel>.snap`).
+//!
+//! - `masked_last_tile.py`: a legacy kernel computes on the partitions its
+//!   masked last tile never loads and never stores them: no diagnostic by
+//!   default (and its output is bit-identical to `--poison zero`'s, which
+//!   reads the same defined elements), E2002 with `--poison error`.
+//! - `scatter_half.py`: a scatter writes every other row of its output on
+//!   purpose: warning E2009 (never written, filled with NaN).
+//! - `depends_on_scratch.py`: the output is computed from a tile nothing
+//!   wrote: warning E2009 naming the output and the line of the first bad
+//!   read.
+//! - `index_from_scratch.py`: gather indices from a tile nothing wrote:
+//!   error E2002 in both modes.
+
+mod common;
+
+/// Runs `nkic run tests/undefined/NAME.py --poison POISON [extra]` from
+/// the workspace root; returns `exit: <code>` and the rendered
+/// diagnostics.
+fn run(name: &str, poison: &str, extra: &[&str]) -> String {
+    let file = format!("crates/nkic/tests/undefined/{name}.py");
+    let mut args = vec!["run", &file, "--poison", poison];
+    args.extend_from_slice(extra);
+    let out = common::run_nkic(&args);
+    format!(
+        "$ nkic run {file} --poison {poison}\nexit: {}\n{}",
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn snapshot(name: &str) {
+    let text = format!("{}\n{}", run(name, "precise", &[]), run(name, "error", &[]));
+    insta::assert_snapshot!(name, text);
+}
+
+#[test]
+fn masked_last_tile() {
+    snapshot("masked_last_tile");
+    // The default reads the same defined elements as `--poison zero`:
+    // bit-identical outputs, none of them NaN.
+    let mut outs = Vec::new();
+    for poison in ["precise", "zero"] {
+        let dir = common::temp_dir("undefined", poison);
+        let text = run(
+            "masked_last_tile",
+            poison,
+            &["--out", dir.to_str().expect("utf-8 path")],
+        );
+        assert!(text.contains("exit: 0"), "{text}");
+        outs.push(std::fs::read(dir.join("out0.npy")).expect("out0.npy"));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    assert_eq!(outs[0], outs[1]);
+    let payload = &outs[0][outs[0].len() - 200 * 64 * 4..];
+    assert!(
+        payload
+            .chunks_exact(4)
+            .all(|c| !f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_nan())
+    );
+}
+
+#[test]
+fn scatter_half() {
+    snapshot("scatter_half");
+}
+
+#[test]
+fn depends_on_scratch() {
+    snapshot("depends_on_scratch");
+}
+
+#[test]
+fn index_from_scratch() {
+    snapshot("index_from_scratch");
+}
