@@ -17,7 +17,9 @@ pub enum SimErrorKind {
     /// tensor; also a gather index out of range.
     OutOfBounds,
     /// A read of a byte that was never written (with `Poison::Error`), or a
-    /// kernel output left partly unwritten.
+    /// kernel output left partly unwritten (with `Poison::Error`); with
+    /// `Poison::Precise`, an undefined value used as an index, a register
+    /// or a seed.
     UninitialisedRead,
     /// No queue can make progress but some have instructions left.
     Deadlock,
