@@ -793,7 +793,7 @@ impl Exec<'_> {
             let mut f = Fault::new(
                 SimErrorKind::OutOfBounds,
                 format!(
-                    "out-of-bounds indirect row: `index` row {w} holds {} and `{field}` leaves its tensor",
+                    "out-of-bounds indirect row: row {w} of the index tile read through `index` holds {} and `{field}` leaves its tensor",
                     idx[w] as i32
                 ),
             );

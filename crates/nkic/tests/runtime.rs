@@ -1,7 +1,7 @@
-//! Undefined memory through `nkic run` (issue #14 item 1): each kernel of
-//! `tests/undefined/` runs with the default `--poison precise` and with
-//! `--poison error`; the exit status and the rendered diagnostics of both
-//! are snapshotted (`snapshots/undefined__<kernel>.snap`).
+//! Runtime faults and warnings through `nkic run` (issue #14 items 1 and
+//! 4): each kernel of `tests/runtime/` runs with the default `--poison
+//! precise` and with `--poison error`; the exit status and the rendered
+//! diagnostics of both are snapshotted (`snapshots/runtime__<kernel>.snap`).
 //!
 //! - `masked_last_tile.py`: a legacy kernel computes on the partitions its
 //!   masked last tile never loads and never stores them: no diagnostic by
@@ -14,6 +14,9 @@
 //!   read.
 //! - `index_from_scratch.py`: gather indices from a tile nothing wrote:
 //!   error E2002 in both modes.
+//! - `gather_out_of_bounds.py`: row 43 of a gather's index tile holds 129
+//!   for a 128-row tensor: E2001 in NumPy's words, with the same facts as
+//!   JSON `facts`.
 
 mod common;
 
@@ -21,7 +24,7 @@ mod common;
 /// the workspace root; returns `exit: <code>` and the rendered
 /// diagnostics.
 fn run(name: &str, poison: &str, extra: &[&str]) -> String {
-    let file = format!("crates/nkic/tests/undefined/{name}.py");
+    let file = format!("crates/nkic/tests/runtime/{name}.py");
     let mut args = vec!["run", &file, "--poison", poison];
     args.extend_from_slice(extra);
     let out = common::run_nkic(&args);
@@ -76,4 +79,35 @@ fn depends_on_scratch() {
 #[test]
 fn index_from_scratch() {
     snapshot("index_from_scratch");
+}
+
+#[test]
+fn gather_out_of_bounds() {
+    snapshot("gather_out_of_bounds");
+    let out = common::run_nkic(&[
+        "run",
+        "crates/nkic/tests/runtime/gather_out_of_bounds.py",
+        "--message-format",
+        "json",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let diag: serde_json::Value = stdout
+        .lines()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("a diagnostic: {stdout}"));
+    assert_eq!(diag["code"], "E2001");
+    assert_eq!(
+        diag["facts"],
+        serde_json::json!({
+            "tensor": "a",
+            "shape": [128, 32],
+            "axis": 0,
+            "index": 129,
+            "flat_offset": 129 * 32,
+            "field": "src",
+            "row": 43,
+            "index_tile": {"name": "rows", "value": 129},
+            "numpy": "index 129 is out of bounds for axis 0 with size 128",
+        })
+    );
 }
