@@ -65,6 +65,10 @@ pub struct DiagnosticData {
     pub secondary: Vec<Label>,
     pub notes: Vec<String>,
     pub help: Vec<String>,
+    /// Structured facts for tools (`--message-format json` prints them as
+    /// `facts`), e.g. the output, element count and first index of an
+    /// undefined-output warning. `None` for most diagnostics.
+    pub facts: Option<serde_json::Value>,
 }
 
 impl Diagnostic {
@@ -78,6 +82,7 @@ impl Diagnostic {
                 secondary: Vec::new(),
                 notes: Vec::new(),
                 help: Vec::new(),
+                facts: None,
             }),
         }
     }
@@ -111,6 +116,12 @@ impl Diagnostic {
             span,
             message: message.into(),
         });
+        self
+    }
+
+    /// Attaches structured facts (a JSON object) for tools.
+    pub fn with_facts(mut self, facts: serde_json::Value) -> Self {
+        self.facts = Some(facts);
         self
     }
 

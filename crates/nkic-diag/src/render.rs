@@ -82,7 +82,8 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap, config: RenderConfi
 
 /// One JSON object (no trailing newline) with the fields editors and tools
 /// read: severity, code, message, file, line, column, end_line, end_column,
-/// labels, notes and help. Lines and columns are 1-based; columns count
+/// labels, notes and help, plus `facts` when the diagnostic carries
+/// structured facts. Lines and columns are 1-based; columns count
 /// Unicode scalar values. Span-less diagnostics have null positions.
 pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
     let position = |label: &Label| -> (Value, Value, Value, Value, Value, Value) {
@@ -139,7 +140,7 @@ pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
         .map(|l| label_json(l, true))
         .chain(diag.secondary.iter().map(|l| label_json(l, false)))
         .collect();
-    json!({
+    let mut out = json!({
         "severity": diag.severity.as_str(),
         "code": diag.code,
         "message": diag.message,
@@ -151,8 +152,11 @@ pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
         "labels": labels,
         "notes": diag.notes,
         "help": diag.help,
-    })
-    .to_string()
+    });
+    if let (Some(facts), Some(obj)) = (&diag.facts, out.as_object_mut()) {
+        obj.insert("facts".to_owned(), facts.clone());
+    }
+    out.to_string()
 }
 
 /// JSON lines: one object per diagnostic, each ending in a newline.
@@ -280,6 +284,13 @@ mod tests {
         assert_eq!(v["labels"].as_array().unwrap().len(), 2);
         assert_eq!(v["labels"][1]["line"], 2);
         assert_eq!(v["notes"][0], "names are looked up at specialization time");
+        assert!(v.get("facts").is_none());
+        let with = diag.with_facts(serde_json::json!({"output": "out", "elements": 3}));
+        let v: Value = serde_json::from_str(&render_json(&with, &map)).unwrap();
+        assert_eq!(
+            v["facts"],
+            serde_json::json!({"output": "out", "elements": 3})
+        );
     }
 
     #[test]

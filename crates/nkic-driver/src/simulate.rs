@@ -19,6 +19,7 @@ use nkic_ir::{ArgKind, Kernel};
 use nkic_isa::{DType, Launch, LineId, Program, Queue, TensorKind, numerics};
 use nkic_sim::{DumpSpec, Inputs, RunResult, SimConfig, SimError, SimErrorKind};
 use nkic_specialize::ModuleLoader;
+use serde_json::json;
 
 use crate::compile::Compiled;
 
@@ -172,9 +173,24 @@ pub fn runtime_fault(
     };
     let mut diag = Diagnostic::error(code, err.to_string());
     if err.kind == SimErrorKind::UninitialisedRead && err.queue.is_some() {
-        diag = diag.with_help(
-            "if these elements are never used (lanes a kernel computes but ignores), `--poison nan` runs on and shows where the never-written values flow",
-        );
+        diag = diag.with_help(if err.message.starts_with("an index or a register read through") {
+            "an undefined value decides which memory is accessed or where the program goes: the behaviour is undefined; check the stores that should write it"
+        } else {
+            "if these elements are never used (lanes a kernel computes but ignores), the default `--poison precise` runs on: it reports only outputs computed from them and indices or registers read from them"
+        });
+    }
+    if let Some(oob) = &err.oob {
+        diag = diag.with_facts(json!({
+            "tensor": oob.tensor,
+            "shape": oob.shape,
+            "axis": oob.axis,
+            "index": oob.index,
+            "flat_offset": oob.flat_offset,
+            "field": oob.field,
+            "row": oob.row,
+            "index_tile": oob.index_tile.as_ref().map(|(name, value)| json!({"name": name, "value": value})),
+            "numpy": oob.message(),
+        }));
     }
     let program = launch
         .core(usize::from(err.core.unwrap_or(0)))
@@ -236,6 +252,110 @@ pub fn runtime_fault(
         }
     }
     diag
+}
+
+/// Warning E2009 for each undefined-output entry of a run
+/// (`RunResult::undefined`, `--poison precise`): the output (`describe`
+/// gives the kernel's words for a program argument and where it is
+/// allocated), how many elements, the first one and, for values computed
+/// from undefined memory, the source line of the first bad read. The same
+/// facts go to `--message-format json` as `facts`.
+pub fn undefined_warnings(
+    result: &RunResult,
+    launch: &Launch,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    loader: &dyn ModuleLoader,
+    describe: impl Fn(&str, &SourceMap) -> (String, Option<(FileId, Span)>),
+) -> Vec<Diagnostic> {
+    let program = launch.main();
+    let mut out = Vec::new();
+    for u in &result.undefined {
+        let (what, alloc) = describe(&u.output, sources);
+        let total: u64 = u.shape.iter().product();
+        let float = program
+            .tensor_by_name(&u.output)
+            .and_then(|id| program.tensor(id))
+            .is_none_or(|t| t.dtype.is_float());
+        let fill = if float { "NaN" } else { "4" };
+        let first = format!(
+            "[{}]",
+            u.first_index
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let origin = u.origin.as_ref().map(|site| {
+            let core = launch
+                .core(usize::from(site.core.unwrap_or(0)))
+                .unwrap_or(program);
+            let span = site
+                .line
+                .and_then(|line| source_span(core, line, base_dir, sources, loader));
+            (site, span)
+        });
+        let mut diag = match &origin {
+            None => Diagnostic::warning(
+                "E2009",
+                format!(
+                    "output {what}: {} of {total} elements are never written (the first is {first}); they hold {fill}",
+                    u.elements
+                ),
+            )
+            .with_help(
+                "a kernel may leave elements unwritten on purpose (a masked last tile, a partial scatter); if not, check the stores into this output. `--poison error` makes this an error",
+            ),
+            Some((site, _)) => Diagnostic::warning(
+                "E2009",
+                format!(
+                    "output {what}: {} of {total} elements are computed from undefined memory (the first is {first}), first read by {site}",
+                    u.elements
+                ),
+            )
+            .with_help(
+                "these values depend on memory no instruction wrote: check the loads, masks and stores that feed this output (`--poison error` stops at the first read)",
+            ),
+        };
+        match (&origin, alloc) {
+            (Some((_, Some((file, span)))), alloc) => {
+                diag = diag.with_primary(*file, *span, "undefined memory is first read here");
+                if let Some((file, span)) = alloc {
+                    diag = diag.with_secondary(file, span, "the output is allocated here");
+                }
+            }
+            (_, Some((file, span))) => diag = diag.with_primary(file, span, "allocated here"),
+            _ => {}
+        }
+        let origin_json = origin.as_ref().map(|(site, span)| {
+            let (file, line, column) = match span.and_then(|(f, s)| {
+                let f = sources.get(f)?;
+                Some((f.name().to_owned(), f.line_col(s.start)))
+            }) {
+                Some((name, lc)) => (json!(name), json!(lc.line), json!(lc.col)),
+                None => (json!(null), json!(null), json!(null)),
+            };
+            json!({
+                "mnemonic": site.mnemonic,
+                "core": site.core,
+                "queue": site.queue.to_string(),
+                "index": site.index,
+                "file": file,
+                "line": line,
+                "column": column,
+            })
+        });
+        out.push(diag.with_facts(json!({
+            "output": u.output,
+            "shape": u.shape,
+            "elements": u.elements,
+            "total": total,
+            "first_index": u.first_index,
+            "cause": if origin.is_some() { "computed-from-undefined" } else { "never-written" },
+            "origin": origin_json,
+        })));
+    }
+    out
 }
 
 /// The kernel source span of a line-table entry, loading its file
@@ -343,21 +463,45 @@ impl InstructionLocator {
 }
 
 /// An output left partly unwritten (E2002 without an instruction): names
-/// the kernel's variable (the one the allocation is assigned to, when the
-/// source says `name = nl.ndarray(...)`; else the storage's name), labels
-/// the allocation, and says what to check. Other faults pass unchanged.
+/// the kernel's variable ([`describe_output`]), labels the allocation, and
+/// says what to check. Other faults pass unchanged.
 fn unwritten_output(
     diag: Diagnostic,
     err: &nkic_sim::SimError,
     compiled: &Compiled,
     sources: &SourceMap,
 ) -> Diagnostic {
-    let (Some(tensor), Some(kernel)) = (err.tensor.as_deref(), compiled.kernels.first()) else {
+    let Some(tensor) = err.tensor.as_deref() else {
         return diag;
     };
     if err.kind != nkic_sim::SimErrorKind::UninitialisedRead {
         return diag;
     }
+    let Some((what, loc)) = describe_output(tensor, compiled, sources) else {
+        return diag;
+    };
+    let message =
+        diag.message
+            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
+    let mut out = Diagnostic::error("E2002", message);
+    if let Some(loc) = loc {
+        out = out.with_primary(loc.file, loc.span, "allocated here");
+    }
+    out.with_help(
+        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
+    )
+}
+
+/// How the kernel names the program argument `tensor`: the kernel's
+/// variable (the one the allocation is assigned to, when the source says
+/// `name = nl.ndarray(...)`; else the storage's name) and the returned
+/// tensor's position, in backquotes; and where it is allocated.
+pub fn describe_output(
+    tensor: &str,
+    compiled: &Compiled,
+    sources: &SourceMap,
+) -> Option<(String, Option<nkic_ir::SrcLoc>)> {
+    let kernel = compiled.kernels.first()?;
     let program = compiled.launch.main();
     let args: Vec<&str> = program.args().map(|(_, t)| t.name.as_str()).collect();
     // The kernel storage behind the program's argument `tensor`: a
@@ -366,17 +510,14 @@ fn unwritten_output(
         .returned
         .iter()
         .position(|name| name == tensor);
-    let mut storage = returned.and_then(|i| kernel.outputs.get(i).copied());
-    if storage.is_none() {
-        storage = args
-            .iter()
-            .position(|n| *n == tensor)
-            .and_then(|j| kernel.args.get(j))
-            .map(|a| a.storage);
-    }
-    let Some(storage) = storage else {
-        return diag;
-    };
+    let storage = returned
+        .and_then(|i| kernel.outputs.get(i).copied())
+        .or_else(|| {
+            args.iter()
+                .position(|n| *n == tensor)
+                .and_then(|j| kernel.args.get(j))
+                .map(|a| a.storage)
+        })?;
     let loc = kernel.spans.storages.get(storage).copied();
     // `out = nl.ndarray(...)`: the variable before the allocation.
     let variable = loc.and_then(|loc| {
@@ -396,14 +537,5 @@ fn unwritten_output(
         (None, Some(i)) => format!("returned tensor {i} (`{tensor}`)"),
         (None, None) => format!("`{tensor}`"),
     };
-    let message =
-        diag.message
-            .replacen(&format!("output `{tensor}`"), &format!("output {what}"), 1);
-    let mut out = Diagnostic::error("E2002", message);
-    if let Some(loc) = loc {
-        out = out.with_primary(loc.file, loc.span, "allocated here");
-    }
-    out.with_help(
-        "the kernel must store every element of a returned or output tensor: check the stores into it (a missing store, or a loop that covers only part of it)",
-    )
+    Some((what, loc))
 }

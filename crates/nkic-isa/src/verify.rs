@@ -1008,9 +1008,12 @@ impl<'p> Verifier<'p> {
                 self.same_pf("dst", dst, "predicate", predicate);
                 self.same_dtype("dst", dst, "src", src);
                 self.not_both_psum("src", src, "predicate", predicate);
-                if !matches!(predicate.dtype, DType::U8 | DType::U16 | DType::U32) {
+                if !matches!(
+                    predicate.dtype,
+                    DType::U8 | DType::U16 | DType::U32 | DType::Bool
+                ) {
                     self.err(format!(
-                        "`predicate` must be uint8, uint16 or uint32, found {}",
+                        "`predicate` must be uint8, uint16, uint32 or bool, found {}",
                         predicate.dtype
                     ));
                 }
@@ -1101,10 +1104,10 @@ impl<'p> Verifier<'p> {
                 self.scalar("on_false", on_false, on_true);
                 if !matches!(
                     predicate.dtype,
-                    DType::I8 | DType::U8 | DType::I16 | DType::U16
+                    DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::Bool
                 ) {
                     self.err(format!(
-                        "`predicate` must be int8, uint8, int16 or uint16, found {}",
+                        "`predicate` must be int8, uint8, int16, uint16 or bool, found {}",
                         predicate.dtype
                     ));
                 }

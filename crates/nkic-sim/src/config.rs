@@ -23,8 +23,17 @@ pub enum StepOrder {
 /// What reading a never-written byte does.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Poison {
-    /// A fault (`SimErrorKind::UninitialisedRead`).
+    /// Definedness is tracked like Memcheck does (`memory`): never-written
+    /// elements read as the NKI simulator fills new tensors (NaN in float
+    /// dtypes, 4 in integer dtypes) and what is computed from them is
+    /// undefined too. An undefined value used as an index or a register
+    /// faults (`SimErrorKind::UninitialisedRead`); undefined output
+    /// elements are reported in `RunResult::undefined` (never-written ones
+    /// hold the fill).
     #[default]
+    Precise,
+    /// A fault (`SimErrorKind::UninitialisedRead`) at the first read of a
+    /// never-written byte, and for an output left partly unwritten.
     Error,
     /// The element reads as NaN in float dtypes (the dtype's NaN code) and
     /// as 0 in integer dtypes.
@@ -76,7 +85,7 @@ impl Default for SimConfig {
     fn default() -> SimConfig {
         SimConfig {
             step_order: StepOrder::RoundRobin,
-            poison: Poison::Error,
+            poison: Poison::Precise,
             max_instructions: 1_000_000_000,
             max_simulated_ps: DEFAULT_MAX_SIMULATED_PS,
             trace: true,

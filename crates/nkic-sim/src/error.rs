@@ -17,7 +17,9 @@ pub enum SimErrorKind {
     /// tensor; also a gather index out of range.
     OutOfBounds,
     /// A read of a byte that was never written (with `Poison::Error`), or a
-    /// kernel output left partly unwritten.
+    /// kernel output left partly unwritten (with `Poison::Error`); with
+    /// `Poison::Precise`, an undefined value used as an index, a register
+    /// or a seed.
     UninitialisedRead,
     /// No queue can make progress but some have instructions left.
     Deadlock,
@@ -76,12 +78,57 @@ pub struct SimError {
     /// The instruction's line-table entry.
     pub line: Option<LineId>,
     /// `file:line:col` of `line`, resolved through the program.
-    pub source: Option<String>,
+    pub source: Option<Box<str>>,
     /// The other instruction of a fault that involves two (a data race).
     pub related: Option<Box<Site>>,
     /// The kernel argument a fault is about when no instruction is (an
     /// output left partly unwritten): its name in the program.
     pub tensor: Option<Box<str>>,
+    /// The NumPy-level facts of an `OutOfBounds` fault (tensor, shape,
+    /// axis, index, flat offset), when the fault is about one element.
+    pub oob: Option<Box<OutOfBounds>>,
+}
+
+/// The first element an out-of-bounds access reaches outside its tensor,
+/// in NumPy's terms: `message()` reads `index 258 is out of bounds for
+/// axis 0 with size 256`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutOfBounds {
+    /// The tensor: an HBM tensor's name in the program, the kernel's name
+    /// of an on-chip operand when the program knows it, else `sbuf` or
+    /// `psum`.
+    pub tensor: String,
+    /// Its shape in elements: an HBM tensor's declared shape; for SBUF and
+    /// PSUM `[partitions, elements of the dtype per partition]`.
+    pub shape: Vec<u64>,
+    /// The axis whose index leaves `shape` (0 for HBM tensors: the flat
+    /// offset unravelled row-major; on chip 0 for a partition, 1 for a
+    /// position within the partition).
+    pub axis: usize,
+    /// The index on `axis` (negative below the start).
+    pub index: i64,
+    /// The element's offset from the tensor's start, in elements,
+    /// row-major over `shape`.
+    pub flat_offset: i64,
+    /// The operand's field (`src`, `dst`, ...).
+    pub field: &'static str,
+    /// The row (partition) of the access that holds the element.
+    pub row: u64,
+    /// An indirect DMA: the index tile (the kernel's name of the `index`
+    /// operand when known, else `index`), and the value of its row `row`.
+    pub index_tile: Option<(String, i64)>,
+}
+
+impl OutOfBounds {
+    /// `index 258 is out of bounds for axis 0 with size 256`.
+    pub fn message(&self) -> String {
+        format!(
+            "index {} is out of bounds for axis {} with size {}",
+            self.index,
+            self.axis,
+            self.shape.get(self.axis).copied().unwrap_or(0)
+        )
+    }
 }
 
 /// An instruction of a program, located: its queue, index in the stream,
@@ -150,6 +197,7 @@ impl SimError {
             source: None,
             related: None,
             tensor: None,
+            oob: None,
         }
     }
 
@@ -171,9 +219,12 @@ impl SimError {
             index: Some(index),
             mnemonic: inst.map(|i| i.op.mnemonic()),
             line,
-            source: line.and_then(|l| resolve(program, l)),
+            source: line
+                .and_then(|l| resolve(program, l))
+                .map(String::into_boxed_str),
             related: None,
             tensor: None,
+            oob: None,
         }
     }
 }
@@ -204,6 +255,10 @@ impl std::error::Error for SimError {}
 pub(crate) struct Fault {
     pub kind: SimErrorKind,
     pub message: String,
+    /// An undefined value used where it matters (an index, a register):
+    /// the instruction that first read undefined memory on its path.
+    pub origin: Option<crate::memory::Origin>,
+    pub oob: Option<Box<OutOfBounds>>,
 }
 
 impl Fault {
@@ -211,6 +266,8 @@ impl Fault {
         Fault {
             kind,
             message: message.into(),
+            origin: None,
+            oob: None,
         }
     }
 

@@ -46,7 +46,7 @@ use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
 use crate::matmul::matmul;
-use crate::memory::{MemoryState, View, bits_of};
+use crate::memory::{MemoryState, ShadowRule, View, bits_of};
 use crate::rng::{self, Xorwow};
 
 /// Per-lane engine state shared by a queue's instructions: the Scalar and
@@ -54,6 +54,10 @@ use crate::rng::{self, Xorwow};
 pub(crate) struct Accumulators {
     pub scalar: Vec<f32>,
     pub vector: Vec<f32>,
+    /// With `Poison::Precise`: per lane, the origin of undefined data
+    /// folded into the lane (`None`: defined).
+    pub scalar_undef: Vec<Option<u32>>,
+    pub vector_undef: Vec<Option<u32>>,
     pub rng_vector: Vec<Xorwow>,
     pub rng_gpsimd: Vec<Xorwow>,
 }
@@ -63,6 +67,8 @@ impl Accumulators {
         Accumulators {
             scalar: vec![0.0; lanes],
             vector: vec![0.0; lanes],
+            scalar_undef: vec![None; lanes],
+            vector_undef: vec![None; lanes],
             rng_vector: rng::lanes(0, lanes),
             rng_gpsimd: rng::lanes(0, lanes),
         }
@@ -89,6 +95,29 @@ pub(crate) struct Exec<'a> {
 enum AccFile {
     Scalar,
     Vector,
+}
+
+/// How definedness flows through `op` (`memory::ShadowRule`; the table
+/// is docs/isa.md's "Definedness").
+pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
+    match op {
+        Op::NcMatmul { .. } | Op::NcMatmulMx { .. } => ShadowRule::Matmul,
+        Op::NcTranspose { .. } => ShadowRule::Transpose,
+        Op::DmaTranspose { src, .. } if src.shape().len() <= 2 => ShadowRule::Transpose,
+        Op::DmaTranspose { .. } | Op::LocalGather { .. } | Op::QuantizeMx { .. } => ShadowRule::All,
+        Op::TensorTensorScan { .. }
+        | Op::TensorScalarCumulative { .. }
+        | Op::Max8 { .. }
+        | Op::FindIndex8 { .. }
+        | Op::MatchReplace8 { .. }
+        | Op::NGather { .. }
+        | Op::SequenceBounds { .. }
+        | Op::NonzeroWithCount { .. }
+        | Op::BnStats { .. }
+        | Op::BnAggr { .. } => ShadowRule::Row,
+        Op::StreamShuffle { .. } | Op::TensorPartitionReduce { .. } => ShadowRule::Column,
+        _ => ShadowRule::Elementwise,
+    }
 }
 
 impl Exec<'_> {
@@ -128,7 +157,7 @@ impl Exec<'_> {
                     )));
                 }
                 let mut raw = Vec::new();
-                self.mem.read_raw(&v, &mut raw)?;
+                self.mem.read_defined(&v, &mut raw)?;
                 let seed = bits_of(&raw);
                 let lanes = self.acc.rng_vector.len();
                 self.acc.rng_vector = rng::lanes(seed, lanes);
@@ -359,7 +388,7 @@ impl Exec<'_> {
                     )));
                 }
                 let mut raw = Vec::new();
-                self.mem.read_raw(&v, &mut raw)?;
+                self.mem.read_defined(&v, &mut raw)?;
                 let bits = bits_of(&raw);
                 let value = match v.dtype {
                     DType::I8 => i32::from(bits as u8 as i8),
@@ -548,6 +577,22 @@ impl Exec<'_> {
         free: usize,
         init: Option<&[f32]>,
     ) -> FResult<()> {
+        let taint = self.mem.row_taint(like.rows, free);
+        let (lo, hi) = (like.part_start, like.part_start + like.rows);
+        let undef = match file {
+            AccFile::Scalar => &mut self.acc.scalar_undef,
+            AccFile::Vector => &mut self.acc.vector_undef,
+        };
+        if let Some(lanes) = undef.get_mut(lo..hi) {
+            for (lane, t) in lanes.iter_mut().zip(taint) {
+                *lane = match cmd {
+                    ReduceCmd::Idle => *lane,
+                    ReduceCmd::Reset => None,
+                    ReduceCmd::Reduce => lane.or(t),
+                    ReduceCmd::ResetReduce | ReduceCmd::LoadReduce => t,
+                };
+            }
+        }
         let accs = self.accs(file, like)?;
         for (p, a) in accs.iter_mut().enumerate() {
             match cmd {
@@ -591,6 +636,13 @@ impl Exec<'_> {
             .iter()
             .map(|&a| if negate { -a } else { a })
             .collect();
+        let undef = match file {
+            AccFile::Scalar => &self.acc.scalar_undef,
+            AccFile::Vector => &self.acc.vector_undef,
+        };
+        if let Some(lanes) = undef.get(like.part_start..like.part_start + like.rows) {
+            self.mem.taint_lanes(lanes);
+        }
         self.mem.write_f32(&rv, &vals)
     }
 
@@ -696,7 +748,7 @@ impl Exec<'_> {
         oob: OobMode,
     ) -> FResult<()> {
         let iv = self.view(index, "index")?;
-        let idx = self.mem.read_bits(&iv)?;
+        let idx = self.mem.read_defined_bits(&iv)?;
         let (mut sv, mut dv) = if scatter {
             (
                 self.view(src, "src")?,
@@ -738,13 +790,24 @@ impl Exec<'_> {
             .map(|w| self.mem.row_in_bounds(remapped, w))
             .collect();
         if let (Some(w), OobMode::Error) = (bad_row, oob) {
-            return Err(Fault::new(
+            let mut f = Fault::new(
                 SimErrorKind::OutOfBounds,
                 format!(
-                    "out-of-bounds indirect row: `index` row {w} holds {} and `{field}` leaves its tensor",
+                    "out-of-bounds indirect row: row {w} of the index tile read through `index` holds {} and `{field}` leaves its tensor",
                     idx[w] as i32
                 ),
-            ));
+            );
+            if let Some(mut facts) = self.mem.outside(remapped, w..w + 1) {
+                f.message = format!("{}: {}", f.message, facts.message());
+                let value = if iv.dtype == DType::I32 {
+                    i64::from(idx[w] as i32)
+                } else {
+                    i64::from(idx[w])
+                };
+                facts.index_tile = Some(("index".to_owned(), value));
+                f.oob = Some(Box::new(facts));
+            }
+            return Err(f);
         }
         if sv.elements() != dv.elements() {
             return Err(Fault::bad(format!(
@@ -2163,7 +2226,7 @@ impl Exec<'_> {
                 valid * e
             )));
         }
-        let idx = self.mem.read_bits(&iv)?;
+        let idx = self.mem.read_defined_bits(&iv)?;
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
         let (fs, size) = (sv.free(), sv.size);
@@ -2202,7 +2265,7 @@ impl Exec<'_> {
                 "`nc_n_gather` needs equal P and equal `dst`/`src` dtypes",
             ));
         }
-        let idx = self.mem.read_bits(&iv)?;
+        let idx = self.mem.read_defined_bits(&iv)?;
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
         let (fs, f, size) = (sv.free(), dv.free().max(1), sv.size);
@@ -2296,6 +2359,7 @@ impl Exec<'_> {
             if p % 16 != 0 {
                 continue;
             }
+            self.mem.clear_pending();
             let mut found = Vec::new();
             for i in 0..f {
                 buf.clear();

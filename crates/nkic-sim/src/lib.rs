@@ -11,8 +11,9 @@
 //! * `result`: `RunResult`, `QueueStats`, `TraceEvent`.
 //! * `error`: `SimError` and `SimErrorKind`, runtime faults with the
 //!   faulting instruction and its source location.
-//! * `memory`: HBM/SBUF/PSUM bytes with per-byte initialised bits, and the
-//!   resolution of access patterns into contiguous runs.
+//! * `memory`: HBM/SBUF/PSUM bytes with per-byte written bits and the
+//!   definedness shadow, and the resolution of access patterns into
+//!   contiguous runs.
 //! * `machine`: queues, registers, semaphores, the clock and the stepping
 //!   policy (timing rules in its doc).
 //! * `exec`: the semantics of every instruction (general rules in its doc).
@@ -27,8 +28,12 @@
 //!
 //! * Memory: SBUF is 128 partitions of the target's physical bytes (accesses
 //!   must stay below the usable size), PSUM 128 partitions × 16 KiB, HBM
-//!   one byte array per tensor. Reading a byte never written is a fault
-//!   (or poison, per `Poison`). Input arguments start initialised.
+//!   one byte array per tensor. Input arguments start initialised. By
+//!   default (`Poison::Precise`) a definedness shadow follows undefined
+//!   data through every instruction: never-written elements read as NaN
+//!   (integers 4), an undefined index or register faults, and undefined
+//!   output elements are listed in `RunResult::undefined`; `Poison::Error`
+//!   faults at the first read of a never-written byte instead.
 //! * Each queue runs in order with its own 64 registers (all 0 at the
 //!   start); queues synchronise only through semaphores. Times come from
 //!   `Target::cost` (nkic-isa), the one cost model shared with the backend;
@@ -54,7 +59,9 @@
 //!   detector covers accesses of different cores.
 //! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
 //!   malformed instructions and runaway loops stop the run with a
-//!   `SimError` naming the instruction and its source line.
+//!   `SimError` naming the instruction and its source line; an
+//!   out-of-bounds fault also carries NumPy-level facts
+//!   (`SimError::oob`, `OutOfBounds`).
 
 mod alu;
 pub mod calibration;
@@ -73,8 +80,10 @@ mod rng;
 mod tests;
 
 pub use config::{DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, StepOrder};
-pub use error::{SimError, SimErrorKind, Site};
-pub use result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
+pub use error::{OutOfBounds, SimError, SimErrorKind, Site};
+pub use result::{
+    Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
+};
 
 use nkic_isa::{Launch, Program};
 

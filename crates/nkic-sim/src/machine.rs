@@ -78,7 +78,9 @@ use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
 use crate::race::Races;
-use crate::result::{Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, Waited};
+use crate::result::{
+    Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
+};
 
 /// The byte region an operand covers, for the dependent-issue rule.
 #[derive(Clone, Copy, Debug)]
@@ -366,6 +368,7 @@ pub(crate) fn simulate(
         flops: 0,
         instructions: 0,
         elements: 0,
+        undefined: Vec::new(),
     };
     let n = queues.len();
     let n_cores = cores.len();
@@ -617,6 +620,9 @@ pub(crate) fn simulate(
         return Err(e);
     }
     res.outputs = collect_outputs(program, &mem, config.poison)?;
+    if config.poison == Poison::Precise {
+        res.undefined = undefined_outputs(cores, &mem);
+    }
     dumps.sort_by_key(|d| (d.time_ps, rank(d.core, d.queue), d.seq));
     Ok((res, dumps))
 }
@@ -879,6 +885,8 @@ fn step(
     } else {
         footprints(op, Role::Write, &q.regs, mem)
     };
+    let rule = crate::exec::shadow_rule(op);
+    mem.begin(q.stats.core, q.queue, index, rule);
     let mut exec = Exec {
         mem,
         regs: &mut q.regs,
@@ -887,9 +895,27 @@ fn step(
         flops: &mut res.flops,
     };
     let located = |fault: crate::error::Fault| {
-        let message = name_operand(program, q.queue, index, op, fault.kind, fault.message);
+        let mut message = name_operand(program, q.queue, index, op, fault.kind, fault.message);
+        if let Some(o) = fault.origin {
+            let site = origin_site(cores, multi, o);
+            message =
+                format!("{message}; it was computed from memory first read undefined by {site}");
+        }
         let mut e = SimError::at(fault.kind, message, program, q.queue, index);
         e.core = multi.then_some(q.stats.core);
+        e.oob = fault.oob.map(|mut facts| {
+            if matches!(facts.tensor.as_str(), "sbuf" | "psum")
+                && let Some(name) = program.operand_name(q.queue, index, facts.field)
+            {
+                facts.tensor = name.to_owned();
+            }
+            if let Some((tile, _)) = &mut facts.index_tile
+                && let Some(name) = program.operand_name(q.queue, index, "index")
+            {
+                *tile = name.to_owned();
+            }
+            facts
+        });
         e
     };
     let flow = match exec.run(op) {
@@ -912,6 +938,7 @@ fn step(
                 *pending = Some(located(fault));
             }
             mem.set_poison(Poison::Zero);
+            mem.begin(q.stats.core, q.queue, index, rule);
             let mut exec = Exec {
                 mem,
                 regs: &mut q.regs,
@@ -1381,6 +1408,54 @@ fn collect_outputs(
         out.push((t.name.clone(), bytes));
     }
     Ok(out)
+}
+
+/// The instruction an origin names, located.
+fn origin_site(cores: &[Program], multi: bool, o: crate::memory::Origin) -> crate::error::Site {
+    let program = cores.get(usize::from(o.core)).unwrap_or(&cores[0]);
+    let mut site = crate::error::Site::of(program, o.queue, o.index);
+    site.core = multi.then_some(o.core);
+    site
+}
+
+/// The undefined elements of every output of core 0's program
+/// (`Poison::Precise`): per output, the never-written ones, then those
+/// computed from undefined data.
+fn undefined_outputs(cores: &[Program], mem: &MemoryState) -> Vec<UndefinedOutput> {
+    let program = &cores[0];
+    let multi = cores.len() > 1;
+    let mut out = Vec::new();
+    for (id, t) in program.args() {
+        if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
+            continue;
+        }
+        let bad = mem.undefined_elements(id.0 as usize, t.dtype.size() as usize);
+        if bad.is_empty() {
+            continue;
+        }
+        let unravel = |mut e: u64| {
+            let mut idx = vec![0; t.shape.len()];
+            for (k, &d) in t.shape.iter().enumerate().rev() {
+                idx[k] = e % d.max(1);
+                e /= d.max(1);
+            }
+            idx
+        };
+        for never in [true, false] {
+            let mut these = bad.iter().filter(|(_, o)| o.is_none() == never);
+            let Some(&(first, origin)) = these.next() else {
+                continue;
+            };
+            out.push(UndefinedOutput {
+                output: t.name.clone(),
+                shape: t.shape.clone(),
+                elements: 1 + these.count() as u64,
+                first_index: unravel(first as u64),
+                origin: origin.map(|o| origin_site(cores, multi, o)),
+            });
+        }
+    }
+    out
 }
 
 /// `1 s`, `250 ms`, `40 us` or `900 ns` for a time limit.

@@ -14,9 +14,21 @@
 //! core whose instruction runs is set with `MemoryState::set_core`; access
 //! patterns resolve against it.
 //!
-//! Every byte has an "initialised" bit (a `u64` bitset per memory). Writes
-//! set it; reads of a clear bit fault or read poison (`Poison`). Input
-//! tensors start initialised, everything else not.
+//! Every byte has a "written" bit (a `u64` bitset per memory). Writes set
+//! it; reads of a clear bit fault or read poison (`Poison`). Input tensors
+//! start written, everything else not.
+//!
+//! With `Poison::Precise` every byte also has a definedness shadow, as
+//! Memcheck keeps one: a byte is *undefined* when it was never written or
+//! when the instruction that wrote it computed it from undefined data (an
+//! "undefined" bit per byte, and per 64-byte block the origin: the
+//! instruction that first read never-written memory on that path).
+//! During an instruction, every read records which of its elements were
+//! undefined (`ReadTaint`); every write derives the definedness of each
+//! element it writes from those reads through the instruction's
+//! `ShadowRule` (docs/isa.md, "Definedness"). Reads used as an index or a
+//! register go through `read_defined`, which faults on any undefined
+//! element.
 //!
 //! An access pattern is resolved once per instruction into a `View`: the
 //! address of each partition row plus the byte offsets of the maximal
@@ -25,10 +37,10 @@
 //! whole runs.
 
 use nkic_isa::numerics;
-use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, TensorKind};
+use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKind};
 
 use crate::config::Poison;
-use crate::error::{FResult, Fault, SimErrorKind};
+use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
 
 /// The most elements one operand may name (2^26): a bound on the memory
 /// one instruction may need, far above any real instruction.
@@ -45,10 +57,136 @@ pub(crate) enum SpaceId {
     Hbm(u32),
 }
 
-/// One memory: bytes plus their initialised bits.
+/// The instruction that first read undefined memory on a path (the
+/// origin of an undefined value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub core: u8,
+    pub queue: Queue,
+    pub index: usize,
+}
+
+/// How the definedness of an instruction's reads flows into the elements
+/// it writes (with `Poison::Precise`). A written element `(p, i)` of a
+/// `[P, F]` destination is undefined when a read operand `[r, f]` that
+/// found undefined elements reaches it:
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ShadowRule {
+    /// The same element count: the element of the same row-major
+    /// position; else the same rows: any element of row `p`; else the same
+    /// free size: any element of column `i`; else any element.
+    Elementwise,
+    /// Same rows: any element of row `p` (scans, top-8, sorts); else any.
+    Row,
+    /// Same free size: any element of column `i` (moves across
+    /// partitions); else any.
+    Column,
+    /// A `[F, P]` read: its element `(i, p)`; else as `Elementwise`.
+    Transpose,
+    /// `stationary [K, M]`: any element of its column `p`; `moving [K,
+    /// N]`: any element of its column `i`; others as `Elementwise`.
+    Matmul,
+    /// Any undefined element read makes every written element undefined.
+    All,
+}
+
+/// The undefined elements one read of an instruction found.
+struct ReadTaint {
+    field: &'static str,
+    rows: usize,
+    free: usize,
+    undef: Vec<bool>,
+    row_any: Vec<bool>,
+    col_any: Vec<bool>,
+}
+
+impl ReadTaint {
+    fn new(field: &'static str, rows: usize, free: usize, undef: Vec<bool>) -> ReadTaint {
+        let mut row_any = vec![false; rows];
+        let mut col_any = vec![false; free];
+        for (k, &u) in undef.iter().enumerate() {
+            if u && free > 0 {
+                row_any[k / free] = true;
+                col_any[k % free] = true;
+            }
+        }
+        ReadTaint {
+            field,
+            rows,
+            free,
+            undef,
+            row_any,
+            col_any,
+        }
+    }
+
+    /// Whether element `(p, i)` of a `[rows, free]` destination depends on
+    /// an undefined element of this read under `rule`.
+    fn reaches(&self, rule: ShadowRule, rows: usize, free: usize, p: usize, i: usize) -> bool {
+        let elementwise = || {
+            if self.rows * self.free == rows * free {
+                self.undef[p * free + i]
+            } else if self.rows == rows {
+                self.row_any[p]
+            } else if self.free == free {
+                self.col_any[i]
+            } else {
+                true
+            }
+        };
+        match rule {
+            ShadowRule::Elementwise => elementwise(),
+            ShadowRule::Row if self.rows == rows => self.row_any[p],
+            ShadowRule::Column if self.free == free => self.col_any[i],
+            ShadowRule::Row | ShadowRule::Column | ShadowRule::All => true,
+            ShadowRule::Transpose if self.rows == free && self.free == rows => {
+                self.undef[i * self.free + p]
+            }
+            ShadowRule::Transpose => elementwise(),
+            ShadowRule::Matmul => match self.field {
+                "stationary" if self.free == rows => self.col_any[p],
+                "moving" if self.free == free => self.col_any[i],
+                "stationary" | "moving" => true,
+                _ => elementwise(),
+            },
+        }
+    }
+}
+
+/// The definedness one instruction has read so far.
+#[derive(Default)]
+struct Taint {
+    reads: Vec<ReadTaint>,
+    /// An undefined element read by `read_elem` since the last
+    /// `write_elem` (element-at-a-time instructions pair them).
+    pending: bool,
+    /// The origin of the undefined data read (the first found).
+    origin: Option<u32>,
+}
+
+impl Taint {
+    fn is_clean(&self) -> bool {
+        self.reads.is_empty() && !self.pending
+    }
+}
+
+/// What one element of memory holds.
+enum ElemState {
+    Defined,
+    /// A byte of it was never written.
+    NeverWritten(usize),
+    /// Written, computed from undefined data whose origin is this id.
+    Undefined(u32),
+}
+
+/// One memory: bytes plus their written bits, and with `Poison::Precise`
+/// their undefined bits and per 64-byte block an origin (both allocated
+/// at the first undefined write).
 pub(crate) struct Space {
     pub(crate) data: Vec<u8>,
     init: Vec<u64>,
+    undef: Vec<u64>,
+    origin: Vec<u32>,
 }
 
 impl Space {
@@ -56,6 +194,8 @@ impl Space {
         Space {
             data: vec![0; len],
             init: vec![0; len.div_ceil(64)],
+            undef: Vec::new(),
+            origin: Vec::new(),
         }
     }
 
@@ -64,6 +204,69 @@ impl Space {
         Space {
             data: bytes,
             init: vec![u64::MAX; n.div_ceil(64)],
+            undef: Vec::new(),
+            origin: Vec::new(),
+        }
+    }
+
+    /// The first byte in `start..end` written with undefined data.
+    fn first_undef(&self, start: usize, end: usize) -> Option<usize> {
+        if self.undef.is_empty() {
+            return None;
+        }
+        let mut i = start;
+        while i < end {
+            let w = i / 64;
+            let hi = (end - w * 64).min(64);
+            let hit = self.undef[w] & bits_mask(i % 64, hi);
+            if hit != 0 {
+                return Some(w * 64 + hit.trailing_zeros() as usize);
+            }
+            i = w * 64 + hi;
+        }
+        None
+    }
+
+    /// Whether every byte of `start..end` is written and defined.
+    fn clean(&self, start: usize, end: usize) -> bool {
+        self.first_uninit(start, end).is_none() && self.first_undef(start, end).is_none()
+    }
+
+    fn state(&self, start: usize, end: usize) -> ElemState {
+        if let Some(bad) = self.first_uninit(start, end) {
+            return ElemState::NeverWritten(bad);
+        }
+        match self.first_undef(start, end) {
+            Some(b) => ElemState::Undefined(self.origin.get(b / 64).copied().unwrap_or(0)),
+            None => ElemState::Defined,
+        }
+    }
+
+    /// Marks `start..end` undefined with `origin`, or defined.
+    fn shade(&mut self, start: usize, end: usize, origin: Option<u32>) {
+        let Some(o) = origin else {
+            if !self.undef.is_empty() {
+                let mut i = start;
+                while i < end {
+                    let w = i / 64;
+                    let hi = (end - w * 64).min(64);
+                    self.undef[w] &= !bits_mask(i % 64, hi);
+                    i = w * 64 + hi;
+                }
+            }
+            return;
+        };
+        if self.undef.is_empty() {
+            self.undef = vec![0; self.init.len()];
+            self.origin = vec![0; self.init.len()];
+        }
+        let mut i = start;
+        while i < end {
+            let w = i / 64;
+            let hi = (end - w * 64).min(64);
+            self.undef[w] |= bits_mask(i % 64, hi);
+            self.origin[w] = o;
+            i = w * 64 + hi;
         }
     }
 
@@ -193,6 +396,7 @@ pub(crate) struct MemoryState {
     /// The core whose access patterns are resolved.
     core: usize,
     hbm_names: Vec<String>,
+    hbm_shapes: Vec<Vec<u64>>,
     partitions: usize,
     sbuf_stride: usize,
     sbuf_limit: usize,
@@ -200,6 +404,14 @@ pub(crate) struct MemoryState {
     poison: Poison,
     pub hbm_read: u64,
     pub hbm_written: u64,
+    /// The executing instruction and its shadow rule (`begin`).
+    site: Option<Origin>,
+    rule: ShadowRule,
+    /// The origin id of the executing instruction, once it read
+    /// never-written memory.
+    site_id: Option<u32>,
+    origins: Vec<Origin>,
+    taint: Taint,
 }
 
 impl MemoryState {
@@ -230,6 +442,7 @@ impl MemoryState {
         let partitions = f.sbuf_partitions as usize;
         let mut hbm = Vec::new();
         let mut hbm_names = Vec::new();
+        let mut hbm_shapes = Vec::new();
         let mut hbm_map = Vec::new();
         for (c, program) in cores.iter().enumerate() {
             let mut map = Vec::with_capacity(program.hbm.len());
@@ -250,6 +463,7 @@ impl MemoryState {
                     None => {
                         map.push(u32::try_from(hbm.len()).unwrap_or(u32::MAX));
                         hbm.push(Space::new(usize::try_from(t.bytes()).unwrap_or(0)));
+                        hbm_shapes.push(t.shape.clone());
                         hbm_names.push(if c > 0 {
                             format!("core{c}.{}", t.name)
                         } else {
@@ -272,6 +486,7 @@ impl MemoryState {
             hbm_map,
             core: 0,
             hbm_names,
+            hbm_shapes,
             partitions,
             sbuf_stride: f.sbuf_bytes_per_partition as usize,
             sbuf_limit: f.sbuf_usable_bytes_per_partition as usize,
@@ -279,7 +494,81 @@ impl MemoryState {
             poison,
             hbm_read: 0,
             hbm_written: 0,
+            site: None,
+            rule: ShadowRule::Elementwise,
+            site_id: None,
+            origins: Vec::new(),
+            taint: Taint::default(),
         }
+    }
+
+    /// Starts instruction `index` of `queue` on core `core`: forgets the
+    /// previous instruction's reads.
+    pub fn begin(&mut self, core: u8, queue: Queue, index: usize, rule: ShadowRule) {
+        self.site = Some(Origin { core, queue, index });
+        self.rule = rule;
+        self.site_id = None;
+        self.taint = Taint::default();
+    }
+
+    /// The instruction an origin id names.
+    pub fn origin(&self, id: u32) -> Option<Origin> {
+        self.origins.get(id as usize).copied()
+    }
+
+    /// The origin id of the executing instruction.
+    fn site_origin(&mut self) -> u32 {
+        if let Some(id) = self.site_id {
+            return id;
+        }
+        let id = u32::try_from(self.origins.len()).unwrap_or(u32::MAX);
+        self.origins.push(self.site.unwrap_or(Origin {
+            core: 0,
+            queue: Queue::Sync,
+            index: 0,
+        }));
+        self.site_id = Some(id);
+        id
+    }
+
+    fn precise(&self) -> bool {
+        self.poison == Poison::Precise
+    }
+
+    /// Records that row `p` of the next write depends on lane `p` of an
+    /// engine's accumulators, undefined where `lanes` holds an origin.
+    pub fn taint_lanes(&mut self, lanes: &[Option<u32>]) {
+        if !self.precise() || lanes.iter().all(Option::is_none) {
+            return;
+        }
+        if self.taint.origin.is_none() {
+            self.taint.origin = lanes.iter().flatten().next().copied();
+        }
+        let undef: Vec<bool> = lanes.iter().map(Option::is_some).collect();
+        self.taint
+            .reads
+            .push(ReadTaint::new("accumulator", undef.len(), 1, undef));
+    }
+
+    /// Per row of a `[rows, free]` destination: the origin of undefined
+    /// data the instruction's reads so far bring into that row (for
+    /// accumulators).
+    pub fn row_taint(&self, rows: usize, free: usize) -> Vec<Option<u32>> {
+        let origin = self.taint.origin;
+        (0..rows)
+            .map(|p| {
+                let hit = self.taint.pending
+                    || self.taint.reads.iter().any(|t| {
+                        (0..free.max(1)).any(|i| t.reaches(self.rule, rows, free.max(1), p, i))
+                    });
+                if hit { origin } else { None }
+            })
+            .collect()
+    }
+
+    /// Forgets undefined `read_elem` reads not yet paired with a write.
+    pub fn clear_pending(&mut self) {
+        self.taint.pending = false;
     }
 
     /// Sets HBM tensor `index` to `bytes`, all initialised.
@@ -287,6 +576,25 @@ impl MemoryState {
         if let Some(t) = self.hbm.get_mut(index) {
             *t = Space::initialised(bytes);
         }
+    }
+
+    /// The undefined elements of HBM tensor `index` (elements of `size`
+    /// bytes), in row-major order: each element's number and its origin
+    /// (`None`: never written).
+    pub fn undefined_elements(&self, index: usize, size: usize) -> Vec<(usize, Option<Origin>)> {
+        let Some(t) = self.hbm.get(index) else {
+            return Vec::new();
+        };
+        let size = size.max(1);
+        let mut out = Vec::new();
+        for e in 0..t.data.len() / size {
+            match t.state(e * size, e * size + size) {
+                ElemState::Defined => {}
+                ElemState::NeverWritten(_) => out.push((e, None)),
+                ElemState::Undefined(o) => out.push((e, self.origin(o))),
+            }
+        }
+        out
     }
 
     /// The bytes of HBM tensor `index`, with the first never-written byte
@@ -354,7 +662,13 @@ impl MemoryState {
         write: bool,
     ) -> FResult<View> {
         let v = self.view_unchecked(ap, regs, field)?;
-        self.check_bounds(&v, ap, write)?;
+        if let Err(mut f) = self.check_bounds(&v, ap, write) {
+            if let Some(facts) = self.outside(&v, 0..v.rows) {
+                f.message = format!("{}: {}", f.message, facts.message());
+                f.oob = Some(Box::new(facts));
+            }
+            return Err(f);
+        }
         Ok(v)
     }
 
@@ -530,6 +844,71 @@ impl MemoryState {
         Ok(())
     }
 
+    /// The first element of rows `rows` of `v` outside its memory, in
+    /// NumPy's terms.
+    pub fn outside(&self, v: &View, rows: std::ops::Range<usize>) -> Option<OutOfBounds> {
+        let last = v.run_len.saturating_sub(1);
+        for p in rows {
+            for (r, _) in v.runs.iter().enumerate() {
+                let first = r * v.run_len;
+                if self.in_bounds(v, p, first) && self.in_bounds(v, p, first + last) {
+                    continue;
+                }
+                let i = (first..=first + last).find(|&i| !self.in_bounds(v, p, i))?;
+                return Some(self.facts(v, p, i));
+            }
+        }
+        None
+    }
+
+    /// The NumPy-level facts of element `i` of row `p` of `v` (outside its
+    /// memory).
+    fn facts(&self, v: &View, p: usize, i: usize) -> OutOfBounds {
+        let addr = v.addr(p, i);
+        let size = v.size.max(1) as i64;
+        let (tensor, shape, axis, index, flat) = match v.space {
+            SpaceId::Hbm(id) => {
+                let mut shape = self.hbm_shapes[id as usize].clone();
+                if shape.is_empty() {
+                    shape.push(1);
+                }
+                let flat = addr.div_euclid(size);
+                let inner: i64 = shape[1..].iter().map(|&d| d as i64).product::<i64>().max(1);
+                let tensor = self.hbm_names[id as usize].clone();
+                (tensor, shape, 0, flat.div_euclid(inner), flat)
+            }
+            SpaceId::Sbuf(_) | SpaceId::Psum(_) => {
+                let sbuf = matches!(v.space, SpaceId::Sbuf(_));
+                let (stride, limit) = if sbuf {
+                    (self.sbuf_stride, self.sbuf_limit)
+                } else {
+                    (self.psum_stride, self.psum_stride)
+                };
+                let per = (limit / v.size.max(1)) as i64;
+                let part = (v.part_start + p) as i64;
+                let within = addr.saturating_sub(part * stride as i64).div_euclid(size);
+                let shape = vec![self.partitions as u64, per as u64];
+                let (axis, index) = if part >= self.partitions as i64 {
+                    (0, part)
+                } else {
+                    (1, within)
+                };
+                let name = if sbuf { "sbuf" } else { "psum" };
+                (name.to_owned(), shape, axis, index, part * per + within)
+            }
+        };
+        OutOfBounds {
+            tensor,
+            shape,
+            axis,
+            index,
+            flat_offset: flat,
+            field: v.field,
+            row: p as u64,
+            index_tile: None,
+        }
+    }
+
     /// True when every element of row `p` lies inside its memory.
     pub fn row_in_bounds(&self, v: &View, p: usize) -> bool {
         let (Some(&lo), Some(&hi)) = (v.runs.iter().min(), v.runs.iter().max()) else {
@@ -579,17 +958,25 @@ impl MemoryState {
     fn poison_bytes(&self, dtype: DType) -> Vec<u8> {
         let size = dtype.size() as usize;
         match self.poison {
-            Poison::Nan if dtype.is_float() => {
+            Poison::Nan | Poison::Precise if dtype.is_float() => {
                 let mut out = Vec::with_capacity(size);
                 numerics::encode(dtype, &vec![f32::NAN; numerics::lanes(dtype)], &mut out);
+                out
+            }
+            Poison::Precise => {
+                let mut out = vec![0; size];
+                if let Some(b) = out.first_mut() {
+                    *b = 4;
+                }
                 out
             }
             _ => vec![0; size],
         }
     }
 
-    fn uninit_fault(&self, v: &View, addr: usize) -> Fault {
-        let place = match v.space {
+    /// Where byte `addr` of `v`'s memory lies, for messages.
+    fn place(&self, v: &View, addr: usize) -> String {
+        match v.space {
             SpaceId::Sbuf(_) => format!(
                 "sbuf partition {} byte {}",
                 addr / self.sbuf_stride,
@@ -601,7 +988,11 @@ impl MemoryState {
                 addr % self.psum_stride
             ),
             SpaceId::Hbm(id) => format!("hbm tensor `{}` byte {addr}", self.hbm_names[id as usize]),
-        };
+        }
+    }
+
+    fn uninit_fault(&self, v: &View, addr: usize) -> Fault {
+        let place = self.place(v, addr);
         Fault::new(
             SimErrorKind::UninitialisedRead,
             format!(
@@ -611,39 +1002,122 @@ impl MemoryState {
         )
     }
 
-    /// Appends the raw bytes of every element of `v`, row-major.
+    /// Appends the raw bytes of every element of `v`, row-major. With
+    /// `Poison::Precise` it records which elements were undefined.
     pub fn read_raw(&mut self, v: &View, out: &mut Vec<u8>) -> FResult<()> {
         let run_bytes = v.run_len * v.size;
         out.reserve(v.elements() * v.size);
+        let precise = self.precise();
         let space = self.space(v.space);
         let mut poison: Option<Vec<u8>> = None;
+        // Per element, once one is undefined; and whether one was never
+        // written, and the origin of the first written-undefined one.
+        let mut undef: Option<Vec<bool>> = None;
+        let (mut never, mut origin) = (false, None);
+        let mut k = 0;
         for p in 0..v.rows {
             let base = v.row_addr(p);
             for &r in &v.runs {
                 let a = (base + r) as usize;
                 let e = a + run_bytes;
-                match space.first_uninit(a, e) {
-                    None => out.extend_from_slice(&space.data[a..e]),
-                    Some(bad) => {
-                        if self.poison == Poison::Error {
-                            return Err(self.uninit_fault(v, bad));
-                        }
-                        let pb = poison.get_or_insert_with(|| self.poison_bytes(v.dtype));
-                        for el in (a..e).step_by(v.size) {
-                            if space.first_uninit(el, el + v.size).is_some() {
-                                out.extend_from_slice(pb);
-                            } else {
-                                out.extend_from_slice(&space.data[el..el + v.size]);
+                if space.clean(a, e) {
+                    out.extend_from_slice(&space.data[a..e]);
+                    k += v.run_len;
+                    continue;
+                }
+                for el in (a..e).step_by(v.size) {
+                    match space.state(el, el + v.size) {
+                        ElemState::Defined => out.extend_from_slice(&space.data[el..el + v.size]),
+                        ElemState::NeverWritten(bad) => {
+                            if self.poison == Poison::Error {
+                                return Err(self.uninit_fault(v, bad));
+                            }
+                            let pb = poison.get_or_insert_with(|| self.poison_bytes(v.dtype));
+                            out.extend_from_slice(pb);
+                            if precise {
+                                never = true;
+                                undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
                             }
                         }
+                        ElemState::Undefined(o) => {
+                            out.extend_from_slice(&space.data[el..el + v.size]);
+                            origin.get_or_insert(o);
+                            undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
+                        }
                     }
+                    k += 1;
                 }
             }
         }
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_read += (v.elements() * v.size) as u64;
         }
+        if let Some(undef) = undef {
+            self.record(origin, never);
+            self.taint
+                .reads
+                .push(ReadTaint::new(v.field, v.rows, v.free(), undef));
+        }
         Ok(())
+    }
+
+    /// Notes the origin of undefined data just read: `origin` for data
+    /// written undefined, this instruction for never-written memory.
+    fn record(&mut self, origin: Option<u32>, never: bool) {
+        let o = match origin {
+            Some(o) => o,
+            None if never => self.site_origin(),
+            None => return,
+        };
+        self.taint.origin.get_or_insert(o);
+    }
+
+    /// `read_raw` for a value that must be defined (an index, a register,
+    /// a seed): any undefined element faults, naming where it came from.
+    pub fn read_defined(&mut self, v: &View, out: &mut Vec<u8>) -> FResult<()> {
+        let before = self.taint.reads.len();
+        let origin_before = self.taint.origin;
+        self.read_raw(v, out)?;
+        if self.taint.reads.len() == before {
+            return Ok(());
+        }
+        let Some(t) = self.taint.reads.pop() else {
+            return Ok(());
+        };
+        self.taint.origin = origin_before;
+        let k = t.undef.iter().position(|&u| u).unwrap_or(0);
+        let free = v.free().max(1);
+        let addr = v.addr(k / free, k % free) as usize;
+        let space = self.space(v.space);
+        match space.state(addr, addr + v.size) {
+            ElemState::Undefined(o) => {
+                let mut f = Fault::new(
+                    SimErrorKind::UninitialisedRead,
+                    format!(
+                        "an index or a register read through `{}` is undefined: element {k} ({}) holds a value computed from undefined memory",
+                        v.field,
+                        self.place(v, addr)
+                    ),
+                );
+                f.origin = self.origin(o);
+                Err(f)
+            }
+            _ => Err(Fault::new(
+                SimErrorKind::UninitialisedRead,
+                format!(
+                    "an index or a register read through `{}` is undefined: element {k} ({}) was never written",
+                    v.field,
+                    self.place(v, addr)
+                ),
+            )),
+        }
+    }
+
+    /// `read_bits` through `read_defined`.
+    pub fn read_defined_bits(&mut self, v: &View) -> FResult<Vec<u32>> {
+        let mut raw = Vec::new();
+        self.read_defined(v, &mut raw)?;
+        Ok(raw.chunks_exact(v.size).map(bits_of).collect())
     }
 
     /// The raw bytes of every element of `v`, row-major, without counting
@@ -680,14 +1154,23 @@ impl MemoryState {
     pub fn read_elem(&mut self, v: &View, p: usize, i: usize, out: &mut Vec<u8>) -> FResult<()> {
         let a = v.addr(p, i) as usize;
         let space = self.space(v.space);
-        match space.first_uninit(a, a + v.size) {
-            None => out.extend_from_slice(&space.data[a..a + v.size]),
-            Some(bad) => {
+        match space.state(a, a + v.size) {
+            ElemState::Defined => out.extend_from_slice(&space.data[a..a + v.size]),
+            ElemState::NeverWritten(bad) => {
                 if self.poison == Poison::Error {
                     return Err(self.uninit_fault(v, bad));
                 }
                 let pb = self.poison_bytes(v.dtype);
                 out.extend_from_slice(&pb);
+                if self.precise() {
+                    self.record(None, true);
+                    self.taint.pending = true;
+                }
+            }
+            ElemState::Undefined(o) => {
+                out.extend_from_slice(&space.data[a..a + v.size]);
+                self.record(Some(o), false);
+                self.taint.pending = true;
             }
         }
         if let SpaceId::Hbm(_) = v.space {
@@ -708,6 +1191,8 @@ impl MemoryState {
                 bytes.len()
             )));
         }
+        let precise = self.precise();
+        let shadow = (precise && !self.taint.is_clean()).then(|| self.shadow_of(v));
         let space = self.space_mut(v.space);
         let mut k = 0;
         for p in 0..v.rows {
@@ -716,6 +1201,18 @@ impl MemoryState {
                 let a = (base + r) as usize;
                 space.data[a..a + run_bytes].copy_from_slice(&bytes[k..k + run_bytes]);
                 space.mark(a, a + run_bytes);
+                if precise {
+                    match &shadow {
+                        None => space.shade(a, a + run_bytes, None),
+                        Some((undef, o)) => {
+                            let e0 = k / v.size;
+                            for j in 0..v.run_len {
+                                let b = a + j * v.size;
+                                space.shade(b, b + v.size, undef[e0 + j].then_some(*o));
+                            }
+                        }
+                    }
+                }
                 k += run_bytes;
             }
         }
@@ -725,13 +1222,54 @@ impl MemoryState {
         Ok(())
     }
 
+    /// Per element of the destination `v` (row-major): whether it is
+    /// undefined under the instruction's rule, and the origin to give it.
+    fn shadow_of(&mut self, v: &View) -> (Vec<bool>, u32) {
+        let (rows, free) = (v.rows, v.free());
+        let pending = self.taint.pending;
+        let undef = (0..rows * free)
+            .map(|k| {
+                let (p, i) = (k / free.max(1), k % free.max(1));
+                pending
+                    || self
+                        .taint
+                        .reads
+                        .iter()
+                        .any(|t| t.reaches(self.rule, rows, free, p, i))
+            })
+            .collect();
+        let o = match self.taint.origin {
+            Some(o) => o,
+            None => self.site_origin(),
+        };
+        (undef, o)
+    }
+
     /// Writes one element's bytes.
     pub fn write_elem(&mut self, v: &View, p: usize, i: usize, bytes: &[u8]) {
         let a = v.addr(p, i) as usize;
         let n = bytes.len().min(v.size);
+        let shade = if self.precise() {
+            let (rows, free) = (v.rows, v.free());
+            let undef = self.taint.pending
+                || self
+                    .taint
+                    .reads
+                    .iter()
+                    .any(|t| t.reaches(self.rule, rows, free, p, i));
+            if self.rule != ShadowRule::Row {
+                self.taint.pending = false;
+            }
+            Some(undef.then(|| self.taint.origin.unwrap_or_else(|| self.site_origin())))
+        } else {
+            None
+        };
         let space = self.space_mut(v.space);
         space.data[a..a + n].copy_from_slice(&bytes[..n]);
         space.mark(a, a + n);
+        if let Some(o) = shade {
+            space.shade(a, a + n, o);
+        }
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_written += n as u64;
         }
@@ -885,13 +1423,30 @@ mod tests {
         assert_eq!(err.kind, SimErrorKind::OutOfBounds);
         assert_eq!(
             err.message,
-            "out-of-bounds read of sbuf partitions 120..136 (limit 128) through `src`"
+            "out-of-bounds read of sbuf partitions 120..136 (limit 128) through `src`: index 128 is out of bounds for axis 0 with size 128"
         );
+        let facts = err.oob.expect("structured facts");
+        assert_eq!(
+            (
+                facts.tensor.as_str(),
+                &facts.shape[..],
+                facts.axis,
+                facts.index
+            ),
+            ("sbuf", &[128, 61_438][..], 0, 128)
+        );
+        // Row 8 of the access is partition 128; its first element.
+        assert_eq!((facts.row, facts.flat_offset), (8, 128 * 61_438));
         let ap = AccessPattern::psum(0, 1, 16_380, &[Dim::new(1, 2)], DType::F32);
         let err = m.view(&ap, &[0; 64], "dst", true).unwrap_err();
         assert_eq!(
             err.message,
-            "out-of-bounds write of psum bytes 16380..16388 of each partition (limit 16384) through `dst`"
+            "out-of-bounds write of psum bytes 16380..16388 of each partition (limit 16384) through `dst`: index 4096 is out of bounds for axis 1 with size 4096"
+        );
+        let facts = err.oob.expect("structured facts");
+        assert_eq!(
+            (facts.field, facts.row, facts.flat_offset),
+            ("dst", 0, 4096)
         );
     }
 }

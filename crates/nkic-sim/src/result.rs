@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 
 use nkic_isa::{DType, LineId, Queue, SemId};
 
+use crate::error::Site;
+
 /// The outcome of a successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunResult {
@@ -31,6 +33,30 @@ pub struct RunResult {
     /// Elements written by data instructions (every destination element of
     /// every executed compute or DMA instruction).
     pub elements: u64,
+    /// With `Poison::Precise`: the output elements left undefined (never
+    /// written, or computed from undefined data), per output and cause, in
+    /// parameter order (never-written first). Empty in the other modes.
+    pub undefined: Vec<UndefinedOutput>,
+}
+
+/// Elements of one output that hold no defined value at the end of a run
+/// (`Poison::Precise`): a warning, not a fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UndefinedOutput {
+    /// The output's name in the program (as in `RunResult::outputs`).
+    pub output: String,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// How many of its elements (of `shape.iter().product()`) have this
+    /// cause.
+    pub elements: u64,
+    /// The first one in row-major order, as an index into `shape`.
+    pub first_index: Vec<u64>,
+    /// `None`: never written (the bytes hold the fill, NaN for floats and
+    /// 4 for integers). `Some`: written with a value computed from
+    /// undefined data; the instruction that first read never-written
+    /// memory on the path to the first such element.
+    pub origin: Option<Site>,
 }
 
 impl RunResult {

@@ -81,8 +81,10 @@ struct RunArgs {
     /// How independent queues are interleaved (results never depend on it).
     #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
     step_order: StepOrderArg,
-    /// What reading never-written memory does.
-    #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
+    /// What reading never-written memory does (`precise`: tracked; an
+    /// undefined output element is warning E2009, an undefined index or
+    /// register error E2002).
+    #[arg(long, value_enum, default_value_t = PoisonArg::Precise)]
     poison: PoisonArg,
     /// Write every value tensor NAME takes (each write, per loop iteration)
     /// as `.npy` files under `--out DIR` (default `.`) in `dump/NAME/`;
@@ -130,8 +132,10 @@ struct ExecArgs {
     /// for a race-free program).
     #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
     step_order: StepOrderArg,
-    /// What reading never-written memory does.
-    #[arg(long, value_enum, default_value_t = PoisonArg::Error)]
+    /// What reading never-written memory does (`precise`: tracked; an
+    /// undefined output element is warning E2009, an undefined index or
+    /// register error E2002).
+    #[arg(long, value_enum, default_value_t = PoisonArg::Precise)]
     poison: PoisonArg,
     /// Stop with error E2007 when the simulated time passes this many
     /// milliseconds (a loop that never ends); at least 1.
@@ -443,8 +447,8 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         profile,
         max_sim_ms: args.max_sim_ms,
     };
-    if let Err(diags) = crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
-        reporter.emit_all(&diags, &sources);
+    match crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
+        Ok(warnings) | Err(warnings) => reporter.emit_all(&warnings, &sources),
     }
     exit_code(&reporter)
 }
@@ -462,8 +466,8 @@ fn exec(args: &ExecArgs) -> ExitCode {
         poison: args.poison,
         max_sim_ms: args.max_sim_ms,
     };
-    if let Err(diags) = crate::exec::exec(&opts, &mut sources) {
-        reporter.emit_all(&diags, &sources);
+    match crate::exec::exec(&opts, &mut sources) {
+        Ok(warnings) | Err(warnings) => reporter.emit_all(&warnings, &sources),
     }
     exit_code(&reporter)
 }

@@ -82,6 +82,11 @@ pub enum StepOrderArg {
 /// `--poison`: what reading never-written memory does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PoisonArg {
+    /// Definedness is tracked through every instruction: never-written
+    /// elements read as NaN (integers 4), as in the NKI simulator; an
+    /// output element left undefined is a warning (E2009), an undefined
+    /// index or register an error (E2002).
+    Precise,
     /// A runtime error naming the instruction and source line.
     Error,
     /// Float elements read as NaN, integers as 0.
@@ -121,7 +126,11 @@ pub struct ExecOptions<'a> {
 }
 
 /// Runs a `.nkasm` file. Returns the diagnostics that stop it, if any.
-pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<Diagnostic>> {
+/// Returns the warnings of a run that completes (undefined outputs, E2009).
+pub fn exec(
+    opts: &ExecOptions<'_>,
+    sources: &mut SourceMap,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let file = crate::cli::load(opts.program_path, sources).map_err(|d| vec![d])?;
     let text = sources.file(file).text().to_owned();
     let launch = nkic_isa::assemble_launch(&text).map_err(|errors| {
@@ -182,7 +191,14 @@ pub fn exec(opts: &ExecOptions<'_>, sources: &mut SourceMap) -> Result<(), Vec<D
         write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
     }
     print_report(&launch, &result, opts.report, None);
-    Ok(())
+    Ok(nkic_driver::simulate::undefined_warnings(
+        &result,
+        &launch,
+        base_dir,
+        sources,
+        &crate::cli::read_module,
+        |name, _| (format!("`{name}`"), None),
+    ))
 }
 
 /// The interpreter's options from the command line.
@@ -198,6 +214,7 @@ pub(crate) fn sim_config(
             StepOrderArg::Earliest => StepOrder::Earliest,
         },
         poison: match poison {
+            PoisonArg::Precise => Poison::Precise,
             PoisonArg::Error => Poison::Error,
             PoisonArg::Nan => Poison::Nan,
             PoisonArg::Zero => Poison::Zero,

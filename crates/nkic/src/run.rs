@@ -107,13 +107,14 @@ pub struct RunOptions<'a> {
     pub max_sim_ms: u64,
 }
 
-/// Executes a compiled kernel and reports.
+/// Executes a compiled kernel and reports. Returns the warnings of a run
+/// that completes (undefined outputs, E2009).
 pub fn run_compiled(
     compiled: &Compiled,
     opts: &RunOptions<'_>,
     file: FileId,
     sources: &mut SourceMap,
-) -> Result<(), Vec<Diagnostic>> {
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let launch = &compiled.launch;
     let program = launch.main();
     let inputs = if opts.inputs.is_empty() {
@@ -167,7 +168,17 @@ pub fn run_compiled(
             exec::print_stdout(&text);
         }
     }
-    Ok(())
+    Ok(nkic_driver::simulate::undefined_warnings(
+        &result,
+        launch,
+        &base_dir,
+        sources,
+        &crate::cli::read_module,
+        |tensor, sources| match nkic_driver::simulate::describe_output(tensor, compiled, sources) {
+            Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
+            None => (format!("`{tensor}`"), None),
+        },
+    ))
 }
 
 /// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.

@@ -1,7 +1,7 @@
 //! The run-time checks through `nkic exec` on hand-written `.nkasm`: data
 //! races are caught on every run with both instructions and both source
-//! lines named (E2008), and `--poison error|nan|zero` decides what reading
-//! never-written memory does.
+//! lines named (E2008), and `--poison precise|error|nan|zero` decides what
+//! reading never-written memory does.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -194,7 +194,39 @@ fn out_values(dir: &Path) -> Vec<f32> {
 #[test]
 fn poison_decides_what_uninitialised_reads_give() {
     let dir = temp("poison");
-    let (ok, diags, _) = exec(&dir, UNINIT, &[]);
+    // By default the run completes: the output holds values computed from
+    // never-written memory (NaN), warning E2009 names the first bad read.
+    let (ok, diags, _) = exec(&dir, UNINIT, &["--out", "o"]);
+    assert!(ok, "{diags:?}");
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert_eq!(diags[0]["code"], "E2009");
+    assert_eq!(diags[0]["severity"], "warning");
+    assert_eq!(
+        diags[0]["message"],
+        "output `out`: 4 of 4 elements are computed from undefined memory (the first is [0, 0]), first read by dma_copy at dma0[0]"
+    );
+    assert_eq!(
+        diags[0]["facts"],
+        serde_json::json!({
+            "output": "out",
+            "shape": [1, 4],
+            "elements": 4,
+            "total": 4,
+            "first_index": [0, 0],
+            "cause": "computed-from-undefined",
+            "origin": {
+                "mnemonic": "dma_copy",
+                "core": null,
+                "queue": "dma0",
+                "index": 0,
+                "file": null,
+                "line": null,
+                "column": null
+            }
+        })
+    );
+    assert!(out_values(&dir).iter().all(|v| v.is_nan()));
+    let (ok, diags, _) = exec(&dir, UNINIT, &["--poison", "error"]);
     assert!(!ok);
     assert_eq!(diags[0]["code"], "E2002");
     assert_eq!(
@@ -203,7 +235,7 @@ fn poison_decides_what_uninitialised_reads_give() {
     );
     assert_eq!(label_lines(&diags[0]), vec![("p.nkasm".to_owned(), 4)]);
     let help = diags[0]["help"].to_string();
-    assert!(help.contains("`--poison nan` runs on"), "{help}");
+    assert!(help.contains("`--poison precise` runs on"), "{help}");
     let (ok, diags, _) = exec(&dir, UNINIT, &["--poison", "nan", "--out", "o"]);
     assert!(ok, "{diags:?}");
     assert!(out_values(&dir).iter().all(|v| v.is_nan()));
@@ -213,8 +245,9 @@ fn poison_decides_what_uninitialised_reads_give() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A kernel that never stores its returned tensor: E2002 names the kernel's
-/// variable and points at its allocation, not at the program's `out0`.
+/// A kernel that stores half its returned tensor: E2009 (by default) and
+/// E2002 (`--poison error`) name the kernel's variable and point at its
+/// allocation, not at the program's `out0`.
 #[test]
 fn an_unwritten_output_names_the_kernel_variable() {
     let dir = temp("unwritten");
@@ -223,19 +256,39 @@ fn an_unwritten_output_names_the_kernel_variable() {
         "import nki\nimport nki.isa as nisa\nimport nki.language as nl\n\n\n# nkic: args a=float32[128,64]\n@nki.jit\ndef k(a):\n    result = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    t = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.sbuf)\n    nisa.dma_copy(dst=t, src=a)\n    nisa.dma_copy(dst=result[0:64, :], src=t[0:64, :])\n    return result\n",
     )
     .expect("write kernel");
-    let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
-        .current_dir(&dir)
-        .env("NO_COLOR", "1")
-        .args(["run", "k.py", "--message-format", "json"])
-        .output()
-        .expect("the nkic binary runs");
-    assert!(!out.status.success());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let diag: Value = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v.get("code").is_some())
-        .unwrap_or_else(|| panic!("a diagnostic: {stdout}"));
+    let run = |poison: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_nkic"))
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .args([
+                "run",
+                "k.py",
+                "--message-format",
+                "json",
+                "--poison",
+                poison,
+            ])
+            .output()
+            .expect("the nkic binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let diag: Value = stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("code").is_some())
+            .unwrap_or_else(|| panic!("a diagnostic: {stdout}"));
+        (out.status.success(), diag)
+    };
+    // By default: warning E2009 with the same names.
+    let (ok, diag) = run("precise");
+    assert!(ok);
+    assert_eq!(diag["code"], "E2009");
+    assert_eq!(
+        diag["message"],
+        "output `result` (returned tensor 0, `out0`): 4096 of 8192 elements are never written (the first is [64, 0]); they hold NaN"
+    );
+    assert_eq!(label_lines(&diag), vec![("k.py".to_owned(), 9)]);
+    let (ok, diag) = run("error");
+    assert!(!ok);
     assert_eq!(diag["code"], "E2002");
     assert_eq!(
         diag["message"],

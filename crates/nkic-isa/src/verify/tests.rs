@@ -307,3 +307,27 @@ fn gathers_and_random_numbers() {
         ],
     );
 }
+
+#[test]
+fn bool_predicates() {
+    // `bool` (a byte holding 0 or 1) is a predicate dtype of both
+    // predicated instructions; a float predicate is not.
+    ok(
+        ".queue vector\n  tensor_copy_predicated dst=sbuf[0:128]:f32[1,4] src=sbuf[0:128]+16:f32[1,4] predicate=sbuf[0:128]+64:bool[1,4]\n",
+    );
+    ok(
+        ".queue vector\n  select_reduce dst=sbuf[0:128]:f32[1,4] predicate=sbuf[0:128]+64:bool[1,4] on_true=sbuf[0:128]+16:f32[1,4] on_false=0.0\n",
+    );
+    fails(
+        ".queue vector\n  tensor_copy_predicated dst=sbuf[0:128]:f32[1,4] src=sbuf[0:128]+16:f32[1,4] predicate=sbuf[0:128]+64:f32[1,4]\n",
+        &[
+            "vector[0] `tensor_copy_predicated`: `predicate` must be uint8, uint16, uint32 or bool, found float32",
+        ],
+    );
+    fails(
+        ".queue vector\n  select_reduce dst=sbuf[0:128]:f32[1,4] predicate=sbuf[0:128]+64:f32[1,4] on_true=sbuf[0:128]+16:f32[1,4] on_false=0.0\n",
+        &[
+            "vector[0] `select_reduce`: `predicate` must be int8, uint8, int16, uint16 or bool, found float32",
+        ],
+    );
+}

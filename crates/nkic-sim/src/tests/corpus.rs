@@ -67,12 +67,48 @@ fn dynamic_loop_running_past_the_tensor_faults_at_its_source_line() {
     assert_eq!(e.source.as_deref(), Some("loop.py:6:9"));
     assert_eq!(
         e.message,
-        "out-of-bounds read of hbm tensor `a` bytes 2097152..2359296 (size 2097152) through `src`"
+        "out-of-bounds read of hbm tensor `a` bytes 2097152..2359296 (size 2097152) through `src`: index 1024 is out of bounds for axis 0 with size 1024"
     );
-    // Fewer iterations leave the output partly unwritten.
+    assert_eq!(
+        e.oob.as_deref(),
+        Some(&crate::OutOfBounds {
+            tensor: "a".to_owned(),
+            shape: vec![1024, 512],
+            axis: 0,
+            index: 1024,
+            flat_offset: 1024 * 512,
+            field: "src",
+            row: 0,
+            index_tile: None,
+        })
+    );
+    // Fewer iterations leave the output partly unwritten: an error with
+    // `Poison::Error`, a warning by default.
     let (_, inputs) = loop_inputs(3);
-    let e = run(&p, &inputs, &SimConfig::default()).unwrap_err();
+    let strict = SimConfig {
+        poison: Poison::Error,
+        ..SimConfig::default()
+    };
+    let e = run(&p, &inputs, &strict).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
+    let r = run(&p, &inputs, &SimConfig::default()).expect("runs by default");
+    assert_eq!(r.undefined.len(), 1);
+    let u = &r.undefined[0];
+    assert_eq!(
+        (
+            u.output.as_str(),
+            u.elements,
+            &u.first_index[..],
+            u.origin.is_none()
+        ),
+        ("out", 5 * 128 * 512, &[3 * 128, 0][..], true)
+    );
+    let out = r.output("out").expect("out");
+    assert!(
+        out[3 * 128 * 512 * 4..]
+            .chunks(4)
+            .all(|c| c == f32::NAN.to_le_bytes())
+    );
     let zero = SimConfig {
         poison: Poison::Zero,
         ..SimConfig::default()

@@ -396,8 +396,16 @@ fn out_of_bounds_fault_names_instruction_and_source_line() {
     assert_eq!((e.queue, e.index), (Some(Queue::Vector), Some(1)));
     assert_eq!(
         e.to_string(),
-        "out-of-bounds read of sbuf bytes 245760..246016 of each partition (limit 245752) through `src` by tensor_copy at vector[1] (kernel.py:14:5)"
+        "out-of-bounds read of sbuf bytes 245760..246016 of each partition (limit 245752) through `src`: index 61440 is out of bounds for axis 1 with size 61438 by tensor_copy at vector[1] (kernel.py:14:5)"
     );
+    // The elements of an SBUF partition are the second axis.
+    let facts = e.oob.expect("structured facts");
+    assert_eq!((facts.tensor.as_str(), facts.axis), ("sbuf", 1));
+    assert_eq!(
+        (facts.index, facts.flat_offset, facts.row),
+        (61_440, 61_440, 0)
+    );
+    assert_eq!(facts.shape, vec![128, 61_438]);
 }
 
 #[test]
@@ -420,7 +428,11 @@ fn uninitialised_reads_fault_or_read_poison() {
         p.stream_mut(Queue::Dma(0))
             .push(Instruction::new(op).wait(sem, 1));
     }
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    let strict = SimConfig {
+        poison: Poison::Error,
+        ..SimConfig::default()
+    };
+    let e = run(&p, &Inputs::new(), &strict).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
     assert_eq!(
         e.to_string(),
@@ -437,12 +449,27 @@ fn uninitialised_reads_fault_or_read_poison() {
     });
     let line = named.add_line("k.py", 12, 9, 100..120);
     named.stream_mut(Queue::Vector)[0].line = Some(line);
-    let e = run(&named, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    let e = run(&named, &Inputs::new(), &strict).unwrap_err();
     assert_eq!(
         e.to_string(),
         "read of uninitialised memory through `src` (tensor `x_tile`): sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0] (k.py:12:9)"
     );
     assert_eq!(e.line, Some(line));
+    // By default the run goes on: the output is computed from undefined
+    // memory (NaN × 2), a warning naming the first bad read.
+    let r = run(&named, &Inputs::new(), &SimConfig::default()).expect("runs by default");
+    assert_eq!(r.undefined.len(), 1);
+    let u = &r.undefined[0];
+    assert_eq!((u.output.as_str(), u.elements), ("out", 4));
+    assert_eq!(u.first_index, vec![0, 0]);
+    let origin = u.origin.as_ref().expect("computed from undefined data");
+    assert_eq!(origin.to_string(), "tensor_scalar at vector[0] (k.py:12:9)");
+    assert!(
+        r.outputs[0]
+            .1
+            .chunks(4)
+            .all(|c| c == f32::NAN.to_le_bytes())
+    );
     let zero = SimConfig {
         poison: Poison::Zero,
         ..SimConfig::default()
@@ -465,12 +492,34 @@ fn uninitialised_reads_fault_or_read_poison() {
 #[test]
 fn outputs_must_be_fully_written() {
     let p = program(&[("out", DType::F32, &[2], TensorKind::Output)]);
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
+    let strict = SimConfig {
+        poison: Poison::Error,
+        ..SimConfig::default()
+    };
+    let e = run(&p, &Inputs::new(), &strict).unwrap_err();
     assert_eq!(
         e.to_string(),
         "output `out` is not fully written: byte 0 (element 0) was never written (2 of 2 elements never written)"
     );
     assert_eq!(e.tensor.as_deref(), Some("out"));
+    // By default: a warning, and the elements hold NaN (4 for integers),
+    // as the NKI simulator fills new tensors.
+    let r = run(&p, &Inputs::new(), &SimConfig::default()).expect("runs by default");
+    assert_eq!(r.outputs[0].1, f32_bytes(&[f32::NAN; 2]));
+    assert_eq!(
+        r.undefined,
+        vec![crate::UndefinedOutput {
+            output: "out".to_owned(),
+            shape: vec![2],
+            elements: 2,
+            first_index: vec![0],
+            origin: None,
+        }]
+    );
+    let p = program(&[("ints", DType::I16, &[2, 3], TensorKind::Output)]);
+    let r = run(&p, &Inputs::new(), &SimConfig::default()).expect("runs by default");
+    assert_eq!(r.outputs[0].1, [4, 0].repeat(6));
+    assert_eq!(r.undefined[0].elements, 6);
 }
 
 /// A loop that never ends stops at the simulated-time limit, naming the

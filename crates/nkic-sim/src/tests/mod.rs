@@ -9,6 +9,7 @@ mod dtypes;
 mod machine;
 mod props;
 mod scalar;
+mod shadow;
 mod tensor;
 mod vector;
 

@@ -425,6 +425,20 @@ fn tensor_tensor_scan_linear_recurrence() {
     assert_bits(&b.get(&dst), &[1.0, 3.0, 7.0, 8.0, 8.0, 8.0]);
 }
 
+fn copy_predicated(
+    dst: &AccessPattern,
+    src: &AccessPattern,
+    predicate: &AccessPattern,
+    reverse_pred: bool,
+) -> Op {
+    Op::TensorCopyPredicated {
+        dst: dst.clone(),
+        src: src.clone(),
+        predicate: predicate.clone(),
+        reverse_pred,
+    }
+}
+
 #[test]
 fn tensor_copy_predicated_writes_only_selected_elements() {
     let mut b = Bench::new();
@@ -435,26 +449,10 @@ fn tensor_copy_predicated_writes_only_selected_elements() {
     b.put_bits(&pred, &[0, 7, 0, 0]);
     let dst = tile(1, 4, 64, DType::F32);
     b.put(&dst, &[-1.0, -1.0, -1.0, -1.0]);
-    b.ok(
-        Queue::Vector,
-        &Op::TensorCopyPredicated {
-            dst: dst.clone(),
-            src: src.clone(),
-            predicate: pred.clone(),
-            reverse_pred: false,
-        },
-    );
+    b.ok(Queue::Vector, &copy_predicated(&dst, &src, &pred, false));
     assert_bits(&b.get(&dst), &[-1.0, 2.0, -1.0, -1.0]);
     let f = b
-        .exec(
-            Queue::Vector,
-            &Op::TensorCopyPredicated {
-                dst,
-                src,
-                predicate: pred,
-                reverse_pred: true,
-            },
-        )
+        .exec(Queue::Vector, &copy_predicated(&dst, &src, &pred, true))
         .unwrap_err();
     assert_eq!(f.kind, SimErrorKind::UninitialisedRead);
 }
@@ -964,4 +962,31 @@ fn sequence_bounds_and_nonzero_with_count() {
     assert_eq!(got[0..5], [11, 13, m1, m1, 2]);
     assert_eq!(got[5..10], [7; 5]);
     assert_eq!(got[80..85], [12, m1, m1, m1, 1]);
+}
+
+#[test]
+fn bool_predicates_select() {
+    // `bool_` is a byte holding 0 or 1; both predicated instructions take it.
+    let mut b = Bench::new();
+    let src = tile(1, 4, 0, DType::F32);
+    b.put(&src, &[1.0, 2.0, 3.0, 4.0]);
+    let pred = tile(1, 4, 32, DType::Bool);
+    b.put_bits(&pred, &[1, 0, 0, 1]);
+    let dst = tile(1, 4, 64, DType::F32);
+    b.put(&dst, &[-1.0; 4]);
+    b.ok(Queue::Vector, &copy_predicated(&dst, &src, &pred, false));
+    assert_bits(&b.get(&dst), &[1.0, -1.0, -1.0, 4.0]);
+    b.ok(
+        Queue::Vector,
+        &Op::SelectReduce {
+            dst: dst.clone(),
+            predicate: pred,
+            on_true: src,
+            on_false: Scalar::imm(-100.0),
+            reverse_pred: true,
+            reduce_cmd: ReduceCmd::Idle,
+            reduce_res: None,
+        },
+    );
+    assert_bits(&b.get(&dst), &[-100.0, 2.0, 3.0, -100.0]);
 }

@@ -157,7 +157,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
         constraints: &[
             "`src`, `dst` and `predicate` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`predicate` is uint8, uint16 or uint32; `src` and `dst` have the same dtype.",
+            "`predicate` is uint8, uint16, uint32 or bool_; `src` and `dst` have the same dtype.",
             "`src` and `predicate` are not both in PSUM.",
         ],
         run: tensor_copy_predicated,
@@ -254,7 +254,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
         constraints: &[
             "`dst`, `predicate` and `on_true` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes; `on_true` and `predicate` are not both in PSUM.",
-            "`predicate` is int8, uint8, int16 or uint16; `on_true` is not tfloat32, int32 or uint32.",
+            "`predicate` is int8, uint8, int16, uint16 or bool_; `on_true` is not tfloat32, int32 or uint32.",
             "`on_false` is a number or a `(P, 1)` tensor; `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
         ],
         run: select_reduce,
@@ -706,7 +706,7 @@ fn tensor_copy_predicated(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Va
     check::dtype_in(
         ctx,
         &pred,
-        &[DType::U8, DType::U16, DType::U32],
+        &[DType::U8, DType::U16, DType::U32, DType::Bool],
         "`predicate`",
         sp,
     )?;
@@ -845,7 +845,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     check::dtype_in(
         ctx,
         &pred,
-        &[DType::I8, DType::U8, DType::I16, DType::U16],
+        &[DType::I8, DType::U8, DType::I16, DType::U16, DType::Bool],
         "`predicate`",
         sp,
     )?;

@@ -1042,10 +1042,13 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
             t
         }
     };
-    // The predicate of `tensor_copy_predicated` is an unsigned integer
-    // tile; a float (or signed) condition, as `nl.greater` returns by
+    // The predicate of `tensor_copy_predicated` is an unsigned integer or
+    // bool tile; a float (or signed) condition, as `nl.greater` returns by
     // default, is turned into a uint8 0/1 tile first.
-    let predicate = if matches!(cond.dtype(), DType::U8 | DType::U16 | DType::U32) {
+    let predicate = if matches!(
+        cond.dtype(),
+        DType::U8 | DType::U16 | DType::U32 | DType::Bool
+    ) {
         cond.clone()
     } else {
         let p = temp(ctx, &cond.shape, DType::U8, span)?;
