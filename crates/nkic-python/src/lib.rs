@@ -39,7 +39,9 @@ use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
 use nkic_driver::compile::{Compiled, compile_kernels, launch_bound};
 use nkic_driver::report::{ReportFormat, run_report};
-use nkic_driver::simulate::{KernelOutputs, kernel_outputs, random_inputs, simulate};
+use nkic_driver::simulate::{
+    KernelOutputs, describe_output, kernel_outputs, random_inputs, simulate, undefined_warnings,
+};
 use nkic_isa::{DType, Target, TensorKind};
 use nkic_sim::{DumpSpec, InputKey, Inputs, Poison, SimConfig, StepOrder};
 use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
@@ -176,7 +178,7 @@ impl Program {
     /// Runs the program. `inputs` maps argument names to flat `uint8`
     /// arrays (the bytes of each input, C order); arguments not given get
     /// the deterministic random values of `nkic run` from `seed`.
-    #[pyo3(signature = (inputs, *, seed = 0, poison = "error", step_order = "round-robin", trace = false, max_sim_ms = 100, title = "kernel"))]
+    #[pyo3(signature = (inputs, *, seed = 0, poison = "precise", step_order = "round-robin", trace = false, max_sim_ms = 100, title = "kernel"))]
     #[allow(clippy::too_many_arguments)]
     fn run<'py>(
         &self,
@@ -257,7 +259,6 @@ impl Program {
             )
         });
         *guard = sources;
-        let sources = &*guard;
         let result = match ran {
             Ok((result, _)) => result,
             Err(diag) => {
@@ -265,10 +266,22 @@ impl Program {
                     "E2001" => "OutOfBoundsError",
                     _ => "SimulationError",
                 };
-                return Err(error(py, class, &[diag], sources));
+                return Err(error(py, class, &[diag], &guard));
             }
         };
+        let warnings = undefined_warnings(
+            &result,
+            launch,
+            base_dir,
+            &mut guard,
+            &read_file,
+            |tensor, sources| match describe_output(tensor, compiled, sources) {
+                Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
+                None => (format!("`{tensor}`"), None),
+            },
+        );
         let out = PyDict::new(py);
+        out.set_item("warnings", rendered(&warnings, &guard))?;
         let outputs = PyDict::new(py);
         for name in self
             .outputs
@@ -311,11 +324,12 @@ impl Program {
 
 fn parse_poison(text: &str) -> PyResult<Poison> {
     match text {
+        "precise" => Ok(Poison::Precise),
         "error" => Ok(Poison::Error),
         "nan" => Ok(Poison::Nan),
         "zero" => Ok(Poison::Zero),
         _ => Err(PyValueError::new_err(format!(
-            "poison must be 'error', 'nan' or 'zero', not {text:?}"
+            "poison must be 'precise', 'error', 'nan' or 'zero', not {text:?}"
         ))),
     }
 }

@@ -207,6 +207,28 @@ def test_out_of_bounds_is_an_index_error(rng):
     assert "elementwise.py" in str(err.value)
 
 
+def test_out_of_bounds_through_nki_is_numpys_index_error(rng):
+    """Under the drop-in namespaces the exception is the NKI simulator's."""
+    table = rng.standard_normal((256, 16), dtype=np.float32)
+    idx = np.arange(128, dtype=np.int32).reshape(128, 1)
+    idx[7, 0] = 256
+    with pytest.raises(IndexError) as err:
+        k.gather_rows(table, idx)
+    assert type(err.value) is IndexError
+    assert str(err.value) == "index 256 is out of bounds for axis 0 with size 256"
+    assert err.value.diagnostics[0]["code"] == "E2001"
+
+
+def test_partly_written_output_is_a_warning_with_nans(rng):
+    a = rng.standard_normal((128, 16), dtype=np.float32)
+    with pytest.warns(nkic.NkicWarning, match="E2009"):
+        out = k.half_written(a)
+    np.testing.assert_array_equal(out[:64], a[:64])
+    assert np.isnan(out[64:]).all()
+    with pytest.raises(nkic.SimulationError, match="E2002"):
+        nkic.simulate(k.half_written)._replace(poison="error")(a)
+
+
 def test_compile_time_prints_and_warnings(rng, capsys):
     a = rng.standard_normal((128, 8), dtype=np.float32)
     nkic.clear_cache()

@@ -74,7 +74,7 @@ def simulate(
     place.
     """
     base = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
-    changes: Dict[str, Any] = {"seed": seed}
+    changes: Dict[str, Any] = {"seed": seed, "compat": False}
     if target is not None:
         changes["target"] = target
     if lnc is not None:

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _dtypes, _native, _values
-from ._errors import NkicWarning
+from ._errors import NkicWarning, OutOfBoundsError
 
 __all__ = ["Kernel", "Compiled", "TensorSpec", "tensor", "Grid"]
 
@@ -333,6 +333,7 @@ class Kernel:
         poison: Optional[str] = None,
         schedule: str = "optimized",
         trace_dir: Optional[str] = None,
+        compat: bool = False,
     ) -> None:
         if isinstance(fn, Kernel):
             fn = fn.fn
@@ -347,6 +348,9 @@ class Kernel:
         self.poison = poison
         self.schedule = schedule
         self.trace_dir = trace_dir
+        #: Called through the drop-in `nki` namespaces: faults are raised as
+        #: the NKI simulator raises them (a plain IndexError out of bounds).
+        self.compat = compat
         self._source: Optional[_Source] = None
         functools.update_wrapper(self, fn)
         #: The last run's summary (``nkic profile``'s JSON fields) when
@@ -363,6 +367,7 @@ class Kernel:
             poison=self.poison,
             schedule=self.schedule,
             trace_dir=self.trace_dir,
+            compat=self.compat,
         )
         for name, value in changes.items():
             setattr(k, name, value)
@@ -501,13 +506,33 @@ class Kernel:
         call = self._bind(args, kwargs)
         program = self._program(call)
         trace = self.trace_dir is not None
-        raw = self._execute(program, call, trace=trace)
+        try:
+            raw = self._execute(program, call, trace=trace)
+        except OutOfBoundsError as err:
+            if not self.compat:
+                raise
+            raise _plain_index_error(err) from None
+        rendered, records = raw["warnings"]
+        if records:
+            warnings.warn(NkicWarning(rendered.rstrip("\n")), stacklevel=2)
         if trace:
             _write_profile(raw, self.trace_dir)
         import json
 
         self.last_report = json.loads(raw["profile" if trace else "report"])
         return self._outputs(program, call, raw)
+
+
+def _plain_index_error(err: OutOfBoundsError) -> IndexError:
+    """The NKI simulator's exception for an out-of-bounds access: a plain
+    ``IndexError`` with NumPy's message; nkic's report rides along as the
+    exception's note and ``diagnostics``."""
+    facts = next((d.get("facts") for d in err.diagnostics if d.get("facts")), None) or {}
+    plain = IndexError(facts.get("numpy") or str(err))
+    plain.diagnostics = err.diagnostics  # type: ignore[attr-defined]
+    if hasattr(plain, "add_note"):
+        plain.add_note(str(err))
+    return plain
 
 
 def _to_host(array: np.ndarray, as_torch: bool) -> Any:

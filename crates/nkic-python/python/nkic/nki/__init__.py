@@ -33,7 +33,7 @@ __all__ = [
 
 
 def _kernel_of(fn: Any) -> Kernel:
-    return fn if isinstance(fn, Kernel) else Kernel(fn)
+    return fn if isinstance(fn, Kernel) else Kernel(fn, compat=True)
 
 
 def jit(fn: Optional[Callable[..., Any]] = None, **options: Any) -> Any:
