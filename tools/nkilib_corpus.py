@@ -63,12 +63,46 @@ CASES = [
 
 
 def reference(name, inputs):
+    """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
 
     if name == "cumsum":
         x = inputs["x"].astype(np.float64)
-        return [np.cumsum(x, axis=-1).astype(np.float32)]
-    return None
+        return [np.cumsum(x, axis=-1)]
+    raise KeyError(name)
+
+
+def make_inputs(case, out_dir):
+    """Random float32 inputs for a case with a reference, saved as .npy
+    files; returns (inputs, the --input flags)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    inputs, flags = {}, []
+    for a in case.get("args", []):
+        name, spec = a.split("=", 1)
+        dtype, shape = spec.rstrip("]").split("[")
+        if dtype != "float32":
+            raise ValueError("references are written for float32 inputs only")
+        x = rng.standard_normal([int(d) for d in shape.split(",")]).astype(np.float32)
+        path = os.path.join(out_dir, f"in_{name}.npy")
+        np.save(path, x)
+        inputs[name] = x
+        flags += ["--input", f"{name}={path}"]
+    return inputs, flags
+
+
+def compare(case, inputs, out_dir):
+    """True when every output matches the reference (rtol=atol=1e-3 for
+    float32)."""
+    import numpy as np
+
+    expected = reference(case["ref"], inputs)
+    for i, e in enumerate(expected):
+        got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
+        if got.shape != e.shape or not np.allclose(got, e, rtol=1e-3, atol=1e-3):
+            return False
+    return True
 
 
 def nkic_cmd(nkic, sub, lib, case):
@@ -119,9 +153,11 @@ def main():
             continue
         n_spec += 1
         with tempfile.TemporaryDirectory() as out:
+            checked = bool(case.get("ref")) and have_numpy
+            inputs, flags = make_inputs(case, out) if checked else ({}, [])
             t0 = time.monotonic()
             try:
-                run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + ["--out", out],
+                run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags + ["--out", out],
                                      capture_output=True, text=True, timeout=opts.timeout)
             except subprocess.TimeoutExpired:
                 print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run TIMEOUT")
@@ -133,8 +169,11 @@ def main():
                 continue
             n_run += 1
             verdict = "no reference"
-            if case.get("ref") and have_numpy:
-                verdict = "compare skipped (run does not save inputs)"
+            if checked:
+                n_ref += 1
+                ok = compare(case, inputs, out)
+                n_match += ok
+                verdict = "matches the reference" if ok else "DIFFERS from the reference"
             print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run ok ({t_run:.1f}s), {verdict}")
             if opts.verbose:
                 print(run.stdout)

@@ -58,6 +58,10 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
         Namespace::Language => match attr {
             "affine_range" => f(I::AffineRange),
             "sequential_range" => f(I::SequentialRange),
+            // `nl.range` (used by nki-library) iterates like
+            // `sequential_range`: in order, iterations may depend on each
+            // other.
+            "range" => f(I::SequentialRange),
             "static_range" => f(I::StaticRange),
             "dynamic_range" => f(I::DynamicRange),
             "fori_loop" => f(I::ForiLoop),

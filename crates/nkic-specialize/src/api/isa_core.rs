@@ -886,7 +886,9 @@ fn matmul_checks(
         .sum::<u64>();
     let end = start + (last + 1) * size;
     let bank = u64::from(fig.psum_bank_bytes);
-    let limit = u64::from(fig.matmul_psum_banks) * bank;
+    // Any bank of the partition may hold a result (isa.md: one bank per
+    // accumulation group, 8 of them); on trn2 it may not cross a bank.
+    let limit = u64::from(fig.psum_bytes_per_partition);
     if fig.matmul_psum_banks == 1 && start / bank != (end - 1) / bank {
         return Err(ctx.error(
             codes::PSUM_BANK,
@@ -898,7 +900,7 @@ fn matmul_checks(
         )
         .with_help("keep each matmul result inside one 2 KiB bank (at most 512 fp32 elements)"));
     }
-    if end > limit.max(bank) {
+    if end > limit {
         return Err(ctx.error(
             codes::PSUM_BANK,
             format!("the matmul result ends at PSUM byte {end}, beyond {limit}"),
