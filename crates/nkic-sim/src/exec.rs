@@ -1488,6 +1488,17 @@ impl Exec<'_> {
                 y[p * f + i] = *reg;
             }
         }
+        // The lanes carry undefined data across instructions unless reset
+        // or loaded.
+        let (lo, hi) = (sv.part_start, sv.part_start + rows);
+        if let Some(lanes) = self.acc.vector_undef.get_mut(lo..hi) {
+            if !matches!(cmd, ReduceCmd::Reduce | ReduceCmd::Idle) {
+                lanes.fill(None);
+            }
+            self.mem.taint_lanes(lanes);
+            let taint = self.mem.row_taint(rows, f);
+            lanes.copy_from_slice(&taint);
+        }
         self.mem.write_f32(&dv, &y)
     }
 

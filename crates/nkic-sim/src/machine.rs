@@ -920,7 +920,8 @@ fn step(
     };
     let flow = match exec.run(op) {
         Ok(flow) => flow,
-        // An uninitialised read may be the symptom of a race with a write
+        // An uninitialised read (with `Poison::Precise`: an undefined
+        // index or register) may be the symptom of a race with a write
         // that simply has not executed yet in this step order. With the
         // race detector on, the fault is held back and the instruction
         // re-run reading zeros, so a race found later is reported instead
@@ -932,11 +933,12 @@ fn step(
         Err(fault)
             if fault.kind == SimErrorKind::UninitialisedRead
                 && races.is_some()
-                && mem.poison() == Poison::Error =>
+                && matches!(mem.poison(), Poison::Error | Poison::Precise) =>
         {
             if pending.is_none() {
                 *pending = Some(located(fault));
             }
+            let policy = mem.poison();
             mem.set_poison(Poison::Zero);
             mem.begin(q.stats.core, q.queue, index, rule);
             let mut exec = Exec {
@@ -947,7 +949,7 @@ fn step(
                 flops: &mut res.flops,
             };
             let rerun = exec.run(op);
-            mem.set_poison(Poison::Error);
+            mem.set_poison(policy);
             rerun.map_err(located)?
         }
         Err(fault) => return Err(located(fault)),

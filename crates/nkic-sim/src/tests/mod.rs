@@ -87,6 +87,8 @@ impl Bench {
 
     /// Executes `op` on `queue`.
     pub fn exec(&mut self, queue: Queue, op: &Op) -> Result<(), Fault> {
+        // As the machine does before every instruction.
+        self.mem.begin(0, queue, 0, crate::exec::shadow_rule(op));
         let mut e = Exec {
             mem: &mut self.mem,
             regs: &mut self.regs,

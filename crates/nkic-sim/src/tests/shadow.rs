@@ -221,3 +221,50 @@ proptest! {
         }
     }
 }
+
+/// Whether every element of `ap` is defined (`read_defined` succeeds).
+fn defined(b: &mut Bench, ap: &AccessPattern) -> bool {
+    let v = b.mem.view(ap, &b.regs, "src", false).expect("in bounds");
+    b.mem.read_defined(&v, &mut Vec::new()).is_ok()
+}
+
+#[test]
+fn accumulator_lanes_carry_undefined_rows_across_instructions() {
+    let mut b = Bench::new();
+    b.mem.set_poison(Poison::Precise);
+    // Row 1 of `src` is never written.
+    let src = tile(2, 3, 0, DType::F32);
+    b.put(&tile(1, 3, 0, DType::F32), &[1.0, 2.0, 3.0]);
+    let full = tile(2, 3, 64, DType::F32);
+    b.put(&full, &[1.0; 6]);
+    let cum = |dst: &AccessPattern, src: &AccessPattern, reduce_cmd| Op::TensorScalarCumulative {
+        dst: dst.clone(),
+        src: src.clone(),
+        op0: AluOp::Add,
+        imm0: Scalar::imm(0.0),
+        op1: AluOp::Add,
+        imm1: None,
+        reduce_cmd,
+    };
+    let (first, second) = (tile(2, 3, 128, DType::F32), tile(2, 3, 192, DType::F32));
+    b.ok(
+        Queue::Vector,
+        &cum(&first, &src, nkic_isa::ReduceCmd::ResetReduce),
+    );
+    assert!(defined(&mut b, &tile(1, 3, 128, DType::F32)));
+    assert!(!defined(&mut b, &sb(1, 1, 128, &[(1, 3)], DType::F32)));
+    // Continuing the scan from defined data: lane 1 still holds the
+    // undefined sum, so row 1 stays undefined, row 0 is defined.
+    b.ok(
+        Queue::Vector,
+        &cum(&second, &full, nkic_isa::ReduceCmd::Reduce),
+    );
+    assert!(defined(&mut b, &tile(1, 3, 192, DType::F32)));
+    assert!(!defined(&mut b, &sb(1, 1, 192, &[(1, 3)], DType::F32)));
+    // A reset forgets it.
+    b.ok(
+        Queue::Vector,
+        &cum(&second, &full, nkic_isa::ReduceCmd::ResetReduce),
+    );
+    assert!(defined(&mut b, &second));
+}
