@@ -528,7 +528,12 @@ def _plain_index_error(err: OutOfBoundsError) -> IndexError:
     ``IndexError`` with NumPy's message; nkic's report rides along as the
     exception's note and ``diagnostics``."""
     facts = next((d.get("facts") for d in err.diagnostics if d.get("facts")), None) or {}
-    plain = IndexError(facts.get("numpy") or str(err))
+    message = str(err)
+    if "flat_offset" in facts and "shape" in facts:
+        # The NKI simulator indexes the flattened tensor.
+        size = int(np.prod(facts["shape"], dtype=np.int64))
+        message = f"index {facts['flat_offset']} is out of bounds for axis 0 with size {size}"
+    plain = IndexError(message)
     plain.diagnostics = err.diagnostics  # type: ignore[attr-defined]
     if hasattr(plain, "add_note"):
         plain.add_note(str(err))
