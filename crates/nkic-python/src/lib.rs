@@ -301,10 +301,6 @@ impl Program {
             "report",
             run_report(launch, &result, ReportFormat::Json, Some(bound.ns)),
         )?;
-        out.set_item(
-            "report_text",
-            run_report(launch, &result, ReportFormat::Human, Some(bound.ns)),
-        )?;
         if trace {
             let summary = nkic_driver::profile::summarize(launch, &result, Some(&bound));
             out.set_item("profile", summary.to_json().to_string())?;

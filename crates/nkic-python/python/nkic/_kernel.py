@@ -353,9 +353,7 @@ class Kernel:
         self.compat = compat
         self._source: Optional[_Source] = None
         functools.update_wrapper(self, fn)
-        #: The last run's summary (``nkic profile``'s JSON fields) when
-        #: traced, else its report.
-        self.last_report: Optional[Dict[str, Any]] = None
+        self._last_raw: Optional[str] = None
 
     def _replace(self, **changes: Any) -> "Kernel":
         k = Kernel(
@@ -517,10 +515,19 @@ class Kernel:
             warnings.warn(NkicWarning(rendered.rstrip("\n")), stacklevel=2)
         if trace:
             _write_profile(raw, self.trace_dir)
+        self._last_raw = raw["profile" if trace else "report"]
+        return self._outputs(program, call, raw)
+
+    @property
+    def last_report(self) -> Optional[Dict[str, Any]]:
+        """The last call's report (``--report json`` fields), or its
+        profile summary when the kernel is traced (``nki.profile``)."""
+        raw = getattr(self, "_last_raw", None)
+        if raw is None:
+            return None
         import json
 
-        self.last_report = json.loads(raw["profile" if trace else "report"])
-        return self._outputs(program, call, raw)
+        return json.loads(raw)
 
 
 def _plain_index_error(err: OutOfBoundsError) -> IndexError:
