@@ -582,6 +582,7 @@ impl Ctx<'_> {
                 } else {
                     format::repr(&x.value)
                 };
+                self.charge_bytes(text.len() as u64, span)?;
                 Ok(Value::str(&text))
             }
             B::Range => self.make_range(RangeKind::Range, args, span),
@@ -1571,7 +1572,7 @@ impl Ctx<'_> {
                 }
             }
             (Value::Dict(d), "popitem") => {
-                let last = d.borrow_mut().entries.pop();
+                let last = d.borrow_mut().pop_last();
                 match last {
                     Some((k, v)) => Ok(Value::tuple(vec![k, v])),
                     None => Err(self.error(
@@ -1624,7 +1625,7 @@ impl Ctx<'_> {
             }
             (Value::Dict(d), "copy") => Ok(Value::Dict(Rc::new(RefCell::new(d.borrow().clone())))),
             (Value::Dict(d), "clear") => {
-                d.borrow_mut().entries.clear();
+                d.borrow_mut().clear();
                 Ok(Value::None)
             }
             (Value::Str(s), _) => self.str_method(s, m, args, span),
@@ -1710,6 +1711,7 @@ impl Ctx<'_> {
                     rest = &rest[i + end + 1..];
                 }
                 out.push_str(rest);
+                self.charge_bytes(out.len() as u64, span)?;
                 Value::str(&out)
             }
             "join" => {
@@ -1721,10 +1723,10 @@ impl Ctx<'_> {
                         "here",
                     )
                 })?;
-                let mut parts = Vec::new();
+                let mut parts: Vec<Rc<str>> = Vec::new();
                 for v in self.iterate(&a.value, a.span)? {
                     match v {
-                        Value::Str(p) => parts.push(p.to_string()),
+                        Value::Str(p) => parts.push(p),
                         other => {
                             return Err(self.error(
                                 codes::TYPE_ERROR,
@@ -1738,7 +1740,17 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                Value::str(&parts.join(s))
+                let total = parts.iter().map(|p| p.len() as u64).sum::<u64>()
+                    + (s.len() as u64).saturating_mul(parts.len().saturating_sub(1) as u64);
+                self.charge_bytes(total, span)?;
+                let mut out = String::with_capacity(total as usize);
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(s);
+                    }
+                    out.push_str(p);
+                }
+                Value::str(&out)
             }
             "split" => {
                 let parts: Vec<Value> = match sarg(0) {
@@ -1765,7 +1777,17 @@ impl Ctx<'_> {
                     .join(" "),
             ),
             "replace" => match (sarg(0), sarg(1)) {
-                (Some(a), Some(b)) => Value::str(&s.replace(a.as_str(), &b)),
+                (Some(a), Some(b)) => {
+                    let hits = if a.is_empty() {
+                        s.chars().count() + 1
+                    } else {
+                        s.matches(a.as_str()).count()
+                    };
+                    let len = (s.len() as u64)
+                        .saturating_add((hits as u64).saturating_mul(b.len() as u64));
+                    self.charge_bytes(len, span)?;
+                    Value::str(&s.replace(a.as_str(), &b))
+                }
                 _ => {
                     return Err(self.error(
                         codes::BAD_ARGUMENTS,

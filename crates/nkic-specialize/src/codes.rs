@@ -72,3 +72,9 @@ pub const DISCARDED: &str = "E0231";
 /// A warning: a name read in a dynamic loop body is rebound there, which
 /// does not carry to the next iteration.
 pub const CARRIED_REBIND: &str = "E0232";
+/// Compile-time evaluation ran out of steps (`max_steps`).
+pub const STEP_BUDGET: &str = "E0260";
+/// Compile-time values outgrew the bytes budget (`max_value_bytes`).
+pub const BYTES_BUDGET: &str = "E0261";
+/// Compile-time evaluation nested deeper than `max_nesting`.
+pub const NESTING_BUDGET: &str = "E0262";

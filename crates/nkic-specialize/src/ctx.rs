@@ -136,6 +136,8 @@ pub struct Ctx<'a> {
     /// assigned to (for the discarded-results warning).
     pub(crate) hbm_vars: Vec<(nkic_ir::Handle<nkic_ir::Storage>, Rc<str>)>,
     pub(crate) facts: Option<Facts>,
+    /// What compile-time evaluation has used of its budget.
+    pub(crate) budget: crate::budget::Budget,
     next_name: u32,
 }
 
@@ -331,6 +333,7 @@ impl<'a> Ctx<'a> {
             return_span: None,
             hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
+            budget: Default::default(),
             next_name: 0,
         }
     }
