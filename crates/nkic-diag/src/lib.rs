@@ -15,5 +15,5 @@ mod render;
 mod source;
 
 pub use diagnostic::{Diagnostic, DiagnosticData, Label, Severity};
-pub use render::{RenderConfig, render, render_all, render_json, render_json_all};
+pub use render::{RenderConfig, Renderer, render, render_all, render_json, render_json_all};
 pub use source::{FileId, LineCol, SourceFile, SourceMap, Span};

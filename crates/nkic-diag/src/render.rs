@@ -20,6 +20,36 @@ pub struct RenderConfig {
 
 /// Renders one diagnostic as ariadne draws it.
 pub fn render(diag: &Diagnostic, sources: &SourceMap, config: RenderConfig) -> String {
+    Renderer::default().render(diag, sources, config)
+}
+
+/// Renders diagnostics one after another over the same sources, indexing
+/// each file's lines once: [`render`] indexes the files anew for every
+/// diagnostic, which is quadratic for a file with a diagnostic on every
+/// line. Files of a `SourceMap` never change once added.
+#[derive(Default)]
+pub struct Renderer {
+    sources: Vec<Option<Source<String>>>,
+}
+
+impl Renderer {
+    /// Renders one diagnostic as ariadne draws it.
+    pub fn render(
+        &mut self,
+        diag: &Diagnostic,
+        sources: &SourceMap,
+        config: RenderConfig,
+    ) -> String {
+        render_with(diag, sources, config, &mut self.sources)
+    }
+}
+
+fn render_with(
+    diag: &Diagnostic,
+    sources: &SourceMap,
+    config: RenderConfig,
+    cached: &mut Vec<Option<Source<String>>>,
+) -> String {
     let Some(primary) = &diag.primary else {
         return render_without_span(diag);
     };
@@ -62,7 +92,10 @@ pub fn render(diag: &Diagnostic, sources: &SourceMap, config: RenderConfig) -> S
         builder.add_help(help);
     }
     let mut out = Vec::new();
-    let cache = MapCache::new(sources);
+    let cache = MapCache {
+        map: sources,
+        sources: cached,
+    };
     // Writing into a Vec cannot fail; a failure would be an ariadne bug
     // about a file it was handed, so fall back to the span-less form.
     if builder.finish().write(cache, &mut out).is_err() {
@@ -73,9 +106,10 @@ pub fn render(diag: &Diagnostic, sources: &SourceMap, config: RenderConfig) -> S
 
 /// Renders several diagnostics, one after another.
 pub fn render_all(diags: &[Diagnostic], sources: &SourceMap, config: RenderConfig) -> String {
+    let mut renderer = Renderer::default();
     diags
         .iter()
-        .map(|d| render(d, sources, config))
+        .map(|d| renderer.render(d, sources, config))
         .collect::<Vec<_>>()
         .join("")
 }
@@ -202,17 +236,11 @@ fn clamp(label: &Label, sources: &SourceMap) -> std::ops::Range<usize> {
     fix(label.span.start as usize)..fix(label.span.end as usize)
 }
 
-/// ariadne's view of a `SourceMap`: sources are built once per render.
+/// ariadne's view of a `SourceMap`: each file's line index is built when a
+/// diagnostic first needs it and kept by the [`Renderer`].
 struct MapCache<'a> {
     map: &'a SourceMap,
-    sources: Vec<Source<&'a str>>,
-}
-
-impl<'a> MapCache<'a> {
-    fn new(map: &'a SourceMap) -> MapCache<'a> {
-        let sources = map.files().map(|(_, f)| Source::from(f.text())).collect();
-        MapCache { map, sources }
-    }
+    sources: &'a mut Vec<Option<Source<String>>>,
 }
 
 struct MissingFile;
@@ -223,11 +251,18 @@ impl fmt::Debug for MissingFile {
     }
 }
 
-impl<'a> ariadne::Cache<FileId> for MapCache<'a> {
-    type Storage = &'a str;
+impl ariadne::Cache<FileId> for MapCache<'_> {
+    type Storage = String;
 
-    fn fetch(&mut self, id: &FileId) -> Result<&Source<&'a str>, impl fmt::Debug> {
-        self.sources.get(id.0 as usize).ok_or(MissingFile)
+    fn fetch(&mut self, id: &FileId) -> Result<&Source<String>, impl fmt::Debug> {
+        let i = id.0 as usize;
+        let file = self.map.get(*id).ok_or(MissingFile)?;
+        if self.sources.len() <= i {
+            self.sources.resize_with(i + 1, || None);
+        }
+        Ok::<_, MissingFile>(
+            self.sources[i].get_or_insert_with(|| Source::from(file.text().to_string())),
+        )
     }
 
     fn display<'b>(&self, id: &'b FileId) -> Option<impl fmt::Display + 'b> {

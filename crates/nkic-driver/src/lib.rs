@@ -77,9 +77,10 @@ pub fn is_explicit(config: &SpecializeConfig) -> bool {
         || !config.grid.is_empty()
 }
 
-/// Whether a kernel file carries `# nkic:` directive comments.
+/// Whether a kernel file carries `# nkic:` directive comments. Lines end at
+/// `\n`, `\r\n` or a lone `\r`, as in Python and the `SourceMap`.
 pub fn has_directives(text: &str) -> bool {
-    text.lines().any(|line| {
+    text.split(['\n', '\r']).any(|line| {
         line.trim_start()
             .strip_prefix('#')
             .is_some_and(|rest| rest.trim_start().starts_with("nkic:"))

@@ -5,16 +5,35 @@
 //! is answered with a `-32700` parse error and a JSON value that is not an
 //! LSP message (an array, a number, an object without `method`/`id`) with
 //! `-32600` invalid request (JSON-RPC 2.0 §5.1), and the server keeps
-//! serving. Only a broken header (no `Content-Length`) or the end of input
-//! ends the reader. Frames are written whole under the standard-output
+//! serving. A frame longer than [`MAX_FRAME_BYTES`] is skipped unread and
+//! answered with `-32600` (its id cannot be known). Only a broken header (no
+//! `Content-Length`, or a header line longer than [`MAX_HEADER_LINE`]) or the
+//! end of input ends the reader. Frames are written whole under the standard-output
 //! lock, so error replies from the reader never interleave with the
 //! server's messages.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::thread::JoinHandle;
 
 use lsp_server::{Connection, Message};
 use serde_json::{Value, json};
+
+/// The longest frame body the server reads (64 MiB, far above any real
+/// document): a longer `Content-Length` is skipped and answered with an error
+/// instead of being allocated.
+pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// The longest header line the server reads.
+pub const MAX_HEADER_LINE: u64 = 4096;
+
+/// One frame read from the input.
+#[derive(Debug)]
+pub enum Frame {
+    /// The frame's body.
+    Body(Vec<u8>),
+    /// A frame longer than [`MAX_FRAME_BYTES`], skipped: its length.
+    TooLarge(u64),
+}
 
 /// The reader and writer threads of a stdio connection.
 pub struct Threads {
@@ -48,14 +67,25 @@ fn write_frame(body: &[u8]) -> io::Result<()> {
     out.flush()
 }
 
-/// One frame's body, `Ok(None)` at the end of input, or an error for a
-/// broken header.
-pub fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
-    let mut length: Option<usize> = None;
+/// One frame, `Ok(None)` at the end of input, or an error for a broken
+/// header.
+pub fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Frame>> {
+    let mut length: Option<u64> = None;
     let mut saw_header = false;
     loop {
-        let mut line = String::new();
-        if input.read_line(&mut line)? == 0 {
+        let mut raw = Vec::new();
+        let n = input
+            .by_ref()
+            .take(MAX_HEADER_LINE)
+            .read_until(b'\n', &mut raw)?;
+        if n as u64 == MAX_HEADER_LINE && !raw.ends_with(b"\n") {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("a message header line longer than {MAX_HEADER_LINE} bytes"),
+            ));
+        }
+        let line = String::from_utf8_lossy(&raw);
+        if n == 0 {
             return if saw_header {
                 Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -86,9 +116,33 @@ pub fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
             "a message header without a valid Content-Length",
         )
     })?;
-    let mut body = vec![0; length];
-    input.read_exact(&mut body)?;
-    Ok(Some(body))
+    if length > MAX_FRAME_BYTES as u64 {
+        let skipped = io::copy(&mut input.by_ref().take(length), &mut io::sink())?;
+        if skipped < length {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the input ended inside a message body",
+            ));
+        }
+        return Ok(Some(Frame::TooLarge(length)));
+    }
+    // Read what arrives rather than allocating the announced length first.
+    let mut body = Vec::new();
+    input.by_ref().take(length).read_to_end(&mut body)?;
+    if (body.len() as u64) < length {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the input ended inside a message body",
+        ));
+    }
+    Ok(Some(Frame::Body(body)))
+}
+
+/// The error reply to a frame longer than [`MAX_FRAME_BYTES`].
+pub fn too_large(length: u64) -> Value {
+    json!({"jsonrpc": "2.0", "id": null,
+           "error": {"code": -32600, "message": format!(
+               "Invalid Request: a message of {length} bytes is longer than the {MAX_FRAME_BYTES}-byte limit")}})
 }
 
 /// What one frame's body is: a message, or the error reply it gets.
@@ -125,7 +179,14 @@ pub fn stdio() -> (Connection, Threads) {
     let reader = std::thread::spawn(move || -> io::Result<()> {
         let stdin = io::stdin();
         let mut input = stdin.lock();
-        while let Some(body) = read_frame(&mut input)? {
+        while let Some(frame) = read_frame(&mut input)? {
+            let body = match frame {
+                Frame::Body(body) => body,
+                Frame::TooLarge(length) => {
+                    write_frame(too_large(length).to_string().as_bytes())?;
+                    continue;
+                }
+            };
             match decode(&body) {
                 Ok(msg) => {
                     let is_exit = matches!(&msg, Message::Notification(n) if n.method == "exit");
@@ -149,11 +210,11 @@ mod tests {
     fn frames_and_bad_bodies() {
         let text = "Content-Length: 10\r\n\r\n{not json}\r\ncontent-length:  5\r\nX: y\r\n\r\n[1,2]Content-Length: 3\r\n\r\n";
         let mut input = io::Cursor::new(text.as_bytes());
-        let body = read_frame(&mut input).unwrap().unwrap();
+        let body = body_of(read_frame(&mut input));
         let err = decode(&body).unwrap_err();
         assert_eq!(err["error"]["code"], -32700);
         assert_eq!(err["id"], Value::Null);
-        let body = read_frame(&mut input).unwrap().unwrap();
+        let body = body_of(read_frame(&mut input));
         assert_eq!(decode(&body).unwrap_err()["error"]["code"], -32600);
         // A body cut short by the end of input is an error.
         assert!(read_frame(&mut input).is_err());
@@ -169,5 +230,36 @@ mod tests {
         assert!(read_frame(&mut empty).unwrap().is_none());
         let mut no_length = io::Cursor::new(&b"X-Other: 1\r\n\r\n{}"[..]);
         assert!(read_frame(&mut no_length).is_err());
+    }
+
+    fn body_of(frame: io::Result<Option<Frame>>) -> Vec<u8> {
+        match frame.unwrap().unwrap() {
+            Frame::Body(body) => body,
+            Frame::TooLarge(n) => panic!("a frame of {n} bytes was skipped"),
+        }
+    }
+
+    /// A huge `Content-Length` is never allocated: a body that does arrive
+    /// is skipped and the next frame is read; one that does not is an error
+    /// without reading further. A header line without an end is refused.
+    #[test]
+    fn huge_frames_are_skipped() {
+        let huge = MAX_FRAME_BYTES + 1;
+        let mut text = format!("Content-Length: {huge}\r\n\r\n").into_bytes();
+        text.extend(std::iter::repeat_n(b'x', huge));
+        text.extend(b"Content-Length: 2\r\n\r\n{}");
+        let mut input = io::Cursor::new(text);
+        let frame = read_frame(&mut input).unwrap().unwrap();
+        assert!(
+            matches!(frame, Frame::TooLarge(n) if n == huge as u64),
+            "{frame:?}"
+        );
+        assert_eq!(too_large(huge as u64)["error"]["code"], -32600);
+        assert_eq!(body_of(read_frame(&mut input)), b"{}");
+
+        let mut cut = io::Cursor::new(&b"Content-Length: 1000000000000\r\n\r\n{}"[..]);
+        assert!(read_frame(&mut cut).is_err());
+        let endless = vec![b'X'; 10_000];
+        assert!(read_frame(&mut io::Cursor::new(endless)).is_err());
     }
 }

@@ -587,6 +587,7 @@ impl Ctx<'_> {
                 } else {
                     format::repr(&x.value)
                 };
+                self.charge_bytes(text.len() as u64, span)?;
                 Ok(Value::str(&text))
             }
             B::Range => self.make_range(RangeKind::Range, args, span),
@@ -1590,7 +1591,7 @@ impl Ctx<'_> {
                 }
             }
             (Value::Dict(d), "popitem") => {
-                let last = d.borrow_mut().entries.pop();
+                let last = d.borrow_mut().pop_last();
                 match last {
                     Some((k, v)) => Ok(Value::tuple(vec![k, v])),
                     None => Err(self.error(
@@ -1643,7 +1644,7 @@ impl Ctx<'_> {
             }
             (Value::Dict(d), "copy") => Ok(Value::Dict(Rc::new(RefCell::new(d.borrow().clone())))),
             (Value::Dict(d), "clear") => {
-                d.borrow_mut().entries.clear();
+                d.borrow_mut().clear();
                 Ok(Value::None)
             }
             (Value::Str(s), _) => self.str_method(s, m, args, span),
@@ -1729,6 +1730,7 @@ impl Ctx<'_> {
                     rest = &rest[i + end + 1..];
                 }
                 out.push_str(rest);
+                self.charge_bytes(out.len() as u64, span)?;
                 Value::str(&out)
             }
             "join" => {
@@ -1740,10 +1742,10 @@ impl Ctx<'_> {
                         "here",
                     )
                 })?;
-                let mut parts = Vec::new();
+                let mut parts: Vec<Rc<str>> = Vec::new();
                 for v in self.iterate(&a.value, a.span)? {
                     match v {
-                        Value::Str(p) => parts.push(p.to_string()),
+                        Value::Str(p) => parts.push(p),
                         other => {
                             return Err(self.error(
                                 codes::TYPE_ERROR,
@@ -1757,7 +1759,17 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                Value::str(&parts.join(s))
+                let total = parts.iter().map(|p| p.len() as u64).sum::<u64>()
+                    + (s.len() as u64).saturating_mul(parts.len().saturating_sub(1) as u64);
+                self.charge_bytes(total, span)?;
+                let mut out = String::with_capacity(total as usize);
+                for (i, p) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(s);
+                    }
+                    out.push_str(p);
+                }
+                Value::str(&out)
             }
             "split" => {
                 let parts: Vec<Value> = match sarg(0) {
@@ -1784,7 +1796,17 @@ impl Ctx<'_> {
                     .join(" "),
             ),
             "replace" => match (sarg(0), sarg(1)) {
-                (Some(a), Some(b)) => Value::str(&s.replace(a.as_str(), &b)),
+                (Some(a), Some(b)) => {
+                    let hits = if a.is_empty() {
+                        s.chars().count() + 1
+                    } else {
+                        s.matches(a.as_str()).count()
+                    };
+                    let len = (s.len() as u64)
+                        .saturating_add((hits as u64).saturating_mul(b.len() as u64));
+                    self.charge_bytes(len, span)?;
+                    Value::str(&s.replace(a.as_str(), &b))
+                }
                 _ => {
                     return Err(self.error(
                         codes::BAD_ARGUMENTS,

@@ -75,3 +75,9 @@ pub const CARRIED_REBIND: &str = "E0232";
 /// A compile-time argument (`--const`, `nkic.toml`, a directive, the
 /// Python API) whose expression does not parse, or that creates tensors.
 pub const CONST_ARG: &str = "E0233";
+/// Compile-time evaluation ran out of steps (`max_steps`).
+pub const STEP_BUDGET: &str = "E0260";
+/// Compile-time values outgrew the bytes budget (`max_value_bytes`).
+pub const BYTES_BUDGET: &str = "E0261";
+/// Compile-time evaluation nested deeper than `max_nesting`.
+pub const NESTING_BUDGET: &str = "E0262";

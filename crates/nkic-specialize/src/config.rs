@@ -25,6 +25,16 @@ use nkic_syntax::ast::{ExprKind, UnaryOp};
 
 /// The default op budget (issue 4).
 pub const DEFAULT_MAX_OPS: u64 = 2_000_000;
+/// The default limit of nested compile-time calls.
+pub const DEFAULT_MAX_CALL_DEPTH: u32 = 64;
+/// The default limit of program instances in a launch grid (issue 17).
+pub const DEFAULT_MAX_INSTANCES: u64 = 1024;
+/// The default step budget of compile-time evaluation (issue 17).
+pub const DEFAULT_MAX_STEPS: u64 = 20_000_000;
+/// The default bytes budget of compile-time values (issue 17): 256 MiB.
+pub const DEFAULT_MAX_VALUE_BYTES: u64 = 256 << 20;
+/// The default nesting limit of compile-time evaluation (issue 17).
+pub const DEFAULT_MAX_NESTING: u32 = 3000;
 
 /// Everything the specializer needs besides the sources.
 #[derive(Clone, Debug)]
@@ -42,6 +52,17 @@ pub struct SpecializeConfig {
     pub max_ops: u64,
     /// Maximum depth of nested (inlined) calls.
     pub max_call_depth: u32,
+    /// Maximum compile-time evaluation steps (expressions evaluated plus
+    /// statements run) per program instance (`crate::budget`).
+    pub max_steps: u64,
+    /// Maximum bytes of strings and sequences built by growing operations
+    /// per program instance (`crate::budget`).
+    pub max_value_bytes: u64,
+    /// Maximum nesting of expressions and statements being evaluated, calls
+    /// included; it bounds the evaluator's recursion, so the stack.
+    pub max_nesting: u32,
+    /// Maximum program instances of a launch grid (each is specialized).
+    pub max_instances: u64,
     /// Maximum iterations of one compile-time `while` loop.
     pub max_while_iterations: u64,
     /// Maximum unrolled loop iterations (and comprehension elements) in
@@ -91,7 +112,11 @@ impl Default for SpecializeConfig {
             grid: Vec::new(),
             target: Target::Trn3,
             max_ops: DEFAULT_MAX_OPS,
-            max_call_depth: 64,
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
+            max_instances: DEFAULT_MAX_INSTANCES,
+            max_steps: DEFAULT_MAX_STEPS,
+            max_value_bytes: DEFAULT_MAX_VALUE_BYTES,
+            max_nesting: DEFAULT_MAX_NESTING,
             max_while_iterations: 1_000_000,
             max_iterations: 20_000_000,
             search_paths: Vec::new(),
@@ -203,9 +228,17 @@ impl FromStr for ArgSpec {
                 "unexpected `{tail}` after the shape in `{rest}`"
             )));
         }
-        let dims: Vec<u64> = shape
-            .split(',')
-            .map(str::trim)
+        let mut parts: Vec<&str> = shape.split(',').map(str::trim).collect();
+        // One trailing comma is allowed, as in a Python tuple (`[128,]`);
+        // any other empty dimension is a mistake.
+        if parts.len() > 1 && parts.last() == Some(&"") {
+            parts.pop();
+        }
+        if parts.len() > 1 && parts.contains(&"") {
+            return Err(SpecError(format!("an empty dimension in `[{shape}]`")));
+        }
+        let dims: Vec<u64> = parts
+            .into_iter()
             .filter(|d| !d.is_empty())
             .map(dimension)
             .collect::<Result<_, _>>()?;
@@ -409,6 +442,20 @@ mod tests {
         assert!("a=float64[2]".parse::<ArgSpec>().is_err());
         assert!("a=bf16[0]".parse::<ArgSpec>().is_err());
         assert!("1a=bf16[2]".parse::<ArgSpec>().is_err());
+        let trailing: ArgSpec = "a=float32[128,]".parse().unwrap();
+        assert_eq!(trailing.shape, vec![128]);
+    }
+
+    #[test]
+    fn empty_dimensions_are_errors() {
+        for text in [
+            "a=float32[256,,1024]",
+            "a=float32[,256,1024]",
+            "a=float32[256,1024,,]",
+        ] {
+            let err = text.parse::<ArgSpec>().unwrap_err().0;
+            assert!(err.starts_with("an empty dimension in `["), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -138,6 +138,8 @@ pub struct Ctx<'a> {
     pub(crate) facts: Option<Facts>,
     /// The function whose decorators are being evaluated.
     pub(crate) defining: Option<Rc<str>>,
+    /// What compile-time evaluation has used of its budget.
+    pub(crate) budget: crate::budget::Budget,
     next_name: u32,
 }
 
@@ -334,6 +336,7 @@ impl<'a> Ctx<'a> {
             hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
             defining: None,
+            budget: Default::default(),
             next_name: 0,
         }
     }

@@ -37,7 +37,12 @@ pub fn short_repr(v: &Value) -> String {
     format!("{cut}...")
 }
 
-/// `repr(v)`.
+/// The longest text [`repr`] writes: containers shared many times over can
+/// stand for more text than memory holds (`a = [a, a]` twenty times), so a
+/// longer text is cut and ends with `...`.
+pub const MAX_REPR_BYTES: usize = 4 << 20;
+
+/// `repr(v)`, cut after [`MAX_REPR_BYTES`].
 pub fn repr(v: &Value) -> String {
     let mut out = String::new();
     write_repr(&mut out, v, 0);
@@ -45,13 +50,18 @@ pub fn repr(v: &Value) -> String {
 }
 
 fn write_repr(out: &mut String, v: &Value, depth: usize) {
-    if depth > 32 {
-        out.push_str("...");
+    if depth > 32 || out.len() > MAX_REPR_BYTES {
+        if !out.ends_with("...") {
+            out.push_str("...");
+        }
         return;
     }
     let seq = |out: &mut String, items: &[Value], open: &str, close: &str, tuple: bool| {
         out.push_str(open);
         for (i, it) in items.iter().enumerate() {
+            if out.len() > MAX_REPR_BYTES {
+                break;
+            }
             if i > 0 {
                 out.push_str(", ");
             }
@@ -73,6 +83,9 @@ fn write_repr(out: &mut String, v: &Value, depth: usize) {
         Value::Dict(d) => {
             out.push('{');
             for (i, (k, val)) in d.borrow().entries.iter().enumerate() {
+                if out.len() > MAX_REPR_BYTES {
+                    break;
+                }
                 if i > 0 {
                     out.push_str(", ");
                 }

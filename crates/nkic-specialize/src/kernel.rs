@@ -106,7 +106,22 @@ pub fn specialize(
         merge(&mut result.config, dirs);
     }
     let config = result.config.clone();
-    let n_programs: usize = config.grid.iter().map(|&g| g as usize).product();
+    let n_programs: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
+    if config.grid.len() <= 3 && !config.grid.contains(&0) && n_programs > config.max_instances {
+        result.diagnostics.push(
+            Diagnostic::error(
+                codes::GRID,
+                format!(
+                    "a launch grid of {n_programs} program instances is more than the {} nkic specializes",
+                    config.max_instances
+                ),
+            )
+            .with_primary(file, def_span, "this kernel")
+            .with_help("every instance is specialized and simulated on its own; raise the limit with --max-instances"),
+        );
+        return result;
+    }
+    let n_programs = n_programs as usize;
     if config.grid.len() > 3 || config.grid.contains(&0) {
         result.diagnostics.push(
             Diagnostic::error(
@@ -120,6 +135,9 @@ pub fn specialize(
         );
         return result;
     }
+    // The warnings kept so far, by their full text, so that keeping one of
+    // each costs time linear in their number.
+    let mut seen_warnings = std::collections::HashSet::new();
     for index in 0..n_programs.max(1) {
         let program_id = program_id_of(index, &config.grid);
         let mut ctx = Ctx::new(sources, loader, &config, &name, index, program_id);
@@ -127,7 +145,7 @@ pub fn specialize(
         result.prints.append(&mut ctx.prints);
         // Each program instance repeats the same warnings: keep one.
         for w in std::mem::take(&mut ctx.warnings) {
-            if !result.diagnostics.contains(&w) {
+            if seen_warnings.insert(format!("{w:?}")) {
                 result.diagnostics.push(w);
             }
         }
@@ -476,6 +494,23 @@ fn run_instance(
     for a in &config.args {
         if !known.contains(&a.name.as_str()) {
             return Err(unknown_param(ctx, &a.name, &known, def_span));
+        }
+    }
+    // Each parameter gets one value, as `--input` allows each name once.
+    let names = config
+        .args
+        .iter()
+        .map(|a| a.name.as_str())
+        .chain(config.consts.iter().map(|(n, _)| n.as_str()));
+    let mut seen = std::collections::HashSet::new();
+    for name in names {
+        if !seen.insert(name) {
+            return Err(ctx.error(
+                codes::KERNEL_ARGS,
+                format!("the kernel argument `{name}` is given more than once"),
+                def_span,
+                "this kernel",
+            ));
         }
     }
     for (n, _) in &config.consts {

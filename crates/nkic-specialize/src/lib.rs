@@ -77,6 +77,7 @@
 
 pub mod api;
 pub mod args;
+mod budget;
 mod builtins;
 pub mod codes;
 pub mod config;

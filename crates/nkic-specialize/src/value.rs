@@ -22,6 +22,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -126,31 +127,69 @@ pub trait ApiObject: fmt::Debug {
 
 /// An insertion-ordered dict. Keys are hashable compile-time values
 /// (str, int, bool, None, dtypes, enum members and tuples of those); the
-/// spec only requires string keys. Lookups are linear: kernel dicts are
-/// small.
+/// spec only requires string keys. Entries keep insertion order; an index
+/// from a hash consistent with [`Value::key_eq`] ([`key_hash`]) makes
+/// lookups and inserts constant-time, so a dict filled in a loop costs time
+/// linear in its size. Mutate it only through its methods (they keep the
+/// index).
 #[derive(Clone, Debug, Default)]
 pub struct Dict {
     pub entries: Vec<(Value, Value)>,
+    /// Positions in `entries` by key hash.
+    index: HashMap<u64, Vec<usize>>,
 }
 
 impl Dict {
-    pub fn get(&self, key: &Value) -> Option<&Value> {
-        self.entries
+    fn position(&self, key: &Value) -> Option<usize> {
+        self.index
+            .get(&key_hash(key))?
             .iter()
-            .find(|(k, _)| k.key_eq(key))
-            .map(|(_, v)| v)
+            .copied()
+            .find(|&i| self.entries[i].0.key_eq(key))
+    }
+
+    pub fn get(&self, key: &Value) -> Option<&Value> {
+        self.position(key).map(|i| &self.entries[i].1)
     }
 
     pub fn insert(&mut self, key: Value, value: Value) {
-        match self.entries.iter_mut().find(|(k, _)| k.key_eq(&key)) {
-            Some(slot) => slot.1 = value,
-            None => self.entries.push((key, value)),
+        match self.position(&key) {
+            Some(i) => self.entries[i].1 = value,
+            None => {
+                self.index
+                    .entry(key_hash(&key))
+                    .or_default()
+                    .push(self.entries.len());
+                self.entries.push((key, value));
+            }
         }
     }
 
     pub fn remove(&mut self, key: &Value) -> Option<Value> {
-        let pos = self.entries.iter().position(|(k, _)| k.key_eq(key))?;
-        Some(self.entries.remove(pos).1)
+        let pos = self.position(key)?;
+        let (_, value) = self.entries.remove(pos);
+        self.reindex();
+        Some(value)
+    }
+
+    /// Removes and returns the last inserted entry (`popitem`).
+    pub fn pop_last(&mut self) -> Option<(Value, Value)> {
+        let last = self.entries.pop()?;
+        let bucket = self.index.entry(key_hash(&last.0)).or_default();
+        bucket.retain(|&i| i != self.entries.len());
+        Some(last)
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.index.clear();
+    }
+
+    fn reindex(&mut self) {
+        self.index.clear();
+        for (i, (k, _)) in self.entries.iter().enumerate() {
+            self.index.entry(key_hash(k)).or_default().push(i);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -160,6 +199,38 @@ impl Dict {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+}
+
+/// A hash of a dict key that agrees with [`Value::key_eq`]: numbers that
+/// compare equal (`1`, `1.0`, `True`) hash alike, tuples hash their items,
+/// and keys compared by identity or by other rules share one bucket (they
+/// are rare and compared one by one).
+fn key_hash(key: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    fn feed(v: &Value, h: &mut std::collections::hash_map::DefaultHasher, depth: u32) {
+        if let Some(f) = v.as_float() {
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                (1u8, f as i64).hash(h);
+            } else {
+                (2u8, f.to_bits()).hash(h);
+            }
+            return;
+        }
+        match v {
+            Value::None => 0u8.hash(h),
+            Value::Str(s) => (4u8, &**s).hash(h),
+            Value::Tuple(items) if depth < 8 => {
+                (5u8, items.len()).hash(h);
+                for it in items.iter() {
+                    feed(it, h, depth + 1);
+                }
+            }
+            _ => 6u8.hash(h),
+        }
+    }
+    feed(key, &mut h, 0);
+    h.finish()
 }
 
 /// `lower:upper:step` with absent parts as `None`.

@@ -8,7 +8,9 @@
 //!   diagnostics (plain text, no colour). The first line of the fixture
 //!   names the expected code: `# expect: E0209`.
 //!
-//! A `# kernel: NAME` line selects the kernel, as `--kernel NAME` does.
+//! A `# kernel: NAME` line selects the kernel, as `--kernel NAME` does, and
+//! a `# budget: steps=N bytes=N` line lowers the evaluation budget, as
+//! `--max-steps` and `--max-value-bytes` do (so budget fixtures run fast).
 //!
 //! Modules the fixtures import are read from `kernels/` (the loader is the
 //! only IO; the specializer does none).
@@ -36,11 +38,19 @@ fn run(path: &Path) -> (SpecializeResult, SourceMap) {
         .lines()
         .find_map(|l| l.strip_prefix("# kernel: "))
         .map(|k| k.trim().to_owned());
-    let config = SpecializeConfig {
+    let mut config = SpecializeConfig {
         record_facts: true,
         kernel,
         ..SpecializeConfig::default()
     };
+    let budget = text.lines().find_map(|l| l.strip_prefix("# budget: "));
+    for item in budget.unwrap_or_default().split_whitespace() {
+        match item.split_once('=') {
+            Some(("steps", n)) => config.max_steps = n.parse().expect("a step count"),
+            Some(("bytes", n)) => config.max_value_bytes = n.parse().expect("a byte count"),
+            _ => panic!("{}: bad budget item `{item}`", path.display()),
+        }
+    }
     let res = specialize(&mut sources, file, &config, &loader);
     (res, sources)
 }

@@ -138,9 +138,26 @@ pub fn check_tokens(src: &str, tokens: &[Spanned<'_>]) -> Result<(), String> {
 /// the tree (and its drop) overflow the stack; no real code comes near.
 const MAX_NESTING_OPS: u32 = 1000;
 
+/// The most open indentation levels (CPython's limit is 100). The body of a
+/// block nested deeper is reported and dropped, which bounds the depth of
+/// the statement tree and so of every recursive walk over it.
+pub const MAX_INDENT_DEPTH: usize = 100;
+
 /// The maximum bracket nesting; deeper input is reported and its brackets are
 /// not tracked further (CPython's limit is 200).
 const MAX_BRACKET_DEPTH: usize = 200;
+
+/// The state of dropping a too deeply nested block (see
+/// [`Layout::skip_deep`]).
+struct DeepSkip {
+    /// The column of the level enclosing the block: a line indented no
+    /// deeper ends the skip.
+    column: u32,
+    /// Brackets open in the dropped text (their lines are joined).
+    brackets: u32,
+    /// Whether the next raw token starts a physical line.
+    at_line_start: bool,
+}
 
 /// The layout state machine.
 struct Layout<'src> {
@@ -149,8 +166,11 @@ struct Layout<'src> {
     /// Open indentation levels as (column with tab size 8, column with tab
     /// size 1); never empty, the bottom is `(0, 0)`.
     indents: Vec<(u32, u32)>,
-    /// Open brackets: the opener and its start offset.
-    brackets: Vec<(Token<'src>, usize)>,
+    /// Open brackets: the opener, its start offset, and the count of
+    /// [`Layout::nesting_ops`] when it opened (a comma inside the bracket
+    /// resets the count to it, so that nesting through several brackets
+    /// adds up).
+    brackets: Vec<(Token<'src>, usize, u32)>,
     /// Tokens owed before the next raw token is read.
     pending: VecDeque<Spanned<'src>>,
     /// Whether the next real token starts a logical line.
@@ -174,6 +194,8 @@ struct Layout<'src> {
     /// Skipping the rest of a logical line whose expression was too deep:
     /// the number of brackets that were open when skipping began.
     skipping: Option<usize>,
+    /// Dropping the lines of a block nested deeper than [`MAX_INDENT_DEPTH`].
+    deep_skip: Option<DeepSkip>,
     finished: bool,
     config: Config,
     diags: Vec<Diagnostic>,
@@ -204,6 +226,7 @@ impl<'src> Layout<'src> {
             tab_reported: false,
             nesting_ops: 0,
             skipping: None,
+            deep_skip: None,
             finished: false,
             config,
             diags: Vec::new(),
@@ -219,9 +242,13 @@ impl<'src> Layout<'src> {
                 return None;
             }
             let Some((res, range)) = self.lexer.next() else {
+                self.deep_skip = None;
                 self.finish();
                 continue;
             };
+            if self.deep_skip.is_some() && self.skip_deep(&res, range.start) {
+                continue;
+            }
             let tok = match res {
                 Ok(tok) => tok,
                 Err(err) => {
@@ -239,7 +266,7 @@ impl<'src> Layout<'src> {
                 && is_plain(tok)
             {
                 if matches!(tok, Token::Comma | Token::Semicolon) {
-                    self.nesting_ops = 0;
+                    self.nesting_ops = self.comma_base();
                 }
                 self.last_end = range.end;
                 self.last_token = Some(tok);
@@ -295,7 +322,23 @@ impl<'src> Layout<'src> {
         self.newline_in_brackets = false;
         if self.at_line_start && !self.config.inside_brackets {
             self.at_line_start = false;
-            self.indentation(start);
+            if self.indentation(start) {
+                // This line opens a block nested too deeply: it becomes one
+                // error token, and the lines indented as deeply are dropped.
+                self.line_has_content = true;
+                self.deep_skip = Some(DeepSkip {
+                    column: self.indents.iter().rev().nth(1).map_or(0, |&(c, _)| c),
+                    brackets: u32::from(matches!(
+                        tok,
+                        Token::LParen | Token::LBracket | Token::LBrace
+                    )),
+                    at_line_start: false,
+                });
+                self.last_end = end;
+                self.last_token = Some(Token::Error);
+                self.pending.push_back((start, Token::Error, end));
+                return None;
+            }
         }
         self.line_has_content = true;
         if let Some(open_before) = self.skipping {
@@ -320,11 +363,11 @@ impl<'src> Layout<'src> {
                 return Some((start, Token::Error, end));
             }
         } else if matches!(tok, Token::Comma | Token::Semicolon) {
-            self.nesting_ops = 0;
+            self.nesting_ops = self.comma_base();
         }
         if matches!(tok, Token::LParen | Token::LBracket | Token::LBrace) {
             if self.brackets.len() < MAX_BRACKET_DEPTH {
-                self.brackets.push((tok, start));
+                self.brackets.push((tok, start, self.nesting_ops));
             } else {
                 if !self.depth_reported {
                     self.depth_reported = true;
@@ -342,7 +385,7 @@ impl<'src> Layout<'src> {
                 // becomes one error token (so the parser never nests deeper);
                 // this bracket is tracked so that its closer is skipped too.
                 self.skipping = Some(self.brackets.len());
-                self.brackets.push((tok, start));
+                self.brackets.push((tok, start, self.nesting_ops));
                 self.last_end = end;
                 self.last_token = Some(Token::Error);
                 return Some((start, Token::Error, end));
@@ -363,6 +406,12 @@ impl<'src> Layout<'src> {
         None
     }
 
+    /// The nesting count a comma resets to: the count when the innermost open
+    /// bracket opened (0 outside brackets).
+    fn comma_base(&self) -> u32 {
+        self.brackets.last().map_or(0, |b| b.2)
+    }
+
     /// Handles a token in the skipped rest of a too-deep logical line: only
     /// closers of brackets opened before the skip are passed on, so the
     /// parser still sees balanced brackets.
@@ -375,11 +424,11 @@ impl<'src> Layout<'src> {
     ) -> Option<Spanned<'src>> {
         match tok {
             Token::LParen | Token::LBracket | Token::LBrace => {
-                self.brackets.push((tok, start));
+                self.brackets.push((tok, start, self.nesting_ops));
                 None
             }
             Token::RParen | Token::RBracket | Token::RBrace => {
-                let (open, _) = self.brackets.pop()?;
+                let (open, _, _) = self.brackets.pop()?;
                 if self.brackets.len() >= open_before {
                     return None;
                 }
@@ -464,7 +513,7 @@ impl<'src> Layout<'src> {
                     | Token::None
             )
         );
-        let Some(&(_, open_start)) = self.brackets.last() else {
+        let Some(&(_, open_start, _)) = self.brackets.last() else {
             return false;
         };
         prev_ends_expr
@@ -485,7 +534,7 @@ impl<'src> Layout<'src> {
         let matching = self
             .brackets
             .iter()
-            .rposition(|(open, _)| open.closer() == Some(*tok));
+            .rposition(|(open, _, _)| open.closer() == Some(*tok));
         let top = self.brackets.len().checked_sub(1);
         if let Some(idx) = matching
             && Some(idx) != top
@@ -513,7 +562,7 @@ impl<'src> Layout<'src> {
             return true;
         }
         match self.brackets.pop() {
-            Some((open, open_start)) => {
+            Some((open, open_start, _)) => {
                 let expected = open.closer().unwrap_or(Token::RParen);
                 self.diags.push(
                     Diagnostic::error(
@@ -551,7 +600,7 @@ impl<'src> Layout<'src> {
     /// synthetic zero-width closer at the start of `primary`, the place the
     /// missing closer was noticed. `label` may contain `{}` for the closer.
     fn close_top_bracket(&mut self, primary: Span, label: String) {
-        let Some((open, open_start)) = self.brackets.pop() else {
+        let Some((open, open_start, _)) = self.brackets.pop() else {
             return;
         };
         let Some(closer) = open.closer() else {
@@ -588,9 +637,44 @@ impl<'src> Layout<'src> {
         }
     }
 
+    /// Handles a raw token while the lines of a too deeply nested block are
+    /// dropped; returns whether it was dropped. The first token of a line
+    /// indented no deeper than the block's enclosing level ends the skip: the
+    /// error line is ended and the token is handled as usual.
+    fn skip_deep(&mut self, res: &Result<Token<'src>, LexError>, start: usize) -> bool {
+        let Some(skip) = self.deep_skip.as_mut() else {
+            return false;
+        };
+        match res {
+            Ok(Token::Newline) => {
+                skip.at_line_start |= skip.brackets == 0;
+                return true;
+            }
+            Ok(Token::LParen | Token::LBracket | Token::LBrace) => skip.brackets += 1,
+            Ok(Token::RParen | Token::RBracket | Token::RBrace) => {
+                skip.brackets = skip.brackets.saturating_sub(1);
+            }
+            _ => {}
+        }
+        if !skip.at_line_start {
+            return true;
+        }
+        skip.at_line_start = false;
+        if indentation_of(self.src, start).0 > skip.column {
+            return true;
+        }
+        self.deep_skip = None;
+        self.pending
+            .push_back((self.last_end, Token::Newline, self.last_end));
+        self.line_has_content = false;
+        self.at_line_start = true;
+        false
+    }
+
     /// Measures the indentation of the token at `start` and emits INDENT or
-    /// DEDENTs.
-    fn indentation(&mut self, start: usize) {
+    /// DEDENTs. Returns whether the line opens a block nested deeper than
+    /// [`MAX_INDENT_DEPTH`] (reported here; the caller drops its lines).
+    fn indentation(&mut self, start: usize) -> bool {
         let (col, alt, line_start) = indentation_of(self.src, start);
         let ws_span = Span::from_range(line_start..start);
         let (top, top_alt) = self.indents.last().copied().unwrap_or((0, 0));
@@ -600,13 +684,25 @@ impl<'src> Layout<'src> {
             }
             self.indents.push((col, alt));
             self.pending.push_back((start, Token::Indent, start));
-            return;
+            if self.indents.len() > MAX_INDENT_DEPTH {
+                self.diags.push(
+                    Diagnostic::error("E0021", "too many levels of indentation")
+                        .with_primary(
+                            FileId::default(),
+                            Span::from_range(line_start..start),
+                            format!("this line is nested more than {MAX_INDENT_DEPTH} blocks deep"),
+                        )
+                        .with_help("move the inner blocks into a helper function"),
+                );
+                return true;
+            }
+            return false;
         }
         if col == top {
             if alt != top_alt {
                 self.tab_error(ws_span);
             }
-            return;
+            return false;
         }
         while self.indents.len() > 1 && self.indents.last().is_some_and(|&(c, _)| c > col) {
             self.indents.pop();
@@ -633,6 +729,7 @@ impl<'src> Layout<'src> {
         } else if alt != top_alt {
             self.tab_error(ws_span);
         }
+        false
     }
 
     /// Reports ambiguous tab indentation, once per file: after the first

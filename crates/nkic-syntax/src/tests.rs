@@ -734,3 +734,36 @@ fn deepest_nesting_parses_on_a_small_stack() {
     // limit (per file); nothing else.
     assert_eq!(codes, ["E0011", "E0018"], "{codes:?}");
 }
+
+/// Blocks nested deeper than the layout pass allows are reported once, at
+/// the line that opens the first level too many, and their lines are
+/// dropped: the parse stays shallow and continues with the next line at an
+/// outer level.
+#[test]
+fn too_deep_blocks_are_reported_and_dropped() {
+    let mut src = String::from("def f():\n");
+    for depth in 1..=6000 {
+        src.push_str(&" ".repeat(depth));
+        src.push_str("for i in range(1):\n");
+    }
+    src.push_str(&" ".repeat(6001));
+    src.push_str("pass\n");
+    src.push_str("x = (1,\n  2)\n");
+    let handle = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let (module, diags) = crate::parse(&src);
+            let found: Vec<(&str, u32)> = diags
+                .iter()
+                .map(|d| (d.code, d.primary.as_ref().map_or(0, |l| l.span.start)))
+                .collect();
+            (module.body.len(), found)
+        })
+        .expect("spawn a parser thread");
+    let (stmts, found) = handle.join().expect("no stack overflow");
+    assert_eq!(stmts, 2);
+    // The 100th `for` opens the 101st level: its line starts after the
+    // `def` line and 99 `for` lines indented 1..=99.
+    let line_start = 9 + (1..=99).map(|d| d + 19).sum::<u32>();
+    assert_eq!(found, [("E0021", line_start)], "{found:?}");
+}

@@ -175,7 +175,7 @@ pub(crate) struct KernelArgs {
     #[arg(long = "const", value_name = "NAME=VALUE", value_parser = parse_const)]
     consts: Vec<(String, ConstValue)>,
     /// The SPMD launch grid, e.g. `2` or `2,2`.
-    #[arg(long, value_name = "N[,M[,K]]", value_delimiter = ',')]
+    #[arg(long, value_name = "N[,M[,K]]", value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..))]
     grid: Vec<u32>,
     /// Physical cores of the launch (`run`, `profile`, `compile --emit asm`):
     /// a grid of exactly 2 runs on two cores (LNC=2) unless `--lnc 1`;
@@ -191,6 +191,18 @@ pub(crate) struct KernelArgs {
     /// The most IR ops one program instance may unroll to.
     #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_OPS)]
     max_ops: u64,
+    /// The most compile-time evaluation steps one program instance may take.
+    #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_STEPS)]
+    max_steps: u64,
+    /// The most bytes of strings and lists compile-time code may build per program instance.
+    #[arg(long, value_name = "BYTES", default_value_t = nkic_specialize::config::DEFAULT_MAX_VALUE_BYTES)]
+    max_value_bytes: u64,
+    /// The deepest nesting of compile-time (inlined) calls.
+    #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_CALL_DEPTH)]
+    max_call_depth: u32,
+    /// The most program instances a launch grid may have.
+    #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_INSTANCES)]
+    max_instances: u64,
 }
 
 /// `--target`.
@@ -212,6 +224,10 @@ impl KernelArgs {
             consts: self.consts.clone(),
             grid: self.grid.clone(),
             max_ops: self.max_ops,
+            max_steps: self.max_steps,
+            max_value_bytes: self.max_value_bytes,
+            max_call_depth: self.max_call_depth,
+            max_instances: self.max_instances,
             lnc: self.lnc,
             search_paths: self
                 .search_paths
@@ -234,7 +250,7 @@ impl KernelArgs {
 /// system, by the path the front half builds from the kernel file's name
 /// or a search root.
 pub(crate) fn read_module(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    crate::fsio::read_text(Path::new(path))
 }
 
 /// The front half on one file, through the pipeline function the language
@@ -331,27 +347,41 @@ fn exit_code(reporter: &Reporter) -> ExitCode {
 /// Reads a source file into the map, or reports why it cannot be read.
 pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagnostic> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|err| {
-        Diagnostic::error("E9001", format!("cannot read `{name}`: {err}"))
-            .with_help("check the path and the file's permissions")
-    })?;
-    let text = String::from_utf8(bytes).map_err(|err| {
-        Diagnostic::error("E9002", format!("`{name}` is not valid UTF-8"))
-            .with_note(format!(
-                "the first invalid byte is at offset {}",
-                err.utf8_error().valid_up_to()
-            ))
-            .with_help("kernel files must be saved as UTF-8")
-    })?;
-    if text.len() >= u32::MAX as usize {
-        return Err(Diagnostic::error(
-            "E9003",
-            format!(
-                "`{name}` is too large ({} bytes; the limit is 4 GiB)",
-                text.len()
-            ),
-        ));
-    }
+    let bytes = match crate::fsio::read_bounded(path, crate::fsio::MAX_FILE_BYTES - 1) {
+        Ok(bytes) => bytes,
+        Err(crate::fsio::ReadError::TooLarge(n)) => {
+            return Err(Diagnostic::error(
+                "E9003",
+                format!("`{name}` is too large ({n} bytes; the limit is 4 GiB)"),
+            ));
+        }
+        Err(err) => {
+            return Err(
+                Diagnostic::error("E9001", format!("cannot read `{name}`: {err}"))
+                    .with_help("check the path and the file's permissions"),
+            );
+        }
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(err) => {
+            // The text up to the first invalid byte is shown as it is, so
+            // the label points at that byte.
+            let at = err.utf8_error().valid_up_to();
+            let lossy = String::from_utf8_lossy(err.as_bytes()).into_owned();
+            let end = lossy[at..].chars().next().map_or(at, |c| at + c.len_utf8());
+            let file = sources.add(name.clone(), lossy);
+            return Err(
+                Diagnostic::error("E9002", format!("`{name}` is not valid UTF-8"))
+                    .with_primary(
+                        file,
+                        nkic_diag::Span::from_range(at..end),
+                        format!("the first invalid byte, at offset {at}"),
+                    )
+                    .with_help("kernel files must be saved as UTF-8"),
+            );
+        }
+    };
     Ok(sources.add(name, text))
 }
 
@@ -559,8 +589,7 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
 fn write_output(path: Option<&Path>, text: &str) -> Result<(), Diagnostic> {
     let failed = |message: String| Diagnostic::error("E9005", message);
     match path {
-        Some(path) => std::fs::write(path, text)
-            .map_err(|err| failed(format!("cannot write `{}`: {err}", path.display()))),
+        Some(path) => crate::fsio::write_atomic(path, text.as_bytes()),
         None => {
             use std::io::Write;
             let mut out = std::io::stdout().lock();

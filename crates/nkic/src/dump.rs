@@ -82,12 +82,7 @@ pub fn write_dumps(
             let file = format!("{k:04}.npy");
             let path = sub.join(&file);
             let data = npy::write(&d.shape, d.dtype, &d.bytes, out);
-            std::fs::write(&path, data).map_err(|err| {
-                vec![Diagnostic::error(
-                    "E9005",
-                    format!("cannot write `{}`: {err}", path.display()),
-                )]
-            })?;
+            crate::fsio::write_atomic(&path, &data).map_err(|d| vec![d])?;
             let Some(program) = launch.core(usize::from(d.core)) else {
                 continue;
             };
@@ -117,12 +112,7 @@ pub fn write_dumps(
             );
         }
         let path = sub.join("index.txt");
-        std::fs::write(&path, index).map_err(|err| {
-            vec![Diagnostic::error(
-                "E9005",
-                format!("cannot write `{}`: {err}", path.display()),
-            )]
-        })?;
+        crate::fsio::write_atomic(&path, index.as_bytes()).map_err(|d| vec![d])?;
     }
     Ok(())
 }

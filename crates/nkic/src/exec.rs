@@ -231,6 +231,16 @@ pub(crate) fn read_inputs(
     program: &Program,
     specs: &[InputSpec],
 ) -> Result<Inputs, Vec<Diagnostic>> {
+    read_inputs_or(program, specs, None)
+}
+
+/// As [`read_inputs`], but an input argument without `--input` takes its
+/// bytes from `rest` (random inputs, for `nkic run`) when given.
+pub(crate) fn read_inputs_or(
+    program: &Program,
+    specs: &[InputSpec],
+    mut rest: Option<Inputs>,
+) -> Result<Inputs, Vec<Diagnostic>> {
     let mut inputs = Inputs::new();
     let mut errors = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
@@ -281,7 +291,7 @@ pub(crate) fn read_inputs(
             );
             continue;
         }
-        let bytes = match std::fs::read(&spec.path) {
+        let bytes = match crate::fsio::read_bounded(&spec.path, crate::fsio::MAX_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(err) => {
                 errors.push(Diagnostic::error(
@@ -322,6 +332,18 @@ pub(crate) fn read_inputs(
     }
     for (_, tensor) in program.args() {
         let given = specs.iter().any(|s| s.name == tensor.name);
+        if matches!(tensor.kind, TensorKind::Input | TensorKind::InOut)
+            && !given
+            && let Some(rest) = rest.as_mut()
+            && let Some(i) = rest
+                .entries
+                .iter()
+                .position(|(k, _)| matches!(k, nkic_sim::InputKey::Name(n) if *n == tensor.name))
+        {
+            let (key, bytes) = rest.entries.swap_remove(i);
+            inputs.insert(key, bytes);
+            continue;
+        }
         if matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) && !given {
             errors.push(
                 Diagnostic::error("E1015", format!("missing input `{}`", tensor.name)).with_help(
@@ -378,9 +400,7 @@ pub(crate) fn write_outputs(
         };
         let data = npy::write(&tensor.shape, tensor.dtype, bytes, out);
         let path = dir.join(file);
-        std::fs::write(&path, data).map_err(|err| {
-            Diagnostic::error("E9005", format!("cannot write `{}`: {err}", path.display()))
-        })?;
+        crate::fsio::write_atomic(&path, &data)?;
     }
     Ok(())
 }

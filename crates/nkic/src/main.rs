@@ -9,6 +9,7 @@ mod cli;
 mod dump;
 mod emit;
 mod exec;
+mod fsio;
 mod npy;
 mod report;
 mod run;
@@ -17,12 +18,29 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// The stack of the thread that runs the command. Every recursion over a
+/// user's program is bounded (expressions by `E0018`, blocks by `E0021`,
+/// compile-time evaluation by `E0262`); this holds the deepest they allow,
+/// with room to spare, in a debug build. Only the pages used are committed.
+const STACK_BYTES: usize = 256 << 20;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    match cli::run(cli) {
-        Ok(code) => code,
+    let worker = std::thread::Builder::new()
+        .name("nkic".to_string())
+        .stack_size(STACK_BYTES)
+        .spawn(move || match cli::run(cli) {
+            Ok(code) => code,
+            Err(err) => {
+                report::print_stderr(&format!("error: {err}\n"));
+                ExitCode::from(1)
+            }
+        });
+    match worker.map(|w| w.join()) {
+        Ok(Ok(code)) => code,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
         Err(err) => {
-            report::print_stderr(&format!("error: {err}\n"));
+            report::print_stderr(&format!("error: cannot start the worker thread: {err}\n"));
             ExitCode::from(1)
         }
     }

@@ -10,7 +10,287 @@
 //! into the argument's dtype.
 
 use nkic_isa::{DType, numerics};
-use npyz::TypeChar;
+
+/// The element kinds of a `.npy` type string (`<f4`: kind `f`, size 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TypeChar {
+    Bool,
+    Int,
+    Uint,
+    Float,
+    RawData,
+    /// Any other kind (complex, strings, dates, objects): not supported.
+    Other(char),
+}
+
+/// A plain `.npy` element type: `<f4`, `|u1`, `>i2`, `|V2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TypeStr {
+    big_endian: bool,
+    kind: TypeChar,
+    size: usize,
+}
+
+impl std::fmt::Display for TypeStr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            TypeChar::Bool => 'b',
+            TypeChar::Int => 'i',
+            TypeChar::Uint => 'u',
+            TypeChar::Float => 'f',
+            TypeChar::RawData => 'V',
+            TypeChar::Other(c) => c,
+        };
+        let order = if self.size == 1 {
+            '|'
+        } else if self.big_endian {
+            '>'
+        } else {
+            '<'
+        };
+        write!(f, "{order}{kind}{}", self.size)
+    }
+}
+
+/// The header of a `.npy` file.
+#[derive(Debug, PartialEq)]
+struct Header {
+    ty: TypeStr,
+    fortran_order: bool,
+    shape: Vec<u64>,
+    /// Where the data starts.
+    data_start: usize,
+}
+
+/// The longest header nkic reads; NumPy's own limit is 10,000 bytes for
+/// the dict of any array it writes, far below this.
+const MAX_HEADER_BYTES: usize = 1 << 20;
+
+/// Parses a `.npy` header (format versions 1–3) in one left-to-right pass:
+/// time linear in the header, and the header length is checked against the
+/// bytes actually there before anything is taken from it.
+fn parse_header(bytes: &[u8]) -> Result<Header, String> {
+    let bad = |what: &str| format!("not a valid .npy file: {what}");
+    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
+        return Err(bad("it does not start with the .npy magic string"));
+    }
+    let (len, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => (
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+            12,
+        ),
+        2 | 3 => return Err(bad("the header is cut short")),
+        v => return Err(bad(&format!("unknown format version {v}"))),
+    };
+    if len > MAX_HEADER_BYTES {
+        return Err(bad(&format!(
+            "a header of {len} bytes is longer than {MAX_HEADER_BYTES}"
+        )));
+    }
+    let end = start + len;
+    if end > bytes.len() {
+        return Err(bad(&format!(
+            "the header claims {len} bytes but the file has {}",
+            bytes.len() - start
+        )));
+    }
+    let text =
+        std::str::from_utf8(&bytes[start..end]).map_err(|_| bad("the header is not text"))?;
+    let mut p = HeaderParser { text, pos: 0 };
+    let (mut descr, mut fortran, mut shape) = (None, None, None);
+    p.expect('{')?;
+    loop {
+        p.skip_ws();
+        if p.eat('}') {
+            break;
+        }
+        let key = p.string()?;
+        p.expect(':')?;
+        p.skip_ws();
+        match key.as_str() {
+            "descr" => {
+                if p.peek() == Some('[') {
+                    return Err("structured arrays are not supported".into());
+                }
+                descr = Some(parse_typestr(&p.string()?)?);
+            }
+            "fortran_order" => fortran = Some(p.boolean()?),
+            "shape" => shape = Some(p.shape()?),
+            other => return Err(bad(&format!("unknown header key `{other}`"))),
+        }
+        p.skip_ws();
+        if !p.eat(',') {
+            p.expect('}')?;
+            break;
+        }
+    }
+    Ok(Header {
+        ty: descr.ok_or_else(|| bad("the header has no `descr`"))?,
+        fortran_order: fortran.ok_or_else(|| bad("the header has no `fortran_order`"))?,
+        shape: shape.ok_or_else(|| bad("the header has no `shape`"))?,
+        data_start: end,
+    })
+}
+
+/// A cursor over a header's Python dict literal.
+struct HeaderParser<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl HeaderParser<'_> {
+    fn error(&self) -> String {
+        format!(
+            "not a valid .npy file: the header cannot be read at byte {}",
+            self.pos
+        )
+    }
+
+    fn peek(&self) -> Option<char> {
+        self.text[self.pos..].chars().next()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.pos += 1;
+        }
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        self.skip_ws();
+        if self.peek() == Some(c) {
+            self.pos += c.len_utf8();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: char) -> Result<(), String> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(self.error())
+        }
+    }
+
+    /// A quoted string without escapes (all a header holds).
+    fn string(&mut self) -> Result<String, String> {
+        self.skip_ws();
+        let quote = match self.peek() {
+            Some(q @ ('\'' | '"')) => q,
+            _ => return Err(self.error()),
+        };
+        let rest = &self.text[self.pos + 1..];
+        let close = rest.find(quote).ok_or_else(|| self.error())?;
+        let s = rest[..close].to_string();
+        self.pos += close + 2;
+        Ok(s)
+    }
+
+    fn boolean(&mut self) -> Result<bool, String> {
+        self.skip_ws();
+        for (word, value) in [("True", true), ("False", false)] {
+            if self.text[self.pos..].starts_with(word) {
+                self.pos += word.len();
+                return Ok(value);
+            }
+        }
+        Err(self.error())
+    }
+
+    /// A tuple of non-negative ints: `()`, `(3,)`, `(3, 4)`.
+    fn shape(&mut self) -> Result<Vec<u64>, String> {
+        self.expect('(')?;
+        let mut dims = Vec::new();
+        loop {
+            self.skip_ws();
+            if self.eat(')') {
+                return Ok(dims);
+            }
+            let digits = self.text[self.pos..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            if digits == 0 {
+                return Err(self.error());
+            }
+            let dim = self.text[self.pos..self.pos + digits]
+                .parse::<u64>()
+                .map_err(|_| self.error())?;
+            self.pos += digits;
+            // `3L` is how Python 2 wrote longs.
+            self.eat('L');
+            dims.push(dim);
+            if !self.eat(',') {
+                self.expect(')')?;
+                return Ok(dims);
+            }
+        }
+    }
+}
+
+/// Parses a type string such as `<f4`.
+fn parse_typestr(s: &str) -> Result<TypeStr, String> {
+    let bad = || format!("unsupported element type `{s}`");
+    let mut chars = s.chars();
+    let (big_endian, rest) = match chars.next() {
+        Some('<' | '|' | '=') => (false, chars.as_str()),
+        Some('>') => (true, chars.as_str()),
+        _ => (false, s),
+    };
+    let mut chars = rest.chars();
+    let kind = match chars.next().ok_or_else(bad)? {
+        'b' | '?' => TypeChar::Bool,
+        'i' => TypeChar::Int,
+        'u' => TypeChar::Uint,
+        'f' => TypeChar::Float,
+        'V' => TypeChar::RawData,
+        c => TypeChar::Other(c),
+    };
+    let size: usize = chars.as_str().parse().map_err(|_| bad())?;
+    if size == 0 || size > 1 << 16 {
+        return Err(bad());
+    }
+    Ok(TypeStr {
+        big_endian,
+        kind,
+        size,
+    })
+}
+
+/// Reorders the elements of a Fortran-order array (`shape`, `size`-byte
+/// elements) into C order.
+fn fortran_to_c(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(data.len());
+    let n = shape.len();
+    // Fortran strides in elements: the first axis varies fastest.
+    let mut strides = vec![0u64; n];
+    let mut acc = 1u64;
+    for k in 0..n {
+        strides[k] = acc;
+        acc *= shape[k];
+    }
+    let count = acc as usize;
+    let mut index = vec![0u64; n];
+    let mut offset = 0u64;
+    for _ in 0..count {
+        let at = offset as usize * size;
+        out.extend_from_slice(&data[at..at + size]);
+        // Advance the C-order index (the last axis fastest).
+        for k in (0..n).rev() {
+            index[k] += 1;
+            offset += strides[k];
+            if index[k] < shape[k] {
+                break;
+            }
+            offset -= strides[k] * shape[k];
+            index[k] = 0;
+        }
+    }
+    out
+}
 
 /// An array read from a `.npy` file: its shape and its elements in the
 /// kernel argument's dtype, as little-endian bytes.
@@ -35,32 +315,29 @@ enum Elements {
 /// `named` is the dtype named after the colon, if any; it must agree with
 /// `dtype` (the argument's), which the caller checks.
 pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
-    let file = npyz::NpyFile::new(bytes).map_err(|err| format!("not a valid .npy file: {err}"))?;
-    let shape = file.shape().to_vec();
-    if file.order() == npyz::Order::Fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
-        return Err(
-            "Fortran-order arrays are not supported; save a C-order array (np.ascontiguousarray)"
-                .into(),
-        );
-    }
-    let npyz::DType::Plain(ty) = file.dtype() else {
-        return Err("structured arrays are not supported".into());
+    let header = parse_header(bytes)?;
+    let shape = header.shape;
+    let ty = header.ty;
+    let size = ty.size;
+    let data = &bytes[header.data_start..];
+    let need = shape
+        .iter()
+        .try_fold(size as u64, |acc, &d| acc.checked_mul(d))
+        .filter(|&n| n <= data.len() as u64)
+        .ok_or_else(|| {
+            format!(
+                "the file holds {} bytes of data but its shape {shape:?} of {size}-byte elements needs more",
+                data.len()
+            )
+        })? as usize;
+    let reordered;
+    let data = if header.fortran_order {
+        reordered = fortran_to_c(&data[..need], &shape, size);
+        &reordered[..]
+    } else {
+        &data[..need]
     };
-    let count: u64 = shape.iter().product();
-    let size = ty
-        .num_bytes()
-        .ok_or_else(|| format!("unsupported element type `{ty}`"))?;
-    let data: &[u8] = file.into_inner();
-    let need = count as usize * size;
-    if data.len() < need {
-        return Err(format!(
-            "the file holds {} bytes of data but its shape {:?} needs {need}",
-            data.len(),
-            shape
-        ));
-    }
-    let data = &data[..need];
-    let little = !matches!(ty.endianness(), npyz::Endianness::Big);
+    let little = !ty.big_endian;
     let word = |chunk: &[u8]| -> u64 {
         let mut v = 0u64;
         if little {
@@ -74,8 +351,8 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
         }
         v
     };
-    let raw_candidate = matches!(ty.type_char(), TypeChar::Uint | TypeChar::RawData);
-    let elements = match (ty.type_char(), size) {
+    let raw_candidate = matches!(ty.kind, TypeChar::Uint | TypeChar::RawData);
+    let elements = match (ty.kind, size) {
         (TypeChar::RawData, _) => Elements::Raw {
             size,
             bytes: data.to_vec(),
@@ -152,13 +429,9 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
 /// (`None` for raw-bit arrays, whose dtype must be named). float64 maps to
 /// float32 and int64/uint64 to their 32-bit types, the widest the machine has.
 pub fn peek(bytes: &[u8]) -> Result<(Vec<u64>, Option<DType>), String> {
-    let file = npyz::NpyFile::new(bytes).map_err(|err| format!("not a valid .npy file: {err}"))?;
-    let shape = file.shape().to_vec();
-    let npyz::DType::Plain(ty) = file.dtype() else {
-        return Err("structured arrays are not supported".into());
-    };
-    let size = ty.num_bytes().unwrap_or(0);
-    let dtype = match (ty.type_char(), size) {
+    let header = parse_header(bytes)?;
+    let (shape, ty) = (header.shape, header.ty);
+    let dtype = match (ty.kind, ty.size) {
         (TypeChar::Float, 2) => Some(DType::F16),
         (TypeChar::Float, 4 | 8) => Some(DType::F32),
         (TypeChar::Int, 1) => Some(DType::I8),
@@ -296,6 +569,75 @@ fn encode_file(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn npy_file(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend((header.len() as u16).to_le_bytes());
+        out.extend(header.as_bytes());
+        out.extend(data);
+        out
+    }
+
+    /// Crafted headers are refused quickly: nested braces (exponential for
+    /// a backtracking parser), a length beyond the file, a v2 length of
+    /// 4 GiB, a shape whose byte count overflows.
+    #[test]
+    fn hostile_headers_are_refused() {
+        let braces = npy_file(&"{".repeat(100_000), b"");
+        let err = read(&braces, DType::F32).unwrap_err();
+        assert!(err.contains("cannot be read at byte 1"), "{err}");
+        let mut v2 = b"\x93NUMPY\x02\x00".to_vec();
+        v2.extend(u32::MAX.to_le_bytes());
+        v2.push(b'{');
+        let err = read(&v2, DType::F32).unwrap_err();
+        assert!(err.contains("longer than 1048576"), "{err}");
+        let mut short = npy_file("{}", b"");
+        short[8] = 200;
+        assert!(
+            read(&short, DType::F32)
+                .unwrap_err()
+                .contains("claims 200 bytes")
+        );
+        let huge = npy_file(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }",
+            &[0; 16],
+        );
+        assert!(read(&huge, DType::F32).unwrap_err().contains("needs more"));
+        let structured = npy_file(
+            "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }",
+            &[0; 4],
+        );
+        assert_eq!(
+            read(&structured, DType::F32).unwrap_err(),
+            "structured arrays are not supported"
+        );
+    }
+
+    /// A Fortran-order array is read in C order: element `[i][j]` of a
+    /// (2, 3) array is at `j * 2 + i` in the file.
+    #[test]
+    fn fortran_order_is_transposed() {
+        let logical = |i: u32, j: u32| (10 * i + j) as f32;
+        let mut data = Vec::new();
+        for j in 0..3 {
+            for i in 0..2 {
+                data.extend(logical(i, j).to_le_bytes());
+            }
+        }
+        let file = npy_file(
+            "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+            &data,
+        );
+        let array = read(&file, DType::F32).unwrap();
+        assert_eq!(array.shape, [2, 3]);
+        let values: Vec<f32> = array
+            .bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(values, [0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
+        assert_eq!(peek(&file).unwrap(), (vec![2, 3], Some(DType::F32)));
+    }
 
     #[test]
     fn writes_what_it_reads() {

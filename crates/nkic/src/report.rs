@@ -2,7 +2,12 @@
 
 use std::io::{IsTerminal, Write};
 
-use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
+use nkic_diag::{Diagnostic, RenderConfig, Renderer, SourceMap, render_json};
+
+/// The most diagnostics one command prints; the rest are counted in a final
+/// note (a file with an error on each of a million lines must not print a
+/// million reports). Errors not shown still make the exit code 1.
+pub const MAX_SHOWN: usize = 1000;
 
 /// How diagnostics are printed (`--message-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -19,6 +24,10 @@ pub struct Reporter {
     config: RenderConfig,
     errors: usize,
     warnings: usize,
+    /// Diagnostics printed so far, and those left out after [`MAX_SHOWN`].
+    shown: usize,
+    hidden: usize,
+    renderer: Renderer,
 }
 
 impl Reporter {
@@ -35,6 +44,9 @@ impl Reporter {
             },
             errors: 0,
             warnings: 0,
+            shown: 0,
+            hidden: 0,
+            renderer: Renderer::default(),
         }
     }
 
@@ -44,9 +56,14 @@ impl Reporter {
             nkic_diag::Severity::Warning => self.warnings += 1,
             nkic_diag::Severity::Info => {}
         }
+        if self.shown >= MAX_SHOWN {
+            self.hidden += 1;
+            return;
+        }
+        self.shown += 1;
         match self.format {
             MessageFormat::Human => {
-                let text = render(diag, sources, self.config);
+                let text = self.renderer.render(diag, sources, self.config);
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             MessageFormat::Json => {
@@ -67,8 +84,15 @@ impl Reporter {
         self.errors > 0
     }
 
-    /// The closing line a compiler prints for people ("2 errors").
+    /// The closing line a compiler prints for people ("2 errors"), and the
+    /// count of diagnostics left out (on stderr in both formats).
     pub fn finish(&self) {
+        if self.hidden > 0 {
+            print_stderr(&format!(
+                "note: {} more diagnostics were not shown (only the first {MAX_SHOWN} are)\n",
+                self.hidden
+            ));
+        }
         if self.format == MessageFormat::Human && (self.errors > 0 || self.warnings > 0) {
             let plural = |n: usize, what: &str| {
                 if n == 1 {

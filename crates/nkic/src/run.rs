@@ -45,7 +45,7 @@ pub fn arg_specs_from_inputs(inputs: &[InputSpec]) -> Result<Vec<ArgSpec>, Vec<D
             errors.push(exec::duplicate_input(&input.name));
             continue;
         }
-        let bytes = match std::fs::read(&input.path) {
+        let bytes = match crate::fsio::read_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(err) => {
                 errors.push(Diagnostic::error(
@@ -120,7 +120,12 @@ pub fn run_compiled(
     let inputs = if opts.inputs.is_empty() {
         random_inputs(program, opts.seed)
     } else {
-        exec::read_inputs(program, opts.inputs)?
+        // Arguments without `--input` are random, as with no `--input`.
+        exec::read_inputs_or(
+            program,
+            opts.inputs,
+            Some(random_inputs(program, opts.seed)),
+        )?
     };
     let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     config.trace = opts.profile.is_some();
@@ -208,9 +213,7 @@ pub fn write_profile(
         ),
     ] {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|err| {
-            Diagnostic::error("E9005", format!("cannot write `{}`: {err}", path.display()))
-        })?;
+        crate::fsio::write_atomic(&path, text.as_bytes())?;
     }
     Ok(())
 }

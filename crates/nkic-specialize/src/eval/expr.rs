@@ -55,8 +55,15 @@ const METHODS: &[&str] = &[
 ];
 
 impl Ctx<'_> {
-    /// Evaluates `e`.
+    /// Evaluates `e`, charging the budget (`crate::budget`).
     pub(crate) fn eval(&mut self, e: &Expr) -> Result<Value, Diagnostic> {
+        self.enter(e.span)?;
+        let res = self.eval_expr(e);
+        self.leave();
+        res
+    }
+
+    fn eval_expr(&mut self, e: &Expr) -> Result<Value, Diagnostic> {
         match &e.kind {
             ExprKind::Name(name) => {
                 if !self.dyn_frames.is_empty() {
@@ -80,7 +87,11 @@ impl Ctx<'_> {
             ExprKind::Bool(b) => Ok(Value::Bool(*b)),
             ExprKind::None => Ok(Value::None),
             ExprKind::Ellipsis => Ok(Value::Ellipsis),
-            ExprKind::FString(parts) => Ok(Value::str(&self.fstring(parts)?)),
+            ExprKind::FString(parts) => {
+                let text = self.fstring(parts)?;
+                self.charge_bytes(text.len() as u64, e.span)?;
+                Ok(Value::str(&text))
+            }
             ExprKind::Attribute { value, attr } => {
                 let o = self.eval(value)?;
                 let v = self.get_attr(&o, &attr.name, attr.span)?;

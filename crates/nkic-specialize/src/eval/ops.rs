@@ -208,26 +208,28 @@ impl Ctx<'_> {
                 };
                 self.int_result(x, &what(), span)
             }
-            (V::Str(a), V::Str(b)) if op == BinOp::Add => Ok(V::str(&format!("{a}{b}"))),
+            (V::Str(a), V::Str(b)) if op == BinOp::Add => {
+                self.charge_bytes((a.len() + b.len()) as u64, span)?;
+                Ok(V::str(&format!("{a}{b}")))
+            }
             (V::Str(s), n) | (n, V::Str(s)) if op == BinOp::Mult && n.as_int().is_some() => {
                 let k = n.as_int().unwrap_or(0).max(0) as usize;
-                if s.len().saturating_mul(k) > 1 << 24 {
-                    return Err(self.error(
-                        codes::VALUE_ERROR,
-                        "string too long",
-                        span,
-                        "too long",
-                    ));
-                }
+                self.charge_bytes((s.len() as u64).saturating_mul(k as u64), span)?;
                 Ok(V::str(&s.repeat(k)))
             }
-            (V::Str(s), args) if op == BinOp::Mod => self.percent_format(s, args, span),
+            (V::Str(s), args) if op == BinOp::Mod => {
+                let v = self.percent_format(s, args, span)?;
+                self.charge_bytes(v.as_str().map_or(0, |t| t.len() as u64), span)?;
+                Ok(v)
+            }
             (V::List(a), V::List(b)) if op == BinOp::Add => {
+                self.charge_items(a.borrow().len() + b.borrow().len(), span)?;
                 let mut v = a.borrow().clone();
                 v.extend(b.borrow().iter().cloned());
                 Ok(V::list(v))
             }
             (V::Tuple(a), V::Tuple(b)) if op == BinOp::Add => {
+                self.charge_items(a.len() + b.len(), span)?;
                 let mut v = a.to_vec();
                 v.extend(b.iter().cloned());
                 Ok(V::tuple(v))
@@ -242,14 +244,7 @@ impl Ctx<'_> {
                 };
                 let k = n.as_int().unwrap_or(0).max(0) as usize;
                 let items = self.iterate(seq, span)?;
-                if items.len().saturating_mul(k) > 1 << 24 {
-                    return Err(self.error(
-                        codes::VALUE_ERROR,
-                        "sequence too long",
-                        span,
-                        "too long",
-                    ));
-                }
+                self.charge_items(items.len().saturating_mul(k), span)?;
                 let mut out = Vec::with_capacity(items.len() * k);
                 for _ in 0..k {
                     out.extend(items.iter().cloned());

@@ -38,7 +38,15 @@ impl Ctx<'_> {
         Ok(Flow::Next)
     }
 
+    /// Runs `s`, charging the budget (`crate::budget`).
     pub(crate) fn exec_stmt(&mut self, s: &Stmt) -> Result<Flow, Diagnostic> {
+        self.enter(s.span)?;
+        let res = self.run_stmt(s);
+        self.leave();
+        res
+    }
+
+    fn run_stmt(&mut self, s: &Stmt) -> Result<Flow, Diagnostic> {
         match &s.kind {
             StmtKind::Expr(e) => {
                 self.eval(e)?;

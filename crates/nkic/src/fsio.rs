@@ -1,0 +1,140 @@
+//! Reading inputs with a bound and writing outputs atomically.
+//!
+//! Every file nkic reads (kernels, modules, `.npy` inputs, programs, the
+//! sources a fault names) goes through [`read_bounded`]: only regular files
+//! are read (not a FIFO, `/dev/zero` or a directory), their size is checked
+//! from the metadata before reading, and the read itself stops past the
+//! limit in case the file grows. Every file nkic writes goes through
+//! [`write_atomic`]: the bytes go to a temporary file in the same directory
+//! that is then renamed over the target, so a failed write leaves no
+//! half-written output, and a target that is one of the files this run read
+//! is refused, so `nkic compile k.py -o k.py` cannot destroy the kernel.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use nkic_diag::Diagnostic;
+
+/// The largest file nkic reads: 4 GiB (offsets are `u32`).
+pub const MAX_FILE_BYTES: u64 = u32::MAX as u64;
+
+/// The files read so far (canonical paths), which no output may replace.
+static INPUTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Why a file could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// An IO error (missing file, permissions).
+    Io(std::io::Error),
+    /// Not a regular file.
+    NotAFile,
+    /// Larger than the limit: its size.
+    TooLarge(u64),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(err) => write!(f, "{err}"),
+            ReadError::NotAFile => f.write_str("it is not a regular file"),
+            ReadError::TooLarge(n) => write!(
+                f,
+                "it is too large ({n} bytes; the limit is {MAX_FILE_BYTES} bytes)"
+            ),
+        }
+    }
+}
+
+/// Reads a regular file of at most `limit` bytes and records it as an input.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile);
+    }
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge(meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
+    if let Ok(canonical) = path.canonicalize()
+        && let Ok(mut inputs) = INPUTS.lock()
+        && !inputs.contains(&canonical)
+    {
+        inputs.push(canonical);
+    }
+    Ok(bytes)
+}
+
+/// Reads a text file (a module, a source a fault names) if it is a regular,
+/// valid UTF-8 file within the size limit.
+pub fn read_text(path: &Path) -> Option<String> {
+    String::from_utf8(read_bounded(path, MAX_FILE_BYTES).ok()?).ok()
+}
+
+/// Writes `data` to `path` atomically (a temporary file renamed over it);
+/// a failure, or a `path` that is one of the files this run read, is E9005.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {
+    let failed = |why: String| {
+        Diagnostic::error("E9005", format!("cannot write `{}`: {why}", path.display()))
+    };
+    if let Ok(canonical) = path.canonicalize()
+        && INPUTS
+            .lock()
+            .is_ok_and(|inputs| inputs.contains(&canonical))
+    {
+        return Err(failed("it is an input of this command".to_string())
+            .with_help("write the output to another file"));
+    }
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.nkic-{}.tmp", std::process::id()));
+    let result = std::fs::write(&tmp, data).and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(err) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(failed(err.to_string()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_are_bounded_and_writes_spare_inputs() {
+        let dir = std::env::temp_dir().join(format!("nkic-fsio-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("k.py");
+        std::fs::write(&input, "x = 1\n").unwrap();
+        assert!(matches!(
+            read_bounded(&input, 3),
+            Err(ReadError::TooLarge(6))
+        ));
+        assert!(matches!(read_bounded(&dir, 100), Err(ReadError::NotAFile)));
+        assert_eq!(read_bounded(&input, 100).unwrap(), b"x = 1\n");
+        let err = write_atomic(&input, b"clobbered").unwrap_err();
+        assert_eq!(err.code, "E9005");
+        assert_eq!(std::fs::read(&input).unwrap(), b"x = 1\n");
+        let out = dir.join("out.txt");
+        write_atomic(&out, b"dump").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"dump");
+        let missing = dir.join("no/such/dir/out.txt");
+        assert_eq!(write_atomic(&missing, b"x").unwrap_err().code, "E9005");
+        let leftovers = std::fs::read_dir(&dir).unwrap().count();
+        assert_eq!(leftovers, 2, "no temporary file is left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
