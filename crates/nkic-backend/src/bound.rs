@@ -6,8 +6,8 @@
 //!   is busy for the sum of its instructions' intervals (`Cost::busy_ps`);
 //! * each of the core's DMA engines moves the data of every transfer that
 //!   uses it, one transfer at a time (`Target::dma_transfer`: a transfer
-//!   of 128 partitions occupies all 16 engines for its `engine_ps`), so it
-//!   is busy for the sum of those times; and the DMA queues together are
+//!   of 128 partitions occupies all 16 engines for its `engine_busy_ps`),
+//!   so it is busy for the sum of those times; and the DMA queues together are
 //!   busy for the sum of their intervals, which at best is spread evenly
 //!   over the target's `dma_queues`;
 //! * HBM moves the bytes of every DMA operand in HBM at most at
@@ -94,7 +94,7 @@ pub fn lower_bound_counted(
             busy += target.cost(stream.queue, &inst.op).busy_ps * times;
             if let Some(t) = target.dma_transfer(&inst.op) {
                 for e in t.engine_ids(engines) {
-                    dma_engine_ps[(e % engines) as usize] += t.engine_ps * times;
+                    dma_engine_ps[(e % engines) as usize] += t.engine_busy_ps * times;
                 }
             }
             if inst.op.is_dma() {

@@ -327,7 +327,7 @@ impl Table {
                     if let Some(t) = &self.transfers[i] {
                         for e in t.engine_ids(self.dma_engines as u32) {
                             let ef = engine_free[e as usize % self.dma_engines];
-                            u = u.max(ef + t.engine_ps + t.issue_ps);
+                            u = u.max(ef + t.engine_busy_ps + t.issue_ps);
                         }
                     }
                     let key = (std::cmp::Reverse(rank), u, std::cmp::Reverse(i));
@@ -439,7 +439,7 @@ impl Timer<'_> {
             let data = slot.start + t.issue_ps;
             for e in t.engine_ids(self.table.dma_engines as u32) {
                 let ef = &mut self.engine_free[e as usize % self.table.dma_engines];
-                *ef = data.max(*ef) + t.engine_ps;
+                *ef = data.max(*ef) + t.engine_busy_ps;
             }
         }
         self.free.insert(slot.queue, slot.free);

@@ -181,7 +181,7 @@ pub fn summarize(launch: &Launch, result: &RunResult, bound: Option<&LowerBound>
         .trace
         .iter()
         .filter_map(|e| e.dma.as_ref())
-        .map(|d| d.engine_ps.saturating_mul(u64::from(d.engines)))
+        .map(|d| d.engine_busy_ps.saturating_mul(u64::from(d.engines)))
         .sum();
     let dma_engines_busy = frac(engine_ps) / (f64::from(f.dma_engines.max(1)) * cores as f64);
     Summary {

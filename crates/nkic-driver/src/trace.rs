@@ -322,13 +322,14 @@ fn core_events(
             per_engine[engine as usize].push((
                 begin,
                 format!(
-                    "{{\"ph\":\"X\",\"pid\":{dma_pid},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"dma\",\"args\":{{\"queue\":{},\"seq\":{},\"source\":{source}}}}}",
+                    "{{\"ph\":\"X\",\"pid\":{dma_pid},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"dma\",\"args\":{{\"queue\":{},\"seq\":{},\"data_us\":{},\"source\":{source}}}}}",
                     engine + 1,
                     us(begin),
-                    us(d.engine_ps),
+                    us(d.engine_busy_ps),
                     quote(e.mnemonic),
                     quote(&e.queue.to_string()),
-                    e.seq
+                    e.seq,
+                    us(d.engine_ps)
                 ),
             ));
         }

@@ -34,15 +34,15 @@
 //!
 //! | instruction | interval (engine cycles) |
 //! |---|---|
-//! | `tensor_copy`, `tensor_scalar` (Vector) | N / `vector_fast_copy` when in/out are 16-bit (fp8 on v4) in SBUF with unit innermost stride, N / `vector_fast_copy_slow` when 16-bit otherwise, else N |
+//! | `tensor_copy`, `tensor_scalar` (Vector) | N / `vector_fast_copy` when in/out are 16-bit (fp8 on v4) in SBUF with unit innermost stride, N / `vector_fast_copy_slow` when 16-bit otherwise, N / `vector_lane_inputs` for other types with both sides in SBUF, else N |
 //! | `tensor_copy`, `tensor_scalar` (Scalar) | N / `scalar_fast` for 16-bit/fp8 in and out, else N |
 //! | `tensor_copy` (GpSimd) | N; `tensor_scalar` on GpSimd: `gpsimd_rsqrt_factor` × N |
 //! | `activation`, `activate2` | N, + `act_read_accumulator_cycles` with `reduce_res` |
 //! | `activation_reduce` | N + `act_read_accumulator_cycles` |
-//! | `tensor_tensor` | N when one input is PSUM and the other SBUF, or all operands 16-bit in SBUF; else 2N |
-//! | `scalar_tensor_tensor` | N when `src`, `src1` 16-bit in SBUF; else 2N |
-//! | `tensor_tensor_scan` | 2N |
-//! | `tensor_copy_predicated` | N when `src`/`predicate` split SBUF/PSUM, else 2N |
+//! | `tensor_tensor` | N when one input is PSUM and the other SBUF, or all operands 16-bit in SBUF; else 2N / `vector_lane_inputs` on Vector with both inputs in SBUF, else 2N |
+//! | `scalar_tensor_tensor` | N when `src`, `src1` 16-bit in SBUF; else 2N / `vector_lane_inputs` on Vector with both in SBUF, else 2N |
+//! | `tensor_tensor_scan` | 2N / `vector_lane_inputs` with both inputs in SBUF, else 2N |
+//! | `tensor_copy_predicated` | N when `src`/`predicate` split SBUF/PSUM, else 2N / `vector_lane_inputs` on Vector with both in SBUF, else 2N |
 //! | `tensor_reduce` | N/2 for bf16 in/out with add or max, else N |
 //! | `tensor_scalar_reduce`, `tensor_scalar_cumulative`, `range_select`, `select_reduce`, `bn_stats`, `max8`, `nc_find_index8`, `nc_match_replace8`, `nc_stream_shuffle`, `nc_transpose` (Vector) | N; + `min_ii` for a `reduce_res` read-out |
 //! | `memset` | N/2 for 0 into a 16-bit dst on Vector, else N (N = dst free size) |
@@ -68,17 +68,21 @@
 //! starting at the engine of the first on-chip partition (partition `p` is
 //! served by engine `p / dma_partitions_per_engine`). A row moves as `c`
 //! chunks, `c` = the larger number of contiguous runs per row of the two
-//! sides, each costing `max(bytes / dma_engine_bytes_per_ns,
-//! dma_chunk_min_ns)`. Each engine also gets `1 / dma_engines` of the
-//! core's HBM bandwidth (`hbm_gbps_per_core`), so its time is at least its
-//! HBM bytes (both sides count) at that share. Transposes take
+//! sides, each occupying the engine for `bytes / dma_engine_bytes_per_ns +
+//! dma_chunk_overhead_ns` (`DmaTransfer::engine_busy_ps`) and taking at
+//! least `dma_chunk_min_ns` itself (`DmaTransfer::engine_ps`: the minimum
+//! is a latency that transfers of other queues overlap). Each engine also
+//! gets `1 / dma_engines` of the core's HBM bandwidth
+//! (`hbm_gbps_per_core`), so both times are at least its HBM bytes (both
+//! sides count) at that share. Transposes take
 //! `100 / dma_transpose_pct_*` times as long as the same copy (fixed chunk
 //! costs included) and v3 accumulation (DMA compute) twice as long. Descriptor generation comes first: `hwdge_instruction_ns` under
 //! `dge=hwdge`, `gpsimd_start_cycles` of GpSimd time under `dge=swdge`.
 //! `Target::cost` gives the transfer alone: interval = descriptor time +
 //! the busiest engine's time, latency = interval + `dma_start_latency_ns`.
 //! The simulator additionally makes transfers of all DMA queues share the
-//! engines (each engine moves one transfer at a time, in start order), which
+//! engines (each engine is occupied by one transfer at a time, in start
+//! order, for its `engine_busy_ps`), which
 //! caps the core's aggregate DMA bandwidth at `dma_engines ×
 //! min(dma_engine_bytes_per_ns, hbm_gbps_per_core / dma_engines)`.
 
@@ -218,7 +222,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
             if engine == Engine::Vector && (split || all_fast) {
                 (n, 0)
             } else {
-                (2 * n, 0)
+                (two_input_work(f, engine, n, &[src0, src1]), 0)
             }
         }
         Op::ScalarTensorTensor { src, src1, .. } => {
@@ -227,13 +231,24 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 && in_sbuf(src1)
                 && fast_type(f, src.dtype)
                 && fast_type(f, src1.dtype);
-            (if fast { n } else { 2 * n }, 0)
+            if fast {
+                (n, 0)
+            } else {
+                (two_input_work(f, engine, n, &[src, src1]), 0)
+            }
         }
-        Op::TensorTensorScan { src0, .. } => (2 * src0.free_size().min(MAX_WORK), 0),
+        Op::TensorTensorScan { src0, src1, .. } => (
+            two_input_work(f, engine, src0.free_size().min(MAX_WORK), &[src0, src1]),
+            0,
+        ),
         Op::TensorCopyPredicated { src, predicate, .. } => {
             let n = src.free_size().min(MAX_WORK);
             let split = (src.mem == Memory::Psum) != (predicate.mem == Memory::Psum);
-            (if split { n } else { 2 * n }, 0)
+            if split {
+                (n, 0)
+            } else {
+                (two_input_work(f, engine, n, &[src, predicate]), 0)
+            }
         }
         Op::TensorReduce { dst, src, op, .. } => {
             let n = src.free_size().min(MAX_WORK);
@@ -405,8 +420,23 @@ fn copy_like_work(f: &Figures, engine: Engine, dst: &AccessPattern, src: &Access
             div_ceil(n, u64::from(speedup))
         }
         Engine::Scalar if both_fast => div_ceil(n, u64::from(f.scalar_fast)),
+        Engine::Vector if in_sbuf(dst) && in_sbuf(src) => {
+            div_ceil(n, u64::from(f.vector_lane_inputs.max(1)))
+        }
         _ => n,
     }
+}
+
+/// A two-input instruction without a performance mode: `2 · n` input
+/// elements per lane, read `vector_lane_inputs` per cycle on VectorE when
+/// every input is in SBUF, else one per cycle.
+fn two_input_work(f: &Figures, engine: Engine, n: u64, inputs: &[&AccessPattern]) -> u64 {
+    let rate = if engine == Engine::Vector && inputs.iter().all(|a| in_sbuf(a)) {
+        u64::from(f.vector_lane_inputs.max(1))
+    } else {
+        1
+    };
+    div_ceil(2 * n, rate)
 }
 
 fn matmul_cycles(
@@ -458,10 +488,17 @@ pub struct DmaTransfer {
     /// under `dge=hwdge`, `gpsimd_start_cycles` of GpSimd time under
     /// `dge=swdge`, 0 for static descriptors), in picoseconds.
     pub issue_ps: u64,
-    /// How long each used engine moves data, in picoseconds: the larger of
-    /// its chunk time and its HBM bytes at its share of the core's HBM
-    /// bandwidth.
+    /// How long this transfer's data takes on each used engine, in
+    /// picoseconds: the larger of its chunk time (each chunk at least
+    /// `dma_chunk_min_ns`) and `engine_busy_ps`. A queue that issues
+    /// transfers one after another waits this long for each.
     pub engine_ps: u64,
+    /// How long each used engine is occupied, in picoseconds: its bytes at
+    /// the engine's bandwidth plus `dma_chunk_overhead_ns` per chunk, at
+    /// least its HBM bytes at its share of the core's HBM bandwidth. The
+    /// next transfer (of any queue) may start moving data on the engine
+    /// this long after this one began; at most `engine_ps`.
+    pub engine_busy_ps: u64,
     /// The fixed start latency (`dma_start_latency_ns`) added to the
     /// completion, in picoseconds.
     pub start_latency_ps: u64,
@@ -536,20 +573,26 @@ impl Target {
         if accumulate && self < Target::Trn3 {
             pct = pct * 50 / 100;
         }
-        // Chunk time in ps = bytes / bw ns, at least the chunk minimum; a
-        // transpose or a v3 accumulation then takes 100/pct times as long
-        // as the copy (the efficiency applies to the whole transfer, fixed
-        // chunk costs included).
+        // Chunk occupancy in ps = bytes / bw ns + the per-chunk overhead;
+        // the chunk's own time is at least the chunk minimum. A transpose
+        // or a v3 accumulation then takes 100/pct times as long as the copy
+        // (the efficiency applies to the whole transfer, fixed chunk costs
+        // included).
         let bw = u64::from(f.dma_engine_bytes_per_ns.max(1));
-        let chunk_ps = div_ceil(chunk_bytes.saturating_mul(1000), bw)
-            .max(u64::from(f.dma_chunk_min_ns) * 1000);
-        let chunk_total = div_ceil(
-            rows_per_engine
-                .saturating_mul(chunks)
-                .saturating_mul(chunk_ps)
-                .saturating_mul(100),
-            pct.max(1),
-        );
+        let busy_chunk_ps = div_ceil(chunk_bytes.saturating_mul(1000), bw)
+            .saturating_add(u64::from(f.dma_chunk_overhead_ns) * 1000);
+        let chunk_ps = busy_chunk_ps.max(u64::from(f.dma_chunk_min_ns) * 1000);
+        let per_engine = |ps: u64| {
+            div_ceil(
+                rows_per_engine
+                    .saturating_mul(chunks)
+                    .saturating_mul(ps)
+                    .saturating_mul(100),
+                pct.max(1),
+            )
+        };
+        let chunk_total = per_engine(chunk_ps);
+        let busy_total = per_engine(busy_chunk_ps);
         // HBM: each engine gets an equal share of the core's bandwidth
         // (`hbm_gbps_per_core` is bytes per ns), so all engines together
         // never move more than the core's share of the device's HBM.
@@ -574,6 +617,7 @@ impl Target {
             engines: engines as u32,
             issue_ps,
             engine_ps: chunk_total.max(hbm_ps),
+            engine_busy_ps: busy_total.max(hbm_ps),
             start_latency_ps: u64::from(f.dma_start_latency_ns) * 1000,
             hbm_bytes,
         })
@@ -668,10 +712,32 @@ mod tests {
             dst: sbuf(dt, 1024),
             src: sbuf(dt, 1024),
         };
+        // fp32 in SBUF: two elements per lane per cycle ("256 for other
+        // data types"); from PSUM one.
         assert_eq!(
             Target::Trn3.cost(Queue::Vector, &copy(DType::F32)).cycles,
+            512
+        );
+        let from_psum = Op::TensorCopy {
+            dst: sbuf(DType::F32, 1024),
+            src: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 1024)], DType::F32),
+        };
+        assert_eq!(Target::Trn2.cost(Queue::Vector, &from_psum).cycles, 1024);
+        // Two fp32 inputs in SBUF: 2N input elements at two per cycle.
+        let add = |src1: AccessPattern| Op::TensorTensor {
+            dst: sbuf(DType::F32, 1024),
+            src0: sbuf(DType::F32, 1024),
+            src1,
+            op: AluOp::Add,
+        };
+        assert_eq!(
+            Target::Trn2
+                .cost(Queue::Vector, &add(sbuf(DType::F32, 1024)))
+                .cycles,
             1024
         );
+        let psum1 = AccessPattern::psum(0, 128, 0, &[Dim::new(1, 1024)], DType::F32);
+        assert_eq!(Target::Trn2.cost(Queue::Vector, &add(psum1)).cycles, 1024);
         assert_eq!(
             Target::Trn3.cost(Queue::Vector, &copy(DType::BF16)).cycles,
             256
@@ -695,7 +761,7 @@ mod tests {
             dst: sbuf(DType::F32, 1024),
             src: AccessPattern::sbuf(0, 128, 0, &[Dim::new(8, 1024)], DType::F32),
         };
-        assert_eq!(Target::Trn3.cost(Queue::Vector, &strided).cycles, 2048);
+        assert_eq!(Target::Trn3.cost(Queue::Vector, &strided).cycles, 1024);
         let act = Op::Activation {
             dst: sbuf(DType::F32, 512),
             src: sbuf(DType::F32, 512),
@@ -724,7 +790,8 @@ mod tests {
     #[test]
     fn dma_follows_the_chunk_fit() {
         // [128, 512] fp32 = 2 KiB per partition: 8 rows per engine, each a
-        // 2 KiB chunk costing max(2048/33 ns, 105 ns) = 105 ns.
+        // 2 KiB chunk taking max(2048/33 + 11 ns, 105 ns) = 105 ns but
+        // occupying its engine for 2048/33 + 11 ns only.
         let op = Op::DmaCopy {
             dst: sbuf(DType::F32, 512),
             src: AccessPattern::hbm(TensorId(0), 128, 512, 0, &[Dim::new(1, 512)], DType::F32),
@@ -735,8 +802,10 @@ mod tests {
         };
         let c = Target::Trn3.cost(Queue::Dma(0), &op);
         assert_eq!(c.busy_ps, 8 * 105_000);
+        let t = Target::Trn3.dma_transfer(&op).expect("a transfer");
+        assert_eq!(t.engine_busy_ps, 8 * (62_061 + 11_000));
         assert_eq!(c.latency_ps, 8 * 105_000 + 1_300_000);
-        // 8 KiB per partition: 8192 / 33 = 248.2 ns per row.
+        // 8 KiB per partition: 8192 / 33 + 11 = 259.2 ns per row.
         let big = Op::DmaCopy {
             dst: sbuf(DType::F32, 2048),
             src: AccessPattern::hbm(TensorId(0), 128, 2048, 0, &[Dim::new(1, 2048)], DType::F32),
@@ -746,7 +815,7 @@ mod tests {
             priority: None,
         };
         let c = Target::Trn3.cost(Queue::Dma(1), &big);
-        assert_eq!(c.busy_ps, 8 * 248_243 + 600_000);
+        assert_eq!(c.busy_ps, 8 * 259_243 + 600_000);
     }
 
     #[test]

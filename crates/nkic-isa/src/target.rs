@@ -148,6 +148,13 @@ pub struct Figures {
     pub vector_fast_copy_slow: u32,
     /// Whether fp8 operands qualify for the VectorE fast modes (v4).
     pub vector_fp8_fast: bool,
+    /// VectorE input elements read per lane per cycle for the types
+    /// without a performance mode (fp32, int32, …) when every input is in
+    /// SBUF: the data-path width "256 input/output for other data types"
+    /// (trainium2_arch.rst, trainium3_arch.rst) over 128 lanes; v2 had
+    /// 128, that is 1. PSUM inputs are read at one element per lane per
+    /// cycle (the measured VectorE time of the trn2 v5 matmul).
+    pub vector_lane_inputs: u32,
     /// ScalarE speed-up of `tensor_scalar`/`tensor_copy`/`activation(copy)`
     /// on 16-bit or fp8 data.
     pub scalar_fast: u32,
@@ -171,8 +178,15 @@ pub struct Figures {
     /// Partitions served per DMA engine for a 128-partition SBUF side.
     pub dma_partitions_per_engine: u32,
     pub dma_start_latency_ns: u32,
-    /// Minimum time of one contiguous chunk on an engine (fit, "X" in §10).
+    /// Minimum time of one contiguous chunk of a transfer (fit, "X" in
+    /// §10): the DMAO-fig curve of one queue's transfers. It bounds a
+    /// transfer's own time, not how long it occupies its engines.
     pub dma_chunk_min_ns: u32,
+    /// Engine occupancy of one contiguous chunk on top of its bytes (fit
+    /// to the measured DMA-bound trn2 matmuls, docs/cycle-model.md
+    /// "Published measurements"; trn3 assumes the same bytes' worth of
+    /// engine time, 16 ns × 23 / 33).
+    pub dma_chunk_overhead_ns: u32,
     pub hwdge_instruction_ns: u32,
     /// Whether hardware DGE and DMA transpose exist (v3+).
     pub hwdge: bool,
@@ -277,6 +291,7 @@ pub static TRN2: Figures = Figures {
     vector_fast_copy: 4,
     vector_fast_copy_slow: 2,
     vector_fp8_fast: false,
+    vector_lane_inputs: 2,
     scalar_fast: 1,
     vector_exp_rate: 1,
     vector_reciprocal_factor: 8,
@@ -289,6 +304,7 @@ pub static TRN2: Figures = Figures {
     dma_partitions_per_engine: 8,
     dma_start_latency_ns: 1300,
     dma_chunk_min_ns: 105,
+    dma_chunk_overhead_ns: 16,
     hwdge_instruction_ns: 600,
     hwdge: true,
     dma_transpose_pct_hbm: 90,
@@ -337,6 +353,7 @@ pub static TRN3: Figures = Figures {
     vector_fast_copy: 4,
     vector_fast_copy_slow: 2,
     vector_fp8_fast: true,
+    vector_lane_inputs: 2,
     scalar_fast: 2,
     vector_exp_rate: 4,
     vector_reciprocal_factor: 8,
@@ -349,6 +366,7 @@ pub static TRN3: Figures = Figures {
     dma_partitions_per_engine: 8,
     dma_start_latency_ns: 1300,
     dma_chunk_min_ns: 105,
+    dma_chunk_overhead_ns: 11,
     hwdge_instruction_ns: 600,
     hwdge: true,
     dma_transpose_pct_hbm: 90,

@@ -252,6 +252,9 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
     let f = target.figures();
     let n: u64 = 4096;
     let fp8_fast = f.vector_fp8_fast;
+    // VectorE reads two 32-bit elements per lane per cycle from SBUF (the
+    // "256 for other data types" data-path width).
+    let lane_inputs = f64::from(f.vector_lane_inputs);
     let mut push = |name: &str,
                     what: &str,
                     queue: &'static str,
@@ -297,8 +300,8 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         4,
         copy,
         false,
-        128.0,
-        "§7.1 single input N cycles (A2)",
+        lane_inputs * 128.0,
+        "§3.1 256 elem/cycle for 32-bit types (T2, T3)",
         n,
         1.0,
     );
@@ -336,11 +339,11 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         1,
         copy,
         false,
-        if fp8_fast { 512.0 } else { 128.0 },
+        if fp8_fast { 512.0 } else { lane_inputs * 128.0 },
         if fp8_fast {
             "§3.1 v4 512 elem/cycle for fp8 (T3)"
         } else {
-            "§7.2 fast modes BF16/FP16 only on v3 (T2)"
+            "§3.1 v3 256 elem/cycle for non-16-bit types (T2)"
         },
         n,
         1.0,
@@ -354,8 +357,8 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         4,
         scale,
         false,
-        128.0,
-        "§7.3 max(MIN_II, N) (OLDISA)",
+        lane_inputs * 128.0,
+        "§3.1 256 elem/cycle for 32-bit types (T2, T3)",
         n,
         1.0,
     );
@@ -368,8 +371,8 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         4,
         add,
         true,
-        64.0,
-        "§7.1 two inputs 2N cycles (A2)",
+        lane_inputs * 64.0,
+        "§3.1 256 input elem/cycle, two inputs (T2, T3)",
         n,
         1.0,
     );
@@ -452,10 +455,10 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         4,
         copy,
         false,
-        128.0,
+        lane_inputs * 128.0,
         "§7.1 MIN_II 64 cycles (SHARED)",
         16,
-        16.0 / f64::from(f.min_ii_cycles),
+        16.0 / (lane_inputs * f64::from(f.min_ii_cycles)),
     );
 }
 
@@ -489,14 +492,19 @@ fn dma_published(target: Target) -> (f64, &'static str) {
     }
 }
 
-/// The model's steady-state efficiency for `bytes`-long rows: each row is
-/// one chunk of `max(bytes / bw, dma_chunk_min_ns)`.
+/// The model's steady-state efficiency for `bytes`-long rows on one
+/// queue: each row is one chunk of `max(bytes / bw +
+/// dma_chunk_overhead_ns, dma_chunk_min_ns)` (the engine bandwidth; the
+/// core's HBM share binds instead when it is lower).
 pub fn dma_efficiency(target: Target, bytes: u64) -> f64 {
     let f = target.figures();
-    let bw = f64::from(f.dma_engine_bytes_per_ns)
-        .min(f64::from(f.hbm_gbps_per_core) / f64::from(f.dma_engines));
-    let t = bytes as f64 / bw;
-    t / t.max(f64::from(f.dma_chunk_min_ns))
+    let engine_bw = f64::from(f.dma_engine_bytes_per_ns);
+    let hbm_bw = f64::from(f.hbm_gbps_per_core) / f64::from(f.dma_engines);
+    let peak = bytes as f64 / engine_bw.min(hbm_bw);
+    let chunk = (bytes as f64 / engine_bw + f64::from(f.dma_chunk_overhead_ns))
+        .max(f64::from(f.dma_chunk_min_ns))
+        .max(peak);
+    peak / chunk
 }
 
 /// DMA benches: HBM → SBUF copies of `[128, bytes/4]` fp32 tiles.

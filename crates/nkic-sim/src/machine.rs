@@ -14,12 +14,14 @@
 //! latest completion; a queue's busy time is the sum of its intervals.
 //!
 //! DMA transfers (`Target::dma_transfer`) also share the core's DMA
-//! engines: after its descriptor time, a transfer's data moves on each of
-//! its engines once that engine has finished the transfers that started
-//! before it (of any queue), for `engine_ps`. The queue is free when its
-//! data has moved on every engine, and the transfer completes
-//! `start_latency_ps` later. Alone on idle engines this is exactly
-//! `Target::cost`; together it caps the core's aggregate bandwidth.
+//! engines: after its descriptor time, a transfer's data starts moving on
+//! each of its engines once that engine is free of the transfers that
+//! started before it (of any queue), and takes `engine_ps` there; the
+//! engine is free again `engine_busy_ps` after the transfer began on it
+//! (transfers of different queues overlap their per-chunk latency). The
+//! queue is free when its data has moved on every engine, and the transfer
+//! completes `start_latency_ps` later. Alone on idle engines this is
+//! exactly `Target::cost`; together it caps the core's aggregate bandwidth.
 //!
 //! # Stepping
 //!
@@ -1008,7 +1010,7 @@ fn step(
                 latest = begin;
                 delayed_by = engine.last;
             }
-            engine.free_ps = begin + t.engine_ps;
+            engine.free_ps = begin + t.engine_busy_ps;
             engine.last = Some((q.queue, seq));
             begins.push(begin);
             first = first.min(begin);
@@ -1024,6 +1026,7 @@ fn step(
             engines: t.engines,
             engine_begins_ps: begins,
             engine_ps: t.engine_ps,
+            engine_busy_ps: t.engine_busy_ps,
             data_start_ps: first.min(last),
             data_end_ps: last,
             data_ready_ps: ready,

@@ -205,6 +205,9 @@ pub struct DmaSlot {
     /// moves for `engine_ps` on each.
     pub engine_begins_ps: Vec<u64>,
     pub engine_ps: u64,
+    /// How long it occupied each engine (`DmaTransfer::engine_busy_ps`,
+    /// at most `engine_ps`): the engines' utilisation counts this.
+    pub engine_busy_ps: u64,
     /// When data started and stopped moving on the engines (the earliest
     /// start and latest end over the engines used).
     pub data_start_ps: u64,

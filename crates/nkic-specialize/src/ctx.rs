@@ -105,6 +105,10 @@ pub struct Ctx<'a> {
     /// name (`exp_2`): the first variable they are assigned to renames
     /// them (see `renames`).
     pub(crate) auto_named: std::collections::BTreeSet<Handle<Storage>>,
+    /// The span of the call that is the whole right-hand side of the
+    /// running `x += call(...)` statement: an `nl.matmul` with exactly
+    /// this span accumulates into `x` instead of a fresh PSUM tile.
+    pub(crate) accumulate_call: Option<nkic_diag::Span>,
     /// Generated names replaced by a variable's name when the kernel is
     /// finished (`e = nl.exp(t)` names the tile `e`).
     pub(crate) renames: Vec<(Handle<Storage>, String)>,
@@ -319,6 +323,7 @@ impl<'a> Ctx<'a> {
             dyn_depth: 0,
             dyn_frames: Vec::new(),
             auto_named: Default::default(),
+            accumulate_call: None,
             renames: Vec::new(),
             no_reorder_depth: 0,
             program_id,

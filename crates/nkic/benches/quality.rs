@@ -466,7 +466,7 @@ impl Measured {
             if let Some(slot) = &e.dma {
                 for k in 0..slot.engines {
                     *dma.entry((e.core, (slot.first_engine + k) % engines))
-                        .or_insert(0) += slot.engine_ps;
+                        .or_insert(0) += slot.engine_busy_ps;
                 }
             } else if e.queue.engine() != Engine::Dma {
                 *compute.entry((e.core, e.queue)).or_insert(0) += e.free_ps - e.start_ps;

@@ -830,8 +830,9 @@ fn dma_queues_share_the_dma_engines() {
         .push(Instruction::new(op_b.clone()));
     let t = Target::Trn3.dma_transfer(&op_a).expect("a transfer");
     assert_eq!((t.first_engine, t.engines), (0, 16));
-    // 8 rows of 8 KiB per engine at 33 B/ns.
-    assert_eq!(t.engine_ps, 8 * 248_243);
+    // 8 rows of 8 KiB per engine at 33 B/ns, plus 11 ns per row.
+    assert_eq!(t.engine_ps, 8 * 259_243);
+    assert_eq!(t.engine_busy_ps, t.engine_ps);
     let inputs = Inputs::new()
         .with("a", f32_bytes(&[1.0; 128 * 2048]))
         .with("b", f32_bytes(&[2.0; 128 * 2048]));
@@ -887,12 +888,32 @@ fn dma_queues_share_the_dma_engines() {
         &SimConfig::default(),
     )
     .expect("runs");
-    assert_eq!(res.total_ps, 8 * 248_243 + 1_300_000);
+    assert_eq!(res.total_ps, 8 * 259_243 + 1_300_000);
+    // Rows below the chunk minimum: each transfer takes 8 × 105 ns, but
+    // occupies its engines for 8 × (2048 / 33 + 11) ns only, so a second
+    // queue's transfer starts moving data that much later and the two
+    // overlap.
+    let mut p = program(&[("a", DType::F32, &[128, 512], TensorKind::Input)]);
+    for q in 0..2u8 {
+        let src = hbm(TensorId(0), 128, 512, 0, &[(1, 512)], DType::F32);
+        let dst = tile(128, 512, u64::from(q) * 2048, DType::F32);
+        p.stream_mut(Queue::Dma(q))
+            .push(Instruction::new(dma(dst, src)));
+    }
+    let res = run(
+        &p,
+        &Inputs::new().with("a", f32_bytes(&[1.0; 128 * 512])),
+        &SimConfig::default(),
+    )
+    .expect("runs");
+    assert_eq!(res.total_ps, 8 * 73_061 + 8 * 105_000 + 1_300_000);
 }
 
-/// On Trn2 the HBM share of an engine (363 GB/s / 16 = 22.7 B/ns) is below
-/// the engine's 23 B/ns, so large transfers are HBM-bound; on Trn3 the
-/// engines bind (33 B/ns against 36.75).
+/// On Trn2 the HBM share of an engine (363 GB/s / 16 = 22.7 B/ns) is
+/// about what the engine moves (23 B/ns less 16 ns per row: 22.5 B/ns for
+/// 16 KiB rows), so an HBM → HBM copy, which counts twice against HBM, is
+/// HBM-bound; on Trn3 the engines bind (33 B/ns against 36.75) unless both
+/// sides are in HBM.
 #[test]
 fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
     let op = dma(
@@ -900,11 +921,11 @@ fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
         hbm(TensorId(0), 128, 4096, 0, &[(1, 4096)], DType::F32),
     );
     let t2 = Target::Trn2.dma_transfer(&op).expect("a transfer");
-    // 8 rows × 16 KiB at 363/16 bytes per ns.
-    assert_eq!(t2.engine_ps, (8u64 * 16384 * 16 * 1000).div_ceil(363));
+    // 8 rows × (16 KiB at 23 B/ns + 16 ns).
+    assert_eq!(t2.engine_ps, 8 * ((16384u64 * 1000).div_ceil(23) + 16_000));
     assert_eq!(t2.hbm_bytes, 128 * 16384);
     let t3 = Target::Trn3.dma_transfer(&op).expect("a transfer");
-    assert_eq!(t3.engine_ps, 8 * (16384u64 * 1000).div_ceil(33));
+    assert_eq!(t3.engine_ps, 8 * ((16384u64 * 1000).div_ceil(33) + 11_000));
     // HBM → HBM counts both sides against HBM.
     let copy = dma(
         hbm(TensorId(1), 128, 4096, 0, &[(1, 4096)], DType::F32),
@@ -913,4 +934,6 @@ fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
     let t = Target::Trn3.dma_transfer(&copy).expect("a transfer");
     assert_eq!(t.hbm_bytes, 2 * 128 * 16384);
     assert_eq!(t.engine_ps, (8u64 * 2 * 16384 * 16 * 1000).div_ceil(588));
+    let t = Target::Trn2.dma_transfer(&copy).expect("a transfer");
+    assert_eq!(t.engine_ps, (8u64 * 2 * 16384 * 16 * 1000).div_ceil(363));
 }

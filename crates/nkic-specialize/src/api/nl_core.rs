@@ -28,7 +28,7 @@ pub const DEFS: &[ApiDef] = &[
         engines: TENSOR,
         since: Target::Trn2,
         value_form: false,
-        summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false.",
+        summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false; `acc += nl.matmul(x, y, ...)` on a PSUM tile accumulates into `acc` instead, as `acc += nisa.nc_matmul(...)` does.",
         constraints: &[
             "`x` and `y` are SBUF tiles (PSUM tiles are copied to SBUF first); the contraction sizes agree and are at most 128.",
             "`x` has at most 128 rows (stationary free size), `y` at most 512 columns (trn2; 4096 on trn3).",
@@ -130,6 +130,12 @@ fn matmul(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         stationary_span: b.span_of("x"),
         moving_span: b.span_of("y"),
     };
+    // The whole right-hand side of `acc += nl.matmul(x, y, ...)` (the SDK
+    // 2.20 form) accumulates straight into `acc`, like `acc +=
+    // nisa.nc_matmul(x, y)`; anywhere else the result is a fresh PSUM tile.
+    if ctx.accumulate_call == Some(span) {
+        return Ok(Value::Ext(Rc::new(pending)));
+    }
     let r = pending.record(ctx, None, Some(false))?;
     Ok(Value::Tensor(r))
 }

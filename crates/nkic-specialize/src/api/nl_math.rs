@@ -432,7 +432,7 @@ pub const DEFS: &[ApiDef] = &[
         engines: &[Engine::Vector, Engine::Tensor],
         since: Target::Trn2,
         value_form: false,
-        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul for float rows of at most 512 elements, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
+        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
         constraints: &[
             "`x` is an SBUF/PSUM tile of the same rank as `shape`; each dim of `x` equals the target size or is 1.",
             "Broadcasting the partition dim needs a 1-partition `x` starting on a quadrant boundary.",
@@ -1183,7 +1183,11 @@ pub(super) fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
 
 /// Spreads a 1-partition tile over `p` partitions. A float SBUF tile of
 /// at most 512 elements uses one TensorE matmul against a `[1, p]` ones
-/// stationary (`out[m, n] = x[0, n]`, a `[p, F]` fp32 PSUM tile); any
+/// stationary (`out[m, n] = x[0, n]`, a `[p, F]` fp32 PSUM tile); a
+/// longer float SBUF row `[1, F]` uses one such matmul per 512 columns,
+/// each copied out of its PSUM bank into a `[p, F]` SBUF tile (TensorE
+/// work and one PSUM read per element, where the quadrant shuffles below
+/// cost four passes over the row on VectorE or GpSimd: issue #16); any
 /// other tile is copied bit for bit with one `nc_stream_shuffle` of
 /// partition 0 per 32-partition quadrant (a mask of 32 zeros).
 pub(super) fn spread_partitions(
@@ -1193,6 +1197,10 @@ pub(super) fn spread_partitions(
     sx: Span,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
+    let long_row = x.buffer == Buffer::Sbuf && !x.dtype().is_int() && x.shape.len() == 2;
+    if long_row && check::free_size(x) > 512 {
+        return spread_row_by_matmuls(ctx, x, p, sx, span);
+    }
     if x.buffer != Buffer::Sbuf || check::free_size(x) > 512 || x.dtype().is_int() {
         check::partition_start(ctx, x, sx, "the broadcast row")?;
         check::engine_free_size(ctx, x, sx, "the broadcast row")?;
@@ -1217,19 +1225,38 @@ pub(super) fn spread_partitions(
         }
         return Ok(out);
     }
-    let ones = temp(ctx, &[1, p], x.dtype(), span)?;
+    let ones = ones_row(ctx, p, x.dtype(), span)?;
+    // The PSUM result is [p, F]; the caller copies it out by P and F.
+    ones_matmul(&ones, x.clone(), sx, span).record(ctx, None, Some(false))
+}
+
+/// A `[1, p]` tile of ones: the stationary that spreads a row over `p`
+/// partitions.
+fn ones_row(ctx: &mut Ctx<'_>, p: u64, dtype: DType, span: Span) -> Result<Rc<Tensor>, Diagnostic> {
+    let ones = temp(ctx, &[1, p], dtype, span)?;
     push(
         ctx,
         OpKind::Memset {
             dst: ones.view.clone(),
-            value: fill(ctx, x.dtype(), 1.0, span)?,
+            value: fill(ctx, dtype, 1.0, span)?,
         },
         None,
         span,
     )?;
-    let pending = isa_core::PendingMatmul {
-        stationary: ones,
-        moving: x.clone(),
+    Ok(ones)
+}
+
+/// `out[m, n] = row[0, n]` for the partitions `m` of `ones` (a fresh fp32
+/// PSUM tile when recorded).
+fn ones_matmul(
+    ones: &Rc<Tensor>,
+    row: Rc<Tensor>,
+    sx: Span,
+    span: Span,
+) -> isa_core::PendingMatmul {
+    isa_core::PendingMatmul {
+        stationary: ones.clone(),
+        moving: row,
         flags: isa_core::MatmulFlags {
             stationary_onezero: true,
             moving_onezero: false,
@@ -1242,9 +1269,46 @@ pub(super) fn spread_partitions(
         span,
         stationary_span: span,
         moving_span: sx,
-    };
-    // The PSUM result is [p, F]; the caller copies it out by P and F.
-    pending.record(ctx, None, Some(false))
+    }
+}
+
+/// `spread_partitions` of a float SBUF row `[1, F]` longer than one PSUM
+/// bank: one ones-matmul per 512 columns, each copied into the result.
+fn spread_row_by_matmuls(
+    ctx: &mut Ctx<'_>,
+    x: &Rc<Tensor>,
+    p: u64,
+    sx: Span,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    const BANK: u64 = 512;
+    let f = x.shape[1];
+    let out = temp(ctx, &[p, f], x.dtype(), span)?;
+    let ones = ones_row(ctx, p, x.dtype(), span)?;
+    for lo in (0..f).step_by(BANK as usize) {
+        let hi = (lo + BANK).min(f);
+        let (Some(src), Some(dst)) = (x.view.slice(1, lo, hi, 1), out.view.slice(1, lo, hi, 1))
+        else {
+            continue;
+        };
+        let chunk = Rc::new(Tensor {
+            view: src,
+            shape: vec![1, hi - lo],
+            buffer: x.buffer,
+        });
+        let pending = ones_matmul(&ones, chunk, sx, span);
+        let bank = pending.record(ctx, None, Some(false))?;
+        push(
+            ctx,
+            OpKind::TensorCopy {
+                dst,
+                src: bank.view.clone(),
+            },
+            None,
+            span,
+        )?;
+    }
+    Ok(out)
 }
 
 // ------------------------------------------------------------------ var

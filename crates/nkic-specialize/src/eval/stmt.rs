@@ -231,6 +231,20 @@ impl Ctx<'_> {
         op: ast::BinOp,
         value: &Expr,
     ) -> Result<(), Diagnostic> {
+        // `acc += nl.matmul(...)` accumulates in place (`nl_core::matmul`).
+        let call = matches!(value.kind, ExprKind::Call { .. }) && op == ast::BinOp::Add;
+        let saved = std::mem::replace(&mut self.accumulate_call, call.then_some(value.span));
+        let result = self.aug_assign_inner(target, op, value);
+        self.accumulate_call = saved;
+        result
+    }
+
+    fn aug_assign_inner(
+        &mut self,
+        target: &Expr,
+        op: ast::BinOp,
+        value: &Expr,
+    ) -> Result<(), Diagnostic> {
         match &target.kind {
             ExprKind::Subscript { value: obj, index } => {
                 let o = self.eval(obj)?;
