@@ -71,6 +71,9 @@ def test_pytest_plugin_activates_the_namespaces(tmp_path):
     test = SCRIPT.replace("\na = np.arange", "\ndef test_double():\n    a = np.arange")
     test = test.replace("\nout = double(a)", "\n    out = double(a)")
     test = test.replace("\nassert (out", "\n    assert (out").replace("\nprint(", "\n    print(")
+    # A kernel named like a test is not collected as one (NKI's jit objects
+    # are not functions to pytest either).
+    test += "\n\n@nki.jit\ndef test_kernel_named_like_a_test(in_tensor):\n    return in_tensor\n"
     (tmp_path / "test_script.py").write_text(test)
     args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "nkic.pytest", "test_script.py"]
     done = _run(args, tmp_path, {})

@@ -352,7 +352,12 @@ class Kernel:
         #: the NKI simulator raises them (a plain IndexError out of bounds).
         self.compat = compat
         self._source: Optional[_Source] = None
+        # The function's name and docstring, but no `__wrapped__`: pytest
+        # follows it and would collect a kernel named `test_*` as a test
+        # whose parameters are fixtures; NKI's own jit objects are not
+        # collected either.
         functools.update_wrapper(self, fn)
+        del self.__wrapped__
         self._last_raw: Optional[str] = None
 
     def _replace(self, **changes: Any) -> "Kernel":
