@@ -22,12 +22,12 @@ class Program:
         inputs: Dict[str, np.ndarray],
         *,
         seed: int = 0,
-        poison: str = "error",
+        poison: str = "precise",
         step_order: str = "round-robin",
         trace: bool = False,
         max_sim_ms: int = 100,
         title: str = "kernel",
-    ) -> Dict[str, object]: ...
+    ) -> Dict[str, object]: ...  # outputs, warnings, simulated_ns, simulate_wall_ns, report, ...
 
 def compile(
     path: str,
