@@ -933,12 +933,12 @@ fn normalize_item(
             if a < 0 || z > size as i64 {
                 return Err(oob(format!("the slice {a}:{z}")));
             }
-            if a >= z {
+            if a > z {
                 return Err(ctx.error(
                     codes::INDEX,
-                    format!("the slice {a}:{z} of dim {dim} (size {size}) is empty"),
+                    format!("the slice {a}:{z} of dim {dim} (size {size}) ends before it starts"),
                     span,
-                    "empty slice",
+                    "reversed slice",
                 ));
             }
             let count = ((z - a) as u64).div_ceil(step as u64);
@@ -950,10 +950,10 @@ fn normalize_item(
             })
         }
         Value::Ds(ds) => {
-            if ds.size <= 0 {
+            if ds.size < 0 {
                 return Err(ctx.error(
                     codes::INDEX,
-                    format!("nl.ds size must be positive, found {}", ds.size),
+                    format!("nl.ds size must not be negative, found {}", ds.size),
                     span,
                     "bad size",
                 ));
@@ -971,6 +971,12 @@ fn normalize_item(
                         int: false,
                     })
                 }
+                IntOrReg::Reg(_) if n == 0 => Ok(Item::Range {
+                    start: 0,
+                    count: 0,
+                    step: 1,
+                    int: false,
+                }),
                 IntOrReg::Reg(r) => {
                     if n > size {
                         return Err(oob(format!("nl.ds(<register>, {n})")));
@@ -1020,7 +1026,21 @@ fn apply_items(
                 if on_chip && dim == pdim && step != 1 {
                     return Err(partition_view_error(ctx, t, "a strided slice of", span));
                 }
-                if !view.slice_in_place(dim, start, start + (count - 1) * step + 1, step) {
+                if count == 0 {
+                    // An empty slice (`a:a`, `nl.ds(a, 0)`): ops whose
+                    // access is empty are not recorded (`Ctx::push_op`).
+                    let d = view.dims[dim];
+                    if start > d.count {
+                        return Err(ctx.error(
+                            codes::INDEX,
+                            "index out of bounds",
+                            span,
+                            "out of bounds",
+                        ));
+                    }
+                    view.offset += start as i64 * d.stride;
+                    view.dims[dim] = nkic_ir::ViewDim::new(d.stride, 0);
+                } else if !view.slice_in_place(dim, start, start + (count - 1) * step + 1, step) {
                     return Err(ctx.error(
                         codes::INDEX,
                         "index out of bounds",
