@@ -483,6 +483,11 @@ pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
         return Err(p.error.clone());
     }
     if let Value::Ext(e) = v
+        && let Some(p) = e.as_any().downcast_ref::<tensor::OutOfBoundsView>()
+    {
+        return Err(p.error.clone());
+    }
+    if let Value::Ext(e) = v
         && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
     {
         let t = mm.record(ctx, None, Some(false))?;

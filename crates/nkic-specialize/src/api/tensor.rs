@@ -300,7 +300,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
         constraints: &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
-            "Every element stays inside the storage.",
+            "Every element stays inside the storage; a pattern that leaves it is an error (E0500) where an instruction uses it, not where it is made.",
             "`offset=None` keeps the view's offset; an int is relative to the storage start.",
             "`scalar_offset` (a register, or a 1×1 SBUF int tensor read into a register when the view is made) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
         ],
@@ -1681,6 +1681,22 @@ fn method_view(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
     }
 }
 
+/// An access pattern (`t.ap(...)`) that leaves its storage: an error
+/// where it is used, not where it is made ([`super::materialize`]).
+#[derive(Debug)]
+pub struct OutOfBoundsView {
+    pub error: Diagnostic,
+}
+
+impl crate::value::ApiObject for OutOfBoundsView {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
     let pat_arg = b.get("pattern").cloned().ok_or_else(|| {
@@ -1742,12 +1758,16 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     }
     let dynamic = vector.is_some() || scalar.is_some();
     if !dynamic && (lo < 0 || (hi + 1) * esize > storage_bytes) {
-        return Err(ctx.error(
+        // Making an access pattern moves no data: NKI checks it where an
+        // instruction uses it, and library kernels build patterns in a
+        // loop that only some iterations use (`if h < n: nc_matmul(...)`).
+        let error = ctx.error(
             codes::INDEX,
             format!("the access pattern reaches elements {lo}..={hi} of a storage of {} {dtype} elements", storage_bytes / esize),
             pat_arg.span,
             "out of bounds",
-        ));
+        );
+        return Ok(Value::Ext(Rc::new(OutOfBoundsView { error })));
     }
     let indirect_dim = b.int_or(ctx, "indirect_dim", 0)?;
     if let Some(a) = scalar {
