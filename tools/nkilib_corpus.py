@@ -51,7 +51,19 @@ CASES = [
                  "lower_bound=0.5, norm_type=nkilib.core.utils.common_types.NormType.NO_NORM, eps=1e-6)"],
          grid="2", target="trn2"),
     dict(name="cascaded_max_1x1x32000", file="nkilib/core/max/cascaded_max.py",
-         kernel="cascaded_max", args=["input_tensor=float32[1,1,32000]"], target="trn2"),
+         kernel="cascaded_max", args=["input_tensor=float32[1,1,32000]"], target="trn2", ref="max_last"),
+    # core/max/test_cascaded_max.py: (lnc, batch, seqlen, vocab).
+    dict(name="cascaded_max_8x5x4058", file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=["input_tensor=float32[8,5,4058]"], target="trn2", ref="max_last"),
+    dict(name="cascaded_max_8x5x4058_lnc2", file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=["input_tensor=float32[8,5,4058]"], grid="2", target="trn2",
+         ref="max_last"),
+    dict(name="cascaded_max_5x5x8192_lnc2", file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=["input_tensor=float32[5,5,8192]"], grid="2", target="trn2",
+         ref="max_last"),
+    dict(name="cascaded_max_1x1x16000_lnc2", file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=["input_tensor=float32[1,1,16000]"], grid="2", target="trn2",
+         ref="max_last"),
     dict(name="cross_entropy_fwd_lnc2", file="nkilib/experimental/loss/cross_entropy.py",
          kernel="cross_entropy_forward",
          args=["logits_hbm=bfloat16[64,32768]", "targets_hbm=int32[64]"],
@@ -59,6 +71,113 @@ CASES = [
     dict(name="conv1d_small", file="nkilib/experimental/conv/conv1d.py", kernel="conv1d",
          args=["x_in=bfloat16[1,128,256]", "filters=bfloat16[128,128,3]"],
          consts=["padding=(1, 1)"]),
+    # test/integration/nkilib/core/subkernels/test_find_nonzero_indices.py
+    # (T, E, top_k, chunk_size, dtype) at LNC=2.
+    dict(name="find_nonzero_4096x128_i32", file="nkilib/core/subkernels/find_nonzero_indices.py",
+         kernel="find_nonzero_indices", args=["input_tensor=int32[4096,128]"],
+         consts=["chunk_size=4096"], grid="2", target="trn2"),
+    dict(name="find_nonzero_10240x128_f32", file="nkilib/core/subkernels/find_nonzero_indices.py",
+         kernel="find_nonzero_indices", args=["input_tensor=float32[10240,128]"],
+         consts=["chunk_size=10240"], grid="2", target="trn2"),
+    # test_indexed_flatten.py: (T, E, f_len), output_len = E*T + 1024
+    # rounded up to 128.
+    dict(name="indexed_flatten_4096_2_128", file="nkilib/core/subkernels/indexed_flatten.py",
+         kernel="indexed_flatten", args=["input_tensor=int32[2,4096]", "row_offsets=int32[2]"],
+         consts=["f_len=128", "output_len=9216"], grid="2", target="trn2"),
+    # experimental/benchmark/test_find_nonzero_indices_with_count.py (T).
+    dict(name="find_nonzero_count_256", file="nkilib/experimental/benchmark/find_nonzero_indices_with_count.py",
+         kernel="find_nonzero_indices_with_count", args=["input_tensor=float32[1,256]"], target="trn2"),
+    # experimental/conv/test_depthwise_conv1d.py: (batch, channels, width,
+    # kernel_size, stride, padding).
+    dict(name="depthwise_conv1d_16x512_k64", file="nkilib/experimental/conv/depthwise_conv1d.py",
+         kernel="depthwise_conv1d_implicit_gemm",
+         args=["img_ref=bfloat16[1,16,1,512]", "filter_ref=bfloat16[16,1,1,64]"],
+         consts=["feature_group_count=16"], target="trn2"),
+    dict(name="depthwise_conv1d_256_pad10", file="nkilib/experimental/conv/depthwise_conv1d.py",
+         kernel="depthwise_conv1d_implicit_gemm",
+         args=["img_ref=bfloat16[1,256,1,512]", "filter_ref=bfloat16[256,1,1,64]"],
+         consts=["feature_group_count=256", "padding=((0, 0), (10, 10))"], target="trn2"),
+    dict(name="depthwise_conv1d_256_stride2", file="nkilib/experimental/conv/depthwise_conv1d.py",
+         kernel="depthwise_conv1d_implicit_gemm",
+         args=["img_ref=bfloat16[1,256,1,512]", "filter_ref=bfloat16[256,1,1,64]"],
+         consts=["feature_group_count=256", "stride=(1, 2)"], target="trn2"),
+    # core/embeddings/test_rope_hf.py: (batch, q heads, kv heads, seq,
+    # head_dim, dtype, backward), q_out/k_out passed in by the caller.
+    dict(name="rope_hf_lnc2_bf16", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
+         args=["q=bfloat16[1,32,256,128]", "k=bfloat16[1,8,256,128]", "q_out=bfloat16[1,32,256,128]",
+               "k_out=bfloat16[1,8,256,128]", "cos=bfloat16[1,256,128]", "sin=bfloat16[1,256,128]"],
+         grid="2", target="trn2"),
+    dict(name="rope_hf_lnc2_f32_bwd", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
+         args=["q=float32[1,32,256,128]", "k=float32[1,8,256,128]", "q_out=float32[1,32,256,128]",
+               "k_out=float32[1,8,256,128]", "cos=float32[1,256,128]", "sin=float32[1,256,128]"],
+         consts=["backward=True"], grid="2", target="trn2"),
+    dict(name="rope_hf_b4_gpt_f32", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
+         args=["q=float32[1,32,512,64]", "k=float32[1,8,512,64]", "q_out=float32[1,32,512,64]",
+               "k_out=float32[1,8,512,64]", "cos=float32[1,512,64]", "sin=float32[1,512,64]"],
+         grid="2", target="trn2"),
+    # core/output_projection/test_output_proj_tkg.py: (B, n_heads, S_tkg,
+    # d_head, H, quantization, bias, transpose_out); attention is
+    # [d_head, B, n_heads, S_tkg].
+    dict(name="out_proj_tkg_4_8_4_64", file="nkilib/core/output_projection/output_projection_tkg.py",
+         kernel="output_projection_tkg", args=["attention=bfloat16[64,4,8,4]", "weight=bfloat16[512,3072]",
+                                               "bias=bfloat16[1,3072]"],
+         grid="2", target="trn2"),
+    dict(name="out_proj_tkg_transpose_out", file="nkilib/core/output_projection/output_projection_tkg.py",
+         kernel="output_projection_tkg", args=["attention=bfloat16[64,4,8,4]", "weight=bfloat16[512,3072]",
+                                               "bias=bfloat16[1,3072]"],
+         consts=["TRANSPOSE_OUT=True"], grid="2", target="trn2"),
+    # core/output_projection/test_output_proj_cte.py: (batch, seqlen,
+    # hidden, n_head, d_head, bias); attention is [batch, n_head, d_head,
+    # seqlen].
+    dict(name="out_proj_cte_128_3072", file="nkilib/core/output_projection/output_projection_cte/output_projection_cte.py",
+         kernel="output_projection_cte", args=["attention=bfloat16[1,16,64,128]", "weight=bfloat16[1024,3072]",
+                                               "bias=bfloat16[1,3072]"],
+         grid="2", target="trn2"),
+    # experimental/dynamic_shapes/test_dynamic_elementwise_add.py (M, H);
+    # ends with the LNC "HBM fence" `dma_copy(dst=result, src=result)`.
+    dict(name="dynamic_add_256x1024_lnc2", file="nkilib/experimental/dynamic_shapes/dynamic_elementwise_add.py",
+         kernel="dynamic_elementwise_add",
+         args=["input_a=bfloat16[256,1024]", "input_b=bfloat16[256,1024]", "num_m_tiles=int32[1,1]"],
+         grid="2", target="trn2"),
+    # experimental/loss/test_cross_entropy_backward.py (B, T, V, dtype, PB,
+    # CS): the minimal case splits one position over two cores (an empty
+    # `nl.ds` on one of them).
+    dict(name="cross_entropy_bwd_1x1", file="nkilib/experimental/loss/cross_entropy.py",
+         kernel="cross_entropy_backward",
+         args=["logits_hbm=bfloat16[1,32128]", "targets_hbm=int32[1]", "lse_state_hbm=bfloat16[1]"],
+         consts=["positions_per_batch=1", "chunk_size=16384"], grid="2", target="trn2"),
+    # core/attention/test_attention_cte.py at a reduced length (the tests'
+    # 9216 x 4096 is slow to simulate): q [bs, seq_q, d] (tp_q), k [bs, d,
+    # seq_kv], v [bs, seq_kv, d].
+    dict(name="attention_cte_1024_d64", file="nkilib/core/attention/attention_cte.py",
+         kernel="attention_cte", args=["q=bfloat16[1,1024,64]", "k=bfloat16[1,64,1024]", "v=bfloat16[1,1024,64]"],
+         consts=["scale=0.134"], target="trn2"),
+    # core/attention/test_attention_bwd.py (bs, q heads, kv heads, seq,
+    # head_dim, causal) at a reduced length: q/k/v/o/dy [bs, heads, d, seq],
+    # lse [bs, heads, 128, seq / 128].
+    dict(name="attention_bwd_2_1_512", file="nkilib/core/attention/attention_bwd.py",
+         kernel="attention_bwd",
+         args=["q_ref=bfloat16[1,2,128,512]", "k_ref=bfloat16[1,1,128,512]", "v_ref=bfloat16[1,1,128,512]",
+               "o_ref=bfloat16[1,2,128,512]", "dy_ref=bfloat16[1,2,128,512]", "lse_ref=float32[1,2,128,4]"],
+         consts=["use_causal_mask=True"], grid="2", target="trn2"),
+    # core/qkv/test_qkv_cte.py: (vnc, batch, seqlen, hidden, fused_qkv_dim,
+    # norm, ...); input [batch, seqlen, hidden], weights [hidden, qkv_dim].
+    dict(name="qkv_cte_128x3072_bias", file="nkilib/core/qkv/qkv.py", kernel="qkv",
+         args=["input=bfloat16[1,128,3072]", "fused_qkv_weights=bfloat16[3072,1280]", "bias=bfloat16[1,1280]"],
+         target="trn2"),
+    dict(name="qkv_cte_1024x3072_lnc2", file="nkilib/core/qkv/qkv.py", kernel="qkv",
+         args=["input=bfloat16[1,1024,3072]", "fused_qkv_weights=bfloat16[3072,1280]", "bias=bfloat16[1,1280]"],
+         grid="2", target="trn2"),
+    dict(name="qkv_cte_rmsnorm_512", file="nkilib/core/qkv/qkv.py", kernel="qkv",
+         args=["input=bfloat16[1,128,512]", "fused_qkv_weights=bfloat16[512,512]",
+               "gamma_norm_weights=bfloat16[1,512]"],
+         consts=["fused_norm_type=nkilib.core.utils.common_types.NormType.RMS_NORM"], target="trn2"),
+    # experimental/mxfp_subkernels/test_mxfp_load.py: M = 128, K from 1024
+    # to 4096 (MX formats are trn3's).
+    dict(name="mxfp_load_128x1024", file="nkilib/experimental/mxfp_subkernels/mxfp_load_utils.py",
+         kernel="mxfp_load_performance_wrapper", args=["tensor=bfloat16[128,1024]"], target="trn3"),
+    dict(name="mxfp_load_128x4096", file="nkilib/experimental/mxfp_subkernels/mxfp_load_utils.py",
+         kernel="mxfp_load_performance_wrapper", args=["tensor=bfloat16[128,4096]"], target="trn3"),
 ]
 
 
@@ -69,6 +188,12 @@ def reference(name, inputs):
     if name == "cumsum":
         x = inputs["x"].astype(np.float64)
         return [np.cumsum(x, axis=-1)]
+    if name == "max_last":
+        # cascaded_max: the maximum of the last dim and its index, both
+        # [..., 1] (random normal inputs have no ties).
+        x = inputs["input_tensor"]
+        return [x.max(axis=-1, keepdims=True).astype(np.float64),
+                x.argmax(axis=-1)[..., None].astype(np.float64)]
     raise KeyError(name)
 
 
@@ -94,13 +219,21 @@ def make_inputs(case, out_dir):
 
 def compare(case, inputs, out_dir):
     """True when every output matches the reference (rtol=atol=1e-3 for
-    float32)."""
+    float32), element by element in row-major order when only the shapes
+    differ (printed)."""
     import numpy as np
 
     expected = reference(case["ref"], inputs)
     for i, e in enumerate(expected):
         got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
-        if got.shape != e.shape or not np.allclose(got, e, rtol=1e-3, atol=1e-3):
+        if got.shape != e.shape:
+            # nkic writes a returned reshaped view (`out.reshape(shape)`)
+            # with its storage's shape: compare the elements in order.
+            print(f"  out{i}: shape {got.shape}, the reference's is {e.shape}")
+            if got.size != e.size:
+                return False
+            got, e = got.ravel(), e.ravel()
+        if not np.allclose(got, e, rtol=1e-3, atol=1e-3):
             return False
     return True
 
@@ -121,7 +254,7 @@ def nkic_cmd(nkic, sub, lib, case):
 
 def first_error(text):
     for line in text.splitlines():
-        if "Error:" in line:
+        if "Error:" in line or line.startswith("error["):
             return line.strip()[:160]
     return text.strip().splitlines()[-1][:160] if text.strip() else ""
 

@@ -306,7 +306,14 @@ fn place_memory(
         if s.st.buffer != mem.buffer {
             continue;
         }
-        let size = s.st.bytes_per_partition().div_ceil(ALIGN) * ALIGN;
+        // A manual placement takes exactly its bytes: kernels that place
+        // tensors themselves pack a 2-byte `(P, 1)` bfloat16 column next
+        // to the following tensor. The compiler's own placements keep
+        // offsets aligned.
+        let size = match s.st.address {
+            Some(_) => s.st.bytes_per_partition(),
+            None => s.st.bytes_per_partition().div_ceil(ALIGN) * ALIGN,
+        };
         let p = s.st.partitions();
         let (start, manual) = match s.st.address {
             Some(a) => (u64::from(a.partition), Some(a.byte)),

@@ -418,8 +418,38 @@ pub fn lower(
     if diags.is_empty() {
         Ok(Lowered { ops })
     } else {
-        Err(diags)
+        Err(merge_repeats(diags))
     }
+}
+
+/// One diagnostic per source line and message: an op unrolled 1,000 times
+/// fails 1,000 times the same way, so the first (with its loop iteration)
+/// stands for the others and a note counts them.
+fn merge_repeats(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    let key = |d: &Diagnostic| {
+        (
+            d.code,
+            d.message.clone(),
+            d.primary.as_ref().map(|l| (l.file, l.span)),
+        )
+    };
+    let mut out: Vec<(Diagnostic, usize)> = Vec::new();
+    for d in diags {
+        match out.iter_mut().find(|(first, _)| key(first) == key(&d)) {
+            Some((_, n)) => *n += 1,
+            None => out.push((d, 0)),
+        }
+    }
+    out.into_iter()
+        .map(|(d, more)| match more {
+            0 => d,
+            n => d.with_note(format!(
+                "{n} more {} from this line (other loop iterations or instances) fail{} the same way",
+                if n == 1 { "op" } else { "ops" },
+                if n == 1 { "s" } else { "" }
+            )),
+        })
+        .collect()
 }
 
 /// True when the latest op before `j` (same instance) that writes bytes of
@@ -443,4 +473,46 @@ fn follows_matmul(unit: &Unit<'_>, j: usize, dst: &View) -> bool {
         }
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use nkic_diag::{FileId, Span};
+
+    use super::*;
+
+    #[test]
+    fn repeated_errors_of_one_line_are_reported_once_with_a_count() {
+        let at = |start: u32, message: &str| {
+            Diagnostic::error(codes::NO_LEGAL_ENGINE, message).with_primary(
+                FileId(0),
+                Span::new(start, start + 4),
+                "this op",
+            )
+        };
+        let merged = merge_repeats(vec![
+            at(10, "`dma_copy` cannot run on any engine as written"),
+            at(20, "`dma_copy` cannot run on any engine as written"),
+            at(10, "`dma_copy` cannot run on any engine as written"),
+            at(10, "`dma_copy` cannot run on any engine as written"),
+            at(20, "`activation` cannot run on any engine as written"),
+        ]);
+        let notes: Vec<Vec<String>> = merged.iter().map(|d| d.notes.clone()).collect();
+        assert_eq!(
+            notes,
+            [
+                vec![
+                    "2 more ops from this line (other loop iterations or instances) fail the same way"
+                        .to_owned()
+                ],
+                vec![],
+                vec![],
+            ]
+        );
+        let starts: Vec<u32> = merged
+            .iter()
+            .map(|d| d.primary.as_ref().map_or(0, |l| l.span.start))
+            .collect();
+        assert_eq!(starts, [10, 20, 20]);
+    }
 }

@@ -25,7 +25,14 @@
 //! ordering (an LNC kernel's unsharded path: both cores compute the whole
 //! result and both store it) is accepted when the later store leaves the
 //! bytes unchanged; any other write/write conflict, and every conflict
-//! within one core, is a race.
+//! within one core, is a race. A `dma_copy` whose source and destination
+//! are the same access pattern (the "HBM fence" `dma_copy(dst=t, src=t)`
+//! of LNC kernels, which waits for the core's earlier writes of `t`)
+//! writes back the bytes it reads: its read is not a separate access, and
+//! its write is a store of unchanged bytes, accepted against the other
+//! core's unordered identical stores as above. (A self-copy racing with a
+//! store of the other core to bytes this core never wrote could, on the
+//! hardware, write an older value back; that case is not detected.)
 
 use nkic_isa::{Op, Queue, Role};
 
@@ -201,12 +208,16 @@ impl Races {
         if matches!(op, Op::CoreBarrier { .. }) {
             return out;
         }
+        let self_copy = matches!(
+            op,
+            Op::DmaCopy { dst, src, accumulate: false, .. } if dst == src
+        );
         for (field, role, v) in operand_views(op, view) {
             let indirect = matches!(
                 (op, field),
                 (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
             );
-            if indirect {
+            if indirect || (self_copy && role == Role::Read) {
                 continue;
             }
             let Some(region) = Region::of(&v) else {

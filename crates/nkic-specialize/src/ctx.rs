@@ -201,11 +201,20 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Records `op` at `span`, enforcing the op budget.
-    pub fn push_op(&mut self, op: Op, span: Span) -> Result<Handle<Op>, Diagnostic> {
+    /// Records `op` at `span`, enforcing the op budget. An op that reads or
+    /// writes an empty view (`x[a:a]`, `nl.ds(a, 0)`) does nothing in NKI,
+    /// so it is not recorded (`None`).
+    pub fn push_op(&mut self, op: Op, span: Span) -> Result<Option<Handle<Op>>, Diagnostic> {
+        if op
+            .accesses()
+            .iter()
+            .any(|a| a.view.dims.iter().any(|d| d.count == 0))
+        {
+            return Ok(None);
+        }
         self.check_budget(span)?;
         let loc = self.loc(span);
-        Ok(self.builder().push_op(op, loc))
+        Ok(Some(self.builder().push_op(op, loc)))
     }
 
     /// Allocates a storage at `span` in the current loop iteration and

@@ -251,12 +251,14 @@ impl Ctx<'_> {
                 let start = self.int_or_reg(&start.expect("bound"), "nl.ds")?;
                 let size_arg = size.expect("bound");
                 let size = self.const_int(&size_arg, "nl.ds")?;
-                if size <= 0 {
+                // `nl.ds(start, 0)` is an empty slice (a degenerate split
+                // of work between cores); ops on it do nothing.
+                if size < 0 {
                     return Err(self.error(
                         codes::VALUE_ERROR,
-                        format!("`nl.ds` size must be positive, found {size}"),
+                        format!("`nl.ds` size must not be negative, found {size}"),
                         size_arg.span,
-                        "not positive",
+                        "negative",
                     ));
                 }
                 Ok(Value::Ds(Rc::new(DsValue { start, size })))

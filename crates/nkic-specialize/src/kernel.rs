@@ -176,7 +176,29 @@ pub fn specialize(
         result.diagnostics.push(e);
         result.kernels.clear();
     }
+    shared_arg_kinds(&mut result.kernels);
     result
+}
+
+/// The instances of a grid share their arguments: one that some instance
+/// writes is in-out in every instance, also in one whose share of the work
+/// is empty (`nl.ds(start, 0)` records no op).
+fn shared_arg_kinds(kernels: &mut [Kernel]) {
+    let Some(n) = kernels.first().map(|k| k.args.len()) else {
+        return;
+    };
+    for i in 0..n {
+        if kernels
+            .iter()
+            .any(|k| k.args.get(i).is_some_and(|a| a.kind == ArgKind::InOut))
+        {
+            for k in kernels.iter_mut() {
+                if let Some(a) = k.args.get_mut(i) {
+                    a.kind = ArgKind::InOut;
+                }
+            }
+        }
+    }
 }
 
 /// The two instances of an LNC=2 launch must issue the same core barriers

@@ -301,6 +301,31 @@ fn two_cores_writing_the_same_bytes_race() {
     );
 }
 
+#[test]
+fn an_hbm_fence_self_copy_after_identical_stores_is_no_race() {
+    let dir = temp("fence");
+    let (rows, cols) = (128, 512);
+    let a: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
+        .collect();
+    write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
+    let a_in = format!("a={}", dir.join("a.npy").display());
+    let out = dir.join("out");
+    let out_text = out.display().to_string();
+    let (code, _, stderr) = nkic(&[
+        "run",
+        "crates/nkic/tests/lnc/hbm_fence.py",
+        "--input",
+        &a_in,
+        "--out",
+        &out_text,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("E2008"), "{stderr}");
+    let want: Vec<f32> = a.iter().map(|x| x * 2.0).collect();
+    assert_eq!(read_f32_npy(&out.join("out0.npy")), want);
+}
+
 /// The golden exchange fixture without its barriers: each core's read of
 /// the other core's half is unordered.
 #[test]

@@ -4,6 +4,7 @@
 //! calls.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -19,7 +20,31 @@ use crate::value::{ApiObject, Tensor, Value};
 /// scheduling edges.
 #[derive(Debug)]
 pub struct Instruction {
-    pub op: Handle<Op>,
+    /// `None` for an instruction on an empty view, which is not recorded.
+    pub op: Option<Handle<Op>>,
+    /// For an unrecorded instruction, the recorded ones it was made to
+    /// depend on: an instruction that depends on it depends on those
+    /// instead, so `c.depends_on(b)` after `b.depends_on(a)` still orders
+    /// `c` after `a`.
+    after: RefCell<Vec<Handle<Op>>>,
+}
+
+impl Instruction {
+    /// The handle of `op` (`None`: not recorded).
+    pub fn new(op: Option<Handle<Op>>) -> Self {
+        Self {
+            op,
+            after: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The recorded instructions that depending on this one orders after.
+    fn producers(&self) -> Vec<Handle<Op>> {
+        match self.op {
+            Some(op) => vec![op],
+            None => self.after.borrow().clone(),
+        }
+    }
 }
 
 impl ApiObject for Instruction {
@@ -30,7 +55,10 @@ impl ApiObject for Instruction {
         self
     }
     fn display(&self) -> String {
-        format!("<NkiInstruction {}>", self.op)
+        match self.op {
+            Some(op) => format!("<NkiInstruction {op}>"),
+            None => "<NkiInstruction (empty, not recorded)>".into(),
+        }
     }
 }
 
@@ -175,7 +203,7 @@ pub fn finish(
     let h = push(ctx, b, kind, engine, span)?;
     Ok(match result {
         Some(t) if b.is_value_form() => Value::Tensor(masked_result(b, t)),
-        _ => Value::Ext(Rc::new(Instruction { op: h })),
+        _ => Value::Ext(Rc::new(Instruction::new(h))),
     })
 }
 
@@ -186,7 +214,7 @@ pub fn push(
     kind: OpKind,
     engine: Option<Engine>,
     span: Span,
-) -> Result<Handle<Op>, Diagnostic> {
+) -> Result<Option<Handle<Op>>, Diagnostic> {
     let mut op = Op::new(kind);
     op.engine = engine;
     if b.def.params.iter().any(|p| p.name == "name") {
@@ -224,15 +252,23 @@ pub fn depends_on(
                 "not an instruction",
             ));
         };
-        if p.op >= this.op {
-            return Err(ctx.error(
-                codes::VALUE,
-                "an instruction can only depend on instructions recorded before it",
-                a.span,
-                "recorded later",
-            ));
+        // An instruction on an empty view is not recorded: its own
+        // producers stand in for it on either side of the edge.
+        for producer in p.producers() {
+            let Some(op) = this.op else {
+                this.after.borrow_mut().push(producer);
+                continue;
+            };
+            if producer >= op {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    "an instruction can only depend on instructions recorded before it",
+                    a.span,
+                    "recorded later",
+                ));
+            }
+            ctx.builder().add_dependency(op, producer);
         }
-        ctx.builder().add_dependency(this.op, p.op);
     }
     Ok(())
 }

@@ -661,7 +661,7 @@ fn sendrecv(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         pipe,
     };
     let ins = emit::push(ctx, b, kind, Some(engine), span)?;
-    Ok(Value::Ext(Rc::new(emit::Instruction { op: ins })))
+    Ok(Value::Ext(Rc::new(emit::Instruction::new(ins))))
 }
 
 /// `nisa.core_barrier(data, cores, engine)`.
@@ -701,7 +701,7 @@ fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         data: Some(data.view.clone()),
     };
     let ins = emit::push(ctx, b, kind, Some(engine), span)?;
-    Ok(Value::Ext(Rc::new(emit::Instruction { op: ins })))
+    Ok(Value::Ext(Rc::new(emit::Instruction::new(ins))))
 }
 
 /// `(0, 1)`-style text of a list of ints.
@@ -1146,7 +1146,7 @@ fn n_gather_into(
     dst: &Rc<Tensor>,
     names: (&str, &str),
     span: Span,
-) -> Result<nkic_ir::Handle<nkic_ir::Op>, Diagnostic> {
+) -> Result<Option<nkic_ir::Handle<nkic_ir::Op>>, Diagnostic> {
     let (sd, si) = (b.span_of(names.0), b.span_of(names.1));
     in_sbuf(ctx, data, sd, &format!("`{}`", names.0))?;
     in_sbuf(ctx, indices, si, &format!("`{}`", names.1))?;
@@ -1197,7 +1197,7 @@ fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     Ok(if b.is_value_form() {
         Value::Tensor(emit::masked_result(b, &dst))
     } else {
-        Value::Ext(Rc::new(emit::Instruction { op: h }))
+        Value::Ext(Rc::new(emit::Instruction::new(h)))
     })
 }
 

@@ -1283,7 +1283,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         last = Some(emit::push(ctx, b, kind, None, span)?);
     }
     Ok(match last {
-        Some(op) => Value::Ext(Rc::new(emit::Instruction { op })),
+        Some(op) => Value::Ext(Rc::new(emit::Instruction::new(op))),
         None => Value::None,
     })
 }

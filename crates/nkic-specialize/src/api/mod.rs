@@ -153,10 +153,6 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
 /// what to use instead.
 const REMOVED: &[(&str, &str)] = &[
     (
-        "nl.loop_reduce",
-        "accumulate inside the loop instead: `acc += ...` into an SBUF or PSUM tile",
-    ),
-    (
         "nl.atomic_rmw",
         "use `nisa.dma_compute` (a DMA that combines into its destination)",
     ),
@@ -457,6 +453,9 @@ pub fn store_subscript(
                 mm.record(ctx, Some((dst.clone(), span)), Some(false))?;
                 return Ok(());
             }
+            if let Some(r) = nl_more::PendingLoopReduce::of(&value) {
+                return r.record(ctx, &dst, span);
+            }
             let value = materialize(ctx, &value)?;
             memory::assign(ctx, &dst, &value, span)
         }
@@ -484,10 +483,18 @@ pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
         return Err(p.error.clone());
     }
     if let Value::Ext(e) = v
+        && let Some(p) = e.as_any().downcast_ref::<tensor::OutOfBoundsView>()
+    {
+        return Err(p.error.clone());
+    }
+    if let Value::Ext(e) = v
         && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
     {
         let t = mm.record(ctx, None, Some(false))?;
         return Ok(Value::Tensor(t));
+    }
+    if let Some(r) = nl_more::PendingLoopReduce::of(v) {
+        return Err(r.unassigned(ctx));
     }
     Ok(v.clone())
 }

@@ -28,7 +28,14 @@
 //!   loses `y` (for `fmod`, `|y|` towards the sign of `x`). Exact
 //!   multiples of `y` give 0, as NumPy does; other results can differ
 //!   from exact arithmetic in the last place;
-//! * `expand_dims(x, axis)` is a view with a size-1 dim inserted (no op).
+//! * `expand_dims(x, axis)` is a view with a size-1 dim inserted (no op);
+//! * legacy `loop_reduce(x, op, loop_indices)` reduces `x` into the tile its
+//!   result is assigned to (`b = nl.loop_reduce(...)` with `b` a tile,
+//!   `t[i] = nl.loop_reduce(...)`), which is also `op`'s other operand:
+//!   `dst = dst op x`, one VectorE `tensor_tensor` per call. Over the
+//!   iterations of the named loops this reduces `x` across them, from the
+//!   value the kernel gave `dst` before the loop. Until it is assigned, the
+//!   call is a [`PendingLoopReduce`]; any other use is an error.
 
 use std::rc::Rc;
 
@@ -171,7 +178,124 @@ pub const DEFS: &[ApiDef] = &[
         constraints: &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
         run: expand_dims,
     },
+    ApiDef {
+        name: "nl.loop_reduce",
+        params: &[
+            req("x", Kind::Tensor),
+            req("op", Kind::AluOp),
+            req("loop_indices", Kind::Any),
+            super::table::opt("dtype", Kind::DType, "None"),
+            super::table::opt("mask", Kind::Any, "None"),
+        ],
+        engines: VECTOR,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Legacy: `dst = dst op x` into the tile the result is assigned to, so that over the iterations of `loop_indices` it reduces `x` (one VectorE `tensor_tensor`).",
+        constraints: &[
+            "The result is assigned to a tile (`b = …` where `b` is a tile, or `t[...] = …`) of `x`'s shape; any other use is an error.",
+            "`loop_indices` is not checked: the loop structure is the kernel's.",
+            "`dtype=` is accepted; the result has the dtype of the tile it is assigned to.",
+            "`mask=` is not supported.",
+        ],
+        run: loop_reduce,
+    },
 ];
+
+/// A legacy `nl.loop_reduce` call not yet assigned (module doc).
+#[derive(Debug)]
+pub struct PendingLoopReduce {
+    x: Rc<Tensor>,
+    op: AluOp,
+    /// The call.
+    pub span: Span,
+}
+
+impl crate::value::ApiObject for PendingLoopReduce {
+    fn type_name(&self) -> &'static str {
+        "loop_reduce result"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl PendingLoopReduce {
+    /// The pending call in `v`, if it is one.
+    pub fn of(v: &Value) -> Option<&Self> {
+        match v {
+            Value::Ext(e) => e.as_any().downcast_ref::<Self>(),
+            _ => None,
+        }
+    }
+
+    /// Records `dst = dst op x` for the assignment at `span`.
+    pub fn record(
+        &self,
+        ctx: &mut Ctx<'_>,
+        dst: &Rc<Tensor>,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        if !dst.buffer.is_on_chip() {
+            return Err(ctx.error(
+                codes::BUFFER,
+                format!(
+                    "`nl.loop_reduce` reduces into an SBUF or PSUM tile, found {}",
+                    check::describe(dst)
+                ),
+                span,
+                "not on chip",
+            ));
+        }
+        if dst.shape != self.x.shape {
+            return Err(ctx.error(
+                codes::SHAPE,
+                format!(
+                    "`nl.loop_reduce` of a {} tile is assigned to {}",
+                    check::shape_text(&self.x.shape),
+                    check::describe(dst)
+                ),
+                span,
+                "shapes differ",
+            ));
+        }
+        isa_core::elementwise(
+            ctx,
+            self.op,
+            &Operand::Tile(dst.clone()),
+            &Operand::Tile(self.x.clone()),
+            Some(dst.clone()),
+            None,
+            self.span,
+        )?;
+        Ok(())
+    }
+
+    /// The error for a use other than an assignment to a tile.
+    pub fn unassigned(&self, ctx: &Ctx<'_>) -> Diagnostic {
+        ctx.error(
+            codes::LEGACY,
+            "the result of `nl.loop_reduce` must be assigned to the tile it reduces into",
+            self.span,
+            "not assigned to a tile",
+        )
+        .with_help("write `acc = nl.loop_reduce(x, op, loop_indices=[i])` with `acc` a tile made before the loop, or `acc[...] = nl.loop_reduce(...)`")
+    }
+}
+
+fn loop_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    check::operand(ctx, &x, b.span_of("x"), "`x`")?;
+    let op = b.alu_op(ctx, "op")?.expect("required");
+    if !matches!(b.value("mask"), Value::None) {
+        return Err(ctx.error(
+            codes::LEGACY,
+            "`mask=` of `nl.loop_reduce` is not supported",
+            b.span_of("mask"),
+            "mask",
+        ));
+    }
+    Ok(Value::Ext(Rc::new(PendingLoopReduce { x, op, span })))
+}
 
 fn unary_input(ctx: &Ctx<'_>, b: &Bound) -> Result<(Rc<Tensor>, DType), Diagnostic> {
     let x = b.tensor(ctx, "x")?;

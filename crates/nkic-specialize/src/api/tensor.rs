@@ -300,7 +300,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
         constraints: &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
-            "Every element stays inside the storage.",
+            "Every element stays inside the storage; a pattern that leaves it is an error (E0500) where an instruction uses it, not where it is made.",
             "`offset=None` keeps the view's offset; an int is relative to the storage start.",
             "`scalar_offset` (a register, or a 1×1 SBUF int tensor read into a register when the view is made) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
         ],
@@ -933,12 +933,12 @@ fn normalize_item(
             if a < 0 || z > size as i64 {
                 return Err(oob(format!("the slice {a}:{z}")));
             }
-            if a >= z {
+            if a > z {
                 return Err(ctx.error(
                     codes::INDEX,
-                    format!("the slice {a}:{z} of dim {dim} (size {size}) is empty"),
+                    format!("the slice {a}:{z} of dim {dim} (size {size}) ends before it starts"),
                     span,
-                    "empty slice",
+                    "reversed slice",
                 ));
             }
             let count = ((z - a) as u64).div_ceil(step as u64);
@@ -950,10 +950,10 @@ fn normalize_item(
             })
         }
         Value::Ds(ds) => {
-            if ds.size <= 0 {
+            if ds.size < 0 {
                 return Err(ctx.error(
                     codes::INDEX,
-                    format!("nl.ds size must be positive, found {}", ds.size),
+                    format!("nl.ds size must not be negative, found {}", ds.size),
                     span,
                     "bad size",
                 ));
@@ -971,6 +971,12 @@ fn normalize_item(
                         int: false,
                     })
                 }
+                IntOrReg::Reg(_) if n == 0 => Ok(Item::Range {
+                    start: 0,
+                    count: 0,
+                    step: 1,
+                    int: false,
+                }),
                 IntOrReg::Reg(r) => {
                     if n > size {
                         return Err(oob(format!("nl.ds(<register>, {n})")));
@@ -1020,7 +1026,21 @@ fn apply_items(
                 if on_chip && dim == pdim && step != 1 {
                     return Err(partition_view_error(ctx, t, "a strided slice of", span));
                 }
-                if !view.slice_in_place(dim, start, start + (count - 1) * step + 1, step) {
+                if count == 0 {
+                    // An empty slice (`a:a`, `nl.ds(a, 0)`): ops whose
+                    // access is empty are not recorded (`Ctx::push_op`).
+                    let d = view.dims[dim];
+                    if start > d.count {
+                        return Err(ctx.error(
+                            codes::INDEX,
+                            "index out of bounds",
+                            span,
+                            "out of bounds",
+                        ));
+                    }
+                    view.offset += start as i64 * d.stride;
+                    view.dims[dim] = nkic_ir::ViewDim::new(d.stride, 0);
+                } else if !view.slice_in_place(dim, start, start + (count - 1) * step + 1, step) {
                     return Err(ctx.error(
                         codes::INDEX,
                         "index out of bounds",
@@ -1661,6 +1681,22 @@ fn method_view(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
     }
 }
 
+/// An access pattern (`t.ap(...)`) that leaves its storage: an error
+/// where it is used, not where it is made ([`super::materialize`]).
+#[derive(Debug)]
+pub struct OutOfBoundsView {
+    pub error: Diagnostic,
+}
+
+impl crate::value::ApiObject for OutOfBoundsView {
+    fn type_name(&self) -> &'static str {
+        "tensor"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
 fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
     let pat_arg = b.get("pattern").cloned().ok_or_else(|| {
@@ -1722,12 +1758,16 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     }
     let dynamic = vector.is_some() || scalar.is_some();
     if !dynamic && (lo < 0 || (hi + 1) * esize > storage_bytes) {
-        return Err(ctx.error(
+        // Making an access pattern moves no data: NKI checks it where an
+        // instruction uses it, and library kernels build patterns in a
+        // loop that only some iterations use (`if h < n: nc_matmul(...)`).
+        let error = ctx.error(
             codes::INDEX,
             format!("the access pattern reaches elements {lo}..={hi} of a storage of {} {dtype} elements", storage_bytes / esize),
             pat_arg.span,
             "out of bounds",
-        ));
+        );
+        return Ok(Value::Ext(Rc::new(OutOfBoundsView { error })));
     }
     let indirect_dim = b.int_or(ctx, "indirect_dim", 0)?;
     if let Some(a) = scalar {

@@ -340,6 +340,18 @@ impl Ctx<'_> {
         let Value::Object(o) = &obj else {
             unreachable!("made above")
         };
+        // `NKIObject.__init__(**kwargs)` sets each keyword as an attribute,
+        // so a subclass with no fields of its own (`class P(nl.NKIObject):
+        // x = None`) is made with keywords.
+        if fields.is_empty()
+            && args.positional.is_empty()
+            && c.is_subclass_of(&self.bases.nki_object)
+        {
+            for (name, a) in args.keywords {
+                o.set(name, a.value);
+            }
+            return Ok(obj);
+        }
         if fields.is_empty() && !args.is_empty() {
             return Err(self.error(
                 codes::BAD_ARGUMENTS,

@@ -334,6 +334,14 @@ impl Ctx<'_> {
     pub(crate) fn assign(&mut self, target: &Expr, value: Value) -> Result<(), Diagnostic> {
         match &target.kind {
             ExprKind::Name(name) => {
+                // `acc = nl.loop_reduce(x, ...)` reduces into the tile `acc`
+                // names, which stays bound.
+                if let Some(r) = crate::api::nl_more::PendingLoopReduce::of(&value) {
+                    return match self.scope.lookup(name) {
+                        Some(Value::Tensor(acc)) => r.record(self, &acc, target.span),
+                        _ => Err(r.unassigned(self)),
+                    };
+                }
                 self.record_fact(target.span, &value);
                 if !self.dyn_frames.is_empty()
                     && let super::carried::Rebind::Written =

@@ -8,3 +8,5 @@ import nki.isa as nisa
 @nki.jit
 def k(x):
     u = x.ap([[64, 128], [1, 65]])
+    t = nl.ndarray((128, 65), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=u)
