@@ -6,16 +6,7 @@
 
 #![no_main]
 
-use std::io::Cursor;
+#[path = "../targets.rs"]
+mod targets;
 
-use libfuzzer_sys::fuzz_target;
-use nkic_lsp::transport::{Frame, decode, read_frame};
-
-fuzz_target!(|data: &[u8]| {
-    let mut input = Cursor::new(data);
-    while let Ok(Some(frame)) = read_frame(&mut input) {
-        if let Frame::Body(body) = frame {
-            let _ = decode(&body);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::lsp_frames(data));

@@ -6,11 +6,7 @@
 
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../targets.rs"]
+mod targets;
 
-fuzz_target!(|data: &[u8]| {
-    let text = String::from_utf8_lossy(data);
-    if let Ok(launch) = nkic_isa::launch::assemble_launch(&text) {
-        let _ = nkic_isa::launch::verify_launch(&launch);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::nkasm(data));

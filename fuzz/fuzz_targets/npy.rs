@@ -7,16 +7,7 @@
 
 #![no_main]
 
-#[allow(dead_code)]
-#[path = "../../crates/nkic/src/npy.rs"]
-mod npy;
+#[path = "../targets.rs"]
+mod targets;
 
-use libfuzzer_sys::fuzz_target;
-use nkic_isa::DType;
-
-fuzz_target!(|data: &[u8]| {
-    let _ = npy::peek(data);
-    for dtype in [DType::F32, DType::BF16, DType::I8, DType::U32] {
-        let _ = npy::read(data, dtype);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| targets::npy(data));

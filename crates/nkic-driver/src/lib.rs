@@ -102,8 +102,13 @@ pub fn front_half(
     if !has_directives(text) {
         let kernel_path = sources.file(file).name().to_owned();
         let manifest_path = manifest::path_next_to(&kernel_path);
-        if let Some(manifest_text) = loader.read(&manifest_path) {
-            match manifest::entry_for(&kernel_path, &manifest_path, &manifest_text, sources) {
+        let read = loader
+            .read_source(&manifest_path)
+            .map_err(|err| vec![manifest::not_utf8(&manifest_path, err, sources)]);
+        if let Some(found) = read.transpose() {
+            match found.and_then(|manifest_text| {
+                manifest::entry_for(&kernel_path, &manifest_path, &manifest_text, sources)
+            }) {
                 Ok(Some(entry)) => {
                     apply(&mut config, entry);
                     known = true;

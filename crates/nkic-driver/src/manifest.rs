@@ -175,6 +175,18 @@ pub fn entry_for(
         .collect())
 }
 
+/// A manifest that is not UTF-8: an error at its first invalid byte.
+pub fn not_utf8(path: &str, err: nkic_specialize::NotUtf8, sources: &mut SourceMap) -> Diagnostic {
+    let span = err.span();
+    let offset = err.offset;
+    let file = sources.add(path.to_owned(), err.lossy);
+    Diagnostic::error(CODE, format!("`{path}` is not valid UTF-8")).with_primary(
+        file,
+        span,
+        format!("the first invalid byte, at offset {offset}"),
+    )
+}
+
 fn located(
     file: FileId,
     range: Option<std::ops::Range<usize>>,

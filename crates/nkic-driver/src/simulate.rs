@@ -43,9 +43,14 @@ pub fn simulate(
 
 /// Random inputs for every input and inout argument, from a fixed seed:
 /// floats uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
-/// [0, 16), booleans 0 or 1. Packed MX arguments get random codes.
+/// [0, 16), booleans 0 or 1. Packed MX arguments get random codes. A
+/// program whose tensors the simulator cannot hold gets none: its run
+/// stops with that fault (E2005) before reading inputs.
 pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
     let mut inputs = Inputs::new();
+    if nkic_sim::check_sizes(program).is_err() {
+        return inputs;
+    }
     let mut rng = SplitMix64(seed);
     for (_, tensor) in program.args() {
         if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
@@ -204,20 +209,47 @@ pub fn runtime_fault(
             .and_then(|(q, i)| locator.span(err.core, q, i))?;
         Some((file, span))
     });
-    if let Some(span) = err
+    // An instruction without a line-table entry of its own (a label, a
+    // loop's branch) takes the nearest one of its stream.
+    let mnemonic = err.mnemonic.unwrap_or("instruction");
+    let own = err
         .line
-        .and_then(|line| source_span(program, line, base_dir, sources, loader))
-    {
-        diag = diag.with_primary(
-            span.0,
-            span.1,
-            format!("this {} faulted", err.mnemonic.unwrap_or("instruction")),
-        );
+        .map(|line| (line, format!("this {mnemonic} faulted")));
+    let line = own.or_else(|| {
+        let line = nearest_line(program, err.queue?, err.index?)?;
+        Some((
+            line,
+            format!("the faulting {mnemonic} (without a source line) is next to this code"),
+        ))
+    });
+    if let Some((span, label)) = line.and_then(|(line, label)| {
+        Some((
+            source_span(program, line, base_dir, sources, loader)?,
+            label,
+        ))
+    }) {
+        diag = diag.with_primary(span.0, span.1, label);
         if let Some((file, span)) = inst {
             diag = diag.with_secondary(file, span, "the faulting instruction");
         }
     } else if let Some((file, span)) = inst {
         diag = diag.with_primary(file, span, "the faulting instruction");
+    } else if let Some((file, locator)) = nkasm {
+        // A fault of no instruction: at the tensor it is about, or else
+        // at the launch's first line.
+        let span = err
+            .tensor
+            .as_deref()
+            .and_then(|t| locator.tensor(t))
+            .or_else(|| locator.first_line());
+        if let Some(span) = span {
+            let label = if err.tensor.is_some() {
+                "declared here"
+            } else {
+                "in this program"
+            };
+            diag = diag.with_primary(file, span, label);
+        }
     }
     // The other instruction of a data race: its kernel source line, and its
     // `.nkasm` line when the program came from one.
@@ -358,6 +390,15 @@ pub fn undefined_warnings(
     out
 }
 
+/// The line-table entry of the instruction nearest to `index` in `queue`'s
+/// stream that has one (the next ones first: a label or a branch opens or
+/// closes the code it belongs to).
+fn nearest_line(program: &Program, queue: Queue, index: usize) -> Option<LineId> {
+    let stream = program.stream(queue)?;
+    let after = stream.get(index..)?.iter().find_map(|i| i.line);
+    after.or_else(|| stream.get(..index)?.iter().rev().find_map(|i| i.line))
+}
+
 /// The kernel source span of a line-table entry, loading its file
 /// through `loader`.
 fn source_span(
@@ -390,6 +431,13 @@ fn source_span(
 pub struct InstructionLocator {
     /// (core section, queue name, spans of its instruction lines in order)
     queues: Vec<(u8, String, Vec<Span>)>,
+    /// (core section, HBM tensor name, its `.arg` or `.hbm` line) in order.
+    tensor_lines: Vec<(u8, String, Span)>,
+    /// (core section, directive, line) of each `.sem` and `.line` line in
+    /// order.
+    other_decls: Vec<(u8, &'static str, Span)>,
+    /// The first line that is not blank or a comment.
+    first: Option<Span>,
     /// The `.queue` line of each (core, queue), and each `.core N` line.
     queue_lines: Vec<(u8, String, Span)>,
     core_lines: Vec<(u8, Span)>,
@@ -400,6 +448,9 @@ impl InstructionLocator {
         let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
         let mut queue_lines = Vec::new();
         let mut core_lines = Vec::new();
+        let mut tensor_lines = Vec::new();
+        let mut other_decls = Vec::new();
+        let mut first = None;
         let mut core = 0u8;
         let mut offset = 0usize;
         for line in text.split_inclusive('\n') {
@@ -411,7 +462,19 @@ impl InstructionLocator {
             }
             let indent = line.len() - line.trim_start().len();
             let whole = Span::from_range(start + indent..start + line.trim_end().len());
-            if let Some(name) = code.strip_prefix(".queue") {
+            first = first.or(Some(whole));
+            let declared = code
+                .strip_prefix(".arg ")
+                .or_else(|| code.strip_prefix(".hbm "))
+                .and_then(|rest| rest.split_whitespace().next());
+            let other = [".sem ", ".line "]
+                .into_iter()
+                .find(|d| code.starts_with(d));
+            if let Some(name) = declared {
+                tensor_lines.push((core, name.to_owned(), whole));
+            } else if let Some(directive) = other {
+                other_decls.push((core, directive, whole));
+            } else if let Some(name) = code.strip_prefix(".queue") {
                 queues.push((core, name.trim().to_owned(), Vec::new()));
                 queue_lines.push((core, name.trim().to_owned(), whole));
             } else if let Some(n) = code.strip_prefix(".core") {
@@ -425,9 +488,55 @@ impl InstructionLocator {
         }
         InstructionLocator {
             queues,
+            tensor_lines,
+            other_decls,
+            first,
             queue_lines,
             core_lines,
         }
+    }
+
+    /// The `.arg` or `.hbm` line declaring HBM tensor `name` (of the first
+    /// core that declares it).
+    pub fn tensor(&self, name: &str) -> Option<Span> {
+        self.tensor_lines
+            .iter()
+            .find(|(_, n, _)| n == name)
+            .map(|(_, _, s)| *s)
+    }
+
+    /// The line of a declaration a verifier error is in
+    /// ([`nkic_isa::Decl`]), on `core`.
+    pub fn decl(&self, core: Option<u8>, decl: nkic_isa::Decl) -> Option<Span> {
+        let c = core.unwrap_or(0);
+        let nth = |directive: &str, i: usize| {
+            self.other_decls
+                .iter()
+                .filter(|(k, d, _)| *k == c && *d == directive)
+                .nth(i)
+                .map(|(_, _, s)| *s)
+        };
+        match decl {
+            nkic_isa::Decl::Tensor(i) => self
+                .tensor_lines
+                .iter()
+                .filter(|(k, _, _)| *k == c)
+                .nth(i)
+                .map(|(_, _, s)| *s),
+            nkic_isa::Decl::Semaphore(i) => nth(".sem ", i),
+            nkic_isa::Decl::Line(i) => nth(".line ", i),
+            nkic_isa::Decl::Stream(i) => self
+                .queue_lines
+                .iter()
+                .filter(|(k, _, _)| *k == c)
+                .nth(i)
+                .map(|(_, _, s)| *s),
+        }
+    }
+
+    /// The program's first line (a `.target` directive, usually).
+    pub fn first_line(&self) -> Option<Span> {
+        self.first
     }
 
     /// The `.queue` line of `queue` on `core`, or without a queue the
@@ -475,7 +584,14 @@ fn unwritten_output(
         return diag;
     };
     if err.kind != nkic_sim::SimErrorKind::UninitialisedRead {
-        return diag;
+        // Another fault about a tensor (its size, its input): at the
+        // kernel's argument or allocation.
+        return match describe_output(tensor, compiled, sources) {
+            Some((_, Some(loc))) if diag.primary.is_none() => {
+                diag.with_primary(loc.file, loc.span, "this tensor")
+            }
+            _ => diag,
+        };
     }
     let Some((what, loc)) = describe_output(tensor, compiled, sources) else {
         return diag;

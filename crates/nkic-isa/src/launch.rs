@@ -232,6 +232,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
         index: None,
         mnemonic: None,
         line: None,
+        decl: None,
         message,
     };
     if launch.cores.is_empty() {

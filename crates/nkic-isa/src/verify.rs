@@ -60,7 +60,25 @@ pub struct VerifyError {
     pub mnemonic: Option<&'static str>,
     /// The instruction's line-table entry, for source-level reporting.
     pub line: Option<LineId>,
+    /// The declaration the problem is in, when it is in none of the
+    /// streams' instructions.
+    pub decl: Option<Decl>,
     pub message: String,
+}
+
+/// A program's declaration, by its position among the declarations of its
+/// kind (the order of the `.nkasm` directives): where a verifier error
+/// outside the instruction streams is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decl {
+    /// The i-th HBM tensor (`.arg` and `.hbm` lines together).
+    Tensor(usize),
+    /// The i-th semaphore (`.sem`).
+    Semaphore(usize),
+    /// The i-th line-table entry (`.line`).
+    Line(usize),
+    /// The i-th stream (`.queue`).
+    Stream(usize),
 }
 
 impl fmt::Display for VerifyError {
@@ -123,59 +141,92 @@ impl<'p> Verifier<'p> {
             index,
             mnemonic,
             line,
+            decl: None,
             message,
         });
+    }
+
+    /// An error in declaration `decl`.
+    fn decl_err(&mut self, decl: Decl, message: String) {
+        self.err(message);
+        if let Some(e) = self.errors.last_mut() {
+            e.decl = Some(decl);
+        }
     }
 
     fn declarations(&mut self) {
         let p = self.program;
         let mut seen = BTreeMap::new();
-        for t in &p.hbm {
+        for (i, t) in p.hbm.iter().enumerate() {
             if !is_identifier(&t.name) {
-                self.err(format!("HBM tensor name `{}` is not an identifier", t.name));
+                self.decl_err(
+                    Decl::Tensor(i),
+                    format!("HBM tensor name `{}` is not an identifier", t.name),
+                );
             }
             if seen.insert(t.name.as_str(), ()).is_some() {
-                self.err(format!("HBM tensor `{}` is declared twice", t.name));
+                self.decl_err(
+                    Decl::Tensor(i),
+                    format!("HBM tensor `{}` is declared twice", t.name),
+                );
             }
             if !self.target.supports_dtype(t.dtype) {
-                self.err(format!(
-                    "HBM tensor `{}` has dtype {} which {} does not have",
-                    t.name, t.dtype, self.target
-                ));
+                self.decl_err(
+                    Decl::Tensor(i),
+                    format!(
+                        "HBM tensor `{}` has dtype {} which {} does not have",
+                        t.name, t.dtype, self.target
+                    ),
+                );
             }
         }
         let mut seen = BTreeMap::new();
-        for s in &p.semaphores {
+        for (i, s) in p.semaphores.iter().enumerate() {
             if !is_identifier(&s.name) {
-                self.err(format!("semaphore name `{}` is not an identifier", s.name));
+                self.decl_err(
+                    Decl::Semaphore(i),
+                    format!("semaphore name `{}` is not an identifier", s.name),
+                );
             }
             if seen.insert(s.name.as_str(), ()).is_some() {
-                self.err(format!("semaphore `{}` is declared twice", s.name));
+                self.decl_err(
+                    Decl::Semaphore(i),
+                    format!("semaphore `{}` is declared twice", s.name),
+                );
             }
         }
         for (i, entry) in p.line_table.iter().enumerate() {
             if entry.file as usize >= p.files.len() {
-                self.err(format!(
-                    "line entry l{i} names file f{} but the program has {} files",
-                    entry.file,
-                    p.files.len()
-                ));
+                self.decl_err(
+                    Decl::Line(i),
+                    format!(
+                        "line entry l{i} names file f{} but the program has {} files",
+                        entry.file,
+                        p.files.len()
+                    ),
+                );
             }
         }
         let mut queues = BTreeMap::new();
-        for s in &p.queues {
+        for (i, s) in p.queues.iter().enumerate() {
             if queues.insert(s.queue, ()).is_some() {
-                self.err(format!("queue {} has two streams", s.queue));
+                self.decl_err(
+                    Decl::Stream(i),
+                    format!("queue {} has two streams", s.queue),
+                );
             }
             if let Queue::Dma(n) = s.queue
                 && u32::from(n) >= self.f.dma_queues
             {
-                self.err(format!(
-                    "queue {} does not exist: {} has dma0..dma{}",
-                    s.queue,
-                    self.target,
-                    self.f.dma_queues - 1
-                ));
+                self.decl_err(
+                    Decl::Stream(i),
+                    format!(
+                        "queue {} does not exist: {} has dma0..dma{}",
+                        s.queue,
+                        self.target,
+                        self.f.dma_queues - 1
+                    ),
+                );
             }
         }
     }

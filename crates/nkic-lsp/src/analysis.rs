@@ -40,11 +40,7 @@ impl Analysis {
             record_facts: true,
             ..SpecializeConfig::default()
         };
-        let loader = |p: &str| -> Option<String> {
-            open.get(p)
-                .cloned()
-                .or_else(|| std::fs::read_to_string(p).ok())
-        };
+        let loader = crate::files::DiskLoader { open };
         let front = nkic_driver::front_half(&mut sources, file, &config, &loader);
         Analysis {
             version,

@@ -38,6 +38,7 @@
 
 pub mod analysis;
 pub mod convert;
+pub mod files;
 pub mod hover;
 pub mod server;
 pub mod syntax;

@@ -599,11 +599,8 @@ fn cross_file(
     open: &BTreeMap<String, String>,
     enc: Encoding,
 ) -> Option<lsp::Location> {
-    let read = |path: &str| -> Option<String> {
-        open.get(path)
-            .cloned()
-            .or_else(|| std::fs::read_to_string(path).ok())
-    };
+    let loader = crate::files::DiskLoader { open };
+    let read = |path: &str| nkic_specialize::ModuleLoader::read(&loader, path);
     let try_module = |path: &str, name: Option<&str>| -> Option<lsp::Location> {
         let text = read(path)?;
         let mut map = nkic_diag::SourceMap::new();

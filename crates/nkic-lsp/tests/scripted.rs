@@ -542,3 +542,53 @@ fn a_crashing_analysis_becomes_a_diagnostic() {
     assert_eq!(symbols["result"][1]["name"], "add_kernel", "{symbols}");
     assert_eq!(c.shutdown().1, Ok(true));
 }
+
+#[test]
+fn a_compile_time_bomb_leaves_the_server_answering() {
+    // `f(40)` makes 2^40 calls: the evaluation budget (E0260) ends the
+    // analysis, and `shutdown` sent meanwhile is answered after it.
+    let text = "import nki\nimport nki.language as nl\n\n\ndef f(n):\n    if n == 0:\n        return 1\n    return f(n - 1) + f(n - 1)\n\n\n# nkic: args a=float32[128,64]\n@nki.jit\ndef k(a):\n    f(40)\n    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    nl.store(out, nl.load(a))\n    return out\n";
+    let dir = fixture("bomb", &[("kern.py", text)]);
+    let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
+    let kern = uri(&dir, "kern.py");
+    c.open(&kern, text);
+    let (diags, _) = c.diagnostics(&kern, 1);
+    let codes: Vec<&str> = diags["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["E0260"], "{diags}");
+    c.open(&uri(&dir, "again.py"), text);
+    let (response, status) = c.shutdown();
+    assert_eq!(response, json!({"result": null}));
+    assert_eq!(status, Ok(true));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_manifest_that_is_not_utf8_is_reported() {
+    let text = KERNEL.replace("# nkic: args a=bfloat16[256,512]\n", "");
+    let dir = fixture("toml-bytes", &[("kern.py", &text), ("util.py", UTIL)]);
+    std::fs::write(
+        dir.join("nkic.toml"),
+        b"[\"kern.py\"]\nargs = [\"a=\xff\"]\n",
+    )
+    .unwrap();
+    let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
+    let kern = uri(&dir, "kern.py");
+    c.open(&kern, &text);
+    let (diags, _) = c.diagnostics(&kern, 1);
+    let d = &diags["diagnostics"][0];
+    assert_eq!(d["code"], "E9010", "{diags}");
+    assert!(
+        d["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("nkic.toml` is not valid UTF-8"),
+        "{diags}"
+    );
+    assert_eq!(c.shutdown().1, Ok(true));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -201,6 +201,15 @@ impl SimError {
         }
     }
 
+    /// A fault about HBM tensor `tensor` that belongs to no instruction
+    /// (its size, its input): located at the tensor's declaration.
+    pub fn about(kind: SimErrorKind, message: impl Into<String>, tensor: &str) -> SimError {
+        SimError {
+            tensor: Some(tensor.into()),
+            ..SimError::new(kind, message)
+        }
+    }
+
     /// A fault of instruction `index` of `queue`'s stream.
     pub(crate) fn at(
         kind: SimErrorKind,

@@ -87,6 +87,13 @@ pub use result::{
 
 use nkic_isa::{Launch, Program};
 
+/// Whether the simulator can hold `program`'s HBM tensors (at most 64 GiB
+/// in all): the fault a run of it would stop with at once otherwise, so
+/// callers can check before building inputs that large.
+pub fn check_sizes(program: &Program) -> Result<(), SimError> {
+    machine::check_sizes(program)
+}
+
 /// Runs `program` on `inputs`.
 ///
 /// `inputs` holds the raw little-endian bytes of every `input` and `inout`

@@ -1288,7 +1288,7 @@ const MAX_HBM_BYTES: u64 = 1 << 36;
 
 /// Rejects HBM tensors whose sizes overflow or exceed `MAX_HBM_BYTES` in
 /// total, before anything is allocated.
-fn check_sizes(program: &Program) -> Result<(), SimError> {
+pub(crate) fn check_sizes(program: &Program) -> Result<(), SimError> {
     let mut total: u64 = 0;
     for t in &program.hbm {
         let bytes = t
@@ -1299,13 +1299,14 @@ fn check_sizes(program: &Program) -> Result<(), SimError> {
         match bytes {
             Some(b) if b <= MAX_HBM_BYTES => total = b,
             _ => {
-                return Err(SimError::new(
+                return Err(SimError::about(
                     SimErrorKind::BadProgram,
                     format!(
                         "HBM tensor `{}` makes the program's tensors larger than the simulator's {} GiB",
                         t.name,
                         MAX_HBM_BYTES >> 30
                     ),
+                    &t.name,
                 ));
             }
         }
@@ -1337,19 +1338,21 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
             ));
         };
         if !matches!(t.kind, TensorKind::Input | TensorKind::InOut) {
-            return Err(SimError::new(
+            return Err(SimError::about(
                 SimErrorKind::BadInput,
                 format!("`{}` is {} argument, not an input", t.name, article(t.kind)),
+                &t.name,
             ));
         }
         if given[id.0 as usize] {
-            return Err(SimError::new(
+            return Err(SimError::about(
                 SimErrorKind::BadInput,
                 format!("`{}` is given twice", t.name),
+                &t.name,
             ));
         }
         if bytes.len() as u64 != t.bytes() {
-            return Err(SimError::new(
+            return Err(SimError::about(
                 SimErrorKind::BadInput,
                 format!(
                     "`{}` is {}{:?} ({} bytes) but the input has {} bytes",
@@ -1359,6 +1362,7 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
                     t.bytes(),
                     bytes.len()
                 ),
+                &t.name,
             ));
         }
         given[id.0 as usize] = true;
@@ -1366,9 +1370,10 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
     }
     for (id, t) in program.tensors() {
         if matches!(t.kind, TensorKind::Input | TensorKind::InOut) && !given[id.0 as usize] {
-            return Err(SimError::new(
+            return Err(SimError::about(
                 SimErrorKind::BadInput,
                 format!("missing input `{}`", t.name),
+                &t.name,
             ));
         }
     }

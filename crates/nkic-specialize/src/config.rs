@@ -165,6 +165,43 @@ pub enum ConstValue {
 /// or `lib/pkg/__init__.py`. Return `None` when there is no such file.
 pub trait ModuleLoader {
     fn read(&self, path: &str) -> Option<String>;
+
+    /// As [`ModuleLoader::read`], but a file that exists and is not valid
+    /// UTF-8 is an error saying where, so that it is reported instead of
+    /// taken for a missing file. Loaders of text that is always UTF-8 (an
+    /// editor's buffers, closures) keep this default.
+    fn read_source(&self, path: &str) -> Result<Option<String>, NotUtf8> {
+        Ok(self.read(path))
+    }
+}
+
+/// A file that is not valid UTF-8 ([`ModuleLoader::read_source`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotUtf8 {
+    /// The byte offset of the first invalid byte.
+    pub offset: usize,
+    /// The text with invalid bytes replaced (U+FFFD), to show the line.
+    pub lossy: String,
+}
+
+impl NotUtf8 {
+    /// Splits `bytes` into its text, or the error for its first invalid byte.
+    pub fn decode(bytes: Vec<u8>) -> Result<String, NotUtf8> {
+        String::from_utf8(bytes).map_err(|err| NotUtf8 {
+            offset: err.utf8_error().valid_up_to(),
+            lossy: String::from_utf8_lossy(err.as_bytes()).into_owned(),
+        })
+    }
+
+    /// The span of the first invalid byte in `lossy` (its replacement
+    /// character).
+    pub fn span(&self) -> nkic_diag::Span {
+        let end = self.lossy[self.offset..]
+            .chars()
+            .next()
+            .map_or(self.offset, |c| self.offset + c.len_utf8());
+        nkic_diag::Span::from_range(self.offset..end)
+    }
 }
 
 /// A loader that finds nothing: every import of a user module fails.

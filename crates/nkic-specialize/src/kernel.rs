@@ -558,6 +558,7 @@ fn run_instance(
                     "this argument",
                 ));
             }
+            crate::api::check::tensor_bytes(ctx, &a.shape, a.dtype, p.span, "this argument")?;
             let loc = ctx.loc(p.span);
             let storage = ctx.builder.add_arg(
                 pname,

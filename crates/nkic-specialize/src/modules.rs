@@ -686,8 +686,25 @@ impl Ctx<'_> {
                 if let Some(&id) = self.module_paths.get(&cand) {
                     return Ok(Some(self.module_value(id)));
                 }
-                let Some(text) = self.loader.read(&cand) else {
-                    continue;
+                let text = match self.loader.read_source(&cand) {
+                    Ok(Some(text)) => text,
+                    Ok(None) => continue,
+                    Err(bad) => {
+                        let (at, offset) = (bad.span(), bad.offset);
+                        let file = self.sources.add(cand.clone(), bad.lossy);
+                        return Err(self
+                            .error(
+                                codes::SYNTAX_ERRORS,
+                                format!("module `{path}` is not valid UTF-8"),
+                                span,
+                                "imported here",
+                            )
+                            .with_secondary(
+                                file,
+                                at,
+                                format!("the first invalid byte, at offset {offset}"),
+                            ));
+                    }
                 };
                 let file = match self.sources.find(&cand) {
                     Some(f) if self.sources.file(f).text() == text => f,

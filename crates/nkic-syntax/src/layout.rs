@@ -631,6 +631,11 @@ impl<'src> Layout<'src> {
     /// noticed at the end of the input or at a line that starts a new
     /// statement.
     fn close_all_brackets(&mut self, at: usize, noticed: &str) {
+        // Brackets opened while the rest of a line was being skipped were
+        // never emitted (they are inside its error token): no closers.
+        if let Some(open_before) = self.skipping.take() {
+            self.brackets.truncate(open_before);
+        }
         let primary = point_after(self.src, at);
         while !self.brackets.is_empty() {
             self.close_top_bracket(primary, format!("expected `{{}}` {noticed}"));

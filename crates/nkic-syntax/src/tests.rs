@@ -518,6 +518,16 @@ fn deeply_nested_input_does_not_overflow() {
         ));
         let _ = unparse(&module);
     }
+    // Brackets never closed, past the limit: the skipped ones get no
+    // closer at the end of the file or of the statement.
+    for src in [
+        "(".repeat(5000),
+        format!("x = {}\ny = 2\n", "[".repeat(300)),
+    ] {
+        let (tokens, _) = crate::lex(&src);
+        assert_eq!(crate::layout::check_tokens(&src, &tokens), Ok(()));
+        assert_eq!(errors(&src)[0].0, "E0011");
+    }
     // Long flat expressions are fine.
     let src = format!("x = [{}]\n", "-1, ".repeat(20_000));
     check_ok(&src);

@@ -249,8 +249,19 @@ impl KernelArgs {
 /// Reads imported modules (and `nkic.toml` manifests) from the file
 /// system, by the path the front half builds from the kernel file's name
 /// or a search root.
-pub(crate) fn read_module(path: &str) -> Option<String> {
-    crate::fsio::read_text(Path::new(path))
+pub(crate) struct FileLoader;
+
+impl nkic_specialize::ModuleLoader for FileLoader {
+    fn read(&self, path: &str) -> Option<String> {
+        crate::fsio::read_text(Path::new(path))
+    }
+
+    fn read_source(&self, path: &str) -> Result<Option<String>, nkic_specialize::NotUtf8> {
+        match crate::fsio::read_bounded(Path::new(path), crate::fsio::MAX_FILE_BYTES) {
+            Ok(bytes) => nkic_specialize::NotUtf8::decode(bytes).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
 }
 
 /// The front half on one file, through the pipeline function the language
@@ -266,7 +277,7 @@ fn front_half(
     reporter: &mut Reporter,
     explain_skip: bool,
 ) -> Option<nkic_specialize::SpecializeResult> {
-    let front = nkic_driver::front_half(sources, file, &kernel.config(), &read_module);
+    let front = nkic_driver::front_half(sources, file, &kernel.config(), &FileLoader);
     if let Some(result) = &front.result {
         for print in &result.prints {
             crate::report::print_stderr(&format!("{}: {}\n", print.location, print.text));
@@ -362,20 +373,18 @@ pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagn
             );
         }
     };
-    let text = match String::from_utf8(bytes) {
+    let text = match nkic_specialize::NotUtf8::decode(bytes) {
         Ok(text) => text,
         Err(err) => {
             // The text up to the first invalid byte is shown as it is, so
             // the label points at that byte.
-            let at = err.utf8_error().valid_up_to();
-            let lossy = String::from_utf8_lossy(err.as_bytes()).into_owned();
-            let end = lossy[at..].chars().next().map_or(at, |c| at + c.len_utf8());
-            let file = sources.add(name.clone(), lossy);
+            let (span, at) = (err.span(), err.offset);
+            let file = sources.add(name.clone(), err.lossy);
             return Err(
                 Diagnostic::error("E9002", format!("`{name}` is not valid UTF-8"))
                     .with_primary(
                         file,
-                        nkic_diag::Span::from_range(at..end),
+                        span,
                         format!("the first invalid byte, at offset {at}"),
                     )
                     .with_help("kernel files must be saved as UTF-8"),

@@ -39,6 +39,11 @@ impl std::str::FromStr for InputSpec {
             Some((path, dtype)) if dtype.parse::<DType>().is_ok() => {
                 (path, dtype.parse::<DType>().ok())
             }
+            Some(_) if rest.ends_with(':') && !Path::new(rest).exists() => {
+                return Err(format!(
+                    "missing the dtype after the colon in `{text}` (for example `:bfloat16`), or drop the colon"
+                ));
+            }
             Some((path, suffix))
                 if !suffix.is_empty()
                     && !suffix.contains(['/', '\\'])
@@ -151,17 +156,23 @@ pub fn exec(
             .into_iter()
             .map(|err| {
                 let diag = Diagnostic::error("E1002", err.to_string());
-                match err
+                let at = err
                     .queue
                     .zip(err.index)
                     .and_then(|(q, i)| locator.span(err.core, q, i))
-                {
+                    .or_else(|| locator.decl(err.core, err.decl?));
+                match at {
                     Some(span) => diag.with_primary(file, span, "rejected by the program verifier"),
-                    None => match (err.index, locator.declaration(err.core, err.queue)) {
-                        (None, Some(span)) => {
+                    // A launch-level problem: the queue's or the core's
+                    // section, or else the program's first line.
+                    None => match locator
+                        .declaration(err.core, err.queue)
+                        .or_else(|| locator.first_line())
+                    {
+                        Some(span) => {
                             diag.with_primary(file, span, "rejected by the launch verifier")
                         }
-                        _ => diag,
+                        None => diag,
                     },
                 }
             })
@@ -178,7 +189,7 @@ pub fn exec(
             Some((file, &locator)),
             base_dir,
             sources,
-            &crate::cli::read_module,
+            &crate::cli::FileLoader,
         )]
     })?;
     if let Some(dir) = opts.out_dir {
@@ -196,8 +207,11 @@ pub fn exec(
         &launch,
         base_dir,
         sources,
-        &crate::cli::read_module,
-        |name, _| (format!("`{name}`"), None),
+        &crate::cli::FileLoader,
+        |name, _| {
+            let declared = locator.tensor(name).map(|span| (file, span));
+            (format!("`{name}`"), declared)
+        },
     ))
 }
 

@@ -1,68 +1,27 @@
 //! Reading inputs with a bound and writing outputs atomically.
 //!
 //! Every file nkic reads (kernels, modules, `.npy` inputs, programs, the
-//! sources a fault names) goes through [`read_bounded`]: only regular files
-//! are read (not a FIFO, `/dev/zero` or a directory), their size is checked
-//! from the metadata before reading, and the read itself stops past the
-//! limit in case the file grows. Every file nkic writes goes through
+//! sources a fault names) goes through [`read_bounded`]
+//! (`nkic_lsp::files::read_bounded`, shared with the language server:
+//! regular files only, size checked before reading). Every file nkic writes goes through
 //! [`write_atomic`]: the bytes go to a temporary file in the same directory
 //! that is then renamed over the target, so a failed write leaves no
 //! half-written output, and a target that is one of the files this run read
 //! is refused, so `nkic compile k.py -o k.py` cannot destroy the kernel.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use nkic_diag::Diagnostic;
 
-/// The largest file nkic reads: 4 GiB (offsets are `u32`).
-pub const MAX_FILE_BYTES: u64 = u32::MAX as u64;
+pub use nkic_lsp::files::{MAX_FILE_BYTES, ReadError};
 
 /// The files read so far (canonical paths), which no output may replace.
 static INPUTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Why a file could not be read.
-#[derive(Debug)]
-pub enum ReadError {
-    /// An IO error (missing file, permissions).
-    Io(std::io::Error),
-    /// Not a regular file.
-    NotAFile,
-    /// Larger than the limit: its size.
-    TooLarge(u64),
-}
-
-impl std::fmt::Display for ReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ReadError::Io(err) => write!(f, "{err}"),
-            ReadError::NotAFile => f.write_str("it is not a regular file"),
-            ReadError::TooLarge(n) => write!(
-                f,
-                "it is too large ({n} bytes; the limit is {MAX_FILE_BYTES} bytes)"
-            ),
-        }
-    }
-}
-
 /// Reads a regular file of at most `limit` bytes and records it as an input.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
-    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
-    let meta = file.metadata().map_err(ReadError::Io)?;
-    if !meta.is_file() {
-        return Err(ReadError::NotAFile);
-    }
-    if meta.len() > limit {
-        return Err(ReadError::TooLarge(meta.len()));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(ReadError::TooLarge(bytes.len() as u64));
-    }
+    let bytes = nkic_lsp::files::read_bounded(path, limit)?;
     if let Ok(canonical) = path.canonicalize()
         && let Ok(mut inputs) = INPUTS.lock()
         && !inputs.contains(&canonical)

@@ -142,7 +142,7 @@ pub fn run_compiled(
         &dump,
         &base_dir,
         sources,
-        &crate::cli::read_module,
+        &crate::cli::FileLoader,
     )
     .map_err(|d| vec![d])?;
     if let (Some(dir), Some(kernel)) = (opts.out_dir, compiled.kernels.first()) {
@@ -178,7 +178,7 @@ pub fn run_compiled(
         launch,
         &base_dir,
         sources,
-        &crate::cli::read_module,
+        &crate::cli::FileLoader,
         |tensor, sources| match nkic_driver::simulate::describe_output(tensor, compiled, sources) {
             Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
             None => (format!("`{tensor}`"), None),

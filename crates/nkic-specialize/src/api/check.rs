@@ -25,6 +25,39 @@ pub fn shape_text(shape: &[u64]) -> String {
     format!("({})", parts.join(", "))
 }
 
+/// The most bytes one tensor may have: the IR's byte offsets and strides
+/// are `i64`.
+pub const MAX_TENSOR_BYTES: u64 = i64::MAX as u64;
+
+/// A tensor of `shape` and `dtype` fits [`MAX_TENSOR_BYTES`]; checked where
+/// a kernel argument or an allocation is made, so that no later size
+/// computation overflows.
+pub fn tensor_bytes(
+    ctx: &Ctx<'_>,
+    shape: &[u64],
+    dtype: DType,
+    span: Span,
+    label: &str,
+) -> Result<(), Diagnostic> {
+    let bytes = shape
+        .iter()
+        .try_fold(u64::from(dtype.size()), |acc, &d| acc.checked_mul(d));
+    match bytes {
+        Some(b) if b <= MAX_TENSOR_BYTES => Ok(()),
+        _ => Err(ctx
+            .error(
+                codes::TENSOR_SIZE,
+                format!(
+                    "a {dtype} tensor of shape {} has more than 2^63 bytes",
+                    shape_text(shape)
+                ),
+                span,
+                label,
+            )
+            .with_note("tensor sizes, offsets and strides are 63-bit byte counts")),
+    }
+}
+
 /// `float32 (128, 512) sbuf` description of a tensor.
 pub fn describe(t: &Tensor) -> String {
     format!(

@@ -65,6 +65,9 @@ pub const UNSUPPORTED: &str = "E0524";
 /// `(0, 1)` or a rank other than the other core's, or one the two
 /// instances do not both issue.
 pub const CORES: &str = "E0525";
+/// A tensor (a kernel argument or an HBM allocation) whose size in bytes
+/// does not fit the IR's 63-bit byte offsets.
+pub const TENSOR_SIZE: &str = "E0526";
 
 /// Every code with a one-line meaning, in order (for docs/diagnostics).
 pub const ALL: &[(&str, &str)] = &[
@@ -100,4 +103,5 @@ pub const ALL: &[(&str, &str)] = &[
     (DMA_MODE, "DMA mode rule broken"),
     (UNSUPPORTED, "operation not supported by nkic yet"),
     (CORES, "cross-core operation outside an LNC=2 launch"),
+    (TENSOR_SIZE, "tensor larger than 2^63 bytes"),
 ];

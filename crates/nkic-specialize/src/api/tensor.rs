@@ -453,6 +453,7 @@ pub fn alloc(
     shape_span: Span,
     span: Span,
 ) -> Result<Tensor, Diagnostic> {
+    check::tensor_bytes(ctx, shape, dtype, shape_span, "too large")?;
     if buffer.is_on_chip() {
         if shape.len() < 2 {
             return Err(ctx.error(
