@@ -451,21 +451,38 @@ fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
 
 /// Places `items` (manual ones first) first-fit; on failure returns the
 /// index of the item that did not fit.
+///
+/// The items after the manual ones come in order of their first use, so a
+/// placed item whose life (plus `slack`) ends before the current item's
+/// first use conflicts with no later item either: it leaves the `active`
+/// list for good, and each item is compared only with the items alive
+/// around it (and the manual ones).
 fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
     let mut placed: Vec<(usize, u64)> = Vec::with_capacity(items.len());
+    let mut manual: Vec<(usize, u64)> = Vec::new();
+    let mut active: Vec<(usize, u64)> = Vec::new();
+    let mut busy: Vec<(u64, u64)> = Vec::new();
     for (k, item) in items.iter().enumerate() {
         if let Some(byte) = item.manual {
             placed.push((k, byte));
+            manual.push((k, byte));
             continue;
         }
-        let mut busy: Vec<(u64, u64)> = placed
-            .iter()
-            .filter(|&&(j, _)| conflicts(item, &items[j], slack))
-            .map(|&(j, off)| (off, off + items[j].size))
-            .collect();
+        active.retain(|&(j, _)| items[j].live.last.saturating_add(slack) >= item.live.first);
+        busy.clear();
+        busy.extend(
+            manual
+                .iter()
+                .chain(&active)
+                .filter(|&&(j, _)| conflicts(item, &items[j], slack))
+                .map(|&(j, off)| (off, off + items[j].size)),
+        );
         busy.sort_unstable();
         match fit(&busy, item.size, mem) {
-            Some(off) => placed.push((k, off)),
+            Some(off) => {
+                placed.push((k, off));
+                active.push((k, off));
+            }
             None => return Err(k),
         }
     }
@@ -477,7 +494,19 @@ fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usi
 
 /// The lowest offset where `size` bytes fit between the sorted `busy`
 /// intervals, honouring alignment and PSUM banks.
+///
+/// Every offset the search skips overlaps a busy interval or breaks the
+/// alignment or bank rule, so the answer is the lowest valid offset; the
+/// search walks the merged intervals once.
 fn fit(busy: &[(u64, u64)], size: u64, mem: Memory) -> Option<u64> {
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(busy.len());
+    for &(lo, hi) in busy {
+        match merged.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => merged.push((lo, hi)),
+        }
+    }
+    let mut next = 0usize;
     let mut cand = 0u64;
     loop {
         cand = cand.div_ceil(ALIGN) * ALIGN;
@@ -493,12 +522,12 @@ fn fit(busy: &[(u64, u64)], size: u64, mem: Memory) -> Option<u64> {
         if cand + size > mem.capacity {
             return None;
         }
-        match busy
-            .iter()
-            .find(|&&(lo, hi)| lo < cand + size.max(1) && cand < hi)
-        {
-            Some(&(_, hi)) => cand = hi,
-            None => return Some(cand),
+        while merged.get(next).is_some_and(|&(_, hi)| hi <= cand) {
+            next += 1;
+        }
+        match merged.get(next) {
+            Some(&(lo, hi)) if lo < cand + size.max(1) => cand = hi,
+            _ => return Some(cand),
         }
     }
 }

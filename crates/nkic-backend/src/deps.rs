@@ -18,6 +18,11 @@
 //! * under [`Schedule::Sequential`], every op on its predecessor in source
 //!   order.
 //!
+//! With [`Edges::Reduced`] (the static path) an edge that follows from
+//! two others through a later write covering the earlier access is left
+//! out, which keeps the graph and its construction linear for ops that
+//! rewrite one tile again and again.
+//!
 //! An indirect (gather/scatter) view, or one with a run-time offset,
 //! counts as touching its whole storage.
 //! Runs are compared exactly up to [`RUN_LIMIT`] contiguous runs per
@@ -69,6 +74,41 @@ impl Access {
         self.runs.is_some() && other.runs.is_some() && self.overlaps(other)
     }
 
+    /// True when `self` is a write with exact runs that certainly covers
+    /// every byte `other` may touch: the same memory, every partition of
+    /// `other`, and (per partition row) every byte of `other`'s runs, or of
+    /// its bounding box when it has none.
+    pub fn covers(&self, other: &Access) -> bool {
+        let Some(mine) = &self.runs else {
+            return false;
+        };
+        if !self.write
+            || self.resource != other.resource
+            || other.partitions.0 < self.partitions.0
+            || self.partitions.1 < other.partitions.1
+        {
+            return false;
+        }
+        let bounds = [other.bounds];
+        let theirs: &[(i64, i64)] = other.runs.as_deref().unwrap_or(&bounds);
+        // Both lists are sorted and `mine` is merged (adjacent runs joined),
+        // so each of `theirs` must lie inside one of `mine`.
+        let mut i = 0;
+        for &(s, e) in theirs {
+            if s >= e {
+                continue;
+            }
+            while i < mine.len() && mine[i].1 <= s {
+                i += 1;
+            }
+            match mine.get(i) {
+                Some(&(ms, me)) if ms <= s && e <= me => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
     /// True when the two accesses may touch a common byte.
     pub fn overlaps(&self, other: &Access) -> bool {
         if self.resource != other.resource
@@ -105,6 +145,13 @@ const MAX_PAGES: i64 = 256;
 
 /// An index of earlier accesses of one resource by byte page, so that an
 /// access is only compared with accesses that can touch its bytes.
+///
+/// An access that a later write covers ([`Access::covers`]) is *retired*:
+/// every later access that overlaps it overlaps the covering write too, so
+/// its edge follows from the two edges through the write and need not be
+/// found again. Retired entries are skipped and dropped when they make up
+/// half of the index, so a chain of ops rewriting one tile keeps the index
+/// (and the graph) linear in the program's size.
 #[derive(Default)]
 struct Pages {
     /// Every access as `(op, access index)`.
@@ -113,6 +160,8 @@ struct Pages {
     wide: Vec<(usize, usize)>,
     /// Narrow accesses by page.
     pages: BTreeMap<i64, Vec<(usize, usize)>>,
+    /// Entries retired since the index was last compacted.
+    retired: usize,
 }
 
 impl Pages {
@@ -136,23 +185,45 @@ impl Pages {
     }
 
     /// Calls `f` with every earlier access that may share a page with `a`
-    /// (some more than once).
-    fn visit(&self, a: &Access, f: &mut dyn FnMut(usize, usize)) {
+    /// and is not retired (some more than once).
+    fn visit(&self, a: &Access, retired: &[Vec<bool>], f: &mut dyn FnMut(usize, usize)) {
+        let mut g = |op: usize, k: usize| {
+            if !retired[op][k] {
+                f(op, k);
+            }
+        };
         let (lo, hi) = Pages::range(a);
         if hi - lo >= MAX_PAGES {
             for &(op, k) in &self.all {
-                f(op, k);
+                g(op, k);
             }
             return;
         }
         for &(op, k) in &self.wide {
-            f(op, k);
+            g(op, k);
         }
         for (_, list) in self.pages.range(lo..=hi) {
             for &(op, k) in list {
-                f(op, k);
+                g(op, k);
             }
         }
+    }
+
+    /// Counts one newly retired entry and drops the retired entries once
+    /// they are half of the index.
+    fn retire(&mut self, retired: &[Vec<bool>]) {
+        self.retired += 1;
+        if self.retired < 64 || 2 * self.retired < self.all.len() {
+            return;
+        }
+        let live = |&(op, k): &(usize, usize)| !retired[op][k];
+        self.all.retain(live);
+        self.wide.retain(live);
+        self.pages.retain(|_, list| {
+            list.retain(live);
+            !list.is_empty()
+        });
+        self.retired = 0;
     }
 }
 
@@ -222,8 +293,27 @@ fn access(
     })
 }
 
+/// Which edges [`build`] finds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edges {
+    /// Every pair of conflicting accesses is an edge.
+    All,
+    /// Edges implied by two others through a covering write are left out
+    /// (see `Pages`): the static scheduler and the semaphore insertion
+    /// give the same result with or without them, and a chain of ops on
+    /// one tile then has a linear number of edges instead of a quadratic
+    /// one.
+    Reduced,
+}
+
 /// Builds the graph; see the module doc.
-pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Schedule) -> Graph {
+pub fn build(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    lowered: &Lowered,
+    schedule: Schedule,
+    edges: Edges,
+) -> Graph {
     let n = lowered.ops.len();
     let mut accesses = Vec::with_capacity(n);
     for info in &unit.ops {
@@ -240,21 +330,35 @@ pub fn build(unit: &Unit<'_>, layout: &Layout, lowered: &Lowered, schedule: Sche
     let mut index: BTreeMap<Resource, Pages> = BTreeMap::new();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
+    // `retired[i][k]`: access `k` of op `i` is covered by a later write.
+    let mut retired: Vec<Vec<bool>> = accesses.iter().map(|l| vec![false; l.len()]).collect();
+    let mut covered: Vec<(usize, usize)> = Vec::new();
     for j in 0..n {
         for b in &accesses[j] {
             let Some(pages) = index.get(&b.resource) else {
                 continue;
             };
-            pages.visit(b, &mut |i, ai| {
+            pages.visit(b, &retired, &mut |i, ai| {
+                let a = &accesses[i][ai];
+                if edges == Edges::Reduced && b.covers(a) {
+                    covered.push((i, ai));
+                }
                 if seen[i] == j + 1 {
                     return;
                 }
-                let a = &accesses[i][ai];
                 if (a.write || b.write) && a.overlaps(b) {
                     seen[i] = j + 1;
                     preds[j].push(i);
                 }
             });
+        }
+        for (i, ai) in covered.drain(..) {
+            if !retired[i][ai] {
+                retired[i][ai] = true;
+                if let Some(pages) = index.get_mut(&accesses[i][ai].resource) {
+                    pages.retire(&retired);
+                }
+            }
         }
         for (ai, b) in accesses[j].iter().enumerate() {
             index.entry(b.resource).or_default().insert(b, j, ai);

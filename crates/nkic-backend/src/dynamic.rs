@@ -278,7 +278,7 @@ pub fn emit(
     let mut queue_of: Vec<Queue> = (0..unit.ops.len()).map(|i| queue_of(lowered, i)).collect();
     let top = (schedule == Schedule::Optimized).then(|| {
         let (node_of, top_level, nodes) = top_nodes(unit, &index_of);
-        let graph = deps::build(unit, layout, lowered, Schedule::Optimized);
+        let graph = deps::build(unit, layout, lowered, Schedule::Optimized, deps::Edges::All);
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nodes];
         for (j, ps) in graph.preds.iter().enumerate() {
             for &i in ps {

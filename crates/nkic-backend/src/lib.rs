@@ -126,7 +126,13 @@ pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) ->
         let Ok(lowered) = lower::lower(&unit, &layout, sources) else {
             continue;
         };
-        let graph = deps::build(&unit, &layout, &lowered, Schedule::Optimized);
+        let graph = deps::build(
+            &unit,
+            &layout,
+            &lowered,
+            Schedule::Optimized,
+            deps::Edges::All,
+        );
         for d in deps::instance_warnings(&unit, &layout, &graph) {
             if !out.contains(&d) {
                 out.push(d);
@@ -185,7 +191,13 @@ pub fn compile_grid(
     if unit.dynamic {
         return dynamic::emit(&unit, &layout, &lowered, sources, config.schedule);
     }
-    let graph = deps::build(&unit, &layout, &lowered, config.schedule);
+    let graph = deps::build(
+        &unit,
+        &layout,
+        &lowered,
+        config.schedule,
+        deps::Edges::Reduced,
+    );
     let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
     emit::emit(&unit, &layout, &lowered, &sched, &waits, sources)

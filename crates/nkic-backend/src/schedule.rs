@@ -246,6 +246,30 @@ struct Table {
     level: Vec<u64>,
     dma_queues: Vec<Queue>,
     dma_engines: usize,
+    /// Per op: which queues its slot depends on, for cache invalidation.
+    uses: Vec<Uses>,
+}
+
+/// The queues an op's slot depends on: the sequencer engines among its
+/// candidates (a bit per engine), whether a DMA engine is among them,
+/// and whether it is a transfer (the shared DMA engines).
+#[derive(Clone, Copy, Debug)]
+struct Uses {
+    engines: u8,
+    dma: bool,
+    transfer: bool,
+}
+
+/// A bit for a sequencer engine in [`Uses::engines`].
+fn engine_bit(e: Engine) -> u8 {
+    match e {
+        Engine::Tensor => 1,
+        Engine::Vector => 2,
+        Engine::Scalar => 4,
+        Engine::GpSimd => 8,
+        Engine::Sync => 16,
+        Engine::Dma => 0,
+    }
 }
 
 impl Table {
@@ -267,7 +291,7 @@ impl Table {
                     .collect()
             })
             .collect();
-        let transfers = lowered
+        let transfers: Vec<Option<DmaTransfer>> = lowered
             .ops
             .iter()
             .map(|l| target.dma_transfer(&l.op))
@@ -283,6 +307,15 @@ impl Table {
             let after = graph.succs[i].iter().map(|&s| level[s]).max().unwrap_or(0);
             level[i] = own + after;
         }
+        let uses = candidates
+            .iter()
+            .zip(&transfers)
+            .map(|(cands, t)| Uses {
+                engines: cands.iter().fold(0, |m, &(e, _)| m | engine_bit(e)),
+                dma: cands.iter().any(|&(e, _)| e == Engine::Dma),
+                transfer: t.is_some(),
+            })
+            .collect();
         Table {
             target,
             candidates,
@@ -290,6 +323,7 @@ impl Table {
             level,
             dma_queues,
             dma_engines: figures.dma_engines.max(1) as usize,
+            uses,
         }
     }
 
@@ -374,9 +408,10 @@ struct Slot {
 struct Timer<'a> {
     table: &'a Table,
     graph: &'a Graph,
-    free: BTreeMap<Queue, u64>,
-    /// The latest op on each queue.
-    last_on: BTreeMap<Queue, usize>,
+    /// When each queue is next free, by [`queue_slot`].
+    free: Vec<u64>,
+    /// The latest op on each queue, by [`queue_slot`].
+    last_on: Vec<Option<usize>>,
     engine_free: Vec<u64>,
     complete: Vec<u64>,
 }
@@ -406,8 +441,8 @@ impl Timer<'_> {
     /// The slot of op `i` on queue `q`, its inputs complete at `ready`.
     fn slot(&self, i: usize, q: Queue, cost: Cost, ready: u64) -> Slot {
         let target = self.table.target;
-        let mut start = ready.max(self.free.get(&q).copied().unwrap_or(0));
-        if let Some(&prev) = self.last_on.get(&q)
+        let mut start = ready.max(self.free[queue_slot(q)]);
+        if let Some(prev) = self.last_on[queue_slot(q)]
             && self.reads_written(i, prev)
         {
             start = start.max(self.complete[prev]) + target.dependent_overhead_ps(q.engine());
@@ -442,8 +477,8 @@ impl Timer<'_> {
                 *ef = data.max(*ef) + t.engine_busy_ps;
             }
         }
-        self.free.insert(slot.queue, slot.free);
-        self.last_on.insert(slot.queue, i);
+        self.free[queue_slot(slot.queue)] = slot.free;
+        self.last_on[queue_slot(slot.queue)] = Some(i);
         self.complete[i] = slot.complete;
     }
 
@@ -454,8 +489,24 @@ impl Timer<'_> {
             .dma_queues
             .iter()
             .copied()
-            .min_by_key(|q| (self.free.get(q).copied().unwrap_or(0), *q))
+            .min_by_key(|&q| (self.free[queue_slot(q)], q))
             .unwrap_or(Queue::Dma(0))
+    }
+}
+
+/// The number of queue slots: the five sequencer queues and every
+/// possible DMA queue.
+const QUEUE_SLOTS: usize = 5 + 256;
+
+/// A dense index of `q` for the scheduler's per-queue arrays.
+fn queue_slot(q: Queue) -> usize {
+    match q {
+        Queue::Tensor => 0,
+        Queue::Vector => 1,
+        Queue::Scalar => 2,
+        Queue::GpSimd => 3,
+        Queue::Sync => 4,
+        Queue::Dma(n) => 5 + usize::from(n),
     }
 }
 
@@ -473,8 +524,8 @@ fn list_schedule(
     let mut timer = Timer {
         table,
         graph,
-        free: BTreeMap::new(),
-        last_on: BTreeMap::new(),
+        free: vec![0; QUEUE_SLOTS],
+        last_on: vec![None; QUEUE_SLOTS],
         engine_free: vec![0; table.dma_engines],
         complete: vec![0; n],
     };
@@ -500,14 +551,17 @@ fn list_schedule(
     let mut data_ready = vec![0u64; n];
     // Each ready op's best slot, valid until its queues change.
     let mut cached: Vec<Option<Slot>> = vec![None; n];
+    let mut options: Vec<(usize, Slot)> = Vec::new();
     while !ready.is_empty() {
         let dma = timer.dma_queue();
-        let pool: Vec<usize> = match policy {
-            Some(_) => ready.clone(),
-            None => ready.iter().copied().min().into_iter().collect(),
+        let first = ready.iter().copied().min();
+        let pool: &[usize] = match (policy, &first) {
+            (Some(_), _) => &ready,
+            (None, Some(first)) => std::slice::from_ref(first),
+            (None, None) => &[],
         };
-        let mut options: Vec<(usize, Slot)> = Vec::with_capacity(pool.len());
-        for &i in &pool {
+        options.clear();
+        for &i in pool {
             if let Some(s) = cached[i] {
                 options.push((i, s));
                 continue;
@@ -557,14 +611,17 @@ fn list_schedule(
         // The slots of ops that could use the same queue (any DMA op after
         // a transfer: the engines changed) are stale now.
         let dma_committed = table.transfers[i].is_some();
+        let on_dma = slot.queue.engine() == Engine::Dma;
+        let engine_bit = if on_dma {
+            0
+        } else {
+            engine_bit(slot.queue.engine())
+        };
         for &r in &ready {
-            let stale = table.candidates[r].iter().any(|&(e, _)| {
-                if e == Engine::Dma {
-                    dma_committed || slot.queue.engine() == Engine::Dma
-                } else {
-                    Queue::of_engine(e) == Some(slot.queue)
-                }
-            }) || (dma_committed && table.transfers[r].is_some());
+            let uses = table.uses[r];
+            let stale = uses.engines & engine_bit != 0
+                || (uses.dma && (dma_committed || on_dma))
+                || (dma_committed && uses.transfer);
             if stale {
                 cached[r] = None;
             }

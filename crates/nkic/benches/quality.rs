@@ -38,6 +38,10 @@
 //! miss. When no filter selects cases, a ratio-target kernel without a
 //! case of that size is a failure too, so the target cannot go unchecked.
 //!
+//! A full run (no filter) ends with the compile time of a generated chain
+//! of 100,000 `tensor_scalar` ops (issue 15: under 2 s; a miss is marked
+//! and counted); `benches/scaling.rs` has the other scaling cases.
+//!
 //! Run it with `cargo bench -p nkic --bench quality`. Arguments after `--`:
 //! substrings selecting cases by label (`matmul`, `softmax@1024x1024`),
 //! `--check` (exit with failure when a target is missed or the schedules
@@ -46,6 +50,11 @@
 //! than the default trn3; the targets are checked the same way). Without `--bench` on its command line
 //! (that is, under `cargo test --benches`) only the directive shapes of
 //! the first two kernels run, as a smoke test.
+
+// Only the 100,000-instruction chain is used here.
+#[allow(dead_code)]
+#[path = "common/scaling.rs"]
+mod scaling;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -305,6 +314,22 @@ fn main() -> ExitCode {
             }
         }
     }
+    if filters.is_empty() && bench_mode {
+        match compile_chain(CHAIN_OPS, target) {
+            Ok((insts, ms)) => {
+                let ok = ms < CHAIN_TARGET_MS;
+                failures += usize::from(!ok);
+                println!(
+                    "compile of a {insts}-instruction program (a chain of {CHAIN_OPS} tensor_scalar ops): {ms:.0}ms {}compile<{CHAIN_TARGET_MS}ms",
+                    if ok { "" } else { "!" }
+                );
+            }
+            Err(err) => {
+                failures += 1;
+                println!("compile of a {CHAIN_OPS}-op chain failed: {err}");
+            }
+        }
+    }
     println!(
         "{} case(s): {} checked against sim/bound ≤ {BOUND_TARGET}, {speedup_checked} against speedup ≥ {SPEEDUP_TARGET}; {failures} missed target(s) or failure(s)",
         cases.len(),
@@ -315,6 +340,42 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The ops of the generated chain whose compile time the bench prints
+/// (issue 15: a 100,000-instruction program compiles in under 2 s).
+const CHAIN_OPS: usize = 100_000;
+
+/// The compile-time target for the chain, in milliseconds.
+const CHAIN_TARGET_MS: f64 = 2000.0;
+
+/// Specializes and compiles a chain of `ops` `tensor_scalar` ops; returns
+/// the instruction count and the compile time (specialization included).
+fn compile_chain(ops: usize, target: nkic_isa::Target) -> Result<(usize, f64), String> {
+    let mut sources = SourceMap::new();
+    let file = sources.add(
+        "chain.py".to_owned(),
+        scaling::sequential_tensor_scalar(ops),
+    );
+    let config = SpecializeConfig {
+        args: vec![ArgSpec {
+            name: "a".to_owned(),
+            dtype: DType::F32,
+            shape: vec![128, 8],
+        }],
+        target,
+        ..SpecializeConfig::default()
+    };
+    let loader = |_: &str| None;
+    let t0 = Instant::now();
+    let result = nkic_specialize::specialize(&mut sources, file, &config, &loader);
+    if result.has_errors() || result.kernels.is_empty() {
+        return Err(render(&result.diagnostics, &sources));
+    }
+    let program = nkic_backend::compile_grid(&result.kernels, &sources, &BackendConfig::default())
+        .map_err(|d| render(&d, &sources))?;
+    let ms = t0.elapsed().as_secs_f64() * 1000.0;
+    Ok((program.queues.iter().map(|q| q.insts.len()).sum(), ms))
 }
 
 /// The repository root (the bench lives at `<root>/crates/nkic`).
