@@ -63,8 +63,10 @@ use std::time::Instant;
 
 use nkic_backend::{BackendConfig, LowerBound, Schedule};
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_isa::{DType, Engine, Program, Queue, TensorKind, numerics};
-use nkic_sim::{Inputs, RunResult, SimConfig};
+// `nkic run`'s random inputs (same generator, same distributions).
+use nkic_driver::simulate::random_inputs;
+use nkic_isa::{DType, Engine, Program, Queue};
+use nkic_sim::{RunResult, SimConfig};
 use nkic_specialize::{ArgSpec, SpecializeConfig};
 
 /// Large shapes per kernel (file stem): the `--arg` bindings of each case
@@ -608,61 +610,5 @@ fn print_timeline(label: &str, program: &Program, run: &RunResult) {
             q.instructions,
             q.end_ps as f64 / 1000.0
         );
-    }
-}
-
-/// Random inputs for every input and inout argument, as `nkic run` makes
-/// them without `--input` (same generator, same distributions): floats
-/// uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
-/// [0, 16), booleans 0 or 1, random codes for packed MX and scale types.
-fn random_inputs(program: &Program, seed: u64) -> Inputs {
-    let mut inputs = Inputs::new();
-    let mut rng = SplitMix64(seed);
-    for (_, tensor) in program.args() {
-        if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
-            continue;
-        }
-        let n = usize::try_from(tensor.numel()).unwrap_or(usize::MAX);
-        let size = tensor.dtype.size() as usize;
-        let dtype = tensor.dtype;
-        let mut bytes = Vec::with_capacity(n.saturating_mul(size));
-        if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
-            for _ in 0..n * size {
-                bytes.push(rng.next().to_le_bytes()[0]);
-            }
-        } else if dtype.is_float() {
-            let values: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
-            numerics::encode(dtype, &values, &mut bytes);
-        } else {
-            for _ in 0..n {
-                let r = rng.next();
-                let v: i64 = match dtype {
-                    DType::Bool => (r & 1) as i64,
-                    d if d.is_signed_int() => (r % 16) as i64 - 8,
-                    _ => (r % 16) as i64,
-                };
-                bytes.extend_from_slice(&v.to_le_bytes()[..size]);
-            }
-        }
-        inputs.insert(tensor.name.as_str(), bytes);
-    }
-    inputs
-}
-
-/// SplitMix64, the generator of `nkic run`'s random inputs.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1) with 24 random bits, exact in f32.
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
     }
 }
