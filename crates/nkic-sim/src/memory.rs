@@ -182,18 +182,31 @@ enum ElemState {
 /// One memory: bytes plus their written bits, and with `Poison::Precise`
 /// their undefined bits and per 64-byte block an origin (both allocated
 /// at the first undefined write).
+///
+/// The bytes of a never-written byte are never observed (every read
+/// checks its written bit first and reads poison instead), so a space can
+/// be reused by clearing its written bits alone: `dirty` has one bit per
+/// block of `DIRTY_WORDS` words of `init` that `mark` touched, and
+/// `recycle` clears only those blocks.
 pub(crate) struct Space {
     pub(crate) data: Vec<u8>,
     init: Vec<u64>,
+    dirty: Vec<u64>,
     undef: Vec<u64>,
     origin: Vec<u32>,
 }
 
+/// Words of written bits (each covering 64 bytes) per dirty bit: a dirty
+/// bit stands for 32 KiB of memory.
+const DIRTY_WORDS: usize = 512;
+
 impl Space {
     fn new(len: usize) -> Space {
+        let words = len.div_ceil(64);
         Space {
             data: vec![0; len],
-            init: vec![0; len.div_ceil(64)],
+            init: vec![0; words],
+            dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
         }
@@ -201,12 +214,31 @@ impl Space {
 
     fn initialised(bytes: Vec<u8>) -> Space {
         let n = bytes.len();
+        let words = n.div_ceil(64);
         Space {
             data: bytes,
-            init: vec![u64::MAX; n.div_ceil(64)],
+            init: vec![u64::MAX; words],
+            dirty: vec![u64::MAX; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
         }
+    }
+
+    /// Makes every byte never-written again, as `Space::new` leaves it,
+    /// clearing only the blocks written since the last reset.
+    fn recycle(&mut self) {
+        for (d, word) in self.dirty.iter_mut().enumerate() {
+            let mut bits = std::mem::take(word);
+            while bits != 0 {
+                let block = d * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let lo = block * DIRTY_WORDS;
+                let hi = (lo + DIRTY_WORDS).min(self.init.len());
+                self.init[lo..hi].fill(0);
+            }
+        }
+        self.undef = Vec::new();
+        self.origin = Vec::new();
     }
 
     /// The first byte in `start..end` written with undefined data.
@@ -289,6 +321,11 @@ impl Space {
     }
 
     fn mark(&mut self, start: usize, end: usize) {
+        if start < end {
+            for block in (start / 64 / DIRTY_WORDS)..=((end - 1) / 64 / DIRTY_WORDS) {
+                self.dirty[block / 64] |= 1 << (block % 64);
+            }
+        }
         let mut i = start;
         while i < end {
             let w = i / 64;
@@ -297,6 +334,54 @@ impl Space {
             self.init[w] |= bits_mask(bit, hi);
             i = w * 64 + hi;
         }
+    }
+}
+
+thread_local! {
+    /// The on-chip memories of this thread's finished runs, kept for its
+    /// next run: a fresh SBUF is tens of MiB, and allocating, zeroing and
+    /// faulting it in again cost more than a small kernel's whole run.
+    static ON_CHIP: std::cell::RefCell<Vec<Space>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most on-chip memories `ON_CHIP` keeps (an LNC=2 launch's SBUFs and
+/// PSUMs).
+const POOLED_SPACES: usize = 4;
+
+/// A never-written on-chip memory of `len` bytes: a recycled one when
+/// this thread has one of that size.
+fn on_chip_space(len: usize) -> Space {
+    let pooled = ON_CHIP
+        .try_with(|pool| {
+            let mut pool = pool.try_borrow_mut().ok()?;
+            let i = pool.iter().position(|s| s.data.len() == len)?;
+            Some(pool.swap_remove(i))
+        })
+        .ok()
+        .flatten();
+    match pooled {
+        Some(mut space) => {
+            space.recycle();
+            space
+        }
+        None => Space::new(len),
+    }
+}
+
+impl Drop for MemoryState {
+    fn drop(&mut self) {
+        let spaces = std::mem::take(&mut self.sbuf)
+            .into_iter()
+            .chain(std::mem::take(&mut self.psum));
+        let _ = ON_CHIP.try_with(|pool| {
+            if let Ok(mut pool) = pool.try_borrow_mut() {
+                for space in spaces {
+                    if pool.len() < POOLED_SPACES {
+                        pool.push(space);
+                    }
+                }
+            }
+        });
     }
 }
 
@@ -477,10 +562,10 @@ impl MemoryState {
         let cores_n = cores.len().max(1);
         MemoryState {
             sbuf: (0..cores_n)
-                .map(|_| Space::new(partitions * f.sbuf_bytes_per_partition as usize))
+                .map(|_| on_chip_space(partitions * f.sbuf_bytes_per_partition as usize))
                 .collect(),
             psum: (0..cores_n)
-                .map(|_| Space::new(partitions * f.psum_bytes_per_partition as usize))
+                .map(|_| on_chip_space(partitions * f.psum_bytes_per_partition as usize))
                 .collect(),
             hbm,
             hbm_map,
@@ -585,6 +670,9 @@ impl MemoryState {
         let Some(t) = self.hbm.get(index) else {
             return Vec::new();
         };
+        if t.clean(0, t.data.len()) {
+            return Vec::new();
+        }
         let size = size.max(1);
         let mut out = Vec::new();
         for e in 0..t.data.len() / size {
@@ -1395,6 +1483,31 @@ mod tests {
         assert_eq!(s.first_uninit(150, 201), Some(200));
         s.mark(0, 300);
         assert_eq!(s.first_uninit(0, 300), None);
+    }
+
+    #[test]
+    fn a_recycled_on_chip_memory_is_never_written_again() {
+        let p = Program::new(Target::Trn3);
+        let sbuf = AccessPattern::sbuf(0, 128, 100_000, &[Dim::new(1, 300)], DType::F32);
+        let psum = AccessPattern::psum(0, 128, 2_000, &[Dim::new(1, 100)], DType::F32);
+        {
+            let mut m = MemoryState::new(&p, Poison::Error);
+            for (ap, n) in [(&sbuf, 300), (&psum, 100)] {
+                let v = m.view(ap, &[0; 64], "dst", true).unwrap();
+                m.write_raw(&v, &vec![7; 128 * n * 4]).unwrap();
+            }
+            assert!(m.sbuf[0].init.iter().any(|&w| w != 0));
+        }
+        assert_eq!(ON_CHIP.with(|pool| pool.borrow().len()), 2);
+        let mut m = MemoryState::new(&p, Poison::Error);
+        assert_eq!(ON_CHIP.with(|pool| pool.borrow().len()), 0);
+        for space in m.sbuf.iter().chain(&m.psum) {
+            assert!(space.init.iter().all(|&w| w == 0));
+            assert!(space.dirty.iter().all(|&w| w == 0));
+        }
+        let v = m.view(&sbuf, &[0; 64], "src", false).unwrap();
+        let err = m.read_raw(&v, &mut Vec::new()).unwrap_err();
+        assert_eq!(err.kind, SimErrorKind::UninitialisedRead);
     }
 
     #[test]
