@@ -20,9 +20,10 @@
 //! **Legal engines.** An op with a fixed engine keeps it; an op NKI leaves
 //! open may run on each engine of its table entry on which the program
 //! verifier accepts it (for example `tensor_scalar` runs on GpSimd only
-//! for `rsqrt`, and GpSimd never touches PSUM). The check builds a
-//! one-instruction program and runs `nkic_isa::verify`, so the verifier
-//! stays the one source of the rules. Ops that use an engine's hidden
+//! for `rsqrt`, and GpSimd never touches PSUM). The check is
+//! `nkic_isa::check_instruction` on the instruction against a program
+//! declaring the kernel's HBM tensors, so the verifier stays the one
+//! source of the rules. Ops that use an engine's hidden
 //! state (`rng`) get the first legal engine only, so that their stream of
 //! random values does not depend on scheduling. `tensor_tensor` on 32-bit
 //! integers (every operand `int32`/`uint32`), exact on GpSimd but through
@@ -355,11 +356,8 @@ pub fn lower(
         let mut legal = Vec::new();
         let mut rejections = Vec::new();
         for &engine in &choices {
-            let mut probe = template.clone();
-            probe
-                .stream_mut(probe_queue(engine))
-                .push(Instruction::new(op.clone()));
-            match nkic_isa::verify(&probe) {
+            let probe = Instruction::new(op.clone());
+            match nkic_isa::check_instruction(&template, probe_queue(engine), &probe) {
                 Ok(()) => legal.push(engine),
                 Err(errors) => {
                     rejections.extend(

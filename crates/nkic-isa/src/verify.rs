@@ -118,6 +118,33 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
     }
 }
 
+/// Checks one instruction as the first of `queue`'s stream in `program`:
+/// the rules of `verify` that concern a single instruction (its engine,
+/// target, operands and per-instruction rules) against the program's
+/// declarations, without cloning the program into a probe. The backend
+/// asks it which engines may run an op, so the verifier stays the one
+/// source of those rules.
+pub fn check_instruction<'p>(
+    program: &'p Program,
+    queue: Queue,
+    inst: &'p Instruction,
+) -> Result<(), Vec<VerifyError>> {
+    let mut v = Verifier {
+        program,
+        target: program.target,
+        f: program.target.figures(),
+        errors: Vec::new(),
+        at: Some((queue, 0, inst)),
+        current_indexed: false,
+    };
+    v.instruction(queue, inst, &BTreeMap::new());
+    if v.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(v.errors)
+    }
+}
+
 struct Verifier<'p> {
     program: &'p Program,
     target: Target,
