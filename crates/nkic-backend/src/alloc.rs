@@ -460,7 +460,9 @@ fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
 fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
     let mut placed: Vec<(usize, u64)> = Vec::with_capacity(items.len());
     let mut manual: Vec<(usize, u64)> = Vec::new();
-    let mut active: Vec<(usize, u64)> = Vec::new();
+    // The placed items still alive, sorted by offset (so the busy list
+    // comes out sorted without sorting it for every item).
+    let mut active: Vec<(u64, usize)> = Vec::new();
     let mut busy: Vec<(u64, u64)> = Vec::new();
     for (k, item) in items.iter().enumerate() {
         if let Some(byte) = item.manual {
@@ -468,20 +470,28 @@ fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usi
             manual.push((k, byte));
             continue;
         }
-        active.retain(|&(j, _)| items[j].live.last.saturating_add(slack) >= item.live.first);
+        active.retain(|&(_, j)| items[j].live.last.saturating_add(slack) >= item.live.first);
         busy.clear();
         busy.extend(
-            manual
+            active
                 .iter()
-                .chain(&active)
-                .filter(|&&(j, _)| conflicts(item, &items[j], slack))
-                .map(|&(j, off)| (off, off + items[j].size)),
+                .filter(|&&(_, j)| conflicts(item, &items[j], slack))
+                .map(|&(off, j)| (off, off + items[j].size)),
         );
-        busy.sort_unstable();
+        if !manual.is_empty() {
+            busy.extend(
+                manual
+                    .iter()
+                    .filter(|&&(j, _)| conflicts(item, &items[j], slack))
+                    .map(|&(j, off)| (off, off + items[j].size)),
+            );
+            busy.sort_unstable();
+        }
         match fit(&busy, item.size, mem) {
             Some(off) => {
                 placed.push((k, off));
-                active.push((k, off));
+                let at = active.partition_point(|&(o, _)| o <= off);
+                active.insert(at, (off, k));
             }
             None => return Err(k),
         }

@@ -304,6 +304,11 @@ pub enum Edges {
     /// one tile then has a linear number of edges instead of a quadratic
     /// one.
     Reduced,
+    /// Only conflicts between a read and a write of HBM: what
+    /// [`instance_warnings`] looks at. The instances of a grid that all
+    /// store the same output bytes would otherwise have an output
+    /// dependency between every pair of them.
+    HbmReadWrite,
 }
 
 /// Builds the graph; see the module doc.
@@ -333,8 +338,12 @@ pub fn build(
     // `retired[i][k]`: access `k` of op `i` is covered by a later write.
     let mut retired: Vec<Vec<bool>> = accesses.iter().map(|l| vec![false; l.len()]).collect();
     let mut covered: Vec<(usize, usize)> = Vec::new();
+    let hbm_read_write = edges == Edges::HbmReadWrite;
     for j in 0..n {
         for b in &accesses[j] {
+            if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
+                continue;
+            }
             let Some(pages) = index.get(&b.resource) else {
                 continue;
             };
@@ -343,7 +352,7 @@ pub fn build(
                 if edges == Edges::Reduced && b.covers(a) {
                     covered.push((i, ai));
                 }
-                if seen[i] == j + 1 {
+                if seen[i] == j + 1 || (hbm_read_write && a.write == b.write) {
                     return;
                 }
                 if (a.write || b.write) && a.overlaps(b) {
@@ -361,6 +370,9 @@ pub fn build(
             }
         }
         for (ai, b) in accesses[j].iter().enumerate() {
+            if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
+                continue;
+            }
             index.entry(b.resource).or_default().insert(b, j, ai);
         }
     }

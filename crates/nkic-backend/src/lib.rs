@@ -131,7 +131,7 @@ pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) ->
             &layout,
             &lowered,
             Schedule::Optimized,
-            deps::Edges::All,
+            deps::Edges::HbmReadWrite,
         );
         for d in deps::instance_warnings(&unit, &layout, &graph) {
             if !out.contains(&d) {

@@ -42,6 +42,11 @@
 //!    (a fixed-seed generator), keeping every improvement, for at most
 //!    [`SEARCH_ROUNDS`] passes and [`SEARCH_BUDGET`] slot evaluations.
 //!
+//! Compile time stays linear in the program: a pass weighs at most
+//! [`READY_LOOKAHEAD`] ready ops per step, steps 1 and 2 stop once they
+//! have spent [`PASS_BUDGET`] slot evaluations (step 3 is then skipped),
+//! and above [`MANY_OPS`] ops only the first policy runs.
+//!
 //! Ties keep the earlier schedule, so the result is the same on every run.
 //!
 //! **Sequential** ([`Schedule::Sequential`]) keeps source order; each op
@@ -133,6 +138,22 @@ pub const POLICIES: &[Policy] = &[
 /// skipped, to bound compile time.
 pub const MANY_OPS: usize = 20_000;
 
+/// The most ready ops a pass weighs at one step (its lookahead, as GCC's
+/// `max-sched-ready-insns`): ops that become ready while this many wait
+/// queue behind them in the order they became ready. A kernel that never
+/// has more ready ops than this is scheduled as with no limit; one with
+/// thousands of independent ops (many memsets, a large launch grid) costs
+/// time linear in its size instead of quadratic.
+pub const READY_LOOKAHEAD: usize = 256;
+
+/// The most slot evaluations steps 1 and 2 of the search spend: once the
+/// passes so far took more, the remaining policies, the forward-backward
+/// rounds and the perturbation search are skipped. Kernels with a few
+/// thousand ops take far less; a large launch grid or thousands of
+/// independent ops would otherwise pay a dozen passes of `READY_LOOKAHEAD`
+/// evaluations per op.
+pub const PASS_BUDGET: u64 = 4_000_000;
+
 /// The most forward-backward rounds.
 pub const FORWARD_BACKWARD_ROUNDS: usize = 4;
 
@@ -156,11 +177,20 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     let mut best = Best(None);
     // 1. The policies.
     let backward = table.backward(graph, None);
+    let mut spent = 0u64;
     for policy in POLICIES {
-        best.consider(list_schedule(&table, graph, Some(*policy), &backward).0);
+        let (s, work) = list_schedule(&table, graph, Some(*policy), &backward);
+        best.consider(s);
+        spent += work;
+        if spent > PASS_BUDGET {
+            break;
+        }
     }
     // 2. Forward-backward improvement.
     for _ in 0..FORWARD_BACKWARD_ROUNDS {
+        if spent > PASS_BUDGET {
+            break;
+        }
         let Some(current) = &best.0 else { break };
         let before = current.estimated_ps;
         let complete: Vec<u64> = (0..lowered.ops.len())
@@ -169,7 +199,9 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         let urgency = table.backward(graph, Some(&complete));
         for window_ps in [0, u64::MAX] {
             let policy = Policy::new(window_ps, Priority::Urgency);
-            best.consider(list_schedule(&table, graph, Some(policy), &urgency).0);
+            let (s, work) = list_schedule(&table, graph, Some(policy), &urgency);
+            best.consider(s);
+            spent += work;
         }
         if best.0.as_ref().is_none_or(|b| b.estimated_ps >= before) {
             break;
@@ -177,8 +209,12 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     }
     // 3. The perturbation search.
     let mut rng = SplitMix64(0x6E6B_6963_5F73_6368);
+    let searching = spent <= PASS_BUDGET;
     let mut spent = 0u64;
     for round in 0..SEARCH_ROUNDS {
+        if !searching {
+            break;
+        }
         let Some(current) = &best.0 else { break };
         let span = current.estimated_ps.max(1);
         let noise = (span >> (2 + round % 4)).max(1);
@@ -339,7 +375,7 @@ impl Table {
         let n = self.candidates.len();
         let mut until = vec![0u64; n];
         let mut remaining: Vec<usize> = graph.succs.iter().map(Vec::len).collect();
-        let mut ready: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
+        let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0));
         let mut free: BTreeMap<Queue, u64> = BTreeMap::new();
         let mut engine_free = vec![0u64; self.dma_engines];
         while !ready.is_empty() {
@@ -351,7 +387,7 @@ impl Table {
                 .unwrap_or(Queue::Dma(0));
             type Key = (std::cmp::Reverse<u64>, u64, std::cmp::Reverse<usize>);
             let mut best: Option<(Key, Queue)> = None;
-            for &i in &ready {
+            for &i in ready.pool() {
                 let rank = justify.map_or(0, |done| done[i]);
                 let after = graph.succs[i].iter().map(|&s| until[s]).max().unwrap_or(0);
                 for (e, c) in &self.candidates[i] {
@@ -373,7 +409,7 @@ impl Table {
             let Some(((_, u, std::cmp::Reverse(i)), q)) = best else {
                 break;
             };
-            ready.retain(|&r| r != i);
+            ready.remove(i);
             until[i] = u;
             free.insert(q, u);
             if let Some(t) = &self.transfers[i] {
@@ -389,6 +425,55 @@ impl Table {
             }
         }
         until
+    }
+}
+
+/// The ready ops of a pass: the first [`READY_LOOKAHEAD`] to become ready
+/// are weighed (`pool`), the others wait in the order they became ready.
+/// A pass's picks do not depend on the order of the pool (every priority
+/// key ends with the op's index).
+struct Ready {
+    pool: Vec<usize>,
+    waiting: std::collections::VecDeque<usize>,
+}
+
+impl Ready {
+    fn new(ops: impl Iterator<Item = usize>) -> Ready {
+        let mut ready = Ready {
+            pool: Vec::new(),
+            waiting: std::collections::VecDeque::new(),
+        };
+        for i in ops {
+            ready.push(i);
+        }
+        ready
+    }
+
+    fn pool(&self) -> &[usize] {
+        &self.pool
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pool.is_empty()
+    }
+
+    fn push(&mut self, i: usize) {
+        if self.pool.len() < READY_LOOKAHEAD {
+            self.pool.push(i);
+        } else {
+            self.waiting.push_back(i);
+        }
+    }
+
+    /// Takes op `i` (of the pool) out; the longest-waiting op takes its
+    /// place.
+    fn remove(&mut self, i: usize) {
+        if let Some(k) = self.pool.iter().position(|&r| r == i) {
+            self.pool.swap_remove(k);
+        }
+        if let Some(next) = self.waiting.pop_front() {
+            self.pool.push(next);
+        }
     }
 }
 
@@ -541,7 +626,7 @@ fn list_schedule(
     ];
     let mut start = vec![0u64; n];
     let mut remaining: Vec<usize> = graph.preds.iter().map(Vec::len).collect();
-    let mut ready: Vec<usize> = (0..n).filter(|&i| remaining[i] == 0).collect();
+    let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0));
     let mut order = Vec::with_capacity(n);
     let mut streams: BTreeMap<Queue, Vec<usize>> = BTreeMap::new();
     let mut index_in_queue = vec![0usize; n];
@@ -554,9 +639,9 @@ fn list_schedule(
     let mut options: Vec<(usize, Slot)> = Vec::new();
     while !ready.is_empty() {
         let dma = timer.dma_queue();
-        let first = ready.iter().copied().min();
+        let first = ready.pool().iter().copied().min();
         let pool: &[usize] = match (policy, &first) {
-            (Some(_), _) => &ready,
+            (Some(_), _) => ready.pool(),
             (None, Some(first)) => std::slice::from_ref(first),
             (None, None) => &[],
         };
@@ -606,7 +691,7 @@ fn list_schedule(
         let Some((i, slot)) = pick else {
             break;
         };
-        ready.retain(|&r| r != i);
+        ready.remove(i);
         timer.commit(i, &slot);
         // The slots of ops that could use the same queue (any DMA op after
         // a transfer: the engines changed) are stale now.
@@ -617,7 +702,7 @@ fn list_schedule(
         } else {
             engine_bit(slot.queue.engine())
         };
-        for &r in &ready {
+        for &r in ready.pool() {
             let uses = table.uses[r];
             let stale = uses.engines & engine_bit != 0
                 || (uses.dma && (dma_committed || on_dma))
