@@ -199,6 +199,65 @@ struct Inc {
     seq: u64,
 }
 
+/// The increments of one semaphore, in time order.
+///
+/// A wait starts no earlier than its queue is free, so an increment at or
+/// before the free time of every unfinished queue can no longer delay
+/// (or be named as the cause of) any start: `forget` drops such
+/// increments and keeps only their count. A loop that signals millions
+/// of times then keeps the increments in flight, not its whole history.
+#[derive(Clone, Debug, Default)]
+struct SemLog {
+    forgotten: usize,
+    incs: std::collections::VecDeque<Inc>,
+}
+
+/// What a forgotten increment reads as: a time no start is below, so it
+/// decides nothing.
+const FORGOTTEN: Inc = Inc {
+    time: 0,
+    queue: usize::MAX,
+    seq: 0,
+};
+
+impl SemLog {
+    /// How many increments the semaphore has had.
+    fn len(&self) -> usize {
+        self.forgotten + self.incs.len()
+    }
+
+    /// The `k`-th increment in time order (0-based).
+    fn get(&self, k: usize) -> Option<Inc> {
+        match k.checked_sub(self.forgotten) {
+            None => Some(FORGOTTEN),
+            Some(i) => self.incs.get(i).copied(),
+        }
+    }
+
+    /// Adds an increment after every increment at or before its time
+    /// (usually at the end).
+    fn insert(&mut self, inc: Inc) {
+        if self.incs.back().is_none_or(|last| last.time <= inc.time) {
+            self.incs.push_back(inc);
+        } else {
+            let at = self.incs.partition_point(|t| t.time <= inc.time);
+            self.incs.insert(at, inc);
+        }
+    }
+
+    /// Forgets the increments at or before `floor`, the earliest free
+    /// time of an unfinished queue.
+    fn forget(&mut self, floor: u64) {
+        while self.incs.front().is_some_and(|i| i.time <= floor) {
+            self.incs.pop_front();
+            self.forgotten += 1;
+        }
+    }
+}
+
+/// Every this many steps the machine forgets old semaphore increments.
+const FORGET_EVERY: u64 = 4096;
+
 /// A queue's next instruction, ready to issue.
 #[derive(Clone, Copy, Debug)]
 struct Cand {
@@ -349,7 +408,7 @@ pub(crate) fn simulate(
         }
     }
     let cores_of: Vec<usize> = queues.iter().map(|q| q.core).collect();
-    let mut sems: Vec<Vec<Inc>> = vec![Vec::new(); sem_total];
+    let mut sems: Vec<SemLog> = vec![SemLog::default(); sem_total];
     let mut engines = vec![vec![DmaEngine::default(); f.dma_engines.max(1) as usize]; cores.len()];
     let mut races = config
         .race_check
@@ -375,6 +434,8 @@ pub(crate) fn simulate(
     let n = queues.len();
     let n_cores = cores.len();
     let mut starts: Vec<Option<Cand>> = vec![None; n];
+    let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
+    let mut steps = 0u64;
     // The first uninitialised read, held back while the race detector
     // runs: see `step`.
     let mut pending: Option<SimError> = None;
@@ -566,7 +627,6 @@ pub(crate) fn simulate(
         } else {
             None
         };
-        let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
         let stepped = step(
             cores,
             multi,
@@ -595,6 +655,18 @@ pub(crate) fn simulate(
             let q = &mut queues[chosen];
             q.arrived = None;
             q.barriers += 1;
+        }
+        steps += 1;
+        if steps.is_multiple_of(FORGET_EVERY)
+            && let Some(floor) = queues
+                .iter()
+                .filter(|q| !q.finished())
+                .map(|q| q.free_ps)
+                .min()
+        {
+            for sem in &mut sems {
+                sem.forget(floor);
+            }
         }
         if !dump.is_empty() {
             record_dumps(core_program, &queues[chosen], dump, &mem, &mut dumps);
@@ -682,7 +754,7 @@ fn record_dumps(
 /// a wait is not yet met.
 fn candidate(
     q: &mut QueueState<'_>,
-    sems: &[Vec<Inc>],
+    sems: &[SemLog],
     mem: &MemoryState,
     target: nkic_isa::Target,
     arrivals: &Arrivals,
@@ -733,7 +805,7 @@ fn candidate(
         }
         let times = &sems[q.sem_base + w.sem.0 as usize];
         match times.get(need as usize - 1) {
-            Some(&inc) => {
+            Some(inc) => {
                 if sig.is_none() || inc.time > last_sig {
                     sig = Some((inc, w.sem.0 as usize, need as u64));
                 }
@@ -833,7 +905,7 @@ fn step(
     cores_of: &[usize],
     mem: &mut MemoryState,
     acc: &mut Accumulators,
-    sems: &mut [Vec<Inc>],
+    sems: &mut [SemLog],
     engines: &mut [DmaEngine],
     mut races: Option<&mut Races>,
     res: &mut RunResult,
@@ -1035,16 +1107,11 @@ fn step(
     }
     for s in &inst.signals {
         let sem = q.sem_base + s.0 as usize;
-        let times = &mut sems[sem];
-        let at = times.partition_point(|t| t.time <= done);
-        times.insert(
-            at,
-            Inc {
-                time: done,
-                queue: qi,
-                seq,
-            },
-        );
+        sems[sem].insert(Inc {
+            time: done,
+            queue: qi,
+            seq,
+        });
         if let Some(r) = races.as_deref_mut() {
             r.signal(qi, sem, done);
         }
@@ -1201,7 +1268,7 @@ fn name_operand(
 fn deadlock(
     cores: &[Program],
     queues: &mut [QueueState<'_>],
-    sems: &[Vec<Inc>],
+    sems: &[SemLog],
     mem: &mut MemoryState,
     target: nkic_isa::Target,
     arrivals: &Arrivals,
@@ -1498,4 +1565,37 @@ fn next_random(state: &mut u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inc(time: u64, seq: u64) -> Inc {
+        Inc {
+            time,
+            queue: 0,
+            seq,
+        }
+    }
+
+    #[test]
+    fn a_semaphore_log_keeps_time_order_and_counts_what_it_forgets() {
+        let mut log = SemLog::default();
+        for (time, seq) in [(10, 0), (30, 1), (20, 2), (30, 3), (5, 4)] {
+            log.insert(inc(time, seq));
+        }
+        let order: Vec<u64> = (0..log.len()).map(|k| log.get(k).unwrap().seq).collect();
+        assert_eq!(order, [4, 0, 2, 1, 3]);
+        log.forget(20);
+        assert_eq!(log.len(), 5);
+        assert_eq!((log.forgotten, log.incs.len()), (3, 2));
+        // A forgotten increment decides no start; the others keep theirs.
+        assert_eq!(log.get(0).unwrap().time, 0);
+        assert_eq!(log.get(2).unwrap().queue, usize::MAX);
+        assert_eq!((log.get(3).unwrap().time, log.get(3).unwrap().seq), (30, 1));
+        assert!(log.get(5).is_none());
+        log.insert(inc(25, 5));
+        assert_eq!(log.get(3).unwrap().seq, 5);
+    }
 }

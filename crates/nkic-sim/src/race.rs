@@ -130,23 +130,24 @@ pub(crate) struct Access {
     epoch: u32,
 }
 
-/// One semaphore increment: its time, the signalling queue's clock, and
-/// the join of the clocks of all increments up to this one.
-#[derive(Clone, Debug)]
-struct SemIncrement {
-    time: u64,
-    clock: Vec<u32>,
-    prefix: Vec<u32>,
+/// The increments of one semaphore in time order (parallel to the
+/// machine's increment times): each one's time, the signalling queue's
+/// clock, and the join of the clocks of every increment up to and
+/// including it, so that a wait for the first `v` increments joins one
+/// clock. Clocks are stored flat, one queue count of entries each, so an
+/// increment costs no allocation of its own.
+#[derive(Clone, Debug, Default)]
+struct SemClocks {
+    times: Vec<u64>,
+    clocks: Vec<u32>,
+    prefixes: Vec<u32>,
 }
 
 /// The sanitizer's state.
 pub(crate) struct Races {
     clocks: Vec<Vec<u32>>,
-    /// Per semaphore: the clock of each increment, in time order (parallel
-    /// to the machine's increment times), with the join of the clocks of
-    /// every increment up to and including it, so that a wait for the
-    /// first `v` increments joins one clock.
-    sem_clocks: Vec<Vec<SemIncrement>>,
+    /// Per semaphore: the clocks of its increments.
+    sem_clocks: Vec<SemClocks>,
     log: Vec<Access>,
     prune_at: usize,
 }
@@ -155,7 +156,7 @@ impl Races {
     pub fn new(queues: usize, semaphores: usize) -> Races {
         Races {
             clocks: vec![vec![0; queues]; queues],
-            sem_clocks: vec![Vec::new(); semaphores],
+            sem_clocks: vec![SemClocks::default(); semaphores],
             log: Vec::new(),
             prune_at: 1024,
         }
@@ -176,11 +177,12 @@ impl Races {
         let mut clock = self.clocks[q].clone();
         for &(sem, need) in waits {
             let list = &self.sem_clocks[sem];
-            if let Some(inc) = need
-                .checked_sub(1)
-                .and_then(|i| list.get(i.min(list.len().saturating_sub(1))))
+            let width = clock.len();
+            if let Some(i) = need.checked_sub(1)
+                && !list.times.is_empty()
             {
-                join(&mut clock, &inc.prefix);
+                let i = i.min(list.times.len() - 1);
+                join(&mut clock, &list.prefixes[i * width..(i + 1) * width]);
             }
         }
         clock
@@ -307,26 +309,30 @@ impl Races {
     /// Records an increment of `sem` by queue `q` completing at `time`.
     pub fn signal(&mut self, q: usize, sem: usize, time: u64) {
         let list = &mut self.sem_clocks[sem];
-        let at = list.partition_point(|inc| inc.time <= time);
-        let clock = self.clocks[q].clone();
-        list.insert(
-            at,
-            SemIncrement {
-                time,
-                prefix: clock.clone(),
-                clock,
-            },
-        );
+        let clock = &self.clocks[q];
+        let width = clock.len();
+        let at = if list.times.last().is_none_or(|&t| t <= time) {
+            list.times.len()
+        } else {
+            list.times.partition_point(|&t| t <= time)
+        };
+        list.times.insert(at, time);
+        list.clocks
+            .splice(at * width..at * width, clock.iter().copied());
+        list.prefixes
+            .splice(at * width..at * width, clock.iter().copied());
         // Recompute the running joins from the new entry on (usually it is
         // the last one).
-        for i in at..list.len() {
-            let mut prefix = list[i].clock.clone();
-            if i > 0 {
-                for (p, prev) in prefix.iter_mut().zip(&list[i - 1].prefix) {
-                    *p = (*p).max(*prev);
-                }
+        for i in at..list.times.len() {
+            for k in 0..width {
+                let own = list.clocks[i * width + k];
+                let before = if i > 0 {
+                    list.prefixes[(i - 1) * width + k]
+                } else {
+                    0
+                };
+                list.prefixes[i * width + k] = own.max(before);
             }
-            list[i].prefix = prefix;
         }
     }
 
