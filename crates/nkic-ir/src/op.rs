@@ -11,9 +11,10 @@
 //! row indirection (`vector_offset`); the backend picks the instruction.
 //!
 //! The `ops!` table below is the single place an op is defined. From it
-//! the macro generates `OpKind`, the mnemonic and engine tables, the field
-//! walk used for operand discovery ([`Op::accesses`]) and by the printer,
-//! and the field parser used by the reader.
+//! the macro generates `OpKind`, the mnemonic table, the field walk used
+//! for operand discovery ([`Op::accesses`]) and by the printer, and the
+//! field parser used by the reader. An op's engines are not written here:
+//! they are its instruction's in `nkic_isa`'s table, found by mnemonic.
 //!
 //! Field roles: `Write` fields are outputs, `Read` fields inputs, `Attr`
 //! fields parameters. A view's dynamic-offset register and an indirect
@@ -78,7 +79,7 @@ pub struct Access<'a> {
 macro_rules! ops {
     ($(
         $(#[$meta:meta])*
-        $variant:ident = $mnemonic:literal, [$($engine:ident),+] {
+        $variant:ident = $mnemonic:literal {
             $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident ),* $(,)?
         }
     )*) => {
@@ -103,11 +104,15 @@ macro_rules! ops {
                 }
             }
 
-            /// The engines that may execute this op.
+            /// The engines that may execute this op: those of its
+            /// instruction in `nkic_isa`'s table (`reg_alloc`, which
+            /// becomes a `reg_set` or nothing, those of `reg_set`).
             pub fn engines(&self) -> &'static [Engine] {
-                match self {
-                    $( OpKind::$variant { .. } => &[$(Engine::$engine),+], )*
-                }
+                let mnemonic = match self {
+                    OpKind::RegAlloc { .. } => "reg_set",
+                    other => other.mnemonic(),
+                };
+                nkic_isa::Op::engines_of(mnemonic).unwrap_or(&[])
             }
 
             /// Visits every field in table order with its name and role.
@@ -148,7 +153,7 @@ ops! {
     /// `dst = src` element by element in row-major order, casting through
     /// fp32 when dtypes differ; with `accumulate`, `dst = dst + src`
     /// (`dma_compute` with `dst` as one source).
-    DmaCopy = "dma_copy", [Dma] {
+    DmaCopy = "dma_copy" {
         dst: View => Write,
         src: View => Read,
         accumulate: bool => Attr,
@@ -158,23 +163,23 @@ ops! {
         priority: Option<u8> => Attr,
     }
     /// `dst = transpose(src)` with the fixed permutation of src's rank.
-    DmaTranspose = "dma_transpose", [Dma] {
+    DmaTranspose = "dma_transpose" {
         dst: View => Write,
         src: View => Read,
         dge: Option<DgeMode> => Attr,
     }
     /// `dst = src` with a dtype conversion through fp32 when dtypes differ.
-    TensorCopy = "tensor_copy", [Vector, Scalar, GpSimd] {
+    TensorCopy = "tensor_copy" {
         dst: View => Write,
         src: View => Read,
     }
     /// Fills `dst` with `value`.
-    Memset = "memset", [Vector, GpSimd] {
+    Memset = "memset" {
         dst: View => Write,
         value: Imm => Attr,
     }
     /// `dst[p, i…] = offset + p·channel_multiplier + Σ i_k·step_k` in int32.
-    Iota = "iota", [GpSimd] {
+    Iota = "iota" {
         dst: View => Write,
         pattern: Vec<Dim> => Attr,
         offset: i32 => Attr,
@@ -184,7 +189,7 @@ ops! {
     // ------------------------------------------------------------ Tensor engine
 
     /// `dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]`.
-    NcMatmul = "nc_matmul", [Tensor] {
+    NcMatmul = "nc_matmul" {
         dst: View => Write,
         stationary: View => Read,
         moving: View => Read,
@@ -199,7 +204,7 @@ ops! {
         tile_size: Option<[u32; 2]> => Attr,
     }
     /// The microscaled matmul of packed x4 operands with e8m0 scales (v4).
-    NcMatmulMx = "nc_matmul_mx", [Tensor] {
+    NcMatmulMx = "nc_matmul_mx" {
         dst: View => Write,
         stationary: View => Read,
         moving: View => Read,
@@ -210,7 +215,7 @@ ops! {
         tile_size: Option<[u32; 2]> => Attr,
     }
     /// `dst[f, p] = src[p, f]` (free dims of src flattened).
-    NcTranspose = "nc_transpose", [Tensor, Vector] {
+    NcTranspose = "nc_transpose" {
         dst: View => Write,
         src: View => Read,
     }
@@ -219,7 +224,7 @@ ops! {
 
     /// `dst = func(src · scale + bias)`, optionally reduced into the ScalarE
     /// accumulators.
-    Activation = "activation", [Scalar] {
+    Activation = "activation" {
         dst: View => Write,
         src: View => Read,
         func: ActFunc => Attr,
@@ -230,7 +235,7 @@ ops! {
         reduce_res: Option<View> => Write,
     }
     /// `activation` with `reduce_cmd=reset_reduce` and a mandatory read-out.
-    ActivationReduce = "activation_reduce", [Scalar] {
+    ActivationReduce = "activation_reduce" {
         dst: View => Write,
         src: View => Read,
         func: ActFunc => Attr,
@@ -240,7 +245,7 @@ ops! {
         reduce_res: View => Write,
     }
     /// Three-stage ScalarE pipeline: two ALU ops, a function, a reduction (v4).
-    Activate2 = "activate2", [Scalar] {
+    Activate2 = "activate2" {
         dst: View => Write,
         src: View => Read,
         func: ActFunc => Attr,
@@ -259,14 +264,14 @@ ops! {
     // ------------------------------------------------------------ Vector engine (and friends)
 
     /// `dst = src0 op src1` element-wise.
-    TensorTensor = "tensor_tensor", [Vector, GpSimd] {
+    TensorTensor = "tensor_tensor" {
         dst: View => Write,
         src0: View => Read,
         src1: View => Read,
         op: AluOp => Attr,
     }
     /// `dst = (src op0 operand0) op1 operand1`.
-    TensorScalar = "tensor_scalar", [Vector, Scalar, GpSimd] {
+    TensorScalar = "tensor_scalar" {
         dst: View => Write,
         src: View => Read,
         op0: AluOp => Attr,
@@ -277,7 +282,7 @@ ops! {
         reverse1: bool => Attr,
     }
     /// `dst = (src op0 operand0) op1 src1`.
-    ScalarTensorTensor = "scalar_tensor_tensor", [Vector] {
+    ScalarTensorTensor = "scalar_tensor_tensor" {
         dst: View => Write,
         src: View => Read,
         op0: AluOp => Attr,
@@ -288,7 +293,7 @@ ops! {
         reverse1: bool => Attr,
     }
     /// `dst = src op0 operand0` plus a row reduction into the Vector accumulators.
-    TensorScalarReduce = "tensor_scalar_reduce", [Vector] {
+    TensorScalarReduce = "tensor_scalar_reduce" {
         dst: View => Write,
         src: View => Read,
         op0: AluOp => Attr,
@@ -300,7 +305,7 @@ ops! {
         reduce_res_negate: bool => Attr,
     }
     /// Running `reg = op1(op0(src[i], imm0), reg); dst[i] = reg` per partition.
-    TensorScalarCumulative = "tensor_scalar_cumulative", [Vector] {
+    TensorScalarCumulative = "tensor_scalar_cumulative" {
         dst: View => Write,
         src: View => Read,
         op0: AluOp => Attr,
@@ -310,7 +315,7 @@ ops! {
         reduce_cmd: ReduceCmd => Attr,
     }
     /// Reduces the last `last_dims` free dims of `src` with `op`.
-    TensorReduce = "tensor_reduce", [Vector] {
+    TensorReduce = "tensor_reduce" {
         dst: View => Write,
         src: View => Read,
         op: AluOp => Attr,
@@ -318,13 +323,13 @@ ops! {
         negate: bool => Attr,
     }
     /// Reduces across partitions into partition row 0 of `dst`.
-    TensorPartitionReduce = "tensor_partition_reduce", [GpSimd] {
+    TensorPartitionReduce = "tensor_partition_reduce" {
         dst: View => Write,
         src: View => Read,
         op: AluOp => Attr,
     }
     /// `r[i] = op1(op0(src0[i], r[i-1]), src1[i])`, `r[-1] = initial`.
-    TensorTensorScan = "tensor_tensor_scan", [Vector] {
+    TensorTensorScan = "tensor_tensor_scan" {
         dst: View => Write,
         src0: View => Read,
         src1: View => Read,
@@ -335,19 +340,19 @@ ops! {
         reverse1: bool => Attr,
     }
     /// `dst[i] = src[i]` where `predicate[i] != 0` (xor `reverse_pred`).
-    TensorCopyPredicated = "tensor_copy_predicated", [Vector] {
+    TensorCopyPredicated = "tensor_copy_predicated" {
         dst: View => Write,
         src: View => Read,
         predicate: View => Read,
         reverse_pred: bool => Attr,
     }
     /// `dst = 1 / src` in fp32.
-    Reciprocal = "reciprocal", [Vector] {
+    Reciprocal = "reciprocal" {
         dst: View => Write,
         src: View => Read,
     }
     /// `dst = exp(src - max_value)`, optionally summed into the accumulators (v4).
-    Exponential = "exponential", [Vector] {
+    Exponential = "exponential" {
         dst: View => Write,
         src: View => Read,
         max_value: Scalar => Read,
@@ -356,7 +361,7 @@ ops! {
         reduce_res: Option<View> => Write,
     }
     /// Keeps `src` where the free index is within two bounds, else `on_false`.
-    RangeSelect = "range_select", [Vector] {
+    RangeSelect = "range_select" {
         dst: View => Write,
         src: View => Read,
         cmp0: AluOp => Attr,
@@ -369,7 +374,7 @@ ops! {
         reduce_res: Option<View> => Write,
     }
     /// `dst = predicate ? on_true : on_false` with an optional max reduction.
-    SelectReduce = "select_reduce", [Vector] {
+    SelectReduce = "select_reduce" {
         dst: View => Write,
         predicate: View => Read,
         on_true: View => Read,
@@ -379,18 +384,18 @@ ops! {
         reduce_res: Option<View> => Write,
     }
     /// The 8 largest values per partition, descending.
-    Max8 = "max8", [Vector] {
+    Max8 = "max8" {
         dst: View => Write,
         src: View => Read,
     }
     /// Index of the first occurrence of each of 8 values per partition.
-    FindIndex8 = "nc_find_index8", [Vector] {
+    FindIndex8 = "nc_find_index8" {
         dst: View => Write,
         src: View => Read,
         vals: View => Read,
     }
     /// Replaces the first occurrence of each of 8 values with `imm`.
-    MatchReplace8 = "nc_match_replace8", [Vector] {
+    MatchReplace8 = "nc_match_replace8" {
         dst: View => Write,
         src: View => Read,
         vals: View => Read,
@@ -398,53 +403,53 @@ ops! {
         dst_idx: Option<View> => Write,
     }
     /// Per-partition count/mean/M2 of even and odd free positions.
-    BnStats = "bn_stats", [Vector] {
+    BnStats = "bn_stats" {
         dst: View => Write,
         src: View => Read,
     }
     /// Combines `(count, mean, M2)` triples into mean and variance.
-    BnAggr = "bn_aggr", [Vector] {
+    BnAggr = "bn_aggr" {
         dst: View => Write,
         src: View => Read,
     }
     /// Quantizes 16-bit `src` into packed MXFP8 `dst` and e8m0 scales (v4).
-    QuantizeMx = "quantize_mx", [Vector] {
+    QuantizeMx = "quantize_mx" {
         dst: View => Write,
         src: View => Read,
         dst_scale: View => Write,
     }
     /// Permutes partitions within each 32-partition quadrant.
-    StreamShuffle = "nc_stream_shuffle", [Vector] {
+    StreamShuffle = "nc_stream_shuffle" {
         dst: View => Write,
         src: View => Read,
         mask: Vec<u8> => Attr,
     }
     /// Random 32-bit values from the engine's per-lane generators,
     /// truncated to `dst`'s integer dtype.
-    Rng = "rng", [Vector, GpSimd] {
+    Rng = "rng" {
         dst: View => Write,
     }
     /// Uniform random floats in `[min, max)` from the Vector generators (v4).
-    Rand2 = "rand2", [Vector] {
+    Rand2 = "rand2" {
         dst: View => Write,
         min: Scalar => Read,
         max: Scalar => Read,
     }
     /// Zeroes each element with probability `prob` (no rescaling).
-    Dropout = "dropout", [Vector] {
+    Dropout = "dropout" {
         dst: View => Write,
         src: View => Read,
         prob: Scalar => Read,
     }
     /// Seeds every lane of the Vector generators from one 32-bit value.
-    SetRngSeed = "set_rng_seed", [Vector] {
+    SetRngSeed = "set_rng_seed" {
         src: View => Read,
     }
 
     // ------------------------------------------------------------ GpSimd engine
 
     /// `dst = cmp(affine value, 0) ? src : on_false`.
-    AffineSelect = "affine_select", [GpSimd] {
+    AffineSelect = "affine_select" {
         dst: View => Write,
         src: View => Read,
         pattern: Vec<Dim> => Attr,
@@ -454,7 +459,7 @@ ops! {
         on_false: Fp32 => Attr,
     }
     /// Gathers free-dim positions shared by each 16-partition core.
-    LocalGather = "local_gather", [GpSimd] {
+    LocalGather = "local_gather" {
         dst: View => Write,
         src: View => Read,
         index: View => Read,
@@ -462,18 +467,18 @@ ops! {
         valid_indices: Option<u32> => Attr,
     }
     /// `dst[p, j] = src_flat[p, indices[p, j]]`.
-    NGather = "nc_n_gather", [GpSimd] {
+    NGather = "nc_n_gather" {
         dst: View => Write,
         src: View => Read,
         indices: View => Read,
     }
     /// Segment start/end indices of sorted segment ids.
-    SequenceBounds = "sequence_bounds", [GpSimd] {
+    SequenceBounds = "sequence_bounds" {
         dst: View => Write,
         src: View => Read,
     }
     /// Positions of nonzero elements and their count, per GpSimd core.
-    NonzeroWithCount = "nonzero_with_count", [GpSimd] {
+    NonzeroWithCount = "nonzero_with_count" {
         dst: View => Write,
         src: View => Read,
         index_offset: i32 => Attr,
@@ -484,30 +489,30 @@ ops! {
 
     /// Defines register `dst`, uninitialised or set to `init`
     /// (`nisa.register_alloc`).
-    RegAlloc = "reg_alloc", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+    RegAlloc = "reg_alloc" {
         dst: RegHandle => Write,
         init: Option<i32> => Attr,
     }
     /// `dst = src` (`nisa.register_move`).
-    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+    RegMove = "reg_move" {
         dst: RegHandle => Write,
         src: RegOrImm => Read,
     }
     /// `dst = a op b` on 32-bit integers (address arithmetic).
-    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+    RegAlu = "reg_alu" {
         dst: RegHandle => Write,
         op: RegAluOp => Attr,
         a: RegHandle => Read,
         b: RegOrImm => Read,
     }
     /// `dst = ` the single element of `src` (`nisa.register_load`).
-    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+    RegLoad = "reg_load" {
         dst: RegHandle => Write,
         src: View => Read,
     }
     /// Writes register `src` into the single element of `dst`
     /// (`nisa.register_store`).
-    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma] {
+    RegStore = "reg_store" {
         dst: View => Write,
         src: RegHandle => Read,
     }
@@ -520,7 +525,7 @@ ops! {
     /// HBM tensor synchronised on; it moves nothing but counts as written,
     /// so accesses of it before the barrier are ordered before it and
     /// accesses after it after it (the machine instruction's `data`).
-    CoreBarrier = "core_barrier", [Tensor, Vector, Scalar, GpSimd, Sync] {
+    CoreBarrier = "core_barrier" {
         data: Option<View> => Write,
     }
 
@@ -530,7 +535,7 @@ ops! {
     /// dtype and shape). Exchanges pair with the other core's in issue
     /// order on the same engine, counted together with the core barriers;
     /// `pipe` is the kernel's `pipe_id`.
-    SendRecv = "sendrecv", [Tensor, Vector, Scalar, GpSimd, Sync] {
+    SendRecv = "sendrecv" {
         dst: View => Write,
         src: View => Read,
         pipe: u8 => Attr,
@@ -717,5 +722,24 @@ fn push_view<'a>(
 impl fmt::Display for OpKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.mnemonic())
+    }
+}
+
+#[cfg(test)]
+mod engine_tests {
+    use super::OpKind;
+
+    /// Every op names an instruction of `nkic_isa`, whose table gives its
+    /// engines (`reg_alloc` takes `reg_set`'s).
+    #[test]
+    fn every_op_takes_its_engines_from_the_isa_table() {
+        for &m in OpKind::MNEMONICS {
+            let isa = if m == "reg_alloc" { "reg_set" } else { m };
+            let engines = nkic_isa::Op::engines_of(isa);
+            assert!(
+                engines.is_some_and(|e| !e.is_empty()),
+                "`{m}` has no instruction in nkic_isa"
+            );
+        }
     }
 }

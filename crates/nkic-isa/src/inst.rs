@@ -134,6 +134,23 @@ macro_rules! instructions {
                 }
             }
 
+            /// The engines that may execute the instruction `mnemonic`:
+            /// how the IR and the API take engines from this table.
+            pub fn engines_of(mnemonic: &str) -> Option<&'static [Engine]> {
+                match mnemonic {
+                    $( $mnemonic => Some(&[$(Engine::$engine),+]), )*
+                    _ => None,
+                }
+            }
+
+            /// The oldest target that has the instruction `mnemonic`.
+            pub fn since_of(mnemonic: &str) -> Option<Target> {
+                match mnemonic {
+                    $( $mnemonic => Some(Target::$since), )*
+                    _ => None,
+                }
+            }
+
             /// Visits every field in table order with its name and role.
             pub fn for_each_field<'s>(&'s self, f: &mut dyn FnMut(&'static str, Role, &'s dyn FieldValue)) {
                 match self {
