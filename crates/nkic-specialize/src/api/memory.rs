@@ -22,7 +22,8 @@ use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
 const DMA: &[Engine] = &[Engine::Dma];
-const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
+/// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
+pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
 const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 const GPSIMD: &[Engine] = &[Engine::GpSimd];

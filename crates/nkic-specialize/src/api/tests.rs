@@ -208,3 +208,47 @@ fn at_least_forty_fixtures_of_each_kind() {
     assert!(fixtures("ok").len() >= 40);
     assert!(fixtures("err").len() >= 40);
 }
+
+/// An `nisa.*` function named after an instruction runs on that
+/// instruction's engines (a subset where the API restricts them; a DMA
+/// also on the engines that may issue it) and exists no earlier than the
+/// instruction: the engine and target facts of `nkic_isa`'s table and of
+/// this table cannot drift apart.
+#[test]
+fn isa_functions_agree_with_the_instruction_table() {
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for d in all() {
+        let Some(mnemonic) = d.name.strip_prefix("nisa.") else {
+            continue;
+        };
+        let (Some(engines), Some(since)) = (
+            nkic_isa::Op::engines_of(mnemonic),
+            nkic_isa::Op::since_of(mnemonic),
+        ) else {
+            continue;
+        };
+        checked += 1;
+        let dma = engines == [nkic_isa::Engine::Dma];
+        let allowed = |e: &nkic_isa::Engine| {
+            engines.contains(e) || (dma && super::memory::DMA_TRIGGER.contains(e))
+        };
+        if let Some(e) = d.engines.iter().find(|e| !allowed(e)) {
+            wrong.push(format!(
+                "{}: engine {e:?} is not one of {engines:?}",
+                d.name
+            ));
+        }
+        if d.since < since {
+            wrong.push(format!(
+                "{}: since {:?} but the instruction since {since:?}",
+                d.name, d.since
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(
+        checked >= 30,
+        "only {checked} nisa functions name an instruction"
+    );
+}
