@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-import ml_dtypes
+import sys
+
 import numpy as np
 
-__all__ = ["to_numpy", "nkic_name", "LOW_PRECISION"]
+__all__ = ["to_numpy", "nkic_name", "LOW_PRECISION", "ML_DTYPES"]
 
-#: nkic dtype name -> NumPy dtype of the host array that holds it.
+#: nkic dtype name -> NumPy dtype of the host array that holds it, for the
+#: dtypes NumPy has.
 _NUMPY: Dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "float16": np.dtype(np.float16),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),
-    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),
-    "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
-    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
     "int8": np.dtype(np.int8),
     "int16": np.dtype(np.int16),
     "int32": np.dtype(np.int32),
@@ -38,6 +35,17 @@ _NUMPY: Dict[str, np.dtype] = {
     "float4_e2m1fn_x4": np.dtype(np.uint32),
 }
 
+#: The dtypes held in ``ml_dtypes`` types of the same name. ``ml_dtypes`` is
+#: imported the first time one is needed (its import takes about a
+#: second), so a session that only uses NumPy's dtypes never pays for it.
+ML_DTYPES = (
+    "bfloat16",
+    "float8_e4m3",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float8_e8m0fnu",
+)
+
 #: The dtypes ``NKI_PRECISE_FP=0`` holds as float32, as the NKI simulator does.
 LOW_PRECISION = frozenset(
     {"bfloat16", "float8_e4m3", "float8_e4m3fn", "float8_e5m2"}
@@ -48,8 +56,22 @@ for _name, _dt in _NUMPY.items():
     _FROM_NUMPY.setdefault(_dt, _name)
 
 
+def _ml_dtypes() -> None:
+    """Adds the ``ml_dtypes`` dtypes to the tables (once)."""
+    if "bfloat16" in _NUMPY:
+        return
+    import ml_dtypes
+
+    for name in ML_DTYPES:
+        dt = np.dtype(getattr(ml_dtypes, name))
+        _NUMPY[name] = dt
+        _FROM_NUMPY.setdefault(dt, name)
+
+
 def to_numpy(name: str) -> np.dtype:
     """The host dtype of nkic's dtype ``name``."""
+    if name in ML_DTYPES:
+        _ml_dtypes()
     return _NUMPY[name]
 
 
@@ -60,7 +82,12 @@ def nkic_name(dtype: Any) -> Optional[str]:
         dt = np.dtype(dtype)
     except TypeError:
         return None
-    return _FROM_NUMPY.get(dt)
+    name = _FROM_NUMPY.get(dt)
+    # An ml_dtypes dtype exists only once its module is loaded.
+    if name is None and "ml_dtypes" in sys.modules:
+        _ml_dtypes()
+        name = _FROM_NUMPY.get(dt)
+    return name
 
 
 def torch_name(dtype: Any) -> Optional[str]:

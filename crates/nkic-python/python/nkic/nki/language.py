@@ -6,18 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from .._tokens import Token, spelled
+from .._dtypes import ML_DTYPES
+from .._tokens import spelled
 
 float32 = np.float32
 float16 = np.float16
-bfloat16 = ml_dtypes.bfloat16
-float8_e4m3 = ml_dtypes.float8_e4m3
-float8_e4m3fn = ml_dtypes.float8_e4m3fn
-float8_e5m2 = ml_dtypes.float8_e5m2
-float8_e8m0fnu = ml_dtypes.float8_e8m0fnu
 int8 = np.int8
 int16 = np.int16
 int32 = np.int32
@@ -40,7 +35,6 @@ class _Limits:
 
 fp32 = _Limits(np.float32)
 fp16 = _Limits(np.float16)
-bf16 = _Limits(ml_dtypes.bfloat16)
 
 
 class tile_size:
@@ -89,7 +83,16 @@ def static_cast(x: Any, dtype: Any) -> Any:
     return np.asarray(x).astype(dtype)
 
 
-def __getattr__(name: str) -> Token:
+def __getattr__(name: str) -> Any:
+    # The ml_dtypes dtypes (and bf16's limits) load ml_dtypes on first use.
+    if name in ML_DTYPES or name == "bf16":
+        import ml_dtypes
+
+        value: Any = (
+            _Limits(ml_dtypes.bfloat16) if name == "bf16" else getattr(ml_dtypes, name)
+        )
+        globals()[name] = value
+        return value
     if name.startswith("__"):
         raise AttributeError(name)
     return spelled("nl", name)
