@@ -463,7 +463,7 @@ fn input_bytes(inputs: &nkic_sim::Inputs, name: &str) -> Vec<u8> {
         .entries
         .iter()
         .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
-        .map(|(_, b)| b.clone())
+        .map(|(_, b)| b.to_vec())
         .unwrap_or_default()
 }
 

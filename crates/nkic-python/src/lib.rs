@@ -226,7 +226,7 @@ impl Program {
                         .find(|(k, _)| matches!(k, InputKey::Name(n) if *n == tensor.name))
                         .map(|(_, b)| b.clone())
                     {
-                        given.insert(tensor.name.as_str(), bytes);
+                        given.insert_shared(tensor.name.as_str(), bytes);
                     }
                 }
             }

@@ -1,6 +1,8 @@
 //! What a run is given: `SimConfig` (stepping policy, poison policy,
 //! limits) and `Inputs` (the kernel's argument bytes).
 
+use std::sync::Arc;
+
 use nkic_isa::TensorId;
 
 /// How the interpreter picks which queue to step next among those whose
@@ -122,9 +124,13 @@ impl From<TensorId> for InputKey {
 /// The kernel's input arguments: raw little-endian bytes of each `input`
 /// or `inout` argument in its declared dtype (`numel × dtype.size()`
 /// bytes, row-major).
+///
+/// The bytes are shared, not copied, with the simulated HBM: a run reads
+/// an input where it lies, and copies it only when the kernel writes it
+/// (an `inout` argument).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
-    pub entries: Vec<(InputKey, Vec<u8>)>,
+    pub entries: Vec<(InputKey, Arc<Vec<u8>>)>,
 }
 
 impl Inputs {
@@ -134,6 +140,11 @@ impl Inputs {
 
     /// Adds an argument's bytes.
     pub fn insert(&mut self, key: impl Into<InputKey>, bytes: Vec<u8>) {
+        self.insert_shared(key, Arc::new(bytes));
+    }
+
+    /// Adds an argument's bytes that the caller shares.
+    pub fn insert_shared(&mut self, key: impl Into<InputKey>, bytes: Arc<Vec<u8>>) {
         self.entries.push((key.into(), bytes));
     }
 

@@ -72,6 +72,7 @@
 //! DMA of them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
 
@@ -693,10 +694,10 @@ pub(crate) fn simulate(
     if let Some(e) = pending {
         return Err(e);
     }
-    res.outputs = collect_outputs(program, &mem, config.poison)?;
     if config.poison == Poison::Precise {
         res.undefined = undefined_outputs(cores, &mem);
     }
+    res.outputs = collect_outputs(program, &mut mem, config.poison)?;
     dumps.sort_by_key(|d| (d.time_ps, rank(d.core, d.queue), d.seq));
     Ok((res, dumps))
 }
@@ -1433,7 +1434,7 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
             ));
         }
         given[id.0 as usize] = true;
-        mem.load_tensor(id.0 as usize, bytes.clone());
+        mem.load_shared(id.0 as usize, Arc::clone(bytes));
     }
     for (id, t) in program.tensors() {
         if matches!(t.kind, TensorKind::Input | TensorKind::InOut) && !given[id.0 as usize] {
@@ -1457,9 +1458,10 @@ fn article(kind: TensorKind) -> &'static str {
     }
 }
 
+/// The outputs' bytes, moved out of `mem` (the last use of it).
 fn collect_outputs(
     program: &Program,
-    mem: &MemoryState,
+    mem: &mut MemoryState,
     poison: Poison,
 ) -> Result<Vec<(String, Vec<u8>)>, SimError> {
     let mut out = Vec::new();
@@ -1467,8 +1469,7 @@ fn collect_outputs(
         if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
             continue;
         }
-        let (bytes, first) = mem.tensor_bytes(id.0 as usize, t.dtype);
-        if let (Some(byte), Poison::Error) = (first, poison) {
+        if let (Some(byte), Poison::Error) = (mem.first_unwritten(id.0 as usize), poison) {
             let mut e = SimError::new(
                 SimErrorKind::UninitialisedRead,
                 format!(
@@ -1482,6 +1483,7 @@ fn collect_outputs(
             e.tensor = Some(t.name.as_str().into());
             return Err(e);
         }
+        let bytes = mem.take_tensor_bytes(id.0 as usize, t.dtype);
         out.push((t.name.clone(), bytes));
     }
     Ok(out)

@@ -36,6 +36,8 @@
 //! run, a broadcast row one run per element). Reads and writes then move
 //! whole runs.
 
+use std::sync::Arc;
+
 use nkic_isa::numerics;
 use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKind};
 
@@ -189,7 +191,9 @@ enum ElemState {
 /// block of `DIRTY_WORDS` words of `init` that `mark` touched, and
 /// `recycle` clears only those blocks.
 pub(crate) struct Space {
-    pub(crate) data: Vec<u8>,
+    /// Shared with the caller's `Inputs` for an input tensor until the
+    /// kernel writes it (`Arc::make_mut` copies it then).
+    pub(crate) data: Arc<Vec<u8>>,
     init: Vec<u64>,
     dirty: Vec<u64>,
     undef: Vec<u64>,
@@ -204,7 +208,7 @@ impl Space {
     fn new(len: usize) -> Space {
         let words = len.div_ceil(64);
         Space {
-            data: vec![0; len],
+            data: Arc::new(vec![0; len]),
             init: vec![0; words],
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
@@ -212,7 +216,7 @@ impl Space {
         }
     }
 
-    fn initialised(bytes: Vec<u8>) -> Space {
+    fn initialised(bytes: Arc<Vec<u8>>) -> Space {
         let n = bytes.len();
         let words = n.div_ceil(64);
         Space {
@@ -657,7 +661,14 @@ impl MemoryState {
     }
 
     /// Sets HBM tensor `index` to `bytes`, all initialised.
+    #[cfg(test)]
     pub fn load_tensor(&mut self, index: usize, bytes: Vec<u8>) {
+        self.load_shared(index, Arc::new(bytes));
+    }
+
+    /// Sets HBM tensor `index` to `bytes` shared with the caller (copied
+    /// at the kernel's first write to it), all initialised.
+    pub fn load_shared(&mut self, index: usize, bytes: Arc<Vec<u8>>) {
         if let Some(t) = self.hbm.get_mut(index) {
             *t = Space::initialised(bytes);
         }
@@ -685,24 +696,32 @@ impl MemoryState {
         out
     }
 
-    /// The bytes of HBM tensor `index`, with the first never-written byte
-    /// if there is one (then the bytes hold poison per the policy).
-    pub fn tensor_bytes(&self, index: usize, dtype: DType) -> (Vec<u8>, Option<usize>) {
-        let Some(t) = self.hbm.get(index) else {
-            return (Vec::new(), None);
+    /// The first never-written byte of HBM tensor `index`, if there is one.
+    pub fn first_unwritten(&self, index: usize) -> Option<usize> {
+        let t = self.hbm.get(index)?;
+        t.first_uninit(0, t.data.len())
+    }
+
+    /// The bytes of HBM tensor `index`, moved out (the run is over: the
+    /// tensor keeps its written bits but no bytes), with poison per the
+    /// policy where a byte was never written.
+    pub fn take_tensor_bytes(&mut self, index: usize, dtype: DType) -> Vec<u8> {
+        let poison = self.poison_bytes(dtype);
+        let Some(t) = self.hbm.get_mut(index) else {
+            return Vec::new();
         };
         let first = t.first_uninit(0, t.data.len());
-        let mut bytes = t.data.clone();
+        let mut bytes =
+            Arc::try_unwrap(std::mem::take(&mut t.data)).unwrap_or_else(|shared| (*shared).clone());
         if first.is_some() {
             let size = dtype.size() as usize;
-            let poison = self.poison_bytes(dtype);
             for (e, chunk) in bytes.chunks_mut(size).enumerate() {
                 if t.first_uninit(e * size, e * size + chunk.len()).is_some() {
                     chunk.copy_from_slice(&poison[..chunk.len()]);
                 }
             }
         }
-        (bytes, first)
+        bytes
     }
 
     /// How many elements of `size` bytes of HBM tensor `index` have a
@@ -1287,7 +1306,8 @@ impl MemoryState {
             let base = v.row_addr(p);
             for &r in &v.runs {
                 let a = (base + r) as usize;
-                space.data[a..a + run_bytes].copy_from_slice(&bytes[k..k + run_bytes]);
+                Arc::make_mut(&mut space.data)[a..a + run_bytes]
+                    .copy_from_slice(&bytes[k..k + run_bytes]);
                 space.mark(a, a + run_bytes);
                 if precise {
                     match &shadow {
@@ -1353,7 +1373,7 @@ impl MemoryState {
             None
         };
         let space = self.space_mut(v.space);
-        space.data[a..a + n].copy_from_slice(&bytes[..n]);
+        Arc::make_mut(&mut space.data)[a..a + n].copy_from_slice(&bytes[..n]);
         space.mark(a, a + n);
         if let Some(o) = shade {
             space.shade(a, a + n, o);

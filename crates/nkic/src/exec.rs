@@ -355,7 +355,7 @@ pub(crate) fn read_inputs_or(
                 .position(|(k, _)| matches!(k, nkic_sim::InputKey::Name(n) if *n == tensor.name))
         {
             let (key, bytes) = rest.entries.swap_remove(i);
-            inputs.insert(key, bytes);
+            inputs.insert_shared(key, bytes);
             continue;
         }
         if matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) && !given {

@@ -375,3 +375,29 @@ fn iota_with_pattern_and_channel_multiplier() {
     let wf: Vec<f32> = want.iter().map(|&v| v as i32 as f32).collect();
     assert_bits(&b.get(&fl), &wf);
 }
+
+#[test]
+fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
+    let p = program(&[("a", DType::F32, &[128, 4], TensorKind::InOut)]);
+    let mut b = Bench::with_program(&p);
+    let given = std::sync::Arc::new(f32_bytes(&[1.0; 128 * 4]));
+    b.mem.load_shared(0, std::sync::Arc::clone(&given));
+    let src = tile(128, 4, 0, DType::F32);
+    b.ok(
+        Queue::Vector,
+        &Op::Memset {
+            dst: src.clone(),
+            value: Imm::Float(Fp32::new(2.0)),
+        },
+    );
+    b.ok(
+        Queue::Dma(0),
+        &dma(hbm(TensorId(0), 128, 4, 0, &[(1, 4)], DType::F32), src),
+    );
+    // The run's copy holds the kernel's write; the caller's bytes do not.
+    assert_eq!(
+        b.mem.take_tensor_bytes(0, DType::F32),
+        f32_bytes(&[2.0; 128 * 4])
+    );
+    assert_eq!(*given, f32_bytes(&[1.0; 128 * 4]));
+}
