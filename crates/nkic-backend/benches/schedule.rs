@@ -15,9 +15,11 @@ use nkic_backend::{BackendConfig, Schedule, compile, lower_bound};
 fn quality_and_speed(c: &mut Criterion) {
     let optimized = BackendConfig {
         schedule: Schedule::Optimized,
+        ..BackendConfig::default()
     };
     let sequential = BackendConfig {
         schedule: Schedule::Sequential,
+        ..BackendConfig::default()
     };
     println!(
         "{:28} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",

@@ -50,7 +50,15 @@ fn tiled_add_adds() {
 fn on_chip_operands_carry_the_kernels_tensor_names() {
     for schedule in [Schedule::Optimized, Schedule::Sequential] {
         let (kernel, sources) = common::load("add_tiled");
-        let program = compile(&kernel, &sources, &BackendConfig { schedule }).expect("compiles");
+        let program = compile(
+            &kernel,
+            &sources,
+            &BackendConfig {
+                schedule,
+                ..BackendConfig::default()
+            },
+        )
+        .expect("compiles");
         let mut adds = 0;
         for stream in &program.queues {
             for (k, inst) in stream.insts.iter().enumerate() {
@@ -150,6 +158,7 @@ fn grid_instances_share_arguments_and_outputs() {
         &sources,
         &BackendConfig {
             schedule: Schedule::Sequential,
+            ..BackendConfig::default()
         },
     )
     .expect("the grid compiles");
@@ -210,8 +219,15 @@ fn grid_instances_that_depend_on_each_other_are_warned_about() {
         let warnings = nkic_backend::launch_warnings(&kernels, &sources, 1);
         let mut outs = Vec::new();
         for schedule in [Schedule::Optimized, Schedule::Sequential] {
-            let program = compile_grid(&kernels, &sources, &BackendConfig { schedule })
-                .expect("the grid compiles");
+            let program = compile_grid(
+                &kernels,
+                &sources,
+                &BackendConfig {
+                    schedule,
+                    ..BackendConfig::default()
+                },
+            )
+            .expect("the grid compiles");
             let inputs = common::inputs(&program, 9);
             let res = common::simulate(&program, &inputs);
             let out = f32s(res.output("a").expect("a is written"));
@@ -318,8 +334,13 @@ t1 = sbuf float32[128, 512] \"acc\" @ kernel.py:40..48
         "dma_copy dst=t0[0:128, 0:512] src=t1[0:128, 0:512] engine=dma".to_owned(),
     );
     let (kernel, sources) = common::load_text(&text);
-    let diags = compile(&kernel, &sources, &BackendConfig::default())
-        .expect_err("sixteen PSUM banks do not fit in eight");
+    // Spilling off: the test is about the overflow error's notes.
+    let config = BackendConfig {
+        no_spill: true,
+        ..BackendConfig::default()
+    };
+    let diags =
+        compile(&kernel, &sources, &config).expect_err("sixteen PSUM banks do not fit in eight");
     assert_eq!(diags[0].code, "E0902");
     let notes = &diags[0].notes;
     // The eight largest sites in first-use order (banks 0..6, then one
@@ -503,7 +524,15 @@ fn independent_work_overlaps_dynamic_loops() {
     // dynamic loop out[i] = exp(x[i]) that touches none of their bytes.
     let (kernel, sources) = common::load("dyn_overlap");
     let build = |schedule| {
-        compile(&kernel, &sources, &BackendConfig { schedule }).expect("dyn_overlap compiles")
+        compile(
+            &kernel,
+            &sources,
+            &BackendConfig {
+                schedule,
+                ..BackendConfig::default()
+            },
+        )
+        .expect("dyn_overlap compiles")
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
     let inputs = common::inputs(&opt, 5);
@@ -564,7 +593,15 @@ fn independent_work_overlaps_dynamic_loops() {
 fn dynamic_loop_iterations_overlap() {
     let (kernel, sources) = common::load("dyn_range");
     let build = |schedule| {
-        compile(&kernel, &sources, &BackendConfig { schedule }).expect("dyn_range compiles")
+        compile(
+            &kernel,
+            &sources,
+            &BackendConfig {
+                schedule,
+                ..BackendConfig::default()
+            },
+        )
+        .expect("dyn_range compiles")
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
     let inputs = common::inputs(&opt, 6);
@@ -686,8 +723,15 @@ fn pe_tiles_get_their_partitions() {
     let (kernel, sources) = common::load_text(&t);
     let mut outputs = Vec::new();
     for schedule in [Schedule::Optimized, Schedule::Sequential] {
-        let program = compile(&kernel, &sources, &BackendConfig { schedule })
-            .unwrap_or_else(|d| panic!("{d:?}"));
+        let program = compile(
+            &kernel,
+            &sources,
+            &BackendConfig {
+                schedule,
+                ..BackendConfig::default()
+            },
+        )
+        .unwrap_or_else(|d| panic!("{d:?}"));
         let tensor = program.stream(Queue::Tensor).unwrap_or_default();
         let mut starts: Vec<(u32, u32)> = tensor
             .iter()
@@ -799,6 +843,7 @@ fn tiles_are_reused_when_capacity_is_short() {
         &sources,
         &BackendConfig {
             schedule: Schedule::Sequential,
+            ..BackendConfig::default()
         },
     )
     .expect("compiles");
