@@ -162,6 +162,16 @@ pub struct BackendConfig {
     pub no_spill: bool,
 }
 
+impl BackendConfig {
+    /// The default options with schedule `schedule`.
+    pub fn scheduled(schedule: Schedule) -> BackendConfig {
+        BackendConfig {
+            schedule,
+            ..BackendConfig::default()
+        }
+    }
+}
+
 /// Compiles one kernel into a program.
 ///
 /// The program's arguments are the kernel's tensor arguments in parameter

@@ -273,15 +273,8 @@ fn kernel_text_with(steps: &[(u8, u8, u8, u8)], dyn_loop: Option<DynLoop>) -> St
 fn schedules_agree(text: &str, seed: u64) -> Result<(), TestCaseError> {
     let (kernel, sources) = common::load_text(text);
     let build = |schedule| {
-        compile(
-            &kernel,
-            &sources,
-            &BackendConfig {
-                schedule,
-                ..BackendConfig::default()
-            },
-        )
-        .unwrap_or_else(|d| panic!("{d:?}\n{text}"))
+        compile(&kernel, &sources, &BackendConfig::scheduled(schedule))
+            .unwrap_or_else(|d| panic!("{d:?}\n{text}"))
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
     let inputs = common::inputs(&opt, seed);

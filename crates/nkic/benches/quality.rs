@@ -475,10 +475,7 @@ fn measure(case: &Case, target: nkic_isa::Target, timeline: bool) -> Result<Row,
         nkic_backend::compile_grid(
             &result.kernels,
             &sources,
-            &BackendConfig {
-                schedule,
-                ..BackendConfig::default()
-            },
+            &BackendConfig::scheduled(schedule),
         )
         .map_err(|d| format!("compilation failed\n{}", render(&d, &sources)))
     };
