@@ -76,7 +76,6 @@ use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{
     Buffer, Handle, Item, Kernel, LoopCtx, Op, OpKind, Role, SrcLoc, Storage, View, overlap,
 };
-use nkic_isa::OobMode;
 
 use crate::alloc::{self, AllocError, MAX_OVERFLOW_SITES, Overflow};
 use crate::codes;
@@ -449,14 +448,7 @@ fn spill_storage(
             let kind = if spill_buffer == Buffer::Sbuf {
                 OpKind::TensorCopy { dst, src }
             } else {
-                OpKind::DmaCopy {
-                    dst,
-                    src,
-                    accumulate: false,
-                    dge: None,
-                    oob: OobMode::Error,
-                    priority: None,
-                }
+                OpKind::dma_copy(dst, src)
             };
             let at = loc.or_else(|| kernel.spans.ops.get(served.1).copied());
             let h = new_op(kernel, kind, ctx, at);

@@ -547,6 +547,19 @@ ops! {
 }
 
 impl OpKind {
+    /// A plain `dma_copy` of `src` into `dst`: no accumulation, faults out
+    /// of bounds, descriptor mode and priority left to the compiler.
+    pub fn dma_copy(dst: View, src: View) -> OpKind {
+        OpKind::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            dge: None,
+            oob: OobMode::Error,
+            priority: None,
+        }
+    }
+
     /// True for the register ops.
     pub fn is_register_op(&self) -> bool {
         matches!(
