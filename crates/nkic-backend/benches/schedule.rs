@@ -13,12 +13,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use nkic_backend::{BackendConfig, Schedule, compile, lower_bound};
 
 fn quality_and_speed(c: &mut Criterion) {
-    let optimized = BackendConfig {
-        schedule: Schedule::Optimized,
-    };
-    let sequential = BackendConfig {
-        schedule: Schedule::Sequential,
-    };
+    let optimized = BackendConfig::scheduled(Schedule::Optimized);
+    let sequential = BackendConfig::scheduled(Schedule::Sequential);
     println!(
         "{:28} {:>12} {:>12} {:>12} {:>12} {:>10} {:>10}",
         "fixture", "optimized", "sequential", "bound", "engine bnd", "opt/bound", "seq/opt"

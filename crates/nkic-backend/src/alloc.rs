@@ -37,6 +37,16 @@
 //! tensor, the tiles of unrolled iterations) are one line, and only the
 //! [`MAX_OVERFLOW_SITES`] largest sites are listed.
 //!
+//! **Spilling.** An overflow also comes back as an [`Overflow`] (where
+//! placement failed and what was alive there; [`allocate_detailed`]).
+//! Unless `BackendConfig::no_spill`, the backend then spills instead of
+//! failing ([`spill`](crate::spill)): it picks the largest storages that
+//! wait longest around that position, splits each one's life into short
+//! pieces around its uses with copies to and from a spill tensor (SBUF to
+//! HBM by DMA, PSUM to SBUF by `tensor_copy`, never inside a matmul
+//! accumulation group), and allocates again, until the kernel fits or
+//! nothing more can be spilled; only then is E0901/E0902 the result.
+//!
 //! # HBM
 //!
 //! Arguments become the program's `.arg` tensors in parameter order, then
@@ -90,6 +100,10 @@ pub struct Layout {
 /// A placed storage: global index, first partition, byte offset.
 type Placed = (usize, u64, u64);
 
+/// A memory that could not be placed: its diagnostics, and the overflow
+/// when that was the reason.
+type PlaceError = (Vec<Diagnostic>, Option<Overflow>);
+
 /// One on-chip storage to place.
 #[derive(Clone, Debug)]
 struct Item {
@@ -109,8 +123,38 @@ struct Memory {
     bank: Option<u64>,
 }
 
+/// Where a memory overflowed: the allocation of one memory that failed
+/// even with slack 0, for the [`spill`](crate::spill) pass.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overflow {
+    pub buffer: Buffer,
+    /// The usable bytes per partition.
+    pub capacity: u64,
+    /// The position where first-fit placement failed: the first use of
+    /// the storage that did not fit.
+    pub at: u32,
+    /// The bytes per partition of the storage that did not fit.
+    pub failed_size: u64,
+    /// The storages alive at `at` (global index, bytes per partition),
+    /// the one that did not fit included.
+    pub alive: Vec<(usize, u64)>,
+}
+
+/// A failed allocation: its diagnostics, and the memories that overflowed
+/// (empty when some other error, E0903–E0905, occurred).
+#[derive(Clone, Debug)]
+pub struct AllocError {
+    pub diags: Vec<Diagnostic>,
+    pub overflows: Vec<Overflow>,
+}
+
 /// Places every storage of `unit`; see the module doc.
 pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diagnostic>> {
+    allocate_detailed(unit, sources).map_err(|e| e.diags)
+}
+
+/// [`allocate`], with the overflows described for spilling.
+pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, AllocError> {
     let f = unit.target.figures();
     let mut layout = Layout {
         placements: vec![None; unit.storages.len()],
@@ -140,6 +184,8 @@ pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diag
     ];
     let required = tile_partitions(unit);
     let mut diags = Vec::new();
+    let mut overflows = Vec::new();
+    let mut other = false;
     for (k, mem) in memories.iter().enumerate() {
         match place_memory(unit, *mem, len, &required, sources) {
             Ok((offsets, slack)) => {
@@ -151,13 +197,22 @@ pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diag
                     });
                 }
             }
-            Err(d) => diags.extend(d),
+            Err((d, overflow)) => {
+                diags.extend(d);
+                match overflow {
+                    Some(o) => overflows.push(o),
+                    None => other = true,
+                }
+            }
         }
+    }
+    if other {
+        overflows.clear();
     }
     if diags.is_empty() {
         Ok(layout)
     } else {
-        Err(diags)
+        Err(AllocError { diags, overflows })
     }
 }
 
@@ -298,7 +353,7 @@ fn place_memory(
     len: u32,
     required: &BTreeMap<usize, Option<u64>>,
     sources: &SourceMap,
-) -> Result<(Vec<Placed>, u32), Vec<Diagnostic>> {
+) -> Result<(Vec<Placed>, u32), PlaceError> {
     let mut diags = Vec::new();
     let mut items = Vec::new();
     for (id, s) in unit.storages.iter().enumerate() {
@@ -419,7 +474,7 @@ fn place_memory(
         }
     }
     if !diags.is_empty() {
-        return Err(diags);
+        return Err((diags, None));
     }
     items.sort_by_key(|i| {
         (
@@ -434,7 +489,22 @@ fn place_memory(
         match first_fit(&items, mem, slack) {
             Ok(offsets) => return Ok((offsets, slack)),
             Err(failed) if slack == 0 => {
-                return Err(vec![overflow_diag(unit, &items, failed, mem, sources)]);
+                let at = items[failed].live.first;
+                let overflow = Overflow {
+                    buffer: mem.buffer,
+                    capacity: mem.capacity,
+                    at,
+                    failed_size: items[failed].size,
+                    alive: items
+                        .iter()
+                        .filter(|i| i.live.first <= at && at <= i.live.last)
+                        .map(|i| (i.id, i.size))
+                        .collect(),
+                };
+                return Err((
+                    vec![overflow_diag(unit, &items, failed, mem, sources)],
+                    Some(overflow),
+                ));
             }
             Err(_) => slack /= 2,
         }

@@ -13,6 +13,9 @@ pub const ADDRESS_OVERLAP: &str = "E0903";
 pub const ADDRESS_OUT_OF_RANGE: &str = "E0904";
 /// A single tensor is larger than its memory.
 pub const TENSOR_TOO_LARGE: &str = "E0905";
+/// A warning: on-chip tensors that did not fit were spilled (SBUF to HBM,
+/// PSUM to SBUF); see [`spill`](crate::spill).
+pub const SPILLED: &str = "E0906";
 /// A kernel with dynamic loops needs more sequencer registers than a queue has.
 pub const TOO_MANY_REGISTERS: &str = "E0910";
 /// Indirect (gather/scatter) views are not compiled yet.

@@ -82,18 +82,25 @@ impl Unit<'_> {
     /// The display name of a storage for messages.
     pub fn storage_label(&self, id: usize, sources: &SourceMap) -> String {
         let s = &self.storages[id];
-        let name = if s.st.name.is_empty() {
-            format!("t{}", s.handle.index())
-        } else {
-            format!("`{}`", s.st.name)
-        };
-        match s.loc {
-            Some(loc) => format!(
-                "{name} allocated at {}",
-                self.kernels[s.inst].describe_loc(loc, Some(sources))
-            ),
-            None => name,
-        }
+        storage_label(&self.kernels[s.inst], s.handle, sources)
+    }
+}
+
+/// The display name of storage `h` of `kernel` for messages: its name (or
+/// `t<n>`) and where it was allocated.
+pub(crate) fn storage_label(kernel: &Kernel, h: Handle<Storage>, sources: &SourceMap) -> String {
+    let st = &kernel.storages[h];
+    let name = if st.name.is_empty() {
+        format!("t{}", h.index())
+    } else {
+        format!("`{}`", st.name)
+    };
+    match kernel.spans.storages.get(h) {
+        Some(&loc) => format!(
+            "{name} allocated at {}",
+            kernel.describe_loc(loc, Some(sources))
+        ),
+        None => name,
     }
 }
 

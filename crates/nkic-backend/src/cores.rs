@@ -45,7 +45,7 @@ use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{Kernel, OpKind, SrcLoc};
 use nkic_isa::{Engine, Launch, Target};
 
-use crate::{BackendConfig, codes, compile_grid};
+use crate::{BackendConfig, codes, compile_grid_with_warnings};
 
 /// The number of physical cores a grid of `instances` instances with grid
 /// shape `grid` runs on (module doc); `lnc` is an explicit request.
@@ -86,8 +86,20 @@ pub fn compile_launch(
     config: &BackendConfig,
     cores: usize,
 ) -> Result<Launch, Vec<Diagnostic>> {
+    compile_launch_with_warnings(kernels, sources, config, cores).map(|(launch, _)| launch)
+}
+
+/// [`compile_launch`], with the compile's warnings (E0906 for spills,
+/// each kept once).
+pub fn compile_launch_with_warnings(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    config: &BackendConfig,
+    cores: usize,
+) -> Result<(Launch, Vec<Diagnostic>), Vec<Diagnostic>> {
     if cores <= 1 || kernels.len() < cores {
-        return compile_grid(kernels, sources, config).map(Launch::single);
+        return compile_grid_with_warnings(kernels, sources, config)
+            .map(|(program, warnings)| (Launch::single(program), warnings));
     }
     let n = kernels.len();
     let parts: Vec<&[Kernel]> = (0..cores)
@@ -99,10 +111,18 @@ pub fn compile_launch(
     }
     let mut programs = Vec::with_capacity(cores);
     let mut errors = Vec::new();
+    let mut warnings: Vec<Diagnostic> = Vec::new();
     for c in 0..cores {
         let part = &kernels[c * n / cores..(c + 1) * n / cores];
-        match compile_grid(part, sources, config) {
-            Ok(p) => programs.push(p),
+        match compile_grid_with_warnings(part, sources, config) {
+            Ok((p, w)) => {
+                programs.push(p);
+                for d in w {
+                    if !warnings.contains(&d) {
+                        warnings.push(d);
+                    }
+                }
+            }
             Err(e) => errors.extend(e),
         }
     }
@@ -132,7 +152,7 @@ pub fn compile_launch(
             .map(|e| Diagnostic::error(code, format!("the two-core launch does not verify: {e}")))
             .collect());
     }
-    Ok(launch)
+    Ok((launch, warnings))
 }
 
 /// One `core_barrier` a core executes: its instance's kernel, the op, the
@@ -276,26 +296,31 @@ fn barrier_mismatches(parts: &[&[Kernel]], sources: &SourceMap) -> Vec<Diagnosti
     diags
 }
 
-/// The capacity errors of a launch without compiling it: SBUF (E0901) and
-/// PSUM (E0902) overflows and the other errors of collecting and
-/// allocating each core's instances (core `c` gets the instances
-/// [`compile_launch`] gives it), so `nkic check` rejects what `run` would
-/// for lack of on-chip memory. The allocator decides, exactly as in
-/// [`compile_launch`]; lowering, scheduling and the simulator do not run.
-/// Each message is kept once (the cores usually run the same code).
-pub fn check_capacity(kernels: &[Kernel], sources: &SourceMap, cores: usize) -> Vec<Diagnostic> {
+/// The capacity diagnostics of a launch without compiling it: SBUF
+/// (E0901) and PSUM (E0902) overflows and the other errors of collecting
+/// and allocating each core's instances (core `c` gets the instances
+/// [`compile_launch`] gives it), or the spill warnings (E0906) when
+/// spilling (unless `config.no_spill`) makes them fit, so `nkic check`
+/// says what `run` would about on-chip memory. The allocator and the
+/// spiller decide, exactly as in [`compile_launch`]; lowering, scheduling
+/// and the simulator do not run. Each message is kept once (the cores
+/// usually run the same code).
+pub fn check_capacity(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    cores: usize,
+    config: &BackendConfig,
+) -> Vec<Diagnostic> {
     let n = kernels.len();
     let cores = if cores <= 1 || n < cores { 1 } else { cores };
     let mut out: Vec<Diagnostic> = Vec::new();
     for c in 0..cores {
         let part = &kernels[c * n / cores..(c + 1) * n / cores];
-        let errors = match crate::collect::collect(part, sources) {
-            Ok(unit) => crate::alloc::allocate(&unit, sources)
-                .err()
-                .unwrap_or_default(),
+        let diags = match crate::spill::fit(part, sources, config.no_spill) {
+            Ok((_, warnings)) => warnings,
             Err(e) => e,
         };
-        for d in errors {
+        for d in diags {
             if !out.contains(&d) {
                 out.push(d);
             }

@@ -14,7 +14,10 @@
 //!    diagnostic. The kernel is checked with `nkic_ir::verify` first.
 //! 2. [`alloc`](mod@alloc): SBUF and PSUM addresses from live ranges,
 //!    multi-buffering where capacity allows, HBM tensors for the arguments,
-//!    outputs and internal HBM storages.
+//!    outputs and internal HBM storages. When the on-chip storages do not
+//!    fit, [`spill`](mod@spill) rewrites copies of the kernels (spill
+//!    copies to HBM or SBUF, warning E0906) and collecting and allocating
+//!    start again on them.
 //! 3. [`lower`](mod@lower): each op becomes an `nkic_isa::Op` over access
 //!    patterns, and the engines it may legally run on are found with the
 //!    program verifier.
@@ -50,8 +53,10 @@
 //!   for a grid on one or two physical cores (an `nkic_isa::Launch`), with
 //!   [`launch_cores`] choosing the cores (a grid of two is LNC=2; see
 //!   [`cores`](mod@cores)).
-//! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]` }`
-//!   (`Default` is optimized).
+//! * [`BackendConfig`]` { schedule: `[`Schedule::Optimized`]` | `[`Schedule::Sequential`]`, no_spill }`
+//!   (`Default` is optimized, spilling on).
+//! * [`compile_grid_with_warnings`] and [`compile_launch_with_warnings`]:
+//!   the same, with the compile's warnings (E0906 for spills).
 //! * [`launch_warnings`]`(&[Kernel], &SourceMap, cores) -> Vec<Diagnostic>`:
 //!   E0913 warnings for instances that one core runs in order and that
 //!   hand data to each other through HBM.
@@ -81,6 +86,7 @@ pub mod dynamic;
 pub mod emit;
 pub mod lower;
 pub mod schedule;
+pub mod spill;
 pub mod sync;
 
 use nkic_diag::{Diagnostic, SourceMap};
@@ -88,7 +94,7 @@ use nkic_ir::Kernel;
 use nkic_isa::Program;
 
 pub use bound::{LowerBound, lower_bound, lower_bound_counted};
-pub use cores::{check_capacity, compile_launch, launch_cores};
+pub use cores::{check_capacity, compile_launch, compile_launch_with_warnings, launch_cores};
 
 /// How the backend orders the program.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -117,7 +123,12 @@ pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) ->
     };
     let mut out: Vec<Diagnostic> = Vec::new();
     for part in parts.into_iter().filter(|p| p.len() > 1) {
-        let Ok(unit) = collect::collect(part, sources) else {
+        // Warnings are about the program that runs: the spilled one when
+        // the kernel needs spilling.
+        let Ok((part, _)) = spill::fit(part, sources, false) else {
+            continue;
+        };
+        let Ok(unit) = collect::collect(&part, sources) else {
             continue;
         };
         let Ok(layout) = alloc::allocate(&unit, sources) else {
@@ -146,6 +157,19 @@ pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) ->
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct BackendConfig {
     pub schedule: Schedule,
+    /// Keep E0901/E0902 for on-chip tensors that do not fit instead of
+    /// spilling them ([`spill`](mod@spill)).
+    pub no_spill: bool,
+}
+
+impl BackendConfig {
+    /// The default options with schedule `schedule`.
+    pub fn scheduled(schedule: Schedule) -> BackendConfig {
+        BackendConfig {
+            schedule,
+            ..BackendConfig::default()
+        }
+    }
 }
 
 /// Compiles one kernel into a program.
@@ -185,20 +209,48 @@ pub fn compile_grid(
     sources: &SourceMap,
     config: &BackendConfig,
 ) -> Result<Program, Vec<Diagnostic>> {
+    compile_grid_with_warnings(kernels, sources, config).map(|(program, _)| program)
+}
+
+/// [`compile_grid`], with the compile's warnings: E0906 when on-chip
+/// tensors were spilled ([`spill`](mod@spill)).
+pub fn compile_grid_with_warnings(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Result<(Program, Vec<Diagnostic>), Vec<Diagnostic>> {
     let unit = collect::collect(kernels, sources)?;
-    let layout = alloc::allocate(&unit, sources)?;
-    let lowered = lower::lower(&unit, &layout, sources)?;
+    match alloc::allocate_detailed(&unit, sources) {
+        Ok(layout) => back_half(&unit, &layout, sources, config).map(|p| (p, Vec::new())),
+        Err(e) if config.no_spill || e.overflows.is_empty() => Err(e.diags),
+        Err(e) => {
+            let spilled = spill::spill(&unit, e, sources)?;
+            let unit = collect::collect(&spilled.kernels, sources)?;
+            let layout = alloc::allocate(&unit, sources)?;
+            back_half(&unit, &layout, sources, config).map(|p| (p, spilled.warnings))
+        }
+    }
+}
+
+/// Lowering, scheduling and emission of an allocated unit.
+fn back_half(
+    unit: &collect::Unit<'_>,
+    layout: &alloc::Layout,
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Result<Program, Vec<Diagnostic>> {
+    let lowered = lower::lower(unit, layout, sources)?;
     if unit.dynamic {
-        return dynamic::emit(&unit, &layout, &lowered, sources, config.schedule);
+        return dynamic::emit(unit, layout, &lowered, sources, config.schedule);
     }
     let graph = deps::build(
-        &unit,
-        &layout,
+        unit,
+        layout,
         &lowered,
         config.schedule,
         deps::Edges::Reduced,
     );
-    let sched = schedule::schedule(&unit, &lowered, &graph, config.schedule);
+    let sched = schedule::schedule(unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
-    emit::emit(&unit, &layout, &lowered, &sched, &waits, sources)
+    emit::emit(unit, layout, &lowered, &sched, &waits, sources)
 }

@@ -273,7 +273,7 @@ fn kernel_text_with(steps: &[(u8, u8, u8, u8)], dyn_loop: Option<DynLoop>) -> St
 fn schedules_agree(text: &str, seed: u64) -> Result<(), TestCaseError> {
     let (kernel, sources) = common::load_text(text);
     let build = |schedule| {
-        compile(&kernel, &sources, &BackendConfig { schedule })
+        compile(&kernel, &sources, &BackendConfig::scheduled(schedule))
             .unwrap_or_else(|d| panic!("{d:?}\n{text}"))
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
@@ -304,5 +304,40 @@ proptest! {
     ) {
         let dyn_loop = DynLoop { start, len, trips, tile };
         schedules_agree(&kernel_text_with(&steps, Some(dyn_loop)), 13)?;
+    }
+}
+
+/// Compiles `text` as it is and with every on-chip tile spilled (twice, so
+/// the SBUF copies of spilled PSUM tiles go to HBM too), and runs both on
+/// the same inputs: spilling must not change a byte of the outputs.
+fn spilling_keeps_outputs(text: &str, seed: u64) -> Result<(), TestCaseError> {
+    let (kernel, sources) = common::load_text(text);
+    let config = BackendConfig::default();
+    let plain = compile(&kernel, &sources, &config).unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let once = nkic_backend::spill::spill_everything(std::slice::from_ref(&kernel), &sources)
+        .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let twice = nkic_backend::spill::spill_everything(&once, &sources)
+        .unwrap_or_else(|d| panic!("{d:?}\n{text}"));
+    let spilled = nkic_backend::compile_grid(&twice, &sources, &config)
+        .unwrap_or_else(|d| panic!("{d:?}\n{text}\n{}", twice[0]));
+    let inputs = common::inputs(&plain, seed);
+    let a = common::simulate(&plain, &inputs);
+    let b = common::simulate(&spilled, &inputs);
+    prop_assert_eq!(
+        a.outputs,
+        b.outputs,
+        "kernel:\n{}\nspilled:\n{}",
+        text,
+        spilled
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn spilling_everything_keeps_the_outputs(steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..40)) {
+        spilling_keeps_outputs(&kernel_text(&steps), 17)?;
     }
 }

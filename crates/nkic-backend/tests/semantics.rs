@@ -50,7 +50,8 @@ fn tiled_add_adds() {
 fn on_chip_operands_carry_the_kernels_tensor_names() {
     for schedule in [Schedule::Optimized, Schedule::Sequential] {
         let (kernel, sources) = common::load("add_tiled");
-        let program = compile(&kernel, &sources, &BackendConfig { schedule }).expect("compiles");
+        let program =
+            compile(&kernel, &sources, &BackendConfig::scheduled(schedule)).expect("compiles");
         let mut adds = 0;
         for stream in &program.queues {
             for (k, inst) in stream.insts.iter().enumerate() {
@@ -148,9 +149,7 @@ fn grid_instances_share_arguments_and_outputs() {
     let seq = compile_grid(
         &kernels,
         &sources,
-        &BackendConfig {
-            schedule: Schedule::Sequential,
-        },
+        &BackendConfig::scheduled(Schedule::Sequential),
     )
     .expect("the grid compiles");
     let args: Vec<_> = opt.args().map(|(_, t)| (t.name.clone(), t.kind)).collect();
@@ -210,7 +209,7 @@ fn grid_instances_that_depend_on_each_other_are_warned_about() {
         let warnings = nkic_backend::launch_warnings(&kernels, &sources, 1);
         let mut outs = Vec::new();
         for schedule in [Schedule::Optimized, Schedule::Sequential] {
-            let program = compile_grid(&kernels, &sources, &BackendConfig { schedule })
+            let program = compile_grid(&kernels, &sources, &BackendConfig::scheduled(schedule))
                 .expect("the grid compiles");
             let inputs = common::inputs(&program, 9);
             let res = common::simulate(&program, &inputs);
@@ -318,8 +317,13 @@ t1 = sbuf float32[128, 512] \"acc\" @ kernel.py:40..48
         "dma_copy dst=t0[0:128, 0:512] src=t1[0:128, 0:512] engine=dma".to_owned(),
     );
     let (kernel, sources) = common::load_text(&text);
-    let diags = compile(&kernel, &sources, &BackendConfig::default())
-        .expect_err("sixteen PSUM banks do not fit in eight");
+    // Spilling off: the test is about the overflow error's notes.
+    let config = BackendConfig {
+        no_spill: true,
+        ..BackendConfig::default()
+    };
+    let diags =
+        compile(&kernel, &sources, &config).expect_err("sixteen PSUM banks do not fit in eight");
     assert_eq!(diags[0].code, "E0902");
     let notes = &diags[0].notes;
     // The eight largest sites in first-use order (banks 0..6, then one
@@ -503,7 +507,8 @@ fn independent_work_overlaps_dynamic_loops() {
     // dynamic loop out[i] = exp(x[i]) that touches none of their bytes.
     let (kernel, sources) = common::load("dyn_overlap");
     let build = |schedule| {
-        compile(&kernel, &sources, &BackendConfig { schedule }).expect("dyn_overlap compiles")
+        compile(&kernel, &sources, &BackendConfig::scheduled(schedule))
+            .expect("dyn_overlap compiles")
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
     let inputs = common::inputs(&opt, 5);
@@ -564,7 +569,7 @@ fn independent_work_overlaps_dynamic_loops() {
 fn dynamic_loop_iterations_overlap() {
     let (kernel, sources) = common::load("dyn_range");
     let build = |schedule| {
-        compile(&kernel, &sources, &BackendConfig { schedule }).expect("dyn_range compiles")
+        compile(&kernel, &sources, &BackendConfig::scheduled(schedule)).expect("dyn_range compiles")
     };
     let (opt, seq) = (build(Schedule::Optimized), build(Schedule::Sequential));
     let inputs = common::inputs(&opt, 6);
@@ -686,7 +691,7 @@ fn pe_tiles_get_their_partitions() {
     let (kernel, sources) = common::load_text(&t);
     let mut outputs = Vec::new();
     for schedule in [Schedule::Optimized, Schedule::Sequential] {
-        let program = compile(&kernel, &sources, &BackendConfig { schedule })
+        let program = compile(&kernel, &sources, &BackendConfig::scheduled(schedule))
             .unwrap_or_else(|d| panic!("{d:?}"));
         let tensor = program.stream(Queue::Tensor).unwrap_or_default();
         let mut starts: Vec<(u32, u32)> = tensor
@@ -797,9 +802,7 @@ fn tiles_are_reused_when_capacity_is_short() {
     let seq = compile(
         &kernel,
         &sources,
-        &BackendConfig {
-            schedule: Schedule::Sequential,
-        },
+        &BackendConfig::scheduled(Schedule::Sequential),
     )
     .expect("compiles");
     let mut distinct: Vec<u64> = offsets(&opt, nkic_isa::Memory::Sbuf)

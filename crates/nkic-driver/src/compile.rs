@@ -15,7 +15,8 @@ use nkic_isa::Launch;
 pub struct Compiled {
     pub launch: Launch,
     pub kernels: Vec<Kernel>,
-    /// The backend's warnings (`nkic_backend::launch_warnings`).
+    /// The backend's warnings: spills (E0906) and
+    /// `nkic_backend::launch_warnings`.
     pub warnings: Vec<Diagnostic>,
 }
 
@@ -45,8 +46,9 @@ pub fn compile_kernels(
     config: &BackendConfig,
 ) -> Result<Compiled, Vec<Diagnostic>> {
     let cores = launch_cores(&kernels, grid, lnc).map_err(|d| vec![d])?;
-    let launch = nkic_backend::compile_launch(&kernels, sources, config, cores)?;
-    let warnings = nkic_backend::launch_warnings(&kernels, sources, cores);
+    let (launch, mut warnings) =
+        nkic_backend::compile_launch_with_warnings(&kernels, sources, config, cores)?;
+    warnings.extend(nkic_backend::launch_warnings(&kernels, sources, cores));
     Ok(Compiled {
         launch,
         kernels,

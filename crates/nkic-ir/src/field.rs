@@ -51,6 +51,10 @@ pub trait FieldValue {
     fn views(&self) -> Vec<&View> {
         Vec::new()
     }
+    /// The views in this field, mutably (the same ones as [`views`](Self::views)).
+    fn views_mut(&mut self) -> Vec<&mut View> {
+        Vec::new()
+    }
     /// The register operands of this field (not views' dynamic offsets).
     fn registers(&self) -> Vec<RegHandle> {
         Vec::new()
@@ -334,6 +338,9 @@ impl FieldValue for View {
     fn views(&self) -> Vec<&View> {
         vec![self]
     }
+    fn views_mut(&mut self) -> Vec<&mut View> {
+        vec![self]
+    }
 }
 
 impl FieldParse for View {
@@ -374,6 +381,12 @@ impl FieldValue for Scalar {
         }
     }
     fn views(&self) -> Vec<&View> {
+        match self {
+            Scalar::Imm(_) => Vec::new(),
+            Scalar::Vector(v) => vec![v],
+        }
+    }
+    fn views_mut(&mut self) -> Vec<&mut View> {
         match self {
             Scalar::Imm(_) => Vec::new(),
             Scalar::Vector(v) => vec![v],
@@ -626,6 +639,9 @@ impl<T: FieldValue> FieldValue for Option<T> {
     }
     fn views(&self) -> Vec<&View> {
         self.as_ref().map(FieldValue::views).unwrap_or_default()
+    }
+    fn views_mut(&mut self) -> Vec<&mut View> {
+        self.as_mut().map(FieldValue::views_mut).unwrap_or_default()
     }
     fn registers(&self) -> Vec<RegHandle> {
         self.as_ref().map(FieldValue::registers).unwrap_or_default()

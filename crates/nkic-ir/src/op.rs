@@ -28,8 +28,8 @@ use nkic_isa::{
 
 use crate::arena::{Entity, Handle};
 use crate::field::{FieldSource, FieldValue};
-use crate::kernel::{LoopCtx, NoReorderGroup, RegHandle};
-use crate::view::View;
+use crate::kernel::{LoopCtx, NoReorderGroup, RegHandle, Storage};
+use crate::view::{Indirection, View};
 
 /// A scalar operand: an fp32 immediate or a `(P, 1)` vector view (one value
 /// per partition, broadcast along the free dims).
@@ -117,6 +117,15 @@ macro_rules! ops {
 
             /// Visits every field in table order with its name and role.
             pub fn for_each_field<'s>(&'s self, f: &mut dyn FnMut(&'static str, Role, &'s dyn FieldValue)) {
+                match self {
+                    $( OpKind::$variant { $($field),* } => {
+                        $( f(stringify!($field), Role::$role, $field); )*
+                    } )*
+                }
+            }
+
+            /// Visits every field mutably in table order with its name and role.
+            pub fn for_each_field_mut(&mut self, f: &mut dyn FnMut(&'static str, Role, &mut dyn FieldValue)) {
                 match self {
                     $( OpKind::$variant { $($field),* } => {
                         $( f(stringify!($field), Role::$role, $field); )*
@@ -543,6 +552,19 @@ ops! {
 }
 
 impl OpKind {
+    /// A plain `dma_copy` of `src` into `dst`: no accumulation, faults out
+    /// of bounds, descriptor mode and priority left to the compiler.
+    pub fn dma_copy(dst: View, src: View) -> OpKind {
+        OpKind::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            dge: None,
+            oob: OobMode::Error,
+            priority: None,
+        }
+    }
+
     /// True for the register ops.
     pub fn is_register_op(&self) -> bool {
         matches!(
@@ -656,6 +678,36 @@ impl Op {
         out
     }
 
+    /// Points every view of storage `from` (index views of indirect
+    /// operands included) at storage `to`, keeping offsets and patterns;
+    /// returns how many views changed. A pass that gives part of a
+    /// storage's life to another storage of the same shape uses it.
+    pub fn retarget(&mut self, from: Handle<Storage>, to: Handle<Storage>) -> usize {
+        fn go(view: &mut View, from: Handle<Storage>, to: Handle<Storage>) -> usize {
+            let mut n = 0;
+            if view.storage == from {
+                view.storage = to;
+                n += 1;
+            }
+            match &mut view.indirect {
+                Some(Indirection::Rows { index } | Indirection::Columns { index }) => {
+                    n + go(index, from, to)
+                }
+                None => n,
+            }
+        }
+        let mut n = 0;
+        self.kind.for_each_field_mut(&mut |_, role, value| {
+            if role == Role::Attr {
+                return;
+            }
+            for view in value.views_mut() {
+                n += go(view, from, to);
+            }
+        });
+        n
+    }
+
     /// The views the op reads (the read set for dependency analysis).
     pub fn read_set(&self) -> Vec<&View> {
         self.accesses()
@@ -741,5 +793,38 @@ mod engine_tests {
                 "`{m}` has no instruction in nkic_isa"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nkic_isa::DType;
+
+    use super::*;
+    use crate::view::ViewDim;
+
+    #[test]
+    fn retarget_moves_every_view_of_a_storage_and_nothing_else() {
+        let a = Handle::<Storage>::from_index(0).expect("handle");
+        let b = Handle::<Storage>::from_index(1).expect("handle");
+        let c = Handle::<Storage>::from_index(2).expect("handle");
+        let view = |t| {
+            View::new(
+                t,
+                DType::F32,
+                0,
+                &[ViewDim::new(4, 128), ViewDim::new(1, 4)],
+            )
+        };
+        let mut op = Op::new(OpKind::TensorTensor {
+            dst: view(a),
+            src0: view(a),
+            src1: view(b),
+            op: nkic_isa::AluOp::Add,
+        });
+        assert_eq!(op.retarget(a, c), 2);
+        let storages: Vec<_> = op.accesses().iter().map(|x| x.view.storage).collect();
+        assert_eq!(storages, [c, c, b]);
+        assert_eq!(op.retarget(a, c), 0);
     }
 }

@@ -9,7 +9,7 @@ use nkic_ir::{
     KernelBuilder, LoopCtx, LoopIter, Op, OpKind, Overlap, PrintOptions, RegOrImm, Scalar, SrcLoc,
     StaticLoopKind, Storage, View, ViewDim, overlap, print, print_with, read, verify,
 };
-use nkic_isa::{ActFunc, AluOp, DType, Engine, Fp32, Imm, OobMode, ReduceCmd, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, Fp32, Imm, ReduceCmd, Target};
 
 fn loc(start: u32, end: u32) -> SrcLoc {
     SrcLoc::new(FileId(0), Span::new(start, end))
@@ -20,14 +20,7 @@ fn helper_loc(start: u32, end: u32) -> SrcLoc {
 }
 
 fn dma(dst: View, src: View) -> OpKind {
-    OpKind::DmaCopy {
-        dst,
-        src,
-        accumulate: false,
-        dge: None,
-        oob: OobMode::Error,
-        priority: None,
-    }
+    OpKind::dma_copy(dst, src)
 }
 
 fn full(b: &KernelBuilder, t: Handle<Storage>) -> View {

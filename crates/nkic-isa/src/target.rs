@@ -89,7 +89,8 @@ pub struct Figures {
     /// Physical SBUF bytes per partition.
     pub sbuf_bytes_per_partition: u32,
     /// Usable SBUF bytes per partition (`tile_size.sbuf_fmax_bytes`); SBUF
-    /// access patterns must stay below this.
+    /// access patterns must stay below this. trn2 uses the whole partition
+    /// (docs/cycle-model.md, "SBUF capacity").
     pub sbuf_usable_bytes_per_partition: u32,
     pub psum_bytes_per_partition: u32,
     pub psum_banks: u32,
@@ -262,7 +263,7 @@ pub static TRN2: Figures = Figures {
     sync_clock_mhz: 1200,
     sbuf_partitions: 128,
     sbuf_bytes_per_partition: 229_376,
-    sbuf_usable_bytes_per_partition: 212_984,
+    sbuf_usable_bytes_per_partition: 229_376,
     psum_bytes_per_partition: 16_384,
     psum_banks: 8,
     psum_bank_bytes: 2048,

@@ -359,7 +359,7 @@ fn parse_target(text: &str) -> PyResult<Target> {
 /// Specializes and compiles the kernel `kernel` of the file `path` (see
 /// the module doc).
 #[pyfunction]
-#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized", precise_fp = true))]
+#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized", precise_fp = true, no_spill = false))]
 #[allow(clippy::too_many_arguments)]
 fn compile(
     py: Python<'_>,
@@ -373,6 +373,7 @@ fn compile(
     search_paths: Vec<String>,
     schedule: &str,
     precise_fp: bool,
+    no_spill: bool,
 ) -> PyResult<Program> {
     let text = std::fs::read_to_string(&path)
         .map_err(|err| PyOSError::new_err(format!("cannot read `{path}`: {err}")))?;
@@ -408,6 +409,7 @@ fn compile(
                 )));
             }
         },
+        no_spill,
     };
     let base_dir = Path::new(&path)
         .parent()

@@ -472,8 +472,12 @@ fn measure(case: &Case, target: nkic_isa::Target, timeline: bool) -> Result<Row,
         ));
     }
     let compile = |schedule| {
-        nkic_backend::compile_grid(&result.kernels, &sources, &BackendConfig { schedule })
-            .map_err(|d| format!("compilation failed\n{}", render(&d, &sources)))
+        nkic_backend::compile_grid(
+            &result.kernels,
+            &sources,
+            &BackendConfig::scheduled(schedule),
+        )
+        .map_err(|d| format!("compilation failed\n{}", render(&d, &sources)))
     };
     let t0 = Instant::now();
     let optimized = compile(Schedule::Optimized)?;

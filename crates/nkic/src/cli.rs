@@ -203,6 +203,10 @@ pub(crate) struct KernelArgs {
     /// The most program instances a launch grid may have.
     #[arg(long, value_name = "N", default_value_t = nkic_specialize::config::DEFAULT_MAX_INSTANCES)]
     max_instances: u64,
+    /// Reject kernels whose SBUF/PSUM tensors do not fit (E0901/E0902)
+    /// instead of spilling them to HBM/SBUF (warning E0906).
+    #[arg(long)]
+    pub(crate) no_spill: bool,
 }
 
 /// `--target`.
@@ -415,9 +419,18 @@ fn check(args: &CheckArgs) -> ExitCode {
                 args.kernel.lnc,
             ) {
                 Err(diag) => reporter.emit(&diag, &sources),
-                // On-chip capacity (E0901/E0902), decided by the allocator as in `run`.
+                // On-chip capacity (E0901/E0902, or spill warnings E0906), decided
+                // by the allocator and the spiller as in `run`.
                 Ok(cores) => reporter.emit_all(
-                    &nkic_backend::check_capacity(&result.kernels, &sources, cores),
+                    &nkic_backend::check_capacity(
+                        &result.kernels,
+                        &sources,
+                        cores,
+                        &nkic_backend::BackendConfig {
+                            no_spill: args.kernel.no_spill,
+                            ..nkic_backend::BackendConfig::default()
+                        },
+                    ),
                     &sources,
                 ),
             }
@@ -465,7 +478,7 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         &result.config.grid,
         kernel.lnc,
         &sources,
-        &args.schedule.config(),
+        &args.schedule.config(kernel.no_spill),
     ) {
         Ok(compiled) => compiled,
         Err(diags) => {
@@ -551,7 +564,7 @@ fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
                 &result.config.grid,
                 args.kernel.lnc,
                 &sources,
-                &args.schedule.config(),
+                &args.schedule.config(args.kernel.no_spill),
             ) {
                 Ok(compiled) => {
                     reporter.emit_all(&compiled.warnings, &sources);

@@ -25,12 +25,14 @@ pub enum ScheduleArg {
 }
 
 impl ScheduleArg {
-    pub fn config(self) -> BackendConfig {
+    /// The backend options of this schedule; `no_spill` is `--no-spill`.
+    pub fn config(self, no_spill: bool) -> BackendConfig {
         BackendConfig {
             schedule: match self {
                 ScheduleArg::Optimized => Schedule::Optimized,
                 ScheduleArg::Sequential => Schedule::Sequential,
             },
+            no_spill,
         }
     }
 }

@@ -231,3 +231,36 @@ fn check_reports_sbuf_overflow_like_run() {
         assert!(text.contains("big.py:11:9"), "{cmd}: {text}");
     }
 }
+
+/// A kernel whose SBUF tiles do not fit is spilled with warning E0906 by
+/// `check` and `run` alike (exit 0), and `--no-spill` keeps E0901 (exit 1)
+/// for every command that takes compile options.
+#[test]
+fn spilling_warns_and_no_spill_keeps_the_overflow_error() {
+    let kernel = "kernels/spill.py";
+    for cmd in ["check", "run"] {
+        let out = nkic(&[cmd, kernel]);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{cmd}: {text}");
+        assert!(
+            text.contains("[E0906] Warning: 10 sbuf tensors did not fit and were spilled to HBM: 20 DMA instructions (10 stores, 10 reloads) move 5242880 bytes"),
+            "{cmd}: {text}"
+        );
+        assert!(text.contains("spill.py:25:13"), "{cmd}: {text}");
+    }
+    for args in [
+        &["check", "--no-spill", kernel][..],
+        &["run", "--no-spill", kernel],
+        &["profile", "--no-spill", kernel],
+        &["compile", "--emit", "asm", "--no-spill", kernel],
+    ] {
+        let out = nkic(args);
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}");
+        assert!(
+            text.contains("[E0901] Error: the kernel's sbuf tensors do not fit"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains("E0906"), "{args:?}: {text}");
+    }
+}

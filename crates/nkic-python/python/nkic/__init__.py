@@ -59,6 +59,7 @@ def simulate(
     lnc: Optional[int] = None,
     grid: Any = None,
     seed: int = 0,
+    no_spill: bool = False,
 ) -> Kernel:
     """The kernel as a callable that compiles (once per argument signature)
     and runs it in nkic's simulator: ``nkic.simulate(k)(a, b)``.
@@ -68,13 +69,15 @@ def simulate(
     ``"trn3"`` or ``"trn2"`` (default: ``NEURON_PLATFORM_TARGET_OVERRIDE``,
     else trn3); ``lnc`` overrides the cores of a launch; ``grid`` is the SPMD
     launch grid (or index the result: ``nkic.simulate(k)[2](a, b)``);
-    ``seed`` fills tensor arguments given as :func:`nkic.tensor` specs.
+    ``seed`` fills tensor arguments given as :func:`nkic.tensor` specs;
+    ``no_spill`` keeps the E0901/E0902 error for on-chip tensors that do not
+    fit instead of spilling them (``nkic --no-spill``).
     The call returns the kernel's outputs as NumPy arrays (torch tensors
     for torch inputs) and updates tensor arguments the kernel writes in
     place.
     """
     base = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
-    changes: Dict[str, Any] = {"seed": seed, "compat": False}
+    changes: Dict[str, Any] = {"seed": seed, "compat": False, "no_spill": no_spill}
     if target is not None:
         changes["target"] = target
     if lnc is not None:
@@ -91,7 +94,7 @@ def jit(fn: Optional[Callable[..., Any]] = None, **options: Any) -> Any:
     Options of ``nki.jit`` that do not change what the kernel computes
     (``mode``, ``platform_target`` checked by the specializer, compiler
     flags) are accepted and ignored here."""
-    known = {k: options[k] for k in ("target", "lnc", "grid", "seed") if k in options}
+    known = {k: options[k] for k in ("target", "lnc", "grid", "seed", "no_spill") if k in options}
 
     def wrap(f: Callable[..., Any]) -> Kernel:
         return simulate(f, **known)

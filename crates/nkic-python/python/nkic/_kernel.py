@@ -355,6 +355,7 @@ class Kernel:
         schedule: str = "optimized",
         trace_dir: Optional[str] = None,
         compat: bool = False,
+        no_spill: bool = False,
     ) -> None:
         if isinstance(fn, Kernel):
             fn = fn.fn
@@ -368,6 +369,9 @@ class Kernel:
         self.seed = seed
         self.poison = poison
         self.schedule = schedule
+        #: Keep E0901/E0902 instead of spilling on-chip tensors that do not
+        #: fit (`nkic --no-spill`).
+        self.no_spill = no_spill
         self.trace_dir = trace_dir
         #: Called through the drop-in `nki` namespaces: faults are raised as
         #: the NKI simulator raises them (a plain IndexError out of bounds).
@@ -392,6 +396,7 @@ class Kernel:
             schedule=self.schedule,
             trace_dir=self.trace_dir,
             compat=self.compat,
+            no_spill=self.no_spill,
         )
         for name, value in changes.items():
             setattr(k, name, value)
@@ -447,6 +452,7 @@ class Kernel:
             lnc,
             self.schedule,
             precise,
+            self.no_spill,
         )
         return _Call(tensors, consts, key)
 
@@ -459,7 +465,7 @@ class Kernel:
             _stats["hits"] += 1
             return entry.program
         src = self.source
-        path, name, _, _, grid, target, lnc, schedule, precise = call.key
+        path, name, _, _, grid, target, lnc, schedule, precise, no_spill = call.key
         search = _search_paths(os.path.dirname(src.path))
         program = _native.compile(
             path,
@@ -472,6 +478,7 @@ class Kernel:
             search_paths=search,
             schedule=schedule,
             precise_fp=precise,
+            no_spill=no_spill,
         )
         _stats["compiles"] += 1
         for text in program.prints:

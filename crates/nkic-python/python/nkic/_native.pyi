@@ -41,5 +41,6 @@ def compile(
     search_paths: List[str] = ...,
     schedule: str = "optimized",
     precise_fp: bool = True,
+    no_spill: bool = False,
 ) -> Program: ...
 def dtype_names() -> List[str]: ...
