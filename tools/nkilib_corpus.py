@@ -15,6 +15,7 @@ vendored: the path is given on the command line. Not run by CI.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -180,6 +181,69 @@ CASES = [
          kernel="mxfp_load_performance_wrapper", args=["tensor=bfloat16[128,4096]"], target="trn3"),
 ]
 
+# core/moe/moe_tkg/test_moe_tkg.py: (vnc, tokens, hidden, intermediate,
+# expert, top_k, act_fn, scale_mode, all_expert, q_dtype, q_type, dtype,
+# clamp, bias); weights [E, H, 2, I] and [E, I, H], affinities [T, E]
+# (bfloat16 all-expert, float32 selective), the clamp limits 7 / 8 / -6.
+CT = "nkilib.core.utils.common_types"
+CLAMP = ["gate_clamp_upper_limit=7.0", "up_clamp_upper_limit=8.0", "up_clamp_lower_limit=-6.0"]
+
+
+def moe_tkg_case(name, t, h, i, e, k, act, all_expert, dtype="float16", bias=True, clamp=True,
+                 scale="POST_SCALE", quant=None, mx=None):
+    """A moe_tkg case with the library's tests' tensor shapes."""
+    kk = e if k is None else k
+    wdt = quant or dtype
+    args = [f"hidden_input={dtype}[{t},{h}]"]
+    if mx:
+        ip = -(-i // 32) * 8 if i < 512 else 128
+        nh, ni = h // 512, -(-i // 512)
+        args += [f"expert_gate_up_weights={mx}[{e},128,2,{nh},{i}]",
+                 f"expert_down_weights={mx}[{e},{ip},{ni},{h}]"]
+    else:
+        args += [f"expert_gate_up_weights={wdt}[{e},{h},2,{i}]", f"expert_down_weights={wdt}[{e},{i},{h}]"]
+    args += [f"expert_affinities={'bfloat16' if all_expert else 'float32'}[{t},{e}]",
+             f"expert_index=int32[{t},{kk}]"]
+    if all_expert and scale != "NO_SCALE":
+        args.append("rank_id=uint32[1,1]")
+    if bias:
+        if mx:
+            args.append(f"expert_gate_up_bias={dtype}[{e},{ip},2,{ni},4]")
+        else:
+            args.append(f"expert_gate_up_bias={dtype}[{e},2,{i}]")
+        args.append(f"expert_down_bias={dtype}[{e},{h}]")
+    if mx:
+        args += [f"expert_gate_up_weights_scale=uint8[{e},16,2,{nh},{i}]",
+                 f"expert_down_weights_scale=uint8[{e},{-(-ip // 8)},{ni},{h}]"]
+    elif quant:
+        args += [f"expert_gate_up_weights_scale=float32[{e},2,{i}]", f"expert_down_weights_scale=float32[{e},{h}]"]
+    consts = [f"is_all_expert={all_expert}", f"expert_affinities_scaling_mode={CT}.ExpertAffinityScaleMode.{scale}",
+              f"activation_fn={CT}.ActFnType.{act}"] + (CLAMP if clamp else [])
+    inputs = {"expert_index": ("topk", e)}
+    if all_expert and scale != "NO_SCALE":
+        inputs["rank_id"] = ("const", 0)
+    return dict(name=name, file="nkilib/core/moe/moe_tkg/moe_tkg.py", kernel="moe_tkg", args=args,
+                consts=consts, grid="2", target="trn3" if mx else "trn2", inputs=inputs)
+
+
+CASES += [
+    moe_tkg_case("moe_tkg_all_4x3072_i64_e4", 4, 3072, 64, 4, None, "Swish", True),
+    moe_tkg_case("moe_tkg_all_32x3072_noscale", 32, 3072, 512, 1, None, "SiLU", True, bias=False,
+                 scale="NO_SCALE"),
+    moe_tkg_case("moe_tkg_all_300x256_e2", 300, 256, 128, 2, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_sel_4x512_e2_k1", 4, 512, 128, 2, 1, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_5x512_e4_k2", 5, 512, 128, 4, 2, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_4x3072_e128_k4", 4, 3072, 192, 128, 4, "Swish", False),
+    moe_tkg_case("moe_tkg_fp8row_all_4x512", 4, 512, 64, 2, None, "SiLU", True, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_fp8row_sel_4x512", 4, 512, 64, 4, 2, "Swish", False, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_mxfp4_all_32x3072", 32, 3072, 3072, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i192", 128, 3072, 192, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_sel_4x3072_e128", 4, 3072, 192, 128, 4, "Swish", False, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+]
+
 
 def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
@@ -197,19 +261,49 @@ def reference(name, inputs):
     raise KeyError(name)
 
 
-def make_inputs(case, out_dir):
-    """Random float32 inputs for a case with a reference, saved as .npy
-    files; returns (inputs, the --input flags)."""
+def parse_arg(a):
+    """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
+    name, spec = a.split("=", 1)
+    dtype, shape = spec.rstrip("]").split("[")
+    return name, dtype, [int(d) for d in shape.split(",")]
+
+
+def special_input(np, rng, kind, dtype, shape):
+    """An input the kernel needs to be valid (indices in range), as the
+    library's tests make it: ("topk", E) draws each row's indices without
+    replacement from range(E); ("randint", lo, hi) is uniform in [lo, hi);
+    ("const", v) fills with v."""
+    if kind[0] == "topk":
+        rows = int(np.prod(shape[:-1]))
+        x = np.stack([rng.choice(kind[1], size=shape[-1], replace=False) for _ in range(rows)])
+        return x.reshape(shape).astype(dtype)
+    if kind[0] == "randint":
+        return rng.integers(kind[1], kind[2], size=shape).astype(dtype)
+    if kind[0] == "const":
+        return np.full(shape, kind[1], dtype=dtype)
+    raise KeyError(kind)
+
+
+def make_inputs(case, out_dir, checked):
+    """The inputs given to `nkic run` as .npy files: every input of a
+    case with a reference (random float32), else only those the case
+    names in "inputs" (the rest are nkic's random inputs); returns
+    (inputs, the --input flags)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     inputs, flags = {}, []
+    special = case.get("inputs", {})
     for a in case.get("args", []):
-        name, spec = a.split("=", 1)
-        dtype, shape = spec.rstrip("]").split("[")
-        if dtype != "float32":
-            raise ValueError("references are written for float32 inputs only")
-        x = rng.standard_normal([int(d) for d in shape.split(",")]).astype(np.float32)
+        name, dtype, shape = parse_arg(a)
+        if name in special:
+            x = special_input(np, rng, special[name], np.dtype(dtype), shape)
+        elif checked:
+            if dtype != "float32":
+                raise ValueError("references are written for float32 inputs only")
+            x = rng.standard_normal(shape).astype(np.float32)
+        else:
+            continue
         path = os.path.join(out_dir, f"in_{name}.npy")
         np.save(path, x)
         inputs[name] = x
@@ -255,7 +349,9 @@ def nkic_cmd(nkic, sub, lib, case):
 def first_error(text):
     for line in text.splitlines():
         if "Error:" in line or line.startswith("error["):
-            return line.strip()[:160]
+            rest = text[text.index(line):].splitlines()
+            where = [w.strip() for w in rest if ",-[" in w][:1]
+            return line.strip()[:160] + (" at " + where[0][3:].rsplit("/", 1)[-1].rstrip(" ]") if where else "")
     return text.strip().splitlines()[-1][:160] if text.strip() else ""
 
 
@@ -265,6 +361,7 @@ def main():
     ap.add_argument("--nkic", default="target/debug/nkic")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--only", metavar="REGEX", help="run only the cases whose name matches REGEX")
     opts = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -272,7 +369,8 @@ def main():
     except ImportError:
         have_numpy = False
     n_spec = n_run = n_match = n_ref = 0
-    for case in CASES:
+    cases = [c for c in CASES if not opts.only or re.search(opts.only, c["name"])]
+    for case in cases:
         t0 = time.monotonic()
         try:
             chk = subprocess.run(nkic_cmd(opts.nkic, "check", opts.library, case),
@@ -287,7 +385,8 @@ def main():
         n_spec += 1
         with tempfile.TemporaryDirectory() as out:
             checked = bool(case.get("ref")) and have_numpy
-            inputs, flags = make_inputs(case, out) if checked else ({}, [])
+            needs = checked or (case.get("inputs") and have_numpy)
+            inputs, flags = make_inputs(case, out, checked) if needs else ({}, [])
             t0 = time.monotonic()
             try:
                 run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags + ["--out", out],
@@ -310,7 +409,7 @@ def main():
             print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run ok ({t_run:.1f}s), {verdict}")
             if opts.verbose:
                 print(run.stdout)
-    total = len(CASES)
+    total = len(cases)
     print(f"\n{n_spec}/{total} specialize, {n_run}/{total} run, {n_match}/{n_ref} match"
           + ("" if have_numpy else " (NumPy not available: no comparisons)"))
 
