@@ -80,6 +80,7 @@ pub mod deps;
 pub mod dynamic;
 pub mod emit;
 pub mod lower;
+pub mod regs;
 pub mod schedule;
 pub mod sync;
 
