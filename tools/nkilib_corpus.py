@@ -312,21 +312,16 @@ def make_inputs(case, out_dir, checked):
 
 
 def compare(case, inputs, out_dir):
-    """True when every output matches the reference (rtol=atol=1e-3 for
-    float32), element by element in row-major order when only the shapes
-    differ (printed)."""
+    """True when every output has the reference's shape and matches it
+    (rtol=atol=1e-3 for float32)."""
     import numpy as np
 
     expected = reference(case["ref"], inputs)
     for i, e in enumerate(expected):
         got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
         if got.shape != e.shape:
-            # nkic writes a returned reshaped view (`out.reshape(shape)`)
-            # with its storage's shape: compare the elements in order.
             print(f"  out{i}: shape {got.shape}, the reference's is {e.shape}")
-            if got.size != e.size:
-                return False
-            got, e = got.ravel(), e.ravel()
+            return False
         if not np.allclose(got, e, rtol=1e-3, atol=1e-3):
             return False
     return True
