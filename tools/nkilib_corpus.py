@@ -258,7 +258,30 @@ def reference(name, inputs):
         x = inputs["input_tensor"]
         return [x.max(axis=-1, keepdims=True).astype(np.float64),
                 x.argmax(axis=-1)[..., None].astype(np.float64)]
+    if name == "gather8":
+        x = inputs["inp"].astype(np.float64)
+        return [np.concatenate([x] * 8, axis=1)]
     raise KeyError(name)
+
+# experimental/collectives/test_sb2sb_allgather.py: (m, k, dtype,
+# tp_degree[, lnc]), ReplicaGroup([list(range(tp_degree))]); the ranks
+# beyond the launch are simulated as replicas (docs/language.md), so the
+# reference is tp_degree copies of the input side by side.
+AG = "nkilib/experimental/collectives/sb2sb_allgather.py"
+CASES += [
+    dict(name="allgather_sb2sb_128x512_tp8", file=AG, kernel="allgather_sb2sb",
+         args=["inp=float32[128,512]"], consts=["replica_groups=ReplicaGroup([list(range(8))])", "tp_degree=8"],
+         target="trn2", ref="gather8"),
+    dict(name="allgather_sb2sb_96x512_tp16_bf16", file=AG, kernel="allgather_sb2sb",
+         args=["inp=bfloat16[96,512]"], consts=["replica_groups=ReplicaGroup([list(range(16))])", "tp_degree=16"],
+         target="trn2"),
+    dict(name="allgather_tiled_256x512_tp4_lnc2", file=AG, kernel="allgather_sb2sb_tiled",
+         args=["inp=bfloat16[256,512]"], consts=["replica_groups=ReplicaGroup([list(range(4))])", "tp_degree=4"],
+         grid="2", target="trn2"),
+    dict(name="allgather_tiled_256x512_tp8_f32", file=AG, kernel="allgather_sb2sb_tiled",
+         args=["inp=float32[256,512]"], consts=["replica_groups=ReplicaGroup([list(range(8))])", "tp_degree=8"],
+         target="trn2", ref="gather8"),
+]
 
 
 def parse_arg(a):
