@@ -283,6 +283,30 @@ CASES += [
          target="trn2", ref="gather8"),
 ]
 
+# core/subkernels/test_rmsnorm_tkg.py and test_layernorm_tkg.py: (lnc,
+# batch, seqlen, hidden, [hidden_actual, hidden_dim_tp,] shard_on_h,
+# dtype); input [B, S, H], gamma (and beta) [1, H], output
+# [128, B*S, H/128] passed in by the caller.
+
+
+def norm_tkg_case(kind, lnc, b, s, h, consts=(), beta=False):
+    args = [f"input=float16[{b},{s},{h}]", f"gamma=float16[1,{h}]",
+            f"output=float16[128,{b * s},{h // 128}]"] + ([f"beta=float16[1,{h}]"] if beta else [])
+    name = f"{kind}_lnc{lnc}_{b}x{s}x{h}" + ("_" + "_".join(c.split("=")[0] for c in consts) if consts else "")
+    return dict(name=name, file=f"nkilib/core/subkernels/{kind}.py", kernel=kind, args=args,
+                consts=list(consts), grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    norm_tkg_case("rmsnorm_tkg", 1, 1, 8, 8192),
+    norm_tkg_case("rmsnorm_tkg", 2, 2, 8, 8192),
+    norm_tkg_case("rmsnorm_tkg", 2, 63, 32, 3072),
+    norm_tkg_case("rmsnorm_tkg", 2, 2, 8, 3072, consts=("hidden_actual=2880", "hidden_dim_tp=True")),
+    norm_tkg_case("rmsnorm_tkg", 2, 1, 1, 8192, consts=("shard_on_h=True",)),
+    norm_tkg_case("layernorm_tkg", 2, 4, 8, 8192, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 128, 1, 8192, consts=("shard_on_h=True",), beta=True),
+]
+
 
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
