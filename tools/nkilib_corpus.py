@@ -307,6 +307,29 @@ CASES += [
     norm_tkg_case("layernorm_tkg", 2, 128, 1, 8192, consts=("shard_on_h=True",), beta=True),
 ]
 
+# core/moe/moe_cte/test_moe_cte_unified.py: (impl, hidden, tokens,
+# experts, block size, top_k, intermediate, dtype, ...); hidden [T+1, H],
+# affinities [(T+1)*E, 1], weights [E, H, 2, I] and [E, I, H], N blocks;
+# block_to_expert and token_position_to_id are made valid (experts in
+# range(E), positions in range(T + 1), T being the padding row).
+
+
+def moe_cte_case(name, impl, h, t, e, blk, i, n, grid=None):
+    spec = f"spec=MoECTESpec(implementation=MoECTEImplementation.{impl}" + (
+        ", shard_on_block=ShardOnBlockConfig())" if "block" in impl else ", shard_on_I=ShardOnIConfig())")
+    return dict(name=name, file="nkilib/core/moe/moe_cte/moe_cte.py", kernel="moe_cte",
+                args=[f"hidden_states=bfloat16[{t + 1},{h}]", f"expert_affinities_masked=bfloat16[{(t + 1) * e},1]",
+                      f"gate_up_proj_weight=bfloat16[{e},{h},2,{i}]", f"down_proj_weight=bfloat16[{e},{i},{h}]",
+                      f"token_position_to_id=int32[{n * blk}]", f"block_to_expert=int32[{n}]"],
+                consts=[f"block_size={blk}", spec], grid=grid, target="trn2",
+                inputs={"token_position_to_id": ("randint", 0, t + 1), "block_to_expert": ("randint", 0, e)})
+
+
+CASES += [
+    moe_cte_case("moe_cte_shard_I_3072_1024_e8", "shard_on_i", 3072, 1024, 8, 512, 2048, 16, grid="2"),
+    moe_cte_case("moe_cte_shard_block_3072_1024_e8", "shard_on_block", 3072, 1024, 8, 512, 2048, 16, grid="2"),
+]
+
 
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
