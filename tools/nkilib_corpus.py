@@ -15,6 +15,7 @@ vendored: the path is given on the command line. Not run by CI.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -180,6 +181,69 @@ CASES = [
          kernel="mxfp_load_performance_wrapper", args=["tensor=bfloat16[128,4096]"], target="trn3"),
 ]
 
+# core/moe/moe_tkg/test_moe_tkg.py: (vnc, tokens, hidden, intermediate,
+# expert, top_k, act_fn, scale_mode, all_expert, q_dtype, q_type, dtype,
+# clamp, bias); weights [E, H, 2, I] and [E, I, H], affinities [T, E]
+# (bfloat16 all-expert, float32 selective), the clamp limits 7 / 8 / -6.
+CT = "nkilib.core.utils.common_types"
+CLAMP = ["gate_clamp_upper_limit=7.0", "up_clamp_upper_limit=8.0", "up_clamp_lower_limit=-6.0"]
+
+
+def moe_tkg_case(name, t, h, i, e, k, act, all_expert, dtype="float16", bias=True, clamp=True,
+                 scale="POST_SCALE", quant=None, mx=None):
+    """A moe_tkg case with the library's tests' tensor shapes."""
+    kk = e if k is None else k
+    wdt = quant or dtype
+    args = [f"hidden_input={dtype}[{t},{h}]"]
+    if mx:
+        ip = -(-i // 32) * 8 if i < 512 else 128
+        nh, ni = h // 512, -(-i // 512)
+        args += [f"expert_gate_up_weights={mx}[{e},128,2,{nh},{i}]",
+                 f"expert_down_weights={mx}[{e},{ip},{ni},{h}]"]
+    else:
+        args += [f"expert_gate_up_weights={wdt}[{e},{h},2,{i}]", f"expert_down_weights={wdt}[{e},{i},{h}]"]
+    args += [f"expert_affinities={'bfloat16' if all_expert else 'float32'}[{t},{e}]",
+             f"expert_index=int32[{t},{kk}]"]
+    if all_expert and scale != "NO_SCALE":
+        args.append("rank_id=uint32[1,1]")
+    if bias:
+        if mx:
+            args.append(f"expert_gate_up_bias={dtype}[{e},{ip},2,{ni},4]")
+        else:
+            args.append(f"expert_gate_up_bias={dtype}[{e},2,{i}]")
+        args.append(f"expert_down_bias={dtype}[{e},{h}]")
+    if mx:
+        args += [f"expert_gate_up_weights_scale=uint8[{e},16,2,{nh},{i}]",
+                 f"expert_down_weights_scale=uint8[{e},{-(-ip // 8)},{ni},{h}]"]
+    elif quant:
+        args += [f"expert_gate_up_weights_scale=float32[{e},2,{i}]", f"expert_down_weights_scale=float32[{e},{h}]"]
+    consts = [f"is_all_expert={all_expert}", f"expert_affinities_scaling_mode={CT}.ExpertAffinityScaleMode.{scale}",
+              f"activation_fn={CT}.ActFnType.{act}"] + (CLAMP if clamp else [])
+    inputs = {"expert_index": ("topk", e)}
+    if all_expert and scale != "NO_SCALE":
+        inputs["rank_id"] = ("const", 0)
+    return dict(name=name, file="nkilib/core/moe/moe_tkg/moe_tkg.py", kernel="moe_tkg", args=args,
+                consts=consts, grid="2", target="trn3" if mx else "trn2", inputs=inputs)
+
+
+CASES += [
+    moe_tkg_case("moe_tkg_all_4x3072_i64_e4", 4, 3072, 64, 4, None, "Swish", True),
+    moe_tkg_case("moe_tkg_all_32x3072_noscale", 32, 3072, 512, 1, None, "SiLU", True, bias=False,
+                 scale="NO_SCALE"),
+    moe_tkg_case("moe_tkg_all_300x256_e2", 300, 256, 128, 2, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_sel_4x512_e2_k1", 4, 512, 128, 2, 1, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_5x512_e4_k2", 5, 512, 128, 4, 2, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_4x3072_e128_k4", 4, 3072, 192, 128, 4, "Swish", False),
+    moe_tkg_case("moe_tkg_fp8row_all_4x512", 4, 512, 64, 2, None, "SiLU", True, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_fp8row_sel_4x512", 4, 512, 64, 4, 2, "Swish", False, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_mxfp4_all_32x3072", 32, 3072, 3072, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i192", 128, 3072, 192, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_sel_4x3072_e128", 4, 3072, 192, 128, 4, "Swish", False, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+]
+
 
 def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
@@ -194,22 +258,122 @@ def reference(name, inputs):
         x = inputs["input_tensor"]
         return [x.max(axis=-1, keepdims=True).astype(np.float64),
                 x.argmax(axis=-1)[..., None].astype(np.float64)]
+    if name == "gather8":
+        x = inputs["inp"].astype(np.float64)
+        return [np.concatenate([x] * 8, axis=1)]
     raise KeyError(name)
 
+# experimental/collectives/test_sb2sb_allgather.py: (m, k, dtype,
+# tp_degree[, lnc]), ReplicaGroup([list(range(tp_degree))]); the ranks
+# beyond the launch are simulated as replicas (docs/language.md), so the
+# reference is tp_degree copies of the input side by side.
+AG = "nkilib/experimental/collectives/sb2sb_allgather.py"
+CASES += [
+    dict(name="allgather_sb2sb_128x512_tp8", file=AG, kernel="allgather_sb2sb",
+         args=["inp=float32[128,512]"], consts=["replica_groups=ReplicaGroup([list(range(8))])", "tp_degree=8"],
+         target="trn2", ref="gather8"),
+    dict(name="allgather_sb2sb_96x512_tp16_bf16", file=AG, kernel="allgather_sb2sb",
+         args=["inp=bfloat16[96,512]"], consts=["replica_groups=ReplicaGroup([list(range(16))])", "tp_degree=16"],
+         target="trn2"),
+    dict(name="allgather_tiled_256x512_tp4_lnc2", file=AG, kernel="allgather_sb2sb_tiled",
+         args=["inp=bfloat16[256,512]"], consts=["replica_groups=ReplicaGroup([list(range(4))])", "tp_degree=4"],
+         grid="2", target="trn2"),
+    dict(name="allgather_tiled_256x512_tp8_f32", file=AG, kernel="allgather_sb2sb_tiled",
+         args=["inp=float32[256,512]"], consts=["replica_groups=ReplicaGroup([list(range(8))])", "tp_degree=8"],
+         target="trn2", ref="gather8"),
+]
 
-def make_inputs(case, out_dir):
-    """Random float32 inputs for a case with a reference, saved as .npy
-    files; returns (inputs, the --input flags)."""
+# core/subkernels/test_rmsnorm_tkg.py and test_layernorm_tkg.py: (lnc,
+# batch, seqlen, hidden, [hidden_actual, hidden_dim_tp,] shard_on_h,
+# dtype); input [B, S, H], gamma (and beta) [1, H], output
+# [128, B*S, H/128] passed in by the caller.
+
+
+def norm_tkg_case(kind, lnc, b, s, h, consts=(), beta=False):
+    args = [f"input=float16[{b},{s},{h}]", f"gamma=float16[1,{h}]",
+            f"output=float16[128,{b * s},{h // 128}]"] + ([f"beta=float16[1,{h}]"] if beta else [])
+    name = f"{kind}_lnc{lnc}_{b}x{s}x{h}" + ("_" + "_".join(c.split("=")[0] for c in consts) if consts else "")
+    return dict(name=name, file=f"nkilib/core/subkernels/{kind}.py", kernel=kind, args=args,
+                consts=list(consts), grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    norm_tkg_case("rmsnorm_tkg", 1, 1, 8, 8192),
+    norm_tkg_case("rmsnorm_tkg", 2, 2, 8, 8192),
+    norm_tkg_case("rmsnorm_tkg", 2, 63, 32, 3072),
+    norm_tkg_case("rmsnorm_tkg", 2, 2, 8, 3072, consts=("hidden_actual=2880", "hidden_dim_tp=True")),
+    norm_tkg_case("rmsnorm_tkg", 2, 1, 1, 8192, consts=("shard_on_h=True",)),
+    norm_tkg_case("layernorm_tkg", 2, 4, 8, 8192, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 128, 1, 8192, consts=("shard_on_h=True",), beta=True),
+]
+
+# core/moe/moe_cte/test_moe_cte_unified.py: (impl, hidden, tokens,
+# experts, block size, top_k, intermediate, dtype, ...); hidden [T+1, H],
+# affinities [(T+1)*E, 1], weights [E, H, 2, I] and [E, I, H], N blocks;
+# block_to_expert and token_position_to_id are made valid (experts in
+# range(E), positions in range(T + 1), T being the padding row).
+
+
+def moe_cte_case(name, impl, h, t, e, blk, i, n, grid=None):
+    spec = f"spec=MoECTESpec(implementation=MoECTEImplementation.{impl}" + (
+        ", shard_on_block=ShardOnBlockConfig())" if "block" in impl else ", shard_on_I=ShardOnIConfig())")
+    return dict(name=name, file="nkilib/core/moe/moe_cte/moe_cte.py", kernel="moe_cte",
+                args=[f"hidden_states=bfloat16[{t + 1},{h}]", f"expert_affinities_masked=bfloat16[{(t + 1) * e},1]",
+                      f"gate_up_proj_weight=bfloat16[{e},{h},2,{i}]", f"down_proj_weight=bfloat16[{e},{i},{h}]",
+                      f"token_position_to_id=int32[{n * blk}]", f"block_to_expert=int32[{n}]"],
+                consts=[f"block_size={blk}", spec], grid=grid, target="trn2",
+                inputs={"token_position_to_id": ("randint", 0, t + 1), "block_to_expert": ("randint", 0, e)})
+
+
+CASES += [
+    moe_cte_case("moe_cte_shard_I_3072_1024_e8", "shard_on_i", 3072, 1024, 8, 512, 2048, 16, grid="2"),
+    moe_cte_case("moe_cte_shard_block_3072_1024_e8", "shard_on_block", 3072, 1024, 8, 512, 2048, 16, grid="2"),
+]
+
+
+def parse_arg(a):
+    """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
+    name, spec = a.split("=", 1)
+    dtype, shape = spec.rstrip("]").split("[")
+    return name, dtype, [int(d) for d in shape.split(",")]
+
+
+def special_input(np, rng, kind, dtype, shape):
+    """An input the kernel needs to be valid (indices in range), as the
+    library's tests make it: ("topk", E) draws each row's indices without
+    replacement from range(E); ("randint", lo, hi) is uniform in [lo, hi);
+    ("const", v) fills with v."""
+    if kind[0] == "topk":
+        rows = int(np.prod(shape[:-1]))
+        x = np.stack([rng.choice(kind[1], size=shape[-1], replace=False) for _ in range(rows)])
+        return x.reshape(shape).astype(dtype)
+    if kind[0] == "randint":
+        return rng.integers(kind[1], kind[2], size=shape).astype(dtype)
+    if kind[0] == "const":
+        return np.full(shape, kind[1], dtype=dtype)
+    raise KeyError(kind)
+
+
+def make_inputs(case, out_dir, checked):
+    """The inputs given to `nkic run` as .npy files: every input of a
+    case with a reference (random float32), else only those the case
+    names in "inputs" (the rest are nkic's random inputs); returns
+    (inputs, the --input flags)."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     inputs, flags = {}, []
+    special = case.get("inputs", {})
     for a in case.get("args", []):
-        name, spec = a.split("=", 1)
-        dtype, shape = spec.rstrip("]").split("[")
-        if dtype != "float32":
-            raise ValueError("references are written for float32 inputs only")
-        x = rng.standard_normal([int(d) for d in shape.split(",")]).astype(np.float32)
+        name, dtype, shape = parse_arg(a)
+        if name in special:
+            x = special_input(np, rng, special[name], np.dtype(dtype), shape)
+        elif checked:
+            if dtype != "float32":
+                raise ValueError("references are written for float32 inputs only")
+            x = rng.standard_normal(shape).astype(np.float32)
+        else:
+            continue
         path = os.path.join(out_dir, f"in_{name}.npy")
         np.save(path, x)
         inputs[name] = x
@@ -218,21 +382,16 @@ def make_inputs(case, out_dir):
 
 
 def compare(case, inputs, out_dir):
-    """True when every output matches the reference (rtol=atol=1e-3 for
-    float32), element by element in row-major order when only the shapes
-    differ (printed)."""
+    """True when every output has the reference's shape and matches it
+    (rtol=atol=1e-3 for float32)."""
     import numpy as np
 
     expected = reference(case["ref"], inputs)
     for i, e in enumerate(expected):
         got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
         if got.shape != e.shape:
-            # nkic writes a returned reshaped view (`out.reshape(shape)`)
-            # with its storage's shape: compare the elements in order.
             print(f"  out{i}: shape {got.shape}, the reference's is {e.shape}")
-            if got.size != e.size:
-                return False
-            got, e = got.ravel(), e.ravel()
+            return False
         if not np.allclose(got, e, rtol=1e-3, atol=1e-3):
             return False
     return True
@@ -255,7 +414,9 @@ def nkic_cmd(nkic, sub, lib, case):
 def first_error(text):
     for line in text.splitlines():
         if "Error:" in line or line.startswith("error["):
-            return line.strip()[:160]
+            rest = text[text.index(line):].splitlines()
+            where = [w.strip() for w in rest if ",-[" in w][:1]
+            return line.strip()[:160] + (" at " + where[0][3:].rsplit("/", 1)[-1].rstrip(" ]") if where else "")
     return text.strip().splitlines()[-1][:160] if text.strip() else ""
 
 
@@ -265,6 +426,7 @@ def main():
     ap.add_argument("--nkic", default="target/debug/nkic")
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--only", metavar="REGEX", help="run only the cases whose name matches REGEX")
     opts = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -272,7 +434,8 @@ def main():
     except ImportError:
         have_numpy = False
     n_spec = n_run = n_match = n_ref = 0
-    for case in CASES:
+    cases = [c for c in CASES if not opts.only or re.search(opts.only, c["name"])]
+    for case in cases:
         t0 = time.monotonic()
         try:
             chk = subprocess.run(nkic_cmd(opts.nkic, "check", opts.library, case),
@@ -287,7 +450,8 @@ def main():
         n_spec += 1
         with tempfile.TemporaryDirectory() as out:
             checked = bool(case.get("ref")) and have_numpy
-            inputs, flags = make_inputs(case, out) if checked else ({}, [])
+            needs = checked or (case.get("inputs") and have_numpy)
+            inputs, flags = make_inputs(case, out, checked) if needs else ({}, [])
             t0 = time.monotonic()
             try:
                 run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags + ["--out", out],
@@ -310,7 +474,7 @@ def main():
             print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run ok ({t_run:.1f}s), {verdict}")
             if opts.verbose:
                 print(run.stdout)
-    total = len(CASES)
+    total = len(cases)
     print(f"\n{n_spec}/{total} specialize, {n_run}/{total} run, {n_match}/{n_ref} match"
           + ("" if have_numpy else " (NumPy not available: no comparisons)"))
 

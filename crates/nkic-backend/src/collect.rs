@@ -65,9 +65,22 @@ pub struct Unit<'k> {
     /// True when some instance has dynamic loops, registers or dynamic
     /// offsets.
     pub dynamic: bool,
+    /// Per instance, the physical register of each virtual register and
+    /// the number of physical registers used ([`crate::regs`]).
+    pub regs: Vec<(Vec<u32>, usize)>,
 }
 
 impl Unit<'_> {
+    /// The physical register of virtual register `r` of instance `inst`.
+    pub fn reg(&self, inst: usize, r: nkic_ir::RegHandle) -> nkic_isa::Reg {
+        let p = self.regs[inst]
+            .0
+            .get(r.index())
+            .copied()
+            .unwrap_or(u32::MAX);
+        nkic_isa::Reg(u8::try_from(p).unwrap_or(u8::MAX))
+    }
+
     /// The global index of storage `h` of instance `inst`.
     ///
     /// Every storage handle of a verified kernel was numbered by
@@ -147,6 +160,7 @@ pub fn collect<'k>(
         args: Vec::new(),
         outputs: Vec::new(),
         dynamic: false,
+        regs: crate::regs::assign_all(kernels),
     };
     let mut offset = 0u32;
     for (inst, k) in kernels.iter().enumerate() {

@@ -26,8 +26,10 @@
 //! top-level DMAs of the optimized schedule on `dma1`… `dma`[`TOP_DMA_QUEUES`]).
 //! Every queue that runs an op (the *participating* queues) also runs all
 //! register ops and the control of every dynamic loop, so each queue has
-//! the values it needs in its own registers (isa.md §2.2): virtual
-//! register `rN` is physical `rN` on every queue; `reg_load` runs on every
+//! the values it needs in its own registers (isa.md §2.2): a virtual
+//! register has the same physical register on every queue (`rN` for
+//! `rN` while they all fit, else shared by live range, [`crate::regs`]),
+//! and `R` below counts physical registers; `reg_load` runs on every
 //! participating queue (each copy is part of the chain), `reg_store` on the
 //! first one. Loop `g` (numbered in source order over the grid) owns the
 //! physical register `r(R + g)`, `R` the largest virtual register count,
@@ -320,12 +322,7 @@ pub fn emit(
     if queues.is_empty() {
         queues.push(Queue::Sync);
     }
-    let max_regs = unit
-        .kernels
-        .iter()
-        .map(|k| k.registers.len())
-        .max()
-        .unwrap_or(0);
+    let max_regs = unit.regs.iter().map(|r| r.1).max().unwrap_or(0);
     let loops: usize = unit.kernels.iter().map(|k| k.dyn_loops.len()).sum();
     let limit = unit.target.figures().sequencer_registers as usize;
     if max_regs + loops > limit {
@@ -387,8 +384,8 @@ pub fn emit(
 }
 
 impl Emitter<'_, '_> {
-    fn reg(r: nkic_ir::RegHandle) -> Reg {
-        Reg(u8::try_from(r.index()).unwrap_or(u8::MAX))
+    fn reg(&self, inst: usize, r: nkic_ir::RegHandle) -> Reg {
+        self.unit.reg(inst, r)
     }
 
     fn label(&mut self) -> Label {
@@ -654,10 +651,11 @@ impl Emitter<'_, '_> {
         };
         let line = self.lines[i];
         self.naming = Some(i);
+        let unit = self.unit;
         let reg_or_imm = |dst: Reg, v: &RegOrImm| match v {
             RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
                 dst,
-                src: Self::reg(*r),
+                src: unit.reg(inst, *r),
             },
             RegOrImm::Imm(value) => nkic_isa::Op::RegSet { dst, value: *value },
         };
@@ -665,18 +663,18 @@ impl Emitter<'_, '_> {
             OpKind::RegAlloc { dst, init } => {
                 if let Some(value) = init {
                     self.everywhere(nkic_isa::Op::RegSet {
-                        dst: Self::reg(*dst),
+                        dst: self.reg(inst, *dst),
                         value: *value,
                     });
                 }
             }
-            OpKind::RegMove { dst, src } => self.everywhere(reg_or_imm(Self::reg(*dst), src)),
+            OpKind::RegMove { dst, src } => self.everywhere(reg_or_imm(self.reg(inst, *dst), src)),
             OpKind::RegAlu { dst, op, a, b } => self.everywhere(nkic_isa::Op::RegAlu {
-                dst: Self::reg(*dst),
+                dst: self.reg(inst, *dst),
                 op: *op,
-                a: Self::reg(*a),
+                a: self.reg(inst, *a),
                 b: match b {
-                    RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(Self::reg(*r)),
+                    RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(self.reg(inst, *r)),
                     RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
                 },
             }),
@@ -689,7 +687,7 @@ impl Emitter<'_, '_> {
                         (
                             q,
                             nkic_isa::Op::RegLoad {
-                                dst: Self::reg(*dst),
+                                dst: self.reg(inst, *dst),
                                 src: ap.clone(),
                             },
                         )
@@ -705,7 +703,7 @@ impl Emitter<'_, '_> {
                         q,
                         nkic_isa::Op::RegStore {
                             dst: ap,
-                            src: Self::reg(*src),
+                            src: self.reg(inst, *src),
                         },
                     )],
                     line,
@@ -725,7 +723,7 @@ impl Emitter<'_, '_> {
         let id = self.unit.sid(inst, view.storage);
         let st = &self.unit.kernels[inst].storages[view.storage];
         let placement = self.lowered_placement(id)?;
-        let reg = view.dyn_offset.map(|d| Self::reg(d.reg));
+        let reg = view.dyn_offset.map(|d| self.reg(inst, d.reg));
         view.to_access_pattern(st, placement, reg).ok()
     }
 
@@ -745,11 +743,11 @@ impl Emitter<'_, '_> {
         {
             let op = match start {
                 RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
-                    dst: Self::reg(iv),
-                    src: Self::reg(*r),
+                    dst: self.reg(inst, iv),
+                    src: self.reg(inst, *r),
                 },
                 RegOrImm::Imm(v) => nkic_isa::Op::RegSet {
-                    dst: Self::reg(iv),
+                    dst: self.reg(inst, iv),
                     value: *v,
                 },
             };
@@ -777,7 +775,7 @@ impl Emitter<'_, '_> {
                     b: nkic_isa::RegOrImm::Imm(i32::try_from(n).unwrap_or(i32::MAX)),
                 });
             }
-            self.loop_control(lp, body_label, cond_label);
+            self.loop_control(inst, lp, body_label, cond_label);
             let done: Vec<SemWait> = queues
                 .values()
                 .map(|&(sem, reg, _)| SemWait {
@@ -865,19 +863,25 @@ impl Emitter<'_, '_> {
                 b: nkic_isa::RegOrImm::Imm(per_iteration),
             });
         }
-        self.loop_control(lp, body_label, cond_label);
+        self.loop_control(inst, lp, body_label, cond_label);
         self.prev = waits;
     }
 
     /// The end of a loop's iteration on every queue: the induction step,
     /// the condition label and the branch back to the body.
-    fn loop_control(&mut self, lp: &nkic_ir::DynLoop, body_label: Label, cond_label: Label) {
+    fn loop_control(
+        &mut self,
+        inst: usize,
+        lp: &nkic_ir::DynLoop,
+        body_label: Label,
+        cond_label: Label,
+    ) {
         match (&lp.kind, lp.induction) {
             (
                 DynLoopKind::Range { stop, step, .. } | DynLoopKind::Fori { stop, step, .. },
                 Some(iv),
             ) => {
-                let iv = Self::reg(iv);
+                let iv = self.reg(inst, iv);
                 self.everywhere(nkic_isa::Op::RegAlu {
                     dst: iv,
                     op: RegAluOp::Add,
@@ -889,7 +893,7 @@ impl Emitter<'_, '_> {
                     cond: BranchCond::Lt,
                     a: iv,
                     b: match stop {
-                        RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(Self::reg(*r)),
+                        RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(self.reg(inst, *r)),
                         RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
                     },
                     target: body_label,
@@ -899,7 +903,7 @@ impl Emitter<'_, '_> {
                 self.everywhere(nkic_isa::Op::Label { label: cond_label });
                 self.everywhere(nkic_isa::Op::Branch {
                     cond: BranchCond::Ne,
-                    a: Self::reg(*cond),
+                    a: self.reg(inst, *cond),
                     b: nkic_isa::RegOrImm::Imm(0),
                     target: body_label,
                 });

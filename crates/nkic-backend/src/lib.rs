@@ -85,6 +85,7 @@ pub mod deps;
 pub mod dynamic;
 pub mod emit;
 pub mod lower;
+pub mod regs;
 pub mod schedule;
 pub mod spill;
 pub mod sync;

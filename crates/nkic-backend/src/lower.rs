@@ -75,11 +75,9 @@ impl Cx<'_, '_> {
         let st = &self.unit.kernels[self.inst].storages[view.storage];
         let placement = self.layout.placements[id]
             .ok_or_else(|| FieldError("a tensor that was never placed".to_owned()))?;
-        // Virtual register `rN` is physical register `rN` on every queue
+        // A virtual register has one physical register on every queue
         // (the dynamic emitter replicates register ops on every queue).
-        let reg = view
-            .dyn_offset
-            .map(|d| nkic_isa::Reg(u8::try_from(d.reg.index()).unwrap_or(u8::MAX)));
+        let reg = view.dyn_offset.map(|d| self.unit.reg(self.inst, d.reg));
         view.to_access_pattern(st, placement, reg)
             .map_err(|e| FieldError(e.to_string()))
     }

@@ -370,6 +370,25 @@ impl KernelBuilder {
         self.kernel.outputs.push(storage);
     }
 
+    /// Gives a returned HBM storage that is not an argument the shape of
+    /// the view the kernel returns (`return out.reshape((B, S, 1))`), when
+    /// the two have as many elements; returns whether it did. Views carry
+    /// their own strides, so no view of the storage changes meaning; the
+    /// caller checks that the returned view is the whole storage in
+    /// row-major order.
+    pub fn reshape_output(&mut self, storage: Handle<Storage>, shape: &[u64]) -> bool {
+        let is_arg = self.kernel.args.iter().any(|a| a.storage == storage);
+        match self.kernel.storages.try_get_mut(storage) {
+            Some(st)
+                if !is_arg && st.buffer.is_hbm() && st.numel() == shape.iter().product::<u64>() =>
+            {
+                st.shape = shape.to_vec();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Moves a private-HBM tensor to `shared_hbm`. Without a launch grid
     /// the two are the same memory; the specializer uses this for kernels
     /// that return an `nl.hbm` tensor (accepted with a warning), since the

@@ -672,9 +672,39 @@ fn run_instance(
             ctx.warnings.push(d);
             ctx.builder.share_storage(t.storage());
         }
+        // A returned reshaped view (`return out.reshape(shape)`) is the
+        // output with the view's shape: the caller gets an array of that
+        // shape, as NKI hands back the returned tensor.
+        let st = &ctx.builder.kernel().storages[t.storage()];
+        if t.shape != st.shape && whole_row_major(&t.view, st) {
+            ctx.builder.reshape_output(t.storage(), &t.shape);
+        }
         ctx.builder.add_output(t.storage());
     }
     Ok(())
+}
+
+/// True when `view` reads every element of `st` once, in row-major order
+/// (a reshape of the whole tensor).
+fn whole_row_major(view: &nkic_ir::View, st: &nkic_ir::Storage) -> bool {
+    if view.offset != 0
+        || view.dyn_offset.is_some()
+        || view.indirect.is_some()
+        || view.dtype != st.dtype
+    {
+        return false;
+    }
+    let mut expected = 1i64;
+    for d in view.dims.iter().rev() {
+        if d.count == 1 {
+            continue;
+        }
+        if d.stride != expected {
+            return false;
+        }
+        expected = expected.saturating_mul(i64::try_from(d.count).unwrap_or(i64::MAX));
+    }
+    u64::try_from(expected).is_ok_and(|n| n == st.numel())
 }
 
 /// A returned SBUF tile (the kernel stored its result elsewhere but

@@ -10,7 +10,7 @@ mod common;
 
 use common::root;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::Value;
 
@@ -30,40 +30,6 @@ fn nkic(args: &[&str]) -> (i32, String, String) {
 
 const ADD: &str = "crates/nkic/tests/lnc/spmd_add_1d.py";
 
-/// A float32 `.npy` file (version 1, C order).
-fn write_f32_npy(path: &Path, shape: &[usize], values: &[f32]) {
-    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-    let mut header = format!(
-        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
-        dims.join(", ")
-    );
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(
-        &u16::try_from(header.len())
-            .expect("short header")
-            .to_le_bytes(),
-    );
-    bytes.extend_from_slice(header.as_bytes());
-    for v in values {
-        bytes.extend_from_slice(&v.to_le_bytes());
-    }
-    std::fs::write(path, bytes).expect("write npy");
-}
-
-/// The float32 payload of a `.npy` file this crate wrote.
-fn read_f32_npy(path: &Path) -> Vec<f32> {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
-    bytes[10 + len..]
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 fn json(text: &str) -> Value {
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
@@ -82,8 +48,8 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
     let b: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 11) % 997) as f32 * -0.021 + 3.5)
         .collect();
-    write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
-    write_f32_npy(&dir.join("b.npy"), &[rows, cols], &b);
+    common::write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
+    common::write_f32_npy(&dir.join("b.npy"), &[rows, cols], &b);
     let a_in = format!("a={}", dir.join("a.npy").display());
     let b_in = format!("b={}", dir.join("b.npy").display());
     let mut outs = Vec::new();
@@ -127,7 +93,7 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
             report["instructions"].as_u64().unwrap_or(0)
         );
         times.push(ns(&report));
-        outs.push(read_f32_npy(&out.join("out0.npy")));
+        outs.push(common::read_f32_npy(&out.join("out0.npy")));
     }
     // NumPy's a + b, element by element in float32.
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
@@ -149,7 +115,7 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
     let serial = json(&stdout);
     assert!(serial.get("cores").is_none(), "{serial}");
     assert!(serial["engines"].get("vector").is_some());
-    assert_eq!(read_f32_npy(&out.join("out0.npy")), want);
+    assert_eq!(common::read_f32_npy(&out.join("out0.npy")), want);
     assert!(
         times[0] < ns(&serial),
         "two cores {} ns, one core {} ns",
@@ -180,7 +146,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
     let x: Vec<f32> = (0..n * n)
         .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
         .collect();
-    write_f32_npy(&dir.join("x.npy"), &[n, n], &x);
+    common::write_f32_npy(&dir.join("x.npy"), &[n, n], &x);
     let x_in = format!("x={}", dir.join("x.npy").display());
     let kernel = "crates/nkic/tests/lnc/sendrecv_swap.py";
     let swapped: Vec<f32> = x[n * n / 2..]
@@ -204,11 +170,11 @@ fn sendrecv_swaps_tiles_between_the_cores() {
         ]);
         assert_eq!(code, 0, "{schedule}: {stderr}");
         assert!(
-            read_f32_npy(&out.join("out0.npy")) == swapped,
+            common::read_f32_npy(&out.join("out0.npy")) == swapped,
             "{schedule}: res"
         );
         assert!(
-            read_f32_npy(&out.join("out1.npy")) == tripled,
+            common::read_f32_npy(&out.join("out1.npy")) == tripled,
             "{schedule}: res3"
         );
     }
@@ -308,7 +274,7 @@ fn an_hbm_fence_self_copy_after_identical_stores_is_no_race() {
     let a: Vec<f32> = (0..rows * cols)
         .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
         .collect();
-    write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
+    common::write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
     let a_in = format!("a={}", dir.join("a.npy").display());
     let out = dir.join("out");
     let out_text = out.display().to_string();
@@ -323,7 +289,7 @@ fn an_hbm_fence_self_copy_after_identical_stores_is_no_race() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("E2008"), "{stderr}");
     let want: Vec<f32> = a.iter().map(|x| x * 2.0).collect();
-    assert_eq!(read_f32_npy(&out.join("out0.npy")), want);
+    assert_eq!(common::read_f32_npy(&out.join("out0.npy")), want);
 }
 
 /// The golden exchange fixture without its barriers: each core's read of

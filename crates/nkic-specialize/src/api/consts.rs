@@ -365,6 +365,7 @@ pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
             })
         }
         Namespace::Sub("nl.tile_size") => tile_size(ctx.target(), attr).map(Value::Int),
+        Namespace::Collectives => table::find_in("collectives", attr).map(Value::Api),
         // Legacy direct allocation: `ncc.sbuf.mod_alloc(...)` and friends.
         Namespace::Sub(name) if name.starts_with("ncc.") => {
             table::find_in(name, attr).map(Value::Api)

@@ -757,11 +757,14 @@ fn matmul_checks(
             "mixed fp8 formats",
         ));
     }
-    let ok_dst = match dst.dtype() {
-        DType::F32 => true,
-        DType::BF16 => target >= Target::Trn3,
-        d => f.transpose && d == s.dtype(),
-    };
+    // A transpose passes the data through: its PSUM result has the input's
+    // dtype on every target.
+    let ok_dst = (f.transpose && dst.dtype() == s.dtype())
+        || match dst.dtype() {
+            DType::F32 => true,
+            DType::BF16 => target >= Target::Trn3,
+            _ => false,
+        };
     if !ok_dst {
         let allowed = if target >= Target::Trn3 {
             "float32 or bfloat16"

@@ -90,6 +90,7 @@
 pub mod blocks;
 pub mod check;
 pub mod codes;
+pub mod collectives;
 pub mod consts;
 pub mod emit;
 pub mod isa_compute;
@@ -158,7 +159,7 @@ const REMOVED: &[(&str, &str)] = &[
     ),
     (
         "nl.all_reduce",
-        "collectives are not part of `nki.language` any more; nkic does not implement them",
+        "use `nki.collectives.all_reduce(dsts, srcs, op, replica_group)`",
     ),
     (
         "nl.static_cast",

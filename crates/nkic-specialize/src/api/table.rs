@@ -158,6 +158,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::isa_more::DEFS,
     super::view_more::DEFS,
     super::nl_more::DEFS,
+    super::collectives::DEFS,
 ];
 
 /// Every definition in registry order; `ApiFn(i)` is entry `i`.

@@ -32,3 +32,68 @@ pub fn run_nkic(args: &[&str]) -> Output {
         .output()
         .expect("the nkic binary runs")
 }
+
+/// Writes a float32 `.npy` file (version 1, C order).
+#[allow(dead_code)]
+pub fn write_f32_npy(path: &std::path::Path, shape: &[usize], values: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let mut header = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
+        dims.join(", ")
+    );
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(
+        &u16::try_from(header.len())
+            .expect("short header")
+            .to_le_bytes(),
+    );
+    bytes.extend_from_slice(header.as_bytes());
+    for v in values {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(path, bytes).expect("write npy");
+}
+
+/// The float32 payload of a version 1 `.npy` file.
+#[allow(dead_code)]
+pub fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    bytes[10 + len..]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Runs `nkic run KERNEL --input NAME=<values as .npy> --out DIR` in a
+/// fresh temporary directory, asserts success and returns the `--out`
+/// directory (the caller removes `dir`'s parent when done).
+#[allow(dead_code)]
+pub fn run_with_input(
+    suite: &str,
+    kernel: &str,
+    name: &str,
+    shape: &[usize],
+    values: &[f32],
+) -> PathBuf {
+    let dir = temp_dir(suite, name);
+    let input = dir.join(format!("{name}.npy"));
+    write_f32_npy(&input, shape, values);
+    let input_flag = format!("{name}={}", input.display());
+    let out_dir = dir.join("out");
+    let out = run_nkic(&[
+        "run",
+        kernel,
+        "--input",
+        &input_flag,
+        "--out",
+        out_dir.to_str().expect("utf-8 path"),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    out_dir
+}

@@ -1,0 +1,38 @@
+//! `nki.collectives` over the two cores of an LNC=2 launch (issue 13):
+//! `all_gather` and `all_reduce` over the group `[[0, 1]]` exchange the
+//! cores' tiles and compute the real result
+//! (`collectives/all_gather_lnc2.py`).
+
+mod common;
+
+#[test]
+fn all_gather_and_all_reduce_over_the_two_cores() {
+    // x[r, c] = 32 r + c.
+    let x: Vec<f32> = (0..128 * 32).map(|v| v as f32).collect();
+    let out_dir = common::run_with_input(
+        "collectives",
+        "crates/nkic/tests/collectives/all_gather_lnc2.py",
+        "x",
+        &[128, 32],
+        &x,
+    );
+    let gathered = common::read_f32_npy(&out_dir.join("out0.npy"));
+    let summed = common::read_f32_npy(&out_dir.join("out1.npy"));
+    for r in 0..128 {
+        let row = r % 64;
+        for c in 0..64 {
+            // Core 0's tile (rows 0..64 of x) first, then core 1's.
+            let want = if c < 32 {
+                x[row * 32 + c]
+            } else {
+                x[(row + 64) * 32 + c - 32]
+            };
+            assert_eq!(gathered[r * 64 + c], want, "gathered[{r}, {c}]");
+        }
+        for c in 0..32 {
+            let want = x[row * 32 + c] + x[(row + 64) * 32 + c];
+            assert_eq!(summed[r * 32 + c], want, "summed[{r}, {c}]");
+        }
+    }
+    let _ = std::fs::remove_dir_all(out_dir.parent().expect("a temporary directory"));
+}
