@@ -292,3 +292,26 @@ def test_torch_tensors_come_back_as_torch(rng):
     acc = torch.zeros(128, 64)
     k.accumulate_into(acc, b)
     assert torch.equal(acc, b)
+
+
+def test_spilling_and_no_spill(rng):
+    # The bundled kernel keeps 256 KiB per partition of tiles alive: the
+    # compiler spills (warning E0906) with the same result; no_spill=True
+    # keeps the capacity error.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    sys.path.insert(0, os.path.join(root, "kernels"))
+    try:
+        from spill import spill
+    finally:
+        sys.path.pop(0)
+    x = rng.standard_normal((128, 512), dtype=np.float32)
+    want = x * np.float32(128)
+    for n in range(127, 0, -1):
+        want = want + x * np.float32(n)
+    with pytest.warns(nkic.NkicWarning, match="E0906"):
+        assert "E0906" in [w["code"] for w in nkic.check(spill, x)]
+    # The same compile: the cache has it, and its warning was given once.
+    np.testing.assert_array_equal(nkic.simulate(spill)(x), want)
+    with pytest.raises(nkic.CompileError) as err:
+        nkic.simulate(spill, no_spill=True)(x)
+    assert err.value.codes == ["E0901"]
