@@ -2,9 +2,10 @@
 //! quality benches: the cases of issue 15 item 4 ("cost that grows
 //! linearly with the program").
 
-/// `n` `tensor_scalar` ops in a row on one tile: a chain where each op
-/// reads what the previous one wrote (`n + 2` instructions).
-pub fn sequential_tensor_scalar(n: usize) -> String {
+/// A kernel `name(a)` on `[128, 8]` float32 tiles: `body` (lines indented
+/// by four spaces) runs between the allocation of the output `out` and
+/// `return out`.
+fn kernel(name: &str, body: &str) -> String {
     format!(
         "import nki
 import nki.isa as nisa
@@ -12,77 +13,68 @@ import nki.language as nl
 
 
 @nki.jit
-def chain(a):
+def {name}(a):
     out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+{body}    return out
+"
+    )
+}
+
+/// `n` `tensor_scalar` ops in a row on one tile: a chain where each op
+/// reads what the previous one wrote (`n + 2` instructions).
+pub fn sequential_tensor_scalar(n: usize) -> String {
+    kernel(
+        "chain",
+        &format!(
+            "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     for i in nl.sequential_range({n}):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=1.0)
     nisa.dma_copy(dst=out, src=t)
-    return out
 "
+        ),
     )
 }
 
 /// `n` memsets of tiles nothing reads, then one stored tile.
 pub fn independent_memsets(n: usize) -> String {
-    format!(
-        "import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def memsets(a):
-    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    for i in nl.affine_range({n}):
+    kernel(
+        "memsets",
+        &format!(
+            "    for i in nl.affine_range({n}):
         t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(dst=t, value=1.0)
     t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=t, value=2.0)
     nisa.dma_copy(dst=out, src=t)
-    return out
 "
+        ),
     )
 }
 
 /// A three-instruction kernel, for a launch grid of many instances.
 pub fn grid_instance() -> String {
-    "import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def scale(a):
-    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    kernel(
+        "scale",
+        "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     u = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=2.0)
     nisa.dma_copy(dst=out, src=u)
-    return out
-"
-    .to_owned()
+",
+    )
 }
 
 /// A dynamic loop that never ends in practice (a billion iterations): the
 /// run must stop with E2007 at the simulated-time limit.
 pub fn runaway_loop() -> String {
-    "import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def runaway(a):
-    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    kernel(
+        "runaway",
+        "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     for i in nl.dynamic_range(1000000000):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=1.0)
     nisa.dma_copy(dst=out, src=t)
-    return out
-"
-    .to_owned()
+",
+    )
 }
