@@ -68,6 +68,10 @@ pub enum Builtin {
     NpLog2,
     /// `np.dtype(x)`: the dtype `x` names.
     NpDtype,
+    /// `np.finfo(dtype)` / `np.iinfo(dtype)`: the dtype's limits
+    /// (`NumInfo`).
+    NpFinfo,
+    NpIinfo,
     NpExp,
     /// `@dataclass` / `@dataclass(...)`.
     Dataclass,
@@ -180,6 +184,8 @@ impl Builtin {
             B::NpFloor => "numpy.floor",
             B::NpLog2 => "numpy.log2",
             B::NpDtype => "numpy.dtype",
+            B::NpFinfo => "numpy.finfo",
+            B::NpIinfo => "numpy.iinfo",
             B::NpExp => "numpy.exp",
             B::Dataclass => "dataclass",
             B::DataclassField => "field",
@@ -314,6 +320,8 @@ pub(crate) fn module_attr(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Va
             "floor" => b(B::NpFloor),
             "log2" => b(B::NpLog2),
             "dtype" => b(B::NpDtype),
+            "finfo" => b(B::NpFinfo),
+            "iinfo" => b(B::NpIinfo),
             "exp" => b(B::NpExp),
             "inf" => Some(Value::Float(f64::INFINITY)),
             "pi" => Some(Value::Float(std::f64::consts::PI)),
@@ -962,6 +970,36 @@ impl Ctx<'_> {
                         "not a dtype",
                     )
                 })
+            }
+            B::NpFinfo | B::NpIinfo => {
+                let x = self.one_arg(args, name, span)?;
+                let float = b == B::NpFinfo;
+                match &x.value {
+                    Value::DType(d) if d.is_float() == float && NumInfo::known(*d) => {
+                        Ok(Value::Ext(Rc::new(NumInfo { dtype: *d })))
+                    }
+                    v => Err(self.error(
+                        codes::VALUE_ERROR,
+                        format!(
+                            "`{name}` needs {} dtype, found {}",
+                            if float {
+                                "a floating-point"
+                            } else {
+                                "an integer"
+                            },
+                            match v {
+                                Value::DType(d) => d.name().to_owned(),
+                                v => format::a_type(v),
+                            }
+                        ),
+                        x.span,
+                        if float {
+                            "not a float dtype"
+                        } else {
+                            "not an integer dtype"
+                        },
+                    )),
+                }
             }
             B::Exception(kind) => {
                 let parts: Vec<String> = args
@@ -1902,6 +1940,82 @@ impl Ctx<'_> {
             step,
             no_reorder,
         })))
+    }
+}
+
+/// The result of `np.finfo(dtype)` or `np.iinfo(dtype)`: NumPy's
+/// (and `ml_dtypes`') limits of `dtype`, read through attributes.
+#[derive(Debug)]
+pub(crate) struct NumInfo {
+    pub(crate) dtype: DType,
+}
+
+impl NumInfo {
+    /// Whether the limits of `dt` are known (every plain float and
+    /// integer dtype; not the packed x4 or MX ones).
+    fn known(dt: DType) -> bool {
+        NumInfo { dtype: dt }.attr("max").is_some()
+    }
+
+    /// `info.attr`: `bits`, `dtype`, `min`, `max`; for floats also `eps`,
+    /// `tiny` and `smallest_normal`.
+    pub(crate) fn attr(&self, attr: &str) -> Option<Value> {
+        let dt = self.dtype;
+        match attr {
+            "bits" => return Some(Value::Int(i64::from(dt.size()) * 8)),
+            "dtype" => return Some(Value::DType(dt)),
+            _ => {}
+        }
+        if dt.is_float() {
+            // (largest finite, epsilon exponent, smallest normal exponent).
+            let (max, eps, tiny) = match dt {
+                DType::F32 | DType::TF32 => (f64::from(f32::MAX), -23, -126),
+                DType::F16 => (65504.0, -10, -14),
+                DType::BF16 => (3.3895313892515355e38, -7, -126),
+                DType::F8E4M3 => (240.0, -3, -6),
+                DType::F8E4M3FN => (448.0, -3, -6),
+                DType::F8E5M2 => (57344.0, -2, -14),
+                _ => return None,
+            };
+            let v = match attr {
+                "max" => max,
+                "min" => -max,
+                "eps" => 2f64.powi(eps),
+                "tiny" | "smallest_normal" => 2f64.powi(tiny),
+                _ => return None,
+            };
+            return Some(Value::Float(v));
+        }
+        let (lo, hi) = match dt {
+            DType::I8 => (-128, 127),
+            DType::I16 => (-32768, 32767),
+            DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
+            DType::U8 => (0, 255),
+            DType::U16 => (0, 65535),
+            DType::U32 => (0, i64::from(u32::MAX)),
+            _ => return None,
+        };
+        match attr {
+            "min" => Some(Value::Int(lo)),
+            "max" => Some(Value::Int(hi)),
+            _ => None,
+        }
+    }
+}
+
+impl crate::value::ApiObject for NumInfo {
+    fn type_name(&self) -> &'static str {
+        if self.dtype.is_float() {
+            "finfo"
+        } else {
+            "iinfo"
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn display(&self) -> String {
+        format!("{}(dtype={})", self.type_name(), self.dtype.name())
     }
 }
 

@@ -282,25 +282,15 @@ pub fn float_repr(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    let exp = if f == 0.0 {
-        0
+    // Python's `repr` is the shortest round-tripping digits, positional
+    // when the decimal exponent is in -4..16, scientific otherwise.
+    let s = format!("{f:e}");
+    let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    if (-4..16).contains(&e) {
+        let t = format!("{f}");
+        if t.contains('.') { t } else { format!("{t}.0") }
     } else {
-        f.abs().log10().floor() as i32
-    };
-    if (-5..16).contains(&exp) {
-        let s = format!("{f:?}");
-        // Rust prints `1e-5`-style for some values; Python uses positional here.
-        if s.contains('e') {
-            let t = format!("{f}");
-            if t.contains('.') { t } else { format!("{t}.0") }
-        } else {
-            s
-        }
-    } else {
-        // Scientific: shortest mantissa, exponent with sign and two digits.
-        let s = format!("{f:e}");
-        let (mant, e) = s.split_once('e').unwrap_or((&s, "0"));
-        let e: i32 = e.parse().unwrap_or(0);
         let sign = if e < 0 { '-' } else { '+' };
         format!("{mant}e{sign}{:02}", e.abs())
     }
@@ -557,6 +547,12 @@ mod tests {
         assert_eq!(float_repr(123456.5), "123456.5");
         assert_eq!(float_repr(-0.0), "-0.0");
         assert_eq!(float_repr(f64::INFINITY), "inf");
+        assert_eq!(float_repr(1e-4), "0.0001");
+        assert_eq!(float_repr(6.103515625e-05), "6.103515625e-05");
+        assert_eq!(float_repr(9.5e-5), "9.5e-05");
+        assert_eq!(float_repr(1e15), "1000000000000000.0");
+        assert_eq!(float_repr(0.0), "0.0");
+        assert_eq!(float_repr(2.5e-320), "2.5e-320");
     }
 
     #[test]

@@ -320,6 +320,11 @@ pub fn attribute(
             if let Some(b) = blocks::as_blocks(value) {
                 return blocks::attribute(ctx, b, attr, span);
             }
+            if let Some(info) = e.as_any().downcast_ref::<crate::builtins::NumInfo>()
+                && let Some(v) = info.attr(attr)
+            {
+                return Ok(v);
+            }
             if let Some(ev) = e.as_any().downcast_ref::<consts::EnumValue>() {
                 match attr {
                     "name" => return Ok(Value::str(ev.member)),
