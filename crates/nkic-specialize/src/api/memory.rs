@@ -120,7 +120,7 @@ pub const DEFS: &[ApiDef] = &[
         summary: "Fills `dst` with a compile-time constant.",
         constraints: &[
             "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
-            "Integer dtypes need an int value; packed x4 dtypes only take 0.",
+            "Integer dtypes need an integral value (`0` or `0.0`, not `2.5`); packed x4 dtypes only take 0.",
             "The value is representable in the dtype's range.",
         ],
         run: memset,
@@ -757,12 +757,14 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     if engine == Some(Engine::GpSimd) {
         check::not_psum_on(ctx, &dst, Engine::GpSimd, b.span_of("dst"), "`dst`")?;
     }
+    // An integral float fills an integer tile (`value=0.0` on uint8
+    // scales, as nki-library writes); 2.5 does not.
     let imm = fill_imm(
         ctx,
         dst.dtype(),
         &b.value("value"),
         b.span_of("value"),
-        false,
+        true,
     )?;
     let kind = OpKind::Memset {
         dst: dst.view.clone(),

@@ -688,6 +688,17 @@ pub fn attribute(
             Ok(ints(&s))
         }
         "offset" => Ok(Value::Int(t.view.offset)),
+        // The whole tensor a view was taken from (a tensor's own base is
+        // itself), as nki-library's kernels read `weight.base_tensor`.
+        "base_tensor" => {
+            let st = ctx.storage(t.storage());
+            let view = View::full(t.storage(), st);
+            Ok(Value::Tensor(Rc::new(Tensor {
+                view,
+                shape: st.shape.clone(),
+                buffer: t.buffer,
+            })))
+        }
         _ => {
             let method = format!("tensor.{attr}");
             match super::table::find(&method) {
@@ -701,7 +712,7 @@ pub fn attribute(
                     span,
                     "unknown attribute",
                 )
-                .with_note("tensors have shape, dtype, buffer, ndim, size, name, strides, offset and the view methods slice, select, vector_select, permute, broadcast, expand_dim, squeeze_dim, reshape, reshape_dim, flatten_dims, rearrange, view, ap, indirect")),
+                .with_note("tensors have shape, dtype, buffer, ndim, size, name, strides, offset, base_tensor and the view methods slice, select, vector_select, permute, broadcast, expand_dim, squeeze_dim, reshape, reshape_dim, flatten_dims, rearrange, view, ap, indirect")),
             }
         }
     }
