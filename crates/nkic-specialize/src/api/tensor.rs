@@ -303,6 +303,7 @@ pub const DEFS: &[ApiDef] = &[
             "Every element stays inside the storage; a pattern that leaves it is an error (E0500) where an instruction uses it, not where it is made.",
             "`offset=None` keeps the view's offset; an int is relative to the storage start.",
             "`scalar_offset` (a register, or a 1×1 SBUF int tensor read into a register when the view is made) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
+            "A run-time offset counts elements of `indirect_dim` of the tensor `.ap` is called on (`offset + index · prod(shape[indirect_dim+1:])`), not steps of the pattern: a `vector_offset` gather reads row `index[p]` for partition `p`.",
         ],
         run: method_ap,
     },
@@ -1854,6 +1855,14 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
                 b.span_of("vector_offset"),
                 "bad index tensor",
             ));
+        }
+        // As with `scalar_offset`, an index counts rows of the tensor
+        // `.ap` is called on (`prod(shape[1:])` elements), whatever step
+        // the pattern's first pair gives (NKI's access-pattern guide,
+        // "Dynamic Access"): nki-library's `topk_reduce` gathers rows of
+        // an `[N, H + 2]` tensor with the pattern `[[H, T], [1, H]]`.
+        if let Some(d0) = view.dims.first_mut() {
+            d0.stride = t.shape[1..].iter().product::<u64>() as i64;
         }
         view.indirect = Some(Indirection::Rows {
             index: Box::new(idx.view.clone()),
