@@ -175,6 +175,7 @@ fn lower_kind(
                     dst: dst.lower(cx)?,
                     src: cx.ap(&src.without_indirection())?,
                     index: index.lower(cx)?,
+                    accumulate: *accumulate,
                     oob: *oob,
                 });
             }

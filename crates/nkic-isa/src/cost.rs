@@ -530,7 +530,12 @@ impl Target {
                 ..
             } => (dst, src, false, *accumulate, *dge),
             Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
-            Op::DmaGather { dst, src, .. } => (dst, src, false, false, DgeMode::Swdge),
+            Op::DmaGather {
+                dst,
+                src,
+                accumulate,
+                ..
+            } => (dst, src, false, *accumulate, DgeMode::Swdge),
             Op::DmaScatter {
                 dst,
                 src,

@@ -218,11 +218,13 @@ instructions! {
         src: AccessPattern => Read,
         dge: DgeMode => Attr,
     }
-    /// Gathers HBM rows: row `w` of `src` is row `index[w]` of the tensor.
+    /// Gathers HBM rows: row `w` of `src` is row `index[w]` of the tensor;
+    /// with `accumulate`, adds them into `dst`.
     DmaGather = "dma_gather", [Dma], Trn2 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
+        accumulate: bool => Attr,
         oob: OobMode => Attr,
     }
     /// Scatters into HBM rows: row `w` of `dst` is row `index[w]` of the

@@ -558,7 +558,11 @@ impl<'p> Verifier<'p> {
                 }
             }
             Op::DmaGather {
-                dst, src, index, ..
+                dst,
+                src,
+                index,
+                accumulate,
+                ..
             } => {
                 if !matches!(src.mem, Memory::Hbm(_)) {
                     self.err(
@@ -568,6 +572,9 @@ impl<'p> Verifier<'p> {
                 }
                 self.row_index(index, src.partition_count);
                 self.dma_elements(dst, src, false);
+                if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
+                    self.err("`accumulate` needs a float `dst`".into());
+                }
             }
             Op::DmaScatter {
                 dst,

@@ -136,8 +136,9 @@ impl Exec<'_> {
                 dst,
                 src,
                 index,
+                accumulate,
                 oob,
-            } => self.dma_indirect(dst, src, index, false, false, *oob)?,
+            } => self.dma_indirect(dst, src, index, false, *accumulate, *oob)?,
             Op::DmaScatter {
                 dst,
                 src,

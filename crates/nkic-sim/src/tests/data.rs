@@ -184,16 +184,23 @@ fn dma_gather_and_scatter_follow_the_index() {
     b.put_bits(&index, &[4, 0, 7]);
     let dst = tile(3, 2, 0, DType::F32);
     b.put(&dst, &[-1.0; 6]);
-    let gather = |oob| Op::DmaGather {
+    let gather = |oob, accumulate| Op::DmaGather {
         dst: dst.clone(),
         src: hbm(TensorId(0), 3, 2, 0, &[(1, 2)], DType::F32),
         index: index.clone(),
+        accumulate,
         oob,
     };
-    let f = b.exec(Queue::Dma(0), &gather(OobMode::Error)).unwrap_err();
+    let f = b
+        .exec(Queue::Dma(0), &gather(OobMode::Error, false))
+        .unwrap_err();
     assert_eq!(f.kind, SimErrorKind::OutOfBounds);
-    b.ok(Queue::Dma(0), &gather(OobMode::Skip));
+    b.ok(Queue::Dma(0), &gather(OobMode::Skip, false));
     assert_bits(&b.get(&dst), &[40.0, 41.0, 0.0, 1.0, -1.0, -1.0]);
+    // Gather-add (`dma_compute` of gathered rows into `dst`): the skipped
+    // row keeps its value.
+    b.ok(Queue::Dma(0), &gather(OobMode::Skip, true));
+    assert_bits(&b.get(&dst), &[80.0, 82.0, 0.0, 2.0, -1.0, -1.0]);
 
     // Scatter-add with a repeated index: rows add up in ascending order.
     let out = hbm(TensorId(1), 5, 2, 0, &[(1, 2)], DType::F32);
