@@ -451,14 +451,8 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         }
     };
     let mut kernel = args.kernel.clone();
-    match crate::run::arg_specs_from_inputs(&args.inputs) {
-        Ok(specs) => {
-            for spec in specs {
-                if !kernel.args.iter().any(|a| a.name == spec.name) {
-                    kernel.args.push(spec);
-                }
-            }
-        }
+    match crate::run::arg_specs_from_inputs(&args.inputs, &kernel.args) {
+        Ok(specs) => kernel.args.extend(specs),
         Err(diags) => {
             reporter.emit_all(&diags, &sources);
             return exit_code(&reporter);

@@ -38,13 +38,22 @@ impl ScheduleArg {
 }
 
 /// The argument specs `--input` files imply: each file's shape, and its
-/// dtype (the one after the colon, or NumPy's own).
-pub fn arg_specs_from_inputs(inputs: &[InputSpec]) -> Result<Vec<ArgSpec>, Vec<Diagnostic>> {
+/// dtype (the one after the colon, or NumPy's own). Inputs whose argument
+/// `declared` already names (`--arg`) imply nothing: the declaration
+/// gives the dtype, so a raw-bits file (`<V2` from `ml_dtypes`) needs no
+/// colon.
+pub fn arg_specs_from_inputs(
+    inputs: &[InputSpec],
+    declared: &[ArgSpec],
+) -> Result<Vec<ArgSpec>, Vec<Diagnostic>> {
     let mut specs = Vec::new();
     let mut errors = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         if inputs[..i].iter().any(|s| s.name == input.name) {
             errors.push(exec::duplicate_input(&input.name));
+            continue;
+        }
+        if declared.iter().any(|a| a.name == input.name) {
             continue;
         }
         let bytes = match crate::fsio::read_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {

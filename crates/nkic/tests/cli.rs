@@ -264,3 +264,49 @@ fn spilling_warns_and_no_spill_keeps_the_overflow_error() {
         assert!(!text.contains("E0906"), "{args:?}: {text}");
     }
 }
+
+/// An `ml_dtypes` bfloat16 array is saved as opaque `<V2`: `--arg` names
+/// its dtype, so `--input` needs no colon; without either nkic cannot
+/// tell the dtype (E1016).
+#[test]
+fn raw_bits_inputs_take_the_dtype_of_their_arg() {
+    let data = root().join("kernels/data/matmul_bf16");
+    let a = data.join("a.npy");
+    let b = data.join("b.npy");
+    let outputs = |args: &[&str], name: &str| -> Vec<u8> {
+        let out = temp_dir(name);
+        let mut all = vec!["run", "kernels/matmul_bf16.py"];
+        all.extend_from_slice(args);
+        let out_flag = out.display().to_string();
+        all.extend_from_slice(&["--out", &out_flag]);
+        let res = nkic(&all);
+        assert!(
+            res.status.success(),
+            "{}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        std::fs::read(out.join("out0.npy")).expect("out0.npy")
+    };
+    let a_colon = format!("a={}:bfloat16", a.display());
+    let a_plain = format!("a={}", a.display());
+    let b_colon = format!("b={}:bfloat16", b.display());
+    let named = outputs(&["--input", &a_colon, "--input", &b_colon], "colon");
+    let declared = outputs(
+        &[
+            "--arg",
+            "a=bfloat16[384,256]",
+            "--input",
+            &a_plain,
+            "--input",
+            &b_colon,
+        ],
+        "declared",
+    );
+    assert_eq!(named, declared);
+    let res = nkic(&["check", "kernels/matmul_bf16.py"]);
+    assert!(res.status.success());
+    let res = nkic(&["run", "kernels/matmul_bf16.py", "--input", &a_plain]);
+    assert_eq!(res.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&res.stderr);
+    assert!(stderr.contains("E1016"), "{stderr}");
+}
