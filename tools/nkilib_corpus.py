@@ -261,6 +261,15 @@ def reference(name, inputs):
     if name == "gather8":
         x = inputs["inp"].astype(np.float64)
         return [np.concatenate([x] * 8, axis=1)]
+    if name == "topk_reduce":
+        # Row r of the buffer holds H values and, in its last two 16-bit
+        # columns, the int32 token id it belongs to (-1: padding); the
+        # output row t sums the rows of token t.
+        buf = inputs["input"]
+        ids = np.ascontiguousarray(buf[:, -2:]).view(np.int32)[:, 0]
+        vals = buf[:, :-2].astype(np.float64)
+        t = int(ids.max()) + 1
+        return [np.stack([vals[ids == i].sum(axis=0) for i in range(t)])]
     raise KeyError(name)
 
 # experimental/collectives/test_sb2sb_allgather.py: (m, k, dtype,
@@ -331,6 +340,117 @@ CASES += [
 ]
 
 
+# core/router_topk/test_router_topk.py: (T, H, E, k, act_fn, has_bias,
+# router_pre_norm, norm_topk_prob, use_column_tiling,
+# use_indirect_dma_scatter, use_PE_broadcast_w_bias, shard_on_tokens,
+# output_in_sbuf) with x in HBM as [H, T]; the three outputs are passed in
+# by the caller (router_logits [T, E], expert_affinities [T, E],
+# expert_index uint32 [T, k]).
+
+
+def router_topk_case(t, h, e, k, bias=True, act="SOFTMAX", consts=()):
+    args = [f"x=bfloat16[{h},{t}]", f"w=bfloat16[{h},{e}]", f"router_logits=bfloat16[{t},{e}]",
+            f"expert_affinities=bfloat16[{t},{e}]", f"expert_index=uint32[{t},{k}]"]
+    args += [f"w_bias=bfloat16[1,{e}]"] if bias else []
+    name = f"router_topk_{t}x{h}_e{e}_k{k}" + ("" if bias else "_nobias") + "".join(
+        "_" + c.split("=")[0] for c in consts)
+    return dict(name=name, file="nkilib/core/router_topk/router_topk.py", kernel="router_topk", args=args,
+                consts=[f"act_fn=nkilib.core.utils.common_types.RouterActFnType.{act}", f"k={k}",
+                        "x_hbm_layout=0", "x_sb_layout=0"] + ([] if bias else ["w_bias=None"]) + list(consts),
+                grid="2", target="trn2")
+
+
+CASES += [
+    router_topk_case(32, 3072, 128, 4),
+    router_topk_case(2, 4096, 128, 8, bias=False),
+    router_topk_case(4, 3072, 128, 4, consts=("use_indirect_dma_scatter=True",)),
+    router_topk_case(8, 8192, 128, 8, act="SIGMOID", consts=("router_pre_norm=True", "use_indirect_dma_scatter=True")),
+    router_topk_case(640, 3072, 128, 4, consts=("shard_on_tokens=True",)),
+]
+
+# experimental/subkernels/test_topk_reduce.py: (lnc, src_ranks, T, K, H);
+# the input buffer is [src_ranks * T, H + 2] bf16 (special input
+# "topk_reduce"), the output [T, H] sums each token's K rows (bf16 sums,
+# compared with the test's rtol = atol = 5e-2).
+
+
+def topk_reduce_case(ranks, t, k, h):
+    return dict(name=f"topk_reduce_r{ranks}_t{t}_k{k}_h{h}", file="nkilib/experimental/collectives/topk_reduce.py",
+                kernel="topk_reduce", args=[f"input=bfloat16[{ranks * t},{h + 2}]"], consts=[f"T={t}", f"K={k}"],
+                grid="2", target="trn2", inputs={"input": ("topk_reduce", t, k)}, ref="topk_reduce",
+                tol=(5e-2, 5e-2))
+
+
+CASES += [topk_reduce_case(8, 4, 4, 2880), topk_reduce_case(8, 128, 8, 4096)]
+
+# core/attention/test_attention_tkg.py calls attention_tkg from a wrapper
+# kernel of its own that makes the SBUF allocator and the output tensors;
+# this is the project's equivalent. Configs (bs, q_head, s_active,
+# curr_sprior, full_sprior, d_head, block_len, ...) from its parameter
+# list, with use_pos_id and fuse_rope: q, k_active, v_active [B, 1|H,
+# s_active, d], k_prior [B, 1, full_sprior, d] (tp_k_prior) or [B, 1, d,
+# full_sprior], v_prior [B, 1, full_sprior, d], mask [s_active, B, H,
+# s_active] uint8, inv_freqs [d/2, 1], rope_pos_ids [B, s_active].
+ATTN_TKG_WRAPPER = """import nki
+import nki.language as nl
+from nkilib.core.attention.attention_tkg import attention_tkg
+from nkilib.core.attention.attention_tkg_utils import AttnTKGConfig
+from nkilib.core.utils.allocator import SbufManager
+from nkilib.core.utils.logging import Logger
+
+
+@nki.jit
+def attn_tkg(q, k_active, v_active, k_prior, v_prior, mask, inv_freqs, rope_pos_ids, cfg: AttnTKGConfig):
+    sbm = SbufManager(0, nl.tile_size.total_available_sbuf_size - 16 * 1024, Logger("SBM"))
+    sbm.open_scope()
+    out = nl.ndarray((cfg.bs, cfg.q_head, cfg.d_head, cfg.s_active), dtype=q.dtype, buffer=nl.shared_hbm)
+    k_out = nl.ndarray((cfg.bs, 1, cfg.d_head, cfg.s_active), dtype=q.dtype, buffer=nl.shared_hbm)
+    o, k = attention_tkg(q, k_active, v_active, k_prior, v_prior, mask, out, cfg, sbm,
+                         inv_freqs, rope_pos_ids, None, None, None, k_out)
+    sbm.close_scope()
+    return o, k
+"""
+
+
+def attn_tkg_case(bs, qh, sa, cur, full, d, tp_k_prior):
+    kp = f"k_prior=bfloat16[{bs},1,{full},{d}]" if tp_k_prior else f"k_prior=bfloat16[{bs},1,{d},{full}]"
+    return dict(name=f"attention_tkg_b{bs}_h{qh}_s{sa}_{cur}of{full}_d{d}" + ("_tpk" if tp_k_prior else ""),
+                file="attn_tkg_wrapper.py", wrapper=ATTN_TKG_WRAPPER, kernel="attn_tkg",
+                args=[f"q=bfloat16[{bs},{qh},{sa},{d}]", f"k_active=bfloat16[{bs},1,{sa},{d}]",
+                      f"v_active=bfloat16[{bs},1,{sa},{d}]", kp, f"v_prior=bfloat16[{bs},1,{full},{d}]",
+                      f"mask=uint8[{sa},{bs},{qh},{sa}]", f"inv_freqs=float32[{d // 2},1]",
+                      f"rope_pos_ids=float32[{bs},{sa}]"],
+                consts=[f"cfg=AttnTKGConfig({bs}, {qh}, {sa}, {cur}, {full}, {d}, 0, tp_k_prior={tp_k_prior}, "
+                        "use_pos_id=True, fuse_rope=True)"],
+                grid="2", target="trn2", inputs={"mask": ("const", 1)})
+
+
+CASES += [
+    attn_tkg_case(4, 1, 5, 1024, 10240, 128, True),
+    attn_tkg_case(4, 2, 7, 512, 16384, 64, True),
+    attn_tkg_case(4, 1, 5, 3072, 10240, 128, False),
+]
+
+# core/moe_block/test_moe_block_tkg.py: (lnc, is_all_expert, batch,
+# seqlen, hidden, hidden_actual, intermediate, global experts, local
+# experts, top_k, router_fn, hidden_act_fn, scaling mode, weight dtype,
+# input dtype, shared expert, bias, clamp, router_act_first,
+# norm_topk_prob, skip_router_logits, router_mm_dtype); the float16
+# selective-expert GPT-OSS row, without the clamp limits.
+CASES += [
+    dict(name="moe_block_tkg_1x1x3072_i384_e128_k4_f16", file="nkilib/core/moe_block/moe_block_tkg.py",
+         kernel="moe_block_tkg",
+         args=["inp=float16[1,1,3072]", "gamma=float16[1,3072]", "router_weights=float16[3072,128]",
+               "expert_gate_up_weights=float16[128,3072,2,384]", "expert_down_weights=float16[128,384,3072]",
+               "router_bias=float16[1,128]", "expert_gate_up_bias=float16[128,2,384]",
+               "expert_down_bias=float16[128,3072]"],
+         consts=["top_k=4", "router_act_fn=RouterActFnType.SOFTMAX", "router_pre_norm=False",
+                 "expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE",
+                 "hidden_act_fn=ActFnType.Swish", "router_mm_dtype=nl.float16"],
+         grid="2", target="trn2"),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
@@ -351,6 +471,19 @@ def special_input(np, rng, kind, dtype, shape):
         return rng.integers(kind[1], kind[2], size=shape).astype(dtype)
     if kind[0] == "const":
         return np.full(shape, kind[1], dtype=dtype)
+    if kind[0] == "topk_reduce":
+        # experimental/subkernels/test_topk_reduce.py's layout: T*K rows of
+        # random values, each tagged with its token id (an int32 in the
+        # last two 16-bit columns), scattered over the padded rows; the
+        # other rows are all -1 bits.
+        t, k = kind[1], kind[2]
+        rows, cols = shape
+        buf = np.full((rows, cols), -1, dtype=dtype)
+        real = rng.standard_normal((t * k, cols - 2)).astype(dtype)
+        ids = np.repeat(np.arange(t, dtype=np.int32), k).reshape(t * k, 1).view(dtype)
+        at = rng.permutation(rows)[: t * k]
+        buf[at] = np.concatenate([real, ids], axis=1)
+        return buf
     raise KeyError(kind)
 
 
@@ -361,6 +494,8 @@ def make_inputs(case, out_dir, checked):
     (inputs, the --input flags)."""
     import numpy as np
 
+    if any("bfloat16" in a or "float8" in a for a in case.get("args", [])):
+        import ml_dtypes  # noqa: F401  (registers the dtype names with NumPy)
     rng = np.random.default_rng(0)
     inputs, flags = {}, []
     special = case.get("inputs", {})
@@ -369,9 +504,7 @@ def make_inputs(case, out_dir, checked):
         if name in special:
             x = special_input(np, rng, special[name], np.dtype(dtype), shape)
         elif checked:
-            if dtype != "float32":
-                raise ValueError("references are written for float32 inputs only")
-            x = rng.standard_normal(shape).astype(np.float32)
+            x = rng.standard_normal(shape).astype(np.dtype(dtype))
         else:
             continue
         path = os.path.join(out_dir, f"in_{name}.npy")
@@ -383,22 +516,39 @@ def make_inputs(case, out_dir, checked):
 
 def compare(case, inputs, out_dir):
     """True when every output has the reference's shape and matches it
-    (rtol=atol=1e-3 for float32)."""
+    (rtol=atol=1e-3, or the case's "tol" = (rtol, atol), as the library's
+    test for low-precision outputs)."""
     import numpy as np
 
+    rtol, atol = case.get("tol", (1e-3, 1e-3))
     expected = reference(case["ref"], inputs)
     for i, e in enumerate(expected):
         got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
         if got.shape != e.shape:
             print(f"  out{i}: shape {got.shape}, the reference's is {e.shape}")
             return False
-        if not np.allclose(got, e, rtol=1e-3, atol=1e-3):
+        if not np.allclose(got, e, rtol=rtol, atol=atol):
             return False
     return True
 
 
+WRAP_DIR = tempfile.mkdtemp(prefix="nkilib_corpus_")
+
+
+def kernel_file(lib, case):
+    """The case's kernel file: a library file, or (for kernels the tests
+    call from a wrapper of their own) the project's wrapper written to a
+    temporary directory."""
+    if "wrapper" in case:
+        path = os.path.join(WRAP_DIR, case["file"])
+        with open(path, "w") as f:
+            f.write(case["wrapper"])
+        return path
+    return os.path.join(lib, SRC, case["file"])
+
+
 def nkic_cmd(nkic, sub, lib, case):
-    cmd = [nkic, sub, os.path.join(lib, SRC, case["file"]), "--kernel", case["kernel"],
+    cmd = [nkic, sub, kernel_file(lib, case), "--kernel", case["kernel"],
            "--path", os.path.join(lib, SRC)]
     for a in case.get("args", []):
         cmd += ["--arg", a]
@@ -454,7 +604,10 @@ def main():
             inputs, flags = make_inputs(case, out, checked) if needs else ({}, [])
             t0 = time.monotonic()
             try:
-                run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags + ["--out", out],
+                # float32 copies of float outputs, so a bfloat16 output
+                # compares by value (nkic writes it as raw `<u2` bits).
+                run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags
+                                     + ["--out", out, "--out-dtype", "float32"],
                                      capture_output=True, text=True, timeout=opts.timeout)
             except subprocess.TimeoutExpired:
                 print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run TIMEOUT")
