@@ -243,7 +243,7 @@ fn spilling_warns_and_no_spill_keeps_the_overflow_error() {
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{cmd}: {text}");
         assert!(
-            text.contains("[E0906] Warning: 10 sbuf tensors did not fit and were spilled to HBM: 20 DMA instructions (10 stores, 10 reloads) move 5242880 bytes"),
+            text.contains("[E0906] Warning: 16 sbuf tensors did not fit and were spilled to HBM: 32 DMA instructions (16 stores, 16 reloads) move 8388608 bytes"),
             "{cmd}: {text}"
         );
         assert!(text.contains("spill.py:25:13"), "{cmd}: {text}");
