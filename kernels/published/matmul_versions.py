@@ -11,7 +11,8 @@ a_t is [K, M] (A transposed), b is [K, N]; M, K multiples of 128, N of 512.
   K-tile (no reuse), accumulating in PSUM.
 * `mm_hoisted`: the a_t column slab of an output row is loaded once per
   row, the b slab once per output tile.
-* `mm_block_free`: output blocks of `BM` × `BN` tiles share their loads.
+* `mm_block_free`: output blocks of `BM` × `BN` tiles share their loads;
+  every loaded tile is its own SBUF tensor, as in the published version.
 * `mm_block_all`: K is blocked too; partial sums of each K block are added
   into SBUF accumulators (VectorE), which are stored when K is done.
 """
@@ -82,22 +83,32 @@ def mm_block_free(a_t, b, BM=2, BN=2):
     KT = K // P
     c = nl.ndarray((M, N), dtype=a_t.dtype, buffer=nl.shared_hbm)
     for mb in nl.affine_range(M // (BM * P)):
-        lts = nl.ndarray((P, BM, KT, P), dtype=a_t.dtype, buffer=nl.sbuf)
+        # One SBUF tile per (row tile, K-tile), as the published version
+        # allocates them: separate tiles, not one block tensor.
+        lts = []
         for i in nl.affine_range(BM):
             col = (mb * BM + i) * P
+            row_tiles = []
             for ki in nl.affine_range(KT):
-                nisa.dma_copy(dst=lts[:, i, ki, :], src=a_t[ki * P:(ki + 1) * P, col:col + P])
+                lt = nl.ndarray((P, P), dtype=a_t.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=lt, src=a_t[ki * P:(ki + 1) * P, col:col + P])
+                row_tiles.append(lt)
+            lts.append(row_tiles)
         for nb in nl.affine_range(N // (BN * TN)):
-            rts = nl.ndarray((P, BN, KT, TN), dtype=b.dtype, buffer=nl.sbuf)
+            rts = []
             for j in nl.affine_range(BN):
                 col = (nb * BN + j) * TN
+                col_tiles = []
                 for ki in nl.affine_range(KT):
-                    nisa.dma_copy(dst=rts[:, j, ki, :], src=b[ki * P:(ki + 1) * P, col:col + TN])
+                    rt = nl.ndarray((P, TN), dtype=b.dtype, buffer=nl.sbuf)
+                    nisa.dma_copy(dst=rt, src=b[ki * P:(ki + 1) * P, col:col + TN])
+                    col_tiles.append(rt)
+                rts.append(col_tiles)
             for i in nl.affine_range(BM):
                 for j in nl.affine_range(BN):
                     acc = nl.ndarray((P, TN), dtype=nl.float32, buffer=nl.psum)
                     for ki in nl.affine_range(KT):
-                        nisa.nc_matmul(dst=acc, stationary=lts[:, i, ki, :], moving=rts[:, j, ki, :])
+                        nisa.nc_matmul(dst=acc, stationary=lts[i][ki], moving=rts[j][ki])
                     out = nl.ndarray((P, TN), dtype=c.dtype, buffer=nl.sbuf)
                     nisa.tensor_copy(dst=out, src=acc)
                     row = (mb * BM + i) * P

@@ -44,7 +44,8 @@
 //! wait longest around that position, splits each one's life into short
 //! pieces around its uses with copies to and from a spill tensor (SBUF to
 //! HBM by DMA, PSUM to SBUF by `tensor_copy`, never inside a matmul
-//! accumulation group), and allocates again, until the kernel fits or
+//! accumulation group; a tile loaded from a kernel input is loaded again
+//! instead), and allocates again, until the kernel fits or
 //! nothing more can be spilled; only then is E0901/E0902 the result.
 //!
 //! # HBM

@@ -22,7 +22,13 @@
 //! waits long frees the most memory for the fewest spill copies. The
 //! highest ranked are spilled until the bytes they free at the position
 //! cover the overflow (the bytes alive beyond the capacity, or the size of
-//! the storage that did not fit when fragmentation was the cause). The
+//! the storage that did not fit when fragmentation was the cause), and in
+//! SBUF an eighth of the capacity more ([`SBUF_HEADROOM`]): a spill
+//! reload is a DMA of about 2 µs, and with SBUF filled to the last byte
+//! every reload would reuse the bytes the previous piece just freed and
+//! wait for its reader, so the TensorE of the kernel-optimization guide's
+//! v4 matmul would idle half the time (933 µs instead of 498 µs for 2 × 1
+//! of its blocks; a sixteenth gave 543 µs, a quarter 521 µs). The
 //! pieces spilling makes (below) are never spilled again, so every round
 //! spills at least one storage of the kernel as written (or the SBUF copy
 //! of a spilled PSUM storage) and the rounds end.
@@ -59,6 +65,17 @@
 //!   ordinary SBUF tensor: when SBUF then overflows, it may be spilled to
 //!   HBM in turn.
 //!
+//! * An SBUF storage whose value is **loaded from a kernel input** (its
+//!   only write is its first op, a plain `dma_copy` from an input HBM
+//!   tensor that no op writes) is not stored at all: it is
+//!   *rematerialized*. The load itself moves to just before the first op
+//!   that reads the storage, and each later reading op gets a copy of the
+//!   load into its own piece, so the spill costs one load per extra use
+//!   and no store (as register allocators rematerialize a constant
+//!   instead of spilling it). This is what lets the kernel-optimization
+//!   guide's v4 matmul, whose loaded tiles add up to 320 KiB per
+//!   partition, keep its TensorE busy.
+//!
 //! Spill instructions carry the spilled tensor's allocation site in the
 //! line table and the static loop iteration of the op they serve.
 //!
@@ -74,12 +91,17 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{
-    Buffer, Handle, Item, Kernel, LoopCtx, Op, OpKind, Role, SrcLoc, Storage, View, overlap,
+    ArgKind, Buffer, Handle, Item, Kernel, LoopCtx, Op, OpKind, Role, SrcLoc, Storage, View,
+    overlap,
 };
 
 use crate::alloc::{self, AllocError, MAX_OVERFLOW_SITES, Overflow};
 use crate::codes;
 use crate::collect::{self, Unit, storage_label};
+
+/// An SBUF spill frees `1 / SBUF_HEADROOM` of the capacity beyond the
+/// overflow (module doc, "Choosing what to spill").
+pub const SBUF_HEADROOM: u64 = 8;
 
 /// Spilled copies of a unit's kernels and the E0906 warnings.
 #[derive(Clone, Debug)]
@@ -161,6 +183,21 @@ struct Record {
     bytes: u64,
 }
 
+impl Record {
+    /// Nothing done yet to storage `handle` (`st`) of instance `inst`.
+    fn new(inst: usize, handle: Handle<Storage>, st: &Storage) -> Record {
+        Record {
+            inst,
+            handle,
+            buffer: st.buffer,
+            bytes_per_partition: st.bytes_per_partition(),
+            stores: 0,
+            reloads: 0,
+            bytes: 0,
+        }
+    }
+}
+
 /// Spills every on-chip storage of `kernels` that the spiller could spill
 /// and that more than one op uses, whether or not it fits: a test hook
 /// (the simulated results must not change). Applied twice, it also spills
@@ -238,6 +275,10 @@ fn choose(
             total - o.capacity
         } else {
             o.failed_size
+        } + if o.buffer == Buffer::Sbuf {
+            o.capacity / SBUF_HEADROOM
+        } else {
+            0
         };
         let mut ranked: Vec<(u128, usize, u64)> = o
             .alive
@@ -386,6 +427,15 @@ fn spill_storage(
     } else {
         Buffer::PrivateHbm
     };
+    let reads: Vec<Vec<View>> = (0..n)
+        .map(|j| reads_of(&kernel.ops[order[j].1], s, accumulating[j]))
+        .collect();
+    let writes: Vec<Vec<View>> = (0..n)
+        .map(|j| writes_of(&kernel.ops[order[j].1], s))
+        .collect();
+    if let Some(load) = reloadable(kernel, s, &order, &writes) {
+        return rematerialize(kernel, inst, s, &order, &groups, &load);
+    }
     let base = if st.name.is_empty() {
         format!("t{}", s.index())
     } else {
@@ -401,33 +451,13 @@ fn spill_storage(
     if let Some(loc) = loc {
         kernel.spans.storages.insert(home, loc);
     }
-    let reads: Vec<Vec<View>> = (0..n)
-        .map(|j| reads_of(&kernel.ops[order[j].1], s, accumulating[j]))
-        .collect();
-    let writes: Vec<Vec<View>> = (0..n)
-        .map(|j| writes_of(&kernel.ops[order[j].1], s))
-        .collect();
-    let mut record = Record {
-        inst,
-        handle: s,
-        buffer: st.buffer,
-        bytes_per_partition: st.bytes_per_partition(),
-        stores: 0,
-        reloads: 0,
-        bytes: 0,
-    };
+    let mut record = Record::new(inst, s, &st);
     let mut before: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
     let mut after: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
     let mut pieces = Vec::with_capacity(groups.len());
     for &(first, last) in &groups {
-        let piece = kernel.storages.append(Storage {
-            address: None,
-            ..st.clone()
-        });
+        let piece = new_piece(kernel, &st, loc);
         pieces.push(piece);
-        if let Some(loc) = loc {
-            kernel.spans.storages.insert(piece, loc);
-        }
         let written_before = writes[..first].iter().any(|w| !w.is_empty());
         let read_after = reads[last + 1..].iter().any(|r| !r.is_empty());
         let mut copies = Vec::new();
@@ -464,17 +494,121 @@ fn spill_storage(
             kernel.ops[op].retarget(s, piece);
         }
     }
+    splice(kernel, before, after, None);
+    (record, pieces)
+}
+
+/// The load that defines SBUF storage `s` when it can simply be done
+/// again instead of storing `s` to HBM: `s`'s only write is its first op
+/// (of `order`, the top-level ops touching it, with their `writes`), a
+/// plain `dma_copy` from an HBM view of a kernel input that no op of the
+/// kernel writes, with no dynamic offset or indirection. Such a value
+/// never changes, so loading it again later gives the same bytes.
+fn reloadable(
+    kernel: &Kernel,
+    s: Handle<Storage>,
+    order: &[(usize, Handle<Op>)],
+    writes: &[Vec<View>],
+) -> Option<OpKind> {
+    if kernel.storages[s].buffer != Buffer::Sbuf
+        || order.len() < 2
+        || writes[0].is_empty()
+        || writes[1..].iter().any(|w| !w.is_empty())
+    {
+        return None;
+    }
+    let kind = &kernel.ops[order[0].1].kind;
+    let OpKind::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        ..
+    } = kind
+    else {
+        return None;
+    };
+    let input = kernel
+        .args
+        .iter()
+        .any(|a| a.storage == src.storage && a.kind == ArgKind::Input);
+    let written = kernel
+        .ops
+        .iter()
+        .any(|(_, op)| op.write_set().iter().any(|v| v.storage == src.storage));
+    (dst.storage == s
+        && !kernel.storages[src.storage].buffer.is_on_chip()
+        && src.dyn_offset.is_none()
+        && src.indirect.is_none()
+        && input
+        && !written)
+        .then(|| kind.clone())
+}
+
+/// Spills SBUF storage `s`, whose value is `load` ([`reloadable`]), by
+/// loading it again: the original load moves to just before the first
+/// group that reads `s` (`groups` of `order`, as in [`spill_storage`]),
+/// and every later group gets a copy of it; each group uses its own
+/// piece, and nothing is stored.
+fn rematerialize(
+    kernel: &mut Kernel,
+    inst: usize,
+    s: Handle<Storage>,
+    order: &[(usize, Handle<Op>)],
+    groups: &[(usize, usize)],
+    load: &OpKind,
+) -> (Record, Vec<Handle<Storage>>) {
+    let st = kernel.storages[s].clone();
+    let loc = kernel.spans.storages.get(s).copied();
+    let mut record = Record::new(inst, s, &st);
+    let original = order[0];
+    let mut before: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
+    let mut pieces = Vec::with_capacity(groups.len());
+    // The load is alone in the first group: no other op writes `s`.
+    for &(first, last) in groups.iter().skip(1) {
+        let piece = new_piece(kernel, &st, loc);
+        pieces.push(piece);
+        let served = order[first];
+        let h = if pieces.len() == 1 {
+            original.1
+        } else {
+            record.reloads += 1;
+            if let OpKind::DmaCopy { dst, .. } = load {
+                record.bytes += dst.num_elements() * u64::from(dst.dtype.size());
+            }
+            let ctx = kernel.ops[served.1].loop_ctx;
+            let at = kernel.spans.ops.get(original.1).copied();
+            new_op(kernel, load.clone(), ctx, at)
+        };
+        kernel.ops[h].retarget(s, piece);
+        before.entry(served.0).or_default().push(h);
+        for &(_, op) in &order[first..=last] {
+            kernel.ops[op].retarget(s, piece);
+        }
+    }
+    splice(kernel, before, BTreeMap::new(), Some(original.0));
+    (record, pieces)
+}
+
+/// Rebuilds `kernel`'s top-level body with the ops of `before[i]` and
+/// `after[i]` around item `i`, leaving out item `skip`.
+fn splice(
+    kernel: &mut Kernel,
+    mut before: BTreeMap<usize, Vec<Handle<Op>>>,
+    mut after: BTreeMap<usize, Vec<Handle<Op>>>,
+    skip: Option<usize>,
+) {
     let old = std::mem::take(&mut kernel.body);
     for (i, item) in old.into_iter().enumerate() {
         if let Some(ops) = before.remove(&i) {
             kernel.body.extend(ops.into_iter().map(Item::Op));
         }
-        kernel.body.push(item);
+        if skip != Some(i) {
+            kernel.body.push(item);
+        }
         if let Some(ops) = after.remove(&i) {
             kernel.body.extend(ops.into_iter().map(Item::Op));
         }
     }
-    (record, pieces)
 }
 
 /// `views` without repeats, in first-seen order.
@@ -499,6 +633,18 @@ fn moved(view: &View, to: Handle<Storage>) -> View {
         }
     }
     v
+}
+
+/// Appends a piece of a spilled storage `st` allocated at `loc`.
+fn new_piece(kernel: &mut Kernel, st: &Storage, loc: Option<SrcLoc>) -> Handle<Storage> {
+    let piece = kernel.storages.append(Storage {
+        address: None,
+        ..st.clone()
+    });
+    if let Some(loc) = loc {
+        kernel.spans.storages.insert(piece, loc);
+    }
+    piece
 }
 
 /// Appends a spill op (not yet in the body).

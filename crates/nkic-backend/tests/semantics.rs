@@ -989,3 +989,35 @@ fn trn2_programs_use_trn2_figures() {
         assert!((f64::from(out[i * n + j]) - want).abs() <= 1e-4 * (1.0 + want.abs()));
     }
 }
+
+/// A spilled tile that was loaded from an input is loaded again for each
+/// later read (rematerialized) instead of being stored to HBM: `x0` of
+/// `spill_reload` waits while three tiles fill SBUF and is read twice, so
+/// the program loads it twice, has no spill tensor and stores nothing but
+/// the output, and the result is the unspilled kernel's.
+#[test]
+fn spilled_loads_are_loaded_again_from_their_input() {
+    let (program, inputs, res) = run_fixture("spill_reload");
+    let text = program.to_string();
+    assert!(!text.contains("_spill"), "{text}");
+    let loads_of = |offset: &str| {
+        text.lines()
+            .filter(|l| {
+                l.contains("dma_copy") && l.contains(&format!("src=hbm.x[0:128*16384]{offset}:"))
+            })
+            .count()
+    };
+    assert_eq!(loads_of(""), 2, "x0 is loaded once per read:\n{text}");
+    assert_eq!(loads_of("+8388608"), 1, "x1 is loaded once:\n{text}");
+    let dmas = text.lines().filter(|l| l.contains("dma_copy")).count();
+    assert_eq!(dmas, 4, "three loads and the output store:\n{text}");
+    let x = input(&inputs, "x");
+    let out = f32s(res.output("out").expect("out is an output"));
+    let n = 128 * 16384;
+    assert_eq!(out.len(), n);
+    for i in 0..n {
+        let (x0, x1) = (x[i], x[n + i]);
+        let want = (((x1 + x1) + x1) + x0) + x0;
+        assert_eq!(out[i].to_bits(), want.to_bits(), "element {i}");
+    }
+}

@@ -243,7 +243,7 @@ fn spilling_warns_and_no_spill_keeps_the_overflow_error() {
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{cmd}: {text}");
         assert!(
-            text.contains("[E0906] Warning: 10 sbuf tensors did not fit and were spilled to HBM: 20 DMA instructions (10 stores, 10 reloads) move 5242880 bytes"),
+            text.contains("[E0906] Warning: 16 sbuf tensors did not fit and were spilled to HBM: 32 DMA instructions (16 stores, 16 reloads) move 8388608 bytes"),
             "{cmd}: {text}"
         );
         assert!(text.contains("spill.py:25:13"), "{cmd}: {text}");
@@ -309,4 +309,44 @@ fn raw_bits_inputs_take_the_dtype_of_their_arg() {
     assert_eq!(res.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(stderr.contains("E1016"), "{stderr}");
+}
+
+/// The kernel-optimization guide's v4 matmul (`mm_block_free`, float32)
+/// keeps 320 KiB of loaded tiles per partition alive (`--no-spill`: E0901
+/// with that peak); one block of it at K = 8192 compiles by loading the
+/// `rhs` tiles that do not fit again for their second reader: no store.
+#[test]
+fn the_guides_v4_matmul_reloads_its_spilled_tiles_from_the_input() {
+    let base = [
+        "check",
+        "kernels/published/matmul_versions.py",
+        "--kernel",
+        "mm_block_free",
+        "--target",
+        "trn2",
+        "--arg",
+        "a_t=float32[8192,256]",
+        "--arg",
+        "b=float32[8192,1024]",
+    ];
+    let text = stderr_with_exit_code(&base, 0);
+    assert!(
+        text.contains("[E0906] Warning: 60 sbuf tensors did not fit and were spilled to HBM: 60 DMA instructions (0 stores, 60 reloads) move 15728640 bytes"),
+        "{text}"
+    );
+    let mut args = base.to_vec();
+    args.insert(1, "--no-spill");
+    let text = stderr_with_exit_code(&args, 1);
+    assert!(
+        text.contains("[E0901] Error: the kernel's sbuf tensors do not fit: 329728 bytes per partition are alive at the peak, 100352 more than the 229376 available"),
+        "{text}"
+    );
+}
+
+/// The standard error of `nkic args`, which must exit with `code`.
+fn stderr_with_exit_code(args: &[&str], code: i32) -> String {
+    let out = nkic(args);
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {text}");
+    text
 }
