@@ -56,7 +56,7 @@ use std::fmt::Write;
 use crate::program::Program;
 use crate::target::Target;
 use crate::text::{AsmError, assemble, print};
-use crate::verify::{VerifyError, verify};
+use crate::verify::{Rule, VerifyError, verify};
 
 /// One program per physical core of a launch (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -226,35 +226,43 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
 pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
     let mut errors = Vec::new();
     let multi = launch.is_multi_core();
-    let plain = |message: String| VerifyError {
+    let plain = |rule: Rule, message: String| VerifyError {
         core: None,
         queue: None,
         index: None,
         mnemonic: None,
         line: None,
         decl: None,
+        rule,
+        field: None,
         message,
     };
     if launch.cores.is_empty() {
-        return Err(vec![plain("a launch needs at least one core".into())]);
+        return Err(vec![plain(
+            Rule::LaunchCores,
+            "a launch needs at least one core".into(),
+        )]);
     }
     let target = launch.target();
     let max = target.figures().max_lnc as usize;
     if launch.cores.len() > max {
-        errors.push(plain(format!(
-            "a launch on {target} uses at most {max} cores, this one has {}",
-            launch.cores.len()
-        )));
+        errors.push(plain(
+            Rule::LaunchCores,
+            format!(
+                "a launch on {target} uses at most {max} cores, this one has {}",
+                launch.cores.len()
+            ),
+        ));
     }
     for (c, p) in launch.cores.iter().enumerate() {
         let core = u8::try_from(c).unwrap_or(u8::MAX);
         if p.target != target {
             errors.push(VerifyError {
                 core: multi.then_some(core),
-                ..plain(format!(
-                    "core {c} is compiled for {}, core 0 for {target}",
-                    p.target
-                ))
+                ..plain(
+                    Rule::LaunchTarget,
+                    format!("core {c} is compiled for {}, core 0 for {target}", p.target),
+                )
             });
         }
         if let Err(e) = verify(p) {
@@ -271,7 +279,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                         index: Some(i),
                         mnemonic: Some(inst.op.mnemonic()),
                         line: inst.line,
-                        ..plain(format!(
+                        ..plain(Rule::PairedOneCore, format!(
                             "`{}` needs a launch of two cores (LNC=2); this program runs on one",
                             inst.op.mnemonic()
                         ))
@@ -294,7 +302,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             };
             errors.push(VerifyError {
                 core: Some(core),
-                ..plain(format!(
+                ..plain(Rule::LaunchArguments, format!(
                     "the cores of a launch share the kernel's arguments, but core {c} declares [{}] and core 0 [{}]",
                     show(&mine),
                     show(&theirs)
@@ -324,7 +332,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             };
             errors.push(VerifyError {
                 core: Some(core),
-                ..plain(format!(
+                ..plain(Rule::LaunchShared, format!(
                     "the cores of a launch share their `shared` HBM tensors, but core {c} declares [{}] and core 0 [{}]",
                     show(&mine),
                     show(&theirs)
@@ -378,7 +386,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                 errors.push(VerifyError {
                     core: Some(core),
                     queue: Some(stream.queue),
-                    ..plain(message)
+                    ..plain(Rule::LaunchPairing, message)
                 });
             }
         }
@@ -388,6 +396,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                     core: Some(core),
                     queue: Some(stream.queue),
                     ..plain(
+                        Rule::LaunchPairing,
                         "core 0 has `core_barrier`s or `sendrecv`s in this queue but this core has no such queue"
                             .into(),
                     )
