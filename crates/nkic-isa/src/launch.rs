@@ -56,7 +56,7 @@ use std::fmt::Write;
 use crate::program::Program;
 use crate::target::Target;
 use crate::text::{AsmError, assemble, print};
-use crate::verify::{Rule, VerifyError, verify};
+use crate::verify::{Rule, Verified, VerifyError, verify};
 
 /// One program per physical core of a launch (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -223,7 +223,8 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
 /// cores of one target, the same arguments on every core, `core_barrier`
 /// only in multi-core launches, and the same number of `core_barrier`s in
 /// each queue on every core (a barrier without a partner never completes).
-pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
+/// On success the token proves `launch` verified.
+pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<VerifyError>> {
     let mut errors = Vec::new();
     let multi = launch.is_multi_core();
     let plain = |rule: Rule, message: String| VerifyError {
@@ -405,7 +406,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
         }
     }
     if errors.is_empty() {
-        Ok(())
+        Ok(Verified::new(launch))
     } else {
         Err(errors)
     }
@@ -430,7 +431,7 @@ mod tests {
         assert!(launch.cores.iter().all(|p| p.target == Target::Trn2));
         assert_eq!(print_launch(&launch), text);
         assert_eq!(launch.to_string(), text);
-        assert_eq!(verify_launch(&launch), Ok(()));
+        assert_eq!(verify_launch(&launch).err(), None);
     }
 
     #[test]

@@ -108,8 +108,58 @@ impl fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
-/// Verifies a program; see the module doc for the rules.
-pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
+/// Proof that the verifier accepted a program (`verify`) or a launch
+/// (`verify_launch`), as naga's `ModuleInfo` is for a shader module.
+///
+/// Only this crate's verifiers make one: its one field is private. It
+/// borrows what was verified, so it names that very value and no other,
+/// and the value cannot change while the token lives. Consumers that
+/// rely on the verifier's rules (`nkic_sim::run` and `run_launch`) take a
+/// token instead of a bare reference, so they never see an unverified
+/// program and need not check those rules again.
+///
+/// Code outside the crate cannot make one without verifying:
+///
+/// ```compile_fail
+/// let program = nkic_isa::Program::new(nkic_isa::Target::Trn3);
+/// let forged = nkic_isa::Verified { item: &program };
+/// ```
+#[derive(Debug)]
+pub struct Verified<'a, T> {
+    item: &'a T,
+}
+
+impl<'a, T> Verified<'a, T> {
+    /// Tokens are made by this crate's verifiers only.
+    pub(crate) fn new(item: &'a T) -> Verified<'a, T> {
+        Verified { item }
+    }
+
+    /// The verified program or launch.
+    pub fn get(&self) -> &'a T {
+        self.item
+    }
+}
+
+impl<T> Clone for Verified<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Verified<'_, T> {}
+
+impl<T> std::ops::Deref for Verified<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.item
+    }
+}
+
+/// Verifies a program; see the module doc for the rules. On success the
+/// token proves `program` verified.
+pub fn verify(program: &Program) -> Result<Verified<'_, Program>, Vec<VerifyError>> {
     let mut v = Verifier {
         program,
         target: program.target,
@@ -124,7 +174,7 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
     }
     v.semaphores();
     if v.errors.is_empty() {
-        Ok(())
+        Ok(Verified::new(program))
     } else {
         Err(v.errors)
     }

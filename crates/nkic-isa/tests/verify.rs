@@ -33,7 +33,7 @@ fn line(e: &VerifyError) -> String {
 
 fn errors_of(launch: &Launch) -> Vec<String> {
     match verify_launch(launch) {
-        Ok(()) => Vec::new(),
+        Ok(_) => Vec::new(),
         Err(errors) => errors.iter().map(line).collect(),
     }
 }
