@@ -141,13 +141,7 @@ pub fn run(
     inputs: &Inputs,
     config: &SimConfig,
 ) -> Result<RunResult, SimError> {
-    machine::simulate(
-        std::slice::from_ref(program.get()),
-        inputs,
-        config,
-        &DumpSpec::default(),
-    )
-    .map(|(r, _)| r)
+    run_dumping(program, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
 }
 
 /// Runs every core of `launch` together (LNC=2: one program per physical
@@ -161,7 +155,7 @@ pub fn run_launch(
     inputs: &Inputs,
     config: &SimConfig,
 ) -> Result<RunResult, SimError> {
-    machine::simulate(&launch.get().cores, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
+    run_launch_dumping(launch, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
 }
 
 /// `run_launch` with the tensor dumps of `run_dumping`.
