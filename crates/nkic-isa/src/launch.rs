@@ -453,7 +453,11 @@ mod tests {
     fn the_launch_verifier_checks_arguments_and_barriers() {
         let one = assemble_launch(&format!(".target trn3\n{CORE}")).expect("one core");
         let errors = verify_launch(&one).expect_err("a barrier on one core");
-        assert!(errors[0].message.contains("needs a launch of two cores"));
+        assert_eq!(errors[0].rule, Rule::PairedOneCore);
+        assert_eq!(
+            errors[0].message,
+            "`core_barrier` needs a launch of two cores (LNC=2); this program runs on one"
+        );
         assert_eq!(errors[0].core, None);
 
         let other = CORE.replace("f32[128,4]", "f32[128,8]");
@@ -462,6 +466,7 @@ mod tests {
             .expect_err("different arguments");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].core, Some(1));
+        assert_eq!(errors[0].rule, Rule::LaunchArguments);
         assert!(
             errors[0]
                 .to_string()
@@ -473,7 +478,11 @@ mod tests {
         let three = format!(".target trn3\n\n.core 0\n{CORE}\n.core 1\n{CORE}\n.core 2\n{CORE}");
         let errors =
             verify_launch(&assemble_launch(&three).expect("assembles")).expect_err("three cores");
-        assert!(errors[0].message.contains("at most 2 cores"), "{errors:?}");
+        assert_eq!(errors[0].rule, Rule::LaunchCores);
+        assert_eq!(
+            errors[0].message,
+            "a launch on trn3 uses at most 2 cores, this one has 3"
+        );
 
         // Per-core program errors carry the core.
         let bad = CORE.replace(".queue gpsimd", ".queue dma0");
