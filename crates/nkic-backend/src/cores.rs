@@ -141,7 +141,7 @@ pub fn compile_launch_with_warnings(
     if let Err(problems) = nkic_isa::verify_launch(&launch) {
         let args_differ = problems
             .iter()
-            .any(|e| e.message.contains("share the kernel's arguments"));
+            .any(|e| e.rule == nkic_isa::Rule::LaunchArguments);
         let code = if args_differ {
             codes::GRID_MISMATCH
         } else {

@@ -167,7 +167,7 @@ pub fn line_table(
 /// Verifies `program`, turning failures into E0999 diagnostics.
 pub fn verified(program: Program) -> Result<Program, Vec<Diagnostic>> {
     match nkic_isa::verify(&program) {
-        Ok(()) => Ok(program),
+        Ok(_) => Ok(program),
         Err(errors) => Err(errors
             .into_iter()
             .map(|e| {

@@ -229,7 +229,9 @@ fn the_cores_of_a_launch_share_an_internal_shared_hbm_tensor() {
         race_check: true,
         ..nkic_sim::SimConfig::default()
     };
-    let run = nkic_sim::run_launch(&launch, &inputs, &config)
+    let verified = nkic_isa::verify_launch(&launch)
+        .unwrap_or_else(|e| panic!("the compiled launch does not verify: {e:?}\n{launch}"));
+    let run = nkic_sim::run_launch(verified, &inputs, &config)
         .unwrap_or_else(|e| panic!("simulation failed: {e}\n{launch}"));
     let a = inputs
         .entries

@@ -56,7 +56,7 @@ use std::fmt::Write;
 use crate::program::Program;
 use crate::target::Target;
 use crate::text::{AsmError, assemble, print};
-use crate::verify::{VerifyError, verify};
+use crate::verify::{Rule, Verified, VerifyError, verify};
 
 /// One program per physical core of a launch (see the module doc).
 #[derive(Clone, Debug, PartialEq)]
@@ -223,38 +223,47 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
 /// cores of one target, the same arguments on every core, `core_barrier`
 /// only in multi-core launches, and the same number of `core_barrier`s in
 /// each queue on every core (a barrier without a partner never completes).
-pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
+/// On success the token proves `launch` verified.
+pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<VerifyError>> {
     let mut errors = Vec::new();
     let multi = launch.is_multi_core();
-    let plain = |message: String| VerifyError {
+    let plain = |rule: Rule, message: String| VerifyError {
         core: None,
         queue: None,
         index: None,
         mnemonic: None,
         line: None,
         decl: None,
+        rule,
+        field: None,
         message,
     };
     if launch.cores.is_empty() {
-        return Err(vec![plain("a launch needs at least one core".into())]);
+        return Err(vec![plain(
+            Rule::LaunchCores,
+            "a launch needs at least one core".into(),
+        )]);
     }
     let target = launch.target();
     let max = target.figures().max_lnc as usize;
     if launch.cores.len() > max {
-        errors.push(plain(format!(
-            "a launch on {target} uses at most {max} cores, this one has {}",
-            launch.cores.len()
-        )));
+        errors.push(plain(
+            Rule::LaunchCores,
+            format!(
+                "a launch on {target} uses at most {max} cores, this one has {}",
+                launch.cores.len()
+            ),
+        ));
     }
     for (c, p) in launch.cores.iter().enumerate() {
         let core = u8::try_from(c).unwrap_or(u8::MAX);
         if p.target != target {
             errors.push(VerifyError {
                 core: multi.then_some(core),
-                ..plain(format!(
-                    "core {c} is compiled for {}, core 0 for {target}",
-                    p.target
-                ))
+                ..plain(
+                    Rule::LaunchTarget,
+                    format!("core {c} is compiled for {}, core 0 for {target}", p.target),
+                )
             });
         }
         if let Err(e) = verify(p) {
@@ -271,7 +280,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                         index: Some(i),
                         mnemonic: Some(inst.op.mnemonic()),
                         line: inst.line,
-                        ..plain(format!(
+                        ..plain(Rule::PairedOneCore, format!(
                             "`{}` needs a launch of two cores (LNC=2); this program runs on one",
                             inst.op.mnemonic()
                         ))
@@ -294,7 +303,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             };
             errors.push(VerifyError {
                 core: Some(core),
-                ..plain(format!(
+                ..plain(Rule::LaunchArguments, format!(
                     "the cores of a launch share the kernel's arguments, but core {c} declares [{}] and core 0 [{}]",
                     show(&mine),
                     show(&theirs)
@@ -324,7 +333,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
             };
             errors.push(VerifyError {
                 core: Some(core),
-                ..plain(format!(
+                ..plain(Rule::LaunchShared, format!(
                     "the cores of a launch share their `shared` HBM tensors, but core {c} declares [{}] and core 0 [{}]",
                     show(&mine),
                     show(&theirs)
@@ -378,7 +387,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                 errors.push(VerifyError {
                     core: Some(core),
                     queue: Some(stream.queue),
-                    ..plain(message)
+                    ..plain(Rule::LaunchPairing, message)
                 });
             }
         }
@@ -388,6 +397,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
                     core: Some(core),
                     queue: Some(stream.queue),
                     ..plain(
+                        Rule::LaunchPairing,
                         "core 0 has `core_barrier`s or `sendrecv`s in this queue but this core has no such queue"
                             .into(),
                     )
@@ -396,7 +406,7 @@ pub fn verify_launch(launch: &Launch) -> Result<(), Vec<VerifyError>> {
         }
     }
     if errors.is_empty() {
-        Ok(())
+        Ok(Verified::new(launch))
     } else {
         Err(errors)
     }
@@ -421,7 +431,7 @@ mod tests {
         assert!(launch.cores.iter().all(|p| p.target == Target::Trn2));
         assert_eq!(print_launch(&launch), text);
         assert_eq!(launch.to_string(), text);
-        assert_eq!(verify_launch(&launch), Ok(()));
+        assert_eq!(verify_launch(&launch).err(), None);
     }
 
     #[test]
@@ -443,7 +453,11 @@ mod tests {
     fn the_launch_verifier_checks_arguments_and_barriers() {
         let one = assemble_launch(&format!(".target trn3\n{CORE}")).expect("one core");
         let errors = verify_launch(&one).expect_err("a barrier on one core");
-        assert!(errors[0].message.contains("needs a launch of two cores"));
+        assert_eq!(errors[0].rule, Rule::PairedOneCore);
+        assert_eq!(
+            errors[0].message,
+            "`core_barrier` needs a launch of two cores (LNC=2); this program runs on one"
+        );
         assert_eq!(errors[0].core, None);
 
         let other = CORE.replace("f32[128,4]", "f32[128,8]");
@@ -452,6 +466,7 @@ mod tests {
             .expect_err("different arguments");
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].core, Some(1));
+        assert_eq!(errors[0].rule, Rule::LaunchArguments);
         assert!(
             errors[0]
                 .to_string()
@@ -463,7 +478,11 @@ mod tests {
         let three = format!(".target trn3\n\n.core 0\n{CORE}\n.core 1\n{CORE}\n.core 2\n{CORE}");
         let errors =
             verify_launch(&assemble_launch(&three).expect("assembles")).expect_err("three cores");
-        assert!(errors[0].message.contains("at most 2 cores"), "{errors:?}");
+        assert_eq!(errors[0].rule, Rule::LaunchCores);
+        assert_eq!(
+            errors[0].message,
+            "a launch on trn3 uses at most 2 cores, this one has 3"
+        );
 
         // Per-core program errors carry the core.
         let bad = CORE.replace(".queue gpsimd", ".queue dma0");

@@ -64,4 +64,4 @@ pub use program::{
 };
 pub use target::{Figures, Target};
 pub use text::{AsmError, assemble, print};
-pub use verify::{Decl, VerifyError, check_instruction, verify};
+pub use verify::{Decl, Rule, Verified, VerifyError, check_instruction, verify};

@@ -1,7 +1,9 @@
 //! The program verifier: rejects programs the machine cannot run.
 //!
-//! `verify` reports every problem it finds, each naming the queue, the
-//! instruction index and mnemonic, and the field. It checks:
+//! `verify` reports every problem it finds as a `VerifyError`, each naming
+//! the `Rule` it breaks (`verify/rule.rs` lists them with their stable
+//! names), the queue, the instruction index and mnemonic, and the field.
+//! Its `Display` is the message users see. It checks:
 //!
 //! * **Declarations**: HBM tensor and semaphore names are unique
 //!   identifiers, tensor dtypes exist on the target, line-table entries
@@ -47,6 +49,10 @@ use crate::program::{LineId, Program, SemId};
 use crate::target::{Figures, Target};
 use crate::text::is_identifier;
 
+mod rule;
+
+pub use rule::Rule;
+
 /// One verifier finding.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VerifyError {
@@ -63,6 +69,12 @@ pub struct VerifyError {
     /// The declaration the problem is in, when it is in none of the
     /// streams' instructions.
     pub decl: Option<Decl>,
+    /// The rule the program breaks.
+    pub rule: Rule,
+    /// The instruction field the problem is in (`dst`, `op0`, …), when
+    /// it is in one.
+    pub field: Option<&'static str>,
+    /// What is wrong, in words (`Display` adds where).
     pub message: String,
 }
 
@@ -96,8 +108,58 @@ impl fmt::Display for VerifyError {
 
 impl std::error::Error for VerifyError {}
 
-/// Verifies a program; see the module doc for the rules.
-pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
+/// Proof that the verifier accepted a program (`verify`) or a launch
+/// (`verify_launch`), as naga's `ModuleInfo` is for a shader module.
+///
+/// Only this crate's verifiers make one: its one field is private. It
+/// borrows what was verified, so it names that very value and no other,
+/// and the value cannot change while the token lives. Consumers that
+/// rely on the verifier's rules (`nkic_sim::run` and `run_launch`) take a
+/// token instead of a bare reference, so they never see an unverified
+/// program and need not check those rules again.
+///
+/// Code outside the crate cannot make one without verifying:
+///
+/// ```compile_fail
+/// let program = nkic_isa::Program::new(nkic_isa::Target::Trn3);
+/// let forged = nkic_isa::Verified { item: &program };
+/// ```
+#[derive(Debug)]
+pub struct Verified<'a, T> {
+    item: &'a T,
+}
+
+impl<'a, T> Verified<'a, T> {
+    /// Tokens are made by this crate's verifiers only.
+    pub(crate) fn new(item: &'a T) -> Verified<'a, T> {
+        Verified { item }
+    }
+
+    /// The verified program or launch.
+    pub fn get(&self) -> &'a T {
+        self.item
+    }
+}
+
+impl<T> Clone for Verified<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Verified<'_, T> {}
+
+impl<T> std::ops::Deref for Verified<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        self.item
+    }
+}
+
+/// Verifies a program; see the module doc for the rules. On success the
+/// token proves `program` verified.
+pub fn verify(program: &Program) -> Result<Verified<'_, Program>, Vec<VerifyError>> {
     let mut v = Verifier {
         program,
         target: program.target,
@@ -112,7 +174,7 @@ pub fn verify(program: &Program) -> Result<(), Vec<VerifyError>> {
     }
     v.semaphores();
     if v.errors.is_empty() {
-        Ok(())
+        Ok(Verified::new(program))
     } else {
         Err(v.errors)
     }
@@ -157,7 +219,7 @@ struct Verifier<'p> {
 }
 
 impl<'p> Verifier<'p> {
-    fn err(&mut self, message: String) {
+    fn err(&mut self, rule: Rule, field: Option<&'static str>, message: String) {
         let (queue, index, mnemonic, line) = match self.at {
             Some((q, i, inst)) => (Some(q), Some(i), Some(inst.op.mnemonic()), inst.line),
             None => (None, None, None, None),
@@ -169,13 +231,15 @@ impl<'p> Verifier<'p> {
             mnemonic,
             line,
             decl: None,
+            rule,
+            field,
             message,
         });
     }
 
     /// An error in declaration `decl`.
-    fn decl_err(&mut self, decl: Decl, message: String) {
-        self.err(message);
+    fn decl_err(&mut self, rule: Rule, decl: Decl, message: String) {
+        self.err(rule, None, message);
         if let Some(e) = self.errors.last_mut() {
             e.decl = Some(decl);
         }
@@ -187,18 +251,21 @@ impl<'p> Verifier<'p> {
         for (i, t) in p.hbm.iter().enumerate() {
             if !is_identifier(&t.name) {
                 self.decl_err(
+                    Rule::TensorName,
                     Decl::Tensor(i),
                     format!("HBM tensor name `{}` is not an identifier", t.name),
                 );
             }
             if seen.insert(t.name.as_str(), ()).is_some() {
                 self.decl_err(
+                    Rule::TensorDeclaredTwice,
                     Decl::Tensor(i),
                     format!("HBM tensor `{}` is declared twice", t.name),
                 );
             }
             if !self.target.supports_dtype(t.dtype) {
                 self.decl_err(
+                    Rule::TensorDtype,
                     Decl::Tensor(i),
                     format!(
                         "HBM tensor `{}` has dtype {} which {} does not have",
@@ -211,12 +278,14 @@ impl<'p> Verifier<'p> {
         for (i, s) in p.semaphores.iter().enumerate() {
             if !is_identifier(&s.name) {
                 self.decl_err(
+                    Rule::SemaphoreName,
                     Decl::Semaphore(i),
                     format!("semaphore name `{}` is not an identifier", s.name),
                 );
             }
             if seen.insert(s.name.as_str(), ()).is_some() {
                 self.decl_err(
+                    Rule::SemaphoreDeclaredTwice,
                     Decl::Semaphore(i),
                     format!("semaphore `{}` is declared twice", s.name),
                 );
@@ -225,6 +294,7 @@ impl<'p> Verifier<'p> {
         for (i, entry) in p.line_table.iter().enumerate() {
             if entry.file as usize >= p.files.len() {
                 self.decl_err(
+                    Rule::LineFile,
                     Decl::Line(i),
                     format!(
                         "line entry l{i} names file f{} but the program has {} files",
@@ -238,6 +308,7 @@ impl<'p> Verifier<'p> {
         for (i, s) in p.queues.iter().enumerate() {
             if queues.insert(s.queue, ()).is_some() {
                 self.decl_err(
+                    Rule::QueueTwoStreams,
                     Decl::Stream(i),
                     format!("queue {} has two streams", s.queue),
                 );
@@ -246,6 +317,7 @@ impl<'p> Verifier<'p> {
                 && u32::from(n) >= self.f.dma_queues
             {
                 self.decl_err(
+                    Rule::QueueExists,
                     Decl::Stream(i),
                     format!(
                         "queue {} does not exist: {} has dma0..dma{}",
@@ -265,7 +337,11 @@ impl<'p> Verifier<'p> {
                 && labels.insert(label, i).is_some()
             {
                 self.at = Some((queue, i, inst));
-                self.err(format!("label {label} is defined twice in queue {queue}"));
+                self.err(
+                    Rule::LabelDefinedTwice,
+                    None,
+                    format!("label {label} is defined twice in queue {queue}"),
+                );
             }
         }
         for (i, inst) in insts.iter().enumerate() {
@@ -285,23 +361,35 @@ impl<'p> Verifier<'p> {
         let engine = queue.engine();
         if !op.engines().contains(&engine) {
             let allowed: Vec<&str> = op.engines().iter().map(|e| e.name()).collect();
-            self.err(format!(
-                "cannot run on the {engine} queue; it runs on: {}",
-                allowed.join(", ")
-            ));
+            self.err(
+                Rule::QueueEngine,
+                None,
+                format!(
+                    "cannot run on the {engine} queue; it runs on: {}",
+                    allowed.join(", ")
+                ),
+            );
             return;
         }
         if self.target < op.since() {
-            self.err(format!(
-                "needs {} or newer; the program targets {}",
-                op.since(),
-                self.target
-            ));
+            self.err(
+                Rule::SinceTarget,
+                None,
+                format!(
+                    "needs {} or newer; the program targets {}",
+                    op.since(),
+                    self.target
+                ),
+            );
         }
         if let Some(line) = inst.line
             && line.0 as usize >= self.program.line_table.len()
         {
-            self.err(format!("line entry l{} does not exist", line.0));
+            self.err(
+                Rule::LineEntry,
+                None,
+                format!("line entry l{} does not exist", line.0),
+            );
         }
         for w in &inst.waits {
             self.sem_exists(w.sem);
@@ -336,16 +424,24 @@ impl<'p> Verifier<'p> {
 
     fn sem_exists(&mut self, sem: SemId) {
         if sem.0 as usize >= self.program.semaphores.len() {
-            self.err(format!("semaphore #{} is not declared", sem.0));
+            self.err(
+                Rule::SemaphoreDeclared,
+                None,
+                format!("semaphore #{} is not declared", sem.0),
+            );
         }
     }
 
     fn reg(&mut self, r: Reg) {
         if u32::from(r.0) >= self.f.sequencer_registers {
-            self.err(format!(
-                "register {r} does not exist: sequencers have r0..r{}",
-                self.f.sequencer_registers - 1
-            ));
+            self.err(
+                Rule::Register,
+                None,
+                format!(
+                    "register {r} does not exist: sequencers have r0..r{}",
+                    self.f.sequencer_registers - 1
+                ),
+            );
         }
     }
 
@@ -386,7 +482,7 @@ impl<'p> Verifier<'p> {
     fn access_pattern(
         &mut self,
         engine: Engine,
-        field: &str,
+        field: &'static str,
         role: Role,
         ap: &AccessPattern,
         control: bool,
@@ -394,47 +490,75 @@ impl<'p> Verifier<'p> {
     ) {
         let exempt_alignment = control || mx_scale;
         if !self.target.supports_dtype(ap.dtype) {
-            self.err(format!(
-                "`{field}` has dtype {} which {} does not have",
-                ap.dtype, self.target
-            ));
+            self.err(
+                Rule::DtypeOnTarget,
+                Some(field),
+                format!(
+                    "`{field}` has dtype {} which {} does not have",
+                    ap.dtype, self.target
+                ),
+            );
         }
         if ap.dims.len() > MAX_DIMS {
-            self.err(format!(
-                "`{field}` has {} free dims; at most {MAX_DIMS} are allowed",
-                ap.dims.len()
-            ));
+            self.err(
+                Rule::MaxDims,
+                Some(field),
+                format!(
+                    "`{field}` has {} free dims; at most {MAX_DIMS} are allowed",
+                    ap.dims.len()
+                ),
+            );
         }
         if ap.partition_count == 0 {
-            self.err(format!("`{field}` covers no partitions"));
+            self.err(
+                Rule::NoPartitions,
+                Some(field),
+                format!("`{field}` covers no partitions"),
+            );
         }
         if let Some(k) = ap.dims.iter().position(|d| d.count == 0) {
-            self.err(format!("`{field}` dim {k} has count 0"));
+            self.err(
+                Rule::ZeroCount,
+                Some(field),
+                format!("`{field}` dim {k} has count 0"),
+            );
         }
         if ap.dims.iter().any(|d| d.count > 65_535) {
-            self.err(format!("`{field}` has a dim count above 65535"));
+            self.err(
+                Rule::CountLimit,
+                Some(field),
+                format!("`{field}` has a dim count above 65535"),
+            );
         }
         // Memory legality per engine.
         match (engine, ap.mem) {
-            (Engine::Dma, Memory::Psum) => self.err(format!(
-                "`{field}` is in PSUM; DMA can neither read nor write PSUM"
-            )),
-            (Engine::GpSimd, Memory::Psum) => {
-                self.err(format!("`{field}` is in PSUM; GpSimd cannot access PSUM"))
-            }
+            (Engine::Dma, Memory::Psum) => self.err(
+                Rule::DmaPsum,
+                Some(field),
+                format!("`{field}` is in PSUM; DMA can neither read nor write PSUM"),
+            ),
+            (Engine::GpSimd, Memory::Psum) => self.err(
+                Rule::GpSimdPsum,
+                Some(field),
+                format!("`{field}` is in PSUM; GpSimd cannot access PSUM"),
+            ),
             _ if control => {}
             (Engine::Tensor | Engine::Vector | Engine::Scalar | Engine::GpSimd, Memory::Hbm(_)) => {
-                self.err(format!("`{field}` is in HBM; the {engine} engine only accesses SBUF and PSUM (use a DMA)"));
+                self.err(Rule::ComputeHbm, Some(field), format!("`{field}` is in HBM; the {engine} engine only accesses SBUF and PSUM (use a DMA)"));
             }
             (Engine::Tensor, Memory::Psum) if role == Role::Read => {
-                self.err(format!(
-                    "`{field}` is in PSUM; TensorE reads its inputs from SBUF"
-                ));
+                self.err(
+                    Rule::TensorReadsSbuf,
+                    Some(field),
+                    format!("`{field}` is in PSUM; TensorE reads its inputs from SBUF"),
+                );
             }
             (Engine::Tensor, Memory::Sbuf) if role == Role::Write => {
-                self.err(format!(
-                    "`{field}` is in SBUF; TensorE writes its results to PSUM"
-                ));
+                self.err(
+                    Rule::TensorWritesPsum,
+                    Some(field),
+                    format!("`{field}` is in SBUF; TensorE writes its results to PSUM"),
+                );
             }
             _ => {}
         }
@@ -442,13 +566,15 @@ impl<'p> Verifier<'p> {
         match ap.mem {
             Memory::Sbuf | Memory::Psum => {
                 if ap.partition_stride != 0 {
-                    self.err(format!(
-                        "`{field}` has a partition stride; only HBM patterns have one"
-                    ));
+                    self.err(
+                        Rule::PartitionStride,
+                        Some(field),
+                        format!("`{field}` has a partition stride; only HBM patterns have one"),
+                    );
                 }
                 let end = u64::from(ap.partition_start) + u64::from(ap.partition_count);
                 if end > u64::from(partitions) {
-                    self.err(format!(
+                    self.err(Rule::PartitionRange, Some(field), format!(
                         "`{field}` covers partitions {}..{end}, beyond the {partitions} partitions",
                         ap.partition_start
                     ));
@@ -456,12 +582,16 @@ impl<'p> Verifier<'p> {
                     && engine != Engine::Dma
                     && !start_allowed(ap.partition_start, ap.partition_count)
                 {
-                    self.err(format!(
-                        "`{field}` starts at partition {} with {} partitions; {}",
-                        ap.partition_start,
-                        ap.partition_count,
-                        start_rule(ap.partition_count)
-                    ));
+                    self.err(
+                        Rule::PartitionStart,
+                        Some(field),
+                        format!(
+                            "`{field}` starts at partition {} with {} partitions; {}",
+                            ap.partition_start,
+                            ap.partition_count,
+                            start_rule(ap.partition_count)
+                        ),
+                    );
                 }
                 let (limit, what) = if ap.mem == Memory::Sbuf {
                     (
@@ -474,15 +604,19 @@ impl<'p> Verifier<'p> {
                 if let Some((lo, hi)) = ap.byte_range()
                     && (lo < 0 || hi > i64::from(limit))
                 {
-                    self.err(format!("`{field}` touches bytes {lo}..{hi} of each partition, outside the {limit} {what}"));
+                    self.err(Rule::OnChipBytes, Some(field), format!("`{field}` touches bytes {lo}..{hi} of each partition, outside the {limit} {what}"));
                 }
                 if ap.mem == Memory::Psum
                     && !ap.offset.is_multiple_of(u64::from(self.f.psum_min_align))
                 {
-                    self.err(format!(
-                        "`{field}` PSUM offset {} is not {}-byte aligned",
-                        ap.offset, self.f.psum_min_align
-                    ));
+                    self.err(
+                        Rule::PsumAlignment,
+                        Some(field),
+                        format!(
+                            "`{field}` PSUM offset {} is not {}-byte aligned",
+                            ap.offset, self.f.psum_min_align
+                        ),
+                    );
                 }
                 if matches!(engine, Engine::Vector | Engine::Scalar | Engine::GpSimd) {
                     let max = if ap.mem == Memory::Sbuf {
@@ -491,25 +625,32 @@ impl<'p> Verifier<'p> {
                         self.f.max_free_elems_psum
                     };
                     if ap.free_size() > u64::from(max) {
-                        self.err(format!(
-                            "`{field}` has {} elements per partition; the limit is {max}",
-                            ap.free_size()
-                        ));
+                        self.err(
+                            Rule::FreeSizeLimit,
+                            Some(field),
+                            format!(
+                                "`{field}` has {} elements per partition; the limit is {max}",
+                                ap.free_size()
+                            ),
+                        );
                     }
                 }
             }
             Memory::Hbm(id) => {
                 let Some(t) = self.program.tensor(id) else {
-                    self.err(format!(
-                        "`{field}` names HBM tensor #{} which does not exist",
-                        id.0
-                    ));
+                    self.err(
+                        Rule::TensorExists,
+                        Some(field),
+                        format!("`{field}` names HBM tensor #{} which does not exist", id.0),
+                    );
                     return;
                 };
                 if ap.partition_start != 0 {
-                    self.err(format!(
-                        "`{field}` on HBM must start at partition 0 (use the byte offset)"
-                    ));
+                    self.err(
+                        Rule::HbmPartitionStart,
+                        Some(field),
+                        format!("`{field}` on HBM must start at partition 0 (use the byte offset)"),
+                    );
                 }
                 let range = if self.current_indexed {
                     let base = i64::try_from(ap.offset).unwrap_or(i64::MAX);
@@ -521,11 +662,15 @@ impl<'p> Verifier<'p> {
                 if let Some((lo, hi)) = range
                     && (lo < 0 || hi > i64::try_from(t.bytes()).unwrap_or(i64::MAX))
                 {
-                    self.err(format!(
-                        "`{field}` touches bytes {lo}..{hi} of `{}`, which has {} bytes",
-                        t.name,
-                        t.bytes()
-                    ));
+                    self.err(
+                        Rule::HbmBytes,
+                        Some(field),
+                        format!(
+                            "`{field}` touches bytes {lo}..{hi} of `{}`, which has {} bytes",
+                            t.name,
+                            t.bytes()
+                        ),
+                    );
                 }
             }
         }
@@ -545,15 +690,27 @@ impl<'p> Verifier<'p> {
             } => {
                 self.dma_elements(dst, src, *dge == DgeMode::Hwdge);
                 if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
-                    self.err("`accumulate` needs a float `dst`".into());
+                    self.err(
+                        Rule::AccumulateFloat,
+                        Some("accumulate"),
+                        "`accumulate` needs a float `dst`".into(),
+                    );
                 }
                 self.dge(*dge);
                 if let Some(p) = priority {
                     if self.target < Target::Trn3 {
-                        self.err("`priority` needs trn3".into());
+                        self.err(
+                            Rule::TargetFeature,
+                            Some("priority"),
+                            "`priority` needs trn3".into(),
+                        );
                     }
                     if *p > 3 {
-                        self.err(format!("`priority` is 0..=3, found {p}"));
+                        self.err(
+                            Rule::AttributeValue,
+                            Some("priority"),
+                            format!("`priority` is 0..=3, found {p}"),
+                        );
                     }
                 }
             }
@@ -566,6 +723,8 @@ impl<'p> Verifier<'p> {
             } => {
                 if !matches!(src.mem, Memory::Hbm(_)) {
                     self.err(
+                        Rule::OperandMemory,
+                        Some("src"),
                         "`src` of a gather must be an HBM pattern (its rows are chosen by `index`)"
                             .into(),
                     );
@@ -573,7 +732,11 @@ impl<'p> Verifier<'p> {
                 self.row_index(index, src.partition_count);
                 self.dma_elements(dst, src, false);
                 if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
-                    self.err("`accumulate` needs a float `dst`".into());
+                    self.err(
+                        Rule::AccumulateFloat,
+                        Some("accumulate"),
+                        "`accumulate` needs a float `dst`".into(),
+                    );
                 }
             }
             Op::DmaScatter {
@@ -584,32 +747,45 @@ impl<'p> Verifier<'p> {
                 ..
             } => {
                 if !matches!(dst.mem, Memory::Hbm(_)) {
-                    self.err("`dst` of a scatter must be an HBM pattern (its rows are chosen by `index`)".into());
+                    self.err(Rule::OperandMemory, Some("dst"), "`dst` of a scatter must be an HBM pattern (its rows are chosen by `index`)".into());
                 }
                 self.row_index(index, dst.partition_count);
                 self.dma_elements(dst, src, false);
                 if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
-                    self.err("`accumulate` needs a float `dst`".into());
+                    self.err(
+                        Rule::AccumulateFloat,
+                        Some("accumulate"),
+                        "`accumulate` needs a float `dst`".into(),
+                    );
                 }
             }
             Op::Rng { dst } => {
                 if !dst.dtype.is_int() {
-                    self.err(format!(
-                        "`dst` must be an integer dtype, found {}",
-                        dst.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!("`dst` must be an integer dtype, found {}", dst.dtype),
+                    );
                 }
             }
             Op::Rand2 { dst, min, max } => {
                 if matches!(dst.dtype, DType::Bool | DType::F8E8M0) || dst.dtype.is_packed_x4() {
-                    self.err(format!("`dst` may not be {}", dst.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!("`dst` may not be {}", dst.dtype),
+                    );
                 }
                 self.scalar("min", min, dst);
                 self.scalar("max", max, dst);
                 if let (Scalar::Imm(lo), Scalar::Imm(hi)) = (min, max)
                     && lo.get().partial_cmp(&hi.get()) != Some(std::cmp::Ordering::Less)
                 {
-                    self.err(format!("`min` {lo:?} must be below `max` {hi:?}"));
+                    self.err(
+                        Rule::RandRange,
+                        Some("min"),
+                        format!("`min` {lo:?} must be below `max` {hi:?}"),
+                    );
                 }
             }
             Op::Dropout { dst, src, prob } => {
@@ -619,24 +795,36 @@ impl<'p> Verifier<'p> {
             }
             Op::SetRngSeed { src } => {
                 if src.num_elements() != 1 || src.dtype.size() != 4 || src.dtype.is_packed_x4() {
-                    self.err(format!(
-                        "`src` must be one 32-bit element, found {} elements of {}",
-                        src.num_elements(),
-                        src.dtype
-                    ));
+                    self.err(
+                        Rule::RngSeed,
+                        Some("src"),
+                        format!(
+                            "`src` must be one 32-bit element, found {} elements of {}",
+                            src.num_elements(),
+                            src.dtype
+                        ),
+                    );
                 }
             }
             Op::DmaTranspose { dst, src, dge } => {
                 self.dge(*dge);
                 if dst.mem != Memory::Sbuf {
-                    self.err("`dst` of a DMA transpose must be in SBUF".into());
+                    self.err(
+                        Rule::OperandMemory,
+                        Some("dst"),
+                        "`dst` of a DMA transpose must be in SBUF".into(),
+                    );
                 }
                 self.same_dtype("dst", dst, "src", src);
                 if !matches!(src.dtype.size(), 2 | 4) || src.dtype.is_packed_x4() {
-                    self.err(format!(
-                        "DMA transpose moves 2- or 4-byte elements, not {}",
-                        src.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!(
+                            "DMA transpose moves 2- or 4-byte elements, not {}",
+                            src.dtype
+                        ),
+                    );
                 }
                 let s = src.shape();
                 let perm: &[usize] = match s.len() {
@@ -644,15 +832,17 @@ impl<'p> Verifier<'p> {
                     3 => &[2, 1, 0],
                     4 => &[3, 1, 2, 0],
                     n => {
-                        self.err(format!(
-                            "`src` has rank {n}; DMA transpose takes rank 2, 3 or 4"
-                        ));
+                        self.err(
+                            Rule::DmaTransposeRank,
+                            Some("src"),
+                            format!("`src` has rank {n}; DMA transpose takes rank 2, 3 or 4"),
+                        );
                         return;
                     }
                 };
                 let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
                 if dst.shape() != want {
-                    self.err(format!(
+                    self.err(Rule::TransposeShape, Some("dst"), format!(
                         "`dst` must have the transposed shape {want:?} of `src` {s:?}, found {:?}",
                         dst.shape()
                     ));
@@ -664,41 +854,61 @@ impl<'p> Verifier<'p> {
             Op::SendRecv { dst, src, .. } => {
                 self.same_pf("dst", dst, "src", src);
                 if dst.dtype != src.dtype {
-                    self.err(format!(
+                    self.err(Rule::SameDtype, Some("dst"), format!(
                         "`dst` is {} but `src` is {}: `sendrecv` moves bits, both sides have one dtype",
                         dst.dtype, src.dtype
                     ));
                 }
                 for (field, ap) in [("dst", dst), ("src", src)] {
                     if ap.mem != Memory::Sbuf {
-                        self.err(format!("`{field}` of `sendrecv` is an SBUF tile"));
+                        self.err(
+                            Rule::OperandMemory,
+                            Some(field),
+                            format!("`{field}` of `sendrecv` is an SBUF tile"),
+                        );
                     }
                 }
             }
             Op::Memset { dst, value } => match value {
                 Imm::Int(v) => {
                     if dst.dtype.is_float() && !dst.dtype.is_packed_x4() {
-                        self.err(format!(
-                            "`value` {v} is an integer but `dst` is {}; write a float",
-                            dst.dtype
-                        ));
+                        self.err(
+                            Rule::MemsetValue,
+                            Some("value"),
+                            format!(
+                                "`value` {v} is an integer but `dst` is {}; write a float",
+                                dst.dtype
+                            ),
+                        );
                     } else if dst.dtype.is_packed_x4() && *v != 0 {
-                        self.err("packed x4 dtypes can only be set to 0".into());
+                        self.err(
+                            Rule::MemsetValue,
+                            Some("value"),
+                            "packed x4 dtypes can only be set to 0".into(),
+                        );
                     }
                 }
                 Imm::Float(x) => {
                     if !dst.dtype.is_float() || dst.dtype.is_packed_x4() {
-                        self.err(format!(
-                            "`value` {x:?} is a float but `dst` is {}; write an integer",
-                            dst.dtype
-                        ));
+                        self.err(
+                            Rule::MemsetValue,
+                            Some("value"),
+                            format!(
+                                "`value` {x:?} is a float but `dst` is {}; write an integer",
+                                dst.dtype
+                            ),
+                        );
                     }
                 }
             },
             Op::Iota { dst, pattern, .. } => {
                 self.pattern("pattern", pattern, dst);
                 if dst.mem != Memory::Sbuf {
-                    self.err("`dst` of iota must be in SBUF".into());
+                    self.err(
+                        Rule::OperandMemory,
+                        Some("dst"),
+                        "`dst` of iota must be in SBUF".into(),
+                    );
                 }
             }
             Op::NcMatmul {
@@ -745,19 +955,25 @@ impl<'p> Verifier<'p> {
                 if dst.free_size() != u64::from(src.partition_count)
                     || u64::from(dst.partition_count) != src.free_size()
                 {
-                    self.err(format!(
-                        "`dst` must be [{}, {}] (src transposed), found [{}, {}]",
-                        src.free_size(),
-                        src.partition_count,
-                        dst.partition_count,
-                        dst.free_size()
-                    ));
+                    self.err(
+                        Rule::TransposeShape,
+                        Some("dst"),
+                        format!(
+                            "`dst` must be [{}, {}] (src transposed), found [{}, {}]",
+                            src.free_size(),
+                            src.partition_count,
+                            dst.partition_count,
+                            dst.free_size()
+                        ),
+                    );
                 }
                 let limit = if engine == Engine::Tensor { 128 } else { 32 };
                 if src.partition_count > limit || src.free_size() > u64::from(limit) {
-                    self.err(format!(
-                        "the {engine} engine transposes at most {limit}×{limit}"
-                    ));
+                    self.err(
+                        Rule::TransposeSize,
+                        Some("src"),
+                        format!("the {engine} engine transposes at most {limit}×{limit}"),
+                    );
                 }
             }
             Op::Activation {
@@ -776,16 +992,26 @@ impl<'p> Verifier<'p> {
                 if let Some(Scalar::Vector(b)) = bias
                     && b.dtype == DType::TF32
                 {
-                    self.err("`bias` may not be tfloat32".into());
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("bias"),
+                        "`bias` may not be tfloat32".into(),
+                    );
                 }
                 if *reduce_cmd == ReduceCmd::LoadReduce {
                     self.err(
+                        Rule::ReduceCmd,
+                        Some("reduce_cmd"),
                         "`activation` has no initial value for `load_reduce`; use `reset_reduce`"
                             .into(),
                     );
                 }
                 if reduce_cmd.contributes() && *reduce_op != Some(AluOp::Add) {
-                    self.err("`activation` reduces with `reduce_op=add` only".into());
+                    self.err(
+                        Rule::OperatorAllowed,
+                        Some("reduce_op"),
+                        "`activation` reduces with `reduce_op=add` only".into(),
+                    );
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
@@ -802,9 +1028,11 @@ impl<'p> Verifier<'p> {
                 self.scalar("scale", scale, src);
                 self.opt_scalar("bias", bias.as_ref(), src);
                 if !matches!(reduce_op, AluOp::Add | AluOp::Maximum | AluOp::Minimum) {
-                    self.err(format!(
-                        "`reduce_op` must be add, maximum or minimum, found {reduce_op}"
-                    ));
+                    self.err(
+                        Rule::OperatorAllowed,
+                        Some("reduce_op"),
+                        format!("`reduce_op` must be add, maximum or minimum, found {reduce_op}"),
+                    );
                 }
                 self.reduce_res(Some(reduce_res), src);
             }
@@ -832,35 +1060,50 @@ impl<'p> Verifier<'p> {
                     ) | (AluOp::Add | AluOp::Subtract | AluOp::Bypass, AluOp::Bypass)
                 );
                 if !allowed {
-                    self.err(format!(
+                    self.err(Rule::OperatorPair, Some("op0"), format!(
                         "`(op0, op1)` = ({op0}, {op1}) is not one of (multiply, add|subtract|bypass), (add|subtract|bypass, bypass)"
                     ));
                 }
-                for (name, op, imm, reverse) in
-                    [("imm0", op0, imm0, reverse0), ("imm1", op1, imm1, reverse1)]
-                {
+                for (name, reverse_name, op, imm, reverse) in [
+                    ("imm0", "reverse0", op0, imm0, reverse0),
+                    ("imm1", "reverse1", op1, imm1, reverse1),
+                ] {
                     match (*op == AluOp::Bypass, imm) {
-                        (false, None) => self.err(format!("`{name}` is needed by {op}")),
-                        (true, Some(_)) => {
-                            self.err(format!("`{name}` is given but its operator is bypass"))
-                        }
+                        (false, None) => self.err(
+                            Rule::OperandNeeded,
+                            Some(name),
+                            format!("`{name}` is needed by {op}"),
+                        ),
+                        (true, Some(_)) => self.err(
+                            Rule::OperandUnused,
+                            Some(name),
+                            format!("`{name}` is given but its operator is bypass"),
+                        ),
                         (_, Some(s)) => self.scalar(name, s, src),
                         _ => {}
                     }
                     if *reverse && *op == AluOp::Bypass {
-                        self.err(format!("`reverse{}` needs an operator", &name[3..]));
+                        self.err(
+                            Rule::ReverseBypass,
+                            Some(reverse_name),
+                            format!("`reverse{}` needs an operator", &name[3..]),
+                        );
                     }
                 }
                 self.opt_scalar("relu_param", relu_param.as_ref(), src);
                 if reduce_cmd.contributes() || reduce_op.is_some() {
                     match reduce_op {
                         Some(AluOp::Add | AluOp::Maximum | AluOp::Minimum | AluOp::AbsMax | AluOp::AbsMin) => {}
-                        Some(other) => self.err(format!("`reduce_op` must be add, maximum, minimum, abs_max or abs_min, found {other}")),
-                        None => self.err(format!("`reduce_cmd={reduce_cmd}` needs `reduce_op`")),
+                        Some(other) => self.err(Rule::OperatorAllowed, Some("reduce_op"), format!("`reduce_op` must be add, maximum, minimum, abs_max or abs_min, found {other}")),
+                        None => self.err(Rule::ReduceOpNeeded, Some("reduce_op"), format!("`reduce_cmd={reduce_cmd}` needs `reduce_op`")),
                     }
                 }
                 if *reduce_cmd == ReduceCmd::LoadReduce {
-                    self.err("`activate2` has no initial value for `load_reduce`".into());
+                    self.err(
+                        Rule::ReduceCmd,
+                        Some("reduce_cmd"),
+                        "`activate2` has no initial value for `load_reduce`".into(),
+                    );
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
@@ -878,10 +1121,18 @@ impl<'p> Verifier<'p> {
                     self.int_operands(&[dst, src0, src1]);
                 }
                 if *op == AluOp::Power && engine != Engine::GpSimd {
-                    self.err("`power` runs on GpSimd".into());
+                    self.err(
+                        Rule::OperatorEngine,
+                        Some("op"),
+                        "`power` runs on GpSimd".into(),
+                    );
                 }
                 if engine == Engine::GpSimd && dst.mem != Memory::Sbuf {
-                    self.err("GpSimd writes SBUF only".into());
+                    self.err(
+                        Rule::OperandMemory,
+                        Some("dst"),
+                        "GpSimd writes SBUF only".into(),
+                    );
                 }
             }
             Op::TensorScalar {
@@ -899,19 +1150,31 @@ impl<'p> Verifier<'p> {
                     (Some(op), operand) => {
                         self.op_operand("op1", *op, "operand1", operand.as_ref(), src)
                     }
-                    (None, Some(_)) => self.err("`operand1` is given without `op1`".into()),
+                    (None, Some(_)) => self.err(
+                        Rule::OperandUnused,
+                        Some("operand1"),
+                        "`operand1` is given without `op1`".into(),
+                    ),
                     (None, None) => {}
                 }
                 let bitvec0 = op0.is_bitvec();
                 if let Some(op1) = op1
                     && op1.is_bitvec() != bitvec0
                 {
-                    self.err("`op0` and `op1` must both be bitwise or both arithmetic".into());
+                    self.err(
+                        Rule::OperatorKindsMixed,
+                        Some("op1"),
+                        "`op0` and `op1` must both be bitwise or both arithmetic".into(),
+                    );
                 }
                 if bitvec0 {
                     self.int_operands(&[dst, src]);
                     if engine != Engine::Vector {
-                        self.err("bitwise `tensor_scalar` runs on Vector only".into());
+                        self.err(
+                            Rule::OperatorEngine,
+                            Some("op0"),
+                            "bitwise `tensor_scalar` runs on Vector only".into(),
+                        );
                     }
                 }
                 if engine == Engine::Scalar && self.target < Target::Trn3 {
@@ -920,11 +1183,15 @@ impl<'p> Verifier<'p> {
                         (AluOp::Multiply, Some(AluOp::Add) | None) | (AluOp::Add, None)
                     );
                     if !ok {
-                        self.err("ScalarE `tensor_scalar` on trn2 supports only (multiply, add), (multiply) and (add)".into());
+                        self.err(Rule::OperatorEngine, Some("op0"), "ScalarE `tensor_scalar` on trn2 supports only (multiply, add), (multiply) and (add)".into());
                     }
                 }
                 if engine == Engine::GpSimd && (*op0 != AluOp::Rsqrt || op1.is_some()) {
-                    self.err("GpSimd `tensor_scalar` supports only `op0=rsqrt`".into());
+                    self.err(
+                        Rule::OperatorEngine,
+                        Some("op0"),
+                        "GpSimd `tensor_scalar` supports only `op0=rsqrt`".into(),
+                    );
                 }
             }
             Op::ScalarTensorTensor {
@@ -943,7 +1210,11 @@ impl<'p> Verifier<'p> {
                 for (name, op) in [("op0", op0), ("op1", op1)] {
                     self.binary_op(name, *op);
                     if op.is_bitvec() {
-                        self.err(format!("`{name}` must be arithmetic, found {op}"));
+                        self.err(
+                            Rule::ArithmeticOperator,
+                            Some(name),
+                            format!("`{name}` must be arithmetic, found {op}"),
+                        );
                     }
                 }
             }
@@ -961,17 +1232,21 @@ impl<'p> Verifier<'p> {
                 self.same_pf("dst", dst, "src", src);
                 self.op_operand("op0", *op0, "operand0", operand0.as_ref(), src);
                 if op0.is_bitvec() {
-                    self.err(format!("`op0` must be arithmetic, found {op0}"));
+                    self.err(
+                        Rule::ArithmeticOperator,
+                        Some("op0"),
+                        format!("`op0` must be arithmetic, found {op0}"),
+                    );
                 }
                 if !matches!(
                     reduce_op,
                     AluOp::Add | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
                 ) {
-                    self.err(format!(
+                    self.err(Rule::OperatorAllowed, Some("reduce_op"), format!(
                         "`reduce_op` must be add, multiply, maximum or minimum, found {reduce_op}"
                     ));
                 }
-                self.reduce_init(*reduce_cmd, reduce_init.as_ref(), src);
+                self.reduce_init(*reduce_cmd, "reduce_init", reduce_init.as_ref(), src);
                 self.reduce_res(reduce_res.as_ref(), src);
             }
             Op::TensorScalarCumulative {
@@ -994,20 +1269,28 @@ impl<'p> Verifier<'p> {
                         | AluOp::Maximum
                         | AluOp::Minimum
                 ) {
-                    self.err(format!(
-                        "`op1` must be add, subtract, multiply, maximum or minimum, found {op1}"
-                    ));
+                    self.err(
+                        Rule::OperatorAllowed,
+                        Some("op1"),
+                        format!(
+                            "`op1` must be add, subtract, multiply, maximum or minimum, found {op1}"
+                        ),
+                    );
                 }
                 if !matches!(
                     reduce_cmd,
                     ReduceCmd::ResetReduce | ReduceCmd::Reduce | ReduceCmd::LoadReduce
                 ) {
-                    self.err(format!("`reduce_cmd` must be reset_reduce, reduce or load_reduce, found {reduce_cmd}"));
+                    self.err(Rule::ReduceCmd, Some("reduce_cmd"), format!("`reduce_cmd` must be reset_reduce, reduce or load_reduce, found {reduce_cmd}"));
                 }
-                self.reduce_init(*reduce_cmd, imm1.as_ref(), src);
+                self.reduce_init(*reduce_cmd, "imm1", imm1.as_ref(), src);
                 for (name, ap) in [("dst", dst), ("src", src)] {
                     if matches!(ap.dtype, DType::I32 | DType::U32) || ap.dtype.is_packed_x4() {
-                        self.err(format!("`{name}` may not be {}", ap.dtype));
+                        self.err(
+                            Rule::OperandDtype,
+                            Some(name),
+                            format!("`{name}` may not be {}", ap.dtype),
+                        );
                     }
                 }
             }
@@ -1020,14 +1303,22 @@ impl<'p> Verifier<'p> {
             } => {
                 self.same_p("dst", dst, "src", src);
                 if !op.is_reduction() {
-                    self.err(format!("`{op}` is not a reduction operator"));
+                    self.err(
+                        Rule::OperatorAllowed,
+                        Some("op"),
+                        format!("`{op}` is not a reduction operator"),
+                    );
                 }
                 if *negate && op.is_bitvec() {
-                    self.err("`negate` needs an arithmetic operator".into());
+                    self.err(
+                        Rule::ArithmeticOperator,
+                        Some("negate"),
+                        "`negate` needs an arithmetic operator".into(),
+                    );
                 }
                 let n = src.dims.len();
                 if *last_dims == 0 || usize::from(*last_dims) > n {
-                    self.err(format!(
+                    self.err(Rule::LastDims, Some("last_dims"), format!(
                         "`last_dims` must be in 1..={n} (the free dims of `src`), found {last_dims}"
                     ));
                 } else {
@@ -1035,7 +1326,7 @@ impl<'p> Verifier<'p> {
                         .iter()
                         .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)));
                     if dst.free_size() != kept {
-                        self.err(format!("`dst` must have {kept} elements per partition (the kept dims), found {}", dst.free_size()));
+                        self.err(Rule::FreeSize, Some("dst"), format!("`dst` must have {kept} elements per partition (the kept dims), found {}", dst.free_size()));
                     }
                 }
             }
@@ -1048,15 +1339,16 @@ impl<'p> Verifier<'p> {
                         | AluOp::BitwiseOr
                         | AluOp::BitwiseAnd
                 ) {
-                    self.err(format!(
+                    self.err(Rule::OperatorAllowed, Some("op"), format!(
                         "`op` must be add, average, maximum, bitwise_or or bitwise_and, found {op}"
                     ));
                 }
                 if dst.partition_count != 1 {
-                    self.err(format!(
-                        "`dst` must have 1 partition, found {}",
-                        dst.partition_count
-                    ));
+                    self.err(
+                        Rule::PartitionCount,
+                        Some("dst"),
+                        format!("`dst` must have 1 partition, found {}", dst.partition_count),
+                    );
                 }
                 self.same_f("dst", dst, "src", src);
                 if op.is_bitvec() {
@@ -1079,7 +1371,11 @@ impl<'p> Verifier<'p> {
                 for (name, op) in [("op0", op0), ("op1", op1)] {
                     self.binary_op(name, *op);
                     if op.is_bitvec() {
-                        self.err(format!("`{name}` must be arithmetic, found {op}"));
+                        self.err(
+                            Rule::ArithmeticOperator,
+                            Some(name),
+                            format!("`{name}` must be arithmetic, found {op}"),
+                        );
                     }
                 }
             }
@@ -1097,10 +1393,14 @@ impl<'p> Verifier<'p> {
                     predicate.dtype,
                     DType::U8 | DType::U16 | DType::U32 | DType::Bool
                 ) {
-                    self.err(format!(
-                        "`predicate` must be uint8, uint16, uint32 or bool, found {}",
-                        predicate.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("predicate"),
+                        format!(
+                            "`predicate` must be uint8, uint16, uint32 or bool, found {}",
+                            predicate.dtype
+                        ),
+                    );
                 }
             }
             Op::Reciprocal { dst, src } => self.same_pf("dst", dst, "src", src),
@@ -1118,20 +1418,30 @@ impl<'p> Verifier<'p> {
                     || dst.dtype.is_packed_x4()
                     || dst.dtype == DType::F8E8M0
                 {
-                    self.err(format!("`dst` may not be {}", dst.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!("`dst` may not be {}", dst.dtype),
+                    );
                 }
                 if src.dtype == DType::TF32
                     || src.dtype.is_packed_x4()
                     || matches!(src.dtype, DType::Bool | DType::F8E8M0)
                 {
-                    self.err(format!("`src` may not be {}", src.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!("`src` may not be {}", src.dtype),
+                    );
                 }
                 if *reduce_cmd == ReduceCmd::Reset {
                     self.err(
+                        Rule::ReduceCmd,
+                        Some("reduce_cmd"),
                         "`exponential` takes idle, reduce, reset_reduce or load_reduce".into(),
                     );
                 }
-                self.reduce_init(*reduce_cmd, reduce_init.as_ref(), src);
+                self.reduce_init(*reduce_cmd, "reduce_init", reduce_init.as_ref(), src);
                 self.reduce_res(reduce_res.as_ref(), src);
             }
             Op::RangeSelect {
@@ -1156,21 +1466,33 @@ impl<'p> Verifier<'p> {
                             | AluOp::Greater
                             | AluOp::GreaterEqual
                     ) {
-                        self.err(format!("`{name}` must be equal, less, less_equal, greater or greater_equal, found {cmp}"));
+                        self.err(Rule::OperatorAllowed, Some(name), format!("`{name}` must be equal, less, less_equal, greater or greater_equal, found {cmp}"));
                     }
                 }
                 self.scalar("bound0", bound0, src);
                 self.scalar("bound1", bound1, src);
                 if on_false.get() != f32::MIN {
-                    self.err(format!(
-                        "`on_false` must be the fp32 minimum -3.4028235e38, found {on_false:?}"
-                    ));
+                    self.err(
+                        Rule::AttributeValue,
+                        Some("on_false"),
+                        format!(
+                            "`on_false` must be the fp32 minimum -3.4028235e38, found {on_false:?}"
+                        ),
+                    );
                 }
                 if !src.dtype.is_float() {
-                    self.err(format!("`src` must be a float dtype, found {}", src.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!("`src` must be a float dtype, found {}", src.dtype),
+                    );
                 }
                 if *reduce_cmd == ReduceCmd::LoadReduce {
-                    self.err("`range_select` has no initial value for `load_reduce`".into());
+                    self.err(
+                        Rule::ReduceCmd,
+                        Some("reduce_cmd"),
+                        "`range_select` has no initial value for `load_reduce`".into(),
+                    );
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
@@ -1191,16 +1513,28 @@ impl<'p> Verifier<'p> {
                     predicate.dtype,
                     DType::I8 | DType::U8 | DType::I16 | DType::U16 | DType::Bool
                 ) {
-                    self.err(format!(
-                        "`predicate` must be int8, uint8, int16, uint16 or bool, found {}",
-                        predicate.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("predicate"),
+                        format!(
+                            "`predicate` must be int8, uint8, int16, uint16 or bool, found {}",
+                            predicate.dtype
+                        ),
+                    );
                 }
                 if matches!(on_true.dtype, DType::TF32 | DType::I32 | DType::U32) {
-                    self.err(format!("`on_true` may not be {}", on_true.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("on_true"),
+                        format!("`on_true` may not be {}", on_true.dtype),
+                    );
                 }
                 if *reduce_cmd == ReduceCmd::LoadReduce {
-                    self.err("`select_reduce` has no initial value for `load_reduce`".into());
+                    self.err(
+                        Rule::ReduceCmd,
+                        Some("reduce_cmd"),
+                        "`select_reduce` has no initial value for `load_reduce`".into(),
+                    );
                 }
                 self.reduce_res(reduce_res.as_ref(), on_true);
             }
@@ -1216,10 +1550,11 @@ impl<'p> Verifier<'p> {
                 self.free_is("vals", vals, 8);
                 self.free_between("src", src, 8, 16_384);
                 if !matches!(dst.dtype, DType::U32 | DType::U16) {
-                    self.err(format!(
-                        "`dst` must be uint32 or uint16, found {}",
-                        dst.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!("`dst` must be uint32 or uint16, found {}", dst.dtype),
+                    );
                 }
             }
             Op::MatchReplace8 {
@@ -1237,10 +1572,11 @@ impl<'p> Verifier<'p> {
                     self.same_p("dst_idx", idx, "src", src);
                     self.free_is("dst_idx", idx, 8);
                     if !matches!(idx.dtype, DType::U32 | DType::U16) {
-                        self.err(format!(
-                            "`dst_idx` must be uint32 or uint16, found {}",
-                            idx.dtype
-                        ));
+                        self.err(
+                            Rule::OperandDtype,
+                            Some("dst_idx"),
+                            format!("`dst_idx` must be uint32 or uint16, found {}", idx.dtype),
+                        );
                     }
                 }
             }
@@ -1253,7 +1589,7 @@ impl<'p> Verifier<'p> {
                 self.same_p("dst", dst, "src", src);
                 self.free_is("dst", dst, 2);
                 if src.free_size() % 3 != 0 {
-                    self.err(format!("`src` must hold (count, mean, M2) triples; its free size {} is not a multiple of 3", src.free_size()));
+                    self.err(Rule::FreeSize, Some("src"), format!("`src` must hold (count, mean, M2) triples; its free size {} is not a multiple of 3", src.free_size()));
                 }
             }
             Op::QuantizeMx {
@@ -1262,22 +1598,27 @@ impl<'p> Verifier<'p> {
                 dst_scale,
             } => {
                 if !matches!(src.dtype, DType::F16 | DType::BF16) {
-                    self.err(format!(
-                        "`src` must be float16 or bfloat16, found {}",
-                        src.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!("`src` must be float16 or bfloat16, found {}", src.dtype),
+                    );
                 }
                 if !matches!(dst.dtype, DType::F8E5M2x4 | DType::F8E4M3FNx4) {
-                    self.err(format!(
-                        "`dst` must be float8_e5m2_x4 or float8_e4m3fn_x4, found {}",
-                        dst.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!(
+                            "`dst` must be float8_e5m2_x4 or float8_e4m3fn_x4, found {}",
+                            dst.dtype
+                        ),
+                    );
                 }
                 self.mx_partitions("src", src);
                 self.same_p("dst", dst, "src", src);
                 if src.free_size() % 4 != 0 || dst.free_size().saturating_mul(4) != src.free_size()
                 {
-                    self.err(format!(
+                    self.err(Rule::FreeSize, Some("src"), format!(
                         "`src` free size must be a multiple of 4 and `dst` a quarter of it; found {} and {}",
                         src.free_size(),
                         dst.free_size()
@@ -1289,12 +1630,18 @@ impl<'p> Verifier<'p> {
                 self.same_f("dst", dst, "src", src);
                 self.same_dtype("dst", dst, "src", src);
                 if mask.len() != 32 {
-                    self.err(format!("`mask` must have 32 entries, found {}", mask.len()));
+                    self.err(
+                        Rule::AttributeValue,
+                        Some("mask"),
+                        format!("`mask` must have 32 entries, found {}", mask.len()),
+                    );
                 }
                 if let Some(bad) = mask.iter().find(|&&m| m >= 32 && m != 255) {
-                    self.err(format!(
-                        "`mask` entries are 0..32 or 255 (keep), found {bad}"
-                    ));
+                    self.err(
+                        Rule::AttributeValue,
+                        Some("mask"),
+                        format!("`mask` entries are 0..32 or 255 (keep), found {bad}"),
+                    );
                 }
             }
             Op::AffineSelect {
@@ -1307,7 +1654,11 @@ impl<'p> Verifier<'p> {
                 self.same_pf("dst", dst, "src", src);
                 self.pattern("pattern", pattern, dst);
                 if !cmp.is_comparison() {
-                    self.err(format!("`cmp` must be a comparison, found {cmp}"));
+                    self.err(
+                        Rule::OperatorAllowed,
+                        Some("cmp"),
+                        format!("`cmp` must be a comparison, found {cmp}"),
+                    );
                 }
             }
             Op::LocalGather {
@@ -1321,29 +1672,45 @@ impl<'p> Verifier<'p> {
                 self.same_p("index", index, "src", src);
                 self.same_p("dst", dst, "src", src);
                 if src.partition_count % 16 != 0 {
-                    self.err(format!(
-                        "`src` must cover a multiple of 16 partitions, found {}",
-                        src.partition_count
-                    ));
+                    self.err(
+                        Rule::PartitionCount,
+                        Some("src"),
+                        format!(
+                            "`src` must cover a multiple of 16 partitions, found {}",
+                            src.partition_count
+                        ),
+                    );
                 }
                 if index.dtype != DType::U16 {
-                    self.err(format!("`index` must be uint16, found {}", index.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("index"),
+                        format!("`index` must be uint16, found {}", index.dtype),
+                    );
                 }
                 if !matches!(elem_per_idx, 1 | 2 | 4 | 8 | 16 | 32) {
-                    self.err(format!(
-                        "`elem_per_idx` must be 1, 2, 4, 8, 16 or 32, found {elem_per_idx}"
-                    ));
+                    self.err(
+                        Rule::AttributeValue,
+                        Some("elem_per_idx"),
+                        format!(
+                            "`elem_per_idx` must be 1, 2, 4, 8, 16 or 32, found {elem_per_idx}"
+                        ),
+                    );
                 }
                 let available = index.free_size().saturating_mul(16);
                 let valid = valid_indices.map_or(available, u64::from);
                 if valid > available || valid > 4096 {
-                    self.err(format!(
-                        "`valid_indices` {valid} exceeds the {} indices per core (max 4096)",
-                        available.min(4096)
-                    ));
+                    self.err(
+                        Rule::AttributeValue,
+                        Some("valid_indices"),
+                        format!(
+                            "`valid_indices` {valid} exceeds the {} indices per core (max 4096)",
+                            available.min(4096)
+                        ),
+                    );
                 }
                 if dst.free_size() != valid.saturating_mul(u64::from(*elem_per_idx)) {
-                    self.err(format!(
+                    self.err(Rule::FreeSize, Some("dst"), format!(
                         "`dst` must have valid_indices × elem_per_idx = {} elements per partition, found {}",
                         valid.saturating_mul(u64::from(*elem_per_idx)),
                         dst.free_size()
@@ -1355,64 +1722,107 @@ impl<'p> Verifier<'p> {
                 self.same_pf("dst", dst, "indices", indices);
                 self.same_dtype("dst", dst, "src", src);
                 if indices.dtype != DType::U32 {
-                    self.err(format!("`indices` must be uint32, found {}", indices.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("indices"),
+                        format!("`indices` must be uint32, found {}", indices.dtype),
+                    );
                 }
             }
             Op::SequenceBounds { dst, src } => {
                 if src.partition_count != 1 || dst.partition_count != 1 {
-                    self.err("`sequence_bounds` works on one partition".into());
+                    self.err(
+                        Rule::PartitionCount,
+                        Some("src"),
+                        "`sequence_bounds` works on one partition".into(),
+                    );
                 }
                 self.same_dtype("dst", dst, "src", src);
                 if !matches!(src.dtype, DType::F32 | DType::I32) {
-                    self.err(format!(
-                        "`src` must be float32 or int32, found {}",
-                        src.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!("`src` must be float32 or int32, found {}", src.dtype),
+                    );
                 }
                 if dst.free_size() != src.free_size().saturating_mul(2) {
-                    self.err(format!(
-                        "`dst` must have 2 × {} elements, found {}",
-                        src.free_size(),
-                        dst.free_size()
-                    ));
+                    self.err(
+                        Rule::FreeSize,
+                        Some("dst"),
+                        format!(
+                            "`dst` must have 2 × {} elements, found {}",
+                            src.free_size(),
+                            dst.free_size()
+                        ),
+                    );
                 }
             }
             Op::NonzeroWithCount { dst, src, .. } => {
                 self.same_p("dst", dst, "src", src);
                 if dst.free_size() != src.free_size().saturating_add(1) {
-                    self.err(format!(
-                        "`dst` must have {} elements per partition (F + 1), found {}",
-                        src.free_size().saturating_add(1),
-                        dst.free_size()
-                    ));
+                    self.err(
+                        Rule::FreeSize,
+                        Some("dst"),
+                        format!(
+                            "`dst` must have {} elements per partition (F + 1), found {}",
+                            src.free_size().saturating_add(1),
+                            dst.free_size()
+                        ),
+                    );
                 }
                 if dst.dtype != DType::I32 {
-                    self.err(format!("`dst` must be int32, found {}", dst.dtype));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("dst"),
+                        format!("`dst` must be int32, found {}", dst.dtype),
+                    );
                 }
                 if !matches!(src.dtype, DType::F32 | DType::I32) {
-                    self.err(format!(
-                        "`src` must be float32 or int32, found {}",
-                        src.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some("src"),
+                        format!("`src` must be float32 or int32, found {}", src.dtype),
+                    );
                 }
             }
             Op::RegLoad { src: ap, .. } | Op::RegStore { dst: ap, .. } => {
+                let reg_field = if matches!(op, Op::RegLoad { .. }) {
+                    "src"
+                } else {
+                    "dst"
+                };
                 if ap.num_elements() != 1 {
-                    self.err(format!(
-                        "a register moves exactly one element, the pattern has {}",
-                        ap.num_elements()
-                    ));
+                    self.err(
+                        Rule::RegisterOperand,
+                        Some(reg_field),
+                        format!(
+                            "a register moves exactly one element, the pattern has {}",
+                            ap.num_elements()
+                        ),
+                    );
                 }
                 if ap.dtype.size() > 4 || ap.dtype.is_packed_x4() {
-                    self.err(format!("registers hold 32-bit values, not {}", ap.dtype));
+                    self.err(
+                        Rule::RegisterOperand,
+                        Some(reg_field),
+                        format!("registers hold 32-bit values, not {}", ap.dtype),
+                    );
                 }
                 if ap.mem == Memory::Psum {
-                    self.err("registers load and store SBUF or HBM, not PSUM".into());
+                    self.err(
+                        Rule::OperandMemory,
+                        Some(reg_field),
+                        "registers load and store SBUF or HBM, not PSUM".into(),
+                    );
                 }
             }
             Op::Branch { target, .. } | Op::Jump { target } => {
                 if !labels.contains_key(target) {
-                    self.err(format!("label {target} is not defined in this queue"));
+                    self.err(
+                        Rule::BranchTarget,
+                        Some("target"),
+                        format!("label {target} is not defined in this queue"),
+                    );
                 }
             }
             Op::RegSet { .. }
@@ -1425,7 +1835,7 @@ impl<'p> Verifier<'p> {
                     .as_ref()
                     .is_some_and(|d| !matches!(d.mem, Memory::Hbm(_)))
                 {
-                    self.err(
+                    self.err(Rule::OperandMemory, Some("data"), 
                         "`data` of `core_barrier` names the shared HBM tensor the cores synchronise on, not an on-chip tile"
                             .into(),
                     );
@@ -1437,23 +1847,33 @@ impl<'p> Verifier<'p> {
     /// Equal element counts and castable dtypes of a DMA's two sides.
     fn dma_elements(&mut self, dst: &AccessPattern, src: &AccessPattern, hwdge: bool) {
         if dst.num_elements() != src.num_elements() {
-            self.err(format!(
-                "`dst` has {} elements but `src` has {}",
-                dst.num_elements(),
-                src.num_elements()
-            ));
+            self.err(
+                Rule::DmaElements,
+                Some("dst"),
+                format!(
+                    "`dst` has {} elements but `src` has {}",
+                    dst.num_elements(),
+                    src.num_elements()
+                ),
+            );
         }
         if dst.dtype != src.dtype {
             if dst.dtype.is_packed_x4() || src.dtype.is_packed_x4() {
                 self.err(
+                    Rule::DmaCast,
+                    Some("dst"),
                     "DMA cannot cast packed x4 dtypes; `dst` and `src` dtypes must be equal".into(),
                 );
             }
             if hwdge {
-                self.err(format!(
-                    "hardware DGE copies raw bytes: `dst` is {} but `src` is {}",
-                    dst.dtype, src.dtype
-                ));
+                self.err(
+                    Rule::DmaCast,
+                    Some("dst"),
+                    format!(
+                        "hardware DGE copies raw bytes: `dst` is {} but `src` is {}",
+                        dst.dtype, src.dtype
+                    ),
+                );
             }
         }
     }
@@ -1461,26 +1881,35 @@ impl<'p> Verifier<'p> {
     /// The row index of a gather or scatter: an SBUF `(rows, 1)` int32/uint32 vector.
     fn row_index(&mut self, index: &AccessPattern, rows: u32) {
         if index.mem != Memory::Sbuf {
-            self.err("`index` must be in SBUF".into());
+            self.err(
+                Rule::OperandMemory,
+                Some("index"),
+                "`index` must be in SBUF".into(),
+            );
         }
         if index.partition_count != rows || index.free_size() != 1 {
-            self.err(format!(
+            self.err(Rule::IndexShape, Some("index"), format!(
                 "`index` must be [{rows}, 1] (one row number per transferred row), found [{}, {}]",
                 index.partition_count,
                 index.free_size()
             ));
         }
         if !matches!(index.dtype, DType::I32 | DType::U32) {
-            self.err(format!(
-                "`index` must be int32 or uint32, found {}",
-                index.dtype
-            ));
+            self.err(
+                Rule::OperandDtype,
+                Some("index"),
+                format!("`index` must be int32 or uint32, found {}", index.dtype),
+            );
         }
     }
 
     fn dge(&mut self, dge: DgeMode) {
         if dge == DgeMode::Hwdge && !self.f.hwdge {
-            self.err(format!("{} has no hardware DGE", self.target))
+            self.err(
+                Rule::TargetFeature,
+                Some("dge"),
+                format!("{} has no hardware DGE", self.target),
+            )
         }
     }
 
@@ -1499,6 +1928,8 @@ impl<'p> Verifier<'p> {
         self.same_p("stationary", stationary, "moving", moving);
         if stationary.partition_start != moving.partition_start {
             self.err(
+                Rule::SameStart,
+                Some("stationary"),
                 "`stationary` and `moving` must start on the same partition (the same PE rows)"
                     .into(),
             );
@@ -1506,27 +1937,38 @@ impl<'p> Verifier<'p> {
         let double = perf_mode == MatmulPerfMode::DoubleRow;
         let (m, n) = if double {
             if !f.double_row {
-                self.err(format!("{} has no double-row mode", self.target));
+                self.err(
+                    Rule::TargetFeature,
+                    Some("perf_mode"),
+                    format!("{} has no double-row mode", self.target),
+                );
             }
             for (name, ap) in [("stationary", stationary), ("moving", moving)] {
                 if ap.dims.len() != 2 || ap.dims[0].count != 2 {
-                    self.err(format!("double-row `{name}` must be [P, 2, n] (two free dims, the first of count 2)"));
+                    self.err(Rule::DoubleRowLayout, Some(name), format!("double-row `{name}` must be [P, 2, n] (two free dims, the first of count 2)"));
                 }
                 if !ap.dtype.is_fp8() {
-                    self.err(format!(
-                        "double-row `{name}` must be fp8, found {}",
-                        ap.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some(name),
+                        format!("double-row `{name}` must be fp8, found {}", ap.dtype),
+                    );
                 }
             }
             if stationary.dtype.is_fp8()
                 && moving.dtype.is_fp8()
                 && mixes_e4m3(stationary.dtype, moving.dtype)
             {
-                self.err("float8_e4m3 and float8_e4m3fn cannot be mixed".into());
+                self.err(
+                    Rule::InputDtypeMix,
+                    Some("stationary"),
+                    "float8_e4m3 and float8_e4m3fn cannot be mixed".into(),
+                );
             }
             if transpose || tile_position.is_some() {
                 self.err(
+                    Rule::DoubleRowExclusive,
+                    Some("perf_mode"),
                     "double-row mode cannot be combined with transpose mode or PE tiling".into(),
                 );
             }
@@ -1535,42 +1977,41 @@ impl<'p> Verifier<'p> {
             (stationary.free_size(), moving.free_size())
         };
         if m > u64::from(f.matmul_stationary_fmax) {
-            self.err(format!(
-                "`stationary` has {m} columns; the PE array has {}",
-                f.matmul_stationary_fmax
-            ));
+            self.err(
+                Rule::MatmulSize,
+                Some("stationary"),
+                format!(
+                    "`stationary` has {m} columns; the PE array has {}",
+                    f.matmul_stationary_fmax
+                ),
+            );
         }
-        let fmax = if dst.dtype == DType::BF16 {
-            f.matmul_moving_fmax_bf16
-        } else {
-            f.matmul_moving_fmax_fp32
-        };
-        if n > u64::from(fmax) {
-            self.err(format!(
-                "`moving` has {n} columns; the limit with a {} `dst` is {fmax}",
-                dst.dtype
-            ));
-        }
-        if u64::from(dst.partition_count) != m || dst.free_size() != n {
-            self.err(format!(
-                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
-                dst.partition_count,
-                dst.free_size()
-            ));
-        }
+        self.matmul_result(dst, m, n);
         let psum_bytes = n.saturating_mul(dst.elem_bytes());
         if psum_bytes > u64::from(f.psum_total_bytes()) {
-            self.err(format!("`dst` needs {psum_bytes} PSUM bytes per partition"));
+            self.err(
+                Rule::PsumBanks,
+                Some("dst"),
+                format!("`dst` needs {psum_bytes} PSUM bytes per partition"),
+            );
         }
         if transpose {
             if self.target < Target::Trn2 {
-                self.err("transpose mode needs trn2".into());
+                self.err(
+                    Rule::TargetFeature,
+                    Some("transpose"),
+                    "transpose mode needs trn2".into(),
+                );
             }
             if dst.dtype != stationary.dtype && dst.dtype != DType::F32 {
-                self.err(format!(
-                    "a transpose-mode `dst` keeps the data dtype {} or is float32, found {}",
-                    stationary.dtype, dst.dtype
-                ));
+                self.err(
+                    Rule::OperandDtype,
+                    Some("dst"),
+                    format!(
+                        "a transpose-mode `dst` keeps the data dtype {} or is float32, found {}",
+                        stationary.dtype, dst.dtype
+                    ),
+                );
             }
         } else {
             let target = self.target;
@@ -1587,23 +2028,59 @@ impl<'p> Verifier<'p> {
             };
             for (name, ap) in [("stationary", stationary), ("moving", moving)] {
                 if !legal(ap.dtype) {
-                    self.err(format!(
-                        "`{name}` dtype {} is not a TensorE input type",
-                        ap.dtype
-                    ));
+                    self.err(
+                        Rule::OperandDtype,
+                        Some(name),
+                        format!("`{name}` dtype {} is not a TensorE input type", ap.dtype),
+                    );
                 }
             }
             let wide = |d: DType| matches!(d, DType::F32 | DType::TF32);
             if wide(stationary.dtype) != wide(moving.dtype) {
-                self.err("fp32/tf32 inputs cannot be mixed with narrower ones".into());
+                self.err(
+                    Rule::InputDtypeMix,
+                    Some("stationary"),
+                    "fp32/tf32 inputs cannot be mixed with narrower ones".into(),
+                );
             }
             if mixes_e4m3(stationary.dtype, moving.dtype) {
-                self.err("float8_e4m3 and float8_e4m3fn cannot be mixed".into());
+                self.err(
+                    Rule::InputDtypeMix,
+                    Some("stationary"),
+                    "float8_e4m3 and float8_e4m3fn cannot be mixed".into(),
+                );
             }
             self.psum_result_dtype(dst);
         }
         self.psum_banks(dst);
         self.pe_tiles(dst, stationary, m, tile_position, tile_size, true);
+    }
+
+    /// The moving-size limit for `dst`'s dtype, and `dst` being
+    /// stationary columns × moving columns (`[m, n]`).
+    fn matmul_result(&mut self, dst: &AccessPattern, m: u64, n: u64) {
+        let fmax = if dst.dtype == DType::BF16 {
+            self.f.matmul_moving_fmax_bf16
+        } else {
+            self.f.matmul_moving_fmax_fp32
+        };
+        if n > u64::from(fmax) {
+            self.err(
+                Rule::MatmulSize,
+                Some("moving"),
+                format!(
+                    "`moving` has {n} columns; the limit with a {} `dst` is {fmax}",
+                    dst.dtype
+                ),
+            );
+        }
+        if u64::from(dst.partition_count) != m || dst.free_size() != n {
+            self.err(Rule::MatmulDstShape, Some("dst"), format!(
+                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
+                dst.partition_count,
+                dst.free_size()
+            ));
+        }
     }
 
     /// A matmul result stays within `matmul_psum_banks` banks, starting
@@ -1619,7 +2096,7 @@ impl<'p> Verifier<'p> {
             let last = (hi - 1) / bank;
             let banks = self.f.matmul_psum_banks;
             if last - first + 1 > i64::from(banks) {
-                self.err(format!(
+                self.err(Rule::PsumBanks, Some("dst"), format!(
                     "`dst` spans PSUM banks {first}..={last}; a matmul result on {} may use {banks} bank{}",
                     self.target,
                     if banks == 1 { "" } else { "s" }
@@ -1636,10 +2113,14 @@ impl<'p> Verifier<'p> {
             } else {
                 "float32"
             };
-            self.err(format!(
-                "matmul results are {allowed} on {}, `dst` is {}",
-                self.target, dst.dtype
-            ));
+            self.err(
+                Rule::OperandDtype,
+                Some("dst"),
+                format!(
+                    "matmul results are {allowed} on {}, `dst` is {}",
+                    self.target, dst.dtype
+                ),
+            );
         }
     }
 
@@ -1656,45 +2137,65 @@ impl<'p> Verifier<'p> {
             (None, None) => return,
             (Some(p), Some(s)) => (p, s),
             _ => {
-                self.err("`tile_position` and `tile_size` must be given together".into());
+                self.err(
+                    Rule::PeTile,
+                    Some("tile_position"),
+                    "`tile_position` and `tile_size` must be given together".into(),
+                );
                 return;
             }
         };
         let min = self.f.pe_tile_min;
         for (what, start, size) in [("row", pos[0], size[0]), ("column", pos[1], size[1])] {
             if ![min, 64, 128].contains(&size) {
-                self.err(format!(
-                    "PE tile {what} size must be {min}, 64 or 128, found {size}"
-                ));
+                self.err(
+                    Rule::PeTile,
+                    Some("tile_size"),
+                    format!("PE tile {what} size must be {min}, 64 or 128, found {size}"),
+                );
             } else if start % size != 0 || start >= 128 {
-                self.err(format!(
+                self.err(Rule::PeTile, Some("tile_position"), format!(
                     "PE tile {what} start {start} must be a multiple of the size {size} below 128"
                 ));
             }
         }
         if !columns && (pos[1] != 0 || size[1] != 128) {
             self.err(
+                Rule::PeTile,
+                Some("tile_position"),
                 "MX matmul tiles rows only: the column start must be 0 and the column size 128"
                     .into(),
             );
         }
         if stationary.partition_count > size[0] || m > u64::from(size[1]) {
-            self.err(format!(
-                "the stationary tile [{}, {m}] does not fit the PE tile {}×{}",
-                stationary.partition_count, size[0], size[1]
-            ));
+            self.err(
+                Rule::PeTile,
+                Some("stationary"),
+                format!(
+                    "the stationary tile [{}, {m}] does not fit the PE tile {}×{}",
+                    stationary.partition_count, size[0], size[1]
+                ),
+            );
         }
         if stationary.partition_start != pos[0] {
-            self.err(format!(
-                "inputs must start on partition {} (the PE tile's first row)",
-                pos[0]
-            ));
+            self.err(
+                Rule::PeTile,
+                Some("stationary"),
+                format!(
+                    "inputs must start on partition {} (the PE tile's first row)",
+                    pos[0]
+                ),
+            );
         }
         if columns && dst.partition_start != pos[1] {
-            self.err(format!(
-                "`dst` must start on partition {} (the PE tile's first column)",
-                pos[1]
-            ));
+            self.err(
+                Rule::PeTile,
+                Some("dst"),
+                format!(
+                    "`dst` must start on partition {} (the PE tile's first column)",
+                    pos[1]
+                ),
+            );
         }
     }
 
@@ -1711,43 +2212,35 @@ impl<'p> Verifier<'p> {
     ) {
         for (name, ap) in [("stationary", stationary), ("moving", moving)] {
             if !ap.dtype.is_packed_x4() {
-                self.err(format!(
-                    "`{name}` must be a packed x4 MX dtype, found {}",
-                    ap.dtype
-                ));
+                self.err(
+                    Rule::OperandDtype,
+                    Some(name),
+                    format!("`{name}` must be a packed x4 MX dtype, found {}", ap.dtype),
+                );
             }
             self.mx_partitions(name, ap);
         }
         self.same_p("stationary", stationary, "moving", moving);
         if stationary.partition_start != moving.partition_start {
-            self.err("`stationary` and `moving` must start on the same partition".into());
+            self.err(
+                Rule::SameStart,
+                Some("stationary"),
+                "`stationary` and `moving` must start on the same partition".into(),
+            );
         }
         let m = stationary.free_size();
         let n = moving.free_size();
         if !m.is_multiple_of(2) || m > u64::from(self.f.matmul_stationary_fmax) {
-            self.err(format!(
-                "`stationary` free size must be even and at most {}, found {m}",
-                self.f.matmul_stationary_fmax
-            ));
+            self.err(
+                Rule::MatmulSize,
+                Some("stationary"),
+                format!(
+                    "`stationary` free size must be even and at most {}, found {m}",
+                    self.f.matmul_stationary_fmax
+                ),
+            );
         }
-        let fmax = if dst.dtype == DType::BF16 {
-            self.f.matmul_moving_fmax_bf16
-        } else {
-            self.f.matmul_moving_fmax_fp32
-        };
-        if n > u64::from(fmax) {
-            self.err(format!(
-                "`moving` has {n} columns; the limit with a {} `dst` is {fmax}",
-                dst.dtype
-            ));
-        }
-        if u64::from(dst.partition_count) != m || dst.free_size() != n {
-            self.err(format!(
-                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
-                dst.partition_count,
-                dst.free_size()
-            ));
-        }
+        self.matmul_result(dst, m, n);
         self.psum_result_dtype(dst);
         self.psum_banks(dst);
         self.mx_scale("stationary_scale", stationary_scale, stationary);
@@ -1756,28 +2249,36 @@ impl<'p> Verifier<'p> {
     }
 
     /// MX data: P a multiple of 32 up to 128.
-    fn mx_partitions(&mut self, name: &str, ap: &AccessPattern) {
+    fn mx_partitions(&mut self, name: &'static str, ap: &AccessPattern) {
         if !ap.partition_count.is_multiple_of(32) || ap.partition_count > 128 {
-            self.err(format!(
-                "`{name}` must cover 32, 64, 96 or 128 partitions, found {}",
-                ap.partition_count
-            ));
+            self.err(
+                Rule::PartitionCount,
+                Some(name),
+                format!(
+                    "`{name}` must cover 32, 64, 96 or 128 partitions, found {}",
+                    ap.partition_count
+                ),
+            );
         }
     }
 
     /// The MX scale layout: start at quadrant offset 0/4/8/12 in the data's
     /// first quadrant, cover 32·(P/32 − 1) + 4 partitions, same free size.
-    fn mx_scale(&mut self, name: &str, scale: &AccessPattern, data: &AccessPattern) {
+    fn mx_scale(&mut self, name: &'static str, scale: &AccessPattern, data: &AccessPattern) {
         if !matches!(scale.dtype, DType::F8E8M0 | DType::U8) {
-            self.err(format!(
-                "`{name}` must be float8_e8m0fnu or uint8, found {}",
-                scale.dtype
-            ));
+            self.err(
+                Rule::OperandDtype,
+                Some(name),
+                format!(
+                    "`{name}` must be float8_e8m0fnu or uint8, found {}",
+                    scale.dtype
+                ),
+            );
         }
         let off = scale.partition_start % 32;
         if !matches!(off, 0 | 4 | 8 | 12) || scale.partition_start / 32 != data.partition_start / 32
         {
-            self.err(format!(
+            self.err(Rule::MxScaleLayout, Some(name), format!(
                 "`{name}` must start at offset 0, 4, 8 or 12 of the data's first quadrant (partition {}), found partition {}",
                 data.partition_start / 32 * 32,
                 scale.partition_start
@@ -1786,100 +2287,137 @@ impl<'p> Verifier<'p> {
         let quadrants = (data.partition_count / 32).max(1);
         let want = 32u64 * u64::from(quadrants - 1) + 4;
         if u64::from(scale.partition_count) != want {
-            self.err(format!(
+            self.err(Rule::MxScaleLayout, Some(name), format!(
                 "`{name}` must cover {want} partitions (4 per quadrant of the {}-partition data), found {}",
                 data.partition_count, scale.partition_count
             ));
         }
         if scale.free_size() != data.free_size() {
-            self.err(format!(
-                "`{name}` must have the data's free size {}, found {}",
-                data.free_size(),
-                scale.free_size()
-            ));
+            self.err(
+                Rule::MxScaleLayout,
+                Some(name),
+                format!(
+                    "`{name}` must have the data's free size {}, found {}",
+                    data.free_size(),
+                    scale.free_size()
+                ),
+            );
         }
     }
 
     // ------------------------------------------------------------ small checks
 
-    fn same_p(&mut self, a: &str, x: &AccessPattern, b: &str, y: &AccessPattern) {
+    fn same_p(&mut self, a: &'static str, x: &AccessPattern, b: &str, y: &AccessPattern) {
         if x.partition_count != y.partition_count {
-            self.err(format!(
-                "`{a}` covers {} partitions but `{b}` covers {}",
-                x.partition_count, y.partition_count
-            ));
+            self.err(
+                Rule::SamePartitions,
+                Some(a),
+                format!(
+                    "`{a}` covers {} partitions but `{b}` covers {}",
+                    x.partition_count, y.partition_count
+                ),
+            );
         }
     }
 
-    fn same_f(&mut self, a: &str, x: &AccessPattern, b: &str, y: &AccessPattern) {
+    fn same_f(&mut self, a: &'static str, x: &AccessPattern, b: &str, y: &AccessPattern) {
         if x.free_size() != y.free_size() {
-            self.err(format!(
-                "`{a}` has {} elements per partition but `{b}` has {}",
-                x.free_size(),
-                y.free_size()
-            ));
+            self.err(
+                Rule::SameFreeSize,
+                Some(a),
+                format!(
+                    "`{a}` has {} elements per partition but `{b}` has {}",
+                    x.free_size(),
+                    y.free_size()
+                ),
+            );
         }
     }
 
-    fn same_pf(&mut self, a: &str, x: &AccessPattern, b: &str, y: &AccessPattern) {
+    fn same_pf(&mut self, a: &'static str, x: &AccessPattern, b: &str, y: &AccessPattern) {
         self.same_p(a, x, b, y);
         self.same_f(a, x, b, y);
     }
 
-    fn same_dtype(&mut self, a: &str, x: &AccessPattern, b: &str, y: &AccessPattern) {
+    fn same_dtype(&mut self, a: &'static str, x: &AccessPattern, b: &str, y: &AccessPattern) {
         if x.dtype != y.dtype {
-            self.err(format!(
-                "`{a}` is {} but `{b}` is {}; they must match",
-                x.dtype, y.dtype
-            ));
+            self.err(
+                Rule::SameDtype,
+                Some(a),
+                format!(
+                    "`{a}` is {} but `{b}` is {}; they must match",
+                    x.dtype, y.dtype
+                ),
+            );
         }
     }
 
-    fn free_is(&mut self, name: &str, ap: &AccessPattern, n: u64) {
+    fn free_is(&mut self, name: &'static str, ap: &AccessPattern, n: u64) {
         if ap.free_size() != n {
-            self.err(format!(
-                "`{name}` must have {n} elements per partition, found {}",
-                ap.free_size()
-            ));
+            self.err(
+                Rule::FreeSize,
+                Some(name),
+                format!(
+                    "`{name}` must have {n} elements per partition, found {}",
+                    ap.free_size()
+                ),
+            );
         }
     }
 
-    fn free_between(&mut self, name: &str, ap: &AccessPattern, lo: u64, hi: u64) {
+    fn free_between(&mut self, name: &'static str, ap: &AccessPattern, lo: u64, hi: u64) {
         let f = ap.free_size();
         if f < lo || f > hi {
-            self.err(format!(
-                "`{name}` must have {lo}..={hi} elements per partition, found {f}"
-            ));
+            self.err(
+                Rule::FreeSize,
+                Some(name),
+                format!("`{name}` must have {lo}..={hi} elements per partition, found {f}"),
+            );
         }
     }
 
-    fn not_both_psum(&mut self, a: &str, x: &AccessPattern, b: &str, y: &AccessPattern) {
+    fn not_both_psum(&mut self, a: &'static str, x: &AccessPattern, b: &str, y: &AccessPattern) {
         if x.mem == Memory::Psum && y.mem == Memory::Psum {
-            self.err(format!(
-                "`{a}` and `{b}` are both in PSUM; at most one input may be"
-            ));
+            self.err(
+                Rule::BothPsum,
+                Some(a),
+                format!("`{a}` and `{b}` are both in PSUM; at most one input may be"),
+            );
         }
     }
 
     /// A `(P,1)` vector operand matches `like`'s partitions.
-    fn scalar(&mut self, name: &str, s: &Scalar, like: &AccessPattern) {
+    fn scalar(&mut self, name: &'static str, s: &Scalar, like: &AccessPattern) {
+        self.scalar_named(name, name, s, like);
+    }
+
+    /// `scalar` for field `field`, called `name` in the messages.
+    fn scalar_named(&mut self, field: &'static str, name: &str, s: &Scalar, like: &AccessPattern) {
         if let Scalar::Vector(ap) = s {
             if ap.partition_count != like.partition_count {
-                self.err(format!(
-                    "`{name}` covers {} partitions but the data covers {}",
-                    ap.partition_count, like.partition_count
-                ));
+                self.err(
+                    Rule::VectorOperand,
+                    Some(field),
+                    format!(
+                        "`{name}` covers {} partitions but the data covers {}",
+                        ap.partition_count, like.partition_count
+                    ),
+                );
             }
             if ap.free_size() != 1 {
-                self.err(format!(
-                    "`{name}` must be a (P,1) vector, found {} elements per partition",
-                    ap.free_size()
-                ));
+                self.err(
+                    Rule::VectorOperand,
+                    Some(field),
+                    format!(
+                        "`{name}` must be a (P,1) vector, found {} elements per partition",
+                        ap.free_size()
+                    ),
+                );
             }
         }
     }
 
-    fn opt_scalar(&mut self, name: &str, s: Option<&Scalar>, like: &AccessPattern) {
+    fn opt_scalar(&mut self, name: &'static str, s: Option<&Scalar>, like: &AccessPattern) {
         if let Some(s) = s {
             self.scalar(name, s, like);
         }
@@ -1888,55 +2426,84 @@ impl<'p> Verifier<'p> {
     fn reduce_res(&mut self, res: Option<&AccessPattern>, like: &AccessPattern) {
         if let Some(r) = res {
             if r.partition_count != like.partition_count || r.free_size() != 1 {
-                self.err(format!(
-                    "`reduce_res` must be [{}, 1], found [{}, {}]",
-                    like.partition_count,
-                    r.partition_count,
-                    r.free_size()
-                ));
+                self.err(
+                    Rule::ReduceRes,
+                    Some("reduce_res"),
+                    format!(
+                        "`reduce_res` must be [{}, 1], found [{}, {}]",
+                        like.partition_count,
+                        r.partition_count,
+                        r.free_size()
+                    ),
+                );
             }
             if !r.dtype.is_float() {
-                self.err(format!(
-                    "`reduce_res` must be a float dtype, found {}",
-                    r.dtype
-                ));
+                self.err(
+                    Rule::OperandDtype,
+                    Some("reduce_res"),
+                    format!("`reduce_res` must be a float dtype, found {}", r.dtype),
+                );
             }
         }
     }
 
-    /// An initial value is given exactly with `load_reduce`.
-    fn reduce_init(&mut self, cmd: ReduceCmd, init: Option<&Scalar>, like: &AccessPattern) {
+    /// An initial value (field `field`) is given exactly with `load_reduce`.
+    fn reduce_init(
+        &mut self,
+        cmd: ReduceCmd,
+        field: &'static str,
+        init: Option<&Scalar>,
+        like: &AccessPattern,
+    ) {
         match (cmd == ReduceCmd::LoadReduce, init) {
-            (true, None) => self.err("`reduce_cmd=load_reduce` needs an initial value".into()),
-            (false, Some(_)) => self.err(format!(
-                "an initial value is only used with `load_reduce`, not `{cmd}`"
-            )),
-            (_, Some(s)) => self.scalar("initial value", s, like),
+            (true, None) => self.err(
+                Rule::ReduceInit,
+                Some(field),
+                "`reduce_cmd=load_reduce` needs an initial value".into(),
+            ),
+            (false, Some(_)) => self.err(
+                Rule::ReduceInit,
+                Some(field),
+                format!("an initial value is only used with `load_reduce`, not `{cmd}`"),
+            ),
+            (_, Some(s)) => self.scalar_named(field, "initial value", s, like),
             _ => {}
         }
     }
 
     /// A binary ALU operator (not unary, bypass or average).
-    fn binary_op(&mut self, name: &str, op: AluOp) {
+    fn binary_op(&mut self, name: &'static str, op: AluOp) {
         if op.is_unary() || op == AluOp::Average {
-            self.err(format!("`{name}` must be a binary operator, found {op}"));
+            self.err(
+                Rule::BinaryOperator,
+                Some(name),
+                format!("`{name}` must be a binary operator, found {op}"),
+            );
         }
     }
 
     /// An operator with its optional operand.
     fn op_operand(
         &mut self,
-        op_name: &str,
+        op_name: &'static str,
         op: AluOp,
-        operand_name: &str,
+        operand_name: &'static str,
         operand: Option<&Scalar>,
         like: &AccessPattern,
     ) {
         if op == AluOp::Average {
-            self.err(format!("`{op_name}` may not be average"));
+            self.err(
+                Rule::OperatorAllowed,
+                Some(op_name),
+                format!("`{op_name}` may not be average"),
+            );
         }
         match (op.is_unary(), operand) {
-            (false, None) => self.err(format!("`{op_name}={op}` needs `{operand_name}`")),
+            (false, None) => self.err(
+                Rule::OperandNeeded,
+                Some(operand_name),
+                format!("`{op_name}={op}` needs `{operand_name}`"),
+            ),
             (_, Some(s)) => self.scalar(operand_name, s, like),
             _ => {}
         }
@@ -1944,28 +2511,37 @@ impl<'p> Verifier<'p> {
 
     fn int_operands(&mut self, aps: &[&AccessPattern]) {
         if let Some(ap) = aps.iter().find(|ap| !ap.dtype.is_int()) {
-            self.err(format!(
-                "bitwise operators need integer operands, found {}",
-                ap.dtype
-            ));
+            self.err(
+                Rule::IntegerOperands,
+                None,
+                format!(
+                    "bitwise operators need integer operands, found {}",
+                    ap.dtype
+                ),
+            );
         }
     }
 
-    fn pattern(&mut self, name: &str, pattern: &[crate::ap::Dim], dst: &AccessPattern) {
+    fn pattern(&mut self, name: &'static str, pattern: &[crate::ap::Dim], dst: &AccessPattern) {
         if pattern.len() > MAX_DIMS {
-            self.err(format!(
-                "`{name}` has {} dims; at most {MAX_DIMS}",
-                pattern.len()
-            ));
+            self.err(
+                Rule::PatternSize,
+                Some(name),
+                format!("`{name}` has {} dims; at most {MAX_DIMS}", pattern.len()),
+            );
         }
         let n = pattern
             .iter()
             .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)));
         if n != dst.free_size() {
-            self.err(format!(
-                "`{name}` produces {n} elements per partition but `dst` has {}",
-                dst.free_size()
-            ));
+            self.err(
+                Rule::PatternSize,
+                Some(name),
+                format!(
+                    "`{name}` produces {n} elements per partition but `dst` has {}",
+                    dst.free_size()
+                ),
+            );
         }
     }
 
@@ -2016,9 +2592,11 @@ impl<'p> Verifier<'p> {
                     }
                     let name = &p.semaphores[k].name;
                     if total[k] == 0 && (w.value > 0 || w.reg.is_some()) {
-                        self.err(format!(
-                            "waits for `{name}` but no instruction signals `{name}`"
-                        ));
+                        self.err(
+                            Rule::WaitUnsignalled,
+                            None,
+                            format!("waits for `{name}` but no instruction signals `{name}`"),
+                        );
                         continue;
                     }
                     if w.reg.is_some() || unbounded[k] || loops[si] {
@@ -2026,7 +2604,7 @@ impl<'p> Verifier<'p> {
                     }
                     let available = total[k] - own_total[k] + before[k];
                     if u64::from(w.value) > available {
-                        self.err(format!(
+                        self.err(Rule::Deadlock, None, format!(
                             "waits for `{name}` >= {} but at most {available} signals of `{name}` can happen before it: this queue would wait forever",
                             w.value
                         ));

@@ -73,9 +73,7 @@ fn main() {
         let rows = (tiles * 128) as usize;
         let one = assemble(&format!(".target trn3\n{}", core_text(0, tiles, tiles)))
             .unwrap_or_else(|e| panic!("{e:?}"));
-        if let Err(e) = verify(&one) {
-            panic!("{e:?}");
-        }
+        let one = verify(&one).unwrap_or_else(|e| panic!("{e:?}"));
         let half = tiles / 2;
         let two: Launch = assemble_launch(&format!(
             ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
@@ -83,9 +81,7 @@ fn main() {
             core_text(half, half, tiles)
         ))
         .unwrap_or_else(|e| panic!("{e:?}"));
-        if let Err(e) = verify_launch(&two) {
-            panic!("{e:?}");
-        }
+        let two = verify_launch(&two).unwrap_or_else(|e| panic!("{e:?}"));
         let values = |seed: u32| -> Vec<u8> {
             (0..rows * 2048)
                 .flat_map(|i| (((i as u32).wrapping_mul(seed) % 1000) as f32 * 0.01).to_le_bytes())
@@ -96,8 +92,8 @@ fn main() {
             trace: false,
             ..SimConfig::default()
         };
-        let serial = run(&one, &inputs, &config).expect("one core runs");
-        let parallel = run_launch(&two, &inputs, &config).expect("two cores run");
+        let serial = run(one, &inputs, &config).expect("one core runs");
+        let parallel = run_launch(two, &inputs, &config).expect("two cores run");
         assert_eq!(serial.outputs, parallel.outputs, "the same sums");
         let speedup = serial.total_ps as f64 / parallel.total_ps as f64;
         let ok = speedup >= TARGET_SPEEDUP;

@@ -32,7 +32,16 @@ fn main() {
         ..nkic_sim::SimConfig::default()
     };
     let start = Instant::now();
-    match nkic_sim::run(&program, &inputs, &config) {
+    let verified = match nkic_isa::verify(&program) {
+        Ok(verified) => verified,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            std::process::exit(1);
+        }
+    };
+    match nkic_sim::run(verified, &inputs, &config) {
         Ok(res) => {
             let wall = start.elapsed().as_secs_f64();
             println!(

@@ -597,7 +597,14 @@ impl Bench {
             poison: Poison::Zero,
             ..SimConfig::default()
         };
-        let res = crate::run(&program, &Inputs::new(), &config)
+        let verified = nkic_isa::verify(&program).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| format!("{}: {e}", self.name))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })?;
+        let res = crate::run(verified, &Inputs::new(), &config)
             .map_err(|e| format!("{}: {e}", self.name))?;
         let events: Vec<_> = res
             .trace

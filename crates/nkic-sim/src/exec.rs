@@ -24,10 +24,12 @@
 //!
 //! Choices where docs/isa.md is silent (also sent to the ISA owner):
 //!
-//! * Operand shapes or dtypes that do not fit together (what the verifier
-//!   rejects) fault with `BadProgram` instead of being guessed at; packed
-//!   x4 dtypes are accepted only by copies, `memset` and the MX
-//!   instructions.
+//! * The interpreter runs verified programs only (`crate::run` takes
+//!   `nkic_isa::Verified`): operand shapes, dtypes, memories and
+//!   attributes that do not fit together are the verifier's to reject and
+//!   are not checked again here. Packed x4 dtypes, which the verifier
+//!   does not restrict, are accepted only by copies, `memset` and the MX
+//!   instructions (`BadProgram` otherwise).
 //! * `dma_copy oob=skip` skips single elements whose source or destination
 //!   leaves its memory; `dma_gather`/`dma_scatter` skip whole rows.
 //! * `tensor_copy_predicated` reads only the selected `src` elements.
@@ -151,12 +153,6 @@ impl Exec<'_> {
             Op::Dropout { dst, src, prob } => self.dropout(dst, src, prob)?,
             Op::SetRngSeed { src } => {
                 let v = self.view(src, "src")?;
-                if v.elements() != 1 {
-                    return Err(Fault::bad(format!(
-                        "`set_rng_seed` reads exactly one element, `src` has {}",
-                        v.elements()
-                    )));
-                }
                 let mut raw = Vec::new();
                 self.mem.read_defined(&v, &mut raw)?;
                 let seed = bits_of(&raw);
@@ -382,12 +378,6 @@ impl Exec<'_> {
             }
             Op::RegLoad { dst, src } => {
                 let v = self.view(src, "src")?;
-                if v.elements() != 1 {
-                    return Err(Fault::bad(format!(
-                        "`reg_load` reads exactly one element, `src` has {}",
-                        v.elements()
-                    )));
-                }
                 let mut raw = Vec::new();
                 self.mem.read_defined(&v, &mut raw)?;
                 let bits = bits_of(&raw);
@@ -401,12 +391,6 @@ impl Exec<'_> {
             Op::RegStore { dst, src } => {
                 let value = self.reg(*src)?;
                 let v = self.view_w(dst, "dst")?;
-                if v.elements() != 1 {
-                    return Err(Fault::bad(format!(
-                        "`reg_store` writes exactly one element, `dst` has {}",
-                        v.elements()
-                    )));
-                }
                 self.mem.write_bits(&v, &[value as u32])?;
             }
             Op::Branch { cond, a, b, target } => {
@@ -474,7 +458,7 @@ impl Exec<'_> {
             Scalar::Imm(x) => Ok(vec![x.get(); rows]),
             Scalar::Vector(ap) => {
                 let (v, x) = self.values(ap, field)?;
-                per_row(&v, &x, rows)
+                Ok(per_row(&v, &x))
             }
         }
     }
@@ -506,13 +490,6 @@ impl Exec<'_> {
             Some(Scalar::Vector(ap)) => {
                 let v = self.view(ap, field)?;
                 let bits = self.ext_bits(&v)?;
-                if v.rows != rows || v.free() == 0 {
-                    return Err(Fault::bad(format!(
-                        "`{field}` must be a ({rows}, 1) vector, found ({}, {})",
-                        v.rows,
-                        v.free()
-                    )));
-                }
                 Ok(bits.iter().step_by(v.free()).copied().collect())
             }
         }
@@ -525,9 +502,8 @@ impl Exec<'_> {
         src: &AccessPattern,
         f: impl Fn(f32) -> f32,
     ) -> FResult<()> {
-        let (sv, x) = self.values(src, "src")?;
+        let (_, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let y: Vec<f32> = x.into_iter().map(f).collect();
         self.mem.write_f32(&dv, &y)
     }
@@ -555,13 +531,6 @@ impl Exec<'_> {
             AccFile::Vector => &mut self.acc.vector,
         };
         let (lo, hi) = (v.part_start, v.part_start + v.rows);
-        if hi > accs.len() {
-            return Err(Fault::bad(format!(
-                "`{}` covers lanes {lo}..{hi}; the engine has {} accumulator lanes",
-                v.field,
-                accs.len()
-            )));
-        }
         Ok(&mut accs[lo..hi])
     }
 
@@ -624,14 +593,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let Some(res) = res else { return Ok(()) };
         let rv = self.dst(res, "reduce_res")?;
-        if rv.rows != like.rows || rv.free() != 1 {
-            return Err(Fault::bad(format!(
-                "`reduce_res` must be ({}, 1), found ({}, {})",
-                like.rows,
-                rv.rows,
-                rv.free()
-            )));
-        }
         let vals: Vec<f32> = self
             .accs(file, like)?
             .iter()
@@ -661,13 +622,6 @@ impl Exec<'_> {
         }
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        if sv.elements() != dv.elements() {
-            return Err(Fault::bad(format!(
-                "`dst` has {} elements but `src` has {}",
-                dv.elements(),
-                sv.elements()
-            )));
-        }
         if sv.dtype == dv.dtype && !accumulate {
             let mut raw = Vec::new();
             self.mem.read_raw(&sv, &mut raw)?;
@@ -695,13 +649,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let sv = self.mem.view_unchecked(src, self.regs, "src")?;
         let dv = self.mem.view_unchecked(dst, self.regs, "dst")?;
-        if sv.elements() != dv.elements() {
-            return Err(Fault::bad(format!(
-                "`dst` has {} elements but `src` has {}",
-                dv.elements(),
-                sv.elements()
-            )));
-        }
         let raw_copy = sv.dtype == dv.dtype && !accumulate;
         if !raw_copy {
             plain(&sv)?;
@@ -762,15 +709,6 @@ impl Exec<'_> {
             )
         };
         let remapped = if scatter { &mut dv } else { &mut sv };
-        if iv.elements() != remapped.rows || !matches!(iv.dtype, DType::I32 | DType::U32) {
-            return Err(Fault::bad(format!(
-                "`index` must be an int32 or uint32 [{}, 1] vector, found {} [{}, {}]",
-                remapped.rows,
-                iv.dtype,
-                iv.rows,
-                iv.free()
-            )));
-        }
         let rows: Vec<i64> = idx
             .iter()
             .map(|&b| {
@@ -809,13 +747,6 @@ impl Exec<'_> {
                 f.oob = Some(Box::new(facts));
             }
             return Err(f);
-        }
-        if sv.elements() != dv.elements() {
-            return Err(Fault::bad(format!(
-                "`dst` has {} elements but `src` has {}",
-                dv.elements(),
-                sv.elements()
-            )));
         }
         let raw_copy = sv.dtype == dv.dtype && !accumulate;
         if !raw_copy {
@@ -862,14 +793,6 @@ impl Exec<'_> {
             }
         };
         let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
-        if dst.shape() != want || sv.dtype != dv.dtype {
-            return Err(Fault::bad(format!(
-                "`dst` must be {} {want:?} (src transposed), found {} {:?}",
-                sv.dtype,
-                dv.dtype,
-                dst.shape()
-            )));
-        }
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
         let size = sv.size;
@@ -901,7 +824,6 @@ impl Exec<'_> {
     fn tensor_copy(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         if sv.dtype == dv.dtype {
             let mut raw = Vec::new();
             self.mem.read_raw(&sv, &mut raw)?;
@@ -950,12 +872,6 @@ impl Exec<'_> {
         let (sv, s) = self.values(stationary, "stationary")?;
         let (mv, v) = self.values(moving, "moving")?;
         let dv = self.dst(dst, "dst")?;
-        if sv.rows != mv.rows {
-            return Err(Fault::bad(format!(
-                "`stationary` covers {} partitions but `moving` covers {}",
-                sv.rows, mv.rows
-            )));
-        }
         // Double-row mode contracts over (partition, j): the [P, 2, M]
         // stationary is, in row-major order, exactly a [2P, M] matrix.
         let rows = if perf_mode == MatmulPerfMode::DoubleRow {
@@ -963,17 +879,7 @@ impl Exec<'_> {
         } else {
             1
         };
-        if sv.free() % rows != 0 || mv.free() % rows != 0 {
-            return Err(Fault::bad("double-row operands must be [P, 2, n]"));
-        }
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
-        if dv.rows != m || dv.free() != n {
-            return Err(Fault::bad(format!(
-                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
-                dv.rows,
-                dv.free()
-            )));
-        }
         *self.flops += 2 * (k * m * n) as u64;
         if transpose {
             return self.matmul_transpose(&dv, &sv, &s, &v, k, m, n, accumulate);
@@ -1056,22 +962,8 @@ impl Exec<'_> {
             "stationary_scale",
         )?;
         let b = self.mx_operand(moving, moving_scale, "moving", "moving_scale")?;
-        if a.rows != b.rows {
-            return Err(Fault::bad(format!(
-                "`stationary` covers {} partitions but `moving` covers {}",
-                a.rows / 4,
-                b.rows / 4
-            )));
-        }
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (a.rows, a.cols, b.cols);
-        if dv.rows != m || dv.free() != n {
-            return Err(Fault::bad(format!(
-                "`dst` must be [{m}, {n}] (stationary columns × moving columns), found [{}, {}]",
-                dv.rows,
-                dv.free()
-            )));
-        }
         *self.flops += 2 * (k * m * n) as u64;
         let mut acc = if accumulate {
             self.mem.read_f32(&dv)?
@@ -1102,21 +994,9 @@ impl Exec<'_> {
         scale_field: &'static str,
     ) -> FResult<MxMatrix> {
         let dv = self.view(data, field)?;
-        if !dv.dtype.is_packed_x4() {
-            return Err(Fault::bad(format!(
-                "`{field}` must be a packed x4 MX dtype, found {}",
-                dv.dtype
-            )));
-        }
         let vals = self.mem.read_f32(&dv)?;
         let scv = self.view(scale, scale_field)?;
         let (p, f) = (dv.rows, dv.free());
-        let need = 32 * ((p.max(1) - 1) / 32) + ((p.max(1) - 1) % 32) / 8 + 1;
-        if scv.size != 1 || scv.free() != f || scv.rows < need {
-            return Err(Fault::bad(format!(
-                "`{scale_field}` must be one byte per element with {f} elements per partition over at least {need} partitions"
-            )));
-        }
         // Only the scale rows of the data's groups are read (the first 4
         // partitions of each quadrant, `footprint`); the rows between them
         // stay untouched, written or not.
@@ -1152,13 +1032,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let (p, f) = (sv.rows, sv.free());
-        if dv.rows != f || dv.free() != p {
-            return Err(Fault::bad(format!(
-                "`dst` must be [{f}, {p}] (src transposed), found [{}, {}]",
-                dv.rows,
-                dv.free()
-            )));
-        }
         if sv.dtype == dv.dtype {
             let mut raw = Vec::new();
             self.mem.read_raw(&sv, &mut raw)?;
@@ -1195,7 +1068,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let scale = self.scalar(scale, rows, "scale")?;
         let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
@@ -1227,7 +1099,6 @@ impl Exec<'_> {
         };
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let i0 = self.opt_scalar(imm0.as_ref(), rows, 0.0, "imm0")?;
         let i1 = self.opt_scalar(imm1.as_ref(), rows, 0.0, "imm1")?;
@@ -1266,8 +1137,6 @@ impl Exec<'_> {
         let av = self.view(src0, "src0")?;
         let bv = self.view(src1, "src1")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &av)?;
-        same_shape(&dv, &bv)?;
         if op.is_bitvec() {
             let a = self.ext_bits(&av)?;
             let b = self.ext_bits(&bv)?;
@@ -1314,7 +1183,6 @@ impl Exec<'_> {
         };
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let f = sv.free().max(1);
         let ops: Vec<AluOp> = std::iter::once(*op0).chain(*op1).collect();
@@ -1388,10 +1256,8 @@ impl Exec<'_> {
         reverse1: bool,
     ) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
-        let (s1v, x1) = self.values(src1, "src1")?;
+        let (_, x1) = self.values(src1, "src1")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
-        same_shape(&dv, &s1v)?;
         let o0 = self.scalar(operand0, sv.rows, "operand0")?;
         let f = sv.free().max(1);
         let y: Vec<f32> = x
@@ -1423,7 +1289,6 @@ impl Exec<'_> {
         };
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
         let init = match reduce_init {
@@ -1471,7 +1336,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let i0 = self.scalar(imm0, rows, "imm0")?;
         let i1 = self.opt_scalar(imm1, rows, 0.0, "imm1")?;
@@ -1515,24 +1379,10 @@ impl Exec<'_> {
         let dv = self.view_w(dst, "dst")?;
         let n = src.dims.len();
         let last = usize::from(last_dims);
-        if last == 0 || last > n {
-            return Err(Fault::bad(format!(
-                "`last_dims` must be in 1..={n} (the free dims of `src`), found {last_dims}"
-            )));
-        }
         let inner: usize = src.dims[n - last..]
             .iter()
             .map(|d| d.count as usize)
             .product();
-        let kept = sv.free() / inner.max(1);
-        if dv.rows != sv.rows || dv.free() != kept {
-            return Err(Fault::bad(format!(
-                "`dst` must be [{}, {kept}] (the kept dims), found [{}, {}]",
-                sv.rows,
-                dv.rows,
-                dv.free()
-            )));
-        }
         if inner == 0 {
             return Ok(());
         }
@@ -1568,13 +1418,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let f = sv.free();
-        if dv.rows != 1 || dv.free() != f || sv.rows == 0 {
-            return Err(Fault::bad(format!(
-                "`dst` must be [1, {f}], found [{}, {}]",
-                dv.rows,
-                dv.free()
-            )));
-        }
         if op.is_bitvec() {
             let x = self.ext_bits(&sv)?;
             let y: Vec<u32> = (0..f)
@@ -1612,10 +1455,8 @@ impl Exec<'_> {
         reverse1: bool,
     ) -> FResult<()> {
         let (av, a) = self.values(src0, "src0")?;
-        let (bv, b) = self.values(src1, "src1")?;
+        let (_, b) = self.values(src1, "src1")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &av)?;
-        same_shape(&dv, &bv)?;
         let init = self.scalar(initial, av.rows, "initial")?;
         let f = av.free();
         let mut y = vec![0f32; a.len()];
@@ -1643,8 +1484,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let pv = self.view(predicate, "predicate")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &sv)?;
-        same_shape(&dv, &pv)?;
         let pred = self.mem.read_bits(&pv)?;
         let f = dv.free().max(1);
         let mut buf = Vec::new();
@@ -1678,7 +1517,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let mx = self.scalar(max_value, rows, "max_value")?;
         let init = match init {
@@ -1722,7 +1560,6 @@ impl Exec<'_> {
         };
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let rows = sv.rows;
         let b0 = self.scalar(bound0, rows, "bound0")?;
         let b1 = self.scalar(bound1, rows, "bound1")?;
@@ -1765,8 +1602,6 @@ impl Exec<'_> {
         let pred = self.mem.read_bits(&pv)?;
         let (tv, t) = self.values(on_true, "on_true")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &tv)?;
-        same_shape(&dv, &pv)?;
         let fv = self.scalar(on_false, tv.rows, "on_false")?;
         let f = tv.free().max(1);
         let y: Vec<f32> = t
@@ -1794,12 +1629,6 @@ impl Exec<'_> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let f = sv.free();
-        if dv.rows != sv.rows || dv.free() != 8 || f < 8 {
-            return Err(Fault::bad(format!(
-                "`max8` needs `src` with at least 8 elements per partition and `dst` [{}, 8]",
-                sv.rows
-            )));
-        }
         let mut y = Vec::with_capacity(sv.rows * 8);
         for row in x.chunks(f) {
             let mut r = row.to_vec();
@@ -1823,15 +1652,9 @@ impl Exec<'_> {
         vals: &AccessPattern,
     ) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
-        let (vv, v) = self.values(vals, "vals")?;
+        let (_, v) = self.values(vals, "vals")?;
         let dv = self.view_w(dst, "dst")?;
         let f = sv.free();
-        if vv.rows != sv.rows || vv.free() != 8 || dv.rows != sv.rows || dv.free() != 8 || f == 0 {
-            return Err(Fault::bad(format!(
-                "`nc_find_index8` needs `vals` and `dst` of [{}, 8]",
-                sv.rows
-            )));
-        }
         let mut out = Vec::with_capacity(sv.rows * 8);
         for p in 0..sv.rows {
             let row = &x[p * f..(p + 1) * f];
@@ -1861,13 +1684,9 @@ impl Exec<'_> {
         dst_idx: Option<&AccessPattern>,
     ) -> FResult<()> {
         let (sv, mut x) = self.values(src, "src")?;
-        let (vv, v) = self.values(vals, "vals")?;
+        let (_, v) = self.values(vals, "vals")?;
         let dv = self.dst(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let f = sv.free();
-        if vv.rows != sv.rows || vv.free() != 8 {
-            return Err(Fault::bad(format!("`vals` must be [{}, 8]", sv.rows)));
-        }
         let mut idx = vec![u32::MAX; sv.rows * 8];
         for p in 0..sv.rows {
             let row = &mut x[p * f..(p + 1) * f];
@@ -1884,9 +1703,6 @@ impl Exec<'_> {
         self.mem.write_f32(&dv, &x)?;
         if let Some(ap) = dst_idx {
             let iv = self.view_w(ap, "dst_idx")?;
-            if iv.rows != sv.rows || iv.free() != 8 {
-                return Err(Fault::bad(format!("`dst_idx` must be [{}, 8]", sv.rows)));
-            }
             self.mem.write_bits(&iv, &idx)?;
         }
         Ok(())
@@ -1898,9 +1714,6 @@ impl Exec<'_> {
     fn bn_stats(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
-        if dv.rows != sv.rows || dv.free() != 6 {
-            return Err(Fault::bad(format!("`dst` must be [{}, 6]", sv.rows)));
-        }
         let f = sv.free();
         let mut y = Vec::with_capacity(sv.rows * 6);
         for p in 0..sv.rows {
@@ -1927,12 +1740,6 @@ impl Exec<'_> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let f = sv.free();
-        if dv.rows != sv.rows || dv.free() != 2 || f % 3 != 0 {
-            return Err(Fault::bad(format!(
-                "`bn_aggr` needs `src` of (count, mean, M2) triples and `dst` [{}, 2]",
-                sv.rows
-            )));
-        }
         let mut y = Vec::with_capacity(sv.rows * 2);
         for p in 0..sv.rows {
             let (mut n, mut mean, mut m2) = (0f32, 0f32, 0f32);
@@ -1990,19 +1797,6 @@ impl Exec<'_> {
         };
         let (p, f) = (sv.rows, sv.free());
         let groups = f / 4;
-        let need = if p == 0 { 0 } else { 32 * ((p - 1) / 32) + 4 };
-        if p % 32 != 0
-            || f % 4 != 0
-            || dv.rows != p
-            || dv.free() != groups
-            || scv.size != 1
-            || scv.free() != groups
-            || scv.rows < need
-        {
-            return Err(Fault::bad(format!(
-                "`quantize_mx` needs `src` [P, F] with P a multiple of 32 and F of 4, `dst` [P, F/4] and `dst_scale` of F/4 bytes over {need} partitions"
-            )));
-        }
         let mut out = vec![0f32; p * f];
         let mut nan_groups = Vec::new();
         for g in 0..p / 8 {
@@ -2064,11 +1858,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        if sv.free() != dv.free() || sv.dtype != dv.dtype || mask.len() != 32 {
-            return Err(Fault::bad(
-                "`nc_stream_shuffle` needs equal F and dtypes and a 32-entry mask",
-            ));
-        }
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
         let (f, size) = (sv.free(), sv.size);
@@ -2103,12 +1892,6 @@ impl Exec<'_> {
             &mut self.acc.rng_vector
         };
         let (lo, hi) = (v.part_start, v.part_start + v.rows);
-        if hi > gens.len() {
-            return Err(Fault::bad(format!(
-                "`{}` covers lanes {lo}..{hi} beyond the generators",
-                v.field
-            )));
-        }
         Ok(&mut gens[lo..hi])
     }
 
@@ -2141,10 +1924,6 @@ impl Exec<'_> {
     fn dropout(&mut self, dst: &AccessPattern, src: &AccessPattern, prob: &Scalar) -> FResult<()> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &sv)?;
-        if sv.dtype != dv.dtype {
-            return Err(Fault::bad("`dropout` needs equal `dst` and `src` dtypes"));
-        }
         let prob = self.scalar(prob, sv.rows, "prob")?;
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
@@ -2177,7 +1956,6 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &sv)?;
         let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;
         let same = sv.dtype == dv.dtype;
         if !same {
@@ -2226,18 +2004,6 @@ impl Exec<'_> {
         let e = e as usize;
         let fi = iv.free();
         let valid = valid.map_or(16 * fi, |v| v as usize);
-        if sv.rows % 16 != 0
-            || iv.rows != sv.rows
-            || dv.rows != sv.rows
-            || sv.dtype != dv.dtype
-            || valid > 16 * fi
-            || dv.free() != valid * e
-        {
-            return Err(Fault::bad(format!(
-                "`local_gather` needs P a multiple of 16 shared by all operands, equal dtypes and `dst` of {} elements per partition",
-                valid * e
-            )));
-        }
         let idx = self.mem.read_defined_bits(&iv)?;
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
@@ -2271,12 +2037,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let iv = self.view(indices, "indices")?;
         let dv = self.view_w(dst, "dst")?;
-        same_shape(&dv, &iv)?;
-        if dv.rows != sv.rows || dv.dtype != sv.dtype {
-            return Err(Fault::bad(
-                "`nc_n_gather` needs equal P and equal `dst`/`src` dtypes",
-            ));
-        }
         let idx = self.mem.read_defined_bits(&iv)?;
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
@@ -2302,16 +2062,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let n = sv.free();
-        if sv.rows != 1
-            || dv.rows != 1
-            || dv.free() != 2 * n
-            || sv.dtype != dv.dtype
-            || !matches!(sv.dtype, DType::F32 | DType::I32)
-        {
-            return Err(Fault::bad(
-                "`sequence_bounds` needs `src` (1, n) of float32 or int32 and `dst` (1, 2n) of the same dtype",
-            ));
-        }
         let bits = self.mem.read_bits(&sv)?;
         let ids: Vec<f64> = bits
             .iter()
@@ -2359,13 +2109,6 @@ impl Exec<'_> {
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let f = sv.free();
-        if dv.rows != sv.rows || dv.free() != f + 1 || dv.size != 4 || sv.size != 4 {
-            return Err(Fault::bad(format!(
-                "`dst` must be int32 [{}, {}]",
-                sv.rows,
-                f + 1
-            )));
-        }
         let mut buf = Vec::new();
         for p in 0..sv.rows {
             if p % 16 != 0 {
@@ -2466,33 +2209,9 @@ fn plain(v: &View) -> FResult<()> {
     Ok(())
 }
 
-/// Equal P and F.
-fn same_shape(a: &View, b: &View) -> FResult<()> {
-    if a.rows != b.rows || a.free() != b.free() {
-        return Err(Fault::bad(format!(
-            "`{}` is [{}, {}] but `{}` is [{}, {}]; P and F must agree",
-            a.field,
-            a.rows,
-            a.free(),
-            b.field,
-            b.rows,
-            b.free()
-        )));
-    }
-    Ok(())
-}
-
 /// One value per row of a `(P, 1)` operand.
-fn per_row(v: &View, x: &[f32], rows: usize) -> FResult<Vec<f32>> {
-    if v.rows != rows || v.free() == 0 {
-        return Err(Fault::bad(format!(
-            "`{}` must be a ({rows}, 1) vector, found ({}, {})",
-            v.field,
-            v.rows,
-            v.free()
-        )));
-    }
-    Ok(x.iter().step_by(v.values_per_row()).copied().collect())
+fn per_row(v: &View, x: &[f32]) -> Vec<f32> {
+    x.iter().step_by(v.values_per_row()).copied().collect()
 }
 
 /// Raw bits as a 32-bit integer: sign-extended for signed dtypes.
@@ -2549,12 +2268,6 @@ fn affine_values(
     rows: usize,
     free: usize,
 ) -> FResult<Vec<i32>> {
-    let n: u64 = pattern.iter().map(|d| u64::from(d.count)).product();
-    if n != free as u64 {
-        return Err(Fault::bad(format!(
-            "`pattern` produces {n} elements per partition but `dst` has {free}"
-        )));
-    }
     let mut row = Vec::with_capacity(free);
     let mut idx = vec![0u32; pattern.len()];
     for _ in 0..free {

@@ -57,8 +57,14 @@
 //!   engines, queues, SBUF, PSUM and DMA engines, shared HBM arguments,
 //!   `core_barrier` and `sendrecv` between the cores (`machine`); the race
 //!   detector covers accesses of different cores.
-//! * Faults: out-of-bounds accesses, uninitialised reads, deadlocks,
-//!   malformed instructions and runaway loops stop the run with a
+//! * Verification: `run` and `run_launch` take the `nkic_isa::Verified`
+//!   token of `nkic_isa::verify`/`verify_launch`, so the interpreter never
+//!   sees a program the verifier rejects and does not check its rules
+//!   again.
+//! * Faults: out-of-bounds accesses (through register offsets and
+//!   indices), uninitialised reads, deadlocks, the few programs the
+//!   verifier accepts but the interpreter cannot run (packed x4 operands of
+//!   arithmetic) and runaway loops stop the run with a
 //!   `SimError` naming the instruction and its source line; an
 //!   out-of-bounds fault also carries NumPy-level facts
 //!   (`SimError::oob`, `OutOfBounds`).
@@ -85,7 +91,7 @@ pub use result::{
     Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
 };
 
-use nkic_isa::{Launch, Program};
+use nkic_isa::{Launch, Program, Verified};
 
 /// Whether the simulator can hold `program`'s HBM tensors (at most 64 GiB
 /// in all): the fault a run of it would stop with at once otherwise, so
@@ -95,6 +101,12 @@ pub fn check_sizes(program: &Program) -> Result<(), SimError> {
 }
 
 /// Runs `program` on `inputs`.
+///
+/// The program must have passed `nkic_isa::verify`, whose token this takes:
+/// the interpreter relies on the verifier's rules (operand shapes and
+/// dtypes, memories, registers, labels, ...) and checks at run time only
+/// what the verifier cannot know (dynamic offsets and indices, undefined
+/// data, races, deadlocks, runaway loops).
 ///
 /// `inputs` holds the raw little-endian bytes of every `input` and `inout`
 /// argument. The result's `outputs` hold the bytes of every `output` and
@@ -117,43 +129,43 @@ pub fn check_sizes(program: &Program) -> Result<(), SimError> {
 /// .expect("the program assembles");
 /// let a: Vec<u8> = (0..128 * 512).flat_map(|_| 0.0f32.to_le_bytes()).collect();
 /// let inputs = nkic_sim::Inputs::new().with("a", a);
-/// let res = nkic_sim::run(&program, &inputs, &nkic_sim::SimConfig::default())
+/// let verified = nkic_isa::verify(&program).expect("the program verifies");
+/// let res = nkic_sim::run(verified, &inputs, &nkic_sim::SimConfig::default())
 ///     .expect("the program runs");
 /// // exp(0) = 1 everywhere.
 /// assert!(res.outputs[0].1.chunks(4).all(|c| c == 1.0f32.to_le_bytes()));
 /// assert!(res.total_ns() > 0.0);
 /// ```
-pub fn run(program: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    machine::simulate(
-        std::slice::from_ref(program),
-        inputs,
-        config,
-        &DumpSpec::default(),
-    )
-    .map(|(r, _)| r)
+pub fn run(
+    program: Verified<'_, Program>,
+    inputs: &Inputs,
+    config: &SimConfig,
+) -> Result<RunResult, SimError> {
+    run_dumping(program, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
 }
 
 /// Runs every core of `launch` together (LNC=2: one program per physical
 /// core, sharing the kernel's HBM arguments; `nkic_isa::launch`). Each
 /// core has its own engines, queues, SBUF, PSUM and DMA engines; the
 /// result's time is the slowest core's, its statistics and trace carry
-/// each queue's core. A one-core launch runs exactly like `run`.
+/// each queue's core. A one-core launch runs exactly like `run`. The
+/// launch must have passed `nkic_isa::verify_launch` (see `run`).
 pub fn run_launch(
-    launch: &Launch,
+    launch: Verified<'_, Launch>,
     inputs: &Inputs,
     config: &SimConfig,
 ) -> Result<RunResult, SimError> {
-    machine::simulate(&launch.cores, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
+    run_launch_dumping(launch, inputs, config, &DumpSpec::default()).map(|(r, _)| r)
 }
 
 /// `run_launch` with the tensor dumps of `run_dumping`.
 pub fn run_launch_dumping(
-    launch: &Launch,
+    launch: Verified<'_, Launch>,
     inputs: &Inputs,
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
-    machine::simulate(&launch.cores, inputs, config, dump)
+    machine::simulate(&launch.get().cores, inputs, config, dump)
 }
 
 /// Runs `program` like `run` and also records every value the tensors
@@ -161,10 +173,10 @@ pub fn run_launch_dumping(
 /// to a named tensor, in execution order of each queue (ordered by
 /// completion time, then queue, then position in the queue).
 pub fn run_dumping(
-    program: &Program,
+    program: Verified<'_, Program>,
     inputs: &Inputs,
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
-    machine::simulate(std::slice::from_ref(program), inputs, config, dump)
+    machine::simulate(std::slice::from_ref(program.get()), inputs, config, dump)
 }

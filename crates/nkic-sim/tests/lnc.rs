@@ -2,8 +2,20 @@
 //! its own queues, SBUF and DMA engines; `core_barrier` orders them and
 //! the race detector catches cross-core accesses nothing orders.
 
-use nkic_isa::{Launch, assemble_launch, verify_launch};
-use nkic_sim::{Inputs, SimConfig, SimErrorKind, StepOrder, run, run_launch};
+use nkic_isa::{Launch, Program, assemble_launch, verify_launch};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+
+/// Verifies and runs one program.
+fn run(p: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
+    let verified = nkic_isa::verify(p).unwrap_or_else(|e| panic!("{e:?}"));
+    nkic_sim::run(verified, inputs, config)
+}
+
+/// Verifies and runs a launch.
+fn run_launch(l: &Launch, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
+    let verified = verify_launch(l).unwrap_or_else(|e| panic!("{e:?}"));
+    nkic_sim::run_launch(verified, inputs, config)
+}
 
 /// Core `c` copies its half of `a` (columns `c·256..`) to `out`; with
 /// `barrier`, each core then reads the half the other core wrote, after a
@@ -145,7 +157,9 @@ fn an_unordered_cross_core_read_is_a_race_naming_both_cores() {
 }
 
 #[test]
-fn a_barrier_without_a_partner_deadlocks() {
+fn a_barrier_without_a_partner_is_rejected_or_deadlocks() {
+    // Different static barrier counts: the launch verifier rejects it, so
+    // it never runs.
     let text = exchange(true).replace(
         "\n.queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n\n.core 1",
         "\n.queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n  core_barrier\n\n.core 1",
@@ -158,12 +172,19 @@ fn a_barrier_without_a_partner_deadlocks() {
             .contains("1 `core_barrier` in this queue but 2")),
         "{errors:?}"
     );
+    // The same counts, but core 0 runs its barrier twice in a loop: only
+    // the run can tell, and it deadlocks.
+    let text = exchange(true).replace(
+        "\n.queue gpsimd\n  core_barrier wait(stored>=1) signal(synced)\n\n.core 1",
+        "\n.queue gpsimd\n  reg_set dst=r0 value=0\nL0:\n  core_barrier wait(stored>=1) signal(synced)\n  reg_alu dst=r0 op=add a=r0 b=1\n  branch cond=lt a=r0 b=2 target=L0\n\n.core 1",
+    );
+    let l = assemble_launch(&text).expect("assembles");
     let (_, inputs) = input_a();
     let err = run_launch(&l, &inputs, &SimConfig::default()).expect_err("deadlock");
     assert_eq!(err.kind, SimErrorKind::Deadlock);
     assert!(
         err.message
-            .contains("core0.gpsimd[1] `core_barrier` waits for core 1's gpsimd queue"),
+            .contains("core0.gpsimd[2] `core_barrier` waits for core 1's gpsimd queue"),
         "{}",
         err.message
     );

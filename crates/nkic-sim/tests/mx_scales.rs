@@ -4,7 +4,13 @@
 //! nothing, and another queue may use them at the same time.
 
 use nkic_isa::{Program, assemble, verify};
-use nkic_sim::{Inputs, SimConfig, SimErrorKind, StepOrder, run};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+
+/// Runs a program that `program` has verified.
+fn run(p: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
+    let verified = verify(p).unwrap_or_else(|e| panic!("{e:?}"));
+    nkic_sim::run(verified, inputs, config)
+}
 
 /// `quantize_mx` of `a` (bf16 [128, 8]) into the 100-row scale view at
 /// byte 128, then `nc_matmul_mx` of the quantized tile with itself

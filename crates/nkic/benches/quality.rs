@@ -490,7 +490,9 @@ fn measure(case: &Case, target: nkic_isa::Target, timeline: bool) -> Result<Row,
             race_check: true,
             ..SimConfig::default()
         };
-        nkic_sim::run(program, &inputs, &config).map_err(|e| format!("simulation failed: {e}"))
+        let verified = nkic_isa::verify(program)
+            .map_err(|e| format!("the compiled program does not verify: {e:?}"))?;
+        nkic_sim::run(verified, &inputs, &config).map_err(|e| format!("simulation failed: {e}"))
     };
     // The trace of the optimized run measures the bound's parts.
     let a = sim(&optimized, true)?;

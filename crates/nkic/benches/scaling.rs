@@ -182,9 +182,12 @@ fn measure(case: &Case) -> Result<String, String> {
             ..SimConfig::default()
         };
         let t1 = Instant::now();
-        let outcome = match nkic_sim::run_launch(&compiled.launch, &inputs, &config) {
-            Ok(_) => "ok".to_owned(),
-            Err(e) => format!("{:?}", e.kind),
+        let outcome = match nkic_isa::verify_launch(&compiled.launch) {
+            Ok(verified) => match nkic_sim::run_launch(verified, &inputs, &config) {
+                Ok(_) => "ok".to_owned(),
+                Err(e) => format!("{:?}", e.kind),
+            },
+            Err(errors) => format!("does not verify: {errors:?}"),
         };
         format!("{:>9.0}ms {outcome}", t1.elapsed().as_secs_f64() * 1000.0)
     } else {

@@ -151,38 +151,43 @@ pub fn exec(
             .collect::<Vec<_>>()
     })?;
     let locator = InstructionLocator::new(&text);
-    if let Err(errors) = nkic_isa::verify_launch(&launch) {
-        return Err(errors
-            .into_iter()
-            .map(|err| {
-                let diag = Diagnostic::error("E1002", err.to_string());
-                let at = err
-                    .queue
-                    .zip(err.index)
-                    .and_then(|(q, i)| locator.span(err.core, q, i))
-                    .or_else(|| locator.decl(err.core, err.decl?));
-                match at {
-                    Some(span) => diag.with_primary(file, span, "rejected by the program verifier"),
-                    // A launch-level problem: the queue's or the core's
-                    // section, or else the program's first line.
-                    None => match locator
-                        .declaration(err.core, err.queue)
-                        .or_else(|| locator.first_line())
-                    {
+    let verified = match nkic_isa::verify_launch(&launch) {
+        Ok(verified) => verified,
+        Err(errors) => {
+            return Err(errors
+                .into_iter()
+                .map(|err| {
+                    let diag = Diagnostic::error("E1002", err.to_string());
+                    let at = err
+                        .queue
+                        .zip(err.index)
+                        .and_then(|(q, i)| locator.span(err.core, q, i))
+                        .or_else(|| locator.decl(err.core, err.decl?));
+                    match at {
                         Some(span) => {
-                            diag.with_primary(file, span, "rejected by the launch verifier")
+                            diag.with_primary(file, span, "rejected by the program verifier")
                         }
-                        None => diag,
-                    },
-                }
-            })
-            .collect());
-    }
+                        // A launch-level problem: the queue's or the core's
+                        // section, or else the program's first line.
+                        None => match locator
+                            .declaration(err.core, err.queue)
+                            .or_else(|| locator.first_line())
+                        {
+                            Some(span) => {
+                                diag.with_primary(file, span, "rejected by the launch verifier")
+                            }
+                            None => diag,
+                        },
+                    }
+                })
+                .collect());
+        }
+    };
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
     let program = launch.main();
     let inputs = read_inputs(program, opts.inputs)?;
     let config = sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
-    let result = nkic_sim::run_launch(&launch, &inputs, &config).map_err(|err| {
+    let result = nkic_sim::run_launch(verified, &inputs, &config).map_err(|err| {
         vec![runtime_fault(
             &err,
             &launch,

@@ -210,7 +210,7 @@ fn the_two_core_program_text() {
     // The text assembles back into the same launch.
     let launch = nkic_isa::assemble_launch(&stdout).expect("the printed launch assembles");
     assert_eq!(launch.cores.len(), 2);
-    assert_eq!(nkic_isa::verify_launch(&launch), Ok(()));
+    assert_eq!(nkic_isa::verify_launch(&launch).err(), None);
     assert_eq!(nkic_isa::print_launch(&launch), stdout);
     // `--lnc 1` keeps the grid on one core: no sections.
     let (code, one, _) = nkic(&[

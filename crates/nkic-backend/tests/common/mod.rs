@@ -103,6 +103,8 @@ pub fn simulate(program: &Program, inputs: &nkic_sim::Inputs) -> nkic_sim::RunRe
         race_check: true,
         ..nkic_sim::SimConfig::default()
     };
-    nkic_sim::run(program, inputs, &config)
+    let verified = nkic_isa::verify(program)
+        .unwrap_or_else(|e| panic!("the compiled program does not verify: {e:?}\n{program}"));
+    nkic_sim::run(verified, inputs, &config)
         .unwrap_or_else(|e| panic!("simulation failed: {e}\n{program}"))
 }

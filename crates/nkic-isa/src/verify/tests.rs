@@ -12,7 +12,7 @@ fn check(target: &str, body: &str) -> Vec<String> {
     );
     let program = assemble(&text).unwrap_or_else(|e| panic!("does not assemble: {e:?}\n{text}"));
     match verify(&program) {
-        Ok(()) => Vec::new(),
+        Ok(_) => Vec::new(),
         Err(errors) => errors.iter().map(ToString::to_string).collect(),
     }
 }
@@ -282,7 +282,10 @@ fn gathers_and_random_numbers() {
     // `index`, so only one row's extent is checked statically.
     let text = ".target trn3\n.arg table f32[50,64] input\n.queue dma0\n  dma_gather dst=sbuf[0:128]:f32[1,64] src=hbm.table[0:128*64]:f32[1,64] index=sbuf[0:128]+4096:i32[1,1]\n";
     let program = assemble(text).unwrap_or_else(|e| panic!("{e:?}"));
-    assert_eq!(verify(&program), Ok(()));
+    let verified = verify(&program).expect("verifies");
+    // The token names the very program that was verified.
+    assert!(std::ptr::eq(verified.get(), &program));
+    assert_eq!(verified.hbm.len(), 1);
     ok(
         ".queue dma0\n  dma_gather dst=sbuf[0:128]:f32[1,512] src=hbm.a[0:128*512]:f32[1,512] index=sbuf[0:128]+4096:i32[1,1]\n",
     );

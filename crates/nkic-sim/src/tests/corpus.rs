@@ -4,7 +4,7 @@
 use nkic_isa::{DType, Queue, assemble};
 
 use super::*;
-use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder, run};
+use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder};
 
 const DYNAMIC_LOOP: &str = include_str!("../../../nkic-isa/tests/corpus/dynamic_loop.nkasm");
 const ALL_OPS: &str = include_str!("../../../nkic-isa/tests/corpus/all_ops.nkasm");

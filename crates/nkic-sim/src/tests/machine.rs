@@ -7,7 +7,7 @@ use nkic_isa::{
 };
 
 use super::*;
-use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder, run};
+use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder};
 
 fn dma(dst: AccessPattern, src: AccessPattern) -> Op {
     Op::DmaCopy {
@@ -364,8 +364,17 @@ fn deadlock_names_the_waiting_instructions() {
     let line = p.add_line("kernel.py", 7, 3, 10..20);
     p.stream_mut(Queue::Vector)
         .push(Instruction::new(Op::Nop {}).signal(s));
-    p.stream_mut(Queue::Scalar)
-        .push(Instruction::new(Op::Nop {}).wait(s, 2).at(line));
+    // A loop (never taken) makes the wait one the verifier cannot judge
+    // statically; only the run finds the deadlock.
+    let scalar = p.stream_mut(Queue::Scalar);
+    scalar.push(Instruction::new(Op::Nop {}).wait(s, 2).at(line));
+    scalar.push(Instruction::new(Op::Label { label: Label(0) }));
+    scalar.push(Instruction::new(Op::Branch {
+        cond: BranchCond::Lt,
+        a: Reg(0),
+        b: RegOrImm::Imm(0),
+        target: Label(0),
+    }));
     let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::Deadlock);
     assert_eq!(
@@ -708,21 +717,20 @@ fn oversized_tensors_are_rejected_before_allocation() {
 
 #[test]
 fn extreme_offsets_fault_instead_of_overflowing() {
+    // The static pattern is in bounds (what the verifier checks); the
+    // dynamic offset 2 · i64::MAX overflows when applied.
     let mut p = program(&[("a", DType::F32, &[4], TensorKind::Input)]);
-    let mut src = hbm(
-        TensorId(0),
-        3,
-        i64::MAX / 8,
-        u64::MAX / 2,
-        &[(i64::MAX / 16, 3)],
-        DType::F32,
-    );
+    let mut src = hbm(TensorId(0), 1, 0, 0, &[(1, 1)], DType::F32);
     src.dyn_offset = Some(nkic_isa::DynOffset {
         reg: Reg(0),
         scale: i64::MAX,
     });
-    p.stream_mut(Queue::Dma(0))
-        .push(Instruction::new(dma(tile(3, 3, 0, DType::F32), src)));
+    let dma0 = p.stream_mut(Queue::Dma(0));
+    dma0.push(Instruction::new(Op::RegSet {
+        dst: Reg(0),
+        value: 2,
+    }));
+    dma0.push(Instruction::new(dma(tile(1, 1, 0, DType::F32), src)));
     let e = run(
         &p,
         &Inputs::new().with("a", vec![0; 16]),

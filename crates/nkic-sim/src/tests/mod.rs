@@ -21,6 +21,19 @@ use crate::error::Fault;
 use crate::exec::{Accumulators, Exec};
 use crate::memory::MemoryState;
 
+/// Verifies `program` and runs it: the entry of the whole-program tests.
+pub(crate) fn run(
+    program: &Program,
+    inputs: &crate::Inputs,
+    config: &crate::SimConfig,
+) -> Result<crate::RunResult, crate::SimError> {
+    let verified = nkic_isa::verify(program).unwrap_or_else(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        panic!("the test program does not verify:\n{}", lines.join("\n"))
+    });
+    crate::run(verified, inputs, config)
+}
+
 /// One instruction at a time against a memory state.
 pub(crate) struct Bench {
     pub mem: MemoryState,

@@ -11,7 +11,7 @@ use nkic_isa::{AluOp, DType, Imm, Instruction, Op, Program, Queue, Scalar, Tenso
 use proptest::prelude::*;
 
 use super::*;
-use crate::{Inputs, Poison, SimConfig, run};
+use crate::{Inputs, Poison, SimConfig};
 
 const P: u32 = 16;
 const F: u32 = 8;
@@ -59,13 +59,14 @@ fn kernel(
     // With `garbage`, the loads wait for the memsets (`ready`).
     let ready = garbage.map(|g| {
         for k in 0..tiles {
-            p.stream_mut(Queue::Sync).push(Instruction::new(Op::Memset {
-                dst: t(k, P, F),
-                value: Imm::Float(nkic_isa::Fp32::new(g)),
-            }));
+            p.stream_mut(Queue::GpSimd)
+                .push(Instruction::new(Op::Memset {
+                    dst: t(k, P, F),
+                    value: Imm::Float(nkic_isa::Fp32::new(g)),
+                }));
         }
         let ready = p.add_semaphore("ready");
-        if let Some(last) = p.stream_mut(Queue::Sync).last_mut() {
+        if let Some(last) = p.stream_mut(Queue::GpSimd).last_mut() {
             last.signals.push(ready);
         }
         ready
