@@ -1530,9 +1530,10 @@ impl MemoryState {
             // holds whatever it held): compare the written ones.
             let written = |i: usize| a.init[i / 64] & (1 << (i % 64)) != 0;
             let differ = a.data.iter().zip(b.data.iter()).enumerate();
-            if let Some((i, _)) = differ
-                .filter(|(_, (x, y))| x != y)
-                .find(|&(i, _)| written(i))
+            if a.data[..] != b.data[..]
+                && let Some((i, _)) = differ
+                    .filter(|(_, (x, y))| x != y)
+                    .find(|&(i, _)| written(i))
             {
                 return Some(format!("{name} byte {i}: {} vs {}", a.data[i], b.data[i]));
             }

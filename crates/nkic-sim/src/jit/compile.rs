@@ -283,6 +283,18 @@ impl Emit<'_, '_> {
                 }
                 self.encode(sig.dst, t, d);
             }
+            Body::ScalarTensorTensor {
+                op0,
+                reverse0,
+                op1,
+                reverse1,
+            } => {
+                let x = self.decode(src(sig.a), a);
+                let y = self.decode(src(sig.b), b);
+                let t = self.apply(op0, x, c0, reverse0);
+                let r = self.apply(op1, t, y, reverse1);
+                self.encode(sig.dst, r, d);
+            }
             Body::Activation(func) => {
                 let x = self.decode(src(sig.a), a);
                 let scaled = self.b.ins().fmul(x, c0);

@@ -6,9 +6,9 @@
 //! (`exec`), which stays the definition of every result:
 //!
 //! * its kind and operators are supported (`plan`): `tensor_tensor`,
-//!   `tensor_scalar` (both stages, reverse flags), `tensor_copy` (with or
-//!   without a dtype change), `activation` without accumulation, and
-//!   `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
+//!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
+//!   `tensor_copy` (with or without a dtype change), `activation` without
+//!   accumulation, and `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
 //!   stay interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
 //!   same call the interpreter makes), P and F agree, and no operand is a
@@ -57,6 +57,14 @@ pub(crate) enum Body {
         op0: AluOp,
         reverse0: bool,
         op1: Option<(AluOp, bool)>,
+    },
+    /// `t = a op0 c0` (`c0 op0 a` when reversed), then `t op1 b` (`b op1
+    /// t` when reversed) (`scalar_tensor_tensor`; `c0` per row).
+    ScalarTensorTensor {
+        op0: AluOp,
+        reverse0: bool,
+        op1: AluOp,
+        reverse1: bool,
     },
     /// `dst = func(a · c0 + c1)` (`activation`).
     Activation(ActFunc),
@@ -182,6 +190,32 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
                 None,
             );
             (sig, d, vec![a], [o0, o1], 0)
+        }
+        Op::ScalarTensorTensor {
+            dst,
+            src,
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            src1,
+            reverse1,
+        } => {
+            let a = view(src, "src", false)?;
+            let b = view(src1, "src1", false)?;
+            let d = view(dst, "dst", true)?;
+            if !plain(&[&a, &b, &d]) {
+                return None;
+            }
+            let o0 = scalar(mem, regs, Some(operand0), "operand0", a.rows)?;
+            let body = Body::ScalarTensorTensor {
+                op0: *op0,
+                reverse0: *reverse0,
+                op1: *op1,
+                reverse1: *reverse1,
+            };
+            let sig = Sig::of(body, &d, Some(&a), Some(&b));
+            (sig, d, vec![a, b], [o0, None], 0)
         }
         Op::Activation {
             dst,
@@ -398,6 +432,10 @@ fn segments(v: &View) -> Vec<Segment> {
 /// Runs a planned instruction: the compiled loop over every row and piece,
 /// then the bookkeeping of the write.
 fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
+    if plan.dst.elements() == 0 {
+        // Nothing moves (and a shared input must not be copied for it).
+        return;
+    }
     for s in &plan.srcs {
         mem.count_read(s);
     }

@@ -55,10 +55,11 @@ impl Kernel {
         // SAFETY: `code` is the entry of a function the module has
         // finalized (compiled, relocated and made executable), declared
         // with `signature(module)`: on a 64-bit target with the host's
-        // default calling convention that is exactly `Entry`. The module
-        // lives in a thread-local that is never dropped while a run
-        // holds a `Kernel` (`compile::kernel` hands them out per thread,
-        // and nothing frees the module's memory).
+        // default calling convention that is exactly `Entry`. The code
+        // stays valid for the rest of the process: nothing calls
+        // `JITModule::free_memory`, and dropping a module (at the end of
+        // its thread) leaks its code memory on purpose, so a `Kernel`
+        // never outlives its code.
         let entry = unsafe { std::mem::transmute::<*const u8, Entry>(code) };
         Some(Kernel { entry, sizes })
     }
