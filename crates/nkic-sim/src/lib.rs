@@ -19,7 +19,7 @@
 //! * `exec`: the semantics of every instruction (general rules in its doc).
 //! * `alu`: ALU operators and activation functions.
 //! * `matmul`: the TensorE inner loop.
-//! * `jit` (feature `jit`): the native tier (`SimTier::Jit`), compute
+//! * `jit` (feature `jit`): the native tier (`SimTier::Jit`), compute and copy
 //!   instructions as Cranelift-compiled loops that must match the
 //!   interpreter bit for bit; only their data path, never a time or a
 //!   fault.

@@ -7,7 +7,9 @@
 //!
 //! * its kind and operators are supported (`plan`): `tensor_tensor`,
 //!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
-//!   `tensor_copy` (with or without a dtype change), `activation` without
+//!   `tensor_copy` and `dma_copy` without `accumulate` or `oob=skip` (with
+//!   or without a dtype change; `dma_copy` only between operands of equal
+//!   P and F, the usual tile load and store), `activation` without
 //!   accumulation, and `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
 //!   stay interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
@@ -41,7 +43,7 @@
 mod compile;
 mod native;
 
-use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, Op, ReduceCmd, Scalar};
+use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, ReduceCmd, Scalar};
 
 use crate::exec::{Exec, memset_element};
 use crate::memory::{MemoryState, SpaceId, View, bits_of};
@@ -68,9 +70,9 @@ pub(crate) enum Body {
     },
     /// `dst = func(a · c0 + c1)` (`activation`).
     Activation(ActFunc),
-    /// `dst = a` through f32 (`tensor_copy` between dtypes).
+    /// `dst = a` through f32 (`tensor_copy`, `dma_copy` between dtypes).
     Convert,
-    /// `dst = a` as raw bits (`tensor_copy` within a dtype).
+    /// `dst = a` as raw bits (`tensor_copy`, `dma_copy` within a dtype).
     Copy,
     /// `dst = k` as raw bits (`memset`).
     Fill,
@@ -239,7 +241,14 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             let sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
             (sig, d, vec![a], [s, b], 0)
         }
-        Op::TensorCopy { dst, src } => {
+        Op::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            oob: OobMode::Error,
+            ..
+        }
+        | Op::TensorCopy { dst, src } => {
             let a = view(src, "src", false)?;
             let d = view(dst, "dst", true)?;
             let body = if a.dtype == d.dtype {

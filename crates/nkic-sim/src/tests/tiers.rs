@@ -233,7 +233,7 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
         }
     };
     let queue = g.pick(&[Queue::Vector, Queue::GpSimd, Queue::Scalar]);
-    let op = match g.below(6) {
+    let op = match g.below(7) {
         0 => {
             let b_dt = dt(g);
             Op::TensorTensor {
@@ -264,6 +264,14 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             reduce_res: None,
         },
         3 => Op::TensorCopy { dst, src: a },
+        5 => Op::DmaCopy {
+            dst,
+            src: a,
+            accumulate: g.chance(4),
+            dge: nkic_isa::DgeMode::None,
+            oob: nkic_isa::OobMode::Error,
+            priority: None,
+        },
         4 => {
             let b_dt = dt(g);
             Op::ScalarTensorTensor {
@@ -350,7 +358,7 @@ fn the_property_exercises_the_native_tier() {
         .count();
     // The rest meet undefined bytes, partial overlaps, bitwise operators
     // or GpSimd integer paths and run interpreted.
-    assert_eq!(ran, 57);
+    assert_eq!(ran, 59);
 }
 
 proptest! {
