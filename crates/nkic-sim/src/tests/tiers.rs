@@ -100,6 +100,21 @@ fn an_activation_on_a_strided_source_runs_natively() {
 }
 
 #[test]
+fn a_contiguous_copy_moves_words_then_the_odd_elements_natively() {
+    let mut b = Bench::new();
+    // 13 bf16 elements per row: three 8-byte words, then one element.
+    let bits: Vec<u32> = (0..2 * 13).map(|k| 0x3f80 + k).collect();
+    b.put_bits(&tile(2, 13, 2, DType::BF16), &bits);
+    let op = Op::TensorCopy {
+        dst: tile(2, 13, 100, DType::BF16),
+        src: tile(2, 13, 2, DType::BF16),
+    };
+    let (native, res) = run_native(&mut b, Queue::Vector, &op);
+    assert!(native && res.is_ok());
+    assert_eq!(b.get_bits(&tile(2, 13, 100, DType::BF16)), bits);
+}
+
+#[test]
 fn an_undefined_source_byte_leaves_the_instruction_to_the_interpreter() {
     let mut b = Bench::new();
     b.mem.set_poison(Poison::Precise);
