@@ -1430,6 +1430,7 @@ impl MemoryState {
 /// itself and leaves the bookkeeping (written bits, definedness, HBM
 /// traffic) to these functions, which do exactly what `read_raw` and
 /// `write_raw` do for data that is written and defined.
+#[cfg(feature = "jit")]
 impl MemoryState {
     /// Whether every byte `v` names is written and defined, so reading it
     /// records nothing and cannot fault under any poison policy.
@@ -1498,7 +1499,7 @@ impl MemoryState {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "jit"))]
 impl MemoryState {
     /// The first difference between two memory states of the same program
     /// in bytes, written bits, definedness, origins or HBM counters (what
@@ -1548,11 +1549,13 @@ impl MemoryState {
 
 /// Raw starts and lengths of the memories one native instruction touches
 /// (`MemoryState::native_spaces`); valid until the memories are next used.
+#[cfg(feature = "jit")]
 pub(crate) struct NativeSpaces {
     pub dst: (*mut u8, usize),
     pub srcs: Vec<(*const u8, usize)>,
 }
 
+#[cfg(feature = "jit")]
 impl View {
     /// The lowest byte address `v` names and one past the highest (an
     /// empty range for no elements).
