@@ -31,14 +31,7 @@ pub fn matmul(m: u64, k: u64, n: u64) -> Program {
     let mm = p.add_semaphore("mm");
     let evac = p.add_semaphore("evac");
     let stored = [p.add_semaphore("stored0"), p.add_semaphore("stored1")];
-    let dma = |dst: AccessPattern, src: AccessPattern| Op::DmaCopy {
-        dst,
-        src,
-        accumulate: false,
-        dge: DgeMode::None,
-        oob: OobMode::Error,
-        priority: None,
-    };
+    let dma = dma_copy;
     for kt in 0..kt_n {
         let q = Queue::Dma((kt % 7) as u8);
         let src = AccessPattern::hbm(
@@ -180,15 +173,7 @@ pub fn elementwise(tiles: u64) -> Program {
             &[Dim::new(1, 2048)],
             DType::BF16,
         );
-        let mut load = Instruction::new(Op::DmaCopy {
-            dst: row(slot),
-            src,
-            accumulate: false,
-            dge: DgeMode::None,
-            oob: OobMode::Error,
-            priority: None,
-        })
-        .signal(loaded);
+        let mut load = Instruction::new(dma_copy(row(slot), src)).signal(loaded);
         if t >= 2 {
             load = load.wait(stored, t32 - 1);
         }
@@ -230,35 +215,109 @@ pub fn elementwise(tiles: u64) -> Program {
             DType::BF16,
         );
         p.stream_mut(Queue::Dma(1)).push(
-            Instruction::new(Op::DmaCopy {
-                dst,
-                src: row(slot),
-                accumulate: false,
-                dge: DgeMode::None,
-                oob: OobMode::Error,
-                priority: None,
-            })
-            .wait(acted, t32 + 1)
-            .signal(stored),
+            Instruction::new(dma_copy(dst, row(slot)))
+                .wait(acted, t32 + 1)
+                .signal(stored),
         );
     }
     p
 }
 
-/// Deterministic bf16 bytes for `n` elements.
-pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
+/// `out = (a + b) · 0.5 − 1` on `[rows, cols]` f32 tensors in `[128, 512]`
+/// tiles: per tile DMA queues 0 and 1 load `a` and `b` into one of two
+/// SBUF slots, the Vector engine adds them and scales the sum in place
+/// (`tensor_tensor`, then one two-stage `tensor_scalar`), and DMA queue 2
+/// stores it. Requires rows % 128 == 0 and cols % 512 == 0.
+pub fn add_scale(rows: u64, cols: u64) -> Program {
+    let mut p = Program::new(Target::Trn3);
+    let shape = [rows, cols];
+    let a = p.add_tensor("a", DType::F32, &shape, TensorKind::Input);
+    let b = p.add_tensor("b", DType::F32, &shape, TensorKind::Input);
+    let out = p.add_tensor("out", DType::F32, &shape, TensorKind::Output);
+    let loaded = p.add_semaphore("loaded");
+    let computed = p.add_semaphore("computed");
+    let stored = p.add_semaphore("stored");
+    let tile = |off: u64| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 512)], DType::F32);
+    let hbm = |t, offset| {
+        AccessPattern::hbm(t, 128, cols as i64, offset, &[Dim::new(1, 512)], DType::F32)
+    };
+    let copy = dma_copy;
+    let tiles = (0..rows / 128).flat_map(|r| (0..cols / 512).map(move |c| (r, c)));
+    for (t, (r, c)) in tiles.enumerate() {
+        let t32 = t as u32;
+        let slot = (t as u64 % 2) * 8192;
+        let offset = (r * 128 * cols + c * 512) * 4;
+        for (queue, tensor, at) in [(0u8, a, slot), (1, b, slot + 2048)] {
+            let mut load = Instruction::new(copy(tile(at), hbm(tensor, offset))).signal(loaded);
+            if t >= 2 {
+                load = load.wait(stored, t32 - 1);
+            }
+            p.stream_mut(Queue::Dma(queue)).push(load);
+        }
+        p.stream_mut(Queue::Vector).push(
+            Instruction::new(Op::TensorTensor {
+                dst: tile(slot + 4096),
+                src0: tile(slot),
+                src1: tile(slot + 2048),
+                op: AluOp::Add,
+            })
+            .wait(loaded, 2 * (t32 + 1)),
+        );
+        p.stream_mut(Queue::Vector).push(
+            Instruction::new(Op::TensorScalar {
+                dst: tile(slot + 4096),
+                src: tile(slot + 4096),
+                op0: AluOp::Multiply,
+                operand0: Some(Scalar::imm(0.5)),
+                reverse0: false,
+                op1: Some(AluOp::Subtract),
+                operand1: Some(Scalar::imm(1.0)),
+                reverse1: false,
+            })
+            .signal(computed),
+        );
+        p.stream_mut(Queue::Dma(2)).push(
+            Instruction::new(copy(hbm(out, offset), tile(slot + 4096)))
+                .wait(computed, t32 + 1)
+                .signal(stored),
+        );
+    }
+    p
+}
+
+/// A plain `dma_copy` from `src` to `dst`.
+fn dma_copy(dst: AccessPattern, src: AccessPattern) -> Op {
+    Op::DmaCopy {
+        dst,
+        src,
+        accumulate: false,
+        dge: DgeMode::None,
+        oob: OobMode::Error,
+        priority: None,
+    }
+}
+
+/// Deterministic values in [-0.5, 0.5): `n` of them from `seed`.
+fn halves(n: usize, seed: u32) -> impl Iterator<Item = f32> {
     let mut x = seed.wrapping_mul(2_654_435_761) | 1;
-    let mut out = Vec::with_capacity(2 * n);
-    for _ in 0..n {
+    (0..n).map(move |_| {
         x ^= x << 13;
         x ^= x >> 17;
         x ^= x << 5;
-        let v = (x >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
-        out.extend_from_slice(
-            &((nkic_isa::numerics::from_f32(DType::BF16, v) as u16).to_le_bytes()),
-        );
-    }
-    out
+        (x >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+    })
+}
+
+/// Deterministic f32 bytes for `n` elements in [-0.5, 0.5).
+pub fn f32_bytes(n: usize, seed: u32) -> Vec<u8> {
+    halves(n, seed).flat_map(f32::to_le_bytes).collect()
+}
+
+/// Deterministic bf16 bytes for `n` elements.
+pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
+    halves(n, seed)
+        .flat_map(|v| (nkic_isa::numerics::from_f32(DType::BF16, v) as u16).to_le_bytes())
+        .collect()
 }
 
 /// `iters` iterations of dynamic loops on three queues with small

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nkic_sim::{Inputs, SimConfig, run};
+use nkic_sim::{Inputs, SimConfig, SimTier, run};
 
 /// The benchmark programs always verify.
 fn checked(program: &nkic_isa::Program) -> nkic_isa::Verified<'_, nkic_isa::Program> {
@@ -89,5 +89,46 @@ fn small_ops(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, matmul, elementwise, small_ops);
+/// Both tiers on the programs of issue 15: a 1024³ bf16 matmul (128 ×
+/// 128 × 512 tiles) and `(a + b) · 0.5 − 1` on 4096 × 4096 f32 in
+/// [128, 512] tiles; criterion prints each tier's time per run.
+fn tiers(c: &mut Criterion) {
+    let matmul = programs::matmul(1024, 1024, 1024);
+    let matmul_inputs = Inputs::new()
+        .with("at", programs::bf16_bytes(1024 * 1024, 1))
+        .with("b", programs::bf16_bytes(1024 * 1024, 2));
+    let n = 4096 * 4096;
+    let add_scale = programs::add_scale(4096, 4096);
+    let add_scale_inputs = Inputs::new()
+        .with("a", programs::f32_bytes(n, 1))
+        .with("b", programs::f32_bytes(n, 2));
+    for (name, program, inputs) in [
+        ("tiers/matmul_1024_bf16", &matmul, &matmul_inputs),
+        (
+            "tiers/add_scale_4096x4096_f32",
+            &add_scale,
+            &add_scale_inputs,
+        ),
+    ] {
+        let mut group = c.benchmark_group(name);
+        group
+            .sample_size(10)
+            .measurement_time(Duration::from_secs(10));
+        let verified = checked(program);
+        let mut results = Vec::new();
+        for (label, tier) in [("interp", SimTier::Interp), ("jit", SimTier::Jit)] {
+            let config = SimConfig {
+                trace: false,
+                tier,
+                ..SimConfig::default()
+            };
+            results.push(run(verified, inputs, &config).expect("the benchmark program runs"));
+            group.bench_function(label, |b| b.iter(|| run(verified, inputs, &config)));
+        }
+        assert_eq!(results[0], results[1], "{name}: the tiers disagree");
+        group.finish();
+    }
+}
+
+criterion_group!(benches, matmul, elementwise, small_ops, tiers);
 criterion_main!(benches);

@@ -44,6 +44,35 @@ pub enum Poison {
     Zero,
 }
 
+/// How compute instructions execute. Both tiers give the same bytes,
+/// faults and times (the interpreter is the oracle the native tier must
+/// match bit for bit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SimTier {
+    /// Every instruction through the interpreter (`exec`).
+    Interp,
+    /// Supported compute instructions through loops compiled with
+    /// Cranelift (`jit`); the rest, and any instruction whose
+    /// preconditions do not hold, through the interpreter. Without the
+    /// `jit` feature, or on a host Cranelift cannot compile for, it
+    /// interprets.
+    Jit,
+}
+
+impl Default for SimTier {
+    /// `Jit` on x86-64 and aarch64 with the `jit` feature, else `Interp`.
+    fn default() -> SimTier {
+        if cfg!(all(
+            feature = "jit",
+            any(target_arch = "x86_64", target_arch = "aarch64")
+        )) {
+            SimTier::Jit
+        } else {
+            SimTier::Interp
+        }
+    }
+}
+
 /// The default `SimConfig::max_simulated_ps`: 100 ms of device time, over
 /// a hundred times the longest bundled kernel at its bench size, and
 /// reached by a loop that never ends within seconds of simulation.
@@ -70,6 +99,9 @@ pub struct SimConfig {
     /// (`race.rs`). On by default, and the command line never turns it
     /// off; benchmarks of the interpreter alone may.
     pub race_check: bool,
+    /// Which execution tier runs compute instructions (never changes a
+    /// result).
+    pub tier: SimTier,
 }
 
 impl SimConfig {
@@ -92,6 +124,7 @@ impl Default for SimConfig {
             max_simulated_ps: DEFAULT_MAX_SIMULATED_PS,
             trace: true,
             race_check: true,
+            tier: SimTier::default(),
         }
     }
 }

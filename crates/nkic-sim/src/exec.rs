@@ -837,15 +837,7 @@ impl Exec<'_> {
 
     fn memset(&mut self, dst: &AccessPattern, value: Imm) -> FResult<()> {
         let dv = self.view_w(dst, "dst")?;
-        let dt = dv.dtype;
-        let mut elem = Vec::with_capacity(dv.size);
-        match value {
-            Imm::Int(v) if dt.is_int() => elem.extend_from_slice(&v.to_le_bytes()[..dv.size]),
-            Imm::Int(v) if dt == DType::Bool => elem.push(u8::from(v != 0)),
-            Imm::Int(v) => encode_all(dt, v as f32, &mut elem),
-            Imm::Float(x) => encode_all(dt, x.get(), &mut elem),
-        }
-        let raw = elem.repeat(dv.elements());
+        let raw = memset_element(&dv, value).repeat(dv.elements());
         self.mem.write_raw(&dv, &raw)
     }
 
@@ -2221,6 +2213,19 @@ fn extend(dt: DType, bits: u32) -> u32 {
         DType::I16 => bits as u16 as i16 as i32 as u32,
         _ => bits,
     }
+}
+
+/// The bytes `memset` writes to each element of `dv`.
+pub(crate) fn memset_element(dv: &View, value: Imm) -> Vec<u8> {
+    let dt = dv.dtype;
+    let mut elem = Vec::with_capacity(dv.size);
+    match value {
+        Imm::Int(v) if dt.is_int() => elem.extend_from_slice(&v.to_le_bytes()[..dv.size]),
+        Imm::Int(v) if dt == DType::Bool => elem.push(u8::from(v != 0)),
+        Imm::Int(v) => encode_all(dt, v as f32, &mut elem),
+        Imm::Float(x) => encode_all(dt, x.get(), &mut elem),
+    }
+    elem
 }
 
 /// Encodes `x` as one element of `dt` (all four lanes for packed types).

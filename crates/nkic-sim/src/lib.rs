@@ -19,6 +19,10 @@
 //! * `exec`: the semantics of every instruction (general rules in its doc).
 //! * `alu`: ALU operators and activation functions.
 //! * `matmul`: the TensorE inner loop.
+//! * `jit` (feature `jit`): the native tier (`SimTier::Jit`), compute and copy
+//!   instructions as Cranelift-compiled loops that must match the
+//!   interpreter bit for bit; only their data path, never a time or a
+//!   fault.
 //! * `calibration`: microbenchmarks that hold the cycle model to the
 //!   published figures (`docs/cycle-model.md`).
 //! * `race`: the race detector (vector clocks over semaphores), on in every
@@ -75,6 +79,8 @@ mod config;
 mod error;
 mod exec;
 mod footprint;
+#[cfg(feature = "jit")]
+mod jit;
 mod machine;
 mod matmul;
 mod memory;
@@ -85,7 +91,9 @@ mod rng;
 #[cfg(test)]
 mod tests;
 
-pub use config::{DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, StepOrder};
+pub use config::{
+    DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder,
+};
 pub use error::{OutOfBounds, SimError, SimErrorKind, Site};
 pub use result::{
     Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
@@ -98,6 +106,16 @@ use nkic_isa::{Launch, Program, Verified};
 /// callers can check before building inputs that large.
 pub fn check_sizes(program: &Program) -> Result<(), SimError> {
     machine::check_sizes(program)
+}
+
+/// How many instructions this thread has run in the native tier
+/// (`SimTier::Jit`) since it started: lets tests and benchmarks see that
+/// the tier was taken. Always 0 without the `jit` feature.
+pub fn native_instructions() -> u64 {
+    #[cfg(feature = "jit")]
+    return jit::native_instructions();
+    #[cfg(not(feature = "jit"))]
+    0
 }
 
 /// Runs `program` on `inputs`.

@@ -76,7 +76,7 @@ use std::sync::Arc;
 
 use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
 
-use crate::config::{InputKey, Inputs, Poison, SimConfig, StepOrder};
+use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
@@ -993,7 +993,7 @@ fn step(
         });
         e
     };
-    let flow = match exec.run(op) {
+    let flow = match execute(&mut exec, op, config.tier) {
         Ok(flow) => flow,
         // An uninitialised read (with `Poison::Precise`: an undefined
         // index or register) may be the symptom of a race with a write
@@ -1192,6 +1192,18 @@ fn step(
 
 /// The fault of a data race between instruction `index` of `queue` on
 /// core `core` and the earlier access `conflict` names.
+/// Runs `op` in the tier `tier` asks for: natively when it qualifies
+/// (`jit`), else in the interpreter.
+fn execute(exec: &mut Exec<'_>, op: &Op, tier: SimTier) -> crate::error::FResult<Flow> {
+    #[cfg(feature = "jit")]
+    if tier == SimTier::Jit && crate::jit::run(exec, op) {
+        return Ok(Flow::Next);
+    }
+    #[cfg(not(feature = "jit"))]
+    let _ = tier;
+    exec.run(op)
+}
+
 fn race_error(
     conflict: &crate::race::Conflict,
     cores: &[Program],

@@ -1426,6 +1426,158 @@ impl MemoryState {
     }
 }
 
+/// What the native tier (`jit`) needs of the memories: it moves the data
+/// itself and leaves the bookkeeping (written bits, definedness, HBM
+/// traffic) to these functions, which do exactly what `read_raw` and
+/// `write_raw` do for data that is written and defined.
+#[cfg(feature = "jit")]
+impl MemoryState {
+    /// Whether every byte `v` names is written and defined, so reading it
+    /// records nothing and cannot fault under any poison policy.
+    pub fn is_clean(&self, v: &View) -> bool {
+        let space = self.space(v.space);
+        let run_bytes = v.run_len * v.size;
+        (0..v.rows).all(|p| {
+            let base = v.row_addr(p);
+            v.runs.iter().all(|&r| {
+                let a = (base + r) as usize;
+                space.clean(a, a + run_bytes)
+            })
+        })
+    }
+
+    /// Counts a read of `v` as `read_raw` does.
+    pub fn count_read(&mut self, v: &View) {
+        if let SpaceId::Hbm(_) = v.space {
+            self.hbm_read += (v.elements() * v.size) as u64;
+        }
+    }
+
+    /// The start and length of the bytes of `dst` (unshared first, as a
+    /// write does) and of each of `srcs`, for the native tier.
+    pub fn native_spaces(&mut self, dst: SpaceId, srcs: &[SpaceId]) -> NativeSpaces {
+        let data = Arc::make_mut(&mut self.space_mut(dst).data);
+        let dst_ptr = data.as_mut_ptr();
+        let dst_len = data.len();
+        let srcs = srcs
+            .iter()
+            .map(|&s| {
+                if s == dst {
+                    (dst_ptr.cast_const(), dst_len)
+                } else {
+                    let data = &self.space(s).data;
+                    (data.as_ptr(), data.len())
+                }
+            })
+            .collect();
+        NativeSpaces {
+            dst: (dst_ptr, dst_len),
+            srcs,
+        }
+    }
+
+    /// The bookkeeping of `write_raw` after the native tier wrote every
+    /// element of `v` from defined data: written bits, definedness, HBM
+    /// traffic.
+    pub fn wrote(&mut self, v: &View) {
+        let run_bytes = v.run_len * v.size;
+        let precise = self.precise();
+        let space = self.space_mut(v.space);
+        for p in 0..v.rows {
+            let base = v.row_addr(p);
+            for &r in &v.runs {
+                let a = (base + r) as usize;
+                space.mark(a, a + run_bytes);
+                if precise {
+                    space.shade(a, a + run_bytes, None);
+                }
+            }
+        }
+        if let SpaceId::Hbm(_) = v.space {
+            self.hbm_written += (v.elements() * v.size) as u64;
+        }
+    }
+}
+
+#[cfg(all(test, feature = "jit"))]
+impl MemoryState {
+    /// The first difference between two memory states of the same program
+    /// in bytes, written bits, definedness, origins or HBM counters (what
+    /// an instruction may change), for comparing the tiers.
+    pub fn first_difference(&self, other: &MemoryState) -> Option<String> {
+        if (self.hbm_read, self.hbm_written) != (other.hbm_read, other.hbm_written) {
+            return Some(format!(
+                "HBM traffic {:?} vs {:?}",
+                (self.hbm_read, self.hbm_written),
+                (other.hbm_read, other.hbm_written)
+            ));
+        }
+        fn named(m: &MemoryState) -> Vec<(String, &Space)> {
+            let kinds = [("sbuf", &m.sbuf), ("psum", &m.psum), ("hbm", &m.hbm)];
+            kinds
+                .into_iter()
+                .flat_map(|(kind, v)| {
+                    v.iter()
+                        .enumerate()
+                        .map(move |(i, s)| (format!("{kind}{i}"), s))
+                })
+                .collect()
+        }
+        for ((name, a), (_, b)) in named(self).into_iter().zip(named(other)) {
+            if a.init != b.init {
+                return Some(format!("{name}: written bits differ"));
+            }
+            // Never-written bytes are never observed (and recycled memory
+            // holds whatever it held): compare the written ones.
+            let written = |i: usize| a.init[i / 64] & (1 << (i % 64)) != 0;
+            let differ = a.data.iter().zip(b.data.iter()).enumerate();
+            if a.data[..] != b.data[..]
+                && let Some((i, _)) = differ
+                    .filter(|(_, (x, y))| x != y)
+                    .find(|&(i, _)| written(i))
+            {
+                return Some(format!("{name} byte {i}: {} vs {}", a.data[i], b.data[i]));
+            }
+            let undef = |s: &Space| s.undef.iter().any(|&w| w != 0);
+            if undef(a) != undef(b) || (undef(a) && (a.undef != b.undef || a.origin != b.origin)) {
+                return Some(format!("{name}: definedness differs"));
+            }
+        }
+        None
+    }
+}
+
+/// Raw starts and lengths of the memories one native instruction touches
+/// (`MemoryState::native_spaces`); valid until the memories are next used.
+#[cfg(feature = "jit")]
+pub(crate) struct NativeSpaces {
+    pub dst: (*mut u8, usize),
+    pub srcs: Vec<(*const u8, usize)>,
+}
+
+#[cfg(feature = "jit")]
+impl View {
+    /// The lowest byte address `v` names and one past the highest (an
+    /// empty range for no elements).
+    pub fn span(&self) -> (i64, i64) {
+        if self.elements() == 0 {
+            return (0, 0);
+        }
+        let first = self.row_addr(0);
+        let last = self.row_addr(self.rows - 1);
+        let (lo, hi) = self.row_span();
+        (first.min(last) + lo, first.max(last) + hi)
+    }
+
+    /// The lowest byte offset from a row's address that a row names and
+    /// one past the highest.
+    pub fn row_span(&self) -> (i64, i64) {
+        let lo = self.runs.iter().copied().min().unwrap_or(0);
+        let hi = self.runs.iter().copied().max().unwrap_or(0);
+        (lo, hi + (self.run_len * self.size) as i64)
+    }
+}
+
 /// Little-endian bytes (at most 4) as a zero-extended `u32`.
 pub(crate) fn bits_of(bytes: &[u8]) -> u32 {
     let mut b = [0u8; 4];

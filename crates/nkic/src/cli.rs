@@ -11,7 +11,7 @@ use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 use crate::emit::Emit;
 use crate::exec::{ExecOptions, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
 use crate::report::{MessageFormat, Reporter};
-use crate::run::{RunOptions, ScheduleArg};
+use crate::run::{RunOptions, ScheduleArg, SimTierArg};
 
 /// nkic compiles NKI-style tile kernels to a Trainium pseudo-ISA and runs
 /// them in a reference interpreter with a cycle model.
@@ -95,6 +95,11 @@ struct RunArgs {
     /// milliseconds (a loop that never ends); at least 1.
     #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
     max_sim_ms: u64,
+    /// How the simulator executes compute instructions: `jit` as compiled
+    /// native loops where it can, `interp` always in the interpreter
+    /// (results, times and faults are the same).
+    #[arg(long, value_enum, default_value_t = SimTierArg::host_default())]
+    sim_tier: SimTierArg,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
@@ -492,6 +497,7 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         dump: &args.dump,
         profile,
         max_sim_ms: args.max_sim_ms,
+        sim_tier: args.sim_tier,
     };
     match crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
         Ok(warnings) | Err(warnings) => reporter.emit_all(&warnings, &sources),

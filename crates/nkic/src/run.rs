@@ -102,6 +102,26 @@ pub fn arg_specs_from_inputs(
     }
 }
 
+/// `--sim-tier`: how the simulator executes compute instructions (never
+/// changes a result).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SimTierArg {
+    /// Every instruction in the interpreter.
+    Interp,
+    /// Supported compute instructions as compiled native loops.
+    Jit,
+}
+
+impl SimTierArg {
+    /// The simulator's default for this host (`jit` on x86-64 and aarch64).
+    pub fn host_default() -> SimTierArg {
+        match nkic_sim::SimTier::default() {
+            nkic_sim::SimTier::Interp => SimTierArg::Interp,
+            nkic_sim::SimTier::Jit => SimTierArg::Jit,
+        }
+    }
+}
+
 pub struct RunOptions<'a> {
     pub inputs: &'a [InputSpec],
     pub seed: u64,
@@ -116,6 +136,8 @@ pub struct RunOptions<'a> {
     pub profile: Option<ReportFormat>,
     /// `--max-sim-ms`.
     pub max_sim_ms: u64,
+    /// `--sim-tier`.
+    pub sim_tier: SimTierArg,
 }
 
 /// Executes a compiled kernel and reports. Returns the warnings of a run
@@ -140,6 +162,10 @@ pub fn run_compiled(
     };
     let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     config.trace = opts.profile.is_some();
+    config.tier = match opts.sim_tier {
+        SimTierArg::Interp => nkic_sim::SimTier::Interp,
+        SimTierArg::Jit => nkic_sim::SimTier::Jit,
+    };
     let base_dir: PathBuf = sources
         .get(file)
         .and_then(|f| Path::new(f.name()).parent().map(Path::to_path_buf))

@@ -11,6 +11,8 @@ mod props;
 mod scalar;
 mod shadow;
 mod tensor;
+#[cfg(feature = "jit")]
+mod tiers;
 mod vector;
 
 use nkic_isa::numerics;
@@ -100,16 +102,20 @@ impl Bench {
 
     /// Executes `op` on `queue`.
     pub fn exec(&mut self, queue: Queue, op: &Op) -> Result<(), Fault> {
-        // As the machine does before every instruction.
+        self.context(queue, op).run(op).map(|_| ())
+    }
+
+    /// The execution context of `op` on `queue`, with the memory told
+    /// that `op` begins (as the machine does before every instruction).
+    pub fn context(&mut self, queue: Queue, op: &Op) -> Exec<'_> {
         self.mem.begin(0, queue, 0, crate::exec::shadow_rule(op));
-        let mut e = Exec {
+        Exec {
             mem: &mut self.mem,
             regs: &mut self.regs,
             acc: &mut self.acc,
             engine: queue.engine(),
             flops: &mut self.flops,
-        };
-        e.run(op).map(|_| ())
+        }
     }
 
     /// Executes `op` on `queue`, which must not fault.

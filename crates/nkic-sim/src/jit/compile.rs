@@ -1,0 +1,470 @@
+//! Cranelift code generation for one `Sig`: a loop over `n` elements of up
+//! to three strided streams that decodes, computes and encodes each
+//! element in one pass, and the per-thread cache of compiled loops.
+//!
+//! Numerics are the interpreter's by construction: `f32` loads and stores
+//! move bits; `bf16` decodes by placing the bits and encodes with the
+//! `half` crate's rounding (the `numerics` rule), both written out below;
+//! `add`, `subtract`, `multiply` and `square` are single IEEE operations
+//! with the interpreter's operand order, so even NaN payloads agree. Every
+//! other dtype, operator and activation function calls the interpreter's
+//! own Rust function through a callback.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use cranelift_codegen::Context;
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::{
+    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
+};
+use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module, default_libcall_names};
+use nkic_isa::{ActFunc, AluOp, DType, numerics};
+
+use super::native::{self, Kernel};
+use super::{Body, Sig};
+use crate::alu::{activation, alu};
+
+/// The compiled loops of this thread.
+struct Jit {
+    module: JITModule,
+    ctx: Context,
+    fctx: FunctionBuilderContext,
+    /// `None`: the signature could not be compiled (the interpreter runs it).
+    kernels: HashMap<Sig, Option<Kernel>>,
+    count: usize,
+}
+
+thread_local! {
+    /// Built at the first native instruction of the thread; `None` inside
+    /// when the host has no Cranelift back end.
+    static JIT: RefCell<Option<Option<Jit>>> = const { RefCell::new(None) };
+}
+
+/// The compiled loop of `sig`, compiling it at its first use on this
+/// thread; `None` when it cannot be compiled here.
+pub(super) fn kernel(sig: Sig) -> Option<Kernel> {
+    JIT.try_with(|cell| {
+        let mut cell = cell.try_borrow_mut().ok()?;
+        let jit = cell.get_or_insert_with(new_jit).as_mut()?;
+        if let Some(k) = jit.kernels.get(&sig) {
+            return *k;
+        }
+        let k = jit.compile(sig);
+        jit.kernels.insert(sig, k);
+        k
+    })
+    .ok()
+    .flatten()
+}
+
+fn new_jit() -> Option<Jit> {
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").ok()?;
+    flags.set("use_colocated_libcalls", "false").ok()?;
+    flags.set("is_pic", "false").ok()?;
+    let isa = cranelift_native::builder()
+        .ok()?
+        .finish(settings::Flags::new(flags))
+        .ok()?;
+    let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    Some(Jit {
+        ctx: module.make_context(),
+        module,
+        fctx: FunctionBuilderContext::new(),
+        kernels: HashMap::new(),
+        count: 0,
+    })
+}
+
+impl Jit {
+    fn compile(&mut self, sig: Sig) -> Option<Kernel> {
+        self.count += 1;
+        let name = format!("nkic_loop{}", self.count);
+        let signature = native::signature(&self.module);
+        let id = self
+            .module
+            .declare_function(&name, Linkage::Local, &signature)
+            .ok()?;
+        self.ctx.func.signature = signature;
+        let ptr = self.module.target_config().pointer_type();
+        let callbacks = Callbacks::import(&mut self.ctx.func, &self.module);
+        build(
+            FunctionBuilder::new(&mut self.ctx.func, &mut self.fctx),
+            sig,
+            ptr,
+            &callbacks,
+            self.module.isa().frontend_config(),
+        );
+        let defined = self.module.define_function(id, &mut self.ctx);
+        self.module.clear_context(&mut self.ctx);
+        defined.ok()?;
+        self.module.finalize_definitions().ok()?;
+        let size = |dt: Option<DType>| dt.map_or(0, |d| d.size() as usize);
+        Kernel::finalized(
+            &self.module,
+            id,
+            [size(Some(sig.dst)), size(sig.a), size(sig.b)],
+        )
+    }
+}
+
+/// The Rust functions a loop may call, as addresses and signatures.
+struct Callbacks {
+    alu: (SigRef, i64),
+    activation: (SigRef, i64),
+    decode: (SigRef, i64),
+    encode: (SigRef, i64),
+}
+
+impl Callbacks {
+    fn import(func: &mut cranelift_codegen::ir::Function, module: &JITModule) -> Callbacks {
+        let mut sig = |params: &[Type], ret: Type| {
+            let mut s = module.make_signature();
+            s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
+            s.returns.push(AbiParam::new(ret));
+            func.import_signature(s)
+        };
+        let (i32_, f32_) = (types::I32, types::F32);
+        Callbacks {
+            alu: (
+                sig(&[i32_, f32_, f32_], f32_),
+                cb_alu as *const () as usize as i64,
+            ),
+            activation: (
+                sig(&[i32_, f32_], f32_),
+                cb_activation as *const () as usize as i64,
+            ),
+            decode: (
+                sig(&[i32_, i32_], f32_),
+                cb_decode as *const () as usize as i64,
+            ),
+            encode: (
+                sig(&[i32_, f32_], i32_),
+                cb_encode as *const () as usize as i64,
+            ),
+        }
+    }
+}
+
+/// `alu(AluOp::ALL[op], a, b)`.
+extern "C" fn cb_alu(op: u32, a: f32, b: f32) -> f32 {
+    alu(AluOp::ALL[op as usize], a, b)
+}
+
+/// `activation(ActFunc::ALL[func], x, 0)` (the interpreter's `activation`
+/// passes no `relu_param`).
+extern "C" fn cb_activation(func: u32, x: f32) -> f32 {
+    activation(ActFunc::ALL[func as usize], x, 0.0)
+}
+
+/// One element's bits of `DType::ALL[dt]` to f32, as `numerics::decode`.
+extern "C" fn cb_decode(dt: u32, bits: u32) -> f32 {
+    numerics::to_f32(DType::ALL[dt as usize], bits)
+}
+
+/// f32 to one element's bits of `DType::ALL[dt]`, as `numerics::encode`.
+extern "C" fn cb_encode(dt: u32, x: f32) -> u32 {
+    numerics::from_f32(DType::ALL[dt as usize], x)
+}
+
+/// The index of `x` in `all`, as the callbacks take it.
+fn index_of<T: PartialEq>(all: &[T], x: &T) -> i64 {
+    all.iter().position(|a| a == x).unwrap_or(0) as i64
+}
+
+/// Emits the loop of `sig` into `b`'s function.
+fn build(
+    mut b: FunctionBuilder<'_>,
+    sig: Sig,
+    ptr: Type,
+    cb: &Callbacks,
+    frontend: TargetFrontendConfig,
+) {
+    let entry = b.create_block();
+    let header = b.create_block();
+    let body = b.create_block();
+    let exit = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let (n, d0, ds, a0, as_, b0, bs, c0, c1, fill) = (
+        params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7],
+        params[8], params[9],
+    );
+    for t in [types::I64, ptr, ptr, ptr] {
+        b.append_block_param(header, t);
+    }
+    let zero = b.ins().iconst(types::I64, 0);
+    if sig.body == Body::Copy {
+        wide_copy(&mut b, sig, [n, d0, ds, a0, as_, b0], header);
+    } else {
+        b.ins()
+            .jump(header, &[zero.into(), d0.into(), a0.into(), b0.into()]);
+    }
+
+    b.switch_to_block(header);
+    let hp = b.block_params(header).to_vec();
+    let (i, d, a, bp) = (hp[0], hp[1], hp[2], hp[3]);
+    let more = b.ins().icmp(IntCC::SignedLessThan, i, n);
+    b.ins().brif(more, body, &[], exit, &[]);
+
+    b.switch_to_block(body);
+    let mut e = Emit { b: &mut b, cb };
+    e.element(sig, d, a, bp, c0, c1, fill);
+    let i1 = b.ins().iadd_imm_s(i, 1);
+    let d1 = b.ins().iadd(d, ds);
+    let a1 = b.ins().iadd(a, as_);
+    let b1 = b.ins().iadd(bp, bs);
+    b.ins()
+        .jump(header, &[i1.into(), d1.into(), a1.into(), b1.into()]);
+
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(frontend);
+}
+
+/// The start of a raw copy: when both streams are contiguous, the bytes
+/// move 8 at a time (the caller checked the first and the last element,
+/// so every byte between lies in the stream's memory; the destination
+/// and the source either do not overlap or coincide), then the element
+/// loop at `header` copies the rest one element at a time.
+fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 6], header: Block) {
+    let [n, d0, ds, a0, as_, b0] = params;
+    let size = i64::from(sig.dst.size());
+    let wide_header = b.create_block();
+    let wide_body = b.create_block();
+    let tail = b.create_block();
+    b.append_block_param(wide_header, types::I64);
+    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, size);
+    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, size);
+    let dense = b.ins().band(dense_d, dense_a);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().brif(
+        dense,
+        wide_header,
+        &[zero.into()],
+        header,
+        &[zero.into(), d0.into(), a0.into(), b0.into()],
+    );
+
+    b.switch_to_block(wide_header);
+    let off = b.block_params(wide_header)[0];
+    let total = b.ins().imul_imm_s(n, size);
+    let next = b.ins().iadd_imm_s(off, 8);
+    let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, total);
+    b.ins().brif(fits, wide_body, &[], tail, &[]);
+
+    b.switch_to_block(wide_body);
+    let from = b.ins().iadd(a0, off);
+    let to = b.ins().iadd(d0, off);
+    let word = b.ins().load(types::I64, flags(), from, 0);
+    b.ins().store(flags(), word, to, 0);
+    b.ins().jump(wide_header, &[next.into()]);
+
+    // Every size divides 8, so `off` is a whole number of elements.
+    b.switch_to_block(tail);
+    let i = b.ins().sdiv_imm_s(off, size);
+    let d = b.ins().iadd(d0, off);
+    let a = b.ins().iadd(a0, off);
+    b.ins()
+        .jump(header, &[i.into(), d.into(), a.into(), b0.into()]);
+}
+
+/// Instruction emission for one element.
+struct Emit<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    cb: &'a Callbacks,
+}
+
+/// Loads and stores at addresses the caller checked (`native`), possibly
+/// unaligned.
+fn flags() -> MemFlagsData {
+    let mut f = MemFlagsData::new();
+    f.set_notrap();
+    f
+}
+
+impl Emit<'_, '_> {
+    #[allow(clippy::too_many_arguments)]
+    fn element(
+        &mut self,
+        sig: Sig,
+        d: Value,
+        a: Value,
+        b: Value,
+        c0: Value,
+        c1: Value,
+        fill: Value,
+    ) {
+        let src = |dt: Option<DType>| dt.unwrap_or(DType::F32);
+        match sig.body {
+            Body::Copy => {
+                let ty = int_type(sig.dst);
+                let x = self.b.ins().load(ty, flags(), a, 0);
+                self.b.ins().store(flags(), x, d, 0);
+            }
+            Body::Fill => {
+                let ty = int_type(sig.dst);
+                let x = if ty == types::I64 {
+                    fill
+                } else {
+                    self.b.ins().ireduce(ty, fill)
+                };
+                self.b.ins().store(flags(), x, d, 0);
+            }
+            Body::Convert => {
+                let x = self.decode(src(sig.a), a);
+                self.encode(sig.dst, x, d);
+            }
+            Body::Binary(op) => {
+                let x = self.decode(src(sig.a), a);
+                let y = self.decode(src(sig.b), b);
+                let r = self.alu(op, x, y);
+                self.encode(sig.dst, r, d);
+            }
+            Body::Scalar { op0, reverse0, op1 } => {
+                let x = self.decode(src(sig.a), a);
+                let mut t = self.apply(op0, x, c0, reverse0);
+                if let Some((op1, reverse1)) = op1 {
+                    t = self.apply(op1, t, c1, reverse1);
+                }
+                self.encode(sig.dst, t, d);
+            }
+            Body::ScalarTensorTensor {
+                op0,
+                reverse0,
+                op1,
+                reverse1,
+            } => {
+                let x = self.decode(src(sig.a), a);
+                let y = self.decode(src(sig.b), b);
+                let t = self.apply(op0, x, c0, reverse0);
+                let r = self.apply(op1, t, y, reverse1);
+                self.encode(sig.dst, r, d);
+            }
+            Body::Activation(func) => {
+                let x = self.decode(src(sig.a), a);
+                let scaled = self.b.ins().fmul(x, c0);
+                let v = self.b.ins().fadd(scaled, c1);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(types::I32, index_of(ActFunc::ALL, &func));
+                let r = self.call(self.cb.activation, &[f, v]);
+                self.encode(sig.dst, r, d);
+            }
+        }
+    }
+
+    /// `exec::apply`: `x op operand`, or `operand op x` when reversed and
+    /// the operator is binary.
+    fn apply(&mut self, op: AluOp, x: Value, operand: Value, reverse: bool) -> Value {
+        if reverse && !op.is_unary() {
+            self.alu(op, operand, x)
+        } else {
+            self.alu(op, x, operand)
+        }
+    }
+
+    /// `alu::alu(op, a, b)`.
+    fn alu(&mut self, op: AluOp, a: Value, b: Value) -> Value {
+        match op {
+            AluOp::Add | AluOp::Average => self.b.ins().fadd(a, b),
+            AluOp::Subtract => self.b.ins().fsub(a, b),
+            AluOp::Multiply => self.b.ins().fmul(a, b),
+            AluOp::Square => self.b.ins().fmul(a, a),
+            AluOp::Bypass => a,
+            _ => {
+                let k = self.b.ins().iconst(types::I32, index_of(AluOp::ALL, &op));
+                self.call(self.cb.alu, &[k, a, b])
+            }
+        }
+    }
+
+    fn call(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) -> Value {
+        let callee = self.b.ins().iconst(types::I64, addr);
+        let inst = self.b.ins().call_indirect(sig, callee, args);
+        self.b.inst_results(inst)[0]
+    }
+
+    /// The f32 value of the element of `dt` at `at` (`numerics::to_f32`).
+    fn decode(&mut self, dt: DType, at: Value) -> Value {
+        match dt {
+            DType::F32 => self.b.ins().load(types::F32, flags(), at, 0),
+            DType::BF16 => {
+                let h = self.b.ins().uload16(types::I32, flags(), at, 0);
+                let bits = self.b.ins().ishl_imm_u(h, 16);
+                self.b.ins().bitcast(types::F32, MemFlagsData::new(), bits)
+            }
+            _ => {
+                let bits = match dt.size() {
+                    1 => self.b.ins().uload8(types::I32, flags(), at, 0),
+                    2 => self.b.ins().uload16(types::I32, flags(), at, 0),
+                    _ => self.b.ins().load(types::I32, flags(), at, 0),
+                };
+                let k = self.b.ins().iconst(types::I32, index_of(&DType::ALL, &dt));
+                self.call(self.cb.decode, &[k, bits])
+            }
+        }
+    }
+
+    /// Stores `x` rounded to `dt` at `at` (`numerics::from_f32`).
+    fn encode(&mut self, dt: DType, x: Value, at: Value) {
+        match dt {
+            DType::F32 => {
+                self.b.ins().store(flags(), x, at, 0);
+            }
+            DType::BF16 => {
+                let bits = self.bf16_bits(x);
+                self.b.ins().istore16(flags(), bits, at, 0);
+            }
+            _ => {
+                let k = self.b.ins().iconst(types::I32, index_of(&DType::ALL, &dt));
+                let bits = self.call(self.cb.encode, &[k, x]);
+                match dt.size() {
+                    1 => self.b.ins().istore8(flags(), bits, at, 0),
+                    2 => self.b.ins().istore16(flags(), bits, at, 0),
+                    _ => self.b.ins().store(flags(), bits, at, 0),
+                };
+            }
+        }
+    }
+
+    /// The bf16 bits of `x` (in an i32): a NaN keeps its top payload bits
+    /// and gets the quiet bit; anything else rounds to nearest, ties to
+    /// even (`half::bf16::from_f32`, which `numerics` uses).
+    fn bf16_bits(&mut self, x: Value) -> Value {
+        let bits = self.b.ins().bitcast(types::I32, MemFlagsData::new(), x);
+        let magnitude = self.b.ins().band_imm_u(bits, 0x7fff_ffff);
+        let nan = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, magnitude, 0x7f80_0000);
+        let high = self.b.ins().ushr_imm_u(bits, 16);
+        let quiet = self.b.ins().bor_imm_u(high, 0x0040);
+        let round_bit = self.b.ins().band_imm_u(bits, 0x8000);
+        let round = self.b.ins().icmp_imm_u(IntCC::NotEqual, round_bit, 0);
+        let rest = self.b.ins().band_imm_u(bits, 0x1_7fff);
+        let inexact = self.b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
+        let up = self.b.ins().band(round, inexact);
+        let up = self.b.ins().uextend(types::I32, up);
+        let rounded = self.b.ins().iadd(high, up);
+        self.b.ins().select(nan, quiet, rounded)
+    }
+}
+
+/// The integer type of `dt`'s raw bits.
+fn int_type(dt: DType) -> Type {
+    match dt.size() {
+        1 => types::I8,
+        2 => types::I16,
+        4 => types::I32,
+        _ => types::I64,
+    }
+}

@@ -1,0 +1,494 @@
+//! The native tier (`SimTier::Jit`): compute instructions run as loops
+//! compiled with Cranelift, one per signature, cached per thread.
+//!
+//! The tier replaces only the data path. An instruction takes it when
+//! every precondition below holds, and otherwise runs in the interpreter
+//! (`exec`), which stays the definition of every result:
+//!
+//! * its kind and operators are supported (`plan`): `tensor_tensor`,
+//!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
+//!   `tensor_copy` and `dma_copy` without `accumulate` or `oob=skip` (with
+//!   or without a dtype change; `dma_copy` only between operands of equal
+//!   P and F, the usual tile load and store), `activation` without
+//!   accumulation, and `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
+//!   stay interpreted;
+//! * every operand resolves and its bounds hold (`MemoryState::view`, the
+//!   same call the interpreter makes), P and F agree, and no operand is a
+//!   packed x4 dtype where the interpreter needs values;
+//! * every byte read is written and defined (`MemoryState::is_clean`), so
+//!   the read can neither fault nor carry undefinedness;
+//! * the destination does not overlap a source, or overlaps it exactly
+//!   (same addresses, element for element, each element once), so reading
+//!   an element just before writing it gives what reading everything first
+//!   gives.
+//!
+//! Bounds checks, written bits, definedness, HBM traffic counters and the
+//! race detector stay in the Rust code around the loop, and times never
+//! come from here: the tier cannot change a timestamp or a fault.
+//!
+//! A compiled loop (`compile`) walks one strided segment of every operand
+//! at once: it decodes each source element to f32, computes, and encodes
+//! into the destination in one pass, with no intermediate buffer. This
+//! module cuts each partition row into the longest pieces where every
+//! operand advances by a constant stride (`segments`), so the loop itself
+//! does not depend on the access patterns' rank. f32 and bf16 decode and
+//! encode inline; every other dtype, and every operator or activation
+//! function without an exact one-instruction form, calls back into the
+//! same Rust functions the interpreter uses (`numerics`, `alu`), so the
+//! results are the interpreter's bit for bit, NaN payloads included.
+//!
+//! `native` is the one place with `unsafe`: turning compiled code into a
+//! function pointer and calling it on raw memory.
+
+mod compile;
+mod native;
+
+use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, ReduceCmd, Scalar};
+
+use crate::exec::{Exec, memset_element};
+use crate::memory::{MemoryState, SpaceId, View, bits_of};
+
+/// What one compiled loop computes per element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Body {
+    /// `dst = a op b` (`tensor_tensor`).
+    Binary(AluOp),
+    /// `t = a op0 c0` (`c0 op0 a` when reversed), then `t op1 c1`
+    /// (`tensor_scalar`; `c0`, `c1` per row).
+    Scalar {
+        op0: AluOp,
+        reverse0: bool,
+        op1: Option<(AluOp, bool)>,
+    },
+    /// `t = a op0 c0` (`c0 op0 a` when reversed), then `t op1 b` (`b op1
+    /// t` when reversed) (`scalar_tensor_tensor`; `c0` per row).
+    ScalarTensorTensor {
+        op0: AluOp,
+        reverse0: bool,
+        op1: AluOp,
+        reverse1: bool,
+    },
+    /// `dst = func(a · c0 + c1)` (`activation`).
+    Activation(ActFunc),
+    /// `dst = a` through f32 (`tensor_copy`, `dma_copy` between dtypes).
+    Convert,
+    /// `dst = a` as raw bits (`tensor_copy`, `dma_copy` within a dtype).
+    Copy,
+    /// `dst = k` as raw bits (`memset`).
+    Fill,
+}
+
+/// The key of one compiled loop: what it computes and the dtype of each
+/// operand (`None`: not used).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Sig {
+    pub body: Body,
+    pub dst: DType,
+    pub a: Option<DType>,
+    pub b: Option<DType>,
+}
+
+impl Sig {
+    fn of(body: Body, dst: &View, a: Option<&View>, b: Option<&View>) -> Sig {
+        Sig {
+            body,
+            dst: dst.dtype,
+            a: a.map(|v| v.dtype),
+            b: b.map(|v| v.dtype),
+        }
+    }
+}
+
+/// One instruction ready for the native tier.
+struct Plan {
+    sig: Sig,
+    dst: View,
+    srcs: Vec<View>,
+    /// Per row: `c0` and `c1`.
+    consts: Vec<[f32; 2]>,
+    /// The raw bits `Fill` stores.
+    fill: i64,
+}
+
+/// Runs `op` natively if it qualifies; false (and nothing done) if not.
+pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> bool {
+    let Some(plan) = plan(exec, op) else {
+        return false;
+    };
+    let Some(kernel) = compile::kernel(plan.sig) else {
+        return false;
+    };
+    execute_plan(exec.mem, &plan, kernel);
+    NATIVE.with(|n| n.set(n.get() + 1));
+    true
+}
+
+thread_local! {
+    /// Instructions this thread has run natively.
+    static NATIVE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many instructions this thread has run in the native tier so far.
+pub(crate) fn native_instructions() -> u64 {
+    NATIVE.with(std::cell::Cell::get)
+}
+
+/// The plan for `op` when every precondition of the module doc holds.
+/// Reads nothing but the per-row scalars, and those only once every other
+/// check has passed.
+fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
+    let mem = &*exec.mem;
+    let regs = &*exec.regs;
+    let view = |ap: &AccessPattern, field: &'static str, write: bool| {
+        mem.view(ap, regs, field, write).ok()
+    };
+    let exact_int = |vs: &[&View]| {
+        exec.engine == Engine::GpSimd
+            && vs
+                .iter()
+                .any(|v| matches!(v.dtype, DType::I32 | DType::U32))
+    };
+    let (sig, dst, srcs, scalars, fill) = match op {
+        Op::TensorTensor {
+            dst,
+            src0,
+            src1,
+            op,
+        } => {
+            let a = view(src0, "src0", false)?;
+            let b = view(src1, "src1", false)?;
+            let d = view(dst, "dst", true)?;
+            if op.is_bitvec() || exact_int(&[&a, &b, &d]) || !plain(&[&a, &b, &d]) {
+                return None;
+            }
+            let sig = Sig::of(Body::Binary(*op), &d, Some(&a), Some(&b));
+            (sig, d, vec![a, b], [None, None], 0)
+        }
+        Op::TensorScalar {
+            dst,
+            src,
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            operand1,
+            reverse1,
+        } => {
+            let a = view(src, "src", false)?;
+            let d = view(dst, "dst", true)?;
+            if op0.is_bitvec() || exact_int(&[&a, &d]) || !plain(&[&a, &d]) {
+                return None;
+            }
+            let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
+            let o1 = scalar(mem, regs, operand1.as_ref(), "operand1", a.rows)?;
+            let sig = Sig::of(
+                Body::Scalar {
+                    op0: *op0,
+                    reverse0: *reverse0,
+                    op1: op1.map(|op| (op, *reverse1)),
+                },
+                &d,
+                Some(&a),
+                None,
+            );
+            (sig, d, vec![a], [o0, o1], 0)
+        }
+        Op::ScalarTensorTensor {
+            dst,
+            src,
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            src1,
+            reverse1,
+        } => {
+            let a = view(src, "src", false)?;
+            let b = view(src1, "src1", false)?;
+            let d = view(dst, "dst", true)?;
+            if !plain(&[&a, &b, &d]) {
+                return None;
+            }
+            let o0 = scalar(mem, regs, Some(operand0), "operand0", a.rows)?;
+            let body = Body::ScalarTensorTensor {
+                op0: *op0,
+                reverse0: *reverse0,
+                op1: *op1,
+                reverse1: *reverse1,
+            };
+            let sig = Sig::of(body, &d, Some(&a), Some(&b));
+            (sig, d, vec![a, b], [o0, None], 0)
+        }
+        Op::Activation {
+            dst,
+            src,
+            func,
+            scale,
+            bias,
+            reduce_cmd: ReduceCmd::Idle,
+            reduce_res: None,
+            ..
+        } => {
+            let a = view(src, "src", false)?;
+            let d = view(dst, "dst", true)?;
+            // The interpreter's accumulator step faults on lanes the engine
+            // does not have, even when it leaves them alone.
+            if !plain(&[&a, &d]) || a.part_start + a.rows > exec.acc.scalar.len() {
+                return None;
+            }
+            let s = scalar(mem, regs, Some(scale), "scale", a.rows)?;
+            let b = scalar(mem, regs, bias.as_ref(), "bias", a.rows)?;
+            let sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
+            (sig, d, vec![a], [s, b], 0)
+        }
+        Op::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            oob: OobMode::Error,
+            ..
+        }
+        | Op::TensorCopy { dst, src } => {
+            let a = view(src, "src", false)?;
+            let d = view(dst, "dst", true)?;
+            let body = if a.dtype == d.dtype {
+                Body::Copy
+            } else if plain(&[&a, &d]) {
+                Body::Convert
+            } else {
+                return None;
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [None, None], 0)
+        }
+        Op::Memset { dst, value } => {
+            let d = view(dst, "dst", true)?;
+            let fill = i64::from(bits_of(&memset_element(&d, *value)));
+            let sig = Sig::of(Body::Fill, &d, None, None);
+            (sig, d, Vec::new(), [None, None], fill)
+        }
+        _ => return None,
+    };
+    if srcs
+        .iter()
+        .any(|s| s.rows != dst.rows || s.free() != dst.free())
+        || !srcs.iter().all(|s| mem.is_clean(s))
+        || !srcs.iter().all(|s| no_hazard(&dst, s))
+    {
+        return None;
+    }
+    // Every check has passed: read the per-row scalars as the interpreter
+    // does (clean, so the read records nothing but HBM traffic).
+    let rows = dst.rows;
+    let mut consts = vec![[0.0f32; 2]; rows];
+    for (k, s) in scalars.iter().enumerate() {
+        match s {
+            None => {}
+            Some(ScalarSource::Imm(x)) => consts.iter_mut().for_each(|c| c[k] = *x),
+            Some(ScalarSource::Vector(v)) => {
+                let xs = exec.mem.read_f32(v).ok()?;
+                let step = v.values_per_row();
+                for (c, &x) in consts.iter_mut().zip(xs.iter().step_by(step)) {
+                    c[k] = x;
+                }
+            }
+        }
+    }
+    Some(Plan {
+        sig,
+        dst,
+        srcs,
+        consts,
+        fill,
+    })
+}
+
+/// Where a per-row scalar comes from.
+enum ScalarSource {
+    Imm(f32),
+    /// A `(P, ≥1)` vector whose bytes are clean; its first value per row.
+    Vector(View),
+}
+
+/// A scalar operand checked as the interpreter checks it (`None` when it
+/// would fault or read undefined data); an absent one reads as 0.
+fn scalar(
+    mem: &MemoryState,
+    regs: &[i32],
+    s: Option<&Scalar>,
+    field: &'static str,
+    rows: usize,
+) -> Option<Option<ScalarSource>> {
+    Some(match s {
+        None => None,
+        Some(Scalar::Imm(x)) => Some(ScalarSource::Imm(x.get())),
+        Some(Scalar::Vector(ap)) => {
+            let v = mem.view(ap, regs, field, false).ok()?;
+            if !plain(&[&v]) || v.rows != rows || v.free() == 0 || !mem.is_clean(&v) {
+                return None;
+            }
+            Some(ScalarSource::Vector(v))
+        }
+    })
+}
+
+/// No operand is a packed x4 dtype.
+fn plain(vs: &[&View]) -> bool {
+    vs.iter().all(|v| !v.dtype.is_packed_x4())
+}
+
+/// Whether reading `src` element by element, each just before the
+/// destination element of the same position is written, reads what the
+/// interpreter reads (everything before any write).
+fn no_hazard(dst: &View, src: &View) -> bool {
+    if !overlap(dst, src) {
+        return true;
+    }
+    let same_layout = dst.size == src.size
+        && dst.row_base == src.row_base
+        && dst.row_step == src.row_step
+        && dst.run_len == src.run_len
+        && dst.runs == src.runs;
+    same_layout && injective(dst)
+}
+
+/// Whether two views may share a byte. On chip, rows are partitions:
+/// views overlap only in common partitions at common bytes of a
+/// partition.
+fn overlap(x: &View, y: &View) -> bool {
+    if x.space != y.space || x.elements() == 0 || y.elements() == 0 {
+        return false;
+    }
+    let on_chip = !matches!(x.space, SpaceId::Hbm(_));
+    if on_chip && x.row_step == y.row_step && x.row_step > 0 {
+        let parts = x.part_start < y.part_start + y.rows && y.part_start < x.part_start + x.rows;
+        let within = |v: &View| {
+            let (lo, hi) = v.row_span();
+            let base = v.row_base - v.part_start as i64 * v.row_step;
+            (base + lo, base + hi)
+        };
+        let ((xlo, xhi), (ylo, yhi)) = (within(x), within(y));
+        return parts && xlo < yhi && ylo < xhi;
+    }
+    let ((xlo, xhi), (ylo, yhi)) = (x.span(), y.span());
+    xlo < yhi && ylo < xhi
+}
+
+/// Whether no two elements of `v` share a byte.
+fn injective(v: &View) -> bool {
+    let run_bytes = (v.run_len * v.size) as i64;
+    let mut runs = v.runs.clone();
+    runs.sort_unstable();
+    let (lo, hi) = v.row_span();
+    runs.windows(2).all(|w| w[1] - w[0] >= run_bytes)
+        && (v.rows <= 1 || hi - lo <= v.row_step.abs())
+}
+
+/// A piece of a row in which an operand advances by a constant stride.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    /// First element (position in the row) and element count.
+    start: usize,
+    len: usize,
+    /// Byte offset of the first element from the row's address, and the
+    /// bytes between elements.
+    offset: i64,
+    stride: i64,
+}
+
+/// The longest constant-stride pieces of a row of `v`, in order.
+fn segments(v: &View) -> Vec<Segment> {
+    let size = v.size as i64;
+    if v.run_len > 1 {
+        return v
+            .runs
+            .iter()
+            .enumerate()
+            .map(|(j, &r)| Segment {
+                start: j * v.run_len,
+                len: v.run_len,
+                offset: r,
+                stride: size,
+            })
+            .collect();
+    }
+    // Single elements (a strided or broadcast dim innermost): group runs of
+    // equal distance.
+    let mut out: Vec<Segment> = Vec::new();
+    for (j, &r) in v.runs.iter().enumerate() {
+        if let Some(last) = out.last_mut() {
+            let next = last.offset + last.stride * last.len as i64;
+            if last.len == 1 {
+                last.stride = r - last.offset;
+                last.len = 2;
+                continue;
+            }
+            if next == r {
+                last.len += 1;
+                continue;
+            }
+        }
+        out.push(Segment {
+            start: j,
+            len: 1,
+            offset: r,
+            stride: size,
+        });
+    }
+    out
+}
+
+/// Runs a planned instruction: the compiled loop over every row and piece,
+/// then the bookkeeping of the write.
+fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
+    if plan.dst.elements() == 0 {
+        // Nothing moves (and a shared input must not be copied for it).
+        return;
+    }
+    for s in &plan.srcs {
+        mem.count_read(s);
+    }
+    let spaces = mem.native_spaces(
+        plan.dst.space,
+        &plan.srcs.iter().map(|s| s.space).collect::<Vec<_>>(),
+    );
+    let dst_segs = segments(&plan.dst);
+    let src_segs: Vec<Vec<Segment>> = plan.srcs.iter().map(segments).collect();
+    let free = plan.dst.free();
+    for p in 0..plan.dst.rows {
+        let dst_row = plan.dst.row_addr(p);
+        let src_rows: Vec<i64> = plan.srcs.iter().map(|s| s.row_addr(p)).collect();
+        let [c0, c1] = plan.consts[p];
+        let (mut di, mut si) = (0usize, vec![0usize; plan.srcs.len()]);
+        let mut i = 0;
+        while i < free {
+            let d = dst_segs[di];
+            let mut end = d.start + d.len;
+            for (segs, &k) in src_segs.iter().zip(&si) {
+                end = end.min(segs[k].start + segs[k].len);
+            }
+            let stream = |base: (*const u8, usize), row: i64, s: Segment| native::Stream {
+                base: base.0,
+                len: base.1,
+                offset: row + s.offset + (i - s.start) as i64 * s.stride,
+                stride: s.stride,
+            };
+            let mut streams = [native::Stream::UNUSED; 3];
+            streams[0] = stream((spaces.dst.0.cast_const(), spaces.dst.1), dst_row, d);
+            for (n, ((segs, &k), &row)) in src_segs.iter().zip(&si).zip(&src_rows).enumerate() {
+                streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
+            }
+            kernel.call(end - i, &streams, c0, c1, plan.fill);
+            i = end;
+            if d.start + d.len == i {
+                di += 1;
+            }
+            for (segs, k) in src_segs.iter().zip(si.iter_mut()) {
+                if segs[*k].start + segs[*k].len == i {
+                    *k += 1;
+                }
+            }
+        }
+    }
+    mem.wrote(&plan.dst);
+}
