@@ -1966,15 +1966,16 @@ impl NumInfo {
             "dtype" => return Some(Value::DType(dt)),
             _ => {}
         }
+        // The largest finite value is nkic-isa's (`numerics::max_finite`);
+        // floats add their epsilon and smallest-normal exponents.
+        let max = nkic_isa::numerics::max_finite(dt);
         if dt.is_float() {
-            // (largest finite, epsilon exponent, smallest normal exponent).
-            let (max, eps, tiny) = match dt {
-                DType::F32 | DType::TF32 => (f64::from(f32::MAX), -23, -126),
-                DType::F16 => (65504.0, -10, -14),
-                DType::BF16 => (3.3895313892515355e38, -7, -126),
-                DType::F8E4M3 => (240.0, -3, -6),
-                DType::F8E4M3FN => (448.0, -3, -6),
-                DType::F8E5M2 => (57344.0, -2, -14),
+            let (eps, tiny) = match dt {
+                DType::F32 | DType::TF32 => (-23, -126),
+                DType::F16 => (-10, -14),
+                DType::BF16 => (-7, -126),
+                DType::F8E4M3 | DType::F8E4M3FN => (-3, -6),
+                DType::F8E5M2 => (-2, -14),
                 _ => return None,
             };
             let v = match attr {
@@ -1986,18 +1987,14 @@ impl NumInfo {
             };
             return Some(Value::Float(v));
         }
-        let (lo, hi) = match dt {
-            DType::I8 => (-128, 127),
-            DType::I16 => (-32768, 32767),
-            DType::I32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
-            DType::U8 => (0, 255),
-            DType::U16 => (0, 65535),
-            DType::U32 => (0, i64::from(u32::MAX)),
-            _ => return None,
-        };
+        if !dt.is_int() {
+            return None;
+        }
+        let max = max as i64;
         match attr {
-            "min" => Some(Value::Int(lo)),
-            "max" => Some(Value::Int(hi)),
+            "min" if dt.is_signed_int() => Some(Value::Int(-max - 1)),
+            "min" => Some(Value::Int(0)),
+            "max" => Some(Value::Int(max)),
             _ => None,
         }
     }
