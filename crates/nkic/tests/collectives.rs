@@ -1,7 +1,9 @@
 //! `nki.collectives` over the two cores of an LNC=2 launch (issue 13):
 //! `all_gather` and `all_reduce` over the group `[[0, 1]]` exchange the
 //! cores' tiles and compute the real result
-//! (`collectives/all_gather_lnc2.py`).
+//! (`collectives/all_gather_lnc2.py`), as do `reduce_scatter`,
+//! `all_to_all` and the ring permute `collective_permute_implicit`
+//! (`collectives/exchange_lnc2.py`).
 
 mod common;
 
@@ -32,6 +34,47 @@ fn all_gather_and_all_reduce_over_the_two_cores() {
         for c in 0..32 {
             let want = x[row * 32 + c] + x[(row + 64) * 32 + c];
             assert_eq!(summed[r * 32 + c], want, "summed[{r}, {c}]");
+        }
+    }
+    let _ = std::fs::remove_dir_all(out_dir.parent().expect("a temporary directory"));
+}
+
+#[test]
+fn reduce_scatter_all_to_all_and_permute_over_the_two_cores() {
+    // x[r, c] = 32 r + c.
+    let x: Vec<f32> = (0..128 * 32).map(|v| v as f32).collect();
+    let out_dir = common::run_with_input(
+        "collectives_exchange",
+        "crates/nkic/tests/collectives/exchange_lnc2.py",
+        "x",
+        &[128, 32],
+        &x,
+    );
+    let scattered = common::read_f32_npy(&out_dir.join("out0.npy"));
+    let exchanged = common::read_f32_npy(&out_dir.join("out1.npy"));
+    let permuted = common::read_f32_npy(&out_dir.join("out2.npy"));
+    for r in 0..128 {
+        let (core, row) = (r / 64, r % 64);
+        // Row `row` of core `k`'s tile.
+        let tile = |k: usize, col: usize| x[(64 * k + row) * 32 + col];
+        for j in 0..16 {
+            let col = 16 * core + j;
+            assert_eq!(
+                scattered[r * 16 + j],
+                tile(0, col) + tile(1, col),
+                "scattered[{r}, {j}]"
+            );
+        }
+        for col in 0..32 {
+            // Chunk `k` of this core's result is core `k`'s chunk `core`.
+            let from = col / 16;
+            let want = tile(from, 16 * core + col % 16);
+            assert_eq!(exchanged[r * 32 + col], want, "exchanged[{r}, {col}]");
+            assert_eq!(
+                permuted[r * 32 + col],
+                tile(1 - core, col),
+                "permuted[{r}, {col}]"
+            );
         }
     }
     let _ = std::fs::remove_dir_all(out_dir.parent().expect("a temporary directory"));

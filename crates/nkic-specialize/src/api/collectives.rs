@@ -1,15 +1,22 @@
-//! `nki.collectives`: `ReplicaGroup`, `all_gather` and `all_reduce`
+//! `nki.collectives`: `ReplicaGroup`, `all_gather`, `all_reduce`,
+//! `reduce_scatter`, `all_to_all`, the ring permute
+//! `collective_permute_implicit` with its
+//! `collective_permute_implicit_current_processing_rank_id`, and `rank_id`
 //! (docs/language.md, "Collectives").
 //!
 //! nkic simulates one launch. A replica group of two ranks in an LNC=2
 //! launch (a grid of 2) is the launch's two cores, rank `r` being
-//! instance `r`: the collective exchanges the cores' data (a `sendrecv`
-//! of the other core's source) and computes the real result. Any other
-//! group's other ranks are not simulated; they are taken to run this
-//! kernel on the same inputs (replicas), so `all_gather` concatenates
-//! `n` copies of the source and `all_reduce` with `nl.add` gives `n`
-//! times it (`nl.maximum`/`nl.minimum` give it unchanged). The data moves
-//! by DMA.
+//! instance `r`: a collective over SBUF tensors exchanges the cores' data
+//! (a `sendrecv` of the other core's source) and computes the real
+//! result. Any other group's other ranks (and the other rank of a
+//! collective over HBM tensors) are not simulated; they are taken to run
+//! this kernel on the same inputs (replicas), so `all_gather`
+//! concatenates `n` copies of the source, `all_reduce` with `nl.add`
+//! gives `n` times it (`nl.maximum`/`nl.minimum` give it unchanged),
+//! `reduce_scatter` this rank's chunk of that, `all_to_all` `n` copies of
+//! this rank's chunk, and the ring permute receives what it sends. The
+//! launch is rank 0 of such a group (`rank_id` is 0) and its cores are
+//! one rank, as NKI's logical cores are. The data moves by DMA.
 
 use std::rc::Rc;
 
@@ -20,7 +27,7 @@ use nkic_isa::{AluOp, Engine, OobMode, Target};
 use super::table::{ApiDef, Bound, Kind, opt, req};
 use super::{check, codes, emit};
 use crate::ctx::Ctx;
-use crate::value::{Tensor, Value};
+use crate::value::{RegValue, Tensor, Value};
 
 const DMA: &[Engine] = &[Engine::Dma];
 
@@ -72,6 +79,90 @@ pub const DEFS: &[ApiDef] = &[
             "The LNC=2 exchange moves SBUF tensors.",
         ],
         run: all_reduce,
+    },
+    ApiDef {
+        name: "collectives.reduce_scatter",
+        params: &[
+            req("dsts", Kind::Any),
+            req("srcs", Kind::Any),
+            req("op", Kind::AluOp),
+            req("replica_group", Kind::Any),
+            opt("collective_dim", Kind::Int, "0"),
+            opt("name", Kind::Any, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Every rank `r` of the group receives chunk `r` (of the group size, along `collective_dim`) of `op` over the ranks' `srcs[i]` in `dsts[i]`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, which is rank 0.",
+        constraints: &[
+            "`dsts` and `srcs` are lists of tensors of equal length.",
+            "`dsts[i]` has the dtype of `srcs[i]` and its shape with `collective_dim` divided by the group size.",
+            "`op` is `nl.add`, `nl.maximum` or `nl.minimum`.",
+        ],
+        run: reduce_scatter,
+    },
+    ApiDef {
+        name: "collectives.all_to_all",
+        params: &[
+            req("dsts", Kind::Any),
+            req("srcs", Kind::Any),
+            req("replica_group", Kind::Any),
+            opt("collective_dim", Kind::Int, "0"),
+            opt("name", Kind::Any, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "Chunk `j` (of the group size, along `collective_dim`) of every rank's `srcs[i]` goes to rank `j`, which places it at chunk `r` of `dsts[i]` for the sending rank `r`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, which is rank 0.",
+        constraints: &[
+            "`dsts` and `srcs` are lists of tensors of equal length; `dsts[i]` has the dtype and shape of `srcs[i]`.",
+            "`collective_dim` of the sources divides by the group size.",
+        ],
+        run: all_to_all,
+    },
+    ApiDef {
+        name: "collectives.collective_permute_implicit",
+        params: &[
+            req("srcs_by_channel", Kind::Any),
+            req("dsts_by_channel", Kind::Any),
+            req("replica_group", Kind::Any),
+            opt("channel_ids", Kind::Any, "[0]"),
+            opt("name", Kind::Any, "None"),
+        ],
+        engines: DMA,
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A ring shift: every rank sends each channel's `srcs` to its successor in the group and receives its predecessor's in the channel's `dsts`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, so a rank receives what it sends.",
+        constraints: &[
+            "`srcs_by_channel` and `dsts_by_channel` are lists (one per channel in `channel_ids`) of equally long lists of tensors.",
+            "Each destination has the dtype and shape of its source.",
+        ],
+        run: permute_implicit,
+    },
+    ApiDef {
+        name: "collectives.collective_permute_implicit_current_processing_rank_id",
+        params: &[
+            req("iteration_id", Kind::Int),
+            req("replica_group", Kind::Any),
+            opt("channel_id", Kind::Int, "0"),
+            opt("name", Kind::Any, "None"),
+        ],
+        engines: &[],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A register holding the rank whose data this rank holds after `iteration_id` ring shifts of `collective_permute_implicit`: `(rank - iteration_id) mod n` for a group of `n` ranks.",
+        constraints: &["`iteration_id` is a non-negative int."],
+        run: processing_rank,
+    },
+    ApiDef {
+        name: "collectives.rank_id",
+        params: &[opt("name", Kind::Any, "None")],
+        engines: &[],
+        since: Target::Trn2,
+        value_form: false,
+        summary: "A register holding this rank's id: 0, since nkic simulates rank 0 of every group (the cores of an LNC=2 launch are one rank).",
+        constraints: &[],
+        run: rank_id,
     },
 ];
 
@@ -194,33 +285,73 @@ fn dma(
     Ok(())
 }
 
-/// A scratch SBUF tile receiving the other core's `src`.
+/// A scratch SBUF tile receiving the other core's `src` (an SBUF tensor:
+/// see [`exchange_rank`]).
 fn from_other_core(
     ctx: &mut Ctx<'_>,
     b: &Bound,
     src: &Tensor,
-    field: &str,
     span: Span,
 ) -> Result<Tensor, Diagnostic> {
-    if src.buffer != Buffer::Sbuf {
-        return Err(ctx.error(
-            codes::BUFFER,
-            format!(
-                "nkic exchanges the data of a collective between the two cores of an LNC=2 launch in SBUF, found {}",
-                check::describe(src)
-            ),
-            b.span_of(field),
-            "not in SBUF",
-        ));
-    }
     let tmp = super::tensor::alloc(ctx, &src.shape, src.dtype(), Buffer::Sbuf, "", span, span)?;
+    send_recv(ctx, b, &tmp.view, &src.view, span)?;
+    Ok(tmp)
+}
+
+/// `dst` receives the other core's `src`.
+fn send_recv(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    dst: &nkic_ir::View,
+    src: &nkic_ir::View,
+    span: Span,
+) -> Result<(), Diagnostic> {
     let kind = OpKind::SendRecv {
-        dst: tmp.view.clone(),
-        src: src.view.clone(),
+        dst: dst.clone(),
+        src: src.clone(),
         pipe: 0,
     };
     emit::push(ctx, b, kind, Some(Engine::Sync), span)?;
-    Ok(tmp)
+    Ok(())
+}
+
+/// This core's rank when the collective really exchanges data between
+/// the two cores of an LNC=2 launch: a group of two ranks (`rank` from
+/// [`group_of`]) over SBUF tensors. `None`: the other ranks are replicas.
+fn exchange_rank(rank: Option<u32>, tensors: &[&Tensor]) -> Option<u32> {
+    rank.filter(|_| tensors.iter().all(|t| t.buffer == Buffer::Sbuf))
+}
+
+/// `dim` as an axis of `t`, and the length of one of `n` chunks along
+/// it.
+fn chunked(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    api: &str,
+    t: &Tensor,
+    dim: i64,
+    n: u64,
+) -> Result<(usize, u64), Diagnostic> {
+    usize::try_from(dim)
+        .ok()
+        .filter(|&d| d < t.shape.len() && t.shape[d].is_multiple_of(n) && t.view.dims.len() == t.shape.len())
+        .map(|d| (d, t.shape[d] / n))
+        .ok_or_else(|| {
+            ctx.error(
+                codes::SHAPE,
+                format!(
+                    "`{api}` splits dim {dim} of `srcs` into the group size {n} chunks, found shape {:?}",
+                    t.shape
+                ),
+                b.span_of("collective_dim"),
+                "not divisible",
+            )
+        })
+}
+
+/// Chunk `r` (of length `w`) of `t` along `d`.
+fn chunk(t: &Tensor, d: usize, w: u64, r: u64) -> Option<nkic_ir::View> {
+    t.view.slice(d, r * w, (r + 1) * w, 1)
 }
 
 /// A destination and its source.
@@ -282,22 +413,21 @@ fn all_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
             ));
         };
         let w = src.shape[d];
-        let part = |r: u64| dst.view.slice(d, r * w, (r + 1) * w, 1);
-        match rank {
+        match exchange_rank(rank, &[&src]) {
             Some(me) => {
-                let other = from_other_core(ctx, b, &src, "srcs", span)?;
+                let other = from_other_core(ctx, b, &src, span)?;
                 for (r, from) in [
                     (u64::from(me), &src.view),
                     (u64::from(1 - me.min(1)), &other.view),
                 ] {
-                    if let Some(v) = part(r) {
+                    if let Some(v) = chunk(&dst, d, w, r) {
                         dma(ctx, b, &v, from, false, span)?;
                     }
                 }
             }
             None => {
                 for r in 0..n {
-                    if let Some(v) = part(r) {
+                    if let Some(v) = chunk(&dst, d, w, r) {
                         dma(ctx, b, &v, &src.view, false, span)?;
                     }
                 }
@@ -307,66 +437,313 @@ fn all_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     Ok(Value::None)
 }
 
-/// `all_reduce(dsts, srcs, op, replica_group)`.
-fn all_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    const API: &str = "nki.collectives.all_reduce";
-    let (n, rank) = group_of(ctx, b)?;
+/// The `op` of a reducing collective: add, maximum or minimum.
+fn reduce_op(ctx: &Ctx<'_>, b: &Bound, api: &str) -> Result<AluOp, Diagnostic> {
     let op = b.alu_op(ctx, "op")?.unwrap_or(AluOp::Add);
     if !matches!(op, AluOp::Add | AluOp::Maximum | AluOp::Minimum) {
         return Err(ctx.error(
             codes::VALUE,
             format!(
-                "`op` of `{API}` must be nl.add, nl.maximum or nl.minimum, found {}",
+                "`op` of `{api}` must be nl.add, nl.maximum or nl.minimum, found {}",
                 op.name()
             ),
             b.span_of("op"),
             "not a reduction nkic implements",
         ));
     }
+    Ok(op)
+}
+
+/// `dst_view` (of `dst`) ← `op` over the ranks of this rank's `mine`:
+/// with the other core's `other` (an exchange), or over `n` replicas.
+#[allow(clippy::too_many_arguments)]
+fn reduce_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    dst: &Tensor,
+    dst_view: &nkic_ir::View,
+    mine: &nkic_ir::View,
+    other: Option<&nkic_ir::View>,
+    (n, op): (u64, AluOp),
+    span: Span,
+) -> Result<(), Diagnostic> {
+    match other {
+        Some(other) if op != AluOp::Add => {
+            check::buffer_in(
+                ctx,
+                dst,
+                &[Buffer::Sbuf],
+                b.span_of("dsts"),
+                "`dsts` of an LNC=2 maximum or minimum",
+            )?;
+            let kind = OpKind::TensorTensor {
+                dst: dst_view.clone(),
+                src0: mine.clone(),
+                src1: other.clone(),
+                op,
+            };
+            emit::push(ctx, b, kind, None, span)?;
+        }
+        Some(other) => {
+            dma(ctx, b, dst_view, mine, false, span)?;
+            dma(ctx, b, dst_view, other, true, span)?;
+        }
+        None => {
+            dma(ctx, b, dst_view, mine, false, span)?;
+            if op == AluOp::Add {
+                for _ in 1..n {
+                    dma(ctx, b, dst_view, mine, true, span)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `all_reduce(dsts, srcs, op, replica_group)`.
+fn all_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    const API: &str = "nki.collectives.all_reduce";
+    let (n, rank) = group_of(ctx, b)?;
+    let op = reduce_op(ctx, b, API)?;
     for (dst, src) in pairs(ctx, b, API)? {
-        if dst.shape != src.shape {
+        same_shape(ctx, b, API, &dst, &src)?;
+        let other = match exchange_rank(rank, &[&src]) {
+            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
+            None => None,
+        };
+        let other = other.as_ref().map(|t| &t.view);
+        reduce_into(ctx, b, &dst, &dst.view, &src.view, other, (n, op), span)?;
+    }
+    Ok(Value::None)
+}
+
+/// A shape error unless `dst` has the shape of `src`.
+fn same_shape(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    api: &str,
+    dst: &Tensor,
+    src: &Tensor,
+) -> Result<(), Diagnostic> {
+    if dst.shape == src.shape {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        format!(
+            "`dsts` of `{api}` must have the shapes of `srcs`: {:?} and {:?}",
+            dst.shape, src.shape
+        ),
+        b.span_of("dsts"),
+        "shape mismatch",
+    ))
+}
+
+/// `reduce_scatter(dsts, srcs, op, replica_group, collective_dim)`.
+fn reduce_scatter(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    const API: &str = "nki.collectives.reduce_scatter";
+    let (n, rank) = group_of(ctx, b)?;
+    let op = reduce_op(ctx, b, API)?;
+    let dim = b.int(ctx, "collective_dim")?.unwrap_or(0);
+    for (dst, src) in pairs(ctx, b, API)? {
+        let (d, w) = chunked(ctx, b, API, &src, dim, n)?;
+        let mut want = src.shape.clone();
+        want[d] = w;
+        if dst.shape != want {
             return Err(ctx.error(
                 codes::SHAPE,
                 format!(
-                    "`dsts` of `{API}` must have the shapes of `srcs`: {:?} and {:?}",
-                    dst.shape, src.shape
+                    "`dsts` of `{API}` must have the shape of `srcs` with dim {dim} divided by the group size {n}: {want:?}, found {:?}",
+                    dst.shape
                 ),
                 b.span_of("dsts"),
                 "shape mismatch",
             ));
         }
-        match rank {
-            Some(_) => {
-                let other = from_other_core(ctx, b, &src, "srcs", span)?;
-                if op == AluOp::Add {
-                    dma(ctx, b, &dst.view, &src.view, false, span)?;
-                    dma(ctx, b, &dst.view, &other.view, true, span)?;
-                } else {
-                    check::buffer_in(
-                        ctx,
-                        &dst,
-                        &[Buffer::Sbuf],
-                        b.span_of("dsts"),
-                        "`dsts` of an LNC=2 maximum or minimum",
-                    )?;
-                    let kind = OpKind::TensorTensor {
-                        dst: dst.view.clone(),
-                        src0: src.view.clone(),
-                        src1: other.view.clone(),
-                        op,
-                    };
-                    emit::push(ctx, b, kind, None, span)?;
+        let me = exchange_rank(rank, &[&src]);
+        let other = match me {
+            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
+            None => None,
+        };
+        let r = u64::from(me.unwrap_or(0));
+        let (Some(mine), theirs) = (
+            chunk(&src, d, w, r),
+            other.as_ref().map(|t| chunk(t, d, w, r)),
+        ) else {
+            continue;
+        };
+        let theirs = theirs.flatten();
+        reduce_into(
+            ctx,
+            b,
+            &dst,
+            &dst.view,
+            &mine,
+            theirs.as_ref(),
+            (n, op),
+            span,
+        )?;
+    }
+    Ok(Value::None)
+}
+
+/// `all_to_all(dsts, srcs, replica_group, collective_dim)`.
+fn all_to_all(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    const API: &str = "nki.collectives.all_to_all";
+    let (n, rank) = group_of(ctx, b)?;
+    let dim = b.int(ctx, "collective_dim")?.unwrap_or(0);
+    for (dst, src) in pairs(ctx, b, API)? {
+        same_shape(ctx, b, API, &dst, &src)?;
+        let (d, w) = chunked(ctx, b, API, &src, dim, n)?;
+        match exchange_rank(rank, &[&src]) {
+            Some(me) => {
+                // Chunk `me` of each core's source lands at the sender's
+                // chunk of this core's destination.
+                let other = from_other_core(ctx, b, &src, span)?;
+                let (me, them) = (u64::from(me), u64::from(1 - me.min(1)));
+                for (at, from) in [(me, &*src), (them, &other)] {
+                    if let (Some(to), Some(from)) = (chunk(&dst, d, w, at), chunk(from, d, w, me)) {
+                        dma(ctx, b, &to, &from, false, span)?;
+                    }
                 }
             }
             None => {
-                dma(ctx, b, &dst.view, &src.view, false, span)?;
-                if op == AluOp::Add {
-                    for _ in 1..n {
-                        dma(ctx, b, &dst.view, &src.view, true, span)?;
+                let Some(mine) = chunk(&src, d, w, 0) else {
+                    continue;
+                };
+                for r in 0..n {
+                    if let Some(to) = chunk(&dst, d, w, r) {
+                        dma(ctx, b, &to, &mine, false, span)?;
                     }
                 }
             }
         }
     }
     Ok(Value::None)
+}
+
+/// The lists of a list-of-lists argument.
+fn channels(ctx: &Ctx<'_>, b: &Bound, field: &str) -> Result<Vec<Value>, Diagnostic> {
+    let v = b.value(field);
+    items(&v).ok_or_else(|| {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "`{field}` must be a list of lists of tensors (one per channel), found a {}",
+                v.type_name()
+            ),
+            b.span_of(field),
+            "not a list per channel",
+        )
+    })
+}
+
+/// `collective_permute_implicit(srcs_by_channel, dsts_by_channel,
+/// replica_group, channel_ids)`.
+fn permute_implicit(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    const API: &str = "nki.collectives.collective_permute_implicit";
+    let (_, rank) = group_of(ctx, b)?;
+    let srcs = channels(ctx, b, "srcs_by_channel")?;
+    let dsts = channels(ctx, b, "dsts_by_channel")?;
+    if srcs.len() != dsts.len() {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!(
+                "`{API}` takes as many channels in `dsts_by_channel` as in `srcs_by_channel`, found {} and {}",
+                dsts.len(),
+                srcs.len()
+            ),
+            b.span,
+            "unequal lists",
+        ));
+    }
+    for (s, d) in srcs.iter().zip(&dsts) {
+        let list = |v: &Value, field: &str| {
+            items(v)
+                .unwrap_or_else(|| vec![v.clone()])
+                .into_iter()
+                .map(|t| match t {
+                    Value::Tensor(t) => Ok(t),
+                    other => Err(ctx.error(
+                        codes::ARG_TYPE,
+                        format!(
+                            "`{field}` must hold lists of tensors, found a {}",
+                            other.type_name()
+                        ),
+                        b.span_of(field),
+                        "not tensors",
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let (s, d) = (list(s, "srcs_by_channel")?, list(d, "dsts_by_channel")?);
+        if s.len() != d.len() {
+            return Err(ctx.error(
+                codes::VALUE,
+                format!(
+                    "every channel of `{API}` has as many destinations as sources, found {} and {}",
+                    d.len(),
+                    s.len()
+                ),
+                b.span_of("dsts_by_channel"),
+                "unequal lists",
+            ));
+        }
+        for (src, dst) in s.iter().zip(&d) {
+            if dst.dtype() != src.dtype() || dst.shape != src.shape {
+                return Err(ctx.error(
+                    codes::SHAPE,
+                    format!(
+                        "each destination of `{API}` has the dtype and shape of its source: {} {:?} and {} {:?}",
+                        dst.dtype(),
+                        dst.shape,
+                        src.dtype(),
+                        src.shape
+                    ),
+                    b.span_of("dsts_by_channel"),
+                    "differs from its source",
+                ));
+            }
+            match exchange_rank(rank, &[src, dst]) {
+                // The predecessor in a ring of the two cores is the other
+                // core.
+                Some(_) => send_recv(ctx, b, &dst.view, &src.view, span)?,
+                None => dma(ctx, b, &dst.view, &src.view, false, span)?,
+            }
+        }
+    }
+    Ok(Value::None)
+}
+
+/// A register holding `value`.
+fn register_of(ctx: &mut Ctx<'_>, value: i64, span: Span) -> Result<Value, Diagnostic> {
+    ctx.check_budget(span)?;
+    let name = ctx.fresh_name("rank");
+    let loc = ctx.loc(span);
+    let init = i32::try_from(value).unwrap_or(i32::MAX);
+    let reg = ctx.builder().alloc_register(&name, Some(init), loc);
+    Ok(Value::Register(RegValue::plain(reg)))
+}
+
+/// `collective_permute_implicit_current_processing_rank_id(iteration_id,
+/// replica_group, channel_id)`: `(rank - iteration_id) mod n`.
+fn processing_rank(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let (n, rank) = group_of(ctx, b)?;
+    let i = b.int(ctx, "iteration_id")?.unwrap_or(0);
+    if i < 0 {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`iteration_id` must be a non-negative int, found {i}"),
+            b.span_of("iteration_id"),
+            "negative",
+        ));
+    }
+    let n = i64::try_from(n).unwrap_or(i64::MAX);
+    let value = (i64::from(rank.unwrap_or(0)) - i).rem_euclid(n);
+    register_of(ctx, value, span)
+}
+
+/// `rank_id()`: 0 (module doc).
+fn rank_id(ctx: &mut Ctx<'_>, _b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    register_of(ctx, 0, span)
 }
