@@ -332,7 +332,10 @@ pub fn build(
         accesses.push(list);
     }
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut index: BTreeMap<Resource, Pages> = BTreeMap::new();
+    // Per resource, the index of its reads and of its writes: a read only
+    // conflicts with writes, so it never walks the (often many) earlier
+    // reads of the same bytes.
+    let mut index: BTreeMap<Resource, [Pages; 2]> = BTreeMap::new();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
     // `retired[i][k]`: access `k` of op `i` is covered by a later write.
@@ -344,28 +347,38 @@ pub fn build(
             if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
                 continue;
             }
-            let Some(pages) = index.get(&b.resource) else {
+            let Some([reads, writes]) = index.get(&b.resource) else {
                 continue;
             };
-            pages.visit(b, &retired, &mut |i, ai| {
-                let a = &accesses[i][ai];
-                if edges == Edges::Reduced && b.covers(a) {
-                    covered.push((i, ai));
-                }
-                if seen[i] == j + 1 || (hbm_read_write && a.write == b.write) {
-                    return;
-                }
-                if (a.write || b.write) && a.overlaps(b) {
-                    seen[i] = j + 1;
-                    preds[j].push(i);
-                }
-            });
+            // What `b` may conflict with (only the other kind when just
+            // read-write pairs count).
+            let sides: &[&Pages] = match (b.write, hbm_read_write) {
+                (false, _) => &[writes],
+                (true, true) => &[reads],
+                (true, false) => &[reads, writes],
+            };
+            for pages in sides {
+                pages.visit(b, &retired, &mut |i, ai| {
+                    let a = &accesses[i][ai];
+                    if edges == Edges::Reduced && b.covers(a) {
+                        covered.push((i, ai));
+                    }
+                    if seen[i] == j + 1 || (hbm_read_write && a.write == b.write) {
+                        return;
+                    }
+                    if (a.write || b.write) && a.overlaps(b) {
+                        seen[i] = j + 1;
+                        preds[j].push(i);
+                    }
+                });
+            }
         }
         for (i, ai) in covered.drain(..) {
             if !retired[i][ai] {
                 retired[i][ai] = true;
-                if let Some(pages) = index.get_mut(&accesses[i][ai].resource) {
-                    pages.retire(&retired);
+                let a = &accesses[i][ai];
+                if let Some(side) = index.get_mut(&a.resource) {
+                    side[usize::from(a.write)].retire(&retired);
                 }
             }
         }
@@ -373,7 +386,7 @@ pub fn build(
             if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
                 continue;
             }
-            index.entry(b.resource).or_default().insert(b, j, ai);
+            index.entry(b.resource).or_default()[usize::from(b.write)].insert(b, j, ai);
         }
     }
     // Engine state, explicit edges and no_reorder groups.

@@ -30,8 +30,10 @@
 //! `f32` on Vector, gets GpSimd when GpSimd may run it and otherwise (a
 //! PSUM operand) its first legal engine, as isa.md §4.3 says.
 
+use std::collections::HashMap;
+
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_ir::{OpKind, View, overlap};
+use nkic_ir::{Handle, OpKind, Storage, View, overlap};
 use nkic_isa::{
     AccessPattern, ActFunc, AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, Instruction,
     MatmulPerfMode, OobMode, Program, Queue, ReduceCmd,
@@ -311,6 +313,7 @@ pub fn lower(
     }
     let mut diags = Vec::new();
     let mut ops = Vec::with_capacity(unit.ops.len());
+    let writers = Writers::of(unit);
     for (j, info) in unit.ops.iter().enumerate() {
         let cx = Cx {
             unit,
@@ -328,7 +331,7 @@ pub fn lower(
         }
         let accumulate = match &info.op.kind {
             OpKind::NcMatmul { dst, .. } | OpKind::NcMatmulMx { dst, .. } => {
-                follows_matmul(unit, j, dst)
+                follows_matmul(unit, &writers, j, dst)
             }
             _ => false,
         };
@@ -449,15 +452,44 @@ fn merge_repeats(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
         .collect()
 }
 
+/// Per instance and storage, the indices of the ops that write it, in
+/// order: what [`follows_matmul`] searches, so that finding an op's
+/// latest writer costs the storage's writers, not every earlier op.
+struct Writers(HashMap<(usize, Handle<Storage>), Vec<usize>>);
+
+impl Writers {
+    fn of(unit: &Unit<'_>) -> Writers {
+        let mut map: HashMap<(usize, Handle<Storage>), Vec<usize>> = HashMap::new();
+        if unit.ops.iter().any(|info| {
+            matches!(
+                info.op.kind,
+                OpKind::NcMatmul { .. } | OpKind::NcMatmulMx { .. }
+            )
+        }) {
+            for (j, info) in unit.ops.iter().enumerate() {
+                for w in info.op.write_set() {
+                    let list = map.entry((info.inst, w.storage)).or_default();
+                    if list.last() != Some(&j) {
+                        list.push(j);
+                    }
+                }
+            }
+        }
+        Writers(map)
+    }
+}
+
 /// True when the latest op before `j` (same instance) that writes bytes of
 /// `dst`'s storage overlapping `dst` is a matmul.
-fn follows_matmul(unit: &Unit<'_>, j: usize, dst: &View) -> bool {
+fn follows_matmul(unit: &Unit<'_>, writers: &Writers, j: usize, dst: &View) -> bool {
     let info = &unit.ops[j];
     let kernel = &unit.kernels[info.inst];
-    for prev in unit.ops[..j].iter().rev() {
-        if prev.inst != info.inst {
-            break;
-        }
+    let Some(list) = writers.0.get(&(info.inst, dst.storage)) else {
+        return false;
+    };
+    let before = list.partition_point(|&i| i < j);
+    for &i in list[..before].iter().rev() {
+        let prev = &unit.ops[i];
         let writes = prev.op.write_set();
         if writes
             .iter()
