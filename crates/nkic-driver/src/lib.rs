@@ -147,33 +147,13 @@ pub fn syntax_only_note(name: &str) -> Diagnostic {
     .with_help("pass `--arg NAME=DTYPE[SHAPE]`, write `# nkic: args a=float32[128,512]` directly above the kernel, or give the file an entry in a `nkic.toml` next to it")
 }
 
-/// Fills the settings the caller left unset from a manifest entry, the
-/// way the specializer fills them from directive comments.
+/// Fills the settings the caller left unset from a manifest entry, with
+/// the merge the specializer applies to directive comments.
 fn apply(config: &mut SpecializeConfig, entry: manifest::Entry) {
     if config.kernel.is_none() {
         config.kernel = entry.kernel;
     }
-    let dirs = entry.settings;
-    for a in dirs.args {
-        if !config.args.iter().any(|x| x.name == a.name)
-            && !config.consts.iter().any(|x| x.0 == a.name)
-        {
-            config.args.push(a);
-        }
-    }
-    for c in dirs.consts {
-        if !config.consts.iter().any(|x| x.0 == c.0) && !config.args.iter().any(|x| x.name == c.0) {
-            config.consts.push(c);
-        }
-    }
-    if config.grid.is_empty() {
-        config.grid = dirs.grid;
-    }
-    if let Some(t) = dirs.target
-        && config.target == SpecializeConfig::default().target
-    {
-        config.target = t;
-    }
+    nkic_specialize::fill_unset(config, entry.settings);
 }
 
 #[cfg(test)]
