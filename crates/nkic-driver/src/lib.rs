@@ -3,8 +3,12 @@
 //! (`nkic lsp`, front half only) and the Python package (`nkic-python`), so
 //! that none of them can disagree about a kernel.
 //!
+//! * [`pipeline`]: the one run of the stages on a kernel file, up to a
+//!   stop point (syntax, specialized, compiled), that every command and the
+//!   Python package call.
 //! * [`front_half`]: parse a kernel file, decide where its example
-//!   arguments come from, and specialize it when they are known (below).
+//!   arguments come from, and specialize it when they are known (below);
+//!   the language server calls it alone.
 //! * [`compile`]: a specialization result through the backend to a launch.
 //! * [`simulate`]: a launch in the reference interpreter; faults as
 //!   diagnostics at the kernel's source line.
@@ -34,6 +38,7 @@
 
 pub mod compile;
 pub mod manifest;
+pub mod pipeline;
 pub mod profile;
 pub mod report;
 pub mod simulate;
@@ -42,6 +47,8 @@ pub mod trace;
 
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_specialize::{ModuleLoader, SpecializeConfig, SpecializeResult};
+
+pub use pipeline::{Outcome, Stage, Stop, pipeline};
 
 /// The code of the information diagnostic for a file checked for syntax
 /// only.
