@@ -137,3 +137,85 @@ pub fn ir_text(kernels: &[Kernel], sources: &SourceMap) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nkic_specialize::{ArgSpec, NoModules};
+
+    const KERNEL: &str = "import nki\nimport nki.language as nl\nimport nki.isa as nisa\n\n@nki.jit\ndef copy(a):\n    print('shape', a.shape)\n    out = nl.ndarray(a.shape, a.dtype, buffer=nl.shared_hbm)\n    nisa.dma_copy(dst=out, src=a)\n    return out\n";
+
+    fn run(stop: Stop, config: &SpecializeConfig) -> (Outcome, SourceMap) {
+        let mut sources = SourceMap::new();
+        let file = sources.add("copy.py", KERNEL);
+        let outcome = pipeline(
+            &mut sources,
+            file,
+            config,
+            &BackendConfig::default(),
+            &NoModules,
+            stop,
+        );
+        (outcome, sources)
+    }
+
+    fn with_args(grid: &[u32], lnc: Option<u32>) -> SpecializeConfig {
+        SpecializeConfig {
+            args: vec!["a=float32[128,64]".parse::<ArgSpec>().expect("an argument")],
+            grid: grid.to_vec(),
+            lnc,
+            ..SpecializeConfig::default()
+        }
+    }
+
+    #[test]
+    fn each_stop_point_yields_its_stage() {
+        let config = with_args(&[], None);
+        let (outcome, _) = run(Stop::Syntax, &config);
+        assert!(matches!(outcome.stage, Stage::Syntax(_)));
+        assert!(outcome.diagnostics.is_empty() && outcome.prints.is_empty());
+
+        let (outcome, sources) = run(Stop::Specialized, &config);
+        let texts: Vec<&str> = outcome.prints.iter().map(|p| p.text.as_str()).collect();
+        assert_eq!(texts, ["shape (128, 64)"]);
+        let Stage::Specialized(result) = outcome.stage else {
+            panic!("not specialized: {:?}", outcome.diagnostics);
+        };
+        let ir = ir_text(&result.kernels, &sources);
+
+        let (outcome, sources) = run(Stop::Compiled, &config);
+        assert_eq!(outcome.prints.len(), 1);
+        let Stage::Compiled(compiled) = outcome.stage else {
+            panic!("not compiled: {:?}", outcome.diagnostics);
+        };
+        assert!(outcome.diagnostics.is_empty());
+        assert_eq!(compiled.launch.cores.len(), 1);
+        assert_eq!(ir_text(&compiled.kernels, &sources), ir);
+    }
+
+    /// A launch the backend refuses ends the pipeline with its error after
+    /// the front half's diagnostics, as a front-half error would: what
+    /// `check` stops at is what `run` stops at.
+    #[test]
+    fn backend_errors_end_the_pipeline() {
+        let (outcome, _) = run(Stop::Compiled, &with_args(&[3], Some(2)));
+        let codes: Vec<&str> = outcome.diagnostics.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["E1020"]);
+        assert!(outcome.has_errors());
+        assert!(matches!(outcome.stage, Stage::Nothing));
+        // Specialization alone does not choose cores.
+        let (outcome, _) = run(Stop::Specialized, &with_args(&[3], Some(2)));
+        assert!(matches!(outcome.stage, Stage::Specialized(_)));
+    }
+
+    #[test]
+    fn unknown_arguments_stop_after_the_syntax_with_the_note() {
+        let (outcome, _) = run(Stop::Compiled, &SpecializeConfig::default());
+        assert!(matches!(outcome.stage, Stage::Nothing));
+        assert!(outcome.diagnostics.is_empty());
+        assert_eq!(
+            outcome.syntax_only.map(|d| d.code),
+            Some(crate::SYNTAX_ONLY)
+        );
+    }
+}
