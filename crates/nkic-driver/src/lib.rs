@@ -174,6 +174,20 @@ mod tests {
         move |path: &str| (path == "dir/nkic.toml").then(|| manifest.to_owned())
     }
 
+    /// The front half on `dir/copy.py` holding `kernel`, with `manifest`
+    /// as the `nkic.toml` next to it and no flags.
+    fn with_manifest(kernel: &str, manifest: &'static str) -> (SourceMap, FileId, FrontHalf) {
+        let mut sources = SourceMap::new();
+        let file = sources.add("dir/copy.py", kernel);
+        let fh = front_half(
+            &mut sources,
+            file,
+            &SpecializeConfig::default(),
+            &loader(manifest),
+        );
+        (sources, file, fh)
+    }
+
     #[test]
     fn without_arguments_only_syntax_is_checked() {
         let mut sources = SourceMap::new();
@@ -217,14 +231,7 @@ mod tests {
     #[test]
     fn the_manifest_supplies_arguments_and_flags_override_it() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[16,32]\"]\ngrid = [2]\n";
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", KERNEL);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (mut sources, file, fh) = with_manifest(KERNEL, manifest);
         assert!(!fh.has_errors(), "{:?}", fh.diagnostics);
         let result = fh.result.unwrap();
         assert_eq!(result.config.args[0].shape, vec![16, 32]);
@@ -243,14 +250,7 @@ mod tests {
     #[test]
     fn a_broken_manifest_entry_is_an_error_and_stops_specialization() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[x]\"]\n";
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", KERNEL);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (sources, _, fh) = with_manifest(KERNEL, manifest);
         assert!(fh.result.is_none());
         assert_eq!(fh.diagnostics.len(), 1);
         assert_eq!(fh.diagnostics[0].code, manifest::CODE);
@@ -262,14 +262,7 @@ mod tests {
     fn directives_in_the_file_win_over_the_manifest() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[16,32]\"]\n";
         let with_dirs = KERNEL.replace("@nki.jit", "# nkic: args a=float32[4,8]\n@nki.jit");
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", with_dirs);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (_, _, fh) = with_manifest(&with_dirs, manifest);
         assert_eq!(fh.result.unwrap().config.args[0].shape, vec![4, 8]);
     }
 }
