@@ -83,7 +83,10 @@ pub fn nkasm(data: &[u8]) {
         }
         Err(errors) => {
             for e in &errors {
-                assert!(e.span.end <= text.len(), "error outside the text: {e:?}");
+                assert!(
+                    e.span.end as usize <= text.len(),
+                    "error outside the text: {e:?}"
+                );
             }
         }
     }

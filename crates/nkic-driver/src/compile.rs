@@ -12,6 +12,7 @@ use nkic_isa::Launch;
 
 /// A compiled kernel: the launch (one program per core) and the
 /// specialized kernels it came from.
+#[derive(Debug)]
 pub struct Compiled {
     pub launch: Launch,
     pub kernels: Vec<Kernel>,

@@ -3,8 +3,12 @@
 //! (`nkic lsp`, front half only) and the Python package (`nkic-python`), so
 //! that none of them can disagree about a kernel.
 //!
+//! * [`pipeline`]: the one run of the stages on a kernel file, up to a
+//!   stop point (syntax, specialized, compiled), that every command and the
+//!   Python package call.
 //! * [`front_half`]: parse a kernel file, decide where its example
-//!   arguments come from, and specialize it when they are known (below).
+//!   arguments come from, and specialize it when they are known (below);
+//!   the language server calls it alone.
 //! * [`compile`]: a specialization result through the backend to a launch.
 //! * [`simulate`]: a launch in the reference interpreter; faults as
 //!   diagnostics at the kernel's source line.
@@ -34,6 +38,7 @@
 
 pub mod compile;
 pub mod manifest;
+pub mod pipeline;
 pub mod profile;
 pub mod report;
 pub mod simulate;
@@ -42,6 +47,8 @@ pub mod trace;
 
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_specialize::{ModuleLoader, SpecializeConfig, SpecializeResult};
+
+pub use pipeline::{Outcome, Stage, Stop, pipeline};
 
 /// The code of the information diagnostic for a file checked for syntax
 /// only.
@@ -147,33 +154,13 @@ pub fn syntax_only_note(name: &str) -> Diagnostic {
     .with_help("pass `--arg NAME=DTYPE[SHAPE]`, write `# nkic: args a=float32[128,512]` directly above the kernel, or give the file an entry in a `nkic.toml` next to it")
 }
 
-/// Fills the settings the caller left unset from a manifest entry, the
-/// way the specializer fills them from directive comments.
+/// Fills the settings the caller left unset from a manifest entry, with
+/// the merge the specializer applies to directive comments.
 fn apply(config: &mut SpecializeConfig, entry: manifest::Entry) {
     if config.kernel.is_none() {
         config.kernel = entry.kernel;
     }
-    let dirs = entry.settings;
-    for a in dirs.args {
-        if !config.args.iter().any(|x| x.name == a.name)
-            && !config.consts.iter().any(|x| x.0 == a.name)
-        {
-            config.args.push(a);
-        }
-    }
-    for c in dirs.consts {
-        if !config.consts.iter().any(|x| x.0 == c.0) && !config.args.iter().any(|x| x.name == c.0) {
-            config.consts.push(c);
-        }
-    }
-    if config.grid.is_empty() {
-        config.grid = dirs.grid;
-    }
-    if let Some(t) = dirs.target
-        && config.target == SpecializeConfig::default().target
-    {
-        config.target = t;
-    }
+    nkic_specialize::fill_unset(config, entry.settings);
 }
 
 #[cfg(test)]
@@ -185,6 +172,20 @@ mod tests {
 
     fn loader(manifest: &'static str) -> impl Fn(&str) -> Option<String> {
         move |path: &str| (path == "dir/nkic.toml").then(|| manifest.to_owned())
+    }
+
+    /// The front half on `dir/copy.py` holding `kernel`, with `manifest`
+    /// as the `nkic.toml` next to it and no flags.
+    fn with_manifest(kernel: &str, manifest: &'static str) -> (SourceMap, FileId, FrontHalf) {
+        let mut sources = SourceMap::new();
+        let file = sources.add("dir/copy.py", kernel);
+        let fh = front_half(
+            &mut sources,
+            file,
+            &SpecializeConfig::default(),
+            &loader(manifest),
+        );
+        (sources, file, fh)
     }
 
     #[test]
@@ -230,14 +231,7 @@ mod tests {
     #[test]
     fn the_manifest_supplies_arguments_and_flags_override_it() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[16,32]\"]\ngrid = [2]\n";
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", KERNEL);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (mut sources, file, fh) = with_manifest(KERNEL, manifest);
         assert!(!fh.has_errors(), "{:?}", fh.diagnostics);
         let result = fh.result.unwrap();
         assert_eq!(result.config.args[0].shape, vec![16, 32]);
@@ -256,14 +250,7 @@ mod tests {
     #[test]
     fn a_broken_manifest_entry_is_an_error_and_stops_specialization() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[x]\"]\n";
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", KERNEL);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (sources, _, fh) = with_manifest(KERNEL, manifest);
         assert!(fh.result.is_none());
         assert_eq!(fh.diagnostics.len(), 1);
         assert_eq!(fh.diagnostics[0].code, manifest::CODE);
@@ -275,14 +262,7 @@ mod tests {
     fn directives_in_the_file_win_over_the_manifest() {
         let manifest = "[\"copy.py\"]\nargs = [\"a=float32[16,32]\"]\n";
         let with_dirs = KERNEL.replace("@nki.jit", "# nkic: args a=float32[4,8]\n@nki.jit");
-        let mut sources = SourceMap::new();
-        let file = sources.add("dir/copy.py", with_dirs);
-        let fh = front_half(
-            &mut sources,
-            file,
-            &SpecializeConfig::default(),
-            &loader(manifest),
-        );
+        let (_, _, fh) = with_manifest(&with_dirs, manifest);
         assert_eq!(fh.result.unwrap().config.args[0].shape, vec![4, 8]);
     }
 }

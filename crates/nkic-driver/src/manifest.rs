@@ -81,7 +81,7 @@ pub fn entry_for(
             let file = sources.add(manifest_path, text);
             return Err(vec![located(
                 file,
-                err.span(),
+                err.span().map(Span::from_range),
                 format!("`{manifest_path}` is not valid TOML: {}", err.message()),
                 "here",
             )]);
@@ -90,7 +90,7 @@ pub fn entry_for(
     let Some(value) = table.get(base_name(kernel_path)) else {
         return Ok(None);
     };
-    let span = value.span();
+    let span = Span::from_range(value.span());
     let raw: Result<RawEntry, _> = value.get_ref().clone().try_into();
     let raw = match raw {
         Ok(raw) => raw,
@@ -113,16 +113,17 @@ pub fn entry_for(
     };
     // `try_into` loses the inner spans, so each item is found again in the
     // text after the entry's header; failing that, the header is used.
-    let mut errors: Vec<(Option<std::ops::Range<usize>>, String)> = Vec::new();
+    let mut errors: Vec<(Option<Span>, String)> = Vec::new();
     let mut entry = Entry {
         kernel: raw.kernel,
         ..Entry::default()
     };
-    let find = |item: &str| -> Option<std::ops::Range<usize>> {
+    let find = |item: &str| -> Option<Span> {
         let needle = format!("\"{item}\"");
-        text[span.start..]
+        let start = span.range().start;
+        text[start..]
             .find(&needle)
-            .map(|i| span.start + i..span.start + i + needle.len())
+            .map(|i| Span::from_range(start + i..start + i + needle.len()))
     };
     for item in &raw.args {
         match item.parse::<ArgSpec>() {
@@ -165,12 +166,7 @@ pub fn entry_for(
     Err(errors
         .into_iter()
         .map(|(range, message)| {
-            located(
-                file,
-                Some(range.unwrap_or_else(|| span.clone())),
-                message,
-                "in this entry",
-            )
+            located(file, Some(range.unwrap_or(span)), message, "in this entry")
         })
         .collect())
 }
@@ -187,15 +183,10 @@ pub fn not_utf8(path: &str, err: nkic_specialize::NotUtf8, sources: &mut SourceM
     )
 }
 
-fn located(
-    file: FileId,
-    range: Option<std::ops::Range<usize>>,
-    message: String,
-    label: &str,
-) -> Diagnostic {
+fn located(file: FileId, span: Option<Span>, message: String, label: &str) -> Diagnostic {
     let diag = Diagnostic::error(CODE, message);
-    match range {
-        Some(range) => diag.with_primary(file, Span::from_range(range), label),
+    match span {
+        Some(span) => diag.with_primary(file, span, label),
         None => diag,
     }
 }

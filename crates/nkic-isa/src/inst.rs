@@ -64,9 +64,9 @@ pub struct Operand<'a> {
 /// over one instruction line.
 pub(crate) trait FieldSource<'a> {
     /// Removes and returns the text of field `name` with its byte range.
-    fn take(&mut self, name: &'static str) -> Option<(&'a str, std::ops::Range<usize>)>;
+    fn take(&mut self, name: &'static str) -> Option<(&'a str, std::ops::Range<u32>)>;
     /// Records an error at a byte range.
-    fn error(&mut self, span: std::ops::Range<usize>, message: String);
+    fn error(&mut self, span: std::ops::Range<u32>, message: String);
     /// Records a missing required field.
     fn missing(&mut self, name: &'static str);
     /// The tensor names for access patterns.

@@ -148,7 +148,7 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
         let Some(arg) = directive(raw) else {
             continue;
         };
-        let span = base..base + raw.trim_end().len();
+        let span = crate::text::byte_range(base, base + raw.trim_end().len());
         match arg.parse::<usize>() {
             Ok(n) if n == sections.len() => sections.push(i),
             Ok(n) => errors.push(AsmError {
@@ -175,7 +175,7 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
         let code = raw.split('#').next().unwrap_or("").trim();
         if !code.is_empty() && !code.starts_with(".target") {
             errors.push(AsmError {
-                span: base..base + raw.trim_end().len(),
+                span: crate::text::byte_range(base, base + raw.trim_end().len()),
                 message: "only `.target` may come before the first `.core` section".into(),
             });
         }
@@ -446,7 +446,7 @@ mod tests {
         let text = format!(".target trn3\n.core 0\n{CORE}  frob\n");
         let errors = assemble_launch(&text).expect_err("unknown instruction");
         let at = text.find("frob").unwrap_or_default();
-        assert_eq!(errors[0].span.start, at, "{errors:?}");
+        assert_eq!(errors[0].span.start as usize, at, "{errors:?}");
     }
 
     #[test]

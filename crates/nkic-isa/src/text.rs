@@ -65,7 +65,8 @@ use crate::target::Target;
 /// no trailing period). The CLI turns these into diagnostics.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsmError {
-    pub span: Range<usize>,
+    /// UTF-8 byte offsets into the assembled text.
+    pub span: Range<u32>,
     pub message: String,
 }
 
@@ -256,9 +257,17 @@ struct Word<'a> {
 }
 
 impl Word<'_> {
-    fn span(&self) -> Range<usize> {
-        self.start..self.start + self.text.len()
+    fn span(&self) -> Range<u32> {
+        byte_range(self.start, self.start + self.text.len())
     }
+}
+
+/// A byte range of the input as `u32` offsets, the form of every offset
+/// in nkic. Callers keep texts under 4 GiB (the command line refuses
+/// larger files); beyond that an offset saturates rather than wraps.
+pub(crate) fn byte_range(start: usize, end: usize) -> Range<u32> {
+    let at = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
+    at(start)..at(end)
 }
 
 /// Splits `line` (starting at byte `base` of the input) into words.
@@ -392,7 +401,7 @@ struct Assembler {
 }
 
 impl Assembler {
-    fn error(&mut self, span: Range<usize>, message: String) {
+    fn error(&mut self, span: Range<u32>, message: String) {
         self.errors.push(AsmError { span, message });
     }
 
@@ -407,13 +416,13 @@ impl Assembler {
                     let tail = after[used..].trim();
                     if !tail.is_empty() && !tail.starts_with('#') {
                         self.error(
-                            at + used..base + line.len(),
+                            byte_range(at + used, base + line.len()),
                             format!("unexpected `{tail}` after the file name"),
                         );
                     }
                     self.program.files.push(name);
                 }
-                Err(msg) => self.error(at..base + line.len(), msg),
+                Err(msg) => self.error(byte_range(at, base + line.len()), msg),
             }
             return;
         }
@@ -669,8 +678,8 @@ impl Assembler {
                 fields.push(FieldText {
                     key,
                     value,
-                    span: w.start + key.len() + 1..w.start + w.text.len(),
-                    key_span: w.start..w.start + key.len(),
+                    span: byte_range(w.start + key.len() + 1, w.start + w.text.len()),
+                    key_span: byte_range(w.start, w.start + key.len()),
                     used: false,
                 });
             } else {
@@ -731,7 +740,7 @@ impl Assembler {
             Ok(n) if (n as usize) < self.program.line_table.len() => Some(LineId(n)),
             _ => {
                 self.error(
-                    start..start + word.len(),
+                    byte_range(start, start + word.len()),
                     format!("line entry `{word}` is not declared by a `.line` directive"),
                 );
                 None
@@ -771,8 +780,8 @@ impl Assembler {
 struct FieldText<'a> {
     key: &'a str,
     value: &'a str,
-    span: Range<usize>,
-    key_span: Range<usize>,
+    span: Range<u32>,
+    key_span: Range<u32>,
     used: bool,
 }
 
@@ -780,19 +789,19 @@ struct FieldText<'a> {
 struct LineFields<'a, 'n> {
     fields: Vec<FieldText<'a>>,
     errors: Vec<AsmError>,
-    mnemonic_span: Range<usize>,
+    mnemonic_span: Range<u32>,
     mnemonic: &'a str,
     names: &'n Names,
 }
 
 impl<'a> FieldSource<'a> for LineFields<'a, '_> {
-    fn take(&mut self, name: &'static str) -> Option<(&'a str, Range<usize>)> {
+    fn take(&mut self, name: &'static str) -> Option<(&'a str, Range<u32>)> {
         let f = self.fields.iter_mut().find(|f| f.key == name)?;
         f.used = true;
         Some((f.value, f.span.clone()))
     }
 
-    fn error(&mut self, span: Range<usize>, message: String) {
+    fn error(&mut self, span: Range<u32>, message: String) {
         self.errors.push(AsmError { span, message });
     }
 
@@ -934,9 +943,18 @@ L0:
                 "`tensor_copy` has no field `sr`; its fields are: dst, src",
             ]
         );
-        assert_eq!(&text[errors[0].span.clone()], "tensor_cpy");
-        assert_eq!(&text[errors[1].span.clone()], "signal(t)");
-        assert_eq!(&text[errors[3].span.clone()], "sr");
+        assert_eq!(
+            &text[errors[0].span.start as usize..errors[0].span.end as usize],
+            "tensor_cpy"
+        );
+        assert_eq!(
+            &text[errors[1].span.start as usize..errors[1].span.end as usize],
+            "signal(t)"
+        );
+        assert_eq!(
+            &text[errors[3].span.start as usize..errors[3].span.end as usize],
+            "sr"
+        );
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! `nkic._native`: the native half of the `nkic` Python package.
 //!
 //! It exposes the same pipeline functions the command line calls
-//! (`nkic_driver::front_half`, `nkic_driver::compile::compile_kernels`,
-//! `nkic_driver::simulate::simulate`, the reports of `nkic_driver`), never a
+//! (`nkic_driver::pipeline`, `nkic_driver::simulate::simulate`, the
+//! reports of `nkic_driver`), never a
 //! copy of them and never the `nkic` executable. Everything Python-shaped —
 //! binding a call's arguments to the kernel's parameters, turning Python
 //! objects into compile-time values, NumPy/torch dtypes, the cache, the
@@ -37,7 +37,7 @@ use std::sync::Mutex;
 
 use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
-use nkic_driver::compile::{Compiled, compile_kernels, launch_bound};
+use nkic_driver::compile::{Compiled, launch_bound};
 use nkic_driver::report::{ReportFormat, run_report};
 use nkic_driver::simulate::{
     KernelOutputs, describe_output, kernel_outputs, random_inputs, simulate, undefined_warnings,
@@ -418,38 +418,21 @@ fn compile(
     let built = py.detach(move || {
         let mut sources = SourceMap::new();
         let file = sources.add(path, text);
-        let front = nkic_driver::front_half(&mut sources, file, &config, &read_file);
-        let failed = front.has_errors();
-        let Some(result) = front.result.filter(|_| !failed) else {
-            return Err((front.diagnostics, sources));
-        };
-        let ir: String = result
-            .kernels
-            .iter()
-            .enumerate()
-            .map(|(i, kernel)| {
-                let options = nkic_ir::PrintOptions {
-                    sources: Some(&sources),
-                };
-                let head = if result.kernels.len() > 1 {
-                    format!("# program instance {i}\n")
-                } else {
-                    String::new()
-                };
-                head + &nkic_ir::print_with(kernel, options)
-            })
-            .collect();
-        let prints = result.prints.iter().map(|p| p.text.clone()).collect();
-        let mut warnings = front.diagnostics;
-        match compile_kernels(result.kernels, &result.config.grid, lnc, &sources, &backend) {
-            Ok(compiled) => {
-                warnings.extend(compiled.warnings.iter().cloned());
-                Ok((compiled, sources, warnings, prints, ir))
+        let outcome = nkic_driver::pipeline(
+            &mut sources,
+            file,
+            &config,
+            &backend,
+            &read_file,
+            nkic_driver::Stop::Compiled,
+        );
+        match outcome.stage {
+            nkic_driver::Stage::Compiled(compiled) => {
+                let ir = nkic_driver::pipeline::ir_text(&compiled.kernels, &sources);
+                let prints = outcome.prints.into_iter().map(|p| p.text).collect();
+                Ok((compiled, sources, outcome.diagnostics, prints, ir))
             }
-            Err(mut diags) => {
-                warnings.append(&mut diags);
-                Err((warnings, sources))
-            }
+            _ => Err((outcome.diagnostics, sources)),
         }
     });
     let (compiled, sources, warnings, prints, ir) = match built {

@@ -103,7 +103,7 @@ pub fn specialize(
             result.diagnostics.extend(errs);
             return result;
         }
-        merge(&mut result.config, dirs);
+        fill_unset(&mut result.config, dirs);
     }
     let config = result.config.clone();
     let n_programs: u64 = config.grid.iter().map(|&g| u64::from(g)).product();
@@ -323,9 +323,13 @@ fn program_id_of(index: usize, grid: &[u32]) -> Vec<u32> {
     id
 }
 
-/// Fills what the caller left unset from the directives; an argument or
-/// constant given by the caller wins over the directive of the same name.
-fn merge(config: &mut SpecializeConfig, dirs: Directives) {
+/// Fills the settings the caller left unset from `dirs` (a kernel's
+/// `# nkic:` directives, or an `nkic.toml` entry's): an argument or
+/// constant given by the caller wins over one of the same name, a grid
+/// applies when the caller gave none, a target when the caller left the
+/// default. The one merge of settings: the specializer applies directives
+/// with it and `nkic-driver` manifest entries.
+pub fn fill_unset(config: &mut SpecializeConfig, dirs: Directives) {
     for a in dirs.args {
         if !config.args.iter().any(|x| x.name == a.name)
             && !config.consts.iter().any(|x| x.0 == a.name)

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use nkic_backend::BackendConfig;
 use nkic_diag::{Diagnostic, FileId, SourceMap};
+use nkic_driver::pipeline::{Stage, Stop};
 use nkic_isa::Target;
 use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 
@@ -24,7 +26,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Check kernel files and report every problem found, without compiling.
+    /// Check kernel files and report every problem found, compiling them
+    /// as `run` does but without running.
     Check(CheckArgs),
     /// Compile a kernel file and print a stage's dump.
     Compile(CompileArgs),
@@ -273,32 +276,49 @@ impl nkic_specialize::ModuleLoader for FileLoader {
     }
 }
 
-/// The front half on one file, through the pipeline function the language
-/// server shares ([`nkic_driver::front_half`]): parse and, when the
-/// kernel's arguments are known (flags, directives or `nkic.toml`),
-/// specialize. Diagnostics are reported; compile-time prints go to
-/// standard error so that standard output keeps dumps and JSON diagnostics
-/// clean.
-fn front_half(
+/// What a command does when a file's kernel arguments are unknown, so
+/// that only its syntax could be checked.
+#[derive(Clone, Copy)]
+enum Unspecialized {
+    /// `check` on one file: the `I0001` note says so.
+    Explain,
+    /// `check` on several files: nothing.
+    Quiet,
+    /// `run`, `profile`, `compile --emit ir|asm`: error E1019, there is
+    /// nothing to do the named thing to.
+    Error(&'static str),
+}
+
+/// The pipeline on one file, up to `stop`, through the one driver
+/// function every command and the Python package share
+/// ([`nkic_driver::pipeline`]). Compile-time prints go to standard error,
+/// so that standard output keeps dumps and JSON diagnostics clean, then
+/// every diagnostic is reported.
+fn pipeline(
     file: FileId,
     kernel: &KernelArgs,
+    backend: &BackendConfig,
+    stop: Stop,
+    unspecialized: Unspecialized,
     sources: &mut SourceMap,
     reporter: &mut Reporter,
-    explain_skip: bool,
-) -> Option<nkic_specialize::SpecializeResult> {
-    let front = nkic_driver::front_half(sources, file, &kernel.config(), &FileLoader);
-    if let Some(result) = &front.result {
-        for print in &result.prints {
-            crate::report::print_stderr(&format!("{}: {}\n", print.location, print.text));
+) -> Stage {
+    let outcome =
+        nkic_driver::pipeline(sources, file, &kernel.config(), backend, &FileLoader, stop);
+    for print in &outcome.prints {
+        crate::report::print_stderr(&format!("{}: {}\n", print.location, print.text));
+    }
+    reporter.emit_all(&outcome.diagnostics, sources);
+    if let Some(note) = &outcome.syntax_only {
+        match unspecialized {
+            Unspecialized::Explain => reporter.emit(note, sources),
+            Unspecialized::Quiet => {}
+            Unspecialized::Error(what) => {
+                reporter.emit(&no_arguments(sources, file, what), sources)
+            }
         }
     }
-    reporter.emit_all(&front.diagnostics, sources);
-    if let Some(note) = &front.syntax_only
-        && explain_skip
-    {
-        reporter.emit(note, sources);
-    }
-    front.result
+    outcome.stage
 }
 
 /// `run`, `profile` and `compile --emit ir|asm` on a file whose kernel
@@ -339,7 +359,7 @@ struct CompileArgs {
 pub fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
         Command::Check(args) => Ok(check(&args)),
-        Command::Compile(args) => compile(&args),
+        Command::Compile(args) => Ok(compile(&args)),
         Command::Run(args) => Ok(run_kernel(&args, None)),
         Command::Profile(args) => Ok(run_kernel(
             &args.run,
@@ -403,42 +423,34 @@ pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagn
     Ok(sources.add(name, text))
 }
 
+/// `nkic check`: the pipeline through the backend on each file, so that
+/// `check` reports every error `run` would before simulating (on-chip
+/// capacity, the launch's cores, lowering), without running.
 fn check(args: &CheckArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
+    let backend = BackendConfig {
+        no_spill: args.kernel.no_spill,
+        ..BackendConfig::default()
+    };
+    let unspecialized = match args.files.len() {
+        1 => Unspecialized::Explain,
+        _ => Unspecialized::Quiet,
+    };
     for path in &args.files {
-        let file = match load(path, &mut sources) {
-            Ok(file) => file,
-            Err(diag) => {
-                reporter.emit(&diag, &sources);
-                continue;
+        match load(path, &mut sources) {
+            Ok(file) => {
+                pipeline(
+                    file,
+                    &args.kernel,
+                    &backend,
+                    Stop::Compiled,
+                    unspecialized,
+                    &mut sources,
+                    &mut reporter,
+                );
             }
-        };
-        let explain = args.files.len() == 1;
-        let result = front_half(file, &args.kernel, &mut sources, &mut reporter, explain);
-        // An impossible `--lnc` is as wrong for `check` as for `run`.
-        if let Some(result) = result.filter(|r| !r.has_errors()) {
-            match nkic_driver::compile::launch_cores(
-                &result.kernels,
-                &result.config.grid,
-                args.kernel.lnc,
-            ) {
-                Err(diag) => reporter.emit(&diag, &sources),
-                // On-chip capacity (E0901/E0902, or spill warnings E0906), decided
-                // by the allocator and the spiller as in `run`.
-                Ok(cores) => reporter.emit_all(
-                    &nkic_backend::check_capacity(
-                        &result.kernels,
-                        &sources,
-                        cores,
-                        &nkic_backend::BackendConfig {
-                            no_spill: args.kernel.no_spill,
-                            ..nkic_backend::BackendConfig::default()
-                        },
-                    ),
-                    &sources,
-                ),
-            }
+            Err(diag) => reporter.emit(&diag, &sources),
         }
     }
     exit_code(&reporter)
@@ -463,29 +475,17 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
             return exit_code(&reporter);
         }
     }
-    let Some(result) = front_half(file, &kernel, &mut sources, &mut reporter, false) else {
-        if !reporter.has_errors() {
-            reporter.emit(&no_arguments(&sources, file, "run"), &sources);
-        }
-        return exit_code(&reporter);
-    };
-    if result.has_errors() {
-        return exit_code(&reporter);
-    }
-    let compiled = match nkic_driver::compile::compile_kernels(
-        result.kernels,
-        &result.config.grid,
-        kernel.lnc,
-        &sources,
+    let Stage::Compiled(compiled) = pipeline(
+        file,
+        &kernel,
         &args.schedule.config(kernel.no_spill),
-    ) {
-        Ok(compiled) => compiled,
-        Err(diags) => {
-            reporter.emit_all(&diags, &sources);
-            return exit_code(&reporter);
-        }
+        Stop::Compiled,
+        Unspecialized::Error("run"),
+        &mut sources,
+        &mut reporter,
+    ) else {
+        return exit_code(&reporter);
     };
-    reporter.emit_all(&compiled.warnings, &sources);
     let opts = RunOptions {
         inputs: &args.inputs,
         seed: args.seed,
@@ -524,86 +524,57 @@ fn exec(args: &ExecArgs) -> ExitCode {
     exit_code(&reporter)
 }
 
-fn compile(args: &CompileArgs) -> Result<ExitCode, String> {
+fn compile(args: &CompileArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
     let file = match load(&args.file, &mut sources) {
         Ok(file) => file,
         Err(diag) => {
             reporter.emit(&diag, &sources);
-            return Ok(exit_code(&reporter));
+            return exit_code(&reporter);
         }
     };
-    let text = sources.file(file).text().to_owned();
-    let dump = match args.emit {
+    let stop = match args.emit {
         Emit::Tokens => {
-            let (_, diags) = nkic_syntax::lex(&text);
+            let text = sources.file(file).text();
+            let (_, diags) = nkic_syntax::lex(text);
             let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
             reporter.emit_all(&diags, &sources);
-            nkic_syntax::dump_tokens(&text)
+            let dump = nkic_syntax::dump_tokens(text);
+            return write_dump(args, &dump, &sources, reporter);
         }
-        Emit::Ast => {
-            let (module, diags) = nkic_syntax::parse(&text);
-            let diags: Vec<Diagnostic> = diags.into_iter().map(|d| d.in_file(file)).collect();
-            reporter.emit_all(&diags, &sources);
-            nkic_syntax::dump_ast(&module)
-        }
-        Emit::Asm => {
-            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, false)
-            else {
-                if !reporter.has_errors() {
-                    reporter.emit(&no_arguments(&sources, file, "compile"), &sources);
-                }
-                return Ok(exit_code(&reporter));
-            };
-            if result.has_errors() {
-                return Ok(exit_code(&reporter));
-            }
-            match nkic_driver::compile::compile_kernels(
-                result.kernels,
-                &result.config.grid,
-                args.kernel.lnc,
-                &sources,
-                &args.schedule.config(args.kernel.no_spill),
-            ) {
-                Ok(compiled) => {
-                    reporter.emit_all(&compiled.warnings, &sources);
-                    nkic_isa::print_launch(&compiled.launch)
-                }
-                Err(diags) => {
-                    reporter.emit_all(&diags, &sources);
-                    return Ok(exit_code(&reporter));
-                }
-            }
-        }
-        Emit::Ir => {
-            let Some(result) = front_half(file, &args.kernel, &mut sources, &mut reporter, false)
-            else {
-                if !reporter.has_errors() {
-                    reporter.emit(&no_arguments(&sources, file, "compile"), &sources);
-                }
-                return Ok(exit_code(&reporter));
-            };
-            if result.has_errors() {
-                return Ok(exit_code(&reporter));
-            }
-            let options = nkic_ir::PrintOptions {
-                sources: Some(&sources),
-            };
-            let mut out = String::new();
-            for (i, kernel) in result.kernels.iter().enumerate() {
-                if result.kernels.len() > 1 {
-                    out.push_str(&format!("# program instance {i}\n"));
-                }
-                out.push_str(&nkic_ir::print_with(kernel, options));
-            }
-            out
-        }
+        Emit::Ast => Stop::Syntax,
+        Emit::Ir => Stop::Specialized,
+        Emit::Asm => Stop::Compiled,
     };
-    if let Err(diag) = write_output(args.output.as_deref(), &dump) {
-        reporter.emit(&diag, &sources);
+    let dump = match pipeline(
+        file,
+        &args.kernel,
+        &args.schedule.config(args.kernel.no_spill),
+        stop,
+        Unspecialized::Error("compile"),
+        &mut sources,
+        &mut reporter,
+    ) {
+        Stage::Nothing => return exit_code(&reporter),
+        Stage::Syntax(module) => nkic_syntax::dump_ast(&module),
+        Stage::Specialized(result) => nkic_driver::pipeline::ir_text(&result.kernels, &sources),
+        Stage::Compiled(compiled) => nkic_isa::print_launch(&compiled.launch),
+    };
+    write_dump(args, &dump, &sources, reporter)
+}
+
+/// Writes `compile`'s dump (`-o`, or standard output) and ends the command.
+fn write_dump(
+    args: &CompileArgs,
+    dump: &str,
+    sources: &SourceMap,
+    mut reporter: Reporter,
+) -> ExitCode {
+    if let Err(diag) = write_output(args.output.as_deref(), dump) {
+        reporter.emit(&diag, sources);
     }
-    Ok(exit_code(&reporter))
+    exit_code(&reporter)
 }
 
 /// Writes a dump to a file, or to standard output when no path is given;

@@ -144,7 +144,7 @@ pub fn exec(
             .map(|err| {
                 Diagnostic::error("E1001", err.message.clone()).with_primary(
                     file,
-                    Span::from_range(err.span.clone()),
+                    Span::new(err.span.start, err.span.end),
                     "here",
                 )
             })
