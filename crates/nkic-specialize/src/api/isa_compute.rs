@@ -20,419 +20,375 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
 use super::isa_core::{self, scalar_operand};
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::rules::{
+    BinaryArith, DATA_DST, NotBothPsum, REDUCE_RESULT, SRC_DST, Tiles, binary_arith, not_both_psum,
+    tiles,
+};
+use super::table::{
+    ApiDef, Bound, DATA, DST, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
+    REDUCE_RESET, REVERSE0, REVERSE1, SRC, opt, req,
+};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
 const VECTOR: &[Engine] = &[Engine::Vector];
 const SCALAR: &[Engine] = &[Engine::Scalar];
+const GPSIMD: &[Engine] = &[Engine::GpSimd];
+const TENSOR: &[Engine] = &[Engine::Tensor];
+
+const STT_TILES: Tiles = tiles!("data", "operand1", "dst");
+const STT_PSUM: NotBothPsum = not_both_psum!("data", "operand1");
+const SCAN_TILES: Tiles = tiles!("data0", "data1", "dst");
+const SCAN_PSUM: NotBothPsum = not_both_psum!("data0", "data1");
+const PRED_TILES: Tiles = tiles!("src", "predicate", "dst");
+const PRED_PSUM: NotBothPsum = not_both_psum!("src", "predicate");
+const SELECT_TILES: Tiles = tiles!("on_true", "predicate", "dst");
+const SELECT_PSUM: NotBothPsum = not_both_psum!("on_true", "predicate");
+const RANGE_TILES: Tiles = tiles!("on_true_tile", "dst");
+const OPS_ARITH: BinaryArith = binary_arith!("op0", "op1");
+const OP0_ARITH: BinaryArith = binary_arith!("op0");
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nisa.reciprocal",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = 1 / data` in fp32 on VectorE (more precise than `activation(nl.reciprocal)`).",
-        constraints: &[
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-        ],
-        run: reciprocal,
-    },
-    ApiDef {
-        name: "nisa.exponential",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+    ApiDef::new(
+        "nisa.reciprocal",
+        &[DST, DATA, NAME],
+        VECTOR,
+        "`dst = 1 / data` in fp32 on VectorE (more precise than `activation(nl.reciprocal)`).",
+        &[DATA_DST.text],
+        reciprocal,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.exponential",
+        &[
+            DST,
+            SRC,
             opt("max_value", Kind::Scalar, "0.0"),
-            opt("reduce_res", Kind::Tensor, "None"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.idle",
-            ),
+            REDUCE_RES,
+            REDUCE_IDLE,
             opt("reduce_init", Kind::Scalar, "0.0"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn3,
-        value_form: true,
-        summary: "`dst = exp(src - max_value)` on VectorE, optionally summing every element into the Vector accumulators.",
-        constraints: &[
+        VECTOR,
+        "`dst = exp(src - max_value)` on VectorE, optionally summing every element into the Vector accumulators.",
+        &[
             "trn3 only.",
-            "`src` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`max_value` and `reduce_init` are numbers or `(P, 1)` tensors; `reduce_res` is `(P, 1)` of a float dtype.",
+            SRC_DST.text,
+            "`max_value` and `reduce_init` are numbers or `(P, 1)` tensors.",
+            REDUCE_RESULT.text,
         ],
-        run: exponential,
-    },
-    ApiDef {
-        name: "nisa.activation_reduce",
-        params: &[
-            req("dst", Kind::Tensor),
+        exponential,
+    )
+    .new_in(Target::Trn3)
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.activation_reduce",
+        &[
+            DST,
             req("op", Kind::ActFunc),
-            req("data", Kind::Tensor),
-            req("reduce_op", Kind::AluOp),
+            DATA,
+            REDUCE_OP,
             req("reduce_res", Kind::Tensor),
             opt("bias", Kind::Scalar, "None"),
             opt("scale", Kind::Scalar, "1.0"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: SCALAR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
-        constraints: &[
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor of a float dtype.",
+        SCALAR,
+        "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
+        &[
+            DATA_DST.text,
+            "`reduce_op` is `nl.add`.",
+            REDUCE_RESULT.text,
             "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
         ],
-        run: activation_reduce,
-    },
-    ApiDef {
-        name: "nisa.scalar_tensor_tensor",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            req("op0", Kind::AluOp),
-            req("operand0", Kind::Scalar),
-            req("op1", Kind::AluOp),
+        activation_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.scalar_tensor_tensor",
+        &[
+            DST,
+            DATA,
+            OP0,
+            OPERAND0,
+            OP1,
             req("operand1", Kind::Tensor),
-            opt("reverse0", Kind::Bool, "False"),
-            opt("reverse1", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            REVERSE0,
+            REVERSE1,
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
-        constraints: &[
-            "`data`, `operand1` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
-            "`data` and `operand1` are not both in PSUM.",
-            "`op0` and `op1` are binary arithmetic operators.",
-        ],
-        run: scalar_tensor_tensor,
-    },
-    ApiDef {
-        name: "nisa.tensor_tensor_scan",
-        params: &[
-            req("dst", Kind::Tensor),
+        VECTOR,
+        "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
+        &[STT_TILES.text, STT_PSUM.text, OPS_ARITH.text],
+        scalar_tensor_tensor,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_tensor_scan",
+        &[
+            DST,
             req("data0", Kind::Tensor),
             req("data1", Kind::Tensor),
             req("initial", Kind::Scalar),
-            req("op0", Kind::AluOp),
-            req("op1", Kind::AluOp),
-            opt("reverse0", Kind::Bool, "False"),
-            opt("reverse1", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            OP0,
+            OP1,
+            REVERSE0,
+            REVERSE1,
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
-        constraints: &[
-            "`data0`, `data1` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes; `data0` and `data1` are not both in PSUM.",
+        VECTOR,
+        "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
+        &[
+            SCAN_TILES.text,
+            SCAN_PSUM.text,
             "`initial` is a number or a `(P, 1)` tensor.",
-            "`op0` and `op1` are binary arithmetic operators.",
+            OPS_ARITH.text,
         ],
-        run: tensor_tensor_scan,
-    },
-    ApiDef {
-        name: "nisa.tensor_copy_predicated",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+        tensor_tensor_scan,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_copy_predicated",
+        &[
+            DST,
+            SRC,
             req("predicate", Kind::Tensor),
             opt("reverse_pred", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
-        constraints: &[
-            "`src`, `dst` and `predicate` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        VECTOR,
+        "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
+        &[
+            PRED_TILES.text,
             "`predicate` is uint8, uint16, uint32 or bool_; `src` and `dst` have the same dtype.",
-            "`src` and `predicate` are not both in PSUM.",
+            PRED_PSUM.text,
         ],
-        run: tensor_copy_predicated,
-    },
-    ApiDef {
-        name: "nisa.max8",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "The 8 largest values of each partition, in descending order.",
-        constraints: &[
+        tensor_copy_predicated,
+    ),
+    ApiDef::new(
+        "nisa.max8",
+        &[DST, SRC, NAME],
+        VECTOR,
+        "The 8 largest values of each partition, in descending order.",
+        &[
             "`src` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
             "`dst` is `(P, 8)` with `src`'s partition count.",
         ],
-        run: max8,
-    },
-    ApiDef {
-        name: "nisa.nc_find_index8",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            req("vals", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
-        constraints: &[
+        max8,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_find_index8",
+        &[DST, DATA, req("vals", Kind::Tensor), NAME],
+        VECTOR,
+        "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
+        &[
             "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
             "`vals` has exactly 8 elements per partition; `dst` is `(P, 8)` uint32 or uint16.",
         ],
-        run: find_index8,
-    },
-    ApiDef {
-        name: "nisa.bn_stats",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Per partition `[n, mean, M2]` of the even and of the odd free positions (6 values).",
-        constraints: &[
+        find_index8,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.bn_stats",
+        &[DST, DATA, NAME],
+        VECTOR,
+        "Per partition `[n, mean, M2]` of the even and of the odd free positions (6 values).",
+        &[
             "`data` is SBUF/PSUM with at most 512 free elements (`nl.tile_size.bn_stats_fmax`).",
             "`dst` has `data`'s partition count and 6 free elements.",
         ],
-        run: bn_stats,
-    },
-    ApiDef {
-        name: "nisa.bn_aggr",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Combines the `(count, mean, M2)` triples of each partition into mean and variance (2 values).",
-        constraints: &[
+        bn_stats,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.bn_aggr",
+        &[DST, DATA, NAME],
+        VECTOR,
+        "Combines the `(count, mean, M2)` triples of each partition into mean and variance (2 values).",
+        &[
             "`data` is SBUF/PSUM with a multiple of 3 free elements.",
             "`dst` has `data`'s partition count and 2 free elements.",
         ],
-        run: bn_aggr,
-    },
-    ApiDef {
-        name: "nisa.select_reduce",
-        params: &[
-            req("dst", Kind::Tensor),
+        bn_aggr,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.select_reduce",
+        &[
+            DST,
             req("predicate", Kind::Tensor),
             req("on_true", Kind::Tensor),
             req("on_false", Kind::Scalar),
-            opt("reduce_res", Kind::Tensor, "None"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.idle",
-            ),
+            REDUCE_RES,
+            REDUCE_IDLE,
             opt("reduce_op", Kind::AluOp, "nl.maximum"),
             opt("reverse_pred", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
-        constraints: &[
-            "`dst`, `predicate` and `on_true` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes; `on_true` and `predicate` are not both in PSUM.",
+        VECTOR,
+        "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
+        &[
+            SELECT_TILES.text,
+            SELECT_PSUM.text,
             "`predicate` is int8, uint8, int16, uint16 or bool_; `on_true` is not tfloat32, int32 or uint32.",
-            "`on_false` is a number or a `(P, 1)` tensor; `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
+            "`on_false` is a number or a `(P, 1)` tensor; `reduce_op` is `nl.maximum`.",
+            REDUCE_RESULT.text,
         ],
-        run: select_reduce,
-    },
-    ApiDef {
-        name: "nisa.tensor_partition_reduce",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("op", Kind::AluOp),
-            req("data", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: &[Engine::GpSimd],
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
-        constraints: &[
+        select_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_partition_reduce",
+        &[DST, req("op", Kind::AluOp), DATA, NAME],
+        GPSIMD,
+        "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
+        &[
             "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
             "`op` is `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`.",
         ],
-        run: tensor_partition_reduce,
-    },
-    ApiDef {
-        name: "nisa.tensor_scalar_reduce",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            req("op0", Kind::AluOp),
-            req("operand0", Kind::Scalar),
-            req("reduce_op", Kind::AluOp),
-            opt("reduce_res", Kind::Tensor, "None"),
-            opt("reverse0", Kind::Bool, "False"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.reset_reduce",
-            ),
+        tensor_partition_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_scalar_reduce",
+        &[
+            DST,
+            DATA,
+            OP0,
+            OPERAND0,
+            REDUCE_OP,
+            REDUCE_RES,
+            REVERSE0,
+            REDUCE_RESET,
             opt("reduce_init", Kind::Scalar, "None"),
             opt("reduce_res_negate", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
-        constraints: &[
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        VECTOR,
+        "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
+        &[
+            DATA_DST.text,
             "`op0` is an arithmetic operator; `operand0` a number or `(P, 1)` tensor, ignored (None or 0) for a unary `op0` such as `nl.abs`; `reverse0` is not supported.",
-            "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`; `reduce_res` is `(P, 1)` of a float dtype.",
+            "`reduce_op` is `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`.",
+            REDUCE_RESULT.text,
             "`reduce_init` is given exactly when `reduce_cmd` is `load_reduce`.",
         ],
-        run: tensor_scalar_reduce,
-    },
-    ApiDef {
-        name: "nisa.tensor_scalar_cumulative",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
-            req("op0", Kind::AluOp),
-            req("op1", Kind::AluOp),
+        tensor_scalar_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_scalar_cumulative",
+        &[
+            DST,
+            SRC,
+            OP0,
+            OP1,
             req("imm0", Kind::Scalar),
             opt("imm1", Kind::Scalar, "None"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.reset_reduce",
-            ),
-            opt("name", Kind::Str, "None"),
+            REDUCE_RESET,
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
-        constraints: &[
-            "`src` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        VECTOR,
+        "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
+        &[
+            SRC_DST.text,
             "`src` and `dst` are bfloat16, float16, float32, fp8, uint8, uint16, int8 or int16 (no 32-bit integers).",
-            "`op0` is a binary arithmetic operator; `op1` is `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`.",
+            OP0_ARITH.text,
+            "`op1` is `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`.",
             "`imm0` and `imm1` are numbers or `(P, 1)` tensors; `load_reduce` needs `imm1` (other commands ignore it).",
             "`reduce_cmd` is `reset_reduce`, `reduce` or `load_reduce`.",
         ],
-        run: tensor_scalar_cumulative,
-    },
-    ApiDef {
-        name: "nisa.nc_match_replace8",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
+        tensor_scalar_cumulative,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_match_replace8",
+        &[
+            DST,
+            DATA,
             req("vals", Kind::Tensor),
             req("imm", Kind::Float),
             opt("dst_idx", Kind::Tensor, "None"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "A copy of `data` where, for each of the 8 `vals` of a partition (last to first), the first not yet replaced match becomes `imm`; `dst_idx` receives the positions.",
-        constraints: &[
-            "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements; `dst` has its partition count and free size.",
+        VECTOR,
+        "A copy of `data` where, for each of the 8 `vals` of a partition (last to first), the first not yet replaced match becomes `imm`; `dst_idx` receives the positions.",
+        &[
+            DATA_DST.text,
+            "`data` is up to 3-D with 8 to 16384 free elements.",
             "`vals` and `dst_idx` have 8 elements per partition.",
         ],
-        run: match_replace8,
-    },
-    ApiDef {
-        name: "nisa.range_select",
-        params: &[
-            req("dst", Kind::Tensor),
+        match_replace8,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.range_select",
+        &[
+            DST,
             req("on_true_tile", Kind::Tensor),
             req("comp_op0", Kind::AluOp),
             req("comp_op1", Kind::AluOp),
             req("bound0", Kind::Tensor),
             req("bound1", Kind::Tensor),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.reset_reduce",
-            ),
-            opt("reduce_res", Kind::Tensor, "None"),
+            REDUCE_RESET,
+            REDUCE_RES,
             opt("reduce_op", Kind::AluOp, "nl.maximum"),
             opt("range_start", Kind::Int, "0"),
             opt("on_false_value", Kind::Float, "-3.4028235e38"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Keeps `on_true_tile[p, i]` where `comp_op0(range_start + i, bound0[p])` and `comp_op1(range_start + i, bound1[p])`, else `on_false_value`; the row maximum goes to the Vector accumulators.",
-        constraints: &[
-            "`on_true_tile` (a float dtype) and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        VECTOR,
+        "Keeps `on_true_tile[p, i]` where `comp_op0(range_start + i, bound0[p])` and `comp_op1(range_start + i, bound1[p])`, else `on_false_value`; the row maximum goes to the Vector accumulators.",
+        &[
+            RANGE_TILES.text,
+            "`on_true_tile` has a float dtype.",
             "`comp_op0`/`comp_op1` are `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`; `bound0`/`bound1` are `(P, 1)` tensors.",
-            "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`; `reduce_res` is `(P, 1)` of a float dtype.",
+            "`on_false_value` is FP32_MIN (−3.4028235e38); `reduce_op` is `nl.maximum`.",
+            REDUCE_RESULT.text,
         ],
-        run: range_select,
-    },
-    ApiDef {
-        name: "nisa.affine_select",
-        params: &[
-            req("dst", Kind::Tensor),
+        range_select,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.affine_select",
+        &[
+            DST,
             req("pattern", Kind::Pattern),
             req("channel_multiplier", Kind::Int),
             req("on_true_tile", Kind::Tensor),
             req("on_false_value", Kind::Float),
             opt("cmp_op", Kind::AluOp, "nl.equal"),
             opt("offset", Kind::Int, "0"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: &[Engine::GpSimd],
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = cmp_op(offset + p·channel_multiplier + Σ i_k·step_k, 0) ? on_true_tile : on_false_value` on GpSimd (e.g. causal masks).",
-        constraints: &[
+        GPSIMD,
+        "`dst = cmp_op(offset + p·channel_multiplier + Σ i_k·step_k, 0) ? on_true_tile : on_false_value` on GpSimd (e.g. causal masks).",
+        &[
             "`on_true_tile` and `dst` are SBUF with equal partition counts (≤ 128); `dst`'s free size is the product of the pattern's counts, as is `on_true_tile`'s.",
             "`pattern` has 1 to 4 `[step, num]` pairs; `cmp_op` is a comparison operator; `on_false_value` is a number.",
         ],
-        run: affine_select,
-    },
-    ApiDef {
-        name: "nisa.quantize_mx",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
-            req("dst_scale", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: VECTOR,
-        since: Target::Trn3,
-        value_form: false,
-        summary: "Quantizes fp16/bf16 `src` into packed MXFP8 `dst` with one e8m0 scale per 8 partitions × 4 elements in `dst_scale`.",
-        constraints: &[
+        affine_select,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.quantize_mx",
+        &[DST, SRC, req("dst_scale", Kind::Tensor), NAME],
+        VECTOR,
+        "Quantizes fp16/bf16 `src` into packed MXFP8 `dst` with one e8m0 scale per 8 partitions × 4 elements in `dst_scale`.",
+        &[
             "trn3 only; all three tensors are in SBUF.",
             "`src` is float16 or bfloat16 with a multiple of 32 partitions (≤ 128) and a free size that is a multiple of 4.",
             "`dst` is float8_e5m2_x4 or float8_e4m3fn_x4 with `src`'s partition count and a quarter of its free size; `dst_scale` is float8_e8m0fnu or uint8 with that free size too, and only its first 32·(P/32 − 1) + 4 rows (4 per quadrant) are written.",
         ],
-        run: quantize_mx,
-    },
-    ApiDef {
-        name: "nisa.nc_matmul_mx",
-        params: &[
-            req("dst", Kind::Tensor),
+        quantize_mx,
+    )
+    .new_in(Target::Trn3),
+    ApiDef::new(
+        "nisa.nc_matmul_mx",
+        &[
+            DST,
             req("stationary", Kind::Tensor),
             req("moving", Kind::Tensor),
             req("stationary_scale", Kind::Tensor),
@@ -440,74 +396,23 @@ pub const DEFS: &[ApiDef] = &[
             opt("tile_position", Kind::Ints, "None"),
             opt("tile_size", Kind::Ints, "None"),
             opt("accumulate", Kind::Bool, "None"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: &[Engine::Tensor],
-        since: Target::Trn3,
-        value_form: false,
-        summary: "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
-        constraints: &[
+        TENSOR,
+        "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
+        &[
             "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
             "`stationary` and `moving` are float8_e5m2_x4, float8_e4m3fn_x4 or float4_e2m1fn_x4; scales are float8_e8m0fnu or uint8; `dst` is float32 or bfloat16.",
             "Both operands have the same partition count, a multiple of 32 and at most 128; `stationary` has an even free size of at most 128; `moving` at most 4096 (fp32 `dst`) or 8192 (bf16 `dst`) free elements.",
             "`dst` is `[M, N]` with M = stationary's and N = moving's free size; each scale has its data's free size and its partitions (or P/8 for P ≤ 32); the instruction reads 4 rows per 32-partition quadrant, rows 0 to 32·(P/32 − 1) + 3 of the scale view, so a scale view of exactly those 32·(P/32 − 1) + 4 rows works too.",
             "PE tiling is by rows only: `tile_size` is (32, 128), (64, 128) or (128, 128) and `tile_position` is (row, 0) with `row` a multiple of the row size.",
         ],
-        run: nc_matmul_mx,
-    },
+        nc_matmul_mx,
+    )
+    .new_in(Target::Trn3),
 ];
 
 // ------------------------------------------------------------------ helpers
-
-/// `data` and `dst` on chip with equal P and F; returns `dst`.
-fn unary_dst(
-    ctx: &mut Ctx<'_>,
-    b: &Bound,
-    src_name: &str,
-    dtype: Option<DType>,
-    span: Span,
-) -> Result<(Rc<Tensor>, Rc<Tensor>), Diagnostic> {
-    let data = b.tensor(ctx, src_name)?;
-    let sd = b.span_of(src_name);
-    let dt = dtype.unwrap_or(data.dtype());
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, dt, Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &data, sd, &format!("`{src_name}`"))?;
-    check::operand(ctx, &dst, ds, "`dst`")?;
-    check::same_pf(ctx, (&data, src_name), (&dst, "dst", ds))?;
-    check::engine_free_size(ctx, &data, sd, &format!("`{src_name}`"))?;
-    Ok((data, dst))
-}
-
-fn not_both_psum(ctx: &Ctx<'_>, a: &Tensor, c: &Tensor, span: Span) -> Result<(), Diagnostic> {
-    if a.buffer == Buffer::Psum && c.buffer == Buffer::Psum {
-        return Err(ctx
-            .error(
-                codes::BUFFER,
-                "both inputs are in PSUM; a two-input Vector instruction reads at most one PSUM operand",
-                span,
-                "two PSUM inputs",
-            )
-            .with_help("copy one of them to SBUF first"));
-    }
-    Ok(())
-}
-
-fn arithmetic_binary(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<AluOp, Diagnostic> {
-    let op = b.alu_op(ctx, name)?.unwrap_or(AluOp::Add);
-    if op.is_bitvec() || op.is_unary() || op == AluOp::Average {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`{name}` must be a binary arithmetic operator, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of(name),
-            "not a binary arithmetic operator",
-        ));
-    }
-    Ok(op)
-}
 
 fn operand_or(
     ctx: &Ctx<'_>,
@@ -569,7 +474,7 @@ fn top8_source(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), 
 // ------------------------------------------------------------------ runs
 
 fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
     let kind = OpKind::Reciprocal {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -578,9 +483,9 @@ fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 }
 
 fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
+    let [src, dst] = SRC_DST.bind(ctx, b, span)?;
     let max_value = operand_or(ctx, b, "max_value", &src, 0.0)?;
-    let res = isa_core::reduce_res(ctx, b, check::partitions(&src))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&src))?;
     let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::Idle);
     let reduce_init = if cmd == ReduceCmd::LoadReduce {
         Some(operand_or(ctx, b, "reduce_init", &src, 0.0)?)
@@ -600,7 +505,7 @@ fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 
 fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let func = b.act_func(ctx, "op")?.unwrap_or(nkic_isa::ActFunc::Copy);
-    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
     let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
     if reduce_op != AluOp::Add {
         return Err(ctx.error(
@@ -613,7 +518,7 @@ fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, 
             "not nl.add",
         ));
     }
-    let Some(res) = isa_core::reduce_res(ctx, b, check::partitions(&data))? else {
+    let Some(res) = REDUCE_RESULT.check(ctx, b, check::partitions(&data))? else {
         return Err(ctx.error(
             codes::ARG_TYPE,
             "`activation_reduce` needs a `reduce_res` tensor",
@@ -651,15 +556,11 @@ fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, 
 }
 
 fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
-    let op0 = arithmetic_binary(ctx, b, "op0")?;
-    let op1 = arithmetic_binary(ctx, b, "op1")?;
+    let [data, operand1, dst] = STT_TILES.bind(ctx, b, span)?;
+    STT_PSUM.check(ctx, b, &data, &operand1)?;
+    let op0 = OPS_ARITH.op(ctx, b, 0)?;
+    let op1 = OPS_ARITH.op(ctx, b, 1)?;
     let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
-    let operand1 = b.tensor(ctx, "operand1")?;
-    let s1 = b.span_of("operand1");
-    check::operand(ctx, &operand1, s1, "`operand1`")?;
-    check::same_pf(ctx, (&data, "data"), (&operand1, "operand1", s1))?;
-    not_both_psum(ctx, &data, &operand1, s1)?;
     let kind = OpKind::ScalarTensorTensor {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -674,14 +575,10 @@ fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
 }
 
 fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (data0, dst) = unary_dst(ctx, b, "data0", None, span)?;
-    let data1 = b.tensor(ctx, "data1")?;
-    let s1 = b.span_of("data1");
-    check::operand(ctx, &data1, s1, "`data1`")?;
-    check::same_pf(ctx, (&data0, "data0"), (&data1, "data1", s1))?;
-    not_both_psum(ctx, &data0, &data1, s1)?;
-    let op0 = arithmetic_binary(ctx, b, "op0")?;
-    let op1 = arithmetic_binary(ctx, b, "op1")?;
+    let [data0, data1, dst] = SCAN_TILES.bind(ctx, b, span)?;
+    SCAN_PSUM.check(ctx, b, &data0, &data1)?;
+    let op0 = OPS_ARITH.op(ctx, b, 0)?;
+    let op1 = OPS_ARITH.op(ctx, b, 1)?;
     let initial = operand_or(ctx, b, "initial", &data0, 0.0)?;
     let kind = OpKind::TensorTensorScan {
         dst: dst.view.clone(),
@@ -697,12 +594,9 @@ fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
 }
 
 fn tensor_copy_predicated(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
-    let pred = b.tensor(ctx, "predicate")?;
+    let [src, pred, dst] = PRED_TILES.bind(ctx, b, span)?;
     let sp = b.span_of("predicate");
-    check::operand(ctx, &pred, sp, "`predicate`")?;
-    check::same_pf(ctx, (&src, "src"), (&pred, "predicate", sp))?;
-    not_both_psum(ctx, &src, &pred, sp)?;
+    PRED_PSUM.check(ctx, b, &src, &pred)?;
     check::dtype_in(
         ctx,
         &pred,
@@ -824,7 +718,7 @@ fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
 }
 
 fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (on_true, dst) = unary_dst(ctx, b, "on_true", None, span)?;
+    let [on_true, pred, dst] = SELECT_TILES.bind(ctx, b, span)?;
     let st = b.span_of("on_true");
     if matches!(on_true.dtype(), DType::TF32 | DType::I32 | DType::U32) {
         return Err(ctx.error(
@@ -837,11 +731,8 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "dtype not allowed",
         ));
     }
-    let pred = b.tensor(ctx, "predicate")?;
     let sp = b.span_of("predicate");
-    check::operand(ctx, &pred, sp, "`predicate`")?;
-    check::same_pf(ctx, (&on_true, "on_true"), (&pred, "predicate", sp))?;
-    not_both_psum(ctx, &on_true, &pred, sp)?;
+    SELECT_PSUM.check(ctx, b, &on_true, &pred)?;
     check::dtype_in(
         ctx,
         &pred,
@@ -863,7 +754,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "not nl.maximum",
         ));
     }
-    let res = isa_core::reduce_res(ctx, b, check::partitions(&on_true))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&on_true))?;
     let cmd = match isa_core::reduce_cmd(ctx, b)? {
         Some(c) => c,
         None if res.is_some() => ReduceCmd::ResetReduce,
@@ -954,7 +845,7 @@ fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
 }
 
 fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (data, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
     // A unary arithmetic `op0` (`nl.abs`, `nl.square`, ...) is allowed,
     // with `operand0` None or 0 (isa.md §4.2): it ignores the operand.
     let unary = b
@@ -962,7 +853,7 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
         .filter(|op| op.is_unary() && !op.is_bitvec());
     let op0 = match unary {
         Some(op) => op,
-        None => arithmetic_binary(ctx, b, "op0")?,
+        None => OP0_ARITH.op(ctx, b, 0)?,
     };
     if b.bool_or(ctx, "reverse0", false)? {
         return Err(ctx.error(
@@ -991,7 +882,7 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
             "unsupported reduction",
         ));
     }
-    let res = isa_core::reduce_res(ctx, b, check::partitions(&data))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::ResetReduce);
     let reduce_init = match (cmd, b.get("reduce_init")) {
         (ReduceCmd::LoadReduce, Some(a)) => Some(scalar_operand(
@@ -1048,10 +939,10 @@ const CUMULATIVE_DTYPES: &[DType] = &[
 ];
 
 fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (src, dst) = unary_dst(ctx, b, "src", None, span)?;
+    let [src, dst] = SRC_DST.bind(ctx, b, span)?;
     check::dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
     check::dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
-    let op0 = arithmetic_binary(ctx, b, "op0")?;
+    let op0 = OP0_ARITH.op(ctx, b, 0)?;
     let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Add);
     if !matches!(
         op1,
@@ -1136,7 +1027,7 @@ fn eight_per_partition(
 fn match_replace8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
     top8_source(ctx, &data, b.span_of("data"), "`data`")?;
-    let (_, dst) = unary_dst(ctx, b, "data", None, span)?;
+    let [_, dst] = DATA_DST.bind(ctx, b, span)?;
     let p = check::partitions(&data);
     let vals = b.tensor(ctx, "vals")?;
     eight_per_partition(ctx, &vals, p, b.span_of("vals"), "`vals`")?;
@@ -1156,7 +1047,7 @@ fn match_replace8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Dia
 }
 
 fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let (src, dst) = unary_dst(ctx, b, "on_true_tile", None, span)?;
+    let [src, dst] = RANGE_TILES.bind(ctx, b, span)?;
     if !src.dtype().is_float() {
         return Err(ctx.error(
             codes::DTYPE,
@@ -1223,7 +1114,7 @@ fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             "not nl.maximum",
         ));
     }
-    let res = isa_core::reduce_res(ctx, b, check::partitions(&src))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&src))?;
     let cmd = isa_core::reduce_cmd(ctx, b)?.unwrap_or(ReduceCmd::ResetReduce);
     if cmd == ReduceCmd::LoadReduce {
         return Err(ctx.error(

@@ -27,7 +27,11 @@ use nkic_isa::{ActFunc, AluOp, DType, Engine, MatmulPerfMode, ReduceCmd, Target}
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::rules::{DATA_DST, NotBothPsum, REDUCE_RESULT, Tiles, both_psum, not_both_psum, tiles};
+use super::table::{
+    ApiDef, Bound, DATA, DST, ENGINE, Kind, NAME, OP0, OPERAND0, REDUCE_IDLE, REDUCE_RES, REVERSE0,
+    REVERSE1, opt, req,
+};
 use crate::ctx::Ctx;
 use crate::value::{ApiObject, Tensor, Value};
 
@@ -38,12 +42,15 @@ const TS: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
 const SCALAR: &[Engine] = &[Engine::Scalar];
 const VECTOR: &[Engine] = &[Engine::Vector];
 
+const TT_TILES: Tiles = tiles!("data1", "data2", "dst");
+const TT_PSUM: NotBothPsum = not_both_psum!("data1", "data2");
+
 /// The core compute instructions.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nisa.nc_matmul",
-        params: &[
-            req("dst", Kind::Tensor),
+    ApiDef::new(
+        "nisa.nc_matmul",
+        &[
+            DST,
             req("stationary", Kind::Tensor),
             req("moving", Kind::Tensor),
             opt("is_stationary_onezero", Kind::Bool, "False"),
@@ -57,13 +64,11 @@ pub const DEFS: &[ApiDef] = &[
                 Kind::Enum("matmul_perf_mode"),
                 "nisa.matmul_perf_mode.none",
             ),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: TENSOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]` on TensorE; the legacy form returns a PSUM tile (`psum[...] += nisa.nc_matmul(a, b)` accumulates).",
-        constraints: &[
+        TENSOR,
+        "`dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]` on TensorE; the legacy form returns a PSUM tile (`psum[...] += nisa.nc_matmul(a, b)` accumulates).",
+        &[
             "`stationary` and `moving` are SBUF, `dst` is PSUM.",
             "The contraction (partition) sizes are equal and at most 128; both inputs start on the same partition.",
             "`stationary` has at most 128 free elements (`gemm_stationary_fmax`).",
@@ -74,125 +79,113 @@ pub const DEFS: &[ApiDef] = &[
             "`perf_mode=double_row` takes fp8 inputs shaped `[P, 2, M]` / `[P, 2, N]`, not with `is_transpose` or PE tiles.",
             "`tile_position` and `tile_size` go together: sizes 32, 64 or 128, starts multiples of the size below 128, K ≤ rows and M ≤ columns; manually placed inputs start on partition `row` and `dst` on partition `col` (otherwise the backend places them so).",
         ],
-        run: nc_matmul,
-    },
-    ApiDef {
-        name: "nisa.nc_transpose",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: TRANSPOSE,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst[f, p] = data[p, f]` (free dims flattened), on TensorE (SBUF to PSUM, up to 128×128) or VectorE (up to 32×32).",
-        constraints: &[
+        nc_matmul,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_transpose",
+        &[DST, DATA, ENGINE, NAME],
+        TRANSPOSE,
+        "`dst[f, p] = data[p, f]` (free dims flattened), on TensorE (SBUF to PSUM, up to 128×128) or VectorE (up to 32×32).",
+        &[
             "`dst` has shape `[F, P]` of `data`'s `[P, F]` and the same dtype.",
             "TensorE: `data` in SBUF, `dst` in PSUM, both sides at most 128.",
             "VectorE: SBUF or PSUM, both sides at most 32.",
         ],
-        run: nc_transpose,
-    },
-    ApiDef {
-        name: "nisa.tensor_tensor",
-        params: &[
-            req("dst", Kind::Tensor),
+        nc_transpose,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_tensor",
+        &[
+            DST,
             req("data1", Kind::Tensor),
             req("data2", Kind::Tensor),
             req("op", Kind::AluOp),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
+            ENGINE,
+            NAME,
         ],
-        engines: TT,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = data1 op data2` element-wise.",
-        constraints: &[
-            "All operands are SBUF/PSUM with equal partition counts (≤ 128) and equal free sizes.",
-            "`data1` and `data2` are not both in PSUM.",
+        TT,
+        "`dst = data1 op data2` element-wise.",
+        &[
+            TT_TILES.text,
+            TT_PSUM.text,
             "`op` is a binary ALU operator; bitwise operators need integer dtypes.",
             "`nl.power` runs on GpSimd; GpSimd cannot access PSUM.",
         ],
-        run: tensor_tensor,
-    },
-    ApiDef {
-        name: "nisa.tensor_scalar",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
-            req("op0", Kind::AluOp),
-            req("operand0", Kind::Scalar),
-            opt("reverse0", Kind::Bool, "False"),
+        tensor_tensor,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_scalar",
+        &[
+            DST,
+            DATA,
+            OP0,
+            OPERAND0,
+            REVERSE0,
             opt("op1", Kind::AluOp, "None"),
             opt("operand1", Kind::Scalar, "None"),
-            opt("reverse1", Kind::Bool, "False"),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
+            REVERSE1,
+            ENGINE,
+            NAME,
         ],
-        engines: TS,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = (data op0 operand0) op1 operand1` with scalar or `(P, 1)` operands.",
-        constraints: &[
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        TS,
+        "`dst = (data op0 operand0) op1 operand1` with scalar or `(P, 1)` operands.",
+        &[
+            DATA_DST.text,
             "Operands are compile-time numbers or `(P, 1)` SBUF/PSUM tensors with `data`'s P; a unary `op0` needs none.",
             "`op1` and `operand1` are given together; both operators are bitwise or both arithmetic; bitwise ones need integer dtypes and VectorE.",
             "ScalarE on trn2 runs only (multiply, add), (multiply) and (add); GpSimd runs only `nl.rsqrt` without `op1` and cannot access PSUM.",
         ],
-        run: tensor_scalar,
-    },
-    ApiDef {
-        name: "nisa.activation",
-        params: &[
-            req("dst", Kind::Tensor),
+        tensor_scalar,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.activation",
+        &[
+            DST,
             req("op", Kind::ActFunc),
-            req("data", Kind::Tensor),
+            DATA,
             opt("bias", Kind::Scalar, "None"),
             opt("scale", Kind::Scalar, "1.0"),
             opt("reduce_op", Kind::AluOp, "None"),
-            opt("reduce_res", Kind::Tensor, "None"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.idle",
-            ),
-            opt("name", Kind::Str, "None"),
+            REDUCE_RES,
+            REDUCE_IDLE,
+            NAME,
         ],
-        engines: SCALAR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
-        constraints: &[
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+        SCALAR,
+        "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
+        &[
+            DATA_DST.text,
             "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
-            "`reduce_op` is `nl.add`; `reduce_res` is an SBUF/PSUM `(P, 1)` tensor of a float dtype; `load_reduce` is not available.",
+            "`reduce_op` is `nl.add`; `load_reduce` is not available.",
+            REDUCE_RESULT.text,
         ],
-        run: activation,
-    },
-    ApiDef {
-        name: "nisa.tensor_reduce",
-        params: &[
-            req("dst", Kind::Tensor),
+        activation,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_reduce",
+        &[
+            DST,
             req("op", Kind::AluOp),
-            req("data", Kind::Tensor),
+            DATA,
             req("axis", Kind::Ints),
             opt("negate", Kind::Bool, "False"),
             opt("keepdims", Kind::Bool, "False"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Reduces `data` over the trailing free axes `axis` with `op`.",
-        constraints: &[
+        VECTOR,
+        "Reduces `data` over the trailing free axes `axis` with `op`.",
+        &[
             "`axis` names trailing free dims ending at the last dim (never dim 0), e.g. (3,), (2, 3), (1, 2, 3).",
             "`op` is a reduction operator; `negate` only with arithmetic operators.",
             "`dst` has `data`'s partition count and the product of the kept free dims as free size.",
         ],
-        run: tensor_reduce,
-    },
+        tensor_reduce,
+    )
+    .with_value_form(),
 ];
 
 // ------------------------------------------------------------------ operands
@@ -507,16 +500,6 @@ fn tile_tile(
     op.engine = engine;
     ctx.push_op(op, span)?;
     Ok(dst)
-}
-
-fn both_psum(ctx: &Ctx<'_>, span: Span) -> Diagnostic {
-    ctx.error(
-        codes::BUFFER,
-        "both inputs are in PSUM; a two-input Vector instruction reads at most one PSUM operand",
-        span,
-        "two PSUM inputs",
-    )
-    .with_help("copy one of them to SBUF first")
 }
 
 /// A fresh SBUF tile for a lowered result.
@@ -1141,15 +1124,8 @@ fn tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         span,
     )?;
     let ds = b.span_of("dst");
-    check::operand(ctx, &a, sa, "`data1`")?;
-    check::operand(ctx, &c, sc, "`data2`")?;
-    check::operand(ctx, &dst, ds, "`dst`")?;
-    check::same_pf(ctx, (&a, "data1"), (&c, "data2", sc))?;
-    check::same_pf(ctx, (&a, "data1"), (&dst, "dst", ds))?;
-    check::engine_free_size(ctx, &a, sa, "`data1`")?;
-    if a.buffer == Buffer::Psum && c.buffer == Buffer::Psum {
-        return Err(both_psum(ctx, sc));
-    }
+    TT_TILES.check(ctx, b, &[&a, &c, &dst])?;
+    TT_PSUM.check(ctx, b, &a, &c)?;
     bitvec_dtypes(ctx, op, &[(&a, sa), (&c, sc), (&dst, ds)])?;
     if op == AluOp::Power {
         if engine == Some(Engine::Vector) {
@@ -1186,10 +1162,7 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let sd = b.span_of("data");
     let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
-    check::operand(ctx, &data, sd, "`data`")?;
-    check::operand(ctx, &dst, ds, "`dst`")?;
-    check::same_pf(ctx, (&data, "data"), (&dst, "dst", ds))?;
-    check::engine_free_size(ctx, &data, sd, "`data`")?;
+    DATA_DST.check(ctx, b, &[&data, &dst])?;
     let operand = |name: &str, op: AluOp| -> Result<Option<Scalar>, Diagnostic> {
         match b.get(name) {
             None => {
@@ -1310,49 +1283,11 @@ pub fn reduce_cmd(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<ReduceCmd>, Diagnos
         .and_then(ReduceCmd::from_name))
 }
 
-/// A `(P, 1)` SBUF/PSUM `reduce_res` of a float dtype (isa.md: every
-/// instruction's reduction result is float) for data with `p` partitions.
-pub fn reduce_res(ctx: &Ctx<'_>, b: &Bound, p: u64) -> Result<Option<Rc<Tensor>>, Diagnostic> {
-    let Some(t) = b.opt_tensor(ctx, "reduce_res")? else {
-        return Ok(None);
-    };
-    let sp = b.span_of("reduce_res");
-    check::operand(ctx, &t, sp, "`reduce_res`")?;
-    if check::partitions(&t) != p || check::free_size(&t) != 1 {
-        return Err(ctx.error(
-            codes::SHAPE,
-            format!(
-                "`reduce_res` must be ({p}, 1), found {}",
-                shape_text(&t.shape)
-            ),
-            sp,
-            "not (P, 1)",
-        ));
-    }
-    if !t.dtype().is_float() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`reduce_res` must have a float dtype, found {}",
-                check::describe(&t)
-            ),
-            sp,
-            "not a float dtype",
-        ));
-    }
-    Ok(Some(t))
-}
-
 fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
     let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
-    let sd = b.span_of("data");
     let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &data, sd, "`data`")?;
-    check::operand(ctx, &dst, ds, "`dst`")?;
-    check::same_pf(ctx, (&data, "data"), (&dst, "dst", ds))?;
-    check::engine_free_size(ctx, &data, sd, "`data`")?;
+    DATA_DST.check(ctx, b, &[&data, &dst])?;
     let scale = match b.get("scale") {
         None => Scalar::imm(1.0),
         Some(a) => scalar_operand(ctx, &a.value, &data, a.span, "`scale`")?,
@@ -1387,7 +1322,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
             "not nl.add",
         ));
     }
-    let res = reduce_res(ctx, b, check::partitions(&data))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = match reduce_cmd(ctx, b)? {
         Some(c) => c,
         None if res.is_some() || reduce_op.is_some() => ReduceCmd::ResetReduce,

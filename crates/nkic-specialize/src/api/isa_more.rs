@@ -35,7 +35,11 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
 use super::isa_core::{self, scalar_operand};
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::rules::REDUCE_RESULT;
+use super::table::{
+    ApiDef, Bound, DATA, DST, Kind, NAME, OUT_DTYPE, REDUCE_IDLE, REDUCE_RES, REVERSE0, REVERSE1,
+    SRC, opt, req,
+};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -47,268 +51,246 @@ const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nisa.dropout",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
+    ApiDef::new(
+        "nisa.dropout",
+        &[
+            DST,
+            DATA,
             req("prob", Kind::Scalar),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
-        constraints: &[
+        VECTOR,
+        "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
+        &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128), free sizes and dtypes.",
             "`prob` is a number in [0, 1] or a `(P, 1)` tensor; a tensor `prob` is float32 when `data` is an integer tile.",
         ],
-        run: dropout,
-    },
-    ApiDef {
-        name: "nisa.nc_stream_shuffle",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+        dropout,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_stream_shuffle",
+        &[
+            DST,
+            SRC,
             req("shuffle_mask", Kind::Ints),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Permutes partitions inside each 32-partition quadrant: output partition `i` receives source partition `shuffle_mask[i]` (255 leaves it unchanged).",
-        constraints: &[
+        VECTOR,
+        "Permutes partitions inside each 32-partition quadrant: output partition `i` receives source partition `shuffle_mask[i]` (255 leaves it unchanged).",
+        &[
             "`shuffle_mask` has 32 entries, each 0–31 or 255.",
             "`src` and `dst` are SBUF/PSUM with the same dtype and free size, at most 128 partitions each.",
             "Start partitions: with A = the larger partition count rounded up to 32, A ≥ 96 starts both at 0, A = 64 at 0 or 64, A = 32 at 0, 32, 64 or 96.",
         ],
-        run: stream_shuffle,
-    },
-    ApiDef {
-        name: "nisa.rng",
-        params: &[
-            req("dst", Kind::Tensor),
+        stream_shuffle,
+    ),
+    ApiDef::new(
+        "nisa.rng",
+        &[
+            DST,
             opt("engine", Kind::Enum("engine"), "nisa.engine.vector"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR_GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
-        constraints: &[
+        VECTOR_GPSIMD,
+        "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
+        &[
             "`dst` is int8, int16, int32, uint8, uint16 or uint32, in SBUF or PSUM (SBUF on GpSimd).",
         ],
-        run: rng,
-    },
-    ApiDef {
-        name: "nisa.rand2",
-        params: &[
-            req("dst", Kind::Tensor),
+        rng,
+    ),
+    ApiDef::new(
+        "nisa.rand2",
+        &[
+            DST,
             req("min", Kind::Scalar),
             req("max", Kind::Scalar),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn3,
-        value_form: false,
-        summary: "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
-        constraints: &[
+        VECTOR,
+        "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
+        &[
             "trn3 only.",
             "`dst` is SBUF/PSUM of a float or integer dtype (not packed x4 or e8m0).",
             "`min` and `max` are numbers (`min < max`) or `(P, 1)` tensors.",
         ],
-        run: rand2,
-    },
-    ApiDef {
-        name: "nisa.set_rng_seed",
-        params: &[
+        rand2,
+    )
+    .new_in(Target::Trn3),
+    ApiDef::new(
+        "nisa.set_rng_seed",
+        &[
             req("src_seeds", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Seeds the Vector engine's generators from one 32-bit value; the state persists for the rest of the program.",
-        constraints: &["`src_seeds` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
-        run: set_rng_seed,
-    },
-    ApiDef {
-        name: "nisa.rand_set_state",
-        params: &[
+        VECTOR,
+        "Seeds the Vector engine's generators from one 32-bit value; the state persists for the rest of the program.",
+        &["`src_seeds` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
+        set_rng_seed,
+    ),
+    ApiDef::new(
+        "nisa.rand_set_state",
+        &[
             req("src_seeds", Kind::Tensor),
             opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR_GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Loads the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
-        constraints: &[],
-        run: unsupported,
-    },
-    ApiDef {
-        name: "nisa.rand_get_state",
-        params: &[
-            req("dst", Kind::Tensor),
+        VECTOR_GPSIMD,
+        "Loads the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
+        &[],
+        unsupported,
+    ),
+    ApiDef::new(
+        "nisa.rand_get_state",
+        &[
+            DST,
             opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: VECTOR_GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Stores the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
-        constraints: &[],
-        run: unsupported,
-    },
-    ApiDef {
-        name: "nisa.local_gather",
-        params: &[
-            req("dst", Kind::Tensor),
+        VECTOR_GPSIMD,
+        "Stores the per-lane XORWOW generator states. Not supported by nkic yet (E0524).",
+        &[],
+        unsupported,
+    ),
+    ApiDef::new(
+        "nisa.local_gather",
+        &[
+            DST,
             req("src_buffer", Kind::Tensor),
             req("index", Kind::Tensor),
             opt("num_elem_per_idx", Kind::Int, "1"),
             opt("num_valid_indices", Kind::Int, "None"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
-        constraints: &[
+        GPSIMD,
+        "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
+        &[
             "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
             "`index` is uint16; `num_elem_per_idx` is 1, 2, 4, 8, 16 or 32; at most 4096 indices per core.",
             "`dst` has `src_buffer`'s dtype and partitions and `num_valid_indices × num_elem_per_idx` elements per partition.",
         ],
-        run: local_gather,
-    },
-    ApiDef {
-        name: "nisa.nc_n_gather",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("data", Kind::Tensor),
+        local_gather,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_n_gather",
+        &[
+            DST,
+            DATA,
             req("indices", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
-        constraints: &[
+        GPSIMD,
+        "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
+        &[
             "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
             "`indices` is uint32 or int32; `dst` has `indices`' free size and `data`'s dtype.",
         ],
-        run: n_gather,
-    },
-    ApiDef {
-        name: "nisa.sequence_bounds",
-        params: &[
-            req("dst", Kind::Tensor),
+        n_gather,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.sequence_bounds",
+        &[
+            DST,
             req("segment_ids", Kind::Tensor),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
-        constraints: &[
+        GPSIMD,
+        "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
+        &[
             "`segment_ids` is SBUF `(1, n)` float32 or int32.",
             "`dst` is SBUF with the same dtype, one partition and `2 × n` elements.",
         ],
-        run: sequence_bounds,
-    },
-    ApiDef {
-        name: "nisa.nonzero_with_count",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+        sequence_bounds,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nonzero_with_count",
+        &[
+            DST,
+            SRC,
             opt("index_offset", Kind::Int, "0"),
             opt("padding_val", Kind::Int, "-1"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
-        constraints: &[
+        GPSIMD,
+        "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
+        &[
             "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",
         ],
-        run: nonzero_with_count,
-    },
-    ApiDef {
-        name: "nisa.activate2",
-        params: &[
-            req("dst", Kind::Tensor),
+        nonzero_with_count,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.activate2",
+        &[
+            DST,
             req("op", Kind::ActFunc),
-            req("data", Kind::Tensor),
+            DATA,
             opt("imm0", Kind::Scalar, "None"),
             opt("imm1", Kind::Scalar, "None"),
             opt("op0", Kind::AluOp, "nl.bypass"),
             opt("op1", Kind::AluOp, "nl.bypass"),
             opt("relu_param", Kind::Scalar, "0.0"),
-            opt("reverse0", Kind::Bool, "False"),
-            opt("reverse1", Kind::Bool, "False"),
+            REVERSE0,
+            REVERSE1,
             opt("reduce_op", Kind::AluOp, "None"),
-            opt("reduce_res", Kind::Tensor, "None"),
-            opt(
-                "reduce_cmd",
-                Kind::Enum("reduce_cmd"),
-                "nisa.reduce_cmd.idle",
-            ),
-            opt("name", Kind::Str, "None"),
+            REDUCE_RES,
+            REDUCE_IDLE,
+            NAME,
         ],
-        engines: SCALAR,
-        since: Target::Trn3,
-        value_form: true,
-        summary: "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
-        constraints: &[
+        SCALAR,
+        "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
+        &[
             "trn3 only.",
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
             "`(op0, op1)` is (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass); a non-bypass op needs its immediate, `reverseN` needs `opN`.",
-            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`; `reduce_res` is `(P, 1)` of a float dtype.",
+            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`.",
+            REDUCE_RESULT.text,
         ],
-        run: activate2,
-    },
-    ApiDef {
-        name: "nisa.topk",
-        params: &[
+        activate2,
+    )
+    .new_in(Target::Trn3)
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.topk",
+        &[
             req("val_dst", Kind::Tensor),
             req("idx_dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+            SRC,
             req("n", Kind::Int),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn3,
-        value_form: false,
-        summary: "The K largest of `n` values per 16-partition group, with their indices. Not supported by nkic yet (E0524).",
-        constraints: &[],
-        run: unsupported,
-    },
-    ApiDef {
-        name: "nisa.core_barrier",
-        params: &[
-            req("data", Kind::Tensor),
+        GPSIMD,
+        "The K largest of `n` values per 16-partition group, with their indices. Not supported by nkic yet (E0524).",
+        &[],
+        unsupported,
+    )
+    .new_in(Target::Trn3),
+    ApiDef::new(
+        "nisa.core_barrier",
+        &[
+            DATA,
             req("cores", Kind::Ints),
             opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: BARRIER_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
-        constraints: &[
+        BARRIER_ENGINES,
+        "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
+        &[
             "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
             "`cores` is `(0, 1)` (E0525).",
             "Both instances issue the same barriers on the same engines in the same order (E0525 at the first barrier without a partner).",
             "`data` is an HBM tensor (shared between the cores).",
         ],
-        run: core_barrier,
-    },
-    ApiDef {
-        name: "nisa.sendrecv",
-        params: &[
-            req("src", Kind::Tensor),
-            req("dst", Kind::Tensor),
+        core_barrier,
+    ),
+    ApiDef::new(
+        "nisa.sendrecv",
+        &[
+            SRC,
+            DST,
             req("send_to_rank", Kind::Int),
             req("recv_from_rank", Kind::Int),
             req("pipe_id", Kind::Int),
@@ -317,13 +299,11 @@ pub const DEFS: &[ApiDef] = &[
                 Kind::Enum("dma_engine"),
                 "nisa.dma_engine.dma",
             ),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: SENDRECV_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Exchanges SBUF tiles between the two cores of an LNC=2 logical core: this core's `src` arrives in the other core's `dst` and the other core's `src` in this `dst`. With `dma_engine.dma` (default) it is issued on the Sync engine's queue, with `dma_engine.gpsimd_dma` on GpSimd's.",
-        constraints: &[
+        SENDRECV_ENGINES,
+        "Exchanges SBUF tiles between the two cores of an LNC=2 logical core: this core's `src` arrives in the other core's `dst` and the other core's `src` in this `dst`. With `dma_engine.dma` (default) it is issued on the Sync engine's queue, with `dma_engine.gpsimd_dma` on GpSimd's.",
+        &[
             "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
             "`send_to_rank` and `recv_from_rank` are the other core's rank, `1 - nl.program_id(0)` (E0525).",
             "Both instances issue the same exchanges and barriers on the same engines in the same order (E0525 at the first one without a partner).",
@@ -331,153 +311,131 @@ pub const DEFS: &[ApiDef] = &[
             "`pipe_id` is 0 to 255.",
             "With `dma_engine.gpsimd_dma`, at most 1024 bytes per partition for 32-bit dtypes, 512 for 16-bit and 256 for 8-bit (256 elements).",
         ],
-        run: sendrecv,
-    },
-    ApiDef {
-        name: "nl.rand",
-        params: &[
+        sendrecv,
+    ),
+    ApiDef::new(
+        "nl.rand",
+        &[
             req("shape", Kind::Shape),
             opt("dtype", Kind::DType, "nl.float32"),
             opt("buffer", Kind::Buffer, "nl.sbuf"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
-        constraints: &["The tile is SBUF with at most 128 partitions."],
-        run: nl_rand,
-    },
-    ApiDef {
-        name: "nl.random_seed",
-        params: &[req("seed", Kind::Tensor)],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Seeds the random generators from a `[1, 1]` 32-bit SBUF/PSUM tensor (`nisa.set_rng_seed`).",
-        constraints: &["`seed` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
-        run: nl_random_seed,
-    },
-    ApiDef {
-        name: "nl.dropout",
-        params: &[
+        VECTOR,
+        "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
+        &["The tile is SBUF with at most 128 partitions."],
+        nl_rand,
+    ),
+    ApiDef::new(
+        "nl.random_seed",
+        &[req("seed", Kind::Tensor)],
+        VECTOR,
+        "Seeds the random generators from a `[1, 1]` 32-bit SBUF/PSUM tensor (`nisa.set_rng_seed`).",
+        &["`seed` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
+        nl_random_seed,
+    ),
+    ApiDef::new(
+        "nl.dropout",
+        &[
             req("x", Kind::Tensor),
             req("rate", Kind::Scalar),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A new tile with each element of `x` zeroed with probability `rate` (`nisa.dropout`; survivors are not rescaled).",
-        constraints: &["The `nisa.dropout` rules apply."],
-        run: nl_dropout,
-    },
-    ApiDef {
-        name: "nl.gather_flattened",
-        params: &[
-            req("data", Kind::Tensor),
+        VECTOR,
+        "A new tile with each element of `x` zeroed with probability `rate` (`nisa.dropout`; survivors are not rescaled).",
+        &["The `nisa.dropout` rules apply."],
+        nl_dropout,
+    ),
+    ApiDef::new(
+        "nl.gather_flattened",
+        &[
+            DATA,
             req("indices", Kind::Tensor),
             opt("axis", Kind::Int, "0"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A new tile with `out[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims (`nisa.nc_n_gather`).",
-        constraints: &[
+        GPSIMD,
+        "A new tile with `out[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims (`nisa.nc_n_gather`).",
+        &[
             "`axis` is 0 (the gather is per partition).",
             "The `nisa.nc_n_gather` rules apply.",
         ],
-        run: nl_gather_flattened,
-    },
-    ApiDef {
-        name: "nl.shared_identity_matrix",
-        params: &[
+        nl_gather_flattened,
+    ),
+    ApiDef::new(
+        "nl.shared_identity_matrix",
+        &[
             req("n", Kind::Int),
             opt("dtype", Kind::DType, "nl.uint8"),
             opt("dst", Kind::Tensor, "None"),
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "An `n × n` identity matrix in SBUF (in `dst` when given): an `iota` of `f - p` compared with 0.",
-        constraints: &[
+        GPSIMD,
+        "An `n × n` identity matrix in SBUF (in `dst` when given): an `iota` of `f - p` compared with 0.",
+        &[
             "`n` is 1 to 128.",
             "`dst`, when given, is an SBUF `(n, n)` tile.",
         ],
-        run: nl_identity,
-    },
-    ApiDef {
-        name: "nl.shared_constant",
-        params: &[
+        nl_identity,
+    ),
+    ApiDef::new(
+        "nl.shared_constant",
+        &[
             req("constant", Kind::Any),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A shared-HBM tensor holding a NumPy array embedded in the kernel. nkic has no data section: only `np.identity(n)` is supported (written at run time by an `iota`, a compare and a DMA); any other array is E0524.",
-        constraints: &["`constant` is `np.identity(n)` with n ≤ 128."],
-        run: shared_constant,
-    },
-    ApiDef {
-        name: "np.identity",
-        params: &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
-        constraints: &["`n` is 1 to 128."],
-        run: np_identity,
-    },
-    ApiDef {
-        name: "ncc.sbuf.alloc",
-        params: &[req("func", Kind::Any)],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
-        constraints: &[],
-        run: legacy_sbuf,
-    },
-    ApiDef {
-        name: "ncc.sbuf.mod_alloc",
-        params: &[
+        GPSIMD,
+        "A shared-HBM tensor holding a NumPy array embedded in the kernel. nkic has no data section: only `np.identity(n)` is supported (written at run time by an `iota`, a compare and a DMA); any other array is E0524.",
+        &["`constant` is `np.identity(n)` with n ≤ 128."],
+        shared_constant,
+    ),
+    ApiDef::new(
+        "np.identity",
+        &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
+        NONE,
+        "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
+        &["`n` is 1 to 128."],
+        np_identity,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.mod_alloc",
+        &[
             req("base_addr", Kind::Int),
             opt("base_partition", Kind::Int, "0"),
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
-        constraints: &[],
-        run: legacy_sbuf,
-    },
-    ApiDef {
-        name: "ncc.sbuf.auto_alloc",
-        params: &[],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy automatic SBUF allocation: `nl.sbuf`.",
-        constraints: &[],
-        run: legacy_sbuf,
-    },
-    ApiDef {
-        name: "ncc.psum.alloc",
-        params: &[req("func", Kind::Any)],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        constraints: &[],
-        run: legacy_psum,
-    },
-    ApiDef {
-        name: "ncc.psum.mod_alloc",
-        params: &[
+        NONE,
+        "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic SBUF allocation: `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.psum.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.mod_alloc",
+        &[
             req("base_bank", Kind::Int),
             opt("base_addr", Kind::Int, "0"),
             opt("base_partition", Kind::Int, "0"),
@@ -485,43 +443,35 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        constraints: &[],
-        run: legacy_psum,
-    },
-    ApiDef {
-        name: "ncc.psum.auto_alloc",
-        params: &[],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy automatic PSUM allocation: `nl.psum`.",
-        constraints: &[],
-        run: legacy_psum,
-    },
-    ApiDef {
-        name: "ncc.skip_middle_end_transformations",
-        params: &[req("func", Kind::Any)],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
-        constraints: &[],
-        run: identity_decorator,
-    },
-    ApiDef {
-        name: "nl.device_print",
-        params: &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
-        constraints: &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
-        run: device_print,
-    },
+        NONE,
+        "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic PSUM allocation: `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.skip_middle_end_transformations",
+        &[req("func", Kind::Any)],
+        NONE,
+        "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
+        &[],
+        identity_decorator,
+    ),
+    ApiDef::new(
+        "nl.device_print",
+        &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+        NONE,
+        "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+        &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+        device_print,
+    ),
 ];
 
 // ------------------------------------------------------------------ helpers
@@ -1392,7 +1342,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             "unsupported reduction",
         ));
     }
-    let res = isa_core::reduce_res(ctx, b, check::partitions(&data))?;
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = match isa_core::reduce_cmd(ctx, b)? {
         Some(c) => c,
         None if res.is_some() || reduce_op.is_some() => ReduceCmd::ResetReduce,

@@ -74,7 +74,12 @@
 //!   op) and `nl_math.rs` (`nl.*` element-wise math, reductions,
 //!   softmax, rms_norm, …).
 //!
-//! Shared helpers for new files: [`table::Bound`]'s accessors convert and
+//! Shared helpers for new files: [`table`] has the shared parameters
+//! (`DST`, `NAME`, `ENGINE`, the two-stage operator set, …) and the
+//! [`ApiDef::new`] constructor; [`rules`] has rules as data, each writing
+//! its constraint sentence and running its check (tiles of equal shape,
+//! not both in PSUM, binary arithmetic operators, `reduce_res`);
+//! [`table::Bound`]'s accessors convert and
 //! check arguments; [`check`] has the operand rules (on chip, P ≤ 128,
 //! start partition, equal P/F, free-size limits, PSUM access); [`emit`]
 //! records ops and handles `engine=`, `name=` and the legacy value form.
@@ -103,6 +108,7 @@ pub mod nl_math;
 pub mod nl_more;
 pub mod operators;
 pub mod registers;
+pub mod rules;
 pub mod table;
 pub mod tensor;
 pub mod view_more;

@@ -18,24 +18,22 @@ const TRANSPOSE: &[Engine] = &[Engine::Tensor, Engine::Vector];
 
 /// `nl.matmul` and `nl.transpose`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nl.matmul",
-        params: &[
+    ApiDef::new(
+        "nl.matmul",
+        &[
             req("x", Kind::Tensor),
             req("y", Kind::Tensor),
             opt("transpose_x", Kind::Bool, "False"),
         ],
-        engines: TENSOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false; `acc += nl.matmul(x, y, ...)` on a PSUM tile accumulates into `acc` instead, as `acc += nisa.nc_matmul(...)` does.",
-        constraints: &[
+        TENSOR,
+        "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false; `acc += nl.matmul(x, y, ...)` on a PSUM tile accumulates into `acc` instead, as `acc += nisa.nc_matmul(...)` does.",
+        &[
             "`x` and `y` are SBUF tiles (PSUM tiles are copied to SBUF first); the contraction sizes agree and are at most 128.",
             "`x` has at most 128 rows (stationary free size), `y` at most 512 columns (trn2; 4096 on trn3).",
             "The `nisa.nc_matmul` rules apply.",
         ],
-        run: matmul,
-    },
+        matmul,
+    ),
     ApiDef {
         name: "nl.transpose",
         params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],

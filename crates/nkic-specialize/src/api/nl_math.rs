@@ -47,7 +47,7 @@ use super::codes;
 use super::consts;
 use super::emit;
 use super::isa_core::{self, Operand};
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -298,59 +298,49 @@ pub const DEFS: &[ApiDef] = &[
     act!("nl.sign", "−1, 0 or 1 by the sign of `x` (ScalarE)."),
     act!("nl.square", "`x * x` (ScalarE)."),
     act!("nl.abs", "`|x|` (ScalarE)."),
-    ApiDef {
-        name: "nl.rsqrt",
-        params: UNARY_PARAMS,
-        engines: GPSIMD_SCALAR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`1 / sqrt(x)`: GpSimd `tensor_scalar(op0=nl.rsqrt)`, or ScalarE `activation(rsqrt)` for a PSUM input.",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.reciprocal",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`1 / x` on VectorE (`tensor_scalar(op0=nl.reciprocal)`).",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.negative",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`-x` (`tensor_scalar(multiply, -1.0)`).",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.logical_not",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`not x` for 0/1 inputs (`tensor_scalar(logical_xor, 1)`); other inputs give unspecified values — use `nl.equal(x, 0)`.",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.invert",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`~x` on integers (`tensor_scalar(op0=nl.invert)`).",
-        constraints: &[
+    ApiDef::new(
+        "nl.rsqrt",
+        UNARY_PARAMS,
+        GPSIMD_SCALAR,
+        "`1 / sqrt(x)`: GpSimd `tensor_scalar(op0=nl.rsqrt)`, or ScalarE `activation(rsqrt)` for a PSUM input.",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.reciprocal",
+        UNARY_PARAMS,
+        VECTOR,
+        "`1 / x` on VectorE (`tensor_scalar(op0=nl.reciprocal)`).",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.negative",
+        UNARY_PARAMS,
+        VECTOR,
+        "`-x` (`tensor_scalar(multiply, -1.0)`).",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.logical_not",
+        UNARY_PARAMS,
+        VECTOR,
+        "`not x` for 0/1 inputs (`tensor_scalar(logical_xor, 1)`); other inputs give unspecified values — use `nl.equal(x, 0)`.",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.invert",
+        UNARY_PARAMS,
+        VECTOR,
+        "`~x` on integers (`tensor_scalar(op0=nl.invert)`).",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "`x` has an integer dtype.",
         ],
-        run: unary,
-    },
+        unary,
+    ),
     reduce!("nl.sum", "The sum over `axis` (`tensor_reduce(add)`)."),
     reduce!("nl.max", "The maximum over `axis` (`tensor_reduce(max)`)."),
     reduce!("nl.min", "The minimum over `axis` (`tensor_reduce(min)`)."),
@@ -366,79 +356,67 @@ pub const DEFS: &[ApiDef] = &[
         "nl.all",
         "1 where every element over `axis` is non-zero (`tensor_reduce(logical_and)`)."
     ),
-    ApiDef {
-        name: "nl.softmax",
-        params: &[
+    ApiDef::new(
+        "nl.softmax",
+        &[
             req("x", Kind::Tensor),
             opt("axis", Kind::Ints, "-1"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: &[Engine::Vector, Engine::Scalar],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
-        constraints: &[
+        &[Engine::Vector, Engine::Scalar],
+        "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "`axis` names all free dims (`-1` for a 2-D tile).",
         ],
-        run: softmax,
-    },
-    ApiDef {
-        name: "nl.rms_norm",
-        params: &[
+        softmax,
+    ),
+    ApiDef::new(
+        "nl.rms_norm",
+        &[
             req("x", Kind::Tensor),
             req("w", Kind::Tensor),
             req("axis", Kind::Ints),
             req("n", Kind::Int),
             opt("epsilon", Kind::Float, "1e-06"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("compute_dtype", Kind::DType, "None"),
         ],
-        engines: &[Engine::Vector, Engine::Scalar],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x / sqrt(Σx² / n + epsilon) * w`: `activation(square)` summing each row, `tensor_scalar(×1/n, +eps)`, `activation(rsqrt)`, `tensor_scalar(multiply)`, `tensor_tensor(multiply, w)`.",
-        constraints: &[
+        &[Engine::Vector, Engine::Scalar],
+        "`x / sqrt(Σx² / n + epsilon) * w`: `activation(square)` summing each row, `tensor_scalar(×1/n, +eps)`, `activation(rsqrt)`, `tensor_scalar(multiply)`, `tensor_tensor(multiply, w)`.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions; `axis` names all its free dims.",
             "`n` is a positive int; `w` has `x`'s shape or is a `(P, 1)` tile.",
         ],
-        run: rms_norm,
-    },
-    ApiDef {
-        name: "nl.where",
-        params: &[
+        rms_norm,
+    ),
+    ApiDef::new(
+        "nl.where",
+        &[
             req("condition", Kind::Tensor),
             req("x", Kind::Operand),
             req("y", Kind::Operand),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x` where `condition` is non-zero, else `y`: a copy of `y` (a memset for a number), then `tensor_copy_predicated` of `x`.",
-        constraints: &[
+        VECTOR,
+        "`x` where `condition` is non-zero, else `y`: a copy of `y` (a memset for a number), then `tensor_copy_predicated` of `x`.",
+        &[
             "`condition` is an SBUF/PSUM tile; tile operands have its partition count and free size.",
             "At least one of `x` and `y` is a tile, or `dtype` is given.",
         ],
-        run: where_,
-    },
-    ApiDef {
-        name: "nl.broadcast_to",
-        params: &[
-            req("x", Kind::Tensor),
-            req("shape", Kind::Shape),
-            opt("dtype", Kind::DType, "None"),
-        ],
-        engines: &[Engine::Vector, Engine::Tensor],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
-        constraints: &[
+        where_,
+    ),
+    ApiDef::new(
+        "nl.broadcast_to",
+        &[req("x", Kind::Tensor), req("shape", Kind::Shape), OUT_DTYPE],
+        &[Engine::Vector, Engine::Tensor],
+        "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
+        &[
             "`x` is an SBUF/PSUM tile of the same rank as `shape`; each dim of `x` equals the target size or is 1.",
             "Broadcasting the partition dim needs a 1-partition `x` starting on a quadrant boundary.",
         ],
-        run: broadcast_to,
-    },
+        broadcast_to,
+    ),
     ApiDef {
         name: "nl.var",
         params: &[
