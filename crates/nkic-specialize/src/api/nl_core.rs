@@ -8,7 +8,8 @@ use nkic_ir::Buffer;
 use nkic_isa::{Engine, Target};
 
 use super::check;
-use super::isa_core::{self, MatmulFlags, PendingMatmul};
+use super::isa::tensor_engine::{self, MatmulFlags, PendingMatmul};
+use super::lower;
 use super::table::{ApiDef, Bound, Kind, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -69,7 +70,7 @@ fn transpose_tile(ctx: &mut Ctx<'_>, x: &Rc<Tensor>, span: Span) -> Result<Rc<Te
         span,
         span,
     )?);
-    let (kind, engine) = isa_core::transpose_into(ctx, (&dst, span), (x, span), None)?;
+    let (kind, engine) = tensor_engine::transpose_into(ctx, (&dst, span), (x, span), None)?;
     let mut op = nkic_ir::Op::new(kind);
     op.engine = engine;
     ctx.push_op(op, span)?;
@@ -143,7 +144,7 @@ fn transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     let t = transpose_tile(ctx, &x, b.span_of("x"))?;
     match b.dtype(ctx, "dtype")? {
         Some(dt) if dt != t.dtype() => {
-            let c = isa_core::new_tile(ctx, &t.shape, dt, span)?;
+            let c = lower::new_tile(ctx, &t.shape, dt, span)?;
             let kind = nkic_ir::OpKind::TensorCopy {
                 dst: c.view.clone(),
                 src: t.view.clone(),

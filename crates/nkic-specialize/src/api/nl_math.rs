@@ -3,7 +3,7 @@
 //! language.md §9.2–§9.6 suggests.
 //!
 //! Every function here returns a new SBUF tile. Binary functions lower
-//! through [`isa_core::elementwise`], so `nl.add(a, b)` and `a + b` give
+//! through [`lower::elementwise`], so `nl.add(a, b)` and `a + b` give
 //! the same IR: tile ⊕ number and tile ⊕ `(P, 1)` tile → `tensor_scalar`,
 //! tile ⊕ tile of equal size → `tensor_tensor`. The function entries are
 //! also the operator constants (`op=nl.add`, `op=nl.exp`): the ALU and
@@ -46,7 +46,8 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::consts;
 use super::emit;
-use super::isa_core::{self, Operand};
+use super::isa::tensor_engine;
+use super::lower::{self, Operand};
 use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -474,7 +475,7 @@ fn op_of(b: &Bound) -> Result<AluOp, &'static str> {
 fn result_of(x: &Operand, y: &Operand) -> Option<(Vec<u64>, DType)> {
     match (x, y) {
         (Operand::Tile(a), Operand::Tile(c)) => {
-            let dt = isa_core::promote(a.dtype(), c.dtype());
+            let dt = lower::promote(a.dtype(), c.dtype());
             // Equal ranks broadcast NumPy-style (each dim the larger).
             if a.shape.len() == c.shape.len() {
                 let shape = a
@@ -546,7 +547,7 @@ pub(super) fn temp(
     dtype: DType,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    isa_core::new_tile(ctx, shape, dtype, span)
+    lower::new_tile(ctx, shape, dtype, span)
 }
 
 pub(super) fn activation_kind(
@@ -594,7 +595,7 @@ fn binary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         )
     })?;
     let dst = result(ctx, b, &shape, out_dt, span)?;
-    let t = isa_core::elementwise(ctx, op, &x, &y, Some(dst), Some(out_dt), span)?;
+    let t = lower::elementwise(ctx, op, &x, &y, Some(dst), Some(out_dt), span)?;
     Ok(done(b, &t))
 }
 
@@ -622,7 +623,7 @@ fn divide(
         Operand::Tile(t) => {
             check::operand(ctx, t, b.span_of("y"), "`y`")?;
             let r = temp(ctx, &t.shape, DType::F32, span)?;
-            let inv = isa_core::elementwise(
+            let inv = lower::elementwise(
                 ctx,
                 AluOp::Reciprocal,
                 &Operand::Tile(t.clone()),
@@ -635,7 +636,7 @@ fn divide(
         }
     };
     let dst = result(ctx, b, shape, out_dt, span)?;
-    let t = isa_core::elementwise(
+    let t = lower::elementwise(
         ctx,
         AluOp::Multiply,
         x,
@@ -659,7 +660,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     let tile = Operand::Tile(x.clone());
     match b.def.name {
         "nl.negative" => {
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 AluOp::Multiply,
                 &tile,
@@ -670,7 +671,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             )?;
         }
         "nl.logical_not" => {
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 AluOp::LogicalXor,
                 &tile,
@@ -686,7 +687,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             } else {
                 AluOp::Reciprocal
             };
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 op,
                 &tile,
@@ -743,7 +744,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         }
         None => (x, axes, None),
     };
-    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    let k = lower::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     let kept = x.shape.len() - k;
     let mut shape: Vec<u64> = match &keep_shape {
         Some(ks) if keepdims => ks.clone(),
@@ -780,7 +781,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     push(ctx, kind, None, span)?;
     if mean {
         let n: u64 = x.shape[kept..].iter().product();
-        isa_core::elementwise(
+        lower::elementwise(
             ctx,
             AluOp::Multiply,
             &Operand::Tile(reduced),
@@ -797,7 +798,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
 /// softmax and rms_norm).
 fn all_free_axes(ctx: &Ctx<'_>, b: &Bound, x: &Tensor) -> Result<(), Diagnostic> {
     let axes = b.ints(ctx, "axis")?.unwrap_or_else(|| vec![-1]);
-    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    let k = lower::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     if k + 1 != x.shape.len() {
         return Err(ctx
             .error(
@@ -847,7 +848,7 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
     )?;
     // r = 1 / s; out = e · r.
     let r = temp(ctx, &col, DType::F32, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Reciprocal,
         &Operand::Tile(s),
@@ -857,7 +858,7 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         span,
     )?;
     let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(e),
@@ -922,7 +923,7 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     )?;
     // y = x · r; out = y · w.
     let y = temp(ctx, &x.shape, cdt, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(x.clone()),
@@ -932,7 +933,7 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         span,
     )?;
     let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(y),
@@ -963,7 +964,7 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     let x = operand(ctx, b, "x")?;
     let y = operand(ctx, b, "y")?;
     let default_dt = match (&x, &y) {
-        (Operand::Tile(a), Operand::Tile(c)) => Some(isa_core::promote(a.dtype(), c.dtype())),
+        (Operand::Tile(a), Operand::Tile(c)) => Some(lower::promote(a.dtype(), c.dtype())),
         (Operand::Tile(t), _) | (_, Operand::Tile(t)) => Some(t.dtype()),
         _ => None,
     };
@@ -1231,11 +1232,11 @@ fn ones_matmul(
     row: Rc<Tensor>,
     sx: Span,
     span: Span,
-) -> isa_core::PendingMatmul {
-    isa_core::PendingMatmul {
+) -> tensor_engine::PendingMatmul {
+    tensor_engine::PendingMatmul {
         stationary: ones.clone(),
         moving: row,
-        flags: isa_core::MatmulFlags {
+        flags: tensor_engine::MatmulFlags {
             stationary_onezero: true,
             moving_onezero: false,
             transpose: false,

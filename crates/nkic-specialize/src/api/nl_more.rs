@@ -40,16 +40,16 @@
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
-use nkic_ir::{OpKind, Scalar};
+use nkic_ir::{Buffer, OpKind, Scalar};
 use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
 
 use super::check;
 use super::codes;
-use super::isa_core::{self, Operand};
+use super::lower::{self, Operand};
 use super::nl_math::{
     BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, push, result, temp,
 };
-use super::table::{ApiDef, Bound, Kind, req};
+use super::table::{ApiDef, Bound, Kind, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -179,6 +179,82 @@ pub const DEFS: &[ApiDef] = &[
         ],
         run: loop_reduce,
     },
+    ApiDef::new(
+        "ncc.sbuf.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.mod_alloc",
+        &[
+            req("base_addr", Kind::Int),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NONE,
+        "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic SBUF allocation: `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.psum.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.mod_alloc",
+        &[
+            req("base_bank", Kind::Int),
+            opt("base_addr", Kind::Int, "0"),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_bank_tiles", Kind::Ints, "()"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NONE,
+        "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic PSUM allocation: `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.skip_middle_end_transformations",
+        &[req("func", Kind::Any)],
+        NONE,
+        "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
+        &[],
+        identity_decorator,
+    ),
+    ApiDef::new(
+        "nl.device_print",
+        &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+        NONE,
+        "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+        &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+        device_print,
+    ),
 ];
 
 /// A legacy `nl.loop_reduce` call not yet assigned (module doc).
@@ -238,7 +314,7 @@ impl PendingLoopReduce {
                 "shapes differ",
             ));
         }
-        isa_core::elementwise(
+        lower::elementwise(
             ctx,
             self.op,
             &Operand::Tile(dst.clone()),
@@ -497,7 +573,7 @@ fn tan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         span,
     )?;
     let dst = result(ctx, b, &x.shape, dt, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(s),
@@ -541,7 +617,7 @@ fn floor_or_ceil(
     )?;
     // `fix` is 1.0 where rounding went the wrong way.
     let cmp = if up { AluOp::Less } else { AluOp::Greater };
-    let fix = isa_core::elementwise(
+    let fix = lower::elementwise(
         ctx,
         cmp,
         &Operand::Tile(r.clone()),
@@ -552,7 +628,7 @@ fn floor_or_ceil(
     )?;
     let op = if up { AluOp::Add } else { AluOp::Subtract };
     let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         op,
         &Operand::Tile(r),
@@ -586,7 +662,7 @@ fn trunc_of(
     )?;
     let fl = floor_or_ceil(ctx, &a, false, None, span)?;
     let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(fl),
@@ -618,7 +694,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             } else {
                 c.shape.clone()
             },
-            isa_core::promote(a.dtype(), c.dtype()),
+            lower::promote(a.dtype(), c.dtype()),
         ),
         (Operand::Tile(t), Operand::Num(_)) | (Operand::Num(_), Operand::Tile(t)) => {
             (t.shape.clone(), t.dtype())
@@ -660,7 +736,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             Operand::Tile(r)
         }
     };
-    let q = isa_core::elementwise(
+    let q = lower::elementwise(
         ctx,
         AluOp::Multiply,
         &x,
@@ -674,7 +750,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     } else {
         floor_or_ceil(ctx, &q, false, None, span)?
     };
-    let prod = isa_core::elementwise(
+    let prod = lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(whole),
@@ -697,7 +773,7 @@ fn ew(
     c: &Operand,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    isa_core::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
+    lower::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
 }
 
 /// `|t|` as a float32 temporary (ScalarE `abs`).
@@ -787,7 +863,7 @@ fn correct_remainder(
         span,
     )?;
     let over = ew(ctx, AluOp::Multiply, &Operand::Tile(too_big), &step, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Subtract,
         &r1,
@@ -840,4 +916,42 @@ fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
         shape,
         buffer: x.buffer,
     }))
+}
+
+fn legacy_sbuf(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Sbuf))
+}
+
+fn legacy_psum(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Psum))
+}
+
+fn identity_decorator(_ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(b.value("func"))
+}
+
+fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
+    let t = b.tensor(ctx, "tensor")?;
+    if t.buffer == Buffer::Psum {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`nl.device_print` prints SBUF or HBM tensors, found {}",
+                check::describe(&t)
+            ),
+            b.span_of("tensor"),
+            "in psum",
+        ));
+    }
+    let d = Diagnostic::warning(
+        codes::UNSUPPORTED,
+        format!(
+            "`nl.device_print(\"{prefix}\", …)` is not supported by nkic yet and prints nothing"
+        ),
+    )
+    .with_primary(ctx.file(), span, "ignored")
+    .with_note("nkic has no run-time print; the kernel's results are unaffected");
+    ctx.warnings.push(d);
+    Ok(Value::None)
 }

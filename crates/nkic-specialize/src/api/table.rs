@@ -9,7 +9,7 @@
 //! ([`reference_markdown`]) and, through its `run` function, the checks.
 //!
 //! Definitions live in one file per area (`tensor.rs`, `memory.rs`,
-//! `isa_compute.rs`, `nl_math.rs`, …), each exporting a `DEFS` slice; the
+//! `isa/vector.rs`, `nl_math.rs`, …), each exporting a `DEFS` slice; the
 //! [`REGISTRY`] lists those slices, so a new file is added with one line.
 //!
 //! # Two call forms
@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
-use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
 
 use super::ApiFn;
 use super::codes;
@@ -224,12 +224,16 @@ impl ApiDef {
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
     super::memory::DEFS,
-    super::isa_core::DEFS,
     super::nl_core::DEFS,
     super::registers::DEFS,
-    super::isa_compute::DEFS,
+    super::isa::dma::DEFS,
+    super::isa::tensor_engine::DEFS,
+    super::isa::scalar_engine::DEFS,
+    super::isa::vector::DEFS,
+    super::isa::select::DEFS,
+    super::isa::random::DEFS,
+    super::isa::gpsimd::DEFS,
     super::nl_math::DEFS,
-    super::isa_more::DEFS,
     super::view_more::DEFS,
     super::nl_more::DEFS,
     super::collectives::DEFS,
@@ -803,6 +807,13 @@ impl Bound {
             return Ok(None);
         };
         enum_member_of(ctx, a, enum_name).map(Some)
+    }
+
+    /// The `reduce_cmd=` accumulator command, if given.
+    pub fn reduce_cmd(&self, ctx: &Ctx<'_>) -> Result<Option<ReduceCmd>, Diagnostic> {
+        Ok(self
+            .enum_member(ctx, "reduce_cmd", "reduce_cmd")?
+            .and_then(ReduceCmd::from_name))
     }
 
     /// An optional ALU operator (`nl.add`, …).
