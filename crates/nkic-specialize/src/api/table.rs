@@ -816,6 +816,31 @@ impl Bound {
             .and_then(ReduceCmd::from_name))
     }
 
+    /// The `reduce_cmd=` of an instruction whose accumulators have no
+    /// initial value: when not given, `reset_reduce` if the call asks for
+    /// a reduction (`reducing`), else `idle`; `load_reduce` is an error.
+    pub fn reduce_cmd_without_load(
+        &self,
+        ctx: &Ctx<'_>,
+        reducing: bool,
+    ) -> Result<ReduceCmd, Diagnostic> {
+        let cmd = match self.reduce_cmd(ctx)? {
+            Some(c) => c,
+            None if reducing => ReduceCmd::ResetReduce,
+            None => ReduceCmd::Idle,
+        };
+        if cmd == ReduceCmd::LoadReduce {
+            let short = self.def.name.rsplit('.').next().unwrap_or(self.def.name);
+            return Err(ctx.error(
+                codes::BAD_ENUM,
+                format!("`{short}` has no `load_reduce` (it has no initial value)"),
+                self.span_of("reduce_cmd"),
+                "not available",
+            ));
+        }
+        Ok(cmd)
+    }
+
     /// An optional ALU operator (`nl.add`, …).
     pub fn alu_op(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<AluOp>, Diagnostic> {
         let Some(a) = self.get(name) else {

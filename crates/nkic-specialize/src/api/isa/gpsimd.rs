@@ -15,6 +15,7 @@ use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, Target};
 
 use crate::api::check::{self, shape_text};
 use crate::api::isa::unsupported;
+use crate::api::lower::bitvec_dtypes;
 use crate::api::table::{ApiDef, Bound, DATA, DST, Kind, NAME, OUT_DTYPE, SRC, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -215,22 +216,7 @@ fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
             "wrong result shape",
         ));
     }
-    if op.is_bitvec() {
-        for (t, sp) in [(&data, sd), (&dst, ds)] {
-            if !t.dtype().is_int() {
-                return Err(ctx.error(
-                    codes::DTYPE,
-                    format!(
-                        "the bitwise operator `nl.{}` needs integer dtypes, found {}",
-                        op.name(),
-                        check::describe(t)
-                    ),
-                    sp,
-                    "not an integer dtype",
-                ));
-            }
-        }
-    }
+    bitvec_dtypes(ctx, op, &[(&data, sd), (&dst, ds)])?;
     let kind = OpKind::TensorPartitionReduce {
         dst: dst.view.clone(),
         src: data.view.clone(),

@@ -143,19 +143,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
         ));
     }
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
-    let cmd = match b.reduce_cmd(ctx)? {
-        Some(c) => c,
-        None if res.is_some() || reduce_op.is_some() => ReduceCmd::ResetReduce,
-        None => ReduceCmd::Idle,
-    };
-    if cmd == ReduceCmd::LoadReduce {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            "`activation` has no `load_reduce` (it has no initial value)",
-            b.span_of("reduce_cmd"),
-            "not available",
-        ));
-    }
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
     let kind = OpKind::Activation {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -314,19 +302,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
         ));
     }
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
-    let cmd = match b.reduce_cmd(ctx)? {
-        Some(c) => c,
-        None if res.is_some() || reduce_op.is_some() => ReduceCmd::ResetReduce,
-        None => ReduceCmd::Idle,
-    };
-    if cmd == ReduceCmd::LoadReduce {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            "`activate2` has no `load_reduce` (it has no initial value)",
-            b.span_of("reduce_cmd"),
-            "not available",
-        ));
-    }
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
     if cmd.contributes() && reduce_op.is_none() {
         return Err(ctx.error(
             codes::BAD_ENUM,

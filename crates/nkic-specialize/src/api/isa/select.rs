@@ -145,19 +145,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         ));
     }
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&on_true))?;
-    let cmd = match b.reduce_cmd(ctx)? {
-        Some(c) => c,
-        None if res.is_some() => ReduceCmd::ResetReduce,
-        None => ReduceCmd::Idle,
-    };
-    if cmd == ReduceCmd::LoadReduce {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            "`select_reduce` has no `load_reduce` (it has no initial value)",
-            b.span_of("reduce_cmd"),
-            "not available",
-        ));
-    }
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some())?;
     let kind = OpKind::SelectReduce {
         dst: dst.view.clone(),
         predicate: pred.view.clone(),

@@ -724,24 +724,6 @@ fn mx_scale_span(p: u64) -> u64 {
     32 * ((p / 32).max(1) - 1) + 4
 }
 
-fn mx_pair(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Option<[u32; 2]>, Diagnostic> {
-    match b.ints(ctx, name)? {
-        None => Ok(None),
-        Some(v) if v.is_empty() => Ok(None),
-        Some(v) => match v[..] {
-            [x, y] if (0..=128).contains(&x) && (0..=128).contains(&y) => {
-                Ok(Some([x as u32, y as u32]))
-            }
-            _ => Err(ctx.error(
-                codes::MATMUL_TILE,
-                format!("`{name}` is a pair of ints in 0..=128, found {v:?}"),
-                b.span_of(name),
-                "bad pair",
-            )),
-        },
-    }
-}
-
 fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let dst = b.tensor(ctx, "dst")?;
     let st = b.tensor(ctx, "stationary")?;
@@ -847,8 +829,8 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         "`stationary_scale`",
     )?;
     let ms = mx_scale_rows(ctx, &ms, p, b.span_of("moving_scale"), "`moving_scale`")?;
-    let tile_position = mx_pair(ctx, b, "tile_position")?;
-    let tile_size = mx_pair(ctx, b, "tile_size")?;
+    let tile_position = pair(ctx, b, "tile_position")?;
+    let tile_size = pair(ctx, b, "tile_size")?;
     match (tile_position, tile_size) {
         (None, None) => {}
         (Some([row, col]), Some([rows, cols])) => {
