@@ -77,8 +77,8 @@ pub fn engine(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<Engine>, Diagnostic> {
         "dma" => Engine::Dma,
         _ => return Ok(None),
     };
-    if !b.def.engines.contains(&engine) {
-        let names: Vec<&str> = b.def.engines.iter().map(|e| e.name()).collect();
+    if !b.def.engines().contains(&engine) {
+        let names: Vec<&str> = b.def.engines().iter().map(|e| e.name()).collect();
         return Err(ctx.error(
             codes::ENGINE,
             format!(

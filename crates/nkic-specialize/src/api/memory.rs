@@ -17,7 +17,7 @@ use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, DST, ENGINE, Kind, NAME, OUT_DTYPE, SRC, opt, req};
+use super::table::{ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
@@ -25,8 +25,6 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
 pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
-const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
-const GPSIMD: &[Engine] = &[Engine::GpSimd];
 const NONE: &[Engine] = &[];
 
 /// The data-movement functions.
@@ -69,7 +67,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
             NAME,
         ],
-        DMA,
+        ISA_ENGINES,
         "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
         &[
             "`axes` is (1, 0) for 2-D, (2, 1, 0) for 3-D or (3, 1, 2, 0) for 4-D (the default for the rank).",
@@ -84,7 +82,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.tensor_copy",
         &[DST, SRC, ENGINE, NAME, OUT_DTYPE],
-        COPY_ENGINES,
+        ISA_ENGINES,
         "Copies `src` to `dst` on a compute engine, converting the dtype if they differ.",
         &[
             "Both are SBUF/PSUM with at most 128 partitions and a legal start partition.",
@@ -99,7 +97,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.memset",
         &[DST, req("value", Kind::Float), ENGINE, NAME],
-        MEMSET_ENGINES,
+        ISA_ENGINES,
         "Fills `dst` with a compile-time constant.",
         &[
             "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
@@ -118,7 +116,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("channel_multiplier", Kind::Int, "0"),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
         &[
             "`dst` is SBUF with at most 128 partitions.",

@@ -179,6 +179,11 @@ pub const REDUCE_IDLE: Param = reduce_cmd("nisa.reduce_cmd.idle");
 /// `reduce_cmd=` defaulting to `reset_reduce`.
 pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
 
+/// The engines of an `nisa` function named after an instruction that may
+/// run wherever the instruction may: [`ApiDef::engines`] takes them from
+/// `nkic_isa`'s instruction table by mnemonic, so they are written once.
+pub const ISA_ENGINES: &[Engine] = &[];
+
 /// `reduce_cmd=` with its default as NKI code.
 const fn reduce_cmd(default: &'static str) -> Param {
     opt("reduce_cmd", Kind::Enum("reduce_cmd"), default)
@@ -205,6 +210,30 @@ impl ApiDef {
             constraints,
             run,
         }
+    }
+
+    /// The engines that may execute it: its own list, or for
+    /// [`ISA_ENGINES`] its instruction's in `nkic_isa`'s table.
+    pub fn engines(&self) -> &'static [Engine] {
+        match self.instruction() {
+            Some(m) if self.engines.is_empty() => nkic_isa::Op::engines_of(m).unwrap_or(&[]),
+            _ => self.engines,
+        }
+    }
+
+    /// The oldest target that has it: its own `since`, or its
+    /// instruction's when that is newer.
+    pub fn since(&self) -> Target {
+        match self.instruction().and_then(nkic_isa::Op::since_of) {
+            Some(t) if t > self.since => t,
+            _ => self.since,
+        }
+    }
+
+    /// The mnemonic of the instruction an `nisa` function is named after.
+    fn instruction(&self) -> Option<&'static str> {
+        let mnemonic = self.name.strip_prefix("nisa.")?;
+        nkic_isa::Op::since_of(mnemonic).map(|_| mnemonic)
     }
 
     /// The same function, first available on `target`.
@@ -325,12 +354,12 @@ fn doc_of(d: &ApiDef) -> ApiDoc {
         signature: format!("{}({})", d.name, params.join(", ")),
         summary: d.summary.to_owned(),
         engines: d
-            .engines
+            .engines()
             .iter()
             .map(|e| e.name())
             .collect::<Vec<_>>()
             .join(", "),
-        targets: format!("{}+", d.since.name()),
+        targets: format!("{}+", d.since().name()),
         constraints: d.constraints.iter().map(|c| (*c).to_owned()).collect(),
     }
 }
@@ -464,13 +493,13 @@ pub fn bind(
     mut args: CallArgs,
     span: Span,
 ) -> Result<Bound, Diagnostic> {
-    if ctx.target() < def.since {
+    if ctx.target() < def.since() {
         return Err(ctx.error(
             codes::TARGET,
             format!(
                 "`{}` needs {} or newer, but the target is {}",
                 def.name,
-                def.since.name(),
+                def.since().name(),
                 ctx.target().name()
             ),
             span,

@@ -11,7 +11,7 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::Engine;
 
 use crate::api::check;
-use crate::api::table::{ApiDef, Bound, DATA, DST, Kind, NAME, SRC, opt, req};
+use crate::api::table::{ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, SRC, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::Value;
@@ -26,7 +26,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
             NAME,
         ],
-        BARRIER_ENGINES,
+        ISA_ENGINES,
         "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
         &[
             "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
@@ -63,15 +63,6 @@ pub const DEFS: &[ApiDef] = &[
         ],
         sendrecv,
     ),
-];
-
-/// The engines whose instruction stream can wait at a core barrier.
-const BARRIER_ENGINES: &[Engine] = &[
-    Engine::Tensor,
-    Engine::Vector,
-    Engine::Scalar,
-    Engine::GpSimd,
-    Engine::Sync,
 ];
 
 /// The engines a `sendrecv` is issued from: Sync for `dma_engine.dma`,

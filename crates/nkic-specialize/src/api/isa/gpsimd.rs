@@ -16,7 +16,9 @@ use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, Target};
 use crate::api::check::{self, shape_text};
 use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
-use crate::api::table::{ApiDef, Bound, DATA, DST, Kind, NAME, OUT_DTYPE, SRC, opt, req};
+use crate::api::table::{
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req,
+};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -30,7 +32,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.tensor_partition_reduce",
         &[DST, req("op", Kind::AluOp), DATA, NAME],
-        GPSIMD,
+        ISA_ENGINES,
         "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
         &[
             "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
@@ -49,7 +51,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_valid_indices", Kind::Int, "None"),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
         &[
             "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
@@ -67,7 +69,7 @@ pub const DEFS: &[ApiDef] = &[
             req("indices", Kind::Tensor),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
         &[
             "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
@@ -83,7 +85,7 @@ pub const DEFS: &[ApiDef] = &[
             req("segment_ids", Kind::Tensor),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
         &[
             "`segment_ids` is SBUF `(1, n)` float32 or int32.",
@@ -101,7 +103,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("padding_val", Kind::Int, "-1"),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
         &[
             "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",

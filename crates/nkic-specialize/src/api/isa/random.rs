@@ -15,7 +15,7 @@ use nkic_isa::{AluOp, DType, Engine, Target};
 use crate::api::check;
 use crate::api::isa::unsupported;
 use crate::api::lower::scalar_operand;
-use crate::api::table::{ApiDef, Bound, DATA, DST, Kind, NAME, OUT_DTYPE, opt, req};
+use crate::api::table::{ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -33,7 +33,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("engine", Kind::Enum("engine"), "nisa.engine.vector"),
             NAME,
         ],
-        VECTOR_GPSIMD,
+        ISA_ENGINES,
         "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
         &[
             "`dst` is int8, int16, int32, uint8, uint16 or uint32, in SBUF or PSUM (SBUF on GpSimd).",
@@ -48,7 +48,7 @@ pub const DEFS: &[ApiDef] = &[
             req("max", Kind::Scalar),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
         &[
             "trn3 only.",
@@ -56,8 +56,7 @@ pub const DEFS: &[ApiDef] = &[
             "`min` and `max` are numbers (`min < max`) or `(P, 1)` tensors.",
         ],
         rand2,
-    )
-    .new_in(Target::Trn3),
+    ),
     ApiDef::new(
         "nisa.dropout",
         &[
@@ -66,7 +65,7 @@ pub const DEFS: &[ApiDef] = &[
             req("prob", Kind::Scalar),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
         &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128), free sizes and dtypes.",
@@ -81,7 +80,7 @@ pub const DEFS: &[ApiDef] = &[
             req("src_seeds", Kind::Tensor),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Seeds the Vector engine's generators from one 32-bit value; the state persists for the rest of the program.",
         &["`src_seeds` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
         set_rng_seed,

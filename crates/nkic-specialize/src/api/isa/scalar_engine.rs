@@ -6,20 +6,18 @@
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
+use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
 
 use crate::api::check;
 use crate::api::lower::{operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, REDUCE_RESULT};
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REVERSE0, REVERSE1,
-    opt, req,
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
+    REVERSE0, REVERSE1, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::Value;
-
-const SCALAR: &[Engine] = &[Engine::Scalar];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -36,7 +34,7 @@ pub const DEFS: &[ApiDef] = &[
             REDUCE_IDLE,
             NAME,
         ],
-        SCALAR,
+        ISA_ENGINES,
         "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
         &[
             DATA_DST.text,
@@ -59,7 +57,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("scale", Kind::Scalar, "1.0"),
             NAME,
         ],
-        SCALAR,
+        ISA_ENGINES,
         "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
         &[
             DATA_DST.text,
@@ -88,7 +86,7 @@ pub const DEFS: &[ApiDef] = &[
             REDUCE_IDLE,
             NAME,
         ],
-        SCALAR,
+        ISA_ENGINES,
         "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
         &[
             "trn3 only.",
@@ -99,7 +97,6 @@ pub const DEFS: &[ApiDef] = &[
         ],
         activate2,
     )
-    .new_in(Target::Trn3)
     .with_value_form(),
 ];
 

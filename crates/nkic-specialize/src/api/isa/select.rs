@@ -7,21 +7,17 @@
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, ReduceCmd};
+use nkic_isa::{AluOp, DType, Dim, Fp32, ReduceCmd};
 
 use crate::api::check::{self, shape_text};
 use crate::api::lower::{operand_or, scalar_operand};
 use crate::api::rules::{NotBothPsum, REDUCE_RESULT, Tiles, not_both_psum, tiles};
 use crate::api::table::{
-    ApiDef, Bound, DST, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET, opt, req,
+    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
-
-const VECTOR: &[Engine] = &[Engine::Vector];
-
-const GPSIMD: &[Engine] = &[Engine::GpSimd];
 
 const SELECT_TILES: Tiles = tiles!("on_true", "predicate", "dst");
 
@@ -47,7 +43,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("on_false_value", Kind::Float, "-3.4028235e38"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Keeps `on_true_tile[p, i]` where `comp_op0(range_start + i, bound0[p])` and `comp_op1(range_start + i, bound1[p])`, else `on_false_value`; the row maximum goes to the Vector accumulators.",
         &[
             RANGE_TILES.text,
@@ -72,7 +68,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("reverse_pred", Kind::Bool, "False"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
         &[
             SELECT_TILES.text,
@@ -96,7 +92,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("offset", Kind::Int, "0"),
             NAME,
         ],
-        GPSIMD,
+        ISA_ENGINES,
         "`dst = cmp_op(offset + p·channel_multiplier + Σ i_k·step_k, 0) ? on_true_tile : on_false_value` on GpSimd (e.g. causal masks).",
         &[
             "`on_true_tile` and `dst` are SBUF with equal partition counts (≤ 128); `dst`'s free size is the product of the pattern's counts, as is `on_true_tile`'s.",

@@ -14,14 +14,10 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{DType, Engine, MatmulPerfMode, Target};
 
 use crate::api::check::{self, shape_text};
-use crate::api::table::{ApiDef, Bound, DATA, DST, ENGINE, Kind, NAME, opt, req};
+use crate::api::table::{ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{ApiObject, Tensor, Value};
-
-const TENSOR: &[Engine] = &[Engine::Tensor];
-
-const TRANSPOSE: &[Engine] = &[Engine::Tensor, Engine::Vector];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -44,7 +40,7 @@ pub const DEFS: &[ApiDef] = &[
             ),
             NAME,
         ],
-        TENSOR,
+        ISA_ENGINES,
         "`dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]` on TensorE; the legacy form returns a PSUM tile (`psum[...] += nisa.nc_matmul(a, b)` accumulates).",
         &[
             "`stationary` and `moving` are SBUF, `dst` is PSUM.",
@@ -63,7 +59,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.nc_transpose",
         &[DST, DATA, ENGINE, NAME],
-        TRANSPOSE,
+        ISA_ENGINES,
         "`dst[f, p] = data[p, f]` (free dims flattened), on TensorE (SBUF to PSUM, up to 128×128) or VectorE (up to 32×32).",
         &[
             "`dst` has shape `[F, P]` of `data`'s `[P, F]` and the same dtype.",
@@ -86,7 +82,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("accumulate", Kind::Bool, "None"),
             NAME,
         ],
-        TENSOR,
+        ISA_ENGINES,
         "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
         &[
             "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
@@ -96,8 +92,7 @@ pub const DEFS: &[ApiDef] = &[
             "PE tiling is by rows only: `tile_size` is (32, 128), (64, 128) or (128, 128) and `tile_position` is (row, 0) with `row` a multiple of the row size.",
         ],
         nc_matmul_mx,
-    )
-    .new_in(Target::Trn3),
+    ),
 ];
 
 /// A legacy value-form `nc_matmul` not yet recorded (module doc).

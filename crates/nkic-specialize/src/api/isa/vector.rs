@@ -21,18 +21,12 @@ use crate::api::rules::{
     tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ENGINE, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE, REDUCE_OP,
-    REDUCE_RES, REDUCE_RESET, REVERSE0, REVERSE1, SRC, opt, req,
+    ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE,
+    REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE0, REVERSE1, SRC, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
-
-const TT: &[Engine] = &[Engine::Vector, Engine::GpSimd];
-
-const TS: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
-
-const VECTOR: &[Engine] = &[Engine::Vector];
 
 const TT_TILES: Tiles = tiles!("data1", "data2", "dst");
 
@@ -66,7 +60,7 @@ pub const DEFS: &[ApiDef] = &[
             ENGINE,
             NAME,
         ],
-        TT,
+        ISA_ENGINES,
         "`dst = data1 op data2` element-wise.",
         &[
             TT_TILES.text,
@@ -91,7 +85,7 @@ pub const DEFS: &[ApiDef] = &[
             ENGINE,
             NAME,
         ],
-        TS,
+        ISA_ENGINES,
         "`dst = (data op0 operand0) op1 operand1` with scalar or `(P, 1)` operands.",
         &[
             DATA_DST.text,
@@ -115,7 +109,7 @@ pub const DEFS: &[ApiDef] = &[
             REVERSE1,
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
         &[STT_TILES.text, STT_PSUM.text, OPS_ARITH.text],
         scalar_tensor_tensor,
@@ -136,7 +130,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("reduce_res_negate", Kind::Bool, "False"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
         &[
             DATA_DST.text,
@@ -160,7 +154,7 @@ pub const DEFS: &[ApiDef] = &[
             REDUCE_RESET,
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
         &[
             SRC_DST.text,
@@ -184,7 +178,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("keepdims", Kind::Bool, "False"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Reduces `data` over the trailing free axes `axis` with `op`.",
         &[
             "`axis` names trailing free dims ending at the last dim (never dim 0), e.g. (3,), (2, 3), (1, 2, 3).",
@@ -207,7 +201,7 @@ pub const DEFS: &[ApiDef] = &[
             REVERSE1,
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
         &[
             SCAN_TILES.text,
@@ -227,7 +221,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("reverse_pred", Kind::Bool, "False"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
         &[
             PRED_TILES.text,
@@ -239,7 +233,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.reciprocal",
         &[DST, DATA, NAME],
-        VECTOR,
+        ISA_ENGINES,
         "`dst = 1 / data` in fp32 on VectorE (more precise than `activation(nl.reciprocal)`).",
         &[DATA_DST.text],
         reciprocal,
@@ -256,7 +250,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("reduce_init", Kind::Scalar, "0.0"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "`dst = exp(src - max_value)` on VectorE, optionally summing every element into the Vector accumulators.",
         &[
             "trn3 only.",
@@ -266,12 +260,11 @@ pub const DEFS: &[ApiDef] = &[
         ],
         exponential,
     )
-    .new_in(Target::Trn3)
     .with_value_form(),
     ApiDef::new(
         "nisa.max8",
         &[DST, SRC, NAME],
-        VECTOR,
+        ISA_ENGINES,
         "The 8 largest values of each partition, in descending order.",
         &[
             "`src` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
@@ -283,7 +276,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.nc_find_index8",
         &[DST, DATA, req("vals", Kind::Tensor), NAME],
-        VECTOR,
+        ISA_ENGINES,
         "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
         &[
             "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
@@ -302,7 +295,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("dst_idx", Kind::Tensor, "None"),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "A copy of `data` where, for each of the 8 `vals` of a partition (last to first), the first not yet replaced match becomes `imm`; `dst_idx` receives the positions.",
         &[
             DATA_DST.text,
@@ -315,7 +308,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.bn_stats",
         &[DST, DATA, NAME],
-        VECTOR,
+        ISA_ENGINES,
         "Per partition `[n, mean, M2]` of the even and of the odd free positions (6 values).",
         &[
             "`data` is SBUF/PSUM with at most 512 free elements (`nl.tile_size.bn_stats_fmax`).",
@@ -327,7 +320,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.bn_aggr",
         &[DST, DATA, NAME],
-        VECTOR,
+        ISA_ENGINES,
         "Combines the `(count, mean, M2)` triples of each partition into mean and variance (2 values).",
         &[
             "`data` is SBUF/PSUM with a multiple of 3 free elements.",
@@ -339,7 +332,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.quantize_mx",
         &[DST, SRC, req("dst_scale", Kind::Tensor), NAME],
-        VECTOR,
+        ISA_ENGINES,
         "Quantizes fp16/bf16 `src` into packed MXFP8 `dst` with one e8m0 scale per 8 partitions × 4 elements in `dst_scale`.",
         &[
             "trn3 only; all three tensors are in SBUF.",
@@ -347,8 +340,7 @@ pub const DEFS: &[ApiDef] = &[
             "`dst` is float8_e5m2_x4 or float8_e4m3fn_x4 with `src`'s partition count and a quarter of its free size; `dst_scale` is float8_e8m0fnu or uint8 with that free size too, and only its first 32·(P/32 − 1) + 4 rows (4 per quadrant) are written.",
         ],
         quantize_mx,
-    )
-    .new_in(Target::Trn3),
+    ),
     ApiDef::new(
         "nisa.nc_stream_shuffle",
         &[
@@ -357,7 +349,7 @@ pub const DEFS: &[ApiDef] = &[
             req("shuffle_mask", Kind::Ints),
             NAME,
         ],
-        VECTOR,
+        ISA_ENGINES,
         "Permutes partitions inside each 32-partition quadrant: output partition `i` receives source partition `shuffle_mask[i]` (255 leaves it unchanged).",
         &[
             "`shuffle_mask` has 32 entries, each 0–31 or 255.",
