@@ -526,6 +526,30 @@ pub(super) fn result(
     emit::new_result(ctx, b, &prefix, shape, dtype, Buffer::Sbuf, span)
 }
 
+/// The call's result of `shape`: the element-wise product of two tiles
+/// in `dtype`.
+pub(super) fn product(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    (x, y): (Rc<Tensor>, Rc<Tensor>),
+    dtype: DType,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let dst = result(ctx, b, shape, dtype, span)?;
+    let (x, y) = (Operand::Tile(x), Operand::Tile(y));
+    lower::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &x,
+        &y,
+        Some(dst.clone()),
+        Some(dtype),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
 pub(super) fn done(b: &Bound, t: &Rc<Tensor>) -> Value {
     Value::Tensor(emit::masked_result(b, t))
 }
@@ -857,17 +881,7 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         Some(DType::F32),
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    lower::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(e),
-        &Operand::Tile(r),
-        Some(dst.clone()),
-        Some(out_dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (e, r), out_dt, span)
 }
 
 fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -932,17 +946,7 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         Some(cdt),
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    lower::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(y),
-        &Operand::Tile(w),
-        Some(dst.clone()),
-        Some(out_dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (y, w), out_dt, span)
 }
 
 // ------------------------------------------------------------------ where

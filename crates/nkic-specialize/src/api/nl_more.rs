@@ -47,7 +47,7 @@ use super::check;
 use super::codes;
 use super::lower::{self, Operand};
 use super::nl_math::{
-    BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, push, result, temp,
+    BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
 use super::table::{ApiDef, Bound, Kind, opt, req};
 use crate::ctx::Ctx;
@@ -572,17 +572,7 @@ fn tan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         None,
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, dt, span)?;
-    lower::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(s),
-        &Operand::Tile(c),
-        Some(dst.clone()),
-        Some(dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (s, c), dt, span)
 }
 
 /// `floor` (`up = false`) or `ceil` (`up = true`) of `x` into a new

@@ -412,21 +412,7 @@ fn nl_gather_flattened(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value
     let out = emit::new_result(ctx, b, "gather_", &shape, data.dtype(), Buffer::Sbuf, span)?;
     n_gather_into(ctx, b, &data, &indices, &out, ("data", "indices"), span)?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(data.dtype());
-    if dtype == data.dtype() {
-        return Ok(Value::Tensor(emit::masked_result(b, &out)));
-    }
-    let cast = emit::new_result(ctx, b, "gather_", &shape, dtype, Buffer::Sbuf, span)?;
-    emit::push(
-        ctx,
-        b,
-        OpKind::TensorCopy {
-            dst: cast.view.clone(),
-            src: out.view.clone(),
-        },
-        None,
-        span,
-    )?;
-    Ok(Value::Tensor(emit::masked_result(b, &cast)))
+    emit::cast_result(ctx, b, ("gather_", &shape), &out, dtype, span)
 }
 
 fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {

@@ -226,21 +226,7 @@ fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     let dst = emit::new_result(ctx, b, "dropout_", &x.shape, x.dtype(), Buffer::Sbuf, span)?;
     let rate = b.value("rate");
     dropout_into(ctx, b, &x, &dst, &rate, b.span_of("rate"), span)?;
-    if dtype == x.dtype() {
-        return Ok(Value::Tensor(emit::masked_result(b, &dst)));
-    }
-    let out = emit::new_result(ctx, b, "dropout_", &x.shape, dtype, Buffer::Sbuf, span)?;
-    emit::push(
-        ctx,
-        b,
-        OpKind::TensorCopy {
-            dst: out.view.clone(),
-            src: dst.view.clone(),
-        },
-        None,
-        span,
-    )?;
-    Ok(Value::Tensor(emit::masked_result(b, &out)))
+    emit::cast_result(ctx, b, ("dropout_", &x.shape), &dst, dtype, span)
 }
 
 fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {

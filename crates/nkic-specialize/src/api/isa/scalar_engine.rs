@@ -17,7 +17,12 @@ use crate::api::table::{
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
-use crate::value::Value;
+use crate::value::{Tensor, Value};
+
+/// ScalarE's input stage `data · scale + bias`.
+const AFFINE_INPUT: AffineInput = AffineInput {
+    text: "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
+};
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -38,7 +43,7 @@ pub const DEFS: &[ApiDef] = &[
         "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
         &[
             DATA_DST.text,
-            "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
+            AFFINE_INPUT.text,
             "`reduce_op` is `nl.add`; `load_reduce` is not available.",
             REDUCE_RESULT.text,
         ],
@@ -63,7 +68,7 @@ pub const DEFS: &[ApiDef] = &[
             DATA_DST.text,
             "`reduce_op` is `nl.add`.",
             REDUCE_RESULT.text,
-            "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
+            AFFINE_INPUT.text,
         ],
         activation_reduce,
     )
@@ -105,26 +110,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
     let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     DATA_DST.check(ctx, b, &[&data, &dst])?;
-    let scale = match b.get("scale") {
-        None => Scalar::imm(1.0),
-        Some(a) => scalar_operand(ctx, &a.value, &data, a.span, "`scale`")?,
-    };
-    let bias = match b.get("bias") {
-        None => None,
-        Some(a) => {
-            if let Value::Tensor(t) = &a.value
-                && t.dtype() == DType::TF32
-            {
-                return Err(ctx.error(
-                    codes::DTYPE,
-                    "`bias` cannot be tfloat32",
-                    a.span,
-                    "tfloat32 bias",
-                ));
-            }
-            Some(scalar_operand(ctx, &a.value, &data, a.span, "`bias`")?)
-        }
-    };
+    let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
     let reduce_op = b.alu_op(ctx, "reduce_op")?;
     if let Some(op) = reduce_op
         && op != AluOp::Add
@@ -181,23 +167,7 @@ fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, 
             "no `reduce_res`",
         ));
     };
-    let scale = operand_or(ctx, b, "scale", &data, 1.0)?;
-    let bias = match b.get("bias") {
-        None => None,
-        Some(a) => {
-            if let Value::Tensor(t) = &a.value
-                && t.dtype() == DType::TF32
-            {
-                return Err(ctx.error(
-                    codes::DTYPE,
-                    "`bias` cannot be tfloat32",
-                    a.span,
-                    "tfloat32 bias",
-                ));
-            }
-            Some(scalar_operand(ctx, &a.value, &data, a.span, "`bias`")?)
-        }
-    };
+    let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
     let kind = OpKind::ActivationReduce {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -324,4 +294,36 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
         reduce_res: res.map(|t| t.view.clone()),
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The rule of ScalarE's input stage (scale and bias operands).
+struct AffineInput {
+    text: &'static str,
+}
+
+impl AffineInput {
+    /// `scale` (1.0 when absent) and `bias` for `data`, checked.
+    fn operands(
+        &self,
+        ctx: &Ctx<'_>,
+        b: &Bound,
+        data: &Tensor,
+    ) -> Result<(Scalar, Option<Scalar>), Diagnostic> {
+        let scale = operand_or(ctx, b, "scale", data, 1.0)?;
+        let Some(a) = b.get("bias") else {
+            return Ok((scale, None));
+        };
+        if let Value::Tensor(t) = &a.value
+            && t.dtype() == DType::TF32
+        {
+            return Err(ctx.error(
+                codes::DTYPE,
+                "`bias` cannot be tfloat32",
+                a.span,
+                "tfloat32 bias",
+            ));
+        }
+        let bias = scalar_operand(ctx, &a.value, data, a.span, "`bias`")?;
+        Ok((scale, Some(bias)))
+    }
 }
