@@ -77,8 +77,8 @@ pub fn engine(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<Engine>, Diagnostic> {
         "dma" => Engine::Dma,
         _ => return Ok(None),
     };
-    if !b.def.engines.contains(&engine) {
-        let names: Vec<&str> = b.def.engines.iter().map(|e| e.name()).collect();
+    if !b.def.engines().contains(&engine) {
+        let names: Vec<&str> = b.def.engines().iter().map(|e| e.name()).collect();
         return Err(ctx.error(
             codes::ENGINE,
             format!(
@@ -188,6 +188,29 @@ pub fn masked_result(b: &Bound, t: &Rc<Tensor>) -> Rc<Tensor> {
 /// `tensor_copy` from `nisa.tensor_copy`.
 fn short_name(name: &str) -> &str {
     name.rsplit('.').next().unwrap_or(name)
+}
+
+/// What call `b` evaluates to for its result tile `t` (made by
+/// [`new_result`] with `shape` and `prefix`) in `dtype`: `t` itself when it
+/// has that dtype, else a `tensor_copy` of it into a new result tile.
+pub fn cast_result(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    (prefix, shape): (&str, &[u64]),
+    t: &Rc<Tensor>,
+    dtype: DType,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    if dtype == t.dtype() {
+        return Ok(Value::Tensor(masked_result(b, t)));
+    }
+    let cast = new_result(ctx, b, prefix, shape, dtype, Buffer::Sbuf, span)?;
+    let kind = OpKind::TensorCopy {
+        dst: cast.view.clone(),
+        src: t.view.clone(),
+    };
+    push(ctx, b, kind, None, span)?;
+    Ok(Value::Tensor(masked_result(b, &cast)))
 }
 
 /// Records `kind` for call `b` and returns what the call evaluates to:

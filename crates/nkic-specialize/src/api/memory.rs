@@ -17,7 +17,7 @@ use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
@@ -25,29 +25,25 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
 pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
-const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
-const GPSIMD: &[Engine] = &[Engine::GpSimd];
 const NONE: &[Engine] = &[];
 
 /// The data-movement functions.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nisa.dma_copy",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+    ApiDef::new(
+        "nisa.dma_copy",
+        &[
+            DST,
+            SRC,
             opt("priority", Kind::Int, "None"),
             opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
             opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
+            ENGINE,
+            NAME,
             opt("dst_rmw_op", Kind::AluOp, "None"),
         ],
-        engines: DMA_TRIGGER,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Copies `src` to `dst` element by element in row-major order, casting through fp32 when the dtypes differ.",
-        constraints: &[
+        DMA_TRIGGER,
+        "Copies `src` to `dst` element by element in row-major order, casting through fp32 when the dtypes differ.",
+        &[
             "`dst` and `src` have the same number of elements.",
             "Neither side is in PSUM (DMA reads and writes HBM and SBUF only).",
             "SBUF sides have at most 128 partitions.",
@@ -58,172 +54,143 @@ pub const DEFS: &[ApiDef] = &[
             "`priority` is 0–3 and needs trn3.",
             "The legacy `dst_rmw_op=nl.add` accumulates into `dst` (as `dma_compute` does); no other operator is accepted.",
         ],
-        run: dma_copy,
-    },
-    ApiDef {
-        name: "nisa.dma_transpose",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
+        dma_copy,
+    ),
+    ApiDef::new(
+        "nisa.dma_transpose",
+        &[
+            DST,
+            SRC,
             opt("axes", Kind::Ints, "None"),
             opt("priority", Kind::Int, "None"),
             opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
             opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
-        constraints: &[
+        ISA_ENGINES,
+        "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
+        &[
             "`axes` is (1, 0) for 2-D, (2, 1, 0) for 3-D or (3, 1, 2, 0) for 4-D (the default for the rank).",
             "`dst` is SBUF with exactly the transposed shape and rank.",
             "`src` is HBM or SBUF; the dtypes are equal and 2 or 4 bytes wide.",
             "`oob_mode=skip` needs an indirect `src`.",
             "With `dge_mode=hwdge` (isa.md 5.3): a 2-D `src` has exactly 16 rows; a 3-D or 4-D `src` has 1, 2, 4, 8 or 16 in its first dimension and a multiple of 16 in the product of its first and second-to-last; the last dimension is at most 128; elements are 2 bytes wide. The default mode lets nkic build the descriptors ahead of time, which lifts these rules.",
         ],
-        run: dma_transpose,
-    },
-    ApiDef {
-        name: "nisa.tensor_copy",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("src", Kind::Tensor),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
-            opt("dtype", Kind::DType, "None"),
-        ],
-        engines: COPY_ENGINES,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Copies `src` to `dst` on a compute engine, converting the dtype if they differ.",
-        constraints: &[
+        dma_transpose,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.tensor_copy",
+        &[DST, SRC, ENGINE, NAME, OUT_DTYPE],
+        ISA_ENGINES,
+        "Copies `src` to `dst` on a compute engine, converting the dtype if they differ.",
+        &[
             "Both are SBUF/PSUM with at most 128 partitions and a legal start partition.",
             "Equal partition counts and equal free sizes.",
             "GpSimd cannot access PSUM.",
             "The free size is within the engine limit (64K elements in SBUF, 4K in PSUM).",
             "`dtype` is the result dtype of the value form; with `dst` it is ignored (the copy converts to `dst`'s dtype).",
         ],
-        run: tensor_copy,
-    },
-    ApiDef {
-        name: "nisa.memset",
-        params: &[
-            req("dst", Kind::Tensor),
-            req("value", Kind::Float),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("name", Kind::Str, "None"),
-        ],
-        engines: MEMSET_ENGINES,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Fills `dst` with a compile-time constant.",
-        constraints: &[
+        tensor_copy,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.memset",
+        &[DST, req("value", Kind::Float), ENGINE, NAME],
+        ISA_ENGINES,
+        "Fills `dst` with a compile-time constant.",
+        &[
             "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
             "Integer dtypes need an integral value (`0` or `0.0`, not `2.5`); packed x4 dtypes only take 0.",
             "The value is representable in the dtype's range.",
         ],
-        run: memset,
-    },
-    ApiDef {
-        name: "nisa.iota",
-        params: &[
-            req("dst", Kind::Tensor),
+        memset,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.iota",
+        &[
+            DST,
             req("pattern", Kind::Pattern),
             opt("offset", Kind::Int, "0"),
             opt("channel_multiplier", Kind::Int, "0"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: GPSIMD,
-        since: Target::Trn2,
-        value_form: true,
-        summary: "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
-        constraints: &[
+        ISA_ENGINES,
+        "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
+        &[
             "`dst` is SBUF with at most 128 partitions.",
             "`pattern` has 1 to 4 `[step, num]` pairs and `Π num` equals the free size of `dst`.",
         ],
-        run: iota,
-    },
-    ApiDef {
-        name: "nl.load",
-        params: &[
-            req("src", Kind::Tensor),
-            opt("dtype", Kind::DType, "None"),
-            opt("mask", Kind::Index, "None"),
-        ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
-        constraints: &[
+        iota,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nl.load",
+        &[SRC, OUT_DTYPE, opt("mask", Kind::Index, "None")],
+        DMA,
+        "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
+        &[
             "`src` is in HBM and has at least 2 dims, the first at most 128.",
             "An SBUF `src` (legacy kernels load `nl.shared_identity_matrix`, which older NKI kept in HBM) is copied by the same DMA; a PSUM `src` is an error.",
             "The tile fits in one SBUF partition row.",
         ],
-        run: load,
-    },
-    ApiDef {
-        name: "nl.store",
-        params: &[
-            req("dst", Kind::Tensor),
+        load,
+    ),
+    ApiDef::new(
+        "nl.store",
+        &[
+            DST,
             req("value", Kind::Tensor),
             opt("mask", Kind::Index, "None"),
         ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Stores an SBUF or PSUM tile into an HBM view (a PSUM tile is first copied to SBUF).",
-        constraints: &[
+        DMA,
+        "Stores an SBUF or PSUM tile into an HBM view (a PSUM tile is first copied to SBUF).",
+        &[
             "`dst` is in HBM; `value` is in SBUF or PSUM.",
             "`dst` and `value` have the same number of elements.",
         ],
-        run: store,
-    },
-    ApiDef {
-        name: "nl.load_transpose2d",
-        params: &[req("src", Kind::Tensor), opt("dtype", Kind::DType, "None")],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Loads the 2-D transpose of an HBM view into a new SBUF tile (`dma_transpose`).",
-        constraints: &[
+        store,
+    ),
+    ApiDef::new(
+        "nl.load_transpose2d",
+        &[SRC, OUT_DTYPE],
+        DMA,
+        "Loads the 2-D transpose of an HBM view into a new SBUF tile (`dma_transpose`).",
+        &[
             "`src` is a 2-D HBM view whose second dim is at most 128.",
             "The dtype is 2 or 4 bytes wide and is not changed.",
         ],
-        run: load_transpose2d,
-    },
-    ApiDef {
-        name: "nl.copy",
-        params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],
-        engines: COPY_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
-        constraints: &["As `nisa.tensor_copy`."],
-        run: nl_copy,
-    },
-    ApiDef {
-        name: "nisa.dma_compute",
-        params: &[
-            req("dst", Kind::Tensor),
+        load_transpose2d,
+    ),
+    ApiDef::new(
+        "nl.copy",
+        &[req("x", Kind::Tensor), OUT_DTYPE],
+        COPY_ENGINES,
+        "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
+        &["As `nisa.tensor_copy`."],
+        nl_copy,
+    ),
+    ApiDef::new(
+        "nisa.dma_compute",
+        &[
+            DST,
             req("srcs", Kind::Any),
             req("reduce_op", Kind::AluOp),
             opt("scales", Kind::Any, "None"),
             opt("unique_indices", Kind::Bool, "True"),
             opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
-            opt("name", Kind::Str, "None"),
+            NAME,
         ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`dst = srcs[0] + srcs[1] + …` element-wise inside the DMA engines (read-modify-write when `dst` is one of the sources).",
-        constraints: &[
+        DMA,
+        "`dst = srcs[0] + srcs[1] + …` element-wise inside the DMA engines (read-modify-write when `dst` is one of the sources).",
+        &[
             "`reduce_op` is `nl.add` and every scale is 1.0.",
             "1 to 16 sources, each with `dst`'s element count, in HBM or SBUF (never PSUM).",
             "Lowered to one copy of the first source that is not `dst`, then accumulating DMA copies of the others (each add rounds to `dst`'s dtype).",
         ],
-        run: dma_compute,
-    },
+        dma_compute,
+    ),
     ApiDef {
         name: "instruction.depends_on",
         params: &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],

@@ -60,32 +60,43 @@
 //! keeps the file in sync). Each area has its own file exporting a `DEFS`
 //! slice, registered with one line in [`table::REGISTRY`].
 //!
-//! # Files and owners
+//! # Files
 //!
-//! * helper `spec-api`: `mod.rs`, `table.rs`, `codes.rs`, `consts.rs`,
-//!   `check.rs`, `emit.rs`, `tensor.rs` (tensor model, subscripts, view
-//!   methods), `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
-//!   tensor_copy, assignment), `isa_core.rs` (nc_matmul, nc_transpose,
-//!   tensor_tensor, tensor_scalar, activation, tensor_reduce),
-//!   `nl_core.rs` (nl.matmul, nl.transpose), `operators.rs` (Python
-//!   operators on tiles, `+=` accumulation), `mask.rs` (legacy `mask=`)
-//!   and `registers.rs` (`nisa.register_*`);
-//! * helper `spec-api-2`: `isa_compute.rs` (every other `nisa` compute
-//!   op) and `nl_math.rs` (`nl.*` element-wise math, reductions,
-//!   softmax, rms_norm, …).
+//! * the table and its vocabulary: `mod.rs`, `table.rs` (entries,
+//!   shared parameters, binding, legacy call forms), `rules.rs` (rules as
+//!   data), `codes.rs`, `consts.rs`, `check.rs`, `emit.rs`;
+//! * `nki.isa`, one file per engine or domain as in isa.md §6:
+//!   `isa/dma.rs` (the LNC=2 exchange and barrier), `isa/tensor_engine.rs`,
+//!   `isa/scalar_engine.rs`, `isa/vector.rs`, `isa/select.rs`,
+//!   `isa/random.rs`, `isa/gpsimd.rs`, and `collectives.rs`;
+//! * `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
+//!   tensor_copy, assignment) and `registers.rs` (`nisa.register_*`);
+//! * `nki.language`: `nl_core.rs` (nl.matmul, nl.transpose), `nl_math.rs`
+//!   (element-wise math, reductions, softmax, rms_norm, …), `nl_more.rs`
+//!   (the other `nl.*` helpers and legacy `ncc.*` allocation);
+//! * tensors and values: `tensor.rs` (tensor model, subscripts, view
+//!   methods), `view_more.rs`, `blocks.rs`, `mask.rs` (legacy `mask=`),
+//!   `operators.rs` (Python operators on tiles, `+=` accumulation) and
+//!   `lower.rs` (the element-wise lowering they share with `nl.*` and
+//!   `nisa.tensor_tensor`/`tensor_scalar`).
 //!
-//! Shared helpers for new files: [`table::Bound`]'s accessors convert and
+//! Shared helpers for new files: [`table`] has the shared parameters
+//! (`DST`, `NAME`, `ENGINE`, the two-stage operator set, …) and the
+//! [`ApiDef::new`] constructor; [`rules`] has rules as data, each writing
+//! its constraint sentence and running its check (tiles of equal shape,
+//! not both in PSUM, binary arithmetic operators, `reduce_res`);
+//! [`table::Bound`]'s accessors convert and
 //! check arguments; [`check`] has the operand rules (on chip, P ≤ 128,
 //! start partition, equal P/F, free-size limits, PSUM access); [`emit`]
 //! records ops and handles `engine=`, `name=` and the legacy value form.
 //! Diagnostic codes come from [`codes`] (append new ones there, and index
 //! them in `docs/diagnostics.md`). For `nl.*` element-wise functions use
-//! [`isa_core::elementwise`] (the lowering operators use, so `a + b` and
-//! `nl.add(a, b)` give the same IR) and [`isa_core::scalar_operand`];
+//! [`lower::elementwise`] (the lowering operators use, so `a + b` and
+//! `nl.add(a, b)` give the same IR) and [`lower::scalar_operand`];
 //! allocate result tiles with [`emit::new_result`] so legacy `mask=`
 //! calls keep their full result shape ([`mask`] slices the arguments
 //! before `run` sees them). A legacy value-form `nc_matmul` result is a
-//! [`isa_core::PendingMatmul`]; [`materialize`] records it.
+//! [`isa::tensor_engine::PendingMatmul`]; [`materialize`] records it.
 
 pub mod blocks;
 pub mod check;
@@ -93,9 +104,8 @@ pub mod codes;
 pub mod collectives;
 pub mod consts;
 pub mod emit;
-pub mod isa_compute;
-pub mod isa_core;
-pub mod isa_more;
+pub mod isa;
+pub mod lower;
 pub mod mask;
 pub mod memory;
 pub mod nl_core;
@@ -103,6 +113,7 @@ pub mod nl_math;
 pub mod nl_more;
 pub mod operators;
 pub mod registers;
+pub mod rules;
 pub mod table;
 pub mod tensor;
 pub mod view_more;
@@ -443,7 +454,9 @@ pub fn store_subscript(
         None => {
             // `psum[...] = nisa.nc_matmul(a, b)` writes the matmul there.
             if let Value::Ext(e) = &value
-                && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
+                && let Some(mm) = e
+                    .as_any()
+                    .downcast_ref::<isa::tensor_engine::PendingMatmul>()
             {
                 if dst.buffer != nkic_ir::Buffer::Psum {
                     return Err(ctx.error(
@@ -480,7 +493,7 @@ pub fn operator(
     operators::apply(ctx, op, operands, inplace, span)
 }
 
-/// Records a pending legacy matmul (see `isa_core`) into a fresh PSUM
+/// Records a pending legacy matmul (see `isa::tensor_engine`) into a fresh PSUM
 /// tile; other values are returned unchanged.
 pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
     if let Value::Ext(e) = v
@@ -494,7 +507,9 @@ pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
         return Err(p.error.clone());
     }
     if let Value::Ext(e) = v
-        && let Some(mm) = e.as_any().downcast_ref::<isa_core::PendingMatmul>()
+        && let Some(mm) = e
+            .as_any()
+            .downcast_ref::<isa::tensor_engine::PendingMatmul>()
     {
         let t = mm.record(ctx, None, Some(false))?;
         return Ok(Value::Tensor(t));

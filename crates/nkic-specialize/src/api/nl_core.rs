@@ -8,7 +8,8 @@ use nkic_ir::Buffer;
 use nkic_isa::{Engine, Target};
 
 use super::check;
-use super::isa_core::{self, MatmulFlags, PendingMatmul};
+use super::isa::tensor_engine::{self, MatmulFlags, PendingMatmul};
+use super::lower;
 use super::table::{ApiDef, Bound, Kind, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -18,24 +19,22 @@ const TRANSPOSE: &[Engine] = &[Engine::Tensor, Engine::Vector];
 
 /// `nl.matmul` and `nl.transpose`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nl.matmul",
-        params: &[
+    ApiDef::new(
+        "nl.matmul",
+        &[
             req("x", Kind::Tensor),
             req("y", Kind::Tensor),
             opt("transpose_x", Kind::Bool, "False"),
         ],
-        engines: TENSOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false; `acc += nl.matmul(x, y, ...)` on a PSUM tile accumulates into `acc` instead, as `acc += nisa.nc_matmul(...)` does.",
-        constraints: &[
+        TENSOR,
+        "`x @ y` (or `x.T @ y` with `transpose_x`) into a new fp32 PSUM tile: `nc_matmul(stationary=xᵀ, moving=y)`, with an `nc_transpose` of `x` first when `transpose_x` is false; `acc += nl.matmul(x, y, ...)` on a PSUM tile accumulates into `acc` instead, as `acc += nisa.nc_matmul(...)` does.",
+        &[
             "`x` and `y` are SBUF tiles (PSUM tiles are copied to SBUF first); the contraction sizes agree and are at most 128.",
             "`x` has at most 128 rows (stationary free size), `y` at most 512 columns (trn2; 4096 on trn3).",
             "The `nisa.nc_matmul` rules apply.",
         ],
-        run: matmul,
-    },
+        matmul,
+    ),
     ApiDef {
         name: "nl.transpose",
         params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],
@@ -71,7 +70,7 @@ fn transpose_tile(ctx: &mut Ctx<'_>, x: &Rc<Tensor>, span: Span) -> Result<Rc<Te
         span,
         span,
     )?);
-    let (kind, engine) = isa_core::transpose_into(ctx, (&dst, span), (x, span), None)?;
+    let (kind, engine) = tensor_engine::transpose_into(ctx, (&dst, span), (x, span), None)?;
     let mut op = nkic_ir::Op::new(kind);
     op.engine = engine;
     ctx.push_op(op, span)?;
@@ -145,7 +144,7 @@ fn transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     let t = transpose_tile(ctx, &x, b.span_of("x"))?;
     match b.dtype(ctx, "dtype")? {
         Some(dt) if dt != t.dtype() => {
-            let c = isa_core::new_tile(ctx, &t.shape, dt, span)?;
+            let c = lower::new_tile(ctx, &t.shape, dt, span)?;
             let kind = nkic_ir::OpKind::TensorCopy {
                 dst: c.view.clone(),
                 src: t.view.clone(),

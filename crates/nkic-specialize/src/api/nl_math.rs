@@ -3,7 +3,7 @@
 //! language.md §9.2–§9.6 suggests.
 //!
 //! Every function here returns a new SBUF tile. Binary functions lower
-//! through [`isa_core::elementwise`], so `nl.add(a, b)` and `a + b` give
+//! through [`lower::elementwise`], so `nl.add(a, b)` and `a + b` give
 //! the same IR: tile ⊕ number and tile ⊕ `(P, 1)` tile → `tensor_scalar`,
 //! tile ⊕ tile of equal size → `tensor_tensor`. The function entries are
 //! also the operator constants (`op=nl.add`, `op=nl.exp`): the ALU and
@@ -46,8 +46,9 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::consts;
 use super::emit;
-use super::isa_core::{self, Operand};
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::isa::tensor_engine;
+use super::lower::{self, Operand};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -298,59 +299,49 @@ pub const DEFS: &[ApiDef] = &[
     act!("nl.sign", "−1, 0 or 1 by the sign of `x` (ScalarE)."),
     act!("nl.square", "`x * x` (ScalarE)."),
     act!("nl.abs", "`|x|` (ScalarE)."),
-    ApiDef {
-        name: "nl.rsqrt",
-        params: UNARY_PARAMS,
-        engines: GPSIMD_SCALAR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`1 / sqrt(x)`: GpSimd `tensor_scalar(op0=nl.rsqrt)`, or ScalarE `activation(rsqrt)` for a PSUM input.",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.reciprocal",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`1 / x` on VectorE (`tensor_scalar(op0=nl.reciprocal)`).",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.negative",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`-x` (`tensor_scalar(multiply, -1.0)`).",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.logical_not",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`not x` for 0/1 inputs (`tensor_scalar(logical_xor, 1)`); other inputs give unspecified values — use `nl.equal(x, 0)`.",
-        constraints: &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
-        run: unary,
-    },
-    ApiDef {
-        name: "nl.invert",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`~x` on integers (`tensor_scalar(op0=nl.invert)`).",
-        constraints: &[
+    ApiDef::new(
+        "nl.rsqrt",
+        UNARY_PARAMS,
+        GPSIMD_SCALAR,
+        "`1 / sqrt(x)`: GpSimd `tensor_scalar(op0=nl.rsqrt)`, or ScalarE `activation(rsqrt)` for a PSUM input.",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.reciprocal",
+        UNARY_PARAMS,
+        VECTOR,
+        "`1 / x` on VectorE (`tensor_scalar(op0=nl.reciprocal)`).",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.negative",
+        UNARY_PARAMS,
+        VECTOR,
+        "`-x` (`tensor_scalar(multiply, -1.0)`).",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.logical_not",
+        UNARY_PARAMS,
+        VECTOR,
+        "`not x` for 0/1 inputs (`tensor_scalar(logical_xor, 1)`); other inputs give unspecified values — use `nl.equal(x, 0)`.",
+        &["`x` is an SBUF/PSUM tile with at most 128 partitions."],
+        unary,
+    ),
+    ApiDef::new(
+        "nl.invert",
+        UNARY_PARAMS,
+        VECTOR,
+        "`~x` on integers (`tensor_scalar(op0=nl.invert)`).",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "`x` has an integer dtype.",
         ],
-        run: unary,
-    },
+        unary,
+    ),
     reduce!("nl.sum", "The sum over `axis` (`tensor_reduce(add)`)."),
     reduce!("nl.max", "The maximum over `axis` (`tensor_reduce(max)`)."),
     reduce!("nl.min", "The minimum over `axis` (`tensor_reduce(min)`)."),
@@ -366,79 +357,67 @@ pub const DEFS: &[ApiDef] = &[
         "nl.all",
         "1 where every element over `axis` is non-zero (`tensor_reduce(logical_and)`)."
     ),
-    ApiDef {
-        name: "nl.softmax",
-        params: &[
+    ApiDef::new(
+        "nl.softmax",
+        &[
             req("x", Kind::Tensor),
             opt("axis", Kind::Ints, "-1"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: &[Engine::Vector, Engine::Scalar],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
-        constraints: &[
+        &[Engine::Vector, Engine::Scalar],
+        "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "`axis` names all free dims (`-1` for a 2-D tile).",
         ],
-        run: softmax,
-    },
-    ApiDef {
-        name: "nl.rms_norm",
-        params: &[
+        softmax,
+    ),
+    ApiDef::new(
+        "nl.rms_norm",
+        &[
             req("x", Kind::Tensor),
             req("w", Kind::Tensor),
             req("axis", Kind::Ints),
             req("n", Kind::Int),
             opt("epsilon", Kind::Float, "1e-06"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("compute_dtype", Kind::DType, "None"),
         ],
-        engines: &[Engine::Vector, Engine::Scalar],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x / sqrt(Σx² / n + epsilon) * w`: `activation(square)` summing each row, `tensor_scalar(×1/n, +eps)`, `activation(rsqrt)`, `tensor_scalar(multiply)`, `tensor_tensor(multiply, w)`.",
-        constraints: &[
+        &[Engine::Vector, Engine::Scalar],
+        "`x / sqrt(Σx² / n + epsilon) * w`: `activation(square)` summing each row, `tensor_scalar(×1/n, +eps)`, `activation(rsqrt)`, `tensor_scalar(multiply)`, `tensor_tensor(multiply, w)`.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions; `axis` names all its free dims.",
             "`n` is a positive int; `w` has `x`'s shape or is a `(P, 1)` tile.",
         ],
-        run: rms_norm,
-    },
-    ApiDef {
-        name: "nl.where",
-        params: &[
+        rms_norm,
+    ),
+    ApiDef::new(
+        "nl.where",
+        &[
             req("condition", Kind::Tensor),
             req("x", Kind::Operand),
             req("y", Kind::Operand),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x` where `condition` is non-zero, else `y`: a copy of `y` (a memset for a number), then `tensor_copy_predicated` of `x`.",
-        constraints: &[
+        VECTOR,
+        "`x` where `condition` is non-zero, else `y`: a copy of `y` (a memset for a number), then `tensor_copy_predicated` of `x`.",
+        &[
             "`condition` is an SBUF/PSUM tile; tile operands have its partition count and free size.",
             "At least one of `x` and `y` is a tile, or `dtype` is given.",
         ],
-        run: where_,
-    },
-    ApiDef {
-        name: "nl.broadcast_to",
-        params: &[
-            req("x", Kind::Tensor),
-            req("shape", Kind::Shape),
-            opt("dtype", Kind::DType, "None"),
-        ],
-        engines: &[Engine::Vector, Engine::Tensor],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
-        constraints: &[
+        where_,
+    ),
+    ApiDef::new(
+        "nl.broadcast_to",
+        &[req("x", Kind::Tensor), req("shape", Kind::Shape), OUT_DTYPE],
+        &[Engine::Vector, Engine::Tensor],
+        "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
+        &[
             "`x` is an SBUF/PSUM tile of the same rank as `shape`; each dim of `x` equals the target size or is 1.",
             "Broadcasting the partition dim needs a 1-partition `x` starting on a quadrant boundary.",
         ],
-        run: broadcast_to,
-    },
+        broadcast_to,
+    ),
     ApiDef {
         name: "nl.var",
         params: &[
@@ -496,7 +475,7 @@ fn op_of(b: &Bound) -> Result<AluOp, &'static str> {
 fn result_of(x: &Operand, y: &Operand) -> Option<(Vec<u64>, DType)> {
     match (x, y) {
         (Operand::Tile(a), Operand::Tile(c)) => {
-            let dt = isa_core::promote(a.dtype(), c.dtype());
+            let dt = lower::promote(a.dtype(), c.dtype());
             // Equal ranks broadcast NumPy-style (each dim the larger).
             if a.shape.len() == c.shape.len() {
                 let shape = a
@@ -547,6 +526,30 @@ pub(super) fn result(
     emit::new_result(ctx, b, &prefix, shape, dtype, Buffer::Sbuf, span)
 }
 
+/// The call's result of `shape`: the element-wise product of two tiles
+/// in `dtype`.
+pub(super) fn product(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    (x, y): (Rc<Tensor>, Rc<Tensor>),
+    dtype: DType,
+    span: Span,
+) -> Result<Value, Diagnostic> {
+    let dst = result(ctx, b, shape, dtype, span)?;
+    let (x, y) = (Operand::Tile(x), Operand::Tile(y));
+    lower::elementwise(
+        ctx,
+        AluOp::Multiply,
+        &x,
+        &y,
+        Some(dst.clone()),
+        Some(dtype),
+        span,
+    )?;
+    Ok(done(b, &dst))
+}
+
 pub(super) fn done(b: &Bound, t: &Rc<Tensor>) -> Value {
     Value::Tensor(emit::masked_result(b, t))
 }
@@ -568,7 +571,7 @@ pub(super) fn temp(
     dtype: DType,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    isa_core::new_tile(ctx, shape, dtype, span)
+    lower::new_tile(ctx, shape, dtype, span)
 }
 
 pub(super) fn activation_kind(
@@ -616,7 +619,7 @@ fn binary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         )
     })?;
     let dst = result(ctx, b, &shape, out_dt, span)?;
-    let t = isa_core::elementwise(ctx, op, &x, &y, Some(dst), Some(out_dt), span)?;
+    let t = lower::elementwise(ctx, op, &x, &y, Some(dst), Some(out_dt), span)?;
     Ok(done(b, &t))
 }
 
@@ -644,7 +647,7 @@ fn divide(
         Operand::Tile(t) => {
             check::operand(ctx, t, b.span_of("y"), "`y`")?;
             let r = temp(ctx, &t.shape, DType::F32, span)?;
-            let inv = isa_core::elementwise(
+            let inv = lower::elementwise(
                 ctx,
                 AluOp::Reciprocal,
                 &Operand::Tile(t.clone()),
@@ -657,7 +660,7 @@ fn divide(
         }
     };
     let dst = result(ctx, b, shape, out_dt, span)?;
-    let t = isa_core::elementwise(
+    let t = lower::elementwise(
         ctx,
         AluOp::Multiply,
         x,
@@ -681,7 +684,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     let tile = Operand::Tile(x.clone());
     match b.def.name {
         "nl.negative" => {
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 AluOp::Multiply,
                 &tile,
@@ -692,7 +695,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             )?;
         }
         "nl.logical_not" => {
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 AluOp::LogicalXor,
                 &tile,
@@ -708,7 +711,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             } else {
                 AluOp::Reciprocal
             };
-            isa_core::elementwise(
+            lower::elementwise(
                 ctx,
                 op,
                 &tile,
@@ -765,7 +768,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         }
         None => (x, axes, None),
     };
-    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    let k = lower::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     let kept = x.shape.len() - k;
     let mut shape: Vec<u64> = match &keep_shape {
         Some(ks) if keepdims => ks.clone(),
@@ -802,7 +805,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     push(ctx, kind, None, span)?;
     if mean {
         let n: u64 = x.shape[kept..].iter().product();
-        isa_core::elementwise(
+        lower::elementwise(
             ctx,
             AluOp::Multiply,
             &Operand::Tile(reduced),
@@ -819,7 +822,7 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
 /// softmax and rms_norm).
 fn all_free_axes(ctx: &Ctx<'_>, b: &Bound, x: &Tensor) -> Result<(), Diagnostic> {
     let axes = b.ints(ctx, "axis")?.unwrap_or_else(|| vec![-1]);
-    let k = isa_core::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
+    let k = lower::trailing_axes(ctx, &axes, &x.shape, b.span_of("axis"))?;
     if k + 1 != x.shape.len() {
         return Err(ctx
             .error(
@@ -869,7 +872,7 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
     )?;
     // r = 1 / s; out = e · r.
     let r = temp(ctx, &col, DType::F32, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Reciprocal,
         &Operand::Tile(s),
@@ -878,17 +881,7 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         Some(DType::F32),
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    isa_core::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(e),
-        &Operand::Tile(r),
-        Some(dst.clone()),
-        Some(out_dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (e, r), out_dt, span)
 }
 
 fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -944,7 +937,7 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     )?;
     // y = x · r; out = y · w.
     let y = temp(ctx, &x.shape, cdt, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(x.clone()),
@@ -953,17 +946,7 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         Some(cdt),
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    isa_core::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(y),
-        &Operand::Tile(w),
-        Some(dst.clone()),
-        Some(out_dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (y, w), out_dt, span)
 }
 
 // ------------------------------------------------------------------ where
@@ -985,7 +968,7 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     let x = operand(ctx, b, "x")?;
     let y = operand(ctx, b, "y")?;
     let default_dt = match (&x, &y) {
-        (Operand::Tile(a), Operand::Tile(c)) => Some(isa_core::promote(a.dtype(), c.dtype())),
+        (Operand::Tile(a), Operand::Tile(c)) => Some(lower::promote(a.dtype(), c.dtype())),
         (Operand::Tile(t), _) | (_, Operand::Tile(t)) => Some(t.dtype()),
         _ => None,
     };
@@ -1253,11 +1236,11 @@ fn ones_matmul(
     row: Rc<Tensor>,
     sx: Span,
     span: Span,
-) -> isa_core::PendingMatmul {
-    isa_core::PendingMatmul {
+) -> tensor_engine::PendingMatmul {
+    tensor_engine::PendingMatmul {
         stationary: ones.clone(),
         moving: row,
-        flags: isa_core::MatmulFlags {
+        flags: tensor_engine::MatmulFlags {
             stationary_onezero: true,
             moving_onezero: false,
             transpose: false,

@@ -40,16 +40,16 @@
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
-use nkic_ir::{OpKind, Scalar};
+use nkic_ir::{Buffer, OpKind, Scalar};
 use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
 
 use super::check;
 use super::codes;
-use super::isa_core::{self, Operand};
+use super::lower::{self, Operand};
 use super::nl_math::{
-    BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, push, result, temp,
+    BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
-use super::table::{ApiDef, Bound, Kind, req};
+use super::table::{ApiDef, Bound, Kind, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -59,125 +59,105 @@ const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nl.sin",
-        params: UNARY_PARAMS,
-        engines: VECTOR_SCALAR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The sine: the argument is reduced to [−π, π] on VectorE (Cody–Waite, three-part 2π), then ScalarE `activation(sin)`.",
-        constraints: &[
+    ApiDef::new(
+        "nl.sin",
+        UNARY_PARAMS,
+        VECTOR_SCALAR,
+        "The sine: the argument is reduced to [−π, π] on VectorE (Cody–Waite, three-part 2π), then ScalarE `activation(sin)`.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "Accurate to about 3e-7 absolute for |x| < 2¹⁶·2π ≈ 4·10⁵, where the reduction is exact; larger |x| lose accuracy gradually (|x| ≥ 2³¹·2π saturates the int32 quotient).",
         ],
-        run: sin,
-    },
-    ApiDef {
-        name: "nl.cos",
-        params: UNARY_PARAMS,
-        engines: VECTOR_SCALAR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`cos(x) = sin(x + π/2)`, with `x + π/2` reduced to [−π, π] as for `nl.sin` (the π/2 is added by the activation's bias after the reduction).",
-        constraints: &[
+        sin,
+    ),
+    ApiDef::new(
+        "nl.cos",
+        UNARY_PARAMS,
+        VECTOR_SCALAR,
+        "`cos(x) = sin(x + π/2)`, with `x + π/2` reduced to [−π, π] as for `nl.sin` (the π/2 is added by the activation's bias after the reduction).",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "Accurate as `nl.sin`.",
         ],
-        run: cos,
-    },
-    ApiDef {
-        name: "nl.tan",
-        params: UNARY_PARAMS,
-        engines: VECTOR_SCALAR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`tan(x) = sin(r) / cos(r)` with `r = x − kπ` in [−π/2, π/2] (reduced as for `nl.sin`, with π), two ScalarE activations, a VectorE reciprocal and a multiply.",
-        constraints: &[
+        cos,
+    ),
+    ApiDef::new(
+        "nl.tan",
+        UNARY_PARAMS,
+        VECTOR_SCALAR,
+        "`tan(x) = sin(r) / cos(r)` with `r = x − kπ` in [−π/2, π/2] (reduced as for `nl.sin`, with π), two ScalarE activations, a VectorE reciprocal and a multiply.",
+        &[
             "`x` is an SBUF/PSUM tile with at most 128 partitions.",
             "About 3e-7 absolute error in each of sin and cos of the reduced argument (so about 2e-5 relative where |cos x| ≥ 0.01), for |x| < 2¹⁶·π ≈ 2·10⁵.",
         ],
-        run: tan,
-    },
-    ApiDef {
-        name: "nl.floor",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The largest integer ≤ `x`: round through int32, minus one where that rounded up.",
-        constraints: &["Exact for |x| < 2³¹."],
-        run: rounding,
-    },
-    ApiDef {
-        name: "nl.ceil",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The smallest integer ≥ `x`: round through int32, plus one where that rounded down.",
-        constraints: &["Exact for |x| < 2³¹."],
-        run: rounding,
-    },
-    ApiDef {
-        name: "nl.trunc",
-        params: UNARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`x` rounded toward zero: `sign(x) · floor(|x|)`.",
-        constraints: &["Exact for |x| < 2³¹."],
-        run: rounding,
-    },
-    ApiDef {
-        name: "nl.fmod",
-        params: BINARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The remainder with the sign of the dividend (C `fmod`): `x − y · trunc(x / y)`.",
-        constraints: &[
+        tan,
+    ),
+    ApiDef::new(
+        "nl.floor",
+        UNARY_PARAMS,
+        VECTOR,
+        "The largest integer ≤ `x`: round through int32, minus one where that rounded up.",
+        &["Exact for |x| < 2³¹."],
+        rounding,
+    ),
+    ApiDef::new(
+        "nl.ceil",
+        UNARY_PARAMS,
+        VECTOR,
+        "The smallest integer ≥ `x`: round through int32, plus one where that rounded down.",
+        &["Exact for |x| < 2³¹."],
+        rounding,
+    ),
+    ApiDef::new(
+        "nl.trunc",
+        UNARY_PARAMS,
+        VECTOR,
+        "`x` rounded toward zero: `sign(x) · floor(|x|)`.",
+        &["Exact for |x| < 2³¹."],
+        rounding,
+    ),
+    ApiDef::new(
+        "nl.fmod",
+        BINARY_PARAMS,
+        VECTOR,
+        "The remainder with the sign of the dividend (C `fmod`): `x − y · trunc(x / y)`.",
+        &[
             "At least one operand is a tile; tiles agree in shape as for `nl.add`.",
             "|x / y| < 2³¹.",
         ],
-        run: remainder,
-    },
-    ApiDef {
-        name: "nl.mod",
-        params: BINARY_PARAMS,
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The remainder with the sign of the divisor (Python `%`): `x − y · floor(x / y)`.",
-        constraints: &[
+        remainder,
+    ),
+    ApiDef::new(
+        "nl.mod",
+        BINARY_PARAMS,
+        VECTOR,
+        "The remainder with the sign of the divisor (Python `%`): `x − y · floor(x / y)`.",
+        &[
             "At least one operand is a tile; tiles agree in shape as for `nl.add`.",
             "|x / y| < 2³¹.",
         ],
-        run: remainder,
-    },
-    ApiDef {
-        name: "tensor.broadcast_to",
-        params: &[
+        remainder,
+    ),
+    ApiDef::new(
+        "tensor.broadcast_to",
+        &[
             req("x", Kind::Tensor),
             req("shape", Kind::Shape),
-            super::table::opt("dtype", Kind::DType, "None"),
+            super::table::OUT_DTYPE,
         ],
-        engines: &[Engine::Vector, Engine::Tensor],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
-        constraints: &["The `nl.broadcast_to` rules apply."],
-        run: super::nl_math::broadcast_to,
-    },
-    ApiDef {
-        name: "nl.expand_dims",
-        params: &[req("x", Kind::Tensor), req("axis", Kind::Int)],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
-        constraints: &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
-        run: expand_dims,
-    },
+        &[Engine::Vector, Engine::Tensor],
+        "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
+        &["The `nl.broadcast_to` rules apply."],
+        super::nl_math::broadcast_to,
+    ),
+    ApiDef::new(
+        "nl.expand_dims",
+        &[req("x", Kind::Tensor), req("axis", Kind::Int)],
+        NONE,
+        "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
+        &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
+        expand_dims,
+    ),
     ApiDef {
         name: "nl.loop_reduce",
         params: &[
@@ -199,6 +179,82 @@ pub const DEFS: &[ApiDef] = &[
         ],
         run: loop_reduce,
     },
+    ApiDef::new(
+        "ncc.sbuf.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.mod_alloc",
+        &[
+            req("base_addr", Kind::Int),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NONE,
+        "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic SBUF allocation: `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.psum.alloc",
+        &[req("func", Kind::Any)],
+        NONE,
+        "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.mod_alloc",
+        &[
+            req("base_bank", Kind::Int),
+            opt("base_addr", Kind::Int, "0"),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_bank_tiles", Kind::Ints, "()"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NONE,
+        "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.auto_alloc",
+        &[],
+        NONE,
+        "Legacy automatic PSUM allocation: `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.skip_middle_end_transformations",
+        &[req("func", Kind::Any)],
+        NONE,
+        "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
+        &[],
+        identity_decorator,
+    ),
+    ApiDef::new(
+        "nl.device_print",
+        &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+        NONE,
+        "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+        &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+        device_print,
+    ),
 ];
 
 /// A legacy `nl.loop_reduce` call not yet assigned (module doc).
@@ -258,7 +314,7 @@ impl PendingLoopReduce {
                 "shapes differ",
             ));
         }
-        isa_core::elementwise(
+        lower::elementwise(
             ctx,
             self.op,
             &Operand::Tile(dst.clone()),
@@ -516,17 +572,7 @@ fn tan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         None,
         span,
     )?;
-    let dst = result(ctx, b, &x.shape, dt, span)?;
-    isa_core::elementwise(
-        ctx,
-        AluOp::Multiply,
-        &Operand::Tile(s),
-        &Operand::Tile(c),
-        Some(dst.clone()),
-        Some(dt),
-        span,
-    )?;
-    Ok(done(b, &dst))
+    product(ctx, b, &x.shape, (s, c), dt, span)
 }
 
 /// `floor` (`up = false`) or `ceil` (`up = true`) of `x` into a new
@@ -561,7 +607,7 @@ fn floor_or_ceil(
     )?;
     // `fix` is 1.0 where rounding went the wrong way.
     let cmp = if up { AluOp::Less } else { AluOp::Greater };
-    let fix = isa_core::elementwise(
+    let fix = lower::elementwise(
         ctx,
         cmp,
         &Operand::Tile(r.clone()),
@@ -572,7 +618,7 @@ fn floor_or_ceil(
     )?;
     let op = if up { AluOp::Add } else { AluOp::Subtract };
     let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         op,
         &Operand::Tile(r),
@@ -606,7 +652,7 @@ fn trunc_of(
     )?;
     let fl = floor_or_ceil(ctx, &a, false, None, span)?;
     let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(fl),
@@ -638,7 +684,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             } else {
                 c.shape.clone()
             },
-            isa_core::promote(a.dtype(), c.dtype()),
+            lower::promote(a.dtype(), c.dtype()),
         ),
         (Operand::Tile(t), Operand::Num(_)) | (Operand::Num(_), Operand::Tile(t)) => {
             (t.shape.clone(), t.dtype())
@@ -680,7 +726,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             Operand::Tile(r)
         }
     };
-    let q = isa_core::elementwise(
+    let q = lower::elementwise(
         ctx,
         AluOp::Multiply,
         &x,
@@ -694,7 +740,7 @@ fn remainder(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     } else {
         floor_or_ceil(ctx, &q, false, None, span)?
     };
-    let prod = isa_core::elementwise(
+    let prod = lower::elementwise(
         ctx,
         AluOp::Multiply,
         &Operand::Tile(whole),
@@ -717,7 +763,7 @@ fn ew(
     c: &Operand,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    isa_core::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
+    lower::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
 }
 
 /// `|t|` as a float32 temporary (ScalarE `abs`).
@@ -807,7 +853,7 @@ fn correct_remainder(
         span,
     )?;
     let over = ew(ctx, AluOp::Multiply, &Operand::Tile(too_big), &step, span)?;
-    isa_core::elementwise(
+    lower::elementwise(
         ctx,
         AluOp::Subtract,
         &r1,
@@ -860,4 +906,42 @@ fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
         shape,
         buffer: x.buffer,
     }))
+}
+
+fn legacy_sbuf(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Sbuf))
+}
+
+fn legacy_psum(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Psum))
+}
+
+fn identity_decorator(_ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(b.value("func"))
+}
+
+fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
+    let t = b.tensor(ctx, "tensor")?;
+    if t.buffer == Buffer::Psum {
+        return Err(ctx.error(
+            codes::BUFFER,
+            format!(
+                "`nl.device_print` prints SBUF or HBM tensors, found {}",
+                check::describe(&t)
+            ),
+            b.span_of("tensor"),
+            "in psum",
+        ));
+    }
+    let d = Diagnostic::warning(
+        codes::UNSUPPORTED,
+        format!(
+            "`nl.device_print(\"{prefix}\", …)` is not supported by nkic yet and prints nothing"
+        ),
+    )
+    .with_primary(ctx.file(), span, "ignored")
+    .with_note("nkic has no run-time print; the kernel's results are unaffected");
+    ctx.warnings.push(d);
+    Ok(Value::None)
 }

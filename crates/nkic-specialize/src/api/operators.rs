@@ -17,7 +17,8 @@ use nkic_isa::AluOp;
 use nkic_syntax::ast::{BinOp, CmpOp};
 
 use super::codes;
-use super::isa_core::{self, Operand, PendingMatmul};
+use super::isa::tensor_engine::PendingMatmul;
+use super::lower::{self, Operand};
 use super::{Operator, check};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -105,7 +106,7 @@ pub fn apply(
     match (op, &operands[..]) {
         (Operator::Pos, [Value::Tensor(t)]) => Ok(Value::Tensor(t.clone())),
         (Operator::Neg, [Value::Tensor(t)]) => {
-            let r = isa_core::elementwise(
+            let r = lower::elementwise(
                 ctx,
                 AluOp::Multiply,
                 &Operand::Tile(t.clone()),
@@ -117,7 +118,7 @@ pub fn apply(
             Ok(Value::Tensor(r))
         }
         (Operator::Invert, [Value::Tensor(t)]) => {
-            let r = isa_core::elementwise(
+            let r = lower::elementwise(
                 ctx,
                 AluOp::Invert,
                 &Operand::Tile(t.clone()),
@@ -150,7 +151,7 @@ pub fn apply(
                     // The ALU has no divide: multiply by the divisor's
                     // reciprocal (in fp32), as `nl.divide` does.
                     check::operand(ctx, t, span, "the divisor")?;
-                    let inv = isa_core::elementwise(
+                    let inv = lower::elementwise(
                         ctx,
                         AluOp::Reciprocal,
                         &Operand::Tile(t.clone()),
@@ -166,7 +167,7 @@ pub fn apply(
                     None => return Err(unsupported(ctx)),
                 },
             };
-            let r = isa_core::elementwise(ctx, alu, &x, &y, dst, None, span)?;
+            let r = lower::elementwise(ctx, alu, &x, &y, dst, None, span)?;
             Ok(Value::Tensor(r))
         }
         (Operator::Compare(c), [x, y]) => {
@@ -174,7 +175,7 @@ pub fn apply(
                 return Err(unsupported(ctx));
             };
             let (x, y) = (operand(ctx, x, op, span)?, operand(ctx, y, op, span)?);
-            let r = isa_core::elementwise(ctx, alu, &x, &y, None, None, span)?;
+            let r = lower::elementwise(ctx, alu, &x, &y, None, None, span)?;
             Ok(Value::Tensor(r))
         }
         _ => Err(unsupported(ctx)),

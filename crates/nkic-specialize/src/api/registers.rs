@@ -13,7 +13,7 @@ use nkic_isa::{Engine, Target};
 use super::check;
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, SRC, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
 
@@ -28,42 +28,36 @@ const ANY: &[Engine] = &[
 
 /// The register functions.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nisa.register_alloc",
-        params: &[opt("x", Kind::Int, "None")],
-        engines: ANY,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A new 32-bit sequencer register, uninitialized or set to the int `x`.",
-        constraints: &["`x` fits in 32 bits."],
-        run: register_alloc,
-    },
-    ApiDef {
-        name: "nisa.register_move",
-        params: &[req("dst", Kind::Any), req("src", Kind::Any)],
-        engines: ANY,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`dst = src` where `src` is a compile-time int or a register.",
-        constraints: &[
+    ApiDef::new(
+        "nisa.register_alloc",
+        &[opt("x", Kind::Int, "None")],
+        ANY,
+        "A new 32-bit sequencer register, uninitialized or set to the int `x`.",
+        &["`x` fits in 32 bits."],
+        register_alloc,
+    ),
+    ApiDef::new(
+        "nisa.register_move",
+        &[req("dst", Kind::Any), req("src", Kind::Any)],
+        ANY,
+        "`dst = src` where `src` is a compile-time int or a register.",
+        &[
             "`dst` is a plain register that is not a loop's induction variable.",
             "`src` is an int that fits in 32 bits or a plain register.",
         ],
-        run: register_move,
-    },
-    ApiDef {
-        name: "nisa.register_load",
-        params: &[req("dst", Kind::Any), req("src", Kind::Tensor)],
-        engines: ANY,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "`dst =` the single element (at most 32 bits) of an HBM or SBUF tensor.",
-        constraints: &[
+        register_move,
+    ),
+    ApiDef::new(
+        "nisa.register_load",
+        &[req("dst", Kind::Any), SRC],
+        ANY,
+        "`dst =` the single element (at most 32 bits) of an HBM or SBUF tensor.",
+        &[
             "`src` has exactly one element of at most 4 bytes, in HBM or SBUF.",
             "`dst` is a plain register that is not a loop's induction variable.",
         ],
-        run: register_load,
-    },
+        register_load,
+    ),
     ApiDef {
         name: "nisa.register_store",
         params: &[req("dst", Kind::Tensor), req("src", Kind::Any)],

@@ -9,7 +9,7 @@
 //! ([`reference_markdown`]) and, through its `run` function, the checks.
 //!
 //! Definitions live in one file per area (`tensor.rs`, `memory.rs`,
-//! `isa_compute.rs`, `nl_math.rs`, …), each exporting a `DEFS` slice; the
+//! `isa/vector.rs`, `nl_math.rs`, …), each exporting a `DEFS` slice; the
 //! [`REGISTRY`] lists those slices, so a new file is added with one line.
 //!
 //! # Two call forms
@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
-use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
 
 use super::ApiFn;
 use super::codes;
@@ -146,16 +146,123 @@ pub const fn opt(name: &'static str, kind: Kind, default: &'static str) -> Param
     }
 }
 
+// ------------------------------------------------------------------ shared parameters
+
+/// `dst`: the destination tile of an ISA instruction (its first parameter).
+pub const DST: Param = req("dst", Kind::Tensor);
+/// `data`: the tile input of most compute instructions.
+pub const DATA: Param = req("data", Kind::Tensor);
+/// `src`: the tile input of copies, scans and searches.
+pub const SRC: Param = req("src", Kind::Tensor);
+/// `name=`: the instruction's name in listings (its last parameter).
+pub const NAME: Param = opt("name", Kind::Str, "None");
+/// `engine=` of an instruction the compiler places when not told.
+pub const ENGINE: Param = opt("engine", Kind::Enum("engine"), "nisa.engine.unknown");
+/// `dtype=` of an `nl.*` function's result.
+pub const OUT_DTYPE: Param = opt("dtype", Kind::DType, "None");
+/// `op0=` of a two-stage operator pipeline.
+pub const OP0: Param = req("op0", Kind::AluOp);
+/// `op1=` of a two-stage operator pipeline.
+pub const OP1: Param = req("op1", Kind::AluOp);
+/// `operand0=`: the scalar or `(P, 1)` operand of `op0`.
+pub const OPERAND0: Param = req("operand0", Kind::Scalar);
+/// `reverse0=`: swap the operands of `op0`.
+pub const REVERSE0: Param = opt("reverse0", Kind::Bool, "False");
+/// `reverse1=`: swap the operands of `op1`.
+pub const REVERSE1: Param = opt("reverse1", Kind::Bool, "False");
+/// `reduce_op=`: the operator of an accumulating reduction.
+pub const REDUCE_OP: Param = req("reduce_op", Kind::AluOp);
+/// `reduce_res=`: the `(P, 1)` tile an accumulating reduction is read into.
+pub const REDUCE_RES: Param = opt("reduce_res", Kind::Tensor, "None");
+/// `reduce_cmd=` defaulting to `idle` (the accumulators are untouched).
+pub const REDUCE_IDLE: Param = reduce_cmd("nisa.reduce_cmd.idle");
+/// `reduce_cmd=` defaulting to `reset_reduce`.
+pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
+
+/// The engines of an `nisa` function named after an instruction that may
+/// run wherever the instruction may: [`ApiDef::engines`] takes them from
+/// `nkic_isa`'s instruction table by mnemonic, so they are written once.
+pub const ISA_ENGINES: &[Engine] = &[];
+
+/// `reduce_cmd=` with its default as NKI code.
+const fn reduce_cmd(default: &'static str) -> Param {
+    opt("reduce_cmd", Kind::Enum("reduce_cmd"), default)
+}
+
+impl ApiDef {
+    /// A function available from trn2 on with only its current form;
+    /// [`ApiDef::new_in`] and [`ApiDef::with_value_form`] adjust it.
+    pub const fn new(
+        name: &'static str,
+        params: &'static [Param],
+        engines: &'static [Engine],
+        summary: &'static str,
+        constraints: &'static [&'static str],
+        run: RunFn,
+    ) -> ApiDef {
+        ApiDef {
+            name,
+            params,
+            engines,
+            since: Target::Trn2,
+            value_form: false,
+            summary,
+            constraints,
+            run,
+        }
+    }
+
+    /// The engines that may execute it: its own list, or for
+    /// [`ISA_ENGINES`] its instruction's in `nkic_isa`'s table.
+    pub fn engines(&self) -> &'static [Engine] {
+        match self.instruction() {
+            Some(m) if self.engines.is_empty() => nkic_isa::Op::engines_of(m).unwrap_or(&[]),
+            _ => self.engines,
+        }
+    }
+
+    /// The oldest target that has it: its own `since`, or its
+    /// instruction's when that is newer.
+    pub fn since(&self) -> Target {
+        match self.instruction().and_then(nkic_isa::Op::since_of) {
+            Some(t) if t > self.since => t,
+            _ => self.since,
+        }
+    }
+
+    /// The mnemonic of the instruction an `nisa` function is named after.
+    fn instruction(&self) -> Option<&'static str> {
+        let mnemonic = self.name.strip_prefix("nisa.")?;
+        nkic_isa::Op::since_of(mnemonic).map(|_| mnemonic)
+    }
+
+    /// The same function, first available on `target`.
+    pub const fn new_in(mut self, target: Target) -> ApiDef {
+        self.since = target;
+        self
+    }
+
+    /// The same function, also accepting the legacy value form (module doc).
+    pub const fn with_value_form(mut self) -> ApiDef {
+        self.value_form = true;
+        self
+    }
+}
+
 /// The files that define API functions, one line each.
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
     super::memory::DEFS,
-    super::isa_core::DEFS,
     super::nl_core::DEFS,
     super::registers::DEFS,
-    super::isa_compute::DEFS,
+    super::isa::dma::DEFS,
+    super::isa::tensor_engine::DEFS,
+    super::isa::scalar_engine::DEFS,
+    super::isa::vector::DEFS,
+    super::isa::select::DEFS,
+    super::isa::random::DEFS,
+    super::isa::gpsimd::DEFS,
     super::nl_math::DEFS,
-    super::isa_more::DEFS,
     super::view_more::DEFS,
     super::nl_more::DEFS,
     super::collectives::DEFS,
@@ -247,12 +354,12 @@ fn doc_of(d: &ApiDef) -> ApiDoc {
         signature: format!("{}({})", d.name, params.join(", ")),
         summary: d.summary.to_owned(),
         engines: d
-            .engines
+            .engines()
             .iter()
             .map(|e| e.name())
             .collect::<Vec<_>>()
             .join(", "),
-        targets: format!("{}+", d.since.name()),
+        targets: format!("{}+", d.since().name()),
         constraints: d.constraints.iter().map(|c| (*c).to_owned()).collect(),
     }
 }
@@ -311,42 +418,71 @@ pub struct Bound {
     pub span: Span,
 }
 
-/// The legacy value-form parameters of `def`: its own list without `dst`
-/// plus `dtype=` and `mask=`, or a different legacy signature.
-fn legacy_params(def: &ApiDef) -> Vec<Param> {
-    match def.name {
-        "nisa.memset" => vec![
+/// An older signature of one function, tried when a call does not bind to
+/// the current one (module doc: two call forms).
+#[derive(Clone, Copy, Debug)]
+enum Legacy {
+    /// The value form's parameters, in place of the current ones without
+    /// `dst` plus `dtype=` and `mask=`.
+    ValueForm(&'static [Param]),
+    /// A signature tried before the value form, kept when its `pred`
+    /// argument is an index predicate of `nl.arange` grids (`iy < ix`).
+    Predicate(&'static [Param]),
+}
+
+/// The legacy call forms that differ from the default value form.
+const LEGACY: &[(&str, Legacy)] = &[
+    (
+        "nisa.memset",
+        Legacy::ValueForm(&[
             req("shape", Kind::Shape),
             req("value", Kind::Float),
             req("dtype", Kind::DType),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.unknown"),
-            opt("mask", Kind::Index, "None"),
-            opt("name", Kind::Str, "None"),
-        ],
-        _ => {
-            let mut v: Vec<Param> = def.params[1..].to_vec();
-            for extra in ["dtype", "mask"] {
-                if !v.iter().any(|p| p.name == extra) {
-                    v.push(opt(extra, Kind::Any, "None"));
-                }
-            }
-            v
-        }
-    }
+            ENGINE,
+            MASK,
+            NAME,
+        ]),
+    ),
+    (
+        // `affine_select(pred, on_true_tile, on_false_value)`.
+        "nisa.affine_select",
+        Legacy::Predicate(&[
+            req("pred", Kind::Index),
+            req("on_true_tile", Kind::Tensor),
+            req("on_false_value", Kind::Float),
+            opt("dtype", Kind::DType, "None"),
+            MASK,
+            NAME,
+        ]),
+    ),
+];
+
+/// The legacy `mask=` predicate.
+const MASK: Param = opt("mask", Kind::Index, "None");
+
+/// The legacy form of `def` of the given kind.
+fn legacy_form(def: &ApiDef, predicate: bool) -> Option<&'static [Param]> {
+    LEGACY.iter().find_map(|(name, form)| match form {
+        _ if *name != def.name => None,
+        Legacy::ValueForm(p) if !predicate => Some(*p),
+        Legacy::Predicate(p) if predicate => Some(*p),
+        _ => None,
+    })
 }
 
-/// Legacy `affine_select(pred, on_true_tile, on_false_value)` with an
-/// affine predicate of index grids such as `iy < ix`, tried before the
-/// value form of the current signature.
-fn legacy_pred_params() -> Vec<Param> {
-    vec![
-        req("pred", Kind::Index),
-        req("on_true_tile", Kind::Tensor),
-        req("on_false_value", Kind::Float),
-        opt("dtype", Kind::DType, "None"),
-        opt("mask", Kind::Index, "None"),
-        opt("name", Kind::Str, "None"),
-    ]
+/// The value-form parameters of `def`: its own list without `dst` plus
+/// `dtype=` and `mask=`, unless [`LEGACY`] gives another.
+fn legacy_params(def: &ApiDef) -> Vec<Param> {
+    if let Some(params) = legacy_form(def, false) {
+        return params.to_vec();
+    }
+    let mut v: Vec<Param> = def.params[1..].to_vec();
+    for extra in ["dtype", "mask"] {
+        if !v.iter().any(|p| p.name == extra) {
+            v.push(opt(extra, Kind::Any, "None"));
+        }
+    }
+    v
 }
 
 /// Binds `args` to `def` (module doc: two call forms). A function the
@@ -357,13 +493,13 @@ pub fn bind(
     mut args: CallArgs,
     span: Span,
 ) -> Result<Bound, Diagnostic> {
-    if ctx.target() < def.since {
+    if ctx.target() < def.since() {
         return Err(ctx.error(
             codes::TARGET,
             format!(
                 "`{}` needs {} or newer, but the target is {}",
                 def.name,
-                def.since.name(),
+                def.since().name(),
                 ctx.target().name()
             ),
             span,
@@ -416,9 +552,8 @@ fn bind_forms(
         }
         Ok(b) => Ok(b),
         Err(e) if legacy_ok => {
-            if def.name == "nisa.affine_select"
-                && let Ok(l) =
-                    bind_params(ctx, def, &legacy_pred_params(), args_again(), span, true)
+            if let Some(params) = legacy_form(def, true)
+                && let Ok(l) = bind_params(ctx, def, params, args_again(), span, true)
                 && matches!(l.value("pred"), Value::IndexPred(_))
             {
                 return Ok(l);
@@ -701,6 +836,38 @@ impl Bound {
             return Ok(None);
         };
         enum_member_of(ctx, a, enum_name).map(Some)
+    }
+
+    /// The `reduce_cmd=` accumulator command, if given.
+    pub fn reduce_cmd(&self, ctx: &Ctx<'_>) -> Result<Option<ReduceCmd>, Diagnostic> {
+        Ok(self
+            .enum_member(ctx, "reduce_cmd", "reduce_cmd")?
+            .and_then(ReduceCmd::from_name))
+    }
+
+    /// The `reduce_cmd=` of an instruction whose accumulators have no
+    /// initial value: when not given, `reset_reduce` if the call asks for
+    /// a reduction (`reducing`), else `idle`; `load_reduce` is an error.
+    pub fn reduce_cmd_without_load(
+        &self,
+        ctx: &Ctx<'_>,
+        reducing: bool,
+    ) -> Result<ReduceCmd, Diagnostic> {
+        let cmd = match self.reduce_cmd(ctx)? {
+            Some(c) => c,
+            None if reducing => ReduceCmd::ResetReduce,
+            None => ReduceCmd::Idle,
+        };
+        if cmd == ReduceCmd::LoadReduce {
+            let short = self.def.name.rsplit('.').next().unwrap_or(self.def.name);
+            return Err(ctx.error(
+                codes::BAD_ENUM,
+                format!("`{short}` has no `load_reduce` (it has no initial value)"),
+                self.span_of("reduce_cmd"),
+                "not available",
+            ));
+        }
+        Ok(cmd)
     }
 
     /// An optional ALU operator (`nl.add`, …).

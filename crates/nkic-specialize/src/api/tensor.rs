@@ -27,7 +27,7 @@ use super::blocks::BlockTensor;
 use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
 use crate::args::Arg;
 use crate::ctx::Ctx;
 use crate::value::{BoundMethod, IndexExpr, IntOrReg, RegValue, Tensor, Value};
@@ -37,286 +37,248 @@ const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 
 /// The tensor-model functions.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "nl.ndarray",
-        params: &[
+    ApiDef::new(
+        "nl.ndarray",
+        &[
             req("shape", Kind::Shape),
             req("dtype", Kind::DType),
             opt("buffer", Kind::Buffer, "nl.sbuf"),
             opt("name", Kind::Str, "''"),
             opt("address", Kind::Ints, "None"),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Allocates an uninitialized tensor; `address=(partition, byte_offset)` places an on-chip tensor manually.",
-        constraints: &[
+        NO_ENGINE,
+        "Allocates an uninitialized tensor; `address=(partition, byte_offset)` places an on-chip tensor manually.",
+        &[
             "SBUF/PSUM tensors have at least 2 dims and at most 128 partitions (dim 0).",
             "A tensor has at most 5 dims and every size is a positive int.",
             "The per-partition size fits the buffer (SBUF usable bytes, PSUM 16 KiB).",
             "`address` is only for SBUF/PSUM; PSUM addresses start on a 2 KiB bank boundary; the tile fits from its address.",
         ],
-        run: ndarray,
-    },
-    ApiDef {
-        name: "nl.zeros",
-        params: &[
+        ndarray,
+    ),
+    ApiDef::new(
+        "nl.zeros",
+        &[
             req("shape", Kind::Shape),
             req("dtype", Kind::DType),
             opt("buffer", Kind::Buffer, "nl.sbuf"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: MEMSET_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Allocates a tensor filled with 0 (`ndarray` + `memset`).",
-        constraints: &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
-        run: zeros,
-    },
-    ApiDef {
-        name: "nl.ones",
-        params: &[
+        MEMSET_ENGINES,
+        "Allocates a tensor filled with 0 (`ndarray` + `memset`).",
+        &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
+        zeros,
+    ),
+    ApiDef::new(
+        "nl.ones",
+        &[
             req("shape", Kind::Shape),
             req("dtype", Kind::DType),
             opt("buffer", Kind::Buffer, "nl.sbuf"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: MEMSET_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Allocates a tensor filled with 1 (`ndarray` + `memset`).",
-        constraints: &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
-        run: ones,
-    },
-    ApiDef {
-        name: "nl.full",
-        params: &[
+        MEMSET_ENGINES,
+        "Allocates a tensor filled with 1 (`ndarray` + `memset`).",
+        &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
+        ones,
+    ),
+    ApiDef::new(
+        "nl.full",
+        &[
             req("shape", Kind::Shape),
             req("fill_value", Kind::Float),
             req("dtype", Kind::DType),
             opt("buffer", Kind::Buffer, "nl.sbuf"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: MEMSET_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Allocates a tensor filled with `fill_value` (`ndarray` + `memset`).",
-        constraints: &[
+        MEMSET_ENGINES,
+        "Allocates a tensor filled with `fill_value` (`ndarray` + `memset`).",
+        &[
             "As `nl.ndarray`; the buffer is SBUF or PSUM.",
             "Integer dtypes need an int fill value.",
         ],
-        run: full,
-    },
-    ApiDef {
-        name: "nl.zeros_like",
-        params: &[
+        full,
+    ),
+    ApiDef::new(
+        "nl.zeros_like",
+        &[
             req("x", Kind::Tensor),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("buffer", Kind::Buffer, "None"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: MEMSET_ENGINES,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A zero-filled tensor of `x`'s shape (dtype and buffer default to `x`'s).",
-        constraints: &["As `nl.zeros`."],
-        run: zeros_like,
-    },
-    ApiDef {
-        name: "nl.empty_like",
-        params: &[
+        MEMSET_ENGINES,
+        "A zero-filled tensor of `x`'s shape (dtype and buffer default to `x`'s).",
+        &["As `nl.zeros`."],
+        zeros_like,
+    ),
+    ApiDef::new(
+        "nl.empty_like",
+        &[
             req("x", Kind::Tensor),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("buffer", Kind::Buffer, "None"),
             opt("name", Kind::Str, "''"),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "An uninitialized tensor of `x`'s shape (dtype and buffer default to `x`'s).",
-        constraints: &["As `nl.ndarray`."],
-        run: empty_like,
-    },
-    ApiDef {
-        name: "nl.par_dim",
-        params: &[req("size", Kind::Int)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy marker of the partition dim in a shape; the dims before it are block dims, and every block is its own tile (allocated separately, alive from its first write to its last read).",
-        constraints: &[
+        NO_ENGINE,
+        "An uninitialized tensor of `x`'s shape (dtype and buffer default to `x`'s).",
+        &["As `nl.ndarray`."],
+        empty_like,
+    ),
+    ApiDef::new(
+        "nl.par_dim",
+        &[req("size", Kind::Int)],
+        NO_ENGINE,
+        "Legacy marker of the partition dim in a shape; the dims before it are block dims, and every block is its own tile (allocated separately, alive from its first write to its last read).",
+        &[
             "A block tensor is indexed on its block dims with ints before it is used as an operand (E0519); a slice over a block dim is E0500.",
             "Each block, not the whole block tensor, must fit the buffer's partition size.",
         ],
-        run: par_dim,
-    },
-    ApiDef {
-        name: "nisa.get_nc_version",
-        params: &[],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The NeuronCore generation of the target (`nisa.nc_version.gen3` on trn2, `gen4` on trn3).",
-        constraints: &[],
-        run: get_nc_version,
-    },
-    ApiDef {
-        name: "tensor.slice",
-        params: &[
+        par_dim,
+    ),
+    ApiDef::new(
+        "nisa.get_nc_version",
+        &[],
+        NO_ENGINE,
+        "The NeuronCore generation of the target (`nisa.nc_version.gen3` on trn2, `gen4` on trn3).",
+        &[],
+        get_nc_version,
+    ),
+    ApiDef::new(
+        "tensor.slice",
+        &[
             req("self", Kind::Tensor),
             req("dim", Kind::Int),
             req("start", Kind::Int),
             req("end", Kind::Int),
             opt("step", Kind::Int, "1"),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A view of `start:end:step` along `dim`.",
-        constraints: &[
+        NO_ENGINE,
+        "A view of `start:end:step` along `dim`.",
+        &[
             "`0 <= start < end <= shape[dim]` and `step >= 1`.",
             "Dim 0 of an SBUF/PSUM tensor is sliced with step 1.",
         ],
-        run: method_slice,
-    },
-    ApiDef {
-        name: "tensor.select",
-        params: &[
+        method_slice,
+    ),
+    ApiDef::new(
+        "tensor.select",
+        &[
             req("self", Kind::Tensor),
             req("dim", Kind::Int),
             req("index", Kind::Any),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
-        constraints: &[
+        NO_ENGINE,
+        "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
+        &[
             "`0 <= index < shape[dim]` for an int index.",
             "A run-time index is not allowed on dim 0 of an SBUF/PSUM tensor.",
         ],
-        run: method_select,
-    },
-    ApiDef {
-        name: "tensor.permute",
-        params: &[req("self", Kind::Tensor), req("dims", Kind::Ints)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Reorders the dims.",
-        constraints: &[
+        method_select,
+    ),
+    ApiDef::new(
+        "tensor.permute",
+        &[req("self", Kind::Tensor), req("dims", Kind::Ints)],
+        NO_ENGINE,
+        "Reorders the dims.",
+        &[
             "`dims` is a permutation of the dims.",
             "On SBUF/PSUM tensors `dims[0] == 0`.",
         ],
-        run: method_permute,
-    },
-    ApiDef {
-        name: "tensor.broadcast",
-        params: &[
+        method_permute,
+    ),
+    ApiDef::new(
+        "tensor.broadcast",
+        &[
             req("self", Kind::Tensor),
             req("dim", Kind::Int),
             req("size", Kind::Int),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Stretches a size-1 dim to `size` (stride 0).",
-        constraints: &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
-        run: method_broadcast,
-    },
-    ApiDef {
-        name: "tensor.expand_dim",
-        params: &[req("self", Kind::Tensor), req("dim", Kind::Int)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Inserts a size-1 dim at `dim`.",
-        constraints: &["Not dim 0 of an SBUF/PSUM tensor."],
-        run: method_expand_dim,
-    },
-    ApiDef {
-        name: "tensor.squeeze_dim",
-        params: &[req("self", Kind::Tensor), req("dim", Kind::Int)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Removes a size-1 dim.",
-        constraints: &[
+        NO_ENGINE,
+        "Stretches a size-1 dim to `size` (stride 0).",
+        &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
+        method_broadcast,
+    ),
+    ApiDef::new(
+        "tensor.expand_dim",
+        &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        NO_ENGINE,
+        "Inserts a size-1 dim at `dim`.",
+        &["Not dim 0 of an SBUF/PSUM tensor."],
+        method_expand_dim,
+    ),
+    ApiDef::new(
+        "tensor.squeeze_dim",
+        &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        NO_ENGINE,
+        "Removes a size-1 dim.",
+        &[
             "`shape[dim] == 1`.",
             "Not dim 0 of an SBUF/PSUM tensor, and an SBUF/PSUM tensor keeps 2 dims.",
         ],
-        run: method_squeeze_dim,
-    },
-    ApiDef {
-        name: "tensor.reshape",
-        params: &[req("self", Kind::Tensor), req("shape", Kind::Shape)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A view with a new shape and the same elements in row-major order.",
-        constraints: &[
+        method_squeeze_dim,
+    ),
+    ApiDef::new(
+        "tensor.reshape",
+        &[req("self", Kind::Tensor), req("shape", Kind::Shape)],
+        NO_ENGINE,
+        "A view with a new shape and the same elements in row-major order.",
+        &[
             "The element count is unchanged.",
             "On SBUF/PSUM tensors the partition dim is unchanged.",
             "The reshaped dims are contiguous (not after `permute` or a strided slice).",
         ],
-        run: method_reshape,
-    },
-    ApiDef {
-        name: "tensor.view",
-        params: &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
-        constraints: &[
+        method_reshape,
+    ),
+    ApiDef::new(
+        "tensor.view",
+        &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        NO_ENGINE,
+        "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
+        &[
             "The last dim is contiguous and its byte size divides by the new element size.",
             "Not on a dynamic or indirect view.",
         ],
-        run: method_view,
-    },
-    ApiDef {
-        name: "tensor.reinterpret_cast",
-        params: &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Alias of `tensor.view`.",
-        constraints: &["As `tensor.view`."],
-        run: method_view,
-    },
-    ApiDef {
-        name: "tensor.ap",
-        params: &[
+        method_view,
+    ),
+    ApiDef::new(
+        "tensor.reinterpret_cast",
+        &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        NO_ENGINE,
+        "Alias of `tensor.view`.",
+        &["As `tensor.view`."],
+        method_view,
+    ),
+    ApiDef::new(
+        "tensor.ap",
+        &[
             req("self", Kind::Tensor),
             req("pattern", Kind::Pattern),
             opt("offset", Kind::Int, "None"),
             opt("scalar_offset", Kind::Any, "None"),
             opt("vector_offset", Kind::Tensor, "None"),
             opt("indirect_dim", Kind::Int, "0"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
-        constraints: &[
+        NO_ENGINE,
+        "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
+        &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
             "Every element stays inside the storage; a pattern that leaves it is an error (E0500) where an instruction uses it, not where it is made.",
             "`offset=None` keeps the view's offset; an int is relative to the storage start.",
             "`scalar_offset` (a register, or a 1×1 SBUF int tensor read into a register when the view is made) and `vector_offset` (an SBUF (P, 1) int tensor, HBM tensors only, `indirect_dim=0`) are exclusive.",
             "A run-time offset counts elements of `indirect_dim` of the tensor `.ap` is called on (`offset + index · prod(shape[indirect_dim+1:])`), not steps of the pattern: a `vector_offset` gather reads row `index[p]` for partition `p`.",
         ],
-        run: method_ap,
-    },
-    ApiDef {
-        name: "tensor.is_contiguous",
-        params: &[req("self", Kind::Tensor)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
-        constraints: &[],
-        run: method_is_contiguous,
-    },
+        method_ap,
+    ),
+    ApiDef::new(
+        "tensor.is_contiguous",
+        &[req("self", Kind::Tensor)],
+        NO_ENGINE,
+        "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
+        &[],
+        method_is_contiguous,
+    ),
     ApiDef {
         name: "tensor.get_pattern",
         params: &[req("self", Kind::Tensor)],

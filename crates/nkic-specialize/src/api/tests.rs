@@ -212,8 +212,10 @@ fn at_least_forty_fixtures_of_each_kind() {
 /// An `nisa.*` function named after an instruction runs on that
 /// instruction's engines (a subset where the API restricts them; a DMA
 /// also on the engines that may issue it) and exists no earlier than the
-/// instruction: the engine and target facts of `nkic_isa`'s table and of
-/// this table cannot drift apart.
+/// instruction, and it does not restate them (`ISA_ENGINES` takes the
+/// engines from `nkic_isa`'s table, and the target follows the
+/// instruction's): the engine and target facts of `nkic_isa`'s table and
+/// of this table cannot drift apart.
 #[test]
 fn isa_functions_agree_with_the_instruction_table() {
     let mut checked = 0;
@@ -233,16 +235,29 @@ fn isa_functions_agree_with_the_instruction_table() {
         let allowed = |e: &nkic_isa::Engine| {
             engines.contains(e) || (dma && super::memory::DMA_TRIGGER.contains(e))
         };
-        if let Some(e) = d.engines.iter().find(|e| !allowed(e)) {
+        if let Some(e) = d.engines().iter().find(|e| !allowed(e)) {
             wrong.push(format!(
                 "{}: engine {e:?} is not one of {engines:?}",
                 d.name
             ));
         }
-        if d.since < since {
+        if !d.engines.is_empty() && d.engines == engines {
+            wrong.push(format!(
+                "{}: restates its instruction's engines; write `ISA_ENGINES`",
+                d.name
+            ));
+        }
+        if d.since > nkic_isa::Target::Trn2 && d.since == since {
+            wrong.push(format!(
+                "{}: restates its instruction's target; drop `new_in`",
+                d.name
+            ));
+        }
+        if d.since() < since {
             wrong.push(format!(
                 "{}: since {:?} but the instruction since {since:?}",
-                d.name, d.since
+                d.name,
+                d.since()
             ));
         }
     }

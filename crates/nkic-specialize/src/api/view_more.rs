@@ -27,76 +27,68 @@ const NO_ENGINE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "tensor.reshape_dim",
-        params: &[
+    ApiDef::new(
+        "tensor.reshape_dim",
+        &[
             req("self", Kind::Tensor),
             req("dim", Kind::Int),
             req("shape", Kind::Ints),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Splits dim `dim` into the dims `shape` (row-major; one size may be -1).",
-        constraints: &[
+        NO_ENGINE,
+        "Splits dim `dim` into the dims `shape` (row-major; one size may be -1).",
+        &[
             "The sizes multiply to the dim's size.",
             "On-chip tensors cannot split the partition dim (except trivially, with size-1 dims).",
         ],
-        run: reshape_dim,
-    },
-    ApiDef {
-        name: "tensor.flatten_dims",
-        params: &[
+        reshape_dim,
+    ),
+    ApiDef::new(
+        "tensor.flatten_dims",
+        &[
             req("self", Kind::Tensor),
             req("start", Kind::Int),
             req("end", Kind::Int),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Merges dims `start..end` (inclusive) into one.",
-        constraints: &[
+        NO_ENGINE,
+        "Merges dims `start..end` (inclusive) into one.",
+        &[
             "The merged dims are contiguous in memory.",
             "On-chip tensors keep their partition dim: `start > 0`.",
         ],
-        run: flatten_dims,
-    },
-    ApiDef {
-        name: "tensor.rearrange",
-        params: &[
+        flatten_dims,
+    ),
+    ApiDef::new(
+        "tensor.rearrange",
+        &[
             req("self", Kind::Tensor),
             req("src_pattern", Kind::Any),
             req("dst_pattern", Kind::Any),
             opt("fixed_sizes", Kind::Any, "None"),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "einops-style split, permute and merge: `t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})`.",
-        constraints: &[
+        NO_ENGINE,
+        "einops-style split, permute and merge: `t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})`.",
+        &[
             "`src_pattern` names every dim (a tuple of names splits one dim; its sizes come from `fixed_sizes`, one may be inferred).",
             "`dst_pattern` uses every name once; a tuple of names merges axes that are contiguous in that order.",
             "On-chip tensors keep their partition dim first and unsplit.",
         ],
-        run: rearrange,
-    },
-    ApiDef {
-        name: "tensor.vector_select",
-        params: &[
+        rearrange,
+    ),
+    ApiDef::new(
+        "tensor.vector_select",
+        &[
             req("self", Kind::Tensor),
             req("dim", Kind::Int),
             req("vector_offset", Kind::Tensor),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A per-partition row gather of an HBM tensor: row `p` of the result is row `vector_offset[p]` (an indirect view, read or written by DMA).",
-        constraints: &[
+        NO_ENGINE,
+        "A per-partition row gather of an HBM tensor: row `p` of the result is row `vector_offset[p]` (an indirect view, read or written by DMA).",
+        &[
             "`dim` is 0 and the tensor is in HBM.",
             "`vector_offset` is an SBUF `(P, 1)` int tensor; the result has P rows.",
         ],
-        run: vector_select,
-    },
+        vector_select,
+    ),
     ApiDef {
         name: "tensor.indirect",
         params: &[

@@ -1,0 +1,638 @@
+//! GpSimd (isa.md §6.6): `tensor_partition_reduce`, the gathers
+//! (`local_gather`, `nc_n_gather`, `nl.gather_flattened`),
+//! `sequence_bounds`, `nonzero_with_count`, `topk`, and the identity
+//! matrices built on `iota` (`nl.shared_identity_matrix`, and
+//! `nl.shared_constant` of `np.identity(n)`; any other constant is E0524).
+//!
+//! Choice where the spec is silent: `nl.shared_identity_matrix` is an
+//! `iota` of `f - p` compared with 0 into an SBUF tile.
+
+use std::rc::Rc;
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, Target};
+
+use crate::api::check::{self, shape_text};
+use crate::api::isa::unsupported;
+use crate::api::lower::bitvec_dtypes;
+use crate::api::table::{
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req,
+};
+use crate::api::{codes, emit};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+const GPSIMD: &[Engine] = &[Engine::GpSimd];
+
+const NONE: &[Engine] = &[];
+
+/// The functions of this file, registered in `table::REGISTRY`.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef::new(
+        "nisa.tensor_partition_reduce",
+        &[DST, req("op", Kind::AluOp), DATA, NAME],
+        ISA_ENGINES,
+        "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
+        &[
+            "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
+            "`op` is `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`.",
+        ],
+        tensor_partition_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.local_gather",
+        &[
+            DST,
+            req("src_buffer", Kind::Tensor),
+            req("index", Kind::Tensor),
+            opt("num_elem_per_idx", Kind::Int, "1"),
+            opt("num_valid_indices", Kind::Int, "None"),
+            NAME,
+        ],
+        ISA_ENGINES,
+        "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
+        &[
+            "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
+            "`index` is uint16; `num_elem_per_idx` is 1, 2, 4, 8, 16 or 32; at most 4096 indices per core.",
+            "`dst` has `src_buffer`'s dtype and partitions and `num_valid_indices × num_elem_per_idx` elements per partition.",
+        ],
+        local_gather,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nc_n_gather",
+        &[
+            DST,
+            DATA,
+            req("indices", Kind::Tensor),
+            NAME,
+        ],
+        ISA_ENGINES,
+        "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
+        &[
+            "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
+            "`indices` is uint32 or int32; `dst` has `indices`' free size and `data`'s dtype.",
+        ],
+        n_gather,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.sequence_bounds",
+        &[
+            DST,
+            req("segment_ids", Kind::Tensor),
+            NAME,
+        ],
+        ISA_ENGINES,
+        "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
+        &[
+            "`segment_ids` is SBUF `(1, n)` float32 or int32.",
+            "`dst` is SBUF with the same dtype, one partition and `2 × n` elements.",
+        ],
+        sequence_bounds,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.nonzero_with_count",
+        &[
+            DST,
+            SRC,
+            opt("index_offset", Kind::Int, "0"),
+            opt("padding_val", Kind::Int, "-1"),
+            NAME,
+        ],
+        ISA_ENGINES,
+        "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
+        &[
+            "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",
+        ],
+        nonzero_with_count,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.topk",
+        &[
+            req("val_dst", Kind::Tensor),
+            req("idx_dst", Kind::Tensor),
+            SRC,
+            req("n", Kind::Int),
+            NAME,
+        ],
+        GPSIMD,
+        "The K largest of `n` values per 16-partition group, with their indices. Not supported by nkic yet (E0524).",
+        &[],
+        unsupported,
+    )
+    .new_in(Target::Trn3),
+    ApiDef::new(
+        "nl.gather_flattened",
+        &[
+            DATA,
+            req("indices", Kind::Tensor),
+            opt("axis", Kind::Int, "0"),
+            OUT_DTYPE,
+        ],
+        GPSIMD,
+        "A new tile with `out[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims (`nisa.nc_n_gather`).",
+        &[
+            "`axis` is 0 (the gather is per partition).",
+            "The `nisa.nc_n_gather` rules apply.",
+        ],
+        nl_gather_flattened,
+    ),
+    ApiDef::new(
+        "nl.shared_identity_matrix",
+        &[
+            req("n", Kind::Int),
+            opt("dtype", Kind::DType, "nl.uint8"),
+            opt("dst", Kind::Tensor, "None"),
+        ],
+        GPSIMD,
+        "An `n × n` identity matrix in SBUF (in `dst` when given): an `iota` of `f - p` compared with 0.",
+        &[
+            "`n` is 1 to 128.",
+            "`dst`, when given, is an SBUF `(n, n)` tile.",
+        ],
+        nl_identity,
+    ),
+    ApiDef::new(
+        "nl.shared_constant",
+        &[
+            req("constant", Kind::Any),
+            OUT_DTYPE,
+        ],
+        GPSIMD,
+        "A shared-HBM tensor holding a NumPy array embedded in the kernel. nkic has no data section: only `np.identity(n)` is supported (written at run time by an `iota`, a compare and a DMA); any other array is E0524.",
+        &["`constant` is `np.identity(n)` with n ≤ 128."],
+        shared_constant,
+    ),
+    ApiDef::new(
+        "np.identity",
+        &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
+        NONE,
+        "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
+        &["`n` is 1 to 128."],
+        np_identity,
+    ),
+];
+
+fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let sd = b.span_of("data");
+    let op = b.alu_op(ctx, "op")?.unwrap_or(AluOp::Add);
+    if !matches!(
+        op,
+        AluOp::Add | AluOp::Average | AluOp::Maximum | AluOp::BitwiseOr | AluOp::BitwiseAnd
+    ) {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("op"),
+            "unsupported operator",
+        ));
+    }
+    let mut shape = data.shape.clone();
+    if let Some(p) = shape.first_mut() {
+        *p = 1;
+    }
+    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &data, sd, "`data`")?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::not_psum_on(ctx, &data, Engine::GpSimd, sd, "`data`")?;
+    check::not_psum_on(ctx, &dst, Engine::GpSimd, ds, "`dst`")?;
+    if check::partitions(&dst) != 1 || check::free_size(&dst) != check::free_size(&data) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`dst` must have 1 partition and {} free elements, found {}",
+                check::free_size(&data),
+                shape_text(&dst.shape)
+            ),
+            ds,
+            "wrong result shape",
+        ));
+    }
+    bitvec_dtypes(ctx, op, &[(&data, sd), (&dst, ds)])?;
+    let kind = OpKind::TensorPartitionReduce {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        op,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn in_sbuf(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    check::operand(ctx, t, span, what)?;
+    check::not_psum_on(ctx, t, Engine::GpSimd, span, what)
+}
+
+fn free_size_is(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    p: u64,
+    f: u64,
+    span: Span,
+    what: &str,
+) -> Result<(), Diagnostic> {
+    if check::partitions(t) == p && check::free_size(t) == f {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        format!(
+            "{what} must have {p} partitions of {f} elements, found shape {}",
+            shape_text(&t.shape)
+        ),
+        span,
+        format!("not {p} × {f}"),
+    ))
+}
+
+fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src_buffer")?;
+    let index = b.tensor(ctx, "index")?;
+    let (ss, is) = (b.span_of("src_buffer"), b.span_of("index"));
+    in_sbuf(ctx, &src, ss, "`src_buffer`")?;
+    in_sbuf(ctx, &index, is, "`index`")?;
+    let p = check::partitions(&src);
+    if check::partitions(&index) != p || !p.is_multiple_of(16) {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`src_buffer` and `index` need the same partition count, a multiple of 16, found {} and {}",
+                shape_text(&src.shape),
+                shape_text(&index.shape)
+            ),
+            is,
+            "partition counts",
+        ));
+    }
+    check::dtype_in(ctx, &index, &[DType::U16], "`index`", is)?;
+    let e = b.int_or(ctx, "num_elem_per_idx", 1)?;
+    if ![1, 2, 4, 8, 16, 32].contains(&e) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`num_elem_per_idx` is 1, 2, 4, 8, 16 or 32, found {e}"),
+            b.span_of("num_elem_per_idx"),
+            "bad element count",
+        ));
+    }
+    let per_core = check::free_size(&index) * 16;
+    let valid = match b.int(ctx, "num_valid_indices")? {
+        None => None,
+        Some(v) if v >= 1 && (v as u64) <= per_core => Some(v as u32),
+        Some(v) => {
+            return Err(ctx.error(
+                codes::VALUE,
+                format!(
+                    "`num_valid_indices` is 1 to {per_core} (the indices of one core), found {v}"
+                ),
+                b.span_of("num_valid_indices"),
+                "out of range",
+            ));
+        }
+    };
+    let n = valid.map_or(per_core, u64::from);
+    if n > 4096 {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("a GpSimd core gathers at most 4096 indices, found {n}"),
+            is,
+            "too many indices",
+        ));
+    }
+    let f = n * e as u64;
+    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f], src.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, p, f, ds, "`dst`")?;
+    if dst.dtype() != src.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`local_gather` does not cast: `dst` must be {}, found {}",
+                src.dtype(),
+                check::describe(&dst)
+            ),
+            ds,
+            "dtype differs",
+        ));
+    }
+    let kind = OpKind::LocalGather {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        index: index.view.clone(),
+        elem_per_idx: e as u32,
+        valid_indices: valid,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn n_gather_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    data: &Tensor,
+    indices: &Tensor,
+    dst: &Rc<Tensor>,
+    names: (&str, &str),
+    span: Span,
+) -> Result<Option<nkic_ir::Handle<nkic_ir::Op>>, Diagnostic> {
+    let (sd, si) = (b.span_of(names.0), b.span_of(names.1));
+    in_sbuf(ctx, data, sd, &format!("`{}`", names.0))?;
+    in_sbuf(ctx, indices, si, &format!("`{}`", names.1))?;
+    in_sbuf(ctx, dst, span, "the result")?;
+    check::dtype_in(
+        ctx,
+        indices,
+        &[DType::U32, DType::I32],
+        &format!("`{}`", names.1),
+        si,
+    )?;
+    let p = check::partitions(data);
+    free_size_is(
+        ctx,
+        indices,
+        p,
+        check::free_size(indices),
+        si,
+        &format!("`{}`", names.1),
+    )?;
+    free_size_is(ctx, dst, p, check::free_size(indices), span, "the result")?;
+    let kind = OpKind::NGather {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        indices: indices.view.clone(),
+    };
+    emit::push(ctx, b, kind, None, span)
+}
+
+fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let indices = b.tensor(ctx, "indices")?;
+    let shape = [check::partitions(&data), check::free_size(&indices)];
+    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    if dst.dtype() != data.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dst` must have `data`'s dtype {}, found {}",
+                data.dtype(),
+                check::describe(&dst)
+            ),
+            b.span_of("dst"),
+            "dtype differs",
+        ));
+    }
+    let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
+    Ok(if b.is_value_form() {
+        Value::Tensor(emit::masked_result(b, &dst))
+    } else {
+        Value::Ext(Rc::new(emit::Instruction::new(h)))
+    })
+}
+
+fn nl_gather_flattened(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let indices = b.tensor(ctx, "indices")?;
+    if b.int_or(ctx, "axis", 0)? != 0 {
+        return Err(ctx.error(
+            codes::AXIS,
+            "`nl.gather_flattened` gathers per partition: `axis` must be 0",
+            b.span_of("axis"),
+            "not 0",
+        ));
+    }
+    let shape = [check::partitions(&data), check::free_size(&indices)];
+    let out = emit::new_result(ctx, b, "gather_", &shape, data.dtype(), Buffer::Sbuf, span)?;
+    n_gather_into(ctx, b, &data, &indices, &out, ("data", "indices"), span)?;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(data.dtype());
+    emit::cast_result(ctx, b, ("gather_", &shape), &out, dtype, span)
+}
+
+fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "segment_ids")?;
+    let ss = b.span_of("segment_ids");
+    in_sbuf(ctx, &src, ss, "`segment_ids`")?;
+    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
+    if check::partitions(&src) != 1 {
+        return Err(ctx.error(
+            codes::SHAPE,
+            format!(
+                "`segment_ids` has one partition, found shape {}",
+                shape_text(&src.shape)
+            ),
+            ss,
+            "not (1, n)",
+        ));
+    }
+    let n = check::free_size(&src);
+    let (dst, _) = emit::dst_or_new(ctx, b, &[1, 2, n], src.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, 1, 2 * n, ds, "`dst`")?;
+    if dst.dtype() != src.dtype() {
+        return Err(ctx.error(
+            codes::DTYPE,
+            format!(
+                "`dst` must have the dtype of `segment_ids` ({}), found {}",
+                src.dtype(),
+                check::describe(&dst)
+            ),
+            ds,
+            "dtype differs",
+        ));
+    }
+    let kind = OpKind::SequenceBounds {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let src = b.tensor(ctx, "src")?;
+    let ss = b.span_of("src");
+    in_sbuf(ctx, &src, ss, "`src`")?;
+    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
+    let (p, f) = (check::partitions(&src), check::free_size(&src));
+    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f + 1], DType::I32, Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    free_size_is(ctx, &dst, p, f + 1, ds, "`dst`")?;
+    check::dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
+    let small = |name: &str, default: i64| -> Result<i32, Diagnostic> {
+        let v = b.int_or(ctx, name, default)?;
+        i32::try_from(v).map_err(|_| {
+            ctx.error(
+                codes::VALUE,
+                format!("`{name}` must fit in int32, found {v}"),
+                b.span_of(name),
+                "out of range",
+            )
+        })
+    };
+    let kind = OpKind::NonzeroWithCount {
+        dst: dst.view.clone(),
+        src: src.view.clone(),
+        index_offset: small("index_offset", 0)?,
+        padding: small("padding_val", -1)?,
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let n = b.int_or(ctx, "n", 0)?;
+    if !(1..=128).contains(&n) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`n` is 1 to 128, found {n}"),
+            b.span_of("n"),
+            "out of range",
+        ));
+    }
+    let n = n as u64;
+    let dtype = b.dtype(ctx, "dtype")?.unwrap_or(DType::U8);
+    let out = match b.opt_tensor(ctx, "dst")? {
+        Some(t) => {
+            let ds = b.span_of("dst");
+            in_sbuf(ctx, &t, ds, "`dst`")?;
+            if t.shape != [n, n] {
+                return Err(ctx.error(
+                    codes::SHAPE,
+                    format!("`dst` must be ({n}, {n}), found {}", check::describe(&t)),
+                    ds,
+                    "not n × n",
+                ));
+            }
+            t
+        }
+        None => emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?,
+    };
+    identity_into(ctx, b, &out, n, span)?;
+    Ok(Value::Tensor(out))
+}
+
+/// `out = (f - p == 0)`: an `iota` of `f - p` into a fresh int32 tile,
+/// compared with 0.
+fn identity_into(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    out: &Tensor,
+    n: u64,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    let raw = emit::new_result(
+        ctx,
+        b,
+        "identity_iota_",
+        &[n, n],
+        DType::I32,
+        Buffer::Sbuf,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::Iota {
+            dst: raw.view.clone(),
+            pattern: vec![Dim {
+                stride: 1,
+                count: n as u32,
+            }],
+            offset: 0,
+            channel_multiplier: -1,
+        },
+        None,
+        span,
+    )?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::TensorScalar {
+            dst: out.view.clone(),
+            src: raw.view.clone(),
+            op0: AluOp::Equal,
+            operand0: Some(Scalar::Imm(Fp32::new(0.0))),
+            reverse0: false,
+            op1: None,
+            operand1: None,
+            reverse1: false,
+        },
+        None,
+        span,
+    )?;
+    Ok(())
+}
+
+/// A host-side `np.identity(n)` (the only NumPy array nkic can embed).
+#[derive(Debug)]
+pub struct HostIdentity {
+    pub n: u64,
+    pub dtype: Option<DType>,
+}
+
+impl crate::value::ApiObject for HostIdentity {
+    fn type_name(&self) -> &'static str {
+        "ndarray"
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let n = b.int_or(ctx, "n", 0)?;
+    if !(1..=128).contains(&n) {
+        return Err(ctx.error(
+            codes::VALUE,
+            format!("`np.identity` in a kernel takes n from 1 to 128, found {n}"),
+            b.span_of("n"),
+            "out of range",
+        ));
+    }
+    let dtype = match b.get("dtype") {
+        Some(a) => Some(crate::api::table::dtype_of(ctx, a)?),
+        None => None,
+    };
+    Ok(Value::Ext(Rc::new(HostIdentity { n: n as u64, dtype })))
+}
+
+fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let arg = b.value("constant");
+    let host = match &arg {
+        Value::Ext(e) => e
+            .as_any()
+            .downcast_ref::<HostIdentity>()
+            .map(|h| (h.n, h.dtype)),
+        _ => None,
+    };
+    let Some((n, host_dt)) = host else {
+        return unsupported(ctx, b, span);
+    };
+    let dtype = b.dtype(ctx, "dtype")?.or(host_dt).unwrap_or(DType::F32);
+    let ident = emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?;
+    identity_into(ctx, b, &ident, n, span)?;
+    let name = ctx.fresh_name("shared_constant_");
+    let hbm = crate::api::tensor::alloc(ctx, &[n, n], dtype, Buffer::SharedHbm, &name, span, span)?;
+    emit::push(
+        ctx,
+        b,
+        OpKind::DmaCopy {
+            dst: hbm.view.clone(),
+            src: ident.view.clone(),
+            accumulate: false,
+            dge: None,
+            oob: nkic_isa::OobMode::Error,
+            priority: None,
+        },
+        None,
+        span,
+    )?;
+    Ok(Value::tensor(hbm))
+}

@@ -1,0 +1,329 @@
+//! ScalarE (isa.md §6.3): `activation`, `activation_reduce` and
+//! `activate2`.
+//!
+//! Choice where the spec is silent: `activation` with `reduce_res` but no
+//! `reduce_cmd` uses `reset_reduce` (what `activation_reduce` did).
+
+use nkic_diag::{Diagnostic, Span};
+use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
+
+use crate::api::check;
+use crate::api::lower::{operand_or, scalar_operand};
+use crate::api::rules::{DATA_DST, REDUCE_RESULT};
+use crate::api::table::{
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
+    REVERSE0, REVERSE1, opt, req,
+};
+use crate::api::{codes, emit};
+use crate::ctx::Ctx;
+use crate::value::{Tensor, Value};
+
+/// ScalarE's input stage `data · scale + bias`.
+const AFFINE_INPUT: AffineInput = AffineInput {
+    text: "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
+};
+
+/// The functions of this file, registered in `table::REGISTRY`.
+pub const DEFS: &[ApiDef] = &[
+    ApiDef::new(
+        "nisa.activation",
+        &[
+            DST,
+            req("op", Kind::ActFunc),
+            DATA,
+            opt("bias", Kind::Scalar, "None"),
+            opt("scale", Kind::Scalar, "1.0"),
+            opt("reduce_op", Kind::AluOp, "None"),
+            REDUCE_RES,
+            REDUCE_IDLE,
+            NAME,
+        ],
+        ISA_ENGINES,
+        "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
+        &[
+            DATA_DST.text,
+            AFFINE_INPUT.text,
+            "`reduce_op` is `nl.add`; `load_reduce` is not available.",
+            REDUCE_RESULT.text,
+        ],
+        activation,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.activation_reduce",
+        &[
+            DST,
+            req("op", Kind::ActFunc),
+            DATA,
+            REDUCE_OP,
+            req("reduce_res", Kind::Tensor),
+            opt("bias", Kind::Scalar, "None"),
+            opt("scale", Kind::Scalar, "1.0"),
+            NAME,
+        ],
+        ISA_ENGINES,
+        "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
+        &[
+            DATA_DST.text,
+            "`reduce_op` is `nl.add`.",
+            REDUCE_RESULT.text,
+            AFFINE_INPUT.text,
+        ],
+        activation_reduce,
+    )
+    .with_value_form(),
+    ApiDef::new(
+        "nisa.activate2",
+        &[
+            DST,
+            req("op", Kind::ActFunc),
+            DATA,
+            opt("imm0", Kind::Scalar, "None"),
+            opt("imm1", Kind::Scalar, "None"),
+            opt("op0", Kind::AluOp, "nl.bypass"),
+            opt("op1", Kind::AluOp, "nl.bypass"),
+            opt("relu_param", Kind::Scalar, "0.0"),
+            REVERSE0,
+            REVERSE1,
+            opt("reduce_op", Kind::AluOp, "None"),
+            REDUCE_RES,
+            REDUCE_IDLE,
+            NAME,
+        ],
+        ISA_ENGINES,
+        "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
+        &[
+            "trn3 only.",
+            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            "`(op0, op1)` is (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass); a non-bypass op needs its immediate, `reverseN` needs `opN`.",
+            "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`.",
+            REDUCE_RESULT.text,
+        ],
+        activate2,
+    )
+    .with_value_form(),
+];
+
+fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
+    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    DATA_DST.check(ctx, b, &[&data, &dst])?;
+    let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
+    let reduce_op = b.alu_op(ctx, "reduce_op")?;
+    if let Some(op) = reduce_op
+        && op != AluOp::Add
+    {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`activation` reduces with `nl.add` only, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.add",
+        ));
+    }
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
+    let kind = OpKind::Activation {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        func,
+        scale,
+        bias,
+        reduce_op: if cmd.contributes() || cmd == ReduceCmd::Reset {
+            Some(AluOp::Add)
+        } else {
+            reduce_op
+        },
+        reduce_cmd: cmd,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let func = b.act_func(ctx, "op")?.unwrap_or(nkic_isa::ActFunc::Copy);
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
+    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
+    if reduce_op != AluOp::Add {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`activation_reduce` reduces with `nl.add` only, found `nl.{}`",
+                reduce_op.name()
+            ),
+            b.span_of("reduce_op"),
+            "not nl.add",
+        ));
+    }
+    let Some(res) = REDUCE_RESULT.check(ctx, b, check::partitions(&data))? else {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            "`activation_reduce` needs a `reduce_res` tensor",
+            span,
+            "no `reduce_res`",
+        ));
+    };
+    let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
+    let kind = OpKind::ActivationReduce {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        func,
+        scale,
+        bias,
+        reduce_op,
+        reduce_res: res.view.clone(),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let data = b.tensor(ctx, "data")?;
+    let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
+    let sd = b.span_of("data");
+    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    check::operand(ctx, &data, sd, "`data`")?;
+    check::operand(ctx, &dst, ds, "`dst`")?;
+    check::same_pf(ctx, (&data, "data"), (&dst, "dst", ds))?;
+    check::engine_free_size(ctx, &data, sd, "`data`")?;
+    let op0 = b.alu_op(ctx, "op0")?.unwrap_or(AluOp::Bypass);
+    let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Bypass);
+    use AluOp as A;
+    let pair_ok = matches!(
+        (op0, op1),
+        (A::Multiply, A::Add | A::Subtract | A::Bypass)
+            | (A::Add | A::Subtract | A::Bypass, A::Bypass)
+    );
+    if !pair_ok {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`activate2` takes (op0, op1) = (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass), found (nl.{}, nl.{})",
+                op0.name(),
+                op1.name()
+            ),
+            b.span_of(if op1 == A::Bypass { "op0" } else { "op1" }),
+            "unsupported operator pair",
+        ));
+    }
+    let imm = |name: &str, op: AluOp, rev: &str| -> Result<(Option<Scalar>, bool), Diagnostic> {
+        let reverse = b.bool_or(ctx, rev, false)?;
+        if op == A::Bypass {
+            if reverse {
+                return Err(ctx.error(
+                    codes::VALUE,
+                    format!("`{rev}` needs an operator"),
+                    b.span_of(rev),
+                    "nothing to reverse",
+                ));
+            }
+            return Ok((None, false));
+        }
+        let Some(a) = b.get(name) else {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                format!("`nl.{}` needs `{name}`", op.name()),
+                span,
+                format!("no `{name}`"),
+            ));
+        };
+        Ok((
+            Some(scalar_operand(
+                ctx,
+                &a.value,
+                &data,
+                a.span,
+                &format!("`{name}`"),
+            )?),
+            reverse,
+        ))
+    };
+    let (imm0, reverse0) = imm("imm0", op0, "reverse0")?;
+    let (imm1, reverse1) = imm("imm1", op1, "reverse1")?;
+    let relu_param = match b.get("relu_param") {
+        None => None,
+        Some(a) => Some(scalar_operand(
+            ctx,
+            &a.value,
+            &data,
+            a.span,
+            "`relu_param`",
+        )?),
+    };
+    let reduce_op = b.alu_op(ctx, "reduce_op")?;
+    if let Some(op) = reduce_op
+        && !matches!(op, A::Add | A::Maximum | A::Minimum | A::AbsMax | A::AbsMin)
+    {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            format!(
+                "`reduce_op` must be `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`, found `nl.{}`",
+                op.name()
+            ),
+            b.span_of("reduce_op"),
+            "unsupported reduction",
+        ));
+    }
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
+    if cmd.contributes() && reduce_op.is_none() {
+        return Err(ctx.error(
+            codes::BAD_ENUM,
+            "reducing needs `reduce_op`",
+            b.span_of("reduce_cmd"),
+            "no `reduce_op`",
+        ));
+    }
+    let kind = OpKind::Activate2 {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        func,
+        op0,
+        imm0,
+        reverse0,
+        op1,
+        imm1,
+        reverse1,
+        relu_param,
+        reduce_op,
+        reduce_cmd: cmd,
+        reduce_res: res.map(|t| t.view.clone()),
+    };
+    emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The rule of ScalarE's input stage (scale and bias operands).
+struct AffineInput {
+    text: &'static str,
+}
+
+impl AffineInput {
+    /// `scale` (1.0 when absent) and `bias` for `data`, checked.
+    fn operands(
+        &self,
+        ctx: &Ctx<'_>,
+        b: &Bound,
+        data: &Tensor,
+    ) -> Result<(Scalar, Option<Scalar>), Diagnostic> {
+        let scale = operand_or(ctx, b, "scale", data, 1.0)?;
+        let Some(a) = b.get("bias") else {
+            return Ok((scale, None));
+        };
+        if let Value::Tensor(t) = &a.value
+            && t.dtype() == DType::TF32
+        {
+            return Err(ctx.error(
+                codes::DTYPE,
+                "`bias` cannot be tfloat32",
+                a.span,
+                "tfloat32 bias",
+            ));
+        }
+        let bias = scalar_operand(ctx, &a.value, data, a.span, "`bias`")?;
+        Ok((scale, Some(bias)))
+    }
+}
