@@ -450,6 +450,56 @@ CASES += [
          grid="2", target="trn2"),
 ]
 
+# experimental/moe/test_bwmm_shard_on_H.py: (hidden, tokens, experts,
+# block size, top_k, intermediate, dtype, skip, scaling mode, checkpoint)
+# at LNC=2; N = ceil((T * top_k - (E - 1)) / B) + E - 1 blocks; with
+# skip_weight (skip 2) hidden states and affinities have T + 1 rows.
+
+
+def bwmm_h_case(h, t, e, blk, k, i, skip, mode):
+    n = -(-(t * k - (e - 1)) // blk) + e - 1
+    i_pad = -(-i // 16) * 16
+    skips = {0: "SkipMode(False, False)", 1: "SkipMode(True, False)", 2: "SkipMode(False, True)"}
+    rows = t if skip == 1 else t + 1
+    return dict(name=f"bwmm_shard_on_H_{h}_{t}_e{e}_b{blk}_k{k}_i{i}_skip{skip}",
+                file="nkilib/experimental/moe/forward/bwmm_shard_on_H.py",
+                kernel="blockwise_mm_baseline_shard_hidden",
+                args=[f"hidden_states=bfloat16[{rows},{h}]", f"expert_affinities_masked=bfloat16[{rows * e},1]",
+                      f"gate_up_proj_weight=bfloat16[{e},{h},2,{i}]", f"down_proj_weight=bfloat16[{e},{i_pad},{h}]",
+                      f"token_position_to_id=int32[{n * blk}]", f"block_to_expert=int32[{n},1]"],
+                consts=[f"block_size={blk}", f"skip_dma={skips[skip]}", "compute_dtype=nl.bfloat16",
+                        f"is_tensor_update_accumulating={k != 1}",
+                        f"expert_affinities_scaling_mode=ExpertAffinityScaleMode.{mode}"],
+                grid="2", target="trn2",
+                inputs={"token_position_to_id": ("randint", 0, rows), "block_to_expert": ("randint", 0, e)})
+
+
+# experimental/moe/test_bwmm_bwd.py: (hidden, tokens, experts, block size,
+# top_k, intermediate, dtype, skip, clamp limits, bias, activation) at
+# LNC=2, with the forward pass's activation checkpoints as inputs.
+
+
+def bwmm_bwd_case(h, t, e, blk, k, i, clamp):
+    n = -(-(t * k - (e - 1)) // blk) + e - 1
+    return dict(name=f"bwmm_bwd_{h}_{t}_e{e}_b{blk}_k{k}_i{i}",
+                file="nkilib/experimental/moe/bwd/blockwise_mm_backward.py", kernel="blockwise_mm_bwd",
+                args=[f"hidden_states=bfloat16[{t + 1},{h}]", f"expert_affinities_masked=bfloat16[{(t + 1) * e},1]",
+                      f"gate_up_proj_weight=bfloat16[{e},{h},2,{i}]", f"down_proj_weight=bfloat16[{e},{i},{h}]",
+                      f"gate_up_proj_act_checkpoint_T=bfloat16[{n},2,{i},{blk}]",
+                      f"down_proj_act_checkpoint=bfloat16[{n},{blk},{h}]", f"token_position_to_id=int32[{n * blk}]",
+                      f"block_to_expert=int32[{n}]", f"output_hidden_states_grad=bfloat16[{t + 1},{h}]"],
+                consts=[f"block_size={blk}", "skip_dma=SkipMode(False, False)", "compute_dtype=nl.bfloat16",
+                        f"is_tensor_update_accumulating={k != 1}", f"clamp_limits=ClampLimits({clamp})",
+                        "bias=False", "activation_type=ActFnType.SiLU"],
+                grid="2", target="trn2",
+                inputs={"token_position_to_id": ("randint", 0, t + 1), "block_to_expert": ("randint", 0, e)})
+
+
+CASES += [
+    bwmm_h_case(5120, 8192, 16, 256, 1, 128, 2, "POST_SCALE"),
+    bwmm_bwd_case(6144, 4096, 1, 512, 1, 128, "7, -7, 7, -7"),
+]
+
 
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
