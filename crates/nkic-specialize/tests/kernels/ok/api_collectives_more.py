@@ -1,5 +1,5 @@
 import nki
-import nki.collectives as ncc
+import nki.collectives as collectives
 import nki.isa as nisa
 import nki.language as nl
 
@@ -13,19 +13,19 @@ import nki.language as nl
 # nkic: args x=float32[8,16]
 @nki.jit
 def replicas(x):
-    group = ncc.ReplicaGroup([[0, 1, 2, 3]])
+    group = collectives.ReplicaGroup([[0, 1, 2, 3]])
     src = nl.ndarray((8, 16), dtype=x.dtype, buffer=nl.shared_hbm, name="src")
     nisa.dma_copy(dst=src, src=x)
     r = nl.ndarray((2, 16), dtype=x.dtype, buffer=nl.shared_hbm, name="r")
-    ncc.reduce_scatter(dsts=[r], srcs=[src], op=nl.add, replica_group=group, collective_dim=0)
+    collectives.reduce_scatter(dsts=[r], srcs=[src], op=nl.add, replica_group=group, collective_dim=0)
     t = nl.ndarray((8, 16), dtype=x.dtype, buffer=nl.shared_hbm, name="t")
-    ncc.all_to_all(dsts=[t], srcs=[src], replica_group=group, collective_dim=0)
+    collectives.all_to_all(dsts=[t], srcs=[src], replica_group=group, collective_dim=0)
     p = nl.ndarray((8, 16), dtype=x.dtype, buffer=nl.shared_hbm, name="p")
-    ncc.collective_permute_implicit(srcs_by_channel=[[src]], dsts_by_channel=[[p]],
-                                    replica_group=group, channel_ids=[0])
-    first = ncc.collective_permute_implicit_current_processing_rank_id(iteration_id=0, replica_group=group)
-    second = ncc.collective_permute_implicit_current_processing_rank_id(iteration_id=1, replica_group=group)
-    me = ncc.rank_id()
+    collectives.collective_permute_implicit(srcs_by_channel=[[src]], dsts_by_channel=[[p]],
+                                           replica_group=group, channel_ids=[0])
+    first = collectives.collective_permute_implicit_current_processing_rank_id(iteration_id=0, replica_group=group)
+    second = collectives.collective_permute_implicit_current_processing_rank_id(iteration_id=1, replica_group=group)
+    me = collectives.rank_id()
     out = nl.ndarray((2, 16), dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=x.ap(pattern=[[16, 2], [1, 16]], scalar_offset=me, indirect_dim=0))
     return r, t, p, out
