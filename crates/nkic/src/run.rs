@@ -56,7 +56,8 @@ pub fn arg_specs_from_inputs(
         if declared.iter().any(|a| a.name == input.name) {
             continue;
         }
-        let bytes = match crate::fsio::read_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {
+        // Only the header is needed: a large file is mapped, not read.
+        let bytes = match crate::mapped::map_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(err) => {
                 errors.push(Diagnostic::error(
@@ -66,7 +67,7 @@ pub fn arg_specs_from_inputs(
                 continue;
             }
         };
-        match crate::npy::peek(&bytes) {
+        match crate::npy::peek(bytes.as_ref()) {
             Ok((shape, numpy_dtype)) => match input.dtype.or(numpy_dtype) {
                 Some(dtype) => specs.push(ArgSpec {
                     name: input.name.clone(),
