@@ -10,7 +10,7 @@ use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_driver::compile::{Compiled, launch_bound};
 use nkic_driver::simulate::{output_files, random_inputs};
-use nkic_isa::Launch;
+use nkic_isa::{Launch, TensorKind};
 use nkic_specialize::ArgSpec;
 
 use crate::exec::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
@@ -154,12 +154,15 @@ pub fn run_compiled(
     let inputs = if opts.inputs.is_empty() {
         random_inputs(program, opts.seed)
     } else {
-        // Arguments without `--input` are random, as with no `--input`.
-        exec::read_inputs_or(
-            program,
-            opts.inputs,
-            Some(random_inputs(program, opts.seed)),
-        )?
+        // Arguments without `--input` are random, as with no `--input`
+        // (drawn for every argument, so each gets the values it gets
+        // then); when every one is given, nothing is drawn.
+        let all_given = program.args().all(|(_, t)| {
+            !matches!(t.kind, TensorKind::Input | TensorKind::InOut)
+                || opts.inputs.iter().any(|s| s.name == t.name)
+        });
+        let rest = (!all_given).then(|| random_inputs(program, opts.seed));
+        exec::read_inputs_or(program, opts.inputs, rest)?
     };
     let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     config.trace = opts.profile.is_some();
