@@ -69,7 +69,7 @@ pub fn npy(data: &[u8]) {
         nkic_isa::DType::I8,
         nkic_isa::DType::U32,
     ] {
-        let _ = npy::read(data, dtype);
+        let _ = npy::convert(data, dtype);
     }
 }
 

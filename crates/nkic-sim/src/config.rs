@@ -154,6 +154,53 @@ impl From<TensorId> for InputKey {
     }
 }
 
+/// Bytes shared with the caller: a vector, or any other read-only buffer
+/// (a file mapped into memory). The simulator reads an input's bytes
+/// where they lie and copies them only when the kernel writes the input.
+#[derive(Clone)]
+pub struct Bytes(Arc<dyn AsRef<[u8]> + Send + Sync>);
+
+impl Bytes {
+    /// The bytes of `owner`, which they stay in.
+    pub fn new(owner: impl AsRef<[u8]> + Send + Sync + 'static) -> Bytes {
+        Bytes(Arc::new(owner))
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(bytes: Vec<u8>) -> Bytes {
+        Bytes::new(bytes)
+    }
+}
+
+impl From<Arc<Vec<u8>>> for Bytes {
+    fn from(bytes: Arc<Vec<u8>>) -> Bytes {
+        Bytes(bytes)
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bytes({} bytes)", self.len())
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Eq for Bytes {}
+
 /// The kernel's input arguments: raw little-endian bytes of each `input`
 /// or `inout` argument in its declared dtype (`numel × dtype.size()`
 /// bytes, row-major).
@@ -163,7 +210,7 @@ impl From<TensorId> for InputKey {
 /// (an `inout` argument).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
-    pub entries: Vec<(InputKey, Arc<Vec<u8>>)>,
+    pub entries: Vec<(InputKey, Bytes)>,
 }
 
 impl Inputs {
@@ -173,12 +220,13 @@ impl Inputs {
 
     /// Adds an argument's bytes.
     pub fn insert(&mut self, key: impl Into<InputKey>, bytes: Vec<u8>) {
-        self.insert_shared(key, Arc::new(bytes));
+        self.insert_shared(key, bytes);
     }
 
-    /// Adds an argument's bytes that the caller shares.
-    pub fn insert_shared(&mut self, key: impl Into<InputKey>, bytes: Arc<Vec<u8>>) {
-        self.entries.push((key.into(), bytes));
+    /// Adds an argument's bytes that the caller shares (`Bytes`, or an
+    /// `Arc<Vec<u8>>`).
+    pub fn insert_shared(&mut self, key: impl Into<InputKey>, bytes: impl Into<Bytes>) {
+        self.entries.push((key.into(), bytes.into()));
     }
 
     /// Adds an argument's bytes, builder style.

@@ -32,7 +32,9 @@
 //!
 //! * Memory: SBUF is 128 partitions of the target's physical bytes (accesses
 //!   must stay below the usable size), PSUM 128 partitions × 16 KiB, HBM
-//!   one byte array per tensor. Input arguments start initialised. By
+//!   one byte array per tensor, zero pages until written, and an input's
+//!   the caller's own `Bytes` (a vector, a mapped file) until the kernel
+//!   writes it. Input arguments start initialised. By
 //!   default (`Poison::Precise`) a definedness shadow follows undefined
 //!   data through every instruction: never-written elements read as NaN
 //!   (integers 4), an undefined index or register faults, and undefined
@@ -55,8 +57,9 @@
 //!   module docs of `exec` and `alu` list the choices it leaves open.
 //! * Performance: access patterns are resolved once per instruction into
 //!   contiguous runs, rows are converted with the slice codecs of
-//!   `numerics`, and the matmul inner loop is register-blocked (see
-//!   `benches/sim.rs` and `examples/matmul_nkasm.rs`).
+//!   `numerics`, and the matmul inner loop is register-blocked on packed
+//!   operands and spread over threads (`matmul`; see `benches/sim.rs` and
+//!   `examples/matmul_nkasm.rs`).
 //! * Cores: `run_launch` runs a multi-core launch (LNC=2): per-core
 //!   engines, queues, SBUF, PSUM and DMA engines, shared HBM arguments,
 //!   `core_barrier` and `sendrecv` between the cores (`machine`); the race
@@ -92,7 +95,7 @@ mod rng;
 mod tests;
 
 pub use config::{
-    DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder,
+    Bytes, DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder,
 };
 pub use error::{OutOfBounds, SimError, SimErrorKind, Site};
 pub use result::{

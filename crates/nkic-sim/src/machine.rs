@@ -72,7 +72,6 @@
 //! DMA of them.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
 
@@ -1446,7 +1445,7 @@ fn load_inputs(program: &Program, inputs: &Inputs, mem: &mut MemoryState) -> Res
             ));
         }
         given[id.0 as usize] = true;
-        mem.load_shared(id.0 as usize, Arc::clone(bytes));
+        mem.load_shared(id.0 as usize, bytes.clone());
     }
     for (id, t) in program.tensors() {
         if matches!(t.kind, TensorKind::Input | TensorKind::InOut) && !given[id.0 as usize] {

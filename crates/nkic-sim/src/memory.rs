@@ -36,12 +36,10 @@
 //! run, a broadcast row one run per element). Reads and writes then move
 //! whole runs.
 
-use std::sync::Arc;
-
 use nkic_isa::numerics;
 use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKind};
 
-use crate::config::Poison;
+use crate::config::{Bytes, Poison};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
 
 /// The most elements one operand may name (2^26): a bound on the memory
@@ -191,13 +189,57 @@ enum ElemState {
 /// block of `DIRTY_WORDS` words of `init` that `mark` touched, and
 /// `recycle` clears only those blocks.
 pub(crate) struct Space {
-    /// Shared with the caller's `Inputs` for an input tensor until the
-    /// kernel writes it (`Arc::make_mut` copies it then).
-    pub(crate) data: Arc<Vec<u8>>,
+    pub(crate) data: Data,
     init: Vec<u64>,
     dirty: Vec<u64>,
     undef: Vec<u64>,
     origin: Vec<u32>,
+}
+
+/// A memory's bytes: its own, or an input tensor's shared with the
+/// caller's `Inputs` until the kernel writes it (`Data::make_mut` copies
+/// them then).
+pub(crate) enum Data {
+    Own(Vec<u8>),
+    Shared(Bytes),
+}
+
+impl Default for Data {
+    fn default() -> Data {
+        Data::Own(Vec::new())
+    }
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Own(bytes) => bytes,
+            Data::Shared(bytes) => bytes,
+        }
+    }
+}
+
+impl Data {
+    /// The bytes to write, copied from the caller's first if shared.
+    pub(crate) fn make_mut(&mut self) -> &mut Vec<u8> {
+        if let Data::Shared(bytes) = self {
+            *self = Data::Own(bytes.to_vec());
+        }
+        match self {
+            Data::Own(bytes) => bytes,
+            Data::Shared(_) => unreachable!("shared bytes were copied above"),
+        }
+    }
+
+    /// The bytes, moved out (copied if shared).
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Data::Own(bytes) => bytes,
+            Data::Shared(bytes) => bytes.to_vec(),
+        }
+    }
 }
 
 /// Words of written bits (each covering 64 bytes) per dirty bit: a dirty
@@ -208,7 +250,7 @@ impl Space {
     fn new(len: usize) -> Space {
         let words = len.div_ceil(64);
         Space {
-            data: Arc::new(vec![0; len]),
+            data: Data::Own(vec![0; len]),
             init: vec![0; words],
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
@@ -216,11 +258,11 @@ impl Space {
         }
     }
 
-    fn initialised(bytes: Arc<Vec<u8>>) -> Space {
+    fn initialised(bytes: Bytes) -> Space {
         let n = bytes.len();
         let words = n.div_ceil(64);
         Space {
-            data: bytes,
+            data: Data::Shared(bytes),
             init: vec![u64::MAX; words],
             dirty: vec![u64::MAX; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
@@ -663,12 +705,12 @@ impl MemoryState {
     /// Sets HBM tensor `index` to `bytes`, all initialised.
     #[cfg(test)]
     pub fn load_tensor(&mut self, index: usize, bytes: Vec<u8>) {
-        self.load_shared(index, Arc::new(bytes));
+        self.load_shared(index, Bytes::from(bytes));
     }
 
     /// Sets HBM tensor `index` to `bytes` shared with the caller (copied
     /// at the kernel's first write to it), all initialised.
-    pub fn load_shared(&mut self, index: usize, bytes: Arc<Vec<u8>>) {
+    pub fn load_shared(&mut self, index: usize, bytes: Bytes) {
         if let Some(t) = self.hbm.get_mut(index) {
             *t = Space::initialised(bytes);
         }
@@ -711,8 +753,7 @@ impl MemoryState {
             return Vec::new();
         };
         let first = t.first_uninit(0, t.data.len());
-        let mut bytes =
-            Arc::try_unwrap(std::mem::take(&mut t.data)).unwrap_or_else(|shared| (*shared).clone());
+        let mut bytes = std::mem::take(&mut t.data).into_vec();
         if first.is_some() {
             let size = dtype.size() as usize;
             for (e, chunk) in bytes.chunks_mut(size).enumerate() {
@@ -1306,8 +1347,7 @@ impl MemoryState {
             let base = v.row_addr(p);
             for &r in &v.runs {
                 let a = (base + r) as usize;
-                Arc::make_mut(&mut space.data)[a..a + run_bytes]
-                    .copy_from_slice(&bytes[k..k + run_bytes]);
+                space.data.make_mut()[a..a + run_bytes].copy_from_slice(&bytes[k..k + run_bytes]);
                 space.mark(a, a + run_bytes);
                 if precise {
                     match &shadow {
@@ -1373,7 +1413,7 @@ impl MemoryState {
             None
         };
         let space = self.space_mut(v.space);
-        Arc::make_mut(&mut space.data)[a..a + n].copy_from_slice(&bytes[..n]);
+        space.data.make_mut()[a..a + n].copy_from_slice(&bytes[..n]);
         space.mark(a, a + n);
         if let Some(o) = shade {
             space.shade(a, a + n, o);
@@ -1456,7 +1496,7 @@ impl MemoryState {
     /// The start and length of the bytes of `dst` (unshared first, as a
     /// write does) and of each of `srcs`, for the native tier.
     pub fn native_spaces(&mut self, dst: SpaceId, srcs: &[SpaceId]) -> NativeSpaces {
-        let data = Arc::make_mut(&mut self.space_mut(dst).data);
+        let data = self.space_mut(dst).data.make_mut();
         let dst_ptr = data.as_mut_ptr();
         let dst_len = data.len();
         let srcs = srcs

@@ -310,17 +310,7 @@ pub(crate) fn read_inputs_or(
             );
             continue;
         }
-        let bytes = match crate::fsio::read_bounded(&spec.path, crate::fsio::MAX_FILE_BYTES) {
-            Ok(bytes) => bytes,
-            Err(err) => {
-                errors.push(Diagnostic::error(
-                    "E9001",
-                    format!("cannot read `{}`: {err}", spec.path.display()),
-                ));
-                continue;
-            }
-        };
-        match npy::read(&bytes, tensor.dtype) {
+        match crate::mapped::load(&spec.path, tensor.dtype) {
             Ok(array) => {
                 let numel: u64 = array.shape.iter().product();
                 if numel != tensor.numel()
@@ -337,9 +327,13 @@ pub(crate) fn read_inputs_or(
                     ));
                     continue;
                 }
-                inputs.insert(spec.name.as_str(), array.bytes);
+                inputs.insert_shared(spec.name.as_str(), array.bytes);
             }
-            Err(message) => errors.push(Diagnostic::error(
+            Err(crate::mapped::LoadError::Read(err)) => errors.push(Diagnostic::error(
+                "E9001",
+                format!("cannot read `{}`: {err}", spec.path.display()),
+            )),
+            Err(crate::mapped::LoadError::Format(message)) => errors.push(Diagnostic::error(
                 "E1014",
                 format!(
                     "cannot use `{}` as `{}`: {message}",
@@ -417,9 +411,8 @@ pub(crate) fn write_outputs(
         ) else {
             continue;
         };
-        let data = npy::write(&tensor.shape, tensor.dtype, bytes, out);
-        let path = dir.join(file);
-        crate::fsio::write_atomic(&path, &data)?;
+        let (header, data) = npy::write_parts(&tensor.shape, tensor.dtype, bytes, out);
+        crate::fsio::write_atomic_parts(&dir.join(file), &[&header, &data])?;
     }
     Ok(())
 }

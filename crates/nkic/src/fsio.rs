@@ -3,7 +3,8 @@
 //! Every file nkic reads (kernels, modules, `.npy` inputs, programs, the
 //! sources a fault names) goes through [`read_bounded`]
 //! (`nkic_lsp::files::read_bounded`, shared with the language server:
-//! regular files only, size checked before reading). Every file nkic writes goes through
+//! regular files only, size checked before reading), or, for `.npy`
+//! inputs, `mapped::map_bounded`, which maps large files instead. Every file nkic writes goes through
 //! [`write_atomic`]: the bytes go to a temporary file in the same directory
 //! that is then renamed over the target, so a failed write leaves no
 //! half-written output, and a target that is one of the files this run read
@@ -22,13 +23,18 @@ static INPUTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Reads a regular file of at most `limit` bytes and records it as an input.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let bytes = nkic_lsp::files::read_bounded(path, limit)?;
+    record_input(path);
+    Ok(bytes)
+}
+
+/// Records `path` as a file this run read, which no output may replace.
+pub fn record_input(path: &Path) {
     if let Ok(canonical) = path.canonicalize()
         && let Ok(mut inputs) = INPUTS.lock()
         && !inputs.contains(&canonical)
     {
         inputs.push(canonical);
     }
-    Ok(bytes)
 }
 
 /// Reads a text file (a module, a source a fault names) if it is a regular,
@@ -40,6 +46,13 @@ pub fn read_text(path: &Path) -> Option<String> {
 /// Writes `data` to `path` atomically (a temporary file renamed over it);
 /// a failure, or a `path` that is one of the files this run read, is E9005.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {
+    write_atomic_parts(path, &[data])
+}
+
+/// As [`write_atomic`], with the file's bytes given as consecutive
+/// `parts` (a header and the data it describes, written without joining
+/// them first).
+pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<(), Diagnostic> {
     let failed = |why: String| {
         Diagnostic::error("E9005", format!("cannot write `{}`: {why}", path.display()))
     };
@@ -60,7 +73,16 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.nkic-{}.tmp", std::process::id()));
-    let result = std::fs::write(&tmp, data).and_then(|()| std::fs::rename(&tmp, path));
+    let write = || -> std::io::Result<()> {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&tmp)?;
+        for part in parts {
+            file.write_all(part)?;
+        }
+        drop(file);
+        std::fs::rename(&tmp, path)
+    };
+    let result = write();
     if let Err(err) = result {
         let _ = std::fs::remove_file(&tmp);
         return Err(failed(err.to_string()));

@@ -10,6 +10,7 @@ mod dump;
 mod emit;
 mod exec;
 mod fsio;
+mod mapped;
 mod npy;
 mod report;
 mod run;

@@ -294,6 +294,7 @@ fn fortran_to_c(data: &[u8], shape: &[u64], size: usize) -> Vec<u8> {
 
 /// An array read from a `.npy` file: its shape and its elements in the
 /// kernel argument's dtype, as little-endian bytes.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Array {
     pub shape: Vec<u64>,
@@ -306,15 +307,37 @@ enum Elements {
     /// Values NumPy understands, widened to f64 (exact for every integer
     /// and float type up to 32 bits).
     Values(Vec<f64>),
-    /// Raw little-endian element bits of the given size.
-    Raw { size: usize, bytes: Vec<u8> },
+    /// Raw little-endian element bits.
+    Raw(Vec<u8>),
 }
 
-/// Reads a `.npy` file's bytes and converts them to `dtype`.
-///
-/// `named` is the dtype named after the colon, if any; it must agree with
-/// `dtype` (the argument's), which the caller checks.
+/// A `.npy` file's elements in the argument's dtype.
+pub enum Converted {
+    /// The file's own bytes, at this range of it: they already are the
+    /// elements' little-endian bits in C order.
+    Verbatim(std::ops::Range<usize>),
+    /// Converted bytes.
+    Owned(Vec<u8>),
+}
+
+/// Reads a `.npy` file's bytes and converts them to `dtype`: `load` on
+/// bytes in memory.
+#[cfg(test)]
 pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
+    let (shape, data) = convert(bytes, dtype)?;
+    let bytes = match data {
+        Converted::Verbatim(range) => bytes[range].to_vec(),
+        Converted::Owned(bytes) => bytes,
+    };
+    Ok(Array {
+        shape,
+        dtype,
+        bytes,
+    })
+}
+
+/// The shape and elements of a `.npy` file's `bytes` in `dtype`.
+pub fn convert(bytes: &[u8], dtype: DType) -> Result<(Vec<u64>, Converted), String> {
     let header = parse_header(bytes)?;
     let shape = header.shape;
     let ty = header.ty;
@@ -330,6 +353,26 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
                 data.len()
             )
         })? as usize;
+    let little = !ty.big_endian;
+    let raw_candidate = matches!(ty.kind, TypeChar::Uint | TypeChar::RawData);
+    let raw_bits = ty.kind == TypeChar::RawData
+        || (raw_candidate && needs_raw_bits(dtype) && size == dtype.size() as usize);
+    // An f32 array for an f32 argument is copied bit for bit, so NaN
+    // payloads (signalling ones included) survive.
+    let same_f32 = ty.kind == TypeChar::Float && size == 4 && dtype == DType::F32;
+    if raw_bits && size != dtype.size() as usize {
+        return Err(format!(
+            "raw {size}-byte elements cannot hold {dtype}, whose elements are {} bytes",
+            dtype.size()
+        ));
+    }
+    if (raw_bits || same_f32)
+        && !header.fortran_order
+        && (little || size == 1 || ty.kind == TypeChar::RawData)
+    {
+        let start = header.data_start;
+        return Ok((shape, Converted::Verbatim(start..start + need)));
+    }
     let reordered;
     let data = if header.fortran_order {
         reordered = fortran_to_c(&data[..need], &shape, size);
@@ -337,7 +380,6 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
     } else {
         &data[..need]
     };
-    let little = !ty.big_endian;
     let word = |chunk: &[u8]| -> u64 {
         let mut v = 0u64;
         if little {
@@ -351,20 +393,14 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
         }
         v
     };
-    let raw_candidate = matches!(ty.kind, TypeChar::Uint | TypeChar::RawData);
     let elements = match (ty.kind, size) {
-        (TypeChar::RawData, _) => Elements::Raw {
-            size,
-            bytes: data.to_vec(),
-        },
-        (TypeChar::Uint, _)
-            if raw_candidate && needs_raw_bits(dtype) && size == dtype.size() as usize =>
-        {
+        (TypeChar::RawData, _) => Elements::Raw(data.to_vec()),
+        _ if raw_bits || same_f32 => {
             let mut bytes = Vec::with_capacity(need);
             for chunk in data.chunks_exact(size) {
                 bytes.extend_from_slice(&word(chunk).to_le_bytes()[..size]);
             }
-            Elements::Raw { size, bytes }
+            Elements::Raw(bytes)
         }
         (TypeChar::Bool, 1) => {
             Elements::Values(data.iter().map(|&b| f64::from(u8::from(b != 0))).collect())
@@ -385,15 +421,6 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
                 .map(|c| f64::from(numerics::to_f32(DType::F16, word(c) as u32)))
                 .collect(),
         ),
-        // An f32 array for an f32 argument is copied bit for bit, so NaN
-        // payloads (signalling ones included) survive.
-        (TypeChar::Float, 4) if dtype == DType::F32 => {
-            let mut bytes = Vec::with_capacity(need);
-            for chunk in data.chunks_exact(4) {
-                bytes.extend_from_slice(&(word(chunk) as u32).to_le_bytes());
-            }
-            Elements::Raw { size, bytes }
-        }
         (TypeChar::Float, 4) => Elements::Values(
             data.chunks_exact(4)
                 .map(|c| f64::from(f32::from_bits(word(c) as u32)))
@@ -407,22 +434,10 @@ pub fn read(bytes: &[u8], dtype: DType) -> Result<Array, String> {
         _ => return Err(format!("unsupported element type `{ty}`")),
     };
     let bytes = match elements {
-        Elements::Raw { size, bytes } => {
-            if size != dtype.size() as usize {
-                return Err(format!(
-                    "raw {size}-byte elements cannot hold {dtype}, whose elements are {} bytes",
-                    dtype.size()
-                ));
-            }
-            bytes
-        }
+        Elements::Raw(bytes) => bytes,
         Elements::Values(values) => encode_values(&values, dtype)?,
     };
-    Ok(Array {
-        shape,
-        dtype,
-        bytes,
-    })
+    Ok((shape, Converted::Owned(bytes)))
 }
 
 /// The shape of a `.npy` file and the dtype its NumPy type maps to
@@ -510,6 +525,18 @@ pub enum OutDType {
 
 /// Encodes an output as a `.npy` file (format version 1.0, C order).
 pub fn write(shape: &[u64], dtype: DType, bytes: &[u8], out: OutDType) -> Vec<u8> {
+    let (header, data) = write_parts(shape, dtype, bytes, out);
+    [&header[..], &data[..]].concat()
+}
+
+/// `write`'s file as its header and its data, which is `bytes` itself
+/// unless the output is converted (`OutDType::Float32`).
+pub fn write_parts<'a>(
+    shape: &[u64],
+    dtype: DType,
+    bytes: &'a [u8],
+    out: OutDType,
+) -> (Vec<u8>, std::borrow::Cow<'a, [u8]>) {
     if out == OutDType::Float32 && dtype.is_float() {
         let mut values = Vec::new();
         numerics::decode(dtype, bytes, &mut values);
@@ -523,7 +550,7 @@ pub fn write(shape: &[u64], dtype: DType, bytes: &[u8], out: OutDType) -> Vec<u8
             }
         }
         let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        return encode_file("<f4", &shape, &data);
+        return (header("<f4", &shape), data.into());
     }
     let descr = match dtype {
         DType::F32 | DType::TF32 => "<f4",
@@ -542,12 +569,13 @@ pub fn write(shape: &[u64], dtype: DType, bytes: &[u8], out: OutDType) -> Vec<u8
             _ => "<u4",
         },
     };
-    encode_file(descr, shape, bytes)
+    (header(descr, shape), bytes.into())
 }
 
-/// The `.npy` container: magic, version 1.0, a header dict padded so the
-/// data starts on a 64-byte boundary, then the little-endian data.
-fn encode_file(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
+/// The start of a `.npy` file, before its little-endian data: magic,
+/// version 1.0, a header dict padded so the data starts on a 64-byte
+/// boundary.
+fn header(descr: &str, shape: &[u64]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     let shape_text = match dims.len() {
         1 => format!("({},)", dims[0]),
@@ -558,11 +586,10 @@ fn encode_file(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
     let unpadded = 10 + header.len() + 1;
     header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
     header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + data.len());
+    let mut out = Vec::with_capacity(10 + header.len());
     out.extend_from_slice(b"\x93NUMPY\x01\x00");
     out.extend_from_slice(&(header.len() as u16).to_le_bytes());
     out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
     out
 }
 

@@ -10,7 +10,7 @@ use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_driver::compile::{Compiled, launch_bound};
 use nkic_driver::simulate::{output_files, random_inputs};
-use nkic_isa::Launch;
+use nkic_isa::{Launch, TensorKind};
 use nkic_specialize::ArgSpec;
 
 use crate::exec::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
@@ -56,7 +56,8 @@ pub fn arg_specs_from_inputs(
         if declared.iter().any(|a| a.name == input.name) {
             continue;
         }
-        let bytes = match crate::fsio::read_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {
+        // Only the header is needed: a large file is mapped, not read.
+        let bytes = match crate::mapped::map_bounded(&input.path, crate::fsio::MAX_FILE_BYTES) {
             Ok(bytes) => bytes,
             Err(err) => {
                 errors.push(Diagnostic::error(
@@ -66,7 +67,7 @@ pub fn arg_specs_from_inputs(
                 continue;
             }
         };
-        match crate::npy::peek(&bytes) {
+        match crate::npy::peek(bytes.as_ref()) {
             Ok((shape, numpy_dtype)) => match input.dtype.or(numpy_dtype) {
                 Some(dtype) => specs.push(ArgSpec {
                     name: input.name.clone(),
@@ -153,12 +154,15 @@ pub fn run_compiled(
     let inputs = if opts.inputs.is_empty() {
         random_inputs(program, opts.seed)
     } else {
-        // Arguments without `--input` are random, as with no `--input`.
-        exec::read_inputs_or(
-            program,
-            opts.inputs,
-            Some(random_inputs(program, opts.seed)),
-        )?
+        // Arguments without `--input` are random, as with no `--input`
+        // (drawn for every argument, so each gets the values it gets
+        // then); when every one is given, nothing is drawn.
+        let all_given = program.args().all(|(_, t)| {
+            !matches!(t.kind, TensorKind::Input | TensorKind::InOut)
+                || opts.inputs.iter().any(|s| s.name == t.name)
+        });
+        let rest = (!all_given).then(|| random_inputs(program, opts.seed));
+        exec::read_inputs_or(program, opts.inputs, rest)?
     };
     let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
     config.trace = opts.profile.is_some();

@@ -93,7 +93,7 @@ impl Kernel {
         // nothing else; `holds` checked that the first and the last of
         // those lie inside the stream's allocation, and the addresses in
         // between lie between them. The destination's base came from
-        // `Arc::make_mut(..).as_mut_ptr()` (`MemoryState::native_spaces`),
+        // `Data::make_mut(..).as_mut_ptr()` (`MemoryState::native_spaces`),
         // so writing through it is allowed, and no Rust reference to any
         // memory is alive during the call. Sources that share the
         // destination's memory were derived from that same pointer.

@@ -387,8 +387,8 @@ fn iota_with_pattern_and_channel_multiplier() {
 fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
     let p = program(&[("a", DType::F32, &[128, 4], TensorKind::InOut)]);
     let mut b = Bench::with_program(&p);
-    let given = std::sync::Arc::new(f32_bytes(&[1.0; 128 * 4]));
-    b.mem.load_shared(0, std::sync::Arc::clone(&given));
+    let given = crate::Bytes::from(f32_bytes(&[1.0; 128 * 4]));
+    b.mem.load_shared(0, given.clone());
     let src = tile(128, 4, 0, DType::F32);
     b.ok(
         Queue::Vector,
@@ -406,5 +406,5 @@ fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
         b.mem.take_tensor_bytes(0, DType::F32),
         f32_bytes(&[2.0; 128 * 4])
     );
-    assert_eq!(*given, f32_bytes(&[1.0; 128 * 4]));
+    assert_eq!(given[..], f32_bytes(&[1.0; 128 * 4]));
 }
