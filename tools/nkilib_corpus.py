@@ -270,6 +270,11 @@ def reference(name, inputs):
         vals = buf[:, :-2].astype(np.float64)
         t = int(ids.max()) + 1
         return [np.stack([vals[ids == i].sum(axis=0) for i in range(t)])]
+    if name == "fg_allgather4":
+        # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
+        # rows, K], each rank's slot the whole input.
+        x = inputs["lhs"].astype(np.float64)
+        return [np.stack([x.reshape(2, 2, -1, x.shape[1])] * 4)]
     raise KeyError(name)
 
 # experimental/collectives/test_sb2sb_allgather.py: (m, k, dtype,
@@ -494,6 +499,19 @@ def bwmm_bwd_case(h, t, e, blk, k, i, clamp):
                 grid="2", target="trn2",
                 inputs={"token_position_to_id": ("randint", 0, t + 1), "block_to_expert": ("randint", 0, e)})
 
+
+# experimental/collectives/test_fg_allgather.py and test_fgcc.py: (m, K[,
+# N], dtype, tp_degree, lnc, force_hbm_cc), the rows their tests enable;
+# the other ranks are replicas (docs/language.md), so the gather holds
+# tp_degree copies of lhs.
+CASES += [
+    dict(name="fg_allgather_1024x4096_tp4_lnc2", file="nkilib/experimental/collectives/fg_allgather.py",
+         kernel="fine_grained_allgather", args=["lhs=bfloat16[1024,4096]"],
+         consts=["tp_degree=4", "num_groups=1"], grid="2", target="trn2", ref="fg_allgather4"),
+    dict(name="fgcc_1024x4096x4096_tp4_lnc2", file="nkilib/experimental/collectives/fgcc.py",
+         kernel="allgather_compute_matmul", args=["lhs=bfloat16[1024,4096]", "rhs=bfloat16[4096,1024]"],
+         consts=["tp_degree=4", "num_groups=1"], grid="2", target="trn2"),
+]
 
 CASES += [
     bwmm_h_case(5120, 8192, 16, 256, 1, 128, 2, "POST_SCALE"),
