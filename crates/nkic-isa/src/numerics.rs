@@ -469,8 +469,11 @@ fn bf16_from_f32(x: f32, saturate: bool) -> u32 {
 /// Appends `f(x)` for every value; one monomorphic loop per dtype.
 #[inline]
 fn encode_each<const N: usize>(xs: &[f32], out: &mut Vec<u8>, f: impl Fn(f32) -> [u8; N]) {
-    for &x in xs {
-        out.extend_from_slice(&f(x));
+    // Sized once, then filled: no capacity check per element.
+    let start = out.len();
+    out.resize(start + xs.len() * N, 0);
+    for (bytes, &x) in out[start..].chunks_exact_mut(N).zip(xs) {
+        bytes.copy_from_slice(&f(x));
     }
 }
 

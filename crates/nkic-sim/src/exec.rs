@@ -754,6 +754,22 @@ impl Exec<'_> {
             plain(&dv)?;
         }
         let (sf, df) = (sv.free().max(1), dv.free().max(1));
+        // The usual gather or scatter of whole rows: every row in bounds,
+        // the same row shape on both sides, separate memories and every
+        // byte read written and defined. Then reading everything and then
+        // writing everything gives the element loop's bytes, counters and
+        // (all-defined) shadow, without a call per element.
+        if raw_copy
+            && bad_row.is_none()
+            && sv.rows == dv.rows
+            && sf == df
+            && sv.space != dv.space
+            && self.mem.is_clean(&sv)
+        {
+            let mut bytes = Vec::new();
+            self.mem.read_raw(&sv, &mut bytes)?;
+            return self.mem.write_raw(&dv, &bytes);
+        }
         let mut buf = Vec::new();
         for e in 0..sv.elements() {
             let (ps, is) = (e / sf, e % sf);
@@ -910,16 +926,23 @@ impl Exec<'_> {
             None
         };
         let size = sv.size;
+        // Per column of `moving`: the row of its one nonzero element when
+        // that element is exactly 1.0 (the column selects a row), found once
+        // for every output partition.
+        let unit: Vec<Option<usize>> = (0..n)
+            .map(|nn| {
+                let mut terms = (0..k).filter(|&kk| v[kk * n + nn] != 0.0);
+                match (terms.next(), terms.next()) {
+                    (Some(kk), None) if v[kk * n + nn] == 1.0 => Some(kk),
+                    _ => None,
+                }
+            })
+            .collect();
         let mut out = Vec::with_capacity(m * n * dv.size);
         for mm in 0..m {
-            for nn in 0..n {
-                let mut terms = (0..k).filter(|&kk| v[kk * n + nn] != 0.0);
-                let first = terms.next();
-                let single = first.is_some() && terms.next().is_none();
+            for (nn, &unit) in unit.iter().enumerate() {
                 let e = mm * n + nn;
-                if let (Some(kk), true) = (first, single)
-                    && v[kk * n + nn] == 1.0
-                {
+                if let Some(kk) = unit {
                     if dv.dtype == sv.dtype {
                         let at = (kk * m + mm) * size;
                         out.extend_from_slice(&s_raw[at..at + size]);
