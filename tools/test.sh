@@ -12,7 +12,20 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
     -r crates/nkic-python/requirements-test.txt
-(cd crates/nkic-python && VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --locked --quiet)
+# maturin builds nkic-python alone. With the features its Cargo.toml pins
+# it reuses the test build above; compiling any other nkic crate again means
+# the two builds' dependency features drifted apart (minutes of CI time).
+log="$(mktemp)"
+if ! (cd crates/nkic-python && VIRTUAL_ENV="$venv" "$venv/bin/maturin" develop --locked) >"$log" 2>&1; then
+    cat "$log"
+    exit 1
+fi
+if grep -E 'Compiling nkic-' "$log" | grep -v 'nkic-python'; then
+    echo "tools/test.sh: maturin rebuilt the crates above instead of reusing 'cargo test';" \
+        "align crates/nkic-python/Cargo.toml's feature pins with the workspace" >&2
+    exit 1
+fi
+rm -f "$log"
 # The package's output is compared with the command line's (same pipeline).
 export NKIC_EXE="${CARGO_TARGET_DIR:-$PWD/target}/debug/nkic"
 "$venv/bin/python" -m pytest crates/nkic-python/tests -q -p no:cacheprovider
