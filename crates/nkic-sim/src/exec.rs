@@ -93,8 +93,8 @@ pub(crate) struct Exec<'a> {
 }
 
 /// Which accumulator file an instruction uses.
-#[derive(Clone, Copy)]
-enum AccFile {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AccFile {
     Scalar,
     Vector,
 }
@@ -535,7 +535,8 @@ impl Exec<'_> {
     }
 
     /// Combines the rows of `vals` (`free` values each) into the
-    /// accumulators of the lanes of `like` per `cmd`.
+    /// accumulators of the lanes of `like` per `cmd`: each row folds left
+    /// from the identity of `op` (`row_results`), then `accumulate`.
     #[allow(clippy::too_many_arguments)]
     fn reduce(
         &mut self,
@@ -544,6 +545,30 @@ impl Exec<'_> {
         cmd: ReduceCmd,
         op: AluOp,
         vals: &[f32],
+        free: usize,
+        init: Option<&[f32]>,
+    ) -> FResult<()> {
+        let rows: Vec<f32> = (0..like.rows)
+            .map(|p| {
+                vals[p * free..(p + 1) * free]
+                    .iter()
+                    .fold(identity(op), |r, &x| alu(op, r, x))
+            })
+            .collect();
+        self.accumulate(file, like, cmd, op, &rows, free, init)
+    }
+
+    /// Combines each row's result `rows[p]` (its `free` values folded
+    /// from the identity of `op`) into the accumulator of lane `p` of
+    /// `like` per `cmd`, and the row's undefinedness into the lane's.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn accumulate(
+        &mut self,
+        file: AccFile,
+        like: &View,
+        cmd: ReduceCmd,
+        op: AluOp,
+        rows: &[f32],
         free: usize,
         init: Option<&[f32]>,
     ) -> FResult<()> {
@@ -575,16 +600,13 @@ impl Exec<'_> {
                 ReduceCmd::ResetReduce => *a = identity(op),
                 ReduceCmd::LoadReduce => *a = init.and_then(|i| i.get(p).copied()).unwrap_or(0.0),
             }
-            let r = vals[p * free..(p + 1) * free]
-                .iter()
-                .fold(identity(op), |r, &x| alu(op, r, x));
-            *a = alu(op, *a, r);
+            *a = alu(op, *a, rows[p]);
         }
         Ok(())
     }
 
     /// Writes the accumulators of `like`'s lanes into `res` (negated if asked).
-    fn read_out(
+    pub(crate) fn read_out(
         &mut self,
         file: AccFile,
         like: &View,

@@ -1195,8 +1195,10 @@ fn step(
 /// (`jit`), else in the interpreter.
 fn execute(exec: &mut Exec<'_>, op: &Op, tier: SimTier) -> crate::error::FResult<Flow> {
     #[cfg(feature = "jit")]
-    if tier == SimTier::Jit && crate::jit::run(exec, op) {
-        return Ok(Flow::Next);
+    if tier == SimTier::Jit
+        && let Some(res) = crate::jit::run(exec, op)
+    {
+        return res.map(|()| Flow::Next);
     }
     #[cfg(not(feature = "jit"))]
     let _ = tier;

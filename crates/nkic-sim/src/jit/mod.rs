@@ -9,9 +9,11 @@
 //!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
 //!   `tensor_copy` and `dma_copy` without `accumulate` or `oob=skip` (with
 //!   or without a dtype change; `dma_copy` only between operands of equal
-//!   P and F, the usual tile load and store), `activation` without
-//!   accumulation, and `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
-//!   stay interpreted;
+//!   P and F, the usual tile load and store), `activation` and
+//!   `activation_reduce` (with every `reduce_cmd` and read-out),
+//!   `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
+//!   its source), and `memset`; bitwise operators and GpSimd's exact
+//!   32-bit integer paths stay interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
 //!   same call the interpreter makes), P and F agree, and no operand is a
 //!   packed x4 dtype where the interpreter needs values;
@@ -24,11 +26,17 @@
 //!
 //! Bounds checks, written bits, definedness, HBM traffic counters and the
 //! race detector stay in the Rust code around the loop, and times never
-//! come from here: the tier cannot change a timestamp or a fault.
+//! come from here: the tier cannot change a timestamp or a fault. So do
+//! the accumulator registers: a loop only folds each row's computed f32
+//! values, left to right from the identity of `reduce_op` as the
+//! interpreter does, and the interpreter's own `Exec::accumulate` and
+//! `Exec::read_out` take the row results from there.
 //!
 //! A compiled loop (`compile`) walks one strided segment of every operand
 //! at once: it decodes each source element to f32, computes, and encodes
-//! into the destination in one pass, with no intermediate buffer. This
+//! into the destination in one pass, with no intermediate buffer. A
+//! `tensor_reduce` loop folds a run of source elements from its first and
+//! stores the result once, at the run's end. This
 //! module cuts each partition row into the longest pieces where every
 //! operand advances by a constant stride (`segments`), so the loop itself
 //! does not depend on the access patterns' rank. f32 and bf16 decode and
@@ -45,7 +53,9 @@ mod native;
 
 use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, ReduceCmd, Scalar};
 
-use crate::exec::{Exec, memset_element};
+use crate::alu::identity;
+use crate::error::FResult;
+use crate::exec::{AccFile, Exec, memset_element};
 use crate::memory::{MemoryState, SpaceId, View, bits_of};
 
 /// What one compiled loop computes per element.
@@ -76,13 +86,26 @@ pub(crate) enum Body {
     Copy,
     /// `dst = k` as raw bits (`memset`).
     Fill,
+    /// `dst[k] = ±fold(op)` over a run of source elements, left to right
+    /// from the first (`tensor_reduce`): a call continues the fold in its
+    /// `acc` unless told it starts a run, and stores the result when told
+    /// the run ends (`REDUCE_FIRST`, `REDUCE_LAST` in the fill argument).
+    Reduce { op: AluOp, negate: bool },
 }
 
-/// The key of one compiled loop: what it computes and the dtype of each
-/// operand (`None`: not used).
+/// Fill-argument bits of a `Body::Reduce` call: the call starts a run
+/// (the fold begins at its first element), and it ends one (it stores).
+const REDUCE_FIRST: i64 = 1;
+const REDUCE_LAST: i64 = 2;
+
+/// The key of one compiled loop: what it computes, the operator that
+/// folds each computed f32 value (before its rounding) into the running
+/// `acc` the loop returns (an accumulator instruction's row reduction),
+/// and the dtype of each operand (`None`: not used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Sig {
     pub body: Body,
+    pub fold: Option<AluOp>,
     pub dst: DType,
     pub a: Option<DType>,
     pub b: Option<DType>,
@@ -92,6 +115,7 @@ impl Sig {
     fn of(body: Body, dst: &View, a: Option<&View>, b: Option<&View>) -> Sig {
         Sig {
             body,
+            fold: None,
             dst: dst.dtype,
             a: a.map(|v| v.dtype),
             b: b.map(|v| v.dtype),
@@ -100,7 +124,7 @@ impl Sig {
 }
 
 /// One instruction ready for the native tier.
-struct Plan {
+struct Plan<'o> {
     sig: Sig,
     dst: View,
     srcs: Vec<View>,
@@ -108,19 +132,41 @@ struct Plan {
     consts: Vec<[f32; 2]>,
     /// The raw bits `Fill` stores.
     fill: i64,
+    /// Source elements per destination element (`Reduce`; 1 otherwise).
+    inner: usize,
+    /// The accumulator step after the loop, if the instruction has one.
+    acc: Option<AccStep<'o>>,
 }
 
-/// Runs `op` natively if it qualifies; false (and nothing done) if not.
-pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> bool {
-    let Some(plan) = plan(exec, op) else {
-        return false;
-    };
-    let Some(kernel) = compile::kernel(plan.sig) else {
-        return false;
-    };
-    execute_plan(exec.mem, &plan, kernel);
+/// What an accumulator instruction does with its row results once the
+/// loop has written the destination: `Exec::accumulate`, then
+/// `Exec::read_out`, the interpreter's own steps.
+struct AccStep<'o> {
+    file: AccFile,
+    cmd: ReduceCmd,
+    op: AluOp,
+    /// Per row: `reduce_init` (`load_reduce`).
+    init: Option<Vec<f32>>,
+    res: Option<&'o AccessPattern>,
+    negate: bool,
+}
+
+/// Runs `op` natively if it qualifies, giving its result; `None` (and
+/// nothing done) if not.
+pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> Option<FResult<()>> {
+    let plan = plan(exec, op)?;
+    let kernel = compile::kernel(plan.sig)?;
+    let rows = execute_plan(exec.mem, &plan, kernel);
     NATIVE.with(|n| n.set(n.get() + 1));
-    true
+    let Some(step) = &plan.acc else {
+        return Some(Ok(()));
+    };
+    let like = &plan.srcs[0];
+    let init = step.init.as_deref();
+    Some(
+        exec.accumulate(step.file, like, step.cmd, step.op, &rows, like.free(), init)
+            .and_then(|()| exec.read_out(step.file, like, step.res, step.negate)),
+    )
 }
 
 thread_local! {
@@ -136,11 +182,17 @@ pub(crate) fn native_instructions() -> u64 {
 /// The plan for `op` when every precondition of the module doc holds.
 /// Reads nothing but the per-row scalars, and those only once every other
 /// check has passed.
-fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
+fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     let mem = &*exec.mem;
     let regs = &*exec.regs;
     let view = |ap: &AccessPattern, field: &'static str, write: bool| {
         mem.view(ap, regs, field, write).ok()
+    };
+    // A `src` and a `dst` holding values (not packed x4).
+    let values = |src: &AccessPattern, dst: &AccessPattern| {
+        let a = view(src, "src", false)?;
+        let d = view(dst, "dst", true)?;
+        plain(&[&a, &d]).then_some((a, d))
     };
     let exact_int = |vs: &[&View]| {
         exec.engine == Engine::GpSimd
@@ -148,6 +200,43 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
                 .iter()
                 .any(|v| matches!(v.dtype, DType::I32 | DType::U32))
     };
+    // An accumulator instruction's step, checked as the interpreter's
+    // `accumulate` and `read_out` would run it: the engine has the lanes,
+    // and a read-out resolves to one plain value per row.
+    let acc_step = |file: AccFile,
+                    like: &View,
+                    cmd: ReduceCmd,
+                    op: AluOp,
+                    res: Option<&'o AccessPattern>,
+                    negate: bool| {
+        let lanes = match file {
+            AccFile::Scalar => exec.acc.scalar.len(),
+            AccFile::Vector => exec.acc.vector.len(),
+        };
+        if like.part_start + like.rows > lanes {
+            return None;
+        }
+        if let Some(res) = res {
+            let r = view(res, "reduce_res", true)?;
+            if !plain(&[&r]) || r.elements() != like.rows {
+                return None;
+            }
+        }
+        Some(AccStep {
+            file,
+            cmd,
+            op,
+            init: None,
+            res,
+            negate,
+        })
+    };
+    // The operator folding the loop's values into the row results, when
+    // `cmd` combines them into the accumulators.
+    let fold = |cmd: ReduceCmd, op: AluOp| cmd.contributes().then_some(op);
+    let mut inner = 1;
+    let mut acc = None;
+    let mut init = None;
     let (sig, dst, srcs, scalars, fill) = match op {
         Op::TensorTensor {
             dst,
@@ -174,9 +263,8 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             operand1,
             reverse1,
         } => {
-            let a = view(src, "src", false)?;
-            let d = view(dst, "dst", true)?;
-            if op0.is_bitvec() || exact_int(&[&a, &d]) || !plain(&[&a, &d]) {
+            let (a, d) = values(src, dst)?;
+            if op0.is_bitvec() || exact_int(&[&a, &d]) {
                 return None;
             }
             let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
@@ -192,6 +280,38 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
                 None,
             );
             (sig, d, vec![a], [o0, o1], 0)
+        }
+        Op::TensorScalarReduce {
+            dst,
+            src,
+            op0,
+            operand0,
+            reduce_op,
+            reduce_cmd,
+            reduce_init,
+            reduce_res,
+            reduce_res_negate,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
+            init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
+            acc = Some(acc_step(
+                AccFile::Vector,
+                &a,
+                *reduce_cmd,
+                *reduce_op,
+                reduce_res.as_ref(),
+                *reduce_res_negate,
+            )?);
+            // `src op0 operand0`, never reversed.
+            let body = Body::Scalar {
+                op0: *op0,
+                reverse0: false,
+                op1: None,
+            };
+            let mut sig = Sig::of(body, &d, Some(&a), None);
+            sig.fold = fold(*reduce_cmd, *reduce_op);
+            (sig, d, vec![a], [o0, None], 0)
         }
         Op::ScalarTensorTensor {
             dst,
@@ -225,21 +345,71 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             func,
             scale,
             bias,
-            reduce_cmd: ReduceCmd::Idle,
-            reduce_res: None,
+            ..
+        }
+        | Op::ActivationReduce {
+            dst,
+            src,
+            func,
+            scale,
+            bias,
             ..
         } => {
-            let a = view(src, "src", false)?;
-            let d = view(dst, "dst", true)?;
-            // The interpreter's accumulator step faults on lanes the engine
-            // does not have, even when it leaves them alone.
-            if !plain(&[&a, &d]) || a.part_start + a.rows > exec.acc.scalar.len() {
-                return None;
-            }
+            let (reduce_op, cmd, res) = match op {
+                Op::Activation {
+                    reduce_op,
+                    reduce_cmd,
+                    reduce_res,
+                    ..
+                } => (
+                    reduce_op.unwrap_or(AluOp::Add),
+                    *reduce_cmd,
+                    reduce_res.as_ref(),
+                ),
+                Op::ActivationReduce {
+                    reduce_op,
+                    reduce_res,
+                    ..
+                } => (*reduce_op, ReduceCmd::ResetReduce, Some(reduce_res)),
+                _ => return None,
+            };
+            let (a, d) = values(src, dst)?;
             let s = scalar(mem, regs, Some(scale), "scale", a.rows)?;
             let b = scalar(mem, regs, bias.as_ref(), "bias", a.rows)?;
-            let sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
+            acc = Some(acc_step(AccFile::Scalar, &a, cmd, reduce_op, res, false)?);
+            let mut sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
+            sig.fold = fold(cmd, reduce_op);
             (sig, d, vec![a], [s, b], 0)
+        }
+        Op::TensorReduce {
+            dst,
+            src,
+            op,
+            last_dims,
+            negate,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let n = src.dims.len();
+            inner = src.dims[n - usize::from(*last_dims)..]
+                .iter()
+                .map(|d| d.count as usize)
+                .product();
+            // Each destination element is written after its run is read,
+            // so no source may share a byte with the destination.
+            if inner == 0
+                || op.is_bitvec()
+                || a.rows != d.rows
+                || a.free() != d.free() * inner
+                || overlap(&d, &a)
+            {
+                return None;
+            }
+            let body = Body::Reduce {
+                op: *op,
+                negate: *negate,
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [None, None], 0)
         }
         Op::DmaCopy {
             dst,
@@ -271,7 +441,7 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
     };
     if srcs
         .iter()
-        .any(|s| s.rows != dst.rows || s.free() != dst.free())
+        .any(|s| s.rows != dst.rows || s.free() != dst.free() * inner)
         || !srcs.iter().all(|s| mem.is_clean(s))
         || !srcs.iter().all(|s| no_hazard(&dst, s))
     {
@@ -282,17 +452,13 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
     let rows = dst.rows;
     let mut consts = vec![[0.0f32; 2]; rows];
     for (k, s) in scalars.iter().enumerate() {
-        match s {
-            None => {}
-            Some(ScalarSource::Imm(x)) => consts.iter_mut().for_each(|c| c[k] = *x),
-            Some(ScalarSource::Vector(v)) => {
-                let xs = exec.mem.read_f32(v).ok()?;
-                let step = v.values_per_row();
-                for (c, &x) in consts.iter_mut().zip(xs.iter().step_by(step)) {
-                    c[k] = x;
-                }
-            }
+        if let Some(s) = s {
+            let xs = per_row(exec.mem, s, rows)?;
+            consts.iter_mut().zip(xs).for_each(|(c, x)| c[k] = x);
         }
+    }
+    if let (Some(step), Some(s)) = (acc.as_mut(), &init) {
+        step.init = Some(per_row(exec.mem, s, rows)?);
     }
     Some(Plan {
         sig,
@@ -300,6 +466,19 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
         srcs,
         consts,
         fill,
+        inner,
+        acc,
+    })
+}
+
+/// The value per row of a scalar operand whose checks have passed.
+fn per_row(mem: &mut MemoryState, s: &ScalarSource, rows: usize) -> Option<Vec<f32>> {
+    Some(match s {
+        ScalarSource::Imm(x) => vec![*x; rows],
+        ScalarSource::Vector(v) => {
+            let xs = mem.read_f32(v).ok()?;
+            xs.into_iter().step_by(v.values_per_row()).collect()
+        }
     })
 }
 
@@ -439,11 +618,15 @@ fn segments(v: &View) -> Vec<Segment> {
 }
 
 /// Runs a planned instruction: the compiled loop over every row and piece,
-/// then the bookkeeping of the write.
-fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
+/// then the bookkeeping of the write. Gives each row's fold of the
+/// computed values (`Sig::fold`; the identity of its operator for an
+/// empty row, 0 without one).
+fn execute_plan(mem: &mut MemoryState, plan: &Plan<'_>, kernel: native::Kernel) -> Vec<f32> {
+    let start = plan.sig.fold.map_or(0.0, identity);
+    let mut rows = vec![start; plan.dst.rows];
     if plan.dst.elements() == 0 {
         // Nothing moves (and a shared input must not be copied for it).
-        return;
+        return rows;
     }
     for s in &plan.srcs {
         mem.count_read(s);
@@ -452,13 +635,17 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
         plan.dst.space,
         &plan.srcs.iter().map(|s| s.space).collect::<Vec<_>>(),
     );
-    let dst_segs = segments(&plan.dst);
+    let reduce = matches!(plan.sig.body, Body::Reduce { .. });
+    let dst_segs = if reduce {
+        runs_of(&plan.dst, plan.inner)
+    } else {
+        segments(&plan.dst)
+    };
     let src_segs: Vec<Vec<Segment>> = plan.srcs.iter().map(segments).collect();
-    let free = plan.dst.free();
-    for p in 0..plan.dst.rows {
+    let free = plan.dst.free() * plan.inner;
+    for (p, acc) in rows.iter_mut().enumerate() {
         let dst_row = plan.dst.row_addr(p);
         let src_rows: Vec<i64> = plan.srcs.iter().map(|s| s.row_addr(p)).collect();
-        let [c0, c1] = plan.consts[p];
         let (mut di, mut si) = (0usize, vec![0usize; plan.srcs.len()]);
         let mut i = 0;
         while i < free {
@@ -478,7 +665,18 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
             for (n, ((segs, &k), &row)) in src_segs.iter().zip(&si).zip(&src_rows).enumerate() {
                 streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
             }
-            kernel.call(end - i, &streams, c0, c1, plan.fill);
+            let fill = if reduce {
+                let first = if i == d.start { REDUCE_FIRST } else { 0 };
+                let last = if end == d.start + d.len {
+                    REDUCE_LAST
+                } else {
+                    0
+                };
+                first | last
+            } else {
+                plan.fill
+            };
+            *acc = kernel.call(end - i, &streams, plan.consts[p], fill, *acc);
             i = end;
             if d.start + d.len == i {
                 di += 1;
@@ -491,4 +689,19 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
         }
     }
     mem.wrote(&plan.dst);
+    rows
+}
+
+/// The pieces of a row of a `Body::Reduce` loop, one per destination
+/// element of `v`: `inner` source positions that all name that element
+/// (stride 0).
+fn runs_of(v: &View, inner: usize) -> Vec<Segment> {
+    (0..v.free())
+        .map(|k| Segment {
+            start: k * inner,
+            len: inner,
+            offset: v.runs[k / v.run_len] + ((k % v.run_len) * v.size) as i64,
+            stride: 0,
+        })
+        .collect()
 }
