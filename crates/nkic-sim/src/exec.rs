@@ -2295,6 +2295,25 @@ fn affine_values(
     rows: usize,
     free: usize,
 ) -> FResult<Vec<i32>> {
+    let row = affine_row(pattern, free);
+    let mut out = Vec::with_capacity(rows * free);
+    for p in 0..rows {
+        let base = affine_base(offset, cm, p);
+        out.extend(row.iter().map(|&v| base.wrapping_add(v)));
+    }
+    Ok(out)
+}
+
+/// The part of the affine values of `affine_values` that depends on the
+/// row: `offset + p·cm`.
+pub(crate) fn affine_base(offset: i32, cm: i32, p: usize) -> i32 {
+    offset.wrapping_add((p as i32).wrapping_mul(cm))
+}
+
+/// The part of the affine values of `affine_values` that every row
+/// shares: `Σ i_k·step_k` for the first `free` multi-indices of
+/// `pattern`, row-major.
+pub(crate) fn affine_row(pattern: &[Dim], free: usize) -> Vec<i32> {
     let mut row = Vec::with_capacity(free);
     let mut idx = vec![0u32; pattern.len()];
     for _ in 0..free {
@@ -2310,12 +2329,7 @@ fn affine_values(
             idx[j] = 0;
         }
     }
-    let mut out = Vec::with_capacity(rows * free);
-    for p in 0..rows {
-        let base = offset.wrapping_add((p as i32).wrapping_mul(cm));
-        out.extend(row.iter().map(|&v| base.wrapping_add(v)));
-    }
-    Ok(out)
+    row
 }
 
 /// `floor(log2 x)` of a positive normal f64, from its exponent bits.

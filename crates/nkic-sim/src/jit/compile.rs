@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
 };
@@ -358,6 +358,52 @@ impl Emit<'_, '_> {
                 self.encode(sig.dst, x, d);
                 x
             }
+            Body::Iota => {
+                let v = self.affine(fill, a);
+                self.encode_int(sig.dst, v, d);
+                acc
+            }
+            Body::AffineSelect { cmp } => {
+                let v = self.affine(fill, b);
+                let v = self.b.ins().fcvt_from_sint(types::F32, v);
+                let zero = self.b.ins().f32const(0.0);
+                let k = self.alu(cmp, v, zero);
+                let keep = self.b.ins().fcmp(FloatCC::NotEqual, k, zero);
+                if sig.a != Some(sig.dst) {
+                    let x = self.decode(src(sig.a), a);
+                    let y = self.b.ins().select(keep, x, c0);
+                    self.encode(sig.dst, y, d);
+                    return y;
+                }
+                // Within a dtype a kept element moves as raw bits.
+                let copy = self.b.create_block();
+                let other = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(keep, copy, &[], other, &[]);
+                self.b.switch_to_block(copy);
+                let ty = int_type(sig.dst);
+                let x = self.b.ins().load(ty, flags(), a, 0);
+                self.b.ins().store(flags(), x, d, 0);
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(other);
+                self.encode(sig.dst, c0, d);
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+                acc
+            }
+            Body::Select { reverse } => {
+                let x = self.decode(src(sig.a), a);
+                let pred = self.b.ins().load(int_type(src(sig.b)), flags(), b, 0);
+                let cc = if reverse {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                let keep = self.b.ins().icmp_imm_s(cc, pred, 0);
+                let y = self.b.ins().select(keep, x, c0);
+                self.encode(sig.dst, y, d);
+                y
+            }
             Body::Reduce { op, .. } => {
                 // `c[0]` starts a run; every later element folds in.
                 let x = self.decode(src(sig.a), a);
@@ -409,6 +455,44 @@ impl Emit<'_, '_> {
                 self.encode(sig.dst, r, d);
                 r
             }
+        }
+    }
+
+    /// The affine value `base + row[i]` in wrapping 32-bit arithmetic:
+    /// `base` in the fill argument, `row[i]` at `at`.
+    fn affine(&mut self, fill: Value, at: Value) -> Value {
+        let base = self.b.ins().ireduce(types::I32, fill);
+        let row = self.b.ins().load(types::I32, flags(), at, 0);
+        self.b.ins().iadd(base, row)
+    }
+
+    /// Stores the 32-bit integer `v` at `at` as `exec::encode_int` does:
+    /// saturated into an integer dtype, `!= 0` for bool, rounded to
+    /// nearest even into a float dtype.
+    fn encode_int(&mut self, dt: DType, v: Value, at: Value) {
+        if dt == DType::Bool {
+            let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+            self.b.ins().store(flags(), nz, at, 0);
+        } else if dt.is_int() {
+            let wide = self.b.ins().sextend(types::I64, v);
+            let lo = self
+                .b
+                .ins()
+                .iconst(types::I64, numerics::min_finite(dt) as i64);
+            let hi = self
+                .b
+                .ins()
+                .iconst(types::I64, numerics::max_finite(dt) as i64);
+            let clamped = self.b.ins().smax(wide, lo);
+            let clamped = self.b.ins().smin(clamped, hi);
+            match dt.size() {
+                1 => self.b.ins().istore8(flags(), clamped, at, 0),
+                2 => self.b.ins().istore16(flags(), clamped, at, 0),
+                _ => self.b.ins().istore32(flags(), clamped, at, 0),
+            };
+        } else {
+            let x = self.b.ins().fcvt_from_sint(types::F32, v);
+            self.encode(dt, x, at);
         }
     }
 

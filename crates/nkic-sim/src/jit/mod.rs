@@ -12,8 +12,9 @@
 //!   P and F, the usual tile load and store), `activation` and
 //!   `activation_reduce` (with every `reduce_cmd` and read-out),
 //!   `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
-//!   its source), and `memset`; bitwise operators and GpSimd's exact
-//!   32-bit integer paths stay interpreted;
+//!   its source), `select_reduce`, `iota`, `affine_select` and `memset`;
+//!   bitwise operators and GpSimd's exact 32-bit integer paths stay
+//!   interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
 //!   same call the interpreter makes), P and F agree, and no operand is a
 //!   packed x4 dtype where the interpreter needs values;
@@ -55,7 +56,7 @@ use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, Reduce
 
 use crate::alu::identity;
 use crate::error::FResult;
-use crate::exec::{AccFile, Exec, memset_element};
+use crate::exec::{AccFile, Exec, affine_base, affine_row, memset_element};
 use crate::memory::{MemoryState, SpaceId, View, bits_of};
 
 /// What one compiled loop computes per element.
@@ -91,6 +92,17 @@ pub(crate) enum Body {
     /// `acc` unless told it starts a run, and stores the result when told
     /// the run ends (`REDUCE_FIRST`, `REDUCE_LAST` in the fill argument).
     Reduce { op: AluOp, negate: bool },
+    /// `dst = base + row[i]` in wrapping 32-bit arithmetic, saturated
+    /// into an integer dtype, `!= 0` for bool, rounded otherwise (`iota`;
+    /// `row` is stream a, the row's `base` the fill argument).
+    Iota,
+    /// `dst = cmp(base + row[i], 0) ? a : c0` (`affine_select`; `row` is
+    /// stream b, `base` the fill argument; `a` moves as raw bits when the
+    /// dtypes agree).
+    AffineSelect { cmp: AluOp },
+    /// `dst = (b != 0) != reverse ? a : c0` with `b`'s raw bits
+    /// (`select_reduce`).
+    Select { reverse: bool },
 }
 
 /// Fill-argument bits of a `Body::Reduce` call: the call starts a run
@@ -136,6 +148,18 @@ struct Plan<'o> {
     inner: usize,
     /// The accumulator step after the loop, if the instruction has one.
     acc: Option<AccStep<'o>>,
+    /// `Iota` and `AffineSelect`: the affine values.
+    affine: Option<Affine>,
+}
+
+/// The affine values of `iota` and `affine_select` as the interpreter
+/// splits them (`exec::affine_row`, `exec::affine_base`): one row every
+/// row shares, which the loop reads as the stream after the sources, and
+/// per row a base it gets as the fill argument.
+struct Affine {
+    row: Vec<i32>,
+    offset: i32,
+    cm: i32,
 }
 
 /// What an accumulator instruction does with its row results once the
@@ -237,6 +261,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     let mut inner = 1;
     let mut acc = None;
     let mut init = None;
+    let mut affine = None;
     let (sig, dst, srcs, scalars, fill) = match op {
         Op::TensorTensor {
             dst,
@@ -431,6 +456,76 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [None, None], 0)
         }
+        Op::Iota {
+            dst,
+            pattern,
+            offset,
+            channel_multiplier,
+        } => {
+            let d = view(dst, "dst", true)?;
+            if !plain(&[&d]) {
+                return None;
+            }
+            affine = Some(Affine {
+                row: affine_row(pattern, d.free()),
+                offset: *offset,
+                cm: *channel_multiplier,
+            });
+            let mut sig = Sig::of(Body::Iota, &d, None, None);
+            sig.a = Some(DType::I32);
+            (sig, d, Vec::new(), [None, None], 0)
+        }
+        Op::AffineSelect {
+            dst,
+            src,
+            pattern,
+            offset,
+            channel_multiplier,
+            cmp,
+            on_false,
+        } => {
+            let (a, d) = values(src, dst)?;
+            affine = Some(Affine {
+                row: affine_row(pattern, d.free()),
+                offset: *offset,
+                cm: *channel_multiplier,
+            });
+            let mut sig = Sig::of(Body::AffineSelect { cmp: *cmp }, &d, Some(&a), None);
+            sig.b = Some(DType::I32);
+            let on_false = Some(ScalarSource::Imm(on_false.get()));
+            (sig, d, vec![a], [on_false, None], 0)
+        }
+        Op::SelectReduce {
+            dst,
+            predicate,
+            on_true,
+            on_false,
+            reverse_pred,
+            reduce_cmd,
+            reduce_res,
+        } => {
+            let b = view(predicate, "predicate", false)?;
+            let (a, d) = values(on_true, dst)?;
+            if !plain(&[&b]) {
+                return None;
+            }
+            let f = scalar(mem, regs, Some(on_false), "on_false", a.rows)?;
+            let (cmd, max) = (*reduce_cmd, AluOp::Maximum);
+            acc = Some(acc_step(
+                AccFile::Vector,
+                &a,
+                cmd,
+                max,
+                reduce_res.as_ref(),
+                false,
+            )?);
+            let body = Body::Select {
+                reverse: *reverse_pred,
+            };
+            let mut sig = Sig::of(body, &d, Some(&a), Some(&b));
+            sig.fold = fold(cmd, max);
+            (sig, d, vec![a, b], [f, None], 0)
+        }
         Op::Memset { dst, value } => {
             let d = view(dst, "dst", true)?;
             let fill = i64::from(bits_of(&memset_element(&d, *value)));
@@ -468,6 +563,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
         fill,
         inner,
         acc,
+        affine,
     })
 }
 
@@ -665,7 +761,17 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan<'_>, kernel: native::Kernel) 
             for (n, ((segs, &k), &row)) in src_segs.iter().zip(&si).zip(&src_rows).enumerate() {
                 streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
             }
-            let fill = if reduce {
+            if let Some(affine) = &plan.affine {
+                streams[plan.srcs.len() + 1] = native::Stream {
+                    base: affine.row.as_ptr().cast(),
+                    len: affine.row.len() * 4,
+                    offset: i as i64 * 4,
+                    stride: 4,
+                };
+            }
+            let fill = if let Some(affine) = &plan.affine {
+                i64::from(affine_base(affine.offset, affine.cm, p))
+            } else if reduce {
                 let first = if i == d.start { REDUCE_FIRST } else { 0 };
                 let last = if end == d.start + d.len {
                     REDUCE_LAST

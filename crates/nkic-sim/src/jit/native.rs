@@ -4,7 +4,7 @@
 //! A `Kernel` can only be made from a function of `compile`'s module
 //! whose declared signature is `signature`'s, and a call checks that the
 //! first and the last element of every stream it touches lie inside that
-//! stream's memory before it runs the loop (the loop touches exactly the
+//! stream's memory before it runs the loop (the loop touches only the
 //! elements `offset + i · stride`, `i < n`, of each stream its signature
 //! uses; `compile` generates nothing else).
 #![allow(unsafe_code)]
@@ -112,14 +112,17 @@ impl Kernel {
         let at = |s: &Stream| s.base.wrapping_add(s.offset.max(0) as usize);
         let [d, a, b] = streams;
         // SAFETY: the loop reads or writes `size` bytes at `at(s) + i ·
-        // stride` for `i < n` of each stream with a nonzero size and
+        // stride` for some `i < n` of each stream with a nonzero size and
         // nothing else; `holds` checked that the first and the last of
         // those lie inside the stream's allocation, and the addresses in
         // between lie between them. The destination's base came from
         // `Data::make_mut(..).as_mut_ptr()` (`MemoryState::native_spaces`),
         // so writing through it is allowed, and no Rust reference to any
-        // memory is alive during the call. Sources that share the
-        // destination's memory were derived from that same pointer.
+        // simulated memory is alive during the call. Sources that share
+        // the destination's memory were derived from that same pointer; a
+        // source outside the memories (the affine row of `iota` and
+        // `affine_select`) is only read, through a pointer derived from a
+        // shared borrow that lasts beyond the call.
         unsafe {
             (self.entry)(
                 n as i64,

@@ -4,7 +4,7 @@
 //! patterns, partition offsets, aliasing, poison policies and undefined
 //! bytes) whose memory afterwards must be the interpreter's bit for bit.
 
-use nkic_isa::{ActFunc, AluOp, DType, Fp32, Imm, Op, Queue, ReduceCmd, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, Dim, Fp32, Imm, Op, Queue, ReduceCmd, Scalar};
 use proptest::prelude::*;
 
 use super::*;
@@ -146,6 +146,27 @@ fn an_activation_reduce_sums_the_unrounded_values_natively() {
         .collect();
     assert_bits(&b.get(&tile(2, 1, 512, DType::F32)), &want);
     assert_bits(&b.acc.scalar[..2], &want);
+}
+
+#[test]
+fn an_iota_saturates_into_int8_natively() {
+    let mut b = Bench::new();
+    // Row p, position i: -300 + 7·p + 100·i, clamped to [-128, 127].
+    let op = Op::Iota {
+        dst: tile(2, 6, 0, DType::I8),
+        pattern: vec![Dim::new(100, 6)],
+        offset: -300,
+        channel_multiplier: 7,
+    };
+    let (native, res) = run_native(&mut b, Queue::GpSimd, &op);
+    assert!(native && res.is_ok());
+    let want: Vec<u32> = (0..12)
+        .map(|k| {
+            let v = -300 + 7 * (k / 6) + 100 * (k % 6);
+            u32::from(v.clamp(-128, 127) as i8 as u8)
+        })
+        .collect();
+    assert_eq!(b.get_bits(&tile(2, 6, 0, DType::I8)), want);
 }
 
 #[test]
@@ -300,7 +321,20 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
     // An accumulator read-out: one value per row.
     let res = |g: &mut Gen| sb(start, p, 3 * REGION + 256, &[(1, 1)], g.pick(&DTYPES));
     let cmd = |g: &mut Gen| g.pick(ReduceCmd::ALL);
-    let op = match g.below(11) {
+    // An affine pattern over the free positions, and its offsets.
+    let affine = |g: &mut Gen| {
+        let pattern: Vec<Dim> = counts
+            .iter()
+            .map(|&c| Dim::new(g.below(9) as i64 - 4, c))
+            .collect();
+        let offset = if g.chance(3) {
+            g.next() as i32
+        } else {
+            g.below(64) as i32 - 32
+        };
+        (pattern, offset, g.below(9) as i32 - 4)
+    };
+    let op = match g.below(14) {
         0 => {
             let b_dt = dt(g);
             Op::TensorTensor {
@@ -388,6 +422,39 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 op1: g.pick(AluOp::ALL),
                 src1: pattern(g, start, p, &counts, REGION, b_dt, true),
                 reverse1: g.chance(2),
+            }
+        }
+        10 => {
+            let (pattern, offset, channel_multiplier) = affine(g);
+            Op::Iota {
+                dst,
+                pattern,
+                offset,
+                channel_multiplier,
+            }
+        }
+        11 => {
+            let (pattern, offset, channel_multiplier) = affine(g);
+            Op::AffineSelect {
+                dst,
+                src: a,
+                pattern,
+                offset,
+                channel_multiplier,
+                cmp: g.pick(AluOp::ALL),
+                on_false: Fp32::new(g.float()),
+            }
+        }
+        12 => {
+            let pred_dt = dt(g);
+            Op::SelectReduce {
+                dst,
+                predicate: pattern(g, start, p, &counts, REGION, pred_dt, true),
+                on_true: a,
+                on_false: scalar(g, 0),
+                reverse_pred: g.chance(2),
+                reduce_cmd: cmd(g),
+                reduce_res: g.chance(2).then(|| res(g)),
             }
         }
         _ => Op::Memset {
@@ -494,9 +561,12 @@ fn the_property_exercises_the_native_tier() {
         [
             "activation",
             "activation_reduce",
+            "affine_select",
             "dma_copy",
+            "iota",
             "memset",
             "scalar_tensor_tensor",
+            "select_reduce",
             "tensor_copy",
             "tensor_reduce",
             "tensor_scalar",
@@ -504,7 +574,7 @@ fn the_property_exercises_the_native_tier() {
             "tensor_tensor",
         ]
     );
-    assert_eq!(native.values().sum::<usize>(), 87, "{native:?}");
+    assert_eq!(native.values().sum::<usize>(), 88, "{native:?}");
 }
 
 proptest! {
