@@ -525,7 +525,7 @@ impl Exec<'_> {
             && ops.iter().all(|&op| alu_i32(op, 0, 0, true).is_some())
     }
 
-    fn accs(&mut self, file: AccFile, v: &View) -> FResult<&mut [f32]> {
+    pub(crate) fn accs(&mut self, file: AccFile, v: &View) -> FResult<&mut [f32]> {
         let accs = match file {
             AccFile::Scalar => &mut self.acc.scalar,
             AccFile::Vector => &mut self.acc.vector,
@@ -1355,30 +1355,51 @@ impl Exec<'_> {
         let i1 = self.opt_scalar(imm1, rows, 0.0, "imm1")?;
         let f = sv.free();
         let mut y = vec![0f32; x.len()];
-        let accs = self.accs(AccFile::Vector, &sv)?;
+        let accs = self.running_registers(&sv, cmd, op1, &i1)?;
+        for (p, reg) in accs.iter_mut().enumerate() {
+            for i in 0..f {
+                *reg = alu(op1, alu(op0, x[p * f + i], i0[p]), *reg);
+                y[p * f + i] = *reg;
+            }
+        }
+        self.running_taint(&sv, cmd);
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// The Vector registers of `like`'s lanes as `tensor_scalar_cumulative`
+    /// starts them per `cmd`: kept (`reduce`, `idle`), loaded from `i1`
+    /// (`load_reduce`) or the identity of `op1` (the resets).
+    pub(crate) fn running_registers(
+        &mut self,
+        like: &View,
+        cmd: ReduceCmd,
+        op1: AluOp,
+        i1: &[f32],
+    ) -> FResult<&mut [f32]> {
+        let accs = self.accs(AccFile::Vector, like)?;
         for (p, reg) in accs.iter_mut().enumerate() {
             match cmd {
                 ReduceCmd::Reduce | ReduceCmd::Idle => {}
                 ReduceCmd::LoadReduce => *reg = i1[p],
                 ReduceCmd::Reset | ReduceCmd::ResetReduce => *reg = identity(op1),
             }
-            for i in 0..f {
-                *reg = alu(op1, alu(op0, x[p * f + i], i0[p]), *reg);
-                y[p * f + i] = *reg;
-            }
         }
-        // The lanes carry undefined data across instructions unless reset
-        // or loaded.
-        let (lo, hi) = (sv.part_start, sv.part_start + rows);
+        Ok(accs)
+    }
+
+    /// The undefinedness of `tensor_scalar_cumulative`'s lanes and of
+    /// what it writes next: the lanes carry undefined data across
+    /// instructions unless reset or loaded, and take the rows' reads.
+    pub(crate) fn running_taint(&mut self, like: &View, cmd: ReduceCmd) {
+        let (lo, hi) = (like.part_start, like.part_start + like.rows);
         if let Some(lanes) = self.acc.vector_undef.get_mut(lo..hi) {
             if !matches!(cmd, ReduceCmd::Reduce | ReduceCmd::Idle) {
                 lanes.fill(None);
             }
             self.mem.taint_lanes(lanes);
-            let taint = self.mem.row_taint(rows, f);
+            let taint = self.mem.row_taint(like.rows, like.free());
             lanes.copy_from_slice(&taint);
         }
-        self.mem.write_f32(&dv, &y)
     }
 
     fn tensor_reduce(

@@ -220,7 +220,7 @@ fn build(
     let mut e = Emit { b: &mut b, cb };
     let value = e.element(sig, Element { i, d, a, b: bp }, [c0, c1], fill, acc);
     let acc1 = match (sig.body, sig.fold) {
-        (Body::Reduce { .. }, _) | (_, None) => value,
+        (Body::Reduce { .. } | Body::Scan { .. } | Body::Cumulative { .. }, _) | (_, None) => value,
         (_, Some(op)) => e.alu(op, acc, value),
     };
     let i1 = b.ins().iadd_imm_s(i, 1);
@@ -358,6 +358,13 @@ impl Emit<'_, '_> {
                 self.encode(sig.dst, x, d);
                 x
             }
+            Body::Cumulative { op0, op1 } => {
+                let x = self.decode(src(sig.a), a);
+                let t = self.alu(op0, x, c0);
+                let r = self.alu(op1, t, acc);
+                self.encode(sig.dst, r, d);
+                r
+            }
             Body::Iota => {
                 let v = self.affine(fill, a);
                 self.encode_int(sig.dst, v, d);
@@ -435,10 +442,22 @@ impl Emit<'_, '_> {
                 reverse0,
                 op1,
                 reverse1,
+            }
+            | Body::Scan {
+                op0,
+                reverse0,
+                op1,
+                reverse1,
             } => {
+                // A scan's first operand is its running value.
+                let operand = if matches!(sig.body, Body::Scan { .. }) {
+                    acc
+                } else {
+                    c0
+                };
                 let x = self.decode(src(sig.a), a);
                 let y = self.decode(src(sig.b), b);
-                let t = self.apply(op0, x, c0, reverse0);
+                let t = self.apply(op0, x, operand, reverse0);
                 let r = self.apply(op1, t, y, reverse1);
                 self.encode(sig.dst, r, d);
                 r

@@ -12,7 +12,9 @@
 //!   P and F, the usual tile load and store), `activation` and
 //!   `activation_reduce` (with every `reduce_cmd` and read-out),
 //!   `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
-//!   its source), `select_reduce`, `iota`, `affine_select` and `memset`;
+//!   its source), `select_reduce`, `iota`, `affine_select`,
+//!   `tensor_tensor_scan`, `tensor_scalar_cumulative` (unless it keeps
+//!   lanes holding undefined data) and `memset`;
 //!   bitwise operators and GpSimd's exact 32-bit integer paths stay
 //!   interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
@@ -37,7 +39,8 @@
 //! at once: it decodes each source element to f32, computes, and encodes
 //! into the destination in one pass, with no intermediate buffer. A
 //! `tensor_reduce` loop folds a run of source elements from its first and
-//! stores the result once, at the run's end. This
+//! stores the result once, at the run's end; a scan carries its f32
+//! running value from element to element and piece to piece the same way. This
 //! module cuts each partition row into the longest pieces where every
 //! operand advances by a constant stride (`segments`), so the loop itself
 //! does not depend on the access patterns' rank. f32 and bf16 decode and
@@ -103,6 +106,17 @@ pub(crate) enum Body {
     /// `dst = (b != 0) != reverse ? a : c0` with `b`'s raw bits
     /// (`select_reduce`).
     Select { reverse: bool },
+    /// `r = (a op0 r) op1 b` with each operator's reverse flag, `dst = r`
+    /// (`tensor_tensor_scan`; `r` is the running `acc`).
+    Scan {
+        op0: AluOp,
+        reverse0: bool,
+        op1: AluOp,
+        reverse1: bool,
+    },
+    /// `r = (a op0 c0) op1 r`, `dst = r` (`tensor_scalar_cumulative`; `r`
+    /// is the running `acc`).
+    Cumulative { op0: AluOp, op1: AluOp },
 }
 
 /// Fill-argument bits of a `Body::Reduce` call: the call starts a run
@@ -150,6 +164,20 @@ struct Plan<'o> {
     acc: Option<AccStep<'o>>,
     /// `Iota` and `AffineSelect`: the affine values.
     affine: Option<Affine>,
+    /// `Scan`: each row's running value before its first element.
+    starts: Option<Vec<f32>>,
+    /// `Cumulative`: how its running registers start.
+    running: Option<Running>,
+}
+
+/// `tensor_scalar_cumulative`'s registers: `Exec::running_registers`
+/// starts them, each row's loop runs from its register and leaves its
+/// last value there, then `Exec::running_taint`.
+struct Running {
+    cmd: ReduceCmd,
+    op1: AluOp,
+    /// Per row: `imm1` (`load_reduce`; 0 without one).
+    i1: Vec<f32>,
 }
 
 /// The affine values of `iota` and `affine_select` as the interpreter
@@ -180,17 +208,33 @@ struct AccStep<'o> {
 pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> Option<FResult<()>> {
     let plan = plan(exec, op)?;
     let kernel = compile::kernel(plan.sig)?;
-    let rows = execute_plan(exec.mem, &plan, kernel);
+    Some(execute(exec, &plan, kernel))
+}
+
+/// Runs a planned instruction with its compiled loop: the loop, then
+/// the accumulator steps of the interpreter.
+fn execute(exec: &mut Exec<'_>, plan: &Plan<'_>, kernel: native::Kernel) -> FResult<()> {
+    let starts = match &plan.running {
+        Some(r) => Some(
+            exec.running_registers(&plan.srcs[0], r.cmd, r.op1, &r.i1)?
+                .to_vec(),
+        ),
+        None => plan.starts.clone(),
+    };
+    let rows = execute_plan(exec.mem, plan, kernel, starts);
     NATIVE.with(|n| n.set(n.get() + 1));
+    if let Some(r) = &plan.running {
+        let like = &plan.srcs[0];
+        exec.accs(AccFile::Vector, like)?.copy_from_slice(&rows);
+        exec.running_taint(like, r.cmd);
+    }
     let Some(step) = &plan.acc else {
-        return Some(Ok(()));
+        return Ok(());
     };
     let like = &plan.srcs[0];
     let init = step.init.as_deref();
-    Some(
-        exec.accumulate(step.file, like, step.cmd, step.op, &rows, like.free(), init)
-            .and_then(|()| exec.read_out(step.file, like, step.res, step.negate)),
-    )
+    exec.accumulate(step.file, like, step.cmd, step.op, &rows, like.free(), init)?;
+    exec.read_out(step.file, like, step.res, step.negate)
 }
 
 thread_local! {
@@ -262,6 +306,8 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     let mut acc = None;
     let mut init = None;
     let mut affine = None;
+    let mut start = None;
+    let mut running = None;
     let (sig, dst, srcs, scalars, fill) = match op {
         Op::TensorTensor {
             dst,
@@ -526,6 +572,63 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             sig.fold = fold(cmd, max);
             (sig, d, vec![a, b], [f, None], 0)
         }
+        Op::TensorTensorScan {
+            dst,
+            src0,
+            src1,
+            initial,
+            op0,
+            op1,
+            reverse0,
+            reverse1,
+        } => {
+            let (a, d) = values(src0, dst)?;
+            let b = view(src1, "src1", false)?;
+            if !plain(&[&b]) {
+                return None;
+            }
+            start = Some(scalar(mem, regs, Some(initial), "initial", a.rows)??);
+            let body = Body::Scan {
+                op0: *op0,
+                reverse0: *reverse0,
+                op1: *op1,
+                reverse1: *reverse1,
+            };
+            let sig = Sig::of(body, &d, Some(&a), Some(&b));
+            (sig, d, vec![a, b], [None, None], 0)
+        }
+        Op::TensorScalarCumulative {
+            dst,
+            src,
+            op0,
+            imm0,
+            op1,
+            imm1,
+            reduce_cmd,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let i0 = scalar(mem, regs, Some(imm0), "imm0", a.rows)?;
+            init = scalar(mem, regs, imm1.as_ref(), "imm1", a.rows)?;
+            // The lanes exist, and the write cannot take undefinedness
+            // from lanes the instruction keeps.
+            let (lo, hi) = (a.part_start, a.part_start + a.rows);
+            let kept = matches!(reduce_cmd, ReduceCmd::Reduce | ReduceCmd::Idle);
+            let lanes = exec.acc.vector_undef.get(lo..hi)?;
+            if hi > exec.acc.vector.len() || (kept && lanes.iter().any(Option::is_some)) {
+                return None;
+            }
+            running = Some(Running {
+                cmd: *reduce_cmd,
+                op1: *op1,
+                i1: vec![0.0; a.rows],
+            });
+            let body = Body::Cumulative {
+                op0: *op0,
+                op1: *op1,
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [i0, None], 0)
+        }
         Op::Memset { dst, value } => {
             let d = view(dst, "dst", true)?;
             let fill = i64::from(bits_of(&memset_element(&d, *value)));
@@ -552,9 +655,18 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             consts.iter_mut().zip(xs).for_each(|(c, x)| c[k] = x);
         }
     }
-    if let (Some(step), Some(s)) = (acc.as_mut(), &init) {
-        step.init = Some(per_row(exec.mem, s, rows)?);
+    if let Some(s) = &init {
+        let xs = per_row(exec.mem, s, rows)?;
+        if let Some(step) = acc.as_mut() {
+            step.init = Some(xs);
+        } else if let Some(r) = running.as_mut() {
+            r.i1 = xs;
+        }
     }
+    let starts = match &start {
+        Some(s) => Some(per_row(exec.mem, s, rows)?),
+        None => None,
+    };
     Some(Plan {
         sig,
         dst,
@@ -564,6 +676,8 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
         inner,
         acc,
         affine,
+        starts,
+        running,
     })
 }
 
@@ -714,12 +828,18 @@ fn segments(v: &View) -> Vec<Segment> {
 }
 
 /// Runs a planned instruction: the compiled loop over every row and piece,
-/// then the bookkeeping of the write. Gives each row's fold of the
-/// computed values (`Sig::fold`; the identity of its operator for an
-/// empty row, 0 without one).
-fn execute_plan(mem: &mut MemoryState, plan: &Plan<'_>, kernel: native::Kernel) -> Vec<f32> {
+/// then the bookkeeping of the write. Gives each row's running `acc`
+/// after its last element: the fold of the computed values (`Sig::fold`,
+/// from the identity of its operator), or the running value of a scan
+/// from the row's entry of `starts`.
+fn execute_plan(
+    mem: &mut MemoryState,
+    plan: &Plan<'_>,
+    kernel: native::Kernel,
+    starts: Option<Vec<f32>>,
+) -> Vec<f32> {
     let start = plan.sig.fold.map_or(0.0, identity);
-    let mut rows = vec![start; plan.dst.rows];
+    let mut rows = starts.unwrap_or_else(|| vec![start; plan.dst.rows]);
     if plan.dst.elements() == 0 {
         // Nothing moves (and a shared input must not be copied for it).
         return rows;

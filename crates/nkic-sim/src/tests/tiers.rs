@@ -170,6 +170,37 @@ fn an_iota_saturates_into_int8_natively() {
 }
 
 #[test]
+fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
+    let mut b = Bench::new();
+    let (x, y) = (values(2 * 6, 6), values(2 * 6, 7));
+    b.put(&tile(2, 6, 0, DType::F32), &x);
+    b.put(&tile(2, 6, 64, DType::F32), &y);
+    b.put(&tile(2, 1, 128, DType::F32), &[0.5, -2.0]);
+    // The source's rows walk two runs of three, so a row is two pieces.
+    let op = Op::TensorTensorScan {
+        dst: tile(2, 6, 256, DType::BF16),
+        src0: sb(0, 2, 0, &[(3, 2), (1, 3)], DType::F32),
+        src1: tile(2, 6, 64, DType::F32),
+        initial: Scalar::Vector(tile(2, 1, 128, DType::F32)),
+        op0: AluOp::Multiply,
+        op1: AluOp::Add,
+        reverse0: false,
+        reverse1: false,
+    };
+    let (native, res) = run_native(&mut b, Queue::Vector, &op);
+    assert!(native && res.is_ok());
+    let mut want = Vec::new();
+    for (p, start) in [0.5f32, -2.0].into_iter().enumerate() {
+        let mut r = start;
+        for i in 0..6 {
+            r = x[p * 6 + i] * r + y[p * 6 + i];
+            want.push(q(DType::BF16, r));
+        }
+    }
+    assert_bits(&b.get(&tile(2, 6, 256, DType::BF16)), &want);
+}
+
+#[test]
 fn a_contiguous_copy_moves_words_then_the_odd_elements_natively() {
     let mut b = Bench::new();
     // 13 bf16 elements per row: three 8-byte words, then one element.
@@ -334,7 +365,7 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
         };
         (pattern, offset, g.below(9) as i32 - 4)
     };
-    let op = match g.below(14) {
+    let op = match g.below(16) {
         0 => {
             let b_dt = dt(g);
             Op::TensorTensor {
@@ -457,6 +488,28 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 reduce_res: g.chance(2).then(|| res(g)),
             }
         }
+        13 => {
+            let b_dt = dt(g);
+            Op::TensorTensorScan {
+                dst,
+                src0: a,
+                src1: pattern(g, start, p, &counts, REGION, b_dt, true),
+                initial: scalar(g, 0),
+                op0: g.pick(AluOp::ALL),
+                op1: g.pick(AluOp::ALL),
+                reverse0: g.chance(2),
+                reverse1: g.chance(2),
+            }
+        }
+        14 => Op::TensorScalarCumulative {
+            dst,
+            src: a,
+            op0: g.pick(AluOp::ALL),
+            imm0: scalar(g, 0),
+            op1: g.pick(AluOp::ALL),
+            imm1: g.chance(2).then(|| scalar(g, 1)),
+            reduce_cmd: cmd(g),
+        },
         _ => Op::Memset {
             dst,
             value: if g.chance(2) {
@@ -570,15 +623,17 @@ fn the_property_exercises_the_native_tier() {
             "tensor_copy",
             "tensor_reduce",
             "tensor_scalar",
+            "tensor_scalar_cumulative",
             "tensor_scalar_reduce",
             "tensor_tensor",
+            "tensor_tensor_scan",
         ]
     );
-    assert_eq!(native.values().sum::<usize>(), 88, "{native:?}");
+    assert_eq!(native.values().sum::<usize>(), 91, "{native:?}");
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn both_tiers_leave_the_same_memory(seed in 1u64..u64::MAX) {
