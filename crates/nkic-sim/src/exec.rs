@@ -671,32 +671,49 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let sv = self.mem.view_unchecked(src, self.regs, "src")?;
         let dv = self.mem.view_unchecked(dst, self.regs, "dst")?;
+        self.copy_elements(&sv, &dv, accumulate, |mem, [ps, is, pd, id]| {
+            mem.in_bounds(&sv, ps, is) && mem.in_bounds(&dv, pd, id)
+        })
+    }
+
+    /// Copies the elements of `sv` to `dv` one at a time, paired in
+    /// row-major order as `dma_copy` pairs them, except the pairs `keep`
+    /// rejects (given the source row and position, then the
+    /// destination's): raw bits within a dtype, through f32 between
+    /// dtypes or when `accumulate` adds the destination's old value.
+    fn copy_elements(
+        &mut self,
+        sv: &View,
+        dv: &View,
+        accumulate: bool,
+        keep: impl Fn(&MemoryState, [usize; 4]) -> bool,
+    ) -> FResult<()> {
         let raw_copy = sv.dtype == dv.dtype && !accumulate;
         if !raw_copy {
-            plain(&sv)?;
-            plain(&dv)?;
+            plain(sv)?;
+            plain(dv)?;
         }
         let (sf, df) = (sv.free().max(1), dv.free().max(1));
         let mut buf = Vec::new();
         for e in 0..sv.elements() {
             let (ps, is) = (e / sf, e % sf);
             let (pd, id) = (e / df, e % df);
-            if !self.mem.in_bounds(&sv, ps, is) || !self.mem.in_bounds(&dv, pd, id) {
+            if !keep(self.mem, [ps, is, pd, id]) {
                 continue;
             }
             buf.clear();
-            self.mem.read_elem(&sv, ps, is, &mut buf)?;
+            self.mem.read_elem(sv, ps, is, &mut buf)?;
             if !raw_copy {
                 let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
                 if accumulate {
                     let mut old = Vec::new();
-                    self.mem.read_elem(&dv, pd, id, &mut old)?;
+                    self.mem.read_elem(dv, pd, id, &mut old)?;
                     x += numerics::to_f32(dv.dtype, bits_of(&old));
                 }
                 buf.clear();
                 numerics::encode(dv.dtype, &[x], &mut buf);
             }
-            self.mem.write_elem(&dv, pd, id, &buf);
+            self.mem.write_elem(dv, pd, id, &buf);
         }
         Ok(())
     }
@@ -770,34 +787,9 @@ impl Exec<'_> {
             }
             return Err(f);
         }
-        let raw_copy = sv.dtype == dv.dtype && !accumulate;
-        if !raw_copy {
-            plain(&sv)?;
-            plain(&dv)?;
-        }
-        let (sf, df) = (sv.free().max(1), dv.free().max(1));
-        let mut buf = Vec::new();
-        for e in 0..sv.elements() {
-            let (ps, is) = (e / sf, e % sf);
-            let (pd, id) = (e / df, e % df);
-            if !valid[if scatter { pd } else { ps }] {
-                continue;
-            }
-            buf.clear();
-            self.mem.read_elem(&sv, ps, is, &mut buf)?;
-            if !raw_copy {
-                let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
-                if accumulate {
-                    let mut old = Vec::new();
-                    self.mem.read_elem(&dv, pd, id, &mut old)?;
-                    x += numerics::to_f32(dv.dtype, bits_of(&old));
-                }
-                buf.clear();
-                numerics::encode(dv.dtype, &[x], &mut buf);
-            }
-            self.mem.write_elem(&dv, pd, id, &buf);
-        }
-        Ok(())
+        self.copy_elements(&sv, &dv, accumulate, |_, [ps, _, pd, _]| {
+            valid[if scatter { pd } else { ps }]
+        })
     }
 
     fn dma_transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {

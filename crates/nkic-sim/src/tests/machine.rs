@@ -3,7 +3,8 @@
 
 use nkic_isa::{
     ActFunc, AluOp, BranchCond, DType, DgeMode, Imm, Instruction, Label, MatmulPerfMode, OobMode,
-    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemWait, Target, TensorKind,
+    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemId, SemWait, Target,
+    TensorKind,
 };
 
 use super::*;
@@ -317,10 +318,10 @@ fn step_order_changes_neither_bytes_nor_times() {
     );
 }
 
-#[test]
-fn a_racy_program_depends_on_the_step_order() {
-    // Vector and GpSimd write the same tile at the same time without
-    // ordering: the last one stepped wins, so the step order shows.
+/// Vector and GpSimd memset the same tile to 1 and 2 without ordering
+/// each other, then a DMA stores the tile to `out`; and the semaphore
+/// Vector signals.
+fn racy_program() -> (Program, SemId) {
     let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
     let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
     let t = tile(1, 4, 0, DType::F32);
@@ -340,6 +341,14 @@ fn a_racy_program_depends_on_the_step_order() {
         .wait(a, 1)
         .wait(b, 1),
     );
+    (p, a)
+}
+
+#[test]
+fn a_racy_program_depends_on_the_step_order() {
+    // Vector and GpSimd write the same tile at the same time without
+    // ordering: the last one stepped wins, so the step order shows.
+    let (p, _) = racy_program();
     let out = |order| {
         let config = SimConfig {
             step_order: order,
@@ -746,26 +755,7 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
         race_check: true,
         ..SimConfig::default()
     };
-    // The racy program: two unordered writes of the same tile.
-    let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
-    let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
-    let t = tile(1, 4, 0, DType::F32);
-    let set = |v: f32| Op::Memset {
-        dst: t.clone(),
-        value: Imm::Float(v.into()),
-    };
-    p.stream_mut(Queue::Vector)
-        .push(Instruction::new(set(1.0)).signal(a));
-    p.stream_mut(Queue::GpSimd)
-        .push(Instruction::new(set(2.0)).signal(b));
-    p.stream_mut(Queue::Dma(0)).push(
-        Instruction::new(dma(
-            hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
-            t.clone(),
-        ))
-        .wait(a, 1)
-        .wait(b, 1),
-    );
+    let (mut p, a) = racy_program();
     let e = run(&p, &Inputs::new(), &check).unwrap_err();
     assert_eq!(e.kind, SimErrorKind::Race);
     assert_eq!(

@@ -21,7 +21,7 @@ use nkic_isa::{AccessPattern, DType, Dim, Op, Program, Queue, Target, TensorId, 
 use crate::config::Poison;
 use crate::error::Fault;
 use crate::exec::{Accumulators, Exec};
-use crate::memory::MemoryState;
+use crate::memory::{MemoryState, View};
 
 /// Verifies `program` and runs it: the entry of the whole-program tests.
 pub(crate) fn run(
@@ -58,12 +58,16 @@ impl Bench {
         }
     }
 
+    /// The view of a test pattern, which must be in bounds.
+    fn view(&self, ap: &AccessPattern, write: bool) -> View {
+        self.mem
+            .view(ap, &self.regs, "test", write)
+            .expect("test pattern in bounds")
+    }
+
     /// Writes `vals` (one per element, four per packed element) into `ap`.
     pub fn put(&mut self, ap: &AccessPattern, vals: &[f32]) {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", true)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, true);
         self.mem
             .write_f32(&v, vals)
             .expect("value count matches the pattern");
@@ -71,30 +75,21 @@ impl Bench {
 
     /// Writes raw bits (one per element) into `ap`.
     pub fn put_bits(&mut self, ap: &AccessPattern, bits: &[u32]) {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", true)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, true);
         self.mem
             .write_bits(&v, bits)
             .expect("bit count matches the pattern");
     }
 
     pub fn get(&mut self, ap: &AccessPattern) -> Vec<f32> {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", false)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, false);
         self.mem
             .read_f32(&v)
             .expect("test reads initialised memory")
     }
 
     pub fn get_bits(&mut self, ap: &AccessPattern) -> Vec<u32> {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", false)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, false);
         self.mem
             .read_bits(&v)
             .expect("test reads initialised memory")
