@@ -366,15 +366,15 @@ impl Exec<'_> {
                 index_offset,
                 padding,
             } => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
-            Op::RegSet { dst, value } => *self.reg_mut(*dst)? = *value,
+            Op::RegSet { dst, value } => *self.reg_mut(*dst) = *value,
             Op::RegMove { dst, src } => {
-                let v = self.reg(*src)?;
-                *self.reg_mut(*dst)? = v;
+                let v = self.reg(*src);
+                *self.reg_mut(*dst) = v;
             }
             Op::RegAlu { dst, op, a, b } => {
-                let a = self.reg(*a)?;
-                let b = self.reg_or_imm(*b)?;
-                *self.reg_mut(*dst)? = reg_alu(*op, a, b)?;
+                let a = self.reg(*a);
+                let b = self.reg_or_imm(*b);
+                *self.reg_mut(*dst) = reg_alu(*op, a, b)?;
             }
             Op::RegLoad { dst, src } => {
                 let v = self.view(src, "src")?;
@@ -386,16 +386,16 @@ impl Exec<'_> {
                     DType::I16 => i32::from(bits as u16 as i16),
                     _ => bits as i32,
                 };
-                *self.reg_mut(*dst)? = value;
+                *self.reg_mut(*dst) = value;
             }
             Op::RegStore { dst, src } => {
-                let value = self.reg(*src)?;
+                let value = self.reg(*src);
                 let v = self.view_w(dst, "dst")?;
                 self.mem.write_bits(&v, &[value as u32])?;
             }
             Op::Branch { cond, a, b, target } => {
-                let a = self.reg(*a)?;
-                let b = self.reg_or_imm(*b)?;
+                let a = self.reg(*a);
+                let b = self.reg_or_imm(*b);
                 if cond.holds(a, b) {
                     return Ok(Flow::Jump(*target));
                 }
@@ -409,23 +409,27 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ helpers
 
-    fn reg(&self, r: Reg) -> FResult<i32> {
-        self.regs
+    /// Register `r`, which exists: the verifier's `Register` rule holds
+    /// every register an instruction names below the target's
+    /// `sequencer_registers`, the number a queue has.
+    fn reg(&self, r: Reg) -> i32 {
+        *self
+            .regs
             .get(usize::from(r.0))
-            .copied()
-            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+            .unwrap_or_else(|| no_register(r))
     }
 
-    fn reg_mut(&mut self, r: Reg) -> FResult<&mut i32> {
+    /// Register `r` to write (see `reg`).
+    fn reg_mut(&mut self, r: Reg) -> &mut i32 {
         self.regs
             .get_mut(usize::from(r.0))
-            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+            .unwrap_or_else(|| no_register(r))
     }
 
-    fn reg_or_imm(&self, x: RegOrImm) -> FResult<i32> {
+    fn reg_or_imm(&self, x: RegOrImm) -> i32 {
         match x {
             RegOrImm::Reg(r) => self.reg(r),
-            RegOrImm::Imm(v) => Ok(v),
+            RegOrImm::Imm(v) => v,
         }
     }
 
@@ -800,11 +804,9 @@ impl Exec<'_> {
             2 => &[1, 0],
             3 => &[2, 1, 0],
             4 => &[3, 1, 2, 0],
-            n => {
-                return Err(Fault::bad(format!(
-                    "`src` has rank {n}; DMA transpose takes rank 2, 3 or 4"
-                )));
-            }
+            n => unreachable!(
+                "`src` of a verified dma_transpose has rank {n}: the verifier's DmaTransposeRank rule allows 2, 3 or 4"
+            ),
         };
         let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
         let mut raw = Vec::new();
@@ -1809,11 +1811,9 @@ impl Exec<'_> {
         let emax = match dv.dtype {
             DType::F8E4M3FNx4 => 8,
             DType::F8E5M2x4 => 15,
-            other => {
-                return Err(Fault::bad(format!(
-                    "`dst` must be float8_e5m2_x4 or float8_e4m3fn_x4, found {other}"
-                )));
-            }
+            other => unreachable!(
+                "`dst` of a verified quantize_mx is {other}: the verifier's OperandDtype rule allows float8_e5m2_x4 or float8_e4m3fn_x4"
+            ),
         };
         // The lane format's positive NaN code (isa.md: written for every lane
         // of a group holding an infinity or a NaN, whatever its sign).
@@ -2223,6 +2223,12 @@ fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
         RegAluOp::Min => a.min(b),
         RegAluOp::Max => a.max(b),
     })
+}
+
+/// The panic of a register the verifier let through although it does
+/// not exist: a broken invariant (`Exec::reg`), never bad input.
+fn no_register(r: Reg) -> ! {
+    panic!("register {r} of a verified program does not exist (the verifier's Register rule)")
 }
 
 /// Arithmetic needs unpacked elements.
