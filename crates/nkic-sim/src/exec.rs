@@ -99,6 +99,35 @@ pub(crate) enum AccFile {
     Vector,
 }
 
+/// What an accumulator instruction does with its values: the file, its
+/// `reduce_cmd` and operator, and the read-out (negated if asked).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reduction<'a> {
+    pub file: AccFile,
+    pub cmd: ReduceCmd,
+    pub op: AluOp,
+    pub res: Option<&'a AccessPattern>,
+    pub negate: bool,
+}
+
+impl<'a> Reduction<'a> {
+    /// Into `file`, read out unnegated.
+    pub(crate) fn new(
+        file: AccFile,
+        cmd: ReduceCmd,
+        op: AluOp,
+        res: Option<&'a AccessPattern>,
+    ) -> Reduction<'a> {
+        Reduction {
+            file,
+            cmd,
+            op,
+            res,
+            negate: false,
+        }
+    }
+}
+
 /// How definedness flows through `op` (`memory::ShadowRule`; the table
 /// is docs/isa.md's "Definedness").
 pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
@@ -538,45 +567,43 @@ impl Exec<'_> {
         Ok(&mut accs[lo..hi])
     }
 
-    /// Combines the rows of `vals` (`free` values each) into the
-    /// accumulators of the lanes of `like` per `cmd`: each row folds left
-    /// from the identity of `op` (`row_results`), then `accumulate`.
-    #[allow(clippy::too_many_arguments)]
-    fn reduce(
+    /// The end of every accumulator instruction: its values `y` (the
+    /// rows of `like`) reduce into the accumulators per `r` (each row
+    /// folds left from the identity of the operator, then `accumulate`),
+    /// are written to `dv`, and the accumulators are read out.
+    fn reduce_and_write(
         &mut self,
-        file: AccFile,
+        r: Reduction<'_>,
         like: &View,
-        cmd: ReduceCmd,
-        op: AluOp,
-        vals: &[f32],
-        free: usize,
+        dv: &View,
+        y: &[f32],
         init: Option<&[f32]>,
     ) -> FResult<()> {
+        let free = like.free();
         let rows: Vec<f32> = (0..like.rows)
             .map(|p| {
-                vals[p * free..(p + 1) * free]
+                y[p * free..(p + 1) * free]
                     .iter()
-                    .fold(identity(op), |r, &x| alu(op, r, x))
+                    .fold(identity(r.op), |a, &x| alu(r.op, a, x))
             })
             .collect();
-        self.accumulate(file, like, cmd, op, &rows, free, init)
+        self.accumulate(r, like, &rows, init)?;
+        self.mem.write_f32(dv, y)?;
+        self.read_out(r, like)
     }
 
-    /// Combines each row's result `rows[p]` (its `free` values folded
-    /// from the identity of `op`) into the accumulator of lane `p` of
-    /// `like` per `cmd`, and the row's undefinedness into the lane's.
-    #[allow(clippy::too_many_arguments)]
+    /// Combines each row's result `rows[p]` (its values folded from the
+    /// identity of the operator) into the accumulator of lane `p` of
+    /// `like` per `r`, and the row's undefinedness into the lane's.
     pub(crate) fn accumulate(
         &mut self,
-        file: AccFile,
+        r: Reduction<'_>,
         like: &View,
-        cmd: ReduceCmd,
-        op: AluOp,
         rows: &[f32],
-        free: usize,
         init: Option<&[f32]>,
     ) -> FResult<()> {
-        let taint = self.mem.row_taint(like.rows, free);
+        let Reduction { file, cmd, op, .. } = r;
+        let taint = self.mem.row_taint(like.rows, like.free());
         let (lo, hi) = (like.part_start, like.part_start + like.rows);
         let undef = match file {
             AccFile::Scalar => &mut self.acc.scalar_undef,
@@ -609,14 +636,12 @@ impl Exec<'_> {
         Ok(())
     }
 
-    /// Writes the accumulators of `like`'s lanes into `res` (negated if asked).
-    pub(crate) fn read_out(
-        &mut self,
-        file: AccFile,
-        like: &View,
-        res: Option<&AccessPattern>,
-        negate: bool,
-    ) -> FResult<()> {
+    /// Writes the accumulators of `like`'s lanes into `r`'s read-out
+    /// (negated if asked).
+    pub(crate) fn read_out(&mut self, r: Reduction<'_>, like: &View) -> FResult<()> {
+        let Reduction {
+            file, res, negate, ..
+        } = r;
         let Some(res) = res else { return Ok(()) };
         let rv = self.dst(res, "reduce_res")?;
         let vals: Vec<f32> = self
@@ -1081,9 +1106,8 @@ impl Exec<'_> {
         let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
         let f = sv.free();
         let y = map_rows(&x, f, |p, x| activation(func, x * scale[p] + bias[p], 0.0));
-        self.reduce(AccFile::Scalar, &sv, cmd, reduce_op, &y, f, None)?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Scalar, &sv, reduce_res, false)
+        let r = Reduction::new(AccFile::Scalar, cmd, reduce_op, reduce_res);
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     fn activate2(&mut self, op: &Op) -> FResult<()> {
@@ -1128,9 +1152,8 @@ impl Exec<'_> {
             })
             .collect();
         let rop = reduce_op.unwrap_or(AluOp::Add);
-        self.reduce(AccFile::Scalar, &sv, *reduce_cmd, rop, &y, sv.free(), None)?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Scalar, &sv, reduce_res.as_ref(), false)
+        let r = Reduction::new(AccFile::Scalar, *reduce_cmd, rop, reduce_res.as_ref());
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     // ------------------------------------------------------------ Vector engine
@@ -1309,22 +1332,16 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, &x)| alu(*op0, x, o0[e / f]))
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &sv,
-            *reduce_cmd,
-            *reduce_op,
-            &y,
-            sv.free(),
-            init.as_deref(),
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(
-            AccFile::Vector,
-            &sv,
-            reduce_res.as_ref(),
-            *reduce_res_negate,
-        )
+        let r = Reduction {
+            negate: *reduce_res_negate,
+            ..Reduction::new(
+                AccFile::Vector,
+                *reduce_cmd,
+                *reduce_op,
+                reduce_res.as_ref(),
+            )
+        };
+        self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
 
     /// `tensor_scalar_cumulative`: per partition,
@@ -1558,17 +1575,8 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, &x)| activation(ActFunc::Exp, x - mx[e / f], 0.0))
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &sv,
-            cmd,
-            AluOp::Add,
-            &y,
-            sv.free(),
-            init.as_deref(),
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &sv, reduce_res, false)
+        let r = Reduction::new(AccFile::Vector, cmd, AluOp::Add, reduce_res);
+        self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
 
     fn range_select(&mut self, op: &Op) -> FResult<()> {
@@ -1603,17 +1611,13 @@ impl Exec<'_> {
                 if keep { x } else { on_false.get() }
             })
             .collect();
-        self.reduce(
+        let r = Reduction::new(
             AccFile::Vector,
-            &sv,
             *reduce_cmd,
             AluOp::Maximum,
-            &y,
-            sv.free(),
-            None,
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &sv, reduce_res.as_ref(), false)
+            reduce_res.as_ref(),
+        );
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1639,17 +1643,8 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, (&t, &b))| if (b != 0) != reverse { t } else { fv[e / f] })
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &tv,
-            cmd,
-            AluOp::Maximum,
-            &y,
-            tv.free(),
-            None,
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &tv, reduce_res, false)
+        let r = Reduction::new(AccFile::Vector, cmd, AluOp::Maximum, reduce_res);
+        self.reduce_and_write(r, &tv, &dv, &y, None)
     }
 
     /// `max8`: the 8 largest values of each partition in descending order,

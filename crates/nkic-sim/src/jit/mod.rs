@@ -59,7 +59,7 @@ use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, Reduce
 
 use crate::alu::identity;
 use crate::error::FResult;
-use crate::exec::{AccFile, Exec, affine_base, affine_row, memset_element};
+use crate::exec::{AccFile, Exec, Reduction, affine_base, affine_row, memset_element};
 use crate::memory::{MemoryState, SpaceId, View, bits_of};
 
 /// What one compiled loop computes per element.
@@ -194,13 +194,9 @@ struct Affine {
 /// loop has written the destination: `Exec::accumulate`, then
 /// `Exec::read_out`, the interpreter's own steps.
 struct AccStep<'o> {
-    file: AccFile,
-    cmd: ReduceCmd,
-    op: AluOp,
+    red: Reduction<'o>,
     /// Per row: `reduce_init` (`load_reduce`).
     init: Option<Vec<f32>>,
-    res: Option<&'o AccessPattern>,
-    negate: bool,
 }
 
 /// Runs `op` natively if it qualifies, giving its result; `None` (and
@@ -233,8 +229,8 @@ fn execute(exec: &mut Exec<'_>, plan: &Plan<'_>, kernel: native::Kernel) -> FRes
     };
     let like = &plan.srcs[0];
     let init = step.init.as_deref();
-    exec.accumulate(step.file, like, step.cmd, step.op, &rows, like.free(), init)?;
-    exec.read_out(step.file, like, step.res, step.negate)
+    exec.accumulate(step.red, like, &rows, init)?;
+    exec.read_out(step.red, like)
 }
 
 thread_local! {
@@ -271,33 +267,21 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     // An accumulator instruction's step, checked as the interpreter's
     // `accumulate` and `read_out` would run it: the engine has the lanes,
     // and a read-out resolves to one plain value per row.
-    let acc_step = |file: AccFile,
-                    like: &View,
-                    cmd: ReduceCmd,
-                    op: AluOp,
-                    res: Option<&'o AccessPattern>,
-                    negate: bool| {
-        let lanes = match file {
+    let acc_step = |like: &View, red: Reduction<'o>| {
+        let lanes = match red.file {
             AccFile::Scalar => exec.acc.scalar.len(),
             AccFile::Vector => exec.acc.vector.len(),
         };
         if like.part_start + like.rows > lanes {
             return None;
         }
-        if let Some(res) = res {
+        if let Some(res) = red.res {
             let r = view(res, "reduce_res", true)?;
             if !plain(&[&r]) || r.elements() != like.rows {
                 return None;
             }
         }
-        Some(AccStep {
-            file,
-            cmd,
-            op,
-            init: None,
-            res,
-            negate,
-        })
+        Some(AccStep { red, init: None })
     };
     // The operator folding the loop's values into the row results, when
     // `cmd` combines them into the accumulators.
@@ -366,14 +350,14 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let (a, d) = values(src, dst)?;
             let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
             init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
-            acc = Some(acc_step(
+            let red = Reduction::new(
                 AccFile::Vector,
-                &a,
                 *reduce_cmd,
                 *reduce_op,
                 reduce_res.as_ref(),
-                *reduce_res_negate,
-            )?);
+            );
+            let negate = *reduce_res_negate;
+            acc = Some(acc_step(&a, Reduction { negate, ..red })?);
             // `src op0 operand0`, never reversed.
             let body = Body::Scalar {
                 op0: *op0,
@@ -447,7 +431,10 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let (a, d) = values(src, dst)?;
             let s = scalar(mem, regs, Some(scale), "scale", a.rows)?;
             let b = scalar(mem, regs, bias.as_ref(), "bias", a.rows)?;
-            acc = Some(acc_step(AccFile::Scalar, &a, cmd, reduce_op, res, false)?);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Scalar, cmd, reduce_op, res),
+            )?);
             let mut sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
             sig.fold = fold(cmd, reduce_op);
             (sig, d, vec![a], [s, b], 0)
@@ -558,12 +545,8 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let f = scalar(mem, regs, Some(on_false), "on_false", a.rows)?;
             let (cmd, max) = (*reduce_cmd, AluOp::Maximum);
             acc = Some(acc_step(
-                AccFile::Vector,
                 &a,
-                cmd,
-                max,
-                reduce_res.as_ref(),
-                false,
+                Reduction::new(AccFile::Vector, cmd, max, reduce_res.as_ref()),
             )?);
             let body = Body::Select {
                 reverse: *reverse_pred,
