@@ -318,6 +318,15 @@ fn step_order_changes_neither_bytes_nor_times() {
     );
 }
 
+/// Runs `p` with `config`, which must fail with `kind` and exactly
+/// `message`; the error.
+fn fails(p: &Program, config: &SimConfig, kind: SimErrorKind, message: &str) -> crate::SimError {
+    let e = run(p, &Inputs::new(), config).unwrap_err();
+    assert_eq!(e.kind, kind);
+    assert_eq!(e.to_string(), message);
+    e
+}
+
 /// Vector and GpSimd memset the same tile to 1 and 2 without ordering
 /// each other, then a DMA stores the tile to `out`; and the semaphore
 /// Vector signals.
@@ -384,11 +393,11 @@ fn deadlock_names_the_waiting_instructions() {
         b: RegOrImm::Imm(0),
         target: Label(0),
     }));
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::Deadlock);
-    assert_eq!(
-        e.to_string(),
-        "deadlock: scalar[0] `nop` waits for `ready` >= 2 but it is 1 and nothing left can signal it at scalar[0] (kernel.py:7:3)"
+    fails(
+        &p,
+        &SimConfig::default(),
+        SimErrorKind::Deadlock,
+        "deadlock: scalar[0] `nop` waits for `ready` >= 2 but it is 1 and nothing left can signal it at scalar[0] (kernel.py:7:3)",
     );
 }
 
@@ -450,11 +459,11 @@ fn uninitialised_reads_fault_or_read_poison() {
         poison: Poison::Error,
         ..SimConfig::default()
     };
-    let e = run(&p, &Inputs::new(), &strict).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
-    assert_eq!(
-        e.to_string(),
-        "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0]"
+    fails(
+        &p,
+        &strict,
+        SimErrorKind::UninitialisedRead,
+        "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0]",
     );
     // With the compiler's operand names and a line table, the message names
     // the kernel's tensor and the source line.
@@ -716,11 +725,11 @@ fn oversized_tensors_are_rejected_before_allocation() {
         &[1 << 40, 1 << 30],
         TensorKind::Internal,
     )]);
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::BadProgram);
-    assert_eq!(
-        e.to_string(),
-        "HBM tensor `huge` makes the program's tensors larger than the simulator's 64 GiB"
+    fails(
+        &p,
+        &SimConfig::default(),
+        SimErrorKind::BadProgram,
+        "HBM tensor `huge` makes the program's tensors larger than the simulator's 64 GiB",
     );
 }
 
@@ -756,11 +765,11 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
         ..SimConfig::default()
     };
     let (mut p, a) = racy_program();
-    let e = run(&p, &Inputs::new(), &check).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::Race);
-    assert_eq!(
-        e.to_string(),
-        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]"
+    let e = fails(
+        &p,
+        &check,
+        SimErrorKind::Race,
+        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]",
     );
     let other = e.related.as_ref().expect("the earlier access is named");
     assert_eq!((other.queue, other.index), (Queue::Vector, 0));

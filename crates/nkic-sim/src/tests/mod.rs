@@ -121,6 +121,11 @@ impl Bench {
     }
 }
 
+/// Free dims from `(stride, count)` pairs.
+fn free_dims(dims: &[(i64, u32)]) -> Vec<Dim> {
+    dims.iter().map(|&(s, c)| Dim::new(s, c)).collect()
+}
+
 /// An SBUF pattern with `(stride, count)` dims.
 pub(crate) fn sb(
     start: u32,
@@ -129,8 +134,7 @@ pub(crate) fn sb(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::sbuf(start, count, offset, &dims, dt)
+    AccessPattern::sbuf(start, count, offset, &free_dims(dims), dt)
 }
 
 /// A PSUM pattern with `(stride, count)` dims.
@@ -141,8 +145,7 @@ pub(crate) fn ps(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::psum(start, count, offset, &dims, dt)
+    AccessPattern::psum(start, count, offset, &free_dims(dims), dt)
 }
 
 /// A contiguous `[p, f]` SBUF tile at partition 0.
@@ -159,8 +162,7 @@ pub(crate) fn hbm(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::hbm(t, rows, row_stride, offset, &dims, dt)
+    AccessPattern::hbm(t, rows, row_stride, offset, &free_dims(dims), dt)
 }
 
 /// A deterministic stream of varied floats in about [-4, 4).
