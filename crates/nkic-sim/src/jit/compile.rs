@@ -220,7 +220,13 @@ fn build(
     let mut e = Emit { b: &mut b, cb };
     let value = e.element(sig, Element { i, d, a, b: bp }, [c0, c1], fill, acc);
     let acc1 = match (sig.body, sig.fold) {
-        (Body::Reduce { .. } | Body::Scan { .. } | Body::Cumulative { .. }, _) | (_, None) => value,
+        (
+            Body::Reduce { .. }
+            | Body::ScalarTensorTensor { scan: true, .. }
+            | Body::Cumulative { .. },
+            _,
+        )
+        | (_, None) => value,
         (_, Some(op)) => e.alu(op, acc, value),
     };
     let i1 = b.ins().iadd_imm_s(i, 1);
@@ -442,19 +448,10 @@ impl Emit<'_, '_> {
                 reverse0,
                 op1,
                 reverse1,
-            }
-            | Body::Scan {
-                op0,
-                reverse0,
-                op1,
-                reverse1,
+                scan,
             } => {
                 // A scan's first operand is its running value.
-                let operand = if matches!(sig.body, Body::Scan { .. }) {
-                    acc
-                } else {
-                    c0
-                };
+                let operand = if scan { acc } else { c0 };
                 let x = self.decode(src(sig.a), a);
                 let y = self.decode(src(sig.b), b);
                 let t = self.apply(op0, x, operand, reverse0);

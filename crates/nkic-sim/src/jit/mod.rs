@@ -74,13 +74,16 @@ pub(crate) enum Body {
         reverse0: bool,
         op1: Option<(AluOp, bool)>,
     },
-    /// `t = a op0 c0` (`c0 op0 a` when reversed), then `t op1 b` (`b op1
-    /// t` when reversed) (`scalar_tensor_tensor`; `c0` per row).
+    /// `t = a op0 s` (`s op0 a` when reversed), then `r = t op1 b` (`b
+    /// op1 t` when reversed), `dst = r`: with `s = c0` per row
+    /// (`scalar_tensor_tensor`), or for a scan with `s` the running `acc`,
+    /// which becomes `r` (`tensor_tensor_scan`).
     ScalarTensorTensor {
         op0: AluOp,
         reverse0: bool,
         op1: AluOp,
         reverse1: bool,
+        scan: bool,
     },
     /// `dst = func(a · c0 + c1)` (`activation`).
     Activation(ActFunc),
@@ -106,14 +109,6 @@ pub(crate) enum Body {
     /// `dst = (b != 0) != reverse ? a : c0` with `b`'s raw bits
     /// (`select_reduce`).
     Select { reverse: bool },
-    /// `r = (a op0 r) op1 b` with each operator's reverse flag, `dst = r`
-    /// (`tensor_tensor_scan`; `r` is the running `acc`).
-    Scan {
-        op0: AluOp,
-        reverse0: bool,
-        op1: AluOp,
-        reverse1: bool,
-    },
     /// `r = (a op0 c0) op1 r`, `dst = r` (`tensor_scalar_cumulative`; `r`
     /// is the running `acc`).
     Cumulative { op0: AluOp, op1: AluOp },
@@ -377,11 +372,21 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             op1,
             src1,
             reverse1,
+        }
+        | Op::TensorTensorScan {
+            dst,
+            src0: src,
+            src1,
+            initial: operand0,
+            op0,
+            op1,
+            reverse0,
+            reverse1,
         } => {
-            let a = view(src, "src", false)?;
+            let scan = matches!(op, Op::TensorTensorScan { .. });
+            let (a, d) = values(src, dst)?;
             let b = view(src1, "src1", false)?;
-            let d = view(dst, "dst", true)?;
-            if !plain(&[&a, &b, &d]) {
+            if !plain(&[&b]) {
                 return None;
             }
             let o0 = scalar(mem, regs, Some(operand0), "operand0", a.rows)?;
@@ -390,8 +395,16 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
                 reverse0: *reverse0,
                 op1: *op1,
                 reverse1: *reverse1,
+                scan,
             };
             let sig = Sig::of(body, &d, Some(&a), Some(&b));
+            // A scan starts each row from its scalar instead.
+            let o0 = if scan {
+                start = o0;
+                None
+            } else {
+                o0
+            };
             (sig, d, vec![a, b], [o0, None], 0)
         }
         Op::Activation {
@@ -554,31 +567,6 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let mut sig = Sig::of(body, &d, Some(&a), Some(&b));
             sig.fold = fold(cmd, max);
             (sig, d, vec![a, b], [f, None], 0)
-        }
-        Op::TensorTensorScan {
-            dst,
-            src0,
-            src1,
-            initial,
-            op0,
-            op1,
-            reverse0,
-            reverse1,
-        } => {
-            let (a, d) = values(src0, dst)?;
-            let b = view(src1, "src1", false)?;
-            if !plain(&[&b]) {
-                return None;
-            }
-            start = Some(scalar(mem, regs, Some(initial), "initial", a.rows)??);
-            let body = Body::Scan {
-                op0: *op0,
-                reverse0: *reverse0,
-                op1: *op1,
-                reverse1: *reverse1,
-            };
-            let sig = Sig::of(body, &d, Some(&a), Some(&b));
-            (sig, d, vec![a, b], [None, None], 0)
         }
         Op::TensorScalarCumulative {
             dst,
