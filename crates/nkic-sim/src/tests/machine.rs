@@ -138,16 +138,14 @@ fn busy_program() -> Program {
     let mm_done = p.add_semaphore("mm_done");
     let stored = p.add_semaphore("stored");
     let slot = |i: u64| tile(128, 128, i * 256, DType::BF16);
+    // Block `i` of 128 rows of HBM tensor `t`.
+    let block = |t: u32, i: u64| {
+        let offset = i * 128 * 128 * 2;
+        hbm(TensorId(t), 128, 128, offset, &[(1, 128)], DType::BF16)
+    };
     // Four loads on four DMA queues.
     for i in 0..4u64 {
-        let src = hbm(
-            TensorId(0),
-            128,
-            128,
-            i * 128 * 128 * 2,
-            &[(1, 128)],
-            DType::BF16,
-        );
+        let src = block(0, i);
         p.stream_mut(Queue::Dma(i as u8))
             .push(Instruction::new(dma(slot(i), src)).signal(loaded));
     }
@@ -247,14 +245,7 @@ fn busy_program() -> Program {
         .wait(stored, 1),
     );
     for i in 0..4u64 {
-        let dst = hbm(
-            TensorId(3),
-            128,
-            128,
-            i * 128 * 128 * 2,
-            &[(1, 128)],
-            DType::BF16,
-        );
+        let dst = block(3, i);
         p.stream_mut(Queue::Dma(6 + i as u8)).push(
             Instruction::new(dma(dst, tile(128, 128, 8192 + i * 256, DType::BF16)))
                 .wait(acted, i as u32 + 1),
