@@ -93,10 +93,39 @@ pub(crate) struct Exec<'a> {
 }
 
 /// Which accumulator file an instruction uses.
-#[derive(Clone, Copy)]
-enum AccFile {
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum AccFile {
     Scalar,
     Vector,
+}
+
+/// What an accumulator instruction does with its values: the file, its
+/// `reduce_cmd` and operator, and the read-out (negated if asked).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Reduction<'a> {
+    pub file: AccFile,
+    pub cmd: ReduceCmd,
+    pub op: AluOp,
+    pub res: Option<&'a AccessPattern>,
+    pub negate: bool,
+}
+
+impl<'a> Reduction<'a> {
+    /// Into `file`, read out unnegated.
+    pub(crate) fn new(
+        file: AccFile,
+        cmd: ReduceCmd,
+        op: AluOp,
+        res: Option<&'a AccessPattern>,
+    ) -> Reduction<'a> {
+        Reduction {
+            file,
+            cmd,
+            op,
+            res,
+            negate: false,
+        }
+    }
 }
 
 /// How definedness flows through `op` (`memory::ShadowRule`; the table
@@ -366,15 +395,15 @@ impl Exec<'_> {
                 index_offset,
                 padding,
             } => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
-            Op::RegSet { dst, value } => *self.reg_mut(*dst)? = *value,
+            Op::RegSet { dst, value } => *self.reg_mut(*dst) = *value,
             Op::RegMove { dst, src } => {
-                let v = self.reg(*src)?;
-                *self.reg_mut(*dst)? = v;
+                let v = self.reg(*src);
+                *self.reg_mut(*dst) = v;
             }
             Op::RegAlu { dst, op, a, b } => {
-                let a = self.reg(*a)?;
-                let b = self.reg_or_imm(*b)?;
-                *self.reg_mut(*dst)? = reg_alu(*op, a, b)?;
+                let a = self.reg(*a);
+                let b = self.reg_or_imm(*b);
+                *self.reg_mut(*dst) = reg_alu(*op, a, b)?;
             }
             Op::RegLoad { dst, src } => {
                 let v = self.view(src, "src")?;
@@ -386,16 +415,16 @@ impl Exec<'_> {
                     DType::I16 => i32::from(bits as u16 as i16),
                     _ => bits as i32,
                 };
-                *self.reg_mut(*dst)? = value;
+                *self.reg_mut(*dst) = value;
             }
             Op::RegStore { dst, src } => {
-                let value = self.reg(*src)?;
+                let value = self.reg(*src);
                 let v = self.view_w(dst, "dst")?;
                 self.mem.write_bits(&v, &[value as u32])?;
             }
             Op::Branch { cond, a, b, target } => {
-                let a = self.reg(*a)?;
-                let b = self.reg_or_imm(*b)?;
+                let a = self.reg(*a);
+                let b = self.reg_or_imm(*b);
                 if cond.holds(a, b) {
                     return Ok(Flow::Jump(*target));
                 }
@@ -409,23 +438,27 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ helpers
 
-    fn reg(&self, r: Reg) -> FResult<i32> {
-        self.regs
+    /// Register `r`, which exists: the verifier's `Register` rule holds
+    /// every register an instruction names below the target's
+    /// `sequencer_registers`, the number a queue has.
+    fn reg(&self, r: Reg) -> i32 {
+        *self
+            .regs
             .get(usize::from(r.0))
-            .copied()
-            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+            .unwrap_or_else(|| no_register(r))
     }
 
-    fn reg_mut(&mut self, r: Reg) -> FResult<&mut i32> {
+    /// Register `r` to write (see `reg`).
+    fn reg_mut(&mut self, r: Reg) -> &mut i32 {
         self.regs
             .get_mut(usize::from(r.0))
-            .ok_or_else(|| Fault::bad(format!("register {r} does not exist")))
+            .unwrap_or_else(|| no_register(r))
     }
 
-    fn reg_or_imm(&self, x: RegOrImm) -> FResult<i32> {
+    fn reg_or_imm(&self, x: RegOrImm) -> i32 {
         match x {
             RegOrImm::Reg(r) => self.reg(r),
-            RegOrImm::Imm(v) => Ok(v),
+            RegOrImm::Imm(v) => v,
         }
     }
 
@@ -525,7 +558,7 @@ impl Exec<'_> {
             && ops.iter().all(|&op| alu_i32(op, 0, 0, true).is_some())
     }
 
-    fn accs(&mut self, file: AccFile, v: &View) -> FResult<&mut [f32]> {
+    pub(crate) fn accs(&mut self, file: AccFile, v: &View) -> FResult<&mut [f32]> {
         let accs = match file {
             AccFile::Scalar => &mut self.acc.scalar,
             AccFile::Vector => &mut self.acc.vector,
@@ -534,20 +567,43 @@ impl Exec<'_> {
         Ok(&mut accs[lo..hi])
     }
 
-    /// Combines the rows of `vals` (`free` values each) into the
-    /// accumulators of the lanes of `like` per `cmd`.
-    #[allow(clippy::too_many_arguments)]
-    fn reduce(
+    /// The end of every accumulator instruction: its values `y` (the
+    /// rows of `like`) reduce into the accumulators per `r` (each row
+    /// folds left from the identity of the operator, then `accumulate`),
+    /// are written to `dv`, and the accumulators are read out.
+    fn reduce_and_write(
         &mut self,
-        file: AccFile,
+        r: Reduction<'_>,
         like: &View,
-        cmd: ReduceCmd,
-        op: AluOp,
-        vals: &[f32],
-        free: usize,
+        dv: &View,
+        y: &[f32],
         init: Option<&[f32]>,
     ) -> FResult<()> {
-        let taint = self.mem.row_taint(like.rows, free);
+        let free = like.free();
+        let rows: Vec<f32> = (0..like.rows)
+            .map(|p| {
+                y[p * free..(p + 1) * free]
+                    .iter()
+                    .fold(identity(r.op), |a, &x| alu(r.op, a, x))
+            })
+            .collect();
+        self.accumulate(r, like, &rows, init)?;
+        self.mem.write_f32(dv, y)?;
+        self.read_out(r, like)
+    }
+
+    /// Combines each row's result `rows[p]` (its values folded from the
+    /// identity of the operator) into the accumulator of lane `p` of
+    /// `like` per `r`, and the row's undefinedness into the lane's.
+    pub(crate) fn accumulate(
+        &mut self,
+        r: Reduction<'_>,
+        like: &View,
+        rows: &[f32],
+        init: Option<&[f32]>,
+    ) -> FResult<()> {
+        let Reduction { file, cmd, op, .. } = r;
+        let taint = self.mem.row_taint(like.rows, like.free());
         let (lo, hi) = (like.part_start, like.part_start + like.rows);
         let undef = match file {
             AccFile::Scalar => &mut self.acc.scalar_undef,
@@ -575,22 +631,17 @@ impl Exec<'_> {
                 ReduceCmd::ResetReduce => *a = identity(op),
                 ReduceCmd::LoadReduce => *a = init.and_then(|i| i.get(p).copied()).unwrap_or(0.0),
             }
-            let r = vals[p * free..(p + 1) * free]
-                .iter()
-                .fold(identity(op), |r, &x| alu(op, r, x));
-            *a = alu(op, *a, r);
+            *a = alu(op, *a, rows[p]);
         }
         Ok(())
     }
 
-    /// Writes the accumulators of `like`'s lanes into `res` (negated if asked).
-    fn read_out(
-        &mut self,
-        file: AccFile,
-        like: &View,
-        res: Option<&AccessPattern>,
-        negate: bool,
-    ) -> FResult<()> {
+    /// Writes the accumulators of `like`'s lanes into `r`'s read-out
+    /// (negated if asked).
+    pub(crate) fn read_out(&mut self, r: Reduction<'_>, like: &View) -> FResult<()> {
+        let Reduction {
+            file, res, negate, ..
+        } = r;
         let Some(res) = res else { return Ok(()) };
         let rv = self.dst(res, "reduce_res")?;
         let vals: Vec<f32> = self
@@ -649,32 +700,49 @@ impl Exec<'_> {
     ) -> FResult<()> {
         let sv = self.mem.view_unchecked(src, self.regs, "src")?;
         let dv = self.mem.view_unchecked(dst, self.regs, "dst")?;
+        self.copy_elements(&sv, &dv, accumulate, |mem, [ps, is, pd, id]| {
+            mem.in_bounds(&sv, ps, is) && mem.in_bounds(&dv, pd, id)
+        })
+    }
+
+    /// Copies the elements of `sv` to `dv` one at a time, paired in
+    /// row-major order as `dma_copy` pairs them, except the pairs `keep`
+    /// rejects (given the source row and position, then the
+    /// destination's): raw bits within a dtype, through f32 between
+    /// dtypes or when `accumulate` adds the destination's old value.
+    fn copy_elements(
+        &mut self,
+        sv: &View,
+        dv: &View,
+        accumulate: bool,
+        keep: impl Fn(&MemoryState, [usize; 4]) -> bool,
+    ) -> FResult<()> {
         let raw_copy = sv.dtype == dv.dtype && !accumulate;
         if !raw_copy {
-            plain(&sv)?;
-            plain(&dv)?;
+            plain(sv)?;
+            plain(dv)?;
         }
         let (sf, df) = (sv.free().max(1), dv.free().max(1));
         let mut buf = Vec::new();
         for e in 0..sv.elements() {
             let (ps, is) = (e / sf, e % sf);
             let (pd, id) = (e / df, e % df);
-            if !self.mem.in_bounds(&sv, ps, is) || !self.mem.in_bounds(&dv, pd, id) {
+            if !keep(self.mem, [ps, is, pd, id]) {
                 continue;
             }
             buf.clear();
-            self.mem.read_elem(&sv, ps, is, &mut buf)?;
+            self.mem.read_elem(sv, ps, is, &mut buf)?;
             if !raw_copy {
                 let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
                 if accumulate {
                     let mut old = Vec::new();
-                    self.mem.read_elem(&dv, pd, id, &mut old)?;
+                    self.mem.read_elem(dv, pd, id, &mut old)?;
                     x += numerics::to_f32(dv.dtype, bits_of(&old));
                 }
                 buf.clear();
                 numerics::encode(dv.dtype, &[x], &mut buf);
             }
-            self.mem.write_elem(&dv, pd, id, &buf);
+            self.mem.write_elem(dv, pd, id, &buf);
         }
         Ok(())
     }
@@ -748,21 +816,16 @@ impl Exec<'_> {
             }
             return Err(f);
         }
-        let raw_copy = sv.dtype == dv.dtype && !accumulate;
-        if !raw_copy {
-            plain(&sv)?;
-            plain(&dv)?;
-        }
-        let (sf, df) = (sv.free().max(1), dv.free().max(1));
         // The usual gather or scatter of whole rows: every row in bounds,
-        // the same row shape on both sides, separate memories and every
-        // byte read written and defined. Then reading everything and then
-        // writing everything gives the element loop's bytes, counters and
-        // (all-defined) shadow, without a call per element.
-        if raw_copy
+        // the same row shape and dtype on both sides, separate memories and
+        // every byte read written and defined. Then reading everything and
+        // then writing everything gives the element loop's bytes, counters
+        // and (all-defined) shadow, without a call per element.
+        if sv.dtype == dv.dtype
+            && !accumulate
             && bad_row.is_none()
             && sv.rows == dv.rows
-            && sf == df
+            && sv.free() == dv.free()
             && sv.space != dv.space
             && self.mem.is_clean(&sv)
         {
@@ -770,28 +833,9 @@ impl Exec<'_> {
             self.mem.read_raw(&sv, &mut bytes)?;
             return self.mem.write_raw(&dv, &bytes);
         }
-        let mut buf = Vec::new();
-        for e in 0..sv.elements() {
-            let (ps, is) = (e / sf, e % sf);
-            let (pd, id) = (e / df, e % df);
-            if !valid[if scatter { pd } else { ps }] {
-                continue;
-            }
-            buf.clear();
-            self.mem.read_elem(&sv, ps, is, &mut buf)?;
-            if !raw_copy {
-                let mut x = numerics::to_f32(sv.dtype, bits_of(&buf));
-                if accumulate {
-                    let mut old = Vec::new();
-                    self.mem.read_elem(&dv, pd, id, &mut old)?;
-                    x += numerics::to_f32(dv.dtype, bits_of(&old));
-                }
-                buf.clear();
-                numerics::encode(dv.dtype, &[x], &mut buf);
-            }
-            self.mem.write_elem(&dv, pd, id, &buf);
-        }
-        Ok(())
+        self.copy_elements(&sv, &dv, accumulate, |_, [ps, _, pd, _]| {
+            valid[if scatter { pd } else { ps }]
+        })
     }
 
     fn dma_transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
@@ -802,11 +846,9 @@ impl Exec<'_> {
             2 => &[1, 0],
             3 => &[2, 1, 0],
             4 => &[3, 1, 2, 0],
-            n => {
-                return Err(Fault::bad(format!(
-                    "`src` has rank {n}; DMA transpose takes rank 2, 3 or 4"
-                )));
-            }
+            n => unreachable!(
+                "`src` of a verified dma_transpose has rank {n}: the verifier's DmaTransposeRank rule allows 2, 3 or 4"
+            ),
         };
         let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
         let mut raw = Vec::new();
@@ -1088,9 +1130,8 @@ impl Exec<'_> {
         let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
         let f = sv.free();
         let y = map_rows(&x, f, |p, x| activation(func, x * scale[p] + bias[p], 0.0));
-        self.reduce(AccFile::Scalar, &sv, cmd, reduce_op, &y, f, None)?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Scalar, &sv, reduce_res, false)
+        let r = Reduction::new(AccFile::Scalar, cmd, reduce_op, reduce_res);
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     fn activate2(&mut self, op: &Op) -> FResult<()> {
@@ -1135,9 +1176,8 @@ impl Exec<'_> {
             })
             .collect();
         let rop = reduce_op.unwrap_or(AluOp::Add);
-        self.reduce(AccFile::Scalar, &sv, *reduce_cmd, rop, &y, sv.free(), None)?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Scalar, &sv, reduce_res.as_ref(), false)
+        let r = Reduction::new(AccFile::Scalar, *reduce_cmd, rop, reduce_res.as_ref());
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     // ------------------------------------------------------------ Vector engine
@@ -1316,22 +1356,16 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, &x)| alu(*op0, x, o0[e / f]))
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &sv,
-            *reduce_cmd,
-            *reduce_op,
-            &y,
-            sv.free(),
-            init.as_deref(),
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(
-            AccFile::Vector,
-            &sv,
-            reduce_res.as_ref(),
-            *reduce_res_negate,
-        )
+        let r = Reduction {
+            negate: *reduce_res_negate,
+            ..Reduction::new(
+                AccFile::Vector,
+                *reduce_cmd,
+                *reduce_op,
+                reduce_res.as_ref(),
+            )
+        };
+        self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
 
     /// `tensor_scalar_cumulative`: per partition,
@@ -1356,30 +1390,51 @@ impl Exec<'_> {
         let i1 = self.opt_scalar(imm1, rows, 0.0, "imm1")?;
         let f = sv.free();
         let mut y = vec![0f32; x.len()];
-        let accs = self.accs(AccFile::Vector, &sv)?;
+        let accs = self.running_registers(&sv, cmd, op1, &i1)?;
+        for (p, reg) in accs.iter_mut().enumerate() {
+            for i in 0..f {
+                *reg = alu(op1, alu(op0, x[p * f + i], i0[p]), *reg);
+                y[p * f + i] = *reg;
+            }
+        }
+        self.running_taint(&sv, cmd);
+        self.mem.write_f32(&dv, &y)
+    }
+
+    /// The Vector registers of `like`'s lanes as `tensor_scalar_cumulative`
+    /// starts them per `cmd`: kept (`reduce`, `idle`), loaded from `i1`
+    /// (`load_reduce`) or the identity of `op1` (the resets).
+    pub(crate) fn running_registers(
+        &mut self,
+        like: &View,
+        cmd: ReduceCmd,
+        op1: AluOp,
+        i1: &[f32],
+    ) -> FResult<&mut [f32]> {
+        let accs = self.accs(AccFile::Vector, like)?;
         for (p, reg) in accs.iter_mut().enumerate() {
             match cmd {
                 ReduceCmd::Reduce | ReduceCmd::Idle => {}
                 ReduceCmd::LoadReduce => *reg = i1[p],
                 ReduceCmd::Reset | ReduceCmd::ResetReduce => *reg = identity(op1),
             }
-            for i in 0..f {
-                *reg = alu(op1, alu(op0, x[p * f + i], i0[p]), *reg);
-                y[p * f + i] = *reg;
-            }
         }
-        // The lanes carry undefined data across instructions unless reset
-        // or loaded.
-        let (lo, hi) = (sv.part_start, sv.part_start + rows);
+        Ok(accs)
+    }
+
+    /// The undefinedness of `tensor_scalar_cumulative`'s lanes and of
+    /// what it writes next: the lanes carry undefined data across
+    /// instructions unless reset or loaded, and take the rows' reads.
+    pub(crate) fn running_taint(&mut self, like: &View, cmd: ReduceCmd) {
+        let (lo, hi) = (like.part_start, like.part_start + like.rows);
         if let Some(lanes) = self.acc.vector_undef.get_mut(lo..hi) {
             if !matches!(cmd, ReduceCmd::Reduce | ReduceCmd::Idle) {
                 lanes.fill(None);
             }
             self.mem.taint_lanes(lanes);
-            let taint = self.mem.row_taint(rows, f);
+            let taint = self.mem.row_taint(like.rows, like.free());
             lanes.copy_from_slice(&taint);
         }
-        self.mem.write_f32(&dv, &y)
     }
 
     fn tensor_reduce(
@@ -1544,17 +1599,8 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, &x)| activation(ActFunc::Exp, x - mx[e / f], 0.0))
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &sv,
-            cmd,
-            AluOp::Add,
-            &y,
-            sv.free(),
-            init.as_deref(),
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &sv, reduce_res, false)
+        let r = Reduction::new(AccFile::Vector, cmd, AluOp::Add, reduce_res);
+        self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
 
     fn range_select(&mut self, op: &Op) -> FResult<()> {
@@ -1589,17 +1635,13 @@ impl Exec<'_> {
                 if keep { x } else { on_false.get() }
             })
             .collect();
-        self.reduce(
+        let r = Reduction::new(
             AccFile::Vector,
-            &sv,
             *reduce_cmd,
             AluOp::Maximum,
-            &y,
-            sv.free(),
-            None,
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &sv, reduce_res.as_ref(), false)
+            reduce_res.as_ref(),
+        );
+        self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1625,17 +1667,8 @@ impl Exec<'_> {
             .enumerate()
             .map(|(e, (&t, &b))| if (b != 0) != reverse { t } else { fv[e / f] })
             .collect();
-        self.reduce(
-            AccFile::Vector,
-            &tv,
-            cmd,
-            AluOp::Maximum,
-            &y,
-            tv.free(),
-            None,
-        )?;
-        self.mem.write_f32(&dv, &y)?;
-        self.read_out(AccFile::Vector, &tv, reduce_res, false)
+        let r = Reduction::new(AccFile::Vector, cmd, AluOp::Maximum, reduce_res);
+        self.reduce_and_write(r, &tv, &dv, &y, None)
     }
 
     /// `max8`: the 8 largest values of each partition in descending order,
@@ -1797,11 +1830,9 @@ impl Exec<'_> {
         let emax = match dv.dtype {
             DType::F8E4M3FNx4 => 8,
             DType::F8E5M2x4 => 15,
-            other => {
-                return Err(Fault::bad(format!(
-                    "`dst` must be float8_e5m2_x4 or float8_e4m3fn_x4, found {other}"
-                )));
-            }
+            other => unreachable!(
+                "`dst` of a verified quantize_mx is {other}: the verifier's OperandDtype rule allows float8_e5m2_x4 or float8_e4m3fn_x4"
+            ),
         };
         // The lane format's positive NaN code (isa.md: written for every lane
         // of a group holding an infinity or a NaN, whatever its sign).
@@ -2213,6 +2244,12 @@ fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
     })
 }
 
+/// The panic of a register the verifier let through although it does
+/// not exist: a broken invariant (`Exec::reg`), never bad input.
+fn no_register(r: Reg) -> ! {
+    panic!("register {r} of a verified program does not exist (the verifier's Register rule)")
+}
+
 /// Arithmetic needs unpacked elements.
 fn plain(v: &View) -> FResult<()> {
     if v.dtype.is_packed_x4() {
@@ -2296,6 +2333,25 @@ fn affine_values(
     rows: usize,
     free: usize,
 ) -> FResult<Vec<i32>> {
+    let row = affine_row(pattern, free);
+    let mut out = Vec::with_capacity(rows * free);
+    for p in 0..rows {
+        let base = affine_base(offset, cm, p);
+        out.extend(row.iter().map(|&v| base.wrapping_add(v)));
+    }
+    Ok(out)
+}
+
+/// The part of the affine values of `affine_values` that depends on the
+/// row: `offset + p·cm`.
+pub(crate) fn affine_base(offset: i32, cm: i32, p: usize) -> i32 {
+    offset.wrapping_add((p as i32).wrapping_mul(cm))
+}
+
+/// The part of the affine values of `affine_values` that every row
+/// shares: `Σ i_k·step_k` for the first `free` multi-indices of
+/// `pattern`, row-major.
+pub(crate) fn affine_row(pattern: &[Dim], free: usize) -> Vec<i32> {
     let mut row = Vec::with_capacity(free);
     let mut idx = vec![0u32; pattern.len()];
     for _ in 0..free {
@@ -2311,12 +2367,7 @@ fn affine_values(
             idx[j] = 0;
         }
     }
-    let mut out = Vec::with_capacity(rows * free);
-    for p in 0..rows {
-        let base = offset.wrapping_add((p as i32).wrapping_mul(cm));
-        out.extend(row.iter().map(|&v| base.wrapping_add(v)));
-    }
-    Ok(out)
+    row
 }
 
 /// `floor(log2 x)` of a positive normal f64, from its exponent bits.

@@ -568,36 +568,33 @@ pub(crate) fn simulate(
             q.arrived = Some(cand);
             continue;
         }
-        if cand.start > config.max_simulated_ps {
+        // A run limit stops the run at the chosen queue's instruction.
+        let limit = |message: String| {
             let q = &queues[chosen];
             let mut e = SimError::at(
                 SimErrorKind::InstructionLimit,
-                format!(
-                    "the run passed {} of simulated time after {} executed instructions (a loop that never ends?)",
-                    time_text(config.max_simulated_ps),
-                    res.instructions
-                ),
+                message,
                 core_program,
                 q.queue,
                 q.pc,
             );
             e.core = multi.then_some(q.stats.core);
+            e
+        };
+        if cand.start > config.max_simulated_ps {
+            let e = limit(format!(
+                "the run passed {} of simulated time after {} executed instructions (a loop that never ends?)",
+                time_text(config.max_simulated_ps),
+                res.instructions
+            ));
             return Err(prefer(pending, e));
         }
         res.instructions += 1;
         if res.instructions > config.max_instructions {
-            let q = &queues[chosen];
-            let mut e = SimError::at(
-                SimErrorKind::InstructionLimit,
-                format!(
-                    "the run exceeded {} executed instructions (a loop that never ends?)",
-                    config.max_instructions
-                ),
-                core_program,
-                q.queue,
-                q.pc,
-            );
-            e.core = multi.then_some(q.stats.core);
+            let e = limit(format!(
+                "the run exceeded {} executed instructions (a loop that never ends?)",
+                config.max_instructions
+            ));
             return Err(prefer(pending, e));
         }
         let barrier = queues[chosen].arrived.is_some();
@@ -1195,8 +1192,10 @@ fn step(
 /// (`jit`), else in the interpreter.
 fn execute(exec: &mut Exec<'_>, op: &Op, tier: SimTier) -> crate::error::FResult<Flow> {
     #[cfg(feature = "jit")]
-    if tier == SimTier::Jit && crate::jit::run(exec, op) {
-        return Ok(Flow::Next);
+    if tier == SimTier::Jit
+        && let Some(res) = crate::jit::run(exec, op)
+    {
+        return res.map(|()| Flow::Next);
     }
     #[cfg(not(feature = "jit"))]
     let _ = tier;

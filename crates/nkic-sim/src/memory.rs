@@ -831,12 +831,14 @@ impl MemoryState {
         let size = ap.dtype.size() as usize;
         let dynamic = match ap.dyn_offset {
             Some(d) => {
-                let r = regs.get(usize::from(d.reg.0)).copied().ok_or_else(|| {
-                    Fault::bad(format!(
-                        "`{field}` uses register {} which does not exist",
+                // The verifier's Register rule holds a dynamic offset's
+                // register below the queue's register count.
+                let r = *regs.get(usize::from(d.reg.0)).unwrap_or_else(|| {
+                    panic!(
+                        "`{field}` of a verified program uses register {}, which does not exist",
                         d.reg
-                    ))
-                })?;
+                    )
+                });
                 i64::from(r).saturating_mul(d.scale)
             }
             None => 0,

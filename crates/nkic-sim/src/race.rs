@@ -269,29 +269,23 @@ impl Races {
                         && e.region.overlaps(&a.region)
                 })
                 .filter(|e| same_store_ok(e.queue));
+            // The conflict of `a` with the earlier access `e`.
+            let conflict = |e: &Access| Conflict {
+                earlier_q: e.queue,
+                field: a.field,
+                write: a.write,
+                earlier_queue: e.queue_name,
+                earlier_index: e.index,
+                earlier_field: e.field,
+                earlier_write: e.write,
+            };
             if hit.is_none()
                 && let Some(e) = first_ww
             {
-                tentative.push(Conflict {
-                    earlier_q: e.queue,
-                    field: a.field,
-                    write: a.write,
-                    earlier_queue: e.queue_name,
-                    earlier_index: e.index,
-                    earlier_field: e.field,
-                    earlier_write: e.write,
-                });
+                tentative.push(conflict(e));
             }
             if let Some(e) = hit {
-                return Err(Conflict {
-                    earlier_q: e.queue,
-                    field: a.field,
-                    write: a.write,
-                    earlier_queue: e.queue_name,
-                    earlier_index: e.index,
-                    earlier_field: e.field,
-                    earlier_write: e.write,
-                });
+                return Err(conflict(e));
             }
         }
         // A newer access of the same queue to the same region supersedes an

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 
 use cranelift_codegen::Context;
-use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
 };
@@ -192,39 +192,67 @@ fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
-    let (n, d0, ds, a0, as_, b0, bs, c0, c1, fill) = (
+    let (n, d0, ds, a0, as_, b0, bs, c0, c1, fill, acc0) = (
         params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-        params[8], params[9],
+        params[8], params[9], params[10],
     );
-    for t in [types::I64, ptr, ptr, ptr] {
+    for t in [types::I64, ptr, ptr, ptr, types::F32] {
         b.append_block_param(header, t);
     }
+    b.append_block_param(exit, types::F32);
     let zero = b.ins().iconst(types::I64, 0);
     if sig.body == Body::Copy {
-        wide_copy(&mut b, sig, [n, d0, ds, a0, as_, b0], header);
+        wide_copy(&mut b, sig, [n, d0, ds, a0, as_, b0, acc0], header);
     } else {
-        b.ins()
-            .jump(header, &[zero.into(), d0.into(), a0.into(), b0.into()]);
+        b.ins().jump(
+            header,
+            &[zero.into(), d0.into(), a0.into(), b0.into(), acc0.into()],
+        );
     }
 
     b.switch_to_block(header);
     let hp = b.block_params(header).to_vec();
-    let (i, d, a, bp) = (hp[0], hp[1], hp[2], hp[3]);
+    let (i, d, a, bp, acc) = (hp[0], hp[1], hp[2], hp[3], hp[4]);
     let more = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(more, body, &[], exit, &[]);
+    b.ins().brif(more, body, &[], exit, &[acc.into()]);
 
     b.switch_to_block(body);
     let mut e = Emit { b: &mut b, cb };
-    e.element(sig, d, a, bp, c0, c1, fill);
+    let value = e.element(sig, Element { i, d, a, b: bp }, [c0, c1], fill, acc);
+    let acc1 = match (sig.body, sig.fold) {
+        (
+            Body::Reduce { .. }
+            | Body::ScalarTensorTensor { scan: true, .. }
+            | Body::Cumulative { .. },
+            _,
+        )
+        | (_, None) => value,
+        (_, Some(op)) => e.alu(op, acc, value),
+    };
     let i1 = b.ins().iadd_imm_s(i, 1);
     let d1 = b.ins().iadd(d, ds);
     let a1 = b.ins().iadd(a, as_);
     let b1 = b.ins().iadd(bp, bs);
-    b.ins()
-        .jump(header, &[i1.into(), d1.into(), a1.into(), b1.into()]);
+    b.ins().jump(
+        header,
+        &[i1.into(), d1.into(), a1.into(), b1.into(), acc1.into()],
+    );
 
     b.switch_to_block(exit);
-    b.ins().return_(&[]);
+    let acc = b.block_params(exit)[0];
+    if let Body::Reduce { negate, .. } = sig.body {
+        // The end of a run: store its result, negated if asked.
+        let store = b.create_block();
+        let done = b.create_block();
+        let last = b.ins().band_imm_u(fill, super::REDUCE_LAST);
+        b.ins().brif(last, store, &[], done, &[]);
+        b.switch_to_block(store);
+        let r = if negate { b.ins().fneg(acc) } else { acc };
+        Emit { b: &mut b, cb }.encode(sig.dst, r, d0);
+        b.ins().jump(done, &[]);
+        b.switch_to_block(done);
+    }
+    b.ins().return_(&[acc]);
     b.seal_all_blocks();
     b.finalize(frontend);
 }
@@ -234,8 +262,8 @@ fn build(
 /// so every byte between lies in the stream's memory; the destination
 /// and the source either do not overlap or coincide), then the element
 /// loop at `header` copies the rest one element at a time.
-fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 6], header: Block) {
-    let [n, d0, ds, a0, as_, b0] = params;
+fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: Block) {
+    let [n, d0, ds, a0, as_, b0, acc] = params;
     let size = i64::from(sig.dst.size());
     let wide_header = b.create_block();
     let wide_body = b.create_block();
@@ -250,7 +278,7 @@ fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 6], header: 
         wide_header,
         &[zero.into()],
         header,
-        &[zero.into(), d0.into(), a0.into(), b0.into()],
+        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
     );
 
     b.switch_to_block(wide_header);
@@ -272,8 +300,10 @@ fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 6], header: 
     let i = b.ins().sdiv_imm_s(off, size);
     let d = b.ins().iadd(d0, off);
     let a = b.ins().iadd(a0, off);
-    b.ins()
-        .jump(header, &[i.into(), d.into(), a.into(), b0.into()]);
+    b.ins().jump(
+        header,
+        &[i.into(), d.into(), a.into(), b0.into(), acc.into()],
+    );
 }
 
 /// Instruction emission for one element.
@@ -290,24 +320,34 @@ fn flags() -> MemFlagsData {
     f
 }
 
+/// The loop position and the element addresses of one iteration.
+#[derive(Clone, Copy)]
+struct Element {
+    i: Value,
+    d: Value,
+    a: Value,
+    b: Value,
+}
+
 impl Emit<'_, '_> {
-    #[allow(clippy::too_many_arguments)]
+    /// One element of `sig`'s loop; gives the f32 value computed (the
+    /// fold so far for `Reduce`; `acc` for the raw-bit bodies).
     fn element(
         &mut self,
         sig: Sig,
-        d: Value,
-        a: Value,
-        b: Value,
-        c0: Value,
-        c1: Value,
+        at: Element,
+        [c0, c1]: [Value; 2],
         fill: Value,
-    ) {
+        acc: Value,
+    ) -> Value {
         let src = |dt: Option<DType>| dt.unwrap_or(DType::F32);
+        let Element { i, d, a, b } = at;
         match sig.body {
             Body::Copy => {
                 let ty = int_type(sig.dst);
                 let x = self.b.ins().load(ty, flags(), a, 0);
                 self.b.ins().store(flags(), x, d, 0);
+                acc
             }
             Body::Fill => {
                 let ty = int_type(sig.dst);
@@ -317,16 +357,82 @@ impl Emit<'_, '_> {
                     self.b.ins().ireduce(ty, fill)
                 };
                 self.b.ins().store(flags(), x, d, 0);
+                acc
             }
             Body::Convert => {
                 let x = self.decode(src(sig.a), a);
                 self.encode(sig.dst, x, d);
+                x
+            }
+            Body::Cumulative { op0, op1 } => {
+                let x = self.decode(src(sig.a), a);
+                let t = self.alu(op0, x, c0);
+                let r = self.alu(op1, t, acc);
+                self.encode(sig.dst, r, d);
+                r
+            }
+            Body::Iota => {
+                let v = self.affine(fill, a);
+                self.encode_int(sig.dst, v, d);
+                acc
+            }
+            Body::AffineSelect { cmp } => {
+                let v = self.affine(fill, b);
+                let v = self.b.ins().fcvt_from_sint(types::F32, v);
+                let zero = self.b.ins().f32const(0.0);
+                let k = self.alu(cmp, v, zero);
+                let keep = self.b.ins().fcmp(FloatCC::NotEqual, k, zero);
+                if sig.a != Some(sig.dst) {
+                    let x = self.decode(src(sig.a), a);
+                    let y = self.b.ins().select(keep, x, c0);
+                    self.encode(sig.dst, y, d);
+                    return y;
+                }
+                // Within a dtype a kept element moves as raw bits.
+                let copy = self.b.create_block();
+                let other = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(keep, copy, &[], other, &[]);
+                self.b.switch_to_block(copy);
+                let ty = int_type(sig.dst);
+                let x = self.b.ins().load(ty, flags(), a, 0);
+                self.b.ins().store(flags(), x, d, 0);
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(other);
+                self.encode(sig.dst, c0, d);
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+                acc
+            }
+            Body::Select { reverse } => {
+                let x = self.decode(src(sig.a), a);
+                let pred = self.b.ins().load(int_type(src(sig.b)), flags(), b, 0);
+                let cc = if reverse {
+                    IntCC::Equal
+                } else {
+                    IntCC::NotEqual
+                };
+                let keep = self.b.ins().icmp_imm_s(cc, pred, 0);
+                let y = self.b.ins().select(keep, x, c0);
+                self.encode(sig.dst, y, d);
+                y
+            }
+            Body::Reduce { op, .. } => {
+                // `c[0]` starts a run; every later element folds in.
+                let x = self.decode(src(sig.a), a);
+                let folded = self.alu(op, acc, x);
+                let first = self.b.ins().band_imm_u(fill, super::REDUCE_FIRST);
+                let first = self.b.ins().icmp_imm_u(IntCC::NotEqual, first, 0);
+                let at_start = self.b.ins().icmp_imm_u(IntCC::Equal, i, 0);
+                let starts = self.b.ins().band(first, at_start);
+                self.b.ins().select(starts, x, folded)
             }
             Body::Binary(op) => {
                 let x = self.decode(src(sig.a), a);
                 let y = self.decode(src(sig.b), b);
                 let r = self.alu(op, x, y);
                 self.encode(sig.dst, r, d);
+                r
             }
             Body::Scalar { op0, reverse0, op1 } => {
                 let x = self.decode(src(sig.a), a);
@@ -335,18 +441,23 @@ impl Emit<'_, '_> {
                     t = self.apply(op1, t, c1, reverse1);
                 }
                 self.encode(sig.dst, t, d);
+                t
             }
             Body::ScalarTensorTensor {
                 op0,
                 reverse0,
                 op1,
                 reverse1,
+                scan,
             } => {
+                // A scan's first operand is its running value.
+                let operand = if scan { acc } else { c0 };
                 let x = self.decode(src(sig.a), a);
                 let y = self.decode(src(sig.b), b);
-                let t = self.apply(op0, x, c0, reverse0);
+                let t = self.apply(op0, x, operand, reverse0);
                 let r = self.apply(op1, t, y, reverse1);
                 self.encode(sig.dst, r, d);
+                r
             }
             Body::Activation(func) => {
                 let x = self.decode(src(sig.a), a);
@@ -358,7 +469,46 @@ impl Emit<'_, '_> {
                     .iconst(types::I32, index_of(ActFunc::ALL, &func));
                 let r = self.call(self.cb.activation, &[f, v]);
                 self.encode(sig.dst, r, d);
+                r
             }
+        }
+    }
+
+    /// The affine value `base + row[i]` in wrapping 32-bit arithmetic:
+    /// `base` in the fill argument, `row[i]` at `at`.
+    fn affine(&mut self, fill: Value, at: Value) -> Value {
+        let base = self.b.ins().ireduce(types::I32, fill);
+        let row = self.b.ins().load(types::I32, flags(), at, 0);
+        self.b.ins().iadd(base, row)
+    }
+
+    /// Stores the 32-bit integer `v` at `at` as `exec::encode_int` does:
+    /// saturated into an integer dtype, `!= 0` for bool, rounded to
+    /// nearest even into a float dtype.
+    fn encode_int(&mut self, dt: DType, v: Value, at: Value) {
+        if dt == DType::Bool {
+            let nz = self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+            self.b.ins().store(flags(), nz, at, 0);
+        } else if dt.is_int() {
+            let wide = self.b.ins().sextend(types::I64, v);
+            let lo = self
+                .b
+                .ins()
+                .iconst(types::I64, numerics::min_finite(dt) as i64);
+            let hi = self
+                .b
+                .ins()
+                .iconst(types::I64, numerics::max_finite(dt) as i64);
+            let clamped = self.b.ins().smax(wide, lo);
+            let clamped = self.b.ins().smin(clamped, hi);
+            match dt.size() {
+                1 => self.b.ins().istore8(flags(), clamped, at, 0),
+                2 => self.b.ins().istore16(flags(), clamped, at, 0),
+                _ => self.b.ins().istore32(flags(), clamped, at, 0),
+            };
+        } else {
+            let x = self.b.ins().fcvt_from_sint(types::F32, v);
+            self.encode(dt, x, at);
         }
     }
 

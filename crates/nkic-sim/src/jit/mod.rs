@@ -9,9 +9,14 @@
 //!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
 //!   `tensor_copy` and `dma_copy` without `accumulate` or `oob=skip` (with
 //!   or without a dtype change; `dma_copy` only between operands of equal
-//!   P and F, the usual tile load and store), `activation` without
-//!   accumulation, and `memset`; bitwise operators and GpSimd's exact 32-bit integer paths
-//!   stay interpreted;
+//!   P and F, the usual tile load and store), `activation` and
+//!   `activation_reduce` (with every `reduce_cmd` and read-out),
+//!   `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
+//!   its source), `select_reduce`, `iota`, `affine_select`,
+//!   `tensor_tensor_scan`, `tensor_scalar_cumulative` (unless it keeps
+//!   lanes holding undefined data) and `memset`;
+//!   bitwise operators and GpSimd's exact 32-bit integer paths stay
+//!   interpreted;
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
 //!   same call the interpreter makes), P and F agree, and no operand is a
 //!   packed x4 dtype where the interpreter needs values;
@@ -24,11 +29,18 @@
 //!
 //! Bounds checks, written bits, definedness, HBM traffic counters and the
 //! race detector stay in the Rust code around the loop, and times never
-//! come from here: the tier cannot change a timestamp or a fault.
+//! come from here: the tier cannot change a timestamp or a fault. So do
+//! the accumulator registers: a loop only folds each row's computed f32
+//! values, left to right from the identity of `reduce_op` as the
+//! interpreter does, and the interpreter's own `Exec::accumulate` and
+//! `Exec::read_out` take the row results from there.
 //!
 //! A compiled loop (`compile`) walks one strided segment of every operand
 //! at once: it decodes each source element to f32, computes, and encodes
-//! into the destination in one pass, with no intermediate buffer. This
+//! into the destination in one pass, with no intermediate buffer. A
+//! `tensor_reduce` loop folds a run of source elements from its first and
+//! stores the result once, at the run's end; a scan carries its f32
+//! running value from element to element and piece to piece the same way. This
 //! module cuts each partition row into the longest pieces where every
 //! operand advances by a constant stride (`segments`), so the loop itself
 //! does not depend on the access patterns' rank. f32 and bf16 decode and
@@ -45,7 +57,9 @@ mod native;
 
 use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, ReduceCmd, Scalar};
 
-use crate::exec::{Exec, memset_element};
+use crate::alu::identity;
+use crate::error::FResult;
+use crate::exec::{AccFile, Exec, Reduction, affine_base, affine_row, memset_element};
 use crate::memory::{MemoryState, SpaceId, View, bits_of};
 
 /// What one compiled loop computes per element.
@@ -60,13 +74,16 @@ pub(crate) enum Body {
         reverse0: bool,
         op1: Option<(AluOp, bool)>,
     },
-    /// `t = a op0 c0` (`c0 op0 a` when reversed), then `t op1 b` (`b op1
-    /// t` when reversed) (`scalar_tensor_tensor`; `c0` per row).
+    /// `t = a op0 s` (`s op0 a` when reversed), then `r = t op1 b` (`b
+    /// op1 t` when reversed), `dst = r`: with `s = c0` per row
+    /// (`scalar_tensor_tensor`), or for a scan with `s` the running `acc`,
+    /// which becomes `r` (`tensor_tensor_scan`).
     ScalarTensorTensor {
         op0: AluOp,
         reverse0: bool,
         op1: AluOp,
         reverse1: bool,
+        scan: bool,
     },
     /// `dst = func(a · c0 + c1)` (`activation`).
     Activation(ActFunc),
@@ -76,13 +93,40 @@ pub(crate) enum Body {
     Copy,
     /// `dst = k` as raw bits (`memset`).
     Fill,
+    /// `dst[k] = ±fold(op)` over a run of source elements, left to right
+    /// from the first (`tensor_reduce`): a call continues the fold in its
+    /// `acc` unless told it starts a run, and stores the result when told
+    /// the run ends (`REDUCE_FIRST`, `REDUCE_LAST` in the fill argument).
+    Reduce { op: AluOp, negate: bool },
+    /// `dst = base + row[i]` in wrapping 32-bit arithmetic, saturated
+    /// into an integer dtype, `!= 0` for bool, rounded otherwise (`iota`;
+    /// `row` is stream a, the row's `base` the fill argument).
+    Iota,
+    /// `dst = cmp(base + row[i], 0) ? a : c0` (`affine_select`; `row` is
+    /// stream b, `base` the fill argument; `a` moves as raw bits when the
+    /// dtypes agree).
+    AffineSelect { cmp: AluOp },
+    /// `dst = (b != 0) != reverse ? a : c0` with `b`'s raw bits
+    /// (`select_reduce`).
+    Select { reverse: bool },
+    /// `r = (a op0 c0) op1 r`, `dst = r` (`tensor_scalar_cumulative`; `r`
+    /// is the running `acc`).
+    Cumulative { op0: AluOp, op1: AluOp },
 }
 
-/// The key of one compiled loop: what it computes and the dtype of each
-/// operand (`None`: not used).
+/// Fill-argument bits of a `Body::Reduce` call: the call starts a run
+/// (the fold begins at its first element), and it ends one (it stores).
+const REDUCE_FIRST: i64 = 1;
+const REDUCE_LAST: i64 = 2;
+
+/// The key of one compiled loop: what it computes, the operator that
+/// folds each computed f32 value (before its rounding) into the running
+/// `acc` the loop returns (an accumulator instruction's row reduction),
+/// and the dtype of each operand (`None`: not used).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Sig {
     pub body: Body,
+    pub fold: Option<AluOp>,
     pub dst: DType,
     pub a: Option<DType>,
     pub b: Option<DType>,
@@ -92,6 +136,7 @@ impl Sig {
     fn of(body: Body, dst: &View, a: Option<&View>, b: Option<&View>) -> Sig {
         Sig {
             body,
+            fold: None,
             dst: dst.dtype,
             a: a.map(|v| v.dtype),
             b: b.map(|v| v.dtype),
@@ -100,7 +145,7 @@ impl Sig {
 }
 
 /// One instruction ready for the native tier.
-struct Plan {
+struct Plan<'o> {
     sig: Sig,
     dst: View,
     srcs: Vec<View>,
@@ -108,19 +153,79 @@ struct Plan {
     consts: Vec<[f32; 2]>,
     /// The raw bits `Fill` stores.
     fill: i64,
+    /// Source elements per destination element (`Reduce`; 1 otherwise).
+    inner: usize,
+    /// The accumulator step after the loop, if the instruction has one.
+    acc: Option<AccStep<'o>>,
+    /// `Iota` and `AffineSelect`: the affine values.
+    affine: Option<Affine>,
+    /// `Scan`: each row's running value before its first element.
+    starts: Option<Vec<f32>>,
+    /// `Cumulative`: how its running registers start.
+    running: Option<Running>,
 }
 
-/// Runs `op` natively if it qualifies; false (and nothing done) if not.
-pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> bool {
-    let Some(plan) = plan(exec, op) else {
-        return false;
+/// `tensor_scalar_cumulative`'s registers: `Exec::running_registers`
+/// starts them, each row's loop runs from its register and leaves its
+/// last value there, then `Exec::running_taint`.
+struct Running {
+    cmd: ReduceCmd,
+    op1: AluOp,
+    /// Per row: `imm1` (`load_reduce`; 0 without one).
+    i1: Vec<f32>,
+}
+
+/// The affine values of `iota` and `affine_select` as the interpreter
+/// splits them (`exec::affine_row`, `exec::affine_base`): one row every
+/// row shares, which the loop reads as the stream after the sources, and
+/// per row a base it gets as the fill argument.
+struct Affine {
+    row: Vec<i32>,
+    offset: i32,
+    cm: i32,
+}
+
+/// What an accumulator instruction does with its row results once the
+/// loop has written the destination: `Exec::accumulate`, then
+/// `Exec::read_out`, the interpreter's own steps.
+struct AccStep<'o> {
+    red: Reduction<'o>,
+    /// Per row: `reduce_init` (`load_reduce`).
+    init: Option<Vec<f32>>,
+}
+
+/// Runs `op` natively if it qualifies, giving its result; `None` (and
+/// nothing done) if not.
+pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> Option<FResult<()>> {
+    let plan = plan(exec, op)?;
+    let kernel = compile::kernel(plan.sig)?;
+    Some(execute(exec, &plan, kernel))
+}
+
+/// Runs a planned instruction with its compiled loop: the loop, then
+/// the accumulator steps of the interpreter.
+fn execute(exec: &mut Exec<'_>, plan: &Plan<'_>, kernel: native::Kernel) -> FResult<()> {
+    let starts = match &plan.running {
+        Some(r) => Some(
+            exec.running_registers(&plan.srcs[0], r.cmd, r.op1, &r.i1)?
+                .to_vec(),
+        ),
+        None => plan.starts.clone(),
     };
-    let Some(kernel) = compile::kernel(plan.sig) else {
-        return false;
-    };
-    execute_plan(exec.mem, &plan, kernel);
+    let rows = execute_plan(exec.mem, plan, kernel, starts);
     NATIVE.with(|n| n.set(n.get() + 1));
-    true
+    if let Some(r) = &plan.running {
+        let like = &plan.srcs[0];
+        exec.accs(AccFile::Vector, like)?.copy_from_slice(&rows);
+        exec.running_taint(like, r.cmd);
+    }
+    let Some(step) = &plan.acc else {
+        return Ok(());
+    };
+    let like = &plan.srcs[0];
+    let init = step.init.as_deref();
+    exec.accumulate(step.red, like, &rows, init)?;
+    exec.read_out(step.red, like)
 }
 
 thread_local! {
@@ -136,11 +241,17 @@ pub(crate) fn native_instructions() -> u64 {
 /// The plan for `op` when every precondition of the module doc holds.
 /// Reads nothing but the per-row scalars, and those only once every other
 /// check has passed.
-fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
+fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     let mem = &*exec.mem;
     let regs = &*exec.regs;
     let view = |ap: &AccessPattern, field: &'static str, write: bool| {
         mem.view(ap, regs, field, write).ok()
+    };
+    // A `src` and a `dst` holding values (not packed x4).
+    let values = |src: &AccessPattern, dst: &AccessPattern| {
+        let a = view(src, "src", false)?;
+        let d = view(dst, "dst", true)?;
+        plain(&[&a, &d]).then_some((a, d))
     };
     let exact_int = |vs: &[&View]| {
         exec.engine == Engine::GpSimd
@@ -148,6 +259,34 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
                 .iter()
                 .any(|v| matches!(v.dtype, DType::I32 | DType::U32))
     };
+    // An accumulator instruction's step, checked as the interpreter's
+    // `accumulate` and `read_out` would run it: the engine has the lanes,
+    // and a read-out resolves to one plain value per row.
+    let acc_step = |like: &View, red: Reduction<'o>| {
+        let lanes = match red.file {
+            AccFile::Scalar => exec.acc.scalar.len(),
+            AccFile::Vector => exec.acc.vector.len(),
+        };
+        if like.part_start + like.rows > lanes {
+            return None;
+        }
+        if let Some(res) = red.res {
+            let r = view(res, "reduce_res", true)?;
+            if !plain(&[&r]) || r.elements() != like.rows {
+                return None;
+            }
+        }
+        Some(AccStep { red, init: None })
+    };
+    // The operator folding the loop's values into the row results, when
+    // `cmd` combines them into the accumulators.
+    let fold = |cmd: ReduceCmd, op: AluOp| cmd.contributes().then_some(op);
+    let mut inner = 1;
+    let mut acc = None;
+    let mut init = None;
+    let mut affine = None;
+    let mut start = None;
+    let mut running = None;
     let (sig, dst, srcs, scalars, fill) = match op {
         Op::TensorTensor {
             dst,
@@ -174,9 +313,8 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             operand1,
             reverse1,
         } => {
-            let a = view(src, "src", false)?;
-            let d = view(dst, "dst", true)?;
-            if op0.is_bitvec() || exact_int(&[&a, &d]) || !plain(&[&a, &d]) {
+            let (a, d) = values(src, dst)?;
+            if op0.is_bitvec() || exact_int(&[&a, &d]) {
                 return None;
             }
             let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
@@ -193,6 +331,38 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             );
             (sig, d, vec![a], [o0, o1], 0)
         }
+        Op::TensorScalarReduce {
+            dst,
+            src,
+            op0,
+            operand0,
+            reduce_op,
+            reduce_cmd,
+            reduce_init,
+            reduce_res,
+            reduce_res_negate,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
+            init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
+            let red = Reduction::new(
+                AccFile::Vector,
+                *reduce_cmd,
+                *reduce_op,
+                reduce_res.as_ref(),
+            );
+            let negate = *reduce_res_negate;
+            acc = Some(acc_step(&a, Reduction { negate, ..red })?);
+            // `src op0 operand0`, never reversed.
+            let body = Body::Scalar {
+                op0: *op0,
+                reverse0: false,
+                op1: None,
+            };
+            let mut sig = Sig::of(body, &d, Some(&a), None);
+            sig.fold = fold(*reduce_cmd, *reduce_op);
+            (sig, d, vec![a], [o0, None], 0)
+        }
         Op::ScalarTensorTensor {
             dst,
             src,
@@ -202,11 +372,21 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             op1,
             src1,
             reverse1,
+        }
+        | Op::TensorTensorScan {
+            dst,
+            src0: src,
+            src1,
+            initial: operand0,
+            op0,
+            op1,
+            reverse0,
+            reverse1,
         } => {
-            let a = view(src, "src", false)?;
+            let scan = matches!(op, Op::TensorTensorScan { .. });
+            let (a, d) = values(src, dst)?;
             let b = view(src1, "src1", false)?;
-            let d = view(dst, "dst", true)?;
-            if !plain(&[&a, &b, &d]) {
+            if !plain(&[&b]) {
                 return None;
             }
             let o0 = scalar(mem, regs, Some(operand0), "operand0", a.rows)?;
@@ -215,8 +395,16 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
                 reverse0: *reverse0,
                 op1: *op1,
                 reverse1: *reverse1,
+                scan,
             };
             let sig = Sig::of(body, &d, Some(&a), Some(&b));
+            // A scan starts each row from its scalar instead.
+            let o0 = if scan {
+                start = o0;
+                None
+            } else {
+                o0
+            };
             (sig, d, vec![a, b], [o0, None], 0)
         }
         Op::Activation {
@@ -225,21 +413,74 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             func,
             scale,
             bias,
-            reduce_cmd: ReduceCmd::Idle,
-            reduce_res: None,
+            ..
+        }
+        | Op::ActivationReduce {
+            dst,
+            src,
+            func,
+            scale,
+            bias,
             ..
         } => {
-            let a = view(src, "src", false)?;
-            let d = view(dst, "dst", true)?;
-            // The interpreter's accumulator step faults on lanes the engine
-            // does not have, even when it leaves them alone.
-            if !plain(&[&a, &d]) || a.part_start + a.rows > exec.acc.scalar.len() {
-                return None;
-            }
+            let (reduce_op, cmd, res) = match op {
+                Op::Activation {
+                    reduce_op,
+                    reduce_cmd,
+                    reduce_res,
+                    ..
+                } => (
+                    reduce_op.unwrap_or(AluOp::Add),
+                    *reduce_cmd,
+                    reduce_res.as_ref(),
+                ),
+                Op::ActivationReduce {
+                    reduce_op,
+                    reduce_res,
+                    ..
+                } => (*reduce_op, ReduceCmd::ResetReduce, Some(reduce_res)),
+                _ => return None,
+            };
+            let (a, d) = values(src, dst)?;
             let s = scalar(mem, regs, Some(scale), "scale", a.rows)?;
             let b = scalar(mem, regs, bias.as_ref(), "bias", a.rows)?;
-            let sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Scalar, cmd, reduce_op, res),
+            )?);
+            let mut sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
+            sig.fold = fold(cmd, reduce_op);
             (sig, d, vec![a], [s, b], 0)
+        }
+        Op::TensorReduce {
+            dst,
+            src,
+            op,
+            last_dims,
+            negate,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let n = src.dims.len();
+            inner = src.dims[n - usize::from(*last_dims)..]
+                .iter()
+                .map(|d| d.count as usize)
+                .product();
+            // Each destination element is written after its run is read,
+            // so no source may share a byte with the destination.
+            if inner == 0
+                || op.is_bitvec()
+                || a.rows != d.rows
+                || a.free() != d.free() * inner
+                || overlap(&d, &a)
+            {
+                return None;
+            }
+            let body = Body::Reduce {
+                op: *op,
+                negate: *negate,
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [None, None], 0)
         }
         Op::DmaCopy {
             dst,
@@ -261,6 +502,104 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [None, None], 0)
         }
+        Op::Iota {
+            dst,
+            pattern,
+            offset,
+            channel_multiplier,
+        } => {
+            let d = view(dst, "dst", true)?;
+            if !plain(&[&d]) {
+                return None;
+            }
+            affine = Some(Affine {
+                row: affine_row(pattern, d.free()),
+                offset: *offset,
+                cm: *channel_multiplier,
+            });
+            let mut sig = Sig::of(Body::Iota, &d, None, None);
+            sig.a = Some(DType::I32);
+            (sig, d, Vec::new(), [None, None], 0)
+        }
+        Op::AffineSelect {
+            dst,
+            src,
+            pattern,
+            offset,
+            channel_multiplier,
+            cmp,
+            on_false,
+        } => {
+            let (a, d) = values(src, dst)?;
+            affine = Some(Affine {
+                row: affine_row(pattern, d.free()),
+                offset: *offset,
+                cm: *channel_multiplier,
+            });
+            let mut sig = Sig::of(Body::AffineSelect { cmp: *cmp }, &d, Some(&a), None);
+            sig.b = Some(DType::I32);
+            let on_false = Some(ScalarSource::Imm(on_false.get()));
+            (sig, d, vec![a], [on_false, None], 0)
+        }
+        Op::SelectReduce {
+            dst,
+            predicate,
+            on_true,
+            on_false,
+            reverse_pred,
+            reduce_cmd,
+            reduce_res,
+        } => {
+            let b = view(predicate, "predicate", false)?;
+            let (a, d) = values(on_true, dst)?;
+            if !plain(&[&b]) {
+                return None;
+            }
+            let f = scalar(mem, regs, Some(on_false), "on_false", a.rows)?;
+            let (cmd, max) = (*reduce_cmd, AluOp::Maximum);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Vector, cmd, max, reduce_res.as_ref()),
+            )?);
+            let body = Body::Select {
+                reverse: *reverse_pred,
+            };
+            let mut sig = Sig::of(body, &d, Some(&a), Some(&b));
+            sig.fold = fold(cmd, max);
+            (sig, d, vec![a, b], [f, None], 0)
+        }
+        Op::TensorScalarCumulative {
+            dst,
+            src,
+            op0,
+            imm0,
+            op1,
+            imm1,
+            reduce_cmd,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let i0 = scalar(mem, regs, Some(imm0), "imm0", a.rows)?;
+            init = scalar(mem, regs, imm1.as_ref(), "imm1", a.rows)?;
+            // The lanes exist, and the write cannot take undefinedness
+            // from lanes the instruction keeps.
+            let (lo, hi) = (a.part_start, a.part_start + a.rows);
+            let kept = matches!(reduce_cmd, ReduceCmd::Reduce | ReduceCmd::Idle);
+            let lanes = exec.acc.vector_undef.get(lo..hi)?;
+            if hi > exec.acc.vector.len() || (kept && lanes.iter().any(Option::is_some)) {
+                return None;
+            }
+            running = Some(Running {
+                cmd: *reduce_cmd,
+                op1: *op1,
+                i1: vec![0.0; a.rows],
+            });
+            let body = Body::Cumulative {
+                op0: *op0,
+                op1: *op1,
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [i0, None], 0)
+        }
         Op::Memset { dst, value } => {
             let d = view(dst, "dst", true)?;
             let fill = i64::from(bits_of(&memset_element(&d, *value)));
@@ -271,7 +610,7 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
     };
     if srcs
         .iter()
-        .any(|s| s.rows != dst.rows || s.free() != dst.free())
+        .any(|s| s.rows != dst.rows || s.free() != dst.free() * inner)
         || !srcs.iter().all(|s| mem.is_clean(s))
         || !srcs.iter().all(|s| no_hazard(&dst, s))
     {
@@ -282,24 +621,45 @@ fn plan(exec: &mut Exec<'_>, op: &Op) -> Option<Plan> {
     let rows = dst.rows;
     let mut consts = vec![[0.0f32; 2]; rows];
     for (k, s) in scalars.iter().enumerate() {
-        match s {
-            None => {}
-            Some(ScalarSource::Imm(x)) => consts.iter_mut().for_each(|c| c[k] = *x),
-            Some(ScalarSource::Vector(v)) => {
-                let xs = exec.mem.read_f32(v).ok()?;
-                let step = v.values_per_row();
-                for (c, &x) in consts.iter_mut().zip(xs.iter().step_by(step)) {
-                    c[k] = x;
-                }
-            }
+        if let Some(s) = s {
+            let xs = per_row(exec.mem, s, rows)?;
+            consts.iter_mut().zip(xs).for_each(|(c, x)| c[k] = x);
         }
     }
+    if let Some(s) = &init {
+        let xs = per_row(exec.mem, s, rows)?;
+        if let Some(step) = acc.as_mut() {
+            step.init = Some(xs);
+        } else if let Some(r) = running.as_mut() {
+            r.i1 = xs;
+        }
+    }
+    let starts = match &start {
+        Some(s) => Some(per_row(exec.mem, s, rows)?),
+        None => None,
+    };
     Some(Plan {
         sig,
         dst,
         srcs,
         consts,
         fill,
+        inner,
+        acc,
+        affine,
+        starts,
+        running,
+    })
+}
+
+/// The value per row of a scalar operand whose checks have passed.
+fn per_row(mem: &mut MemoryState, s: &ScalarSource, rows: usize) -> Option<Vec<f32>> {
+    Some(match s {
+        ScalarSource::Imm(x) => vec![*x; rows],
+        ScalarSource::Vector(v) => {
+            let xs = mem.read_f32(v).ok()?;
+            xs.into_iter().step_by(v.values_per_row()).collect()
+        }
     })
 }
 
@@ -439,11 +799,21 @@ fn segments(v: &View) -> Vec<Segment> {
 }
 
 /// Runs a planned instruction: the compiled loop over every row and piece,
-/// then the bookkeeping of the write.
-fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
+/// then the bookkeeping of the write. Gives each row's running `acc`
+/// after its last element: the fold of the computed values (`Sig::fold`,
+/// from the identity of its operator), or the running value of a scan
+/// from the row's entry of `starts`.
+fn execute_plan(
+    mem: &mut MemoryState,
+    plan: &Plan<'_>,
+    kernel: native::Kernel,
+    starts: Option<Vec<f32>>,
+) -> Vec<f32> {
+    let start = plan.sig.fold.map_or(0.0, identity);
+    let mut rows = starts.unwrap_or_else(|| vec![start; plan.dst.rows]);
     if plan.dst.elements() == 0 {
         // Nothing moves (and a shared input must not be copied for it).
-        return;
+        return rows;
     }
     for s in &plan.srcs {
         mem.count_read(s);
@@ -452,13 +822,17 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
         plan.dst.space,
         &plan.srcs.iter().map(|s| s.space).collect::<Vec<_>>(),
     );
-    let dst_segs = segments(&plan.dst);
+    let reduce = matches!(plan.sig.body, Body::Reduce { .. });
+    let dst_segs = if reduce {
+        runs_of(&plan.dst, plan.inner)
+    } else {
+        segments(&plan.dst)
+    };
     let src_segs: Vec<Vec<Segment>> = plan.srcs.iter().map(segments).collect();
-    let free = plan.dst.free();
-    for p in 0..plan.dst.rows {
+    let free = plan.dst.free() * plan.inner;
+    for (p, acc) in rows.iter_mut().enumerate() {
         let dst_row = plan.dst.row_addr(p);
         let src_rows: Vec<i64> = plan.srcs.iter().map(|s| s.row_addr(p)).collect();
-        let [c0, c1] = plan.consts[p];
         let (mut di, mut si) = (0usize, vec![0usize; plan.srcs.len()]);
         let mut i = 0;
         while i < free {
@@ -478,7 +852,28 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
             for (n, ((segs, &k), &row)) in src_segs.iter().zip(&si).zip(&src_rows).enumerate() {
                 streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
             }
-            kernel.call(end - i, &streams, c0, c1, plan.fill);
+            if let Some(affine) = &plan.affine {
+                streams[plan.srcs.len() + 1] = native::Stream {
+                    base: affine.row.as_ptr().cast(),
+                    len: affine.row.len() * 4,
+                    offset: i as i64 * 4,
+                    stride: 4,
+                };
+            }
+            let fill = if let Some(affine) = &plan.affine {
+                i64::from(affine_base(affine.offset, affine.cm, p))
+            } else if reduce {
+                let first = if i == d.start { REDUCE_FIRST } else { 0 };
+                let last = if end == d.start + d.len {
+                    REDUCE_LAST
+                } else {
+                    0
+                };
+                first | last
+            } else {
+                plan.fill
+            };
+            *acc = kernel.call(end - i, &streams, plan.consts[p], fill, *acc);
             i = end;
             if d.start + d.len == i {
                 di += 1;
@@ -491,4 +886,19 @@ fn execute_plan(mem: &mut MemoryState, plan: &Plan, kernel: native::Kernel) {
         }
     }
     mem.wrote(&plan.dst);
+    rows
+}
+
+/// The pieces of a row of a `Body::Reduce` loop, one per destination
+/// element of `v`: `inner` source positions that all name that element
+/// (stride 0).
+fn runs_of(v: &View, inner: usize) -> Vec<Segment> {
+    (0..v.free())
+        .map(|k| Segment {
+            start: k * inner,
+            len: inner,
+            offset: v.runs[k / v.run_len] + ((k % v.run_len) * v.size) as i64,
+            stride: 0,
+        })
+        .collect()
 }

@@ -4,7 +4,7 @@
 //! A `Kernel` can only be made from a function of `compile`'s module
 //! whose declared signature is `signature`'s, and a call checks that the
 //! first and the last element of every stream it touches lie inside that
-//! stream's memory before it runs the loop (the loop touches exactly the
+//! stream's memory before it runs the loop (the loop touches only the
 //! elements `offset + i · stride`, `i < n`, of each stream its signature
 //! uses; `compile` generates nothing else).
 #![allow(unsafe_code)]
@@ -15,9 +15,21 @@ use cranelift_module::{FuncId, Module};
 
 /// The machine signature of every compiled loop: the element count, then
 /// per stream (destination, source a, source b) its first element's
-/// address and the bytes between elements, then `c0`, `c1` and the fill
-/// bits.
-type Entry = unsafe extern "C" fn(i64, *mut u8, i64, *const u8, i64, *const u8, i64, f32, f32, i64);
+/// address and the bytes between elements, then `c0`, `c1`, the fill
+/// bits and the running fold `acc`; it returns `acc` after the loop.
+type Entry = unsafe extern "C" fn(
+    i64,
+    *mut u8,
+    i64,
+    *const u8,
+    i64,
+    *const u8,
+    i64,
+    f32,
+    f32,
+    i64,
+    f32,
+) -> f32;
 
 /// Cranelift's form of `Entry` for `module`'s target.
 pub(super) fn signature(module: &JITModule) -> Signature {
@@ -31,6 +43,8 @@ pub(super) fn signature(module: &JITModule) -> Signature {
     sig.params.push(AbiParam::new(types::F32));
     sig.params.push(AbiParam::new(types::F32));
     sig.params.push(AbiParam::new(types::I64));
+    sig.params.push(AbiParam::new(types::F32));
+    sig.returns.push(AbiParam::new(types::F32));
     sig
 }
 
@@ -64,16 +78,25 @@ impl Kernel {
         Some(Kernel { entry, sizes })
     }
 
-    /// Runs the loop on `n` elements of each stream (destination first).
+    /// Runs the loop on `n` elements of each stream (destination first)
+    /// with the constants `c0`, `c1`, the fill bits and the running fold
+    /// `acc`; gives `acc` after the loop.
     ///
     /// # Panics
     ///
     /// If a used stream's first or last element lies outside its memory:
     /// the caller resolved every stream from a bounds-checked view, so
     /// that is a broken invariant, never bad input.
-    pub(crate) fn call(&self, n: usize, streams: &[Stream; 3], c0: f32, c1: f32, fill: i64) {
+    pub(crate) fn call(
+        &self,
+        n: usize,
+        streams: &[Stream; 3],
+        [c0, c1]: [f32; 2],
+        fill: i64,
+        acc: f32,
+    ) -> f32 {
         if n == 0 {
-            return;
+            return acc;
         }
         for (s, &size) in streams.iter().zip(&self.sizes) {
             if size > 0 {
@@ -89,14 +112,17 @@ impl Kernel {
         let at = |s: &Stream| s.base.wrapping_add(s.offset.max(0) as usize);
         let [d, a, b] = streams;
         // SAFETY: the loop reads or writes `size` bytes at `at(s) + i ·
-        // stride` for `i < n` of each stream with a nonzero size and
+        // stride` for some `i < n` of each stream with a nonzero size and
         // nothing else; `holds` checked that the first and the last of
         // those lie inside the stream's allocation, and the addresses in
         // between lie between them. The destination's base came from
         // `Data::make_mut(..).as_mut_ptr()` (`MemoryState::native_spaces`),
         // so writing through it is allowed, and no Rust reference to any
-        // memory is alive during the call. Sources that share the
-        // destination's memory were derived from that same pointer.
+        // simulated memory is alive during the call. Sources that share
+        // the destination's memory were derived from that same pointer; a
+        // source outside the memories (the affine row of `iota` and
+        // `affine_select`) is only read, through a pointer derived from a
+        // shared borrow that lasts beyond the call.
         unsafe {
             (self.entry)(
                 n as i64,
@@ -109,7 +135,8 @@ impl Kernel {
                 c0,
                 c1,
                 fill,
-            );
+                acc,
+            )
         }
     }
 }

@@ -3,7 +3,8 @@
 
 use nkic_isa::{
     ActFunc, AluOp, BranchCond, DType, DgeMode, Imm, Instruction, Label, MatmulPerfMode, OobMode,
-    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemWait, Target, TensorKind,
+    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemId, SemWait, Target,
+    TensorKind,
 };
 
 use super::*;
@@ -137,16 +138,14 @@ fn busy_program() -> Program {
     let mm_done = p.add_semaphore("mm_done");
     let stored = p.add_semaphore("stored");
     let slot = |i: u64| tile(128, 128, i * 256, DType::BF16);
+    // Block `i` of 128 rows of HBM tensor `t`.
+    let block = |t: u32, i: u64| {
+        let offset = i * 128 * 128 * 2;
+        hbm(TensorId(t), 128, 128, offset, &[(1, 128)], DType::BF16)
+    };
     // Four loads on four DMA queues.
     for i in 0..4u64 {
-        let src = hbm(
-            TensorId(0),
-            128,
-            128,
-            i * 128 * 128 * 2,
-            &[(1, 128)],
-            DType::BF16,
-        );
+        let src = block(0, i);
         p.stream_mut(Queue::Dma(i as u8))
             .push(Instruction::new(dma(slot(i), src)).signal(loaded));
     }
@@ -246,14 +245,7 @@ fn busy_program() -> Program {
         .wait(stored, 1),
     );
     for i in 0..4u64 {
-        let dst = hbm(
-            TensorId(3),
-            128,
-            128,
-            i * 128 * 128 * 2,
-            &[(1, 128)],
-            DType::BF16,
-        );
+        let dst = block(3, i);
         p.stream_mut(Queue::Dma(6 + i as u8)).push(
             Instruction::new(dma(dst, tile(128, 128, 8192 + i * 256, DType::BF16)))
                 .wait(acted, i as u32 + 1),
@@ -317,10 +309,19 @@ fn step_order_changes_neither_bytes_nor_times() {
     );
 }
 
-#[test]
-fn a_racy_program_depends_on_the_step_order() {
-    // Vector and GpSimd write the same tile at the same time without
-    // ordering: the last one stepped wins, so the step order shows.
+/// Runs `p` with `config`, which must fail with `kind` and exactly
+/// `message`; the error.
+fn fails(p: &Program, config: &SimConfig, kind: SimErrorKind, message: &str) -> crate::SimError {
+    let e = run(p, &Inputs::new(), config).unwrap_err();
+    assert_eq!(e.kind, kind);
+    assert_eq!(e.to_string(), message);
+    e
+}
+
+/// Vector and GpSimd memset the same tile to 1 and 2 without ordering
+/// each other, then a DMA stores the tile to `out`; and the semaphore
+/// Vector signals.
+fn racy_program() -> (Program, SemId) {
     let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
     let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
     let t = tile(1, 4, 0, DType::F32);
@@ -340,6 +341,14 @@ fn a_racy_program_depends_on_the_step_order() {
         .wait(a, 1)
         .wait(b, 1),
     );
+    (p, a)
+}
+
+#[test]
+fn a_racy_program_depends_on_the_step_order() {
+    // Vector and GpSimd write the same tile at the same time without
+    // ordering: the last one stepped wins, so the step order shows.
+    let (p, _) = racy_program();
     let out = |order| {
         let config = SimConfig {
             step_order: order,
@@ -375,11 +384,11 @@ fn deadlock_names_the_waiting_instructions() {
         b: RegOrImm::Imm(0),
         target: Label(0),
     }));
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::Deadlock);
-    assert_eq!(
-        e.to_string(),
-        "deadlock: scalar[0] `nop` waits for `ready` >= 2 but it is 1 and nothing left can signal it at scalar[0] (kernel.py:7:3)"
+    fails(
+        &p,
+        &SimConfig::default(),
+        SimErrorKind::Deadlock,
+        "deadlock: scalar[0] `nop` waits for `ready` >= 2 but it is 1 and nothing left can signal it at scalar[0] (kernel.py:7:3)",
     );
 }
 
@@ -441,11 +450,11 @@ fn uninitialised_reads_fault_or_read_poison() {
         poison: Poison::Error,
         ..SimConfig::default()
     };
-    let e = run(&p, &Inputs::new(), &strict).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::UninitialisedRead);
-    assert_eq!(
-        e.to_string(),
-        "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0]"
+    fails(
+        &p,
+        &strict,
+        SimErrorKind::UninitialisedRead,
+        "read of uninitialised memory through `src`: sbuf partition 0 byte 0 was never written by tensor_scalar at vector[0]",
     );
     // With the compiler's operand names and a line table, the message names
     // the kernel's tensor and the source line.
@@ -707,11 +716,11 @@ fn oversized_tensors_are_rejected_before_allocation() {
         &[1 << 40, 1 << 30],
         TensorKind::Internal,
     )]);
-    let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::BadProgram);
-    assert_eq!(
-        e.to_string(),
-        "HBM tensor `huge` makes the program's tensors larger than the simulator's 64 GiB"
+    fails(
+        &p,
+        &SimConfig::default(),
+        SimErrorKind::BadProgram,
+        "HBM tensor `huge` makes the program's tensors larger than the simulator's 64 GiB",
     );
 }
 
@@ -746,31 +755,12 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
         race_check: true,
         ..SimConfig::default()
     };
-    // The racy program: two unordered writes of the same tile.
-    let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
-    let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
-    let t = tile(1, 4, 0, DType::F32);
-    let set = |v: f32| Op::Memset {
-        dst: t.clone(),
-        value: Imm::Float(v.into()),
-    };
-    p.stream_mut(Queue::Vector)
-        .push(Instruction::new(set(1.0)).signal(a));
-    p.stream_mut(Queue::GpSimd)
-        .push(Instruction::new(set(2.0)).signal(b));
-    p.stream_mut(Queue::Dma(0)).push(
-        Instruction::new(dma(
-            hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
-            t.clone(),
-        ))
-        .wait(a, 1)
-        .wait(b, 1),
-    );
-    let e = run(&p, &Inputs::new(), &check).unwrap_err();
-    assert_eq!(e.kind, SimErrorKind::Race);
-    assert_eq!(
-        e.to_string(),
-        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]"
+    let (mut p, a) = racy_program();
+    let e = fails(
+        &p,
+        &check,
+        SimErrorKind::Race,
+        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]",
     );
     let other = e.related.as_ref().expect("the earlier access is named");
     assert_eq!((other.queue, other.index), (Queue::Vector, 0));

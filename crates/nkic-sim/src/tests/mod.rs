@@ -21,7 +21,7 @@ use nkic_isa::{AccessPattern, DType, Dim, Op, Program, Queue, Target, TensorId, 
 use crate::config::Poison;
 use crate::error::Fault;
 use crate::exec::{Accumulators, Exec};
-use crate::memory::MemoryState;
+use crate::memory::{MemoryState, View};
 
 /// Verifies `program` and runs it: the entry of the whole-program tests.
 pub(crate) fn run(
@@ -58,12 +58,16 @@ impl Bench {
         }
     }
 
+    /// The view of a test pattern, which must be in bounds.
+    fn view(&self, ap: &AccessPattern, write: bool) -> View {
+        self.mem
+            .view(ap, &self.regs, "test", write)
+            .expect("test pattern in bounds")
+    }
+
     /// Writes `vals` (one per element, four per packed element) into `ap`.
     pub fn put(&mut self, ap: &AccessPattern, vals: &[f32]) {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", true)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, true);
         self.mem
             .write_f32(&v, vals)
             .expect("value count matches the pattern");
@@ -71,30 +75,21 @@ impl Bench {
 
     /// Writes raw bits (one per element) into `ap`.
     pub fn put_bits(&mut self, ap: &AccessPattern, bits: &[u32]) {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", true)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, true);
         self.mem
             .write_bits(&v, bits)
             .expect("bit count matches the pattern");
     }
 
     pub fn get(&mut self, ap: &AccessPattern) -> Vec<f32> {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", false)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, false);
         self.mem
             .read_f32(&v)
             .expect("test reads initialised memory")
     }
 
     pub fn get_bits(&mut self, ap: &AccessPattern) -> Vec<u32> {
-        let v = self
-            .mem
-            .view(ap, &self.regs, "test", false)
-            .expect("test pattern in bounds");
+        let v = self.view(ap, false);
         self.mem
             .read_bits(&v)
             .expect("test reads initialised memory")
@@ -126,6 +121,11 @@ impl Bench {
     }
 }
 
+/// Free dims from `(stride, count)` pairs.
+fn free_dims(dims: &[(i64, u32)]) -> Vec<Dim> {
+    dims.iter().map(|&(s, c)| Dim::new(s, c)).collect()
+}
+
 /// An SBUF pattern with `(stride, count)` dims.
 pub(crate) fn sb(
     start: u32,
@@ -134,8 +134,7 @@ pub(crate) fn sb(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::sbuf(start, count, offset, &dims, dt)
+    AccessPattern::sbuf(start, count, offset, &free_dims(dims), dt)
 }
 
 /// A PSUM pattern with `(stride, count)` dims.
@@ -146,8 +145,7 @@ pub(crate) fn ps(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::psum(start, count, offset, &dims, dt)
+    AccessPattern::psum(start, count, offset, &free_dims(dims), dt)
 }
 
 /// A contiguous `[p, f]` SBUF tile at partition 0.
@@ -164,8 +162,7 @@ pub(crate) fn hbm(
     dims: &[(i64, u32)],
     dt: DType,
 ) -> AccessPattern {
-    let dims: Vec<Dim> = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
-    AccessPattern::hbm(t, rows, row_stride, offset, &dims, dt)
+    AccessPattern::hbm(t, rows, row_stride, offset, &free_dims(dims), dt)
 }
 
 /// A deterministic stream of varied floats in about [-4, 4).

@@ -55,46 +55,26 @@ fn activation_with_vector_scale_and_bias_and_a_row_sum() {
     // The row sums use the f32 results, before rounding to bf16.
     let sums = [y[0] + y[1] + y[2], y[3] + y[4] + y[5]];
     assert_bits(&b.get(&res), &sums);
-    // `reduce` adds onto the accumulators; `idle` leaves them alone.
-    b.ok(
-        Queue::Scalar,
-        &act(
+    // `reduce` adds onto the accumulators; `idle` leaves them alone;
+    // `reset` sets them to the identity of `add`.
+    let then = [
+        (ReduceCmd::Reduce, [sums[0] + 0.0, sums[1] + -0.5]),
+        (ReduceCmd::Idle, [sums[0] + 0.0, sums[1] + -0.5]),
+        (ReduceCmd::Reset, [0.0, 0.0]),
+    ];
+    for (cmd, want) in then {
+        let op = act(
             &dst,
             &src,
             ActFunc::Copy,
             Scalar::imm(1.0),
             None,
-            ReduceCmd::Reduce,
+            cmd,
             Some(res.clone()),
-        ),
-    );
-    assert_bits(&b.get(&res), &[sums[0] + 0.0, sums[1] + -0.5]);
-    b.ok(
-        Queue::Scalar,
-        &act(
-            &dst,
-            &src,
-            ActFunc::Copy,
-            Scalar::imm(1.0),
-            None,
-            ReduceCmd::Idle,
-            Some(res.clone()),
-        ),
-    );
-    assert_bits(&b.get(&res), &[sums[0] + 0.0, sums[1] + -0.5]);
-    b.ok(
-        Queue::Scalar,
-        &act(
-            &dst,
-            &src,
-            ActFunc::Copy,
-            Scalar::imm(1.0),
-            None,
-            ReduceCmd::Reset,
-            Some(res.clone()),
-        ),
-    );
-    assert_bits(&b.get(&res), &[0.0, 0.0]);
+        );
+        b.ok(Queue::Scalar, &op);
+        assert_bits(&b.get(&res), &want);
+    }
 }
 
 #[test]

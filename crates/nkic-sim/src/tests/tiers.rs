@@ -4,7 +4,7 @@
 //! patterns, partition offsets, aliasing, poison policies and undefined
 //! bytes) whose memory afterwards must be the interpreter's bit for bit.
 
-use nkic_isa::{ActFunc, AluOp, DType, Fp32, Imm, Op, Queue, Scalar};
+use nkic_isa::{ActFunc, AluOp, DType, Dim, Fp32, Imm, Op, Queue, ReduceCmd, Scalar};
 use proptest::prelude::*;
 
 use super::*;
@@ -14,8 +14,8 @@ use crate::jit;
 /// it qualifies, else interpreted. Returns whether it ran natively.
 fn run_native(b: &mut Bench, queue: Queue, op: &Op) -> (bool, Result<(), Fault>) {
     let mut e = b.context(queue, op);
-    if jit::run(&mut e, op) {
-        return (true, Ok(()));
+    if let Some(res) = jit::run(&mut e, op) {
+        return (true, res);
     }
     (false, e.run(op).map(|_| ()))
 }
@@ -97,6 +97,107 @@ fn an_activation_on_a_strided_source_runs_natively() {
         })
         .collect();
     assert_bits(&b.get(&tile(4, 8, 512, DType::F16)), &want);
+}
+
+#[test]
+fn a_tensor_reduce_folds_each_run_left_from_its_first_element_natively() {
+    let mut b = Bench::new();
+    let x = values(2 * 12, 4);
+    b.put(&tile(2, 12, 0, DType::F32), &x);
+    // [2, 3, 4] reduced over the last dim, the source walked with the
+    // middle dim innermost.
+    let op = Op::TensorReduce {
+        dst: tile(2, 3, 256, DType::F32),
+        src: sb(0, 2, 0, &[(1, 3), (3, 4)], DType::F32),
+        op: AluOp::Add,
+        last_dims: 1,
+        negate: true,
+    };
+    let (native, res) = run_native(&mut b, Queue::Vector, &op);
+    assert!(native && res.is_ok());
+    let want: Vec<f32> = (0..6)
+        .map(|k| {
+            let (p, j) = (k / 3, k % 3);
+            let c = |i: usize| x[p * 12 + j + 3 * i];
+            -(((c(0) + c(1)) + c(2)) + c(3))
+        })
+        .collect();
+    assert_bits(&b.get(&tile(2, 3, 256, DType::F32)), &want);
+}
+
+#[test]
+fn an_activation_reduce_sums_the_unrounded_values_natively() {
+    let mut b = Bench::new();
+    let x = values(2 * 5, 5);
+    b.put(&tile(2, 5, 0, DType::F32), &x);
+    let op = Op::ActivationReduce {
+        dst: tile(2, 5, 256, DType::BF16),
+        src: tile(2, 5, 0, DType::F32),
+        func: ActFunc::Copy,
+        scale: Scalar::imm(1.5),
+        bias: None,
+        reduce_op: AluOp::Add,
+        reduce_res: tile(2, 1, 512, DType::F32),
+    };
+    let (native, res) = run_native(&mut b, Queue::Scalar, &op);
+    assert!(native && res.is_ok());
+    let want: Vec<f32> = (0..2)
+        .map(|p| (0..5).fold(0.0, |r, i| r + x[p * 5 + i] * 1.5))
+        .collect();
+    assert_bits(&b.get(&tile(2, 1, 512, DType::F32)), &want);
+    assert_bits(&b.acc.scalar[..2], &want);
+}
+
+#[test]
+fn an_iota_saturates_into_int8_natively() {
+    let mut b = Bench::new();
+    // Row p, position i: -300 + 7·p + 100·i, clamped to [-128, 127].
+    let op = Op::Iota {
+        dst: tile(2, 6, 0, DType::I8),
+        pattern: vec![Dim::new(100, 6)],
+        offset: -300,
+        channel_multiplier: 7,
+    };
+    let (native, res) = run_native(&mut b, Queue::GpSimd, &op);
+    assert!(native && res.is_ok());
+    let want: Vec<u32> = (0..12)
+        .map(|k| {
+            let v = -300 + 7 * (k / 6) + 100 * (k % 6);
+            u32::from(v.clamp(-128, 127) as i8 as u8)
+        })
+        .collect();
+    assert_eq!(b.get_bits(&tile(2, 6, 0, DType::I8)), want);
+}
+
+#[test]
+fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
+    let mut b = Bench::new();
+    let (x, y) = (values(2 * 6, 6), values(2 * 6, 7));
+    b.put(&tile(2, 6, 0, DType::F32), &x);
+    b.put(&tile(2, 6, 64, DType::F32), &y);
+    b.put(&tile(2, 1, 128, DType::F32), &[0.5, -2.0]);
+    // The source's rows walk two runs of three, so a row is two pieces.
+    let op = Op::TensorTensorScan {
+        dst: tile(2, 6, 256, DType::BF16),
+        src0: sb(0, 2, 0, &[(3, 2), (1, 3)], DType::F32),
+        src1: tile(2, 6, 64, DType::F32),
+        initial: Scalar::Vector(tile(2, 1, 128, DType::F32)),
+        op0: AluOp::Multiply,
+        op1: AluOp::Add,
+        reverse0: false,
+        reverse1: false,
+    };
+    let (native, res) = run_native(&mut b, Queue::Vector, &op);
+    assert!(native && res.is_ok());
+    let mut want = Vec::new();
+    for (p, start) in [0.5f32, -2.0].into_iter().enumerate() {
+        let mut r = start;
+        for i in 0..6 {
+            r = x[p * 6 + i] * r + y[p * 6 + i];
+            want.push(q(DType::BF16, r));
+        }
+    }
+    assert_bits(&b.get(&tile(2, 6, 256, DType::BF16)), &want);
 }
 
 #[test]
@@ -248,7 +349,23 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
         }
     };
     let queue = g.pick(&[Queue::Vector, Queue::GpSimd, Queue::Scalar]);
-    let op = match g.below(7) {
+    // An accumulator read-out: one value per row.
+    let res = |g: &mut Gen| sb(start, p, 3 * REGION + 256, &[(1, 1)], g.pick(&DTYPES));
+    let cmd = |g: &mut Gen| g.pick(ReduceCmd::ALL);
+    // An affine pattern over the free positions, and its offsets.
+    let affine = |g: &mut Gen| {
+        let pattern: Vec<Dim> = counts
+            .iter()
+            .map(|&c| Dim::new(g.below(9) as i64 - 4, c))
+            .collect();
+        let offset = if g.chance(3) {
+            g.next() as i32
+        } else {
+            g.below(64) as i32 - 32
+        };
+        (pattern, offset, g.below(9) as i32 - 4)
+    };
+    let op = match g.below(16) {
         0 => {
             let b_dt = dt(g);
             Op::TensorTensor {
@@ -274,10 +391,48 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             func: g.pick(ActFunc::ALL),
             scale: scalar(g, 0),
             bias: (!g.chance(3)).then(|| scalar(g, 1)),
-            reduce_op: None,
-            reduce_cmd: nkic_isa::ReduceCmd::Idle,
-            reduce_res: None,
+            reduce_op: g.chance(2).then(|| g.pick(AluOp::ALL)),
+            reduce_cmd: if g.chance(2) { ReduceCmd::Idle } else { cmd(g) },
+            reduce_res: g.chance(2).then(|| res(g)),
         },
+        7 => Op::ActivationReduce {
+            dst,
+            src: a,
+            func: g.pick(ActFunc::ALL),
+            scale: scalar(g, 0),
+            bias: (!g.chance(3)).then(|| scalar(g, 1)),
+            reduce_op: g.pick(AluOp::ALL),
+            reduce_res: res(g),
+        },
+        8 => Op::TensorScalarReduce {
+            dst,
+            src: a,
+            op0: g.pick(AluOp::ALL),
+            operand0: (!g.chance(8)).then(|| scalar(g, 0)),
+            reduce_op: g.pick(AluOp::ALL),
+            reduce_cmd: cmd(g),
+            reduce_init: g.chance(2).then(|| scalar(g, 2)),
+            reduce_res: g.chance(2).then(|| res(g)),
+            reduce_res_negate: g.chance(2),
+        },
+        9 => {
+            // Reduce the last `last_dims` dims of a source laid out in the
+            // destination's region (the destination keeps the others).
+            let last = 1 + g.below(counts.len() as u64) as usize;
+            let kept = &counts[..counts.len() - last];
+            let mut dst = pattern(g, start, p, kept, 2 * REGION, d_dt, false);
+            if g.chance(8) {
+                // Sometimes on the source: left to the interpreter.
+                dst.offset -= 2 * REGION;
+            }
+            Op::TensorReduce {
+                dst,
+                src: a,
+                op: g.pick(AluOp::ALL),
+                last_dims: last as u8,
+                negate: g.chance(2),
+            }
+        }
         3 => Op::TensorCopy { dst, src: a },
         5 => Op::DmaCopy {
             dst,
@@ -300,6 +455,61 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 reverse1: g.chance(2),
             }
         }
+        10 => {
+            let (pattern, offset, channel_multiplier) = affine(g);
+            Op::Iota {
+                dst,
+                pattern,
+                offset,
+                channel_multiplier,
+            }
+        }
+        11 => {
+            let (pattern, offset, channel_multiplier) = affine(g);
+            Op::AffineSelect {
+                dst,
+                src: a,
+                pattern,
+                offset,
+                channel_multiplier,
+                cmp: g.pick(AluOp::ALL),
+                on_false: Fp32::new(g.float()),
+            }
+        }
+        12 => {
+            let pred_dt = dt(g);
+            Op::SelectReduce {
+                dst,
+                predicate: pattern(g, start, p, &counts, REGION, pred_dt, true),
+                on_true: a,
+                on_false: scalar(g, 0),
+                reverse_pred: g.chance(2),
+                reduce_cmd: cmd(g),
+                reduce_res: g.chance(2).then(|| res(g)),
+            }
+        }
+        13 => {
+            let b_dt = dt(g);
+            Op::TensorTensorScan {
+                dst,
+                src0: a,
+                src1: pattern(g, start, p, &counts, REGION, b_dt, true),
+                initial: scalar(g, 0),
+                op0: g.pick(AluOp::ALL),
+                op1: g.pick(AluOp::ALL),
+                reverse0: g.chance(2),
+                reverse1: g.chance(2),
+            }
+        }
+        14 => Op::TensorScalarCumulative {
+            dst,
+            src: a,
+            op0: g.pick(AluOp::ALL),
+            imm0: scalar(g, 0),
+            op1: g.pick(AluOp::ALL),
+            imm1: g.chance(2).then(|| scalar(g, 1)),
+            reduce_cmd: cmd(g),
+        },
         _ => Op::Memset {
             dst,
             value: if g.chance(2) {
@@ -312,8 +522,9 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
     (queue, op)
 }
 
-/// Two identical memory states: the first four regions of every
-/// partition random bytes, except (sometimes) a never-written hole.
+/// Two identical machine states: the first four regions of every
+/// partition random bytes, except (sometimes) a never-written hole, and
+/// random accumulators.
 fn benches(g: &mut Gen, poison: Poison) -> (Bench, Bench) {
     let mut a = Bench::new();
     let mut b = Bench::new();
@@ -343,11 +554,18 @@ fn benches(g: &mut Gen, poison: Poison) -> (Bench, Bench) {
             bench.put_bits(&hi, &bits_hi);
         }
     }
+    // Accumulators that earlier instructions left.
+    let lanes: Vec<f32> = (0..2 * 128).map(|_| g.float()).collect();
+    for bench in [&mut a, &mut b] {
+        bench.acc.scalar.copy_from_slice(&lanes[..128]);
+        bench.acc.vector.copy_from_slice(&lanes[128..]);
+    }
     (a, b)
 }
 
-/// Runs the property's case for `seed`; whether it ran natively.
-fn case(seed: u64) -> Result<bool, TestCaseError> {
+/// Runs the property's case for `seed`; the mnemonic of its instruction
+/// if it ran natively.
+fn case(seed: u64) -> Result<Option<&'static str>, TestCaseError> {
     let mut g = Gen(seed);
     let poison = g.pick(&[Poison::Precise, Poison::Error, Poison::Nan, Poison::Zero]);
     let (mut interp, mut native) = benches(&mut g, poison);
@@ -362,22 +580,60 @@ fn case(seed: u64) -> Result<bool, TestCaseError> {
     );
     let diff = native.mem.first_difference(&interp.mem);
     prop_assert!(diff.is_none(), "{:?}: {:?}", op, diff);
-    Ok(ran)
+    let lanes = |b: &Bench| {
+        let bits = |xs: &[f32]| xs.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let acc = &b.acc;
+        (
+            bits(&acc.scalar),
+            bits(&acc.vector),
+            acc.scalar_undef.clone(),
+            acc.vector_undef.clone(),
+        )
+    };
+    prop_assert_eq!(lanes(&native), lanes(&interp), "{:?}", op);
+    Ok(ran.then(|| op.mnemonic()))
 }
 
 #[test]
 fn the_property_exercises_the_native_tier() {
-    let ran = (1..=64u64)
-        .map(|seed| case(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
-        .filter(|r| matches!(r, Ok(true)))
-        .count();
-    // The rest meet undefined bytes, partial overlaps, bitwise operators
-    // or GpSimd integer paths and run interpreted.
-    assert_eq!(ran, 59);
+    let mut native = std::collections::BTreeMap::<&str, usize>::new();
+    for seed in 1..=96u64 {
+        let seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        match case(seed) {
+            Ok(Some(mnemonic)) => *native.entry(mnemonic).or_default() += 1,
+            Ok(None) => {}
+            Err(e) => panic!("seed {seed}: {e}"),
+        }
+    }
+    // Every kind the generator makes runs natively; the rest of the cases
+    // meet undefined bytes, partial overlaps, bitwise operators or GpSimd
+    // integer paths and run interpreted.
+    let kinds: Vec<&str> = native.keys().copied().collect();
+    assert_eq!(
+        kinds,
+        [
+            "activation",
+            "activation_reduce",
+            "affine_select",
+            "dma_copy",
+            "iota",
+            "memset",
+            "scalar_tensor_tensor",
+            "select_reduce",
+            "tensor_copy",
+            "tensor_reduce",
+            "tensor_scalar",
+            "tensor_scalar_cumulative",
+            "tensor_scalar_reduce",
+            "tensor_tensor",
+            "tensor_tensor_scan",
+        ]
+    );
+    assert_eq!(native.values().sum::<usize>(), 91, "{native:?}");
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn both_tiers_leave_the_same_memory(seed in 1u64..u64::MAX) {
