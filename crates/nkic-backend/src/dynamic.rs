@@ -380,7 +380,7 @@ pub fn emit(
         *program.stream_mut(q) = insts;
     }
     sort_names(&mut program);
-    verified(program)
+    Ok(verified(program))
 }
 
 impl Emitter<'_, '_> {

@@ -75,7 +75,6 @@ fn a_barrier_only_one_core_executes_is_e0914_at_the_barrier() {
     )
     .expect_err("core 1 never reaches the barrier");
     assert!(text.contains("E0914"), "{text}");
-    assert!(!text.contains("E0999"), "{text}");
     assert!(
         text.contains(
             "only core 0 executes this `core_barrier`: core 0 executes 1 `core_barrier`, core 1 none"
@@ -243,4 +242,45 @@ fn the_cores_of_a_launch_share_an_internal_shared_hbm_tensor() {
     let half = a.len() / 2;
     assert_eq!(&res[..half], &a[half..]);
     assert_eq!(&res[half..], &a[..half]);
+}
+
+#[test]
+fn a_shared_hbm_tensor_only_one_core_allocates_is_e0915_at_its_allocation() {
+    // Core 1's instance stores its rows into `res` directly, without the
+    // scratch that core 0's instance allocates.
+    let text = launch(&core_handoff(0), &stores_then_barrier(1, Some("gpsimd")))
+        .expect_err("only core 0 allocates `scratch`");
+    assert!(text.contains("E0915"), "{text}");
+    assert!(
+        text.contains("only core 0 allocates the `nl.shared_hbm` tensor `scratch`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("core 1 never allocates this tensor"),
+        "{text}"
+    );
+    // The label is on the allocation (bytes 80..88: line 3, column 1).
+    assert!(text.contains("[ kernel.py:3:1 ]"), "{text}");
+}
+
+#[test]
+fn instances_of_a_launch_returning_other_shapes_are_e0912_at_the_tensor() {
+    let narrow = stores_then_barrier(1, None)
+        .replace("float32[256, 64] \"res\"", "float32[256, 32] \"res\"")
+        .replace("t1[128:256, 0:64]", "t1[128:256, 0:32]")
+        .replace("t2[0:128, 0:64]\n", "t2[0:128, 0:32]\n");
+    let text = launch(&stores_then_barrier(0, None), &narrow)
+        .expect_err("the instances return `res` in two shapes");
+    assert!(text.contains("E0912"), "{text}");
+    assert!(
+        text.contains(
+            "tensor `res` of program instance 1 has another shape or dtype than in instance 0"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("float32[256, 32] in instance 1, float32[256, 64] in instance 0"),
+        "{text}"
+    );
+    assert!(text.contains("[ kernel.py:2:1 ]"), "{text}");
 }

@@ -35,18 +35,15 @@ pub fn simulate(
     loader: &dyn ModuleLoader,
 ) -> Result<(RunResult, Vec<nkic_sim::Dump>), Diagnostic> {
     let launch = &compiled.launch;
-    // The backend verified what it emitted (E0999 otherwise); this token
-    // is what the interpreter asks for.
-    let verified = nkic_isa::verify_launch(launch).map_err(|errors| {
+    // The backend emits only verified launches (it panics otherwise);
+    // this token is what the interpreter asks for.
+    let verified = nkic_isa::verify_launch(launch).unwrap_or_else(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        Diagnostic::error(
-            nkic_backend::codes::INTERNAL_VERIFY,
-            format!(
-                "internal error: the compiled launch fails verification: {}",
-                lines.join("; ")
-            ),
+        panic!(
+            "invariant broken: the backend compiles only launches the ISA verifier accepts, but this one fails it: {}",
+            lines.join("; ")
         )
-    })?;
+    });
     nkic_sim::run_launch_dumping(verified, inputs, config, dump).map_err(|err| {
         let diag = runtime_fault(&err, launch, None, base_dir, sources, loader);
         unwritten_output(diag, &err, compiled, sources)
