@@ -1,4 +1,5 @@
-//! The backend's diagnostic codes (E0900–E0999), one constant per failure.
+//! The backend's diagnostic codes (E0900–E0999), one constant per failure
+//! of the kernel; the backend's own bugs are panics, not codes.
 //!
 //! The index with examples lives in `docs/diagnostics.md`.
 
@@ -29,12 +30,10 @@ pub const INSTANCE_RACE: &str = "E0913";
 /// The two cores of an LNC=2 launch do not execute the same
 /// `core_barrier`s in the same order.
 pub const BARRIER_MISMATCH: &str = "E0914";
+/// The two cores of an LNC=2 launch allocate different `nl.shared_hbm`
+/// tensors (one allocated under an `if` on `nl.program_id`).
+pub const SHARED_MISMATCH: &str = "E0915";
 /// A view has no machine access pattern (a field out of range).
 pub const UNLOWERABLE_VIEW: &str = "E0920";
 /// The op cannot run on the engine the kernel fixed, or on any engine.
 pub const NO_LEGAL_ENGINE: &str = "E0921";
-/// The kernel handed to the backend does not pass `nkic_ir::verify`.
-pub const INVALID_IR: &str = "E0998";
-/// The emitted program fails the ISA verifier: a backend bug reported
-/// as a diagnostic rather than a crash.
-pub const INTERNAL_VERIFY: &str = "E0999";

@@ -136,20 +136,16 @@ pub fn collect<'k>(
     kernels: &'k [Kernel],
     sources: &SourceMap,
 ) -> Result<Unit<'k>, Vec<Diagnostic>> {
-    let mut diags = Vec::new();
     for (inst, k) in kernels.iter().enumerate() {
         if let Err(errors) = nkic_ir::verify(k) {
-            diags.extend(errors.into_iter().map(|e| {
-                Diagnostic::error(
-                    codes::INVALID_IR,
-                    format!("program instance {inst} is malformed IR: {e}"),
-                )
-            }));
+            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            panic!(
+                "invariant broken: the backend is handed only IR that passes `nkic_ir::verify`, but program instance {inst} fails it: {}",
+                errors.join("; ")
+            );
         }
     }
-    if !diags.is_empty() {
-        return Err(diags);
-    }
+    let mut diags = Vec::new();
     let target = kernels.first().map_or(Target::Trn3, |k| k.target);
     let mut unit = Unit {
         kernels,
@@ -179,32 +175,14 @@ pub fn collect<'k>(
         // Arguments and outputs of later instances are instance 0's.
         if inst > 0 {
             let first = &kernels[0];
-            if k.args.len() != first.args.len() || k.outputs.len() != first.outputs.len() {
-                diags.push(Diagnostic::error(
-                    codes::GRID_MISMATCH,
-                    format!(
-                        "program instance {inst} has different arguments or outputs than instance 0"
-                    ),
-                ));
+            let mismatched = argument_mismatches(inst, k, first);
+            let counts_differ =
+                k.args.len() != first.args.len() || k.outputs.len() != first.outputs.len();
+            diags.extend(mismatched);
+            if counts_differ {
                 continue;
             }
-            let shared = k
-                .args
-                .iter()
-                .map(|a| a.storage)
-                .zip(first.args.iter().map(|a| a.storage))
-                .chain(k.outputs.iter().copied().zip(first.outputs.iter().copied()));
-            for (mine, theirs) in shared {
-                let (a, b) = (&k.storages[mine], &first.storages[theirs]);
-                if a.shape != b.shape || a.dtype != b.dtype {
-                    diags.push(Diagnostic::error(
-                        codes::GRID_MISMATCH,
-                        format!(
-                            "tensor `{}` of program instance {inst} has another shape or dtype than in instance 0",
-                            a.name
-                        ),
-                    ));
-                }
+            for (mine, theirs) in shared_tensors(k, first) {
                 ids.insert(mine, unit.sid(0, theirs));
             }
             for (mine, theirs) in shared_internal(k).into_iter().zip(shared_internal(first)) {
@@ -271,9 +249,53 @@ pub fn collect<'k>(
     }
 }
 
+/// The storages of instance `k` that are instance `first`'s arguments and
+/// returned tensors, paired in order: `(k's, first's)`.
+fn shared_tensors<'a>(
+    k: &'a Kernel,
+    first: &'a Kernel,
+) -> impl Iterator<Item = (Handle<Storage>, Handle<Storage>)> + 'a {
+    k.args
+        .iter()
+        .map(|a| a.storage)
+        .zip(first.args.iter().map(|a| a.storage))
+        .chain(k.outputs.iter().copied().zip(first.outputs.iter().copied()))
+}
+
+/// E0912 for each way program instance `inst` (`k`) differs from instance
+/// 0 (`first`) in its arguments and returned tensors; none when they agree.
+/// [`collect`] reports them for the instances one core runs, and
+/// [`compile_launch`](crate::compile_launch) for every instance of a
+/// launch before it splits the instances over the cores.
+pub(crate) fn argument_mismatches(inst: usize, k: &Kernel, first: &Kernel) -> Vec<Diagnostic> {
+    if k.args.len() != first.args.len() || k.outputs.len() != first.outputs.len() {
+        return vec![Diagnostic::error(
+            codes::GRID_MISMATCH,
+            format!("program instance {inst} has different arguments or outputs than instance 0"),
+        )];
+    }
+    shared_tensors(k, first)
+        .filter_map(|(mine, theirs)| {
+            let (a, b) = (&k.storages[mine], &first.storages[theirs]);
+            (a.shape != b.shape || a.dtype != b.dtype).then(|| {
+                diag_at(
+                    codes::GRID_MISMATCH,
+                    if a.name.is_empty() {
+                        format!("a returned tensor of program instance {inst} has another shape or dtype than in instance 0")
+                    } else {
+                        format!("tensor `{}` of program instance {inst} has another shape or dtype than in instance 0", a.name)
+                    },
+                    k.spans.storages.get(mine).copied(),
+                    format!("{}{:?} in instance {inst}, {}{:?} in instance 0", a.dtype, a.shape, b.dtype, b.shape),
+                )
+            })
+        })
+        .collect()
+}
+
 /// The internal `nl.shared_hbm` storages of `k` (not arguments, not
 /// returned), in allocation order.
-fn shared_internal(k: &Kernel) -> Vec<Handle<Storage>> {
+pub(crate) fn shared_internal(k: &Kernel) -> Vec<Handle<Storage>> {
     k.storages
         .iter()
         .filter(|(h, st)| {

@@ -45,7 +45,7 @@ use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{Kernel, OpKind, SrcLoc};
 use nkic_isa::{Engine, Launch, Target};
 
-use crate::{BackendConfig, codes, compile_grid_with_warnings};
+use crate::{BackendConfig, codes, collect, compile_grid_with_warnings};
 
 /// The number of physical cores a grid of `instances` instances with grid
 /// shape `grid` runs on (module doc); `lnc` is an explicit request.
@@ -105,7 +105,16 @@ pub fn compile_launch_with_warnings(
     let parts: Vec<&[Kernel]> = (0..cores)
         .map(|c| &kernels[c * n / cores..(c + 1) * n / cores])
         .collect();
-    let mismatched = barrier_mismatches(&parts, sources);
+    let mut mismatched: Vec<Diagnostic> = kernels
+        .iter()
+        .enumerate()
+        .skip(1)
+        .flat_map(|(inst, k)| collect::argument_mismatches(inst, k, &kernels[0]))
+        .collect();
+    mismatched.extend(shared_mismatches(&parts));
+    if mismatched.is_empty() {
+        mismatched = barrier_mismatches(&parts, sources);
+    }
     if !mismatched.is_empty() {
         return Err(mismatched);
     }
@@ -139,20 +148,81 @@ pub fn compile_launch_with_warnings(
     }
     let launch = Launch { cores: programs };
     if let Err(problems) = nkic_isa::verify_launch(&launch) {
-        let args_differ = problems
-            .iter()
-            .any(|e| e.rule == nkic_isa::Rule::LaunchArguments);
-        let code = if args_differ {
-            codes::GRID_MISMATCH
-        } else {
-            codes::INTERNAL_VERIFY
-        };
-        return Err(problems
-            .into_iter()
-            .map(|e| Diagnostic::error(code, format!("the two-core launch does not verify: {e}")))
-            .collect());
+        // The checks above report what the kernel can get wrong across
+        // cores at its source lines; these two rules are the kernel's
+        // fault too, should a case slip past them.
+        let mut errors = Vec::new();
+        for e in problems {
+            let code = match e.rule {
+                nkic_isa::Rule::LaunchArguments => codes::GRID_MISMATCH,
+                nkic_isa::Rule::LaunchShared => codes::SHARED_MISMATCH,
+                _ => panic!(
+                    "invariant broken: the cores of a launch are verified programs with the same target and barriers, but the launch fails the ISA verifier: {e}"
+                ),
+            };
+            errors.push(Diagnostic::error(
+                code,
+                format!("the two-core launch does not verify: {e}"),
+            ));
+        }
+        return Err(errors);
     }
     Ok((launch, warnings))
+}
+
+/// E0915 for each `nl.shared_hbm` tensor the instances of one core
+/// allocate and those of the other do not (the cores of a launch share
+/// these tensors, so both must declare the same ones), at its allocation.
+/// Allocations are the same when they have the same name, dtype, shape
+/// and source location.
+fn shared_mismatches<'k>(parts: &[&'k [Kernel]]) -> Vec<Diagnostic> {
+    type Site<'k> = (&'k str, nkic_isa::DType, &'k [u64], Option<SrcLoc>);
+    let sites = |part: &'k [Kernel]| -> Vec<Site<'k>> {
+        let mut sites = Vec::new();
+        for k in part {
+            let used = nkic_ir::live_ranges(k);
+            for h in collect::shared_internal(k) {
+                if used.get(h).is_none() {
+                    continue;
+                }
+                let st = &k.storages[h];
+                let site = (
+                    st.name.as_str(),
+                    st.dtype,
+                    st.shape.as_slice(),
+                    k.spans.storages.get(h).copied(),
+                );
+                if !sites.contains(&site) {
+                    sites.push(site);
+                }
+            }
+        }
+        sites
+    };
+    let per_core: Vec<Vec<Site<'k>>> = parts.iter().map(|part| sites(part)).collect();
+    let mut out = Vec::new();
+    for (c, mine) in per_core.iter().enumerate() {
+        let other = 1 - c.min(1);
+        for &(name, _, _, loc) in mine {
+            if per_core[other].iter().any(|s| s.0 == name && s.3 == loc) {
+                continue;
+            }
+            let d = collect::diag_at(
+                codes::SHARED_MISMATCH,
+                if name.is_empty() {
+                    format!("only core {c} allocates this `nl.shared_hbm` tensor")
+                } else {
+                    format!("only core {c} allocates the `nl.shared_hbm` tensor `{name}`")
+                },
+                loc,
+                format!("core {other} never allocates this tensor"),
+            )
+            .with_note("the two cores of an LNC=2 launch share their `nl.shared_hbm` tensors, so both must allocate the same ones")
+            .with_help("allocate it outside any `if` on `nl.program_id`, or in `nl.private_hbm`");
+            out.push(d);
+        }
+    }
+    out
 }
 
 /// One `core_barrier` a core executes: its instance's kernel, the op, the

@@ -380,7 +380,7 @@ pub fn emit(
         *program.stream_mut(q) = insts;
     }
     sort_names(&mut program);
-    verified(program)
+    Ok(verified(program))
 }
 
 impl Emitter<'_, '_> {
@@ -404,6 +404,17 @@ impl Emitter<'_, '_> {
         self.streams.entry(q).or_default().push(inst);
     }
 
+    /// Records the operand names of `op`, about to be pushed on queue `q`,
+    /// while an instance's op is being emitted.
+    fn name_operands(&mut self, q: Queue, op: &nkic_isa::Op) {
+        if let Some(i) = self.naming {
+            let index = self.streams.get(&q).map_or(0, Vec::len);
+            let index = u32::try_from(index).unwrap_or(u32::MAX);
+            let names = operand_names(self.unit, op, i, q, index);
+            self.program.operand_names.extend(names);
+        }
+    }
+
     /// Emits one chain step: `insts` on their queues, each waiting for the
     /// previous step and signalling the region.
     fn step(
@@ -422,12 +433,7 @@ impl Emitter<'_, '_> {
         };
         let n = u32::try_from(insts.len()).unwrap_or(u32::MAX);
         for (q, op) in insts {
-            if let Some(i) = self.naming {
-                let index = self.streams.get(&q).map_or(0, Vec::len);
-                let index = u32::try_from(index).unwrap_or(u32::MAX);
-                let names = operand_names(self.unit, &op, i, q, index);
-                self.program.operand_names.extend(names);
-            }
+            self.name_operands(q, &op);
             let mut inst = Instruction::new(op).signal(sem);
             inst.waits = self.prev.clone();
             if let Some(line) = line {
@@ -483,10 +489,7 @@ impl Emitter<'_, '_> {
             let Some(&(sem, _, _)) = r.queues.get(&q) else {
                 continue;
             };
-            let index = self.streams.get(&q).map_or(0, Vec::len);
-            let index = u32::try_from(index).unwrap_or(u32::MAX);
-            let names = operand_names(self.unit, &op, i, q, index);
-            self.program.operand_names.extend(names);
+            self.name_operands(q, &op);
             let mut inst = Instruction::new(op).signal(sem);
             inst.waits = waits;
             if let Some(line) = line {
@@ -582,12 +585,7 @@ impl Emitter<'_, '_> {
     /// semaphore.
     fn top_step(&mut self, insts: Vec<(Queue, nkic_isa::Op)>, line: Option<LineId>) {
         for (q, op) in insts {
-            if let Some(i) = self.naming {
-                let index = self.streams.get(&q).map_or(0, Vec::len);
-                let index = u32::try_from(index).unwrap_or(u32::MAX);
-                let names = operand_names(self.unit, &op, i, q, index);
-                self.program.operand_names.extend(names);
-            }
+            self.name_operands(q, &op);
             let waits = self.top_waits(Some(q));
             let Some(t) = &mut self.top else { return };
             let program = &mut self.program;

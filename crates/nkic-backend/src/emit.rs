@@ -15,16 +15,15 @@
 //!   get no entry.
 //!
 //! The finished program is checked with `nkic_isa::verify`; a failure is a
-//! backend bug, reported as E0999 rather than a crash.
+//! backend bug, and panics stating the rule the backend broke.
 
 use std::collections::BTreeMap;
 
-use nkic_diag::{Diagnostic, SourceMap};
+use nkic_diag::SourceMap;
 use nkic_ir::SrcLoc;
 use nkic_isa::{Instruction, LineId, Program, Queue, SemId};
 
 use crate::alloc::Layout;
-use crate::codes;
 use crate::collect::Unit;
 use crate::lower::Lowered;
 use crate::schedule::Scheduled;
@@ -38,7 +37,7 @@ pub fn emit(
     sched: &Scheduled,
     waits: &Waits,
     sources: &SourceMap,
-) -> Result<Program, Vec<Diagnostic>> {
+) -> Program {
     let mut program = Program::new(unit.target);
     for t in &layout.hbm {
         program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
@@ -164,19 +163,19 @@ pub fn line_table(
     line_of
 }
 
-/// Verifies `program`, turning failures into E0999 diagnostics.
-pub fn verified(program: Program) -> Result<Program, Vec<Diagnostic>> {
-    match nkic_isa::verify(&program) {
-        Ok(_) => Ok(program),
-        Err(errors) => Err(errors
-            .into_iter()
-            .map(|e| {
-                Diagnostic::error(
-                    codes::INTERNAL_VERIFY,
-                    format!("internal error: the emitted program fails verification: {e}"),
-                )
-                .with_note("this is a bug in nkic's backend; please report it with the kernel")
-            })
-            .collect()),
+/// `program`, after checking that it passes `nkic_isa::verify`.
+///
+/// # Panics
+///
+/// When it does not: the backend emits only programs the ISA verifier
+/// accepts, so a failure is a backend bug, never a fault of the kernel.
+pub fn verified(program: Program) -> Program {
+    if let Err(errors) = nkic_isa::verify(&program) {
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        panic!(
+            "invariant broken: the backend emits only programs the ISA verifier accepts, but this one fails it: {}",
+            errors.join("; ")
+        );
     }
+    program
 }

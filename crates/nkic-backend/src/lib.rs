@@ -72,8 +72,10 @@
 //!
 //! * The backend knows no Python syntax and never reads files.
 //! * Every user-caused failure is a [`Diagnostic`] with a code in
-//!   E0900–E0999 (listed in [`codes`]); the backend never panics on a
-//!   kernel that passed `nkic_ir::verify`.
+//!   E0900–E0999 (listed in [`codes`]). The backend's own bugs are panics
+//!   stating the broken invariant: it is handed only IR that passes
+//!   `nkic_ir::verify`, and emits only programs and launches that pass
+//!   `nkic_isa::verify` and `verify_launch`.
 //! * Output is deterministic: no hash-map iteration reaches the program.
 
 pub mod alloc;
@@ -253,5 +255,5 @@ fn back_half(
     );
     let sched = schedule::schedule(unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
-    emit::emit(unit, layout, &lowered, &sched, &waits, sources)
+    Ok(emit::emit(unit, layout, &lowered, &sched, &waits, sources))
 }

@@ -208,7 +208,7 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         }
     }
     // 3. The perturbation search.
-    let mut rng = SplitMix64(0x6E6B_6963_5F73_6368);
+    let mut rng = nkic_isa::SplitMix64(0x6E6B_6963_5F73_6368);
     let searching = spent <= PASS_BUDGET;
     let mut spent = 0u64;
     for round in 0..SEARCH_ROUNDS {
@@ -221,7 +221,7 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         let urgency: Vec<u64> = current
             .start
             .iter()
-            .map(|&start| span.saturating_sub(start) + rng.next() % noise)
+            .map(|&start| span.saturating_sub(start) + rng.next_u64() % noise)
             .collect();
         let window_ps = if round % 2 == 0 { 0 } else { u64::MAX };
         let (s, work) = list_schedule(
@@ -254,19 +254,6 @@ impl Best {
         {
             self.0 = Some(s);
         }
-    }
-}
-
-/// The deterministic generator of the perturbation search (SplitMix64).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

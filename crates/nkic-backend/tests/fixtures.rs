@@ -10,7 +10,6 @@
 mod common;
 
 use nkic_backend::{BackendConfig, Schedule, compile, lower_bound};
-use nkic_diag::{RenderConfig, render_all};
 use nkic_isa::Program;
 
 fn build(name: &str, schedule: Schedule) -> Result<Program, String> {
@@ -21,16 +20,7 @@ fn build(name: &str, schedule: Schedule) -> Result<Program, String> {
         schedule,
         no_spill: name.starts_with("err_"),
     };
-    compile(&kernel, &sources, &config).map_err(|diags| {
-        render_all(
-            &diags,
-            &sources,
-            RenderConfig {
-                color: false,
-                unicode: false,
-            },
-        )
-    })
+    compile(&kernel, &sources, &config).map_err(|diags| common::render(&diags, &sources))
 }
 
 #[test]

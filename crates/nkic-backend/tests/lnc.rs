@@ -5,7 +5,6 @@
 mod common;
 
 use nkic_backend::{BackendConfig, compile_grid, compile_launch};
-use nkic_diag::{RenderConfig, render_all};
 
 /// One instance of a kernel that stores its rows of `res`, then (when
 /// `barrier` is `Some(engine)`) runs a `core_barrier` on `res` there.
@@ -36,16 +35,8 @@ op1 = dma_copy dst=t1[{r0}:{r1}, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.p
 fn launch(i0: &str, i1: &str) -> Result<nkic_isa::Launch, String> {
     let (k0, sources) = common::load_text(i0);
     let (k1, _) = common::load_text(i1);
-    compile_launch(&[k0, k1], &sources, &BackendConfig::default(), 2).map_err(|diags| {
-        render_all(
-            &diags,
-            &sources,
-            RenderConfig {
-                color: false,
-                unicode: false,
-            },
-        )
-    })
+    compile_launch(&[k0, k1], &sources, &BackendConfig::default(), 2)
+        .map_err(|diags| common::render(&diags, &sources))
 }
 
 #[test]
@@ -75,7 +66,6 @@ fn a_barrier_only_one_core_executes_is_e0914_at_the_barrier() {
     )
     .expect_err("core 1 never reaches the barrier");
     assert!(text.contains("E0914"), "{text}");
-    assert!(!text.contains("E0999"), "{text}");
     assert!(
         text.contains(
             "only core 0 executes this `core_barrier`: core 0 executes 1 `core_barrier`, core 1 none"
@@ -162,12 +152,7 @@ fn an_internal_shared_hbm_tensor_is_one_tensor_for_the_instances_of_one_core() {
     // both halves of `res` are `a`'s first 128 rows.
     let inputs = common::inputs(&program, 3);
     let run = common::simulate(&program, &inputs);
-    let a = inputs
-        .entries
-        .iter()
-        .find(|(k, _)| *k == nkic_sim::InputKey::from("a"))
-        .map(|(_, b)| b.clone())
-        .expect("a is an input");
+    let a = common::input_bytes(&inputs, "a");
     let res = run.output("res").expect("the returned tensor").to_vec();
     let half = a.len() / 2;
     assert_eq!(res.len(), a.len());
@@ -233,14 +218,53 @@ fn the_cores_of_a_launch_share_an_internal_shared_hbm_tensor() {
         .unwrap_or_else(|e| panic!("the compiled launch does not verify: {e:?}\n{launch}"));
     let run = nkic_sim::run_launch(verified, &inputs, &config)
         .unwrap_or_else(|e| panic!("simulation failed: {e}\n{launch}"));
-    let a = inputs
-        .entries
-        .iter()
-        .find(|(k, _)| *k == nkic_sim::InputKey::from("a"))
-        .map(|(_, b)| b.clone())
-        .expect("a is an input");
+    let a = common::input_bytes(&inputs, "a");
     let res = run.output("res").expect("the returned tensor");
     let half = a.len() / 2;
     assert_eq!(&res[..half], &a[half..]);
     assert_eq!(&res[half..], &a[..half]);
+}
+
+/// Fails unless `text` contains every one of `parts`.
+fn assert_mentions(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "no {part:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn a_shared_hbm_tensor_only_one_core_allocates_is_e0915_at_its_allocation() {
+    // Core 1's instance stores its rows into `res` directly, without the
+    // scratch that core 0's instance allocates.
+    let text = launch(&core_handoff(0), &stores_then_barrier(1, Some("gpsimd")))
+        .expect_err("only core 0 allocates `scratch`");
+    // The label is on the allocation (bytes 80..88: line 3, column 1).
+    assert_mentions(
+        &text,
+        &[
+            "E0915",
+            "only core 0 allocates the `nl.shared_hbm` tensor `scratch`",
+            "core 1 never allocates this tensor",
+            "[ kernel.py:3:1 ]",
+        ],
+    );
+}
+
+#[test]
+fn instances_of_a_launch_returning_other_shapes_are_e0912_at_the_tensor() {
+    let narrow = stores_then_barrier(1, None)
+        .replace("float32[256, 64] \"res\"", "float32[256, 32] \"res\"")
+        .replace("t1[128:256, 0:64]", "t1[128:256, 0:32]")
+        .replace("t2[0:128, 0:64]\n", "t2[0:128, 0:32]\n");
+    let text = launch(&stores_then_barrier(0, None), &narrow)
+        .expect_err("the instances return `res` in two shapes");
+    assert_mentions(
+        &text,
+        &[
+            "E0912",
+            "tensor `res` of program instance 1 has another shape or dtype than in instance 0",
+            "float32[256, 32] in instance 1, float32[256, 64] in instance 0",
+            "[ kernel.py:2:1 ]",
+        ],
+    );
 }

@@ -17,13 +17,7 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
 }
 
 fn input(inputs: &nkic_sim::Inputs, name: &str) -> Vec<f32> {
-    let bytes = inputs
-        .entries
-        .iter()
-        .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
-        .map(|(_, b)| b.clone())
-        .unwrap_or_else(|| panic!("no input {name}"));
-    f32s(&bytes)
+    f32s(&common::input_bytes(inputs, name))
 }
 
 fn run_fixture(name: &str) -> (Program, nkic_sim::Inputs, nkic_sim::RunResult) {
@@ -458,17 +452,8 @@ return t1
     let res = common::simulate(&program, &inputs);
     assert_eq!(
         res.output("out0"),
-        Some(input_bytes(&inputs, "x").as_slice())
+        Some(common::input_bytes(&inputs, "x").as_slice())
     );
-}
-
-fn input_bytes(inputs: &nkic_sim::Inputs, name: &str) -> Vec<u8> {
-    inputs
-        .entries
-        .iter()
-        .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
-        .map(|(_, b)| b.to_vec())
-        .unwrap_or_default()
 }
 
 #[test]

@@ -12,6 +12,9 @@
 //! * [`compile`]: a specialization result through the backend to a launch.
 //! * [`simulate`]: a launch in the reference interpreter; faults as
 //!   diagnostics at the kernel's source line.
+//! * [`simio`]: what callers do around a run (the interpreter's options,
+//!   random values for the arguments not given, warnings about undefined
+//!   outputs), so the command line and the Python package share it.
 //! * [`report`], [`profile`], [`trace`], [`svg`]: the run report, the
 //!   profile summary, `trace.json` and `timeline.svg`, as values and text.
 //!
@@ -41,6 +44,7 @@ pub mod manifest;
 pub mod pipeline;
 pub mod profile;
 pub mod report;
+pub mod simio;
 pub mod simulate;
 pub mod svg;
 pub mod trace;

@@ -16,7 +16,7 @@ use std::path::Path;
 
 use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
 use nkic_ir::{ArgKind, Kernel};
-use nkic_isa::{DType, Launch, LineId, Program, Queue, TensorKind, numerics};
+use nkic_isa::{DType, Launch, LineId, Program, Queue, SplitMix64, TensorKind, numerics};
 use nkic_sim::{DumpSpec, Inputs, RunResult, SimConfig, SimError, SimErrorKind};
 use nkic_specialize::ModuleLoader;
 use serde_json::json;
@@ -35,18 +35,15 @@ pub fn simulate(
     loader: &dyn ModuleLoader,
 ) -> Result<(RunResult, Vec<nkic_sim::Dump>), Diagnostic> {
     let launch = &compiled.launch;
-    // The backend verified what it emitted (E0999 otherwise); this token
-    // is what the interpreter asks for.
-    let verified = nkic_isa::verify_launch(launch).map_err(|errors| {
+    // The backend emits only verified launches (it panics otherwise);
+    // this token is what the interpreter asks for.
+    let verified = nkic_isa::verify_launch(launch).unwrap_or_else(|errors| {
         let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-        Diagnostic::error(
-            nkic_backend::codes::INTERNAL_VERIFY,
-            format!(
-                "internal error: the compiled launch fails verification: {}",
-                lines.join("; ")
-            ),
+        panic!(
+            "invariant broken: the backend compiles only launches the ISA verifier accepts, but this one fails it: {}",
+            lines.join("; ")
         )
-    })?;
+    });
     nkic_sim::run_launch_dumping(verified, inputs, config, dump).map_err(|err| {
         let diag = runtime_fault(&err, launch, None, base_dir, sources, loader);
         unwritten_output(diag, &err, compiled, sources)
@@ -73,14 +70,14 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
         let dtype = tensor.dtype;
         if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
             for _ in 0..n * dtype.size() as usize {
-                bytes.push(rng.next() as u8);
+                bytes.push(rng.next_u64() as u8);
             }
         } else if dtype.is_float() {
-            let values: Vec<f32> = (0..n).map(|_| rng.unit() * 2.0 - 1.0).collect();
+            let values: Vec<f32> = (0..n).map(|_| unit(&mut rng) * 2.0 - 1.0).collect();
             numerics::encode(dtype, &values, &mut bytes);
         } else {
             for _ in 0..n {
-                let r = rng.next();
+                let r = rng.next_u64();
                 let v: i64 = match dtype {
                     DType::Bool => (r & 1) as i64,
                     d if d.is_signed_int() => (r % 16) as i64 - 8,
@@ -94,22 +91,9 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
     inputs
 }
 
-/// The deterministic generator of random inputs (SplitMix64).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1) with 24 random bits, exact in f32.
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
+/// Uniform in [0, 1) with 24 random bits of `rng`, exact in f32.
+fn unit(rng: &mut SplitMix64) -> f32 {
+    (rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32
 }
 
 /// Which program argument each output of a kernel is: the returned

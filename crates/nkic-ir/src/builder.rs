@@ -138,16 +138,7 @@ impl KernelBuilder {
         loc: SrcLoc,
     ) -> Handle<Storage> {
         debug_assert!(buffer.is_hbm(), "kernel arguments live in HBM");
-        let storage = self.kernel.storages.append(Storage {
-            name: name.to_owned(),
-            buffer,
-            dtype,
-            shape: shape.to_vec(),
-            address: None,
-            loop_ctx: LoopCtx::TOP,
-            scope: None,
-        });
-        self.kernel.spans.storages.insert(storage, loc);
+        let storage = self.append_storage(name, buffer, dtype, shape, (LoopCtx::TOP, None), loc);
         self.kernel.args.push(KernelArg { storage, kind });
         storage
     }
@@ -161,14 +152,29 @@ impl KernelBuilder {
         shape: &[u64],
         loc: SrcLoc,
     ) -> Handle<Storage> {
+        let place = (self.loop_ctx, self.open_loops.last().copied());
+        self.append_storage(name, buffer, dtype, shape, place, loc)
+    }
+
+    /// Appends a storage allocated in `(loop iteration, dynamic scope)`
+    /// at `loc`.
+    fn append_storage(
+        &mut self,
+        name: &str,
+        buffer: Buffer,
+        dtype: DType,
+        shape: &[u64],
+        (loop_ctx, scope): (LoopCtx, Option<Handle<DynLoop>>),
+        loc: SrcLoc,
+    ) -> Handle<Storage> {
         let storage = self.kernel.storages.append(Storage {
             name: name.to_owned(),
             buffer,
             dtype,
             shape: shape.to_vec(),
             address: None,
-            loop_ctx: self.loop_ctx,
-            scope: self.open_loops.last().copied(),
+            loop_ctx,
+            scope,
         });
         self.kernel.spans.storages.insert(storage, loc);
         storage

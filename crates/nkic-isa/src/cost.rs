@@ -661,20 +661,38 @@ mod tests {
         AccessPattern::sbuf(0, 128, 0, &[Dim::new(1, n)], dt)
     }
 
-    #[test]
-    fn matmul_bf16_128x128x512_is_512_cycles() {
-        let op = Op::NcMatmul {
+    /// An `nc_matmul` of a [128, 128] stationary and a [128, 512] moving
+    /// tile of `dtype` into fp32 PSUM.
+    fn matmul_128x128x512(dtype: DType, accumulate: bool) -> Op {
+        Op::NcMatmul {
             dst: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
-            stationary: sbuf(DType::BF16, 128),
-            moving: sbuf(DType::BF16, 512),
-            accumulate: false,
+            stationary: sbuf(dtype, 128),
+            moving: sbuf(dtype, 512),
+            accumulate,
             transpose: false,
             perf_mode: MatmulPerfMode::None,
             stationary_onezero: false,
             moving_onezero: false,
             tile_position: None,
             tile_size: None,
-        };
+        }
+    }
+
+    /// A plain `dma_copy` (no accumulation, faults out of bounds).
+    fn dma_copy(dst: AccessPattern, src: AccessPattern, dge: DgeMode) -> Op {
+        Op::DmaCopy {
+            dst,
+            src,
+            accumulate: false,
+            dge,
+            oob: OobMode::Error,
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn matmul_bf16_128x128x512_is_512_cycles() {
+        let op = matmul_128x128x512(DType::BF16, false);
         let c = Target::Trn3.cost(Queue::Tensor, &op);
         assert_eq!(c.cycles, 512);
         // 512 cycles at 2.4 GHz = 213.33 ns (rounded up to the picosecond).
@@ -684,30 +702,7 @@ mod tests {
             Target::Trn3.figures().cycles_to_ps(Engine::Tensor, 576)
         );
         // fp32 inputs are 4× slower.
-        let Op::NcMatmul {
-            stationary, moving, ..
-        } = &op
-        else {
-            unreachable!("built above")
-        };
-        let fp32 = Op::NcMatmul {
-            dst: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
-            stationary: AccessPattern {
-                dtype: DType::F32,
-                ..stationary.clone()
-            },
-            moving: AccessPattern {
-                dtype: DType::F32,
-                ..moving.clone()
-            },
-            accumulate: true,
-            transpose: false,
-            perf_mode: MatmulPerfMode::None,
-            stationary_onezero: false,
-            moving_onezero: false,
-            tile_position: None,
-            tile_size: None,
-        };
+        let fp32 = matmul_128x128x512(DType::F32, true);
         assert_eq!(Target::Trn3.cost(Queue::Tensor, &fp32).cycles, 2048);
     }
 
@@ -797,28 +792,22 @@ mod tests {
         // [128, 512] fp32 = 2 KiB per partition: 8 rows per engine, each a
         // 2 KiB chunk taking max(2048/33 + 11 ns, 105 ns) = 105 ns but
         // occupying its engine for 2048/33 + 11 ns only.
-        let op = Op::DmaCopy {
-            dst: sbuf(DType::F32, 512),
-            src: AccessPattern::hbm(TensorId(0), 128, 512, 0, &[Dim::new(1, 512)], DType::F32),
-            accumulate: false,
-            dge: DgeMode::None,
-            oob: OobMode::Error,
-            priority: None,
-        };
+        let op = dma_copy(
+            sbuf(DType::F32, 512),
+            AccessPattern::hbm(TensorId(0), 128, 512, 0, &[Dim::new(1, 512)], DType::F32),
+            DgeMode::None,
+        );
         let c = Target::Trn3.cost(Queue::Dma(0), &op);
         assert_eq!(c.busy_ps, 8 * 105_000);
         let t = Target::Trn3.dma_transfer(&op).expect("a transfer");
         assert_eq!(t.engine_busy_ps, 8 * (62_061 + 11_000));
         assert_eq!(c.latency_ps, 8 * 105_000 + 1_300_000);
         // 8 KiB per partition: 8192 / 33 + 11 = 259.2 ns per row.
-        let big = Op::DmaCopy {
-            dst: sbuf(DType::F32, 2048),
-            src: AccessPattern::hbm(TensorId(0), 128, 2048, 0, &[Dim::new(1, 2048)], DType::F32),
-            accumulate: false,
-            dge: DgeMode::Hwdge,
-            oob: OobMode::Error,
-            priority: None,
-        };
+        let big = dma_copy(
+            sbuf(DType::F32, 2048),
+            AccessPattern::hbm(TensorId(0), 128, 2048, 0, &[Dim::new(1, 2048)], DType::F32),
+            DgeMode::Hwdge,
+        );
         let c = Target::Trn3.cost(Queue::Dma(1), &big);
         assert_eq!(c.busy_ps, 8 * 259_243 + 600_000);
     }
@@ -826,28 +815,22 @@ mod tests {
     #[test]
     fn dma_transfers_pick_their_engines_and_scale_by_efficiency() {
         // 32 partitions starting at 64: engines 8..12.
-        let part = Op::DmaCopy {
-            dst: AccessPattern::sbuf(64, 32, 0, &[Dim::new(1, 1024)], DType::F32),
-            src: AccessPattern::hbm(TensorId(0), 32, 1024, 0, &[Dim::new(1, 1024)], DType::F32),
-            accumulate: false,
-            dge: DgeMode::None,
-            oob: OobMode::Error,
-            priority: None,
-        };
+        let part = dma_copy(
+            AccessPattern::sbuf(64, 32, 0, &[Dim::new(1, 1024)], DType::F32),
+            AccessPattern::hbm(TensorId(0), 32, 1024, 0, &[Dim::new(1, 1024)], DType::F32),
+            DgeMode::None,
+        );
         let t = Target::Trn3.dma_transfer(&part).expect("a transfer");
         assert_eq!((t.first_engine, t.engines), (8, 4));
         assert_eq!(t.engine_ids(16).collect::<Vec<_>>(), vec![8, 9, 10, 11]);
         assert_eq!(t.hbm_bytes, 32 * 4096);
         // A transpose SBUF -> SBUF takes twice the copy, chunk minimum
         // included: 8 rows of 512 B cost 8 x 105 ns as a copy.
-        let copy = Op::DmaCopy {
-            dst: sbuf(DType::F32, 128),
-            src: AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
-            accumulate: false,
-            dge: DgeMode::None,
-            oob: OobMode::Error,
-            priority: None,
-        };
+        let copy = dma_copy(
+            sbuf(DType::F32, 128),
+            AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
+            DgeMode::None,
+        );
         let transpose = Op::DmaTranspose {
             dst: sbuf(DType::F32, 128),
             src: AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),

@@ -44,6 +44,7 @@ pub mod numerics;
 pub mod program;
 #[cfg(test)]
 mod random;
+pub mod splitmix;
 pub mod target;
 pub mod text;
 pub mod verify;
@@ -62,6 +63,7 @@ pub use launch::{Launch, assemble_launch, print_launch, verify_launch};
 pub use program::{
     HbmTensor, LineEntry, LineId, OperandName, Program, QueueStream, SemId, Semaphore, TensorKind,
 };
+pub use splitmix::SplitMix64;
 pub use target::{Figures, Target};
 pub use text::{AsmError, assemble, print};
 pub use verify::{Decl, Rule, Verified, VerifyError, check_instruction, verify};

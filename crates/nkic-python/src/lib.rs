@@ -1,7 +1,8 @@
 //! `nkic._native`: the native half of the `nkic` Python package.
 //!
 //! It exposes the same pipeline functions the command line calls
-//! (`nkic_driver::pipeline`, `nkic_driver::simulate::simulate`, the
+//! (`nkic_driver::pipeline`, `nkic_driver::simulate::simulate`, the run
+//! options, random inputs and warnings of `nkic_driver::simio`, the
 //! reports of `nkic_driver`), never a
 //! copy of them and never the `nkic` executable. Everything Python-shaped —
 //! binding a call's arguments to the kernel's parameters, turning Python
@@ -39,11 +40,12 @@ use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
 use nkic_driver::compile::{Compiled, launch_bound};
 use nkic_driver::report::{ReportFormat, run_report};
-use nkic_driver::simulate::{
-    KernelOutputs, describe_output, kernel_outputs, random_inputs, simulate, undefined_warnings,
+use nkic_driver::simio::{
+    kernel_undefined_warnings, poison_named, random_rest, sim_config, step_order_named, take_input,
 };
+use nkic_driver::simulate::{KernelOutputs, kernel_outputs, simulate};
 use nkic_isa::{DType, Target, TensorKind};
-use nkic_sim::{DumpSpec, InputKey, Inputs, Poison, SimConfig, StepOrder};
+use nkic_sim::{DumpSpec, Inputs, Poison, StepOrder};
 use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -194,7 +196,9 @@ impl Program {
         let launch = &self.compiled.launch;
         let program = launch.main();
         let mut given = Inputs::new();
-        let mut random = None;
+        let mut random = random_rest(program, seed, |name| {
+            matches!(inputs.get_item(name), Ok(Some(_)))
+        });
         for (_, tensor) in program.args() {
             if !matches!(tensor.kind, TensorKind::Input | TensorKind::InOut) {
                 continue;
@@ -219,25 +223,20 @@ impl Program {
                     given.insert(tensor.name.as_str(), bytes.to_vec());
                 }
                 None => {
-                    let all = random.get_or_insert_with(|| random_inputs(program, seed));
-                    if let Some(bytes) = all
-                        .entries
-                        .iter()
-                        .find(|(k, _)| matches!(k, InputKey::Name(n) if *n == tensor.name))
-                        .map(|(_, b)| b.clone())
+                    if let Some((key, bytes)) =
+                        random.as_mut().and_then(|r| take_input(r, &tensor.name))
                     {
-                        given.insert_shared(tensor.name.as_str(), bytes);
+                        given.insert_shared(key, bytes);
                     }
                 }
             }
         }
-        let config = SimConfig {
-            step_order: parse_step_order(step_order)?,
-            poison: parse_poison(poison)?,
+        let config = sim_config(
+            parse_step_order(step_order)?,
+            parse_poison(poison)?,
             trace,
-            max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
-            ..SimConfig::default()
-        };
+            max_sim_ms,
+        );
         // The sources leave the lock while the GIL is released (a fault
         // may add the files it points into) and go back after.
         let mut guard = self
@@ -273,17 +272,8 @@ impl Program {
                 return Err(error(py, class, &[diag], &guard));
             }
         };
-        let warnings = undefined_warnings(
-            &result,
-            launch,
-            base_dir,
-            &mut guard,
-            &read_file,
-            |tensor, sources| match describe_output(tensor, compiled, sources) {
-                Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
-                None => (format!("`{tensor}`"), None),
-            },
-        );
+        let warnings =
+            kernel_undefined_warnings(&result, compiled, base_dir, &mut guard, &read_file);
         let out = PyDict::new(py);
         out.set_item("warnings", rendered(&warnings, &guard))?;
         let outputs = PyDict::new(py);
@@ -324,26 +314,19 @@ impl Program {
 }
 
 fn parse_poison(text: &str) -> PyResult<Poison> {
-    match text {
-        "precise" => Ok(Poison::Precise),
-        "error" => Ok(Poison::Error),
-        "nan" => Ok(Poison::Nan),
-        "zero" => Ok(Poison::Zero),
-        _ => Err(PyValueError::new_err(format!(
+    poison_named(text).ok_or_else(|| {
+        PyValueError::new_err(format!(
             "poison must be 'precise', 'error', 'nan' or 'zero', not {text:?}"
-        ))),
-    }
+        ))
+    })
 }
 
 fn parse_step_order(text: &str) -> PyResult<StepOrder> {
-    match text {
-        "round-robin" => Ok(StepOrder::RoundRobin),
-        "reverse" => Ok(StepOrder::Reverse),
-        "earliest" => Ok(StepOrder::Earliest),
-        _ => Err(PyValueError::new_err(format!(
+    step_order_named(text).ok_or_else(|| {
+        PyValueError::new_err(format!(
             "step_order must be 'round-robin', 'reverse' or 'earliest', not {text:?}"
-        ))),
-    }
+        ))
+    })
 }
 
 fn parse_target(text: &str) -> PyResult<Target> {

@@ -444,31 +444,29 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         Ok(Expr::new(ExprKind::Tuple(elts), span(l, self.prev_end)))
     }
 
+    /// A starred expression at a `*`, else `other`.
     #[inline]
-    fn test_or_star(&mut self) -> PResult<Expr> {
+    fn or_star(&mut self, other: fn(&mut Self) -> PResult<Expr>) -> PResult<Expr> {
         if self.cur.1 == Token::Star {
             self.star_expr()
         } else {
-            self.test()
+            other(self)
         }
+    }
+
+    #[inline]
+    fn test_or_star(&mut self) -> PResult<Expr> {
+        self.or_star(Self::test)
     }
 
     #[inline]
     fn expr_or_star(&mut self) -> PResult<Expr> {
-        if self.cur.1 == Token::Star {
-            self.star_expr()
-        } else {
-            self.expr()
-        }
+        self.or_star(Self::expr)
     }
 
     #[inline]
     fn named_expr_or_star(&mut self) -> PResult<Expr> {
-        if self.cur.1 == Token::Star {
-            self.star_expr()
-        } else {
-            self.named_expr_test()
-        }
+        self.or_star(Self::named_expr_test)
     }
 
     /// The targets of `del`: a list of expressions (a trailing comma allowed).

@@ -782,24 +782,29 @@ impl<'src> Ctx<'src> {
     }
 
     pub(crate) fn check_aug_target(&mut self, target: &Expr) {
-        match &target.kind {
-            ExprKind::Name(_)
-            | ExprKind::Attribute { .. }
-            | ExprKind::Subscript { .. }
-            | ExprKind::Error => {}
-            other => {
-                let what = describe_expr_kind(other);
-                self.error(
-                    "E0020",
-                    format!("cannot use augmented assignment on {what}"),
-                    target.span,
-                    "augmented assignment needs a single name, attribute or subscript",
-                );
-            }
-        }
+        self.check_single_target(
+            target,
+            |what| format!("cannot use augmented assignment on {what}"),
+            "augmented assignment needs a single name, attribute or subscript",
+        );
     }
 
     pub(crate) fn check_ann_target(&mut self, target: &Expr) {
+        self.check_single_target(
+            target,
+            |what| format!("cannot annotate {what}"),
+            "only a single name, attribute or subscript can be annotated",
+        );
+    }
+
+    /// E0020 unless `target` is a single name, attribute or subscript:
+    /// `message` of the expression's description, labelled `label`.
+    fn check_single_target(
+        &mut self,
+        target: &Expr,
+        message: impl Fn(&str) -> String,
+        label: &str,
+    ) {
         match &target.kind {
             ExprKind::Name(_)
             | ExprKind::Attribute { .. }
@@ -807,12 +812,7 @@ impl<'src> Ctx<'src> {
             | ExprKind::Error => {}
             other => {
                 let what = describe_expr_kind(other);
-                self.error(
-                    "E0020",
-                    format!("cannot annotate {what}"),
-                    target.span,
-                    "only a single name, attribute or subscript can be annotated",
-                );
+                self.error("E0020", message(what), target.span, label);
             }
         }
     }

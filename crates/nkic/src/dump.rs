@@ -65,10 +65,7 @@ pub fn write_dumps(
     dir: &Path,
     out: OutDTypeArg,
 ) -> Result<(), Vec<Diagnostic>> {
-    let out = match out {
-        OutDTypeArg::Native => OutDType::Native,
-        OutDTypeArg::Float32 => OutDType::Float32,
-    };
+    let out = OutDType::from(out);
     for name in names {
         let sub = dir.join("dump").join(name);
         std::fs::create_dir_all(&sub).map_err(|err| {

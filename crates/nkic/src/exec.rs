@@ -8,9 +8,10 @@
 use std::path::{Path, PathBuf};
 
 use nkic_diag::{Diagnostic, SourceMap, Span};
+use nkic_driver::simio;
 use nkic_driver::simulate::{InstructionLocator, runtime_fault};
 use nkic_isa::{DType, Launch, Program, TensorKind};
-use nkic_sim::{Inputs, Poison, RunResult, SimConfig, StepOrder};
+use nkic_sim::{Inputs, Poison, RunResult, StepOrder};
 
 use crate::npy::{self, OutDType};
 
@@ -74,6 +75,15 @@ pub enum OutDTypeArg {
     Native,
     /// An upcast float32 copy of every float output.
     Float32,
+}
+
+impl From<OutDTypeArg> for OutDType {
+    fn from(arg: OutDTypeArg) -> OutDType {
+        match arg {
+            OutDTypeArg::Native => OutDType::Native,
+            OutDTypeArg::Float32 => OutDType::Float32,
+        }
+    }
 }
 
 /// `--step-order`: how the interpreter interleaves independent queues.
@@ -186,7 +196,12 @@ pub fn exec(
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
     let program = launch.main();
     let inputs = read_inputs(program, opts.inputs)?;
-    let config = sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
+    let config = simio::sim_config(
+        opts.step_order.into(),
+        opts.poison.into(),
+        false,
+        opts.max_sim_ms,
+    );
     let result = nkic_sim::run_launch(verified, &inputs, &config).map_err(|err| {
         vec![runtime_fault(
             &err,
@@ -220,27 +235,24 @@ pub fn exec(
     ))
 }
 
-/// The interpreter's options from the command line.
-pub(crate) fn sim_config(
-    step_order: StepOrderArg,
-    poison: PoisonArg,
-    max_sim_ms: u64,
-) -> SimConfig {
-    SimConfig {
-        step_order: match step_order {
+impl From<StepOrderArg> for StepOrder {
+    fn from(arg: StepOrderArg) -> StepOrder {
+        match arg {
             StepOrderArg::RoundRobin => StepOrder::RoundRobin,
             StepOrderArg::Reverse => StepOrder::Reverse,
             StepOrderArg::Earliest => StepOrder::Earliest,
-        },
-        poison: match poison {
+        }
+    }
+}
+
+impl From<PoisonArg> for Poison {
+    fn from(arg: PoisonArg) -> Poison {
+        match arg {
             PoisonArg::Precise => Poison::Precise,
             PoisonArg::Error => Poison::Error,
             PoisonArg::Nan => Poison::Nan,
             PoisonArg::Zero => Poison::Zero,
-        },
-        trace: false,
-        max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
-        ..SimConfig::default()
+        }
     }
 }
 
@@ -347,13 +359,10 @@ pub(crate) fn read_inputs_or(
         let given = specs.iter().any(|s| s.name == tensor.name);
         if matches!(tensor.kind, TensorKind::Input | TensorKind::InOut)
             && !given
-            && let Some(rest) = rest.as_mut()
-            && let Some(i) = rest
-                .entries
-                .iter()
-                .position(|(k, _)| matches!(k, nkic_sim::InputKey::Name(n) if *n == tensor.name))
+            && let Some((key, bytes)) = rest
+                .as_mut()
+                .and_then(|r| simio::take_input(r, &tensor.name))
         {
-            let (key, bytes) = rest.entries.swap_remove(i);
             inputs.insert_shared(key, bytes);
             continue;
         }
@@ -389,19 +398,8 @@ pub(crate) fn write_outputs(
     out: OutDTypeArg,
     files: &[(String, &str)],
 ) -> Result<(), Diagnostic> {
-    std::fs::create_dir_all(dir).map_err(|err| {
-        Diagnostic::error(
-            "E9004",
-            format!(
-                "cannot create the output directory `{}`: {err}",
-                dir.display()
-            ),
-        )
-    })?;
-    let out = match out {
-        OutDTypeArg::Native => OutDType::Native,
-        OutDTypeArg::Float32 => OutDType::Float32,
-    };
+    crate::fsio::create_output_dir(dir)?;
+    let out = OutDType::from(out);
     for (file, name) in files {
         let (Some(tensor), Some(bytes)) = (
             program

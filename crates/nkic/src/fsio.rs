@@ -43,6 +43,20 @@ pub fn read_text(path: &Path) -> Option<String> {
     String::from_utf8(read_bounded(path, MAX_FILE_BYTES).ok()?).ok()
 }
 
+/// Creates the output directory `dir` (`--out`) and its parents; a
+/// failure is E9004.
+pub fn create_output_dir(dir: &Path) -> Result<(), Diagnostic> {
+    std::fs::create_dir_all(dir).map_err(|err| {
+        Diagnostic::error(
+            "E9004",
+            format!(
+                "cannot create the output directory `{}`: {err}",
+                dir.display()
+            ),
+        )
+    })
+}
+
 /// Writes `data` to `path` atomically (a temporary file renamed over it);
 /// a failure, or a `path` that is one of the files this run read, is E9005.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {

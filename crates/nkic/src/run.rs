@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, FileId, SourceMap};
 use nkic_driver::compile::{Compiled, launch_bound};
-use nkic_driver::simulate::{output_files, random_inputs};
-use nkic_isa::{Launch, TensorKind};
+use nkic_driver::simio;
+use nkic_driver::simulate::output_files;
+use nkic_isa::Launch;
 use nkic_specialize::ArgSpec;
 
 use crate::exec::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
@@ -151,21 +152,22 @@ pub fn run_compiled(
 ) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
     let launch = &compiled.launch;
     let program = launch.main();
+    // Arguments without `--input` are random, as with no `--input`;
+    // when every one is given, nothing is drawn.
+    let rest = simio::random_rest(program, opts.seed, |name| {
+        opts.inputs.iter().any(|s| s.name == name)
+    });
     let inputs = if opts.inputs.is_empty() {
-        random_inputs(program, opts.seed)
+        rest.unwrap_or_default()
     } else {
-        // Arguments without `--input` are random, as with no `--input`
-        // (drawn for every argument, so each gets the values it gets
-        // then); when every one is given, nothing is drawn.
-        let all_given = program.args().all(|(_, t)| {
-            !matches!(t.kind, TensorKind::Input | TensorKind::InOut)
-                || opts.inputs.iter().any(|s| s.name == t.name)
-        });
-        let rest = (!all_given).then(|| random_inputs(program, opts.seed));
         exec::read_inputs_or(program, opts.inputs, rest)?
     };
-    let mut config = exec::sim_config(opts.step_order, opts.poison, opts.max_sim_ms);
-    config.trace = opts.profile.is_some();
+    let mut config = simio::sim_config(
+        opts.step_order.into(),
+        opts.poison.into(),
+        opts.profile.is_some(),
+        opts.max_sim_ms,
+    );
     config.tier = match opts.sim_tier {
         SimTierArg::Interp => nkic_sim::SimTier::Interp,
         SimTierArg::Jit => nkic_sim::SimTier::Jit,
@@ -214,16 +216,12 @@ pub fn run_compiled(
             exec::print_stdout(&text);
         }
     }
-    Ok(nkic_driver::simulate::undefined_warnings(
+    Ok(simio::kernel_undefined_warnings(
         &result,
-        launch,
+        compiled,
         &base_dir,
         sources,
         &crate::cli::FileLoader,
-        |tensor, sources| match nkic_driver::simulate::describe_output(tensor, compiled, sources) {
-            Some((what, loc)) => (what, loc.map(|l| (l.file, l.span))),
-            None => (format!("`{tensor}`"), None),
-        },
     ))
 }
 
@@ -234,15 +232,7 @@ pub fn write_profile(
     dir: &Path,
     title: &str,
 ) -> Result<(), Diagnostic> {
-    std::fs::create_dir_all(dir).map_err(|err| {
-        Diagnostic::error(
-            "E9004",
-            format!(
-                "cannot create the output directory `{}`: {err}",
-                dir.display()
-            ),
-        )
-    })?;
+    crate::fsio::create_output_dir(dir)?;
     for (name, text) in [
         (
             "trace.json",

@@ -6,7 +6,7 @@ mod common;
 
 use common::root;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 
 fn nkic(args: &[&str]) -> Output {
@@ -17,36 +17,12 @@ fn temp_dir(name: &str) -> PathBuf {
     common::temp_dir("cli", name)
 }
 
-/// The f32 payload of a `.npy` file written by NumPy or nkic (C order,
-/// little-endian `<f4`).
-fn read_f32_npy(path: &Path) -> (Vec<u64>, Vec<f32>) {
-    let bytes = std::fs::read(path).expect("npy file");
-    assert_eq!(&bytes[..6], b"\x93NUMPY");
-    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let header = std::str::from_utf8(&bytes[10..10 + header_len]).expect("ascii header");
-    assert!(header.contains("'descr': '<f4'"), "{header}");
-    let shape_text = header
-        .split("'shape': (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .expect("shape");
-    let shape: Vec<u64> = shape_text
-        .split(',')
-        .filter_map(|d| d.trim().parse().ok())
-        .collect();
-    let data = bytes[10 + header_len..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    (shape, data)
-}
-
 #[test]
 fn run_tensor_add_matches_numpy_in_both_schedules() {
     let data = root().join("kernels/data/tensor_add");
     let a = format!("a={}", data.join("a.npy").display());
     let b = format!("b={}", data.join("b.npy").display());
-    let (_, expected) = read_f32_npy(&data.join("out0.npy"));
+    let (_, expected) = common::read_f32_npy_shaped(&data.join("out0.npy"));
     for schedule in ["optimized", "sequential"] {
         let out = temp_dir(schedule);
         let res = nkic(&[
@@ -84,7 +60,7 @@ fn run_tensor_add_matches_numpy_in_both_schedules() {
         assert!(
             report["simulated_ns"].as_f64().unwrap() >= report["lower_bound_ns"].as_f64().unwrap()
         );
-        let (shape, got) = read_f32_npy(&out.join("out0.npy"));
+        let (shape, got) = common::read_f32_npy_shaped(&out.join("out0.npy"));
         assert_eq!(shape, vec![256, 512]);
         assert_eq!(got, expected, "schedule {schedule}");
     }

@@ -18,69 +18,13 @@
 //! A second test checks that every kernel file in `kernels/` has its
 //! reference script `kernels/ref/<name>.py` and its data directory.
 
+mod common;
+
+use common::{Npy, read_npy, root};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the nkic crate lives at <root>/crates/nkic")
-        .to_path_buf()
-}
-
-/// A parsed `.npy` file: its dtype descriptor, shape and raw payload bytes.
-struct Npy {
-    descr: String,
-    shape: Vec<u64>,
-    payload: Vec<u8>,
-}
-
-fn read_npy(path: &Path) -> Npy {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        &bytes[..6],
-        b"\x93NUMPY",
-        "{} is not a .npy file",
-        path.display()
-    );
-    // Version 1 uses a 2-byte header length, versions 2 and 3 a 4-byte one.
-    let (header_start, header_len) = if bytes[6] == 1 {
-        (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize)
-    } else {
-        (
-            12,
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-        )
-    };
-    let header = std::str::from_utf8(&bytes[header_start..header_start + header_len])
-        .expect("ascii npy header");
-    assert!(
-        header.contains("'fortran_order': False"),
-        "{}: only C-order arrays are supported: {header}",
-        path.display()
-    );
-    let descr = header
-        .split("'descr': '")
-        .nth(1)
-        .and_then(|s| s.split('\'').next())
-        .expect("descr")
-        .to_string();
-    let shape = header
-        .split("'shape': (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .expect("shape")
-        .split(',')
-        .filter_map(|d| d.trim().parse().ok())
-        .collect();
-    Npy {
-        descr,
-        shape,
-        payload: bytes[header_start + header_len..].to_vec(),
-    }
-}
 
 /// The elements of a floating-point or integer `.npy` payload widened to
 /// f64 (exact for every supported dtype).

@@ -10,7 +10,7 @@ mod common;
 
 use common::root;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -26,6 +26,24 @@ fn nkic(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `nkic run KERNEL --input I… --schedule SCHEDULE --out OUT EXTRA…`.
+fn run_scheduled(
+    kernel: &str,
+    inputs: &[&str],
+    schedule: &str,
+    out: &Path,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let out = out.display().to_string();
+    let mut args = vec!["run", kernel];
+    for input in inputs {
+        args.extend(["--input", input]);
+    }
+    args.extend(["--schedule", schedule, "--out", &out]);
+    args.extend(extra);
+    nkic(&args)
 }
 
 const ADD: &str = "crates/nkic/tests/lnc/spmd_add_1d.py";
@@ -56,21 +74,8 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
     let mut times = Vec::new();
     for schedule in ["optimized", "sequential"] {
         let out = dir.join(schedule);
-        let out_text = out.display().to_string();
-        let (code, stdout, stderr) = nkic(&[
-            "run",
-            ADD,
-            "--input",
-            &a_in,
-            "--input",
-            &b_in,
-            "--schedule",
-            schedule,
-            "--out",
-            &out_text,
-            "--report",
-            "json",
-        ]);
+        let (code, stdout, stderr) =
+            run_scheduled(ADD, &[&a_in, &b_in], schedule, &out, &["--report", "json"]);
         assert_eq!(code, 0, "{stderr}");
         let report = json(&stdout);
         // Two cores, each with its own queues, in the report.
@@ -157,17 +162,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
     let tripled: Vec<f32> = swapped.iter().map(|v| v * 3.0).collect();
     for schedule in ["optimized", "sequential"] {
         let out = dir.join(schedule);
-        let out_text = out.display().to_string();
-        let (code, _, stderr) = nkic(&[
-            "run",
-            kernel,
-            "--input",
-            &x_in,
-            "--schedule",
-            schedule,
-            "--out",
-            &out_text,
-        ]);
+        let (code, _, stderr) = run_scheduled(kernel, &[&x_in], schedule, &out, &[]);
         assert_eq!(code, 0, "{schedule}: {stderr}");
         assert!(
             common::read_f32_npy(&out.join("out0.npy")) == swapped,

@@ -8,7 +8,7 @@ mod common;
 use common::root;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -396,39 +396,8 @@ fn profile_json_summary_fields() {
     }));
 }
 
-/// Reads a little-endian `<f4` `.npy` file's shape and values.
-fn read_f32_npy(path: &Path) -> (Vec<u64>, Vec<f32>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(&bytes[..6], b"\x93NUMPY");
-    let (start, len) = if bytes[6] == 1 {
-        (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize)
-    } else {
-        (
-            12,
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-        )
-    };
-    let header = std::str::from_utf8(&bytes[start..start + len]).expect("ascii header");
-    assert!(header.contains("'descr': '<f4'"), "{header}");
-    let shape = header
-        .split("'shape': (")
-        .nth(1)
-        .and_then(|s| s.split(')').next())
-        .expect("shape")
-        .split(',')
-        .filter_map(|d| d.trim().parse().ok())
-        .collect();
-    let values = bytes[start + len..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    (shape, values)
-}
-
-#[test]
-fn dump_writes_every_value_of_a_tensor() {
-    let dir = temp("dump");
-    let out = dir.display().to_string();
+/// Runs the bundled `tensor_add` on its data with `--dump name --out out`.
+fn dump_tensor_add(name: &str, out: &str) {
     let (ok, _, stderr) = nkic(&[
         "run",
         "kernels/tensor_add.py",
@@ -437,15 +406,23 @@ fn dump_writes_every_value_of_a_tensor() {
         "--input",
         "b=kernels/data/tensor_add/b.npy",
         "--dump",
-        "out0",
+        name,
         "--out",
-        &out,
+        out,
     ]);
     assert!(ok, "{stderr}");
+}
+
+#[test]
+fn dump_writes_every_value_of_a_tensor() {
+    let dir = temp("dump");
+    let out = dir.display().to_string();
+    dump_tensor_add("out0", &out);
     // The kernel stores out0 in [128, 512] tiles, one per loop iteration:
     // one value per tile, each the tile written, together covering the
     // result.
-    let (shape, want) = read_f32_npy(&root().join("kernels/data/tensor_add/out0.npy"));
+    let (shape, want) =
+        common::read_f32_npy_shaped(&root().join("kernels/data/tensor_add/out0.npy"));
     let (rows, cols) = (shape[0] as usize, shape[1] as usize);
     let tiles: Vec<(usize, usize)> = (0..rows / 128)
         .flat_map(|r| (0..cols / 512).map(move |c| (128 * r, 512 * c)))
@@ -461,7 +438,7 @@ fn dump_writes_every_value_of_a_tensor() {
             line.contains(" dma_copy dst float32[128,512] kernels/tensor_add.py:"),
             "{line}"
         );
-        let (shape, got) = read_f32_npy(&dir.join("dump/out0").join(&file));
+        let (shape, got) = common::read_f32_npy_shaped(&dir.join("dump/out0").join(&file));
         assert_eq!(shape, vec![128, 512]);
         let block = |(r0, c0): (usize, usize)| -> Vec<f32> {
             (0..128)
@@ -481,25 +458,14 @@ fn dump_writes_every_value_of_a_tensor() {
     // An on-chip tile is known by the variable it was assigned to: every
     // value of `sum_tile` is one 128-row block of the result.
     let _ = std::fs::remove_dir_all(&dir);
-    let (ok, _, stderr) = nkic(&[
-        "run",
-        "kernels/tensor_add.py",
-        "--input",
-        "a=kernels/data/tensor_add/a.npy",
-        "--input",
-        "b=kernels/data/tensor_add/b.npy",
-        "--dump",
-        "sum_tile",
-        "--out",
-        &out,
-    ]);
-    assert!(ok, "{stderr}");
+    dump_tensor_add("sum_tile", &out);
     let index = std::fs::read_to_string(dir.join("dump/sum_tile/index.txt")).expect("index.txt");
     assert_eq!(index.lines().count(), rows / 128, "{index}");
     let mut blocks = Vec::new();
     for (k, line) in index.lines().enumerate() {
         assert!(line.contains(" tensor_tensor dst float32[128,"), "{line}");
-        let (shape, got) = read_f32_npy(&dir.join(format!("dump/sum_tile/{k:04}.npy")));
+        let (shape, got) =
+            common::read_f32_npy_shaped(&dir.join(format!("dump/sum_tile/{k:04}.npy")));
         assert_eq!(shape, vec![128, cols as u64]);
         let block = (0..rows / 128)
             .find(|&r| want[r * 128 * cols..(r + 1) * 128 * cols] == got[..])

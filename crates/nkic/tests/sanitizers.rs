@@ -15,6 +15,17 @@ fn temp(name: &str) -> PathBuf {
     dir
 }
 
+/// The one diagnostic of a failed run (`ok` false), a race (E2008) with
+/// `message`.
+fn the_race<'d>(ok: bool, diags: &'d [Value], message: &str) -> &'d Value {
+    assert!(!ok);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    let d = &diags[0];
+    assert_eq!(d["code"], "E2008");
+    assert_eq!(d["message"], message);
+    d
+}
+
 /// Runs `nkic exec` in `dir` with JSON diagnostics; returns (ok, the
 /// diagnostics, stdout).
 fn exec(dir: &Path, program: &str, extra: &[&str]) -> (bool, Vec<Value>, String) {
@@ -71,13 +82,10 @@ const WRITE_WRITE: &str = "\
 fn a_write_write_race_names_both_nkasm_lines() {
     let dir = temp("ww");
     let (ok, diags, _) = exec(&dir, WRITE_WRITE, &[]);
-    assert!(!ok);
-    assert_eq!(diags.len(), 1, "{diags:?}");
-    let d = &diags[0];
-    assert_eq!(d["code"], "E2008");
-    assert_eq!(
-        d["message"],
-        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]"
+    let d = the_race(
+        ok,
+        &diags,
+        "data race: `dst` overwrites bytes that memset at vector[0] writes through `dst`, and no semaphore orders the two by memset at gpsimd[0]",
     );
     // Line 8 is gpsimd's memset (primary), line 6 vector's.
     assert_eq!(
@@ -144,13 +152,10 @@ fn a_read_write_race_names_both_kernel_lines() {
     };
     std::fs::write(dir.join("a.npy"), a).expect("input");
     let (ok, diags, _) = exec(&dir, &program, &["--input", "a=a.npy"]);
-    assert!(!ok);
-    assert_eq!(diags.len(), 1, "{diags:?}");
-    let d = &diags[0];
-    assert_eq!(d["code"], "E2008");
-    assert_eq!(
-        d["message"],
-        "data race: `src` reads bytes that dma_copy at dma0[0] (racy.py:3:5) writes through `dst`, and no semaphore orders the two by activation at scalar[0] (racy.py:4:5)"
+    let d = the_race(
+        ok,
+        &diags,
+        "data race: `src` reads bytes that dma_copy at dma0[0] (racy.py:3:5) writes through `dst`, and no semaphore orders the two by activation at scalar[0] (racy.py:4:5)",
     );
     // Primary at the reader's kernel line, then its `.nkasm` line, then the
     // writer's kernel line and `.nkasm` line.

@@ -2,13 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("the nkic crate lives at <root>/crates/nkic")
-        .to_path_buf()
-}
+mod common;
+
+use common::root as workspace_root;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {

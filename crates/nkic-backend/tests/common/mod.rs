@@ -55,16 +55,34 @@ pub fn load_text(text: &str) -> (Kernel, SourceMap) {
     (kernel, sources)
 }
 
+/// The bytes `inputs` gives argument `name`.
+pub fn input_bytes(inputs: &nkic_sim::Inputs, name: &str) -> Vec<u8> {
+    inputs
+        .entries
+        .iter()
+        .find(|(k, _)| *k == nkic_sim::InputKey::from(name))
+        .map(|(_, b)| b.to_vec())
+        .unwrap_or_else(|| panic!("no input {name}"))
+}
+
+/// `diags` rendered without colour, in ASCII, as the tests compare them.
+pub fn render(diags: &[nkic_diag::Diagnostic], sources: &SourceMap) -> String {
+    nkic_diag::render_all(
+        diags,
+        sources,
+        nkic_diag::RenderConfig {
+            color: false,
+            unicode: false,
+        },
+    )
+}
+
 /// A small deterministic generator (SplitMix64).
-pub struct Rng(pub u64);
+pub struct Rng(pub nkic_isa::SplitMix64);
 
 impl Rng {
     pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     /// A float in [-2, 2) with at most 12 significant bits, so sums stay exact-ish.
@@ -75,7 +93,7 @@ impl Rng {
 
 /// Deterministic inputs for every input and inout argument of `program`.
 pub fn inputs(program: &Program, seed: u64) -> nkic_sim::Inputs {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(nkic_isa::SplitMix64(seed));
     let mut inputs = nkic_sim::Inputs::new();
     for (_, t) in program.args() {
         if !matches!(t.kind, TensorKind::Input | TensorKind::InOut) {

@@ -69,6 +69,73 @@ pub fn read_f32_npy(path: &std::path::Path) -> Vec<f32> {
         .collect()
 }
 
+/// A parsed `.npy` file: its dtype descriptor, shape and raw payload bytes.
+#[allow(dead_code)]
+pub struct Npy {
+    pub descr: String,
+    pub shape: Vec<u64>,
+    pub payload: Vec<u8>,
+}
+
+#[allow(dead_code)]
+pub fn read_npy(path: &Path) -> Npy {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..6],
+        b"\x93NUMPY",
+        "{} is not a .npy file",
+        path.display()
+    );
+    // Version 1 uses a 2-byte header length, versions 2 and 3 a 4-byte one.
+    let (header_start, header_len) = if bytes[6] == 1 {
+        (10, u16::from_le_bytes([bytes[8], bytes[9]]) as usize)
+    } else {
+        (
+            12,
+            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
+        )
+    };
+    let header = std::str::from_utf8(&bytes[header_start..header_start + header_len])
+        .expect("ascii npy header");
+    assert!(
+        header.contains("'fortran_order': False"),
+        "{}: only C-order arrays are supported: {header}",
+        path.display()
+    );
+    let descr = header
+        .split("'descr': '")
+        .nth(1)
+        .and_then(|s| s.split('\'').next())
+        .expect("descr")
+        .to_string();
+    let shape = header
+        .split("'shape': (")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .expect("shape")
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    Npy {
+        descr,
+        shape,
+        payload: bytes[header_start + header_len..].to_vec(),
+    }
+}
+
+/// The shape and values of a little-endian `<f4` `.npy` file.
+#[allow(dead_code)]
+pub fn read_f32_npy_shaped(path: &Path) -> (Vec<u64>, Vec<f32>) {
+    let npy = read_npy(path);
+    assert_eq!(npy.descr, "<f4", "{}", path.display());
+    let values = npy
+        .payload
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (npy.shape, values)
+}
+
 /// Runs `nkic run KERNEL --input NAME=<values as .npy> --out DIR` in a
 /// fresh temporary directory, asserts success and returns the `--out`
 /// directory (the caller removes `dir`'s parent when done).
