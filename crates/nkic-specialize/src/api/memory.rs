@@ -17,7 +17,9 @@ use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req};
+use super::table::{
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, X, opt, req,
+};
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
@@ -165,7 +167,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.copy",
-        &[req("x", Kind::Tensor), OUT_DTYPE],
+        &[X, OUT_DTYPE],
         COPY_ENGINES,
         "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
         &["As `nisa.tensor_copy`."],
@@ -191,16 +193,14 @@ pub const DEFS: &[ApiDef] = &[
         ],
         dma_compute,
     ),
-    ApiDef {
-        name: "instruction.depends_on",
-        params: &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Adds scheduling edges: this instruction runs after each producer; returns itself.",
-        constraints: &["Producers are instruction handles recorded earlier."],
-        run: depends_on_unbound,
-    },
+    ApiDef::new(
+        "instruction.depends_on",
+        &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
+        NONE,
+        "Adds scheduling edges: this instruction runs after each producer; returns itself.",
+        &["Producers are instruction handles recorded earlier."],
+        depends_on_unbound,
+    ),
 ];
 
 // ------------------------------------------------------------------ helpers

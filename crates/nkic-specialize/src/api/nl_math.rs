@@ -40,7 +40,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, Op, OpKind, Scalar};
-use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd};
 
 use super::check::{self, shape_text};
 use super::codes;
@@ -48,7 +48,7 @@ use super::consts;
 use super::emit;
 use super::isa::tensor_engine;
 use super::lower::{self, Operand};
-use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -57,19 +57,15 @@ const VECTOR: &[Engine] = &[Engine::Vector];
 const SCALAR: &[Engine] = &[Engine::Scalar];
 const GPSIMD_SCALAR: &[Engine] = &[Engine::GpSimd, Engine::Scalar];
 
-pub(super) const BINARY_PARAMS: &[super::table::Param] = &[
-    req("x", Kind::Operand),
-    req("y", Kind::Operand),
-    opt("dtype", Kind::DType, "None"),
-];
+pub(super) const BINARY_PARAMS: &[super::table::Param] =
+    &[req("x", Kind::Operand), req("y", Kind::Operand), OUT_DTYPE];
 
-pub(super) const UNARY_PARAMS: &[super::table::Param] =
-    &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")];
+pub(super) const UNARY_PARAMS: &[super::table::Param] = &[X, OUT_DTYPE];
 
 const REDUCE_PARAMS: &[super::table::Param] = &[
-    req("x", Kind::Tensor),
+    X,
     req("axis", Kind::Ints),
-    opt("dtype", Kind::DType, "None"),
+    OUT_DTYPE,
     opt("keepdims", Kind::Bool, "False"),
 ];
 
@@ -85,52 +81,39 @@ const BITWISE_RULES: &[&str] = &[
 
 macro_rules! binary {
     ($name:literal, $engines:expr, $summary:literal, $rules:expr) => {
-        ApiDef {
-            name: $name,
-            params: BINARY_PARAMS,
-            engines: $engines,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: $rules,
-            run: binary,
-        }
+        ApiDef::new($name, BINARY_PARAMS, $engines, $summary, $rules, binary)
     };
 }
 
 macro_rules! act {
     ($name:literal, $summary:literal) => {
-        ApiDef {
-            name: $name,
-            params: UNARY_PARAMS,
-            engines: SCALAR,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: &[
+        ApiDef::new(
+            $name,
+            UNARY_PARAMS,
+            SCALAR,
+            $summary,
+            &[
                 "`x` is an SBUF/PSUM tile with at most 128 partitions.",
                 "The input ranges of isa.md §2.4 apply.",
             ],
-            run: unary,
-        }
+            unary,
+        )
     };
 }
 
 macro_rules! reduce {
     ($name:literal, $summary:literal) => {
-        ApiDef {
-            name: $name,
-            params: REDUCE_PARAMS,
-            engines: VECTOR,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: &[
+        ApiDef::new(
+            $name,
+            REDUCE_PARAMS,
+            VECTOR,
+            $summary,
+            &[
                 "`x` is an SBUF/PSUM tile.",
                 "`axis` names the trailing free dims ending at the last dim (never dim 0): `1`, `(1, 2)`, `(1, 2, 3)` …",
             ],
-            run: reduce,
-        }
+            reduce,
+        )
     };
 }
 
@@ -359,11 +342,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.softmax",
-        &[
-            req("x", Kind::Tensor),
-            opt("axis", Kind::Ints, "-1"),
-            OUT_DTYPE,
-        ],
+        &[X, opt("axis", Kind::Ints, "-1"), OUT_DTYPE],
         &[Engine::Vector, Engine::Scalar],
         "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
         &[
@@ -375,7 +354,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.rms_norm",
         &[
-            req("x", Kind::Tensor),
+            X,
             req("w", Kind::Tensor),
             req("axis", Kind::Ints),
             req("n", Kind::Int),
@@ -409,7 +388,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.broadcast_to",
-        &[req("x", Kind::Tensor), req("shape", Kind::Shape), OUT_DTYPE],
+        &[X, SHAPE, OUT_DTYPE],
         &[Engine::Vector, Engine::Tensor],
         "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
         &[
@@ -418,24 +397,22 @@ pub const DEFS: &[ApiDef] = &[
         ],
         broadcast_to,
     ),
-    ApiDef {
-        name: "nl.var",
-        params: &[
-            req("x", Kind::Tensor),
+    ApiDef::new(
+        "nl.var",
+        &[
+            X,
             req("axis", Kind::Ints),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("keepdims", Kind::Bool, "True"),
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
-        constraints: &[
+        VECTOR,
+        "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
+        &[
             "`x` is an SBUF/PSUM tile; `axis` names all its free dims.",
             "Rows longer than `nl.tile_size.bn_stats_fmax` need a 2-D `x`.",
         ],
-        run: var,
-    },
+        var,
+    ),
 ];
 
 // ------------------------------------------------------------------ helpers

@@ -41,7 +41,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine};
 
 use super::check;
 use super::codes;
@@ -49,7 +49,7 @@ use super::lower::{self, Operand};
 use super::nl_math::{
     BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -140,11 +140,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.broadcast_to",
-        &[
-            req("x", Kind::Tensor),
-            req("shape", Kind::Shape),
-            super::table::OUT_DTYPE,
-        ],
+        &[X, SHAPE, OUT_DTYPE],
         &[Engine::Vector, Engine::Tensor],
         "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
         &["The `nl.broadcast_to` rules apply."],
@@ -152,33 +148,31 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.expand_dims",
-        &[req("x", Kind::Tensor), req("axis", Kind::Int)],
+        &[X, req("axis", Kind::Int)],
         NONE,
         "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
         &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
         expand_dims,
     ),
-    ApiDef {
-        name: "nl.loop_reduce",
-        params: &[
-            req("x", Kind::Tensor),
+    ApiDef::new(
+        "nl.loop_reduce",
+        &[
+            X,
             req("op", Kind::AluOp),
             req("loop_indices", Kind::Any),
-            super::table::opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             super::table::opt("mask", Kind::Any, "None"),
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy: `dst = dst op x` into the tile the result is assigned to, so that over the iterations of `loop_indices` it reduces `x` (one VectorE `tensor_tensor`).",
-        constraints: &[
+        VECTOR,
+        "Legacy: `dst = dst op x` into the tile the result is assigned to, so that over the iterations of `loop_indices` it reduces `x` (one VectorE `tensor_tensor`).",
+        &[
             "The result is assigned to a tile (`b = …` where `b` is a tile, or `t[...] = …`) of `x`'s shape; any other use is an error.",
             "`loop_indices` is not checked: the loop structure is the kernel's.",
             "`dtype=` is accepted; the result has the dtype of the tile it is assigned to.",
             "`mask=` is not supported.",
         ],
-        run: loop_reduce,
-    },
+        loop_reduce,
+    ),
     ApiDef::new(
         "ncc.sbuf.alloc",
         &[req("func", Kind::Any)],

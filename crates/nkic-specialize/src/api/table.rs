@@ -174,6 +174,20 @@ pub const REVERSE1: Param = opt("reverse1", Kind::Bool, "False");
 pub const REDUCE_OP: Param = req("reduce_op", Kind::AluOp);
 /// `reduce_res=`: the `(P, 1)` tile an accumulating reduction is read into.
 pub const REDUCE_RES: Param = opt("reduce_res", Kind::Tensor, "None");
+/// `self`: the tensor a method of `NkiTensor` is called on.
+pub const SELF: Param = req("self", Kind::Tensor);
+/// `x`: the tile input of an `nl.*` function.
+pub const X: Param = req("x", Kind::Tensor);
+/// `dim=` of a view method.
+pub const DIM: Param = req("dim", Kind::Int);
+/// `shape` of a new tensor.
+pub const SHAPE: Param = req("shape", Kind::Shape);
+/// `dtype` of a new tensor.
+pub const DTYPE: Param = req("dtype", Kind::DType);
+/// `buffer=` of a new tensor.
+pub const BUFFER: Param = opt("buffer", Kind::Buffer, "nl.sbuf");
+/// `name=` of a new tensor.
+pub const TENSOR_NAME: Param = opt("name", Kind::Str, "''");
 /// `reduce_cmd=` defaulting to `idle` (the accumulators are untouched).
 pub const REDUCE_IDLE: Param = reduce_cmd("nisa.reduce_cmd.idle");
 /// `reduce_cmd=` defaulting to `reset_reduce`.
@@ -434,14 +448,7 @@ enum Legacy {
 const LEGACY: &[(&str, Legacy)] = &[
     (
         "nisa.memset",
-        Legacy::ValueForm(&[
-            req("shape", Kind::Shape),
-            req("value", Kind::Float),
-            req("dtype", Kind::DType),
-            ENGINE,
-            MASK,
-            NAME,
-        ]),
+        Legacy::ValueForm(&[SHAPE, req("value", Kind::Float), DTYPE, ENGINE, MASK, NAME]),
     ),
     (
         // `affine_select(pred, on_true_tile, on_false_value)`.
@@ -450,7 +457,7 @@ const LEGACY: &[(&str, Legacy)] = &[
             req("pred", Kind::Index),
             req("on_true_tile", Kind::Tensor),
             req("on_false_value", Kind::Float),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             MASK,
             NAME,
         ]),

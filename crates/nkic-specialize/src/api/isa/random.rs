@@ -15,7 +15,10 @@ use nkic_isa::{AluOp, DType, Engine, Target};
 use crate::api::check;
 use crate::api::isa::unsupported;
 use crate::api::lower::scalar_operand;
-use crate::api::table::{ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, opt, req};
+use crate::api::table::{
+    ApiDef, BUFFER, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SHAPE, TENSOR_NAME, X,
+    opt, req,
+};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -112,10 +115,10 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.rand",
         &[
-            req("shape", Kind::Shape),
+            SHAPE,
             opt("dtype", Kind::DType, "nl.float32"),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
+            BUFFER,
+            TENSOR_NAME,
         ],
         VECTOR,
         "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
@@ -133,7 +136,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.dropout",
         &[
-            req("x", Kind::Tensor),
+            X,
             req("rate", Kind::Scalar),
             OUT_DTYPE,
         ],
