@@ -795,6 +795,16 @@ impl Ctx<'_> {
         if r.is_plain() {
             return Ok(r.reg);
         }
+        let factors = self.reg_factors(r, span)?;
+        let loc = self.loc(span);
+        let dst = self.builder().alloc_register("", None, loc);
+        // Not plain, so a multiply or an add lands in `dst`.
+        self.scaled_into(r.reg, factors, dst, span)?;
+        Ok(dst)
+    }
+
+    /// The factor and offset of register expression `r` as immediates.
+    pub(crate) fn reg_factors(&self, r: RegValue, span: Span) -> Result<(i32, i32), Diagnostic> {
         let (Ok(scale), Ok(offset)) = (i32::try_from(r.scale), i32::try_from(r.offset)) else {
             return Err(self.error(
                 codes::INT_OVERFLOW,
@@ -803,33 +813,38 @@ impl Ctx<'_> {
                 "too large",
             ));
         };
-        let loc = self.loc(span);
-        let dst = self.builder().alloc_register("", None, loc);
-        let mut src = r.reg;
-        if scale != 1 {
-            self.push_op(
-                nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
-                    dst,
-                    op: nkic_isa::RegAluOp::Mul,
-                    a: src,
-                    b: RegOrImm::Imm(scale),
-                }),
-                span,
-            )?;
-            src = dst;
+        Ok((scale, offset))
+    }
+
+    /// Records `dst = reg · scale + offset`, leaving out a factor of 1 and
+    /// an offset of 0; returns the register holding the result: `dst`, or
+    /// `reg` itself when nothing was recorded.
+    pub(crate) fn scaled_into(
+        &mut self,
+        reg: nkic_ir::RegHandle,
+        (scale, offset): (i32, i32),
+        dst: nkic_ir::RegHandle,
+        span: Span,
+    ) -> Result<nkic_ir::RegHandle, Diagnostic> {
+        let mut src = reg;
+        for (op, imm, identity) in [
+            (nkic_isa::RegAluOp::Mul, scale, 1),
+            (nkic_isa::RegAluOp::Add, offset, 0),
+        ] {
+            if imm != identity {
+                self.push_op(
+                    nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
+                        dst,
+                        op,
+                        a: src,
+                        b: RegOrImm::Imm(imm),
+                    }),
+                    span,
+                )?;
+                src = dst;
+            }
         }
-        if offset != 0 || src != dst {
-            self.push_op(
-                nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
-                    dst,
-                    op: nkic_isa::RegAluOp::Add,
-                    a: src,
-                    b: RegOrImm::Imm(offset),
-                }),
-                span,
-            )?;
-        }
-        Ok(dst)
+        Ok(src)
     }
 
     /// A dynamic loop bound as the IR wants it.
