@@ -85,7 +85,6 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
     }
 }
 
-use std::any::Any;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -94,20 +93,13 @@ use nkic_isa::Target;
 use crate::args::{Arg, CallArgs};
 use crate::codes;
 use crate::ctx::Ctx;
-use crate::value::{ApiObject, DsValue, DynRangeValue, IndexExpr, IntOrReg, RangeKind};
+use crate::value::{DsValue, DynRangeValue, IndexExpr, IntOrReg, RangeKind};
 
 /// The value of `nl.no_reorder()`, used by `with`.
 #[derive(Debug)]
 pub(crate) struct NoReorderMarker;
 
-impl ApiObject for NoReorderMarker {
-    fn type_name(&self) -> &'static str {
-        "no_reorder"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(NoReorderMarker, "no_reorder");
 
 impl Ctx<'_> {
     fn int_or_reg(&self, a: &Arg, func: &str) -> Result<IntOrReg, Diagnostic> {

@@ -260,14 +260,7 @@ pub struct PendingLoopReduce {
     pub span: Span,
 }
 
-impl crate::value::ApiObject for PendingLoopReduce {
-    fn type_name(&self) -> &'static str {
-        "loop_reduce result"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(PendingLoopReduce, "loop_reduce result");
 
 impl PendingLoopReduce {
     /// The pending call in `v`, if it is one.

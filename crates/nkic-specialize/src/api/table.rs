@@ -1084,40 +1084,52 @@ fn op_name(v: &Value) -> Option<&'static str> {
 
 /// The ALU operator in `a` (`nl.add`, `np.add`, …).
 pub fn alu_op_of(ctx: &Ctx<'_>, a: &Arg) -> Result<AluOp, Diagnostic> {
-    if let Some(name) = op_name(&a.value)
-        && let Some(op) = consts::alu_op_by_name(name)
-    {
+    operator_of(
+        ctx,
+        a,
+        consts::alu_op_by_name,
+        [
+            "an ALU operator",
+            "nl.add",
+            "the operators are listed in isa.md §2.3",
+        ],
+    )
+}
+
+/// The activation function in `a` (`nl.exp`, …).
+pub fn act_func_of(ctx: &Ctx<'_>, a: &Arg) -> Result<ActFunc, Diagnostic> {
+    operator_of(
+        ctx,
+        a,
+        consts::act_func_by_name,
+        [
+            "an activation function",
+            "nl.exp",
+            "the activation functions are listed in isa.md §2.4",
+        ],
+    )
+}
+
+/// The operator or function in `a` that `by_name` finds by its dotted
+/// name; the error names `what` it must be, an `example` and a `note`.
+fn operator_of<T>(
+    ctx: &Ctx<'_>,
+    a: &Arg,
+    by_name: fn(&str) -> Option<T>,
+    [what, example, note]: [&str; 3],
+) -> Result<T, Diagnostic> {
+    if let Some(op) = op_name(&a.value).and_then(by_name) {
         return Ok(op);
     }
     Err(ctx
         .error(
             codes::BAD_ENUM,
             format!(
-                "expected an ALU operator such as `nl.add`, found {}",
+                "expected {what} such as `{example}`, found {}",
                 crate::format::short_repr(&a.value)
             ),
             a.span,
-            "not an ALU operator",
+            format!("not {what}"),
         )
-        .with_note("the operators are listed in isa.md §2.3"))
-}
-
-/// The activation function in `a` (`nl.exp`, …).
-pub fn act_func_of(ctx: &Ctx<'_>, a: &Arg) -> Result<ActFunc, Diagnostic> {
-    if let Some(name) = op_name(&a.value)
-        && let Some(f) = consts::act_func_by_name(name)
-    {
-        return Ok(f);
-    }
-    Err(ctx
-        .error(
-            codes::BAD_ENUM,
-            format!(
-                "expected an activation function such as `nl.exp`, found {}",
-                crate::format::short_repr(&a.value)
-            ),
-            a.span,
-            "not an activation function",
-        )
-        .with_note("the activation functions are listed in isa.md §2.4"))
+        .with_note(note.to_string()))
 }

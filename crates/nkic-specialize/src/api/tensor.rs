@@ -377,17 +377,11 @@ fn shape_with_par_dim(
 #[derive(Debug)]
 pub struct ParDim(pub i64);
 
-impl crate::value::ApiObject for ParDim {
-    fn type_name(&self) -> &'static str {
-        "par_dim"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
+crate::value::api_object!(ParDim, "par_dim", {
     fn display(&self) -> String {
         format!("par_dim({})", self.0)
     }
-}
+});
 
 /// Allocates a tensor after checking the shape against the buffer.
 pub fn alloc(
@@ -1646,14 +1640,7 @@ pub struct OutOfBoundsView {
     pub error: Diagnostic,
 }
 
-impl crate::value::ApiObject for OutOfBoundsView {
-    fn type_name(&self) -> &'static str {
-        "tensor"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(OutOfBoundsView, "tensor");
 
 fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;

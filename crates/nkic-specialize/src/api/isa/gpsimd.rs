@@ -577,14 +577,7 @@ pub struct HostIdentity {
     pub dtype: Option<DType>,
 }
 
-impl crate::value::ApiObject for HostIdentity {
-    fn type_name(&self) -> &'static str {
-        "ndarray"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(HostIdentity, "ndarray");
 
 fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let n = b.int_or(ctx, "n", 0)?;
