@@ -699,16 +699,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             )?;
         }
         "nl.rsqrt" if x.buffer != Buffer::Psum && dst.buffer != Buffer::Psum => {
-            let kind = OpKind::TensorScalar {
-                dst: dst.view.clone(),
-                src: x.view.clone(),
-                op0: AluOp::Rsqrt,
-                operand0: None,
-                reverse0: false,
-                op1: None,
-                operand1: None,
-                reverse1: false,
-            };
+            let kind = lower::tensor_scalar1(&dst.view, &x.view, AluOp::Rsqrt, None, false);
             push(ctx, kind, Some(Engine::GpSimd), span)?;
         }
         name => {
@@ -1014,16 +1005,13 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         let p = temp(ctx, &cond.shape, DType::U8, span)?;
         push(
             ctx,
-            OpKind::TensorScalar {
-                dst: p.view.clone(),
-                src: cond.view.clone(),
-                op0: AluOp::NotEqual,
-                operand0: Some(Scalar::imm(0.0)),
-                reverse0: false,
-                op1: None,
-                operand1: None,
-                reverse1: false,
-            },
+            lower::tensor_scalar1(
+                &p.view,
+                &cond.view,
+                AluOp::NotEqual,
+                Some(Scalar::imm(0.0)),
+                false,
+            ),
             None,
             span,
         )?;

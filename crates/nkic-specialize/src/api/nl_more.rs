@@ -443,16 +443,13 @@ fn reduce_angle(
     let above = temp(ctx, &shape, DType::F32, span)?;
     push(
         ctx,
-        OpKind::TensorScalar {
-            dst: above.view.clone(),
-            src: r.view.clone(),
-            op0: AluOp::Greater,
-            operand0: Some(Scalar::imm(hi)),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        },
+        lower::tensor_scalar1(
+            &above.view,
+            &r.view,
+            AluOp::Greater,
+            Some(Scalar::imm(hi)),
+            false,
+        ),
         None,
         span,
     )?;

@@ -594,13 +594,10 @@ impl Ctx<'_> {
             }
             return match l.py_eq(r) {
                 Some(eq) => Ok(Value::Bool(eq == (op == CmpOp::Eq))),
-                None => Err(self.error(
+                None => Err(self.pair_error(
                     codes::RUNTIME_VALUE,
-                    format!(
-                        "{} and {} cannot be compared at compile time",
-                        crate::format::a_type(l),
-                        crate::format::a_type(r)
-                    ),
+                    (l, r),
+                    "cannot be compared at compile time",
                     span,
                     "a run-time value",
                 )),
@@ -613,6 +610,20 @@ impl Ctx<'_> {
             CmpOp::Gt => ord.is_gt(),
             _ => ord.is_ge(),
         }))
+    }
+
+    /// An error about the operands `l` and `r` together: "a list and an
+    /// int {what}".
+    fn pair_error(
+        &self,
+        code: &'static str,
+        (l, r): (&Value, &Value),
+        what: &str,
+        span: Span,
+        label: &str,
+    ) -> Diagnostic {
+        let (l, r) = (crate::format::a_type(l), crate::format::a_type(r));
+        self.error(code, format!("{l} and {r} {what}"), span, label)
     }
 
     /// Python ordering of two compile-time values.
@@ -687,13 +698,10 @@ impl Ctx<'_> {
                             )
                             .with_help("use a dynamic `while` on a register, or `nl.while_loop`"));
                     }
-                    Err(self.error(
+                    Err(self.pair_error(
                         codes::TYPE_ERROR,
-                        format!(
-                            "{} and {} cannot be ordered",
-                            crate::format::a_type(l),
-                            crate::format::a_type(r)
-                        ),
+                        (l, r),
+                        "cannot be ordered",
                         span,
                         "not comparable",
                     ))

@@ -377,18 +377,7 @@ fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     let indices = b.tensor(ctx, "indices")?;
     let shape = [check::partitions(&data), check::free_size(&indices)];
     let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
-    if dst.dtype() != data.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dst` must have `data`'s dtype {}, found {}",
-                data.dtype(),
-                check::describe(&dst)
-            ),
-            b.span_of("dst"),
-            "dtype differs",
-        ));
-    }
+    check::dtype_of_data(ctx, &dst, b.span_of("dst"), data.dtype())?;
     let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
     Ok(if b.is_value_form() {
         Value::Tensor(emit::masked_result(b, &dst))
@@ -554,16 +543,13 @@ fn identity_into(
     emit::push(
         ctx,
         b,
-        OpKind::TensorScalar {
-            dst: out.view.clone(),
-            src: raw.view.clone(),
-            op0: AluOp::Equal,
-            operand0: Some(Scalar::Imm(Fp32::new(0.0))),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        },
+        crate::api::lower::tensor_scalar1(
+            &out.view,
+            &raw.view,
+            AluOp::Equal,
+            Some(Scalar::Imm(Fp32::new(0.0))),
+            false,
+        ),
         None,
         span,
     )?;

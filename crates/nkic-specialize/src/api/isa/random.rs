@@ -169,18 +169,7 @@ fn dropout_into(
     check::operand(ctx, data, sd, "`data`")?;
     check::operand(ctx, dst, ds, "`dst`")?;
     check::same_pf(ctx, (data, "data"), (dst, "dst", ds))?;
-    if dst.dtype() != data.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dst` must have `data`'s dtype {}, found {}",
-                data.dtype(),
-                check::describe(dst)
-            ),
-            ds,
-            "dtype differs",
-        ));
-    }
+    check::dtype_of_data(ctx, dst, ds, data.dtype())?;
     if let Value::Int(_) | Value::Float(_) = prob {
         let p = prob.as_float().unwrap_or(0.0);
         if !(0.0..=1.0).contains(&p) {
@@ -354,16 +343,13 @@ fn nl_rand(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
             Some(Engine::Vector),
             span,
         )?;
-        let kind = OpKind::TensorScalar {
-            dst: out.view.clone(),
-            src: bits.view.clone(),
-            op0: AluOp::Multiply,
-            operand0: Some(Scalar::imm(1.0 / 65536.0)),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        };
+        let kind = crate::api::lower::tensor_scalar1(
+            &out.view,
+            &bits.view,
+            AluOp::Multiply,
+            Some(Scalar::imm(1.0 / 65536.0)),
+            false,
+        );
         emit::push(ctx, b, kind, None, span)?;
     }
     Ok(Value::Tensor(emit::masked_result(b, &out)))
