@@ -17,6 +17,7 @@ use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
+use super::rules::{OpIn, reduces_with_only};
 use super::table::{
     ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, X, opt, req,
 };
@@ -29,6 +30,15 @@ pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::S
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
 const NONE: &[Engine] = &[];
 
+/// `reduce_op` of `dma_compute`: `nl.add`.
+const DMA_COMPUTE_OP: OpIn = reduces_with_only!("dma_compute", Add, "nl.add");
+/// The legacy `dst_rmw_op=` of `dma_copy`: `nl.add`.
+const DST_RMW_OP: OpIn = OpIn {
+    name: "dst_rmw_op",
+    allowed: &[AluOp::Add],
+    message: "`dst_rmw_op` must be `nl.add`",
+    label: "DMA accumulates with add only",
+};
 /// The data-movement functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -459,18 +469,10 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     };
     let mut kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
     // Legacy read-modify-write DMA: `dst_rmw_op=nl.add` is `dst += src`.
-    if let Some(op) = b.alu_op(ctx, "dst_rmw_op")? {
-        if op != AluOp::Add {
-            return Err(ctx.error(
-                codes::BAD_ENUM,
-                format!("`dst_rmw_op` must be `nl.add`, found `nl.{}`", op.name()),
-                b.span_of("dst_rmw_op"),
-                "DMA accumulates with add only",
-            ));
-        }
-        if let OpKind::DmaCopy { accumulate, .. } = &mut kind {
-            *accumulate = true;
-        }
+    if DST_RMW_OP.opt(ctx, b)?.is_some()
+        && let OpKind::DmaCopy { accumulate, .. } = &mut kind
+    {
+        *accumulate = true;
     }
     // The trigger engine is a scheduling hint the IR does not record; the
     // op's engine stays open (DMA ops only run on the DMA queues).
@@ -1169,18 +1171,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             "bad source count",
         ));
     }
-    let op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
-    if op != AluOp::Add {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`dma_compute` reduces with `nl.add` only, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.add",
-        ));
-    }
+    DMA_COMPUTE_OP.or(ctx, b, AluOp::Add)?;
     match b.value("scales") {
         Value::None => {}
         Value::List(_) | Value::Tuple(_) => {

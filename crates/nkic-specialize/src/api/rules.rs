@@ -204,6 +204,57 @@ impl BinaryArith {
     }
 }
 
+/// An ALU operator parameter that takes only some operators, with the
+/// message that says which (before ", found `nl.<op>`") and its label.
+#[derive(Clone, Copy, Debug)]
+pub struct OpIn {
+    pub name: &'static str,
+    pub allowed: &'static [AluOp],
+    pub message: &'static str,
+    pub label: &'static str,
+}
+
+/// [`OpIn`] of a `reduce_op` that takes one operator, with its message.
+macro_rules! reduces_with_only {
+    ($api:literal, $op:ident, $nl:literal) => {
+        $crate::api::rules::OpIn {
+            name: "reduce_op",
+            allowed: &[nkic_isa::AluOp::$op],
+            message: concat!("`", $api, "` reduces with `", $nl, "` only"),
+            label: concat!("not ", $nl),
+        }
+    };
+}
+pub(crate) use reduces_with_only;
+
+impl OpIn {
+    /// The operator given, if any, checked.
+    pub fn opt(&self, ctx: &Ctx<'_>, b: &Bound) -> Result<Option<AluOp>, Diagnostic> {
+        let Some(op) = b.alu_op(ctx, self.name)? else {
+            return Ok(None);
+        };
+        if self.allowed.contains(&op) {
+            return Ok(Some(op));
+        }
+        Err(ctx.error(
+            codes::BAD_ENUM,
+            format!("{}, found `nl.{}`", self.message, op.name()),
+            b.span_of(self.name),
+            self.label,
+        ))
+    }
+
+    /// The operator given, checked, or `default` (an allowed operator).
+    pub fn or(&self, ctx: &Ctx<'_>, b: &Bound, default: AluOp) -> Result<AluOp, Diagnostic> {
+        debug_assert!(
+            self.allowed.contains(&default),
+            "`{}`'s default is allowed",
+            self.name
+        );
+        Ok(self.opt(ctx, b)?.unwrap_or(default))
+    }
+}
+
 /// `reduce_res=`: the tile an accumulating reduction is read into.
 #[derive(Clone, Copy, Debug)]
 pub struct ReduceRes {

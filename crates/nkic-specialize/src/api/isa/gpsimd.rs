@@ -16,6 +16,7 @@ use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, Target};
 use crate::api::check::{self, shape_text};
 use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
+use crate::api::rules::OpIn;
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req,
 };
@@ -178,24 +179,24 @@ pub const DEFS: &[ApiDef] = &[
     ),
 ];
 
+/// The operators of `tensor_partition_reduce`.
+const PARTITION_REDUCE_OP: OpIn = OpIn {
+    name: "op",
+    allowed: &[
+        AluOp::Add,
+        AluOp::Average,
+        AluOp::Maximum,
+        AluOp::BitwiseOr,
+        AluOp::BitwiseAnd,
+    ],
+    message: "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`",
+    label: "unsupported operator",
+};
+
 fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
     let sd = b.span_of("data");
-    let op = b.alu_op(ctx, "op")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        op,
-        AluOp::Add | AluOp::Average | AluOp::Maximum | AluOp::BitwiseOr | AluOp::BitwiseAnd
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("op"),
-            "unsupported operator",
-        ));
-    }
+    let op = PARTITION_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let mut shape = data.shape.clone();
     if let Some(p) = shape.first_mut() {
         *p = 1;

@@ -17,8 +17,8 @@ use crate::api::check::{self, shape_text};
 use crate::api::isa::tensor_engine::mx_scale_rows;
 use crate::api::lower::{bitvec_dtypes, operand_or, promote, scalar_operand, trailing_axes};
 use crate::api::rules::{
-    BinaryArith, DATA_DST, NotBothPsum, REDUCE_RESULT, SRC_DST, Tiles, binary_arith, not_both_psum,
-    tiles,
+    BinaryArith, DATA_DST, NotBothPsum, OpIn, REDUCE_RESULT, SRC_DST, Tiles, binary_arith,
+    not_both_psum, tiles,
 };
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE,
@@ -48,6 +48,26 @@ const OPS_ARITH: BinaryArith = binary_arith!("op0", "op1");
 
 const OP0_ARITH: BinaryArith = binary_arith!("op0");
 
+/// The reductions of `tensor_scalar_reduce`.
+const SCALAR_REDUCE_OP: OpIn = OpIn {
+    name: "reduce_op",
+    allowed: &[AluOp::Add, AluOp::Multiply, AluOp::Maximum, AluOp::Minimum],
+    message: "`reduce_op` must be `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
+    label: "unsupported reduction",
+};
+/// The scan operators of `tensor_scalar_cumulative`.
+const SCAN_OP: OpIn = OpIn {
+    name: "op1",
+    allowed: &[
+        AluOp::Add,
+        AluOp::Subtract,
+        AluOp::Multiply,
+        AluOp::Maximum,
+        AluOp::Minimum,
+    ],
+    message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
+    label: "unsupported scan operator",
+};
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -856,21 +876,7 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
         Some(_) => Scalar::imm(0.0),
         None => operand_or(ctx, b, "operand0", &data, 0.0)?,
     };
-    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        reduce_op,
-        AluOp::Add | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`reduce_op` must be `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
-                reduce_op.name()
-            ),
-            b.span_of("reduce_op"),
-            "unsupported reduction",
-        ));
-    }
+    let reduce_op = SCALAR_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
     let reduce_init = match (cmd, b.get("reduce_init")) {
@@ -932,21 +938,7 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
     check::dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
     check::dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
     let op0 = OP0_ARITH.op(ctx, b, 0)?;
-    let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        op1,
-        AluOp::Add | AluOp::Subtract | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
-                op1.name()
-            ),
-            b.span_of("op1"),
-            "unsupported scan operator",
-        ));
-    }
+    let op1 = SCAN_OP.or(ctx, b, AluOp::Add)?;
     let imm0 = operand_or(ctx, b, "imm0", &src, 0.0)?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
     if !matches!(
