@@ -48,6 +48,7 @@ use super::consts;
 use super::emit;
 use super::isa::tensor_engine;
 use super::lower::{self, Operand};
+use super::rules;
 use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -652,10 +653,7 @@ fn divide(
 // ------------------------------------------------------------------ unary
 
 fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let dst = result(ctx, b, &x.shape, out_dt, span)?;
     let tile = Operand::Tile(x.clone());
@@ -720,10 +718,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
 // ------------------------------------------------------------------ reductions
 
 fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let axes = b.ints(ctx, "axis")?.unwrap_or_default();
     let keepdims = b.bool_or(ctx, "keepdims", false)?;
     // Free axes that are not the trailing ones (`axis=[2, 4]` of a 5-D
@@ -809,10 +804,7 @@ fn all_free_axes(ctx: &Ctx<'_>, b: &Bound, x: &Tensor) -> Result<(), Diagnostic>
 }
 
 fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     all_free_axes(ctx, b, &x)?;
     let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let p = check::partitions(&x);

@@ -49,6 +49,7 @@ use super::lower::{self, Operand};
 use super::nl_math::{
     BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
+use super::rules;
 use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -341,10 +342,7 @@ fn loop_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 }
 
 fn unary_input(ctx: &Ctx<'_>, b: &Bound) -> Result<(Rc<Tensor>, DType), Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     Ok((x, dt))
 }

@@ -112,6 +112,17 @@ impl Tiles {
     }
 }
 
+/// The one input tile `name` of an element-wise function, checked as
+/// [`Tiles`] checks its first tile (SBUF/PSUM, at most 128 partitions, a
+/// legal start partition, the engines' free-size limit).
+pub fn input_tile(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
+    let t = b.tensor(ctx, name)?;
+    let (span, what) = (b.span_of(name), format!("`{name}`"));
+    check::operand(ctx, &t, span, &what)?;
+    check::engine_free_size(ctx, &t, span, &what)?;
+    Ok(t)
+}
+
 /// Two inputs of one instruction are not both in PSUM (an engine reads at
 /// most one PSUM operand); reported at the second.
 #[derive(Clone, Copy, Debug)]

@@ -179,28 +179,17 @@ impl Ctx<'_> {
                         }
                         u32::try_from(b).ok().and_then(|e| a.checked_pow(e))
                     }
-                    BinOp::LShift => {
-                        if b < 0 {
-                            return Err(self.error(
-                                codes::VALUE_ERROR,
-                                "negative shift count",
-                                span,
-                                "negative",
-                            ));
-                        }
-                        if b >= 40 { None } else { a.checked_mul(1 << b) }
+                    BinOp::LShift | BinOp::RShift if b < 0 => {
+                        return Err(self.error(
+                            codes::VALUE_ERROR,
+                            "negative shift count",
+                            span,
+                            "negative",
+                        ));
                     }
-                    BinOp::RShift => {
-                        if b < 0 {
-                            return Err(self.error(
-                                codes::VALUE_ERROR,
-                                "negative shift count",
-                                span,
-                                "negative",
-                            ));
-                        }
-                        Some(a >> b.min(63))
-                    }
+                    BinOp::LShift if b >= 40 => None,
+                    BinOp::LShift => a.checked_mul(1 << b),
+                    BinOp::RShift => Some(a >> b.min(63)),
                     BinOp::BitAnd => Some(a & b),
                     BinOp::BitOr => Some(a | b),
                     BinOp::BitXor => Some(a ^ b),
