@@ -196,6 +196,16 @@ macro_rules! binary_arith {
 pub(crate) use binary_arith;
 
 impl BinaryArith {
+    /// The operators of every parameter, in order, checked.
+    pub fn ops<const N: usize>(&self, ctx: &Ctx<'_>, b: &Bound) -> Result<[AluOp; N], Diagnostic> {
+        debug_assert_eq!(self.names.len(), N, "`{}` names {N} operators", self.text);
+        let mut ops = [AluOp::Add; N];
+        for (i, op) in ops.iter_mut().enumerate() {
+            *op = self.op(ctx, b, i)?;
+        }
+        Ok(ops)
+    }
+
     /// The operator of parameter `i` (`nl.add` when absent), checked.
     pub fn op(&self, ctx: &Ctx<'_>, b: &Bound, i: usize) -> Result<AluOp, Diagnostic> {
         let name = self.names[i];

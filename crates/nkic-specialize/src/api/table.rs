@@ -845,6 +845,15 @@ impl Bound {
         enum_member_of(ctx, a, enum_name).map(Some)
     }
 
+    /// `reverse0=` and `reverse1=` of a two-stage operator pipeline
+    /// (`False` when absent).
+    pub fn reverses(&self, ctx: &Ctx<'_>) -> Result<[bool; 2], Diagnostic> {
+        Ok([
+            self.bool_or(ctx, REVERSE0.name, false)?,
+            self.bool_or(ctx, REVERSE1.name, false)?,
+        ])
+    }
+
     /// The `reduce_cmd=` accumulator command, if given.
     pub fn reduce_cmd(&self, ctx: &Ctx<'_>) -> Result<Option<ReduceCmd>, Diagnostic> {
         Ok(self

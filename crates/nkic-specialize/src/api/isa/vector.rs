@@ -542,15 +542,16 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         }
         _ => {}
     }
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::TensorScalar {
         dst: dst.view.clone(),
         src: data.view.clone(),
         op0,
         operand0,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        reverse0,
         op1,
         operand1,
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse1,
     };
     emit::finish(ctx, b, kind, engine, Some(&dst), span)
 }
@@ -694,18 +695,18 @@ fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data, operand1, dst] = STT_TILES.bind(ctx, b, span)?;
     STT_PSUM.check(ctx, b, &data, &operand1)?;
-    let op0 = OPS_ARITH.op(ctx, b, 0)?;
-    let op1 = OPS_ARITH.op(ctx, b, 1)?;
+    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
     let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::ScalarTensorTensor {
         dst: dst.view.clone(),
         src: data.view.clone(),
         op0,
         operand0,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        reverse0,
         op1,
         src1: operand1.view.clone(),
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse1,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
@@ -713,9 +714,9 @@ fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
 fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data0, data1, dst] = SCAN_TILES.bind(ctx, b, span)?;
     SCAN_PSUM.check(ctx, b, &data0, &data1)?;
-    let op0 = OPS_ARITH.op(ctx, b, 0)?;
-    let op1 = OPS_ARITH.op(ctx, b, 1)?;
+    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
     let initial = operand_or(ctx, b, "initial", &data0, 0.0)?;
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::TensorTensorScan {
         dst: dst.view.clone(),
         src0: data0.view.clone(),
@@ -723,8 +724,8 @@ fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
         initial,
         op0,
         op1,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse0,
+        reverse1,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
