@@ -505,10 +505,9 @@ fn all_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     let op = reduce_op(ctx, b, API)?;
     for (dst, src) in pairs(ctx, b, API)? {
         same_shape(ctx, b, API, &dst, &src)?;
-        let other = match exchange_rank(rank, &[&src]) {
-            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
-            None => None,
-        };
+        let other = exchange_rank(rank, &[&src])
+            .map(|_| from_other_core(ctx, b, &src, span))
+            .transpose()?;
         let other = other.as_ref().map(|t| &t.view);
         reduce_into(ctx, b, &dst, &dst.view, &src.view, other, (n, op), span)?;
     }
@@ -559,10 +558,9 @@ fn reduce_scatter(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Dia
             ));
         }
         let me = exchange_rank(rank, &[&src]);
-        let other = match me {
-            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
-            None => None,
-        };
+        let other = me
+            .map(|_| from_other_core(ctx, b, &src, span))
+            .transpose()?;
         let r = u64::from(me.unwrap_or(0));
         let mine = chunk(&src, d, w, r);
         let theirs = other.as_ref().map(|t| chunk(t, d, w, r));
