@@ -19,7 +19,7 @@ use super::codes;
 use super::emit;
 use super::rules::{OpIn, reduces_with_only};
 use super::table::{
-    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, X, opt, req,
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X, opt, req,
 };
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
@@ -28,7 +28,6 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
 pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
-const NONE: &[Engine] = &[];
 
 /// `reduce_op` of `dma_compute`: `nl.add`.
 const DMA_COMPUTE_OP: OpIn = reduces_with_only!("dma_compute", Add, "nl.add");
@@ -206,7 +205,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "instruction.depends_on",
         &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
-        NONE,
+        NO_ENGINE,
         "Adds scheduling edges: this instruction runs after each producer; returns itself.",
         &["Producers are instruction handles recorded earlier."],
         depends_on_unbound,

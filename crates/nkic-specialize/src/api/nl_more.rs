@@ -50,13 +50,12 @@ use super::nl_math::{
     BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
 use super::rules;
-use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
+use super::table::{ApiDef, Bound, Kind, NO_ENGINE, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
 const VECTOR_SCALAR: &[Engine] = &[Engine::Vector, Engine::Scalar];
 const VECTOR: &[Engine] = &[Engine::Vector];
-const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -150,7 +149,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.expand_dims",
         &[X, req("axis", Kind::Int)],
-        NONE,
+        NO_ENGINE,
         "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
         &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
         expand_dims,
@@ -177,7 +176,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.sbuf.alloc",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
         &[],
         legacy_sbuf,
@@ -190,7 +189,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        NONE,
+        NO_ENGINE,
         "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
         &[],
         legacy_sbuf,
@@ -198,7 +197,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.sbuf.auto_alloc",
         &[],
-        NONE,
+        NO_ENGINE,
         "Legacy automatic SBUF allocation: `nl.sbuf`.",
         &[],
         legacy_sbuf,
@@ -206,7 +205,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.psum.alloc",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
         &[],
         legacy_psum,
@@ -221,7 +220,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        NONE,
+        NO_ENGINE,
         "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
         &[],
         legacy_psum,
@@ -229,7 +228,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.psum.auto_alloc",
         &[],
-        NONE,
+        NO_ENGINE,
         "Legacy automatic PSUM allocation: `nl.psum`.",
         &[],
         legacy_psum,
@@ -237,7 +236,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.skip_middle_end_transformations",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
         &[],
         identity_decorator,
@@ -245,7 +244,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.device_print",
         &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
-        NONE,
+        NO_ENGINE,
         "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
         &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
         device_print,

@@ -198,6 +198,10 @@ pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
 /// `nkic_isa`'s instruction table by mnemonic, so they are written once.
 pub const ISA_ENGINES: &[Engine] = &[];
 
+/// The engines of a function that only builds views or values at compile
+/// time: none.
+pub const NO_ENGINE: &[Engine] = &[];
+
 /// `reduce_cmd=` with its default as NKI code.
 const fn reduce_cmd(default: &'static str) -> Param {
     opt("reduce_cmd", Kind::Enum("reduce_cmd"), default)

@@ -28,14 +28,13 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
 use super::table::{
-    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME, X, opt,
-    req,
+    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
+    X, opt, req,
 };
 use crate::args::Arg;
 use crate::ctx::Ctx;
 use crate::value::{BoundMethod, IndexExpr, IntOrReg, RegValue, Tensor, Value};
 
-const NO_ENGINE: &[Engine] = &[];
 const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 
 /// The parameters of `nl.zeros` and `nl.ones`.

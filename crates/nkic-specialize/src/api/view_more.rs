@@ -14,16 +14,14 @@
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, Indirection, ViewDim};
-use nkic_isa::{Engine, Target};
+use nkic_isa::Target;
 
 use super::check::{self, shape_text};
 use super::codes;
-use super::table::{ApiDef, Bound, DIM, Kind, SELF, opt, req};
+use super::table::{ApiDef, Bound, DIM, Kind, NO_ENGINE, SELF, opt, req};
 use super::tensor::{dim_index, is_contiguous, partition_view_error, req_int, this, with_view};
 use crate::ctx::Ctx;
 use crate::value::Value;
-
-const NO_ENGINE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[

@@ -18,15 +18,13 @@ use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
 use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req,
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
 const GPSIMD: &[Engine] = &[Engine::GpSimd];
-
-const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -172,7 +170,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "np.identity",
         &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
-        NONE,
+        NO_ENGINE,
         "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
         &["`n` is 1 to 128."],
         np_identity,
