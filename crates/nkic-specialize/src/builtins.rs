@@ -2022,14 +2022,7 @@ pub(crate) struct Partial {
     pub(crate) args: CallArgs,
 }
 
-impl crate::value::ApiObject for Partial {
-    fn type_name(&self) -> &'static str {
-        "functools.partial"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(Partial, "functools.partial");
 
 /// Expands a call of a `partial` object.
 pub(crate) fn partial_call(p: &Partial, args: CallArgs) -> (Value, CallArgs) {

@@ -85,7 +85,6 @@ pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
     }
 }
 
-use std::any::Any;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -94,20 +93,13 @@ use nkic_isa::Target;
 use crate::args::{Arg, CallArgs};
 use crate::codes;
 use crate::ctx::Ctx;
-use crate::value::{ApiObject, DsValue, DynRangeValue, IndexExpr, IntOrReg, RangeKind};
+use crate::value::{DsValue, DynRangeValue, IndexExpr, IntOrReg, RangeKind};
 
 /// The value of `nl.no_reorder()`, used by `with`.
 #[derive(Debug)]
 pub(crate) struct NoReorderMarker;
 
-impl ApiObject for NoReorderMarker {
-    fn type_name(&self) -> &'static str {
-        "no_reorder"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(NoReorderMarker, "no_reorder");
 
 impl Ctx<'_> {
     fn int_or_reg(&self, a: &Arg, func: &str) -> Result<IntOrReg, Diagnostic> {
@@ -283,20 +275,15 @@ impl Ctx<'_> {
                     Some(c) => self.const_int(c, "nl.arange")?,
                     None => 1,
                 };
-                if step <= 0 || stop <= start {
+                let Some(e) = arange(start, stop, step) else {
                     return Err(self.error(
                         codes::VALUE_ERROR,
                         "`nl.arange` needs a non-empty range with a positive step",
                         span,
                         "empty or bad range",
                     ));
-                }
-                let size = (stop - start + step - 1) / step;
-                Ok(Value::Index(Rc::new(IndexExpr::arange(
-                    start,
-                    size as u64,
-                    step,
-                ))))
+                };
+                Ok(Value::Index(Rc::new(e)))
             }
             I::Mgrid => Err(self.error(
                 codes::NOT_CALLABLE,
@@ -448,16 +435,14 @@ impl Ctx<'_> {
                     "bad slice",
                 ));
             };
-            if step <= 0 || stop <= start {
+            let Some(mut e) = arange(start, stop, step) else {
                 return Err(self.error(
                     codes::VALUE_ERROR,
                     "`nl.mgrid` slices must be non-empty with a positive step",
                     span,
                     "empty slice",
                 ));
-            }
-            let size = (stop - start + step - 1) / step;
-            let mut e = IndexExpr::arange(start, size as u64, step);
+            };
             e.ndim = n;
             e.terms[0].axis = axis as u8;
             let name = ["p", "x", "y", "z", "w"][axis];
@@ -468,4 +453,15 @@ impl Ctx<'_> {
             fields: std::cell::RefCell::new(fields),
         })))
     }
+}
+
+/// The index expression of `start:stop:step` (`nl.arange`, one axis of
+/// `nl.mgrid`), or `None` for an empty range or a step that is not
+/// positive.
+fn arange(start: i64, stop: i64, step: i64) -> Option<IndexExpr> {
+    if step <= 0 || stop <= start {
+        return None;
+    }
+    let size = (stop - start + step - 1) / step;
+    Some(IndexExpr::arange(start, size as u64, step))
 }

@@ -125,6 +125,27 @@ pub trait ApiObject: fmt::Debug {
     }
 }
 
+/// Implements [`ApiObject`] for a type with a fixed type name: `as_any`
+/// is the value itself, and the other methods keep their defaults unless
+/// written in the braces (`display`, `equals`, `call`).
+macro_rules! api_object {
+    ($ty:ty, $name:literal) => {
+        $crate::value::api_object!($ty, $name, {});
+    };
+    ($ty:ty, $name:literal, { $($method:tt)* }) => {
+        impl $crate::value::ApiObject for $ty {
+            fn type_name(&self) -> &'static str {
+                $name
+            }
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+            $($method)*
+        }
+    };
+}
+pub(crate) use api_object;
+
 /// An insertion-ordered dict. Keys are hashable compile-time values
 /// (str, int, bool, None, dtypes, enum members and tuples of those); the
 /// spec only requires string keys. Entries keep insertion order; an index

@@ -21,7 +21,6 @@
 //! attributes `shape`, `dtype`, `buffer`, `ndim` and `size`; any other use
 //! as one operand is an error naming the block tensor.
 
-use std::any::Any;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -31,7 +30,7 @@ use nkic_isa::DType;
 use super::check::shape_text;
 use super::codes;
 use crate::ctx::Ctx;
-use crate::value::{ApiObject, Tensor, Value};
+use crate::value::{Tensor, Value};
 
 /// A tensor with `dims` leading block dims, each block its own storage.
 #[derive(Debug)]
@@ -68,13 +67,7 @@ impl BlockTensor {
     }
 }
 
-impl ApiObject for BlockTensor {
-    fn type_name(&self) -> &'static str {
-        "block tensor"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+crate::value::api_object!(BlockTensor, "block tensor", {
     fn display(&self) -> String {
         format!(
             "block tensor(shape={}, dtype={}, buffer={})",
@@ -83,7 +76,7 @@ impl ApiObject for BlockTensor {
             self.buffer.name()
         )
     }
-}
+});
 
 /// The block tensor inside `v`, if it is one.
 pub fn as_blocks(v: &Value) -> Option<&BlockTensor> {

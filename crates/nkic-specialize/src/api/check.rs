@@ -289,6 +289,28 @@ pub fn not_psum_on(
     ))
 }
 
+/// `dst` (at `span`) has the dtype `data` of the `data` argument: the
+/// instruction does not cast.
+pub fn dtype_of_data(
+    ctx: &Ctx<'_>,
+    dst: &Tensor,
+    span: Span,
+    data: DType,
+) -> Result<(), Diagnostic> {
+    if dst.dtype() == data {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::DTYPE,
+        format!(
+            "`dst` must have `data`'s dtype {data}, found {}",
+            describe(dst)
+        ),
+        span,
+        "dtype differs",
+    ))
+}
+
 /// The dtype exists on the target.
 pub fn dtype_on_target(ctx: &Ctx<'_>, dt: DType, span: Span) -> Result<(), Diagnostic> {
     if ctx.target().supports_dtype(dt) {

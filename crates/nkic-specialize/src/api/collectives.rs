@@ -22,148 +22,142 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind};
-use nkic_isa::{AluOp, Engine, OobMode, Target};
+use nkic_isa::{AluOp, Engine, OobMode};
 
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, Param, opt, req};
 use super::{check, codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
 
 const DMA: &[Engine] = &[Engine::Dma];
 
+/// The parameters the collectives share.
+const DSTS: Param = req("dsts", Kind::Any);
+const SRCS: Param = req("srcs", Kind::Any);
+const OP: Param = req("op", Kind::AluOp);
+const REPLICA_GROUP: Param = req("replica_group", Kind::Any);
+const COLLECTIVE_DIM: Param = opt("collective_dim", Kind::Int, "0");
+/// `name=` of a collective, which takes any value.
+const NAME_ANY: Param = opt("name", Kind::Any, "None");
+
+/// How a collective's group is simulated, the end of its summary.
+macro_rules! replicas {
+    () => {
+        "In an LNC=2 launch a group of two ranks is the two cores (real exchange); other ranks are simulated as replicas of this launch."
+    };
+    (sbuf) => {
+        "In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, which is rank 0."
+    };
+}
+
+/// The constraint sentences the collectives share.
+const EQUAL_LISTS: &str = "`dsts` and `srcs` are lists of tensors of equal length.";
+const EQUAL_LISTS_SAME_SHAPE: &str = "`dsts` and `srcs` are lists of tensors of equal length; `dsts[i]` has the dtype and shape of `srcs[i]`.";
+const REDUCE_OPS: &str = "`op` is `nl.add`, `nl.maximum` or `nl.minimum`.";
+const SBUF_EXCHANGE: &str = "The LNC=2 exchange moves SBUF tensors.";
+
 pub const DEFS: &[ApiDef] = &[
-    ApiDef {
-        name: "collectives.ReplicaGroup",
-        params: &[req("replica_groups", Kind::Any)],
-        engines: &[],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The groups of ranks a collective runs over, a list of lists of ranks; evaluates to that list as a tuple of tuples.",
-        constraints: &["Every group is a non-empty list of distinct ranks (ints)."],
-        run: replica_group,
-    },
-    ApiDef {
-        name: "collectives.all_gather",
-        params: &[
-            req("dsts", Kind::Any),
-            req("srcs", Kind::Any),
-            req("replica_group", Kind::Any),
-            opt("collective_dim", Kind::Int, "0"),
-        ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Every rank of the group receives the concatenation of the ranks' `srcs[i]` along `collective_dim` in `dsts[i]`, rank order. In an LNC=2 launch a group of two ranks is the two cores (real exchange); other ranks are simulated as replicas of this launch.",
-        constraints: &[
-            "`dsts` and `srcs` are lists of tensors of equal length.",
+    ApiDef::new(
+        "collectives.ReplicaGroup",
+        &[req("replica_groups", Kind::Any)],
+        &[],
+        "The groups of ranks a collective runs over, a list of lists of ranks; evaluates to that list as a tuple of tuples.",
+        &["Every group is a non-empty list of distinct ranks (ints)."],
+        replica_group,
+    ),
+    ApiDef::new(
+        "collectives.all_gather",
+        &[DSTS, SRCS, REPLICA_GROUP, COLLECTIVE_DIM],
+        DMA,
+        concat!(
+            "Every rank of the group receives the concatenation of the ranks' `srcs[i]` along `collective_dim` in `dsts[i]`, rank order. ",
+            replicas!()
+        ),
+        &[
+            EQUAL_LISTS,
             "`dsts[i]` has the dtype of `srcs[i]` and its shape with `collective_dim` multiplied by the group size.",
-            "The LNC=2 exchange moves SBUF tensors.",
+            SBUF_EXCHANGE,
         ],
-        run: all_gather,
-    },
-    ApiDef {
-        name: "collectives.all_reduce",
-        params: &[
-            req("dsts", Kind::Any),
-            req("srcs", Kind::Any),
-            req("op", Kind::AluOp),
-            req("replica_group", Kind::Any),
-        ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Every rank of the group receives `op` over the ranks' `srcs[i]` in `dsts[i]`. In an LNC=2 launch a group of two ranks is the two cores (real exchange); other ranks are simulated as replicas of this launch.",
-        constraints: &[
-            "`dsts` and `srcs` are lists of tensors of equal length; `dsts[i]` has the dtype and shape of `srcs[i]`.",
-            "`op` is `nl.add`, `nl.maximum` or `nl.minimum`.",
-            "The LNC=2 exchange moves SBUF tensors.",
-        ],
-        run: all_reduce,
-    },
-    ApiDef {
-        name: "collectives.reduce_scatter",
-        params: &[
-            req("dsts", Kind::Any),
-            req("srcs", Kind::Any),
-            req("op", Kind::AluOp),
-            req("replica_group", Kind::Any),
-            opt("collective_dim", Kind::Int, "0"),
-            opt("name", Kind::Any, "None"),
-        ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Every rank `r` of the group receives chunk `r` (of the group size, along `collective_dim`) of `op` over the ranks' `srcs[i]` in `dsts[i]`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, which is rank 0.",
-        constraints: &[
-            "`dsts` and `srcs` are lists of tensors of equal length.",
+        all_gather,
+    ),
+    ApiDef::new(
+        "collectives.all_reduce",
+        &[DSTS, SRCS, OP, REPLICA_GROUP],
+        DMA,
+        concat!(
+            "Every rank of the group receives `op` over the ranks' `srcs[i]` in `dsts[i]`. ",
+            replicas!()
+        ),
+        &[EQUAL_LISTS_SAME_SHAPE, REDUCE_OPS, SBUF_EXCHANGE],
+        all_reduce,
+    ),
+    ApiDef::new(
+        "collectives.reduce_scatter",
+        &[DSTS, SRCS, OP, REPLICA_GROUP, COLLECTIVE_DIM, NAME_ANY],
+        DMA,
+        concat!(
+            "Every rank `r` of the group receives chunk `r` (of the group size, along `collective_dim`) of `op` over the ranks' `srcs[i]` in `dsts[i]`. ",
+            replicas!(sbuf)
+        ),
+        &[
+            EQUAL_LISTS,
             "`dsts[i]` has the dtype of `srcs[i]` and its shape with `collective_dim` divided by the group size.",
-            "`op` is `nl.add`, `nl.maximum` or `nl.minimum`.",
+            REDUCE_OPS,
         ],
-        run: reduce_scatter,
-    },
-    ApiDef {
-        name: "collectives.all_to_all",
-        params: &[
-            req("dsts", Kind::Any),
-            req("srcs", Kind::Any),
-            req("replica_group", Kind::Any),
-            opt("collective_dim", Kind::Int, "0"),
-            opt("name", Kind::Any, "None"),
-        ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Chunk `j` (of the group size, along `collective_dim`) of every rank's `srcs[i]` goes to rank `j`, which places it at chunk `r` of `dsts[i]` for the sending rank `r`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, which is rank 0.",
-        constraints: &[
-            "`dsts` and `srcs` are lists of tensors of equal length; `dsts[i]` has the dtype and shape of `srcs[i]`.",
+        reduce_scatter,
+    ),
+    ApiDef::new(
+        "collectives.all_to_all",
+        &[DSTS, SRCS, REPLICA_GROUP, COLLECTIVE_DIM, NAME_ANY],
+        DMA,
+        concat!(
+            "Chunk `j` (of the group size, along `collective_dim`) of every rank's `srcs[i]` goes to rank `j`, which places it at chunk `r` of `dsts[i]` for the sending rank `r`. ",
+            replicas!(sbuf)
+        ),
+        &[
+            EQUAL_LISTS_SAME_SHAPE,
             "`collective_dim` of the sources divides by the group size.",
         ],
-        run: all_to_all,
-    },
-    ApiDef {
-        name: "collectives.collective_permute_implicit",
-        params: &[
+        all_to_all,
+    ),
+    ApiDef::new(
+        "collectives.collective_permute_implicit",
+        &[
             req("srcs_by_channel", Kind::Any),
             req("dsts_by_channel", Kind::Any),
-            req("replica_group", Kind::Any),
+            REPLICA_GROUP,
             opt("channel_ids", Kind::Any, "[0]"),
-            opt("name", Kind::Any, "None"),
+            NAME_ANY,
         ],
-        engines: DMA,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A ring shift: every rank sends each channel's `srcs` to its successor in the group and receives its predecessor's in the channel's `dsts`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, so a rank receives what it sends.",
-        constraints: &[
+        DMA,
+        "A ring shift: every rank sends each channel's `srcs` to its successor in the group and receives its predecessor's in the channel's `dsts`. In an LNC=2 launch a group of two ranks over SBUF tensors is the two cores (real exchange); other ranks are simulated as replicas of this launch, so a rank receives what it sends.",
+        &[
             "`srcs_by_channel` and `dsts_by_channel` are lists (one per channel in `channel_ids`) of equally long lists of tensors.",
             "Each destination has the dtype and shape of its source.",
         ],
-        run: permute_implicit,
-    },
-    ApiDef {
-        name: "collectives.collective_permute_implicit_current_processing_rank_id",
-        params: &[
+        permute_implicit,
+    ),
+    ApiDef::new(
+        "collectives.collective_permute_implicit_current_processing_rank_id",
+        &[
             req("iteration_id", Kind::Int),
-            req("replica_group", Kind::Any),
+            REPLICA_GROUP,
             opt("channel_id", Kind::Int, "0"),
-            opt("name", Kind::Any, "None"),
+            NAME_ANY,
         ],
-        engines: &[],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A register holding the rank whose data this rank holds after `iteration_id` ring shifts of `collective_permute_implicit`: `(rank - iteration_id) mod n` for a group of `n` ranks.",
-        constraints: &["`iteration_id` is a non-negative int."],
-        run: processing_rank,
-    },
-    ApiDef {
-        name: "collectives.rank_id",
-        params: &[opt("name", Kind::Any, "None")],
-        engines: &[],
-        since: Target::Trn2,
-        value_form: false,
-        summary: "A register holding this rank's id: 0, since nkic simulates rank 0 of every group (the cores of an LNC=2 launch are one rank).",
-        constraints: &[],
-        run: rank_id,
-    },
+        &[],
+        "A register holding the rank whose data this rank holds after `iteration_id` ring shifts of `collective_permute_implicit`: `(rank - iteration_id) mod n` for a group of `n` ranks.",
+        &["`iteration_id` is a non-negative int."],
+        processing_rank,
+    ),
+    ApiDef::new(
+        "collectives.rank_id",
+        &[NAME_ANY],
+        &[],
+        "A register holding this rank's id: 0, since nkic simulates rank 0 of every group (the cores of an LNC=2 launch are one rank).",
+        &[],
+        rank_id,
+    ),
 ];
 
 /// The ints of a list or tuple value.
@@ -186,7 +180,7 @@ fn groups(ctx: &Ctx<'_>, b: &Bound, field: &str) -> Result<Vec<Vec<i64>>, Diagno
             "not a replica group",
         )
     };
-    let v = b.get(field).map(|a| a.value.clone()).unwrap_or(Value::None);
+    let v = b.value(field);
     let outer = items(&v).ok_or_else(|| bad(&v.type_name()))?;
     let mut out = Vec::new();
     for g in outer {
@@ -220,19 +214,22 @@ fn replica_group(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Dia
     )))
 }
 
-/// The tensors of a list argument.
-fn tensors(ctx: &Ctx<'_>, b: &Bound, field: &str) -> Result<Vec<Rc<Tensor>>, Diagnostic> {
-    let v = b.get(field).map(|a| a.value.clone()).unwrap_or(Value::None);
-    let list = items(&v).unwrap_or_else(|| vec![v.clone()]);
+/// The tensors of `v`, a list (or a single tensor) given in argument
+/// `field`; `what` is what the argument must hold, for the error.
+fn tensors(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    v: &Value,
+    field: &str,
+    what: &str,
+) -> Result<Vec<Rc<Tensor>>, Diagnostic> {
+    let list = items(v).unwrap_or_else(|| vec![v.clone()]);
     list.into_iter()
         .map(|t| match t {
             Value::Tensor(t) => Ok(t),
             other => Err(ctx.error(
                 codes::ARG_TYPE,
-                format!(
-                    "`{field}` must be a list of tensors, found a {}",
-                    other.type_name()
-                ),
+                format!("`{field}` must {what}, found a {}", other.type_name()),
                 b.span_of(field),
                 "not tensors",
             )),
@@ -349,17 +346,22 @@ fn chunked(
         })
 }
 
-/// Chunk `r` (of length `w`) of `t` along `d`.
-fn chunk(t: &Tensor, d: usize, w: u64, r: u64) -> Option<nkic_ir::View> {
-    t.view.slice(d, r * w, (r + 1) * w, 1)
+/// Chunk `r` (of length `w`) of `t` along `d`. The callers have checked
+/// that `t`'s view has a dim per shape dim and that dim `d` holds at
+/// least `r + 1` chunks of `w > 0` (see [`chunked`]), so the slice is
+/// inside the view.
+fn chunk(t: &Tensor, d: usize, w: u64, r: u64) -> nkic_ir::View {
+    t.view
+        .slice(d, r * w, (r + 1) * w, 1)
+        .expect("a chunk of a dim checked to hold the group's chunks is inside the view")
 }
 
 /// A destination and its source.
 type Pair = (Rc<Tensor>, Rc<Tensor>);
 
 fn pairs(ctx: &Ctx<'_>, b: &Bound, api: &str) -> Result<Vec<Pair>, Diagnostic> {
-    let dsts = tensors(ctx, b, "dsts")?;
-    let srcs = tensors(ctx, b, "srcs")?;
+    let list = |field| tensors(ctx, b, &b.value(field), field, "be a list of tensors");
+    let (dsts, srcs) = (list("dsts")?, list("srcs")?);
     if dsts.len() != srcs.len() {
         return Err(ctx.error(
             codes::VALUE,
@@ -420,16 +422,12 @@ fn all_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
                     (u64::from(me), &src.view),
                     (u64::from(1 - me.min(1)), &other.view),
                 ] {
-                    if let Some(v) = chunk(&dst, d, w, r) {
-                        dma(ctx, b, &v, from, false, span)?;
-                    }
+                    dma(ctx, b, &chunk(&dst, d, w, r), from, false, span)?;
                 }
             }
             None => {
                 for r in 0..n {
-                    if let Some(v) = chunk(&dst, d, w, r) {
-                        dma(ctx, b, &v, &src.view, false, span)?;
-                    }
+                    dma(ctx, b, &chunk(&dst, d, w, r), &src.view, false, span)?;
                 }
             }
         }
@@ -507,10 +505,9 @@ fn all_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     let op = reduce_op(ctx, b, API)?;
     for (dst, src) in pairs(ctx, b, API)? {
         same_shape(ctx, b, API, &dst, &src)?;
-        let other = match exchange_rank(rank, &[&src]) {
-            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
-            None => None,
-        };
+        let other = exchange_rank(rank, &[&src])
+            .map(|_| from_other_core(ctx, b, &src, span))
+            .transpose()?;
         let other = other.as_ref().map(|t| &t.view);
         reduce_into(ctx, b, &dst, &dst.view, &src.view, other, (n, op), span)?;
     }
@@ -561,18 +558,12 @@ fn reduce_scatter(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Dia
             ));
         }
         let me = exchange_rank(rank, &[&src]);
-        let other = match me {
-            Some(_) => Some(from_other_core(ctx, b, &src, span)?),
-            None => None,
-        };
+        let other = me
+            .map(|_| from_other_core(ctx, b, &src, span))
+            .transpose()?;
         let r = u64::from(me.unwrap_or(0));
-        let (Some(mine), theirs) = (
-            chunk(&src, d, w, r),
-            other.as_ref().map(|t| chunk(t, d, w, r)),
-        ) else {
-            continue;
-        };
-        let theirs = theirs.flatten();
+        let mine = chunk(&src, d, w, r);
+        let theirs = other.as_ref().map(|t| chunk(t, d, w, r));
         reduce_into(
             ctx,
             b,
@@ -595,6 +586,9 @@ fn all_to_all(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     for (dst, src) in pairs(ctx, b, API)? {
         same_shape(ctx, b, API, &dst, &src)?;
         let (d, w) = chunked(ctx, b, API, &src, dim, n)?;
+        // `dst` has `src`'s shape; this also holds its view to it, as
+        // [`chunk`] needs.
+        chunked(ctx, b, API, &dst, dim, n)?;
         match exchange_rank(rank, &[&src]) {
             Some(me) => {
                 // Chunk `me` of each core's source lands at the sender's
@@ -602,19 +596,14 @@ fn all_to_all(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
                 let other = from_other_core(ctx, b, &src, span)?;
                 let (me, them) = (u64::from(me), u64::from(1 - me.min(1)));
                 for (at, from) in [(me, &*src), (them, &other)] {
-                    if let (Some(to), Some(from)) = (chunk(&dst, d, w, at), chunk(from, d, w, me)) {
-                        dma(ctx, b, &to, &from, false, span)?;
-                    }
+                    let (to, from) = (chunk(&dst, d, w, at), chunk(from, d, w, me));
+                    dma(ctx, b, &to, &from, false, span)?;
                 }
             }
             None => {
-                let Some(mine) = chunk(&src, d, w, 0) else {
-                    continue;
-                };
+                let mine = chunk(&src, d, w, 0);
                 for r in 0..n {
-                    if let Some(to) = chunk(&dst, d, w, r) {
-                        dma(ctx, b, &to, &mine, false, span)?;
-                    }
+                    dma(ctx, b, &chunk(&dst, d, w, r), &mine, false, span)?;
                 }
             }
         }
@@ -658,24 +647,7 @@ fn permute_implicit(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, D
         ));
     }
     for (s, d) in srcs.iter().zip(&dsts) {
-        let list = |v: &Value, field: &str| {
-            items(v)
-                .unwrap_or_else(|| vec![v.clone()])
-                .into_iter()
-                .map(|t| match t {
-                    Value::Tensor(t) => Ok(t),
-                    other => Err(ctx.error(
-                        codes::ARG_TYPE,
-                        format!(
-                            "`{field}` must hold lists of tensors, found a {}",
-                            other.type_name()
-                        ),
-                        b.span_of(field),
-                        "not tensors",
-                    )),
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
+        let list = |v, field| tensors(ctx, b, v, field, "hold lists of tensors");
         let (s, d) = (list(s, "srcs_by_channel")?, list(d, "dsts_by_channel")?);
         if s.len() != d.len() {
             return Err(ctx.error(

@@ -51,33 +51,20 @@ pub struct OpValue {
     pub name: &'static str,
 }
 
-impl ApiObject for OpValue {
-    fn type_name(&self) -> &'static str {
-        "operator"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+crate::value::api_object!(OpValue, "operator", {
     fn display(&self) -> String {
         format!("<operator {}>", self.name)
     }
     fn equals(&self, other: &dyn ApiObject) -> Option<bool> {
         other.as_any().downcast_ref::<OpValue>().map(|o| o == self)
     }
-}
+});
 
 /// `nt.tensor[...]` and friends: annotations, accepted and ignored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TypingMarker;
 
-impl ApiObject for TypingMarker {
-    fn type_name(&self) -> &'static str {
-        "annotation"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(TypingMarker, "annotation");
 
 /// The `nisa` enums: name, members with values (isa.md §1).
 pub const ENUMS: &[(&str, &[(&str, i64)])] = &[

@@ -3,7 +3,6 @@
 //! tile in the legacy value form), and the destination of value-form
 //! calls.
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -14,7 +13,7 @@ use nkic_isa::{DType, Engine};
 use super::codes;
 use super::table::Bound;
 use crate::ctx::Ctx;
-use crate::value::{ApiObject, Tensor, Value};
+use crate::value::{Tensor, Value};
 
 /// The handle an ISA call returns (`NkiInstruction`); `depends_on` adds
 /// scheduling edges.
@@ -47,20 +46,14 @@ impl Instruction {
     }
 }
 
-impl ApiObject for Instruction {
-    fn type_name(&self) -> &'static str {
-        "NkiInstruction"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
+crate::value::api_object!(Instruction, "NkiInstruction", {
     fn display(&self) -> String {
         match self.op {
             Some(op) => format!("<NkiInstruction {op}>"),
             None => "<NkiInstruction (empty, not recorded)>".into(),
         }
     }
-}
+});
 
 /// The engine chosen by `engine=` (`None` for `nisa.engine.unknown` or
 /// absent), checked against the function's engines.

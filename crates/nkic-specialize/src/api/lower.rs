@@ -10,7 +10,7 @@
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
-use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_ir::{Buffer, OpKind, Scalar, View};
 use nkic_isa::{AluOp, DType, Engine};
 
 use super::check::{self, shape_text};
@@ -204,16 +204,13 @@ pub fn elementwise(
     check::operand(ctx, &dst, span, "the result")?;
     check::same_pf(ctx, (&tile, "operand"), (&dst, "result", span))?;
     bitvec_dtypes(ctx, op, &[(&tile, span), (&dst, span)])?;
-    let kind = OpKind::TensorScalar {
-        dst: dst.view.clone(),
-        src: tile.view.clone(),
-        op0: op,
-        operand0: (!op.is_unary()).then_some(operand),
-        reverse0: reversed,
-        op1: None,
-        operand1: None,
-        reverse1: false,
-    };
+    let kind = tensor_scalar1(
+        &dst.view,
+        &tile.view,
+        op,
+        (!op.is_unary()).then_some(operand),
+        reversed,
+    );
     ctx.push_op(nkic_ir::Op::new(kind), span)?;
     Ok(dst)
 }
@@ -334,6 +331,27 @@ fn tile_tile(
     op.engine = engine;
     ctx.push_op(op, span)?;
     Ok(dst)
+}
+
+/// The one-stage `tensor_scalar` `dst = src op0 operand0` (`operand0 op0
+/// src` when `reverse0`; no operand for a unary `op0`).
+pub fn tensor_scalar1(
+    dst: &View,
+    src: &View,
+    op0: AluOp,
+    operand0: Option<Scalar>,
+    reverse0: bool,
+) -> OpKind {
+    OpKind::TensorScalar {
+        dst: dst.clone(),
+        src: src.clone(),
+        op0,
+        operand0,
+        reverse0,
+        op1: None,
+        operand1: None,
+        reverse1: false,
+    }
 }
 
 /// A fresh SBUF tile for a lowered result.

@@ -60,14 +60,7 @@ pub struct PendingGrid {
     pub error: Diagnostic,
 }
 
-impl crate::value::ApiObject for PendingGrid {
-    fn type_name(&self) -> &'static str {
-        "tensor"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(PendingGrid, "tensor");
 
 /// Resolves the pending grid subscripts among `args` with the call's
 /// `mask=` rectangle (left in place for [`take`]); without a usable mask

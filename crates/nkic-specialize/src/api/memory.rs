@@ -17,7 +17,10 @@ use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 use super::check::{self, shape_text};
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req};
+use super::rules::{OpIn, reduces_with_only};
+use super::table::{
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X, opt, req,
+};
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
@@ -25,8 +28,16 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
 pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
 const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
-const NONE: &[Engine] = &[];
 
+/// `reduce_op` of `dma_compute`: `nl.add`.
+const DMA_COMPUTE_OP: OpIn = reduces_with_only!("dma_compute", Add, "nl.add");
+/// The legacy `dst_rmw_op=` of `dma_copy`: `nl.add`.
+const DST_RMW_OP: OpIn = OpIn {
+    name: "dst_rmw_op",
+    allowed: &[AluOp::Add],
+    message: "`dst_rmw_op` must be `nl.add`",
+    label: "DMA accumulates with add only",
+};
 /// The data-movement functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -165,7 +176,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.copy",
-        &[req("x", Kind::Tensor), OUT_DTYPE],
+        &[X, OUT_DTYPE],
         COPY_ENGINES,
         "Copies a tile into a new SBUF tile (`tensor_copy`); as an `op=` value it is the identity activation.",
         &["As `nisa.tensor_copy`."],
@@ -191,16 +202,14 @@ pub const DEFS: &[ApiDef] = &[
         ],
         dma_compute,
     ),
-    ApiDef {
-        name: "instruction.depends_on",
-        params: &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
-        engines: NONE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Adds scheduling edges: this instruction runs after each producer; returns itself.",
-        constraints: &["Producers are instruction handles recorded earlier."],
-        run: depends_on_unbound,
-    },
+    ApiDef::new(
+        "instruction.depends_on",
+        &[req("self", Kind::Any), opt("*producers", Kind::Any, "()")],
+        NO_ENGINE,
+        "Adds scheduling edges: this instruction runs after each producer; returns itself.",
+        &["Producers are instruction handles recorded earlier."],
+        depends_on_unbound,
+    ),
 ];
 
 // ------------------------------------------------------------------ helpers
@@ -459,18 +468,10 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     };
     let mut kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
     // Legacy read-modify-write DMA: `dst_rmw_op=nl.add` is `dst += src`.
-    if let Some(op) = b.alu_op(ctx, "dst_rmw_op")? {
-        if op != AluOp::Add {
-            return Err(ctx.error(
-                codes::BAD_ENUM,
-                format!("`dst_rmw_op` must be `nl.add`, found `nl.{}`", op.name()),
-                b.span_of("dst_rmw_op"),
-                "DMA accumulates with add only",
-            ));
-        }
-        if let OpKind::DmaCopy { accumulate, .. } = &mut kind {
-            *accumulate = true;
-        }
+    if DST_RMW_OP.opt(ctx, b)?.is_some()
+        && let OpKind::DmaCopy { accumulate, .. } = &mut kind
+    {
+        *accumulate = true;
     }
     // The trigger engine is a scheduling hint the IR does not record; the
     // op's engine stays open (DMA ops only run on the DMA queues).
@@ -1169,18 +1170,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             "bad source count",
         ));
     }
-    let op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
-    if op != AluOp::Add {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`dma_compute` reduces with `nl.add` only, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.add",
-        ));
-    }
+    DMA_COMPUTE_OP.or(ctx, b, AluOp::Add)?;
     match b.value("scales") {
         Value::None => {}
         Value::List(_) | Value::Tuple(_) => {

@@ -127,6 +127,7 @@ use crate::codes as eval_codes;
 use crate::ctx::Ctx;
 use crate::value::{BoundMethod, Namespace, Value};
 
+pub use operators::apply as operator;
 pub use table::{ApiDef, ApiDoc, describe, reference_markdown};
 
 /// A handle naming one API function (an index into this module's table).
@@ -480,17 +481,6 @@ pub fn store_subscript(
         }
         Some(op) => operators::store_aug(ctx, &dst, op, &value, span),
     }
-}
-
-/// A Python operator on tensors or other API values.
-pub fn operator(
-    ctx: &mut Ctx<'_>,
-    op: Operator,
-    operands: &[Value],
-    inplace: bool,
-    span: Span,
-) -> Result<Value, Diagnostic> {
-    operators::apply(ctx, op, operands, inplace, span)
 }
 
 /// Records a pending legacy matmul (see `isa::tensor_engine`) into a fresh PSUM

@@ -5,12 +5,12 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
-use nkic_isa::{Engine, Target};
+use nkic_isa::Engine;
 
 use super::check;
 use super::isa::tensor_engine::{self, MatmulFlags, PendingMatmul};
 use super::lower;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -22,7 +22,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.matmul",
         &[
-            req("x", Kind::Tensor),
+            X,
             req("y", Kind::Tensor),
             opt("transpose_x", Kind::Bool, "False"),
         ],
@@ -35,19 +35,17 @@ pub const DEFS: &[ApiDef] = &[
         ],
         matmul,
     ),
-    ApiDef {
-        name: "nl.transpose",
-        params: &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")],
-        engines: TRANSPOSE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The 2-D transpose of a tile into a new PSUM tile (`nc_transpose`; TensorE above 32×32).",
-        constraints: &[
+    ApiDef::new(
+        "nl.transpose",
+        &[X, OUT_DTYPE],
+        TRANSPOSE,
+        "The 2-D transpose of a tile into a new PSUM tile (`nc_transpose`; TensorE above 32×32).",
+        &[
             "`x` is SBUF (or PSUM for VectorE, up to 32×32).",
             "The `nisa.nc_transpose` rules apply.",
         ],
-        run: transpose,
-    },
+        transpose,
+    ),
 ];
 
 /// Transposes `x` into a fresh PSUM tile (TensorE) or SBUF tile (VectorE

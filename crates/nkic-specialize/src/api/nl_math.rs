@@ -40,7 +40,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, Op, OpKind, Scalar};
-use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd};
 
 use super::check::{self, shape_text};
 use super::codes;
@@ -48,7 +48,8 @@ use super::consts;
 use super::emit;
 use super::isa::tensor_engine;
 use super::lower::{self, Operand};
-use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
+use super::rules;
+use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -57,19 +58,15 @@ const VECTOR: &[Engine] = &[Engine::Vector];
 const SCALAR: &[Engine] = &[Engine::Scalar];
 const GPSIMD_SCALAR: &[Engine] = &[Engine::GpSimd, Engine::Scalar];
 
-pub(super) const BINARY_PARAMS: &[super::table::Param] = &[
-    req("x", Kind::Operand),
-    req("y", Kind::Operand),
-    opt("dtype", Kind::DType, "None"),
-];
+pub(super) const BINARY_PARAMS: &[super::table::Param] =
+    &[req("x", Kind::Operand), req("y", Kind::Operand), OUT_DTYPE];
 
-pub(super) const UNARY_PARAMS: &[super::table::Param] =
-    &[req("x", Kind::Tensor), opt("dtype", Kind::DType, "None")];
+pub(super) const UNARY_PARAMS: &[super::table::Param] = &[X, OUT_DTYPE];
 
 const REDUCE_PARAMS: &[super::table::Param] = &[
-    req("x", Kind::Tensor),
+    X,
     req("axis", Kind::Ints),
-    opt("dtype", Kind::DType, "None"),
+    OUT_DTYPE,
     opt("keepdims", Kind::Bool, "False"),
 ];
 
@@ -85,52 +82,39 @@ const BITWISE_RULES: &[&str] = &[
 
 macro_rules! binary {
     ($name:literal, $engines:expr, $summary:literal, $rules:expr) => {
-        ApiDef {
-            name: $name,
-            params: BINARY_PARAMS,
-            engines: $engines,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: $rules,
-            run: binary,
-        }
+        ApiDef::new($name, BINARY_PARAMS, $engines, $summary, $rules, binary)
     };
 }
 
 macro_rules! act {
     ($name:literal, $summary:literal) => {
-        ApiDef {
-            name: $name,
-            params: UNARY_PARAMS,
-            engines: SCALAR,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: &[
+        ApiDef::new(
+            $name,
+            UNARY_PARAMS,
+            SCALAR,
+            $summary,
+            &[
                 "`x` is an SBUF/PSUM tile with at most 128 partitions.",
                 "The input ranges of isa.md §2.4 apply.",
             ],
-            run: unary,
-        }
+            unary,
+        )
     };
 }
 
 macro_rules! reduce {
     ($name:literal, $summary:literal) => {
-        ApiDef {
-            name: $name,
-            params: REDUCE_PARAMS,
-            engines: VECTOR,
-            since: Target::Trn2,
-            value_form: false,
-            summary: $summary,
-            constraints: &[
+        ApiDef::new(
+            $name,
+            REDUCE_PARAMS,
+            VECTOR,
+            $summary,
+            &[
                 "`x` is an SBUF/PSUM tile.",
                 "`axis` names the trailing free dims ending at the last dim (never dim 0): `1`, `(1, 2)`, `(1, 2, 3)` …",
             ],
-            run: reduce,
-        }
+            reduce,
+        )
     };
 }
 
@@ -359,11 +343,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.softmax",
-        &[
-            req("x", Kind::Tensor),
-            opt("axis", Kind::Ints, "-1"),
-            OUT_DTYPE,
-        ],
+        &[X, opt("axis", Kind::Ints, "-1"), OUT_DTYPE],
         &[Engine::Vector, Engine::Scalar],
         "`exp(x - max) / Σ exp(x - max)` over the free dims: `tensor_reduce(max)`, `activation(exp, bias=-max)` summing each row, `reciprocal`, `tensor_scalar(multiply)`.",
         &[
@@ -375,7 +355,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.rms_norm",
         &[
-            req("x", Kind::Tensor),
+            X,
             req("w", Kind::Tensor),
             req("axis", Kind::Ints),
             req("n", Kind::Int),
@@ -409,7 +389,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.broadcast_to",
-        &[req("x", Kind::Tensor), req("shape", Kind::Shape), OUT_DTYPE],
+        &[X, SHAPE, OUT_DTYPE],
         &[Engine::Vector, Engine::Tensor],
         "NumPy broadcast of `x` to `shape` (same rank): size-1 free dims become stride-0 views copied with `tensor_copy`; a single partition is spread over P partitions (a TensorE ones-matmul per 512 elements for float `[1, F]` rows, else one `nc_stream_shuffle` per 32 partitions). Returns `x` itself when nothing changes.",
         &[
@@ -418,24 +398,22 @@ pub const DEFS: &[ApiDef] = &[
         ],
         broadcast_to,
     ),
-    ApiDef {
-        name: "nl.var",
-        params: &[
-            req("x", Kind::Tensor),
+    ApiDef::new(
+        "nl.var",
+        &[
+            X,
             req("axis", Kind::Ints),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             opt("keepdims", Kind::Bool, "True"),
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
-        constraints: &[
+        VECTOR,
+        "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
+        &[
             "`x` is an SBUF/PSUM tile; `axis` names all its free dims.",
             "Rows longer than `nl.tile_size.bn_stats_fmax` need a 2-D `x`.",
         ],
-        run: var,
-    },
+        var,
+    ),
 ];
 
 // ------------------------------------------------------------------ helpers
@@ -675,10 +653,7 @@ fn divide(
 // ------------------------------------------------------------------ unary
 
 fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let dst = result(ctx, b, &x.shape, out_dt, span)?;
     let tile = Operand::Tile(x.clone());
@@ -722,16 +697,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
             )?;
         }
         "nl.rsqrt" if x.buffer != Buffer::Psum && dst.buffer != Buffer::Psum => {
-            let kind = OpKind::TensorScalar {
-                dst: dst.view.clone(),
-                src: x.view.clone(),
-                op0: AluOp::Rsqrt,
-                operand0: None,
-                reverse0: false,
-                op1: None,
-                operand1: None,
-                reverse1: false,
-            };
+            let kind = lower::tensor_scalar1(&dst.view, &x.view, AluOp::Rsqrt, None, false);
             push(ctx, kind, Some(Engine::GpSimd), span)?;
         }
         name => {
@@ -752,10 +718,7 @@ fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
 // ------------------------------------------------------------------ reductions
 
 fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let axes = b.ints(ctx, "axis")?.unwrap_or_default();
     let keepdims = b.bool_or(ctx, "keepdims", false)?;
     // Free axes that are not the trailing ones (`axis=[2, 4]` of a 5-D
@@ -841,10 +804,7 @@ fn all_free_axes(ctx: &Ctx<'_>, b: &Bound, x: &Tensor) -> Result<(), Diagnostic>
 }
 
 fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     all_free_axes(ctx, b, &x)?;
     let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let p = check::partitions(&x);
@@ -1037,16 +997,13 @@ fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         let p = temp(ctx, &cond.shape, DType::U8, span)?;
         push(
             ctx,
-            OpKind::TensorScalar {
-                dst: p.view.clone(),
-                src: cond.view.clone(),
-                op0: AluOp::NotEqual,
-                operand0: Some(Scalar::imm(0.0)),
-                reverse0: false,
-                op1: None,
-                operand1: None,
-                reverse1: false,
-            },
+            lower::tensor_scalar1(
+                &p.view,
+                &cond.view,
+                AluOp::NotEqual,
+                Some(Scalar::imm(0.0)),
+                false,
+            ),
             None,
             span,
         )?;

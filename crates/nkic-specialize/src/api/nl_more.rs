@@ -41,7 +41,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
-use nkic_isa::{ActFunc, AluOp, DType, Engine, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Engine};
 
 use super::check;
 use super::codes;
@@ -49,13 +49,13 @@ use super::lower::{self, Operand};
 use super::nl_math::{
     BINARY_PARAMS, UNARY_PARAMS, activation_kind, done, operand, product, push, result, temp,
 };
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::rules;
+use super::table::{ApiDef, Bound, Kind, NO_ENGINE, OUT_DTYPE, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
 const VECTOR_SCALAR: &[Engine] = &[Engine::Vector, Engine::Scalar];
 const VECTOR: &[Engine] = &[Engine::Vector];
-const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -140,11 +140,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.broadcast_to",
-        &[
-            req("x", Kind::Tensor),
-            req("shape", Kind::Shape),
-            super::table::OUT_DTYPE,
-        ],
+        &[X, SHAPE, OUT_DTYPE],
         &[Engine::Vector, Engine::Tensor],
         "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
         &["The `nl.broadcast_to` rules apply."],
@@ -152,37 +148,35 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.expand_dims",
-        &[req("x", Kind::Tensor), req("axis", Kind::Int)],
-        NONE,
+        &[X, req("axis", Kind::Int)],
+        NO_ENGINE,
         "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
         &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
         expand_dims,
     ),
-    ApiDef {
-        name: "nl.loop_reduce",
-        params: &[
-            req("x", Kind::Tensor),
+    ApiDef::new(
+        "nl.loop_reduce",
+        &[
+            X,
             req("op", Kind::AluOp),
             req("loop_indices", Kind::Any),
-            super::table::opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             super::table::opt("mask", Kind::Any, "None"),
         ],
-        engines: VECTOR,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Legacy: `dst = dst op x` into the tile the result is assigned to, so that over the iterations of `loop_indices` it reduces `x` (one VectorE `tensor_tensor`).",
-        constraints: &[
+        VECTOR,
+        "Legacy: `dst = dst op x` into the tile the result is assigned to, so that over the iterations of `loop_indices` it reduces `x` (one VectorE `tensor_tensor`).",
+        &[
             "The result is assigned to a tile (`b = …` where `b` is a tile, or `t[...] = …`) of `x`'s shape; any other use is an error.",
             "`loop_indices` is not checked: the loop structure is the kernel's.",
             "`dtype=` is accepted; the result has the dtype of the tile it is assigned to.",
             "`mask=` is not supported.",
         ],
-        run: loop_reduce,
-    },
+        loop_reduce,
+    ),
     ApiDef::new(
         "ncc.sbuf.alloc",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
         &[],
         legacy_sbuf,
@@ -195,7 +189,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        NONE,
+        NO_ENGINE,
         "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
         &[],
         legacy_sbuf,
@@ -203,7 +197,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.sbuf.auto_alloc",
         &[],
-        NONE,
+        NO_ENGINE,
         "Legacy automatic SBUF allocation: `nl.sbuf`.",
         &[],
         legacy_sbuf,
@@ -211,7 +205,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.psum.alloc",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
         &[],
         legacy_psum,
@@ -226,7 +220,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("num_par_tiles", Kind::Ints, "()"),
             opt("num_free_tiles", Kind::Ints, "()"),
         ],
-        NONE,
+        NO_ENGINE,
         "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
         &[],
         legacy_psum,
@@ -234,7 +228,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.psum.auto_alloc",
         &[],
-        NONE,
+        NO_ENGINE,
         "Legacy automatic PSUM allocation: `nl.psum`.",
         &[],
         legacy_psum,
@@ -242,7 +236,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "ncc.skip_middle_end_transformations",
         &[req("func", Kind::Any)],
-        NONE,
+        NO_ENGINE,
         "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
         &[],
         identity_decorator,
@@ -250,7 +244,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.device_print",
         &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
-        NONE,
+        NO_ENGINE,
         "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
         &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
         device_print,
@@ -266,14 +260,7 @@ pub struct PendingLoopReduce {
     pub span: Span,
 }
 
-impl crate::value::ApiObject for PendingLoopReduce {
-    fn type_name(&self) -> &'static str {
-        "loop_reduce result"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(PendingLoopReduce, "loop_reduce result");
 
 impl PendingLoopReduce {
     /// The pending call in `v`, if it is one.
@@ -354,10 +341,7 @@ fn loop_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 }
 
 fn unary_input(ctx: &Ctx<'_>, b: &Bound) -> Result<(Rc<Tensor>, DType), Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    let sx = b.span_of("x");
-    check::operand(ctx, &x, sx, "`x`")?;
-    check::engine_free_size(ctx, &x, sx, "`x`")?;
+    let x = rules::input_tile(ctx, b, "x")?;
     let dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     Ok((x, dt))
 }
@@ -456,16 +440,13 @@ fn reduce_angle(
     let above = temp(ctx, &shape, DType::F32, span)?;
     push(
         ctx,
-        OpKind::TensorScalar {
-            dst: above.view.clone(),
-            src: r.view.clone(),
-            op0: AluOp::Greater,
-            operand0: Some(Scalar::imm(hi)),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        },
+        lower::tensor_scalar1(
+            &above.view,
+            &r.view,
+            AluOp::Greater,
+            Some(Scalar::imm(hi)),
+            false,
+        ),
         None,
         span,
     )?;

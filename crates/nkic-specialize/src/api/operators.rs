@@ -70,7 +70,8 @@ fn operand(ctx: &Ctx<'_>, v: &Value, op: Operator, span: Span) -> Result<Operand
     }
 }
 
-/// A Python operator on tiles (the contract's `operator`).
+/// A Python operator on tensors or other API values: the contract's
+/// `operator`, under which name `api` exports it.
 pub fn apply(
     ctx: &mut Ctx<'_>,
     op: Operator,

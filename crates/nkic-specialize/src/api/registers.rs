@@ -8,7 +8,7 @@
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{OpKind, RegOrImm};
-use nkic_isa::{Engine, Target};
+use nkic_isa::Engine;
 
 use super::check;
 use super::codes;
@@ -58,19 +58,17 @@ pub const DEFS: &[ApiDef] = &[
         ],
         register_load,
     ),
-    ApiDef {
-        name: "nisa.register_store",
-        params: &[req("dst", Kind::Tensor), req("src", Kind::Any)],
-        engines: ANY,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "Writes register `src` into the single element of an HBM or SBUF tensor.",
-        constraints: &[
+    ApiDef::new(
+        "nisa.register_store",
+        &[req("dst", Kind::Tensor), req("src", Kind::Any)],
+        ANY,
+        "Writes register `src` into the single element of an HBM or SBUF tensor.",
+        &[
             "`dst` has exactly one element of at most 4 bytes, in HBM or SBUF.",
             "`src` is a plain register.",
         ],
-        run: register_store,
-    },
+        register_store,
+    ),
 ];
 
 fn i32_of(ctx: &Ctx<'_>, v: i64, span: Span) -> Result<i32, Diagnostic> {

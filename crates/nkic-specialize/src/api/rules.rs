@@ -112,6 +112,17 @@ impl Tiles {
     }
 }
 
+/// The one input tile `name` of an element-wise function, checked as
+/// [`Tiles`] checks its first tile (SBUF/PSUM, at most 128 partitions, a
+/// legal start partition, the engines' free-size limit).
+pub fn input_tile(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
+    let t = b.tensor(ctx, name)?;
+    let (span, what) = (b.span_of(name), format!("`{name}`"));
+    check::operand(ctx, &t, span, &what)?;
+    check::engine_free_size(ctx, &t, span, &what)?;
+    Ok(t)
+}
+
 /// Two inputs of one instruction are not both in PSUM (an engine reads at
 /// most one PSUM operand); reported at the second.
 #[derive(Clone, Copy, Debug)]
@@ -185,6 +196,16 @@ macro_rules! binary_arith {
 pub(crate) use binary_arith;
 
 impl BinaryArith {
+    /// The operators of every parameter, in order, checked.
+    pub fn ops<const N: usize>(&self, ctx: &Ctx<'_>, b: &Bound) -> Result<[AluOp; N], Diagnostic> {
+        debug_assert_eq!(self.names.len(), N, "`{}` names {N} operators", self.text);
+        let mut ops = [AluOp::Add; N];
+        for (i, op) in ops.iter_mut().enumerate() {
+            *op = self.op(ctx, b, i)?;
+        }
+        Ok(ops)
+    }
+
     /// The operator of parameter `i` (`nl.add` when absent), checked.
     pub fn op(&self, ctx: &Ctx<'_>, b: &Bound, i: usize) -> Result<AluOp, Diagnostic> {
         let name = self.names[i];
@@ -201,6 +222,57 @@ impl BinaryArith {
             ));
         }
         Ok(op)
+    }
+}
+
+/// An ALU operator parameter that takes only some operators, with the
+/// message that says which (before ", found `nl.<op>`") and its label.
+#[derive(Clone, Copy, Debug)]
+pub struct OpIn {
+    pub name: &'static str,
+    pub allowed: &'static [AluOp],
+    pub message: &'static str,
+    pub label: &'static str,
+}
+
+/// [`OpIn`] of a `reduce_op` that takes one operator, with its message.
+macro_rules! reduces_with_only {
+    ($api:literal, $op:ident, $nl:literal) => {
+        $crate::api::rules::OpIn {
+            name: "reduce_op",
+            allowed: &[nkic_isa::AluOp::$op],
+            message: concat!("`", $api, "` reduces with `", $nl, "` only"),
+            label: concat!("not ", $nl),
+        }
+    };
+}
+pub(crate) use reduces_with_only;
+
+impl OpIn {
+    /// The operator given, if any, checked.
+    pub fn opt(&self, ctx: &Ctx<'_>, b: &Bound) -> Result<Option<AluOp>, Diagnostic> {
+        let Some(op) = b.alu_op(ctx, self.name)? else {
+            return Ok(None);
+        };
+        if self.allowed.contains(&op) {
+            return Ok(Some(op));
+        }
+        Err(ctx.error(
+            codes::BAD_ENUM,
+            format!("{}, found `nl.{}`", self.message, op.name()),
+            b.span_of(self.name),
+            self.label,
+        ))
+    }
+
+    /// The operator given, checked, or `default` (an allowed operator).
+    pub fn or(&self, ctx: &Ctx<'_>, b: &Bound, default: AluOp) -> Result<AluOp, Diagnostic> {
+        debug_assert!(
+            self.allowed.contains(&default),
+            "`{}`'s default is allowed",
+            self.name
+        );
+        Ok(self.opt(ctx, b)?.unwrap_or(default))
     }
 }
 

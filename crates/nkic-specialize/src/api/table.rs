@@ -174,6 +174,20 @@ pub const REVERSE1: Param = opt("reverse1", Kind::Bool, "False");
 pub const REDUCE_OP: Param = req("reduce_op", Kind::AluOp);
 /// `reduce_res=`: the `(P, 1)` tile an accumulating reduction is read into.
 pub const REDUCE_RES: Param = opt("reduce_res", Kind::Tensor, "None");
+/// `self`: the tensor a method of `NkiTensor` is called on.
+pub const SELF: Param = req("self", Kind::Tensor);
+/// `x`: the tile input of an `nl.*` function.
+pub const X: Param = req("x", Kind::Tensor);
+/// `dim=` of a view method.
+pub const DIM: Param = req("dim", Kind::Int);
+/// `shape` of a new tensor.
+pub const SHAPE: Param = req("shape", Kind::Shape);
+/// `dtype` of a new tensor.
+pub const DTYPE: Param = req("dtype", Kind::DType);
+/// `buffer=` of a new tensor.
+pub const BUFFER: Param = opt("buffer", Kind::Buffer, "nl.sbuf");
+/// `name=` of a new tensor.
+pub const TENSOR_NAME: Param = opt("name", Kind::Str, "''");
 /// `reduce_cmd=` defaulting to `idle` (the accumulators are untouched).
 pub const REDUCE_IDLE: Param = reduce_cmd("nisa.reduce_cmd.idle");
 /// `reduce_cmd=` defaulting to `reset_reduce`.
@@ -183,6 +197,10 @@ pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
 /// run wherever the instruction may: [`ApiDef::engines`] takes them from
 /// `nkic_isa`'s instruction table by mnemonic, so they are written once.
 pub const ISA_ENGINES: &[Engine] = &[];
+
+/// The engines of a function that only builds views or values at compile
+/// time: none.
+pub const NO_ENGINE: &[Engine] = &[];
 
 /// `reduce_cmd=` with its default as NKI code.
 const fn reduce_cmd(default: &'static str) -> Param {
@@ -434,14 +452,7 @@ enum Legacy {
 const LEGACY: &[(&str, Legacy)] = &[
     (
         "nisa.memset",
-        Legacy::ValueForm(&[
-            req("shape", Kind::Shape),
-            req("value", Kind::Float),
-            req("dtype", Kind::DType),
-            ENGINE,
-            MASK,
-            NAME,
-        ]),
+        Legacy::ValueForm(&[SHAPE, req("value", Kind::Float), DTYPE, ENGINE, MASK, NAME]),
     ),
     (
         // `affine_select(pred, on_true_tile, on_false_value)`.
@@ -450,7 +461,7 @@ const LEGACY: &[(&str, Legacy)] = &[
             req("pred", Kind::Index),
             req("on_true_tile", Kind::Tensor),
             req("on_false_value", Kind::Float),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
             MASK,
             NAME,
         ]),
@@ -838,6 +849,15 @@ impl Bound {
         enum_member_of(ctx, a, enum_name).map(Some)
     }
 
+    /// `reverse0=` and `reverse1=` of a two-stage operator pipeline
+    /// (`False` when absent).
+    pub fn reverses(&self, ctx: &Ctx<'_>) -> Result<[bool; 2], Diagnostic> {
+        Ok([
+            self.bool_or(ctx, REVERSE0.name, false)?,
+            self.bool_or(ctx, REVERSE1.name, false)?,
+        ])
+    }
+
     /// The `reduce_cmd=` accumulator command, if given.
     pub fn reduce_cmd(&self, ctx: &Ctx<'_>) -> Result<Option<ReduceCmd>, Diagnostic> {
         Ok(self
@@ -1077,40 +1097,52 @@ fn op_name(v: &Value) -> Option<&'static str> {
 
 /// The ALU operator in `a` (`nl.add`, `np.add`, …).
 pub fn alu_op_of(ctx: &Ctx<'_>, a: &Arg) -> Result<AluOp, Diagnostic> {
-    if let Some(name) = op_name(&a.value)
-        && let Some(op) = consts::alu_op_by_name(name)
-    {
+    operator_of(
+        ctx,
+        a,
+        consts::alu_op_by_name,
+        [
+            "an ALU operator",
+            "nl.add",
+            "the operators are listed in isa.md §2.3",
+        ],
+    )
+}
+
+/// The activation function in `a` (`nl.exp`, …).
+pub fn act_func_of(ctx: &Ctx<'_>, a: &Arg) -> Result<ActFunc, Diagnostic> {
+    operator_of(
+        ctx,
+        a,
+        consts::act_func_by_name,
+        [
+            "an activation function",
+            "nl.exp",
+            "the activation functions are listed in isa.md §2.4",
+        ],
+    )
+}
+
+/// The operator or function in `a` that `by_name` finds by its dotted
+/// name; the error names `what` it must be, an `example` and a `note`.
+fn operator_of<T>(
+    ctx: &Ctx<'_>,
+    a: &Arg,
+    by_name: fn(&str) -> Option<T>,
+    [what, example, note]: [&str; 3],
+) -> Result<T, Diagnostic> {
+    if let Some(op) = op_name(&a.value).and_then(by_name) {
         return Ok(op);
     }
     Err(ctx
         .error(
             codes::BAD_ENUM,
             format!(
-                "expected an ALU operator such as `nl.add`, found {}",
+                "expected {what} such as `{example}`, found {}",
                 crate::format::short_repr(&a.value)
             ),
             a.span,
-            "not an ALU operator",
+            format!("not {what}"),
         )
-        .with_note("the operators are listed in isa.md §2.3"))
-}
-
-/// The activation function in `a` (`nl.exp`, …).
-pub fn act_func_of(ctx: &Ctx<'_>, a: &Arg) -> Result<ActFunc, Diagnostic> {
-    if let Some(name) = op_name(&a.value)
-        && let Some(f) = consts::act_func_by_name(name)
-    {
-        return Ok(f);
-    }
-    Err(ctx
-        .error(
-            codes::BAD_ENUM,
-            format!(
-                "expected an activation function such as `nl.exp`, found {}",
-                crate::format::short_repr(&a.value)
-            ),
-            a.span,
-            "not an activation function",
-        )
-        .with_note("the activation functions are listed in isa.md §2.4"))
+        .with_note(note.to_string()))
 }

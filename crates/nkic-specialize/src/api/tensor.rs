@@ -27,23 +27,35 @@ use super::blocks::BlockTensor;
 use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
-use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, opt, req};
+use super::table::{
+    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
+    X, opt, req,
+};
 use crate::args::Arg;
 use crate::ctx::Ctx;
 use crate::value::{BoundMethod, IndexExpr, IntOrReg, RegValue, Tensor, Value};
 
-const NO_ENGINE: &[Engine] = &[];
 const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+
+/// The parameters of `nl.zeros` and `nl.ones`.
+const ALLOC: &[Param] = &[SHAPE, DTYPE, BUFFER, TENSOR_NAME];
+/// The parameters of `nl.zeros_like` and `nl.empty_like`.
+const LIKE: &[Param] = &[
+    X,
+    OUT_DTYPE,
+    opt("buffer", Kind::Buffer, "None"),
+    TENSOR_NAME,
+];
 
 /// The tensor-model functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.ndarray",
         &[
-            req("shape", Kind::Shape),
-            req("dtype", Kind::DType),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
+            SHAPE,
+            DTYPE,
+            BUFFER,
+            TENSOR_NAME,
             opt("address", Kind::Ints, "None"),
         ],
         NO_ENGINE,
@@ -58,12 +70,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.zeros",
-        &[
-            req("shape", Kind::Shape),
-            req("dtype", Kind::DType),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
-        ],
+        ALLOC,
         MEMSET_ENGINES,
         "Allocates a tensor filled with 0 (`ndarray` + `memset`).",
         &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
@@ -71,12 +78,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.ones",
-        &[
-            req("shape", Kind::Shape),
-            req("dtype", Kind::DType),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
-        ],
+        ALLOC,
         MEMSET_ENGINES,
         "Allocates a tensor filled with 1 (`ndarray` + `memset`).",
         &["As `nl.ndarray`; the buffer is SBUF or PSUM."],
@@ -85,11 +87,11 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.full",
         &[
-            req("shape", Kind::Shape),
+            SHAPE,
             req("fill_value", Kind::Float),
-            req("dtype", Kind::DType),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
+            DTYPE,
+            BUFFER,
+            TENSOR_NAME,
         ],
         MEMSET_ENGINES,
         "Allocates a tensor filled with `fill_value` (`ndarray` + `memset`).",
@@ -101,12 +103,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.zeros_like",
-        &[
-            req("x", Kind::Tensor),
-            OUT_DTYPE,
-            opt("buffer", Kind::Buffer, "None"),
-            opt("name", Kind::Str, "''"),
-        ],
+        LIKE,
         MEMSET_ENGINES,
         "A zero-filled tensor of `x`'s shape (dtype and buffer default to `x`'s).",
         &["As `nl.zeros`."],
@@ -114,12 +111,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.empty_like",
-        &[
-            req("x", Kind::Tensor),
-            OUT_DTYPE,
-            opt("buffer", Kind::Buffer, "None"),
-            opt("name", Kind::Str, "''"),
-        ],
+        LIKE,
         NO_ENGINE,
         "An uninitialized tensor of `x`'s shape (dtype and buffer default to `x`'s).",
         &["As `nl.ndarray`."],
@@ -147,8 +139,8 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.slice",
         &[
-            req("self", Kind::Tensor),
-            req("dim", Kind::Int),
+            SELF,
+            DIM,
             req("start", Kind::Int),
             req("end", Kind::Int),
             opt("step", Kind::Int, "1"),
@@ -163,11 +155,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.select",
-        &[
-            req("self", Kind::Tensor),
-            req("dim", Kind::Int),
-            req("index", Kind::Any),
-        ],
+        &[SELF, DIM, req("index", Kind::Any)],
         NO_ENGINE,
         "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
         &[
@@ -178,7 +166,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.permute",
-        &[req("self", Kind::Tensor), req("dims", Kind::Ints)],
+        &[SELF, req("dims", Kind::Ints)],
         NO_ENGINE,
         "Reorders the dims.",
         &[
@@ -189,11 +177,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.broadcast",
-        &[
-            req("self", Kind::Tensor),
-            req("dim", Kind::Int),
-            req("size", Kind::Int),
-        ],
+        &[SELF, DIM, req("size", Kind::Int)],
         NO_ENGINE,
         "Stretches a size-1 dim to `size` (stride 0).",
         &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
@@ -201,7 +185,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.expand_dim",
-        &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        &[SELF, DIM],
         NO_ENGINE,
         "Inserts a size-1 dim at `dim`.",
         &["Not dim 0 of an SBUF/PSUM tensor."],
@@ -209,7 +193,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.squeeze_dim",
-        &[req("self", Kind::Tensor), req("dim", Kind::Int)],
+        &[SELF, DIM],
         NO_ENGINE,
         "Removes a size-1 dim.",
         &[
@@ -220,7 +204,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.reshape",
-        &[req("self", Kind::Tensor), req("shape", Kind::Shape)],
+        &[SELF, SHAPE],
         NO_ENGINE,
         "A view with a new shape and the same elements in row-major order.",
         &[
@@ -232,7 +216,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.view",
-        &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        &[SELF, DTYPE],
         NO_ENGINE,
         "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
         &[
@@ -243,7 +227,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.reinterpret_cast",
-        &[req("self", Kind::Tensor), req("dtype", Kind::DType)],
+        &[SELF, DTYPE],
         NO_ENGINE,
         "Alias of `tensor.view`.",
         &["As `tensor.view`."],
@@ -252,7 +236,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.ap",
         &[
-            req("self", Kind::Tensor),
+            SELF,
             req("pattern", Kind::Pattern),
             opt("offset", Kind::Int, "None"),
             opt("scalar_offset", Kind::Any, "None"),
@@ -273,22 +257,20 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "tensor.is_contiguous",
-        &[req("self", Kind::Tensor)],
+        &[SELF],
         NO_ENGINE,
         "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
         &[],
         method_is_contiguous,
     ),
-    ApiDef {
-        name: "tensor.get_pattern",
-        params: &[req("self", Kind::Tensor)],
-        engines: NO_ENGINE,
-        since: Target::Trn2,
-        value_form: false,
-        summary: "The view's `[[stride, count], …]` pattern (usable with `.ap`).",
-        constraints: &[],
-        run: method_get_pattern,
-    },
+    ApiDef::new(
+        "tensor.get_pattern",
+        &[SELF],
+        NO_ENGINE,
+        "The view's `[[stride, count], …]` pattern (usable with `.ap`).",
+        &[],
+        method_get_pattern,
+    ),
 ];
 
 // ------------------------------------------------------------------ creation
@@ -394,17 +376,11 @@ fn shape_with_par_dim(
 #[derive(Debug)]
 pub struct ParDim(pub i64);
 
-impl crate::value::ApiObject for ParDim {
-    fn type_name(&self) -> &'static str {
-        "par_dim"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
+crate::value::api_object!(ParDim, "par_dim", {
     fn display(&self) -> String {
         format!("par_dim({})", self.0)
     }
-}
+});
 
 /// Allocates a tensor after checking the shape against the buffer.
 pub fn alloc(
@@ -1663,14 +1639,7 @@ pub struct OutOfBoundsView {
     pub error: Diagnostic,
 }
 
-impl crate::value::ApiObject for OutOfBoundsView {
-    fn type_name(&self) -> &'static str {
-        "tensor"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(OutOfBoundsView, "tensor");
 
 fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;

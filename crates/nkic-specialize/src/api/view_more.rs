@@ -14,24 +14,22 @@
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, Indirection, ViewDim};
-use nkic_isa::{Engine, Target};
+use nkic_isa::Target;
 
 use super::check::{self, shape_text};
 use super::codes;
-use super::table::{ApiDef, Bound, Kind, opt, req};
+use super::table::{ApiDef, Bound, DIM, Kind, NO_ENGINE, SELF, opt, req};
 use super::tensor::{dim_index, is_contiguous, partition_view_error, req_int, this, with_view};
 use crate::ctx::Ctx;
 use crate::value::Value;
-
-const NO_ENGINE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.reshape_dim",
         &[
-            req("self", Kind::Tensor),
-            req("dim", Kind::Int),
+            SELF,
+            DIM,
             req("shape", Kind::Ints),
         ],
         NO_ENGINE,
@@ -45,7 +43,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.flatten_dims",
         &[
-            req("self", Kind::Tensor),
+            SELF,
             req("start", Kind::Int),
             req("end", Kind::Int),
         ],
@@ -60,7 +58,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.rearrange",
         &[
-            req("self", Kind::Tensor),
+            SELF,
             req("src_pattern", Kind::Any),
             req("dst_pattern", Kind::Any),
             opt("fixed_sizes", Kind::Any, "None"),
@@ -77,8 +75,8 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "tensor.vector_select",
         &[
-            req("self", Kind::Tensor),
-            req("dim", Kind::Int),
+            SELF,
+            DIM,
             req("vector_offset", Kind::Tensor),
         ],
         NO_ENGINE,
@@ -89,23 +87,22 @@ pub const DEFS: &[ApiDef] = &[
         ],
         vector_select,
     ),
-    ApiDef {
-        name: "tensor.indirect",
-        params: &[
-            req("self", Kind::Tensor),
+    ApiDef::new(
+        "tensor.indirect",
+        &[
+            SELF,
             req("index", Kind::Tensor),
             opt("num_elem", Kind::Int, "None"),
         ],
-        engines: NO_ENGINE,
-        since: Target::Trn3,
-        value_form: false,
-        summary: "Tensor indirection (trn3): a `(P, num_elem)` view whose columns are free positions read at run time from `index` (snake order across partition groups).",
-        constraints: &[
+        NO_ENGINE,
+        "Tensor indirection (trn3): a `(P, num_elem)` view whose columns are free positions read at run time from `index` (snake order across partition groups).",
+        &[
             "trn3 only; the tensor is SBUF or PSUM with contiguous free dims.",
             "`index` is an SBUF int tensor with the tensor's partition count; `num_elem` (default `index.size`) is at most `index.size`.",
         ],
-        run: indirect,
-    },
+        indirect,
+    )
+    .new_in(Target::Trn3),
 ];
 
 fn view_error(ctx: &Ctx<'_>, message: String, span: Span, label: &str) -> Diagnostic {

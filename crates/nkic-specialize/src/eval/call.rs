@@ -258,25 +258,34 @@ impl Ctx<'_> {
                 return Err(d);
             }
         }
-        for (i, p) in positional.iter().enumerate() {
-            let v = match bound[i].take() {
-                Some(v) => v,
-                None => match f.defaults.get(i).cloned().flatten() {
-                    Some(d) => d,
-                    None => {
-                        return Err(self.error(
-                            codes::BAD_ARGUMENTS,
-                            format!(
-                                "`{}` is missing required argument `{}`",
-                                f.name, p.name.name
-                            ),
-                            span,
-                            format!("`{}` is not given", p.name.name),
-                        ));
-                    }
-                },
-            };
-            if self.facts.is_some() {
+        // Each parameter with its argument, its default and, for the
+        // error, what kind of parameter it is.
+        let slots = positional
+            .iter()
+            .copied()
+            .zip(bound)
+            .zip(f.defaults.iter().cloned().chain(std::iter::repeat(None)))
+            .map(|((p, given), default)| (p, given, default, "required"))
+            .chain(
+                params
+                    .kwonly
+                    .iter()
+                    .zip(kw_bound)
+                    .zip(f.kw_defaults.iter().cloned().chain(std::iter::repeat(None)))
+                    .map(|((p, given), default)| (p, given, default, "keyword")),
+            );
+        for (p, given, default, kind) in slots {
+            let name = &p.name.name;
+            let v = given.or(default).ok_or_else(|| {
+                self.error(
+                    codes::BAD_ARGUMENTS,
+                    format!("`{}` is missing {kind} argument `{name}`", f.name),
+                    span,
+                    format!("`{name}` is not given"),
+                )
+            })?;
+            // Positional parameters show their value on hover.
+            if kind == "required" && self.facts.is_some() {
                 let file = self.modules[f.module.0 as usize].file;
                 let text = match &v {
                     Value::Tensor(t) => crate::facts::tensor_text(self, t),
@@ -286,24 +295,7 @@ impl Ctx<'_> {
                     facts.record(file, p.name.span, || text);
                 }
             }
-            scope.set(&p.name.name, v);
-        }
-        for (i, p) in params.kwonly.iter().enumerate() {
-            let v = match kw_bound[i].take() {
-                Some(v) => v,
-                None => match f.kw_defaults.get(i).cloned().flatten() {
-                    Some(d) => d,
-                    None => {
-                        return Err(self.error(
-                            codes::BAD_ARGUMENTS,
-                            format!("`{}` is missing keyword argument `{}`", f.name, p.name.name),
-                            span,
-                            format!("`{}` is not given", p.name.name),
-                        ));
-                    }
-                },
-            };
-            scope.set(&p.name.name, v);
+            scope.set(name, v);
         }
         if let Some(v) = &params.vararg {
             scope.set(&v.name.name, Value::tuple(extra_pos));

@@ -28,7 +28,6 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Op, OpKind, RegHandle, RegOrImm};
-use nkic_isa::RegAluOp;
 
 use crate::codes;
 use crate::ctx::Ctx;
@@ -210,39 +209,8 @@ impl Ctx<'_> {
             }
             Err(r) => r,
         };
-        let (Ok(scale), Ok(offset)) = (i32::try_from(r.scale), i32::try_from(r.offset)) else {
-            return Err(self.error(
-                codes::INT_OVERFLOW,
-                "a register expression's factor does not fit 32 bits",
-                span,
-                "too large",
-            ));
-        };
-        let mut from = r.reg;
-        if scale != 1 {
-            self.push_op(
-                Op::new(OpKind::RegAlu {
-                    dst,
-                    op: RegAluOp::Mul,
-                    a: from,
-                    b: RegOrImm::Imm(scale),
-                }),
-                span,
-            )?;
-            from = dst;
-        }
-        if offset != 0 {
-            self.push_op(
-                Op::new(OpKind::RegAlu {
-                    dst,
-                    op: RegAluOp::Add,
-                    a: from,
-                    b: RegOrImm::Imm(offset),
-                }),
-                span,
-            )?;
-            from = dst;
-        }
+        let factors = self.reg_factors(r, span)?;
+        let from = self.scaled_into(r.reg, factors, dst, span)?;
         if from != dst {
             self.push_op(
                 Op::new(OpKind::RegMove {

@@ -8,7 +8,6 @@
 //! members are instances holding `name` and `value`; `auto()` numbers from
 //! 1 (or one past the previous int value).
 
-use std::any::Any;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -22,7 +21,7 @@ use crate::ctx::Ctx;
 use crate::eval::Flow;
 use crate::intrinsics::Intrinsic;
 use crate::value::{
-    ApiObject, Class, ClassKind, FieldDef, Function, FunctionBody, MethodKind, Object, Scope, Value,
+    Class, ClassKind, FieldDef, Function, FunctionBody, MethodKind, Object, Scope, Value,
 };
 
 /// The value of `dataclasses.field(...)` until its class is built.
@@ -32,27 +31,13 @@ pub(crate) struct FieldMarker {
     pub(crate) default_factory: Option<Value>,
 }
 
-impl ApiObject for FieldMarker {
-    fn type_name(&self) -> &'static str {
-        "Field"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(FieldMarker, "Field");
 
 /// The value of `enum.auto()` until its enum is built.
 #[derive(Debug)]
 pub(crate) struct AutoMarker;
 
-impl ApiObject for AutoMarker {
-    fn type_name(&self) -> &'static str {
-        "auto"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(AutoMarker, "auto");
 
 impl Ctx<'_> {
     /// `def name(...)`: builds the function and binds it.

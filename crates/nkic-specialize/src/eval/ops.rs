@@ -179,28 +179,17 @@ impl Ctx<'_> {
                         }
                         u32::try_from(b).ok().and_then(|e| a.checked_pow(e))
                     }
-                    BinOp::LShift => {
-                        if b < 0 {
-                            return Err(self.error(
-                                codes::VALUE_ERROR,
-                                "negative shift count",
-                                span,
-                                "negative",
-                            ));
-                        }
-                        if b >= 40 { None } else { a.checked_mul(1 << b) }
+                    BinOp::LShift | BinOp::RShift if b < 0 => {
+                        return Err(self.error(
+                            codes::VALUE_ERROR,
+                            "negative shift count",
+                            span,
+                            "negative",
+                        ));
                     }
-                    BinOp::RShift => {
-                        if b < 0 {
-                            return Err(self.error(
-                                codes::VALUE_ERROR,
-                                "negative shift count",
-                                span,
-                                "negative",
-                            ));
-                        }
-                        Some(a >> b.min(63))
-                    }
+                    BinOp::LShift if b >= 40 => None,
+                    BinOp::LShift => a.checked_mul(1 << b),
+                    BinOp::RShift => Some(a >> b.min(63)),
                     BinOp::BitAnd => Some(a & b),
                     BinOp::BitOr => Some(a | b),
                     BinOp::BitXor => Some(a ^ b),
@@ -594,13 +583,10 @@ impl Ctx<'_> {
             }
             return match l.py_eq(r) {
                 Some(eq) => Ok(Value::Bool(eq == (op == CmpOp::Eq))),
-                None => Err(self.error(
+                None => Err(self.pair_error(
                     codes::RUNTIME_VALUE,
-                    format!(
-                        "{} and {} cannot be compared at compile time",
-                        crate::format::a_type(l),
-                        crate::format::a_type(r)
-                    ),
+                    (l, r),
+                    "cannot be compared at compile time",
                     span,
                     "a run-time value",
                 )),
@@ -613,6 +599,20 @@ impl Ctx<'_> {
             CmpOp::Gt => ord.is_gt(),
             _ => ord.is_ge(),
         }))
+    }
+
+    /// An error about the operands `l` and `r` together: "a list and an
+    /// int {what}".
+    fn pair_error(
+        &self,
+        code: &'static str,
+        (l, r): (&Value, &Value),
+        what: &str,
+        span: Span,
+        label: &str,
+    ) -> Diagnostic {
+        let (l, r) = (crate::format::a_type(l), crate::format::a_type(r));
+        self.error(code, format!("{l} and {r} {what}"), span, label)
     }
 
     /// Python ordering of two compile-time values.
@@ -687,13 +687,10 @@ impl Ctx<'_> {
                             )
                             .with_help("use a dynamic `while` on a register, or `nl.while_loop`"));
                     }
-                    Err(self.error(
+                    Err(self.pair_error(
                         codes::TYPE_ERROR,
-                        format!(
-                            "{} and {} cannot be ordered",
-                            crate::format::a_type(l),
-                            crate::format::a_type(r)
-                        ),
+                        (l, r),
+                        "cannot be ordered",
                         span,
                         "not comparable",
                     ))

@@ -617,8 +617,7 @@ impl Ctx<'_> {
             ir: None,
             entered: false,
         });
-        let mut flow = Flow::Next;
-        let mut broke = false;
+        let mut stop = None;
         let mut done = 0;
         for i in 0..trips {
             let v = match &iteration {
@@ -633,32 +632,50 @@ impl Ctx<'_> {
                 .count_iteration(span)
                 .and_then(|()| self.assign(target, v))
                 .and_then(|()| self.loop_body(body));
-            self.leave_iteration();
-            match res {
-                Err(e) => {
-                    let note = self.loop_note(self.loops.last().expect("pushed above"));
-                    self.end_loop(done);
-                    return Err(e.with_note(note));
-                }
-                Ok(Flow::Break) => {
-                    broke = true;
-                    break;
-                }
-                Ok(Flow::Return(v)) => {
-                    flow = Flow::Return(v);
-                    break;
-                }
-                Ok(Flow::Next | Flow::Continue) => {}
+            stop = self.after_iteration(res, done)?;
+            if stop.is_some() {
+                break;
             }
         }
+        self.finish_loop(stop, done, orelse)
+    }
+
+    /// Leaves the iteration of the innermost loop that gave `res`, its
+    /// `done`th: `None` when the loop goes on, the flow that stops it
+    /// (`break` or `return`), or the error with the iteration's note after
+    /// ending the loop.
+    fn after_iteration(
+        &mut self,
+        res: Result<Flow, Diagnostic>,
+        done: u32,
+    ) -> Result<Option<Flow>, Diagnostic> {
+        self.leave_iteration();
+        match res {
+            Err(e) => {
+                let note = self.loop_note(self.loops.last().expect("inside a loop"));
+                self.end_loop(done);
+                Err(e.with_note(note))
+            }
+            Ok(Flow::Next | Flow::Continue) => Ok(None),
+            Ok(flow) => Ok(Some(flow)),
+        }
+    }
+
+    /// Ends the innermost loop after `done` iterations, stopped by `stop`
+    /// or (`None`) run to its end: a `return` passes on, and the `else`
+    /// block runs unless the loop broke.
+    fn finish_loop(
+        &mut self,
+        stop: Option<Flow>,
+        done: u32,
+        orelse: &[Stmt],
+    ) -> Result<Flow, Diagnostic> {
         self.end_loop(done);
-        if matches!(flow, Flow::Return(_)) {
-            return Ok(flow);
+        match stop {
+            Some(Flow::Return(v)) => Ok(Flow::Return(v)),
+            Some(_) => Ok(Flow::Next),
+            None => self.exec_block(orelse),
         }
-        if !broke {
-            return self.exec_block(orelse);
-        }
-        Ok(Flow::Next)
     }
 
     /// Runs a loop body, where `break` and `continue` are allowed.
@@ -710,8 +727,7 @@ impl Ctx<'_> {
         });
         let mut cond = t;
         let mut i: u32 = 0;
-        let mut flow = Flow::Next;
-        let mut broke = false;
+        let mut stop = None;
         loop {
             let res = self.truthy(&cond, test.span);
             let go = match res {
@@ -745,22 +761,9 @@ impl Ctx<'_> {
             let res = self
                 .count_iteration(span)
                 .and_then(|()| self.loop_body(body));
-            self.leave_iteration();
-            match res {
-                Err(e) => {
-                    let note = self.loop_note(self.loops.last().expect("pushed above"));
-                    self.end_loop(i);
-                    return Err(e.with_note(note));
-                }
-                Ok(Flow::Break) => {
-                    broke = true;
-                    break;
-                }
-                Ok(Flow::Return(v)) => {
-                    flow = Flow::Return(v);
-                    break;
-                }
-                Ok(Flow::Next | Flow::Continue) => {}
+            stop = self.after_iteration(res, i)?;
+            if stop.is_some() {
+                break;
             }
             cond = match self.eval(test) {
                 Ok(c) => c,
@@ -779,14 +782,7 @@ impl Ctx<'_> {
                 ));
             }
         }
-        self.end_loop(i);
-        if matches!(flow, Flow::Return(_)) {
-            return Ok(flow);
-        }
-        if !broke {
-            return self.exec_block(orelse);
-        }
-        Ok(Flow::Next)
+        self.finish_loop(stop, i, orelse)
     }
 
     /// Turns a register expression into a plain register, emitting
@@ -799,6 +795,16 @@ impl Ctx<'_> {
         if r.is_plain() {
             return Ok(r.reg);
         }
+        let factors = self.reg_factors(r, span)?;
+        let loc = self.loc(span);
+        let dst = self.builder().alloc_register("", None, loc);
+        // Not plain, so a multiply or an add lands in `dst`.
+        self.scaled_into(r.reg, factors, dst, span)?;
+        Ok(dst)
+    }
+
+    /// The factor and offset of register expression `r` as immediates.
+    pub(crate) fn reg_factors(&self, r: RegValue, span: Span) -> Result<(i32, i32), Diagnostic> {
         let (Ok(scale), Ok(offset)) = (i32::try_from(r.scale), i32::try_from(r.offset)) else {
             return Err(self.error(
                 codes::INT_OVERFLOW,
@@ -807,33 +813,38 @@ impl Ctx<'_> {
                 "too large",
             ));
         };
-        let loc = self.loc(span);
-        let dst = self.builder().alloc_register("", None, loc);
-        let mut src = r.reg;
-        if scale != 1 {
-            self.push_op(
-                nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
-                    dst,
-                    op: nkic_isa::RegAluOp::Mul,
-                    a: src,
-                    b: RegOrImm::Imm(scale),
-                }),
-                span,
-            )?;
-            src = dst;
+        Ok((scale, offset))
+    }
+
+    /// Records `dst = reg · scale + offset`, leaving out a factor of 1 and
+    /// an offset of 0; returns the register holding the result: `dst`, or
+    /// `reg` itself when nothing was recorded.
+    pub(crate) fn scaled_into(
+        &mut self,
+        reg: nkic_ir::RegHandle,
+        (scale, offset): (i32, i32),
+        dst: nkic_ir::RegHandle,
+        span: Span,
+    ) -> Result<nkic_ir::RegHandle, Diagnostic> {
+        let mut src = reg;
+        for (op, imm, identity) in [
+            (nkic_isa::RegAluOp::Mul, scale, 1),
+            (nkic_isa::RegAluOp::Add, offset, 0),
+        ] {
+            if imm != identity {
+                self.push_op(
+                    nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
+                        dst,
+                        op,
+                        a: src,
+                        b: RegOrImm::Imm(imm),
+                    }),
+                    span,
+                )?;
+                src = dst;
+            }
         }
-        if offset != 0 || src != dst {
-            self.push_op(
-                nkic_ir::Op::new(nkic_ir::OpKind::RegAlu {
-                    dst,
-                    op: nkic_isa::RegAluOp::Add,
-                    a: src,
-                    b: RegOrImm::Imm(offset),
-                }),
-                span,
-            )?;
-        }
-        Ok(dst)
+        Ok(src)
     }
 
     /// A dynamic loop bound as the IR wants it.

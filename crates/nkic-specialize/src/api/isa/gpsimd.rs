@@ -16,16 +16,15 @@ use nkic_isa::{AluOp, DType, Dim, Engine, Fp32, Target};
 use crate::api::check::{self, shape_text};
 use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
+use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SRC, opt, req,
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
 const GPSIMD: &[Engine] = &[Engine::GpSimd];
-
-const NONE: &[Engine] = &[];
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -171,31 +170,31 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "np.identity",
         &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
-        NONE,
+        NO_ENGINE,
         "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
         &["`n` is 1 to 128."],
         np_identity,
     ),
 ];
 
+/// The operators of `tensor_partition_reduce`.
+const PARTITION_REDUCE_OP: OpIn = OpIn {
+    name: "op",
+    allowed: &[
+        AluOp::Add,
+        AluOp::Average,
+        AluOp::Maximum,
+        AluOp::BitwiseOr,
+        AluOp::BitwiseAnd,
+    ],
+    message: "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`",
+    label: "unsupported operator",
+};
+
 fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
     let sd = b.span_of("data");
-    let op = b.alu_op(ctx, "op")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        op,
-        AluOp::Add | AluOp::Average | AluOp::Maximum | AluOp::BitwiseOr | AluOp::BitwiseAnd
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`tensor_partition_reduce` takes `nl.add`, `nl.average`, `nl.maximum`, `nl.bitwise_or` or `nl.bitwise_and`, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("op"),
-            "unsupported operator",
-        ));
-    }
+    let op = PARTITION_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let mut shape = data.shape.clone();
     if let Some(p) = shape.first_mut() {
         *p = 1;
@@ -377,18 +376,7 @@ fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     let indices = b.tensor(ctx, "indices")?;
     let shape = [check::partitions(&data), check::free_size(&indices)];
     let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
-    if dst.dtype() != data.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dst` must have `data`'s dtype {}, found {}",
-                data.dtype(),
-                check::describe(&dst)
-            ),
-            b.span_of("dst"),
-            "dtype differs",
-        ));
-    }
+    check::dtype_of_data(ctx, &dst, b.span_of("dst"), data.dtype())?;
     let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
     Ok(if b.is_value_form() {
         Value::Tensor(emit::masked_result(b, &dst))
@@ -554,16 +542,13 @@ fn identity_into(
     emit::push(
         ctx,
         b,
-        OpKind::TensorScalar {
-            dst: out.view.clone(),
-            src: raw.view.clone(),
-            op0: AluOp::Equal,
-            operand0: Some(Scalar::Imm(Fp32::new(0.0))),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        },
+        crate::api::lower::tensor_scalar1(
+            &out.view,
+            &raw.view,
+            AluOp::Equal,
+            Some(Scalar::Imm(Fp32::new(0.0))),
+            false,
+        ),
         None,
         span,
     )?;
@@ -577,14 +562,7 @@ pub struct HostIdentity {
     pub dtype: Option<DType>,
 }
 
-impl crate::value::ApiObject for HostIdentity {
-    fn type_name(&self) -> &'static str {
-        "ndarray"
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
+crate::value::api_object!(HostIdentity, "ndarray");
 
 fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let n = b.int_or(ctx, "n", 0)?;

@@ -15,7 +15,10 @@ use nkic_isa::{AluOp, DType, Engine, Target};
 use crate::api::check;
 use crate::api::isa::unsupported;
 use crate::api::lower::scalar_operand;
-use crate::api::table::{ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, opt, req};
+use crate::api::table::{
+    ApiDef, BUFFER, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SHAPE, TENSOR_NAME, X,
+    opt, req,
+};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -112,10 +115,10 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.rand",
         &[
-            req("shape", Kind::Shape),
+            SHAPE,
             opt("dtype", Kind::DType, "nl.float32"),
-            opt("buffer", Kind::Buffer, "nl.sbuf"),
-            opt("name", Kind::Str, "''"),
+            BUFFER,
+            TENSOR_NAME,
         ],
         VECTOR,
         "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
@@ -133,7 +136,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.dropout",
         &[
-            req("x", Kind::Tensor),
+            X,
             req("rate", Kind::Scalar),
             OUT_DTYPE,
         ],
@@ -166,18 +169,7 @@ fn dropout_into(
     check::operand(ctx, data, sd, "`data`")?;
     check::operand(ctx, dst, ds, "`dst`")?;
     check::same_pf(ctx, (data, "data"), (dst, "dst", ds))?;
-    if dst.dtype() != data.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dst` must have `data`'s dtype {}, found {}",
-                data.dtype(),
-                check::describe(dst)
-            ),
-            ds,
-            "dtype differs",
-        ));
-    }
+    check::dtype_of_data(ctx, dst, ds, data.dtype())?;
     if let Value::Int(_) | Value::Float(_) = prob {
         let p = prob.as_float().unwrap_or(0.0);
         if !(0.0..=1.0).contains(&p) {
@@ -351,16 +343,13 @@ fn nl_rand(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
             Some(Engine::Vector),
             span,
         )?;
-        let kind = OpKind::TensorScalar {
-            dst: out.view.clone(),
-            src: bits.view.clone(),
-            op0: AluOp::Multiply,
-            operand0: Some(Scalar::imm(1.0 / 65536.0)),
-            reverse0: false,
-            op1: None,
-            operand1: None,
-            reverse1: false,
-        };
+        let kind = crate::api::lower::tensor_scalar1(
+            &out.view,
+            &bits.view,
+            AluOp::Multiply,
+            Some(Scalar::imm(1.0 / 65536.0)),
+            false,
+        );
         emit::push(ctx, b, kind, None, span)?;
     }
     Ok(Value::Tensor(emit::masked_result(b, &out)))

@@ -10,7 +10,7 @@ use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
 
 use crate::api::check;
 use crate::api::lower::{operand_or, scalar_operand};
-use crate::api::rules::{DATA_DST, REDUCE_RESULT};
+use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
     REVERSE0, REVERSE1, opt, req,
@@ -24,6 +24,22 @@ const AFFINE_INPUT: AffineInput = AffineInput {
     text: "`scale` and `bias` are numbers or `(P, 1)` tensors; `bias` is not tfloat32.",
 };
 
+/// `reduce_op` of `activation` and `activation_reduce`: `nl.add`.
+const ACTIVATION_REDUCE: OpIn = reduces_with_only!("activation", Add, "nl.add");
+const ACTIVATION_REDUCE_ADD: OpIn = reduces_with_only!("activation_reduce", Add, "nl.add");
+/// The reductions of `activate2`.
+const ACTIVATE2_REDUCE: OpIn = OpIn {
+    name: "reduce_op",
+    allowed: &[
+        AluOp::Add,
+        AluOp::Maximum,
+        AluOp::Minimum,
+        AluOp::AbsMax,
+        AluOp::AbsMin,
+    ],
+    message: "`reduce_op` must be `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`",
+    label: "unsupported reduction",
+};
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -111,20 +127,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
     let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     DATA_DST.check(ctx, b, &[&data, &dst])?;
     let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
-    let reduce_op = b.alu_op(ctx, "reduce_op")?;
-    if let Some(op) = reduce_op
-        && op != AluOp::Add
-    {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`activation` reduces with `nl.add` only, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.add",
-        ));
-    }
+    let reduce_op = ACTIVATION_REDUCE.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
     let kind = OpKind::Activation {
@@ -147,18 +150,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let func = b.act_func(ctx, "op")?.unwrap_or(nkic_isa::ActFunc::Copy);
     let [data, dst] = DATA_DST.bind(ctx, b, span)?;
-    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
-    if reduce_op != AluOp::Add {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`activation_reduce` reduces with `nl.add` only, found `nl.{}`",
-                reduce_op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.add",
-        ));
-    }
+    let reduce_op = ACTIVATION_REDUCE_ADD.or(ctx, b, AluOp::Add)?;
     let Some(res) = REDUCE_RESULT.check(ctx, b, check::partitions(&data))? else {
         return Err(ctx.error(
             codes::ARG_TYPE,
@@ -254,20 +246,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             "`relu_param`",
         )?),
     };
-    let reduce_op = b.alu_op(ctx, "reduce_op")?;
-    if let Some(op) = reduce_op
-        && !matches!(op, A::Add | A::Maximum | A::Minimum | A::AbsMax | A::AbsMin)
-    {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`reduce_op` must be `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "unsupported reduction",
-        ));
-    }
+    let reduce_op = ACTIVATE2_REDUCE.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
     if cmd.contributes() && reduce_op.is_none() {

@@ -11,7 +11,9 @@ use nkic_isa::{AluOp, DType, Dim, Fp32, ReduceCmd};
 
 use crate::api::check::{self, shape_text};
 use crate::api::lower::{operand_or, scalar_operand};
-use crate::api::rules::{NotBothPsum, REDUCE_RESULT, Tiles, not_both_psum, tiles};
+use crate::api::rules::{
+    NotBothPsum, OpIn, REDUCE_RESULT, Tiles, not_both_psum, reduces_with_only, tiles,
+};
 use crate::api::table::{
     ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET, opt, req,
 };
@@ -25,6 +27,31 @@ const SELECT_PSUM: NotBothPsum = not_both_psum!("on_true", "predicate");
 
 const RANGE_TILES: Tiles = tiles!("on_true_tile", "dst");
 
+/// `reduce_op` of `select_reduce` and `range_select`: `nl.maximum`.
+const SELECT_REDUCE_OP: OpIn = reduces_with_only!("select_reduce", Maximum, "nl.maximum");
+const RANGE_SELECT_OP: OpIn = reduces_with_only!("range_select", Maximum, "nl.maximum");
+/// The comparisons of `range_select`.
+macro_rules! comparison {
+    ($name:literal) => {
+        OpIn {
+            name: $name,
+            allowed: &[
+                AluOp::Equal,
+                AluOp::Less,
+                AluOp::LessEqual,
+                AluOp::Greater,
+                AluOp::GreaterEqual,
+            ],
+            message: concat!(
+                "`",
+                $name,
+                "` must be `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`"
+            ),
+            label: "not a comparison",
+        }
+    };
+}
+const COMP_OPS: [OpIn; 2] = [comparison!("comp_op0"), comparison!("comp_op1")];
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -127,19 +154,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         sp,
     )?;
     let on_false = operand_or(ctx, b, "on_false", &on_true, 0.0)?;
-    if let Some(op) = b.alu_op(ctx, "reduce_op")?
-        && op != AluOp::Maximum
-    {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`select_reduce` reduces with `nl.maximum` only, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.maximum",
-        ));
-    }
+    SELECT_REDUCE_OP.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&on_true))?;
     let cmd = b.reduce_cmd_without_load(ctx, res.is_some())?;
     let kind = OpKind::SelectReduce {
@@ -168,23 +183,8 @@ fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         ));
     }
     let mut cmps = [AluOp::Equal; 2];
-    for (i, name) in ["comp_op0", "comp_op1"].into_iter().enumerate() {
-        let op = b.alu_op(ctx, name)?.unwrap_or(AluOp::Equal);
-        if !matches!(
-            op,
-            AluOp::Equal | AluOp::Less | AluOp::LessEqual | AluOp::Greater | AluOp::GreaterEqual
-        ) {
-            return Err(ctx.error(
-                codes::BAD_ENUM,
-                format!(
-                    "`{name}` must be `nl.equal`, `nl.less`, `nl.less_equal`, `nl.greater` or `nl.greater_equal`, found `nl.{}`",
-                    op.name()
-                ),
-                b.span_of(name),
-                "not a comparison",
-            ));
-        }
-        cmps[i] = op;
+    for (cmp, rule) in cmps.iter_mut().zip(&COMP_OPS) {
+        *cmp = rule.or(ctx, b, AluOp::Equal)?;
     }
     let mut bounds = Vec::with_capacity(2);
     for name in ["bound0", "bound1"] {
@@ -209,19 +209,7 @@ fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             "not FP32_MIN",
         ));
     }
-    if let Some(op) = b.alu_op(ctx, "reduce_op")?
-        && op != AluOp::Maximum
-    {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`range_select` reduces with `nl.maximum` only, found `nl.{}`",
-                op.name()
-            ),
-            b.span_of("reduce_op"),
-            "not nl.maximum",
-        ));
-    }
+    RANGE_SELECT_OP.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&src))?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
     if cmd == ReduceCmd::LoadReduce {

@@ -6,7 +6,6 @@
 //! other use materializes a fresh PSUM tile), because the IR cannot
 //! retarget a recorded op ([`PendingMatmul`]).
 
-use std::any::Any;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -17,7 +16,7 @@ use crate::api::check::{self, shape_text};
 use crate::api::table::{ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
-use crate::value::{ApiObject, Tensor, Value};
+use crate::value::{Tensor, Value};
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -118,14 +117,7 @@ pub struct MatmulFlags {
     pub tile_size: Option<[u32; 2]>,
 }
 
-impl ApiObject for PendingMatmul {
-    fn type_name(&self) -> &'static str {
-        "matmul result"
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-}
+crate::value::api_object!(PendingMatmul, "matmul result");
 
 impl PendingMatmul {
     /// The result shape `[M, N]`.

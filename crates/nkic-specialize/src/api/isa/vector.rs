@@ -17,8 +17,8 @@ use crate::api::check::{self, shape_text};
 use crate::api::isa::tensor_engine::mx_scale_rows;
 use crate::api::lower::{bitvec_dtypes, operand_or, promote, scalar_operand, trailing_axes};
 use crate::api::rules::{
-    BinaryArith, DATA_DST, NotBothPsum, REDUCE_RESULT, SRC_DST, Tiles, binary_arith, not_both_psum,
-    tiles,
+    BinaryArith, DATA_DST, NotBothPsum, OpIn, REDUCE_RESULT, SRC_DST, Tiles, binary_arith,
+    not_both_psum, tiles,
 };
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE,
@@ -48,6 +48,26 @@ const OPS_ARITH: BinaryArith = binary_arith!("op0", "op1");
 
 const OP0_ARITH: BinaryArith = binary_arith!("op0");
 
+/// The reductions of `tensor_scalar_reduce`.
+const SCALAR_REDUCE_OP: OpIn = OpIn {
+    name: "reduce_op",
+    allowed: &[AluOp::Add, AluOp::Multiply, AluOp::Maximum, AluOp::Minimum],
+    message: "`reduce_op` must be `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
+    label: "unsupported reduction",
+};
+/// The scan operators of `tensor_scalar_cumulative`.
+const SCAN_OP: OpIn = OpIn {
+    name: "op1",
+    allowed: &[
+        AluOp::Add,
+        AluOp::Subtract,
+        AluOp::Multiply,
+        AluOp::Maximum,
+        AluOp::Minimum,
+    ],
+    message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
+    label: "unsupported scan operator",
+};
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -522,15 +542,16 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         }
         _ => {}
     }
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::TensorScalar {
         dst: dst.view.clone(),
         src: data.view.clone(),
         op0,
         operand0,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        reverse0,
         op1,
         operand1,
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse1,
     };
     emit::finish(ctx, b, kind, engine, Some(&dst), span)
 }
@@ -674,18 +695,18 @@ fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data, operand1, dst] = STT_TILES.bind(ctx, b, span)?;
     STT_PSUM.check(ctx, b, &data, &operand1)?;
-    let op0 = OPS_ARITH.op(ctx, b, 0)?;
-    let op1 = OPS_ARITH.op(ctx, b, 1)?;
+    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
     let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::ScalarTensorTensor {
         dst: dst.view.clone(),
         src: data.view.clone(),
         op0,
         operand0,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
+        reverse0,
         op1,
         src1: operand1.view.clone(),
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse1,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
@@ -693,9 +714,9 @@ fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
 fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data0, data1, dst] = SCAN_TILES.bind(ctx, b, span)?;
     SCAN_PSUM.check(ctx, b, &data0, &data1)?;
-    let op0 = OPS_ARITH.op(ctx, b, 0)?;
-    let op1 = OPS_ARITH.op(ctx, b, 1)?;
+    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
     let initial = operand_or(ctx, b, "initial", &data0, 0.0)?;
+    let [reverse0, reverse1] = b.reverses(ctx)?;
     let kind = OpKind::TensorTensorScan {
         dst: dst.view.clone(),
         src0: data0.view.clone(),
@@ -703,8 +724,8 @@ fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
         initial,
         op0,
         op1,
-        reverse0: b.bool_or(ctx, "reverse0", false)?,
-        reverse1: b.bool_or(ctx, "reverse1", false)?,
+        reverse0,
+        reverse1,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
@@ -856,21 +877,7 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
         Some(_) => Scalar::imm(0.0),
         None => operand_or(ctx, b, "operand0", &data, 0.0)?,
     };
-    let reduce_op = b.alu_op(ctx, "reduce_op")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        reduce_op,
-        AluOp::Add | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`reduce_op` must be `nl.add`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
-                reduce_op.name()
-            ),
-            b.span_of("reduce_op"),
-            "unsupported reduction",
-        ));
-    }
+    let reduce_op = SCALAR_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
     let reduce_init = match (cmd, b.get("reduce_init")) {
@@ -932,21 +939,7 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
     check::dtype_in(ctx, &src, CUMULATIVE_DTYPES, "`src`", b.span_of("src"))?;
     check::dtype_in(ctx, &dst, CUMULATIVE_DTYPES, "`dst`", b.span_of("dst"))?;
     let op0 = OP0_ARITH.op(ctx, b, 0)?;
-    let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Add);
-    if !matches!(
-        op1,
-        AluOp::Add | AluOp::Subtract | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
-    ) {
-        return Err(ctx.error(
-            codes::BAD_ENUM,
-            format!(
-                "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`, found `nl.{}`",
-                op1.name()
-            ),
-            b.span_of("op1"),
-            "unsupported scan operator",
-        ));
-    }
+    let op1 = SCAN_OP.or(ctx, b, AluOp::Add)?;
     let imm0 = operand_or(ctx, b, "imm0", &src, 0.0)?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
     if !matches!(
