@@ -251,52 +251,58 @@ impl Races {
         let mut tentative = Vec::new();
         for a in &accesses {
             let clock = &self.clocks[a.queue];
-            let mut hits = self.log.iter().filter(|e| {
-                e.queue != a.queue
-                    && (e.write || a.write)
-                    && e.epoch > clock[e.queue]
-                    && e.region.overlaps(&a.region)
-            });
-            let hit = hits.find(|e| !(e.write && a.write && same_store_ok(e.queue)));
-            let first_ww = self
-                .log
-                .iter()
-                .find(|e| {
-                    e.queue != a.queue
-                        && e.write
-                        && a.write
-                        && e.epoch > clock[e.queue]
-                        && e.region.overlaps(&a.region)
-                })
-                .filter(|e| same_store_ok(e.queue));
-            // The conflict of `a` with the earlier access `e`.
-            let conflict = |e: &Access| Conflict {
-                earlier_q: e.queue,
-                field: a.field,
-                write: a.write,
-                earlier_queue: e.queue_name,
-                earlier_index: e.index,
-                earlier_field: e.field,
-                earlier_write: e.write,
-            };
-            if hit.is_none()
-                && let Some(e) = first_ww
-            {
-                tentative.push(conflict(e));
+            // One pass over the log: the first unordered conflict that is
+            // not an accepted identical store is the error; otherwise the
+            // first accepted one is reported back.
+            let mut first_ww = None;
+            for e in &self.log {
+                if e.queue == a.queue
+                    || !(e.write || a.write)
+                    || e.epoch <= clock[e.queue]
+                    || !e.region.overlaps(&a.region)
+                {
+                    continue;
+                }
+                let conflict = Conflict {
+                    earlier_q: e.queue,
+                    field: a.field,
+                    write: a.write,
+                    earlier_queue: e.queue_name,
+                    earlier_index: e.index,
+                    earlier_field: e.field,
+                    earlier_write: e.write,
+                };
+                if !(e.write && a.write && same_store_ok(e.queue)) {
+                    return Err(conflict);
+                }
+                first_ww.get_or_insert(conflict);
             }
-            if let Some(e) = hit {
-                return Err(conflict(e));
-            }
+            tentative.extend(first_ww);
         }
         // A newer access of the same queue to the same region supersedes an
         // older one (a write supersedes a read): any queue not ordered after
         // the old epoch is not ordered after the new one either. This keeps
-        // the log at one entry per region in loops that reuse tiles.
-        for a in accesses {
-            self.log
-                .retain(|e| !(e.queue == a.queue && (a.write || !e.write) && e.region == a.region));
-            self.log.push(a);
-        }
+        // the log at one entry per region in loops that reuse tiles. One
+        // pass over the log for all of the instruction's accesses; among
+        // them, a later one supersedes an earlier one the same way.
+        let supersedes = |a: &Access, e: &Access| {
+            e.queue == a.queue && (a.write || !e.write) && e.region == a.region
+        };
+        self.log
+            .retain(|e| !accesses.iter().any(|a| supersedes(a, e)));
+        let kept: Vec<bool> = (0..accesses.len())
+            .map(|i| {
+                !accesses[i + 1..]
+                    .iter()
+                    .any(|later| supersedes(later, &accesses[i]))
+            })
+            .collect();
+        self.log.extend(
+            accesses
+                .into_iter()
+                .zip(kept)
+                .filter_map(|(a, keep)| keep.then_some(a)),
+        );
         Ok(tentative)
     }
 
