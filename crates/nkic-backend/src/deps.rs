@@ -18,7 +18,8 @@
 //! * under [`Schedule::Sequential`], every op on its predecessor in source
 //!   order.
 //!
-//! With [`Edges::Reduced`] (the static path) an edge that follows from
+//! With [`Edges::Reduced`] (the static path and the top level of the
+//! dynamic one) an edge that follows from
 //! two others through a later write covering the earlier access is left
 //! out, which keeps the graph and its construction linear for ops that
 //! rewrite one tile again and again.
@@ -38,7 +39,6 @@ use crate::Schedule;
 use crate::alloc::Layout;
 use crate::codes;
 use crate::collect::Unit;
-use crate::lower::Lowered;
 
 /// The number of contiguous runs per access beyond which overlap is
 /// decided by bounding boxes.
@@ -295,7 +295,7 @@ fn access(
 
 /// Which edges [`build`] finds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Edges {
+pub enum Edges<'a> {
     /// Every pair of conflicting accesses is an edge.
     All,
     /// Edges implied by two others through a covering write are left out
@@ -304,6 +304,9 @@ pub enum Edges {
     /// one tile then has a linear number of edges instead of a quadratic
     /// one.
     Reduced,
+    /// [`Edges::Reduced`] where only the ops marked `true` cover: an op
+    /// that may run zero times (in a dynamic loop) implies nothing.
+    ReducedBy(&'a [bool]),
     /// Only conflicts between a read and a write of HBM: what
     /// [`instance_warnings`] looks at. The instances of a grid that all
     /// store the same output bytes would otherwise have an output
@@ -312,16 +315,26 @@ pub enum Edges {
 }
 
 /// Builds the graph; see the module doc.
-pub fn build(
+pub fn build(unit: &Unit<'_>, layout: &Layout, schedule: Schedule, edges: Edges<'_>) -> Graph {
+    build_range(unit, layout, schedule, edges, 0..unit.ops.len())
+}
+
+/// The graph of the ops in `ops` alone, numbered from `ops.start`: between
+/// two of them exactly the edges of [`build`]'s graph (with [`Edges::All`];
+/// the reduced graph leaves out edges through covering writes that may lie
+/// outside the range), and no edge from an op outside.
+pub fn build_range(
     unit: &Unit<'_>,
     layout: &Layout,
-    lowered: &Lowered,
     schedule: Schedule,
-    edges: Edges,
+    edges: Edges<'_>,
+    ops: std::ops::Range<usize>,
 ) -> Graph {
-    let n = lowered.ops.len();
+    let n = ops.len();
+    let first = ops.start;
+    let ops = &unit.ops[ops];
     let mut accesses = Vec::with_capacity(n);
-    for info in &unit.ops {
+    for info in ops {
         let mut list = Vec::new();
         for a in info.op.accesses() {
             let write = a.role == nkic_ir::Role::Write;
@@ -343,6 +356,11 @@ pub fn build(
     let mut covered: Vec<(usize, usize)> = Vec::new();
     let hbm_read_write = edges == Edges::HbmReadWrite;
     for j in 0..n {
+        let covering = match edges {
+            Edges::Reduced => true,
+            Edges::ReducedBy(runs_once) => runs_once[first + j],
+            Edges::All | Edges::HbmReadWrite => false,
+        };
         for b in &accesses[j] {
             if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
                 continue;
@@ -360,7 +378,7 @@ pub fn build(
             for pages in sides {
                 pages.visit(b, &retired, &mut |i, ai| {
                     let a = &accesses[i][ai];
-                    if edges == Edges::Reduced && b.covers(a) {
+                    if covering && b.covers(a) {
                         covered.push((i, ai));
                     }
                     if seen[i] == j + 1 || (hbm_read_write && a.write == b.write) {
@@ -393,7 +411,7 @@ pub fn build(
     let mut last_state = BTreeMap::new();
     let mut last_group = BTreeMap::new();
     let mut index_of: BTreeMap<(usize, Handle<Op>), usize> = BTreeMap::new();
-    for (j, info) in unit.ops.iter().enumerate() {
+    for (j, info) in ops.iter().enumerate() {
         index_of.insert((info.inst, info.handle), j);
         for state in info.op.kind.engine_state(info.op.engine) {
             if let Some(i) = last_state.insert(state, j) {

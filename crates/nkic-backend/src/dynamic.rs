@@ -11,8 +11,9 @@
 //! top-level op, and each top-level dynamic loop as a whole, waits only
 //! for the earlier top-level ops and loops it depends on (the memory,
 //! engine-state and explicit edges of [`deps`], an op of a loop standing
-//! for its loop), so independent work before, between and after dynamic
-//! loops overlaps with them. Top-level DMAs take turns on the DMA queues
+//! for its loop; the reduced graph, whose left-out edges are implied by a
+//! chain of kept ones), so independent work before, between and after
+//! dynamic loops overlaps with them. Top-level DMAs take turns on the DMA queues
 //! after `dma0` (which the loop bodies use), so a transfer that does not
 //! depend on a loop is not queued behind the loop's transfers. A loop
 //! whose body is straight-line ops (no nested loop, no register load or
@@ -109,8 +110,6 @@ struct NodeDone {
 
 /// The optimized top level: the dependency graph between top-level nodes.
 struct TopLevel {
-    /// The op-level dependency graph (for relaxed loop bodies).
-    graph: deps::Graph,
     /// The earlier nodes each node depends on, sorted.
     preds: Vec<Vec<usize>>,
     /// Per emitted node, what its dependents wait for.
@@ -163,6 +162,12 @@ struct Relaxed {
     pos: BTreeMap<usize, (Queue, u32)>,
     /// What the loop waits for before its first iteration.
     before: Vec<SemWait>,
+    /// The dependencies between the body's ops, numbered from `first`:
+    /// all of them, as a step also waits for the later steps of the
+    /// previous iteration that it overwrites (an edge through a covering
+    /// write would not cover those).
+    graph: deps::Graph,
+    first: usize,
     /// The queues whose first step is emitted.
     started: Vec<Queue>,
 }
@@ -280,7 +285,12 @@ pub fn emit(
     let mut queue_of: Vec<Queue> = (0..unit.ops.len()).map(|i| queue_of(lowered, i)).collect();
     let top = (schedule == Schedule::Optimized).then(|| {
         let (node_of, top_level, nodes) = top_nodes(unit, &index_of);
-        let graph = deps::build(unit, layout, lowered, Schedule::Optimized, deps::Edges::All);
+        // The reduced graph: a dependency it leaves out is implied by a
+        // chain of others through a covering write of a top-level op (one
+        // that runs exactly once), so the waits of that chain order the
+        // two ops as well.
+        let edges = deps::Edges::ReducedBy(&top_level);
+        let graph = deps::build(unit, layout, Schedule::Optimized, edges);
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nodes];
         for (j, ps) in graph.preds.iter().enumerate() {
             for &i in ps {
@@ -302,7 +312,6 @@ pub fn emit(
             }
         }
         TopLevel {
-            graph,
             preds,
             done: vec![NodeDone::default(); nodes],
             current: 0,
@@ -453,20 +462,20 @@ impl Emitter<'_, '_> {
     /// [`Relaxed`].
     fn relaxed_step(&mut self, insts: Vec<(Queue, nkic_isa::Op)>, line: Option<LineId>) {
         for (q, op) in insts {
-            let (Some(i), Some(r), Some(t)) = (self.naming, &mut self.relaxed, &self.top) else {
+            let (Some(i), Some(r)) = (self.naming, &mut self.relaxed) else {
                 return;
             };
             let mut need: BTreeMap<Queue, u32> = BTreeMap::new();
-            for &p in &t.graph.preds[i] {
-                if let Some(&(qa, n)) = r.pos.get(&p)
+            for &p in &r.graph.preds[i - r.first] {
+                if let Some(&(qa, n)) = r.pos.get(&(p + r.first))
                     && qa != q
                 {
                     let e = need.entry(qa).or_insert(0);
                     *e = (*e).max(n);
                 }
             }
-            for &s in &t.graph.succs[i] {
-                if let Some(&(qa, _)) = r.pos.get(&s)
+            for &s in &r.graph.succs[i - r.first] {
+                if let Some(&(qa, _)) = r.pos.get(&(s + r.first))
                     && qa != q
                 {
                     need.entry(qa).or_insert(0);
@@ -507,9 +516,11 @@ impl Emitter<'_, '_> {
         self.top.as_ref()?;
         let mut pos: BTreeMap<usize, (Queue, u32)> = BTreeMap::new();
         let mut steps: BTreeMap<Queue, u32> = BTreeMap::new();
+        let (mut lo, mut hi) = (usize::MAX, 0);
         for item in body {
             let Item::Op(h) = item else { return None };
             let &i = self.index_of.get(&(inst, *h))?;
+            (lo, hi) = (lo.min(i), hi.max(i + 1));
             let kind = &self.unit.ops[i].op.kind;
             if matches!(kind, OpKind::RegLoad { .. } | OpKind::RegStore { .. }) {
                 return None;
@@ -539,6 +550,14 @@ impl Emitter<'_, '_> {
             pos,
             before: self.prev.clone(),
             started: Vec::new(),
+            graph: deps::build_range(
+                self.unit,
+                self.layout,
+                Schedule::Optimized,
+                deps::Edges::All,
+                lo..hi,
+            ),
+            first: lo,
         })
     }
 
