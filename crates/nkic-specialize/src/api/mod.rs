@@ -460,12 +460,11 @@ pub fn store_subscript(
                     .downcast_ref::<isa::tensor_engine::PendingMatmul>()
             {
                 if dst.buffer != nkic_ir::Buffer::Psum {
-                    return Err(ctx.error(
+                    return Err(check::tensor_error(
+                        ctx,
                         codes::ACCUMULATE,
-                        format!(
-                            "a matmul result is written to PSUM, but the target is {}",
-                            check::describe(&dst)
-                        ),
+                        "a matmul result is written to PSUM, but the target is",
+                        &dst,
                         span,
                         "not a PSUM tile",
                     ));

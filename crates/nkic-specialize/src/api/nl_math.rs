@@ -625,11 +625,11 @@ fn divide(
         Operand::Tile(t) => {
             check::operand(ctx, t, b.span_of("y"), "`y`")?;
             let r = temp(ctx, &t.shape, DType::F32, span)?;
-            let inv = lower::elementwise(
+            let inv = lower::tile_op(
                 ctx,
                 AluOp::Reciprocal,
-                &Operand::Tile(t.clone()),
-                &Operand::Num(0.0),
+                t,
+                0.0,
                 Some(r),
                 Some(DType::F32),
                 span,
@@ -652,50 +652,23 @@ fn divide(
 
 // ------------------------------------------------------------------ unary
 
+/// The unary `nl.*` functions that are one ALU operator with a number.
+const UNARY_ALU: &[(&str, AluOp, f64)] = &[
+    ("nl.negative", AluOp::Multiply, -1.0),
+    ("nl.logical_not", AluOp::LogicalXor, 1.0),
+    ("nl.invert", AluOp::Invert, 0.0),
+    ("nl.reciprocal", AluOp::Reciprocal, 0.0),
+];
+
 fn unary(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let x = rules::input_tile(ctx, b, "x")?;
     let out_dt = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let dst = result(ctx, b, &x.shape, out_dt, span)?;
-    let tile = Operand::Tile(x.clone());
+    if let Some(&(_, op, n)) = UNARY_ALU.iter().find(|(name, ..)| *name == b.def.name) {
+        lower::tile_op(ctx, op, &x, n, Some(dst.clone()), Some(out_dt), span)?;
+        return Ok(done(b, &dst));
+    }
     match b.def.name {
-        "nl.negative" => {
-            lower::elementwise(
-                ctx,
-                AluOp::Multiply,
-                &tile,
-                &Operand::Num(-1.0),
-                Some(dst.clone()),
-                Some(out_dt),
-                span,
-            )?;
-        }
-        "nl.logical_not" => {
-            lower::elementwise(
-                ctx,
-                AluOp::LogicalXor,
-                &tile,
-                &Operand::Num(1.0),
-                Some(dst.clone()),
-                Some(out_dt),
-                span,
-            )?;
-        }
-        "nl.invert" | "nl.reciprocal" => {
-            let op = if b.def.name == "nl.invert" {
-                AluOp::Invert
-            } else {
-                AluOp::Reciprocal
-            };
-            lower::elementwise(
-                ctx,
-                op,
-                &tile,
-                &Operand::Num(0.0),
-                Some(dst.clone()),
-                Some(out_dt),
-                span,
-            )?;
-        }
         "nl.rsqrt" if x.buffer != Buffer::Psum && dst.buffer != Buffer::Psum => {
             let kind = lower::tensor_scalar1(&dst.view, &x.view, AluOp::Rsqrt, None, false);
             push(ctx, kind, Some(Engine::GpSimd), span)?;
@@ -768,11 +741,11 @@ fn reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     push(ctx, kind, None, span)?;
     if mean {
         let n: u64 = x.shape[kept..].iter().product();
-        lower::elementwise(
+        lower::tile_op(
             ctx,
             AluOp::Multiply,
-            &Operand::Tile(reduced),
-            &Operand::Num(1.0 / n as f64),
+            &reduced,
+            1.0 / n as f64,
             Some(dst.clone()),
             Some(out_dt),
             span,
@@ -832,11 +805,11 @@ fn softmax(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
     )?;
     // r = 1 / s; out = e · r.
     let r = temp(ctx, &col, DType::F32, span)?;
-    lower::elementwise(
+    lower::tile_op(
         ctx,
         AluOp::Reciprocal,
-        &Operand::Tile(s),
-        &Operand::Num(0.0),
+        &s,
+        0.0,
         Some(r.clone()),
         Some(DType::F32),
         span,

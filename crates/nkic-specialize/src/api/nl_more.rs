@@ -279,12 +279,11 @@ impl PendingLoopReduce {
         span: Span,
     ) -> Result<(), Diagnostic> {
         if !dst.buffer.is_on_chip() {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::BUFFER,
-                format!(
-                    "`nl.loop_reduce` reduces into an SBUF or PSUM tile, found {}",
-                    check::describe(dst)
-                ),
+                "`nl.loop_reduce` reduces into an SBUF or PSUM tile, found",
+                dst,
                 span,
                 "not on chip",
             ));
@@ -863,12 +862,11 @@ fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
         ));
     }
     if x.buffer.is_on_chip() && axis == 0 {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::PARTITION_VIEW,
-            format!(
-                "`expand_dims` at axis 0 would move the partition dim of {}",
-                check::describe(&x)
-            ),
+            "`expand_dims` at axis 0 would move the partition dim of",
+            &x,
             b.span_of("axis"),
             "partition dim first",
         ));
@@ -905,12 +903,11 @@ fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
     let t = b.tensor(ctx, "tensor")?;
     if t.buffer == Buffer::Psum {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::BUFFER,
-            format!(
-                "`nl.device_print` prints SBUF or HBM tensors, found {}",
-                check::describe(&t)
-            ),
+            "`nl.device_print` prints SBUF or HBM tensors, found",
+            &t,
             b.span_of("tensor"),
             "in psum",
         ));

@@ -29,7 +29,7 @@ use super::codes;
 use super::memory;
 use super::table::{
     ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
-    X, opt, req,
+    X, opt, req, step_num_pairs,
 };
 use crate::args::Arg;
 use crate::ctx::Ctx;
@@ -700,6 +700,21 @@ pub(super) fn partition_view_error(
     .with_note("partitions are separate memories: views cannot stride, permute, broadcast or insert dims before them; moving data across partitions needs an instruction (nc_transpose, nc_matmul, DMA)")
 }
 
+/// A view of on-chip `t` that `touches` its partition dim is an error
+/// ([`partition_view_error`]; `what` says what the view would do to it).
+pub(super) fn keeps_partition_dim(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    touches: bool,
+    what: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if t.buffer.is_on_chip() && touches {
+        return Err(partition_view_error(ctx, t, what, span));
+    }
+    Ok(())
+}
+
 /// One subscript item after normalization.
 enum Item {
     /// `start + step·i` for `count` indices; `int` removes the dim.
@@ -1083,12 +1098,11 @@ fn grid_subscript(
     let mut items = items.to_vec();
     if let Some(Value::Tensor(idx)) = items.first().cloned() {
         if t.buffer.is_on_chip() {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::BUFFER,
-                format!(
-                    "run-time row indices select rows of HBM tensors, found {}",
-                    check::describe(t)
-                ),
+                "run-time row indices select rows of HBM tensors, found",
+                t,
                 span,
                 "not HBM",
             ));
@@ -1399,14 +1413,13 @@ fn method_permute(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Di
             "not a permutation",
         ));
     };
-    if t.buffer.is_on_chip() && perm.first() != Some(&0) {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "this permutation moves",
-            b.span_of("dims"),
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        perm.first() != Some(&0),
+        "this permutation moves",
+        b.span_of("dims"),
+    )?;
     Ok(with_view(&t, v))
 }
 
@@ -1414,14 +1427,7 @@ fn method_broadcast(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, 
     let t = this(ctx, b)?;
     let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
     let size = req_int(ctx, b, "size")?;
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`broadcast` stretches",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(ctx, &t, dim == 0, "`broadcast` stretches", b.span)?;
     if t.shape[dim] != 1 || size < 1 {
         return Err(ctx.error(
             codes::VIEW,
@@ -1450,14 +1456,13 @@ fn method_expand_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value,
             "bad dim",
         ));
     }
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`expand_dim` inserts a dim before",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        dim == 0,
+        "`expand_dim` inserts a dim before",
+        b.span,
+    )?;
     let v = t
         .view
         .insert_dim(dim as usize)
@@ -1468,14 +1473,7 @@ fn method_expand_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value,
 fn method_squeeze_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
     let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`squeeze_dim` removes",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(ctx, &t, dim == 0, "`squeeze_dim` removes", b.span)?;
     if t.shape[dim] != 1 {
         return Err(ctx.error(
             codes::VIEW,
@@ -1758,12 +1756,11 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     }
     if let Some(idx) = vector {
         if t.buffer.is_on_chip() {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::BUFFER,
-                format!(
-                    "`vector_offset` gathers rows of HBM tensors, found {}",
-                    check::describe(&t)
-                ),
+                "`vector_offset` gathers rows of HBM tensors, found",
+                &t,
                 b.span,
                 "not HBM",
             ));
@@ -1777,12 +1774,11 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
             ));
         }
         if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::ARG_TYPE,
-                format!(
-                    "`vector_offset` must be an SBUF (P, 1) int tensor, found {}",
-                    check::describe(&idx)
-                ),
+                "`vector_offset` must be an SBUF (P, 1) int tensor, found",
+                &idx,
                 b.span_of("vector_offset"),
                 "bad index tensor",
             ));
@@ -1815,32 +1811,12 @@ fn pattern_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<ViewDim>, Diagnostic> {
             "bad pattern",
         )
     };
-    let items: Vec<Value> = match &a.value {
-        Value::List(l) => l.borrow().clone(),
-        Value::Tuple(t) => t.to_vec(),
-        _ => return Err(bad()),
-    };
-    if items.is_empty() || items.len() > nkic_ir::MAX_VIEW_DIMS {
-        return Err(bad());
-    }
-    items
-        .iter()
-        .map(|p| {
-            let pair: Vec<Value> = match p {
-                Value::List(l) => l.borrow().clone(),
-                Value::Tuple(t) => t.to_vec(),
-                _ => return Err(bad()),
-            };
-            match (
-                pair.first().and_then(Value::as_int),
-                pair.get(1).and_then(Value::as_int),
-                pair.len(),
-            ) {
-                (Some(s), Some(n), 2) if n > 0 => Ok(ViewDim::new(s, n as u64)),
-                _ => Err(bad()),
-            }
-        })
-        .collect()
+    let pairs =
+        step_num_pairs(&a.value, nkic_ir::MAX_VIEW_DIMS, 1..=i64::MAX).map_err(|_| bad())?;
+    Ok(pairs
+        .into_iter()
+        .map(|(s, n)| ViewDim::new(s, n as u64))
+        .collect())
 }
 
 fn method_is_contiguous(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {

@@ -19,9 +19,11 @@ use nkic_isa::Target;
 use super::check::{self, shape_text};
 use super::codes;
 use super::table::{ApiDef, Bound, DIM, Kind, NO_ENGINE, SELF, opt, req};
-use super::tensor::{dim_index, is_contiguous, partition_view_error, req_int, this, with_view};
+use super::tensor::{
+    dim_index, is_contiguous, keeps_partition_dim, partition_view_error, req_int, this, with_view,
+};
 use crate::ctx::Ctx;
-use crate::value::Value;
+use crate::value::{Tensor, Value};
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -109,6 +111,15 @@ fn view_error(ctx: &Ctx<'_>, message: String, span: Span, label: &str) -> Diagno
     ctx.error(codes::VIEW, message, span, label)
 }
 
+/// A view that is already indirect is not made indirect again.
+fn not_indirect(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
+    if t.view.indirect.is_none() {
+        return Ok(());
+    }
+    let message = "this view is already indirect".to_owned();
+    Err(view_error(ctx, message, span, "indirect twice"))
+}
+
 /// Row-major `[stride, count]` dims splitting one dim of stride `stride`.
 fn split(stride: i64, sizes: &[u64]) -> Vec<ViewDim> {
     let mut out = vec![ViewDim::new(0, 1); sizes.len()];
@@ -156,14 +167,13 @@ fn reshape_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
             "sizes do not multiply to the dim",
         ));
     };
-    if t.buffer.is_on_chip() && dim == 0 && sizes.iter().filter(|&&c| c > 1).count() > 1 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`reshape_dim` splits",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        dim == 0 && sizes.iter().filter(|&&c| c > 1).count() > 1,
+        "`reshape_dim` splits",
+        b.span,
+    )?;
     let mut v = t.view.clone();
     let d = v.dims[dim];
     let new = split(d.stride, &sizes);
@@ -207,14 +217,13 @@ fn flatten_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diag
             "empty range",
         ));
     }
-    if t.buffer.is_on_chip() && start == 0 && end > 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`flatten_dims` merges",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        start == 0 && end > 0,
+        "`flatten_dims` merges",
+        b.span,
+    )?;
     let mut v = t.view.clone();
     let group = &v.dims[start..=end];
     if !mergeable(group) {
@@ -452,24 +461,16 @@ fn vector_select(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Dia
         ));
     }
     if t.buffer.is_on_chip() {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::BUFFER,
-            format!(
-                "`vector_select` gathers rows of HBM tensors, found {}",
-                check::describe(&t)
-            ),
+            "`vector_select` gathers rows of HBM tensors, found",
+            &t,
             b.span,
             "not HBM",
         ));
     }
-    if t.view.indirect.is_some() {
-        return Err(view_error(
-            ctx,
-            "this view is already indirect".to_owned(),
-            b.span,
-            "indirect twice",
-        ));
-    }
+    not_indirect(ctx, &t, b.span)?;
     let idx = b.tensor(ctx, "vector_offset")?;
     let si = b.span_of("vector_offset");
     check::row_index(ctx, &idx, si, "`vector_offset`")?;
@@ -484,14 +485,7 @@ fn vector_select(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Dia
 fn indirect(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
     check::on_chip(ctx, &t, b.span, "the indirect tensor")?;
-    if t.view.indirect.is_some() {
-        return Err(view_error(
-            ctx,
-            "this view is already indirect".to_owned(),
-            b.span,
-            "indirect twice",
-        ));
-    }
+    not_indirect(ctx, &t, b.span)?;
     if !is_contiguous(&t.view.dims[1..]) {
         return Err(view_error(
             ctx,
