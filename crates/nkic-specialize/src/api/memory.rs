@@ -1,7 +1,8 @@
 //! Data movement and filling: `nl.load`, `nl.store`,
 //! `nl.load_transpose2d`, `nl.copy`, `nisa.dma_copy`,
 //! `nisa.dma_transpose`, `nisa.memset`, `nisa.iota`, `nisa.tensor_copy`,
-//! and `tile[key] = value` assignment.
+//! `tile[key] = value` assignment, and `nl.device_print` (checked and
+//! reported with a warning: nkic has no run-time print yet).
 //!
 //! Choices where the spec is silent: DMA never writes PSUM (isa.md §8.13);
 //! `memset` accepts an int value for a float dtype (it is exact) but not a
@@ -1280,4 +1281,42 @@ pub fn assign(
             "not a tensor or number",
         )),
     }
+}
+
+// ------------------------------------------------------------------ device_print
+
+/// `nl.device_print`, registered in `table::REGISTRY` after the legacy
+/// `ncc.*` functions.
+pub const DEVICE_PRINT_DEFS: &[ApiDef] = &[ApiDef::new(
+    "nl.device_print",
+    &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+    NO_ENGINE,
+    "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+    &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+    device_print,
+)];
+
+fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
+    let t = b.tensor(ctx, "tensor")?;
+    if t.buffer == Buffer::Psum {
+        return Err(check::tensor_error(
+            ctx,
+            codes::BUFFER,
+            "`nl.device_print` prints SBUF or HBM tensors, found",
+            &t,
+            b.span_of("tensor"),
+            "in psum",
+        ));
+    }
+    let d = Diagnostic::warning(
+        codes::UNSUPPORTED,
+        format!(
+            "`nl.device_print(\"{prefix}\", …)` is not supported by nkic yet and prints nothing"
+        ),
+    )
+    .with_primary(ctx.file(), span, "ignored")
+    .with_note("nkic has no run-time print; the kernel's results are unaffected");
+    ctx.warnings.push(d);
+    Ok(Value::None)
 }

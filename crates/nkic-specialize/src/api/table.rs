@@ -267,7 +267,10 @@ impl ApiDef {
     }
 }
 
-/// The files that define API functions, one line each.
+/// The files that define API functions, one line each (a file with
+/// functions at two places of the table registers two slices: the table's
+/// order is the order of the reference in `docs/language.md` and breaks
+/// ties between "did you mean" hints).
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
     super::memory::DEFS,
@@ -281,8 +284,12 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::isa::random::DEFS,
     super::isa::gpsimd::DEFS,
     super::nl_math::DEFS,
-    super::view_more::DEFS,
-    super::nl_more::DEFS,
+    super::tensor::VIEW_METHOD_DEFS,
+    super::nl_math::COMPOSED_DEFS,
+    super::tensor::EXPAND_DEFS,
+    super::nl_math::LOOP_REDUCE_DEFS,
+    super::tensor::LEGACY_ALLOC_DEFS,
+    super::memory::DEVICE_PRINT_DEFS,
     super::collectives::DEFS,
 ];
 
