@@ -888,16 +888,7 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
         return store_scalar(ctx, b, &dst, &a.value, a.span, span);
     }
     let value = b.tensor(ctx, "value")?;
-    if !dst.buffer.is_hbm() {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.store` writes HBM, found `dst`",
-            &dst,
-            b.span_of("dst"),
-            "not in HBM",
-        ));
-    }
+    stores_to_hbm(ctx, b, &dst)?;
     check::on_chip(ctx, &value, b.span_of("value"), "`value`")?;
     if elements(&dst) != elements(&value) {
         return Err(ctx.error(
@@ -947,6 +938,22 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     Ok(Value::None)
 }
 
+/// `nl.store` writes HBM.
+fn stores_to_hbm(ctx: &Ctx<'_>, b: &Bound, dst: &Tensor) -> Result<(), Diagnostic> {
+    if dst.buffer.is_hbm() {
+        return Ok(());
+    }
+    let message = "`nl.store` writes HBM, found `dst`";
+    Err(check::tensor_error(
+        ctx,
+        codes::BUFFER,
+        message,
+        dst,
+        b.span_of("dst"),
+        "not in HBM",
+    ))
+}
+
 /// `nl.store(dst, 3.0)`: fills an SBUF tile of `dst`'s element count
 /// (laid out over the largest partition count ≤ 128 that divides it) and
 /// copies it to `dst`, as legacy NKI's scalar store did.
@@ -958,16 +965,7 @@ fn store_scalar(
     value_span: Span,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    if !dst.buffer.is_hbm() {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.store` writes HBM, found `dst`",
-            dst,
-            b.span_of("dst"),
-            "not in HBM",
-        ));
-    }
+    stores_to_hbm(ctx, b, dst)?;
     let n = elements(dst);
     let p = (1..=128u64.min(n))
         .rev()
