@@ -68,6 +68,20 @@ pub fn describe(t: &Tensor) -> String {
     )
 }
 
+/// The error at `span` about tensor `t`: `message` followed by `t`
+/// [`describe`]d (`"`nl.store` writes HBM, found `dst`"` gives "… found
+/// `dst` float32 (128, 512) sbuf").
+pub fn tensor_error(
+    ctx: &Ctx<'_>,
+    code: &'static str,
+    message: &str,
+    t: &Tensor,
+    span: Span,
+    label: &str,
+) -> Diagnostic {
+    ctx.error(code, format!("{message} {}", describe(t)), span, label)
+}
+
 /// The partition count P of an on-chip tensor (its first dim).
 pub fn partitions(t: &Tensor) -> u64 {
     t.shape.first().copied().unwrap_or(1)
@@ -340,6 +354,22 @@ pub fn row_index(ctx: &Ctx<'_>, idx: &Tensor, span: Span, what: &str) -> Result<
         ));
     }
     partition_count(ctx, idx, span, what)
+}
+
+/// Requires a float dtype.
+pub fn float_dtype(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), Diagnostic> {
+    if t.dtype().is_float() {
+        return Ok(());
+    }
+    let message = format!("{what} must have a float dtype, found");
+    Err(tensor_error(
+        ctx,
+        codes::DTYPE,
+        &message,
+        t,
+        span,
+        "not a float dtype",
+    ))
 }
 
 /// `t`'s dtype is one of `allowed` (E0505 naming them).

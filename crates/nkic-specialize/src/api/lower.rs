@@ -127,6 +127,27 @@ pub(crate) fn bitvec_dtypes(
     Ok(())
 }
 
+/// `op` of tile `t` and the number `n` ([`elementwise`]).
+pub fn tile_op(
+    ctx: &mut Ctx<'_>,
+    op: AluOp,
+    t: &Rc<Tensor>,
+    n: f64,
+    dst: Option<Rc<Tensor>>,
+    dtype: Option<DType>,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    elementwise(
+        ctx,
+        op,
+        &Operand::Tile(t.clone()),
+        &Operand::Num(n),
+        dst,
+        dtype,
+        span,
+    )
+}
+
 /// Records `dst = x op y` for operands of equal shape (tensor_tensor) or a
 /// tile and a number / `(P, 1)` tile (tensor_scalar). Used by operators
 /// on tiles and by the `nl.*` element-wise functions.

@@ -1,7 +1,8 @@
 //! Data movement and filling: `nl.load`, `nl.store`,
 //! `nl.load_transpose2d`, `nl.copy`, `nisa.dma_copy`,
 //! `nisa.dma_transpose`, `nisa.memset`, `nisa.iota`, `nisa.tensor_copy`,
-//! and `tile[key] = value` assignment.
+//! `tile[key] = value` assignment, and `nl.device_print` (checked and
+//! reported with a warning: nkic has no run-time print yet).
 //!
 //! Choices where the spec is silent: DMA never writes PSUM (isa.md §8.13);
 //! `memset` accepts an int value for a float dtype (it is exact) but not a
@@ -19,7 +20,8 @@ use super::codes;
 use super::emit;
 use super::rules::{OpIn, reduces_with_only};
 use super::table::{
-    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X, opt, req,
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X,
+    instruction_pattern, opt, req,
 };
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
@@ -521,12 +523,11 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let tshape: Vec<u64> = default_axes.iter().map(|&a| src.shape[a]).collect();
     let (dst, _) = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
     if dst.buffer != Buffer::Sbuf {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::BUFFER,
-            format!(
-                "`dma_transpose` writes SBUF, found `dst` {}",
-                check::describe(&dst)
-            ),
+            "`dma_transpose` writes SBUF, found `dst`",
+            &dst,
             b.span_of("dst"),
             "not sbuf",
         ));
@@ -557,17 +558,7 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "dtype differs",
         ));
     }
-    if !matches!(src.dtype().size(), 2 | 4) || src.dtype().is_packed_x4() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dma_transpose` moves 2- or 4-byte elements, found {}",
-                src.dtype()
-            ),
-            b.span_of("src"),
-            "element size",
-        ));
-    }
+    transposed_elements(ctx, b, &src, "`dma_transpose`")?;
     let skip = matches!(enum_opt(ctx, b, "oob_mode", "oob_mode")?, Some("skip"));
     if skip && src.view.indirect.is_none() {
         return Err(ctx.error(
@@ -701,22 +692,10 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
     let dst = if b.is_value_form() {
         // Legacy: memset(shape, value, dtype, engine=...).
         let Some(shape_arg) = b.legacy("shape") else {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "the value form of `nisa.memset` needs `shape`",
-                span,
-                "no shape",
-            ));
+            return Err(b.legacy_missing(ctx, "shape"));
         };
         let shape = super::table::shape_of(ctx, shape_arg)?;
-        let Some(dt) = b.legacy_dtype(ctx)? else {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "the value form of `nisa.memset` needs `dtype`",
-                span,
-                "no dtype",
-            ));
-        };
+        let dt = b.legacy_dtype_required(ctx)?;
         emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0
     } else {
         b.tensor(ctx, "dst")?
@@ -756,14 +735,7 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
             return Err(ctx.error(codes::ARG_TYPE, format!("the value form of `nisa.iota` takes an index expression such as `nl.arange(128)[:, None]`, found a {}", a.value.type_name()), a.span, "not an index expression"));
         };
         let (pattern, offset, mult, shape) = legacy_iota(ctx, e, a.span)?;
-        let Some(dt) = b.legacy_dtype(ctx)? else {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "the value form of `nisa.iota` needs `dtype`",
-                span,
-                "no dtype",
-            ));
-        };
+        let dt = b.legacy_dtype_required(ctx)?;
         let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0;
         (pattern, offset, mult, dst)
     } else {
@@ -836,32 +808,7 @@ fn iota_pattern(ctx: &Ctx<'_>, a: &crate::args::Arg) -> Result<Vec<Dim>, Diagnos
             why.to_owned(),
         )
     };
-    let items: Vec<Value> = match &a.value {
-        Value::List(l) => l.borrow().clone(),
-        Value::Tuple(t) => t.to_vec(),
-        _ => return Err(bad("expected [[step, num], ...]")),
-    };
-    if items.is_empty() || items.len() > 4 {
-        return Err(bad("1 to 4 [step, num] pairs"));
-    }
-    items
-        .iter()
-        .map(|p| {
-            let pair: Vec<Value> = match p {
-                Value::List(l) => l.borrow().clone(),
-                Value::Tuple(t) => t.to_vec(),
-                _ => return Err(bad("each entry is [step, num]")),
-            };
-            match (
-                pair.first().and_then(Value::as_int),
-                pair.get(1).and_then(Value::as_int),
-                pair.len(),
-            ) {
-                (Some(s), Some(n), 2) if (1..=65535).contains(&n) => Ok(Dim::new(s, n as u32)),
-                _ => Err(bad("each entry is [step, num] with 1 <= num <= 65535")),
-            }
-        })
-        .collect()
+    instruction_pattern(&a.value).map_err(|e| bad(e.why()))
 }
 
 /// The pattern of a legacy iota expression: grid axis 0 is the partition
@@ -911,17 +858,15 @@ fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     // `nl.load(nl.shared_identity_matrix(...))`, which older NKI kept in
     // HBM and nkic (like current NKI) builds in SBUF.
     if src.buffer == Buffer::Psum {
-        return Err(ctx
-            .error(
-                codes::BUFFER,
-                format!(
-                    "`nl.load` reads HBM (or SBUF), found `src` {}",
-                    check::describe(&src)
-                ),
-                b.span_of("src"),
-                "in PSUM",
-            )
-            .with_help("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"));
+        return Err(check::tensor_error(
+            ctx,
+            codes::BUFFER,
+            "`nl.load` reads HBM (or SBUF), found `src`",
+            &src,
+            b.span_of("src"),
+            "in PSUM",
+        )
+        .with_help("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"));
     }
     let shape = if src.shape.len() == 1 {
         vec![src.shape[0], 1]
@@ -943,17 +888,7 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
         return store_scalar(ctx, b, &dst, &a.value, a.span, span);
     }
     let value = b.tensor(ctx, "value")?;
-    if !dst.buffer.is_hbm() {
-        return Err(ctx.error(
-            codes::BUFFER,
-            format!(
-                "`nl.store` writes HBM, found `dst` {}",
-                check::describe(&dst)
-            ),
-            b.span_of("dst"),
-            "not in HBM",
-        ));
-    }
+    stores_to_hbm(ctx, b, &dst)?;
     check::on_chip(ctx, &value, b.span_of("value"), "`value`")?;
     if elements(&dst) != elements(&value) {
         return Err(ctx.error(
@@ -1003,6 +938,22 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     Ok(Value::None)
 }
 
+/// `nl.store` writes HBM.
+fn stores_to_hbm(ctx: &Ctx<'_>, b: &Bound, dst: &Tensor) -> Result<(), Diagnostic> {
+    if dst.buffer.is_hbm() {
+        return Ok(());
+    }
+    let message = "`nl.store` writes HBM, found `dst`";
+    Err(check::tensor_error(
+        ctx,
+        codes::BUFFER,
+        message,
+        dst,
+        b.span_of("dst"),
+        "not in HBM",
+    ))
+}
+
 /// `nl.store(dst, 3.0)`: fills an SBUF tile of `dst`'s element count
 /// (laid out over the largest partition count ≤ 128 that divides it) and
 /// copies it to `dst`, as legacy NKI's scalar store did.
@@ -1014,17 +965,7 @@ fn store_scalar(
     value_span: Span,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    if !dst.buffer.is_hbm() {
-        return Err(ctx.error(
-            codes::BUFFER,
-            format!(
-                "`nl.store` writes HBM, found `dst` {}",
-                check::describe(dst)
-            ),
-            b.span_of("dst"),
-            "not in HBM",
-        ));
-    }
+    stores_to_hbm(ctx, b, dst)?;
     let n = elements(dst);
     let p = (1..=128u64.min(n))
         .rev()
@@ -1061,15 +1002,32 @@ fn store_scalar(
     Ok(Value::None)
 }
 
+/// A DMA transpose (`who`) moves 2- or 4-byte elements of `src`.
+fn transposed_elements(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    src: &Tensor,
+    who: &str,
+) -> Result<(), Diagnostic> {
+    if matches!(src.dtype().size(), 2 | 4) && !src.dtype().is_packed_x4() {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::DTYPE,
+        format!("{who} moves 2- or 4-byte elements, found {}", src.dtype()),
+        b.span_of("src"),
+        "element size",
+    ))
+}
+
 fn load_transpose2d(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
     if !src.buffer.is_hbm() || src.shape.len() != 2 {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::SHAPE,
-            format!(
-                "`nl.load_transpose2d` takes a 2-D HBM view, found {}",
-                check::describe(&src)
-            ),
+            "`nl.load_transpose2d` takes a 2-D HBM view, found",
+            &src,
             b.span_of("src"),
             "not a 2-D HBM view",
         ));
@@ -1087,17 +1045,7 @@ fn load_transpose2d(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, D
             "cast",
         ));
     }
-    if !matches!(src.dtype().size(), 2 | 4) || src.dtype().is_packed_x4() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "a DMA transpose moves 2- or 4-byte elements, found {}",
-                src.dtype()
-            ),
-            b.span_of("src"),
-            "element size",
-        ));
-    }
+    transposed_elements(ctx, b, &src, "a DMA transpose")?;
     let shape = vec![src.shape[1], src.shape[0]];
     let name = ctx.fresh_name("load_t_");
     let tile = super::tensor::alloc(
@@ -1331,4 +1279,42 @@ pub fn assign(
             "not a tensor or number",
         )),
     }
+}
+
+// ------------------------------------------------------------------ device_print
+
+/// `nl.device_print`, registered in `table::REGISTRY` after the legacy
+/// `ncc.*` functions.
+pub const DEVICE_PRINT_DEFS: &[ApiDef] = &[ApiDef::new(
+    "nl.device_print",
+    &[req("prefix", Kind::Str), req("tensor", Kind::Tensor)],
+    NO_ENGINE,
+    "Prints a tensor at run time. nkic has no run-time print yet: the call is checked, reported with a warning (E0524) and records nothing.",
+    &["`prefix` is a compile-time string; `tensor` is an SBUF or HBM tensor."],
+    device_print,
+)];
+
+fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
+    let t = b.tensor(ctx, "tensor")?;
+    if t.buffer == Buffer::Psum {
+        return Err(check::tensor_error(
+            ctx,
+            codes::BUFFER,
+            "`nl.device_print` prints SBUF or HBM tensors, found",
+            &t,
+            b.span_of("tensor"),
+            "in psum",
+        ));
+    }
+    let d = Diagnostic::warning(
+        codes::UNSUPPORTED,
+        format!(
+            "`nl.device_print(\"{prefix}\", …)` is not supported by nkic yet and prints nothing"
+        ),
+    )
+    .with_primary(ctx.file(), span, "ignored")
+    .with_note("nkic has no run-time print; the kernel's results are unaffected");
+    ctx.warnings.push(d);
+    Ok(Value::None)
 }

@@ -70,12 +70,15 @@
 //!   `isa/scalar_engine.rs`, `isa/vector.rs`, `isa/select.rs`,
 //!   `isa/random.rs`, `isa/gpsimd.rs`, and `collectives.rs`;
 //! * `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
-//!   tensor_copy, assignment) and `registers.rs` (`nisa.register_*`);
+//!   tensor_copy, assignment, `nl.device_print`) and `registers.rs`
+//!   (`nisa.register_*`);
 //! * `nki.language`: `nl_core.rs` (nl.matmul, nl.transpose), `nl_math.rs`
-//!   (element-wise math, reductions, softmax, rms_norm, …), `nl_more.rs`
-//!   (the other `nl.*` helpers and legacy `ncc.*` allocation);
-//! * tensors and values: `tensor.rs` (tensor model, subscripts, view
-//!   methods), `view_more.rs`, `blocks.rs`, `mask.rs` (legacy `mask=`),
+//!   (element-wise math, reductions, softmax, rms_norm, the functions
+//!   composed from other ops such as `sin` and `fmod`, legacy
+//!   `loop_reduce`, …);
+//! * tensors and values: `tensor.rs` (tensor model, creation incl. the
+//!   legacy `ncc.*` allocation, subscripts, view methods incl. reshaping
+//!   and indirect views, `nl.expand_dims`), `blocks.rs`, `mask.rs` (legacy `mask=`),
 //!   `operators.rs` (Python operators on tiles, `+=` accumulation) and
 //!   `lower.rs` (the element-wise lowering they share with `nl.*` and
 //!   `nisa.tensor_tensor`/`tensor_scalar`).
@@ -110,13 +113,11 @@ pub mod mask;
 pub mod memory;
 pub mod nl_core;
 pub mod nl_math;
-pub mod nl_more;
 pub mod operators;
 pub mod registers;
 pub mod rules;
 pub mod table;
 pub mod tensor;
-pub mod view_more;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_isa::DType;
@@ -460,12 +461,11 @@ pub fn store_subscript(
                     .downcast_ref::<isa::tensor_engine::PendingMatmul>()
             {
                 if dst.buffer != nkic_ir::Buffer::Psum {
-                    return Err(ctx.error(
+                    return Err(check::tensor_error(
+                        ctx,
                         codes::ACCUMULATE,
-                        format!(
-                            "a matmul result is written to PSUM, but the target is {}",
-                            check::describe(&dst)
-                        ),
+                        "a matmul result is written to PSUM, but the target is",
+                        &dst,
                         span,
                         "not a PSUM tile",
                     ));
@@ -473,7 +473,7 @@ pub fn store_subscript(
                 mm.record(ctx, Some((dst.clone(), span)), Some(false))?;
                 return Ok(());
             }
-            if let Some(r) = nl_more::PendingLoopReduce::of(&value) {
+            if let Some(r) = nl_math::PendingLoopReduce::of(&value) {
                 return r.record(ctx, &dst, span);
             }
             let value = materialize(ctx, &value)?;
@@ -504,7 +504,7 @@ pub fn materialize(ctx: &mut Ctx<'_>, v: &Value) -> Result<Value, Diagnostic> {
         let t = mm.record(ctx, None, Some(false))?;
         return Ok(Value::Tensor(t));
     }
-    if let Some(r) = nl_more::PendingLoopReduce::of(v) {
+    if let Some(r) = nl_math::PendingLoopReduce::of(v) {
         return Err(r.unassigned(ctx));
     }
     Ok(v.clone())

@@ -107,27 +107,11 @@ pub fn apply(
     match (op, &operands[..]) {
         (Operator::Pos, [Value::Tensor(t)]) => Ok(Value::Tensor(t.clone())),
         (Operator::Neg, [Value::Tensor(t)]) => {
-            let r = lower::elementwise(
-                ctx,
-                AluOp::Multiply,
-                &Operand::Tile(t.clone()),
-                &Operand::Num(-1.0),
-                None,
-                None,
-                span,
-            )?;
+            let r = lower::tile_op(ctx, AluOp::Multiply, t, -1.0, None, None, span)?;
             Ok(Value::Tensor(r))
         }
         (Operator::Invert, [Value::Tensor(t)]) => {
-            let r = lower::elementwise(
-                ctx,
-                AluOp::Invert,
-                &Operand::Tile(t.clone()),
-                &Operand::Num(0.0),
-                None,
-                None,
-                span,
-            )?;
+            let r = lower::tile_op(ctx, AluOp::Invert, t, 0.0, None, None, span)?;
             Ok(Value::Tensor(r))
         }
         (Operator::Binary(b), [x, y]) => {
@@ -152,11 +136,11 @@ pub fn apply(
                     // The ALU has no divide: multiply by the divisor's
                     // reciprocal (in fp32), as `nl.divide` does.
                     check::operand(ctx, t, span, "the divisor")?;
-                    let inv = lower::elementwise(
+                    let inv = lower::tile_op(
                         ctx,
                         AluOp::Reciprocal,
-                        &Operand::Tile(t.clone()),
-                        &Operand::Num(0.0),
+                        t,
+                        0.0,
                         None,
                         Some(nkic_isa::DType::F32),
                         span,
@@ -192,17 +176,15 @@ pub fn accumulate(
     span: Span,
 ) -> Result<(), Diagnostic> {
     if acc.buffer != nkic_ir::Buffer::Psum {
-        return Err(ctx
-            .error(
-                codes::ACCUMULATE,
-                format!(
-                    "matmul results accumulate in PSUM, but the target is {}",
-                    check::describe(acc)
-                ),
-                span,
-                "not a PSUM tile",
-            )
-            .with_help("accumulate into an `nl.psum` tile and copy it out afterwards"));
+        return Err(check::tensor_error(
+            ctx,
+            codes::ACCUMULATE,
+            "matmul results accumulate in PSUM, but the target is",
+            acc,
+            span,
+            "not a PSUM tile",
+        )
+        .with_help("accumulate into an `nl.psum` tile and copy it out afterwards"));
     }
     mm.record(ctx, Some((acc.clone(), span)), None)?;
     Ok(())

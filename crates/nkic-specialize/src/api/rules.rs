@@ -312,17 +312,7 @@ impl ReduceRes {
                 "not (P, 1)",
             ));
         }
-        if !t.dtype().is_float() {
-            return Err(ctx.error(
-                codes::DTYPE,
-                format!(
-                    "`reduce_res` must have a float dtype, found {}",
-                    check::describe(&t)
-                ),
-                sp,
-                "not a float dtype",
-            ));
-        }
+        check::float_dtype(ctx, &t, sp, "`reduce_res`")?;
         Ok(Some(t))
     }
 }

@@ -26,7 +26,7 @@ use std::sync::OnceLock;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
-use nkic_isa::{ActFunc, AluOp, DType, Engine, ReduceCmd, Target};
+use nkic_isa::{ActFunc, AluOp, DType, Dim, Engine, ReduceCmd, Target};
 
 use super::ApiFn;
 use super::codes;
@@ -267,7 +267,10 @@ impl ApiDef {
     }
 }
 
-/// The files that define API functions, one line each.
+/// The files that define API functions, one line each (a file with
+/// functions at two places of the table registers two slices: the table's
+/// order is the order of the reference in `docs/language.md` and breaks
+/// ties between "did you mean" hints).
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
     super::memory::DEFS,
@@ -281,8 +284,12 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::isa::random::DEFS,
     super::isa::gpsimd::DEFS,
     super::nl_math::DEFS,
-    super::view_more::DEFS,
-    super::nl_more::DEFS,
+    super::tensor::VIEW_METHOD_DEFS,
+    super::nl_math::COMPOSED_DEFS,
+    super::tensor::EXPAND_DEFS,
+    super::nl_math::LOOP_REDUCE_DEFS,
+    super::tensor::LEGACY_ALLOC_DEFS,
+    super::memory::DEVICE_PRINT_DEFS,
     super::collectives::DEFS,
 ];
 
@@ -301,32 +308,29 @@ type Fnv = std::hash::BuildHasherDefault<crate::value::NameHasher>;
 type NameMap = std::collections::HashMap<&'static str, ApiFn, Fnv>;
 type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn, Fnv>;
 
-/// Every function by dotted name (built once; only looked up, never
-/// iterated, so its order cannot leak into output).
+/// Every function by the key `key` gives its definition (the maps are
+/// built once; only looked up, never iterated, so their order cannot leak
+/// into output).
+fn index_by<K: std::hash::Hash + Eq>(
+    key: impl Fn(&'static ApiDef) -> Option<K>,
+) -> std::collections::HashMap<K, ApiFn, Fnv> {
+    all()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| Some((key(d)?, ApiFn(u16::try_from(i).ok()?))))
+        .collect()
+}
+
+/// Every function by dotted name.
 fn by_name() -> &'static NameMap {
     static MAP: OnceLock<NameMap> = OnceLock::new();
-    MAP.get_or_init(|| {
-        all()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, d)| u16::try_from(i).ok().map(|i| (d.name, ApiFn(i))))
-            .collect()
-    })
+    MAP.get_or_init(|| index_by(|d| Some(d.name)))
 }
 
 /// Every function by (namespace prefix, attribute): `("nl", "ndarray")`.
 fn by_parts() -> &'static PartsMap {
     static MAP: OnceLock<PartsMap> = OnceLock::new();
-    MAP.get_or_init(|| {
-        all()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, d)| {
-                let (prefix, attr) = d.name.rsplit_once('.')?;
-                u16::try_from(i).ok().map(|i| ((prefix, attr), ApiFn(i)))
-            })
-            .collect()
-    })
+    MAP.get_or_init(|| index_by(|d| d.name.rsplit_once('.')))
 }
 
 /// The handle of the function with dotted name `name`.
@@ -677,6 +681,22 @@ impl Bound {
             None => Ok(None),
             Some(a) => dtype_of(ctx, a).map(Some),
         }
+    }
+
+    /// The legacy `dtype=` of a value form that cannot do without it.
+    pub fn legacy_dtype_required(&self, ctx: &Ctx<'_>) -> Result<DType, Diagnostic> {
+        self.legacy_dtype(ctx)?
+            .ok_or_else(|| self.legacy_missing(ctx, "dtype"))
+    }
+
+    /// The error for a value-form call without its argument `name`.
+    pub fn legacy_missing(&self, ctx: &Ctx<'_>, name: &str) -> Diagnostic {
+        ctx.error(
+            crate::codes::BAD_ARGUMENTS,
+            format!("the value form of `{}` needs `{name}`", self.def.name),
+            self.span,
+            format!("no {name}"),
+        )
     }
 
     /// A legacy-only argument of the value form (`shape` of `memset`).
@@ -1039,6 +1059,74 @@ pub fn ints_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<i64>, Diagnostic> {
                 })
         })
         .collect()
+}
+
+/// Why an access pattern `[[step, num], …]` was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadPattern {
+    /// Not a list or tuple.
+    NotAList,
+    /// No pairs, or more than allowed.
+    Length,
+    /// An entry is not a list or tuple.
+    NotAPair,
+    /// An entry is not two ints with `num` in range.
+    Pair,
+}
+
+impl BadPattern {
+    /// The reason in the words of an instruction's pattern (1 to 4 pairs,
+    /// `1 <= num <= 65535`, [`instruction_pattern`]).
+    pub fn why(self) -> &'static str {
+        match self {
+            BadPattern::NotAList => "expected [[step, num], ...]",
+            BadPattern::Length => "1 to 4 [step, num] pairs",
+            BadPattern::NotAPair => "each entry is [step, num]",
+            BadPattern::Pair => "each entry is [step, num] with 1 <= num <= 65535",
+        }
+    }
+}
+
+/// The `(step, num)` pairs of an access pattern `[[step, num], …]`: 1 to
+/// `max_pairs` entries, each `num` in `nums`.
+pub fn step_num_pairs(
+    v: &Value,
+    max_pairs: usize,
+    nums: std::ops::RangeInclusive<i64>,
+) -> Result<Vec<(i64, i64)>, BadPattern> {
+    let list = |v: &Value| match v {
+        Value::List(l) => Some(l.borrow().clone()),
+        Value::Tuple(t) => Some(t.to_vec()),
+        _ => None,
+    };
+    let items = list(v).ok_or(BadPattern::NotAList)?;
+    if items.is_empty() || items.len() > max_pairs {
+        return Err(BadPattern::Length);
+    }
+    items
+        .iter()
+        .map(|item| {
+            let pair = list(item).ok_or(BadPattern::NotAPair)?;
+            match (
+                pair.first().and_then(Value::as_int),
+                pair.get(1).and_then(Value::as_int),
+                pair.len(),
+            ) {
+                (Some(step), Some(n), 2) if nums.contains(&n) => Ok((step, n)),
+                _ => Err(BadPattern::Pair),
+            }
+        })
+        .collect()
+}
+
+/// The access pattern of an instruction (`iota`, `affine_select`): 1 to 4
+/// `[step, num]` pairs with `1 <= num <= 65535`.
+pub fn instruction_pattern(v: &Value) -> Result<Vec<Dim>, BadPattern> {
+    let pairs = step_num_pairs(v, 4, 1..=65535)?;
+    Ok(pairs
+        .into_iter()
+        .map(|(step, n)| Dim::new(step, n as u32))
+        .collect())
 }
 
 /// The member of `nisa.<enum_name>` in `a`.

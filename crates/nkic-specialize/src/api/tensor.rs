@@ -1,5 +1,9 @@
-//! The tensor model (language.md §6): creating tensors, their attributes,
-//! subscripts (plain and legacy index grids) and the view methods.
+//! The tensor model (language.md §6): creating tensors (and the legacy
+//! `ncc.*` allocation functions, which nkic ignores: it places tensors
+//! itself), their attributes, subscripts (plain and legacy index grids) and
+//! the view methods, including the reshaping and indirect ones of
+//! §6.5–§6.7 (`reshape_dim`, `flatten_dims`, `rearrange`, `vector_select`,
+//! `indirect`), `t.broadcast_to` and `nl.expand_dims`.
 //!
 //! A tensor value is an IR view plus the shape the user sees; for SBUF and
 //! PSUM tensors the first dim is the partition dim and its stride is the
@@ -15,7 +19,16 @@
 //! * `address=(partition, byte)`: the byte offset is in bytes
 //!   (language.md §13.1); PSUM addresses must be bank aligned (2 KiB) and
 //!   the tile must fit in one bank when it fits in one bank's size;
-//! * `zeros_like`/`empty_like` default to the buffer of `x` (§13.12).
+//! * `zeros_like`/`empty_like` default to the buffer of `x` (§13.12);
+//! * `rearrange` patterns are tuples whose items are names or tuples of
+//!   names (a group); a group on the source side splits a dim (sizes from
+//!   `fixed_sizes`, one inferred), on the destination side merges axes that
+//!   must be contiguous in memory in the order written. On-chip tensors
+//!   keep their partition axis first and unsplit;
+//! * `t.indirect(index, num_elem)` needs contiguous free dims and addresses
+//!   their flattened elements: column `i` of the result is free element
+//!   `index[i % G, i // G]` of `t` (G = 16, or 32 on TensorE);
+//! * `expand_dims(x, axis)` is a view with a size-1 dim inserted (no op).
 
 use std::rc::Rc;
 
@@ -29,7 +42,7 @@ use super::codes;
 use super::memory;
 use super::table::{
     ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
-    X, opt, req,
+    X, opt, req, step_num_pairs,
 };
 use crate::args::Arg;
 use crate::ctx::Ctx;
@@ -700,6 +713,21 @@ pub(super) fn partition_view_error(
     .with_note("partitions are separate memories: views cannot stride, permute, broadcast or insert dims before them; moving data across partitions needs an instruction (nc_transpose, nc_matmul, DMA)")
 }
 
+/// A view of on-chip `t` that `touches` its partition dim is an error
+/// ([`partition_view_error`]; `what` says what the view would do to it).
+pub(super) fn keeps_partition_dim(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    touches: bool,
+    what: &str,
+    span: Span,
+) -> Result<(), Diagnostic> {
+    if t.buffer.is_on_chip() && touches {
+        return Err(partition_view_error(ctx, t, what, span));
+    }
+    Ok(())
+}
+
 /// One subscript item after normalization.
 enum Item {
     /// `start + step·i` for `count` indices; `int` removes the dim.
@@ -1083,12 +1111,11 @@ fn grid_subscript(
     let mut items = items.to_vec();
     if let Some(Value::Tensor(idx)) = items.first().cloned() {
         if t.buffer.is_on_chip() {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::BUFFER,
-                format!(
-                    "run-time row indices select rows of HBM tensors, found {}",
-                    check::describe(t)
-                ),
+                "run-time row indices select rows of HBM tensors, found",
+                t,
                 span,
                 "not HBM",
             ));
@@ -1399,14 +1426,13 @@ fn method_permute(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Di
             "not a permutation",
         ));
     };
-    if t.buffer.is_on_chip() && perm.first() != Some(&0) {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "this permutation moves",
-            b.span_of("dims"),
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        perm.first() != Some(&0),
+        "this permutation moves",
+        b.span_of("dims"),
+    )?;
     Ok(with_view(&t, v))
 }
 
@@ -1414,14 +1440,7 @@ fn method_broadcast(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, 
     let t = this(ctx, b)?;
     let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
     let size = req_int(ctx, b, "size")?;
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`broadcast` stretches",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(ctx, &t, dim == 0, "`broadcast` stretches", b.span)?;
     if t.shape[dim] != 1 || size < 1 {
         return Err(ctx.error(
             codes::VIEW,
@@ -1450,14 +1469,13 @@ fn method_expand_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value,
             "bad dim",
         ));
     }
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`expand_dim` inserts a dim before",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        dim == 0,
+        "`expand_dim` inserts a dim before",
+        b.span,
+    )?;
     let v = t
         .view
         .insert_dim(dim as usize)
@@ -1468,14 +1486,7 @@ fn method_expand_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value,
 fn method_squeeze_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
     let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
-    if t.buffer.is_on_chip() && dim == 0 {
-        return Err(partition_view_error(
-            ctx,
-            &t,
-            "`squeeze_dim` removes",
-            b.span,
-        ));
-    }
+    keeps_partition_dim(ctx, &t, dim == 0, "`squeeze_dim` removes", b.span)?;
     if t.shape[dim] != 1 {
         return Err(ctx.error(
             codes::VIEW,
@@ -1758,12 +1769,11 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     }
     if let Some(idx) = vector {
         if t.buffer.is_on_chip() {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::BUFFER,
-                format!(
-                    "`vector_offset` gathers rows of HBM tensors, found {}",
-                    check::describe(&t)
-                ),
+                "`vector_offset` gathers rows of HBM tensors, found",
+                &t,
                 b.span,
                 "not HBM",
             ));
@@ -1777,12 +1787,11 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
             ));
         }
         if idx.buffer != Buffer::Sbuf || !idx.dtype().is_int() || check::free_size(&idx) != 1 {
-            return Err(ctx.error(
+            return Err(check::tensor_error(
+                ctx,
                 codes::ARG_TYPE,
-                format!(
-                    "`vector_offset` must be an SBUF (P, 1) int tensor, found {}",
-                    check::describe(&idx)
-                ),
+                "`vector_offset` must be an SBUF (P, 1) int tensor, found",
+                &idx,
                 b.span_of("vector_offset"),
                 "bad index tensor",
             ));
@@ -1815,32 +1824,12 @@ fn pattern_of(ctx: &Ctx<'_>, a: &Arg) -> Result<Vec<ViewDim>, Diagnostic> {
             "bad pattern",
         )
     };
-    let items: Vec<Value> = match &a.value {
-        Value::List(l) => l.borrow().clone(),
-        Value::Tuple(t) => t.to_vec(),
-        _ => return Err(bad()),
-    };
-    if items.is_empty() || items.len() > nkic_ir::MAX_VIEW_DIMS {
-        return Err(bad());
-    }
-    items
-        .iter()
-        .map(|p| {
-            let pair: Vec<Value> = match p {
-                Value::List(l) => l.borrow().clone(),
-                Value::Tuple(t) => t.to_vec(),
-                _ => return Err(bad()),
-            };
-            match (
-                pair.first().and_then(Value::as_int),
-                pair.get(1).and_then(Value::as_int),
-                pair.len(),
-            ) {
-                (Some(s), Some(n), 2) if n > 0 => Ok(ViewDim::new(s, n as u64)),
-                _ => Err(bad()),
-            }
-        })
-        .collect()
+    let pairs =
+        step_num_pairs(&a.value, nkic_ir::MAX_VIEW_DIMS, 1..=i64::MAX).map_err(|_| bad())?;
+    Ok(pairs
+        .into_iter()
+        .map(|(s, n)| ViewDim::new(s, n as u64))
+        .collect())
 }
 
 fn method_is_contiguous(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
@@ -1870,4 +1859,669 @@ pub fn imm_text(imm: Imm) -> String {
         Imm::Int(i) => i.to_string(),
         Imm::Float(f) => f.to_text(),
     }
+}
+
+// ------------------------------------------------------------------ reshaping and indirect views
+
+/// The reshaping and indirect view methods (language.md §6.5–§6.7),
+/// registered in `table::REGISTRY` after `nl_math`'s functions.
+pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
+    ApiDef::new(
+        "tensor.reshape_dim",
+        &[
+            SELF,
+            DIM,
+            req("shape", Kind::Ints),
+        ],
+        NO_ENGINE,
+        "Splits dim `dim` into the dims `shape` (row-major; one size may be -1).",
+        &[
+            "The sizes multiply to the dim's size.",
+            "On-chip tensors cannot split the partition dim (except trivially, with size-1 dims).",
+        ],
+        reshape_dim,
+    ),
+    ApiDef::new(
+        "tensor.flatten_dims",
+        &[
+            SELF,
+            req("start", Kind::Int),
+            req("end", Kind::Int),
+        ],
+        NO_ENGINE,
+        "Merges dims `start..end` (inclusive) into one.",
+        &[
+            "The merged dims are contiguous in memory.",
+            "On-chip tensors keep their partition dim: `start > 0`.",
+        ],
+        flatten_dims,
+    ),
+    ApiDef::new(
+        "tensor.rearrange",
+        &[
+            SELF,
+            req("src_pattern", Kind::Any),
+            req("dst_pattern", Kind::Any),
+            opt("fixed_sizes", Kind::Any, "None"),
+        ],
+        NO_ENGINE,
+        "einops-style split, permute and merge: `t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})`.",
+        &[
+            "`src_pattern` names every dim (a tuple of names splits one dim; its sizes come from `fixed_sizes`, one may be inferred).",
+            "`dst_pattern` uses every name once; a tuple of names merges axes that are contiguous in that order.",
+            "On-chip tensors keep their partition dim first and unsplit.",
+        ],
+        rearrange,
+    ),
+    ApiDef::new(
+        "tensor.vector_select",
+        &[
+            SELF,
+            DIM,
+            req("vector_offset", Kind::Tensor),
+        ],
+        NO_ENGINE,
+        "A per-partition row gather of an HBM tensor: row `p` of the result is row `vector_offset[p]` (an indirect view, read or written by DMA).",
+        &[
+            "`dim` is 0 and the tensor is in HBM.",
+            "`vector_offset` is an SBUF `(P, 1)` int tensor; the result has P rows.",
+        ],
+        vector_select,
+    ),
+    ApiDef::new(
+        "tensor.indirect",
+        &[
+            SELF,
+            req("index", Kind::Tensor),
+            opt("num_elem", Kind::Int, "None"),
+        ],
+        NO_ENGINE,
+        "Tensor indirection (trn3): a `(P, num_elem)` view whose columns are free positions read at run time from `index` (snake order across partition groups).",
+        &[
+            "trn3 only; the tensor is SBUF or PSUM with contiguous free dims.",
+            "`index` is an SBUF int tensor with the tensor's partition count; `num_elem` (default `index.size`) is at most `index.size`.",
+        ],
+        indirect,
+    )
+    .new_in(Target::Trn3),
+];
+
+fn view_error(ctx: &Ctx<'_>, message: String, span: Span, label: &str) -> Diagnostic {
+    ctx.error(codes::VIEW, message, span, label)
+}
+
+/// A view that is already indirect is not made indirect again.
+fn not_indirect(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
+    if t.view.indirect.is_none() {
+        return Ok(());
+    }
+    let message = "this view is already indirect".to_owned();
+    Err(view_error(ctx, message, span, "indirect twice"))
+}
+
+/// Row-major `[stride, count]` dims splitting one dim of stride `stride`.
+fn split(stride: i64, sizes: &[u64]) -> Vec<ViewDim> {
+    let mut out = vec![ViewDim::new(0, 1); sizes.len()];
+    let mut s = stride;
+    for (i, &c) in sizes.iter().enumerate().rev() {
+        out[i] = ViewDim::new(s, c);
+        s *= c as i64;
+    }
+    out
+}
+
+/// Resolves one `-1` in `sizes` so they multiply to `total`.
+fn resolve_sizes(sizes: &[i64], total: u64) -> Option<Vec<u64>> {
+    let known: i64 = sizes.iter().filter(|&&d| d != -1).product();
+    let infer = sizes.iter().filter(|&&d| d == -1).count();
+    if sizes.iter().any(|&d| d == 0 || d < -1) || known <= 0 || infer > 1 {
+        return None;
+    }
+    let out: Vec<u64> = sizes
+        .iter()
+        .map(|&d| {
+            if d == -1 {
+                total / known as u64
+            } else {
+                d as u64
+            }
+        })
+        .collect();
+    (out.iter().product::<u64>() == total).then_some(out)
+}
+
+fn reshape_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let dim = dim_index(ctx, &t, req_int(ctx, b, "dim")?, b.span_of("dim"))?;
+    let raw = b.ints(ctx, "shape")?.unwrap_or_default();
+    let Some(sizes) = resolve_sizes(&raw, t.shape[dim]) else {
+        return Err(view_error(
+            ctx,
+            format!(
+                "cannot split dim {dim} (size {}) of shape {} into {raw:?}",
+                t.shape[dim],
+                shape_text(&t.shape)
+            ),
+            b.span_of("shape"),
+            "sizes do not multiply to the dim",
+        ));
+    };
+    keeps_partition_dim(
+        ctx,
+        &t,
+        dim == 0 && sizes.iter().filter(|&&c| c > 1).count() > 1,
+        "`reshape_dim` splits",
+        b.span,
+    )?;
+    let mut v = t.view.clone();
+    let d = v.dims[dim];
+    let new = split(d.stride, &sizes);
+    if v.dims.len() - 1 + new.len() > nkic_ir::MAX_VIEW_DIMS {
+        return Err(view_error(
+            ctx,
+            format!(
+                "the result would have {} dims, more than {}",
+                v.dims.len() - 1 + new.len(),
+                nkic_ir::MAX_VIEW_DIMS
+            ),
+            b.span,
+            "too many dims",
+        ));
+    }
+    v.dims.splice(dim..=dim, new);
+    if t.buffer.is_on_chip() && dim == 0 {
+        // A trivial split keeps the partition dim first: put the size-1
+        // dims after it.
+        let p = v
+            .dims
+            .iter()
+            .position(|d| d.count > 1)
+            .unwrap_or(0)
+            .min(sizes.len() - 1);
+        let pd = v.dims.remove(p);
+        v.dims.insert(0, pd);
+    }
+    Ok(with_view(&t, v))
+}
+
+fn flatten_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let start = dim_index(ctx, &t, req_int(ctx, b, "start")?, b.span_of("start"))?;
+    let end = dim_index(ctx, &t, req_int(ctx, b, "end")?, b.span_of("end"))?;
+    if start > end {
+        return Err(ctx.error(
+            codes::AXIS,
+            format!("`start` ({start}) is after `end` ({end})"),
+            b.span_of("end"),
+            "empty range",
+        ));
+    }
+    keeps_partition_dim(
+        ctx,
+        &t,
+        start == 0 && end > 0,
+        "`flatten_dims` merges",
+        b.span,
+    )?;
+    let mut v = t.view.clone();
+    let group = &v.dims[start..=end];
+    if !mergeable(group) {
+        return Err(view_error(
+            ctx,
+            format!(
+                "dims {start}..{end} of this {} view are not contiguous, so they cannot be merged",
+                shape_text(&t.shape)
+            ),
+            b.span,
+            "not contiguous",
+        ));
+    }
+    let merged = merge(group);
+    v.dims.splice(start..=end, [merged]);
+    Ok(with_view(&t, v))
+}
+
+/// True when `dims` can be one dim: each (non-size-1) dim steps over
+/// exactly the next one's extent.
+fn mergeable(dims: &[ViewDim]) -> bool {
+    let live: Vec<&ViewDim> = dims.iter().filter(|d| d.count > 1).collect();
+    live.windows(2)
+        .all(|w| w[0].stride == w[1].stride * w[1].count as i64)
+}
+
+/// One dim covering contiguous `dims` (checked by the caller).
+fn merge(dims: &[ViewDim]) -> ViewDim {
+    let count: u64 = dims.iter().map(|d| d.count).product();
+    let stride = dims
+        .iter()
+        .rev()
+        .find(|d| d.count > 1)
+        .map_or(1, |d| d.stride);
+    ViewDim::new(stride, count)
+}
+
+/// A pattern item: one name or a group of names.
+enum RearrangeItem {
+    Name(String),
+    Group(Vec<String>),
+}
+
+fn pattern_items(ctx: &Ctx<'_>, v: &Value, span: Span) -> Result<Vec<RearrangeItem>, Diagnostic> {
+    let bad = || {
+        ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "a rearrange pattern is a tuple of names and tuples of names, found {}",
+                crate::format::short_repr(v)
+            ),
+            span,
+            "bad pattern",
+        )
+    };
+    let items: Vec<Value> = match v {
+        Value::Tuple(t) => t.to_vec(),
+        Value::List(l) => l.borrow().clone(),
+        _ => return Err(bad()),
+    };
+    items
+        .iter()
+        .map(|it| match it {
+            Value::Str(s) => Ok(RearrangeItem::Name(s.to_string())),
+            Value::Tuple(_) | Value::List(_) => {
+                let inner: Vec<Value> = match it {
+                    Value::Tuple(t) => t.to_vec(),
+                    Value::List(l) => l.borrow().clone(),
+                    _ => Vec::new(),
+                };
+                inner
+                    .iter()
+                    .map(|n| match n {
+                        Value::Str(s) => Ok(s.to_string()),
+                        _ => Err(bad()),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(RearrangeItem::Group)
+            }
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+fn rearrange(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    let (ss, ds) = (b.span_of("src_pattern"), b.span_of("dst_pattern"));
+    let src = pattern_items(ctx, &b.value("src_pattern"), ss)?;
+    let dst = pattern_items(ctx, &b.value("dst_pattern"), ds)?;
+    let mut fixed: Vec<(String, u64)> = Vec::new();
+    if let Value::Dict(d) = b.value("fixed_sizes") {
+        for (k, v) in d.borrow().entries.iter() {
+            let (Value::Str(name), Some(n)) = (k, v.as_int()) else {
+                continue;
+            };
+            fixed.push((name.to_string(), n.max(0) as u64));
+        }
+    }
+    if src.len() != t.shape.len() {
+        return Err(view_error(
+            ctx,
+            format!(
+                "`src_pattern` names {} dims but the tensor has shape {}",
+                src.len(),
+                shape_text(&t.shape)
+            ),
+            ss,
+            "wrong number of dims",
+        ));
+    }
+    // Elementary axes (name, dim) after splitting the source groups.
+    let mut axes: Vec<(String, ViewDim)> = Vec::new();
+    for (i, item) in src.iter().enumerate() {
+        let d = t.view.dims[i];
+        match item {
+            RearrangeItem::Name(n) => axes.push((n.clone(), d)),
+            RearrangeItem::Group(names) => {
+                let raw: Vec<i64> = names
+                    .iter()
+                    .map(|n| {
+                        fixed
+                            .iter()
+                            .find(|(f, _)| f == n)
+                            .map_or(-1, |(_, s)| *s as i64)
+                    })
+                    .collect();
+                let Some(sizes) = resolve_sizes(&raw, d.count) else {
+                    return Err(view_error(
+                        ctx,
+                        format!(
+                            "cannot split dim {i} (size {}) into ({}) with fixed_sizes {raw:?}",
+                            d.count,
+                            names.join(", ")
+                        ),
+                        ss,
+                        "sizes do not fit",
+                    ));
+                };
+                if t.buffer.is_on_chip() && i == 0 && sizes.iter().filter(|&&c| c > 1).count() > 1 {
+                    return Err(partition_view_error(ctx, &t, "`rearrange` splits", ss));
+                }
+                for (n, sd) in names.iter().zip(split(d.stride, &sizes)) {
+                    axes.push((n.clone(), sd));
+                }
+            }
+        }
+    }
+    let mut used = vec![false; axes.len()];
+    let mut take = |name: &str| -> Result<ViewDim, Diagnostic> {
+        match axes.iter().position(|(n, _)| n == name) {
+            Some(i) if !used[i] => {
+                used[i] = true;
+                Ok(axes[i].1)
+            }
+            Some(_) => Err(view_error(
+                ctx,
+                format!("`{name}` appears twice in `dst_pattern`"),
+                ds,
+                "repeated name",
+            )),
+            None => Err(view_error(
+                ctx,
+                format!("`{name}` is not a name of `src_pattern`"),
+                ds,
+                "unknown name",
+            )),
+        }
+    };
+    let mut dims = Vec::new();
+    let mut first_is_partition = false;
+    for (k, item) in dst.iter().enumerate() {
+        match item {
+            RearrangeItem::Name(n) => {
+                let d = take(n)?;
+                if k == 0 {
+                    first_is_partition = matches!(&src[0], RearrangeItem::Name(s) if s == n);
+                }
+                dims.push(d);
+            }
+            RearrangeItem::Group(names) => {
+                let group = names
+                    .iter()
+                    .map(|n| take(n))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if !mergeable(&group) {
+                    return Err(view_error(
+                        ctx,
+                        format!(
+                            "({}) are not contiguous in memory in this order, so they cannot be merged",
+                            names.join(", ")
+                        ),
+                        ds,
+                        "not contiguous",
+                    ));
+                }
+                dims.push(merge(&group));
+            }
+        }
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        return Err(view_error(
+            ctx,
+            format!(
+                "`{}` of `src_pattern` is missing from `dst_pattern`",
+                axes[i].0
+            ),
+            ds,
+            "name dropped",
+        ));
+    }
+    if t.buffer.is_on_chip() && !first_is_partition {
+        return Err(partition_view_error(ctx, &t, "this `rearrange` moves", ds));
+    }
+    if dims.is_empty() || dims.len() > nkic_ir::MAX_VIEW_DIMS {
+        return Err(view_error(
+            ctx,
+            format!("the result would have {} dims", dims.len()),
+            ds,
+            "bad rank",
+        ));
+    }
+    let mut v = t.view.clone();
+    v.dims = dims;
+    Ok(with_view(&t, v))
+}
+
+fn vector_select(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    if req_int(ctx, b, "dim")? != 0 {
+        return Err(ctx.error(
+            codes::AXIS,
+            "`vector_select` gathers along dim 0",
+            b.span_of("dim"),
+            "not 0",
+        ));
+    }
+    if t.buffer.is_on_chip() {
+        return Err(check::tensor_error(
+            ctx,
+            codes::BUFFER,
+            "`vector_select` gathers rows of HBM tensors, found",
+            &t,
+            b.span,
+            "not HBM",
+        ));
+    }
+    not_indirect(ctx, &t, b.span)?;
+    let idx = b.tensor(ctx, "vector_offset")?;
+    let si = b.span_of("vector_offset");
+    check::row_index(ctx, &idx, si, "`vector_offset`")?;
+    let mut v = t.view.clone();
+    v.dims[0] = ViewDim::new(v.dims[0].stride, check::partitions(&idx));
+    v.indirect = Some(Indirection::Rows {
+        index: Box::new(idx.view.clone()),
+    });
+    Ok(with_view(&t, v))
+}
+
+fn indirect(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let t = this(ctx, b)?;
+    check::on_chip(ctx, &t, b.span, "the indirect tensor")?;
+    not_indirect(ctx, &t, b.span)?;
+    if !is_contiguous(&t.view.dims[1..]) {
+        return Err(view_error(
+            ctx,
+            format!(
+                "the free dims of this {} view are not contiguous",
+                shape_text(&t.shape)
+            ),
+            b.span,
+            "not contiguous",
+        ));
+    }
+    let idx = b.tensor(ctx, "index")?;
+    let si = b.span_of("index");
+    if idx.buffer != Buffer::Sbuf
+        || !idx.dtype().is_int()
+        || check::partitions(&idx) != check::partitions(&t)
+    {
+        return Err(ctx.error(
+            codes::ARG_TYPE,
+            format!(
+                "`index` must be an SBUF int tensor with {} partitions, found {}",
+                check::partitions(&t),
+                check::describe(&idx)
+            ),
+            si,
+            "bad index tensor",
+        ));
+    }
+    let size: u64 = idx.shape.iter().product();
+    let n = match b.int(ctx, "num_elem")? {
+        None => size,
+        Some(n) if n >= 1 && (n as u64) <= size => n as u64,
+        Some(n) => {
+            return Err(ctx.error(
+                codes::VALUE,
+                format!("`num_elem` is 1 to {size} (the size of `index`), found {n}"),
+                b.span_of("num_elem"),
+                "out of range",
+            ));
+        }
+    };
+    let mut v = t.view.clone();
+    v.dims = vec![v.dims[0], ViewDim::new(1, n)];
+    v.indirect = Some(Indirection::Columns {
+        index: Box::new(idx.view.clone()),
+    });
+    Ok(with_view(&t, v))
+}
+
+// ------------------------------------------------------------------ broadcast_to and expand_dims
+
+/// `t.broadcast_to` and `nl.expand_dims`, registered in `table::REGISTRY`
+/// after `nl_math`'s composed functions.
+pub const EXPAND_DEFS: &[ApiDef] = &[
+    ApiDef::new(
+        "tensor.broadcast_to",
+        &[X, SHAPE, OUT_DTYPE],
+        &[Engine::Vector, Engine::Tensor],
+        "`t.broadcast_to(shape)` is `nl.broadcast_to(t, shape)`.",
+        &["The `nl.broadcast_to` rules apply."],
+        super::nl_math::broadcast_to,
+    ),
+    ApiDef::new(
+        "nl.expand_dims",
+        &[X, req("axis", Kind::Int)],
+        NO_ENGINE,
+        "A view of `x` with a size-1 dim inserted at `axis` (no data moves).",
+        &["On-chip tiles keep their partition dim first: `axis ≥ 1`."],
+        expand_dims,
+    ),
+];
+
+fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    let x = b.tensor(ctx, "x")?;
+    let n = x.shape.len() as i64;
+    let a = b.int(ctx, "axis")?.unwrap_or(0);
+    let axis = if a < 0 { a + n + 1 } else { a };
+    if axis < 0 || axis > n || x.shape.len() >= nkic_ir::MAX_VIEW_DIMS {
+        return Err(ctx.error(
+            codes::AXIS,
+            format!(
+                "cannot insert axis {a} into shape {}",
+                check::shape_text(&x.shape)
+            ),
+            b.span_of("axis"),
+            "bad axis",
+        ));
+    }
+    if x.buffer.is_on_chip() && axis == 0 {
+        return Err(check::tensor_error(
+            ctx,
+            codes::PARTITION_VIEW,
+            "`expand_dims` at axis 0 would move the partition dim of",
+            &x,
+            b.span_of("axis"),
+            "partition dim first",
+        ));
+    }
+    let Some(view) = x.view.insert_dim(axis as usize) else {
+        return Err(ctx.error(
+            codes::AXIS,
+            "cannot insert the axis",
+            b.span_of("axis"),
+            "bad axis",
+        ));
+    };
+    let shape = view.dims.iter().map(|d| d.count).collect();
+    Ok(Value::tensor(Tensor {
+        view,
+        shape,
+        buffer: x.buffer,
+    }))
+}
+
+// ------------------------------------------------------------------ legacy ncc.* allocation
+
+/// The legacy `ncc.*` allocation functions, registered in
+/// `table::REGISTRY` after `nl.loop_reduce`.
+pub const LEGACY_ALLOC_DEFS: &[ApiDef] = &[
+    ApiDef::new(
+        "ncc.sbuf.alloc",
+        &[req("func", Kind::Any)],
+        NO_ENGINE,
+        "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.mod_alloc",
+        &[
+            req("base_addr", Kind::Int),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NO_ENGINE,
+        "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.sbuf.auto_alloc",
+        &[],
+        NO_ENGINE,
+        "Legacy automatic SBUF allocation: `nl.sbuf`.",
+        &[],
+        legacy_sbuf,
+    ),
+    ApiDef::new(
+        "ncc.psum.alloc",
+        &[req("func", Kind::Any)],
+        NO_ENGINE,
+        "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.mod_alloc",
+        &[
+            req("base_bank", Kind::Int),
+            opt("base_addr", Kind::Int, "0"),
+            opt("base_partition", Kind::Int, "0"),
+            opt("num_bank_tiles", Kind::Ints, "()"),
+            opt("num_par_tiles", Kind::Ints, "()"),
+            opt("num_free_tiles", Kind::Ints, "()"),
+        ],
+        NO_ENGINE,
+        "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.psum.auto_alloc",
+        &[],
+        NO_ENGINE,
+        "Legacy automatic PSUM allocation: `nl.psum`.",
+        &[],
+        legacy_psum,
+    ),
+    ApiDef::new(
+        "ncc.skip_middle_end_transformations",
+        &[req("func", Kind::Any)],
+        NO_ENGINE,
+        "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
+        &[],
+        identity_decorator,
+    ),
+];
+
+fn legacy_sbuf(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Sbuf))
+}
+
+fn legacy_psum(_ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(Value::Buffer(Buffer::Psum))
+}
+
+fn identity_decorator(_ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
+    Ok(b.value("func"))
 }

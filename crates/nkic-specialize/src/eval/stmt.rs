@@ -336,7 +336,7 @@ impl Ctx<'_> {
             ExprKind::Name(name) => {
                 // `acc = nl.loop_reduce(x, ...)` reduces into the tile `acc`
                 // names, which stays bound.
-                if let Some(r) = crate::api::nl_more::PendingLoopReduce::of(&value) {
+                if let Some(r) = crate::api::nl_math::PendingLoopReduce::of(&value) {
                     return match self.scope.lookup(name) {
                         Some(Value::Tensor(acc)) => r.record(self, &acc, target.span),
                         _ => Err(r.unassigned(self)),

@@ -198,12 +198,11 @@ fn sendrecv(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
 fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
     if !data.buffer.is_hbm() {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::BUFFER,
-            format!(
-                "`data` of `nisa.core_barrier` is the HBM tensor the cores share, found {}",
-                check::describe(&data)
-            ),
+            "`data` of `nisa.core_barrier` is the HBM tensor the cores share, found",
+            &data,
             b.span_of("data"),
             "not in HBM",
         ));

@@ -253,6 +253,23 @@ fn free_size_is(
     ))
 }
 
+/// The SBUF `dst` of shape `shape` (its partitions and free size; in the
+/// value form a new tile of `dtype`), checked, and its span.
+fn sbuf_dst(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    dtype: DType,
+    span: Span,
+) -> Result<(Rc<Tensor>, Span), Diagnostic> {
+    let (dst, _) = emit::dst_or_new(ctx, b, shape, dtype, Buffer::Sbuf, span)?;
+    let ds = b.span_of("dst");
+    in_sbuf(ctx, &dst, ds, "`dst`")?;
+    let f = shape[1..].iter().product();
+    free_size_is(ctx, &dst, shape[0], f, ds, "`dst`")?;
+    Ok((dst, ds))
+}
+
 fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src_buffer")?;
     let index = b.tensor(ctx, "index")?;
@@ -307,18 +324,17 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         ));
     }
     let f = n * e as u64;
-    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f], src.dtype(), Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    in_sbuf(ctx, &dst, ds, "`dst`")?;
-    free_size_is(ctx, &dst, p, f, ds, "`dst`")?;
+    let (dst, ds) = sbuf_dst(ctx, b, &[p, f], src.dtype(), span)?;
     if dst.dtype() != src.dtype() {
-        return Err(ctx.error(
+        let message = format!(
+            "`local_gather` does not cast: `dst` must be {}, found",
+            src.dtype()
+        );
+        return Err(check::tensor_error(
+            ctx,
             codes::DTYPE,
-            format!(
-                "`local_gather` does not cast: `dst` must be {}, found {}",
-                src.dtype(),
-                check::describe(&dst)
-            ),
+            &message,
+            &dst,
             ds,
             "dtype differs",
         ));
@@ -420,18 +436,17 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
         ));
     }
     let n = check::free_size(&src);
-    let (dst, _) = emit::dst_or_new(ctx, b, &[1, 2, n], src.dtype(), Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    in_sbuf(ctx, &dst, ds, "`dst`")?;
-    free_size_is(ctx, &dst, 1, 2 * n, ds, "`dst`")?;
+    let (dst, ds) = sbuf_dst(ctx, b, &[1, 2, n], src.dtype(), span)?;
     if dst.dtype() != src.dtype() {
-        return Err(ctx.error(
+        let message = format!(
+            "`dst` must have the dtype of `segment_ids` ({}), found",
+            src.dtype()
+        );
+        return Err(check::tensor_error(
+            ctx,
             codes::DTYPE,
-            format!(
-                "`dst` must have the dtype of `segment_ids` ({}), found {}",
-                src.dtype(),
-                check::describe(&dst)
-            ),
+            &message,
+            &dst,
             ds,
             "dtype differs",
         ));
@@ -449,10 +464,7 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
     in_sbuf(ctx, &src, ss, "`src`")?;
     check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
     let (p, f) = (check::partitions(&src), check::free_size(&src));
-    let (dst, _) = emit::dst_or_new(ctx, b, &[p, f + 1], DType::I32, Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    in_sbuf(ctx, &dst, ds, "`dst`")?;
-    free_size_is(ctx, &dst, p, f + 1, ds, "`dst`")?;
+    let (dst, ds) = sbuf_dst(ctx, b, &[p, f + 1], DType::I32, span)?;
     check::dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
     let small = |name: &str, default: i64| -> Result<i32, Diagnostic> {
         let v = b.int_or(ctx, name, default)?;

@@ -185,12 +185,11 @@ fn dropout_into(
         && data.dtype().is_int()
         && t.dtype() != DType::F32
     {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::DTYPE,
-            format!(
-                "a tensor `prob` must be float32 when `data` is an integer tile, found {}",
-                check::describe(t)
-            ),
+            "a tensor `prob` must be float32 when `data` is an integer tile, found",
+            t,
             prob_span,
             "not float32",
         ));
@@ -275,12 +274,11 @@ fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
 fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "the seed")?;
     if check::partitions(t) != 1 || check::free_size(t) != 1 || t.dtype().size() != 4 {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::SHAPE,
-            format!(
-                "the seed must be a [1, 1] tensor of a 32-bit dtype, found {}",
-                check::describe(t)
-            ),
+            "the seed must be a [1, 1] tensor of a 32-bit dtype, found",
+            t,
             span,
             "not a [1, 1] 32-bit tensor",
         ));

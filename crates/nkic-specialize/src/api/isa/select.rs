@@ -15,7 +15,8 @@ use crate::api::rules::{
     NotBothPsum, OpIn, REDUCE_RESULT, Tiles, not_both_psum, reduces_with_only, tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET, opt, req,
+    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET,
+    instruction_pattern, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -134,12 +135,11 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let [on_true, pred, dst] = SELECT_TILES.bind(ctx, b, span)?;
     let st = b.span_of("on_true");
     if matches!(on_true.dtype(), DType::TF32 | DType::I32 | DType::U32) {
-        return Err(ctx.error(
+        return Err(check::tensor_error(
+            ctx,
             codes::DTYPE,
-            format!(
-                "`on_true` cannot be tfloat32, int32 or uint32, found {}",
-                check::describe(&on_true)
-            ),
+            "`on_true` cannot be tfloat32, int32 or uint32, found",
+            &on_true,
             st,
             "dtype not allowed",
         ));
@@ -171,17 +171,7 @@ fn select_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
 
 fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [src, dst] = RANGE_TILES.bind(ctx, b, span)?;
-    if !src.dtype().is_float() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`on_true_tile` must have a float dtype, found {}",
-                check::describe(&src)
-            ),
-            b.span_of("on_true_tile"),
-            "not a float dtype",
-        ));
-    }
+    check::float_dtype(ctx, &src, b.span_of("on_true_tile"), "`on_true_tile`")?;
     let mut cmps = [AluOp::Equal; 2];
     for (cmp, rule) in cmps.iter_mut().zip(&COMP_OPS) {
         *cmp = rule.or(ctx, b, AluOp::Equal)?;
@@ -258,33 +248,7 @@ fn pattern(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Vec<Dim>, Diagnostic>
             why.to_owned(),
         )
     };
-    let items: Vec<Value> = match &v {
-        Value::List(l) => l.borrow().clone(),
-        Value::Tuple(t) => t.to_vec(),
-        _ => return Err(bad("expected [[step, num], ...]")),
-    };
-    if items.is_empty() || items.len() > 4 {
-        return Err(bad("1 to 4 [step, num] pairs"));
-    }
-    let mut dims = Vec::with_capacity(items.len());
-    for item in &items {
-        let pair: Vec<Value> = match item {
-            Value::List(l) => l.borrow().clone(),
-            Value::Tuple(t) => t.to_vec(),
-            _ => return Err(bad("each entry is [step, num]")),
-        };
-        match (
-            pair.first().and_then(Value::as_int),
-            pair.get(1).and_then(Value::as_int),
-            pair.len(),
-        ) {
-            (Some(step), Some(n), 2) if (1..=65535).contains(&n) => {
-                dims.push(Dim::new(step, n as u32));
-            }
-            _ => return Err(bad("each entry is [step, num] with 1 <= num <= 65535")),
-        }
-    }
-    Ok(dims)
+    instruction_pattern(&v).map_err(|e| bad(e.why()))
 }
 
 fn small_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i32, Diagnostic> {

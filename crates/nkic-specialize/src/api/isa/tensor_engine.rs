@@ -94,6 +94,16 @@ pub const DEFS: &[ApiDef] = &[
     ),
 ];
 
+/// The most free elements of `moving` on trn3: 8192 with a bfloat16
+/// `dst`, else 4096.
+fn trn3_moving_fmax(dst: &Tensor) -> u64 {
+    if dst.dtype() == DType::BF16 {
+        8192
+    } else {
+        4096
+    }
+}
+
 /// A legacy value-form `nc_matmul` not yet recorded (module doc).
 #[derive(Debug, Clone)]
 pub struct PendingMatmul {
@@ -399,13 +409,7 @@ fn matmul_checks(
     stationary_width(ctx, s, ss, mm)?;
     let moving_max: u64 = match target {
         Target::Trn2 => 512,
-        Target::Trn3 => {
-            if dst.dtype() == DType::BF16 {
-                8192
-            } else {
-                4096
-            }
-        }
+        Target::Trn3 => trn3_moving_fmax(dst),
     };
     if nn > moving_max {
         return Err(ctx.error(
@@ -759,11 +763,7 @@ fn nc_matmul_mx(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             "bad stationary width",
         ));
     }
-    let nmax = if dst.dtype() == DType::BF16 {
-        8192
-    } else {
-        4096
-    };
+    let nmax = trn3_moving_fmax(&dst);
     if n > nmax {
         return Err(ctx.error(
             codes::FREE_SIZE,

@@ -32,13 +32,49 @@ const TT_TILES: Tiles = tiles!("data1", "data2", "dst");
 
 const TT_PSUM: NotBothPsum = not_both_psum!("data1", "data2");
 
-const STT_TILES: Tiles = tiles!("data", "operand1", "dst");
+/// A [`TwoStage`] instruction with the inputs `$a` and `$b` (and `dst`),
+/// the scalar operand `$scalar` and the op `$kind` builds.
+macro_rules! two_stage {
+    ($a:literal, $b:literal, $scalar:literal, $kind:expr) => {
+        TwoStage {
+            tiles: tiles!($a, $b, "dst"),
+            psum: not_both_psum!($a, $b),
+            scalar: $scalar,
+            kind: $kind,
+        }
+    };
+}
 
-const STT_PSUM: NotBothPsum = not_both_psum!("data", "operand1");
+/// `scalar_tensor_tensor`: `(data op0 operand0) op1 operand1`.
+const STT: TwoStage = two_stage!("data", "operand1", "operand0", |a| {
+    let [data, operand1, dst] = &a.tiles;
+    OpKind::ScalarTensorTensor {
+        dst: dst.view.clone(),
+        src: data.view.clone(),
+        op0: a.ops[0],
+        operand0: a.scalar.clone(),
+        reverse0: a.reverses[0],
+        op1: a.ops[1],
+        src1: operand1.view.clone(),
+        reverse1: a.reverses[1],
+    }
+});
 
-const SCAN_TILES: Tiles = tiles!("data0", "data1", "dst");
-
-const SCAN_PSUM: NotBothPsum = not_both_psum!("data0", "data1");
+/// `tensor_tensor_scan`: `op1(op0(data0[i], r[i-1]), data1[i])` from
+/// `initial`.
+const SCAN: TwoStage = two_stage!("data0", "data1", "initial", |a| {
+    let [data0, data1, dst] = &a.tiles;
+    OpKind::TensorTensorScan {
+        dst: dst.view.clone(),
+        src0: data0.view.clone(),
+        src1: data1.view.clone(),
+        initial: a.scalar.clone(),
+        op0: a.ops[0],
+        op1: a.ops[1],
+        reverse0: a.reverses[0],
+        reverse1: a.reverses[1],
+    }
+});
 
 const PRED_TILES: Tiles = tiles!("src", "predicate", "dst");
 
@@ -131,7 +167,7 @@ pub const DEFS: &[ApiDef] = &[
         ],
         ISA_ENGINES,
         "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
-        &[STT_TILES.text, STT_PSUM.text, OPS_ARITH.text],
+        &[STT.tiles.text, STT.psum.text, OPS_ARITH.text],
         scalar_tensor_tensor,
     )
     .with_value_form(),
@@ -224,8 +260,8 @@ pub const DEFS: &[ApiDef] = &[
         ISA_ENGINES,
         "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
         &[
-            SCAN_TILES.text,
-            SCAN_PSUM.text,
+            SCAN.tiles.text,
+            SCAN.psum.text,
             "`initial` is a number or a `(P, 1)` tensor.",
             OPS_ARITH.text,
         ],
@@ -692,42 +728,60 @@ fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
 
+/// A two-input instruction with a two-stage operator pipeline and a
+/// scalar operand: its tile rule, its PSUM rule and the scalar's name.
+struct TwoStage {
+    tiles: Tiles,
+    psum: NotBothPsum,
+    scalar: &'static str,
+    /// The op of the bound arguments.
+    kind: fn(&TwoStageArgs) -> OpKind,
+}
+
+/// The arguments of a [`TwoStage`] instruction, bound and checked.
+struct TwoStageArgs {
+    /// The two inputs, then `dst`.
+    tiles: [Rc<Tensor>; 3],
+    /// `op0` and `op1`, binary arithmetic operators.
+    ops: [AluOp; 2],
+    /// The scalar operand (0 when absent).
+    scalar: Scalar,
+    /// `reverse0` and `reverse1`.
+    reverses: [bool; 2],
+}
+
+impl TwoStage {
+    /// Binds and checks, in this order: the tiles, the PSUM rule, the
+    /// operators, the scalar (a number or a `(P, 1)` tile of the first
+    /// input's P) and the reverses.
+    fn bind(&self, ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<TwoStageArgs, Diagnostic> {
+        let tiles: [Rc<Tensor>; 3] = self.tiles.bind(ctx, b, span)?;
+        self.psum.check(ctx, b, &tiles[0], &tiles[1])?;
+        let ops = OPS_ARITH.ops(ctx, b)?;
+        let scalar = operand_or(ctx, b, self.scalar, &tiles[0], 0.0)?;
+        let reverses = b.reverses(ctx)?;
+        Ok(TwoStageArgs {
+            tiles,
+            ops,
+            scalar,
+            reverses,
+        })
+    }
+
+    /// Binds, checks and records the instruction.
+    fn run(&self, ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+        let args = self.bind(ctx, b, span)?;
+        let kind = (self.kind)(&args);
+        emit::finish(ctx, b, kind, None, Some(&args.tiles[2]), span)
+    }
+}
+
 fn scalar_tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let [data, operand1, dst] = STT_TILES.bind(ctx, b, span)?;
-    STT_PSUM.check(ctx, b, &data, &operand1)?;
-    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
-    let operand0 = operand_or(ctx, b, "operand0", &data, 0.0)?;
-    let [reverse0, reverse1] = b.reverses(ctx)?;
-    let kind = OpKind::ScalarTensorTensor {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-        op0,
-        operand0,
-        reverse0,
-        op1,
-        src1: operand1.view.clone(),
-        reverse1,
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    STT.run(ctx, b, span)
 }
 
 fn tensor_tensor_scan(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let [data0, data1, dst] = SCAN_TILES.bind(ctx, b, span)?;
-    SCAN_PSUM.check(ctx, b, &data0, &data1)?;
-    let [op0, op1] = OPS_ARITH.ops(ctx, b)?;
-    let initial = operand_or(ctx, b, "initial", &data0, 0.0)?;
-    let [reverse0, reverse1] = b.reverses(ctx)?;
-    let kind = OpKind::TensorTensorScan {
-        dst: dst.view.clone(),
-        src0: data0.view.clone(),
-        src1: data1.view.clone(),
-        initial,
-        op0,
-        op1,
-        reverse0,
-        reverse1,
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    SCAN.run(ctx, b, span)
 }
 
 fn tensor_copy_predicated(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
