@@ -265,22 +265,10 @@ fn parse_ap(
     storages: &Arena<Storage>,
 ) -> Result<View, String> {
     c.expect('(')?;
-    c.expect('[')?;
-    let mut dims = Vec::new();
-    if !c.eat(']') {
-        loop {
-            c.expect('[')?;
-            let stride: i64 = c.int()?;
-            c.expect(',')?;
-            let count: u64 = c.int()?;
-            c.expect(']')?;
-            dims.push(ViewDim::new(stride, count));
-            if c.eat(']') {
-                break;
-            }
-            c.expect(',')?;
-        }
-    }
+    let dims = c.list(true, |c| {
+        let (stride, count) = c.stride_count()?;
+        Ok(ViewDim::new(stride, count))
+    })?;
     c.expect(',')?;
     c.expect_word_is("offset")?;
     c.expect('=')?;
@@ -499,23 +487,10 @@ impl FieldValue for Vec<Dim> {
 
 impl FieldParse for Vec<Dim> {
     fn parse(c: &mut Cursor<'_>, _: &Arena<Storage>) -> Result<Self, String> {
-        c.expect('[')?;
-        let mut dims = Vec::new();
-        if c.eat(']') {
-            return Ok(dims);
-        }
-        loop {
-            c.expect('[')?;
-            let stride = c.int()?;
-            c.expect(',')?;
-            let count = c.int()?;
-            c.expect(']')?;
-            dims.push(Dim::new(stride, count));
-            if c.eat(']') {
-                return Ok(dims);
-            }
-            c.expect(',')?;
-        }
+        c.list(true, |c| {
+            let (stride, count) = c.stride_count()?;
+            Ok(Dim::new(stride, count))
+        })
     }
 }
 
@@ -528,18 +503,7 @@ impl FieldValue for Vec<u8> {
 
 impl FieldParse for Vec<u8> {
     fn parse(c: &mut Cursor<'_>, _: &Arena<Storage>) -> Result<Self, String> {
-        c.expect('[')?;
-        let mut items = Vec::new();
-        if c.eat(']') {
-            return Ok(items);
-        }
-        loop {
-            items.push(c.int()?);
-            if c.eat(']') {
-                return Ok(items);
-            }
-            c.expect(',')?;
-        }
+        c.list(true, Cursor::int)
     }
 }
 

@@ -7,6 +7,9 @@
 //! punctuation character of `[ ] ( ) { } , : = ? @ *`. Whitespace separates
 //! tokens and `#` starts a comment that runs to the end of the line.
 
+/// The integers of the text form are those of `.nkasm`.
+pub(crate) use nkic_isa::field::parse_wide_int as parse_int;
+
 /// One token of a line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Tok {
@@ -194,22 +197,32 @@ impl<'t> Cursor<'t> {
     }
 
     pub(crate) fn word(&mut self) -> Result<&'t str, String> {
-        match self.peek() {
-            Some(Tok::Word(w)) => {
-                self.pos += 1;
-                Ok(w)
-            }
-            _ => Err(format!("expected a word, found {}", self.found())),
-        }
+        self.text_token("a word", |t| match t {
+            Tok::Word(w) => Some(w),
+            _ => None,
+        })
     }
 
     pub(crate) fn string(&mut self) -> Result<&'t str, String> {
-        match self.peek() {
-            Some(Tok::Str(s)) => {
+        self.text_token("a string", |t| match t {
+            Tok::Str(s) => Some(s),
+            _ => None,
+        })
+    }
+
+    /// Takes the next token if `text` finds text in it, else fails
+    /// expecting `what`.
+    fn text_token(
+        &mut self,
+        what: &str,
+        text: impl FnOnce(&'t Tok) -> Option<&'t str>,
+    ) -> Result<&'t str, String> {
+        match self.peek().and_then(text) {
+            Some(t) => {
                 self.pos += 1;
-                Ok(s)
+                Ok(t)
             }
-            _ => Err(format!("expected a string, found {}", self.found())),
+            None => Err(format!("expected {what}, found {}", self.found())),
         }
     }
 
@@ -219,6 +232,39 @@ impl<'t> Cursor<'t> {
         parse_int(w)
             .and_then(|v| T::try_from(v).ok())
             .ok_or_else(|| format!("expected an integer in range, found `{w}`"))
+    }
+
+    /// Reads `[a, b, …]`, each element with `item`; `[]` only when
+    /// `empty` allows it.
+    pub(crate) fn list<T>(
+        &mut self,
+        empty: bool,
+        mut item: impl FnMut(&mut Self) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        self.expect('[')?;
+        let mut out = Vec::new();
+        if empty && self.eat(']') {
+            return Ok(out);
+        }
+        loop {
+            out.push(item(self)?);
+            if self.eat(']') {
+                return Ok(out);
+            }
+            self.expect(',')?;
+        }
+    }
+
+    /// Reads a `[stride, count]` pair.
+    pub(crate) fn stride_count<S: TryFrom<i128>, C: TryFrom<i128>>(
+        &mut self,
+    ) -> Result<(S, C), String> {
+        self.expect('[')?;
+        let stride = self.int()?;
+        self.expect(',')?;
+        let count = self.int()?;
+        self.expect(']')?;
+        Ok((stride, count))
     }
 
     pub(crate) fn expect_end(&self) -> Result<(), String> {
@@ -234,26 +280,6 @@ impl<'t> Cursor<'t> {
         self.peek()
             .map_or_else(|| "end of line".to_owned(), Tok::describe)
     }
-}
-
-/// Parses a decimal or `0x` hexadecimal integer with an optional `-`.
-pub(crate) fn parse_int(text: &str) -> Option<i128> {
-    let (neg, digits) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text),
-    };
-    let v = if let Some(hex) = digits.strip_prefix("0x") {
-        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        i128::from_str_radix(hex, 16).ok()?
-    } else {
-        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        digits.parse::<i128>().ok()?
-    };
-    Some(if neg { -v } else { v })
 }
 
 #[cfg(test)]

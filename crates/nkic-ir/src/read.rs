@@ -139,33 +139,9 @@ fn handle<T: Entity>(w: &str) -> Result<Handle<T>, String> {
         .ok_or_else(|| format!("expected a handle like `{}3`, found `{w}`", T::PREFIX))
 }
 
-fn engine_from_name(w: &str) -> Option<Engine> {
-    [
-        Engine::Tensor,
-        Engine::Vector,
-        Engine::Scalar,
-        Engine::GpSimd,
-        Engine::Sync,
-        Engine::Dma,
-    ]
-    .into_iter()
-    .find(|e| e.name() == w)
-}
-
 /// Parses `[1, 2, 3]` of integers.
 fn int_list<T: TryFrom<i128>>(c: &mut Cursor<'_>) -> Result<Vec<T>, String> {
-    c.expect('[')?;
-    let mut out = Vec::new();
-    if c.eat(']') {
-        return Ok(out);
-    }
-    loop {
-        out.push(c.int()?);
-        if c.eat(']') {
-            return Ok(out);
-        }
-        c.expect(',')?;
-    }
+    c.list(true, Cursor::int)
 }
 
 /// Splits tokens into `key=value` segments at depth 0; returns the
@@ -353,20 +329,12 @@ impl Reader {
 
     /// Parses `[L0=1, L2=0]`, checking it against the static loop table.
     fn ctx(&self, c: &mut Cursor<'_>) -> Result<LoopCtx, String> {
-        c.expect('[')?;
-        let mut frames = Vec::new();
-        if !c.eat(']') {
-            loop {
-                let lp = handle::<StaticLoop>(c.word()?)?;
-                c.expect('=')?;
-                let index: u32 = c.int()?;
-                frames.push(LoopIter { lp, index });
-                if c.eat(']') {
-                    break;
-                }
-                c.expect(',')?;
-            }
-        }
+        let frames = c.list(true, |c| {
+            let lp = handle::<StaticLoop>(c.word()?)?;
+            c.expect('=')?;
+            let index: u32 = c.int()?;
+            Ok(LoopIter { lp, index })
+        })?;
         let ctx = LoopCtx(frames.last().copied());
         // The stack printed must be the one the loop table implies.
         let mut expect = frames.clone();
@@ -521,20 +489,14 @@ impl Reader {
                     if !c.eat('?') {
                         let w = c.word()?;
                         engine = Some(
-                            engine_from_name(w).ok_or_else(|| format!("unknown engine `{w}`"))?,
+                            Engine::from_name(w).ok_or_else(|| format!("unknown engine `{w}`"))?,
                         );
                     }
                 }
                 "name" => name = Some(c.string()?.to_owned()),
                 "deps" => {
-                    c.expect('[')?;
-                    loop {
-                        depends_on.push(handle::<Op>(c.word()?)?);
-                        if c.eat(']') {
-                            break;
-                        }
-                        c.expect(',')?;
-                    }
+                    let deps = c.list(false, |c| handle::<Op>(c.word()?))?;
+                    depends_on.extend(deps);
                 }
                 "group" => {
                     let w = c.word()?;
@@ -546,16 +508,7 @@ impl Reader {
                     no_reorder = Some(NoReorderGroup(g));
                 }
                 "iter" => loop_ctx = self.ctx(&mut c)?,
-                "via" => {
-                    c.expect('[')?;
-                    loop {
-                        chain.push(self.loc(&mut c)?);
-                        if c.eat(']') {
-                            break;
-                        }
-                        c.expect(',')?;
-                    }
-                }
+                "via" => chain.extend(c.list(false, |c| self.loc(c))?),
                 _ => {
                     fields.push((key, toks));
                     continue;

@@ -67,7 +67,7 @@ use std::fmt;
 
 use nkic_isa::Engine;
 
-use crate::arena::Handle;
+use crate::arena::{Arena, Entity, Handle, SecondaryMap};
 use crate::kernel::{
     Buffer, DynLoop, DynLoopKind, Item, Kernel, LoopCtx, RegHandle, SrcLoc, StaticLoop, Storage,
 };
@@ -160,6 +160,22 @@ impl Verifier<'_> {
         }
     }
 
+    /// A span side table: every key an entity of `arena`, every location
+    /// in a known file.
+    fn span_table<T: Entity>(
+        &mut self,
+        spans: &SecondaryMap<T, SrcLoc>,
+        arena: &Arena<T>,
+        at: fn(Handle<T>) -> Location,
+    ) {
+        for (h, loc) in spans.iter() {
+            if !arena.contains(h) {
+                self.err(Location::Kernel, format!("span of unknown {h}"));
+            }
+            self.loc(at(h), loc);
+        }
+    }
+
     fn ctx(&mut self, at: Location, ctx: LoopCtx) {
         if let Some(it) = ctx.0 {
             match self.k.static_loops.try_get(it.lp) {
@@ -240,30 +256,10 @@ impl Verifier<'_> {
         }
         // Side tables: keys in range, locations in known files.
         let spans = &k.spans;
-        for (h, loc) in spans.ops.iter() {
-            if !k.ops.contains(h) {
-                self.err(Location::Kernel, format!("span of unknown {h}"));
-            }
-            self.loc(Location::Op(h), loc);
-        }
-        for (h, loc) in spans.storages.iter() {
-            if !k.storages.contains(h) {
-                self.err(Location::Kernel, format!("span of unknown {h}"));
-            }
-            self.loc(Location::Storage(h), loc);
-        }
-        for (h, loc) in spans.dyn_loops.iter() {
-            if !k.dyn_loops.contains(h) {
-                self.err(Location::Kernel, format!("span of unknown {h}"));
-            }
-            self.loc(Location::DynLoop(h), loc);
-        }
-        for (h, loc) in spans.static_loops.iter() {
-            if !k.static_loops.contains(h) {
-                self.err(Location::Kernel, format!("span of unknown {h}"));
-            }
-            self.loc(Location::StaticLoop(h), loc);
-        }
+        self.span_table(&spans.ops, &k.ops, Location::Op);
+        self.span_table(&spans.storages, &k.storages, Location::Storage);
+        self.span_table(&spans.dyn_loops, &k.dyn_loops, Location::DynLoop);
+        self.span_table(&spans.static_loops, &k.static_loops, Location::StaticLoop);
         for (h, &frame) in spans.call_chains.iter() {
             if !k.ops.contains(h) {
                 self.err(Location::Kernel, format!("call chain of unknown {h}"));

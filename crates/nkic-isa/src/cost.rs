@@ -655,7 +655,7 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
 mod tests {
     use super::*;
     use crate::ap::{Dim, Scalar, TensorId};
-    use crate::enums::{ActFunc, OobMode, ReduceCmd};
+    use crate::enums::{ActFunc, ReduceCmd};
 
     fn sbuf(dt: DType, n: u32) -> AccessPattern {
         AccessPattern::sbuf(0, 128, 0, &[Dim::new(1, n)], dt)
@@ -664,30 +664,21 @@ mod tests {
     /// An `nc_matmul` of a [128, 128] stationary and a [128, 512] moving
     /// tile of `dtype` into fp32 PSUM.
     fn matmul_128x128x512(dtype: DType, accumulate: bool) -> Op {
-        Op::NcMatmul {
-            dst: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
-            stationary: sbuf(dtype, 128),
-            moving: sbuf(dtype, 512),
+        Op::matmul(
+            AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32),
+            sbuf(dtype, 128),
+            sbuf(dtype, 512),
             accumulate,
-            transpose: false,
-            perf_mode: MatmulPerfMode::None,
-            stationary_onezero: false,
-            moving_onezero: false,
-            tile_position: None,
-            tile_size: None,
-        }
+        )
     }
 
     /// A plain `dma_copy` (no accumulation, faults out of bounds).
     fn dma_copy(dst: AccessPattern, src: AccessPattern, dge: DgeMode) -> Op {
-        Op::DmaCopy {
-            dst,
-            src,
-            accumulate: false,
-            dge,
-            oob: OobMode::Error,
-            priority: None,
+        let mut op = Op::dma_copy(dst, src);
+        if let Op::DmaCopy { dge: mode, .. } = &mut op {
+            *mode = dge;
         }
+        op
     }
 
     #[test]

@@ -37,6 +37,14 @@ impl Engine {
         Engine::Sync,
     ];
 
+    /// The engine named `name` (see [`Engine::name`]).
+    pub fn from_name(name: &str) -> Option<Engine> {
+        Engine::SEQUENCERS
+            .into_iter()
+            .chain([Engine::Dma])
+            .find(|e| e.name() == name)
+    }
+
     /// The NKI spelling (`nisa.engine.<name>`), plus `dma`.
     pub fn name(self) -> &'static str {
         match self {
@@ -94,6 +102,17 @@ impl Queue {
         }
     }
 
+    /// One queue of each sequencer and the DMA queues 0, 15 and 200 (more
+    /// than any target has), for tests.
+    #[cfg(test)]
+    pub(crate) fn samples() -> Vec<Queue> {
+        Engine::SEQUENCERS
+            .into_iter()
+            .filter_map(Queue::of_engine)
+            .chain([Queue::Dma(0), Queue::Dma(15), Queue::Dma(200)])
+            .collect()
+    }
+
     /// Parses `tensor`, `vector`, `scalar`, `gpsimd`, `sync` or `dma<n>`.
     /// The queue count of the target is checked by the verifier.
     pub fn from_name(text: &str) -> Option<Queue> {
@@ -133,15 +152,10 @@ mod tests {
 
     #[test]
     fn queue_names_round_trip() {
-        for q in [
-            Queue::Tensor,
-            Queue::Vector,
-            Queue::Scalar,
-            Queue::GpSimd,
-            Queue::Sync,
-            Queue::Dma(0),
-            Queue::Dma(15),
-        ] {
+        for q in Queue::samples()
+            .into_iter()
+            .filter(|&q| q != Queue::Dma(200))
+        {
             assert_eq!(Queue::from_name(&q.to_string()), Some(q));
         }
         assert_eq!(Queue::from_name("dma"), None);

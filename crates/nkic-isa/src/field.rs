@@ -123,8 +123,9 @@ pub fn parse_int(text: &str) -> Option<i64> {
 }
 
 /// Parses a decimal or `0x` hexadecimal integer with an optional `-`, in
-/// the range of `i128` (wide enough for every `u64` and `i64`).
-fn parse_wide_int(text: &str) -> Option<i128> {
+/// the range of `i128` (wide enough for every `u64` and `i64`): the
+/// integer syntax of `.nkasm` and of the tile IR's text.
+pub fn parse_wide_int(text: &str) -> Option<i128> {
     let (neg, body) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, text),

@@ -218,6 +218,11 @@ pub fn assemble_launch(text: &str) -> Result<Launch, Vec<AsmError>> {
     }
 }
 
+/// `items` shown by `show`, separated by commas.
+fn list_text<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
+    items.iter().map(show).collect::<Vec<_>>().join(", ")
+}
+
 /// Verifies a launch: every core's program (`verify`, errors carry the
 /// core when there are several), one or at most the target's `max_lnc`
 /// cores of one target, the same arguments on every core, `core_barrier`
@@ -292,23 +297,30 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
             continue;
         }
         let main = &launch.cores[0];
+        // The cores disagree on `what`, which they share.
+        let unshared = |rule: Rule, what: &str, mine: String, theirs: String| VerifyError {
+            core: Some(core),
+            ..plain(
+                rule,
+                format!(
+                    "the cores of a launch share {what}, but core {c} declares [{mine}] and core 0 [{theirs}]"
+                ),
+            )
+        };
         let mine: Vec<_> = p.args().map(|(_, t)| t).collect();
         let theirs: Vec<_> = main.args().map(|(_, t)| t).collect();
         if mine != theirs {
             let show = |ts: &[&crate::program::HbmTensor]| {
-                ts.iter()
-                    .map(|t| format!("{} {}{:?} {}", t.name, t.dtype, t.shape, t.kind.name()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                list_text(ts, |t| {
+                    format!("{} {}{:?} {}", t.name, t.dtype, t.shape, t.kind.name())
+                })
             };
-            errors.push(VerifyError {
-                core: Some(core),
-                ..plain(Rule::LaunchArguments, format!(
-                    "the cores of a launch share the kernel's arguments, but core {c} declares [{}] and core 0 [{}]",
-                    show(&mine),
-                    show(&theirs)
-                ))
-            });
+            errors.push(unshared(
+                Rule::LaunchArguments,
+                "the kernel's arguments",
+                show(&mine),
+                show(&theirs),
+            ));
         }
         let shared = |p: &Program| -> Vec<(String, crate::DType, Vec<u64>)> {
             let mut v: Vec<_> = p
@@ -324,21 +336,17 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
         if mine != theirs {
             let show = |ts: &[(String, crate::DType, Vec<u64>)]| {
                 if ts.is_empty() {
-                    return "none".to_owned();
+                    "none".to_owned()
+                } else {
+                    list_text(ts, |(n, d, s)| format!("{n} {d}{s:?}"))
                 }
-                ts.iter()
-                    .map(|(n, d, s)| format!("{n} {d}{s:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
             };
-            errors.push(VerifyError {
-                core: Some(core),
-                ..plain(Rule::LaunchShared, format!(
-                    "the cores of a launch share their `shared` HBM tensors, but core {c} declares [{}] and core 0 [{}]",
-                    show(&mine),
-                    show(&theirs)
-                ))
-            });
+            errors.push(unshared(
+                Rule::LaunchShared,
+                "their `shared` HBM tensors",
+                show(&mine),
+                show(&theirs),
+            ));
         }
         for stream in &p.queues {
             // The paired instructions of a queue, in order.

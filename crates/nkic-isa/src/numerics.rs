@@ -447,20 +447,23 @@ fn round_ties_even(x: f32) -> f32 {
 /// `f32` → `float16` bits (RNE, via the `half` crate), with the policy's overflow.
 #[inline]
 fn f16_from_f32(x: f32, saturate: bool) -> u32 {
-    let h = u32::from(f16::from_f32(x).to_bits());
-    if saturate && h & 0x7fff == 0x7c00 && x.is_finite() {
-        (h & 0x8000) | 0x7bff
-    } else {
-        h
-    }
+    half_overflow(x, f16::from_f32(x).to_bits(), saturate, 0x7c00, 0x7bff)
 }
 
 /// `f32` → `bfloat16` bits (RNE, via the `half` crate), with the policy's overflow.
 #[inline]
 fn bf16_from_f32(x: f32, saturate: bool) -> u32 {
-    let h = u32::from(bf16::from_f32(x).to_bits());
-    if saturate && h & 0x7fff == 0x7f80 && x.is_finite() {
-        (h & 0x8000) | 0x7f7f
+    half_overflow(x, bf16::from_f32(x).to_bits(), saturate, 0x7f80, 0x7f7f)
+}
+
+/// The 16-bit result `h` of rounding the finite or infinite `x`: when
+/// saturating, an infinity (`inf` in magnitude) that `x` overflowed to
+/// becomes the largest finite value `max` of the same sign.
+#[inline]
+fn half_overflow(x: f32, h: u16, saturate: bool, inf: u32, max: u32) -> u32 {
+    let h = u32::from(h);
+    if saturate && h & 0x7fff == inf && x.is_finite() {
+        (h & 0x8000) | max
     } else {
         h
     }

@@ -327,16 +327,7 @@ pub(crate) fn random_program(seed: u64) -> Program {
         .collect();
     let n_sems = p.semaphores.len() as u64;
     let n_lines = p.line_table.len() as u64;
-    let queues = [
-        Queue::Tensor,
-        Queue::Vector,
-        Queue::Scalar,
-        Queue::GpSimd,
-        Queue::Sync,
-        Queue::Dma(0),
-        Queue::Dma(15),
-        Queue::Dma(200),
-    ];
+    let queues = Queue::samples();
     p.queues = (0..rng.below(5))
         .map(|_| QueueStream {
             queue: rng.pick(&queues),

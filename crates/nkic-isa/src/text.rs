@@ -645,29 +645,22 @@ impl Assembler {
         let mut signals = Vec::new();
         let mut header_ok = true;
         for w in &ws[1..] {
-            if let Some(body) = w
-                .text
-                .strip_prefix("wait(")
-                .and_then(|t| t.strip_suffix(')'))
-            {
-                match self.parse_wait(body) {
-                    Ok(wait) => waits.push(wait),
-                    Err(msg) => {
-                        self.error(w.span(), msg);
-                        header_ok = false;
-                    }
-                }
-            } else if let Some(body) = w
-                .text
-                .strip_prefix("signal(")
-                .and_then(|t| t.strip_suffix(')'))
-            {
-                match self.sem_id(body) {
-                    Ok(id) => signals.push(id),
-                    Err(msg) => {
-                        self.error(w.span(), msg);
-                        header_ok = false;
-                    }
+            // `wait(…)` and `signal(…)`: the argument, or `None` for a field.
+            let call = |name: &str| {
+                w.text
+                    .strip_prefix(name)
+                    .and_then(|t| t.strip_prefix('('))
+                    .and_then(|t| t.strip_suffix(')'))
+            };
+            let header = if let Some(body) = call("wait") {
+                Some(self.parse_wait(body).map(|wait| waits.push(wait)))
+            } else {
+                call("signal").map(|body| self.sem_id(body).map(|id| signals.push(id)))
+            };
+            if let Some(result) = header {
+                if let Err(msg) = result {
+                    self.error(w.span(), msg);
+                    header_ok = false;
                 }
             } else if let Some((key, value)) = w.text.split_once('=') {
                 if fields.iter().any(|f: &FieldText<'_>| f.key == key) {

@@ -4,9 +4,10 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use nkic_isa::{assemble_launch as assemble, print_launch as print, verify_launch as verify};
+use nkic_isa::{Op, assemble_launch as assemble, print_launch as print, verify_launch as verify};
 
 fn corpus_files() -> Vec<PathBuf> {
     common::nkasm_files("corpus")
@@ -39,57 +40,66 @@ fn corpus_round_trips_and_verifies() {
     }
 }
 
-#[test]
-fn every_instruction_appears_in_the_corpus() {
-    let mut seen = std::collections::BTreeSet::new();
+/// One instance of every instruction in the corpus, by mnemonic.
+fn corpus_instructions() -> BTreeMap<&'static str, Op> {
+    let mut ops = BTreeMap::new();
     for path in corpus_files() {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
         let Ok(program) = assemble(&text) else {
             continue;
         };
-        for stream in program.cores.iter().flat_map(|p| &p.queues) {
-            for inst in &stream.insts {
-                seen.insert(inst.op.mnemonic());
+        for stream in program.cores.into_iter().flat_map(|p| p.queues) {
+            for inst in stream.insts {
+                ops.entry(inst.op.mnemonic()).or_insert(inst.op);
             }
         }
     }
-    let missing: Vec<&str> = nkic_isa::Op::MNEMONICS
+    ops
+}
+
+/// Fails with `message` and the mnemonics of the instruction table for
+/// which `present` is false, if any.
+fn assert_every_instruction(present: impl Fn(&str) -> bool, message: &str) {
+    let missing: Vec<&str> = Op::MNEMONICS
         .iter()
         .copied()
-        .filter(|m| !seen.contains(m))
+        .filter(|m| !present(m))
         .collect();
-    assert!(
-        missing.is_empty(),
-        "instructions missing from the corpus: {missing:?}"
+    assert!(missing.is_empty(), "{message}: {missing:?}");
+}
+
+/// The text of `docs/isa.md`.
+fn isa_doc() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn every_instruction_appears_in_the_corpus() {
+    let seen = corpus_instructions();
+    assert_every_instruction(
+        |m| seen.contains_key(m),
+        "instructions missing from the corpus",
     );
 }
 
 #[test]
 fn docs_describe_every_instruction() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
-    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = isa_doc();
     let headings: Vec<&str> = doc.lines().filter(|l| l.starts_with("#### ")).collect();
-    let missing: Vec<&str> = nkic_isa::Op::MNEMONICS
-        .iter()
-        .copied()
-        .filter(|m| {
-            let exact = format!("`{m}`");
-            let with_fields = format!("`{m} ");
-            !headings
-                .iter()
-                .any(|h| h.contains(&exact) || h.contains(&with_fields))
-        })
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "docs/isa.md has no section for: {missing:?}"
-    );
+    let has_section = |m: &str| {
+        let exact = format!("`{m}`");
+        let with_fields = format!("`{m} ");
+        headings
+            .iter()
+            .any(|h| h.contains(&exact) || h.contains(&with_fields))
+    };
+    assert_every_instruction(has_section, "docs/isa.md has no section for");
 }
 
 #[test]
 fn docs_programs_are_valid_and_canonical() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
-    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = isa_doc();
     let mut programs = 0;
     for block in doc.split("```text\n").skip(1) {
         let body = block.split("```").next().unwrap_or_default();
@@ -108,21 +118,8 @@ fn docs_programs_are_valid_and_canonical() {
 /// of the instruction table: "Queues `vector`, `gpsimd`; trn2, trn3."
 #[test]
 fn docs_state_the_table_engines_and_targets() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/isa.md");
-    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    // One instance of every instruction, from the corpus.
-    let mut ops = std::collections::BTreeMap::new();
-    for path in corpus_files() {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let Ok(program) = assemble(&text) else {
-            continue;
-        };
-        for stream in program.cores.into_iter().flat_map(|p| p.queues) {
-            for inst in stream.insts {
-                ops.entry(inst.op.mnemonic()).or_insert(inst.op);
-            }
-        }
-    }
+    let doc = isa_doc();
+    let ops = corpus_instructions();
     let mut checked = 0;
     for (mnemonic, op) in &ops {
         if op.is_control() {

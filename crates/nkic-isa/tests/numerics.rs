@@ -42,6 +42,17 @@ impl Mismatches {
         }
     }
 
+    /// Checks the code `got` the input `x` encodes to against `want`
+    /// (codes shown `width` characters wide).
+    fn check_code(&mut self, ok: bool, x: f32, got: u32, want: u32, width: usize) {
+        self.check(ok, || {
+            format!(
+                "{:#010x} ({x:e}): got {got:#0width$x}, want {want:#0width$x}",
+                x.to_bits()
+            )
+        });
+    }
+
     fn finish(self) {
         assert!(
             self.count == 0,
@@ -179,12 +190,7 @@ fn inputs_encode_like_ml_dtypes() {
         } else {
             got == w
         };
-        bad.check(ok, || {
-            format!(
-                "{:#010x} ({x:e}): got {got:#06x}, want {w:#06x}",
-                x.to_bits()
-            )
-        });
+        bad.check_code(ok, x, got, w, 6);
     }
     bad.finish();
 
@@ -194,12 +200,7 @@ fn inputs_encode_like_ml_dtypes() {
         let mut bad = Mismatches::new(format!("encode {name}"));
         for (&x, &w) in xs.iter().zip(&want) {
             let got = numerics::from_f32(dt, x);
-            bad.check(got == u32::from(w), || {
-                format!(
-                    "{:#010x} ({x:e}): got {got:#04x}, want {w:#04x}",
-                    x.to_bits()
-                )
-            });
+            bad.check_code(got == u32::from(w), x, got, u32::from(w), 4);
         }
         bad.finish();
         // The slice helper writes the same bytes.
@@ -217,9 +218,7 @@ fn inputs_encode_like_ml_dtypes() {
     for (i, &x) in xs.iter().enumerate() {
         let w = u32::from(want[i / 2] >> (4 * (i % 2)) & 0xf);
         let got = numerics::fp4_e2m1_from_f32(x);
-        bad.check(got == w, || {
-            format!("{:#010x} ({x:e}): got {got:#x}, want {w:#x}", x.to_bits())
-        });
+        bad.check_code(got == w, x, got, w, 0);
     }
     bad.finish();
     // Packed into the x4 type, lane 0 in the low nibble, the bytes are the
@@ -235,46 +234,50 @@ fn inputs_encode_like_ml_dtypes() {
 #[test]
 fn inputs_encode_to_bf16_and_tf32_by_rounding_the_top_bits() {
     let xs = inputs();
-    let n = xs.len();
+    check_rounding_encoder(
+        DType::BF16,
+        "bfloat16",
+        &xs,
+        |bits, up| (bits >> 16) + u32::from(up),
+        (is_bf16_nan, 0x7fc0),
+        6,
+    );
+    check_rounding_encoder(
+        DType::TF32,
+        "tfloat32",
+        &xs,
+        |bits, up| (bits & !0x1fff) + (u32::from(up) << 13),
+        (
+            |got| f32::from_bits(got).is_nan() && got & 0x1fff == 0,
+            0x7fc0_0000,
+        ),
+        10,
+    );
+}
 
-    let flags = read_flags("encode_bfloat16.flags", n);
-    let mut bad = Mismatches::new("encode bfloat16");
+/// Checks the encoder of `dt` on every input against the rounding
+/// directions of `encode_<name>.flags`: `round(bits, up)` is the code of a
+/// number, a NaN encodes to a code `nan.0` accepts (canonically `nan.1`);
+/// codes are shown `width` characters wide.
+fn check_rounding_encoder(
+    dt: DType,
+    name: &str,
+    xs: &[f32],
+    round: impl Fn(u32, bool) -> u32,
+    nan: (impl Fn(u32) -> bool, u32),
+    width: usize,
+) {
+    let flags = read_flags(&format!("encode_{name}.flags"), xs.len());
+    let mut bad = Mismatches::new(format!("encode {name}"));
     for (&x, &up) in xs.iter().zip(&flags) {
-        let got = numerics::from_f32(DType::BF16, x);
+        let got = numerics::from_f32(dt, x);
         let (ok, want) = if x.is_nan() {
-            (is_bf16_nan(got), 0x7fc0)
+            (nan.0(got), nan.1)
         } else {
-            let w = (x.to_bits() >> 16) + u32::from(up);
+            let w = round(x.to_bits(), up);
             (got == w, w)
         };
-        bad.check(ok, || {
-            format!(
-                "{:#010x} ({x:e}): got {got:#06x}, want {want:#06x}",
-                x.to_bits()
-            )
-        });
-    }
-    bad.finish();
-
-    let flags = read_flags("encode_tfloat32.flags", n);
-    let mut bad = Mismatches::new("encode tfloat32");
-    for (&x, &up) in xs.iter().zip(&flags) {
-        let got = numerics::from_f32(DType::TF32, x);
-        let (ok, want) = if x.is_nan() {
-            (
-                f32::from_bits(got).is_nan() && got & 0x1fff == 0,
-                0x7fc0_0000,
-            )
-        } else {
-            let w = (x.to_bits() & !0x1fff) + (u32::from(up) << 13);
-            (got == w, w)
-        };
-        bad.check(ok, || {
-            format!(
-                "{:#010x} ({x:e}): got {got:#010x}, want {want:#010x}",
-                x.to_bits()
-            )
-        });
+        bad.check_code(ok, x, got, want, width);
     }
     bad.finish();
 }
@@ -327,12 +330,7 @@ fn saturating_encode_clamps_the_native_overflow() {
             } else {
                 got == want
             };
-            bad.check(ok, || {
-                format!(
-                    "{:#010x} ({x:e}): got {got:#x}, want {want:#x}",
-                    x.to_bits()
-                )
-            });
+            bad.check_code(ok, x, got, want, 0);
         }
         bad.finish();
     }
@@ -362,9 +360,7 @@ fn float_to_int_follows_the_documented_rule() {
             raw[..size].copy_from_slice(w);
             let w = u32::from_le_bytes(raw);
             let got = numerics::from_f32(dt, x);
-            bad.check(got == w, || {
-                format!("{:#010x} ({x:e}): got {got:#x}, want {w:#x}", x.to_bits())
-            });
+            bad.check_code(got == w, x, got, w, 0);
         }
         bad.finish();
         let mut bytes = Vec::new();

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types as lsp;
 use nkic_diag::{Diagnostic, Span};
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -159,6 +160,16 @@ fn read_settings(value: &Value, inlay_hints: &mut bool) {
 fn params<P: DeserializeOwned>(value: Value) -> Result<P, (ErrorCode, String)> {
     serde_json::from_value(value)
         .map_err(|e| (ErrorCode::InvalidParams, format!("invalid parameters: {e}")))
+}
+
+/// The reply of a request: its parameters decoded, `handler` run on them
+/// and its result encoded.
+fn answer<P: DeserializeOwned, R: Serialize>(
+    value: Value,
+    handler: impl FnOnce(&P) -> Result<R, (ErrorCode, String)>,
+) -> Reply {
+    let result = handler(&params(value)?)?;
+    serde_json::to_value(result).map_err(|e| (ErrorCode::InternalError, e.to_string()))
 }
 
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
@@ -379,26 +390,11 @@ impl Server<'_> {
         if self.options.panic_method.as_deref() == Some(req.method.as_str()) {
             panic!("test hook: `{}` panics", req.method);
         }
-        let json = |v: Result<Value, serde_json::Error>| {
-            v.map_err(|e| (ErrorCode::InternalError, e.to_string()))
-        };
         match req.method.as_str() {
-            "textDocument/hover" => {
-                let p: lsp::HoverParams = params(req.params)?;
-                json(serde_json::to_value(self.hover(&p)?))
-            }
-            "textDocument/inlayHint" => {
-                let p: lsp::InlayHintParams = params(req.params)?;
-                json(serde_json::to_value(self.inlay_hints(&p)?))
-            }
-            "textDocument/definition" => {
-                let p: lsp::GotoDefinitionParams = params(req.params)?;
-                json(serde_json::to_value(self.definition(&p)?))
-            }
-            "textDocument/documentSymbol" => {
-                let p: lsp::DocumentSymbolParams = params(req.params)?;
-                json(serde_json::to_value(self.symbols(&p)?))
-            }
+            "textDocument/hover" => answer(req.params, |p| self.hover(p)),
+            "textDocument/inlayHint" => answer(req.params, |p| self.inlay_hints(p)),
+            "textDocument/definition" => answer(req.params, |p| self.definition(p)),
+            "textDocument/documentSymbol" => answer(req.params, |p| self.symbols(p)),
             other => Err((
                 ErrorCode::MethodNotFound,
                 format!("nkic does not support `{other}`"),

@@ -5,252 +5,9 @@
 //! the kernel's arguments are unknown or specialization failed.
 
 use nkic_diag::Span;
-use nkic_syntax::ast::{
-    ArgKind, ClassDef, DictItem, Expr, ExprKind, FStringPart, FunctionDef, Module, Param, Stmt,
-    StmtKind,
-};
+use nkic_syntax::ast::{ClassDef, Expr, ExprKind, FunctionDef, Module, Stmt, StmtKind};
 
-/// A statement or an expression of the tree.
-#[derive(Clone, Copy, Debug)]
-pub enum Node<'a> {
-    Stmt(&'a Stmt),
-    Expr(&'a Expr),
-}
-
-impl<'a> Node<'a> {
-    pub fn span(self) -> Span {
-        match self {
-            Node::Stmt(s) => s.span,
-            Node::Expr(e) => e.span,
-        }
-    }
-}
-
-fn push_exprs<'a>(out: &mut Vec<Node<'a>>, exprs: impl IntoIterator<Item = &'a Expr>) {
-    out.extend(exprs.into_iter().map(Node::Expr));
-}
-
-fn push_stmts<'a>(out: &mut Vec<Node<'a>>, stmts: &'a [Stmt]) {
-    out.extend(stmts.iter().map(Node::Stmt));
-}
-
-fn params_exprs(p: &Param) -> impl Iterator<Item = &Expr> {
-    p.annotation.iter().chain(p.default.iter())
-}
-
-fn all_params(f: &FunctionDef) -> impl Iterator<Item = &Param> {
-    let p = &f.params;
-    p.posonly
-        .iter()
-        .chain(p.args.iter())
-        .chain(p.vararg.iter())
-        .chain(p.kwonly.iter())
-        .chain(p.kwarg.iter())
-}
-
-fn fstring_children<'a>(parts: &'a [FStringPart], out: &mut Vec<Node<'a>>) {
-    for part in parts {
-        if let FStringPart::Field(f) = part {
-            out.push(Node::Expr(&f.value));
-            if let Some(spec) = &f.format_spec {
-                fstring_children(spec, out);
-            }
-        }
-    }
-}
-
-/// The direct children of a node, in source order.
-pub fn children(node: Node<'_>) -> Vec<Node<'_>> {
-    let mut out = Vec::new();
-    match node {
-        Node::Stmt(s) => match &s.kind {
-            StmtKind::FunctionDef(f) => {
-                push_exprs(&mut out, &f.decorators);
-                for p in all_params(f) {
-                    push_exprs(&mut out, params_exprs(p));
-                }
-                push_exprs(&mut out, &f.returns);
-                push_stmts(&mut out, &f.body);
-            }
-            StmtKind::ClassDef(c) => {
-                push_exprs(&mut out, &c.decorators);
-                for a in &c.bases {
-                    out.push(Node::Expr(arg_expr(&a.kind)));
-                }
-                push_stmts(&mut out, &c.body);
-            }
-            StmtKind::Return(e) => push_exprs(&mut out, e),
-            StmtKind::Delete(es) => push_exprs(&mut out, es),
-            StmtKind::Assign { targets, value } => {
-                push_exprs(&mut out, targets);
-                out.push(Node::Expr(value));
-            }
-            StmtKind::AugAssign { target, value, .. } => {
-                push_exprs(&mut out, [target, value]);
-            }
-            StmtKind::AnnAssign {
-                target,
-                annotation,
-                value,
-            } => {
-                push_exprs(&mut out, [target, annotation]);
-                push_exprs(&mut out, value);
-            }
-            StmtKind::For {
-                target,
-                iter,
-                body,
-                orelse,
-                ..
-            } => {
-                push_exprs(&mut out, [target, iter]);
-                push_stmts(&mut out, body);
-                push_stmts(&mut out, orelse);
-            }
-            StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
-                out.push(Node::Expr(test));
-                push_stmts(&mut out, body);
-                push_stmts(&mut out, orelse);
-            }
-            StmtKind::With { items, body, .. } => {
-                for it in items {
-                    out.push(Node::Expr(&it.context));
-                    push_exprs(&mut out, &it.target);
-                }
-                push_stmts(&mut out, body);
-            }
-            StmtKind::Raise { exc, cause } => {
-                push_exprs(&mut out, exc);
-                push_exprs(&mut out, cause);
-            }
-            StmtKind::Try {
-                body,
-                handlers,
-                orelse,
-                finalbody,
-            } => {
-                push_stmts(&mut out, body);
-                for h in handlers {
-                    push_exprs(&mut out, &h.type_);
-                    push_stmts(&mut out, &h.body);
-                }
-                push_stmts(&mut out, orelse);
-                push_stmts(&mut out, finalbody);
-            }
-            StmtKind::Assert { test, msg } => {
-                out.push(Node::Expr(test));
-                push_exprs(&mut out, msg);
-            }
-            StmtKind::Expr(e) => out.push(Node::Expr(e)),
-            StmtKind::Error(stmts) => push_stmts(&mut out, stmts),
-            StmtKind::Import(_)
-            | StmtKind::ImportFrom { .. }
-            | StmtKind::Global(_)
-            | StmtKind::Nonlocal(_)
-            | StmtKind::Pass
-            | StmtKind::Break
-            | StmtKind::Continue => {}
-        },
-        Node::Expr(e) => match &e.kind {
-            ExprKind::BoolOp { values, .. } => push_exprs(&mut out, values),
-            ExprKind::NamedExpr { target, value } => push_exprs(&mut out, [&**target, value]),
-            ExprKind::BinOp { left, right, .. } => push_exprs(&mut out, [&**left, right]),
-            ExprKind::UnaryOp { operand, .. } => out.push(Node::Expr(operand)),
-            ExprKind::Lambda { params, body } => {
-                let p = &**params;
-                for param in p
-                    .posonly
-                    .iter()
-                    .chain(&p.args)
-                    .chain(&p.vararg)
-                    .chain(&p.kwonly)
-                    .chain(&p.kwarg)
-                {
-                    push_exprs(&mut out, params_exprs(param));
-                }
-                out.push(Node::Expr(body));
-            }
-            ExprKind::IfExp { test, body, orelse } => {
-                push_exprs(&mut out, [&**body, test, orelse]);
-            }
-            ExprKind::Dict(items) => {
-                for it in items {
-                    match it {
-                        DictItem::KeyValue(k, v) => push_exprs(&mut out, [k, v]),
-                        DictItem::Unpack(m) => out.push(Node::Expr(m)),
-                    }
-                }
-            }
-            ExprKind::Set(es) | ExprKind::List(es) | ExprKind::Tuple(es) => {
-                push_exprs(&mut out, es);
-            }
-            ExprKind::ListComp { elt, generators }
-            | ExprKind::SetComp { elt, generators }
-            | ExprKind::GeneratorExp { elt, generators } => {
-                out.push(Node::Expr(elt));
-                for g in generators {
-                    push_exprs(&mut out, [&g.target, &g.iter]);
-                    push_exprs(&mut out, &g.ifs);
-                }
-            }
-            ExprKind::DictComp {
-                key,
-                value,
-                generators,
-            } => {
-                push_exprs(&mut out, [&**key, value]);
-                for g in generators {
-                    push_exprs(&mut out, [&g.target, &g.iter]);
-                    push_exprs(&mut out, &g.ifs);
-                }
-            }
-            ExprKind::Await(x) | ExprKind::YieldFrom(x) | ExprKind::Starred(x) => {
-                out.push(Node::Expr(x));
-            }
-            ExprKind::Yield(x) => {
-                if let Some(x) = x {
-                    out.push(Node::Expr(x));
-                }
-            }
-            ExprKind::Compare { left, comparisons } => {
-                out.push(Node::Expr(left));
-                push_exprs(&mut out, comparisons.iter().map(|(_, e)| e));
-            }
-            ExprKind::Call { func, args } => {
-                out.push(Node::Expr(func));
-                for a in args {
-                    out.push(Node::Expr(arg_expr(&a.kind)));
-                }
-            }
-            ExprKind::FString(parts) => fstring_children(parts, &mut out),
-            ExprKind::Attribute { value, .. } => out.push(Node::Expr(value)),
-            ExprKind::Subscript { value, index } => push_exprs(&mut out, [&**value, index]),
-            ExprKind::Slice { lower, upper, step } => {
-                for x in [lower, upper, step].into_iter().flatten() {
-                    out.push(Node::Expr(x));
-                }
-            }
-            ExprKind::Int(_)
-            | ExprKind::Float(_)
-            | ExprKind::Imaginary(_)
-            | ExprKind::Str(_)
-            | ExprKind::Bytes(_)
-            | ExprKind::Bool(_)
-            | ExprKind::None
-            | ExprKind::Ellipsis
-            | ExprKind::Name(_)
-            | ExprKind::Error => {}
-        },
-    }
-    out
-}
-
-fn arg_expr(kind: &ArgKind) -> &Expr {
-    match kind {
-        ArgKind::Positional(e) | ArgKind::Star(e) | ArgKind::DoubleStar(e) => e,
-        ArgKind::Keyword(_, e) => e,
-    }
-}
+pub use nkic_syntax::{Node, children};
 
 /// The chain of nodes whose spans contain `offset`, outermost first. A
 /// cursor right after a name (at its end) still counts as on it.
@@ -396,17 +153,24 @@ fn collect_bindings<'a>(stmts: &'a [Stmt], out: &mut Vec<Binding<'a>>) {
             }
         };
         match &s.kind {
-            StmtKind::FunctionDef(f) => out.push(Binding {
-                name: f.name.name.to_string(),
-                name_span: f.name.span,
-                span: s.span,
-                kind: BindingKind::Function {
-                    is_kernel: f.decorators.iter().any(is_kernel_decorator),
-                },
-                body: Some(&f.body),
-                value: None,
-            }),
-            StmtKind::ClassDef(c) => out.push(class_binding(c, s.span)),
+            // A definition's body is a scope of its own.
+            StmtKind::FunctionDef(f) => {
+                out.push(Binding {
+                    name: f.name.name.to_string(),
+                    name_span: f.name.span,
+                    span: s.span,
+                    kind: BindingKind::Function {
+                        is_kernel: f.decorators.iter().any(is_kernel_decorator),
+                    },
+                    body: Some(&f.body),
+                    value: None,
+                });
+                continue;
+            }
+            StmtKind::ClassDef(c) => {
+                out.push(class_binding(c, s.span));
+                continue;
+            }
             StmtKind::Assign { targets, value } => {
                 for t in targets {
                     plain(t, Some(value), out);
@@ -414,40 +178,13 @@ fn collect_bindings<'a>(stmts: &'a [Stmt], out: &mut Vec<Binding<'a>>) {
             }
             StmtKind::AnnAssign { target, value, .. } => plain(target, value.as_ref(), out),
             StmtKind::AugAssign { target, .. } => plain(target, None, out),
-            StmtKind::For {
-                target,
-                body,
-                orelse,
-                ..
-            } => {
-                plain(target, None, out);
-                collect_bindings(body, out);
-                collect_bindings(orelse, out);
-            }
-            StmtKind::While { body, orelse, .. } | StmtKind::If { body, orelse, .. } => {
-                collect_bindings(body, out);
-                collect_bindings(orelse, out);
-            }
-            StmtKind::With { items, body, .. } => {
+            StmtKind::For { target, .. } => plain(target, None, out),
+            StmtKind::With { items, .. } => {
                 for it in items {
                     if let Some(t) = &it.target {
                         plain(t, None, out);
                     }
                 }
-                collect_bindings(body, out);
-            }
-            StmtKind::Try {
-                body,
-                handlers,
-                orelse,
-                finalbody,
-            } => {
-                collect_bindings(body, out);
-                for h in handlers {
-                    collect_bindings(&h.body, out);
-                }
-                collect_bindings(orelse, out);
-                collect_bindings(finalbody, out);
             }
             StmtKind::Import(aliases) => {
                 for a in aliases {
@@ -504,8 +241,13 @@ fn collect_bindings<'a>(stmts: &'a [Stmt], out: &mut Vec<Binding<'a>>) {
                     });
                 }
             }
-            StmtKind::Error(inner) => collect_bindings(inner, out),
             _ => {}
+        }
+        // The blocks below a compound statement bind in this scope too.
+        for child in children(Node::Stmt(s)) {
+            if let Node::Stmt(inner) = child {
+                collect_bindings(std::slice::from_ref(inner), out);
+            }
         }
     }
 }
@@ -522,7 +264,8 @@ fn class_binding(c: &ClassDef, span: Span) -> Binding<'_> {
 }
 
 fn param_bindings(f: &FunctionDef) -> Vec<Binding<'_>> {
-    all_params(f)
+    f.params
+        .iter()
         .map(|p| Binding {
             name: p.name.name.to_string(),
             name_span: p.name.span,

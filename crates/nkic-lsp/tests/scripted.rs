@@ -161,6 +161,15 @@ impl Client {
         }
     }
 
+    /// Opens `file` of the fixture `dir` with `text`; its URI and first
+    /// published diagnostics.
+    fn open_file(&mut self, dir: &std::path::Path, file: &str, text: &str) -> (String, Value) {
+        let file = uri(dir, file);
+        self.open(&file, text);
+        let (diags, _) = self.diagnostics(&file, 1);
+        (file, diags)
+    }
+
     fn open(&self, uri: &str, text: &str) {
         self.notify(
             "textDocument/didOpen",
@@ -190,9 +199,7 @@ fn scripted_session() {
     let dir = fixture("session", &[("kern.py", KERNEL), ("util.py", UTIL)]);
     let (mut c, init) = Client::start(&dir, Options::default(), json!({}));
     insta::assert_snapshot!("initialize", c.show(&init));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, KERNEL);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (kern, diags) = c.open_file(&dir, "kern.py", KERNEL);
     insta::assert_snapshot!("open_diagnostics", c.show(&diags));
 
     let td = json!({"uri": kern});
@@ -252,9 +259,7 @@ fn a_kernel_without_arguments_gets_one_information_diagnostic() {
     let text = KERNEL.replace("# nkic: args a=bfloat16[256,512]\n", "");
     let dir = fixture("noargs", &[("kern.py", &text), ("util.py", UTIL)]);
     let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, &text);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (kern, diags) = c.open_file(&dir, "kern.py", &text);
     insta::assert_snapshot!("no_arguments", c.show(&diags));
     // Hover still answers API questions; inlay hints are empty.
     let r = c.request(
@@ -288,9 +293,7 @@ fn arguments_from_nkic_toml() {
         ],
     );
     let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, &text);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (kern, diags) = c.open_file(&dir, "kern.py", &text);
     assert_eq!(diags["diagnostics"], json!([]), "{diags}");
     let r = c.request(
         "textDocument/hover",
@@ -322,9 +325,7 @@ fn utf8_positions_when_offered() {
     let caps = json!({"general": {"positionEncodings": ["utf-8", "utf-16"]}});
     let (mut c, init) = Client::start(&dir, Options::default(), caps);
     assert_eq!(init["result"]["capabilities"]["positionEncoding"], "utf-8");
-    let u = uri(&dir, "u.py");
-    c.open(&u, "x = 1  # 𝄞 é\ny = (\n");
-    let (diags, _) = c.diagnostics(&u, 1);
+    let (u, diags) = c.open_file(&dir, "u.py", "x = 1  # 𝄞 é\ny = (\n");
     let d = &diags["diagnostics"][0];
     assert_eq!(d["severity"], 1, "{diags}");
     // An edit after the multi-byte characters, in byte columns: replace
@@ -490,9 +491,7 @@ fn hover_on_tensor_methods_and_later_uses() {
     let text = "import nki\nimport nki.language as nl\n\n# nkic: args a=float32[256,64]\n@nki.jit\ndef k(a):\n    v = a.reshape((2, 128, 64))\n    out = nl.ndarray((128, 64), nl.float32, buffer=nl.shared_hbm)\n    t = nl.load(v[1])\n    nl.store(out, t)\n    return out\n";
     let dir = fixture("methods", &[("k.py", text)]);
     let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
-    let k = uri(&dir, "k.py");
-    c.open(&k, text);
-    let (diags, _) = c.diagnostics(&k, 1);
+    let (k, diags) = c.open_file(&dir, "k.py", text);
     assert_eq!(diags["diagnostics"], json!([]), "{diags}");
     let hover = |c: &mut Client, needle: &str, nth: usize, delta: usize| {
         let r = c.request(
@@ -528,9 +527,7 @@ fn a_crashing_analysis_becomes_a_diagnostic() {
         ..Options::default()
     };
     let (mut c, _) = Client::start(&dir, options, json!({}));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, KERNEL);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (kern, diags) = c.open_file(&dir, "kern.py", KERNEL);
     let d = &diags["diagnostics"][0];
     assert_eq!(d["code"], "E9011", "{diags}");
     assert!(d["message"].as_str().unwrap().contains("test hook"));
@@ -550,9 +547,7 @@ fn a_compile_time_bomb_leaves_the_server_answering() {
     let text = "import nki\nimport nki.language as nl\n\n\ndef f(n):\n    if n == 0:\n        return 1\n    return f(n - 1) + f(n - 1)\n\n\n# nkic: args a=float32[128,64]\n@nki.jit\ndef k(a):\n    f(40)\n    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n    nl.store(out, nl.load(a))\n    return out\n";
     let dir = fixture("bomb", &[("kern.py", text)]);
     let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, text);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (_, diags) = c.open_file(&dir, "kern.py", text);
     let codes: Vec<&str> = diags["diagnostics"]
         .as_array()
         .unwrap()
@@ -577,9 +572,7 @@ fn a_manifest_that_is_not_utf8_is_reported() {
     )
     .unwrap();
     let (mut c, _) = Client::start(&dir, Options::default(), json!({}));
-    let kern = uri(&dir, "kern.py");
-    c.open(&kern, &text);
-    let (diags, _) = c.diagnostics(&kern, 1);
+    let (_, diags) = c.open_file(&dir, "kern.py", &text);
     let d = &diags["diagnostics"][0];
     assert_eq!(d["code"], "E9010", "{diags}");
     assert!(

@@ -356,6 +356,19 @@ pub struct Params {
     pub span: Span,
 }
 
+impl Params {
+    /// Every parameter in source order: positional-only, ordinary,
+    /// `*args`, keyword-only, `**kwargs`.
+    pub fn iter(&self) -> impl Iterator<Item = &Param> {
+        self.posonly
+            .iter()
+            .chain(&self.args)
+            .chain(&self.vararg)
+            .chain(&self.kwonly)
+            .chain(&self.kwarg)
+    }
+}
+
 /// One parameter: `name: annotation = default`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
@@ -389,6 +402,25 @@ pub struct ExceptHandler {
     pub name: Option<Ident>,
     pub body: Vec<Stmt>,
     pub span: Span,
+}
+
+/// The expression kinds with no sub-expression, as one or-pattern (for
+/// the walks that descend into every other kind: the list lives here
+/// once, and a new leaf kind is added to it).
+#[macro_export]
+macro_rules! leaf_exprs {
+    () => {
+        $crate::ast::ExprKind::Int(_)
+            | $crate::ast::ExprKind::Float(_)
+            | $crate::ast::ExprKind::Imaginary(_)
+            | $crate::ast::ExprKind::Str(_)
+            | $crate::ast::ExprKind::Bytes(_)
+            | $crate::ast::ExprKind::Bool(_)
+            | $crate::ast::ExprKind::None
+            | $crate::ast::ExprKind::Ellipsis
+            | $crate::ast::ExprKind::Name(_)
+            | $crate::ast::ExprKind::Error
+    };
 }
 
 #[derive(Clone, Debug, PartialEq)]

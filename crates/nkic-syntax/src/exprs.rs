@@ -116,26 +116,19 @@ const MAX_DEPTH: u32 = 400;
 
 /// Whether `t` can start an operand of a binary operator (`Expr` level).
 fn starts_operand(t: Token<'_>) -> bool {
-    matches!(
-        t,
-        Token::Name(_)
-            | Token::Int(_)
-            | Token::Float(_)
-            | Token::Imaginary(_)
-            | Token::String(_)
-            | Token::LParen
-            | Token::LBracket
-            | Token::LBrace
-            | Token::Minus
-            | Token::Plus
-            | Token::Tilde
-            | Token::Await
-            | Token::None
-            | Token::True
-            | Token::False
-            | Token::Ellipsis
-            | Token::Error
-    )
+    t.is_atom()
+        || matches!(
+            t,
+            Token::LParen
+                | Token::LBracket
+                | Token::LBrace
+                | Token::Minus
+                | Token::Plus
+                | Token::Tilde
+                | Token::Await
+                | Token::Ellipsis
+                | Token::Error
+        )
 }
 
 /// Whether `t` can start a `test` (any expression but a starred one).
@@ -220,31 +213,25 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     /// would only pass the atom up, and it is parsed directly.
     #[inline]
     fn at_lone_atom(&mut self) -> bool {
-        matches!(
-            self.cur.1,
-            Token::Name(_)
-                | Token::Int(_)
-                | Token::Float(_)
-                | Token::String(_)
-                | Token::True
-                | Token::False
-                | Token::None
-        ) && matches!(
-            self.peek(),
-            Token::Comma
-                | Token::RParen
-                | Token::RBracket
-                | Token::RBrace
-                | Token::Colon
-                | Token::Newline
-                | Token::Equal
-                | Token::Semicolon
-                | Token::EndMarker
-                | Token::ColonEqual
-                | Token::As
-                | Token::From
-                | Token::For
-        )
+        // (An imaginary literal takes the general path.)
+        self.cur.1.is_atom()
+            && !matches!(self.cur.1, Token::Imaginary(_))
+            && matches!(
+                self.peek(),
+                Token::Comma
+                    | Token::RParen
+                    | Token::RBracket
+                    | Token::RBrace
+                    | Token::Colon
+                    | Token::Newline
+                    | Token::Equal
+                    | Token::Semicolon
+                    | Token::EndMarker
+                    | Token::ColonEqual
+                    | Token::As
+                    | Token::From
+                    | Token::For
+            )
     }
 
     /// Whether the stream is exhausted.
@@ -1029,17 +1016,10 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 first
             }
             Token::For | Token::Async if ok => {
-                let generators = self.comprehension_tail(Token::RParen, ")");
-                match generators {
-                    Some(generators) => Expr::new(
-                        ExprKind::GeneratorExp {
-                            elt: Box::new(first),
-                            generators,
-                        },
-                        span(l, self.prev_end),
-                    ),
-                    None => Expr::error(span(l, self.prev_end)),
-                }
+                self.comprehension(l, Token::RParen, ")", |generators| ExprKind::GeneratorExp {
+                    elt: Box::new(first),
+                    generators,
+                })
             }
             _ => {
                 let mut elts = list_of(first);
@@ -1060,9 +1040,22 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         }
     }
 
-    /// The `for ... in ...` clauses of a comprehension and the closer
-    /// `close`; `None` (after recovering to the closer) when they are
+    /// The comprehension that began at `l` and whose element was parsed:
+    /// `kind` of its `for ... in ...` clauses and the closer `close`, or an
+    /// error expression (after recovering to the closer) when they are
     /// malformed or the closer does not follow.
+    fn comprehension(
+        &mut self,
+        l: usize,
+        close: Token<'static>,
+        close_name: &str,
+        kind: impl FnOnce(Vec<Comprehension>) -> ExprKind,
+    ) -> Expr {
+        let kind = self.comprehension_tail(close, close_name).map(kind);
+        let span = span(l, self.prev_end);
+        kind.map_or_else(|| Expr::error(span), |kind| Expr::new(kind, span))
+    }
+
     fn comprehension_tail(
         &mut self,
         close: Token<'static>,
@@ -1124,16 +1117,10 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         let first_start = self.cur.0;
         let (first, ok) = self.first_item(Token::RBracket, Self::named_expr_or_star, Expr::error);
         if ok && matches!(self.cur.1, Token::For | Token::Async) {
-            return match self.comprehension_tail(Token::RBracket, "]") {
-                Some(generators) => Expr::new(
-                    ExprKind::ListComp {
-                        elt: Box::new(first),
-                        generators,
-                    },
-                    span(l, self.prev_end),
-                ),
-                None => Expr::error(span(l, self.prev_end)),
-            };
+            return self.comprehension(l, Token::RBracket, "]", |generators| ExprKind::ListComp {
+                elt: Box::new(first),
+                generators,
+            });
         }
         let mut elts = list_of(first);
         self.rest_of_list(
@@ -1190,31 +1177,21 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
                 }
             };
             if matches!(self.cur.1, Token::For | Token::Async) {
-                return match self.comprehension_tail(Token::RBrace, "}") {
-                    Some(generators) => Expr::new(
-                        ExprKind::DictComp {
-                            key: Box::new(first),
-                            value: Box::new(value),
-                            generators,
-                        },
-                        span(l, self.prev_end),
-                    ),
-                    None => Expr::error(span(l, self.prev_end)),
-                };
+                return self.comprehension(l, Token::RBrace, "}", |generators| {
+                    ExprKind::DictComp {
+                        key: Box::new(first),
+                        value: Box::new(value),
+                        generators,
+                    }
+                });
             }
             return self.dict_rest(l, first_start, Some(DictItem::KeyValue(first, value)));
         }
         if matches!(self.cur.1, Token::For | Token::Async) {
-            return match self.comprehension_tail(Token::RBrace, "}") {
-                Some(generators) => Expr::new(
-                    ExprKind::SetComp {
-                        elt: Box::new(first),
-                        generators,
-                    },
-                    span(l, self.prev_end),
-                ),
-                None => Expr::error(span(l, self.prev_end)),
-            };
+            return self.comprehension(l, Token::RBrace, "}", |generators| ExprKind::SetComp {
+                elt: Box::new(first),
+                generators,
+            });
         }
         self.set_rest(l, first_start, first)
     }
@@ -1819,13 +1796,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Chunker<'a, 'src, I> {
             }
             Token::Assert => {
                 self.pass();
-                if !self.chunk(Kind::Test) {
-                    return false;
-                }
-                if self.pass_if(Token::Comma) {
-                    return self.chunk(Kind::Test);
-                }
-                true
+                self.test_then(Token::Comma, Kind::Test)
             }
             t if starts_test(t) || matches!(t, Token::Star | Token::Yield) => self.expr_stmt(),
             _ => {
@@ -1866,16 +1837,22 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Chunker<'a, 'src, I> {
             }
             Token::Colon => {
                 self.pass();
-                if !self.chunk(Kind::Test) {
-                    return false;
-                }
-                if self.pass_if(Token::Equal) {
-                    return self.chunk(Kind::Value);
-                }
-                true
+                self.test_then(Token::Equal, Kind::Value)
             }
             _ => true,
         }
+    }
+
+    /// A test, then optionally `sep` and a chunk of `kind` (`assert t, msg`
+    /// and `x: t = value`).
+    fn test_then(&mut self, sep: Token<'static>, kind: Kind) -> bool {
+        if !self.chunk(Kind::Test) {
+            return false;
+        }
+        if self.pass_if(sep) {
+            return self.chunk(kind);
+        }
+        true
     }
 }
 

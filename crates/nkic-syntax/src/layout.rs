@@ -40,6 +40,7 @@ use logos::Logos;
 use nkic_diag::{Diagnostic, FileId, Span};
 
 use crate::token::{LexError, Token};
+use crate::{SPLIT_HELP, error_at};
 
 /// A token with its byte range: the item type of the parser.
 pub type Spanned<'src> = (usize, Token<'src>, usize);
@@ -348,13 +349,13 @@ impl<'src> Layout<'src> {
             self.nesting_ops += 1;
             if self.nesting_ops > MAX_NESTING_OPS {
                 self.diags.push(
-                    Diagnostic::error("E0018", "expression is nested too deeply")
-                        .with_primary(
-                            FileId::default(),
-                            Span::from_range(start..end),
-                            format!("more than {MAX_NESTING_OPS} nested operations at this point"),
-                        )
-                        .with_help("split the expression into several statements"),
+                    error_at(
+                        "E0018",
+                        "expression is nested too deeply",
+                        start..end,
+                        format!("more than {MAX_NESTING_OPS} nested operations at this point"),
+                    )
+                    .with_help(SPLIT_HELP),
                 );
                 self.skipping = Some(self.brackets.len());
                 // The rest of the logical line becomes one error token.
@@ -372,13 +373,13 @@ impl<'src> Layout<'src> {
                 if !self.depth_reported {
                     self.depth_reported = true;
                     self.diags.push(
-                        Diagnostic::error("E0011", "too many nested brackets")
-                            .with_primary(
-                                FileId::default(),
-                                Span::from_range(start..end),
-                                "nesting exceeds 200 levels here",
-                            )
-                            .with_help("split the expression into several statements"),
+                        error_at(
+                            "E0011",
+                            "too many nested brackets",
+                            start..end,
+                            "nesting exceeds 200 levels here",
+                        )
+                        .with_help(SPLIT_HELP),
                     );
                 }
                 // As for a too deep expression, the rest of the logical line
@@ -497,22 +498,7 @@ impl<'src> Layout<'src> {
                 return true;
             }
         }
-        let prev_ends_expr = matches!(
-            self.last_token,
-            Some(
-                Token::RParen
-                    | Token::RBracket
-                    | Token::RBrace
-                    | Token::Name(_)
-                    | Token::Int(_)
-                    | Token::Float(_)
-                    | Token::Imaginary(_)
-                    | Token::String(_)
-                    | Token::True
-                    | Token::False
-                    | Token::None
-            )
-        );
+        let prev_ends_expr = self.last_token.is_some_and(|t| t.ends_operand());
         let Some(&(_, open_start, _)) = self.brackets.last() else {
             return false;
         };
@@ -691,13 +677,13 @@ impl<'src> Layout<'src> {
             self.pending.push_back((start, Token::Indent, start));
             if self.indents.len() > MAX_INDENT_DEPTH {
                 self.diags.push(
-                    Diagnostic::error("E0021", "too many levels of indentation")
-                        .with_primary(
-                            FileId::default(),
-                            Span::from_range(line_start..start),
-                            format!("this line is nested more than {MAX_INDENT_DEPTH} blocks deep"),
-                        )
-                        .with_help("move the inner blocks into a helper function"),
+                    error_at(
+                        "E0021",
+                        "too many levels of indentation",
+                        line_start..start,
+                        format!("this line is nested more than {MAX_INDENT_DEPTH} blocks deep"),
+                    )
+                    .with_help("move the inner blocks into a helper function"),
                 );
                 return true;
             }

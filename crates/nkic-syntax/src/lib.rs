@@ -92,9 +92,24 @@ mod visit;
 #[cfg(test)]
 mod tests;
 
-use nkic_diag::Diagnostic;
+use nkic_diag::{Diagnostic, FileId, Span};
+
+/// An error with its primary label at the bytes `range` (this crate sees
+/// one file, `FileId::default()`; callers place its diagnostics in theirs).
+pub(crate) fn error_at(
+    code: &'static str,
+    message: impl Into<String>,
+    range: std::ops::Range<usize>,
+    label: impl Into<String>,
+) -> Diagnostic {
+    Diagnostic::error(code, message).with_primary(FileId::default(), Span::from_range(range), label)
+}
+
+/// The help of the errors about expressions nested too deeply.
+pub(crate) const SPLIT_HELP: &str = "split the expression into several statements";
 
 pub use layout::Spanned;
+pub use visit::{Node, children};
 
 /// Parses a whole file. Never fails: syntax errors become diagnostics and
 /// error nodes in the returned module.

@@ -20,6 +20,7 @@ use crate::layout::{self, Spanned};
 use crate::literal;
 use crate::nki::TopParser;
 use crate::token::{LexError, Token};
+use crate::{SPLIT_HELP, error_at};
 
 /// A number literal token handed to [`Ctx::number`].
 pub enum Num<'src> {
@@ -327,13 +328,13 @@ impl<'src> Ctx<'src> {
         }
         self.too_deep_reported = true;
         self.diags.push(
-            Diagnostic::error("E0018", "expression is nested too deeply")
-                .with_primary(
-                    FileId::default(),
-                    Span::from_range(start..end),
-                    "too many nested expressions at this point",
-                )
-                .with_help("split the expression into several statements"),
+            error_at(
+                "E0018",
+                "expression is nested too deeply",
+                start..end,
+                "too many nested expressions at this point",
+            )
+            .with_help(SPLIT_HELP),
         );
     }
 
@@ -386,14 +387,8 @@ impl<'src> Ctx<'src> {
     ) -> Stmt {
         let end = body.last().map_or(at, |s| s.span.end as usize);
         if !follows_error {
-            let line_start = self.src[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1);
             self.diags.push(
-                Diagnostic::error("E0012", "unexpected indent")
-                    .with_primary(
-                        FileId::default(),
-                        Span::from_range(line_start..at),
-                        "this line is indented more than the previous one",
-                    )
+                unexpected_indent(self.src, at)
                     .with_help("only lines after a `:` (a block) start a deeper indentation"),
             );
         }
@@ -723,14 +718,7 @@ impl<'src> Ctx<'src> {
             );
         }
         // Every parameter name may appear once.
-        let all: Vec<&Param> = params
-            .posonly
-            .iter()
-            .chain(&params.args)
-            .chain(&params.vararg)
-            .chain(&params.kwonly)
-            .chain(&params.kwarg)
-            .collect();
+        let all: Vec<&Param> = params.iter().collect();
         for (i, p) in all.iter().enumerate() {
             if let Some(first) = all[..i].iter().find(|q| q.name.name == p.name.name) {
                 self.diags.push(
@@ -1031,6 +1019,17 @@ fn describe_expr_kind(kind: &ExprKind) -> &'static str {
     }
 }
 
+/// E0012 for the indented line whose indentation ends at byte `at`.
+fn unexpected_indent(src: &str, at: usize) -> Diagnostic {
+    let line_start = src[..at].rfind(['\n', '\r']).map_or(0, |i| i + 1);
+    error_at(
+        "E0012",
+        "unexpected indent",
+        line_start..at,
+        "this line is indented more than the previous one",
+    )
+}
+
 // ---------------------------------------------------------------- host code
 
 /// Whether a top-level statement is host code (see `ast` module docs).
@@ -1052,16 +1051,7 @@ fn is_host_stmt(stmt: &Stmt, first: bool) -> bool {
 /// operators and displays only.
 fn is_constant_expr(expr: &Expr) -> bool {
     match &expr.kind {
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Imaginary(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bytes(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Ellipsis
-        | ExprKind::Name(_)
-        | ExprKind::Error => true,
+        crate::leaf_exprs!() => true,
         ExprKind::FString(parts) => parts.iter().all(|p| match p {
             FStringPart::Literal(_) => true,
             FStringPart::Field(f) => is_constant_expr(&f.value),
@@ -1168,14 +1158,7 @@ fn describe(
     };
 
     if found == Some(Token::Indent) {
-        let line_start = src[..start].rfind(['\n', '\r']).map_or(0, |i| i + 1);
-        return Some(
-            Diagnostic::error("E0012", "unexpected indent").with_primary(
-                FileId::default(),
-                Span::from_range(line_start..start),
-                "this line is indented more than the previous one",
-            ),
-        );
+        return Some(unexpected_indent(src, start));
     }
     if set.only_indent() {
         // The header is on the line before the error token.
@@ -1481,25 +1464,9 @@ fn at_stmt_start_of(tokens: &[Spanned<'_>], i: usize) -> bool {
             .is_some_and(|t| matches!(t.1, Token::Newline | Token::Indent | Token::Dedent))
 }
 
-/// Whether a token can end an operand (so a following operand needs an
-/// operator or comma in between).
+/// Whether a token can end an operand (see [`Token::ends_operand`]).
 fn ends_operand(t: Option<Token<'_>>) -> bool {
-    matches!(
-        t,
-        Some(
-            Token::Name(_)
-                | Token::Int(_)
-                | Token::Float(_)
-                | Token::Imaginary(_)
-                | Token::String(_)
-                | Token::RParen
-                | Token::RBracket
-                | Token::RBrace
-                | Token::True
-                | Token::False
-                | Token::None
-        )
-    )
+    t.is_some_and(|t| t.ends_operand())
 }
 
 /// A one-character span just after `offset` when the next character is on

@@ -42,6 +42,10 @@ pub enum LexError {
 /// One token. `'src` is the source text the payloads borrow from.
 #[derive(Logos, Clone, Copy, Debug, PartialEq, Eq)]
 #[logos(error = LexError)]
+// The digits of a decimal literal, and a float: `1.`, `.5`, `1e-3`, `1_0.2_5`.
+#[logos(subpattern digits = r"[0-9](_?[0-9])*")]
+#[logos(subpattern exponent = r"[eE][+-]?(?&digits)")]
+#[logos(subpattern float = r"(?&digits)\.(?&digits)?(?&exponent)?|\.(?&digits)(?&exponent)?|(?&digits)(?&exponent)")]
 #[logos(skip r"[ \t\x0C]+")]
 #[logos(skip("\u{FEFF}", priority = 10))]
 #[logos(skip(r"#[^\r\n]*", allow_greedy = true))]
@@ -71,7 +75,7 @@ pub enum Token<'src> {
     #[regex(r"[A-Za-z_\u{80}-\u{10FFFF}][A-Za-z0-9_\u{80}-\u{10FFFF}]*", name)]
     Name(&'src str),
     /// An integer literal as written (`0x_ff`, `1_000`, `0o17`, `0b1`).
-    #[regex(r"[0-9](_?[0-9])*", priority = 10)]
+    #[regex(r"(?&digits)", priority = 10)]
     #[regex(r"0[xX](_?[0-9a-fA-F])+", priority = 10)]
     #[regex(r"0[oO](_?[0-7])+", priority = 10)]
     #[regex(r"0[bB](_?[01])+", priority = 10)]
@@ -81,21 +85,10 @@ pub enum Token<'src> {
     #[regex(r"[0-9][0-9A-Za-z_]*", invalid_number, priority = 1)]
     Int(&'src str),
     /// A floating-point literal as written (`1.`, `.5`, `1e-3`, `1_0.2_5`).
-    #[regex(
-        r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?",
-        priority = 10
-    )]
-    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?", priority = 10)]
-    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*", priority = 10)]
+    #[regex(r"(?&float)", priority = 10)]
     Float(&'src str),
     /// An imaginary literal as written (`2j`, `1.5e3J`).
-    #[regex(r"[0-9](_?[0-9])*[jJ]", priority = 10)]
-    #[regex(
-        r"[0-9](_?[0-9])*\.([0-9](_?[0-9])*)?([eE][+-]?[0-9](_?[0-9])*)?[jJ]",
-        priority = 10
-    )]
-    #[regex(r"\.[0-9](_?[0-9])*([eE][+-]?[0-9](_?[0-9])*)?[jJ]", priority = 10)]
-    #[regex(r"[0-9](_?[0-9])*[eE][+-]?[0-9](_?[0-9])*[jJ]", priority = 10)]
+    #[regex(r"((?&digits)|(?&float))[jJ]", priority = 10)]
     Imaginary(&'src str),
     /// A string, bytes or f-string literal including prefix and quotes.
     #[regex(r#"([rRbBuUfF]|[rR][bBfF]|[bBfF][rR])?['"]"#, string)]
@@ -441,6 +434,28 @@ impl Token<'_> {
             CircumflexEqual => "^=",
             _ => return Option::None,
         })
+    }
+
+    /// Whether the token is a whole operand by itself: a name, a number,
+    /// a string or one of the constants `True`, `False`, `None`.
+    pub fn is_atom(&self) -> bool {
+        matches!(
+            self,
+            Token::Name(_)
+                | Token::Int(_)
+                | Token::Float(_)
+                | Token::Imaginary(_)
+                | Token::String(_)
+                | Token::True
+                | Token::False
+                | Token::None
+        )
+    }
+
+    /// Whether the token can end an operand (so a following operand needs
+    /// an operator or comma in between): an atom or a closing bracket.
+    pub fn ends_operand(&self) -> bool {
+        self.is_atom() || matches!(self, Token::RParen | Token::RBracket | Token::RBrace)
     }
 
     /// Whether the token is a keyword.

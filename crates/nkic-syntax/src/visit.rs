@@ -1,5 +1,6 @@
-//! Generic walks over the AST: every span (mutable, for erasing spans) and
-//! every node with its span and its parent's span (for validators).
+//! Generic walks over the AST: every span (mutable, for erasing spans), and
+//! the children of a node in source order ([`children`], for validators and
+//! the language server's queries).
 
 use nkic_diag::Span;
 
@@ -303,113 +304,197 @@ fn expr_spans(expr: &mut Expr, f: &mut impl FnMut(&mut Span)) {
                 expr_spans(part, f);
             }
         }
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Imaginary(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bytes(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Ellipsis
-        | ExprKind::Name(_)
-        | ExprKind::Error => {}
+        crate::leaf_exprs!() => {}
     }
 }
 
-/// The statements and expressions directly below `stmt`, in source order
-/// (decorators, then the header, then the body).
-fn stmt_children(stmt: &Stmt) -> (Vec<&Stmt>, Vec<&Expr>) {
-    let mut stmts: Vec<&Stmt> = Vec::new();
-    let mut exprs: Vec<&Expr> = Vec::new();
-    match &stmt.kind {
-        StmtKind::FunctionDef(def) => {
-            exprs.extend(&def.decorators);
-            params_exprs(&def.params, &mut exprs);
-            exprs.extend(&def.returns);
-            stmts.extend(&def.body);
-        }
-        StmtKind::ClassDef(def) => {
-            exprs.extend(&def.decorators);
-            exprs.extend(def.bases.iter().map(arg_expr));
-            stmts.extend(&def.body);
-        }
-        StmtKind::Return(e) => exprs.extend(e),
-        StmtKind::Delete(targets) => exprs.extend(targets),
-        StmtKind::Assign { targets, value } => {
-            exprs.extend(targets);
-            exprs.push(value);
-        }
-        StmtKind::AugAssign { target, value, .. } => exprs.extend([target, value]),
-        StmtKind::AnnAssign {
-            target,
-            annotation,
-            value,
-        } => {
-            exprs.extend([target, annotation]);
-            exprs.extend(value);
-        }
-        StmtKind::For {
-            target,
-            iter,
-            body,
-            orelse,
-            ..
-        } => {
-            exprs.extend([target, iter]);
-            stmts.extend(body.iter().chain(orelse));
-        }
-        StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
-            exprs.push(test);
-            stmts.extend(body.iter().chain(orelse));
-        }
-        StmtKind::With { items, body, .. } => {
-            for item in items {
-                exprs.push(&item.context);
-                exprs.extend(&item.target);
-            }
-            stmts.extend(body);
-        }
-        StmtKind::Raise { exc, cause } => exprs.extend(exc.iter().chain(cause)),
-        StmtKind::Try {
-            body,
-            handlers,
-            orelse,
-            finalbody,
-        } => {
-            stmts.extend(body);
-            for h in handlers {
-                exprs.extend(&h.type_);
-                stmts.extend(&h.body);
-            }
-            stmts.extend(orelse.iter().chain(finalbody));
-        }
-        StmtKind::Assert { test, msg } => {
-            exprs.push(test);
-            exprs.extend(msg);
-        }
-        StmtKind::Expr(e) => exprs.push(e),
-        StmtKind::Error(body) => stmts.extend(body),
-        StmtKind::Import(_)
-        | StmtKind::ImportFrom { .. }
-        | StmtKind::Global(_)
-        | StmtKind::Nonlocal(_)
-        | StmtKind::Pass
-        | StmtKind::Break
-        | StmtKind::Continue => {}
-    }
-    (stmts, exprs)
+/// A statement or an expression of the tree.
+#[derive(Clone, Copy, Debug)]
+pub enum Node<'a> {
+    Stmt(&'a Stmt),
+    Expr(&'a Expr),
 }
 
-fn params_exprs<'a>(p: &'a Params, out: &mut Vec<&'a Expr>) {
-    for param in p
-        .posonly
-        .iter()
-        .chain(&p.args)
-        .chain(&p.vararg)
-        .chain(&p.kwonly)
-        .chain(&p.kwarg)
-    {
-        out.extend(param.annotation.iter().chain(&param.default));
+impl Node<'_> {
+    pub fn span(self) -> Span {
+        match self {
+            Node::Stmt(s) => s.span,
+            Node::Expr(e) => e.span,
+        }
+    }
+}
+
+/// The statements and expressions directly below `node`, in source order
+/// (for a definition: decorators, then the header, then the body).
+pub fn children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Children(Vec::new());
+    match node {
+        Node::Stmt(stmt) => out.stmt(stmt),
+        Node::Expr(expr) => out.expr(expr),
+    }
+    out.0
+}
+
+/// The children of one node as they are found.
+struct Children<'a>(Vec<Node<'a>>);
+
+impl<'a> Children<'a> {
+    fn exprs(&mut self, exprs: impl IntoIterator<Item = &'a Expr>) {
+        self.0.extend(exprs.into_iter().map(Node::Expr));
+    }
+
+    fn stmts(&mut self, stmts: impl IntoIterator<Item = &'a Stmt>) {
+        self.0.extend(stmts.into_iter().map(Node::Stmt));
+    }
+
+    fn stmt(&mut self, stmt: &'a Stmt) {
+        match &stmt.kind {
+            StmtKind::FunctionDef(def) => {
+                self.exprs(&def.decorators);
+                self.params(&def.params);
+                self.exprs(&def.returns);
+                self.stmts(&def.body);
+            }
+            StmtKind::ClassDef(def) => {
+                self.exprs(&def.decorators);
+                self.exprs(def.bases.iter().map(arg_expr));
+                self.stmts(&def.body);
+            }
+            StmtKind::Return(e) => self.exprs(e),
+            StmtKind::Delete(targets) => self.exprs(targets),
+            StmtKind::Assign { targets, value } => self.exprs(targets.iter().chain([value])),
+            StmtKind::AugAssign { target, value, .. } => self.exprs([target, value]),
+            StmtKind::AnnAssign {
+                target,
+                annotation,
+                value,
+            } => self.exprs([target, annotation].into_iter().chain(value)),
+            StmtKind::For {
+                target,
+                iter,
+                body,
+                orelse,
+                ..
+            } => {
+                self.exprs([target, iter]);
+                self.stmts(body.iter().chain(orelse));
+            }
+            StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
+                self.exprs([test]);
+                self.stmts(body.iter().chain(orelse));
+            }
+            StmtKind::With { items, body, .. } => {
+                for item in items {
+                    self.exprs([&item.context].into_iter().chain(&item.target));
+                }
+                self.stmts(body);
+            }
+            StmtKind::Raise { exc, cause } => self.exprs(exc.iter().chain(cause)),
+            StmtKind::Try {
+                body,
+                handlers,
+                orelse,
+                finalbody,
+            } => {
+                self.stmts(body);
+                for h in handlers {
+                    self.exprs(&h.type_);
+                    self.stmts(&h.body);
+                }
+                self.stmts(orelse.iter().chain(finalbody));
+            }
+            StmtKind::Assert { test, msg } => self.exprs([test].into_iter().chain(msg)),
+            StmtKind::Expr(e) => self.exprs([e]),
+            StmtKind::Error(body) => self.stmts(body),
+            StmtKind::Import(_)
+            | StmtKind::ImportFrom { .. }
+            | StmtKind::Global(_)
+            | StmtKind::Nonlocal(_)
+            | StmtKind::Pass
+            | StmtKind::Break
+            | StmtKind::Continue => {}
+        }
+    }
+
+    fn params(&mut self, p: &'a Params) {
+        for param in p.iter() {
+            self.exprs(param.annotation.iter().chain(&param.default));
+        }
+    }
+
+    fn comprehensions(&mut self, generators: &'a [Comprehension]) {
+        for g in generators {
+            self.exprs([&g.target, &g.iter].into_iter().chain(&g.ifs));
+        }
+    }
+
+    fn fstring(&mut self, parts: &'a [FStringPart]) {
+        for p in parts {
+            if let FStringPart::Field(field) = p {
+                self.exprs([&field.value]);
+                if let Some(spec) = &field.format_spec {
+                    self.fstring(spec);
+                }
+            }
+        }
+    }
+
+    fn expr(&mut self, expr: &'a Expr) {
+        match &expr.kind {
+            ExprKind::BoolOp { values, .. } => self.exprs(values),
+            ExprKind::NamedExpr { target, value } => self.exprs([&**target, &**value]),
+            ExprKind::BinOp { left, right, .. } => self.exprs([&**left, &**right]),
+            ExprKind::UnaryOp { operand, .. } => self.exprs([&**operand]),
+            ExprKind::Lambda { params, body } => {
+                self.params(params);
+                self.exprs([&**body]);
+            }
+            ExprKind::IfExp { test, body, orelse } => self.exprs([&**body, &**test, &**orelse]),
+            ExprKind::Dict(items) => {
+                for item in items {
+                    match item {
+                        DictItem::KeyValue(k, v) => self.exprs([k, v]),
+                        DictItem::Unpack(e) => self.exprs([e]),
+                    }
+                }
+            }
+            ExprKind::Set(elts) | ExprKind::List(elts) | ExprKind::Tuple(elts) => self.exprs(elts),
+            ExprKind::ListComp { elt, generators }
+            | ExprKind::SetComp { elt, generators }
+            | ExprKind::GeneratorExp { elt, generators } => {
+                self.exprs([&**elt]);
+                self.comprehensions(generators);
+            }
+            ExprKind::DictComp {
+                key,
+                value,
+                generators,
+            } => {
+                self.exprs([&**key, &**value]);
+                self.comprehensions(generators);
+            }
+            ExprKind::Await(e) | ExprKind::YieldFrom(e) | ExprKind::Starred(e) => {
+                self.exprs([&**e]);
+            }
+            ExprKind::Yield(e) => self.exprs(e.as_deref()),
+            ExprKind::Compare { left, comparisons } => {
+                self.exprs(
+                    [&**left]
+                        .into_iter()
+                        .chain(comparisons.iter().map(|(_, e)| e)),
+                );
+            }
+            ExprKind::Call { func, args } => {
+                self.exprs([&**func].into_iter().chain(args.iter().map(arg_expr)));
+            }
+            ExprKind::FString(parts) => self.fstring(parts),
+            ExprKind::Attribute { value, .. } => self.exprs([&**value]),
+            ExprKind::Subscript { value, index } => self.exprs([&**value, &**index]),
+            ExprKind::Slice { lower, upper, step } => {
+                self.exprs([lower, upper, step].into_iter().flatten().map(|e| &**e));
+            }
+            crate::leaf_exprs!() => {}
+        }
     }
 }
 
@@ -420,97 +505,6 @@ fn arg_expr(a: &Arg) -> &Expr {
         | ArgKind::DoubleStar(e)
         | ArgKind::Keyword(_, e) => e,
     }
-}
-
-fn comp_exprs<'a>(generators: &'a [Comprehension], out: &mut Vec<&'a Expr>) {
-    for g in generators {
-        out.push(&g.target);
-        out.push(&g.iter);
-        out.extend(&g.ifs);
-    }
-}
-
-fn fstring_exprs<'a>(parts: &'a [FStringPart], out: &mut Vec<&'a Expr>) {
-    for p in parts {
-        if let FStringPart::Field(field) = p {
-            out.push(&field.value);
-            if let Some(spec) = &field.format_spec {
-                fstring_exprs(spec, out);
-            }
-        }
-    }
-}
-
-/// The expressions directly below `expr`.
-fn expr_children(expr: &Expr) -> Vec<&Expr> {
-    let mut out: Vec<&Expr> = Vec::new();
-    match &expr.kind {
-        ExprKind::BoolOp { values, .. } => out.extend(values),
-        ExprKind::NamedExpr { target, value } => out.extend([&**target, &**value]),
-        ExprKind::BinOp { left, right, .. } => out.extend([&**left, &**right]),
-        ExprKind::UnaryOp { operand, .. } => out.push(operand),
-        ExprKind::Lambda { params, body } => {
-            params_exprs(params, &mut out);
-            out.push(body);
-        }
-        ExprKind::IfExp { test, body, orelse } => out.extend([&**body, &**test, &**orelse]),
-        ExprKind::Dict(items) => {
-            for item in items {
-                match item {
-                    DictItem::KeyValue(k, v) => out.extend([k, v]),
-                    DictItem::Unpack(e) => out.push(e),
-                }
-            }
-        }
-        ExprKind::Set(elts) | ExprKind::List(elts) | ExprKind::Tuple(elts) => out.extend(elts),
-        ExprKind::ListComp { elt, generators }
-        | ExprKind::SetComp { elt, generators }
-        | ExprKind::GeneratorExp { elt, generators } => {
-            out.push(elt);
-            comp_exprs(generators, &mut out);
-        }
-        ExprKind::DictComp {
-            key,
-            value,
-            generators,
-        } => {
-            out.extend([&**key, &**value]);
-            comp_exprs(generators, &mut out);
-        }
-        ExprKind::Await(e) | ExprKind::YieldFrom(e) | ExprKind::Starred(e) => out.push(e),
-        ExprKind::Yield(e) => out.extend(e.as_deref()),
-        ExprKind::Compare { left, comparisons } => {
-            out.push(left);
-            out.extend(comparisons.iter().map(|(_, e)| e));
-        }
-        ExprKind::Call { func, args } => {
-            out.push(func);
-            out.extend(args.iter().map(arg_expr));
-        }
-        ExprKind::FString(parts) => fstring_exprs(parts, &mut out),
-        ExprKind::Attribute { value, .. } => out.push(value),
-        ExprKind::Subscript { value, index } => out.extend([&**value, &**index]),
-        ExprKind::Slice { lower, upper, step } => {
-            out.extend(
-                lower
-                    .as_deref()
-                    .into_iter()
-                    .chain(upper.as_deref())
-                    .chain(step.as_deref()),
-            );
-        }
-        ExprKind::Int(_)
-        | ExprKind::Float(_)
-        | ExprKind::Imaginary(_)
-        | ExprKind::Str(_)
-        | ExprKind::Bytes(_)
-        | ExprKind::Bool(_)
-        | ExprKind::None
-        | ExprKind::Ellipsis
-        | ExprKind::Name(_)
-        | ExprKind::Error => {}
-    }
-    out
 }
 
 /// Checks the structural span invariants of a parsed module: every span is
@@ -544,36 +538,42 @@ pub fn check_structure(module: &Module) -> Result<(), String> {
 }
 
 fn check_stmt(stmt: &Stmt, parent: Span) -> Result<(), String> {
-    if !parent.encloses(stmt.span) {
-        return Err(format!(
-            "statement {:?} lies outside its parent {:?}",
-            stmt.span, parent
-        ));
-    }
-    let (stmts, exprs) = stmt_children(stmt);
+    check_within("statement", stmt.span, parent)?;
+    let children = children(Node::Stmt(stmt));
     let mut prev_end = stmt.span.start;
-    for s in stmts {
-        check_stmt(s, stmt.span)?;
-        if s.span.start < prev_end {
-            return Err(format!("statement {:?} overlaps its predecessor", s.span));
+    for child in &children {
+        if let Node::Stmt(s) = child {
+            check_stmt(s, stmt.span)?;
+            if s.span.start < prev_end {
+                return Err(format!("statement {:?} overlaps its predecessor", s.span));
+            }
+            prev_end = s.span.end;
         }
-        prev_end = s.span.end;
     }
-    for e in exprs {
-        check_expr(e, stmt.span)?;
+    check_exprs(&children, stmt.span)
+}
+
+fn check_expr(expr: &Expr, parent: Span) -> Result<(), String> {
+    check_within("expression", expr.span, parent)?;
+    check_exprs(&children(Node::Expr(expr)), expr.span)
+}
+
+/// Checks the expressions among `children` of a node spanning `parent`.
+fn check_exprs(children: &[Node<'_>], parent: Span) -> Result<(), String> {
+    for child in children {
+        if let Node::Expr(e) = child {
+            check_expr(e, parent)?;
+        }
     }
     Ok(())
 }
 
-fn check_expr(expr: &Expr, parent: Span) -> Result<(), String> {
-    if !parent.encloses(expr.span) {
-        return Err(format!(
-            "expression {:?} lies outside its parent {:?}",
-            expr.span, parent
-        ));
+fn check_within(what: &str, span: Span, parent: Span) -> Result<(), String> {
+    if parent.encloses(span) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {span:?} lies outside its parent {parent:?}"
+        ))
     }
-    for child in expr_children(expr) {
-        check_expr(child, expr.span)?;
-    }
-    Ok(())
 }

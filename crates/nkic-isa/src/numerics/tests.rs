@@ -423,25 +423,22 @@ fn fp8_finite_encoding_matches_a_brute_force_oracle() {
 
 #[test]
 fn every_code_round_trips() {
-    for dt in [DType::F8E4M3, DType::F8E4M3FN, DType::F8E5M2, DType::F8E8M0] {
-        for code in 0..256u32 {
+    let formats = [
+        (DType::F8E4M3, 0x100u32),
+        (DType::F8E4M3FN, 0x100),
+        (DType::F8E5M2, 0x100),
+        (DType::F8E8M0, 0x100),
+        (DType::F16, 0x1_0000),
+        (DType::BF16, 0x1_0000),
+    ];
+    for (dt, codes) in formats {
+        for code in 0..codes {
             let x = to_f32(dt, code);
             let back = from_f32(dt, x);
             if x.is_nan() {
                 assert!(to_f32(dt, back).is_nan(), "{dt} NaN code {code:#x}");
             } else {
                 assert_eq!(back, code, "{dt} code {code:#x} ({x:e})");
-            }
-        }
-    }
-    for dt in [DType::F16, DType::BF16] {
-        for code in 0..0x1_0000u32 {
-            let x = to_f32(dt, code);
-            let back = from_f32(dt, x);
-            if x.is_nan() {
-                assert!(to_f32(dt, back).is_nan(), "{dt} NaN code {code:#x}");
-            } else {
-                assert_eq!(back, code, "{dt} code {code:#x}");
             }
         }
     }
