@@ -167,6 +167,20 @@ struct QueueState<'p> {
     last_index: Option<usize>,
     last_done: u64,
     stats: QueueStats,
+    /// `Target::dependent_overhead_ps` of the queue's engine.
+    overhead_ps: u64,
+    /// Per instruction, what all its executions share (found at the
+    /// first).
+    facts: Vec<Option<Facts>>,
+}
+
+/// What every execution of one instruction shares: its cost (a function
+/// of the queue and the instruction alone), and whether it has memory
+/// operands (the race detector sees no access of one without).
+#[derive(Clone, Copy, Debug)]
+struct Facts {
+    cost: nkic_isa::Cost,
+    operands: bool,
 }
 
 impl QueueState<'_> {
@@ -380,6 +394,8 @@ pub(crate) fn simulate(
                     end_ps: 0,
                     executions: vec![0; s.insts.len()],
                 },
+                overhead_ps: target.dependent_overhead_ps(s.queue.engine()),
+                facts: vec![None; s.insts.len()],
             });
         }
         sem_total += p.semaphores.len();
@@ -439,6 +455,10 @@ pub(crate) fn simulate(
     // The first uninitialised read, held back while the race detector
     // runs: see `step`.
     let mut pending: Option<SimError> = None;
+    // Per step: the lower bound of each queue's future increments, and
+    // which queues have finished (buffers kept across steps).
+    let mut lb: Vec<Option<u64>> = Vec::with_capacity(n);
+    let mut finished: Vec<bool> = Vec::with_capacity(n);
     loop {
         // Candidates: (start, latest increment waited for) per queue.
         let mut g = u64::MAX;
@@ -450,7 +470,7 @@ pub(crate) fn simulate(
             }
             any_left = true;
             mem.set_core(q.core);
-            if let Ok(c) = candidate(q, &sems, &mem, target, &arrivals, n_cores) {
+            if let Ok(c) = candidate(q, &sems, &mem, &arrivals, n_cores) {
                 g = g.min(c.start);
                 starts[i] = Some(c);
             }
@@ -459,14 +479,16 @@ pub(crate) fn simulate(
             break;
         }
         if g == u64::MAX {
-            let e = deadlock(cores, &mut queues, &sems, &mut mem, target, &arrivals);
+            let e = deadlock(cores, &mut queues, &sems, &mut mem, &arrivals);
             return Err(prefer(pending, e));
         }
         // Lower bounds of future increments from each unfinished queue.
-        let lb: Vec<Option<u64>> = queues
-            .iter()
-            .map(|q| (!q.finished()).then(|| q.free_ps.max(g)))
-            .collect();
+        lb.clear();
+        lb.extend(
+            queues
+                .iter()
+                .map(|q| (!q.finished()).then(|| q.free_ps.max(g))),
+        );
         let (mut min1, mut min1_at, mut min2) = (u64::MAX, usize::MAX, u64::MAX);
         for (i, b) in lb.iter().enumerate() {
             if let Some(b) = *b {
@@ -529,7 +551,7 @@ pub(crate) fn simulate(
                 .unwrap_or(0)
         });
         let Some(cand) = starts[chosen] else {
-            let e = deadlock(cores, &mut queues, &sems, &mut mem, target, &arrivals);
+            let e = deadlock(cores, &mut queues, &sems, &mut mem, &arrivals);
             return Err(prefer(pending, e));
         };
         let core = queues[chosen].core;
@@ -669,7 +691,8 @@ pub(crate) fn simulate(
             record_dumps(core_program, &queues[chosen], dump, &mem, &mut dumps);
         }
         if let Some(r) = races.as_mut() {
-            let finished: Vec<bool> = queues.iter().map(QueueState::finished).collect();
+            finished.clear();
+            finished.extend(queues.iter().map(QueueState::finished));
             r.prune(&finished);
         }
     }
@@ -753,7 +776,6 @@ fn candidate(
     q: &mut QueueState<'_>,
     sems: &[SemLog],
     mem: &MemoryState,
-    target: nkic_isa::Target,
     arrivals: &Arrivals,
     n_cores: usize,
 ) -> Result<Cand, Blocked> {
@@ -827,7 +849,7 @@ fn candidate(
             d
         }
     };
-    let overhead = target.dependent_overhead_ps(q.queue.engine());
+    let overhead = q.overhead_ps;
     let ready = match dep {
         Some((done, _)) => q.free_ps.max(done) + overhead,
         None => q.free_ps,
@@ -918,9 +940,15 @@ fn step(
     let index = q.pc;
     let inst = &q.insts[index];
     let op = &inst.op;
+    let facts = *q.facts[index].get_or_insert_with(|| Facts {
+        cost: target.cost(q.queue, op),
+        operands: !op.operands().is_empty(),
+    });
     let mut same_stores = Vec::new();
     if let Some(r) = races.as_deref_mut() {
         r.begin(qi, &q.race_waits(index));
+    }
+    if let Some(r) = races.as_deref_mut().filter(|_| facts.operands) {
         let accesses = r.accesses(qi, q.queue, index, op, |ap, field| {
             mem.view_unchecked(ap, &q.regs, field).ok()
         });
@@ -1059,7 +1087,7 @@ fn step(
             .map(|o| o.ap.num_elements())
             .sum::<u64>();
     }
-    let cost = target.cost(q.queue, op);
+    let cost = facts.cost;
     let mut free = start + cost.busy_ps;
     let mut done = start + cost.latency_ps.max(cost.busy_ps);
     // A transfer moves its data on the shared DMA engines, each one
@@ -1281,7 +1309,6 @@ fn deadlock(
     queues: &mut [QueueState<'_>],
     sems: &[SemLog],
     mem: &mut MemoryState,
-    target: nkic_isa::Target,
     arrivals: &Arrivals,
 ) -> SimError {
     let multi = cores.len() > 1;
@@ -1308,6 +1335,8 @@ fn deadlock(
             last_index: None,
             last_done: 0,
             stats: q.stats.clone(),
+            overhead_ps: q.overhead_ps,
+            facts: Vec::new(),
         };
         mem.set_core(q.core);
         let prefix = if multi {
@@ -1315,7 +1344,7 @@ fn deadlock(
         } else {
             String::new()
         };
-        match candidate(&mut probe, sems, mem, target, arrivals, cores.len()) {
+        match candidate(&mut probe, sems, mem, arrivals, cores.len()) {
             Err(Blocked {
                 peer: Some(peer),
                 need,

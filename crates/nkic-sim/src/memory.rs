@@ -1496,25 +1496,29 @@ impl MemoryState {
     }
 
     /// The start and length of the bytes of `dst` (unshared first, as a
-    /// write does) and of each of `srcs`, for the native tier.
+    /// write does) and of each of `srcs` (at most `NATIVE_SOURCES`; the
+    /// entries after them are null and empty), for the native tier.
     pub fn native_spaces(&mut self, dst: SpaceId, srcs: &[SpaceId]) -> NativeSpaces {
+        assert!(
+            srcs.len() <= NATIVE_SOURCES,
+            "a native loop reads at most {NATIVE_SOURCES} sources, not {}",
+            srcs.len()
+        );
         let data = self.space_mut(dst).data.make_mut();
         let dst_ptr = data.as_mut_ptr();
         let dst_len = data.len();
-        let srcs = srcs
-            .iter()
-            .map(|&s| {
-                if s == dst {
-                    (dst_ptr.cast_const(), dst_len)
-                } else {
-                    let data = &self.space(s).data;
-                    (data.as_ptr(), data.len())
-                }
-            })
-            .collect();
+        let mut out = [(std::ptr::null(), 0); NATIVE_SOURCES];
+        for (o, &s) in out.iter_mut().zip(srcs) {
+            *o = if s == dst {
+                (dst_ptr.cast_const(), dst_len)
+            } else {
+                let data = &self.space(s).data;
+                (data.as_ptr(), data.len())
+            };
+        }
         NativeSpaces {
             dst: (dst_ptr, dst_len),
-            srcs,
+            srcs: out,
         }
     }
 
@@ -1589,12 +1593,16 @@ impl MemoryState {
     }
 }
 
+/// The most sources one native loop reads (`NativeSpaces::srcs`).
+#[cfg(feature = "jit")]
+pub(crate) const NATIVE_SOURCES: usize = 2;
+
 /// Raw starts and lengths of the memories one native instruction touches
 /// (`MemoryState::native_spaces`); valid until the memories are next used.
 #[cfg(feature = "jit")]
 pub(crate) struct NativeSpaces {
     pub dst: (*mut u8, usize),
-    pub srcs: Vec<(*const u8, usize)>,
+    pub srcs: [(*const u8, usize); NATIVE_SOURCES],
 }
 
 #[cfg(feature = "jit")]

@@ -60,7 +60,7 @@ use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, Reduce
 use crate::alu::identity;
 use crate::error::FResult;
 use crate::exec::{AccFile, Exec, Reduction, affine_base, affine_row, memset_element};
-use crate::memory::{MemoryState, SpaceId, View, bits_of};
+use crate::memory::{MemoryState, NATIVE_SOURCES, SpaceId, View, bits_of};
 
 /// What one compiled loop computes per element.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -737,11 +737,17 @@ fn overlap(x: &View, y: &View) -> bool {
 /// Whether no two elements of `v` share a byte.
 fn injective(v: &View) -> bool {
     let run_bytes = (v.run_len * v.size) as i64;
-    let mut runs = v.runs.clone();
-    runs.sort_unstable();
+    let apart = |runs: &[i64]| runs.windows(2).all(|w| w[1] - w[0] >= run_bytes);
+    // Runs are usually in ascending order already: sort a copy only if not.
+    let disjoint = if v.runs.is_sorted() {
+        apart(&v.runs)
+    } else {
+        let mut runs = v.runs.clone();
+        runs.sort_unstable();
+        apart(&runs)
+    };
     let (lo, hi) = v.row_span();
-    runs.windows(2).all(|w| w[1] - w[0] >= run_bytes)
-        && (v.rows <= 1 || hi - lo <= v.row_step.abs())
+    disjoint && (v.rows <= 1 || hi - lo <= v.row_step.abs())
 }
 
 /// A piece of a row in which an operand advances by a constant stride.
@@ -818,22 +824,31 @@ fn execute_plan(
     for s in &plan.srcs {
         mem.count_read(s);
     }
-    let spaces = mem.native_spaces(
-        plan.dst.space,
-        &plan.srcs.iter().map(|s| s.space).collect::<Vec<_>>(),
-    );
+    // At most two sources (a loop has three streams), so the per-source
+    // state lives in fixed arrays: nothing below allocates per row.
+    let n_srcs = plan.srcs.len();
+    let mut ids = [plan.dst.space; NATIVE_SOURCES];
+    let mut src_segs: [Vec<Segment>; NATIVE_SOURCES] = Default::default();
+    for (k, s) in plan.srcs.iter().enumerate() {
+        ids[k] = s.space;
+        src_segs[k] = segments(s);
+    }
+    let src_segs = &src_segs[..n_srcs];
+    let spaces = mem.native_spaces(plan.dst.space, &ids[..n_srcs]);
     let reduce = matches!(plan.sig.body, Body::Reduce { .. });
     let dst_segs = if reduce {
         runs_of(&plan.dst, plan.inner)
     } else {
         segments(&plan.dst)
     };
-    let src_segs: Vec<Vec<Segment>> = plan.srcs.iter().map(segments).collect();
     let free = plan.dst.free() * plan.inner;
     for (p, acc) in rows.iter_mut().enumerate() {
         let dst_row = plan.dst.row_addr(p);
-        let src_rows: Vec<i64> = plan.srcs.iter().map(|s| s.row_addr(p)).collect();
-        let (mut di, mut si) = (0usize, vec![0usize; plan.srcs.len()]);
+        let mut src_rows = [0i64; NATIVE_SOURCES];
+        for (row, s) in src_rows.iter_mut().zip(&plan.srcs) {
+            *row = s.row_addr(p);
+        }
+        let (mut di, mut si) = (0usize, [0usize; NATIVE_SOURCES]);
         let mut i = 0;
         while i < free {
             let d = dst_segs[di];
@@ -853,7 +868,7 @@ fn execute_plan(
                 streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
             }
             if let Some(affine) = &plan.affine {
-                streams[plan.srcs.len() + 1] = native::Stream {
+                streams[n_srcs + 1] = native::Stream {
                     base: affine.row.as_ptr().cast(),
                     len: affine.row.len() * 4,
                     offset: i as i64 * 4,
