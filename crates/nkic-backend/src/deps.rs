@@ -18,11 +18,12 @@
 //! * under [`Schedule::Sequential`], every op on its predecessor in source
 //!   order.
 //!
-//! With [`Edges::Reduced`] (the static path and the top level of the
-//! dynamic one) an edge that follows from
+//! With [`Edges::Reduced`] (the static path) an edge that follows from
 //! two others through a later write covering the earlier access is left
 //! out, which keeps the graph and its construction linear for ops that
-//! rewrite one tile again and again.
+//! rewrite one tile again and again. The top level of the dynamic path uses
+//! [`Edges::ReducedBy`]: only an op that runs exactly once (not in a
+//! dynamic loop, which may run zero times) counts as covering.
 //!
 //! An indirect (gather/scatter) view, or one with a run-time offset,
 //! counts as touching its whole storage.

@@ -12,10 +12,11 @@
 //! for the earlier top-level ops and loops it depends on (the memory,
 //! engine-state and explicit edges of [`deps`], an op of a loop standing
 //! for its loop; the reduced graph, whose left-out edges are implied by a
-//! chain of kept ones), so independent work before, between and after
-//! dynamic loops overlaps with them. Top-level DMAs take turns on the DMA queues
-//! after `dma0` (which the loop bodies use), so a transfer that does not
-//! depend on a loop is not queued behind the loop's transfers. A loop
+//! chain of kept ones through a top-level covering write), so independent
+//! work before, between and after dynamic loops overlaps with them.
+//! Top-level DMAs take turns on the DMA queues after `dma0` (which the loop
+//! bodies use), so a transfer that does not depend on a loop is not queued
+//! behind the loop's transfers. A loop
 //! whose body is straight-line ops (no nested loop, no register load or
 //! store) is *relaxed* (see `Relaxed`): each step waits only for the steps
 //! of the same and the previous iterations it depends on, so consecutive
