@@ -24,8 +24,14 @@
 //! Two cores of a launch storing the same bytes to the same place without
 //! ordering (an LNC kernel's unsharded path: both cores compute the whole
 //! result and both store it) is accepted when the later store leaves the
-//! bytes unchanged; any other write/write conflict, and every conflict
-//! within one core, is a race. A `dma_copy` whose source and destination
+//! bytes unchanged. Such a pair of stores is *mirrored*: a core that reads
+//! those bytes after its own store (an intra-core order the detector
+//! checks like any other) reads the same value whenever the other core's
+//! store lands, so a read of one core against the other core's mirrored
+//! store is not a race. Likewise a store of one core against an unordered
+//! read of the other is accepted when it leaves the bytes unchanged (the
+//! read saw the same value either way). Any other conflict between the
+//! cores, and every conflict within one core, is a race. A `dma_copy` whose source and destination
 //! are the same access pattern (the "HBM fence" `dma_copy(dst=t, src=t)`
 //! of LNC kernels, which waits for the core's earlier writes of `t`)
 //! writes back the bytes it reads: its read is not a separate access, and
@@ -128,6 +134,9 @@ pub(crate) struct Access {
     pub write: bool,
     pub region: Region,
     epoch: u32,
+    /// A store another core mirrored (module doc): the same region, stored
+    /// unordered with byte-identical data.
+    mirrored: bool,
 }
 
 /// The increments of one semaphore in time order (parallel to the
@@ -233,33 +242,37 @@ impl Races {
                 write: role == Role::Write,
                 region,
                 epoch: self.clocks[q][q],
+                mirrored: false,
             });
         }
         out
     }
 
     /// Checks `accesses` against the log and adds them; returns the first
-    /// conflict. A write/write conflict with an earlier write of a queue
-    /// for which `same_store_ok` holds is not returned as an error but in
-    /// the list: the caller accepts it when the later write stores the
-    /// bytes that are already there (two cores storing identical data).
+    /// conflict. A conflict between a write and an earlier access of a
+    /// queue for which `other_core` holds is not returned as an error but
+    /// in the list: the caller accepts it when the write stores the bytes
+    /// that are already there (two cores storing identical data), and a
+    /// read against another core's mirrored store is no conflict (module
+    /// doc).
     pub fn check(
         &mut self,
-        accesses: Vec<Access>,
-        same_store_ok: impl Fn(usize) -> bool,
+        mut accesses: Vec<Access>,
+        other_core: impl Fn(usize) -> bool,
     ) -> Result<Vec<Conflict>, Conflict> {
         let mut tentative = Vec::new();
-        for a in &accesses {
+        for a in &mut accesses {
             let clock = &self.clocks[a.queue];
             // One pass over the log: the first unordered conflict that is
             // not an accepted identical store is the error; otherwise the
             // first accepted one is reported back.
-            let mut first_ww = None;
-            for e in &self.log {
+            let mut first_accepted = None;
+            for e in &mut self.log {
                 if e.queue == a.queue
                     || !(e.write || a.write)
                     || e.epoch <= clock[e.queue]
                     || !e.region.overlaps(&a.region)
+                    || (!a.write && e.mirrored && other_core(e.queue))
                 {
                     continue;
                 }
@@ -272,12 +285,18 @@ impl Races {
                     earlier_field: e.field,
                     earlier_write: e.write,
                 };
-                if !(e.write && a.write && same_store_ok(e.queue)) {
+                if !(a.write && other_core(e.queue)) {
                     return Err(conflict);
                 }
-                first_ww.get_or_insert(conflict);
+                // Tentatively mirrored: if the caller finds the store
+                // changed the bytes, the run ends with this conflict.
+                if e.write && e.region == a.region {
+                    e.mirrored = true;
+                    a.mirrored = true;
+                }
+                first_accepted.get_or_insert(conflict);
             }
-            tentative.extend(first_ww);
+            tentative.extend(first_accepted);
         }
         // A newer access of the same queue to the same region supersedes an
         // older one (a write supersedes a read): any queue not ordered after
