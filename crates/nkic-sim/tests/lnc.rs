@@ -439,14 +439,12 @@ fn reading_back_a_store_the_other_core_mirrored_is_no_race() {
     // so the read sees one value whenever it lands (an LNC kernel's
     // unsharded path reading back its own result). Reading back without
     // having stored is still a race (`reads_of_what_the_other_core_...`).
-    let core = format!(
-        ".arg a f32[128,512] input\n.arg out f32[128,256] output\n.hbm mid f32[128,256] shared\n\
+    let core = ".arg a f32[128,512] input\n.arg out f32[128,256] output\n.hbm mid f32[128,256] shared\n\
          .sem loaded\n.sem stored\n.sem back\n\n\
          .queue dma0\n  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]:f32[1,256] signal(loaded)\n\
          \x20 dma_copy dst=hbm.mid[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1) signal(stored)\n\n\
          .queue dma1\n  dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.mid[0:128*256]:f32[1,256] wait(stored>=1) signal(back)\n\
-         \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(back>=1)\n"
-    );
+         \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(back>=1)\n";
     let (a, inputs) = input_a();
     let want: Vec<f32> = (0..128)
         .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
