@@ -134,7 +134,16 @@ pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
     match op {
         Op::NcMatmul { .. } | Op::NcMatmulMx { .. } => ShadowRule::Matmul,
         Op::NcTranspose { .. } => ShadowRule::Transpose,
-        Op::DmaTranspose { src, .. } if src.shape().len() <= 2 => ShadowRule::Transpose,
+        // A rank-3 or rank-4 transpose whose middle dims are 1 moves
+        // element (i, p) of `[F, P]` to (p, i), as a rank-2 one does.
+        Op::DmaTranspose { src, .. }
+            if src
+                .shape()
+                .get(1..src.shape().len().saturating_sub(1))
+                .is_some_and(|mid| mid.iter().all(|&d| d == 1)) =>
+        {
+            ShadowRule::Transpose
+        }
         Op::DmaTranspose { .. } | Op::LocalGather { .. } | Op::QuantizeMx { .. } => ShadowRule::All,
         Op::TensorTensorScan { .. }
         | Op::TensorScalarCumulative { .. }
