@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use nkic_diag::{Diagnostic, FileId, SourceMap, Span};
+use nkic_diag::{Diagnostic, FileId, Severity, SourceMap, Span};
 use nkic_ir::{ArgKind, Kernel};
 use nkic_isa::{DType, Launch, LineId, Program, Queue, SplitMix64, TensorKind, numerics};
 use nkic_sim::{DumpSpec, Inputs, RunResult, SimConfig, SimError, SimErrorKind};
@@ -288,6 +288,8 @@ pub fn runtime_fault(
 /// allocated), how many elements, the first one and, for values computed
 /// from undefined memory, the source line of the first bad read. The same
 /// facts go to `--message-format json` as `facts`.
+/// Then warning E2010 for each timing-dependent read the kernel masks
+/// (`RunResult::races`).
 pub fn undefined_warnings(
     result: &RunResult,
     launch: &Launch,
@@ -383,7 +385,32 @@ pub fn undefined_warnings(
             "origin": origin_json,
         })));
     }
+    out.extend(
+        result
+            .races
+            .iter()
+            .map(|race| race_warning(race, launch, base_dir, sources, loader)),
+    );
     out
+}
+
+/// Warning E2010 for a read of bytes the other core stores without
+/// ordering whose value reaches nothing the kernel produces
+/// (`RunResult::races`): the race's E2008 diagnostic, as a warning.
+fn race_warning(
+    race: &SimError,
+    launch: &Launch,
+    base_dir: &Path,
+    sources: &mut SourceMap,
+    loader: &dyn ModuleLoader,
+) -> Diagnostic {
+    let mut diag = runtime_fault(race, launch, None, base_dir, sources, loader);
+    diag.severity = Severity::Warning;
+    diag.code = "E2010";
+    diag.message = format!("{}; the value read depends on timing", diag.message);
+    diag.with_help(
+        "nkic ran the launch again with the read seeing the other side of the store, and no output changed (a read the kernel masks or does not use); if the value should matter, order the two accesses with a core barrier",
+    )
 }
 
 /// The line-table entry of the instruction nearest to `index` in `queue`'s

@@ -793,6 +793,51 @@ impl MemoryState {
         }
     }
 
+    /// The HBM bytes of `region` (a race's overlap, `race`), interval by
+    /// interval; `None` when one of them was never written or the region
+    /// is on chip (only HBM is shared between cores).
+    pub fn peek_region(&self, region: &crate::race::Region) -> Option<Vec<u8>> {
+        let (space, _, intervals) = region.parts();
+        if !matches!(space, SpaceId::Hbm(_)) {
+            return None;
+        }
+        let t = self.space(space);
+        let mut out = Vec::new();
+        for &(lo, hi) in intervals {
+            let (lo, hi) = (usize::try_from(lo).ok()?, usize::try_from(hi).ok()?);
+            if t.first_uninit(lo, hi).is_some() {
+                return None;
+            }
+            out.extend_from_slice(t.data.get(lo..hi)?);
+        }
+        Some(out)
+    }
+
+    /// Puts `bytes` (from [`MemoryState::peek_region`]) into the HBM
+    /// bytes of `region`, leaving written bits and shadow as they are, and
+    /// returns the bytes it replaced.
+    pub fn poke_region(&mut self, region: &crate::race::Region, bytes: &[u8]) -> Vec<u8> {
+        let (space, _, intervals) = region.parts();
+        let mut old = Vec::with_capacity(bytes.len());
+        if !matches!(space, SpaceId::Hbm(_)) {
+            return old;
+        }
+        let data = self.space_mut(space).data.make_mut();
+        let mut at = 0;
+        for &(lo, hi) in intervals {
+            let (Ok(lo), Ok(hi)) = (usize::try_from(lo), usize::try_from(hi)) else {
+                continue;
+            };
+            let n = hi - lo;
+            if let (Some(dst), Some(src)) = (data.get_mut(lo..hi), bytes.get(at..at + n)) {
+                old.extend_from_slice(dst);
+                dst.copy_from_slice(src);
+            }
+            at += n;
+        }
+        old
+    }
+
     /// Makes access patterns resolve against core `core`'s memories.
     pub fn set_core(&mut self, core: usize) {
         if core < self.sbuf.len() {

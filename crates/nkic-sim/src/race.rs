@@ -30,8 +30,20 @@
 //! store lands, so a read of one core against the other core's mirrored
 //! store is not a race. Likewise a store of one core against an unordered
 //! read of the other is accepted when it leaves the bytes unchanged (the
-//! read saw the same value either way). Any other conflict between the
-//! cores, and every conflict within one core, is a race. A `dma_copy` whose source and destination
+//! read saw the same value either way).
+//!
+//! Any other read of bytes the other core stores without ordering reads a
+//! value that depends on timing: the bytes before the store or after it.
+//! With `Poison::Precise` such a read is not an error by itself: the
+//! machine records it (`Checked::racy`) and runs the launch a second time
+//! in the same order with each such read seeing the other side of its
+//! store (`machine::simulate`). The race is an error only if that changes
+//! an output or faults (or the other side was never written); otherwise
+//! it is a warning (`RunResult::races`): an LNC kernel updating a cache
+//! slot the other core reads but masks out. Every other conflict between
+//! the cores (two stores of different bytes), every conflict within one
+//! core, and every cross-core read with another poison policy, is a
+//! race. A `dma_copy` whose source and destination
 //! are the same access pattern (the "HBM fence" `dma_copy(dst=t, src=t)`
 //! of LNC kernels, which waits for the core's earlier writes of `t`)
 //! writes back the bytes it reads: its read is not a separate access, and
@@ -121,6 +133,41 @@ impl Region {
             }
         }
         false
+    }
+}
+
+impl Region {
+    /// The bytes both regions cover (empty intervals when none).
+    pub fn intersection(&self, other: &Region) -> Region {
+        let parts = (
+            self.parts.0.max(other.parts.0),
+            self.parts.1.min(other.parts.1),
+        );
+        let mut intervals = Vec::new();
+        let (a, b) = (&self.intervals, &other.intervals);
+        let (mut i, mut j) = (0, 0);
+        while self.space == other.space && parts.0 < parts.1 && i < a.len() && j < b.len() {
+            let (lo, hi) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+            if lo < hi {
+                intervals.push((lo, hi));
+            }
+            if a[i].1 <= b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        Region {
+            space: self.space,
+            parts,
+            intervals,
+        }
+    }
+
+    /// The memory, partition range and sorted byte intervals (per
+    /// partition on chip, in the tensor in HBM).
+    pub fn parts(&self) -> (SpaceId, (usize, usize), &[(i64, i64)]) {
+        (self.space, self.parts, &self.intervals)
     }
 }
 
@@ -251,22 +298,22 @@ impl Races {
     /// Checks `accesses` against the log and adds them; returns the first
     /// conflict. A conflict between a write and an earlier access of a
     /// queue for which `other_core` holds is not returned as an error but
-    /// in the list: the caller accepts it when the write stores the bytes
-    /// that are already there (two cores storing identical data), and a
-    /// read against another core's mirrored store is no conflict (module
-    /// doc).
+    /// in `Checked::stores`: the caller accepts it when the write stores
+    /// the bytes that are already there (two cores storing identical
+    /// data), and a read against another core's mirrored store is no
+    /// conflict (module doc). With `tolerate`, a read of bytes another
+    /// core stores without ordering is returned in `Checked::racy`.
     pub fn check(
         &mut self,
         mut accesses: Vec<Access>,
         other_core: impl Fn(usize) -> bool,
-    ) -> Result<Vec<Conflict>, Conflict> {
-        let mut tentative = Vec::new();
+        tolerate: bool,
+    ) -> Result<Checked, Conflict> {
+        let mut checked = Checked::default();
         for a in &mut accesses {
             let clock = &self.clocks[a.queue];
             // One pass over the log: the first unordered conflict that is
-            // not an accepted identical store is the error; otherwise the
-            // first accepted one is reported back.
-            let mut first_accepted = None;
+            // not accepted is the error; the accepted ones are reported back.
             for e in &mut self.log {
                 if e.queue == a.queue
                     || !(e.write || a.write)
@@ -276,6 +323,7 @@ impl Races {
                 {
                     continue;
                 }
+                let other = other_core(e.queue);
                 let conflict = Conflict {
                     earlier_q: e.queue,
                     field: a.field,
@@ -284,8 +332,27 @@ impl Races {
                     earlier_index: e.index,
                     earlier_field: e.field,
                     earlier_write: e.write,
+                    reader: if a.write {
+                        (e.queue, e.epoch)
+                    } else {
+                        (a.queue, a.epoch)
+                    },
+                    writer: if a.write {
+                        (a.queue, a.epoch)
+                    } else {
+                        (e.queue, e.epoch)
+                    },
+                    overlap: if other && !(e.write && a.write) {
+                        Some(Box::new(e.region.intersection(&a.region)))
+                    } else {
+                        None
+                    },
                 };
-                if !(a.write && other_core(e.queue)) {
+                if !a.write && other && tolerate {
+                    checked.racy.push(conflict);
+                    continue;
+                }
+                if !(a.write && other) {
                     return Err(conflict);
                 }
                 // Tentatively mirrored: if the caller finds the store
@@ -294,9 +361,8 @@ impl Races {
                     e.mirrored = true;
                     a.mirrored = true;
                 }
-                first_accepted.get_or_insert(conflict);
+                checked.stores.push(conflict);
             }
-            tentative.extend(first_accepted);
         }
         // A newer access of the same queue to the same region supersedes an
         // older one (a write supersedes a read): any queue not ordered after
@@ -322,7 +388,14 @@ impl Races {
                 .zip(kept)
                 .filter_map(|(a, keep)| keep.then_some(a)),
         );
-        Ok(tentative)
+        Ok(checked)
+    }
+
+    /// The current epoch of queue `q` (its instructions started so far):
+    /// with the queue, the position of one execution in a run, the same in
+    /// every run of the same launch in the same step order.
+    pub fn epoch(&self, q: usize) -> u32 {
+        self.clocks[q][q]
     }
 
     /// Records an increment of `sem` by queue `q` completing at `time`.
@@ -378,6 +451,16 @@ fn join(mine: &mut [u32], theirs: &[u32]) {
     }
 }
 
+/// What `Races::check` accepted or tolerated.
+#[derive(Debug, Default)]
+pub(crate) struct Checked {
+    /// Stores conflicting with another core's earlier unordered access:
+    /// accepted if the store leaves the bytes unchanged.
+    pub stores: Vec<Conflict>,
+    /// Reads of bytes another core stores without ordering (`tolerate`).
+    pub racy: Vec<Conflict>,
+}
+
 /// Two unordered accesses: the current instruction's operand and the
 /// earlier instruction's.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -390,6 +473,12 @@ pub(crate) struct Conflict {
     pub earlier_index: usize,
     pub earlier_field: &'static str,
     pub earlier_write: bool,
+    /// The read's queue and epoch (`Races::epoch`) when one side reads.
+    pub reader: (usize, u32),
+    /// The store's queue and epoch.
+    pub writer: (usize, u32),
+    /// Between the cores, when one side reads: the bytes both touch.
+    pub overlap: Option<Box<Region>>,
 }
 
 impl Conflict {

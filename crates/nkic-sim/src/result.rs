@@ -37,6 +37,11 @@ pub struct RunResult {
     /// written, or computed from undefined data), per output and cause, in
     /// parameter order (never-written first). Empty in the other modes.
     pub undefined: Vec<UndefinedOutput>,
+    /// In a launch of two cores with `Poison::Precise`: reads of bytes the
+    /// other core stores without ordering whose timing-dependent value
+    /// reaches no output, index or register (the `race` module doc), each
+    /// as the `SimErrorKind::Race` error it would otherwise be: a warning.
+    pub races: Vec<crate::error::SimError>,
 }
 
 /// Elements of one output that hold no defined value at the end of a run

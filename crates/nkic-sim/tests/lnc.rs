@@ -456,3 +456,59 @@ fn reading_back_a_store_the_other_core_mirrored_is_no_race() {
         assert_eq!(floats(res.output("out").expect("out")), want);
     }
 }
+
+/// Core 0 reads the `cache` argument while core 1 stores new rows into
+/// it without ordering (an LNC kernel updating a cache the other core
+/// reads); with `use_read`, core 0's output is the cache it read,
+/// otherwise it is a copy of `a` and the read value is never used.
+fn cache_update(use_read: bool) -> Launch {
+    let header = ".arg a f32[128,512] input\n.arg cache f32[128,256] inout\n.arg out f32[128,256] output\n\
+                  .sem loaded\n\n.queue dma0\n";
+    let out_src = if use_read {
+        "sbuf[0:128]"
+    } else {
+        "sbuf[0:128]+1024"
+    };
+    let core0 = format!(
+        "{header}  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.cache[0:128*256]:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.a[0:128*512]:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src={out_src}:f32[1,256] wait(loaded>=2)\n"
+    );
+    let core1 = format!(
+        "{header}  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+1024:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=hbm.cache[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1)\n"
+    );
+    launch(&format!(
+        ".target trn3\n\n.core 0\n{core0}\n.core 1\n{core1}"
+    ))
+}
+
+#[test]
+fn a_timing_dependent_read_whose_value_is_unused_is_a_warning() {
+    let (a, inputs) = input_a();
+    let cache: Vec<u8> = (0..128 * 256)
+        .flat_map(|i| (i as f32).to_le_bytes())
+        .collect();
+    let inputs = inputs.with("cache", cache);
+    let want_out: Vec<f32> = (0..128)
+        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
+        .collect();
+    for order in ORDERS {
+        let config = SimConfig::stepping(order);
+        let res =
+            run_launch(&cache_update(false), &inputs, &config).expect("an unused racy read runs");
+        assert_eq!(
+            floats(res.output("out").expect("out")),
+            want_out,
+            "{order:?}"
+        );
+        assert_eq!(res.races.len(), 1, "{order:?}: {:?}", res.races);
+        let race = &res.races[0];
+        assert_eq!(race.kind, SimErrorKind::Race);
+        assert!(race.to_string().contains("core0.dma0[0]"), "{race}");
+        assert!(race.to_string().contains("core1.dma0[1]"), "{race}");
+        // The same read copied to the output is the error.
+        let err = run_launch(&cache_update(true), &inputs, &config).expect_err("the read matters");
+        assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
+    }
+}

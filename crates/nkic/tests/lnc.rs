@@ -424,3 +424,49 @@ fn launch_verifier_errors_point_at_the_core_section() {
     assert_eq!(diag["labels"][0]["line"].as_u64(), Some(line), "{diag}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Core 0 reads `cache` while core 1 stores new rows into it with no
+/// barrier, and core 0's output does not use what it read: warning E2010
+/// naming both instructions, and the run succeeds.
+#[test]
+fn exec_warns_about_a_masked_timing_dependent_read() {
+    let dir = temp("masked_race");
+    let header = ".arg a f32[128,512] input\n.arg cache f32[128,256] inout\n.arg out f32[128,256] output\n\
+                  .sem loaded\n\n.queue dma0\n";
+    let text = format!(
+        ".target trn3\n\n.core 0\n{header}\
+         \x20 dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.cache[0:128*256]:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.a[0:128*512]:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(loaded>=2)\n\n\
+         .core 1\n{header}\
+         \x20 dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+1024:f32[1,256] signal(loaded)\n\
+         \x20 dma_copy dst=hbm.cache[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1)\n"
+    );
+    let path = dir.join("masked.nkasm");
+    std::fs::write(&path, &text).expect("write");
+    let a: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.25).collect();
+    let cache: Vec<f32> = (0..128 * 256).map(|i| -(i as f32)).collect();
+    common::write_f32_npy(&dir.join("a.npy"), &[128, 512], &a);
+    common::write_f32_npy(&dir.join("cache.npy"), &[128, 256], &cache);
+    let a_in = format!("a={}", dir.join("a.npy").display());
+    let cache_in = format!("cache={}", dir.join("cache.npy").display());
+    let (code, _, stderr) = nkic(&[
+        "exec",
+        &path.display().to_string(),
+        "--input",
+        &a_in,
+        "--input",
+        &cache_in,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("warning[E2010]"), "{stderr}");
+    assert!(
+        stderr.contains("the value read depends on timing"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("core0.dma0[0]") && stderr.contains("core1.dma0[1]"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("E2008"), "{stderr}");
+}
