@@ -519,6 +519,160 @@ CASES += [
 ]
 
 
+# experimental/transformer/test_attention_block_tkg.py: AttnBlkTestConfig
+# (batch, q_heads, d_head, H, H_actual, S_ctx, S_max_ctx, S_tkg, ...) at
+# LNC=2 with one KV head, the kernel called directly with the tensors its
+# input builder makes: X [B, S_tkg, H], W_qkv [H, (q + 2) d], cos/sin
+# [d/2, B, S_tkg], K/V caches [B, 1, S_max_ctx, d] (K transposed:
+# [B, 1, d, S_max_ctx]), the mask [S_ctx, B, q, S_tkg] uint8,
+# kv_cache_update_idx [B, 1] uint32 and W_out [q d, H]; eps 1e-3 (bf16).
+
+
+def attn_block_case(b, q, d, h, h_actual, s_ctx, s_tkg, k_transposed=False, update_cache=True,
+                    rmsnorm_x=True, skip_rope=False, bias=False):
+    k_shape = f"[{b},1,{d},{s_ctx}]" if k_transposed else f"[{b},1,{s_ctx},{d}]"
+    args = [f"X=bfloat16[{b},{s_tkg},{h}]", f"W_qkv=bfloat16[{h},{(q + 2) * d}]",
+            f"K_cache=bfloat16{k_shape}", f"V_cache=bfloat16[{b},1,{s_ctx},{d}]",
+            f"attention_mask=uint8[{s_ctx},{b},{q},{s_tkg}]", f"kv_cache_update_idx=uint32[{b},1]",
+            f"W_out=bfloat16[{q * d},{h}]"]
+    consts = [f"X_hidden_dim_actual={h_actual}", f"rmsnorm_X_enabled={rmsnorm_x}", "rmsnorm_X_eps=1e-3",
+              "quantization_type_qkv=QuantizationType.NONE", "weight_dequant_scale_qkv=None",
+              "input_dequant_scale_qkv=None", "rmsnorm_QK_pre_rope_enabled=False", "rmsnorm_QK_pre_rope_eps=1e-3",
+              "rmsnorm_QK_pre_rope_W_Q=None", "rmsnorm_QK_pre_rope_W_K=None", "rope_contiguous_layout=True",
+              "rmsnorm_QK_post_rope_enabled=False", "rmsnorm_QK_post_rope_eps=1e-3",
+              "rmsnorm_QK_post_rope_W_Q=None", "rmsnorm_QK_post_rope_W_K=None",
+              f"K_cache_transposed={k_transposed}", "active_blocks_table=None", "sink=None",
+              f"update_cache={update_cache}", "quantization_type_out=QuantizationType.NONE",
+              "weight_dequant_scale_out=None", "input_dequant_scale_out=None", "transposed_out=False",
+              "out_in_sb=False"]
+    args += [f"rmsnorm_X_gamma=bfloat16[1,{h}]"] if rmsnorm_x else []
+    consts += [] if rmsnorm_x else ["rmsnorm_X_gamma=None"]
+    args += [] if skip_rope else [f"cos=bfloat16[{d // 2},{b},{s_tkg}]", f"sin=bfloat16[{d // 2},{b},{s_tkg}]"]
+    consts += ["cos=None", "sin=None"] if skip_rope else []
+    args += [f"bias_qkv=bfloat16[1,{(q + 2) * d}]", f"bias_out=bfloat16[1,{h}]"] if bias else []
+    consts += [] if bias else ["bias_qkv=None", "bias_out=None"]
+    return dict(name=f"attn_block_tkg_b{b}_q{q}_d{d}_h{h}_s{s_ctx}_t{s_tkg}" + ("_kT" if k_transposed else ""),
+                file="nkilib/experimental/transformer/attention_block_tkg.py", kernel="attention_block_tkg",
+                args=args, consts=consts, grid="2", target="trn2",
+                inputs={"attention_mask": ("attn_mask",), "kv_cache_update_idx": ("cache_len",)})
+
+
+CASES += [
+    attn_block_case(4, 8, 64, 6144, 2880, 11264, 1),
+    attn_block_case(8, 8, 64, 3072, 2880, 10240, 5, bias=True),
+    attn_block_case(4, 8, 64, 3072, None, 10240, 4, k_transposed=True, bias=True),
+]
+
+
+# experimental/transformer/test_transformer_tkg.py calls transformer_tkg
+# from a wrapper of its own taking every layer's tensors as separate
+# arguments (the kernel takes lists of them); this is the project's
+# equivalent, for L layers of which the middle ones carry the test's FP8
+# MLP scales. Configs [tp, global batch, S_tkg, S_ctx, q heads, d_head, H,
+# I] at LNC=2 with one KV head: per core B = global batch / (64 / tp),
+# q / tp heads and I / tp (rounded up to 128) MLP columns; the collective
+# runs over (0, 1, 2, 3) as the test's does on a 4-core instance.
+LAYER_TENSORS = ["W_qkv", "W_out", "W_gate", "W_up", "W_down", "W_gamma_qkv", "W_gamma_mlp", "K_cache", "V_cache"]
+SCALES = ["W_gate_scale", "W_up_scale", "W_down_scale"]
+
+
+def transformer_wrapper(layers):
+    per_layer = [f"{t}_{i}" for t in LAYER_TENSORS + SCALES for i in range(layers)]
+    lists = ",\n".join(f"        {t}s=[{', '.join(f'{t}_{i}' for i in range(layers))}]"
+                        for t in LAYER_TENSORS + SCALES)
+    return f"""import nki
+from nkilib.experimental.transformer.transformer_tkg import transformer_tkg
+
+
+@nki.jit
+def transformer(X, {', '.join(per_layer)}, RoPE_cos, RoPE_sin, mask_cache, position_ids, replica_groups):
+    return transformer_tkg(
+        X=X,
+{lists},
+        RoPE_cos=RoPE_cos, RoPE_sin=RoPE_sin, mask_cache=mask_cache, mask_active=None,
+        position_ids=position_ids, num_layers={layers}, eps=1e-6, replica_groups=replica_groups,
+        sbuf_residual_and_cc=False)
+"""
+
+
+def transformer_case(tp, global_batch, s_ctx, layers=4, q=64, d=128, h=8192, i=28672):
+    b = global_batch // (64 // tp)
+    qc, fd = q // tp, -(-(i // tp) // 128) * 128
+    args, consts = [f"X=bfloat16[{b},1,{h}]"], []
+    shapes = {"W_qkv": [h, d * (qc + 2)], "W_out": [qc * d, h], "W_gate": [h, fd], "W_up": [h, fd],
+              "W_down": [fd, h], "W_gamma_qkv": [1, h], "W_gamma_mlp": [1, h], "K_cache": [b, 1, d, s_ctx],
+              "V_cache": [b, 1, s_ctx, d]}
+    scales = {"W_gate_scale": [128, fd], "W_up_scale": [128, fd], "W_down_scale": [128, h]}
+    for t, shape in shapes.items():
+        args += [f"{t}_{n}=bfloat16[{','.join(map(str, shape))}]" for n in range(layers)]
+    for t, shape in scales.items():
+        for n in range(layers):
+            if 0 < n < layers - 1:
+                args.append(f"{t}_{n}=float32[{','.join(map(str, shape))}]")
+            else:
+                consts.append(f"{t}_{n}=None")
+    args += [f"RoPE_cos=bfloat16[{d // 2},{b},1]", f"RoPE_sin=bfloat16[{d // 2},{b},1]",
+             f"mask_cache=uint8[{s_ctx},{b},{qc},1]", f"position_ids=uint32[{b},1]"]
+    consts.append("replica_groups=((0, 1, 2, 3),)")
+    return dict(name=f"transformer_tkg_tp{tp}_gb{global_batch}_s{s_ctx}_l{layers}",
+                file=f"transformer_tkg_wrapper_l{layers}.py", wrapper=transformer_wrapper(layers),
+                kernel="transformer", args=args, consts=consts, grid="2", target="trn2",
+                inputs={"mask_cache": ("const", 1), "position_ids": ("randint", 0, s_ctx - 1)})
+
+
+CASES += [transformer_case(32, 8, 1024), transformer_case(8, 8, 10240)]
+
+
+# core/moe/moe_cte/test_moe_bwmm_mx_cte.py: (lnc, hidden, tokens,
+# intermediate, experts, block size, top_k, activation, scaling mode,
+# dtype, weight dtype, skip mode, bias, dynamic, clamp limits, uint
+# weights, static blocks), the shard-on-I rows that are not dynamic, with
+# its input builder's layouts: weights [E, 128, 2, H/512, I] and
+# [E, I_par, I/512, H] in the x4 dtype (or its uint16/uint32 view),
+# e8m0 scales [E, 16, 2, H/512, I] and [E, I_par/8, I/512, H], bias
+# [E, I_par, 2, I/512, 4] and [E, H]; N = ceil((T k - (E - 1)) / B) + E - 1.
+
+
+def bwmm_mx_case(h, t, i, e, blk, k, act, wdt, skip, bias, uint=False, variant="I"):
+    per_iter = 1 if variant == "I" else 2
+    n = -(-(t * k - (e - 1)) // blk) + e - 1
+    n = per_iter * -(-n // per_iter)
+    n_h = h // 512
+    n_i, r_i = divmod(i, 512)
+    i_par = 128
+    if r_i:
+        n_i, i_par = 1, r_i // 4
+    rows = t if skip == 1 else t + 1
+    w = {"float4_e2m1fn_x4": "uint16", "float8_e4m3fn_x4": "uint32", "float8_e5m2_x4": "uint32"}[wdt] \
+        if uint else wdt
+    skips = {0: "SkipMode(False, False)", 1: "SkipMode(True, False)"}
+    args = [f"hidden_states=bfloat16[{rows},{h}]", f"expert_affinities_masked=bfloat16[{rows * e},1]",
+            f"gate_up_proj_weight={w}[{e},128,2,{n_h},{i}]", f"down_proj_weight={w}[{e},{i_par},{n_i},{h}]",
+            f"token_position_to_id=int32[{n * blk}]", f"block_to_expert=int32[{n},1]",
+            f"gate_up_proj_scale=uint8[{e},16,2,{n_h},{i}]", f"down_proj_scale=uint8[{e},{i_par // 8},{n_i},{h}]"]
+    consts = [f"block_size={blk}", f"skip_dma={skips[skip]}", "compute_dtype=nl.bfloat16",
+              f"weight_dtype=nl.{wdt}", f"is_tensor_update_accumulating={k != 1}",
+              "expert_affinities_scaling_mode=ExpertAffinityScaleMode.POST_SCALE",
+              f"activation_function=ActFnType.{act}", "gate_clamp_upper_limit=7.0",
+              "up_clamp_upper_limit=7.0", "up_clamp_lower_limit=-7.0"]
+    if bias:
+        args += [f"gate_and_up_proj_bias=bfloat16[{e},{i_par},2,{n_i},4]", f"down_proj_bias=bfloat16[{e},{h}]"]
+    kernel, file = (("blockwise_mm_shard_intermediate_mx", "bwmm_shard_on_I_mx.py") if variant == "I"
+                    else ("bwmm_shard_on_block_mx", "bwmm_shard_on_block_mx.py"))
+    return dict(name=f"bwmm_mx_{variant}_{h}_{t}_i{i}_e{e}_k{k}_{wdt.split('_')[0]}" + ("_uint" if uint else ""),
+                file=f"nkilib/core/moe/moe_cte/{file}", kernel=kernel, args=args, consts=consts,
+                grid="2", target="trn3",
+                inputs={"token_position_to_id": ("randint", 0, rows), "block_to_expert": ("randint", 0, e)})
+
+
+CASES += [
+    bwmm_mx_case(3072, 1024, 2048, 8, 256, 4, "Swish", "float4_e2m1fn_x4", 1, True),
+    bwmm_mx_case(7168, 1024, 1024, 8, 256, 8, "Swish", "float8_e4m3fn_x4", 1, True),
+    bwmm_mx_case(3072, 1024, 2048, 8, 256, 8, "Swish", "float8_e5m2_x4", 1, True, uint=True),
+    bwmm_mx_case(3072, 1024, 384, 128, 256, 2, "Swish", "float8_e4m3fn_x4", 1, True, uint=True, variant="block"),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
@@ -539,6 +693,21 @@ def special_input(np, rng, kind, dtype, shape):
         return rng.integers(kind[1], kind[2], size=shape).astype(dtype)
     if kind[0] == "const":
         return np.full(shape, kind[1], dtype=dtype)
+    if kind[0] in ("cache_len", "attn_mask"):
+        # The token-generation tests' cache lengths (about 3/4 of the
+        # context, 3 apart per batch row) and the mask they imply for the
+        # [s_ctx, B, heads, s_tkg] layout: prior position k is valid below
+        # its row's cache length, and the last s_tkg positions hold the
+        # causal mask of the active tokens.
+        if kind[0] == "cache_len":
+            b, (s_ctx, s_tkg) = shape[0], CACHE_CTX
+            return (((np.arange(b) * 3 + s_ctx // 4 * 3) % (s_ctx - s_tkg)).reshape(shape)).astype(dtype)
+        s_ctx, b, _, s_tkg = shape
+        lens = (np.arange(b) * 3 + s_ctx // 4 * 3) % (s_ctx - s_tkg)
+        mask = (np.arange(s_ctx)[:, None] < lens[None, :]).astype(dtype)[:, :, None, None]
+        mask = np.broadcast_to(mask, shape).copy()
+        mask[s_ctx - s_tkg:] = np.tril(np.ones((s_tkg, s_tkg), dtype=dtype)).T[:, None, None, :]
+        return mask
     if kind[0] == "topk_reduce":
         # experimental/subkernels/test_topk_reduce.py's layout: T*K rows of
         # random values, each tagged with its token id (an int32 in the
@@ -555,6 +724,10 @@ def special_input(np, rng, kind, dtype, shape):
     raise KeyError(kind)
 
 
+# (s_ctx, s_tkg) of the case whose inputs are being made ("cache_len").
+CACHE_CTX = (0, 0)
+
+
 def make_inputs(case, out_dir, checked):
     """The inputs given to `nkic run` as .npy files: every input of a
     case with a reference (random float32), else only those the case
@@ -564,8 +737,12 @@ def make_inputs(case, out_dir, checked):
 
     if any("bfloat16" in a or "float8" in a for a in case.get("args", [])):
         import ml_dtypes  # noqa: F401  (registers the dtype names with NumPy)
+    global CACHE_CTX
     rng = np.random.default_rng(0)
     inputs, flags = {}, []
+    masks = [parse_arg(a)[2] for a in case.get("args", []) if a.startswith("attention_mask=")]
+    if masks:
+        CACHE_CTX = (masks[0][0], masks[0][-1])
     special = case.get("inputs", {})
     for a in case.get("args", []):
         name, dtype, shape = parse_arg(a)
