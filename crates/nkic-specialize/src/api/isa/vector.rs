@@ -831,20 +831,8 @@ fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let data = b.tensor(ctx, "data")?;
     top8_source(ctx, &data, b.span_of("data"), "`data`")?;
     let vals = b.tensor(ctx, "vals")?;
-    let sv = b.span_of("vals");
-    check::operand(ctx, &vals, sv, "`vals`")?;
-    if check::partitions(&vals) != check::partitions(&data) || check::free_size(&vals) != 8 {
-        return Err(ctx.error(
-            codes::SHAPE,
-            format!(
-                "`vals` must hold 8 values for each of the {} partitions, found {}",
-                check::partitions(&data),
-                shape_text(&vals.shape)
-            ),
-            sv,
-            "not (P, 8)",
-        ));
-    }
+    let p = check::partitions(&data);
+    eight_per_partition(ctx, &vals, p, b.span_of("vals"), "`vals`")?;
     let dst = fixed_width_dst(ctx, b, &data, 8, DType::U32, span)?;
     check::dtype_in(
         ctx,
