@@ -431,6 +431,8 @@ pub fn trailing_axes(
     Ok(k as usize)
 }
 
+/// The scalar operand `name` over `data` ([`scalar_operand`]), `default`
+/// when it is not given.
 pub(crate) fn operand_or(
     ctx: &Ctx<'_>,
     b: &Bound,
@@ -438,8 +440,18 @@ pub(crate) fn operand_or(
     data: &Tensor,
     default: f32,
 ) -> Result<Scalar, Diagnostic> {
-    match b.get(name) {
-        None => Ok(Scalar::imm(default)),
-        Some(a) => scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")),
-    }
+    Ok(operand_opt(ctx, b, name, data)?.unwrap_or_else(|| Scalar::imm(default)))
+}
+
+/// The scalar operand `name` over `data` ([`scalar_operand`]), `None`
+/// when it is not given.
+pub(crate) fn operand_opt(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+    data: &Tensor,
+) -> Result<Option<Scalar>, Diagnostic> {
+    b.get(name)
+        .map(|a| scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")))
+        .transpose()
 }

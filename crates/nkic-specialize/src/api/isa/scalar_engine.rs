@@ -9,7 +9,7 @@ use nkic_ir::{OpKind, Scalar};
 use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
 
 use crate::api::check;
-use crate::api::lower::{operand_or, scalar_operand};
+use crate::api::lower::{operand_opt, operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
@@ -206,7 +206,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             }
             return Ok((None, false));
         }
-        let Some(a) = b.get(name) else {
+        let Some(imm) = operand_opt(ctx, b, name, &data)? else {
             return Err(ctx.error(
                 codes::SCALAR_OPERAND,
                 format!("`nl.{}` needs `{name}`", op.name()),
@@ -214,29 +214,11 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
                 format!("no `{name}`"),
             ));
         };
-        Ok((
-            Some(scalar_operand(
-                ctx,
-                &a.value,
-                &data,
-                a.span,
-                &format!("`{name}`"),
-            )?),
-            reverse,
-        ))
+        Ok((Some(imm), reverse))
     };
     let (imm0, reverse0) = imm("imm0", op0, "reverse0")?;
     let (imm1, reverse1) = imm("imm1", op1, "reverse1")?;
-    let relu_param = match b.get("relu_param") {
-        None => None,
-        Some(a) => Some(scalar_operand(
-            ctx,
-            &a.value,
-            &data,
-            a.span,
-            "`relu_param`",
-        )?),
-    };
+    let relu_param = operand_opt(ctx, b, "relu_param", &data)?;
     let reduce_op = ACTIVATE2_REDUCE.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
