@@ -1120,8 +1120,7 @@ impl Ctx<'_> {
             }
             Value::Object(obj) if obj.class.lookup("__iter__").is_some() => {
                 let f = obj.class.lookup("__iter__").unwrap_or(Value::None);
-                let args = CallArgs::positional(vec![Arg::new(v.clone(), span)]);
-                let it = self.call(&f, args, span)?;
+                let it = self.call_on(&f, v, CallArgs::default(), span)?;
                 if matches!(it, Value::Object(_)) {
                     return Err(self.error(
                         codes::NOT_ITERABLE,
