@@ -239,13 +239,7 @@ impl FromStr for ArgSpec {
     /// Parses `name=dtype[d0,d1,...]` (spaces allowed around the parts;
     /// `[]` is a 0-d tensor, which NKI does not allow, so it is rejected).
     fn from_str(s: &str) -> Result<ArgSpec, SpecError> {
-        let (name, rest) = s
-            .split_once('=')
-            .ok_or_else(|| SpecError(format!("expected `name=dtype[shape]`, found `{s}`")))?;
-        let name = name.trim();
-        if !is_identifier(name) {
-            return Err(SpecError(format!("`{name}` is not a parameter name")));
-        }
+        let (name, rest) = split_binding(s, "name=dtype[shape]")?;
         let rest = rest.trim();
         let (dtype, shape) = rest.split_once('[').ok_or_else(|| {
             SpecError(format!(
@@ -320,15 +314,22 @@ impl fmt::Display for ArgSpec {
 impl ConstValue {
     /// Parses `name=value`.
     pub fn parse_binding(s: &str) -> Result<(String, ConstValue), SpecError> {
-        let (name, value) = s
-            .split_once('=')
-            .ok_or_else(|| SpecError(format!("expected `name=value`, found `{s}`")))?;
-        let name = name.trim();
-        if !is_identifier(name) {
-            return Err(SpecError(format!("`{name}` is not a parameter name")));
-        }
+        let (name, value) = split_binding(s, "name=value")?;
         Ok((name.to_owned(), value.trim().parse()?))
     }
+}
+
+/// Splits `name=rest` (`form` is the expected form, for the error) and
+/// checks that `name` is a parameter name; `name` is trimmed.
+fn split_binding<'a>(s: &'a str, form: &str) -> Result<(&'a str, &'a str), SpecError> {
+    let (name, rest) = s
+        .split_once('=')
+        .ok_or_else(|| SpecError(format!("expected `{form}`, found `{s}`")))?;
+    let name = name.trim();
+    if !is_identifier(name) {
+        return Err(SpecError(format!("`{name}` is not a parameter name")));
+    }
+    Ok((name, rest))
 }
 
 impl FromStr for ConstValue {
@@ -534,14 +535,17 @@ mod tests {
             err("(1, -2147483649)"),
             "the int -2147483649 in `(1, -2147483649)` does not fit the specializer's 32-bit ints (-2147483648 ..= 4294967295)"
         );
-        assert_eq!(
-            "4294967295".parse::<ConstValue>(),
-            Ok(ConstValue::Int(4294967295))
-        );
-        assert_eq!(
-            "-2147483648".parse::<ConstValue>(),
-            Ok(ConstValue::Int(-2147483648))
-        );
+        check_parses(&[
+            ("4294967295", ConstValue::Int(4294967295)),
+            ("-2147483648", ConstValue::Int(-2147483648)),
+        ]);
+    }
+
+    /// Each text parses to its value.
+    fn check_parses(cases: &[(&str, ConstValue)]) {
+        for (text, want) in cases {
+            assert_eq!(text.parse::<ConstValue>().as_ref(), Ok(want), "{text}");
+        }
     }
 
     #[test]
@@ -563,31 +567,25 @@ mod tests {
             ConstValue::parse_binding("N=4").unwrap(),
             ("N".into(), ConstValue::Int(4))
         );
-        assert_eq!("-1.5".parse::<ConstValue>(), Ok(ConstValue::Float(-1.5)));
-        assert_eq!("True".parse::<ConstValue>(), Ok(ConstValue::Bool(true)));
-        assert_eq!(
-            "(1, 'x')".parse::<ConstValue>(),
-            Ok(ConstValue::Tuple(vec![
-                ConstValue::Int(1),
-                ConstValue::Str("x".into())
-            ]))
-        );
-        assert_eq!(
-            "nl.bfloat16".parse::<ConstValue>(),
-            Ok(ConstValue::DType(DType::BF16))
-        );
-        assert_eq!(
-            "f(x) ".parse::<ConstValue>(),
-            Ok(ConstValue::Expr("f(x)".into()))
-        );
-        assert_eq!(
-            "[1, 2]".parse::<ConstValue>(),
-            Ok(ConstValue::Expr("[1, 2]".into()))
-        );
-        assert_eq!(
-            "(1, [2])".parse::<ConstValue>(),
-            Ok(ConstValue::Expr("(1, [2])".into()))
-        );
+        let expr = |text: &str| ConstValue::Expr(text.into());
+        let name = |parts: &[&str]| ConstValue::Name(parts.iter().map(|&p| p.into()).collect());
+        check_parses(&[
+            ("-1.5", ConstValue::Float(-1.5)),
+            ("True", ConstValue::Bool(true)),
+            (
+                "(1, 'x')",
+                ConstValue::Tuple(vec![ConstValue::Int(1), ConstValue::Str("x".into())]),
+            ),
+            ("nl.bfloat16", ConstValue::DType(DType::BF16)),
+            ("f(x) ", expr("f(x)")),
+            ("[1, 2]", expr("[1, 2]")),
+            ("(1, [2])", expr("(1, [2])")),
+            ("-inf", ConstValue::Float(f64::NEG_INFINITY)),
+            (
+                "nisa.reduce_cmd.load_reduce",
+                name(&["nisa", "reduce_cmd", "load_reduce"]),
+            ),
+        ]);
         assert_eq!(
             "1 +".parse::<ConstValue>().unwrap_err().0,
             "`1 +` is not a Python expression: expected an expression after `+`"
@@ -598,18 +596,6 @@ mod tests {
                 "cfg".into(),
                 ConstValue::Expr("pkg.m.Cfg(eps=1e-6, n=(1, 2))".into())
             )
-        );
-        assert_eq!(
-            "-inf".parse::<ConstValue>(),
-            Ok(ConstValue::Float(f64::NEG_INFINITY))
-        );
-        assert_eq!(
-            "nisa.reduce_cmd.load_reduce".parse::<ConstValue>(),
-            Ok(ConstValue::Name(vec![
-                "nisa".into(),
-                "reduce_cmd".into(),
-                "load_reduce".into()
-            ]))
         );
         assert_eq!(
             "(nl.add, 2)".parse::<ConstValue>().unwrap().to_string(),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use nkic_diag::FileId;
-use nkic_syntax::ast;
+use nkic_syntax::{Node, ast, children};
 
 use crate::value::{LambdaDef, Scope};
 
@@ -80,82 +80,14 @@ fn collect(
     lambdas: &mut HashMap<u32, Rc<LambdaDef>>,
 ) {
     for s in stmts {
-        match &s.kind {
-            StmtKind::FunctionDef(f) => {
-                defs.insert(s.span.start, Rc::new((**f).clone()));
-                for d in &f.decorators {
-                    collect_expr(d, lambdas);
-                }
-                for p in f
-                    .params
-                    .posonly
-                    .iter()
-                    .chain(&f.params.args)
-                    .chain(&f.params.kwonly)
-                {
-                    if let Some(d) = &p.default {
-                        collect_expr(d, lambdas);
-                    }
-                }
-                collect(&f.body, defs, lambdas);
+        if let StmtKind::FunctionDef(f) = &s.kind {
+            defs.insert(s.span.start, Rc::new((**f).clone()));
+        }
+        for child in children(Node::Stmt(s)) {
+            match child {
+                Node::Stmt(inner) => collect(std::slice::from_ref(inner), defs, lambdas),
+                Node::Expr(e) => collect_expr(e, lambdas),
             }
-            StmtKind::ClassDef(c) => {
-                for d in &c.decorators {
-                    collect_expr(d, lambdas);
-                }
-                collect(&c.body, defs, lambdas);
-            }
-            StmtKind::Return(Some(e)) | StmtKind::Expr(e) => collect_expr(e, lambdas),
-            StmtKind::Assign { targets, value } => {
-                for t in targets {
-                    collect_expr(t, lambdas);
-                }
-                collect_expr(value, lambdas);
-            }
-            StmtKind::AugAssign { target, value, .. } => {
-                collect_expr(target, lambdas);
-                collect_expr(value, lambdas);
-            }
-            StmtKind::AnnAssign { value: Some(v), .. } => collect_expr(v, lambdas),
-            StmtKind::For {
-                iter, body, orelse, ..
-            } => {
-                collect_expr(iter, lambdas);
-                collect(body, defs, lambdas);
-                collect(orelse, defs, lambdas);
-            }
-            StmtKind::While { test, body, orelse } | StmtKind::If { test, body, orelse } => {
-                collect_expr(test, lambdas);
-                collect(body, defs, lambdas);
-                collect(orelse, defs, lambdas);
-            }
-            StmtKind::With { items, body, .. } => {
-                for i in items {
-                    collect_expr(&i.context, lambdas);
-                }
-                collect(body, defs, lambdas);
-            }
-            StmtKind::Assert { test, msg } => {
-                collect_expr(test, lambdas);
-                if let Some(m) = msg {
-                    collect_expr(m, lambdas);
-                }
-            }
-            StmtKind::Try {
-                body,
-                handlers,
-                orelse,
-                finalbody,
-            } => {
-                collect(body, defs, lambdas);
-                for h in handlers {
-                    collect(&h.body, defs, lambdas);
-                }
-                collect(orelse, defs, lambdas);
-                collect(finalbody, defs, lambdas);
-            }
-            StmtKind::Error(inner) => collect(inner, defs, lambdas),
-            _ => {}
         }
     }
 }
@@ -178,118 +110,16 @@ pub(crate) fn collect_expr(e: &Expr, lambdas: &mut HashMap<u32, Rc<LambdaDef>>) 
 }
 
 /// Calls `f` on `e`, then, when `f` returns true, walks `e`'s
-/// subexpressions (lambda defaults and bodies, f-string fields and specs
-/// included) the same way.
+/// subexpressions ([`children`] in source order: lambda defaults and
+/// bodies, comprehension targets, f-string fields and specs included) the
+/// same way.
 pub(crate) fn walk_expr(e: &Expr, f: &mut dyn FnMut(&Expr) -> bool) {
     if !f(e) {
         return;
     }
-    let mut go = |x: &Expr| walk_expr(x, f);
-    match &e.kind {
-        ExprKind::Lambda { params, body } => {
-            for p in params
-                .posonly
-                .iter()
-                .chain(&params.args)
-                .chain(&params.kwonly)
-            {
-                if let Some(d) = &p.default {
-                    go(d);
-                }
-            }
-            go(body);
-        }
-        ExprKind::BoolOp { values, .. } => values.iter().for_each(go),
-        ExprKind::NamedExpr { target, value } => {
-            go(target);
-            go(value);
-        }
-        ExprKind::BinOp { left, right, .. } => {
-            go(left);
-            go(right);
-        }
-        ExprKind::UnaryOp { operand, .. } => go(operand),
-        ExprKind::IfExp { test, body, orelse } => {
-            go(test);
-            go(body);
-            go(orelse);
-        }
-        ExprKind::Dict(items) => {
-            for it in items {
-                match it {
-                    ast::DictItem::KeyValue(k, v) => {
-                        go(k);
-                        go(v);
-                    }
-                    ast::DictItem::Unpack(m) => go(m),
-                }
-            }
-        }
-        ExprKind::Set(items) | ExprKind::List(items) | ExprKind::Tuple(items) => {
-            items.iter().for_each(go)
-        }
-        ExprKind::ListComp { elt, generators }
-        | ExprKind::SetComp { elt, generators }
-        | ExprKind::GeneratorExp { elt, generators } => {
-            go(elt);
-            for g in generators {
-                go(&g.iter);
-                g.ifs.iter().for_each(&mut go);
-            }
-        }
-        ExprKind::DictComp {
-            key,
-            value,
-            generators,
-        } => {
-            go(key);
-            go(value);
-            for g in generators {
-                go(&g.iter);
-                g.ifs.iter().for_each(&mut go);
-            }
-        }
-        ExprKind::Await(x) | ExprKind::YieldFrom(x) | ExprKind::Starred(x) => go(x),
-        ExprKind::Yield(Some(x)) => go(x),
-        ExprKind::Compare { left, comparisons } => {
-            go(left);
-            for (_, r) in comparisons {
-                go(r);
-            }
-        }
-        ExprKind::Call { func, args } => {
-            go(func);
-            for a in args {
-                match &a.kind {
-                    ast::ArgKind::Positional(x)
-                    | ast::ArgKind::Star(x)
-                    | ast::ArgKind::Keyword(_, x)
-                    | ast::ArgKind::DoubleStar(x) => go(x),
-                }
-            }
-        }
-        ExprKind::FString(parts) => walk_fstring(parts, f),
-        ExprKind::Attribute { value, .. } => go(value),
-        ExprKind::Subscript { value, index } => {
-            go(value);
-            go(index);
-        }
-        ExprKind::Slice { lower, upper, step } => {
-            for x in [lower, upper, step].into_iter().flatten() {
-                go(x);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn walk_fstring(parts: &[ast::FStringPart], f: &mut dyn FnMut(&Expr) -> bool) {
-    for p in parts {
-        if let ast::FStringPart::Field(field) = p {
-            walk_expr(&field.value, f);
-            if let Some(spec) = &field.format_spec {
-                walk_fstring(spec, f);
-            }
+    for child in children(Node::Expr(e)) {
+        if let Node::Expr(x) = child {
+            walk_expr(x, f);
         }
     }
 }

@@ -311,15 +311,27 @@ pub fn dtype_of_data(
     span: Span,
     data: DType,
 ) -> Result<(), Diagnostic> {
-    if dst.dtype() == data {
+    let message = format!("`dst` must have `data`'s dtype {data}, found");
+    dtype_is(ctx, dst, data, span, &message)
+}
+
+/// `t` (at `span`) has the dtype `want`: the instruction does not cast.
+/// The error is `message` followed by `t` [`describe`]d.
+pub fn dtype_is(
+    ctx: &Ctx<'_>,
+    t: &Tensor,
+    want: DType,
+    span: Span,
+    message: &str,
+) -> Result<(), Diagnostic> {
+    if t.dtype() == want {
         return Ok(());
     }
-    Err(ctx.error(
+    Err(tensor_error(
+        ctx,
         codes::DTYPE,
-        format!(
-            "`dst` must have `data`'s dtype {data}, found {}",
-            describe(dst)
-        ),
+        message,
+        t,
         span,
         "dtype differs",
     ))

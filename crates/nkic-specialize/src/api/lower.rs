@@ -292,23 +292,29 @@ fn broadcast_pair(
         if t.shape[1..].iter().all(|&d| d == 1) {
             return Ok(t);
         }
-        let mut view = t.view.clone();
-        for (i, (&from, &to)) in t.shape.iter().zip(&target).enumerate().skip(1) {
-            if from != to {
-                view = view.broadcast(i, to).unwrap_or(view);
-            }
-        }
-        let mut shape = target.clone();
-        shape[0] = t.shape[0];
-        Ok(Rc::new(Tensor {
-            view,
-            shape,
-            buffer: t.buffer,
-        }))
+        Ok(stretch_free(&t, &target))
     };
     let a2 = stretch(ctx, a)?;
     let b2 = stretch(ctx, b)?;
     Ok(Some((a2, b2)))
+}
+
+/// `t` with its free dims stretched to `target`'s by stride-0 views (only
+/// size-1 dims differ); the partition dim is kept.
+pub(super) fn stretch_free(t: &Tensor, target: &[u64]) -> Rc<Tensor> {
+    let mut view = t.view.clone();
+    for (i, (&from, &to)) in t.shape.iter().zip(target).enumerate().skip(1) {
+        if from != to {
+            view = view.broadcast(i, to).unwrap_or(view);
+        }
+    }
+    let mut shape = target.to_vec();
+    shape[0] = t.shape[0];
+    Rc::new(Tensor {
+        view,
+        shape,
+        buffer: t.buffer,
+    })
 }
 
 fn tile_tile(
@@ -425,6 +431,8 @@ pub fn trailing_axes(
     Ok(k as usize)
 }
 
+/// The scalar operand `name` over `data` ([`scalar_operand`]), `default`
+/// when it is not given.
 pub(crate) fn operand_or(
     ctx: &Ctx<'_>,
     b: &Bound,
@@ -432,8 +440,18 @@ pub(crate) fn operand_or(
     data: &Tensor,
     default: f32,
 ) -> Result<Scalar, Diagnostic> {
-    match b.get(name) {
-        None => Ok(Scalar::imm(default)),
-        Some(a) => scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")),
-    }
+    Ok(operand_opt(ctx, b, name, data)?.unwrap_or_else(|| Scalar::imm(default)))
+}
+
+/// The scalar operand `name` over `data` ([`scalar_operand`]), `None`
+/// when it is not given.
+pub(crate) fn operand_opt(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+    data: &Tensor,
+) -> Result<Option<Scalar>, Diagnostic> {
+    b.get(name)
+        .map(|a| scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")))
+        .transpose()
 }

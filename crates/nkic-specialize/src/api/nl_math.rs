@@ -1105,20 +1105,7 @@ pub(super) fn broadcast_to(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
     if shape == x.shape && out_dt == x.dtype() {
         return Ok(Value::Tensor(x));
     }
-    // Stretch the free dims with stride-0 views.
-    let mut view = x.view.clone();
-    for (i, (&from, &to)) in x.shape.iter().zip(&shape).enumerate().skip(1) {
-        if from != to {
-            view = view.broadcast(i, to).unwrap_or(view);
-        }
-    }
-    let mut free_shape = shape.clone();
-    free_shape[0] = x.shape[0];
-    let stretched = Rc::new(Tensor {
-        view,
-        shape: free_shape,
-        buffer: x.buffer,
-    });
+    let stretched = lower::stretch_free(&x, &shape);
     let source = if shape[0] != x.shape[0] {
         spread_partitions(ctx, &stretched, shape[0], b.span_of("x"), span)?
     } else {

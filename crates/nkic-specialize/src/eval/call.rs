@@ -16,17 +16,12 @@ impl Ctx<'_> {
     pub(crate) fn call(
         &mut self,
         func: &Value,
-        mut args: CallArgs,
+        args: CallArgs,
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match func {
             Value::Function(f) => self.call_function(f, args, span, true),
-            Value::BoundMethod(m) => {
-                args.positional
-                    .insert(0, Arg::new(m.receiver.clone(), span));
-                let f = m.func.clone();
-                self.call(&f, args, span)
-            }
+            Value::BoundMethod(m) => self.call_on(&m.func, &m.receiver, args, span),
             Value::Builtin(b) => self.call_builtin(*b, args, span),
             Value::Intrinsic(i) => self.call_intrinsic(*i, args, span),
             Value::Api(f) => api::call(self, *f, args, span),
@@ -76,10 +71,7 @@ impl Ctx<'_> {
                 }
             }
             Value::Object(obj) => match obj.class.lookup("__call__") {
-                Some(f) => {
-                    args.positional.insert(0, Arg::new(func.clone(), span));
-                    self.call(&f, args, span)
-                }
+                Some(f) => self.call_on(&f, func, args, span),
                 None => Err(self.error(
                     codes::NOT_CALLABLE,
                     format!("a `{}` object is not callable", obj.class.name),
@@ -94,6 +86,19 @@ impl Ctx<'_> {
                 "not callable",
             )),
         }
+    }
+
+    /// Calls the method `func` on `receiver`, which goes before `args`
+    /// (a bound method, or a special method such as `__getitem__`).
+    pub(crate) fn call_on(
+        &mut self,
+        func: &Value,
+        receiver: &Value,
+        mut args: CallArgs,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        args.positional.insert(0, Arg::new(receiver.clone(), span));
+        self.call(func, args, span)
     }
 
     /// Inlines a call of `f`. With `frame`, the call joins the call chain

@@ -64,11 +64,8 @@ impl Ctx<'_> {
             },
             None => return Ok(None),
         };
-        let args = CallArgs::positional(vec![
-            Arg::new(o.clone(), span),
-            Arg::new(other.clone(), span),
-        ]);
-        let v = self.call(&method, args, span)?;
+        let args = CallArgs::positional(vec![Arg::new(other.clone(), span)]);
+        let v = self.call_on(&method, o, args, span)?;
         if is_not_implemented(&v) {
             Ok(None)
         } else if negate {

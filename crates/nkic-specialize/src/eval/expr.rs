@@ -949,11 +949,8 @@ impl Ctx<'_> {
             Value::Builtin(b) if b.is_type() => Ok(o.clone()),
             Value::Object(obj) => match obj.class.lookup("__getitem__") {
                 Some(f) => {
-                    let args = CallArgs::positional(vec![
-                        Arg::new(o.clone(), span),
-                        Arg::new(key.clone(), span),
-                    ]);
-                    self.call(&f, args, span)
+                    let args = CallArgs::positional(vec![Arg::new(key.clone(), span)]);
+                    self.call_on(&f, o, args, span)
                 }
                 None => Err(self.error(
                     codes::TYPE_ERROR,
@@ -1064,12 +1061,8 @@ impl Ctx<'_> {
             }
             Value::Object(obj) => match obj.class.lookup("__setitem__") {
                 Some(f) => {
-                    let args = CallArgs::positional(vec![
-                        Arg::new(o.clone(), span),
-                        Arg::new(key, span),
-                        Arg::new(v, span),
-                    ]);
-                    self.call(&f, args, span)?;
+                    let args = CallArgs::positional(vec![Arg::new(key, span), Arg::new(v, span)]);
+                    self.call_on(&f, o, args, span)?;
                     Ok(())
                 }
                 None => Err(self.error(
@@ -1127,8 +1120,7 @@ impl Ctx<'_> {
             }
             Value::Object(obj) if obj.class.lookup("__iter__").is_some() => {
                 let f = obj.class.lookup("__iter__").unwrap_or(Value::None);
-                let args = CallArgs::positional(vec![Arg::new(v.clone(), span)]);
-                let it = self.call(&f, args, span)?;
+                let it = self.call_on(&f, v, CallArgs::default(), span)?;
                 if matches!(it, Value::Object(_)) {
                     return Err(self.error(
                         codes::NOT_ITERABLE,

@@ -325,20 +325,11 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     }
     let f = n * e as u64;
     let (dst, ds) = sbuf_dst(ctx, b, &[p, f], src.dtype(), span)?;
-    if dst.dtype() != src.dtype() {
-        let message = format!(
-            "`local_gather` does not cast: `dst` must be {}, found",
-            src.dtype()
-        );
-        return Err(check::tensor_error(
-            ctx,
-            codes::DTYPE,
-            &message,
-            &dst,
-            ds,
-            "dtype differs",
-        ));
-    }
+    let message = format!(
+        "`local_gather` does not cast: `dst` must be {}, found",
+        src.dtype()
+    );
+    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
     let kind = OpKind::LocalGather {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -437,20 +428,11 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     }
     let n = check::free_size(&src);
     let (dst, ds) = sbuf_dst(ctx, b, &[1, 2, n], src.dtype(), span)?;
-    if dst.dtype() != src.dtype() {
-        let message = format!(
-            "`dst` must have the dtype of `segment_ids` ({}), found",
-            src.dtype()
-        );
-        return Err(check::tensor_error(
-            ctx,
-            codes::DTYPE,
-            &message,
-            &dst,
-            ds,
-            "dtype differs",
-        ));
-    }
+    let message = format!(
+        "`dst` must have the dtype of `segment_ids` ({}), found",
+        src.dtype()
+    );
+    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
     let kind = OpKind::SequenceBounds {
         dst: dst.view.clone(),
         src: src.view.clone(),

@@ -147,15 +147,6 @@ pub const DEFS: &[ApiDef] = &[
     ),
 ];
 
-const INT_DTYPES: &[DType] = &[
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-];
-
 fn dropout_into(
     ctx: &mut Ctx<'_>,
     b: &Bound,
@@ -224,7 +215,8 @@ fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let dst = b.tensor(ctx, "dst")?;
     let ds = b.span_of("dst");
     check::operand(ctx, &dst, ds, "`dst`")?;
-    check::dtype_in(ctx, &dst, INT_DTYPES, "`dst`", ds)?;
+    let ints: Vec<DType> = DType::ALL.into_iter().filter(|d| d.is_int()).collect();
+    check::dtype_in(ctx, &dst, &ints, "`dst`", ds)?;
     let engine = emit::engine(ctx, b)?.or(Some(Engine::Vector));
     if engine == Some(Engine::GpSimd) {
         check::not_psum_on(ctx, &dst, Engine::GpSimd, ds, "`dst`")?;

@@ -5,11 +5,11 @@
 //! `reduce_cmd` uses `reset_reduce` (what `activation_reduce` did).
 
 use nkic_diag::{Diagnostic, Span};
-use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_ir::{OpKind, Scalar};
 use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
 
 use crate::api::check;
-use crate::api::lower::{operand_or, scalar_operand};
+use crate::api::lower::{operand_opt, operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
@@ -111,7 +111,7 @@ pub const DEFS: &[ApiDef] = &[
         "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
         &[
             "trn3 only.",
-            "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128) and free sizes.",
+            DATA_DST.text,
             "`(op0, op1)` is (multiply, add), (multiply, subtract), (multiply, bypass), (add, bypass), (subtract, bypass) or (bypass, bypass); a non-bypass op needs its immediate, `reverseN` needs `opN`.",
             "`reduce_op` is `nl.add`, `nl.maximum`, `nl.minimum`, `nl.abs_max` or `nl.abs_min`.",
             REDUCE_RESULT.text,
@@ -122,10 +122,8 @@ pub const DEFS: &[ApiDef] = &[
 ];
 
 fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
     let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
-    DATA_DST.check(ctx, b, &[&data, &dst])?;
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
     let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
     let reduce_op = ACTIVATION_REDUCE.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
@@ -173,15 +171,8 @@ fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, 
 }
 
 fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
     let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
-    let sd = b.span_of("data");
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &data, sd, "`data`")?;
-    check::operand(ctx, &dst, ds, "`dst`")?;
-    check::same_pf(ctx, (&data, "data"), (&dst, "dst", ds))?;
-    check::engine_free_size(ctx, &data, sd, "`data`")?;
+    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
     let op0 = b.alu_op(ctx, "op0")?.unwrap_or(AluOp::Bypass);
     let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Bypass);
     use AluOp as A;
@@ -215,7 +206,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
             }
             return Ok((None, false));
         }
-        let Some(a) = b.get(name) else {
+        let Some(imm) = operand_opt(ctx, b, name, &data)? else {
             return Err(ctx.error(
                 codes::SCALAR_OPERAND,
                 format!("`nl.{}` needs `{name}`", op.name()),
@@ -223,29 +214,11 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
                 format!("no `{name}`"),
             ));
         };
-        Ok((
-            Some(scalar_operand(
-                ctx,
-                &a.value,
-                &data,
-                a.span,
-                &format!("`{name}`"),
-            )?),
-            reverse,
-        ))
+        Ok((Some(imm), reverse))
     };
     let (imm0, reverse0) = imm("imm0", op0, "reverse0")?;
     let (imm1, reverse1) = imm("imm1", op1, "reverse1")?;
-    let relu_param = match b.get("relu_param") {
-        None => None,
-        Some(a) => Some(scalar_operand(
-            ctx,
-            &a.value,
-            &data,
-            a.span,
-            "`relu_param`",
-        )?),
-    };
+    let relu_param = operand_opt(ctx, b, "relu_param", &data)?;
     let reduce_op = ACTIVATE2_REDUCE.opt(ctx, b)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;

@@ -15,7 +15,9 @@ use nkic_isa::{AluOp, DType, Engine, Fp32, ReduceCmd, Target};
 
 use crate::api::check::{self, shape_text};
 use crate::api::isa::tensor_engine::mx_scale_rows;
-use crate::api::lower::{bitvec_dtypes, operand_or, promote, scalar_operand, trailing_axes};
+use crate::api::lower::{
+    bitvec_dtypes, operand_opt, operand_or, promote, scalar_operand, trailing_axes,
+};
 use crate::api::rules::{
     BinaryArith, DATA_DST, NotBothPsum, OpIn, REDUCE_RESULT, SRC_DST, Tiles, binary_arith,
     not_both_psum, tiles,
@@ -480,26 +482,19 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let ds = b.span_of("dst");
     DATA_DST.check(ctx, b, &[&data, &dst])?;
     let operand = |name: &str, op: AluOp| -> Result<Option<Scalar>, Diagnostic> {
-        match b.get(name) {
-            None => {
-                if op.is_unary() {
-                    Ok(None)
-                } else {
-                    Err(ctx.error(
-                        codes::SCALAR_OPERAND,
-                        format!("the binary operator `nl.{}` needs `{name}`", op.name()),
-                        b.span,
-                        format!("`{name}` is not given"),
-                    ))
-                }
-            }
-            Some(a) if op.is_unary() => {
-                // A unary operator ignores its operand (0 or None by convention).
-                let _ = a;
-                Ok(None)
-            }
-            Some(a) => scalar_operand(ctx, &a.value, &data, a.span, &format!("`{name}`")).map(Some),
+        // A unary operator ignores its operand (0 or None by convention).
+        if op.is_unary() {
+            return Ok(None);
         }
+        let Some(v) = operand_opt(ctx, b, name, &data)? else {
+            return Err(ctx.error(
+                codes::SCALAR_OPERAND,
+                format!("the binary operator `nl.{}` needs `{name}`", op.name()),
+                b.span,
+                format!("`{name}` is not given"),
+            ));
+        };
+        Ok(Some(v))
     };
     let operand0 = operand("operand0", op0)?;
     let operand1 = match op1 {
@@ -831,20 +826,8 @@ fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let data = b.tensor(ctx, "data")?;
     top8_source(ctx, &data, b.span_of("data"), "`data`")?;
     let vals = b.tensor(ctx, "vals")?;
-    let sv = b.span_of("vals");
-    check::operand(ctx, &vals, sv, "`vals`")?;
-    if check::partitions(&vals) != check::partitions(&data) || check::free_size(&vals) != 8 {
-        return Err(ctx.error(
-            codes::SHAPE,
-            format!(
-                "`vals` must hold 8 values for each of the {} partitions, found {}",
-                check::partitions(&data),
-                shape_text(&vals.shape)
-            ),
-            sv,
-            "not (P, 8)",
-        ));
-    }
+    let p = check::partitions(&data);
+    eight_per_partition(ctx, &vals, p, b.span_of("vals"), "`vals`")?;
     let dst = fixed_width_dst(ctx, b, &data, 8, DType::U32, span)?;
     check::dtype_in(
         ctx,
