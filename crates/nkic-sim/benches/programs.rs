@@ -3,8 +3,7 @@
 //! `matmul_nkasm` example (which prints the matmul as `.nkasm`).
 
 use nkic_isa::{
-    AccessPattern, AluOp, DType, DgeMode, Dim, Instruction, MatmulPerfMode, OobMode, Op, Program,
-    Queue, Scalar, Target, TensorKind,
+    AccessPattern, AluOp, DType, Dim, Instruction, Op, Program, Queue, Scalar, Target, TensorKind,
 };
 
 /// `c[M, N] = at[K, M]ᵀ · b[K, N]` with bf16 inputs and an f32 result.
@@ -31,7 +30,7 @@ pub fn matmul(m: u64, k: u64, n: u64) -> Program {
     let mm = p.add_semaphore("mm");
     let evac = p.add_semaphore("evac");
     let stored = [p.add_semaphore("stored0"), p.add_semaphore("stored1")];
-    let dma = dma_copy;
+    let dma = Op::dma_copy;
     for kt in 0..kt_n {
         let q = Queue::Dma((kt % 7) as u8);
         let src = AccessPattern::hbm(
@@ -90,18 +89,8 @@ pub fn matmul(m: u64, k: u64, n: u64) -> Program {
                     &[Dim::new(1, 512)],
                     DType::BF16,
                 );
-                let mut inst = Instruction::new(Op::NcMatmul {
-                    dst: psum.clone(),
-                    stationary,
-                    moving,
-                    accumulate: kt > 0,
-                    transpose: false,
-                    perf_mode: MatmulPerfMode::None,
-                    stationary_onezero: false,
-                    moving_onezero: false,
-                    tile_position: None,
-                    tile_size: None,
-                });
+                let mut inst =
+                    Instruction::new(Op::matmul(psum.clone(), stationary, moving, kt > 0));
                 if mt == 0 && nt == 0 {
                     inst = inst.wait(loaded[kt as usize], 2);
                 }
@@ -173,7 +162,7 @@ pub fn elementwise(tiles: u64) -> Program {
             &[Dim::new(1, 2048)],
             DType::BF16,
         );
-        let mut load = Instruction::new(dma_copy(row(slot), src)).signal(loaded);
+        let mut load = Instruction::new(Op::dma_copy(row(slot), src)).signal(loaded);
         if t >= 2 {
             load = load.wait(stored, t32 - 1);
         }
@@ -215,7 +204,7 @@ pub fn elementwise(tiles: u64) -> Program {
             DType::BF16,
         );
         p.stream_mut(Queue::Dma(1)).push(
-            Instruction::new(dma_copy(dst, row(slot)))
+            Instruction::new(Op::dma_copy(dst, row(slot)))
                 .wait(acted, t32 + 1)
                 .signal(stored),
         );
@@ -241,7 +230,7 @@ pub fn add_scale(rows: u64, cols: u64) -> Program {
     let hbm = |t, offset| {
         AccessPattern::hbm(t, 128, cols as i64, offset, &[Dim::new(1, 512)], DType::F32)
     };
-    let copy = dma_copy;
+    let copy = Op::dma_copy;
     let tiles = (0..rows / 128).flat_map(|r| (0..cols / 512).map(move |c| (r, c)));
     for (t, (r, c)) in tiles.enumerate() {
         let t32 = t as u32;
@@ -283,18 +272,6 @@ pub fn add_scale(rows: u64, cols: u64) -> Program {
         );
     }
     p
-}
-
-/// A plain `dma_copy` from `src` to `dst`.
-fn dma_copy(dst: AccessPattern, src: AccessPattern) -> Op {
-    Op::DmaCopy {
-        dst,
-        src,
-        accumulate: false,
-        dge: DgeMode::None,
-        oob: OobMode::Error,
-        priority: None,
-    }
 }
 
 /// Deterministic values in [-0.5, 0.5): `n` of them from `seed`.
@@ -355,16 +332,7 @@ pub fn small_ops(iters: i32) -> Program {
         }));
         s
     };
-    let scale = |dst, src| Op::TensorScalar {
-        dst,
-        src,
-        op0: AluOp::Multiply,
-        operand0: Some(Scalar::imm(1.0001)),
-        reverse0: false,
-        op1: None,
-        operand1: None,
-        reverse1: false,
-    };
+    let scale = |dst, src| Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(1.0001));
     let vector = loop_of(
         vec![Instruction::new(scale(tile(0, DType::F32), tile(0, DType::F32))).signal(tick)],
         vec![Instruction::new(Op::Memset {

@@ -533,6 +533,13 @@ fn simulate_pass(
     let n = queues.len();
     let n_cores = cores.len();
     let mut starts: Vec<Option<Cand>> = vec![None; n];
+    // Whether `starts[i]` still holds: a queue that could issue keeps its
+    // candidate until it executes (the increments its waits rely on stay
+    // where they are while increments land at the end of their logs; a
+    // forgotten one lies at or before the queue's free time, so it decided
+    // nothing), except at a `core_barrier`, whose start depends on the
+    // other cores' arrivals.
+    let mut kept = vec![false; n];
     let names: Vec<Queue> = queues.iter().map(|q| q.queue).collect();
     let mut steps = 0u64;
     // The first uninitialised read, held back while the race detector
@@ -547,15 +554,18 @@ fn simulate_pass(
         let mut g = u64::MAX;
         let mut any_left = false;
         for (i, q) in queues.iter_mut().enumerate() {
-            starts[i] = None;
             if q.finished() {
+                starts[i] = None;
                 continue;
             }
             any_left = true;
-            mem.set_core(q.core);
-            if let Ok(c) = candidate(q, &sems, &mem, &arrivals, n_cores) {
+            if !kept[i] {
+                mem.set_core(q.core);
+                starts[i] = candidate(q, &sems, &mem, &arrivals, n_cores).ok();
+                kept[i] = starts[i].is_some() && !q.insts[q.pc].op.is_paired();
+            }
+            if let Some(c) = starts[i] {
                 g = g.min(c.start);
-                starts[i] = Some(c);
             }
         }
         if !any_left {
@@ -637,6 +647,7 @@ fn simulate_pass(
             let e = deadlock(cores, &mut queues, &sems, &mut mem, &arrivals);
             return Err(prefer(pending, e));
         };
+        kept[chosen] = false;
         let core = queues[chosen].core;
         let core_program = &cores[core];
         mem.set_core(core);
@@ -729,6 +740,7 @@ fn simulate_pass(
         } else {
             None
         };
+        let (index, seq) = (queues[chosen].pc, queues[chosen].stats.instructions);
         let stepped = step(
             cores,
             multi,
@@ -758,6 +770,19 @@ fn simulate_pass(
             let q = &mut queues[chosen];
             q.arrived = None;
             q.barriers += 1;
+        }
+        // An increment that landed before a later one can change which
+        // increment another queue's wait relies on: compute every
+        // candidate again.
+        let q = &queues[chosen];
+        let appended = q.insts[index].signals.iter().all(|s| {
+            sems[q.sem_base + s.0 as usize]
+                .incs
+                .back()
+                .is_some_and(|last| (last.queue, last.seq) == (chosen, seq))
+        });
+        if !appended {
+            kept.fill(false);
         }
         steps += 1;
         if steps.is_multiple_of(FORGET_EVERY)

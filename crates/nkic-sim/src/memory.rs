@@ -1523,6 +1523,11 @@ impl MemoryState {
     /// records nothing and cannot fault under any poison policy.
     pub fn is_clean(&self, v: &View) -> bool {
         let space = self.space(v.space);
+        if let Some(bits) = RowBits::of(v) {
+            return bits.words().all(|(w, m)| {
+                space.init[w] & m == m && space.undef.get(w).is_none_or(|u| u & m == 0)
+            });
+        }
         let run_bytes = v.run_len * v.size;
         (0..v.rows).all(|p| {
             let base = v.row_addr(p);
@@ -1574,19 +1579,81 @@ impl MemoryState {
         let run_bytes = v.run_len * v.size;
         let precise = self.precise();
         let space = self.space_mut(v.space);
-        for p in 0..v.rows {
-            let base = v.row_addr(p);
-            for &r in &v.runs {
-                let a = (base + r) as usize;
-                space.mark(a, a + run_bytes);
-                if precise {
-                    space.shade(a, a + run_bytes, None);
+        if let Some(bits) = RowBits::of(v) {
+            let shade = precise && !space.undef.is_empty();
+            for (w, m) in bits.words() {
+                space.init[w] |= m;
+                let block = w / DIRTY_WORDS;
+                space.dirty[block / 64] |= 1 << (block % 64);
+                if shade {
+                    space.undef[w] &= !m;
+                }
+            }
+        } else {
+            for p in 0..v.rows {
+                let base = v.row_addr(p);
+                for &r in &v.runs {
+                    let a = (base + r) as usize;
+                    space.mark(a, a + run_bytes);
+                    if precise {
+                        space.shade(a, a + run_bytes, None);
+                    }
                 }
             }
         }
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_written += (v.elements() * v.size) as u64;
         }
+    }
+}
+
+/// The written and undefined bits of a view's bytes as (word, mask)
+/// pairs: row 0's, computed once, moved by whole words per row. Only for
+/// a view whose rows are all row 0 moved by a multiple of 64 bytes (no
+/// per-row addresses), as on-chip rows are.
+#[cfg(feature = "jit")]
+struct RowBits {
+    /// Row 0's words (in run order; a word may appear more than once).
+    row: Vec<(usize, u64)>,
+    /// Words between rows.
+    step: usize,
+    rows: usize,
+}
+
+#[cfg(feature = "jit")]
+impl RowBits {
+    fn of(v: &View) -> Option<RowBits> {
+        let step = if v.rows <= 1 { 0 } else { v.row_step };
+        if v.row_addrs.is_some() || step < 0 || step % 64 != 0 {
+            return None;
+        }
+        let run_bytes = v.run_len * v.size;
+        let mut row: Vec<(usize, u64)> = Vec::new();
+        for &r in &v.runs {
+            let start = usize::try_from(v.row_base.checked_add(r)?).ok()?;
+            let end = start + run_bytes;
+            let mut i = start;
+            while i < end {
+                let w = i / 64;
+                let hi = (end - w * 64).min(64);
+                let m = bits_mask(i % 64, hi);
+                match row.last_mut() {
+                    Some((last, bits)) if *last == w => *bits |= m,
+                    _ => row.push((w, m)),
+                }
+                i = w * 64 + hi;
+            }
+        }
+        Some(RowBits {
+            row,
+            step: (step / 64) as usize,
+            rows: v.rows,
+        })
+    }
+
+    /// Every row's (word, mask) pairs, row by row.
+    fn words(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        (0..self.rows).flat_map(move |p| self.row.iter().map(move |&(w, m)| (w + p * self.step, m)))
     }
 }
 

@@ -221,9 +221,11 @@ impl Races {
     /// Starts an instruction of queue `q` that waits for the first `need`
     /// increments of each listed semaphore.
     pub fn begin(&mut self, q: usize, waits: &[(usize, usize)]) {
-        let clock = self.snapshot(q, waits);
-        self.clocks[q] = clock;
-        self.clocks[q][q] += 1;
+        let clock = &mut self.clocks[q];
+        for prefix in wait_prefixes(&self.sem_clocks, clock.len(), waits) {
+            join(clock, prefix);
+        }
+        clock[q] += 1;
     }
 
     /// Queue `q`'s clock joined with the increments an instruction that
@@ -231,15 +233,8 @@ impl Races {
     /// `core_barrier` carries to the other cores when it arrives.
     pub fn snapshot(&self, q: usize, waits: &[(usize, usize)]) -> Vec<u32> {
         let mut clock = self.clocks[q].clone();
-        for &(sem, need) in waits {
-            let list = &self.sem_clocks[sem];
-            let width = clock.len();
-            if let Some(i) = need.checked_sub(1)
-                && !list.times.is_empty()
-            {
-                let i = i.min(list.times.len() - 1);
-                join(&mut clock, &list.prefixes[i * width..(i + 1) * width]);
-            }
+        for prefix in wait_prefixes(&self.sem_clocks, clock.len(), waits) {
+            join(&mut clock, prefix);
         }
         clock
     }
@@ -445,6 +440,20 @@ impl Races {
 }
 
 /// `mine = max(mine, theirs)` element by element.
+/// The joined clocks (each `width` entries) of the increments that waits
+/// for the first `need` increments of each listed semaphore rely on.
+fn wait_prefixes<'a>(
+    sem_clocks: &'a [SemClocks],
+    width: usize,
+    waits: &'a [(usize, usize)],
+) -> impl Iterator<Item = &'a [u32]> {
+    waits.iter().filter_map(move |&(sem, need)| {
+        let list = &sem_clocks[sem];
+        let i = need.checked_sub(1)?.min(list.times.len().checked_sub(1)?);
+        Some(&list.prefixes[i * width..(i + 1) * width])
+    })
+}
+
 fn join(mine: &mut [u32], theirs: &[u32]) {
     for (m, t) in mine.iter_mut().zip(theirs) {
         *m = (*m).max(*t);

@@ -1,5 +1,5 @@
-//! Cranelift code generation for one `Sig`: a loop over `n` elements of up
-//! to three strided streams that decodes, computes and encodes each
+//! Cranelift code generation for one `Sig`: a loop over `rows` rows of `n`
+//! elements of up to three strided streams that decodes, computes and encodes each
 //! element in one pass, and the per-thread cache of compiled loops.
 //!
 //! Numerics are the interpreter's by construction: `f32` loads and stores
@@ -136,7 +136,7 @@ impl Callbacks {
                 cb_alu as *const () as usize as i64,
             ),
             activation: (
-                sig(&[i32_, f32_], f32_),
+                sig(&[i32_, f32_, f32_], f32_),
                 cb_activation as *const () as usize as i64,
             ),
             decode: (
@@ -156,10 +156,9 @@ extern "C" fn cb_alu(op: u32, a: f32, b: f32) -> f32 {
     alu(AluOp::ALL[op as usize], a, b)
 }
 
-/// `activation(ActFunc::ALL[func], x, 0)` (the interpreter's `activation`
-/// passes no `relu_param`).
-extern "C" fn cb_activation(func: u32, x: f32) -> f32 {
-    activation(ActFunc::ALL[func as usize], x, 0.0)
+/// `activation(ActFunc::ALL[func], x, alpha)`.
+extern "C" fn cb_activation(func: u32, x: f32, alpha: f32) -> f32 {
+    activation(ActFunc::ALL[func as usize], x, alpha)
 }
 
 /// One element's bits of `DType::ALL[dt]` to f32, as `numerics::decode`.
@@ -177,7 +176,8 @@ fn index_of<T: PartialEq>(all: &[T], x: &T) -> i64 {
     all.iter().position(|a| a == x).unwrap_or(0) as i64
 }
 
-/// Emits the loop of `sig` into `b`'s function.
+/// Emits the loop of `sig` into `b`'s function: a loop over the rows
+/// around the loop over a row's elements.
 fn build(
     mut b: FunctionBuilder<'_>,
     sig: Sig,
@@ -186,27 +186,65 @@ fn build(
     frontend: TargetFrontendConfig,
 ) {
     let entry = b.create_block();
+    let row_header = b.create_block();
+    let row_body = b.create_block();
     let header = b.create_block();
     let body = b.create_block();
+    let row_end = b.create_block();
     let exit = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
-    let (n, d0, ds, a0, as_, b0, bs, c0, c1, fill, acc0) = (
-        params[0], params[1], params[2], params[3], params[4], params[5], params[6], params[7],
-        params[8], params[9], params[10],
-    );
+    let [
+        rows,
+        n,
+        d0,
+        drs,
+        ds,
+        a0,
+        ars,
+        as_,
+        b0,
+        brs,
+        bs,
+        consts,
+        fill,
+        accs,
+    ] = params[..14]
+        .try_into()
+        .expect("the signature has 14 parameters");
+    for t in [types::I64, ptr, ptr, ptr] {
+        b.append_block_param(row_header, t);
+    }
     for t in [types::I64, ptr, ptr, ptr, types::F32] {
         b.append_block_param(header, t);
     }
-    b.append_block_param(exit, types::F32);
+    b.append_block_param(row_end, types::F32);
     let zero = b.ins().iconst(types::I64, 0);
+    b.ins()
+        .jump(row_header, &[zero.into(), d0.into(), a0.into(), b0.into()]);
+
+    // Row `r` starts at `dr`, `ar`, `br` with its constants and its fold.
+    b.switch_to_block(row_header);
+    let rp = b.block_params(row_header).to_vec();
+    let (r, dr, ar, br) = (rp[0], rp[1], rp[2], rp[3]);
+    let more_rows = b.ins().icmp(IntCC::SignedLessThan, r, rows);
+    b.ins().brif(more_rows, row_body, &[], exit, &[]);
+
+    b.switch_to_block(row_body);
+    let pair = b.ins().ishl_imm_u(r, 3);
+    let pair = b.ins().iadd(consts, pair);
+    let c0 = b.ins().load(types::F32, flags(), pair, 0);
+    let c1 = b.ins().load(types::F32, flags(), pair, 4);
+    let acc_at = b.ins().ishl_imm_u(r, 2);
+    let acc_at = b.ins().iadd(accs, acc_at);
+    let acc0 = b.ins().load(types::F32, flags(), acc_at, 0);
     if sig.body == Body::Copy {
-        wide_copy(&mut b, sig, [n, d0, ds, a0, as_, b0, acc0], header);
+        wide_copy(&mut b, sig, [n, dr, ds, ar, as_, br, acc0], header);
     } else {
         b.ins().jump(
             header,
-            &[zero.into(), d0.into(), a0.into(), b0.into(), acc0.into()],
+            &[zero.into(), dr.into(), ar.into(), br.into(), acc0.into()],
         );
     }
 
@@ -214,7 +252,7 @@ fn build(
     let hp = b.block_params(header).to_vec();
     let (i, d, a, bp, acc) = (hp[0], hp[1], hp[2], hp[3], hp[4]);
     let more = b.ins().icmp(IntCC::SignedLessThan, i, n);
-    b.ins().brif(more, body, &[], exit, &[acc.into()]);
+    b.ins().brif(more, body, &[], row_end, &[acc.into()]);
 
     b.switch_to_block(body);
     let mut e = Emit { b: &mut b, cb };
@@ -238,8 +276,8 @@ fn build(
         &[i1.into(), d1.into(), a1.into(), b1.into(), acc1.into()],
     );
 
-    b.switch_to_block(exit);
-    let acc = b.block_params(exit)[0];
+    b.switch_to_block(row_end);
+    let acc = b.block_params(row_end)[0];
     if let Body::Reduce { negate, .. } = sig.body {
         // The end of a run: store its result, negated if asked.
         let store = b.create_block();
@@ -248,11 +286,20 @@ fn build(
         b.ins().brif(last, store, &[], done, &[]);
         b.switch_to_block(store);
         let r = if negate { b.ins().fneg(acc) } else { acc };
-        Emit { b: &mut b, cb }.encode(sig.dst, r, d0);
+        Emit { b: &mut b, cb }.encode(sig.dst, r, dr);
         b.ins().jump(done, &[]);
         b.switch_to_block(done);
     }
-    b.ins().return_(&[acc]);
+    b.ins().store(flags(), acc, acc_at, 0);
+    let r1 = b.ins().iadd_imm_s(r, 1);
+    let dr1 = b.ins().iadd(dr, drs);
+    let ar1 = b.ins().iadd(ar, ars);
+    let br1 = b.ins().iadd(br, brs);
+    b.ins()
+        .jump(row_header, &[r1.into(), dr1.into(), ar1.into(), br1.into()]);
+
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(frontend);
 }
@@ -459,19 +506,45 @@ impl Emit<'_, '_> {
                 self.encode(sig.dst, r, d);
                 r
             }
-            Body::Activation(func) => {
-                let x = self.decode(src(sig.a), a);
-                let scaled = self.b.ins().fmul(x, c0);
-                let v = self.b.ins().fadd(scaled, c1);
+            Body::Activation { func, op0, op1 } => {
+                let mut v = self.decode(src(sig.a), a);
+                if let Some((op, reverse)) = op0 {
+                    v = self.apply(op, v, c0, reverse);
+                }
+                if let Some((op, reverse)) = op1 {
+                    v = self.apply(op, v, c1, reverse);
+                }
                 let f = self
                     .b
                     .ins()
                     .iconst(types::I32, index_of(ActFunc::ALL, &func));
-                let r = self.call(self.cb.activation, &[f, v]);
+                let alpha = self.f32_of(fill);
+                let r = self.call(self.cb.activation, &[f, v, alpha]);
                 self.encode(sig.dst, r, d);
                 r
             }
+            Body::RangeSelect { cmp0, cmp1 } => {
+                let x = self.decode(src(sig.a), a);
+                let j = self.b.ins().load(types::I32, flags(), b, 0);
+                let j = self.b.ins().fcvt_from_sint(types::F32, j);
+                let zero = self.b.ins().f32const(0.0);
+                let k0 = self.alu(cmp0, j, c0);
+                let k1 = self.alu(cmp1, j, c1);
+                let keep0 = self.b.ins().fcmp(FloatCC::NotEqual, k0, zero);
+                let keep1 = self.b.ins().fcmp(FloatCC::NotEqual, k1, zero);
+                let keep = self.b.ins().band(keep0, keep1);
+                let on_false = self.f32_of(fill);
+                let y = self.b.ins().select(keep, x, on_false);
+                self.encode(sig.dst, y, d);
+                y
+            }
         }
+    }
+
+    /// The f32 whose bits are the low 32 of `fill`.
+    fn f32_of(&mut self, fill: Value) -> Value {
+        let bits = self.b.ins().ireduce(types::I32, fill);
+        self.b.ins().bitcast(types::F32, MemFlagsData::new(), bits)
     }
 
     /// The affine value `base + row[i]` in wrapping 32-bit arithmetic:

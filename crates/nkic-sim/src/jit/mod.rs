@@ -9,9 +9,10 @@
 //!   `tensor_scalar` (both stages, reverse flags), `scalar_tensor_tensor`,
 //!   `tensor_copy` and `dma_copy` without `accumulate` or `oob=skip` (with
 //!   or without a dtype change; `dma_copy` only between operands of equal
-//!   P and F, the usual tile load and store), `activation` and
+//!   P and F, the usual tile load and store), `activation`,
 //!   `activation_reduce` (with every `reduce_cmd` and read-out),
-//!   `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
+//!   `activate2` (with no per-row `relu_param`), `exponential`,
+//!   `range_select`, `tensor_scalar_reduce`, `tensor_reduce` (its destination apart from
 //!   its source), `select_reduce`, `iota`, `affine_select`,
 //!   `tensor_tensor_scan`, `tensor_scalar_cumulative` (unless it keeps
 //!   lanes holding undefined data) and `memset`;
@@ -35,15 +36,17 @@
 //! interpreter does, and the interpreter's own `Exec::accumulate` and
 //! `Exec::read_out` take the row results from there.
 //!
-//! A compiled loop (`compile`) walks one strided segment of every operand
-//! at once: it decodes each source element to f32, computes, and encodes
+//! A compiled loop (`compile`) walks rows of one strided segment of
+//! every operand at once: it decodes each source element to f32, computes, and encodes
 //! into the destination in one pass, with no intermediate buffer. A
 //! `tensor_reduce` loop folds a run of source elements from its first and
 //! stores the result once, at the run's end; a scan carries its f32
 //! running value from element to element and piece to piece the same way. This
 //! module cuts each partition row into the longest pieces where every
 //! operand advances by a constant stride (`segments`), so the loop itself
-//! does not depend on the access patterns' rank. f32 and bf16 decode and
+//! does not depend on the access patterns' rank; when every operand's
+//! row is one such piece and its rows are evenly spaced, one call runs
+//! every row. f32 and bf16 decode and
 //! encode inline; every other dtype, and every operator or activation
 //! function without an exact one-instruction form, calls back into the
 //! same Rust functions the interpreter uses (`numerics`, `alu`), so the
@@ -85,8 +88,15 @@ pub(crate) enum Body {
         reverse1: bool,
         scan: bool,
     },
-    /// `dst = func(a · c0 + c1)` (`activation`).
-    Activation(ActFunc),
+    /// `t = a op0 c0` (`c0 op0 a` when reversed; `t = a` without `op0`),
+    /// then `t op1 c1` likewise, `dst = func(t)` with the f32 bits of
+    /// `alpha` in the fill argument (`activation`: `a · c0 + c1`;
+    /// `activate2`; `exponential`: `a − c0` through `exp`).
+    Activation {
+        func: ActFunc,
+        op0: Option<(AluOp, bool)>,
+        op1: Option<(AluOp, bool)>,
+    },
     /// `dst = a` through f32 (`tensor_copy`, `dma_copy` between dtypes).
     Convert,
     /// `dst = a` as raw bits (`tensor_copy`, `dma_copy` within a dtype).
@@ -106,6 +116,10 @@ pub(crate) enum Body {
     /// stream b, `base` the fill argument; `a` moves as raw bits when the
     /// dtypes agree).
     AffineSelect { cmp: AluOp },
+    /// `dst = cmp0(j, c0) != 0 && cmp1(j, c1) != 0 ? a : k` with `j`
+    /// the element's index (stream b, 32-bit) as f32 and `k` the f32 bits
+    /// in the fill argument (`range_select`).
+    RangeSelect { cmp0: AluOp, cmp1: AluOp },
     /// `dst = (b != 0) != reverse ? a : c0` with `b`'s raw bits
     /// (`select_reduce`).
     Select { reverse: bool },
@@ -157,7 +171,7 @@ struct Plan<'o> {
     inner: usize,
     /// The accumulator step after the loop, if the instruction has one.
     acc: Option<AccStep<'o>>,
-    /// `Iota` and `AffineSelect`: the affine values.
+    /// `Iota`, `AffineSelect` and `RangeSelect`: the affine values.
     affine: Option<Affine>,
     /// `Scan`: each row's running value before its first element.
     starts: Option<Vec<f32>>,
@@ -178,11 +192,12 @@ struct Running {
 /// The affine values of `iota` and `affine_select` as the interpreter
 /// splits them (`exec::affine_row`, `exec::affine_base`): one row every
 /// row shares, which the loop reads as the stream after the sources, and
-/// per row a base it gets as the fill argument.
+/// per row a base it gets as the fill argument; or the element indices of
+/// `range_select`, with no base.
 struct Affine {
     row: Vec<i32>,
-    offset: i32,
-    cm: i32,
+    /// `offset` and `channel_multiplier`.
+    base: Option<(i32, i32)>,
 }
 
 /// What an accumulator instruction does with its row results once the
@@ -278,16 +293,13 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
         }
         Some(AccStep { red, init: None })
     };
-    // The operator folding the loop's values into the row results, when
-    // `cmd` combines them into the accumulators.
-    let fold = |cmd: ReduceCmd, op: AluOp| cmd.contributes().then_some(op);
     let mut inner = 1;
     let mut acc = None;
     let mut init = None;
     let mut affine = None;
     let mut start = None;
     let mut running = None;
-    let (sig, dst, srcs, scalars, fill) = match op {
+    let (mut sig, dst, srcs, scalars, fill) = match op {
         Op::TensorTensor {
             dst,
             src0,
@@ -359,8 +371,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
                 reverse0: false,
                 op1: None,
             };
-            let mut sig = Sig::of(body, &d, Some(&a), None);
-            sig.fold = fold(*reduce_cmd, *reduce_op);
+            let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [o0, None], 0)
         }
         Op::ScalarTensorTensor {
@@ -448,9 +459,113 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
                 &a,
                 Reduction::new(AccFile::Scalar, cmd, reduce_op, res),
             )?);
-            let mut sig = Sig::of(Body::Activation(*func), &d, Some(&a), None);
-            sig.fold = fold(cmd, reduce_op);
+            let body = Body::Activation {
+                func: *func,
+                op0: Some((AluOp::Multiply, false)),
+                op1: Some((AluOp::Add, false)),
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [s, b], 0)
+        }
+        Op::Activate2 {
+            dst,
+            src,
+            func,
+            op0,
+            imm0,
+            reverse0,
+            op1,
+            imm1,
+            reverse1,
+            relu_param,
+            reduce_op,
+            reduce_cmd,
+            reduce_res,
+        } => {
+            // A per-row `relu_param` has no place in the loop.
+            let alpha = match relu_param {
+                None => 0.0,
+                Some(Scalar::Imm(x)) => x.get(),
+                Some(Scalar::Vector(_)) => return None,
+            };
+            let (a, d) = values(src, dst)?;
+            let i0 = scalar(mem, regs, imm0.as_ref(), "imm0", a.rows)?;
+            let i1 = scalar(mem, regs, imm1.as_ref(), "imm1", a.rows)?;
+            let reduce_op = reduce_op.unwrap_or(AluOp::Add);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Scalar, *reduce_cmd, reduce_op, reduce_res.as_ref()),
+            )?);
+            // The interpreter skips a `bypass` stage (reversed, it would
+            // give the constant).
+            let stage = |op: AluOp, reverse: bool| (op != AluOp::Bypass).then_some((op, reverse));
+            let body = Body::Activation {
+                func: *func,
+                op0: stage(*op0, *reverse0),
+                op1: stage(*op1, *reverse1),
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [i0, i1], i64::from(alpha.to_bits()))
+        }
+        Op::Exponential {
+            dst,
+            src,
+            max_value,
+            reduce_cmd,
+            reduce_init,
+            reduce_res,
+        } => {
+            let (a, d) = values(src, dst)?;
+            let mx = scalar(mem, regs, Some(max_value), "max_value", a.rows)?;
+            init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
+            let (cmd, add) = (*reduce_cmd, AluOp::Add);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Vector, cmd, add, reduce_res.as_ref()),
+            )?);
+            let body = Body::Activation {
+                func: ActFunc::Exp,
+                op0: Some((AluOp::Subtract, false)),
+                op1: None,
+            };
+            let sig = Sig::of(body, &d, Some(&a), None);
+            (sig, d, vec![a], [mx, None], 0)
+        }
+        Op::RangeSelect {
+            dst,
+            src,
+            cmp0,
+            bound0,
+            cmp1,
+            bound1,
+            range_start,
+            on_false,
+            reduce_cmd,
+            reduce_res,
+        } => {
+            let (a, d) = values(src, dst)?;
+            // The indices as 32-bit integers convert to f32 as the
+            // interpreter's 64-bit ones do.
+            let first = i64::from(*range_start);
+            let row: Vec<i32> = (0..a.free() as i64)
+                .map(|e| i32::try_from(first + e).ok())
+                .collect::<Option<_>>()?;
+            affine = Some(Affine { row, base: None });
+            let b0 = scalar(mem, regs, Some(bound0), "bound0", a.rows)?;
+            let b1 = scalar(mem, regs, Some(bound1), "bound1", a.rows)?;
+            let (cmd, max) = (*reduce_cmd, AluOp::Maximum);
+            acc = Some(acc_step(
+                &a,
+                Reduction::new(AccFile::Vector, cmd, max, reduce_res.as_ref()),
+            )?);
+            let body = Body::RangeSelect {
+                cmp0: *cmp0,
+                cmp1: *cmp1,
+            };
+            let mut sig = Sig::of(body, &d, Some(&a), None);
+            sig.b = Some(DType::I32);
+            let k = i64::from(on_false.get().to_bits());
+            (sig, d, vec![a], [b0, b1], k)
         }
         Op::TensorReduce {
             dst,
@@ -514,8 +629,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             }
             affine = Some(Affine {
                 row: affine_row(pattern, d.free()),
-                offset: *offset,
-                cm: *channel_multiplier,
+                base: Some((*offset, *channel_multiplier)),
             });
             let mut sig = Sig::of(Body::Iota, &d, None, None);
             sig.a = Some(DType::I32);
@@ -533,8 +647,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let (a, d) = values(src, dst)?;
             affine = Some(Affine {
                 row: affine_row(pattern, d.free()),
-                offset: *offset,
-                cm: *channel_multiplier,
+                base: Some((*offset, *channel_multiplier)),
             });
             let mut sig = Sig::of(Body::AffineSelect { cmp: *cmp }, &d, Some(&a), None);
             sig.b = Some(DType::I32);
@@ -564,8 +677,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let body = Body::Select {
                 reverse: *reverse_pred,
             };
-            let mut sig = Sig::of(body, &d, Some(&a), Some(&b));
-            sig.fold = fold(cmd, max);
+            let sig = Sig::of(body, &d, Some(&a), Some(&b));
             (sig, d, vec![a, b], [f, None], 0)
         }
         Op::TensorScalarCumulative {
@@ -608,6 +720,11 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
         }
         _ => return None,
     };
+    // The operator folding the loop's values into the row results, when
+    // the command combines them into the accumulators.
+    sig.fold = acc
+        .as_ref()
+        .and_then(|step| step.red.cmd.contributes().then_some(step.red.op));
     if srcs
         .iter()
         .any(|s| s.rows != dst.rows || s.free() != dst.free() * inner)
@@ -842,6 +959,38 @@ fn execute_plan(
         segments(&plan.dst)
     };
     let free = plan.dst.free() * plan.inner;
+    let stream =
+        |base: (*const u8, usize), row: i64, row_step: i64, s: Segment, i: usize| native::Stream {
+            base: base.0,
+            len: base.1,
+            offset: row + s.offset + (i - s.start) as i64 * s.stride,
+            row_step,
+            stride: s.stride,
+        };
+    let dst_space = (spaces.dst.0.cast_const(), spaces.dst.1);
+    // Every row in one call when each operand's row is one constant-stride
+    // piece, its rows are evenly spaced, and the fill bits are the same
+    // for every row.
+    let whole_rows = !reduce
+        && plan.affine.as_ref().is_none_or(|a| a.base.is_none())
+        && dst_segs.len() == 1
+        && plan.dst.row_addrs.is_none()
+        && src_segs.iter().all(|segs| segs.len() == 1)
+        && plan.srcs.iter().all(|s| s.row_addrs.is_none());
+    if whole_rows {
+        let mut streams = [native::Stream::UNUSED; 3];
+        let d = &plan.dst;
+        streams[0] = stream(dst_space, d.row_base, d.row_step, dst_segs[0], 0);
+        for (n, (segs, s)) in src_segs.iter().zip(&plan.srcs).enumerate() {
+            streams[n + 1] = stream(spaces.srcs[n], s.row_base, s.row_step, segs[0], 0);
+        }
+        if let Some(affine) = &plan.affine {
+            streams[n_srcs + 1] = affine_stream(affine, 0);
+        }
+        kernel.call(d.rows, free, &streams, &plan.consts, plan.fill, &mut rows);
+        mem.wrote(&plan.dst);
+        return rows;
+    }
     for (p, acc) in rows.iter_mut().enumerate() {
         let dst_row = plan.dst.row_addr(p);
         let mut src_rows = [0i64; NATIVE_SOURCES];
@@ -856,27 +1005,16 @@ fn execute_plan(
             for (segs, &k) in src_segs.iter().zip(&si) {
                 end = end.min(segs[k].start + segs[k].len);
             }
-            let stream = |base: (*const u8, usize), row: i64, s: Segment| native::Stream {
-                base: base.0,
-                len: base.1,
-                offset: row + s.offset + (i - s.start) as i64 * s.stride,
-                stride: s.stride,
-            };
             let mut streams = [native::Stream::UNUSED; 3];
-            streams[0] = stream((spaces.dst.0.cast_const(), spaces.dst.1), dst_row, d);
+            streams[0] = stream(dst_space, dst_row, 0, d, i);
             for (n, ((segs, &k), &row)) in src_segs.iter().zip(&si).zip(&src_rows).enumerate() {
-                streams[n + 1] = stream(spaces.srcs[n], row, segs[k]);
+                streams[n + 1] = stream(spaces.srcs[n], row, 0, segs[k], i);
             }
             if let Some(affine) = &plan.affine {
-                streams[n_srcs + 1] = native::Stream {
-                    base: affine.row.as_ptr().cast(),
-                    len: affine.row.len() * 4,
-                    offset: i as i64 * 4,
-                    stride: 4,
-                };
+                streams[n_srcs + 1] = affine_stream(affine, i);
             }
-            let fill = if let Some(affine) = &plan.affine {
-                i64::from(affine_base(affine.offset, affine.cm, p))
+            let fill = if let Some((offset, cm)) = plan.affine.as_ref().and_then(|a| a.base) {
+                i64::from(affine_base(offset, cm, p))
             } else if reduce {
                 let first = if i == d.start { REDUCE_FIRST } else { 0 };
                 let last = if end == d.start + d.len {
@@ -888,7 +1026,15 @@ fn execute_plan(
             } else {
                 plan.fill
             };
-            *acc = kernel.call(end - i, &streams, plan.consts[p], fill, *acc);
+            let consts = std::slice::from_ref(&plan.consts[p]);
+            kernel.call(
+                1,
+                end - i,
+                &streams,
+                consts,
+                fill,
+                std::slice::from_mut(acc),
+            );
             i = end;
             if d.start + d.len == i {
                 di += 1;
@@ -902,6 +1048,17 @@ fn execute_plan(
     }
     mem.wrote(&plan.dst);
     rows
+}
+
+/// The stream of `affine`'s row from position `i`, the same for every row.
+fn affine_stream(affine: &Affine, i: usize) -> native::Stream {
+    native::Stream {
+        base: affine.row.as_ptr().cast(),
+        len: affine.row.len() * 4,
+        offset: i as i64 * 4,
+        row_step: 0,
+        stride: 4,
+    }
 }
 
 /// The pieces of a row of a `Body::Reduce` loop, one per destination

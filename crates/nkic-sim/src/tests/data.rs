@@ -6,17 +6,6 @@ use nkic_isa::{DType, DgeMode, Dim, Fp32, Imm, OobMode, Op, Queue, Reg, TensorKi
 use super::*;
 use crate::error::SimErrorKind;
 
-fn dma(dst: AccessPattern, src: AccessPattern) -> Op {
-    Op::DmaCopy {
-        dst,
-        src,
-        accumulate: false,
-        dge: DgeMode::None,
-        oob: OobMode::Error,
-        priority: None,
-    }
-}
-
 #[test]
 fn dma_copy_moves_bf16_bits_into_128_partitions() {
     let p = program(&[("a", DType::BF16, &[128, 64], TensorKind::Input)]);
@@ -27,7 +16,7 @@ fn dma_copy_moves_bf16_bits_into_128_partitions() {
     let dst = tile(128, 64, 256, DType::BF16);
     b.ok(
         Queue::Dma(0),
-        &dma(
+        &Op::dma_copy(
             dst.clone(),
             hbm(TensorId(0), 128, 64, 0, &[(1, 64)], DType::BF16),
         ),
@@ -57,7 +46,7 @@ fn dma_copy_casts_through_f32_with_a_strided_source() {
     let dst = tile(1, 4, 0, DType::BF16);
     b.ok(
         Queue::Dma(3),
-        &dma(
+        &Op::dma_copy(
             dst.clone(),
             hbm(TensorId(0), 1, 8, 0, &[(2, 4)], DType::F32),
         ),
@@ -98,7 +87,7 @@ fn dma_copy_skip_drops_out_of_bounds_elements() {
     // r5 = 3: the source starts at element 3, so elements 6 and 7 are outside.
     b.regs[5] = 3;
     let src = hbm(TensorId(0), 1, 0, 0, &[(1, 4)], DType::I32).with_dyn_offset(Reg(5), 4);
-    let mut op = dma(dst.clone(), src);
+    let mut op = Op::dma_copy(dst.clone(), src);
     assert_eq!(
         b.exec(Queue::Dma(0), &op).map_err(|f| f.kind),
         Err(SimErrorKind::OutOfBounds)
@@ -116,7 +105,7 @@ fn dma_copy_of_never_written_memory_faults() {
     let f = b
         .exec(
             Queue::Dma(0),
-            &dma(tile(4, 4, 0, DType::F32), tile(4, 4, 1024, DType::F32)),
+            &Op::dma_copy(tile(4, 4, 0, DType::F32), tile(4, 4, 1024, DType::F32)),
         )
         .unwrap_err();
     assert_eq!(f.kind, SimErrorKind::UninitialisedRead);
@@ -206,7 +195,7 @@ fn dma_gather_and_scatter_follow_the_index() {
     let out = hbm(TensorId(1), 5, 2, 0, &[(1, 2)], DType::F32);
     b.ok(
         Queue::Dma(0),
-        &dma(
+        &Op::dma_copy(
             out.clone(),
             hbm(TensorId(0), 5, 2, 0, &[(1, 2)], DType::F32),
         ),
@@ -399,7 +388,7 @@ fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
     );
     b.ok(
         Queue::Dma(0),
-        &dma(hbm(TensorId(0), 128, 4, 0, &[(1, 4)], DType::F32), src),
+        &Op::dma_copy(hbm(TensorId(0), 128, 4, 0, &[(1, 4)], DType::F32), src),
     );
     // The run's copy holds the kernel's write; the caller's bytes do not.
     assert_eq!(

@@ -2,36 +2,15 @@
 //! dynamic loops, step orders, faults and their messages.
 
 use nkic_isa::{
-    ActFunc, AluOp, BranchCond, DType, DgeMode, Imm, Instruction, Label, MatmulPerfMode, OobMode,
-    Op, Program, Queue, ReduceCmd, Reg, RegAluOp, RegOrImm, Scalar, SemId, SemWait, Target,
-    TensorKind,
+    ActFunc, AluOp, BranchCond, DType, Imm, Instruction, Label, Op, Program, Queue, ReduceCmd, Reg,
+    RegAluOp, RegOrImm, Scalar, SemId, SemWait, Target, TensorKind,
 };
 
 use super::*;
 use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder};
 
-fn dma(dst: AccessPattern, src: AccessPattern) -> Op {
-    Op::DmaCopy {
-        dst,
-        src,
-        accumulate: false,
-        dge: DgeMode::None,
-        oob: OobMode::Error,
-        priority: None,
-    }
-}
-
 fn scale(dst: AccessPattern, src: AccessPattern, by: f32) -> Op {
-    Op::TensorScalar {
-        dst,
-        src,
-        op0: AluOp::Multiply,
-        operand0: Some(Scalar::imm(by)),
-        reverse0: false,
-        op1: None,
-        operand1: None,
-        reverse1: false,
-    }
+    Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(by))
 }
 
 /// load → scale by 2 → store, across three queues.
@@ -47,14 +26,14 @@ fn pipeline() -> Program {
     let t0 = tile(128, 512, 0, DType::F32);
     let t1 = tile(128, 512, 2048, DType::F32);
     p.stream_mut(Queue::Dma(0))
-        .push(Instruction::new(dma(t0.clone(), a)).signal(loaded));
+        .push(Instruction::new(Op::dma_copy(t0.clone(), a)).signal(loaded));
     p.stream_mut(Queue::Vector).push(
         Instruction::new(scale(t1.clone(), t0, 2.0))
             .wait(loaded, 1)
             .signal(computed),
     );
     p.stream_mut(Queue::Dma(1))
-        .push(Instruction::new(dma(out, t1)).wait(computed, 1));
+        .push(Instruction::new(Op::dma_copy(out, t1)).wait(computed, 1));
     p
 }
 
@@ -147,7 +126,7 @@ fn busy_program() -> Program {
     for i in 0..4u64 {
         let src = block(0, i);
         p.stream_mut(Queue::Dma(i as u8))
-            .push(Instruction::new(dma(slot(i), src)).signal(loaded));
+            .push(Instruction::new(Op::dma_copy(slot(i), src)).signal(loaded));
     }
     // Scalar: a dynamic loop over n tiles: activation with a running sum.
     let sums = tile(128, 4, 4096, DType::F32);
@@ -205,20 +184,9 @@ fn busy_program() -> Program {
     // Tensor: slot 0 × slot 1 into PSUM, then Vector evacuates it.
     let dst = ps(0, 128, 0, &[(1, 128)], DType::F32);
     p.stream_mut(Queue::Tensor).push(
-        Instruction::new(Op::NcMatmul {
-            dst: dst.clone(),
-            stationary: slot(0),
-            moving: slot(1),
-            accumulate: false,
-            transpose: false,
-            perf_mode: MatmulPerfMode::None,
-            stationary_onezero: false,
-            moving_onezero: false,
-            tile_position: None,
-            tile_size: None,
-        })
-        .wait(loaded, 4)
-        .signal(mm_done),
+        Instruction::new(Op::matmul(dst.clone(), slot(0), slot(1), false))
+            .wait(loaded, 4)
+            .signal(mm_done),
     );
     let mm_sb = tile(128, 128, 16384, DType::F32);
     p.stream_mut(Queue::Vector).push(
@@ -238,7 +206,7 @@ fn busy_program() -> Program {
     }));
     // Stores on other DMA queues.
     p.stream_mut(Queue::Dma(5)).push(
-        Instruction::new(dma(
+        Instruction::new(Op::dma_copy(
             hbm(TensorId(2), 128, 128, 0, &[(1, 128)], DType::F32),
             mm_sb,
         ))
@@ -247,14 +215,17 @@ fn busy_program() -> Program {
     for i in 0..4u64 {
         let dst = block(3, i);
         p.stream_mut(Queue::Dma(6 + i as u8)).push(
-            Instruction::new(dma(dst, tile(128, 128, 8192 + i * 256, DType::BF16)))
-                .wait(acted, i as u32 + 1),
+            Instruction::new(Op::dma_copy(
+                dst,
+                tile(128, 128, 8192 + i * 256, DType::BF16),
+            ))
+            .wait(acted, i as u32 + 1),
         );
     }
     p.stream_mut(Queue::Sync)
         .push(Instruction::new(dma_sums_placeholder()).wait(acted, 4));
     p.stream_mut(Queue::Dma(10)).push(
-        Instruction::new(dma(
+        Instruction::new(Op::dma_copy(
             hbm(TensorId(4), 128, 4, 0, &[(1, 4)], DType::F32),
             sums,
         ))
@@ -334,7 +305,7 @@ fn racy_program() -> (Program, SemId) {
     p.stream_mut(Queue::GpSimd)
         .push(Instruction::new(set(2.0)).signal(b));
     p.stream_mut(Queue::Dma(0)).push(
-        Instruction::new(dma(
+        Instruction::new(Op::dma_copy(
             hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
             t.clone(),
         ))
@@ -432,10 +403,11 @@ fn uninitialised_reads_fault_or_read_poison() {
     let t = tile(1, 4, 0, DType::F32);
     p.stream_mut(Queue::Vector)
         .push(Instruction::new(scale(tile(1, 4, 64, DType::F32), t, 2.0)));
-    p.stream_mut(Queue::Vector).push(Instruction::new(dma(
-        hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
-        tile(1, 4, 64, DType::F32),
-    )));
+    p.stream_mut(Queue::Vector)
+        .push(Instruction::new(Op::dma_copy(
+            hbm(TensorId(0), 1, 4, 0, &[(1, 4)], DType::F32),
+            tile(1, 4, 64, DType::F32),
+        )));
     // The store belongs on a DMA queue; move it there after the compute.
     let store = p.stream_mut(Queue::Vector).pop().map(|i| i.op);
     let sem = p.add_semaphore("done");
@@ -739,7 +711,10 @@ fn extreme_offsets_fault_instead_of_overflowing() {
         dst: Reg(0),
         value: 2,
     }));
-    dma0.push(Instruction::new(dma(tile(1, 1, 0, DType::F32), src)));
+    dma0.push(Instruction::new(Op::dma_copy(
+        tile(1, 1, 0, DType::F32),
+        src,
+    )));
     let e = run(
         &p,
         &Inputs::new().with("a", vec![0; 16]),
@@ -820,8 +795,8 @@ fn dma_queues_share_the_dma_engines() {
     ]);
     let a = hbm(TensorId(0), 128, 2048, 0, &[(1, 2048)], DType::F32);
     let b = hbm(TensorId(1), 128, 2048, 0, &[(1, 2048)], DType::F32);
-    let op_a = dma(tile(128, 2048, 0, DType::F32), a);
-    let op_b = dma(tile(128, 2048, 8192, DType::F32), b);
+    let op_a = Op::dma_copy(tile(128, 2048, 0, DType::F32), a);
+    let op_b = Op::dma_copy(tile(128, 2048, 8192, DType::F32), b);
     p.stream_mut(Queue::Dma(0))
         .push(Instruction::new(op_a.clone()));
     p.stream_mut(Queue::Dma(1))
@@ -878,7 +853,7 @@ fn dma_queues_share_the_dma_engines() {
         );
         let dst = sb(part, 64, 0, &[(1, 2048)], DType::F32);
         p.stream_mut(Queue::Dma(i as u8))
-            .push(Instruction::new(dma(dst, src)));
+            .push(Instruction::new(Op::dma_copy(dst, src)));
     }
     let res = run(
         &p,
@@ -896,7 +871,7 @@ fn dma_queues_share_the_dma_engines() {
         let src = hbm(TensorId(0), 128, 512, 0, &[(1, 512)], DType::F32);
         let dst = tile(128, 512, u64::from(q) * 2048, DType::F32);
         p.stream_mut(Queue::Dma(q))
-            .push(Instruction::new(dma(dst, src)));
+            .push(Instruction::new(Op::dma_copy(dst, src)));
     }
     let res = run(
         &p,
@@ -914,7 +889,7 @@ fn dma_queues_share_the_dma_engines() {
 /// sides are in HBM.
 #[test]
 fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
-    let op = dma(
+    let op = Op::dma_copy(
         tile(128, 4096, 0, DType::F32),
         hbm(TensorId(0), 128, 4096, 0, &[(1, 4096)], DType::F32),
     );
@@ -925,7 +900,7 @@ fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
     let t3 = Target::Trn3.dma_transfer(&op).expect("a transfer");
     assert_eq!(t3.engine_ps, 8 * ((16384u64 * 1000).div_ceil(33) + 11_000));
     // HBM → HBM counts both sides against HBM.
-    let copy = dma(
+    let copy = Op::dma_copy(
         hbm(TensorId(1), 128, 4096, 0, &[(1, 4096)], DType::F32),
         hbm(TensorId(0), 128, 4096, 0, &[(1, 4096)], DType::F32),
     );

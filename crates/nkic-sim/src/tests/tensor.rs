@@ -5,26 +5,6 @@ use nkic_isa::{DType, MatmulPerfMode, Op, Queue};
 
 use super::*;
 
-fn matmul(
-    dst: AccessPattern,
-    stationary: AccessPattern,
-    moving: AccessPattern,
-    accumulate: bool,
-) -> Op {
-    Op::NcMatmul {
-        dst,
-        stationary,
-        moving,
-        accumulate,
-        transpose: false,
-        perf_mode: MatmulPerfMode::None,
-        stationary_onezero: false,
-        moving_onezero: false,
-        tile_position: None,
-        tile_size: None,
-    }
-}
-
 /// The definition: `acc = init; for k: acc += s[k, m] · v[k, n]` in f32.
 fn reference(s: &[f32], v: &[f32], k: usize, m: usize, n: usize, init: Option<&[f32]>) -> Vec<f32> {
     let mut out = vec![0f32; m * n];
@@ -59,13 +39,13 @@ fn bf16_matmul_128x128x512_matches_the_reference_loop() {
     b.put(&mv, &v);
     b.ok(
         Queue::Tensor,
-        &matmul(dst.clone(), st.clone(), mv.clone(), false),
+        &Op::matmul(dst.clone(), st.clone(), mv.clone(), false),
     );
     let first = reference(&s, &v, 128, 128, 512, None);
     assert_bits(&b.get(&dst), &first);
     assert_eq!(b.flops, 2 * 128 * 128 * 512);
     // Accumulating a second product starts from the PSUM contents.
-    b.ok(Queue::Tensor, &matmul(dst.clone(), st, mv, true));
+    b.ok(Queue::Tensor, &Op::matmul(dst.clone(), st, mv, true));
     assert_bits(
         &b.get(&dst),
         &reference(&s, &v, 128, 128, 512, Some(&first)),
@@ -86,7 +66,7 @@ fn matmul_one_partition_strided_moving_bf16_psum() {
     let dst = ps(0, 3, 2048, &[(1, 4)], DType::BF16);
     b.ok(
         Queue::Tensor,
-        &matmul(dst.clone(), st.clone(), mv.clone(), false),
+        &Op::matmul(dst.clone(), st.clone(), mv.clone(), false),
     );
     let want = [
         1.5, 0.75, -6.0, 0.1875, -2.0, -1.0, 8.0, -0.25, 3.0, 1.5, -12.0, 0.375,
@@ -95,7 +75,7 @@ fn matmul_one_partition_strided_moving_bf16_psum() {
     // bf16 accumulation rounds after the f32 add: 0.1875 + 1/1024 → bf16.
     let tiny = sb(0, 1, 128, &[(1, 4)], DType::F8E4M3);
     b.put(&tiny, &[0.0, 0.0, 0.0, 0.001953125]);
-    b.ok(Queue::Tensor, &matmul(dst.clone(), st, tiny, true));
+    b.ok(Queue::Tensor, &Op::matmul(dst.clone(), st, tiny, true));
     let got = b.get(&dst);
     assert_eq!(got[3], q(DType::BF16, 0.1875 + 1.5 * 0.001953125));
     assert_eq!(got[0], 1.5);
@@ -130,7 +110,7 @@ fn double_row_contracts_over_partition_then_row() {
     b.put(&st, &s);
     b.put(&mv, &v);
     let dst = ps(0, m as u32, 0, &[(1, n as u32)], DType::F32);
-    let mut op = matmul(dst.clone(), st, mv, false);
+    let mut op = Op::matmul(dst.clone(), st, mv, false);
     if let Op::NcMatmul { perf_mode, .. } = &mut op {
         *perf_mode = MatmulPerfMode::DoubleRow;
     }
@@ -159,7 +139,7 @@ fn transpose_mode_is_bit_exact_for_an_identity() {
     let id = tile(3, 3, 64, DType::BF16);
     b.put(&id, &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
     let dst = ps(0, 2, 0, &[(1, 3)], DType::BF16);
-    let mut op = matmul(dst.clone(), st.clone(), id.clone(), false);
+    let mut op = Op::matmul(dst.clone(), st.clone(), id.clone(), false);
     if let Op::NcMatmul { transpose, .. } = &mut op {
         *transpose = true;
     }

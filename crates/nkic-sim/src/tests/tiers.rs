@@ -365,7 +365,7 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
         };
         (pattern, offset, g.below(9) as i32 - 4)
     };
-    let op = match g.below(16) {
+    let op = match g.below(19) {
         0 => {
             let b_dt = dt(g);
             Op::TensorTensor {
@@ -510,6 +510,45 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             imm1: g.chance(2).then(|| scalar(g, 1)),
             reduce_cmd: cmd(g),
         },
+        15 => Op::Activate2 {
+            dst,
+            src: a,
+            func: g.pick(ActFunc::ALL),
+            op0: g.pick(AluOp::ALL),
+            imm0: g.chance(4).then(|| scalar(g, 0)),
+            reverse0: g.chance(2),
+            op1: g.pick(AluOp::ALL),
+            imm1: (!g.chance(4)).then(|| scalar(g, 1)),
+            reverse1: g.chance(2),
+            relu_param: g.chance(2).then(|| scalar(g, 2)),
+            reduce_op: g.chance(2).then(|| g.pick(AluOp::ALL)),
+            reduce_cmd: if g.chance(2) { ReduceCmd::Idle } else { cmd(g) },
+            reduce_res: g.chance(2).then(|| res(g)),
+        },
+        16 => Op::Exponential {
+            dst,
+            src: a,
+            max_value: scalar(g, 0),
+            reduce_cmd: cmd(g),
+            reduce_init: g.chance(2).then(|| scalar(g, 1)),
+            reduce_res: g.chance(2).then(|| res(g)),
+        },
+        17 => Op::RangeSelect {
+            dst,
+            src: a,
+            cmp0: g.pick(AluOp::ALL),
+            bound0: scalar(g, 0),
+            cmp1: g.pick(AluOp::ALL),
+            bound1: scalar(g, 1),
+            range_start: if g.chance(8) {
+                i32::MAX - g.below(4) as i32
+            } else {
+                g.below(16) as i32 - 8
+            },
+            on_false: Fp32::new(g.float()),
+            reduce_cmd: cmd(g),
+            reduce_res: g.chance(2).then(|| res(g)),
+        },
         _ => Op::Memset {
             dst,
             value: if g.chance(2) {
@@ -612,12 +651,15 @@ fn the_property_exercises_the_native_tier() {
     assert_eq!(
         kinds,
         [
+            "activate2",
             "activation",
             "activation_reduce",
             "affine_select",
             "dma_copy",
+            "exponential",
             "iota",
             "memset",
+            "range_select",
             "scalar_tensor_tensor",
             "select_reduce",
             "tensor_copy",
@@ -629,7 +671,7 @@ fn the_property_exercises_the_native_tier() {
             "tensor_tensor_scan",
         ]
     );
-    assert_eq!(native.values().sum::<usize>(), 91, "{native:?}");
+    assert_eq!(native.values().sum::<usize>(), 89, "{native:?}");
 }
 
 proptest! {
