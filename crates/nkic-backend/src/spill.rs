@@ -309,16 +309,8 @@ fn choose(
     sources: &SourceMap,
 ) -> Vec<(usize, Handle<Storage>)> {
     let (uses, pinned) = uses_of(unit);
-    let written: Vec<BTreeSet<Handle<Storage>>> = unit
-        .kernels
-        .iter()
-        .map(|k| {
-            k.ops
-                .iter()
-                .flat_map(|(_, op)| op.write_set().into_iter().map(|v| v.storage))
-                .collect()
-        })
-        .collect();
+    let written: Vec<BTreeSet<Handle<Storage>>> =
+        unit.kernels.iter().map(written_storages).collect();
     let mut shifts = Shifts::default();
     let mut out = Vec::new();
     for o in overflows {
@@ -533,11 +525,7 @@ fn spill_all(
             continue;
         }
         let mut orders = ops_touching(kernel, &mine.iter().map(|m| m.1).collect());
-        let written: BTreeSet<Handle<Storage>> = kernel
-            .ops
-            .iter()
-            .flat_map(|(_, op)| op.write_set().into_iter().map(|v| v.storage))
-            .collect();
+        let written = written_storages(kernel);
         let mut edits = Edits::default();
         for (k, s) in mine {
             let order = orders.remove(&s).unwrap_or_default();
@@ -546,6 +534,15 @@ fn spill_all(
         splice(kernel, edits);
     }
     out.into_iter().flatten().collect()
+}
+
+/// The storages some op of `kernel` writes.
+fn written_storages(kernel: &Kernel) -> BTreeSet<Handle<Storage>> {
+    kernel
+        .ops
+        .iter()
+        .flat_map(|(_, op)| op.write_set().into_iter().map(|v| v.storage))
+        .collect()
 }
 
 /// Per storage of `storages`, the top-level ops of `kernel` touching it,
