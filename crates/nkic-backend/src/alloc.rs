@@ -40,12 +40,13 @@
 //! **Spilling.** An overflow also comes back as an [`Overflow`] (where
 //! placement failed and what was alive there; [`allocate_detailed`]).
 //! Unless `BackendConfig::no_spill`, the backend then spills instead of
-//! failing ([`spill`](crate::spill)): it picks the largest storages that
-//! wait longest around that position, splits each one's life into short
-//! pieces around its uses with copies to and from a spill tensor (SBUF to
-//! HBM by DMA, PSUM to SBUF by `tensor_copy`, never inside a matmul
-//! accumulation group; a tile loaded from a kernel input is loaded again
-//! instead), and allocates again, until the kernel fits or
+//! failing ([`spill`](crate::spill)): at every position where placement
+//! fails (found in one pass, [`relieve_overflows`]) it picks the largest
+//! storages that wait longest around that position, splits each one's
+//! life into short pieces around its uses with copies to and from a spill
+//! tensor (SBUF to HBM by DMA, PSUM to SBUF by `tensor_copy`, never inside
+//! a matmul accumulation group; a tile loaded from a kernel input is
+//! loaded again instead), and allocates again, until the kernel fits or
 //! nothing more can be spilled; only then is E0901/E0902 the result.
 //!
 //! # HBM
@@ -61,7 +62,8 @@
 //! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
 //! return index `k`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{ArgKind, Buffer, LiveRange, OpKind, Placement};
@@ -105,6 +107,18 @@ type Placed = (usize, u64, u64);
 /// when that was the reason.
 type PlaceError = (Vec<Diagnostic>, Option<Overflow>);
 
+/// The state of one first-fit pass: the items placed so far, by index
+/// into the pass's items, with their offsets.
+#[derive(Clone, Debug, Default)]
+struct Placer {
+    placed: Vec<(usize, u64)>,
+    manual: Vec<(usize, u64)>,
+    /// The placed items still alive, sorted by offset (so the busy list
+    /// comes out sorted without sorting it for every item).
+    active: Vec<(u64, usize)>,
+    busy: Vec<(u64, u64)>,
+}
+
 /// One on-chip storage to place.
 #[derive(Clone, Debug)]
 struct Item {
@@ -139,6 +153,11 @@ pub struct Overflow {
     /// The storages alive at `at` (global index, bytes per partition),
     /// the one that did not fit included.
     pub alive: Vec<(usize, u64)>,
+    /// True when the storage that did not fit is a piece of
+    /// [`relieve_overflows`]: it comes in just before the ops at `at`, so
+    /// the overflow is between `at - 1` and `at`, and the storages those
+    /// ops use first are not alive yet.
+    pub piece: bool,
 }
 
 /// A failed allocation: its diagnostics, and the memories that overflowed
@@ -149,6 +168,21 @@ pub struct AllocError {
     pub overflows: Vec<Overflow>,
 }
 
+/// A storage the [`spill`](crate::spill) pass frees at an overflow of
+/// [`relieve_overflows`]: spilled, it needs its bytes only up to its last
+/// use before the overflow and then again at each of its later uses, one
+/// position each (the piece a spill reload or rematerialized load brings
+/// in just before the use).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relief {
+    /// The global storage index.
+    pub id: usize,
+    /// Its last use before the overflow.
+    pub last: u32,
+    /// Its uses after the overflow.
+    pub uses: Vec<u32>,
+}
+
 /// Places every storage of `unit`; see the module doc.
 pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diagnostic>> {
     allocate_detailed(unit, sources).map_err(|e| e.diags)
@@ -156,7 +190,6 @@ pub fn allocate(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, Vec<Diag
 
 /// [`allocate`], with the overflows described for spilling.
 pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout, AllocError> {
-    let f = unit.target.figures();
     let mut layout = Layout {
         placements: vec![None; unit.storages.len()],
         hbm: Vec::new(),
@@ -169,25 +202,11 @@ pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout,
         .filter_map(|s| s.live.map(|r| r.last + 1))
         .max()
         .unwrap_or(0);
-    let memories = [
-        Memory {
-            buffer: Buffer::Sbuf,
-            capacity: u64::from(f.sbuf_usable_bytes_per_partition),
-            partitions: u64::from(f.sbuf_partitions),
-            bank: None,
-        },
-        Memory {
-            buffer: Buffer::Psum,
-            capacity: u64::from(f.psum_bytes_per_partition),
-            partitions: u64::from(f.sbuf_partitions),
-            bank: Some(u64::from(f.psum_bank_bytes)),
-        },
-    ];
     let required = tile_partitions(unit);
     let mut diags = Vec::new();
     let mut overflows = Vec::new();
     let mut other = false;
-    for (k, mem) in memories.iter().enumerate() {
+    for (k, mem) in memories(unit).iter().enumerate() {
         match place_memory(unit, *mem, len, &required, sources) {
             Ok((offsets, slack)) => {
                 layout.slack[k] = slack;
@@ -215,6 +234,134 @@ pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout,
     } else {
         Err(AllocError { diags, overflows })
     }
+}
+
+/// Every overflow of `buffer`'s first-fit placement with slack 0, found in
+/// one pass: at each position where an item does not fit, `relieve` names
+/// the storages to spill there ([`Relief`]), and the pass goes on as if
+/// they were spilled (each one alive until its last use before the
+/// overflow, then a one-position piece at each later use) and tries the
+/// item again; an item that still does not fit is left out. The first
+/// overflow `relieve` sees is the one [`allocate_detailed`] reports; the
+/// pass ends early when `relieve` frees nothing.
+///
+/// The pieces are a model, in the unspilled kernel's positions, of what
+/// the spiller makes: spill copies sit between two positions, so a piece
+/// used at position `p` conflicts exactly with the items alive at `p`, and
+/// it is placed before the items first used at `p`, as its reload comes
+/// before their ops. The choices are therefore those that spilling one
+/// overflow at a time and allocating again would make where the model
+/// holds; the spiller still allocates the spilled kernel for real.
+pub fn relieve_overflows(
+    unit: &Unit<'_>,
+    sources: &SourceMap,
+    buffer: Buffer,
+    relieve: &mut dyn FnMut(&Overflow) -> Vec<Relief>,
+) {
+    let Some(mem) = memories(unit).into_iter().find(|m| m.buffer == buffer) else {
+        return;
+    };
+    let Ok(mut items) = items_of(unit, mem, &tile_partitions(unit), sources) else {
+        return;
+    };
+    let n_real = items.len();
+    let index: BTreeMap<usize, usize> = items.iter().enumerate().map(|(k, i)| (i.id, k)).collect();
+    let mut placer = Placer::default();
+    // Pieces not placed yet, by position and then in order of creation.
+    let mut pieces: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
+    let mut skipped: Vec<usize> = Vec::new();
+    let mut next = 0;
+    loop {
+        let k = match ((next < n_real).then(|| &items[next]), pieces.peek()) {
+            (Some(item), Some(&Reverse((first, piece))))
+                if item.manual.is_none() && first <= item.live.first =>
+            {
+                pieces.pop();
+                piece
+            }
+            (None, Some(&Reverse((_, piece)))) => {
+                pieces.pop();
+                piece
+            }
+            (Some(_), _) => {
+                next += 1;
+                next - 1
+            }
+            (None, None) => return,
+        };
+        if placer.place(&items, k, mem, 0).is_some() {
+            continue;
+        }
+        let at = items[k].live.first;
+        let piece = k >= n_real;
+        // Alive at `at`: the placed items (those still active, and the
+        // manual ones), the items left out, and this one; unless it is a
+        // piece, also the items first used at `at`.
+        let alive_at = |i: &Item| i.live.first <= at && at <= i.live.last;
+        let placed = placer.active.iter().map(|&(_, j)| j);
+        let manual = placer.manual.iter().map(|&(j, _)| j);
+        // (The pieces at `at` come before the items: none is pending.)
+        let pending = (next..n_real).take_while(|&j| !piece && items[j].live.first == at);
+        let mut alive: Vec<usize> = placed
+            .chain(manual)
+            .chain(skipped.iter().copied())
+            .filter(|&j| alive_at(&items[j]))
+            .chain(std::iter::once(k))
+            .chain(pending)
+            .collect();
+        alive.sort_unstable();
+        alive.dedup();
+        let overflow = Overflow {
+            buffer,
+            capacity: mem.capacity,
+            at,
+            failed_size: items[k].size,
+            alive: alive
+                .iter()
+                .map(|&j| (items[j].id, items[j].size))
+                .collect(),
+            piece,
+        };
+        let reliefs = relieve(&overflow);
+        if reliefs.is_empty() {
+            return;
+        }
+        for r in reliefs {
+            let Some(&j) = index.get(&r.id) else { continue };
+            items[j].live.last = items[j].live.last.min(r.last);
+            let piece = items[j].clone();
+            for p in r.uses {
+                pieces.push(Reverse((p, items.len())));
+                items.push(Item {
+                    live: LiveRange { first: p, last: p },
+                    manual: None,
+                    ..piece.clone()
+                });
+            }
+        }
+        if placer.place(&items, k, mem, 0).is_none() {
+            skipped.push(k);
+        }
+    }
+}
+
+/// The on-chip memories of `unit`'s target: SBUF, PSUM.
+fn memories(unit: &Unit<'_>) -> [Memory; 2] {
+    let f = unit.target.figures();
+    [
+        Memory {
+            buffer: Buffer::Sbuf,
+            capacity: u64::from(f.sbuf_usable_bytes_per_partition),
+            partitions: u64::from(f.sbuf_partitions),
+            bank: None,
+        },
+        Memory {
+            buffer: Buffer::Psum,
+            capacity: u64::from(f.psum_bytes_per_partition),
+            partitions: u64::from(f.sbuf_partitions),
+            bank: Some(u64::from(f.psum_bank_bytes)),
+        },
+    ]
 }
 
 /// The first partitions PE tiling requires of compiler-placed on-chip
@@ -355,6 +502,44 @@ fn place_memory(
     required: &BTreeMap<usize, Option<u64>>,
     sources: &SourceMap,
 ) -> Result<(Vec<Placed>, u32), PlaceError> {
+    let items = items_of(unit, mem, required, sources).map_err(|d| (d, None))?;
+    let mut slack = len;
+    loop {
+        match first_fit(&items, mem, slack) {
+            Ok(offsets) => return Ok((offsets, slack)),
+            Err(failed) if slack == 0 => {
+                let at = items[failed].live.first;
+                let overflow = Overflow {
+                    buffer: mem.buffer,
+                    capacity: mem.capacity,
+                    at,
+                    failed_size: items[failed].size,
+                    alive: items
+                        .iter()
+                        .filter(|i| i.live.first <= at && at <= i.live.last)
+                        .map(|i| (i.id, i.size))
+                        .collect(),
+                    piece: false,
+                };
+                return Err((
+                    vec![overflow_diag(unit, &items, failed, mem, sources)],
+                    Some(overflow),
+                ));
+            }
+            Err(_) => slack /= 2,
+        }
+    }
+}
+
+/// The storages of one on-chip memory to place, manual placements first
+/// and the others in order of first use (larger first on ties), or the
+/// diagnostics of storages that cannot be placed at all.
+fn items_of(
+    unit: &Unit<'_>,
+    mem: Memory,
+    required: &BTreeMap<usize, Option<u64>>,
+    sources: &SourceMap,
+) -> Result<Vec<Item>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let mut items = Vec::new();
     for (id, s) in unit.storages.iter().enumerate() {
@@ -475,7 +660,7 @@ fn place_memory(
         }
     }
     if !diags.is_empty() {
-        return Err((diags, None));
+        return Err(diags);
     }
     items.sort_by_key(|i| {
         (
@@ -485,31 +670,7 @@ fn place_memory(
             i.id,
         )
     });
-    let mut slack = len;
-    loop {
-        match first_fit(&items, mem, slack) {
-            Ok(offsets) => return Ok((offsets, slack)),
-            Err(failed) if slack == 0 => {
-                let at = items[failed].live.first;
-                let overflow = Overflow {
-                    buffer: mem.buffer,
-                    capacity: mem.capacity,
-                    at,
-                    failed_size: items[failed].size,
-                    alive: items
-                        .iter()
-                        .filter(|i| i.live.first <= at && at <= i.live.last)
-                        .map(|i| (i.id, i.size))
-                        .collect(),
-                };
-                return Err((
-                    vec![overflow_diag(unit, &items, failed, mem, sources)],
-                    Some(overflow),
-                ));
-            }
-            Err(_) => slack /= 2,
-        }
-    }
+    Ok(items)
 }
 
 /// True when `a` and `b` may not share bytes with `slack` extra positions
@@ -522,55 +683,60 @@ fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
 
 /// Places `items` (manual ones first) first-fit; on failure returns the
 /// index of the item that did not fit.
-///
-/// The items after the manual ones come in order of their first use, so a
-/// placed item whose life (plus `slack`) ends before the current item's
-/// first use conflicts with no later item either: it leaves the `active`
-/// list for good, and each item is compared only with the items alive
-/// around it (and the manual ones).
 fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
-    let mut placed: Vec<(usize, u64)> = Vec::with_capacity(items.len());
-    let mut manual: Vec<(usize, u64)> = Vec::new();
-    // The placed items still alive, sorted by offset (so the busy list
-    // comes out sorted without sorting it for every item).
-    let mut active: Vec<(u64, usize)> = Vec::new();
-    let mut busy: Vec<(u64, u64)> = Vec::new();
-    for (k, item) in items.iter().enumerate() {
-        if let Some(byte) = item.manual {
-            placed.push((k, byte));
-            manual.push((k, byte));
-            continue;
+    let mut placer = Placer::default();
+    for k in 0..items.len() {
+        if placer.place(items, k, mem, slack).is_none() {
+            return Err(k);
         }
-        active.retain(|&(_, j)| items[j].live.last.saturating_add(slack) >= item.live.first);
-        busy.clear();
-        busy.extend(
-            active
+    }
+    Ok(placer
+        .placed
+        .into_iter()
+        .map(|(k, off)| (items[k].id, items[k].partitions.0, off))
+        .collect())
+}
+
+impl Placer {
+    /// Places `items[k]` at the lowest offset free of the items placed so
+    /// far that it conflicts with, or returns `None` when none is left.
+    ///
+    /// The items after the manual ones come in order of their first use,
+    /// so a placed item whose life (plus `slack`) ends before the current
+    /// item's first use conflicts with no later item either: it leaves
+    /// the `active` list for good, and each item is compared only with the
+    /// items alive around it (and the manual ones).
+    fn place(&mut self, items: &[Item], k: usize, mem: Memory, slack: u32) -> Option<u64> {
+        let item = &items[k];
+        if let Some(byte) = item.manual {
+            self.placed.push((k, byte));
+            self.manual.push((k, byte));
+            return Some(byte);
+        }
+        self.active
+            .retain(|&(_, j)| items[j].live.last.saturating_add(slack) >= item.live.first);
+        self.busy.clear();
+        self.busy.extend(
+            self.active
                 .iter()
                 .filter(|&&(_, j)| conflicts(item, &items[j], slack))
                 .map(|&(off, j)| (off, off + items[j].size)),
         );
-        if !manual.is_empty() {
-            busy.extend(
-                manual
+        if !self.manual.is_empty() {
+            self.busy.extend(
+                self.manual
                     .iter()
                     .filter(|&&(j, _)| conflicts(item, &items[j], slack))
                     .map(|&(j, off)| (off, off + items[j].size)),
             );
-            busy.sort_unstable();
+            self.busy.sort_unstable();
         }
-        match fit(&busy, item.size, mem) {
-            Some(off) => {
-                placed.push((k, off));
-                let at = active.partition_point(|&(o, _)| o <= off);
-                active.insert(at, (off, k));
-            }
-            None => return Err(k),
-        }
+        let off = fit(&self.busy, item.size, mem)?;
+        self.placed.push((k, off));
+        let at = self.active.partition_point(|&(o, _)| o <= off);
+        self.active.insert(at, (off, k));
+        Some(off)
     }
-    Ok(placed
-        .into_iter()
-        .map(|(k, off)| (items[k].id, items[k].partitions.0, off))
-        .collect())
 }
 
 /// The lowest offset where `size` bytes fit between the sorted `busy`

@@ -10,8 +10,8 @@
 //!
 //! # Choosing what to spill
 //!
-//! Each round looks at every memory that overflowed, at the position
-//! where first-fit placement failed ([`alloc::Overflow`]). A storage alive
+//! Each round looks at every memory that overflowed, at each position
+//! where first-fit placement fails ([`alloc::Overflow`]). A storage alive
 //! there can be spilled when no op uses it at that position (it is waiting
 //! between two uses), it was placed by the compiler (no `address=`), it is
 //! not allocated in a dynamic loop, every op that touches it is outside
@@ -32,6 +32,20 @@
 //! pieces spilling makes (below) are never spilled again, so every round
 //! spills at least one storage of the kernel as written (or the SBUF copy
 //! of a spilled PSUM storage) and the rounds end.
+//!
+//! One round finds every overflow position of a memory in one first-fit
+//! pass ([`alloc::relieve_overflows`]): after choosing at one position it
+//! goes on as if the chosen storages were spilled (their bytes free after
+//! their last use before the position, taken again for one position at
+//! each later use, as the pieces below are) and chooses again wherever
+//! placement fails next. So a kernel that overflows at many positions (the
+//! guide's v4 matmul at its published shape: once per block, 128 blocks)
+//! is spilled in a few rounds, not one round per position, and where that
+//! model of the spilled kernel holds it chooses what one position per
+//! round would. Then every chosen storage is spilled, each kernel's body
+//! rebuilt once, and the kernels collected and allocated again; an
+//! allocation that still fails (a PSUM spill's SBUF copies, the stores of
+//! an SBUF spill, fragmentation) starts another round.
 //!
 //! # How a storage is spilled
 //!
@@ -95,13 +109,16 @@ use nkic_ir::{
     overlap,
 };
 
-use crate::alloc::{self, AllocError, MAX_OVERFLOW_SITES, Overflow};
+use crate::alloc::{self, AllocError, MAX_OVERFLOW_SITES, Overflow, Relief};
 use crate::codes;
 use crate::collect::{self, Unit, storage_label};
 
 /// An SBUF spill frees `1 / SBUF_HEADROOM` of the capacity beyond the
 /// overflow (module doc, "Choosing what to spill").
 pub const SBUF_HEADROOM: u64 = 8;
+
+/// Per global storage, the ops that touch it ([`uses_of`]).
+type Uses = BTreeMap<usize, Vec<(u32, Handle<Op>)>>;
 
 /// Spilled copies of a unit's kernels and the E0906 warnings.
 #[derive(Clone, Debug)]
@@ -146,21 +163,20 @@ pub fn spill(
     // a storage of the kernel as written (or a PSUM storage's SBUF copy)
     // and the loop ends.
     let mut pieces: BTreeSet<(usize, Handle<Storage>)> = BTreeSet::new();
-    let mut victims = choose(unit, &error.overflows, &pieces);
+    let mut victims = choose(unit, &error.overflows, &pieces, sources);
     loop {
         if victims.is_empty() {
             return Err(error.diags);
         }
-        for (inst, handle) in victims {
-            let (record, made) = spill_storage(&mut kernels[inst], inst, handle);
+        for (record, made) in spill_all(&mut kernels, &victims) {
+            pieces.extend(made.into_iter().map(|h| (record.inst, h)));
             log.push(record);
-            pieces.extend(made.into_iter().map(|h| (inst, h)));
         }
         let unit = collect::collect(&kernels, sources)?;
         victims = match alloc::allocate_detailed(&unit, sources) {
             Ok(_) => break,
             Err(e) if e.overflows.is_empty() => return Err(e.diags),
-            Err(e) => choose(&unit, &e.overflows, &pieces),
+            Err(e) => choose(&unit, &e.overflows, &pieces, sources),
         };
     }
     let warnings = [Buffer::Sbuf, Buffer::Psum]
@@ -181,6 +197,28 @@ struct Record {
     reloads: usize,
     /// Bytes the stores and reloads move (all partitions).
     bytes: u64,
+}
+
+/// How the ops touching a spilled storage are cut ([`cut`]).
+#[derive(Clone, Debug)]
+struct Cut {
+    /// The groups, as first and last index into the ops.
+    groups: Vec<(usize, usize)>,
+    /// Per op, the views of the storage it reads (its destination too
+    /// when it accumulates into it).
+    reads: Vec<Vec<View>>,
+    /// Per op, the views of the storage it writes.
+    writes: Vec<Vec<View>>,
+}
+
+/// The copies spilling adds to a kernel's top-level body, by the place in
+/// the body (before spilling) of the item they go before or after, and
+/// the items that move ([`splice`]).
+#[derive(Clone, Debug, Default)]
+struct Edits {
+    before: BTreeMap<usize, Vec<Handle<Op>>>,
+    after: BTreeMap<usize, Vec<Handle<Op>>>,
+    skip: BTreeSet<usize>,
 }
 
 impl Record {
@@ -209,22 +247,22 @@ pub fn spill_everything(
 ) -> Result<Vec<Kernel>, Vec<Diagnostic>> {
     let unit = collect::collect(kernels, sources)?;
     let (uses, pinned) = uses_of(&unit);
+    let victims: Vec<(usize, Handle<Storage>)> = uses
+        .iter()
+        .filter(|&(&id, positions)| positions.len() > 1 && spillable(&unit, &pinned, id))
+        .map(|(&id, _)| (unit.storages[id].inst, unit.storages[id].handle))
+        .collect();
     let mut out = kernels.to_vec();
-    for (id, positions) in &uses {
-        if positions.len() > 1 && spillable(&unit, &pinned, *id) {
-            let s = &unit.storages[*id];
-            let _ = spill_storage(&mut out[s.inst], s.inst, s.handle);
-        }
-    }
+    spill_all(&mut out, &victims);
     Ok(out)
 }
 
-/// Per global storage, the positions of the ops that touch it, and the
-/// storages that may not be spilled because of how they are used (inside
-/// a dynamic loop, through a dynamic offset or an indirection of their
-/// own).
-fn uses_of(unit: &Unit<'_>) -> (BTreeMap<usize, Vec<u32>>, BTreeSet<usize>) {
-    let mut uses: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+/// Per global storage, the ops that touch it with their positions (an op
+/// once per access), and the storages that may not be spilled because of
+/// how they are used (inside a dynamic loop, through a dynamic offset or
+/// an indirection of their own).
+fn uses_of(unit: &Unit<'_>) -> (Uses, BTreeSet<usize>) {
+    let mut uses: Uses = BTreeMap::new();
     let mut pinned: BTreeSet<usize> = BTreeSet::new();
     let top: Vec<BTreeSet<Handle<Op>>> = unit
         .kernels
@@ -243,7 +281,7 @@ fn uses_of(unit: &Unit<'_>) -> (BTreeMap<usize, Vec<u32>>, BTreeSet<usize>) {
         let nested = !top[info.inst].contains(&info.handle);
         for access in info.op.accesses() {
             let id = unit.sid(info.inst, access.view.storage);
-            uses.entry(id).or_default().push(info.pos);
+            uses.entry(id).or_default().push((info.pos, info.handle));
             let own_indirection = !access.is_index && access.view.indirect.is_some();
             if nested || access.view.dyn_offset.is_some() || own_indirection {
                 pinned.insert(id);
@@ -260,58 +298,175 @@ fn spillable(unit: &Unit<'_>, pinned: &BTreeSet<usize>, id: usize) -> bool {
     st.buffer.is_on_chip() && st.address.is_none() && st.scope.is_none() && !pinned.contains(&id)
 }
 
-/// The storages to spill for `overflows`, as `(instance, handle)`; see
-/// the module doc.
+/// The storages to spill for `overflows` (the first of each memory that
+/// overflowed), as `(instance, handle)`: the choices at every overflow of
+/// that memory, found in one first-fit pass
+/// ([`alloc::relieve_overflows`]); see the module doc.
 fn choose(
     unit: &Unit<'_>,
     overflows: &[Overflow],
     pieces: &BTreeSet<(usize, Handle<Storage>)>,
+    sources: &SourceMap,
 ) -> Vec<(usize, Handle<Storage>)> {
     let (uses, pinned) = uses_of(unit);
+    let written: Vec<BTreeSet<Handle<Storage>>> =
+        unit.kernels.iter().map(written_storages).collect();
+    let mut shifts = Shifts::default();
     let mut out = Vec::new();
     for o in overflows {
-        let total: u64 = o.alive.iter().map(|&(_, size)| size).sum();
-        let need = if total > o.capacity {
-            total - o.capacity
-        } else {
-            o.failed_size
-        } + if o.buffer == Buffer::Sbuf {
-            o.capacity / SBUF_HEADROOM
-        } else {
-            0
-        };
-        let mut ranked: Vec<(u128, usize, u64)> = o
-            .alive
-            .iter()
-            .filter_map(|&(id, size)| {
-                let s = &unit.storages[id];
-                if s.st.buffer != o.buffer
-                    || !spillable(unit, &pinned, id)
-                    || pieces.contains(&(s.inst, s.handle))
-                {
-                    return None;
-                }
-                let positions = uses.get(&id)?;
-                let before = positions.iter().filter(|&&p| p < o.at).max()?;
-                let after = positions.iter().filter(|&&p| p > o.at).min()?;
-                if positions.contains(&o.at) {
-                    return None;
-                }
-                Some((u128::from(size) * u128::from(after - before), id, size))
-            })
-            .collect();
-        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut freed = 0u64;
-        for (_, id, size) in ranked {
-            if freed >= need {
-                break;
+        let mut chosen: BTreeSet<usize> = BTreeSet::new();
+        alloc::relieve_overflows(unit, sources, o.buffer, &mut |at| {
+            let reliefs = choose_at(unit, &uses, &pinned, at, pieces, &chosen, &shifts);
+            for r in &reliefs {
+                chosen.insert(r.id);
+                let s = &unit.storages[r.id];
+                let mut order: Vec<(usize, Handle<Op>)> =
+                    uses[&r.id].iter().map(|&(p, h)| (p as usize, h)).collect();
+                order.dedup();
+                shifts.add(&unit.kernels[s.inst], s.handle, &order, &written[s.inst]);
+                out.push((s.inst, s.handle));
             }
-            freed += size;
-            let s = &unit.storages[id];
-            out.push((s.inst, s.handle));
-        }
+            reliefs
+        });
     }
     out
+}
+
+/// The storages to spill at overflow `o`, with their uses around it: the
+/// highest ranked of the storages alive there that may be spilled and are
+/// not `pieces` or already `chosen`, until they free the overflow and the
+/// headroom; the idle gaps count the copies `shifts` will put in them.
+/// See the module doc.
+fn choose_at(
+    unit: &Unit<'_>,
+    uses: &Uses,
+    pinned: &BTreeSet<usize>,
+    o: &Overflow,
+    pieces: &BTreeSet<(usize, Handle<Storage>)>,
+    chosen: &BTreeSet<usize>,
+    shifts: &Shifts,
+) -> Vec<Relief> {
+    let total: u64 = o.alive.iter().map(|&(_, size)| size).sum();
+    let need = if total > o.capacity {
+        total - o.capacity
+    } else {
+        o.failed_size
+    } + if o.buffer == Buffer::Sbuf {
+        o.capacity / SBUF_HEADROOM
+    } else {
+        0
+    };
+    // A piece comes in just before the ops at `o.at`: those are after it.
+    let later = |p: u32| p > o.at || (o.piece && p == o.at);
+    let mut ranked: Vec<(u128, usize, u64, u32)> = o
+        .alive
+        .iter()
+        .filter_map(|&(id, size)| {
+            let s = &unit.storages[id];
+            if s.st.buffer != o.buffer
+                || !spillable(unit, pinned, id)
+                || pieces.contains(&(s.inst, s.handle))
+                || chosen.contains(&id)
+            {
+                return None;
+            }
+            let positions = uses.get(&id)?;
+            let before = positions.iter().map(|u| u.0).filter(|&p| !later(p)).max()?;
+            let after = positions.iter().map(|u| u.0).filter(|&p| later(p)).min()?;
+            if before == o.at {
+                return None;
+            }
+            let gap = i64::from(after - before) + shifts.between(before, after);
+            Some((
+                u128::from(size) * gap.unsigned_abs() as u128,
+                id,
+                size,
+                before,
+            ))
+        })
+        .collect();
+    ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut freed = 0u64;
+    let mut out = Vec::new();
+    for (_, id, size, last) in ranked {
+        if freed >= need {
+            break;
+        }
+        freed += size;
+        let mut uses: Vec<u32> = uses[&id]
+            .iter()
+            .map(|u| u.0)
+            .filter(|&p| later(p))
+            .collect();
+        uses.dedup();
+        out.push(Relief { id, last, uses });
+    }
+    out
+}
+
+/// The spill copies of the storages chosen so far in a round, in the
+/// positions of the kernels before spilling, so that an idle gap counts
+/// the positions it will have after spilling (as when each overflow is
+/// spilled and the kernel numbered again before the next). A copy before
+/// the op at position `p` is at slot `2p`, one after it at `2p + 2`; a
+/// load that rematerializing moves away leaves its position.
+#[derive(Clone, Debug, Default)]
+struct Shifts {
+    /// The copies' slots, sorted.
+    slots: Vec<u64>,
+    /// The positions of the loads moved away, sorted.
+    removed: Vec<u32>,
+}
+
+impl Shifts {
+    /// Adds the copies of spilling storage `s` of `kernel`, touched by the
+    /// ops `order` (with their positions); `written` as for
+    /// [`spill_storage`].
+    fn add(
+        &mut self,
+        kernel: &Kernel,
+        s: Handle<Storage>,
+        order: &[(usize, Handle<Op>)],
+        written: &BTreeSet<Handle<Storage>>,
+    ) {
+        let cut = cut(kernel, s, order);
+        let slot = |j: usize, after: bool| 2 * order[j].0 as u64 + if after { 2 } else { 0 };
+        let mut slots = Vec::new();
+        if reloadable(kernel, s, order, &cut.writes, written).is_some() {
+            slots.extend(
+                cut.groups
+                    .iter()
+                    .skip(1)
+                    .map(|&(first, _)| slot(first, false)),
+            );
+            let at = self.removed.partition_point(|&r| r as usize <= order[0].0);
+            self.removed.insert(at, order[0].0 as u32);
+        } else {
+            for &(first, last) in &cut.groups {
+                for (reload, _) in cut.copies(first, last) {
+                    slots.push(if reload {
+                        slot(first, false)
+                    } else {
+                        slot(last, true)
+                    });
+                }
+            }
+        }
+        for x in slots {
+            let at = self.slots.partition_point(|&y| y <= x);
+            self.slots.insert(at, x);
+        }
+    }
+
+    /// The positions spilling adds between the ops at positions `a < b`.
+    fn between(&self, a: u32, b: u32) -> i64 {
+        let (lo, hi) = (2 * u64::from(a) + 1, 2 * u64::from(b) + 1);
+        let slots =
+            self.slots.partition_point(|&y| y < hi) - self.slots.partition_point(|&y| y <= lo);
+        let removed =
+            self.removed.partition_point(|&r| r < b) - self.removed.partition_point(|&r| r <= a);
+        slots as i64 - removed as i64
+    }
 }
 
 /// The views of storage `s` that `op` reads, its destination included
@@ -347,32 +502,156 @@ fn writes_of(op: &Op, s: Handle<Storage>) -> Vec<View> {
         .collect()
 }
 
-/// Spills storage `s` of `kernel` (instance `inst`); see the module doc.
-/// Returns what was done and the pieces made.
+/// Spills the storages `victims` (`(instance, handle)`) of `kernels`;
+/// returns what was done to each and the pieces made, in the order of
+/// `victims`. Each kernel's body is scanned and rebuilt once for all its
+/// victims, with the result of spilling them one at a time in order: the
+/// copies one victim adds never touch another, so each victim sees the
+/// same ops in the same order, and the copies around an op come out as
+/// one at a time would leave them ([`Edits`]).
+fn spill_all(
+    kernels: &mut [Kernel],
+    victims: &[(usize, Handle<Storage>)],
+) -> Vec<(Record, Vec<Handle<Storage>>)> {
+    let mut out: Vec<Option<(Record, Vec<Handle<Storage>>)>> = vec![None; victims.len()];
+    for (inst, kernel) in kernels.iter_mut().enumerate() {
+        let mine: Vec<(usize, Handle<Storage>)> = victims
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.0 == inst)
+            .map(|(k, v)| (k, v.1))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut orders = ops_touching(kernel, &mine.iter().map(|m| m.1).collect());
+        let written = written_storages(kernel);
+        let mut edits = Edits::default();
+        for (k, s) in mine {
+            let order = orders.remove(&s).unwrap_or_default();
+            out[k] = Some(spill_storage(kernel, inst, s, &order, &written, &mut edits));
+        }
+        splice(kernel, edits);
+    }
+    out.into_iter().flatten().collect()
+}
+
+/// The storages some op of `kernel` writes.
+fn written_storages(kernel: &Kernel) -> BTreeSet<Handle<Storage>> {
+    kernel
+        .ops
+        .iter()
+        .flat_map(|(_, op)| op.write_set().into_iter().map(|v| v.storage))
+        .collect()
+}
+
+/// Per storage of `storages`, the top-level ops of `kernel` touching it,
+/// with their places in the body.
+fn ops_touching(
+    kernel: &Kernel,
+    storages: &BTreeSet<Handle<Storage>>,
+) -> BTreeMap<Handle<Storage>, Vec<(usize, Handle<Op>)>> {
+    let mut out: BTreeMap<Handle<Storage>, Vec<(usize, Handle<Op>)>> = BTreeMap::new();
+    for (i, item) in kernel.body.iter().enumerate() {
+        let Item::Op(h) = item else { continue };
+        let mut touched: Vec<Handle<Storage>> = kernel.ops[*h]
+            .accesses()
+            .iter()
+            .map(|a| a.view.storage)
+            .filter(|st| storages.contains(st))
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        for st in touched {
+            out.entry(st).or_default().push((i, *h));
+        }
+    }
+    out
+}
+
+/// Spills storage `s` of `kernel` (instance `inst`), touched by the
+/// top-level ops `order` (with their places in the body); `written` are
+/// the storages some op of the kernel writes. The copies to add to the
+/// body go to `edits`. Returns what was done and the pieces made.
 fn spill_storage(
     kernel: &mut Kernel,
     inst: usize,
     s: Handle<Storage>,
+    order: &[(usize, Handle<Op>)],
+    written: &BTreeSet<Handle<Storage>>,
+    edits: &mut Edits,
 ) -> (Record, Vec<Handle<Storage>>) {
     let st = kernel.storages[s].clone();
     let loc = kernel.spans.storages.get(s).copied();
-    // The top-level ops touching `s`, with their places in the body.
-    let order: Vec<(usize, Handle<Op>)> = kernel
-        .body
-        .iter()
-        .enumerate()
-        .filter_map(|(i, item)| match item {
-            Item::Op(h)
-                if kernel.ops[*h]
-                    .accesses()
-                    .iter()
-                    .any(|a| a.view.storage == s) =>
-            {
-                Some((i, *h))
+    let cut = cut(kernel, s, order);
+    if let Some(load) = reloadable(kernel, s, order, &cut.writes, written) {
+        return rematerialize(kernel, inst, s, order, &cut.groups, &load, edits);
+    }
+    let spill_buffer = if st.buffer == Buffer::Psum {
+        Buffer::Sbuf
+    } else {
+        Buffer::PrivateHbm
+    };
+    let base = if st.name.is_empty() {
+        format!("t{}", s.index())
+    } else {
+        st.name.clone()
+    };
+    let home = kernel.storages.append(Storage {
+        name: format!("{base}_spill"),
+        buffer: spill_buffer,
+        address: None,
+        scope: None,
+        ..st.clone()
+    });
+    if let Some(loc) = loc {
+        kernel.spans.storages.insert(home, loc);
+    }
+    let mut record = Record::new(inst, s, &st);
+    let mut before: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
+    let mut after: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
+    let mut pieces = Vec::with_capacity(cut.groups.len());
+    for &(first, last) in &cut.groups {
+        let piece = new_piece(kernel, &st, loc);
+        pieces.push(piece);
+        let copies = cut.copies(first, last).into_iter().map(|(reload, view)| {
+            if reload {
+                (true, moved(&view, piece), moved(&view, home))
+            } else {
+                (false, moved(&view, home), moved(&view, piece))
             }
-            _ => None,
-        })
-        .collect();
+        });
+        for (reload, dst, src) in copies {
+            let served = order[if reload { first } else { last }];
+            let ctx = kernel.ops[served.1].loop_ctx;
+            record.bytes += dst.num_elements() * u64::from(dst.dtype.size());
+            let kind = if spill_buffer == Buffer::Sbuf {
+                OpKind::TensorCopy { dst, src }
+            } else {
+                OpKind::dma_copy(dst, src)
+            };
+            let at = loc.or_else(|| kernel.spans.ops.get(served.1).copied());
+            let h = new_op(kernel, kind, ctx, at);
+            if reload {
+                record.reloads += 1;
+                before.entry(served.0).or_default().push(h);
+            } else {
+                record.stores += 1;
+                after.entry(served.0).or_default().push(h);
+            }
+        }
+        for &(_, op) in &order[first..=last] {
+            kernel.ops[op].retarget(s, piece);
+        }
+    }
+    edits.add(before, after);
+    (record, pieces)
+}
+
+/// How spilling storage `s` of `kernel` cuts `order`, the top-level ops
+/// touching it: into groups (an accumulation group is never split; see
+/// the module doc), with the views of `s` each op reads and writes.
+fn cut(kernel: &Kernel, s: Handle<Storage>, order: &[(usize, Handle<Op>)]) -> Cut {
     let n = order.len();
     // Which ops accumulate into `s` (matmuls only; see `lower`), and the
     // groups: `start[j]` is the first op of op `j`'s group.
@@ -422,93 +701,49 @@ fn spill_storage(
             _ => groups.push((j, j)),
         }
     }
-    let spill_buffer = if st.buffer == Buffer::Psum {
-        Buffer::Sbuf
-    } else {
-        Buffer::PrivateHbm
-    };
-    let reads: Vec<Vec<View>> = (0..n)
-        .map(|j| reads_of(&kernel.ops[order[j].1], s, accumulating[j]))
-        .collect();
-    let writes: Vec<Vec<View>> = (0..n)
-        .map(|j| writes_of(&kernel.ops[order[j].1], s))
-        .collect();
-    if let Some(load) = reloadable(kernel, s, &order, &writes) {
-        return rematerialize(kernel, inst, s, &order, &groups, &load);
+    Cut {
+        groups,
+        reads: (0..n)
+            .map(|j| reads_of(&kernel.ops[order[j].1], s, accumulating[j]))
+            .collect(),
+        writes: (0..n)
+            .map(|j| writes_of(&kernel.ops[order[j].1], s))
+            .collect(),
     }
-    let base = if st.name.is_empty() {
-        format!("t{}", s.index())
-    } else {
-        st.name.clone()
-    };
-    let home = kernel.storages.append(Storage {
-        name: format!("{base}_spill"),
-        buffer: spill_buffer,
-        address: None,
-        scope: None,
-        ..st.clone()
-    });
-    if let Some(loc) = loc {
-        kernel.spans.storages.insert(home, loc);
+}
+
+impl Cut {
+    /// The copies around the group of ops `first..=last`: `(true, view)`
+    /// reloads `view` before it (when an earlier group wrote the storage),
+    /// `(false, view)` stores `view` after it (when a later group reads
+    /// it).
+    fn copies(&self, first: usize, last: usize) -> Vec<(bool, View)> {
+        let mut out = Vec::new();
+        if self.writes[..first].iter().any(|w| !w.is_empty()) {
+            let reads = distinct(self.reads[first..=last].iter().flatten());
+            out.extend(reads.into_iter().map(|v| (true, v)));
+        }
+        if self.reads[last + 1..].iter().any(|r| !r.is_empty()) {
+            let writes = distinct(self.writes[first..=last].iter().flatten());
+            out.extend(writes.into_iter().map(|v| (false, v)));
+        }
+        out
     }
-    let mut record = Record::new(inst, s, &st);
-    let mut before: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
-    let mut after: BTreeMap<usize, Vec<Handle<Op>>> = BTreeMap::new();
-    let mut pieces = Vec::with_capacity(groups.len());
-    for &(first, last) in &groups {
-        let piece = new_piece(kernel, &st, loc);
-        pieces.push(piece);
-        let written_before = writes[..first].iter().any(|w| !w.is_empty());
-        let read_after = reads[last + 1..].iter().any(|r| !r.is_empty());
-        let mut copies = Vec::new();
-        if written_before {
-            for view in distinct(reads[first..=last].iter().flatten()) {
-                copies.push((true, moved(&view, piece), moved(&view, home)));
-            }
-        }
-        if read_after {
-            for view in distinct(writes[first..=last].iter().flatten()) {
-                copies.push((false, moved(&view, home), moved(&view, piece)));
-            }
-        }
-        for (reload, dst, src) in copies {
-            let served = order[if reload { first } else { last }];
-            let ctx = kernel.ops[served.1].loop_ctx;
-            record.bytes += dst.num_elements() * u64::from(dst.dtype.size());
-            let kind = if spill_buffer == Buffer::Sbuf {
-                OpKind::TensorCopy { dst, src }
-            } else {
-                OpKind::dma_copy(dst, src)
-            };
-            let at = loc.or_else(|| kernel.spans.ops.get(served.1).copied());
-            let h = new_op(kernel, kind, ctx, at);
-            if reload {
-                record.reloads += 1;
-                before.entry(served.0).or_default().push(h);
-            } else {
-                record.stores += 1;
-                after.entry(served.0).or_default().push(h);
-            }
-        }
-        for &(_, op) in &order[first..=last] {
-            kernel.ops[op].retarget(s, piece);
-        }
-    }
-    splice(kernel, before, after, None);
-    (record, pieces)
 }
 
 /// The load that defines SBUF storage `s` when it can simply be done
 /// again instead of storing `s` to HBM: `s`'s only write is its first op
 /// (of `order`, the top-level ops touching it, with their `writes`), a
 /// plain `dma_copy` from an HBM view of a kernel input that no op of the
-/// kernel writes, with no dynamic offset or indirection. Such a value
-/// never changes, so loading it again later gives the same bytes.
+/// kernel writes (none of the storages `written`), with no dynamic offset
+/// or indirection. Such a value never changes, so loading it again later
+/// gives the same bytes.
 fn reloadable(
     kernel: &Kernel,
     s: Handle<Storage>,
     order: &[(usize, Handle<Op>)],
     writes: &[Vec<View>],
+    written: &BTreeSet<Handle<Storage>>,
 ) -> Option<OpKind> {
     if kernel.storages[s].buffer != Buffer::Sbuf
         || order.len() < 2
@@ -531,24 +766,20 @@ fn reloadable(
         .args
         .iter()
         .any(|a| a.storage == src.storage && a.kind == ArgKind::Input);
-    let written = kernel
-        .ops
-        .iter()
-        .any(|(_, op)| op.write_set().iter().any(|v| v.storage == src.storage));
     (dst.storage == s
         && !kernel.storages[src.storage].buffer.is_on_chip()
         && src.dyn_offset.is_none()
         && src.indirect.is_none()
         && input
-        && !written)
-        .then(|| kind.clone())
+        && !written.contains(&src.storage))
+    .then(|| kind.clone())
 }
 
 /// Spills SBUF storage `s`, whose value is `load` ([`reloadable`]), by
 /// loading it again: the original load moves to just before the first
 /// group that reads `s` (`groups` of `order`, as in [`spill_storage`]),
 /// and every later group gets a copy of it; each group uses its own
-/// piece, and nothing is stored.
+/// piece, and nothing is stored. The moves go to `edits`.
 fn rematerialize(
     kernel: &mut Kernel,
     inst: usize,
@@ -556,6 +787,7 @@ fn rematerialize(
     order: &[(usize, Handle<Op>)],
     groups: &[(usize, usize)],
     load: &OpKind,
+    edits: &mut Edits,
 ) -> (Record, Vec<Handle<Storage>>) {
     let st = kernel.storages[s].clone();
     let loc = kernel.spans.storages.get(s).copied();
@@ -585,27 +817,44 @@ fn rematerialize(
             kernel.ops[op].retarget(s, piece);
         }
     }
-    splice(kernel, before, BTreeMap::new(), Some(original.0));
+    edits.add(before, BTreeMap::new());
+    edits.skip.insert(original.0);
     (record, pieces)
 }
 
-/// Rebuilds `kernel`'s top-level body with the ops of `before[i]` and
-/// `after[i]` around item `i`, leaving out item `skip`.
-fn splice(
-    kernel: &mut Kernel,
-    mut before: BTreeMap<usize, Vec<Handle<Op>>>,
-    mut after: BTreeMap<usize, Vec<Handle<Op>>>,
-    skip: Option<usize>,
-) {
+impl Edits {
+    /// Adds one spilled storage's copies: `before[i]` go before item `i`
+    /// after those of the storages spilled earlier, and `after[i]` right
+    /// after item `i`, before those of the storages spilled earlier (where
+    /// spilling one storage at a time, each rebuilding the body, puts
+    /// them).
+    fn add(
+        &mut self,
+        before: BTreeMap<usize, Vec<Handle<Op>>>,
+        after: BTreeMap<usize, Vec<Handle<Op>>>,
+    ) {
+        for (i, ops) in before {
+            self.before.entry(i).or_default().extend(ops);
+        }
+        for (i, ops) in after {
+            self.after.entry(i).or_default().splice(0..0, ops);
+        }
+    }
+}
+
+/// Rebuilds `kernel`'s top-level body with the ops of `edits.before[i]`
+/// and `edits.after[i]` around item `i`, leaving out the items
+/// `edits.skip`.
+fn splice(kernel: &mut Kernel, mut edits: Edits) {
     let old = std::mem::take(&mut kernel.body);
     for (i, item) in old.into_iter().enumerate() {
-        if let Some(ops) = before.remove(&i) {
+        if let Some(ops) = edits.before.remove(&i) {
             kernel.body.extend(ops.into_iter().map(Item::Op));
         }
-        if skip != Some(i) {
+        if !edits.skip.contains(&i) {
             kernel.body.push(item);
         }
-        if let Some(ops) = after.remove(&i) {
+        if let Some(ops) = edits.after.remove(&i) {
             kernel.body.extend(ops.into_iter().map(Item::Op));
         }
     }
