@@ -519,6 +519,168 @@ CASES += [
 ]
 
 
+# Further rows of the tests above, chosen where a compiler is most likely
+# to break (other dtypes, LNC=1 vs 2, sizes that are not multiples of 128,
+# other enum options); the tests run at CompilerArgs()'s default LNC,
+# 2 on trn2.
+# core/cumsum/test_cumsum.py coverage sweep (batch, hidden, ndim,
+# seq_len, dtype): x [batch, hidden] or [batch, seq_len, hidden].
+CASES += [
+    dict(name="cumsum_256x8192_bf16", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=bfloat16[256,8192]"], grid="2", target="trn2"),
+    dict(name="cumsum_2048x3x6144_f32", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=float32[2048,3,6144]"], grid="2", target="trn2"),
+    dict(name="cumsum_1x1x512_f32_lnc2", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=float32[1,1,512]"], grid="2", target="trn2", ref="cumsum"),
+]
+
+
+# core/embeddings/test_rope.py (d_head, B, n_heads, S, contiguous_layout,
+# relayout_in_sbuf) with lnc_shard=True: x_in [d, B, n, S], cos/sin
+# [d/2, B, S].
+def rope_case(d, b, n, s, contiguous, dtype="bfloat16", relayout=False):
+    return dict(name=f"rope_lnc2_d{d}_b{b}_n{n}_s{s}" + ("" if contiguous else "_noncontig")
+                + ("_relayout" if relayout else "") + f"_{dtype}",
+                file="nkilib/core/embeddings/rope.py", kernel="RoPE",
+                args=[f"x_in={dtype}[{d},{b},{n},{s}]", f"cos={dtype}[{d // 2},{b},{s}]",
+                      f"sin={dtype}[{d // 2},{b},{s}]"],
+                consts=["lnc_shard=True", f"contiguous_layout={contiguous}", f"relayout_in_sbuf={relayout}"],
+                grid="2", target="trn2")
+
+
+CASES += [
+    rope_case(128, 32, 4, 64, False),
+    rope_case(64, 255, 8, 6, False),
+    rope_case(128, 1, 32, 2048, True),
+    rope_case(64, 8192, 1, 8, True),
+    rope_case(128, 4, 8, 1024, True, relayout=True),
+    rope_case(64, 3, 5, 6, True, dtype="float32"),
+]
+
+
+# core/rmsnorm/test_rmsnorm_quant.py lnc and vnc rows (seqlen, quant_only,
+# quant_type, lower_bound, lnc, batch, hidden): hidden [B, S, H], gamma
+# [H] at LNC=1 and [1, H] at LNC=2, STATIC's input_dequant_scale [128, 1].
+def rmsnorm_quant_case(s, quant_only, qtype, lb, lnc, b, h):
+    args = [f"hidden=bfloat16[{b},{s},{h}]", f"ln_w=bfloat16[{h}]" if lnc == 1 else f"ln_w=bfloat16[1,{h}]"]
+    args += ["input_dequant_scale=float32[128,1]"] if qtype == "STATIC" else []
+    return dict(name=f"rmsnorm_quant_{qtype.lower()}_lnc{lnc}_{b}x{s}x{h}" + ("_qonly" if quant_only else "")
+                + (f"_lb{lb}" if lb else ""),
+                file="nkilib/core/rmsnorm/rmsnorm_quant.py", kernel="rmsnorm_quant_kernel", args=args,
+                consts=["kargs=nkilib.core.rmsnorm.rmsnorm_quant.RmsNormQuantKernelArgs("
+                        f"quantization_type={CT}.QuantizationType.{qtype}, lower_bound={lb}, "
+                        f"norm_type={CT}.NormType.{'NO_NORM' if quant_only else 'RMS_NORM'}, eps=1e-6)"],
+                grid="2" if lnc == 2 else None, target="trn2",
+                inputs={"input_dequant_scale": ("const", 0.5)} if qtype == "STATIC" else {})
+
+
+CASES += [
+    rmsnorm_quant_case(160, False, "ROW", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(2, False, "STATIC", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(160, True, "STATIC", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(128, False, "ROW", 0.5, 1, 1, 16384),
+    rmsnorm_quant_case(256, False, "ROW", 0.0, 2, 1, 8192),
+]
+
+
+# experimental/conv/test_conv1d.py (batch, in_channels, out_channels,
+# length, filter_size, stride, pad_left, pad_right, dilation, use_bias,
+# activation_fn, lnc_shard, dtype): x_in [B, Cin, L], filters [K, Cin,
+# Cout], bias [Cout].
+def conv1d_case(b, ci, co, length, k, stride, pl, pr, dil, bias, act, lnc, dtype="float32"):
+    args = [f"x_in={dtype}[{b},{ci},{length}]", f"filters={dtype}[{k},{ci},{co}]"]
+    args += [f"bias={dtype}[{co}]"] if bias else []
+    return dict(name=f"conv1d_{b}x{ci}x{length}_co{co}_k{k}_s{stride}_p{pl}{pr}_d{dil}" + ("_bias" if bias else "")
+                + (f"_{act}" if act else "") + ("_lnc2" if lnc else "") + f"_{dtype}",
+                file="nkilib/experimental/conv/conv1d.py", kernel="conv1d", args=args,
+                consts=[f"stride={stride}", f"padding=({pl}, {pr})", f"dilation={dil}",
+                        f"activation_fn={CT}.ActFnType.{act}" if act else "activation_fn=None",
+                        f"lnc_shard={lnc}"], grid="2", target="trn2")
+
+
+CASES += [
+    conv1d_case(1, 16, 32, 20, 3, 1, 0, 0, 1, True, "SiLU", False),
+    conv1d_case(2, 64, 128, 40, 5, 2, 2, 2, 2, True, "GELU", False),
+    conv1d_case(1, 48, 64, 128, 100, 1, 1, 1, 1, True, None, False),
+    conv1d_case(1, 64, 128, 100, 5, 10, 2, 2, 1, True, "GELU", False),
+    conv1d_case(1, 128, 256, 200, 5, 2, 2, 2, 1, True, "GELU", True),
+    conv1d_case(2, 96, 192, 150, 7, 1, 3, 3, 1, False, "SiLU", True),
+    conv1d_case(1, 64, 128, 100, 5, 1, 2, 2, 1, True, "GELU", False, dtype="bfloat16"),
+]
+
+
+# experimental/loss/test_cross_entropy_forward.py test_grid (B, T, V,
+# dtype, positions_per_batch, chunk_size): logits [B*T, V], targets
+# [B*T] int32.
+def ce_fwd_case(b, t, v, dtype, pb, cs):
+    return dict(name=f"cross_entropy_fwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}",
+                file="nkilib/experimental/loss/cross_entropy.py", kernel="cross_entropy_forward",
+                args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]"],
+                consts=[f"positions_per_batch={pb}", f"chunk_size={cs}", f"dtype=nl.{dtype}"],
+                grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+
+
+CASES += [
+    ce_fwd_case(1, 1, 32128, "bfloat16", 1, 32128),
+    ce_fwd_case(4, 4096, 32128, "bfloat16", 64, 32128),
+    ce_fwd_case(1, 4096, 129280, "float32", 64, 32768),
+    ce_fwd_case(5, 2047, 202408, "bfloat16", 64, 65535),
+    ce_fwd_case(2, 4096, 129280, "bfloat16", 64, 65535),
+]
+
+
+# core/qkv/test_qkv_tkg.py (lnc, batch, seqlen, hidden, hidden_actual,
+# fused_qkv_dim, n_q_heads, n_kv_heads, d_head, norm_type,
+# quantization_type, fused_add, norm_bias, qkv_bias, eps, output_layout)
+# and test_qkv_cte.py (vnc, batch, seqlen, hidden, hidden_actual,
+# fused_qkv_dim, dtype, norm_type, fused_add, norm_bias, eps; fused RoPE
+# rows with n_q/n_kv heads and d_head), the `qkv` entry point with the
+# tensors test_qkv_common.build_qkv_input makes: input [B, S, H], weights
+# [H, I] (float8_e4m3 for STATIC, with qkv_w_scale [128, 3] and
+# qkv_in_scale [128, 1]), bias [1, I], gamma and layer-norm bias [1, H],
+# mlp_prev / attention_prev [B, S, H], cos/sin caches [B, S, d].
+def qkv_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, norm_bias=False, qkv_bias=False,
+             layout="BSD", h_actual=None, heads=None, eps=1e-6, dtype="bfloat16", rope=False):
+    wdt = "float8_e4m3" if quant == "STATIC" else dtype
+    args = [f"input={dtype}[{b},{s},{h}]", f"fused_qkv_weights={wdt}[{h},{i}]"]
+    args += [f"bias={dtype}[1,{i}]"] if qkv_bias else []
+    args += ["qkv_w_scale=float32[128,3]", "qkv_in_scale=float32[128,1]"] if quant == "STATIC" else []
+    args += [f"mlp_prev={dtype}[{b},{s},{h}]", f"attention_prev={dtype}[{b},{s},{h}]"] if fused_add else []
+    args += [f"gamma_norm_weights={dtype}[1,{h}]"] if norm != "NO_NORM" else []
+    args += [f"layer_norm_bias={dtype}[1,{h}]"] if norm_bias else []
+    args += [f"cos_cache={dtype}[{b},{s},{heads[2]}]", f"sin_cache={dtype}[{b},{s},{heads[2]}]"] if rope else []
+    consts = [f"output_layout=QKVOutputLayout.{layout}", f"quantization_type=QuantizationType.{quant}",
+              f"fused_residual_add={fused_add}", f"fused_norm_type=NormType.{norm}", f"norm_eps={eps}",
+              f"hidden_actual={h_actual}", f"fused_rope={rope}"]
+    if heads:
+        consts += [f"num_q_heads={heads[0]}", f"num_kv_heads={heads[1]}", f"d_head={heads[2]}"]
+    name = (f"qkv_lnc{lnc}_{b}x{s}x{h}_i{i}_{norm.lower()}" + (f"_{quant.lower()}" if quant != "NONE" else "")
+            + ("_add" if fused_add else "") + ("_nbias" if norm_bias else "") + ("_bias" if qkv_bias else "")
+            + (f"_{layout}" if layout != "BSD" else "") + (f"_ha{h_actual}" if h_actual else "")
+            + ("_rope" if rope else "") + (f"_{dtype}" if dtype != "bfloat16" else ""))
+    return dict(name=name, file="nkilib/core/qkv/qkv.py", kernel="qkv", args=args, consts=consts,
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    # test_qkv_tkg.py
+    qkv_case(1, 4, 1, 4096, 896, "RMS_NORM", h_actual=3072, heads=(5, 1, 128)),
+    qkv_case(1, 1, 5, 8192, 384, "LAYER_NORM", norm_bias=True, heads=(1, 1, 128)),
+    qkv_case(2, 1, 1, 8448, 1920, layout="NBSd", heads=(5, 5, 128)),
+    qkv_case(2, 1, 5, 8192, 1280, "RMS_NORM", quant="STATIC", heads=(8, 1, 128)),
+    qkv_case(2, 2, 1, 3840, 10240, heads=(64, 8, 128)),
+    qkv_case(1, 1, 4, 16384, 384, "RMS_NORM", fused_add=True, heads=(1, 1, 128)),
+    qkv_case(1, 1, 4, 8192, 4608, "RMS_NORM", heads=(34, 1, 128)),
+    # test_qkv_cte.py
+    qkv_case(1, 1, 127, 512, 512, "RMS_NORM", fused_add=True),
+    qkv_case(1, 1, 128, 512, 512, "RMS_NORM", fused_add=True, dtype="float32"),
+    qkv_case(1, 1, 512, 1024, 256, "RMS_NORM", fused_add=True, h_actual=768),
+    qkv_case(1, 1, 128, 16384, 512, "RMS_NORM", h_actual=15104),
+    qkv_case(2, 1, 192, 8320, 1280, heads=(8, 1, 128), rope=True),
+    qkv_case(2, 1, 128, 8192, 640, fused_add=True, qkv_bias=True, heads=(8, 1, 64), rope=True),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
