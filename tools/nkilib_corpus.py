@@ -681,6 +681,105 @@ CASES += [
 ]
 
 
+# core/mlp/test_mlp_tkg.py and test_mlp_cte.py (vnc, batch, seqlen,
+# hidden, intermediate, dtype, quant dtype, quant type, norm type,
+# fused_add, store_add, act_fn, skip_gate, gate/up/down/norm bias, column
+# tiling options), the `mlp` entry point with test_mlp_common's tensors:
+# hidden [B, S, H] (ROW-quantized inputs are not used here), gate/up [H, I]
+# and down [I, H] (float8_e4m3 when quantized, with ROW scales [128, I] /
+# [128, H] or STATIC scales [128, 1] and input scales [128, 1]), gamma,
+# norm bias and down bias [1, H], gate/up bias [1, I], fused_add [B, S,
+# H]; the gate weights are passed even with skip_gate_proj, as the test
+# does. core/mlp/mlp.py imports only in the fixed checkout (its stray
+# docstring lines removed): run these with /work/co/nki-library-fixed.
+def mlp_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, store_add=False, act="SiLU",
+             skip_gate=False, biases=(False, False, False, False), dtype="bfloat16", consts=()):
+    wdt = dtype if quant == "NONE" else "float8_e4m3"
+    args = [f"hidden_tensor={dtype}[{b},{s},{h}]", f"up_proj_weights_tensor={wdt}[{h},{i}]",
+            f"down_proj_weights_tensor={wdt}[{i},{h}]"]
+    args += [f"gate_proj_weights_tensor={wdt}[{h},{i}]"]
+    args += [f"normalization_weights_tensor={dtype}[1,{h}]"] if norm in ("RMS_NORM", "LAYER_NORM") else []
+    gb, ub, db, nb = biases
+    args += ([f"gate_proj_bias_tensor={dtype}[1,{i}]"] if gb else []) + ([f"up_proj_bias_tensor={dtype}[1,{i}]"]
+                                                                         if ub else [])
+    args += ([f"down_proj_bias_tensor={dtype}[1,{h}]"] if db else []) + (
+        [f"normalization_bias_tensor={dtype}[1,{h}]"] if nb else [])
+    args += [f"fused_add_tensor={dtype}[{b},{s},{h}]"] if fused_add else []
+    if quant == "ROW":
+        args += [f"gate_w_scale=float32[128,{i}]", f"up_w_scale=float32[128,{i}]", f"down_w_scale=float32[128,{h}]"]
+    elif quant == "STATIC":
+        args += [f"{n}=float32[128,1]" for n in ("gate_w_scale", "up_w_scale", "down_w_scale", "gate_up_in_scale",
+                                                  "down_in_scale")]
+    cst = [f"normalization_type=NormType.{norm}", f"quantization_type=QuantizationType.{quant}",
+           f"activation_fn=ActFnType.{act}", f"skip_gate_proj={skip_gate}", f"store_fused_add_result={store_add}"]
+    name = (f"mlp_lnc{lnc}_{b}x{s}x{h}_i{i}_{norm.lower()}" + (f"_{quant.lower()}" if quant != "NONE" else "")
+            + ("_add" if fused_add else "") + ("_store" if store_add else "") + f"_{act}"
+            + ("_nogate" if skip_gate else "") + ("_b" + "".join(str(int(x)) for x in biases) if any(biases) else "")
+            + "".join("_" + c.split("=")[0] for c in consts))
+    return dict(name=name, file="nkilib/core/mlp/mlp.py", kernel="mlp", args=args, consts=cst + list(consts),
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    # test_mlp_tkg.py
+    mlp_case(2, 1, 1, 4096, 128, consts=("use_tkg_gate_up_proj_column_tiling=False",)),
+    mlp_case(2, 4, 5, 8192, 1560, biases=(True, True, True, False),
+             consts=("use_tkg_gate_up_proj_column_tiling=False", "use_tkg_down_proj_column_tiling=False")),
+    mlp_case(2, 8, 5, 8192, 512, "RMS_NORM", quant="ROW"),
+    mlp_case(2, 4, 5, 1024, 512, "RMS_NORM", quant="STATIC", consts=("use_tkg_gate_up_proj_column_tiling=False",)),
+    mlp_case(1, 4, 1, 5120, 256, "RMS_NORM", fused_add=True, store_add=True),
+    # test_mlp_cte.py
+    mlp_case(2, 1, 128, 8192, 896, "LAYER_NORM"),
+    mlp_case(1, 1, 578, 1408, 352, act="GELU", skip_gate=True, biases=(False, True, True, False)),
+    mlp_case(2, 1, 578, 1408, 352, "RMS_NORM", fused_add=True, act="GELU", biases=(False, True, True, False)),
+    mlp_case(2, 1, 1024, 1024, 448, fused_add=True),
+    mlp_case(2, 2, 1024, 16384, 416, fused_add=True, store_add=True),
+]
+
+
+# core/output_projection/test_output_proj_tkg.py (B, n_heads, S_tkg,
+# d_head, H, quantization_type, test_bias, transpose_out): attention [d,
+# B, n, S], weight [n d, H] (float8_e4m3 for STATIC with weight_scale and
+# input_scale [128, 1]), bias [1, H].
+def out_proj_tkg_case(b, n, s, d, h, quant="NONE", bias=True, transpose=False):
+    wdt = "float8_e4m3" if quant == "STATIC" else "bfloat16"
+    args = [f"attention=bfloat16[{d},{b},{n},{s}]", f"weight={wdt}[{n * d},{h}]"]
+    args += [f"bias=bfloat16[1,{h}]"] if bias else []
+    args += ["weight_scale=float32[128,1]", "input_scale=float32[128,1]"] if quant == "STATIC" else []
+    return dict(name=f"out_proj_tkg_{b}x{n}x{s}_d{d}_h{h}" + ("_static" if quant == "STATIC" else "")
+                + ("" if bias else "_nobias") + ("_T" if transpose else ""),
+                file="nkilib/core/output_projection/output_projection_tkg.py", kernel="output_projection_tkg",
+                args=args, consts=[f"quantization_type=QuantizationType.{quant}", f"TRANSPOSE_OUT={transpose}"],
+                grid="2", target="trn2")
+
+
+CASES += [
+    out_proj_tkg_case(512, 8, 4, 32, 3072, transpose=True),
+    out_proj_tkg_case(4, 8, 4, 64, 5378, bias=False),
+    out_proj_tkg_case(4, 10, 8, 128, 8192),
+    out_proj_tkg_case(64, 8, 5, 128, 8192, quant="STATIC", transpose=True),
+    out_proj_tkg_case(32, 6, 3, 128, 3072, quant="STATIC", bias=False),
+]
+
+
+# core/output_projection/test_output_proj_cte.py (batch, seqlen, hidden,
+# n_head, d_head, bias): attention [B, n, d, S], weight [n d, H].
+def out_proj_cte_case(b, s, h, n, d, bias):
+    args = [f"attention=bfloat16[{b},{n},{d},{s}]", f"weight=bfloat16[{n * d},{h}]"]
+    args += [f"bias=bfloat16[1,{h}]"] if bias else []
+    return dict(name=f"out_proj_cte_{b}x{s}_h{h}_n{n}_d{d}" + ("" if bias else "_nobias"),
+                file="nkilib/core/output_projection/output_projection_cte/output_projection_cte.py",
+                kernel="output_projection_cte", args=args, grid="2", target="trn2")
+
+
+CASES += [
+    out_proj_cte_case(1, 16, 5120, 10, 128, True),
+    out_proj_cte_case(1, 128, 3072, 17, 10, True),
+    out_proj_cte_case(1, 128, 3072, 8, 32, True),
+    out_proj_cte_case(1, 2048, 8192, 1, 128, False),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
