@@ -780,6 +780,98 @@ CASES += [
 ]
 
 
+# More rows of core/router_topk/test_router_topk.py (T, H, E, k, act_fn,
+# has_bias, router_pre_norm, norm_topk_prob, use_column_tiling,
+# use_indirect_dma_scatter, use_PE_broadcast_w_bias, shard_on_tokens),
+# every flag written out (the kernel's router_pre_norm defaults to True,
+# the tests' rows mostly say False).
+def router_row(t, h, e, k, act, bias, pre_norm, norm_prob, col_tiling, scatter, pe_bcast, shard_tokens):
+    flags = [f"router_pre_norm={pre_norm}", f"norm_topk_prob={norm_prob}", f"use_column_tiling={col_tiling}",
+             f"use_indirect_dma_scatter={scatter}", f"use_PE_broadcast_w_bias={pe_bcast}",
+             f"shard_on_tokens={shard_tokens}"]
+    case = router_topk_case(t, h, e, k, bias=bias, act=act, consts=flags)
+    on = [f.split("=")[0] for f in flags if f.endswith("True")]
+    case["name"] = f"router_topk_row_{t}x{h}_e{e}_k{k}_{act.lower()}" + ("" if bias else "_nobias") + "".join(
+        "_" + n for n in on)
+    return case
+
+
+CASES += [
+    router_row(4, 3072, 256, 4, "SOFTMAX", True, False, False, False, False, False, False),
+    router_row(4, 3072, 128, 4, "SOFTMAX", True, False, False, False, False, True, False),
+    router_row(16, 3072, 128, 4, "SOFTMAX", True, False, False, True, False, False, False),
+    router_row(48, 3072, 128, 4, "SOFTMAX", True, False, False, False, False, False, True),
+    router_row(8, 8192, 128, 8, "SIGMOID", True, True, True, False, True, False, False),
+    router_row(4, 3072, 128, 1, "SOFTMAX", False, False, False, False, False, False, False),
+    router_row(2, 5120, 16, 1, "SOFTMAX", False, True, False, False, True, False, False),
+    router_row(32, 256, 128, 4, "SIGMOID", True, False, False, True, True, False, False),
+    router_row(1024, 8192, 128, 8, "SOFTMAX", True, True, False, False, True, False, False),
+]
+
+
+# core/topk/test_topk.py (lnc, batch, seqlen, vocab, K, dtype): the test
+# builds the RotationalTopkConfig on the host (create_topk_config,
+# create_rotational_topk_config, prepare_rotational_constants, which fills
+# a cache of NumPy constants) and calls rotational_topk(inp [B*S, V],
+# config) at that LNC; the const below is the same expression.
+def topk_case(lnc, b, s, v, k):
+    cfg = (f"config=prepare_rotational_constants(create_rotational_topk_config(inp_shape=({b * s}, {v}), "
+           f"topk_config=create_topk_config(inp_shape=({b}, {s}, {v}), inp_dtype=nl.float32, k={k}, sorted=True, "
+           f"num_programs={lnc})))")
+    return dict(name=f"rotational_topk_lnc{lnc}_{b}x{s}x{v}_k{k}", file="nkilib/core/topk/rotational_topk.py",
+                kernel="rotational_topk", args=[f"inp=float32[{b * s},{v}]"], consts=[cfg],
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    topk_case(2, 8, 5, 4058, 256),
+    topk_case(1, 4, 5, 8192, 256),
+    topk_case(2, 65, 1, 3168, 256),
+    topk_case(2, 1, 1, 3168, 7),
+    topk_case(1, 1, 63, 3999, 20),
+]
+
+
+# core/attention/test_attention_cte.py: the no-CP rows (bs, seqlen_kv,
+# seqlen_q, d, softmax_scale, dtype, causal_mask, tp_q, tp_out) at the
+# default LNC and the prefix-cache rows (vnc, bs, seqlen_kv, seqlen_q,
+# prior_len, prior_used_len, d, scale, dtype, causal, tp_q, tp_k, tp_out,
+# sink, sliding_window): q [bs, Sq, d] (tp_q) or [bs, d, Sq], k [bs, Skv,
+# d] (tp_k) or [bs, d, Skv], v [bs, Skv, d], k/v_prior likewise with the
+# prior length, prior_used_len int32 [1], sink float32 [bs, 1].
+def attn_cte_case(lnc, bs, skv, sq, d, scale, dtype, causal, tp_q, tp_out, tp_k=False, prior=None, sink=False,
+                  window=0):
+    args = [f"q={dtype}[{bs},{sq},{d}]" if tp_q else f"q={dtype}[{bs},{d},{sq}]",
+            f"k={dtype}[{bs},{skv},{d}]" if tp_k else f"k={dtype}[{bs},{d},{skv}]", f"v={dtype}[{bs},{skv},{d}]"]
+    inputs = {}
+    if prior:
+        plen, used = prior
+        args += [f"k_prior={dtype}[{bs},{plen},{d}]" if tp_k else f"k_prior={dtype}[{bs},{d},{plen}]",
+                 f"v_prior={dtype}[{bs},{plen},{d}]", "prior_used_len=int32[1]"]
+        inputs["prior_used_len"] = ("const", used)
+    args += [f"sink=float32[{bs},1]"] if sink else []
+    consts = [f"scale={scale}", f"causal_mask={causal}", f"tp_q={tp_q}", f"tp_k={tp_k}", f"tp_out={tp_out}"]
+    consts += [f"sliding_window={window}"] if window else []
+    name = (f"attention_cte_lnc{lnc}_b{bs}_kv{skv}_q{sq}_d{d}_{dtype}" + ("_causal" if causal else "")
+            + ("" if tp_q else "_qT") + ("_kT" if tp_k else "") + ("_outT" if tp_out else "")
+            + (f"_prior{prior[0]}u{prior[1]}" if prior else "") + ("_sink" if sink else "")
+            + (f"_sw{window}" if window else ""))
+    return dict(name=name, file="nkilib/core/attention/attention_cte.py", kernel="attention_cte", args=args,
+                consts=consts, grid="2" if lnc == 2 else None, target="trn2", inputs=inputs)
+
+
+CASES += [
+    attn_cte_case(2, 3, 1024, 512, 128, 1.0, "float16", False, False, True),
+    attn_cte_case(2, 1, 128, 128, 128, 1.0, "bfloat16", True, False, True),
+    attn_cte_case(2, 1, 16384, 16384, 8, 1.0, "float32", True, False, False),
+    attn_cte_case(1, 3, 2048, 2048, 128, 1.0, "bfloat16", False, False, False, prior=(512, 500)),
+    attn_cte_case(2, 2, 2048, 2048, 64, 1.0, "bfloat16", True, True, True, prior=(512, 500), window=1024),
+    attn_cte_case(2, 1, 2001, 2001, 64, 1.0, "bfloat16", True, False, True, prior=(3555, 3000)),
+    attn_cte_case(2, 2, 2048, 2048, 64, 1.0, "bfloat16", True, True, True, tp_k=True, prior=(4096, 2048), sink=True),
+    attn_cte_case(2, 3, 10240, 10240, 64, 1.0, "bfloat16", True, False, True, prior=(1, 1)),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
