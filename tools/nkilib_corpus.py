@@ -872,6 +872,27 @@ CASES += [
 ]
 
 
+# More rows of core/moe/moe_tkg/test_moe_tkg.py (same columns as above;
+# its H = 378 row is a negative test, nkic rejects it too):
+# a large or odd hidden size, many tokens, many experts, k = 1 without
+# bias, FP8 row quantization and MXFP4 with odd intermediate sizes.
+CASES += [
+    moe_tkg_case("moe_tkg_all_4x32768_i256_e4", 4, 32768, 256, 4, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_all_512x5120_e128", 512, 5120, 128, 128, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_all_1024x3072_i3072_e8", 1024, 3072, 3072, 8, None, "SiLU", True),
+    moe_tkg_case("moe_tkg_sel_7x512_e4_k2", 7, 512, 128, 4, 2, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_2x5120_e128_k1", 2, 5120, 128, 128, 1, "Swish", False, bias=False),
+    moe_tkg_case("moe_tkg_sel_32x3072_i1536_e128_k4", 32, 3072, 1536, 128, 4, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_4x384_e4_k2", 4, 384, 128, 4, 2, "Swish", False, bias=False),
+    moe_tkg_case("moe_tkg_fp8row_all_4x1024_e4", 4, 1024, 128, 4, None, "SiLU", True, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_fp8row_sel_32x3072_e8_k4", 32, 3072, 192, 8, 4, "Swish", False, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i90", 128, 3072, 90, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i360", 128, 3072, 360, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
