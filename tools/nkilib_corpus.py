@@ -893,6 +893,48 @@ CASES += [
 ]
 
 
+# core/attention/test_attention_bwd.py (batch, q heads, kv heads, seq,
+# head_dim, dtype, causal, sliding_window, num_sinks) at the test's LNC (2
+# when the KV head count is even, else 1): q/o/dy [B, Hq, d, S], k/v [B,
+# Hkv, d, S], lse [B, Hq, 128, S / 128] float32, sinks [B, Hq] (one sink)
+# or [B, Hq, n]; softmax_scale 1.0 when causal.
+def attn_bwd_case(b, hq, hkv, s, d, dtype, causal, window=None, sinks=0):
+    args = [f"q_ref={dtype}[{b},{hq},{d},{s}]", f"k_ref={dtype}[{b},{hkv},{d},{s}]", f"v_ref={dtype}[{b},{hkv},{d},{s}]",
+            f"o_ref={dtype}[{b},{hq},{d},{s}]", f"dy_ref={dtype}[{b},{hq},{d},{s}]",
+            f"lse_ref=float32[{b},{hq},128,{s // 128}]"]
+    args += [] if not sinks else [f"sinks_ref={dtype}[{b},{hq}]" if sinks == 1 else f"sinks_ref={dtype}[{b},{hq},{sinks}]"]
+    consts = [f"use_causal_mask={causal}", f"softmax_scale={1.0 if causal else None}", f"sliding_window={window}"]
+    return dict(name=f"attention_bwd_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_causal" if causal else "")
+                + (f"_sw{window}" if window else "") + (f"_sinks{sinks}" if sinks else ""),
+                file="nkilib/core/attention/attention_bwd.py", kernel="attention_bwd", args=args, consts=consts,
+                grid="2" if hkv % 2 == 0 else None, target="trn2")
+
+
+CASES += [
+    attn_bwd_case(1, 12, 12, 1024, 64, "bfloat16", True),
+    attn_bwd_case(1, 16, 16, 1024, 64, "bfloat16", False),
+    attn_bwd_case(1, 8, 1, 8192, 96, "bfloat16", True),
+    attn_bwd_case(1, 64, 8, 4096, 64, "bfloat16", True, window=128, sinks=1),
+    attn_bwd_case(2, 3, 3, 2048, 128, "float32", False, sinks=2),
+    attn_bwd_case(1, 1, 1, 2048, 128, "bfloat16", True, sinks=2),
+    attn_bwd_case(1, 16, 8, 8192, 256, "float32", True),
+]
+
+# More rows of core/subkernels/test_rmsnorm_tkg.py and test_layernorm_tkg.py
+# (same columns as above).
+CASES += [
+    norm_tkg_case("rmsnorm_tkg", 1, 1, 4, 2048, consts=("hidden_actual=1920",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 256, 5, 3072),
+    norm_tkg_case("rmsnorm_tkg", 2, 128, 1, 8192, consts=("hidden_dim_tp=True",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 4, 1, 3072, consts=("shard_on_h=True",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 1, 1, 16384, consts=("shard_on_h=True",)),
+    norm_tkg_case("layernorm_tkg", 1, 1, 8, 8192, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 256, 5, 3072, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 63, 32, 3072, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 1, 1, 16384, beta=True),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
