@@ -935,6 +935,88 @@ CASES += [
 ]
 
 
+# More rows of core/attention/test_attention_tkg.py that the wrapper above
+# covers (HBM inputs with use_pos_id and fuse_rope): d_head 64 with three
+# heads, a 24576 prior, a 256 bucket without the transposed K prior.
+CASES += [
+    attn_tkg_case(4, 3, 7, 16384, 16384, 64, True),
+    attn_tkg_case(4, 1, 5, 18432, 24576, 64, False),
+    attn_tkg_case(4, 2, 7, 256, 16384, 128, False),
+]
+
+
+# core/subkernels/test_find_nonzero_indices.py subset rows (T, E, top_k,
+# E_offset, E_local, chunk_size, dtype): col_start_id int32 [1] and
+# n_cols, at LNC=2; and the 65536-token rows.
+def find_nonzero_case(t, e, chunk, dtype, offset=None, local=None):
+    args = [f"input_tensor={dtype}[{t},{e}]"] + (["col_start_id=int32[1]"] if local else [])
+    return dict(name=f"find_nonzero_{t}x{e}_{dtype}" + (f"_cols{offset}+{local}" if local else ""),
+                file="nkilib/core/subkernels/find_nonzero_indices.py", kernel="find_nonzero_indices", args=args,
+                consts=[f"chunk_size={chunk}"] + ([f"n_cols={local}"] if local else []), grid="2", target="trn2",
+                inputs={"col_start_id": ("const", offset)} if local else {})
+
+
+CASES += [
+    find_nonzero_case(65536, 128, 16384, "float32"),
+    find_nonzero_case(4096, 128, 4096, "int32", 0, 4),
+    find_nonzero_case(10240, 128, 10240, "float32", 120, 8),
+    find_nonzero_case(65536, 128, 16384, "int32", 32, 16),
+]
+
+
+# core/embeddings/test_rope_hf.py (batch, q heads, kv heads, seq, head_dim,
+# dtype, backward): q/k and their outputs [B, H, S, d], cos/sin [B, S, d].
+def rope_hf_case(b, hq, hkv, s, d, dtype, backward=False):
+    return dict(name=f"rope_hf_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_bwd" if backward else ""),
+                file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
+                args=[f"q={dtype}[{b},{hq},{s},{d}]", f"k={dtype}[{b},{hkv},{s},{d}]",
+                      f"q_out={dtype}[{b},{hq},{s},{d}]", f"k_out={dtype}[{b},{hkv},{s},{d}]",
+                      f"cos={dtype}[{b},{s},{d}]", f"sin={dtype}[{b},{s},{d}]"],
+                consts=[f"backward={backward}"], grid="2", target="trn2")
+
+
+CASES += [rope_hf_case(2, 16, 4, 512, 128, "bfloat16"), rope_hf_case(4, 1, 1, 512, 128, "bfloat16")]
+
+
+# experimental/loss/test_cross_entropy_backward.py test_grid (B, T, V,
+# dtype, positions_per_batch, chunk_size, reduction): logits [B*T, V],
+# targets int32 [B*T], lse_state [B*T].
+def ce_bwd_case(b, t, v, dtype, pb, cs, reduction):
+    return dict(name=f"cross_entropy_bwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}_{reduction}",
+                file="nkilib/experimental/loss/cross_entropy.py", kernel="cross_entropy_backward",
+                args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]",
+                      f"lse_state_hbm={dtype}[{b * t}]"],
+                consts=[f"reduction='{reduction}'", f"positions_per_batch={pb}", f"chunk_size={cs}",
+                        f"dtype=nl.{dtype}"],
+                grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+
+
+CASES += [
+    ce_bwd_case(4, 4096, 32128, "bfloat16", 64, 16384, "mean"),
+    ce_bwd_case(4, 4096, 32128, "float32", 64, 8192, "sum"),
+    ce_bwd_case(8, 512, 32128, "bfloat16", 128, 16384, "mean"),
+]
+
+
+# experimental/conv/test_depthwise_conv1d.py (batch, channels, width,
+# kernel_size, stride, padding, dtype): img [B, C, 1, W], filter [C, 1, 1,
+# K].
+def dwconv_case(c, w, k, stride=(1, 1), padding=((0, 0), (0, 0))):
+    return dict(name=f"depthwise_conv1d_{c}x{w}_k{k}_s{stride[1]}_p{padding[1][0]}",
+                file="nkilib/experimental/conv/depthwise_conv1d.py", kernel="depthwise_conv1d_implicit_gemm",
+                args=[f"img_ref=bfloat16[1,{c},1,{w}]", f"filter_ref=bfloat16[{c},1,1,{k}]"],
+                consts=[f"feature_group_count={c}", f"stride={stride}", f"padding={padding}"], target="trn2")
+
+
+CASES += [
+    dwconv_case(256, 512, 64, (1, 2), ((0, 0), (5, 5))),
+    dwconv_case(512, 5000, 8),
+    dwconv_case(16, 512, 3),
+    dwconv_case(256, 1024, 512),
+    dwconv_case(8192, 4096, 4093),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
