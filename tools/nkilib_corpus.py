@@ -1017,6 +1017,78 @@ CASES += [
 ]
 
 
+# core/utils/test_tp_broadcast.py and test_cross_partition_copy.py call
+# the utilities from small kernels of their own that load the source to
+# SBUF, call the utility and store the result; these are the project's
+# equivalents. tp_broadcast rows (src_shape, src_offset, broadcast_count,
+# src_select_index) at LNC=1; cross_partition_copy rows (src_start,
+# dst_start, partitions, free size, total partitions), float32.
+TP_BCAST_WRAPPER = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from nkilib.core.utils.tensor_view import TensorView
+from nkilib.core.utils.tp_broadcast import tp_broadcast
+
+
+@nki.jit
+def bcast(src_hbm, src_offset: int, count: int, select):
+    src = nl.ndarray(src_hbm.shape, src_hbm.dtype, nl.sbuf)
+    nisa.dma_copy(src, src_hbm)
+    out_sb = nl.ndarray((count, src_hbm.shape[0]), src_hbm.dtype, nl.sbuf)
+    view = src if select == None else TensorView(src).select(1, select)
+    tp_broadcast(view, out_sb, src_offset)
+    out = nl.ndarray((count, src_hbm.shape[0]), src_hbm.dtype, nl.shared_hbm)
+    nisa.dma_copy(out, out_sb)
+    return out
+"""
+
+XPART_WRAPPER = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from nkilib.core.utils.cross_partition_copy import cross_partition_copy
+
+
+@nki.jit
+def xpart(x, src_start: int, dst_start: int, n: int):
+    p, f = x.shape
+    src = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=x)
+    dst = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst, value=0.0)
+    cross_partition_copy(src=src, dst=dst, src_start_partition=src_start, dst_start_partition=dst_start,
+                         num_partitions_to_copy=n, free_dim_size=f)
+    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+"""
+
+
+def tp_bcast_case(shape, offset, count, select):
+    return dict(name=f"tp_broadcast_{'x'.join(map(str, shape))}_o{offset}_c{count}_sel{select}",
+                file="tp_bcast_wrapper.py", wrapper=TP_BCAST_WRAPPER, kernel="bcast",
+                args=[f"src_hbm=float32[{','.join(map(str, shape))}]"],
+                consts=[f"src_offset={offset}", f"count={count}", f"select={select}"], target="trn2")
+
+
+def xpart_case(src, dst, n, f, p, target="trn2"):
+    return dict(name=f"cross_partition_copy_{src}to{dst}_n{n}_f{f}_p{p}_{target}", file="xpart_wrapper.py",
+                wrapper=XPART_WRAPPER, kernel="xpart", args=[f"x=float32[{p},{f}]"],
+                consts=[f"src_start={src}", f"dst_start={dst}", f"n={n}"], target=target)
+
+
+CASES += [
+    tp_bcast_case((5, 7), 0, 1, None),
+    tp_bcast_case((3, 8, 11), 1, 2, 4),
+    tp_bcast_case((13, 3, 13), 9, 12, 2),
+    xpart_case(0, 64, 32, 8, 128),
+    xpart_case(0, 28, 20, 8, 128),
+    xpart_case(17, 0, 15, 8, 32),
+    xpart_case(10, 55, 30, 8, 96),
+    xpart_case(25, 5, 20, 8, 64),
+    xpart_case(0, 28, 20, 128, 128, target="trn3"),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
