@@ -1089,6 +1089,21 @@ CASES += [
 ]
 
 
+# More rows of core/moe/moe_cte/test_moe_cte_unified.py: the hybrid
+# shard-on-I implementation and shard-on-block at I = 384 (without the
+# row's bias and clamps, which the helper above does not write). The
+# hybrid loop reads conditions int32 [N + 1] (1 for each block the dynamic
+# loop is to run, as test_moe_cte_common makes it); all 0 here: only the
+# static blocks.
+CASES += [
+    dict(moe_cte_case("moe_cte_shard_I_hybrid_3072_1024_e8", "shard_on_i_hybrid", 3072, 1024, 8, 512, 2048, 16,
+                      grid="2")),
+    moe_cte_case("moe_cte_shard_block_3072_1024_e8_i384", "shard_on_block", 3072, 1024, 8, 512, 384, 16, grid="2"),
+]
+CASES[-2]["args"].append("conditions=int32[17]")
+CASES[-2]["inputs"]["conditions"] = ("const", 0)
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
