@@ -1104,6 +1104,18 @@ CASES[-2]["args"].append("conditions=int32[17]")
 CASES[-2]["inputs"]["conditions"] = ("const", 0)
 
 
+# More rows of experimental/moe/test_bwmm_shard_on_H.py (256 experts at
+# top 8, skip-token mode, block 1024, PRE_SCALE) and test_bwmm_bwd.py (top
+# 4 at I = 128, 128 experts; no clamp limits), same columns as above.
+CASES += [
+    bwmm_h_case(7168, 1024, 256, 512, 8, 32, 0, "POST_SCALE"),
+    bwmm_h_case(6144, 4096, 16, 1024, 4, 336, 1, "POST_SCALE"),
+    bwmm_h_case(5120, 8192, 16, 256, 1, 128, 0, "PRE_SCALE"),
+    bwmm_bwd_case(6144, 4096, 16, 512, 4, 128, "None, None, None, None"),
+    bwmm_bwd_case(5120, 8192, 128, 256, 1, 128, "None, None, None, None"),
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
