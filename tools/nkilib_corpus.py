@@ -1116,6 +1116,17 @@ CASES += [
 ]
 
 
+# More rows of core/max/test_cascaded_max.py (lnc, batch, seqlen, vocab,
+# float32): a 256 vocabulary, batch 65 and 3168 at LNC=1, with the max /
+# argmax reference.
+CASES += [
+    dict(name=f"cascaded_max_{b}x{s}x{v}" + ("_lnc2" if lnc == 2 else ""), file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=[f"input_tensor=float32[{b},{s},{v}]"], grid="2" if lnc == 2 else None,
+         target="trn2", ref="max_last")
+    for lnc, b, s, v in [(2, 1, 1, 256), (2, 65, 1, 3168), (1, 1, 1, 3168), (2, 63, 1, 3168)]
+]
+
+
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
     name, spec = a.split("=", 1)
