@@ -670,6 +670,7 @@ CASES += [
     qkv_case(2, 1, 5, 8192, 1280, "RMS_NORM", quant="STATIC", heads=(8, 1, 128)),
     qkv_case(2, 2, 1, 3840, 10240, heads=(64, 8, 128)),
     qkv_case(1, 1, 4, 16384, 384, "RMS_NORM", fused_add=True, heads=(1, 1, 128)),
+    qkv_case(1, 4, 1, 32768, 384, fused_add=True, heads=(1, 1, 128)),
     qkv_case(1, 1, 4, 8192, 4608, "RMS_NORM", heads=(34, 1, 128)),
     # test_qkv_cte.py
     qkv_case(1, 1, 127, 512, 512, "RMS_NORM", fused_add=True),
