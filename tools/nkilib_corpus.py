@@ -672,6 +672,614 @@ CASES += [
     bwmm_mx_case(3072, 1024, 384, 128, 256, 2, "Swish", "float8_e4m3fn_x4", 1, True, uint=True, variant="block"),
 ]
 
+# Further rows of the tests above, chosen where a compiler is most likely
+# to break (other dtypes, LNC=1 vs 2, sizes that are not multiples of 128,
+# other enum options); the tests run at CompilerArgs()'s default LNC,
+# 2 on trn2.
+# core/cumsum/test_cumsum.py coverage sweep (batch, hidden, ndim,
+# seq_len, dtype): x [batch, hidden] or [batch, seq_len, hidden].
+CASES += [
+    dict(name="cumsum_256x8192_bf16", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=bfloat16[256,8192]"], grid="2", target="trn2"),
+    dict(name="cumsum_2048x3x6144_f32", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=float32[2048,3,6144]"], grid="2", target="trn2"),
+    dict(name="cumsum_1x1x512_f32_lnc2", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
+         args=["x=float32[1,1,512]"], grid="2", target="trn2", ref="cumsum"),
+]
+
+
+# core/embeddings/test_rope.py (d_head, B, n_heads, S, contiguous_layout,
+# relayout_in_sbuf) with lnc_shard=True: x_in [d, B, n, S], cos/sin
+# [d/2, B, S].
+def rope_case(d, b, n, s, contiguous, dtype="bfloat16", relayout=False):
+    return dict(name=f"rope_lnc2_d{d}_b{b}_n{n}_s{s}" + ("" if contiguous else "_noncontig")
+                + ("_relayout" if relayout else "") + f"_{dtype}",
+                file="nkilib/core/embeddings/rope.py", kernel="RoPE",
+                args=[f"x_in={dtype}[{d},{b},{n},{s}]", f"cos={dtype}[{d // 2},{b},{s}]",
+                      f"sin={dtype}[{d // 2},{b},{s}]"],
+                consts=["lnc_shard=True", f"contiguous_layout={contiguous}", f"relayout_in_sbuf={relayout}"],
+                grid="2", target="trn2")
+
+
+CASES += [
+    rope_case(128, 32, 4, 64, False),
+    rope_case(64, 255, 8, 6, False),
+    rope_case(128, 1, 32, 2048, True),
+    rope_case(64, 8192, 1, 8, True),
+    rope_case(128, 4, 8, 1024, True, relayout=True),
+    rope_case(64, 3, 5, 6, True, dtype="float32"),
+]
+
+
+# core/rmsnorm/test_rmsnorm_quant.py lnc and vnc rows (seqlen, quant_only,
+# quant_type, lower_bound, lnc, batch, hidden): hidden [B, S, H], gamma
+# [H] at LNC=1 and [1, H] at LNC=2, STATIC's input_dequant_scale [128, 1].
+def rmsnorm_quant_case(s, quant_only, qtype, lb, lnc, b, h):
+    args = [f"hidden=bfloat16[{b},{s},{h}]", f"ln_w=bfloat16[{h}]" if lnc == 1 else f"ln_w=bfloat16[1,{h}]"]
+    args += ["input_dequant_scale=float32[128,1]"] if qtype == "STATIC" else []
+    return dict(name=f"rmsnorm_quant_{qtype.lower()}_lnc{lnc}_{b}x{s}x{h}" + ("_qonly" if quant_only else "")
+                + (f"_lb{lb}" if lb else ""),
+                file="nkilib/core/rmsnorm/rmsnorm_quant.py", kernel="rmsnorm_quant_kernel", args=args,
+                consts=["kargs=nkilib.core.rmsnorm.rmsnorm_quant.RmsNormQuantKernelArgs("
+                        f"quantization_type={CT}.QuantizationType.{qtype}, lower_bound={lb}, "
+                        f"norm_type={CT}.NormType.{'NO_NORM' if quant_only else 'RMS_NORM'}, eps=1e-6)"],
+                grid="2" if lnc == 2 else None, target="trn2",
+                inputs={"input_dequant_scale": ("const", 0.5)} if qtype == "STATIC" else {})
+
+
+CASES += [
+    rmsnorm_quant_case(160, False, "ROW", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(2, False, "STATIC", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(160, True, "STATIC", 0.0, 2, 1, 16384),
+    rmsnorm_quant_case(128, False, "ROW", 0.5, 1, 1, 16384),
+    rmsnorm_quant_case(256, False, "ROW", 0.0, 2, 1, 8192),
+]
+
+
+# experimental/conv/test_conv1d.py (batch, in_channels, out_channels,
+# length, filter_size, stride, pad_left, pad_right, dilation, use_bias,
+# activation_fn, lnc_shard, dtype): x_in [B, Cin, L], filters [K, Cin,
+# Cout], bias [Cout].
+def conv1d_case(b, ci, co, length, k, stride, pl, pr, dil, bias, act, lnc, dtype="float32"):
+    args = [f"x_in={dtype}[{b},{ci},{length}]", f"filters={dtype}[{k},{ci},{co}]"]
+    args += [f"bias={dtype}[{co}]"] if bias else []
+    return dict(name=f"conv1d_{b}x{ci}x{length}_co{co}_k{k}_s{stride}_p{pl}{pr}_d{dil}" + ("_bias" if bias else "")
+                + (f"_{act}" if act else "") + ("_lnc2" if lnc else "") + f"_{dtype}",
+                file="nkilib/experimental/conv/conv1d.py", kernel="conv1d", args=args,
+                consts=[f"stride={stride}", f"padding=({pl}, {pr})", f"dilation={dil}",
+                        f"activation_fn={CT}.ActFnType.{act}" if act else "activation_fn=None",
+                        f"lnc_shard={lnc}"], grid="2", target="trn2")
+
+
+CASES += [
+    conv1d_case(1, 16, 32, 20, 3, 1, 0, 0, 1, True, "SiLU", False),
+    conv1d_case(2, 64, 128, 40, 5, 2, 2, 2, 2, True, "GELU", False),
+    conv1d_case(1, 48, 64, 128, 100, 1, 1, 1, 1, True, None, False),
+    conv1d_case(1, 64, 128, 100, 5, 10, 2, 2, 1, True, "GELU", False),
+    conv1d_case(1, 128, 256, 200, 5, 2, 2, 2, 1, True, "GELU", True),
+    conv1d_case(2, 96, 192, 150, 7, 1, 3, 3, 1, False, "SiLU", True),
+    conv1d_case(1, 64, 128, 100, 5, 1, 2, 2, 1, True, "GELU", False, dtype="bfloat16"),
+]
+
+
+# experimental/loss/test_cross_entropy_forward.py test_grid (B, T, V,
+# dtype, positions_per_batch, chunk_size): logits [B*T, V], targets
+# [B*T] int32.
+def ce_fwd_case(b, t, v, dtype, pb, cs):
+    return dict(name=f"cross_entropy_fwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}",
+                file="nkilib/experimental/loss/cross_entropy.py", kernel="cross_entropy_forward",
+                args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]"],
+                consts=[f"positions_per_batch={pb}", f"chunk_size={cs}", f"dtype=nl.{dtype}"],
+                grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+
+
+CASES += [
+    ce_fwd_case(1, 1, 32128, "bfloat16", 1, 32128),
+    ce_fwd_case(4, 4096, 32128, "bfloat16", 64, 32128),
+    ce_fwd_case(1, 4096, 129280, "float32", 64, 32768),
+    ce_fwd_case(5, 2047, 202408, "bfloat16", 64, 65535),
+    ce_fwd_case(2, 4096, 129280, "bfloat16", 64, 65535),
+]
+
+
+# core/qkv/test_qkv_tkg.py (lnc, batch, seqlen, hidden, hidden_actual,
+# fused_qkv_dim, n_q_heads, n_kv_heads, d_head, norm_type,
+# quantization_type, fused_add, norm_bias, qkv_bias, eps, output_layout)
+# and test_qkv_cte.py (vnc, batch, seqlen, hidden, hidden_actual,
+# fused_qkv_dim, dtype, norm_type, fused_add, norm_bias, eps; fused RoPE
+# rows with n_q/n_kv heads and d_head), the `qkv` entry point with the
+# tensors test_qkv_common.build_qkv_input makes: input [B, S, H], weights
+# [H, I] (float8_e4m3 for STATIC, with qkv_w_scale [128, 3] and
+# qkv_in_scale [128, 1]), bias [1, I], gamma and layer-norm bias [1, H],
+# mlp_prev / attention_prev [B, S, H], cos/sin caches [B, S, d].
+def qkv_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, norm_bias=False, qkv_bias=False,
+             layout="BSD", h_actual=None, heads=None, eps=1e-6, dtype="bfloat16", rope=False):
+    wdt = "float8_e4m3" if quant == "STATIC" else dtype
+    args = [f"input={dtype}[{b},{s},{h}]", f"fused_qkv_weights={wdt}[{h},{i}]"]
+    args += [f"bias={dtype}[1,{i}]"] if qkv_bias else []
+    args += ["qkv_w_scale=float32[128,3]", "qkv_in_scale=float32[128,1]"] if quant == "STATIC" else []
+    args += [f"mlp_prev={dtype}[{b},{s},{h}]", f"attention_prev={dtype}[{b},{s},{h}]"] if fused_add else []
+    args += [f"gamma_norm_weights={dtype}[1,{h}]"] if norm != "NO_NORM" else []
+    args += [f"layer_norm_bias={dtype}[1,{h}]"] if norm_bias else []
+    args += [f"cos_cache={dtype}[{b},{s},{heads[2]}]", f"sin_cache={dtype}[{b},{s},{heads[2]}]"] if rope else []
+    consts = [f"output_layout=QKVOutputLayout.{layout}", f"quantization_type=QuantizationType.{quant}",
+              f"fused_residual_add={fused_add}", f"fused_norm_type=NormType.{norm}", f"norm_eps={eps}",
+              f"hidden_actual={h_actual}", f"fused_rope={rope}"]
+    if heads:
+        consts += [f"num_q_heads={heads[0]}", f"num_kv_heads={heads[1]}", f"d_head={heads[2]}"]
+    name = (f"qkv_lnc{lnc}_{b}x{s}x{h}_i{i}_{norm.lower()}" + (f"_{quant.lower()}" if quant != "NONE" else "")
+            + ("_add" if fused_add else "") + ("_nbias" if norm_bias else "") + ("_bias" if qkv_bias else "")
+            + (f"_{layout}" if layout != "BSD" else "") + (f"_ha{h_actual}" if h_actual else "")
+            + ("_rope" if rope else "") + (f"_{dtype}" if dtype != "bfloat16" else ""))
+    return dict(name=name, file="nkilib/core/qkv/qkv.py", kernel="qkv", args=args, consts=consts,
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    # test_qkv_tkg.py
+    qkv_case(1, 4, 1, 4096, 896, "RMS_NORM", h_actual=3072, heads=(5, 1, 128)),
+    qkv_case(1, 1, 5, 8192, 384, "LAYER_NORM", norm_bias=True, heads=(1, 1, 128)),
+    qkv_case(2, 1, 1, 8448, 1920, layout="NBSd", heads=(5, 5, 128)),
+    qkv_case(2, 1, 5, 8192, 1280, "RMS_NORM", quant="STATIC", heads=(8, 1, 128)),
+    qkv_case(2, 2, 1, 3840, 10240, heads=(64, 8, 128)),
+    qkv_case(1, 1, 4, 16384, 384, "RMS_NORM", fused_add=True, heads=(1, 1, 128)),
+    qkv_case(1, 4, 1, 32768, 384, fused_add=True, heads=(1, 1, 128)),
+    qkv_case(1, 1, 4, 8192, 4608, "RMS_NORM", heads=(34, 1, 128)),
+    # test_qkv_cte.py
+    qkv_case(1, 1, 127, 512, 512, "RMS_NORM", fused_add=True),
+    qkv_case(1, 1, 128, 512, 512, "RMS_NORM", fused_add=True, dtype="float32"),
+    qkv_case(1, 1, 512, 1024, 256, "RMS_NORM", fused_add=True, h_actual=768),
+    qkv_case(1, 1, 128, 16384, 512, "RMS_NORM", h_actual=15104),
+    qkv_case(2, 1, 192, 8320, 1280, heads=(8, 1, 128), rope=True),
+    qkv_case(2, 1, 128, 8192, 640, fused_add=True, qkv_bias=True, heads=(8, 1, 64), rope=True),
+]
+
+
+# core/mlp/test_mlp_tkg.py and test_mlp_cte.py (vnc, batch, seqlen,
+# hidden, intermediate, dtype, quant dtype, quant type, norm type,
+# fused_add, store_add, act_fn, skip_gate, gate/up/down/norm bias, column
+# tiling options), the `mlp` entry point with test_mlp_common's tensors:
+# hidden [B, S, H] (ROW-quantized inputs are not used here), gate/up [H, I]
+# and down [I, H] (float8_e4m3 when quantized, with ROW scales [128, I] /
+# [128, H] or STATIC scales [128, 1] and input scales [128, 1]), gamma,
+# norm bias and down bias [1, H], gate/up bias [1, I], fused_add [B, S,
+# H]; the gate weights are passed even with skip_gate_proj, as the test
+# does. core/mlp/mlp.py imports only in the fixed checkout (its stray
+# docstring lines removed): run these with /work/co/nki-library-fixed.
+def mlp_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, store_add=False, act="SiLU",
+             skip_gate=False, biases=(False, False, False, False), dtype="bfloat16", consts=()):
+    wdt = dtype if quant == "NONE" else "float8_e4m3"
+    args = [f"hidden_tensor={dtype}[{b},{s},{h}]", f"up_proj_weights_tensor={wdt}[{h},{i}]",
+            f"down_proj_weights_tensor={wdt}[{i},{h}]"]
+    args += [f"gate_proj_weights_tensor={wdt}[{h},{i}]"]
+    args += [f"normalization_weights_tensor={dtype}[1,{h}]"] if norm in ("RMS_NORM", "LAYER_NORM") else []
+    gb, ub, db, nb = biases
+    args += ([f"gate_proj_bias_tensor={dtype}[1,{i}]"] if gb else []) + ([f"up_proj_bias_tensor={dtype}[1,{i}]"]
+                                                                         if ub else [])
+    args += ([f"down_proj_bias_tensor={dtype}[1,{h}]"] if db else []) + (
+        [f"normalization_bias_tensor={dtype}[1,{h}]"] if nb else [])
+    args += [f"fused_add_tensor={dtype}[{b},{s},{h}]"] if fused_add else []
+    if quant == "ROW":
+        args += [f"gate_w_scale=float32[128,{i}]", f"up_w_scale=float32[128,{i}]", f"down_w_scale=float32[128,{h}]"]
+    elif quant == "STATIC":
+        args += [f"{n}=float32[128,1]" for n in ("gate_w_scale", "up_w_scale", "down_w_scale", "gate_up_in_scale",
+                                                  "down_in_scale")]
+    cst = [f"normalization_type=NormType.{norm}", f"quantization_type=QuantizationType.{quant}",
+           f"activation_fn=ActFnType.{act}", f"skip_gate_proj={skip_gate}", f"store_fused_add_result={store_add}"]
+    name = (f"mlp_lnc{lnc}_{b}x{s}x{h}_i{i}_{norm.lower()}" + (f"_{quant.lower()}" if quant != "NONE" else "")
+            + ("_add" if fused_add else "") + ("_store" if store_add else "") + f"_{act}"
+            + ("_nogate" if skip_gate else "") + ("_b" + "".join(str(int(x)) for x in biases) if any(biases) else "")
+            + "".join("_" + c.split("=")[0] for c in consts))
+    return dict(name=name, file="nkilib/core/mlp/mlp.py", kernel="mlp", args=args, consts=cst + list(consts),
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    # test_mlp_tkg.py
+    mlp_case(2, 1, 1, 4096, 128, consts=("use_tkg_gate_up_proj_column_tiling=False",)),
+    mlp_case(2, 4, 5, 8192, 1560, biases=(True, True, True, False),
+             consts=("use_tkg_gate_up_proj_column_tiling=False", "use_tkg_down_proj_column_tiling=False")),
+    mlp_case(2, 8, 5, 8192, 512, "RMS_NORM", quant="ROW"),
+    mlp_case(2, 4, 5, 1024, 512, "RMS_NORM", quant="STATIC", consts=("use_tkg_gate_up_proj_column_tiling=False",)),
+    mlp_case(1, 4, 1, 5120, 256, "RMS_NORM", fused_add=True, store_add=True),
+    # test_mlp_cte.py
+    mlp_case(2, 1, 128, 8192, 896, "LAYER_NORM"),
+    mlp_case(1, 1, 578, 1408, 352, act="GELU", skip_gate=True, biases=(False, True, True, False)),
+    mlp_case(2, 1, 578, 1408, 352, "RMS_NORM", fused_add=True, act="GELU", biases=(False, True, True, False)),
+    mlp_case(2, 1, 1024, 1024, 448, fused_add=True),
+    mlp_case(2, 2, 1024, 16384, 416, fused_add=True, store_add=True),
+]
+
+
+# core/output_projection/test_output_proj_tkg.py (B, n_heads, S_tkg,
+# d_head, H, quantization_type, test_bias, transpose_out): attention [d,
+# B, n, S], weight [n d, H] (float8_e4m3 for STATIC with weight_scale and
+# input_scale [128, 1]), bias [1, H].
+def out_proj_tkg_case(b, n, s, d, h, quant="NONE", bias=True, transpose=False):
+    wdt = "float8_e4m3" if quant == "STATIC" else "bfloat16"
+    args = [f"attention=bfloat16[{d},{b},{n},{s}]", f"weight={wdt}[{n * d},{h}]"]
+    args += [f"bias=bfloat16[1,{h}]"] if bias else []
+    args += ["weight_scale=float32[128,1]", "input_scale=float32[128,1]"] if quant == "STATIC" else []
+    return dict(name=f"out_proj_tkg_{b}x{n}x{s}_d{d}_h{h}" + ("_static" if quant == "STATIC" else "")
+                + ("" if bias else "_nobias") + ("_T" if transpose else ""),
+                file="nkilib/core/output_projection/output_projection_tkg.py", kernel="output_projection_tkg",
+                args=args, consts=[f"quantization_type=QuantizationType.{quant}", f"TRANSPOSE_OUT={transpose}"],
+                grid="2", target="trn2")
+
+
+CASES += [
+    out_proj_tkg_case(512, 8, 4, 32, 3072, transpose=True),
+    out_proj_tkg_case(4, 8, 4, 64, 5378, bias=False),
+    out_proj_tkg_case(4, 10, 8, 128, 8192),
+    out_proj_tkg_case(64, 8, 5, 128, 8192, quant="STATIC", transpose=True),
+    out_proj_tkg_case(32, 6, 3, 128, 3072, quant="STATIC", bias=False),
+]
+
+
+# core/output_projection/test_output_proj_cte.py (batch, seqlen, hidden,
+# n_head, d_head, bias): attention [B, n, d, S], weight [n d, H].
+def out_proj_cte_case(b, s, h, n, d, bias):
+    args = [f"attention=bfloat16[{b},{n},{d},{s}]", f"weight=bfloat16[{n * d},{h}]"]
+    args += [f"bias=bfloat16[1,{h}]"] if bias else []
+    return dict(name=f"out_proj_cte_{b}x{s}_h{h}_n{n}_d{d}" + ("" if bias else "_nobias"),
+                file="nkilib/core/output_projection/output_projection_cte/output_projection_cte.py",
+                kernel="output_projection_cte", args=args, grid="2", target="trn2")
+
+
+CASES += [
+    out_proj_cte_case(1, 16, 5120, 10, 128, True),
+    out_proj_cte_case(1, 128, 3072, 17, 10, True),
+    out_proj_cte_case(1, 128, 3072, 8, 32, True),
+    out_proj_cte_case(1, 2048, 8192, 1, 128, False),
+]
+
+
+# More rows of core/router_topk/test_router_topk.py (T, H, E, k, act_fn,
+# has_bias, router_pre_norm, norm_topk_prob, use_column_tiling,
+# use_indirect_dma_scatter, use_PE_broadcast_w_bias, shard_on_tokens),
+# every flag written out (the kernel's router_pre_norm defaults to True,
+# the tests' rows mostly say False).
+def router_row(t, h, e, k, act, bias, pre_norm, norm_prob, col_tiling, scatter, pe_bcast, shard_tokens):
+    flags = [f"router_pre_norm={pre_norm}", f"norm_topk_prob={norm_prob}", f"use_column_tiling={col_tiling}",
+             f"use_indirect_dma_scatter={scatter}", f"use_PE_broadcast_w_bias={pe_bcast}",
+             f"shard_on_tokens={shard_tokens}"]
+    case = router_topk_case(t, h, e, k, bias=bias, act=act, consts=flags)
+    on = [f.split("=")[0] for f in flags if f.endswith("True")]
+    case["name"] = f"router_topk_row_{t}x{h}_e{e}_k{k}_{act.lower()}" + ("" if bias else "_nobias") + "".join(
+        "_" + n for n in on)
+    return case
+
+
+CASES += [
+    router_row(4, 3072, 256, 4, "SOFTMAX", True, False, False, False, False, False, False),
+    router_row(4, 3072, 128, 4, "SOFTMAX", True, False, False, False, False, True, False),
+    router_row(16, 3072, 128, 4, "SOFTMAX", True, False, False, True, False, False, False),
+    router_row(48, 3072, 128, 4, "SOFTMAX", True, False, False, False, False, False, True),
+    router_row(8, 8192, 128, 8, "SIGMOID", True, True, True, False, True, False, False),
+    router_row(4, 3072, 128, 1, "SOFTMAX", False, False, False, False, False, False, False),
+    router_row(2, 5120, 16, 1, "SOFTMAX", False, True, False, False, True, False, False),
+    router_row(32, 256, 128, 4, "SIGMOID", True, False, False, True, True, False, False),
+    router_row(1024, 8192, 128, 8, "SOFTMAX", True, True, False, False, True, False, False),
+]
+
+
+# core/topk/test_topk.py (lnc, batch, seqlen, vocab, K, dtype): the test
+# builds the RotationalTopkConfig on the host (create_topk_config,
+# create_rotational_topk_config, prepare_rotational_constants, which fills
+# a cache of NumPy constants) and calls rotational_topk(inp [B*S, V],
+# config) at that LNC; the const below is the same expression.
+def topk_case(lnc, b, s, v, k):
+    cfg = (f"config=prepare_rotational_constants(create_rotational_topk_config(inp_shape=({b * s}, {v}), "
+           f"topk_config=create_topk_config(inp_shape=({b}, {s}, {v}), inp_dtype=nl.float32, k={k}, sorted=True, "
+           f"num_programs={lnc})))")
+    return dict(name=f"rotational_topk_lnc{lnc}_{b}x{s}x{v}_k{k}", file="nkilib/core/topk/rotational_topk.py",
+                kernel="rotational_topk", args=[f"inp=float32[{b * s},{v}]"], consts=[cfg],
+                grid="2" if lnc == 2 else None, target="trn2")
+
+
+CASES += [
+    topk_case(2, 8, 5, 4058, 256),
+    topk_case(1, 4, 5, 8192, 256),
+    topk_case(2, 65, 1, 3168, 256),
+    topk_case(2, 1, 1, 3168, 7),
+    topk_case(1, 1, 63, 3999, 20),
+]
+
+
+# core/attention/test_attention_cte.py: the no-CP rows (bs, seqlen_kv,
+# seqlen_q, d, softmax_scale, dtype, causal_mask, tp_q, tp_out) at the
+# default LNC and the prefix-cache rows (vnc, bs, seqlen_kv, seqlen_q,
+# prior_len, prior_used_len, d, scale, dtype, causal, tp_q, tp_k, tp_out,
+# sink, sliding_window): q [bs, Sq, d] (tp_q) or [bs, d, Sq], k [bs, Skv,
+# d] (tp_k) or [bs, d, Skv], v [bs, Skv, d], k/v_prior likewise with the
+# prior length, prior_used_len int32 [1], sink float32 [bs, 1].
+def attn_cte_case(lnc, bs, skv, sq, d, scale, dtype, causal, tp_q, tp_out, tp_k=False, prior=None, sink=False,
+                  window=0):
+    args = [f"q={dtype}[{bs},{sq},{d}]" if tp_q else f"q={dtype}[{bs},{d},{sq}]",
+            f"k={dtype}[{bs},{skv},{d}]" if tp_k else f"k={dtype}[{bs},{d},{skv}]", f"v={dtype}[{bs},{skv},{d}]"]
+    inputs = {}
+    if prior:
+        plen, used = prior
+        args += [f"k_prior={dtype}[{bs},{plen},{d}]" if tp_k else f"k_prior={dtype}[{bs},{d},{plen}]",
+                 f"v_prior={dtype}[{bs},{plen},{d}]", "prior_used_len=int32[1]"]
+        inputs["prior_used_len"] = ("const", used)
+    args += [f"sink=float32[{bs},1]"] if sink else []
+    consts = [f"scale={scale}", f"causal_mask={causal}", f"tp_q={tp_q}", f"tp_k={tp_k}", f"tp_out={tp_out}"]
+    consts += [f"sliding_window={window}"] if window else []
+    name = (f"attention_cte_lnc{lnc}_b{bs}_kv{skv}_q{sq}_d{d}_{dtype}" + ("_causal" if causal else "")
+            + ("" if tp_q else "_qT") + ("_kT" if tp_k else "") + ("_outT" if tp_out else "")
+            + (f"_prior{prior[0]}u{prior[1]}" if prior else "") + ("_sink" if sink else "")
+            + (f"_sw{window}" if window else ""))
+    return dict(name=name, file="nkilib/core/attention/attention_cte.py", kernel="attention_cte", args=args,
+                consts=consts, grid="2" if lnc == 2 else None, target="trn2", inputs=inputs)
+
+
+CASES += [
+    attn_cte_case(2, 3, 1024, 512, 128, 1.0, "float16", False, False, True),
+    attn_cte_case(2, 1, 128, 128, 128, 1.0, "bfloat16", True, False, True),
+    attn_cte_case(2, 1, 16384, 16384, 8, 1.0, "float32", True, False, False),
+    attn_cte_case(1, 3, 2048, 2048, 128, 1.0, "bfloat16", False, False, False, prior=(512, 500)),
+    attn_cte_case(2, 2, 2048, 2048, 64, 1.0, "bfloat16", True, True, True, prior=(512, 500), window=1024),
+    attn_cte_case(2, 1, 2001, 2001, 64, 1.0, "bfloat16", True, False, True, prior=(3555, 3000)),
+    attn_cte_case(2, 2, 2048, 2048, 64, 1.0, "bfloat16", True, True, True, tp_k=True, prior=(4096, 2048), sink=True),
+    attn_cte_case(2, 3, 10240, 10240, 64, 1.0, "bfloat16", True, False, True, prior=(1, 1)),
+]
+
+
+# More rows of core/moe/moe_tkg/test_moe_tkg.py (same columns as above;
+# its H = 378 row is a negative test, nkic rejects it too):
+# a large or odd hidden size, many tokens, many experts, k = 1 without
+# bias, FP8 row quantization and MXFP4 with odd intermediate sizes.
+CASES += [
+    moe_tkg_case("moe_tkg_all_4x32768_i256_e4", 4, 32768, 256, 4, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_all_512x5120_e128", 512, 5120, 128, 128, None, "SiLU", True, bias=False),
+    moe_tkg_case("moe_tkg_all_1024x3072_i3072_e8", 1024, 3072, 3072, 8, None, "SiLU", True),
+    moe_tkg_case("moe_tkg_sel_7x512_e4_k2", 7, 512, 128, 4, 2, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_2x5120_e128_k1", 2, 5120, 128, 128, 1, "Swish", False, bias=False),
+    moe_tkg_case("moe_tkg_sel_32x3072_i1536_e128_k4", 32, 3072, 1536, 128, 4, "Swish", False),
+    moe_tkg_case("moe_tkg_sel_4x384_e4_k2", 4, 384, 128, 4, 2, "Swish", False, bias=False),
+    moe_tkg_case("moe_tkg_fp8row_all_4x1024_e4", 4, 1024, 128, 4, None, "SiLU", True, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_fp8row_sel_32x3072_e8_k4", 32, 3072, 192, 8, 4, "Swish", False, quant="float8_e4m3"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i90", 128, 3072, 90, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+    moe_tkg_case("moe_tkg_mxfp4_all_128x3072_i360", 128, 3072, 360, 1, None, "Swish", True, dtype="bfloat16",
+                 mx="float4_e2m1fn_x4"),
+]
+
+
+# core/attention/test_attention_bwd.py (batch, q heads, kv heads, seq,
+# head_dim, dtype, causal, sliding_window, num_sinks) at the test's LNC (2
+# when the KV head count is even, else 1): q/o/dy [B, Hq, d, S], k/v [B,
+# Hkv, d, S], lse [B, Hq, 128, S / 128] float32, sinks [B, Hq] (one sink)
+# or [B, Hq, n]; softmax_scale 1.0 when causal.
+def attn_bwd_case(b, hq, hkv, s, d, dtype, causal, window=None, sinks=0):
+    args = [f"q_ref={dtype}[{b},{hq},{d},{s}]", f"k_ref={dtype}[{b},{hkv},{d},{s}]", f"v_ref={dtype}[{b},{hkv},{d},{s}]",
+            f"o_ref={dtype}[{b},{hq},{d},{s}]", f"dy_ref={dtype}[{b},{hq},{d},{s}]",
+            f"lse_ref=float32[{b},{hq},128,{s // 128}]"]
+    args += [] if not sinks else [f"sinks_ref={dtype}[{b},{hq}]" if sinks == 1 else f"sinks_ref={dtype}[{b},{hq},{sinks}]"]
+    consts = [f"use_causal_mask={causal}", f"softmax_scale={1.0 if causal else None}", f"sliding_window={window}"]
+    return dict(name=f"attention_bwd_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_causal" if causal else "")
+                + (f"_sw{window}" if window else "") + (f"_sinks{sinks}" if sinks else ""),
+                file="nkilib/core/attention/attention_bwd.py", kernel="attention_bwd", args=args, consts=consts,
+                grid="2" if hkv % 2 == 0 else None, target="trn2")
+
+
+CASES += [
+    attn_bwd_case(1, 12, 12, 1024, 64, "bfloat16", True),
+    attn_bwd_case(1, 16, 16, 1024, 64, "bfloat16", False),
+    attn_bwd_case(1, 8, 1, 8192, 96, "bfloat16", True),
+    attn_bwd_case(1, 64, 8, 4096, 64, "bfloat16", True, window=128, sinks=1),
+    attn_bwd_case(2, 3, 3, 2048, 128, "float32", False, sinks=2),
+    attn_bwd_case(1, 1, 1, 2048, 128, "bfloat16", True, sinks=2),
+    attn_bwd_case(1, 16, 8, 8192, 256, "float32", True),
+]
+
+# More rows of core/subkernels/test_rmsnorm_tkg.py and test_layernorm_tkg.py
+# (same columns as above).
+CASES += [
+    norm_tkg_case("rmsnorm_tkg", 1, 1, 4, 2048, consts=("hidden_actual=1920",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 256, 5, 3072),
+    norm_tkg_case("rmsnorm_tkg", 2, 128, 1, 8192, consts=("hidden_dim_tp=True",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 4, 1, 3072, consts=("shard_on_h=True",)),
+    norm_tkg_case("rmsnorm_tkg", 2, 1, 1, 16384, consts=("shard_on_h=True",)),
+    norm_tkg_case("layernorm_tkg", 1, 1, 8, 8192, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 256, 5, 3072, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 63, 32, 3072, beta=True),
+    norm_tkg_case("layernorm_tkg", 2, 1, 1, 16384, beta=True),
+]
+
+
+# More rows of core/attention/test_attention_tkg.py that the wrapper above
+# covers (HBM inputs with use_pos_id and fuse_rope): d_head 64 with three
+# heads, a 24576 prior, a 256 bucket without the transposed K prior.
+CASES += [
+    attn_tkg_case(4, 3, 7, 16384, 16384, 64, True),
+    attn_tkg_case(4, 1, 5, 18432, 24576, 64, False),
+    attn_tkg_case(4, 2, 7, 256, 16384, 128, False),
+]
+
+
+# core/subkernels/test_find_nonzero_indices.py subset rows (T, E, top_k,
+# E_offset, E_local, chunk_size, dtype): col_start_id int32 [1] and
+# n_cols, at LNC=2; and the 65536-token rows.
+def find_nonzero_case(t, e, chunk, dtype, offset=None, local=None):
+    args = [f"input_tensor={dtype}[{t},{e}]"] + (["col_start_id=int32[1]"] if local else [])
+    return dict(name=f"find_nonzero_{t}x{e}_{dtype}" + (f"_cols{offset}+{local}" if local else ""),
+                file="nkilib/core/subkernels/find_nonzero_indices.py", kernel="find_nonzero_indices", args=args,
+                consts=[f"chunk_size={chunk}"] + ([f"n_cols={local}"] if local else []), grid="2", target="trn2",
+                inputs={"col_start_id": ("const", offset)} if local else {})
+
+
+CASES += [
+    find_nonzero_case(65536, 128, 16384, "float32"),
+    find_nonzero_case(4096, 128, 4096, "int32", 0, 4),
+    find_nonzero_case(10240, 128, 10240, "float32", 120, 8),
+    find_nonzero_case(65536, 128, 16384, "int32", 32, 16),
+]
+
+
+# core/embeddings/test_rope_hf.py (batch, q heads, kv heads, seq, head_dim,
+# dtype, backward): q/k and their outputs [B, H, S, d], cos/sin [B, S, d].
+def rope_hf_case(b, hq, hkv, s, d, dtype, backward=False):
+    return dict(name=f"rope_hf_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_bwd" if backward else ""),
+                file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
+                args=[f"q={dtype}[{b},{hq},{s},{d}]", f"k={dtype}[{b},{hkv},{s},{d}]",
+                      f"q_out={dtype}[{b},{hq},{s},{d}]", f"k_out={dtype}[{b},{hkv},{s},{d}]",
+                      f"cos={dtype}[{b},{s},{d}]", f"sin={dtype}[{b},{s},{d}]"],
+                consts=[f"backward={backward}"], grid="2", target="trn2")
+
+
+CASES += [rope_hf_case(2, 16, 4, 512, 128, "bfloat16"), rope_hf_case(4, 1, 1, 512, 128, "bfloat16")]
+
+
+# experimental/loss/test_cross_entropy_backward.py test_grid (B, T, V,
+# dtype, positions_per_batch, chunk_size, reduction): logits [B*T, V],
+# targets int32 [B*T], lse_state [B*T].
+def ce_bwd_case(b, t, v, dtype, pb, cs, reduction):
+    return dict(name=f"cross_entropy_bwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}_{reduction}",
+                file="nkilib/experimental/loss/cross_entropy.py", kernel="cross_entropy_backward",
+                args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]",
+                      f"lse_state_hbm={dtype}[{b * t}]"],
+                consts=[f"reduction='{reduction}'", f"positions_per_batch={pb}", f"chunk_size={cs}",
+                        f"dtype=nl.{dtype}"],
+                grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+
+
+CASES += [
+    ce_bwd_case(4, 4096, 32128, "bfloat16", 64, 16384, "mean"),
+    ce_bwd_case(4, 4096, 32128, "float32", 64, 8192, "sum"),
+    ce_bwd_case(8, 512, 32128, "bfloat16", 128, 16384, "mean"),
+]
+
+
+# experimental/conv/test_depthwise_conv1d.py (batch, channels, width,
+# kernel_size, stride, padding, dtype): img [B, C, 1, W], filter [C, 1, 1,
+# K].
+def dwconv_case(c, w, k, stride=(1, 1), padding=((0, 0), (0, 0))):
+    return dict(name=f"depthwise_conv1d_{c}x{w}_k{k}_s{stride[1]}_p{padding[1][0]}",
+                file="nkilib/experimental/conv/depthwise_conv1d.py", kernel="depthwise_conv1d_implicit_gemm",
+                args=[f"img_ref=bfloat16[1,{c},1,{w}]", f"filter_ref=bfloat16[{c},1,1,{k}]"],
+                consts=[f"feature_group_count={c}", f"stride={stride}", f"padding={padding}"], target="trn2")
+
+
+CASES += [
+    dwconv_case(256, 512, 64, (1, 2), ((0, 0), (5, 5))),
+    dwconv_case(512, 5000, 8),
+    dwconv_case(16, 512, 3),
+    dwconv_case(256, 1024, 512),
+    dwconv_case(8192, 4096, 4093),
+]
+
+
+# core/utils/test_tp_broadcast.py and test_cross_partition_copy.py call
+# the utilities from small kernels of their own that load the source to
+# SBUF, call the utility and store the result; these are the project's
+# equivalents. tp_broadcast rows (src_shape, src_offset, broadcast_count,
+# src_select_index) at LNC=1; cross_partition_copy rows (src_start,
+# dst_start, partitions, free size, total partitions), float32.
+TP_BCAST_WRAPPER = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from nkilib.core.utils.tensor_view import TensorView
+from nkilib.core.utils.tp_broadcast import tp_broadcast
+
+
+@nki.jit
+def bcast(src_hbm, src_offset: int, count: int, select):
+    src = nl.ndarray(src_hbm.shape, src_hbm.dtype, nl.sbuf)
+    nisa.dma_copy(src, src_hbm)
+    out_sb = nl.ndarray((count, src_hbm.shape[0]), src_hbm.dtype, nl.sbuf)
+    view = src if select == None else TensorView(src).select(1, select)
+    tp_broadcast(view, out_sb, src_offset)
+    out = nl.ndarray((count, src_hbm.shape[0]), src_hbm.dtype, nl.shared_hbm)
+    nisa.dma_copy(out, out_sb)
+    return out
+"""
+
+XPART_WRAPPER = """import nki
+import nki.isa as nisa
+import nki.language as nl
+from nkilib.core.utils.cross_partition_copy import cross_partition_copy
+
+
+@nki.jit
+def xpart(x, src_start: int, dst_start: int, n: int):
+    p, f = x.shape
+    src = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=x)
+    dst = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=dst, value=0.0)
+    cross_partition_copy(src=src, dst=dst, src_start_partition=src_start, dst_start_partition=dst_start,
+                         num_partitions_to_copy=n, free_dim_size=f)
+    out = nl.ndarray((p, f), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+"""
+
+
+def tp_bcast_case(shape, offset, count, select):
+    return dict(name=f"tp_broadcast_{'x'.join(map(str, shape))}_o{offset}_c{count}_sel{select}",
+                file="tp_bcast_wrapper.py", wrapper=TP_BCAST_WRAPPER, kernel="bcast",
+                args=[f"src_hbm=float32[{','.join(map(str, shape))}]"],
+                consts=[f"src_offset={offset}", f"count={count}", f"select={select}"], target="trn2")
+
+
+def xpart_case(src, dst, n, f, p, target="trn2"):
+    return dict(name=f"cross_partition_copy_{src}to{dst}_n{n}_f{f}_p{p}_{target}", file="xpart_wrapper.py",
+                wrapper=XPART_WRAPPER, kernel="xpart", args=[f"x=float32[{p},{f}]"],
+                consts=[f"src_start={src}", f"dst_start={dst}", f"n={n}"], target=target)
+
+
+CASES += [
+    tp_bcast_case((5, 7), 0, 1, None),
+    tp_bcast_case((3, 8, 11), 1, 2, 4),
+    tp_bcast_case((13, 3, 13), 9, 12, 2),
+    xpart_case(0, 64, 32, 8, 128),
+    xpart_case(0, 28, 20, 8, 128),
+    xpart_case(17, 0, 15, 8, 32),
+    xpart_case(10, 55, 30, 8, 96),
+    xpart_case(25, 5, 20, 8, 64),
+    xpart_case(0, 28, 20, 128, 128, target="trn3"),
+]
+
+
+# More rows of core/moe/moe_cte/test_moe_cte_unified.py: the hybrid
+# shard-on-I implementation and shard-on-block at I = 384 (without the
+# row's bias and clamps, which the helper above does not write). The
+# hybrid loop reads conditions int32 [N + 1] (1 for each block the dynamic
+# loop is to run, as test_moe_cte_common makes it); all 0 here: only the
+# static blocks.
+CASES += [
+    dict(moe_cte_case("moe_cte_shard_I_hybrid_3072_1024_e8", "shard_on_i_hybrid", 3072, 1024, 8, 512, 2048, 16,
+                      grid="2")),
+    moe_cte_case("moe_cte_shard_block_3072_1024_e8_i384", "shard_on_block", 3072, 1024, 8, 512, 384, 16, grid="2"),
+]
+CASES[-2]["args"].append("conditions=int32[17]")
+CASES[-2]["inputs"]["conditions"] = ("const", 0)
+
+
+# More rows of experimental/moe/test_bwmm_shard_on_H.py (256 experts at
+# top 8, skip-token mode, block 1024, PRE_SCALE) and test_bwmm_bwd.py (top
+# 4 at I = 128, 128 experts; no clamp limits), same columns as above.
+CASES += [
+    bwmm_h_case(7168, 1024, 256, 512, 8, 32, 0, "POST_SCALE"),
+    bwmm_h_case(6144, 4096, 16, 1024, 4, 336, 1, "POST_SCALE"),
+    bwmm_h_case(5120, 8192, 16, 256, 1, 128, 0, "PRE_SCALE"),
+    bwmm_bwd_case(6144, 4096, 16, 512, 4, 128, "None, None, None, None"),
+    bwmm_bwd_case(5120, 8192, 128, 256, 1, 128, "None, None, None, None"),
+]
+
+
+# More rows of core/max/test_cascaded_max.py (lnc, batch, seqlen, vocab,
+# float32): a 256 vocabulary, batch 65 and 3168 at LNC=1, with the max /
+# argmax reference.
+CASES += [
+    dict(name=f"cascaded_max_{b}x{s}x{v}" + ("_lnc2" if lnc == 2 else ""), file="nkilib/core/max/cascaded_max.py",
+         kernel="cascaded_max", args=[f"input_tensor=float32[{b},{s},{v}]"], grid="2" if lnc == 2 else None,
+         target="trn2", ref="max_last")
+    for lnc, b, s, v in [(2, 1, 1, 256), (2, 65, 1, 3168), (1, 1, 1, 3168), (2, 63, 1, 3168)]
+]
+
 
 def parse_arg(a):
     """`name=dtype[d0,d1]` -> (name, dtype, shape)."""
