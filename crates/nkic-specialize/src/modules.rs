@@ -449,6 +449,13 @@ impl Ctx<'_> {
             }
             let bind = a.asname.as_ref().unwrap_or(&a.name).name.clone();
             let value = match &base {
+                // `from nki.isa import constants`: a submodule of a
+                // compiler namespace.
+                Some(Value::Namespace(_))
+                    if let Some(ns) = compiler_namespace(&format!("{path}.{name}")) =>
+                {
+                    Some(Value::Namespace(ns))
+                }
                 Some(b @ Value::Namespace(_)) => Some(self.get_attr(b, name, a.name.span)?),
                 Some(Value::Module(m)) => match m.globals.get_local(name) {
                     Some(v) => Some(v),
