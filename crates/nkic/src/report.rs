@@ -4,9 +4,11 @@ use std::io::{IsTerminal, Write};
 
 use nkic_diag::{Diagnostic, RenderConfig, Renderer, SourceMap, render_json};
 
-/// The most diagnostics one command prints; the rest are counted in a final
-/// note (a file with an error on each of a million lines must not print a
-/// million reports). Errors not shown still make the exit code 1.
+/// The most errors, and the most other diagnostics, one command prints; the
+/// rest are counted in a final note (a file with an error on each of a
+/// million lines must not print a million reports). Errors not shown still
+/// make the exit code 1. Errors have their own budget so that a flood of
+/// warnings never hides the error that stopped the command.
 pub const MAX_SHOWN: usize = 1000;
 
 /// How diagnostics are printed (`--message-format`).
@@ -24,8 +26,10 @@ pub struct Reporter {
     config: RenderConfig,
     errors: usize,
     warnings: usize,
-    /// Diagnostics printed so far, and those left out after [`MAX_SHOWN`].
-    shown: usize,
+    /// Errors and other diagnostics printed so far, and those left out
+    /// after [`MAX_SHOWN`] of their kind.
+    shown_errors: usize,
+    shown_others: usize,
     hidden: usize,
     renderer: Renderer,
 }
@@ -44,7 +48,8 @@ impl Reporter {
             },
             errors: 0,
             warnings: 0,
-            shown: 0,
+            shown_errors: 0,
+            shown_others: 0,
             hidden: 0,
             renderer: Renderer::default(),
         }
@@ -56,11 +61,16 @@ impl Reporter {
             nkic_diag::Severity::Warning => self.warnings += 1,
             nkic_diag::Severity::Info => {}
         }
-        if self.shown >= MAX_SHOWN {
+        let shown = if diag.severity == nkic_diag::Severity::Error {
+            &mut self.shown_errors
+        } else {
+            &mut self.shown_others
+        };
+        if *shown >= MAX_SHOWN {
             self.hidden += 1;
             return;
         }
-        self.shown += 1;
+        *shown += 1;
         match self.format {
             MessageFormat::Human => {
                 let text = self.renderer.render(diag, sources, self.config);
@@ -89,7 +99,7 @@ impl Reporter {
     pub fn finish(&self) {
         if self.hidden > 0 {
             print_stderr(&format!(
-                "note: {} more diagnostics were not shown (only the first {MAX_SHOWN} are)\n",
+                "note: {} more diagnostics were not shown (only the first {MAX_SHOWN} errors and {MAX_SHOWN} others are)\n",
                 self.hidden
             ));
         }

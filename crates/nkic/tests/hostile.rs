@@ -310,6 +310,18 @@ fn bad_command_lines_and_files() {
         shown[0],
         "E0524 prints.py:8: `nl.device_print(\"x\", …)` is not supported by nkic yet and prints nothing"
     );
+    // An error after 1,000 warnings is still shown: errors have their own
+    // budget.
+    let prints = format!("{prints}    nl.no_such_function(a)\n");
+    let out = check(&dir, "prints_error.py", &kernel(&prints), &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let shown = diags(&out);
+    assert_eq!(shown.len(), 1001);
+    assert!(
+        shown[1000].contains("prints_error.py:2008"),
+        "{}",
+        shown[1000]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
