@@ -163,6 +163,15 @@ impl AccessPattern {
             .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)))
     }
 
+    /// Distinct elements per partition: the free size without the dims of
+    /// stride 0 (a broadcast reads the same elements again).
+    pub fn distinct_free_size(&self) -> u64 {
+        self.dims
+            .iter()
+            .filter(|d| d.stride != 0)
+            .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)))
+    }
+
     /// All elements: P × F.
     pub fn num_elements(&self) -> u64 {
         u64::from(self.partition_count).saturating_mul(self.free_size())

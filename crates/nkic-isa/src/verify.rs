@@ -619,18 +619,20 @@ impl<'p> Verifier<'p> {
                     );
                 }
                 if matches!(engine, Engine::Vector | Engine::Scalar | Engine::GpSimd) {
-                    let max = if ap.mem == Memory::Sbuf {
-                        self.f.max_free_elems_sbuf
+                    // The PSUM limit is a whole partition of fp32 (isa.md
+                    // §1): it counts the distinct elements, so a stride-0
+                    // broadcast of a few PSUM values may be iterated longer.
+                    let (max, size) = if ap.mem == Memory::Sbuf {
+                        (self.f.max_free_elems_sbuf, ap.free_size())
                     } else {
-                        self.f.max_free_elems_psum
+                        (self.f.max_free_elems_psum, ap.distinct_free_size())
                     };
-                    if ap.free_size() > u64::from(max) {
+                    if size > u64::from(max) {
                         self.err(
                             Rule::FreeSizeLimit,
                             Some(field),
                             format!(
-                                "`{field}` has {} elements per partition; the limit is {max}",
-                                ap.free_size()
+                                "`{field}` has {size} elements per partition; the limit is {max}"
                             ),
                         );
                     }
