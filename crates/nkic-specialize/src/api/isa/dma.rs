@@ -32,7 +32,7 @@ pub const DEFS: &[ApiDef] = &[
             "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
             "`cores` is `(0, 1)` (E0525).",
             "Both instances issue the same barriers on the same engines in the same order (E0525 at the first barrier without a partner).",
-            "`data` is an HBM tensor (shared between the cores).",
+            "`data` is the HBM tensor (shared between the cores) the barrier orders accesses of; an on-chip tile, which the cores do not share, makes it a barrier that orders no accesses (the engine still waits for the other core; nki-library synchronises a loop counter in SBUF so).",
         ],
         core_barrier,
     ),
@@ -197,16 +197,6 @@ fn sendrecv(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
 /// `nisa.core_barrier(data, cores, engine)`.
 fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
-    if !data.buffer.is_hbm() {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`data` of `nisa.core_barrier` is the HBM tensor the cores share, found",
-            &data,
-            b.span_of("data"),
-            "not in HBM",
-        ));
-    }
     let cores = b.ints(ctx, "cores")?.unwrap_or_default();
     if cores != [0, 1] {
         return Err(ctx.error(
@@ -226,8 +216,10 @@ fn core_barrier(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         "synchronises the two cores of an LNC=2 launch",
     )?;
     let engine = emit::engine(ctx, b)?.unwrap_or(Engine::GpSimd);
+    // An on-chip tile is each core's own: the barrier names no shared
+    // data then.
     let kind = OpKind::CoreBarrier {
-        data: Some(data.view.clone()),
+        data: data.buffer.is_hbm().then(|| data.view.clone()),
     };
     let ins = emit::push(ctx, b, kind, Some(engine), span)?;
     Ok(Value::Ext(Rc::new(emit::Instruction::new(ins))))
