@@ -190,9 +190,11 @@ fn lower_kind(
                     oob: *oob,
                 });
             }
+            // A copy reads and writes flat rows: a dim longer than a
+            // descriptor's count is split in two on both sides.
             return Ok(nkic_isa::Op::DmaCopy {
-                dst: dst.lower(cx)?,
-                src: src.lower(cx)?,
+                dst: dst.lower(cx)?.with_long_dims_split(),
+                src: src.lower(cx)?.with_long_dims_split(),
                 accumulate: *accumulate,
                 dge: dge.unwrap_or(DgeMode::None),
                 oob: *oob,

@@ -89,6 +89,9 @@ pub struct DynOffset {
 /// The maximum number of free dims of an access pattern.
 pub const MAX_DIMS: usize = 4;
 
+/// The largest count of one dim (the hardware descriptor's 16-bit field).
+pub const MAX_DIM_COUNT: u32 = 65_535;
+
 /// A strided view of memory; see the module doc for the addressing rule.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AccessPattern {
@@ -161,6 +164,30 @@ impl AccessPattern {
         self.dims
             .iter()
             .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d.count)))
+    }
+
+    /// The same elements in the same row-major order with every dim whose
+    /// count is above [`MAX_DIM_COUNT`] split in two (`[c, s]` becomes
+    /// `[c / k, s·k][k, s]`, `k` the largest divisor of `c` that fits), as
+    /// long as the pattern has room for another dim and the count has such
+    /// a divisor. For instructions that read their operands as flat rows
+    /// (DMA copies); the verifier still rejects what cannot be split.
+    pub fn with_long_dims_split(mut self) -> AccessPattern {
+        while self.dims.len() < MAX_DIMS {
+            let Some(at) = self.dims.iter().position(|d| d.count > MAX_DIM_COUNT) else {
+                break;
+            };
+            let d = self.dims[at];
+            let Some(k) = (1..=MAX_DIM_COUNT)
+                .rev()
+                .find(|&k| d.count % k == 0 && d.count / k <= MAX_DIM_COUNT)
+            else {
+                break;
+            };
+            self.dims[at] = Dim::new(d.stride.saturating_mul(i64::from(k)), d.count / k);
+            self.dims.insert(at + 1, Dim::new(d.stride, k));
+        }
+        self
     }
 
     /// Distinct elements per partition: the free size without the dims of
@@ -423,5 +450,46 @@ mod tests {
         assert_eq!(Fp32::parse("nan:0x00000001"), None);
         assert_eq!(Fp32::parse("NaN"), None);
         assert_eq!(Fp32::parse("2"), Some(Fp32::new(2.0)));
+    }
+
+    /// Element offsets of one partition in row-major order.
+    fn offsets(ap: &AccessPattern) -> Vec<i64> {
+        let mut out = vec![0i64];
+        for d in &ap.dims {
+            out = out
+                .iter()
+                .flat_map(|&o| (0..i64::from(d.count)).map(move |i| o + i * d.stride))
+                .collect();
+        }
+        out
+    }
+
+    #[test]
+    fn long_dims_split_keep_the_elements_and_their_order() {
+        let long = AccessPattern::sbuf(
+            0,
+            1,
+            0,
+            &[Dim::new(3, 2), Dim::new(2, 131_072)],
+            DType::BF16,
+        );
+        let split = long.clone().with_long_dims_split();
+        assert_eq!(
+            split.dims,
+            vec![Dim::new(3, 2), Dim::new(65_536, 4), Dim::new(2, 32_768)]
+        );
+        assert_eq!(offsets(&split), offsets(&long));
+        // A prime count above the limit cannot be split; a pattern with no
+        // room for another dim is left as it is (the verifier rejects both).
+        let prime = AccessPattern::sbuf(0, 1, 0, &[Dim::new(1, 65_537)], DType::U8);
+        assert_eq!(prime.clone().with_long_dims_split(), prime);
+        let full = [
+            Dim::new(1, 2),
+            Dim::new(1, 2),
+            Dim::new(1, 2),
+            Dim::new(1, 70_000),
+        ];
+        let full = AccessPattern::sbuf(0, 1, 0, &full, DType::U8);
+        assert_eq!(full.clone().with_long_dims_split(), full);
     }
 }

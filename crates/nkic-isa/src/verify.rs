@@ -523,11 +523,14 @@ impl<'p> Verifier<'p> {
                 format!("`{field}` dim {k} has count 0"),
             );
         }
-        if ap.dims.iter().any(|d| d.count > 65_535) {
+        if ap.dims.iter().any(|d| d.count > crate::ap::MAX_DIM_COUNT) {
             self.err(
                 Rule::CountLimit,
                 Some(field),
-                format!("`{field}` has a dim count above 65535"),
+                format!(
+                    "`{field}` has a dim count above {}",
+                    crate::ap::MAX_DIM_COUNT
+                ),
             );
         }
         // Memory legality per engine.
