@@ -180,7 +180,7 @@ impl AccessPattern {
             let d = self.dims[at];
             let Some(k) = (1..=MAX_DIM_COUNT)
                 .rev()
-                .find(|&k| d.count % k == 0 && d.count / k <= MAX_DIM_COUNT)
+                .find(|&k| d.count.is_multiple_of(k) && d.count / k <= MAX_DIM_COUNT)
             else {
                 break;
             };
