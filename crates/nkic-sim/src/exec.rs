@@ -155,7 +155,14 @@ pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
         | Op::NonzeroWithCount { .. }
         | Op::BnStats { .. }
         | Op::BnAggr { .. } => ShadowRule::Row,
-        Op::StreamShuffle { .. } | Op::TensorPartitionReduce { .. } => ShadowRule::Column,
+        Op::StreamShuffle { mask, .. } => {
+            let mut rows = [255u8; 32];
+            for (r, &m) in rows.iter_mut().zip(mask) {
+                *r = m;
+            }
+            ShadowRule::Shuffle(rows)
+        }
+        Op::TensorPartitionReduce { .. } => ShadowRule::Column,
         _ => ShadowRule::Elementwise,
     }
 }

@@ -88,6 +88,10 @@ pub(crate) enum ShadowRule {
     Matmul,
     /// Any undefined element read makes every written element undefined.
     All,
+    /// `nc_stream_shuffle`: row `p` of the destination is row
+    /// `p / 32 · 32 + mask[p % 32]` of the source (255: not written) when
+    /// both have the same shape; else as `Column`.
+    Shuffle([u8; 32]),
 }
 
 /// The undefined elements one read of an instruction found.
@@ -143,6 +147,12 @@ impl ReadTaint {
                 self.undef[i * self.free + p]
             }
             ShadowRule::Transpose => elementwise(),
+            ShadowRule::Shuffle(mask) if self.rows == rows && self.free == free => {
+                let m = mask[p % 32];
+                let from = p / 32 * 32 + usize::from(m);
+                m != 255 && from < rows && self.undef[from * free + i]
+            }
+            ShadowRule::Shuffle(_) => self.free != free || self.col_any[i],
             ShadowRule::Matmul => match self.field {
                 "stationary" if self.free == rows => self.col_any[p],
                 "moving" if self.free == free => self.col_any[i],

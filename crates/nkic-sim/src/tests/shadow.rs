@@ -269,3 +269,30 @@ fn accumulator_lanes_carry_undefined_rows_across_instructions() {
     );
     assert!(defined(&mut b, &second));
 }
+
+#[test]
+fn stream_shuffle_moves_definedness_row_by_row() {
+    // Rows 16..32 of `src` are never written: a shuffle moving row 16 to
+    // row 0 (and writing nothing else) leaves row 0 undefined and row 1,
+    // which it does not write, as it was; moving row 3 keeps row 0 defined.
+    let mut b = Bench::new();
+    b.mem.set_poison(Poison::Precise);
+    b.put(&sb(0, 16, 0, &[(1, 4)], DType::F32), &[1.0; 64]);
+    let src = sb(0, 32, 0, &[(1, 4)], DType::F32);
+    let dst = sb(0, 32, 64, &[(1, 4)], DType::F32);
+    b.put(&dst, &[2.0; 128]);
+    let shuffle = |from: u8| {
+        let mut mask = vec![255u8; 32];
+        mask[0] = from;
+        Op::StreamShuffle {
+            dst: dst.clone(),
+            src: src.clone(),
+            mask,
+        }
+    };
+    b.ok(Queue::Vector, &shuffle(3));
+    assert!(defined(&mut b, &dst));
+    b.ok(Queue::Vector, &shuffle(16));
+    assert!(!defined(&mut b, &sb(0, 1, 64, &[(1, 4)], DType::F32)));
+    assert!(defined(&mut b, &sb(1, 31, 64, &[(1, 4)], DType::F32)));
+}
