@@ -1043,15 +1043,7 @@ impl Exec<'_> {
         } else {
             vec![0f32; m * n]
         };
-        for kk in 0..k {
-            for mm in 0..m {
-                let x = a.values[kk * m + mm];
-                let row = &mut acc[mm * n..(mm + 1) * n];
-                for (nn, out) in row.iter_mut().enumerate() {
-                    *out += (x * b.values[kk * n + nn]) as f32;
-                }
-            }
-        }
+        mx_product(&a, &b, &mut acc);
         self.mem.write_f32(&dv, &acc)
     }
 
@@ -2209,6 +2201,54 @@ struct MxMatrix {
     values: Vec<f64>,
 }
 
+/// `acc[m, n] += Σ_k a[k, m] · b[k, n]`, each exact product rounded to
+/// f32 and added in ascending `k` (isa.md `nc_matmul_mx`); through the
+/// blocked f32 `matmul` when both operands are exact in f32
+/// (`MxMatrix::exact_f32`), which gives the same bits.
+fn mx_product(a: &MxMatrix, b: &MxMatrix, acc: &mut [f32]) {
+    let (k, m, n) = (a.rows, a.cols, b.cols);
+    if let (Some(s), Some(v)) = (a.exact_f32(), b.exact_f32()) {
+        return matmul(&s, &v, k, m, n, acc);
+    }
+    mx_product_f64(a, b, acc);
+}
+
+/// `mx_product` in f64, for any operands: the definition.
+fn mx_product_f64(a: &MxMatrix, b: &MxMatrix, acc: &mut [f32]) {
+    let (k, m, n) = (a.rows, a.cols, b.cols);
+    for kk in 0..k {
+        for mm in 0..m {
+            let x = a.values[kk * m + mm];
+            let row = &mut acc[mm * n..(mm + 1) * n];
+            for (nn, out) in row.iter_mut().enumerate() {
+                *out += (x * b.values[kk * n + nn]) as f32;
+            }
+        }
+    }
+}
+
+impl MxMatrix {
+    /// The values as f32 when every one is finite and exactly an f32 (its
+    /// scale keeps it inside f32's range), else `None`.
+    ///
+    /// With both operands exact in f32, the blocked f32 `matmul` gives the
+    /// bits of the f64 loop in `matmul_mx`: the product of two f32 values is
+    /// exact in f64 (48 significant bits), so rounding it to f32 once is
+    /// f32 multiplication's own correctly rounded product, and both add
+    /// the rounded products to the f32 sum in ascending `k`. Operands
+    /// outside that range (huge or tiny scales, NaN scale codes) keep the
+    /// f64 loop.
+    fn exact_f32(&self) -> Option<Vec<f32>> {
+        self.values
+            .iter()
+            .map(|&x| {
+                let y = x as f32;
+                (y.is_finite() && f64::from(y) == x).then_some(y)
+            })
+            .collect()
+    }
+}
+
 /// `g(row, value)` for every value of `x`, `f` values per row.
 fn map_rows(x: &[f32], f: usize, g: impl Fn(usize, f32) -> f32) -> Vec<f32> {
     let mut out = Vec::with_capacity(x.len());
@@ -2389,4 +2429,56 @@ pub(crate) fn affine_row(pattern: &[Dim], free: usize) -> Vec<i32> {
 /// `floor(log2 x)` of a positive normal f64, from its exponent bits.
 fn f64_exponent(x: f64) -> i32 {
     (((x.to_bits() >> 52) & 0x7ff) as i32) - 1023
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MxMatrix, mx_product, mx_product_f64};
+    use crate::rng::Xorwow;
+
+    /// A matrix of MX-like values, `(1 + q/8) · 2^e` with random sign, `q`
+    /// in 0..8 and `e` in `exponents`, and some zeros.
+    fn matrix(rng: &mut Xorwow, rows: usize, cols: usize, exponents: (i32, i32)) -> MxMatrix {
+        let span = (exponents.1 - exponents.0 + 1) as u32;
+        let values = (0..rows * cols)
+            .map(|_| {
+                let r = rng.next();
+                if r.is_multiple_of(17) {
+                    return 0.0;
+                }
+                let sign = if r & 1 == 0 { 1.0 } else { -1.0 };
+                let q = f64::from((r >> 1) & 7);
+                let e = exponents.0 + ((r >> 4) % span) as i32;
+                sign * (1.0 + q / 8.0) * f64::from(e).exp2()
+            })
+            .collect();
+        MxMatrix { rows, cols, values }
+    }
+
+    /// The f32 path gives the f64 definition's bits, including products
+    /// that overflow to infinity and underflow to subnormals or zero, and
+    /// falls back where an operand is not an f32.
+    #[test]
+    fn mx_product_matches_the_f64_definition_bit_for_bit() {
+        let mut rng = Xorwow::seeded(7, 0);
+        let (k, m, n) = (512, 7, 19);
+        // (a's exponents, b's exponents, whether a is exact in f32)
+        for (exponents, b_exponents, fast) in [
+            ((-20, 20), (-10, 10), true),
+            ((-75, -60), (-70, -60), true),
+            ((60, 70), (55, 65), true),
+            ((-160, -140), (-10, 10), false),
+            ((120, 140), (-10, 10), false),
+        ] {
+            let a = matrix(&mut rng, k, m, exponents);
+            let b = matrix(&mut rng, k, n, b_exponents);
+            assert_eq!(a.exact_f32().is_some(), fast, "{exponents:?}");
+            let start: Vec<f32> = (0..m * n).map(|_| rng.unit() - 0.5).collect();
+            let (mut got, mut want) = (start.clone(), start);
+            mx_product(&a, &b, &mut got);
+            mx_product_f64(&a, &b, &mut want);
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{exponents:?}");
+        }
+    }
 }
