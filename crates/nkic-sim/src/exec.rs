@@ -1075,12 +1075,7 @@ impl Exec<'_> {
         for k in 0..p {
             let srow = 32 * (k / 32) + (k % 32) / 8;
             for c in 0..f {
-                let code = codes[srow * f + c];
-                let factor = if code == 0xff {
-                    f64::NAN
-                } else {
-                    (f64::from(code) - 127.0).exp2()
-                };
+                let factor = mx_scale(codes[srow * f + c]);
                 for q in 0..4 {
                     values[(4 * k + q) * f + c] = f64::from(vals[(k * f + c) * 4 + q]) * factor;
                 }
@@ -1877,7 +1872,7 @@ impl Exec<'_> {
                     // The lanes are overwritten with `nan_code` after encoding.
                     nan_groups.push((g, j));
                 } else {
-                    let scale = (f64::from(code) - 127.0).exp2();
+                    let scale = mx_scale(code);
                     for pp in 0..8 {
                         for q in 0..4 {
                             out[cell(pp, q)] = (f64::from(x[cell(pp, q)]) / scale) as f32;
@@ -2426,6 +2421,16 @@ pub(crate) fn affine_row(pattern: &[Dim], free: usize) -> Vec<i32> {
     row
 }
 
+/// The factor of an MX scale code: `2^(code − 127)`, NaN for `0xff`
+/// (isa.md `nc_matmul_mx`), built from its exponent bits (every factor is
+/// a normal f64).
+fn mx_scale(code: u8) -> f64 {
+    if code == 0xff {
+        return f64::NAN;
+    }
+    f64::from_bits((u64::from(code) + 1023 - 127) << 52)
+}
+
 /// `floor(log2 x)` of a positive normal f64, from its exponent bits.
 fn f64_exponent(x: f64) -> i32 {
     (((x.to_bits() >> 52) & 0x7ff) as i32) - 1023
@@ -2458,6 +2463,14 @@ mod tests {
     /// The f32 path gives the f64 definition's bits, including products
     /// that overflow to infinity and underflow to subnormals or zero, and
     /// falls back where an operand is not an f32.
+    #[test]
+    fn mx_scale_is_the_power_of_two() {
+        for code in 0..=254u8 {
+            assert_eq!(super::mx_scale(code), (f64::from(code) - 127.0).exp2());
+        }
+        assert!(super::mx_scale(0xff).is_nan());
+    }
+
     #[test]
     fn mx_product_matches_the_f64_definition_bit_for_bit() {
         let mut rng = Xorwow::seeded(7, 0);
