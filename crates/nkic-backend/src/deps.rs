@@ -138,6 +138,21 @@ impl Access {
     }
 }
 
+impl Access {
+    /// True when the access's runs (or, without runs, its bounds) are
+    /// inside its bounds and touch at least one byte: then an access whose
+    /// bounds miss its bounds neither overlaps it nor is covered by it, nor
+    /// covers it.
+    fn solid(&self) -> bool {
+        let (lo, hi) = self.bounds;
+        lo < hi
+            && self.runs.as_ref().is_none_or(|runs| {
+                runs.iter().any(|&(s, e)| s < e)
+                    && runs.iter().all(|&(s, e)| s >= e || (lo <= s && e <= hi))
+            })
+    }
+}
+
 /// Bytes per page of the access index.
 const PAGE_BYTES: i64 = 2048;
 
@@ -145,7 +160,10 @@ const PAGE_BYTES: i64 = 2048;
 const MAX_PAGES: i64 = 256;
 
 /// An index of earlier accesses of one resource by byte page, so that an
-/// access is only compared with accesses that can touch its bytes.
+/// access is only compared with accesses that can touch its bytes. Each
+/// entry carries its access's bounds, so that a visit passes over the
+/// (many) accesses of a shared page whose bounds miss the probe's without
+/// reading them.
 ///
 /// An access that a later write covers ([`Access::covers`]) is *retired*:
 /// every later access that overlaps it overlaps the covering write too, so
@@ -155,14 +173,34 @@ const MAX_PAGES: i64 = 256;
 /// (and the graph) linear in the program's size.
 #[derive(Default)]
 struct Pages {
-    /// Every access as `(op, access index)`.
-    all: Vec<(usize, usize)>,
+    /// Every access.
+    all: Vec<Entry>,
     /// Accesses spanning more than `MAX_PAGES` pages.
-    wide: Vec<(usize, usize)>,
+    wide: Vec<Entry>,
     /// Narrow accesses by page.
-    pages: BTreeMap<i64, Vec<(usize, usize)>>,
+    pages: BTreeMap<i64, Vec<Entry>>,
     /// Entries retired since the index was last compacted.
     retired: usize,
+}
+
+/// Access `k` of op `op` in a [`Pages`] index, with its bounds when it is
+/// [`Access::solid`].
+#[derive(Clone, Copy)]
+struct Entry {
+    op: usize,
+    k: usize,
+    solid_bounds: Option<(i64, i64)>,
+}
+
+impl Entry {
+    /// False when both accesses are solid and their bounds are disjoint:
+    /// they cannot conflict, and neither covers the other.
+    fn may_meet(&self, probe: Option<(i64, i64)>) -> bool {
+        match (self.solid_bounds, probe) {
+            (Some((lo, hi)), Some((plo, phi))) => lo < phi && plo < hi,
+            _ => true,
+        }
+    }
 }
 
 impl Pages {
@@ -174,39 +212,39 @@ impl Pages {
     }
 
     fn insert(&mut self, a: &Access, op: usize, k: usize) {
-        self.all.push((op, k));
+        let entry = Entry {
+            op,
+            k,
+            solid_bounds: a.solid().then_some(a.bounds),
+        };
+        self.all.push(entry);
         let (lo, hi) = Pages::range(a);
         if hi - lo >= MAX_PAGES {
-            self.wide.push((op, k));
+            self.wide.push(entry);
         } else {
             for page in lo..=hi {
-                self.pages.entry(page).or_default().push((op, k));
+                self.pages.entry(page).or_default().push(entry);
             }
         }
     }
 
-    /// Calls `f` with every earlier access that may share a page with `a`
-    /// and is not retired (some more than once).
+    /// Calls `f` with every earlier access that may share a byte with `a`
+    /// (`Entry::may_meet`) and is not retired (some more than once).
     fn visit(&self, a: &Access, retired: &[Vec<bool>], f: &mut dyn FnMut(usize, usize)) {
-        let mut g = |op: usize, k: usize| {
-            if !retired[op][k] {
-                f(op, k);
+        let probe = a.solid().then_some(a.bounds);
+        let mut g = |e: &Entry| {
+            if e.may_meet(probe) && !retired[e.op][e.k] {
+                f(e.op, e.k);
             }
         };
         let (lo, hi) = Pages::range(a);
         if hi - lo >= MAX_PAGES {
-            for &(op, k) in &self.all {
-                g(op, k);
-            }
+            self.all.iter().for_each(&mut g);
             return;
         }
-        for &(op, k) in &self.wide {
-            g(op, k);
-        }
+        self.wide.iter().for_each(&mut g);
         for (_, list) in self.pages.range(lo..=hi) {
-            for &(op, k) in list {
-                g(op, k);
-            }
+            list.iter().for_each(&mut g);
         }
     }
 
@@ -217,7 +255,7 @@ impl Pages {
         if self.retired < 64 || 2 * self.retired < self.all.len() {
             return;
         }
-        let live = |&(op, k): &(usize, usize)| !retired[op][k];
+        let live = |e: &Entry| !retired[e.op][e.k];
         self.all.retain(live);
         self.wide.retain(live);
         self.pages.retain(|_, list| {
