@@ -24,7 +24,7 @@ use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{AluOp, Engine, OobMode};
 
-use super::table::{ApiDef, Bound, Kind, Param, opt, req};
+use super::table::{ApiDef, Bound, Kind, OP, Param, opt, req};
 use super::{check, codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
@@ -34,7 +34,6 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The parameters the collectives share.
 const DSTS: Param = req("dsts", Kind::Any);
 const SRCS: Param = req("srcs", Kind::Any);
-const OP: Param = req("op", Kind::AluOp);
 const REPLICA_GROUP: Param = req("replica_group", Kind::Any);
 const COLLECTIVE_DIM: Param = opt("collective_dim", Kind::Int, "0");
 /// `name=` of a collective, which takes any value.

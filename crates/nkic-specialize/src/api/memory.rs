@@ -20,8 +20,8 @@ use super::codes;
 use super::emit;
 use super::rules::{OpIn, reduces_with_only};
 use super::table::{
-    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X,
-    instruction_pattern, opt, req,
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, MASK, NAME, NO_ENGINE, OFFSET, OUT_DTYPE,
+    PATTERN, Param, REDUCE_OP, SRC, X, instruction_pattern, opt, req,
 };
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
@@ -40,6 +40,13 @@ const DST_RMW_OP: OpIn = OpIn {
     message: "`dst_rmw_op` must be `nl.add`",
     label: "DMA accumulates with add only",
 };
+/// `priority=` of a DMA (trn3).
+const PRIORITY: Param = opt("priority", Kind::Int, "None");
+/// `oob_mode=` of a DMA.
+const OOB_MODE: Param = opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error");
+/// `dge_mode=` of a DMA.
+const DGE_MODE: Param = opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown");
+
 /// The data-movement functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -47,9 +54,9 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             SRC,
-            opt("priority", Kind::Int, "None"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
-            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
+            PRIORITY,
+            OOB_MODE,
+            DGE_MODE,
             ENGINE,
             NAME,
             opt("dst_rmw_op", Kind::AluOp, "None"),
@@ -75,9 +82,9 @@ pub const DEFS: &[ApiDef] = &[
             DST,
             SRC,
             opt("axes", Kind::Ints, "None"),
-            opt("priority", Kind::Int, "None"),
-            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            PRIORITY,
+            DGE_MODE,
+            OOB_MODE,
             NAME,
         ],
         ISA_ENGINES,
@@ -124,8 +131,8 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.iota",
         &[
             DST,
-            req("pattern", Kind::Pattern),
-            opt("offset", Kind::Int, "0"),
+            PATTERN,
+            OFFSET,
             opt("channel_multiplier", Kind::Int, "0"),
             NAME,
         ],
@@ -140,7 +147,7 @@ pub const DEFS: &[ApiDef] = &[
     .with_value_form(),
     ApiDef::new(
         "nl.load",
-        &[SRC, OUT_DTYPE, opt("mask", Kind::Index, "None")],
+        &[SRC, OUT_DTYPE, MASK],
         DMA,
         "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
         &[
@@ -155,7 +162,7 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             req("value", Kind::Tensor),
-            opt("mask", Kind::Index, "None"),
+            MASK,
         ],
         DMA,
         "Stores an SBUF or PSUM tile into an HBM view (a PSUM tile is first copied to SBUF).",
@@ -189,10 +196,10 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             req("srcs", Kind::Any),
-            req("reduce_op", Kind::AluOp),
+            REDUCE_OP,
             opt("scales", Kind::Any, "None"),
             opt("unique_indices", Kind::Bool, "True"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            OOB_MODE,
             NAME,
         ],
         DMA,
@@ -216,17 +223,43 @@ pub const DEFS: &[ApiDef] = &[
 
 // ------------------------------------------------------------------ helpers
 
-fn enum_opt(
-    ctx: &Ctx<'_>,
-    b: &Bound,
-    name: &str,
-    enum_name: &'static str,
-) -> Result<Option<&'static str>, Diagnostic> {
-    if b.def.params.iter().any(|p| p.name == name) {
-        b.enum_member(ctx, name, enum_name)
+/// The member given for the enum parameter `param`, `None` when absent
+/// or when the function has no such parameter.
+fn enum_opt(ctx: &Ctx<'_>, b: &Bound, param: Param) -> Result<Option<&'static str>, Diagnostic> {
+    let Kind::Enum(enum_name) = param.kind else {
+        unreachable!("`{}` is an enum parameter", param.name)
+    };
+    if b.def.params.iter().any(|p| p.name == param.name) {
+        b.enum_member(ctx, param.name, enum_name)
     } else {
         Ok(None)
     }
+}
+
+/// `dge_mode=` of a DMA (`None`: unknown, the compiler chooses).
+fn dge_mode(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<DgeMode>, Diagnostic> {
+    Ok(enum_opt(ctx, b, DGE_MODE)?.and_then(DgeMode::from_name))
+}
+
+/// `oob_mode=` of a DMA.
+fn oob_mode(ctx: &Ctx<'_>, b: &Bound) -> Result<OobMode, Diagnostic> {
+    Ok(enum_opt(ctx, b, OOB_MODE)?
+        .and_then(OobMode::from_name)
+        .unwrap_or(OobMode::Error))
+}
+
+/// `priority=` of a DMA, which needs trn3.
+fn priority(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<i64>, Diagnostic> {
+    let p = b.int(ctx, PRIORITY.name)?;
+    if p.is_some() && ctx.target() < Target::Trn3 {
+        return Err(ctx.error(
+            codes::TARGET,
+            format!("`priority` needs trn3, the target is {}", ctx.target()),
+            b.span_of(PRIORITY.name),
+            "not on this target",
+        ));
+    }
+    Ok(p)
 }
 
 /// The compile-time value of a fill for `dtype` (memset, zeros, full).
@@ -388,17 +421,8 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             )
             .with_secondary(ctx.file(), b.span_of("dst"), "the destination"));
     }
-    let dge = enum_opt(ctx, b, "dge_mode", "dge_mode")?;
-    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
-        Some("skip") => OobMode::Skip,
-        _ => OobMode::Error,
-    };
-    let dge = match dge {
-        Some("swdge") => Some(DgeMode::Swdge),
-        Some("hwdge") => Some(DgeMode::Hwdge),
-        Some("none") => Some(DgeMode::None),
-        _ => None,
-    };
+    let dge = dge_mode(ctx, b)?;
+    let oob = oob_mode(ctx, b)?;
     if dst.dtype() != src.dtype() && (dst.dtype().is_packed_x4() || src.dtype().is_packed_x4()) {
         return Err(ctx.error(
             codes::DTYPE,
@@ -446,17 +470,9 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             "no hwdge",
         ));
     }
-    let priority = match b.int(ctx, "priority")? {
+    let priority = match priority(ctx, b)? {
         None => None,
         Some(p) => {
-            if ctx.target() < Target::Trn3 {
-                return Err(ctx.error(
-                    codes::TARGET,
-                    format!("`priority` needs trn3, the target is {}", ctx.target()),
-                    b.span_of("priority"),
-                    "not on this target",
-                ));
-            }
             if !(0..=3).contains(&p) {
                 return Err(ctx.error(
                     codes::VALUE,
@@ -559,7 +575,7 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         ));
     }
     transposed_elements(ctx, b, &src, "`dma_transpose`")?;
-    let skip = matches!(enum_opt(ctx, b, "oob_mode", "oob_mode")?, Some("skip"));
+    let skip = oob_mode(ctx, b)? == OobMode::Skip;
     if skip && src.view.indirect.is_none() {
         return Err(ctx.error(
             codes::DMA_MODE,
@@ -568,23 +584,11 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "nothing to skip",
         ));
     }
-    let dge = match enum_opt(ctx, b, "dge_mode", "dge_mode")? {
-        Some("swdge") => Some(DgeMode::Swdge),
-        Some("hwdge") => Some(DgeMode::Hwdge),
-        Some("none") => Some(DgeMode::None),
-        _ => None,
-    };
+    let dge = dge_mode(ctx, b)?;
     if dge == Some(DgeMode::Hwdge) {
         hwdge_transpose_shape(ctx, &src, b.span_of("src"))?;
     }
-    if b.int(ctx, "priority")?.is_some() && ctx.target() < Target::Trn3 {
-        return Err(ctx.error(
-            codes::TARGET,
-            format!("`priority` needs trn3, the target is {}", ctx.target()),
-            b.span_of("priority"),
-            "not on this target",
-        ));
-    }
+    priority(ctx, b)?;
     let kind = OpKind::DmaTranspose {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -1145,10 +1149,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             ));
         }
     }
-    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
-        Some("skip") => OobMode::Skip,
-        _ => OobMode::Error,
-    };
+    let oob = oob_mode(ctx, b)?;
     let mut srcs = Vec::with_capacity(items.len());
     for v in &items {
         let Value::Tensor(t) = v else {

@@ -41,8 +41,8 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
 use super::table::{
-    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
-    X, opt, req, step_num_pairs,
+    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, PATTERN, Param, SELF, SHAPE,
+    TENSOR_NAME, X, opt, req, step_num_pairs,
 };
 use crate::args::Arg;
 use crate::ctx::Ctx;
@@ -250,7 +250,7 @@ pub const DEFS: &[ApiDef] = &[
         "tensor.ap",
         &[
             SELF,
-            req("pattern", Kind::Pattern),
+            PATTERN,
             opt("offset", Kind::Int, "None"),
             opt("scalar_offset", Kind::Any, "None"),
             opt("vector_offset", Kind::Tensor, "None"),
@@ -875,35 +875,27 @@ fn normalize_item(
             int: true,
         }),
         Value::Slice(s) => {
+            // A slice part `v` that is not an int of the kind `what` says.
+            let bad = |what: &str, v: &Value, label: &str| {
+                let found = crate::format::short_repr(v);
+                ctx.error(
+                    codes::INDEX,
+                    format!("slice {what}, found {found}"),
+                    span,
+                    label,
+                )
+            };
             let step = match (&s.step, s.step.as_int()) {
                 (Value::None, _) => 1,
                 (_, Some(st)) if st >= 1 => st,
-                _ => {
-                    return Err(ctx.error(
-                        codes::INDEX,
-                        format!(
-                            "slice steps must be positive ints, found {}",
-                            crate::format::short_repr(&s.step)
-                        ),
-                        span,
-                        "bad step",
-                    ));
-                }
+                _ => return Err(bad("steps must be positive ints", &s.step, "bad step")),
             };
             let bound = |b: &Value, default: i64| -> Result<i64, Diagnostic> {
                 if b.is_none() {
                     return Ok(default);
                 }
                 let Some(i) = b.as_int() else {
-                    return Err(ctx.error(
-                        codes::INDEX,
-                        format!(
-                            "slice bounds must be ints, found {}",
-                            crate::format::short_repr(b)
-                        ),
-                        span,
-                        "bad slice",
-                    ));
+                    return Err(bad("bounds must be ints", b, "bad slice"));
                 };
                 Ok(if i < 0 { i + size as i64 } else { i })
             };
@@ -2441,76 +2433,76 @@ fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
 
 // ------------------------------------------------------------------ legacy ncc.* allocation
 
+/// The parameters of a legacy decorator or direct allocation: `func`.
+const FUNC_PARAMS: &[Param] = &[req("func", Kind::Any)];
+/// The partition and tiling parameters of a legacy modulo allocation.
+const BASE_PARTITION: Param = opt("base_partition", Kind::Int, "0");
+const NUM_PAR_TILES: Param = opt("num_par_tiles", Kind::Ints, "()");
+const NUM_FREE_TILES: Param = opt("num_free_tiles", Kind::Ints, "()");
+
+/// A legacy `ncc.*` function: it runs on no engine and checks nothing.
+macro_rules! legacy {
+    ($name:literal, $params:expr, $summary:literal, $run:expr) => {
+        ApiDef::new($name, $params, NO_ENGINE, $summary, &[], $run)
+    };
+}
+
 /// The legacy `ncc.*` allocation functions, registered in
 /// `table::REGISTRY` after `nl.loop_reduce`.
 pub const LEGACY_ALLOC_DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.alloc",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.mod_alloc",
         &[
             req("base_addr", Kind::Int),
-            opt("base_partition", Kind::Int, "0"),
-            opt("num_par_tiles", Kind::Ints, "()"),
-            opt("num_free_tiles", Kind::Ints, "()"),
+            BASE_PARTITION,
+            NUM_PAR_TILES,
+            NUM_FREE_TILES,
         ],
-        NO_ENGINE,
         "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.auto_alloc",
         &[],
-        NO_ENGINE,
         "Legacy automatic SBUF allocation: `nl.sbuf`.",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.alloc",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.mod_alloc",
         &[
             req("base_bank", Kind::Int),
             opt("base_addr", Kind::Int, "0"),
-            opt("base_partition", Kind::Int, "0"),
+            BASE_PARTITION,
             opt("num_bank_tiles", Kind::Ints, "()"),
-            opt("num_par_tiles", Kind::Ints, "()"),
-            opt("num_free_tiles", Kind::Ints, "()"),
+            NUM_PAR_TILES,
+            NUM_FREE_TILES,
         ],
-        NO_ENGINE,
         "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.auto_alloc",
         &[],
-        NO_ENGINE,
         "Legacy automatic PSUM allocation: `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.skip_middle_end_transformations",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
-        &[],
-        identity_decorator,
+        identity_decorator
     ),
 ];
 

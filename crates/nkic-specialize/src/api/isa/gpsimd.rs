@@ -18,7 +18,8 @@ use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
 use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, opt, req,
+    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OP, OUT_DTYPE, Param, SRC, opt,
+    req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -26,11 +27,14 @@ use crate::value::{Tensor, Value};
 
 const GPSIMD: &[Engine] = &[Engine::GpSimd];
 
+/// `indices` of the per-partition gathers.
+const INDICES: Param = req("indices", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.tensor_partition_reduce",
-        &[DST, req("op", Kind::AluOp), DATA, NAME],
+        &[DST, OP, DATA, NAME],
         ISA_ENGINES,
         "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
         &[
@@ -65,7 +69,7 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             DATA,
-            req("indices", Kind::Tensor),
+            INDICES,
             NAME,
         ],
         ISA_ENGINES,
@@ -129,7 +133,7 @@ pub const DEFS: &[ApiDef] = &[
         "nl.gather_flattened",
         &[
             DATA,
-            req("indices", Kind::Tensor),
+            INDICES,
             opt("axis", Kind::Int, "0"),
             OUT_DTYPE,
         ],

@@ -15,9 +15,10 @@ use nkic_isa::{AluOp, DType, Engine, Target};
 use crate::api::check;
 use crate::api::isa::unsupported;
 use crate::api::lower::scalar_operand;
+use crate::api::rules::operand_tile;
 use crate::api::table::{
-    ApiDef, BUFFER, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SHAPE, TENSOR_NAME, X,
-    opt, req,
+    ApiDef, BUFFER, Bound, DATA, DST, ENGINE_GPSIMD, ISA_ENGINES, Kind, NAME, OUT_DTYPE, Param,
+    SHAPE, TENSOR_NAME, X, engine, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -27,13 +28,16 @@ const VECTOR: &[Engine] = &[Engine::Vector];
 
 const VECTOR_GPSIMD: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 
+/// `src_seeds`: the tensor the generators are seeded from.
+const SRC_SEEDS: Param = req("src_seeds", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.rng",
         &[
             DST,
-            opt("engine", Kind::Enum("engine"), "nisa.engine.vector"),
+            engine("nisa.engine.vector"),
             NAME,
         ],
         ISA_ENGINES,
@@ -80,7 +84,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.set_rng_seed",
         &[
-            req("src_seeds", Kind::Tensor),
+            SRC_SEEDS,
             NAME,
         ],
         ISA_ENGINES,
@@ -91,8 +95,8 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.rand_set_state",
         &[
-            req("src_seeds", Kind::Tensor),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            SRC_SEEDS,
+            ENGINE_GPSIMD,
             NAME,
         ],
         VECTOR_GPSIMD,
@@ -104,7 +108,7 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.rand_get_state",
         &[
             DST,
-            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            ENGINE_GPSIMD,
             NAME,
         ],
         VECTOR_GPSIMD,
@@ -202,8 +206,7 @@ fn dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
 }
 
 fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    check::operand(ctx, &x, b.span_of("x"), "`x`")?;
+    let (x, _) = operand_tile(ctx, b, "x")?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let dst = emit::new_result(ctx, b, "dropout_", &x.shape, x.dtype(), Buffer::Sbuf, span)?;
     let rate = b.value("rate");
@@ -212,9 +215,7 @@ fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 }
 
 fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let dst = b.tensor(ctx, "dst")?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &dst, ds, "`dst`")?;
+    let (dst, ds) = operand_tile(ctx, b, "dst")?;
     let ints: Vec<DType> = DType::ALL.into_iter().filter(|d| d.is_int()).collect();
     check::dtype_in(ctx, &dst, &ints, "`dst`", ds)?;
     let engine = emit::engine(ctx, b)?.or(Some(Engine::Vector));
@@ -228,9 +229,7 @@ fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
 }
 
 fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let dst = b.tensor(ctx, "dst")?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &dst, ds, "`dst`")?;
+    let (dst, ds) = operand_tile(ctx, b, "dst")?;
     if dst.dtype().is_packed_x4() || dst.dtype() == DType::F8E8M0 {
         return Err(ctx.error(
             codes::DTYPE,
@@ -263,6 +262,16 @@ fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     emit::finish(ctx, b, kind, None, None, span)
 }
 
+/// The op that seeds the generators from the tensor argument `name`,
+/// checked.
+fn set_seed(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<OpKind, Diagnostic> {
+    let src = b.tensor(ctx, name)?;
+    seed_tensor(ctx, &src, b.span_of(name))?;
+    Ok(OpKind::SetRngSeed {
+        src: src.view.clone(),
+    })
+}
+
 fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "the seed")?;
     if check::partitions(t) != 1 || check::free_size(t) != 1 || t.dtype().size() != 4 {
@@ -279,20 +288,12 @@ fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> 
 }
 
 fn set_rng_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src_seeds")?;
-    seed_tensor(ctx, &src, b.span_of("src_seeds"))?;
-    let kind = OpKind::SetRngSeed {
-        src: src.view.clone(),
-    };
+    let kind = set_seed(ctx, b, SRC_SEEDS.name)?;
     emit::finish(ctx, b, kind, None, None, span)
 }
 
 fn nl_random_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "seed")?;
-    seed_tensor(ctx, &src, b.span_of("seed"))?;
-    let kind = OpKind::SetRngSeed {
-        src: src.view.clone(),
-    };
+    let kind = set_seed(ctx, b, "seed")?;
     emit::push(ctx, b, kind, None, span)?;
     Ok(Value::None)
 }

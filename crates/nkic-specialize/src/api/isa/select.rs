@@ -15,8 +15,8 @@ use crate::api::rules::{
     NotBothPsum, OpIn, REDUCE_RESULT, Tiles, not_both_psum, reduces_with_only, tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET,
-    instruction_pattern, opt, req,
+    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, OFFSET, PATTERN, PREDICATE, Param, REDUCE_IDLE,
+    REDUCE_RES, REDUCE_RESET, REVERSE_PRED, instruction_pattern, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -53,20 +53,28 @@ macro_rules! comparison {
     };
 }
 const COMP_OPS: [OpIn; 2] = [comparison!("comp_op0"), comparison!("comp_op1")];
+
+/// `on_true_tile` of `range_select` and `affine_select`: the tile whose
+/// selected elements are kept.
+pub(in crate::api) const ON_TRUE_TILE: Param = req("on_true_tile", Kind::Tensor);
+/// `on_false_value` of `affine_select`: what the other elements become.
+pub(in crate::api) const ON_FALSE_VALUE: Param = req("on_false_value", Kind::Float);
+/// `reduce_op=` of the selects, which reduce with `nl.maximum` only.
+const MAX_REDUCE_OP: Param = opt("reduce_op", Kind::AluOp, "nl.maximum");
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.range_select",
         &[
             DST,
-            req("on_true_tile", Kind::Tensor),
+            ON_TRUE_TILE,
             req("comp_op0", Kind::AluOp),
             req("comp_op1", Kind::AluOp),
             req("bound0", Kind::Tensor),
             req("bound1", Kind::Tensor),
             REDUCE_RESET,
             REDUCE_RES,
-            opt("reduce_op", Kind::AluOp, "nl.maximum"),
+            MAX_REDUCE_OP,
             opt("range_start", Kind::Int, "0"),
             opt("on_false_value", Kind::Float, "-3.4028235e38"),
             NAME,
@@ -87,13 +95,13 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.select_reduce",
         &[
             DST,
-            req("predicate", Kind::Tensor),
+            PREDICATE,
             req("on_true", Kind::Tensor),
             req("on_false", Kind::Scalar),
             REDUCE_RES,
             REDUCE_IDLE,
-            opt("reduce_op", Kind::AluOp, "nl.maximum"),
-            opt("reverse_pred", Kind::Bool, "False"),
+            MAX_REDUCE_OP,
+            REVERSE_PRED,
             NAME,
         ],
         ISA_ENGINES,
@@ -112,12 +120,12 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.affine_select",
         &[
             DST,
-            req("pattern", Kind::Pattern),
+            PATTERN,
             req("channel_multiplier", Kind::Int),
-            req("on_true_tile", Kind::Tensor),
-            req("on_false_value", Kind::Float),
+            ON_TRUE_TILE,
+            ON_FALSE_VALUE,
             opt("cmp_op", Kind::AluOp, "nl.equal"),
-            opt("offset", Kind::Int, "0"),
+            OFFSET,
             NAME,
         ],
         ISA_ENGINES,

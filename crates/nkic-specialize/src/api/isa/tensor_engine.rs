@@ -13,10 +13,20 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{DType, Engine, MatmulPerfMode, Target};
 
 use crate::api::check::{self, shape_text};
-use crate::api::table::{ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, opt, req};
+use crate::api::table::{
+    ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, Param, opt, req,
+};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
+
+/// `stationary`: the matmul input loaded into the PE array.
+const STATIONARY: Param = req("stationary", Kind::Tensor);
+/// `moving`: the matmul input streamed through the PE array.
+const MOVING: Param = req("moving", Kind::Tensor);
+/// `accumulate=`: add into `dst` instead of overwriting it (`None`: the
+/// compiler decides).
+const ACCUMULATE: Param = opt("accumulate", Kind::Bool, "None");
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
@@ -24,12 +34,12 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.nc_matmul",
         &[
             DST,
-            req("stationary", Kind::Tensor),
-            req("moving", Kind::Tensor),
+            STATIONARY,
+            MOVING,
             opt("is_stationary_onezero", Kind::Bool, "False"),
             opt("is_moving_onezero", Kind::Bool, "False"),
             opt("is_transpose", Kind::Bool, "False"),
-            opt("accumulate", Kind::Bool, "None"),
+            ACCUMULATE,
             opt("tile_position", Kind::Ints, "()"),
             opt("tile_size", Kind::Ints, "()"),
             opt(
@@ -72,13 +82,13 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.nc_matmul_mx",
         &[
             DST,
-            req("stationary", Kind::Tensor),
-            req("moving", Kind::Tensor),
+            STATIONARY,
+            MOVING,
             req("stationary_scale", Kind::Tensor),
             req("moving_scale", Kind::Tensor),
             opt("tile_position", Kind::Ints, "None"),
             opt("tile_size", Kind::Ints, "None"),
-            opt("accumulate", Kind::Bool, "None"),
+            ACCUMULATE,
             NAME,
         ],
         ISA_ENGINES,

@@ -20,11 +20,12 @@ use crate::api::lower::{
 };
 use crate::api::rules::{
     BinaryArith, DATA_DST, NotBothPsum, OpIn, REDUCE_RESULT, SRC_DST, Tiles, binary_arith,
-    not_both_psum, tiles,
+    not_both_psum, operand_tile, tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE,
-    REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE0, REVERSE1, SRC, opt, req,
+    AXIS, ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, KEEPDIMS, Kind, NAME, OP, OP0, OP1,
+    OPERAND0, PREDICATE, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED,
+    REVERSE0, REVERSE1, SRC, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -106,6 +107,9 @@ const SCAN_OP: OpIn = OpIn {
     message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
     label: "unsupported scan operator",
 };
+/// `vals` of the top-8 searches: 8 values per partition.
+const VALS: Param = req("vals", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -114,7 +118,7 @@ pub const DEFS: &[ApiDef] = &[
             DST,
             req("data1", Kind::Tensor),
             req("data2", Kind::Tensor),
-            req("op", Kind::AluOp),
+            OP,
             ENGINE,
             NAME,
         ],
@@ -229,11 +233,11 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.tensor_reduce",
         &[
             DST,
-            req("op", Kind::AluOp),
+            OP,
             DATA,
-            req("axis", Kind::Ints),
+            AXIS,
             opt("negate", Kind::Bool, "False"),
-            opt("keepdims", Kind::Bool, "False"),
+            KEEPDIMS,
             NAME,
         ],
         ISA_ENGINES,
@@ -275,8 +279,8 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             SRC,
-            req("predicate", Kind::Tensor),
-            opt("reverse_pred", Kind::Bool, "False"),
+            PREDICATE,
+            REVERSE_PRED,
             NAME,
         ],
         ISA_ENGINES,
@@ -333,7 +337,7 @@ pub const DEFS: &[ApiDef] = &[
     .with_value_form(),
     ApiDef::new(
         "nisa.nc_find_index8",
-        &[DST, DATA, req("vals", Kind::Tensor), NAME],
+        &[DST, DATA, VALS, NAME],
         ISA_ENGINES,
         "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
         &[
@@ -348,7 +352,7 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             DATA,
-            req("vals", Kind::Tensor),
+            VALS,
             req("imm", Kind::Float),
             opt("dst_idx", Kind::Tensor, "None"),
             NAME,
@@ -845,9 +849,7 @@ fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 }
 
 fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
-    let sd = b.span_of("data");
-    check::operand(ctx, &data, sd, "`data`")?;
+    let (data, sd) = operand_tile(ctx, b, "data")?;
     let fmax = u64::from(ctx.target().figures().bn_stats_fmax);
     if check::free_size(&data) > fmax {
         return Err(ctx
@@ -871,9 +873,7 @@ fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
 }
 
 fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
-    let sd = b.span_of("data");
-    check::operand(ctx, &data, sd, "`data`")?;
+    let (data, sd) = operand_tile(ctx, b, "data")?;
     let f = check::free_size(&data);
     if f == 0 || !f.is_multiple_of(3) {
         return Err(ctx.error(
