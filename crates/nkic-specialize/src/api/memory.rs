@@ -21,7 +21,7 @@ use super::emit;
 use super::rules::{OpIn, reduces_with_only};
 use super::table::{
     ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, MASK, NAME, NO_ENGINE, OFFSET, OUT_DTYPE,
-    PATTERN, Param, REDUCE_OP, SRC, X, instruction_pattern, opt, req,
+    PATTERN, Param, REDUCE_OP, SRC, X, instruction, instruction_pattern, opt, req,
 };
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
@@ -76,18 +76,15 @@ pub const DEFS: &[ApiDef] = &[
         ],
         dma_copy,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.dma_transpose",
-        &[
-            DST,
+        [
             SRC,
             opt("axes", Kind::Ints, "None"),
             PRIORITY,
             DGE_MODE,
             OOB_MODE,
-            NAME,
         ],
-        ISA_ENGINES,
         "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
         &[
             "`axes` is (1, 0) for 2-D, (2, 1, 0) for 3-D or (3, 1, 2, 0) for 4-D (the default for the rank).",
@@ -114,10 +111,9 @@ pub const DEFS: &[ApiDef] = &[
         tensor_copy,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.memset",
-        &[DST, req("value", Kind::Float), ENGINE, NAME],
-        ISA_ENGINES,
+        [req("value", Kind::Float), ENGINE],
         "Fills `dst` with a compile-time constant.",
         &[
             "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
@@ -127,16 +123,13 @@ pub const DEFS: &[ApiDef] = &[
         memset,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.iota",
-        &[
-            DST,
+        [
             PATTERN,
             OFFSET,
             opt("channel_multiplier", Kind::Int, "0"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
         &[
             "`dst` is SBUF with at most 128 partitions.",
@@ -537,7 +530,7 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     }
     dma_side(ctx, &src, b.span_of("src"), "`src`")?;
     let tshape: Vec<u64> = default_axes.iter().map(|&a| src.shape[a]).collect();
-    let (dst, _) = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
     if dst.buffer != Buffer::Sbuf {
         return Err(check::tensor_error(
             ctx,
@@ -669,7 +662,7 @@ fn tensor_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let src = b.tensor(ctx, "src")?;
     let engine = emit::engine(ctx, b)?;
     let dtype = b.dtype(ctx, "dtype")?;
-    let (dst, _) = emit::dst_or_new(
+    let dst = emit::dst_or_new(
         ctx,
         b,
         &src.shape,
@@ -700,7 +693,7 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         };
         let shape = super::table::shape_of(ctx, shape_arg)?;
         let dt = b.legacy_dtype_required(ctx)?;
-        emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0
+        emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?
     } else {
         b.tensor(ctx, "dst")?
     };
@@ -740,7 +733,7 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         };
         let (pattern, offset, mult, shape) = legacy_iota(ctx, e, a.span)?;
         let dt = b.legacy_dtype_required(ctx)?;
-        let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0;
+        let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?;
         (pattern, offset, mult, dst)
     } else {
         let a = b.get("pattern").cloned().ok_or_else(|| {

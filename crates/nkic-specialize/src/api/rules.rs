@@ -88,7 +88,7 @@ impl Tiles {
             tiles.push(b.tensor(ctx, name)?);
         }
         let first = &tiles[0];
-        let (dst, _) = emit::dst_or_new(ctx, b, &first.shape, first.dtype(), Buffer::Sbuf, span)?;
+        let dst = emit::dst_or_new(ctx, b, &first.shape, first.dtype(), Buffer::Sbuf, span)?;
         tiles.push(dst);
         let refs: Vec<&Tensor> = tiles.iter().map(|t| &**t).collect();
         self.check(ctx, b, &refs)?;

@@ -216,6 +216,27 @@ pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
 /// `nkic_isa`'s instruction table by mnemonic, so they are written once.
 pub const ISA_ENGINES: &[Engine] = &[];
 
+/// An `nisa` function named after its instruction: [`ApiDef::new`] with
+/// [`ISA_ENGINES`] and the instruction's call convention, `dst` first,
+/// then `$params`, then `name=` last.
+macro_rules! instruction {
+    ($name:literal, [$($param:expr),* $(,)?], $summary:literal, $rules:expr, $run:expr $(,)?) => {
+        $crate::api::table::ApiDef::new(
+            $name,
+            &[
+                $crate::api::table::DST,
+                $($param,)*
+                $crate::api::table::NAME,
+            ],
+            $crate::api::table::ISA_ENGINES,
+            $summary,
+            $rules,
+            $run,
+        )
+    };
+}
+pub(crate) use instruction;
+
 /// The engines of a function that only builds views or values at compile
 /// time: none.
 pub const NO_ENGINE: &[Engine] = &[];

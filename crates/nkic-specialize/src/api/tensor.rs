@@ -60,6 +60,14 @@ const LIKE: &[Param] = &[
     TENSOR_NAME,
 ];
 
+/// A method of `NkiTensor` (`tensor.<name>`): `self`, then `$params`; it
+/// builds a view or value at compile time, on no engine.
+macro_rules! method {
+    ($name:literal, [$($param:expr),* $(,)?], $summary:literal, $rules:expr, $run:expr $(,)?) => {
+        ApiDef::new($name, &[SELF, $($param),*], NO_ENGINE, $summary, $rules, $run)
+    };
+}
+
 /// The tensor-model functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -149,16 +157,14 @@ pub const DEFS: &[ApiDef] = &[
         &[],
         get_nc_version,
     ),
-    ApiDef::new(
+    method!(
         "tensor.slice",
-        &[
-            SELF,
+        [
             DIM,
             req("start", Kind::Int),
             req("end", Kind::Int),
             opt("step", Kind::Int, "1"),
         ],
-        NO_ENGINE,
         "A view of `start:end:step` along `dim`.",
         &[
             "`0 <= start < end <= shape[dim]` and `step >= 1`.",
@@ -166,10 +172,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_slice,
     ),
-    ApiDef::new(
+    method!(
         "tensor.select",
-        &[SELF, DIM, req("index", Kind::Any)],
-        NO_ENGINE,
+        [DIM, req("index", Kind::Any)],
         "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
         &[
             "`0 <= index < shape[dim]` for an int index.",
@@ -177,10 +182,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_select,
     ),
-    ApiDef::new(
+    method!(
         "tensor.permute",
-        &[SELF, req("dims", Kind::Ints)],
-        NO_ENGINE,
+        [req("dims", Kind::Ints)],
         "Reorders the dims.",
         &[
             "`dims` is a permutation of the dims.",
@@ -188,26 +192,23 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_permute,
     ),
-    ApiDef::new(
+    method!(
         "tensor.broadcast",
-        &[SELF, DIM, req("size", Kind::Int)],
-        NO_ENGINE,
+        [DIM, req("size", Kind::Int)],
         "Stretches a size-1 dim to `size` (stride 0).",
         &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
         method_broadcast,
     ),
-    ApiDef::new(
+    method!(
         "tensor.expand_dim",
-        &[SELF, DIM],
-        NO_ENGINE,
+        [DIM],
         "Inserts a size-1 dim at `dim`.",
         &["Not dim 0 of an SBUF/PSUM tensor."],
         method_expand_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.squeeze_dim",
-        &[SELF, DIM],
-        NO_ENGINE,
+        [DIM],
         "Removes a size-1 dim.",
         &[
             "`shape[dim] == 1`.",
@@ -215,10 +216,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_squeeze_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.reshape",
-        &[SELF, SHAPE],
-        NO_ENGINE,
+        [SHAPE],
         "A view with a new shape and the same elements in row-major order.",
         &[
             "The element count is unchanged.",
@@ -227,10 +227,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_reshape,
     ),
-    ApiDef::new(
+    method!(
         "tensor.view",
-        &[SELF, DTYPE],
-        NO_ENGINE,
+        [DTYPE],
         "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
         &[
             "The last dim is contiguous and its byte size divides by the new element size.",
@@ -238,18 +237,16 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_view,
     ),
-    ApiDef::new(
+    method!(
         "tensor.reinterpret_cast",
-        &[SELF, DTYPE],
-        NO_ENGINE,
+        [DTYPE],
         "Alias of `tensor.view`.",
         &["As `tensor.view`."],
         method_view,
     ),
-    ApiDef::new(
+    method!(
         "tensor.ap",
-        &[
-            SELF,
+        [
             PATTERN,
             opt("offset", Kind::Int, "None"),
             opt("scalar_offset", Kind::Any, "None"),
@@ -257,7 +254,6 @@ pub const DEFS: &[ApiDef] = &[
             opt("indirect_dim", Kind::Int, "0"),
             OUT_DTYPE,
         ],
-        NO_ENGINE,
         "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
         &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
@@ -268,18 +264,16 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_ap,
     ),
-    ApiDef::new(
+    method!(
         "tensor.is_contiguous",
-        &[SELF],
-        NO_ENGINE,
+        [],
         "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
         &[],
         method_is_contiguous,
     ),
-    ApiDef::new(
+    method!(
         "tensor.get_pattern",
-        &[SELF],
-        NO_ENGINE,
+        [],
         "The view's `[[stride, count], …]` pattern (usable with `.ap`).",
         &[],
         method_get_pattern,
@@ -1858,14 +1852,12 @@ pub fn imm_text(imm: Imm) -> String {
 /// The reshaping and indirect view methods (language.md §6.5–§6.7),
 /// registered in `table::REGISTRY` after `nl_math`'s functions.
 pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    method!(
         "tensor.reshape_dim",
-        &[
-            SELF,
+        [
             DIM,
             req("shape", Kind::Ints),
         ],
-        NO_ENGINE,
         "Splits dim `dim` into the dims `shape` (row-major; one size may be -1).",
         &[
             "The sizes multiply to the dim's size.",
@@ -1873,14 +1865,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         reshape_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.flatten_dims",
-        &[
-            SELF,
+        [
             req("start", Kind::Int),
             req("end", Kind::Int),
         ],
-        NO_ENGINE,
         "Merges dims `start..end` (inclusive) into one.",
         &[
             "The merged dims are contiguous in memory.",
@@ -1888,15 +1878,13 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         flatten_dims,
     ),
-    ApiDef::new(
+    method!(
         "tensor.rearrange",
-        &[
-            SELF,
+        [
             req("src_pattern", Kind::Any),
             req("dst_pattern", Kind::Any),
             opt("fixed_sizes", Kind::Any, "None"),
         ],
-        NO_ENGINE,
         "einops-style split, permute and merge: `t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})`.",
         &[
             "`src_pattern` names every dim (a tuple of names splits one dim; its sizes come from `fixed_sizes`, one may be inferred).",
@@ -1905,14 +1893,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         rearrange,
     ),
-    ApiDef::new(
+    method!(
         "tensor.vector_select",
-        &[
-            SELF,
+        [
             DIM,
             req("vector_offset", Kind::Tensor),
         ],
-        NO_ENGINE,
         "A per-partition row gather of an HBM tensor: row `p` of the result is row `vector_offset[p]` (an indirect view, read or written by DMA).",
         &[
             "`dim` is 0 and the tensor is in HBM.",
@@ -1920,14 +1906,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         vector_select,
     ),
-    ApiDef::new(
+    method!(
         "tensor.indirect",
-        &[
-            SELF,
+        [
             req("index", Kind::Tensor),
             opt("num_elem", Kind::Int, "None"),
         ],
-        NO_ENGINE,
         "Tensor indirection (trn3): a `(P, num_elem)` view whose columns are free positions read at run time from `index` (snake order across partition groups).",
         &[
             "trn3 only; the tensor is SBUF or PSUM with contiguous free dims.",

@@ -18,8 +18,7 @@ use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
 use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OP, OUT_DTYPE, Param, SRC, opt,
-    req,
+    ApiDef, Bound, DATA, Kind, NAME, NO_ENGINE, OP, OUT_DTYPE, Param, SRC, instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -32,10 +31,9 @@ const INDICES: Param = req("indices", Kind::Tensor);
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_partition_reduce",
-        &[DST, OP, DATA, NAME],
-        ISA_ENGINES,
+        [OP, DATA],
         "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
         &[
             "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
@@ -44,17 +42,14 @@ pub const DEFS: &[ApiDef] = &[
         tensor_partition_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.local_gather",
-        &[
-            DST,
+        [
             req("src_buffer", Kind::Tensor),
             req("index", Kind::Tensor),
             opt("num_elem_per_idx", Kind::Int, "1"),
             opt("num_valid_indices", Kind::Int, "None"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
         &[
             "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
@@ -64,15 +59,12 @@ pub const DEFS: &[ApiDef] = &[
         local_gather,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_n_gather",
-        &[
-            DST,
+        [
             DATA,
             INDICES,
-            NAME,
         ],
-        ISA_ENGINES,
         "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
         &[
             "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
@@ -81,14 +73,11 @@ pub const DEFS: &[ApiDef] = &[
         n_gather,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.sequence_bounds",
-        &[
-            DST,
+        [
             req("segment_ids", Kind::Tensor),
-            NAME,
         ],
-        ISA_ENGINES,
         "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
         &[
             "`segment_ids` is SBUF `(1, n)` float32 or int32.",
@@ -97,16 +86,13 @@ pub const DEFS: &[ApiDef] = &[
         sequence_bounds,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nonzero_with_count",
-        &[
-            DST,
+        [
             SRC,
             opt("index_offset", Kind::Int, "0"),
             opt("padding_val", Kind::Int, "-1"),
-            NAME,
         ],
-        ISA_ENGINES,
         "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
         &[
             "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",
@@ -203,7 +189,7 @@ fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
     if let Some(p) = shape.first_mut() {
         *p = 1;
     }
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     check::operand(ctx, &data, sd, "`data`")?;
     check::operand(ctx, &dst, ds, "`dst`")?;
@@ -266,7 +252,7 @@ fn sbuf_dst(
     dtype: DType,
     span: Span,
 ) -> Result<(Rc<Tensor>, Span), Diagnostic> {
-    let (dst, _) = emit::dst_or_new(ctx, b, shape, dtype, Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, shape, dtype, Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     in_sbuf(ctx, &dst, ds, "`dst`")?;
     let f = shape[1..].iter().product();
@@ -386,7 +372,7 @@ fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     let data = b.tensor(ctx, "data")?;
     let indices = b.tensor(ctx, "indices")?;
     let shape = [check::partitions(&data), check::free_size(&indices)];
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
     check::dtype_of_data(ctx, &dst, b.span_of("dst"), data.dtype())?;
     let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
     Ok(if b.is_value_form() {

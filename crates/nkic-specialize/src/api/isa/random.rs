@@ -18,7 +18,7 @@ use crate::api::lower::scalar_operand;
 use crate::api::rules::operand_tile;
 use crate::api::table::{
     ApiDef, BUFFER, Bound, DATA, DST, ENGINE_GPSIMD, ISA_ENGINES, Kind, NAME, OUT_DTYPE, Param,
-    SHAPE, TENSOR_NAME, X, engine, opt, req,
+    SHAPE, TENSOR_NAME, X, engine, instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -33,29 +33,23 @@ const SRC_SEEDS: Param = req("src_seeds", Kind::Tensor);
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.rng",
-        &[
-            DST,
+        [
             engine("nisa.engine.vector"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
         &[
             "`dst` is int8, int16, int32, uint8, uint16 or uint32, in SBUF or PSUM (SBUF on GpSimd).",
         ],
         rng,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.rand2",
-        &[
-            DST,
+        [
             req("min", Kind::Scalar),
             req("max", Kind::Scalar),
-            NAME,
         ],
-        ISA_ENGINES,
         "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
         &[
             "trn3 only.",
@@ -64,15 +58,12 @@ pub const DEFS: &[ApiDef] = &[
         ],
         rand2,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.dropout",
-        &[
-            DST,
+        [
             DATA,
             req("prob", Kind::Scalar),
-            NAME,
         ],
-        ISA_ENGINES,
         "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
         &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128), free sizes and dtypes.",
@@ -200,7 +191,7 @@ fn dropout_into(
 
 fn dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     let prob = b.value("prob");
     dropout_into(ctx, b, &data, &dst, &prob, b.span_of("prob"), span)
 }

@@ -14,8 +14,8 @@ use crate::api::check;
 use crate::api::lower::{operand_opt, operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
-    REVERSE0, REVERSE1, opt, req,
+    ApiDef, Bound, DATA, Kind, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REVERSE0, REVERSE1,
+    instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -53,10 +53,9 @@ const ACTIVATE2_REDUCE: OpIn = OpIn {
 };
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.activation",
-        &[
-            DST,
+        [
             ACT_OP,
             DATA,
             BIAS,
@@ -64,9 +63,7 @@ pub const DEFS: &[ApiDef] = &[
             OPT_REDUCE_OP,
             REDUCE_RES,
             REDUCE_IDLE,
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
         &[
             DATA_DST.text,
@@ -77,19 +74,16 @@ pub const DEFS: &[ApiDef] = &[
         activation,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.activation_reduce",
-        &[
-            DST,
+        [
             ACT_OP,
             DATA,
             REDUCE_OP,
             req("reduce_res", Kind::Tensor),
             BIAS,
             SCALE,
-            NAME,
         ],
-        ISA_ENGINES,
         "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
         &[
             DATA_DST.text,
@@ -100,10 +94,9 @@ pub const DEFS: &[ApiDef] = &[
         activation_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.activate2",
-        &[
-            DST,
+        [
             ACT_OP,
             DATA,
             opt("imm0", Kind::Scalar, "None"),
@@ -116,9 +109,7 @@ pub const DEFS: &[ApiDef] = &[
             OPT_REDUCE_OP,
             REDUCE_RES,
             REDUCE_IDLE,
-            NAME,
         ],
-        ISA_ENGINES,
         "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
         &[
             "trn3 only.",
@@ -144,8 +135,8 @@ fn activation_tiles(
 }
 
 /// The `reduce_res` tile and the accumulator command of an instruction
-/// over `data` that reduces when given `reduce_res` or `reduce_op`
-/// (`reduce_op`, already checked).
+/// over `data` that reduces when given `reduce_res` or `reduce_op` (the
+/// checked `reduce_op=` argument).
 fn optional_reduction(
     ctx: &Ctx<'_>,
     b: &Bound,

@@ -13,9 +13,7 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{DType, Engine, MatmulPerfMode, Target};
 
 use crate::api::check::{self, shape_text};
-use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, Param, opt, req,
-};
+use crate::api::table::{ApiDef, Bound, DATA, ENGINE, Kind, Param, instruction, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -30,10 +28,9 @@ const ACCUMULATE: Param = opt("accumulate", Kind::Bool, "None");
 
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.nc_matmul",
-        &[
-            DST,
+        [
             STATIONARY,
             MOVING,
             opt("is_stationary_onezero", Kind::Bool, "False"),
@@ -47,9 +44,7 @@ pub const DEFS: &[ApiDef] = &[
                 Kind::Enum("matmul_perf_mode"),
                 "nisa.matmul_perf_mode.none",
             ),
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]` on TensorE; the legacy form returns a PSUM tile (`psum[...] += nisa.nc_matmul(a, b)` accumulates).",
         &[
             "`stationary` and `moving` are SBUF, `dst` is PSUM.",
@@ -65,10 +60,9 @@ pub const DEFS: &[ApiDef] = &[
         nc_matmul,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_transpose",
-        &[DST, DATA, ENGINE, NAME],
-        ISA_ENGINES,
+        [DATA, ENGINE],
         "`dst[f, p] = data[p, f]` (free dims flattened), on TensorE (SBUF to PSUM, up to 128×128) or VectorE (up to 32×32).",
         &[
             "`dst` has shape `[F, P]` of `data`'s `[P, F]` and the same dtype.",
@@ -78,10 +72,9 @@ pub const DEFS: &[ApiDef] = &[
         nc_transpose,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_matmul_mx",
-        &[
-            DST,
+        [
             STATIONARY,
             MOVING,
             req("stationary_scale", Kind::Tensor),
@@ -89,9 +82,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("tile_position", Kind::Ints, "None"),
             opt("tile_size", Kind::Ints, "None"),
             ACCUMULATE,
-            NAME,
         ],
-        ISA_ENGINES,
         "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
         &[
             "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
@@ -670,7 +661,7 @@ fn nc_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     } else {
         Buffer::Psum
     };
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), buffer, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), buffer, span)?;
     let (kind, engine) = transpose_into(
         ctx,
         (&dst, b.span_of("dst")),
