@@ -22,7 +22,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind};
-use nkic_isa::{AluOp, Engine, OobMode};
+use nkic_isa::{AluOp, Engine};
 
 use super::table::{ApiDef, Bound, Kind, OP, Param, opt, req};
 use super::{check, codes, emit};
@@ -269,15 +269,13 @@ fn dma(
     accumulate: bool,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let kind = OpKind::DmaCopy {
-        dst: dst.clone(),
-        src: src.clone(),
-        accumulate,
-        dge: None,
-        oob: OobMode::Error,
-        priority: None,
-    };
-    emit::push(ctx, b, kind, None, span)?;
+    emit::push(
+        ctx,
+        b,
+        super::memory::plain_dma(dst, src, accumulate),
+        None,
+        span,
+    )?;
     Ok(())
 }
 

@@ -352,9 +352,12 @@ pub fn push_memset(
     Ok(())
 }
 
+/// The DMA `dst = src` (`dst += src` when `accumulate`) with the given
+/// descriptor mode, out-of-bounds mode and priority.
 fn dma_kind(
     dst: &View,
     src: &View,
+    accumulate: bool,
     dge: Option<DgeMode>,
     oob: OobMode,
     priority: Option<u8>,
@@ -362,11 +365,18 @@ fn dma_kind(
     OpKind::DmaCopy {
         dst: dst.clone(),
         src: src.clone(),
-        accumulate: false,
+        accumulate,
         dge,
         oob,
         priority,
     }
+}
+
+/// The DMA `dst = src` (`dst += src` when `accumulate`) with the default
+/// modes: the compiler chooses the descriptors, an out-of-bounds access is
+/// an error, no priority.
+pub(super) fn plain_dma(dst: &View, src: &View, accumulate: bool) -> OpKind {
+    dma_kind(dst, src, accumulate, None, OobMode::Error, None)
 }
 
 /// Checks the DMA side rules of one tensor.
@@ -477,13 +487,9 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             Some(p as u8)
         }
     };
-    let mut kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
     // Legacy read-modify-write DMA: `dst_rmw_op=nl.add` is `dst += src`.
-    if DST_RMW_OP.opt(ctx, b)?.is_some()
-        && let OpKind::DmaCopy { accumulate, .. } = &mut kind
-    {
-        *accumulate = true;
-    }
+    let accumulate = DST_RMW_OP.opt(ctx, b)?.is_some();
+    let kind = dma_kind(&dst.view, &src.view, accumulate, dge, oob, priority);
     // The trigger engine is a scheduling hint the IR does not record; the
     // op's engine stays open (DMA ops only run on the DMA queues).
     emit::finish(ctx, b, kind, None, None, span)
@@ -872,7 +878,7 @@ fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     };
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(src.dtype());
     let tile = emit::new_result(ctx, b, "load_", &shape, dtype, Buffer::Sbuf, span)?;
-    let kind = dma_kind(&tile.view, &src.view, None, OobMode::Error, None);
+    let kind = plain_dma(&tile.view, &src.view, false);
     emit::push(ctx, b, kind, None, span)?;
     Ok(Value::Tensor(emit::masked_result(b, &tile)))
 }
@@ -925,13 +931,7 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     } else {
         value.view.clone()
     };
-    emit::push(
-        ctx,
-        b,
-        dma_kind(&dst.view, &src, None, OobMode::Error, None),
-        None,
-        span,
-    )?;
+    emit::push(ctx, b, plain_dma(&dst.view, &src, false), None, span)?;
     Ok(Value::None)
 }
 
@@ -989,13 +989,7 @@ fn store_scalar(
         None,
         span,
     )?;
-    emit::push(
-        ctx,
-        b,
-        dma_kind(&dst.view, &tile.view, None, OobMode::Error, None),
-        None,
-        span,
-    )?;
+    emit::push(ctx, b, plain_dma(&dst.view, &tile.view, false), None, span)?;
     Ok(Value::None)
 }
 
@@ -1173,14 +1167,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let mut first = !rmw;
     let mut last = None;
     for t in srcs.iter().filter(|t| t.view != dst.view) {
-        let kind = OpKind::DmaCopy {
-            dst: dst.view.clone(),
-            src: t.view.clone(),
-            accumulate: !first,
-            dge: None,
-            oob,
-            priority: None,
-        };
+        let kind = dma_kind(&dst.view, &t.view, !first, None, oob, None);
         first = false;
         last = Some(emit::push(ctx, b, kind, None, span)?);
     }
@@ -1225,7 +1212,7 @@ pub fn assign(
                         "element count differs",
                     ));
                 }
-                let op = dma_kind(&dst.view, &src.view, None, OobMode::Error, None);
+                let op = plain_dma(&dst.view, &src.view, false);
                 ctx.push_op(nkic_ir::Op::new(op), span)?;
             } else {
                 copy_checks(ctx, (dst, span), (src, span), None)?;
@@ -1262,7 +1249,7 @@ pub fn assign(
                 span,
             )?;
             push_memset(ctx, &tmp.view, imm, None, None, span)?;
-            let op = dma_kind(&dst.view, &tmp.view, None, OobMode::Error, None);
+            let op = plain_dma(&dst.view, &tmp.view, false);
             ctx.push_op(nkic_ir::Op::new(op), span)?;
             Ok(())
         }

@@ -260,6 +260,31 @@ fn sbuf_dst(
     Ok((dst, ds))
 }
 
+/// [`sbuf_dst`] of exactly `dtype` (the instruction does not cast); the
+/// error is `message` followed by `dst` described.
+fn sbuf_dst_of(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    dtype: DType,
+    message: &str,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let (dst, ds) = sbuf_dst(ctx, b, shape, dtype, span)?;
+    check::dtype_is(ctx, &dst, dtype, ds, message)?;
+    Ok(dst)
+}
+
+/// The float32 or int32 SBUF input `name` of a GpSimd search, checked,
+/// and its span.
+fn search_input(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<(Rc<Tensor>, Span), Diagnostic> {
+    let t = b.tensor(ctx, name)?;
+    let (span, what) = (b.span_of(name), format!("`{name}`"));
+    in_sbuf(ctx, &t, span, &what)?;
+    check::dtype_in(ctx, &t, &[DType::F32, DType::I32], &what, span)?;
+    Ok((t, span))
+}
+
 fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src_buffer")?;
     let index = b.tensor(ctx, "index")?;
@@ -314,12 +339,11 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         ));
     }
     let f = n * e as u64;
-    let (dst, ds) = sbuf_dst(ctx, b, &[p, f], src.dtype(), span)?;
     let message = format!(
         "`local_gather` does not cast: `dst` must be {}, found",
         src.dtype()
     );
-    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
+    let dst = sbuf_dst_of(ctx, b, &[p, f], src.dtype(), &message, span)?;
     let kind = OpKind::LocalGather {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -401,10 +425,7 @@ fn nl_gather_flattened(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value
 }
 
 fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "segment_ids")?;
-    let ss = b.span_of("segment_ids");
-    in_sbuf(ctx, &src, ss, "`segment_ids`")?;
-    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
+    let (src, ss) = search_input(ctx, b, "segment_ids")?;
     if check::partitions(&src) != 1 {
         return Err(ctx.error(
             codes::SHAPE,
@@ -417,12 +438,11 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
         ));
     }
     let n = check::free_size(&src);
-    let (dst, ds) = sbuf_dst(ctx, b, &[1, 2, n], src.dtype(), span)?;
     let message = format!(
         "`dst` must have the dtype of `segment_ids` ({}), found",
         src.dtype()
     );
-    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
+    let dst = sbuf_dst_of(ctx, b, &[1, 2, n], src.dtype(), &message, span)?;
     let kind = OpKind::SequenceBounds {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -431,10 +451,7 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
 }
 
 fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src")?;
-    let ss = b.span_of("src");
-    in_sbuf(ctx, &src, ss, "`src`")?;
-    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
+    let (src, _) = search_input(ctx, b, "src")?;
     let (p, f) = (check::partitions(&src), check::free_size(&src));
     let (dst, ds) = sbuf_dst(ctx, b, &[p, f + 1], DType::I32, span)?;
     check::dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
@@ -458,17 +475,23 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
 
-fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+/// The size `n` of an identity matrix, 1 to 128; `rule` says so in the
+/// error (before ", found …").
+fn identity_size(ctx: &Ctx<'_>, b: &Bound, rule: &str) -> Result<u64, Diagnostic> {
     let n = b.int_or(ctx, "n", 0)?;
     if !(1..=128).contains(&n) {
         return Err(ctx.error(
             codes::VALUE,
-            format!("`n` is 1 to 128, found {n}"),
+            format!("{rule}, found {n}"),
             b.span_of("n"),
             "out of range",
         ));
     }
-    let n = n as u64;
+    Ok(n as u64)
+}
+
+fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let n = identity_size(ctx, b, "`n` is 1 to 128")?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(DType::U8);
     let out = match b.opt_tensor(ctx, "dst")? {
         Some(t) => {
@@ -549,20 +572,12 @@ pub struct HostIdentity {
 crate::value::api_object!(HostIdentity, "ndarray");
 
 fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
-    let n = b.int_or(ctx, "n", 0)?;
-    if !(1..=128).contains(&n) {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!("`np.identity` in a kernel takes n from 1 to 128, found {n}"),
-            b.span_of("n"),
-            "out of range",
-        ));
-    }
+    let n = identity_size(ctx, b, "`np.identity` in a kernel takes n from 1 to 128")?;
     let dtype = match b.get("dtype") {
         Some(a) => Some(crate::api::table::dtype_of(ctx, a)?),
         None => None,
     };
-    Ok(Value::Ext(Rc::new(HostIdentity { n: n as u64, dtype })))
+    Ok(Value::Ext(Rc::new(HostIdentity { n, dtype })))
 }
 
 fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -585,14 +600,7 @@ fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     emit::push(
         ctx,
         b,
-        OpKind::DmaCopy {
-            dst: hbm.view.clone(),
-            src: ident.view.clone(),
-            accumulate: false,
-            dge: None,
-            oob: nkic_isa::OobMode::Error,
-            priority: None,
-        },
+        crate::api::memory::plain_dma(&hbm.view, &ident.view, false),
         None,
         span,
     )?;
