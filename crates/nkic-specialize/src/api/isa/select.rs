@@ -61,6 +61,7 @@ pub(in crate::api) const ON_TRUE_TILE: Param = req("on_true_tile", Kind::Tensor)
 pub(in crate::api) const ON_FALSE_VALUE: Param = req("on_false_value", Kind::Float);
 /// `reduce_op=` of the selects, which reduce with `nl.maximum` only.
 const MAX_REDUCE_OP: Param = opt("reduce_op", Kind::AluOp, "nl.maximum");
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     instruction!(

@@ -360,13 +360,15 @@ fn matmul_checks(
             "partition counts differ",
         ));
     }
-    if check::start_partition(ctx, s) != check::start_partition(ctx, m) {
+    let (start_s, start_m) = (
+        check::start_partition(ctx, s),
+        check::start_partition(ctx, m),
+    );
+    if start_s != start_m {
         return Err(ctx.error(
             codes::PARTITION_START,
             format!(
-                "`stationary` starts at partition {} but `moving` at {}; matmul inputs share the PE rows",
-                check::start_partition(ctx, s),
-                check::start_partition(ctx, m)
+                "`stationary` starts at partition {start_s} but `moving` at {start_m}; matmul inputs share the PE rows"
             ),
             ms,
             "different start partition",
@@ -502,16 +504,12 @@ fn matmul_checks(
             // the backend places the tiles on the PE tile's rows and columns.
             let manual = |t: &Tensor| ctx.storage(t.storage()).address.is_some();
             let placed = manual(s) || manual(dst);
-            if placed
-                && (check::start_partition(ctx, s) != u64::from(row)
-                    || check::start_partition(ctx, dst) != u64::from(col))
-            {
+            let start_d = check::start_partition(ctx, dst);
+            if placed && (start_s != u64::from(row) || start_d != u64::from(col)) {
                 return Err(ctx.error(
                     codes::PARTITION_START,
                     format!(
-                        "with a PE tile at row {row}, column {col} the inputs start on partition {row} and `dst` on partition {col}; found {} and {}",
-                        check::start_partition(ctx, s),
-                        check::start_partition(ctx, dst)
+                        "with a PE tile at row {row}, column {col} the inputs start on partition {row} and `dst` on partition {col}; found {start_s} and {start_d}"
                     ),
                     ss,
                     "partitions do not match the PE tile",
