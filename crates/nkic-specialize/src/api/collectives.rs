@@ -22,9 +22,9 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind};
-use nkic_isa::{AluOp, Engine, OobMode};
+use nkic_isa::{AluOp, Engine};
 
-use super::table::{ApiDef, Bound, Kind, Param, opt, req};
+use super::table::{ApiDef, Bound, Kind, OP, Param, opt, req};
 use super::{check, codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
@@ -34,7 +34,6 @@ const DMA: &[Engine] = &[Engine::Dma];
 /// The parameters the collectives share.
 const DSTS: Param = req("dsts", Kind::Any);
 const SRCS: Param = req("srcs", Kind::Any);
-const OP: Param = req("op", Kind::AluOp);
 const REPLICA_GROUP: Param = req("replica_group", Kind::Any);
 const COLLECTIVE_DIM: Param = opt("collective_dim", Kind::Int, "0");
 /// `name=` of a collective, which takes any value.
@@ -270,15 +269,13 @@ fn dma(
     accumulate: bool,
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let kind = OpKind::DmaCopy {
-        dst: dst.clone(),
-        src: src.clone(),
-        accumulate,
-        dge: None,
-        oob: OobMode::Error,
-        priority: None,
-    };
-    emit::push(ctx, b, kind, None, span)?;
+    emit::push(
+        ctx,
+        b,
+        super::memory::plain_dma(dst, src, accumulate),
+        None,
+        span,
+    )?;
     Ok(())
 }
 

@@ -89,7 +89,7 @@ pub fn engine(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<Engine>, Diagnostic> {
 
 /// The destination of an ISA call: `dst` in the current form, or a new
 /// tile of `shape` in `buffer` (dtype from `dtype=`, else `dtype`) in the
-/// value form. The second value is true for a fresh tile.
+/// value form.
 pub fn dst_or_new(
     ctx: &mut Ctx<'_>,
     b: &Bound,
@@ -97,16 +97,13 @@ pub fn dst_or_new(
     dtype: DType,
     buffer: Buffer,
     span: Span,
-) -> Result<(Rc<Tensor>, bool), Diagnostic> {
+) -> Result<Rc<Tensor>, Diagnostic> {
     if !b.is_value_form() {
-        return Ok((b.tensor(ctx, "dst")?, false));
+        return b.tensor(ctx, "dst");
     }
     let dtype = b.legacy_dtype(ctx)?.unwrap_or(dtype);
     let prefix = format!("{}_", short_name(b.def.name));
-    Ok((
-        new_result(ctx, b, &prefix, shape, dtype, buffer, span)?,
-        true,
-    ))
+    new_result(ctx, b, &prefix, shape, dtype, buffer, span)
 }
 
 /// A fresh result tile of a call. Under a legacy `mask=` the tile has the
@@ -239,6 +236,14 @@ pub fn push(
     ctx.push_op(op, span)
 }
 
+/// The instruction handle `v` is, if it is one.
+pub fn instruction(v: &Value) -> Option<&Instruction> {
+    match v {
+        Value::Ext(e) => e.as_any().downcast_ref::<Instruction>(),
+        _ => None,
+    }
+}
+
 /// `instruction.depends_on(*producers)`.
 pub fn depends_on(
     ctx: &mut Ctx<'_>,
@@ -246,23 +251,12 @@ pub fn depends_on(
     producers: &[crate::args::Arg],
 ) -> Result<(), Diagnostic> {
     for a in producers {
-        let Value::Ext(e) = &a.value else {
+        let Some(p) = instruction(&a.value) else {
             return Err(ctx.error(
                 codes::ARG_TYPE,
                 format!(
                     "`depends_on` takes instruction handles, found a {}",
                     a.value.type_name()
-                ),
-                a.span,
-                "not an instruction",
-            ));
-        };
-        let Some(p) = e.as_any().downcast_ref::<Instruction>() else {
-            return Err(ctx.error(
-                codes::ARG_TYPE,
-                format!(
-                    "`depends_on` takes instruction handles, found a {}",
-                    e.type_name()
                 ),
                 a.span,
                 "not an instruction",

@@ -381,6 +381,26 @@ pub fn tensor_scalar1(
     }
 }
 
+/// The two-stage `tensor_scalar` `dst = (src op0 imm0) op1 imm1` with
+/// immediate operands.
+pub fn tensor_scalar2(
+    dst: &View,
+    src: &View,
+    (op0, imm0): (AluOp, f32),
+    (op1, imm1): (AluOp, f32),
+) -> OpKind {
+    OpKind::TensorScalar {
+        dst: dst.clone(),
+        src: src.clone(),
+        op0,
+        operand0: Some(Scalar::imm(imm0)),
+        reverse0: false,
+        op1: Some(op1),
+        operand1: Some(Scalar::imm(imm1)),
+        reverse1: false,
+    }
+}
+
 /// A fresh SBUF tile for a lowered result.
 pub fn new_tile(
     ctx: &mut Ctx<'_>,

@@ -20,8 +20,8 @@ use super::codes;
 use super::emit;
 use super::rules::{OpIn, reduces_with_only};
 use super::table::{
-    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, X,
-    instruction_pattern, opt, req,
+    ApiDef, Bound, DST, ENGINE, ISA_ENGINES, Kind, MASK, NAME, NO_ENGINE, OFFSET, OUT_DTYPE,
+    PATTERN, Param, REDUCE_OP, SRC, X, instruction, instruction_pattern, opt, req,
 };
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
@@ -40,6 +40,13 @@ const DST_RMW_OP: OpIn = OpIn {
     message: "`dst_rmw_op` must be `nl.add`",
     label: "DMA accumulates with add only",
 };
+/// `priority=` of a DMA (trn3).
+const PRIORITY: Param = opt("priority", Kind::Int, "None");
+/// `oob_mode=` of a DMA.
+const OOB_MODE: Param = opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error");
+/// `dge_mode=` of a DMA.
+const DGE_MODE: Param = opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown");
+
 /// The data-movement functions.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -47,9 +54,9 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             SRC,
-            opt("priority", Kind::Int, "None"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
-            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
+            PRIORITY,
+            OOB_MODE,
+            DGE_MODE,
             ENGINE,
             NAME,
             opt("dst_rmw_op", Kind::AluOp, "None"),
@@ -69,18 +76,15 @@ pub const DEFS: &[ApiDef] = &[
         ],
         dma_copy,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.dma_transpose",
-        &[
-            DST,
+        [
             SRC,
             opt("axes", Kind::Ints, "None"),
-            opt("priority", Kind::Int, "None"),
-            opt("dge_mode", Kind::Enum("dge_mode"), "nisa.dge_mode.unknown"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
-            NAME,
+            PRIORITY,
+            DGE_MODE,
+            OOB_MODE,
         ],
-        ISA_ENGINES,
         "Transposes `src` into `dst` during the DMA (`dst.shape[i] == src.shape[axes[i]]`).",
         &[
             "`axes` is (1, 0) for 2-D, (2, 1, 0) for 3-D or (3, 1, 2, 0) for 4-D (the default for the rank).",
@@ -107,10 +111,9 @@ pub const DEFS: &[ApiDef] = &[
         tensor_copy,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.memset",
-        &[DST, req("value", Kind::Float), ENGINE, NAME],
-        ISA_ENGINES,
+        [req("value", Kind::Float), ENGINE],
         "Fills `dst` with a compile-time constant.",
         &[
             "`dst` is SBUF/PSUM with at most 128 partitions and a legal start partition (GpSimd: SBUF only).",
@@ -120,16 +123,13 @@ pub const DEFS: &[ApiDef] = &[
         memset,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.iota",
-        &[
-            DST,
-            req("pattern", Kind::Pattern),
-            opt("offset", Kind::Int, "0"),
+        [
+            PATTERN,
+            OFFSET,
             opt("channel_multiplier", Kind::Int, "0"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Writes `offset + p·channel_multiplier + Σ i_k·step_k` (int32, then cast) to every element; the legacy form takes an index expression and a dtype.",
         &[
             "`dst` is SBUF with at most 128 partitions.",
@@ -140,7 +140,7 @@ pub const DEFS: &[ApiDef] = &[
     .with_value_form(),
     ApiDef::new(
         "nl.load",
-        &[SRC, OUT_DTYPE, opt("mask", Kind::Index, "None")],
+        &[SRC, OUT_DTYPE, MASK],
         DMA,
         "Loads an HBM view into a new SBUF tile of the same shape (`ndarray` + `dma_copy`).",
         &[
@@ -155,7 +155,7 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             req("value", Kind::Tensor),
-            opt("mask", Kind::Index, "None"),
+            MASK,
         ],
         DMA,
         "Stores an SBUF or PSUM tile into an HBM view (a PSUM tile is first copied to SBUF).",
@@ -189,10 +189,10 @@ pub const DEFS: &[ApiDef] = &[
         &[
             DST,
             req("srcs", Kind::Any),
-            req("reduce_op", Kind::AluOp),
+            REDUCE_OP,
             opt("scales", Kind::Any, "None"),
             opt("unique_indices", Kind::Bool, "True"),
-            opt("oob_mode", Kind::Enum("oob_mode"), "nisa.oob_mode.error"),
+            OOB_MODE,
             NAME,
         ],
         DMA,
@@ -216,17 +216,43 @@ pub const DEFS: &[ApiDef] = &[
 
 // ------------------------------------------------------------------ helpers
 
-fn enum_opt(
-    ctx: &Ctx<'_>,
-    b: &Bound,
-    name: &str,
-    enum_name: &'static str,
-) -> Result<Option<&'static str>, Diagnostic> {
-    if b.def.params.iter().any(|p| p.name == name) {
-        b.enum_member(ctx, name, enum_name)
+/// The member given for the enum parameter `param`, `None` when absent
+/// or when the function has no such parameter.
+fn enum_opt(ctx: &Ctx<'_>, b: &Bound, param: Param) -> Result<Option<&'static str>, Diagnostic> {
+    let Kind::Enum(enum_name) = param.kind else {
+        unreachable!("`{}` is an enum parameter", param.name)
+    };
+    if b.def.params.iter().any(|p| p.name == param.name) {
+        b.enum_member(ctx, param.name, enum_name)
     } else {
         Ok(None)
     }
+}
+
+/// `dge_mode=` of a DMA (`None`: unknown, the compiler chooses).
+fn dge_mode(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<DgeMode>, Diagnostic> {
+    Ok(enum_opt(ctx, b, DGE_MODE)?.and_then(DgeMode::from_name))
+}
+
+/// `oob_mode=` of a DMA.
+fn oob_mode(ctx: &Ctx<'_>, b: &Bound) -> Result<OobMode, Diagnostic> {
+    Ok(enum_opt(ctx, b, OOB_MODE)?
+        .and_then(OobMode::from_name)
+        .unwrap_or(OobMode::Error))
+}
+
+/// `priority=` of a DMA, which needs trn3.
+fn priority(ctx: &Ctx<'_>, b: &Bound) -> Result<Option<i64>, Diagnostic> {
+    let p = b.int(ctx, PRIORITY.name)?;
+    if p.is_some() && ctx.target() < Target::Trn3 {
+        return Err(ctx.error(
+            codes::TARGET,
+            format!("`priority` needs trn3, the target is {}", ctx.target()),
+            b.span_of(PRIORITY.name),
+            "not on this target",
+        ));
+    }
+    Ok(p)
 }
 
 /// The compile-time value of a fill for `dtype` (memset, zeros, full).
@@ -326,9 +352,12 @@ pub fn push_memset(
     Ok(())
 }
 
+/// The DMA `dst = src` (`dst += src` when `accumulate`) with the given
+/// descriptor mode, out-of-bounds mode and priority.
 fn dma_kind(
     dst: &View,
     src: &View,
+    accumulate: bool,
     dge: Option<DgeMode>,
     oob: OobMode,
     priority: Option<u8>,
@@ -336,11 +365,18 @@ fn dma_kind(
     OpKind::DmaCopy {
         dst: dst.clone(),
         src: src.clone(),
-        accumulate: false,
+        accumulate,
         dge,
         oob,
         priority,
     }
+}
+
+/// The DMA `dst = src` (`dst += src` when `accumulate`) with the default
+/// modes: the compiler chooses the descriptors, an out-of-bounds access is
+/// an error, no priority.
+pub(super) fn plain_dma(dst: &View, src: &View, accumulate: bool) -> OpKind {
+    dma_kind(dst, src, accumulate, None, OobMode::Error, None)
 }
 
 /// Checks the DMA side rules of one tensor.
@@ -388,17 +424,8 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             )
             .with_secondary(ctx.file(), b.span_of("dst"), "the destination"));
     }
-    let dge = enum_opt(ctx, b, "dge_mode", "dge_mode")?;
-    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
-        Some("skip") => OobMode::Skip,
-        _ => OobMode::Error,
-    };
-    let dge = match dge {
-        Some("swdge") => Some(DgeMode::Swdge),
-        Some("hwdge") => Some(DgeMode::Hwdge),
-        Some("none") => Some(DgeMode::None),
-        _ => None,
-    };
+    let dge = dge_mode(ctx, b)?;
+    let oob = oob_mode(ctx, b)?;
     if dst.dtype() != src.dtype() && (dst.dtype().is_packed_x4() || src.dtype().is_packed_x4()) {
         return Err(ctx.error(
             codes::DTYPE,
@@ -446,17 +473,9 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             "no hwdge",
         ));
     }
-    let priority = match b.int(ctx, "priority")? {
+    let priority = match priority(ctx, b)? {
         None => None,
         Some(p) => {
-            if ctx.target() < Target::Trn3 {
-                return Err(ctx.error(
-                    codes::TARGET,
-                    format!("`priority` needs trn3, the target is {}", ctx.target()),
-                    b.span_of("priority"),
-                    "not on this target",
-                ));
-            }
             if !(0..=3).contains(&p) {
                 return Err(ctx.error(
                     codes::VALUE,
@@ -468,13 +487,9 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             Some(p as u8)
         }
     };
-    let mut kind = dma_kind(&dst.view, &src.view, dge, oob, priority);
     // Legacy read-modify-write DMA: `dst_rmw_op=nl.add` is `dst += src`.
-    if DST_RMW_OP.opt(ctx, b)?.is_some()
-        && let OpKind::DmaCopy { accumulate, .. } = &mut kind
-    {
-        *accumulate = true;
-    }
+    let accumulate = DST_RMW_OP.opt(ctx, b)?.is_some();
+    let kind = dma_kind(&dst.view, &src.view, accumulate, dge, oob, priority);
     // The trigger engine is a scheduling hint the IR does not record; the
     // op's engine stays open (DMA ops only run on the DMA queues).
     emit::finish(ctx, b, kind, None, None, span)
@@ -521,7 +536,7 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     }
     dma_side(ctx, &src, b.span_of("src"), "`src`")?;
     let tshape: Vec<u64> = default_axes.iter().map(|&a| src.shape[a]).collect();
-    let (dst, _) = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &tshape, src.dtype(), Buffer::Sbuf, span)?;
     if dst.buffer != Buffer::Sbuf {
         return Err(check::tensor_error(
             ctx,
@@ -559,7 +574,7 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         ));
     }
     transposed_elements(ctx, b, &src, "`dma_transpose`")?;
-    let skip = matches!(enum_opt(ctx, b, "oob_mode", "oob_mode")?, Some("skip"));
+    let skip = oob_mode(ctx, b)? == OobMode::Skip;
     if skip && src.view.indirect.is_none() {
         return Err(ctx.error(
             codes::DMA_MODE,
@@ -568,23 +583,11 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "nothing to skip",
         ));
     }
-    let dge = match enum_opt(ctx, b, "dge_mode", "dge_mode")? {
-        Some("swdge") => Some(DgeMode::Swdge),
-        Some("hwdge") => Some(DgeMode::Hwdge),
-        Some("none") => Some(DgeMode::None),
-        _ => None,
-    };
+    let dge = dge_mode(ctx, b)?;
     if dge == Some(DgeMode::Hwdge) {
         hwdge_transpose_shape(ctx, &src, b.span_of("src"))?;
     }
-    if b.int(ctx, "priority")?.is_some() && ctx.target() < Target::Trn3 {
-        return Err(ctx.error(
-            codes::TARGET,
-            format!("`priority` needs trn3, the target is {}", ctx.target()),
-            b.span_of("priority"),
-            "not on this target",
-        ));
-    }
+    priority(ctx, b)?;
     let kind = OpKind::DmaTranspose {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -665,7 +668,7 @@ fn tensor_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let src = b.tensor(ctx, "src")?;
     let engine = emit::engine(ctx, b)?;
     let dtype = b.dtype(ctx, "dtype")?;
-    let (dst, _) = emit::dst_or_new(
+    let dst = emit::dst_or_new(
         ctx,
         b,
         &src.shape,
@@ -696,7 +699,7 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
         };
         let shape = super::table::shape_of(ctx, shape_arg)?;
         let dt = b.legacy_dtype_required(ctx)?;
-        emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0
+        emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?
     } else {
         b.tensor(ctx, "dst")?
     };
@@ -736,7 +739,7 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         };
         let (pattern, offset, mult, shape) = legacy_iota(ctx, e, a.span)?;
         let dt = b.legacy_dtype_required(ctx)?;
-        let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?.0;
+        let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?;
         (pattern, offset, mult, dst)
     } else {
         let a = b.get("pattern").cloned().ok_or_else(|| {
@@ -875,7 +878,7 @@ fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     };
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(src.dtype());
     let tile = emit::new_result(ctx, b, "load_", &shape, dtype, Buffer::Sbuf, span)?;
-    let kind = dma_kind(&tile.view, &src.view, None, OobMode::Error, None);
+    let kind = plain_dma(&tile.view, &src.view, false);
     emit::push(ctx, b, kind, None, span)?;
     Ok(Value::Tensor(emit::masked_result(b, &tile)))
 }
@@ -928,13 +931,7 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     } else {
         value.view.clone()
     };
-    emit::push(
-        ctx,
-        b,
-        dma_kind(&dst.view, &src, None, OobMode::Error, None),
-        None,
-        span,
-    )?;
+    emit::push(ctx, b, plain_dma(&dst.view, &src, false), None, span)?;
     Ok(Value::None)
 }
 
@@ -992,13 +989,7 @@ fn store_scalar(
         None,
         span,
     )?;
-    emit::push(
-        ctx,
-        b,
-        dma_kind(&dst.view, &tile.view, None, OobMode::Error, None),
-        None,
-        span,
-    )?;
+    emit::push(ctx, b, plain_dma(&dst.view, &tile.view, false), None, span)?;
     Ok(Value::None)
 }
 
@@ -1145,10 +1136,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             ));
         }
     }
-    let oob = match enum_opt(ctx, b, "oob_mode", "oob_mode")? {
-        Some("skip") => OobMode::Skip,
-        _ => OobMode::Error,
-    };
+    let oob = oob_mode(ctx, b)?;
     let mut srcs = Vec::with_capacity(items.len());
     for v in &items {
         let Value::Tensor(t) = v else {
@@ -1179,14 +1167,7 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     let mut first = !rmw;
     let mut last = None;
     for t in srcs.iter().filter(|t| t.view != dst.view) {
-        let kind = OpKind::DmaCopy {
-            dst: dst.view.clone(),
-            src: t.view.clone(),
-            accumulate: !first,
-            dge: None,
-            oob,
-            priority: None,
-        };
+        let kind = dma_kind(&dst.view, &t.view, !first, None, oob, None);
         first = false;
         last = Some(emit::push(ctx, b, kind, None, span)?);
     }
@@ -1231,7 +1212,7 @@ pub fn assign(
                         "element count differs",
                     ));
                 }
-                let op = dma_kind(&dst.view, &src.view, None, OobMode::Error, None);
+                let op = plain_dma(&dst.view, &src.view, false);
                 ctx.push_op(nkic_ir::Op::new(op), span)?;
             } else {
                 copy_checks(ctx, (dst, span), (src, span), None)?;
@@ -1268,7 +1249,7 @@ pub fn assign(
                 span,
             )?;
             push_memset(ctx, &tmp.view, imm, None, None, span)?;
-            let op = dma_kind(&dst.view, &tmp.view, None, OobMode::Error, None);
+            let op = plain_dma(&dst.view, &tmp.view, false);
             ctx.push_op(nkic_ir::Op::new(op), span)?;
             Ok(())
         }

@@ -84,8 +84,10 @@
 //!   `nisa.tensor_tensor`/`tensor_scalar`).
 //!
 //! Shared helpers for new files: [`table`] has the shared parameters
-//! (`DST`, `NAME`, `ENGINE`, the two-stage operator set, …) and the
-//! [`ApiDef::new`] constructor; [`rules`] has rules as data, each writing
+//! (`DST`, `NAME`, `ENGINE`, the two-stage operator set, …), the
+//! [`ApiDef::new`] constructor and the `instruction!` macro (an `nisa`
+//! function named after its instruction: `dst` first, `name=` last, the
+//! instruction's engines); [`rules`] has rules as data, each writing
 //! its constraint sentence and running its check (tiles of equal shape,
 //! not both in PSUM, binary arithmetic operators, `reduce_res`);
 //! [`table::Bound`]'s accessors convert and
@@ -299,15 +301,7 @@ fn depends_on(ctx: &mut Ctx<'_>, mut args: CallArgs, span: Span) -> Result<Value
         ));
     }
     let this = args.positional.remove(0);
-    let Value::Ext(e) = &this.value else {
-        return Err(ctx.error(
-            codes::ARG_TYPE,
-            "`depends_on` is called on an instruction handle",
-            span,
-            "here",
-        ));
-    };
-    let Some(ins) = e.as_any().downcast_ref::<emit::Instruction>() else {
+    let Some(ins) = emit::instruction(&this.value) else {
         return Err(ctx.error(
             codes::ARG_TYPE,
             "`depends_on` is called on an instruction handle",

@@ -86,7 +86,7 @@ use super::emit;
 use super::isa::tensor_engine;
 use super::lower::{self, Operand};
 use super::rules;
-use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, SHAPE, X, opt, req};
+use super::table::{AXIS, ApiDef, Bound, KEEPDIMS, Kind, OP, OUT_DTYPE, Param, SHAPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -96,17 +96,15 @@ const SCALAR: &[Engine] = &[Engine::Scalar];
 const GPSIMD_SCALAR: &[Engine] = &[Engine::GpSimd, Engine::Scalar];
 const VECTOR_SCALAR: &[Engine] = &[Engine::Vector, Engine::Scalar];
 
-pub(super) const BINARY_PARAMS: &[super::table::Param] =
-    &[req("x", Kind::Operand), req("y", Kind::Operand), OUT_DTYPE];
+/// `x` and `y`: the tile-or-number operands of a binary function.
+const X_OPERAND: Param = req("x", Kind::Operand);
+const Y_OPERAND: Param = req("y", Kind::Operand);
 
-pub(super) const UNARY_PARAMS: &[super::table::Param] = &[X, OUT_DTYPE];
+pub(super) const BINARY_PARAMS: &[Param] = &[X_OPERAND, Y_OPERAND, OUT_DTYPE];
 
-const REDUCE_PARAMS: &[super::table::Param] = &[
-    X,
-    req("axis", Kind::Ints),
-    OUT_DTYPE,
-    opt("keepdims", Kind::Bool, "False"),
-];
+pub(super) const UNARY_PARAMS: &[Param] = &[X, OUT_DTYPE];
+
+const REDUCE_PARAMS: &[Param] = &[X, AXIS, OUT_DTYPE, KEEPDIMS];
 
 const BINARY_RULES: &[&str] = &[
     "At least one operand is an SBUF/PSUM tile; the other is a number, a `(P, 1)` tile or a tile of equal partition count and free size.",
@@ -396,7 +394,7 @@ pub const DEFS: &[ApiDef] = &[
         &[
             X,
             req("w", Kind::Tensor),
-            req("axis", Kind::Ints),
+            AXIS,
             req("n", Kind::Int),
             opt("epsilon", Kind::Float, "1e-06"),
             OUT_DTYPE,
@@ -414,8 +412,8 @@ pub const DEFS: &[ApiDef] = &[
         "nl.where",
         &[
             req("condition", Kind::Tensor),
-            req("x", Kind::Operand),
-            req("y", Kind::Operand),
+            X_OPERAND,
+            Y_OPERAND,
             OUT_DTYPE,
         ],
         VECTOR,
@@ -439,12 +437,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nl.var",
-        &[
-            X,
-            req("axis", Kind::Ints),
-            OUT_DTYPE,
-            opt("keepdims", Kind::Bool, "True"),
-        ],
+        &[X, AXIS, OUT_DTYPE, opt("keepdims", Kind::Bool, "True")],
         VECTOR,
         "The population variance over the free dims: `bn_stats` per chunk of at most `bn_stats_fmax` elements, `bn_aggr`, then the variance column. `keepdims` is ignored (the result keeps its dims).",
         &[
@@ -889,16 +882,12 @@ fn rms_norm(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     )?;
     // v = ss / n + eps; r = rsqrt(v).
     let v = temp(ctx, &col, DType::F32, span)?;
-    let kind = OpKind::TensorScalar {
-        dst: v.view.clone(),
-        src: ss.view.clone(),
-        op0: AluOp::Multiply,
-        operand0: Some(Scalar::imm((1.0 / n as f64) as f32)),
-        reverse0: false,
-        op1: Some(AluOp::Add),
-        operand1: Some(Scalar::imm(eps as f32)),
-        reverse1: false,
-    };
+    let kind = lower::tensor_scalar2(
+        &v.view,
+        &ss.view,
+        (AluOp::Multiply, (1.0 / n as f64) as f32),
+        (AluOp::Add, eps as f32),
+    );
     push(ctx, kind, None, span)?;
     let r = temp(ctx, &col, DType::F32, span)?;
     push(
@@ -1444,16 +1433,12 @@ fn reduce_angle(
     let q = temp(ctx, &shape, DType::F32, span)?;
     push(
         ctx,
-        OpKind::TensorScalar {
-            dst: q.view.clone(),
-            src: x.view.clone(),
-            op0: AluOp::Add,
-            operand0: Some(Scalar::imm(phase)),
-            reverse0: false,
-            op1: Some(AluOp::Multiply),
-            operand1: Some(Scalar::imm((1.0 / period) as f32)),
-            reverse1: false,
-        },
+        lower::tensor_scalar2(
+            &q.view,
+            &x.view,
+            (AluOp::Add, phase),
+            (AluOp::Multiply, (1.0 / period) as f32),
+        ),
         None,
         span,
     )?;
@@ -1555,16 +1540,12 @@ fn reduce_angle(
     let clamped = temp(ctx, &shape, DType::F32, span)?;
     push(
         ctx,
-        OpKind::TensorScalar {
-            dst: clamped.view.clone(),
-            src: r.view.clone(),
-            op0: AluOp::Maximum,
-            operand0: Some(Scalar::imm(-limit - phase)),
-            reverse0: false,
-            op1: Some(AluOp::Minimum),
-            operand1: Some(Scalar::imm(limit - phase)),
-            reverse1: false,
-        },
+        lower::tensor_scalar2(
+            &clamped.view,
+            &r.view,
+            (AluOp::Maximum, -limit - phase),
+            (AluOp::Minimum, limit - phase),
+        ),
         None,
         span,
     )?;
@@ -1922,7 +1903,7 @@ pub const LOOP_REDUCE_DEFS: &[ApiDef] = &[ApiDef::new(
     "nl.loop_reduce",
     &[
         X,
-        req("op", Kind::AluOp),
+        OP,
         req("loop_indices", Kind::Any),
         OUT_DTYPE,
         super::table::opt("mask", Kind::Any, "None"),

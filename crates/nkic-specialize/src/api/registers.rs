@@ -13,7 +13,7 @@ use nkic_isa::Engine;
 use super::check;
 use super::codes;
 use super::emit;
-use super::table::{ApiDef, Bound, Kind, SRC, opt, req};
+use super::table::{ApiDef, Bound, DST, Kind, Param, SRC, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
 
@@ -25,6 +25,11 @@ const ANY: &[Engine] = &[
     Engine::Sync,
     Engine::Dma,
 ];
+
+/// `dst`: the register written.
+const REGISTER_DST: Param = req("dst", Kind::Any);
+/// `src`: the register read.
+const REGISTER_SRC: Param = req("src", Kind::Any);
 
 /// The register functions.
 pub const DEFS: &[ApiDef] = &[
@@ -38,7 +43,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nisa.register_move",
-        &[req("dst", Kind::Any), req("src", Kind::Any)],
+        &[REGISTER_DST, REGISTER_SRC],
         ANY,
         "`dst = src` where `src` is a compile-time int or a register.",
         &[
@@ -49,7 +54,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nisa.register_load",
-        &[req("dst", Kind::Any), SRC],
+        &[REGISTER_DST, SRC],
         ANY,
         "`dst =` the single element (at most 32 bits) of an HBM or SBUF tensor.",
         &[
@@ -60,7 +65,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "nisa.register_store",
-        &[req("dst", Kind::Tensor), req("src", Kind::Any)],
+        &[DST, REGISTER_SRC],
         ANY,
         "Writes register `src` into the single element of an HBM or SBUF tensor.",
         &[

@@ -88,7 +88,7 @@ impl Tiles {
             tiles.push(b.tensor(ctx, name)?);
         }
         let first = &tiles[0];
-        let (dst, _) = emit::dst_or_new(ctx, b, &first.shape, first.dtype(), Buffer::Sbuf, span)?;
+        let dst = emit::dst_or_new(ctx, b, &first.shape, first.dtype(), Buffer::Sbuf, span)?;
         tiles.push(dst);
         let refs: Vec<&Tensor> = tiles.iter().map(|t| &**t).collect();
         self.check(ctx, b, &refs)?;
@@ -116,11 +116,23 @@ impl Tiles {
 /// [`Tiles`] checks its first tile (SBUF/PSUM, at most 128 partitions, a
 /// legal start partition, the engines' free-size limit).
 pub fn input_tile(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
-    let t = b.tensor(ctx, name)?;
-    let (span, what) = (b.span_of(name), format!("`{name}`"));
-    check::operand(ctx, &t, span, &what)?;
-    check::engine_free_size(ctx, &t, span, &what)?;
+    let (t, span) = operand_tile(ctx, b, name)?;
+    check::engine_free_size(ctx, &t, span, &format!("`{name}`"))?;
     Ok(t)
+}
+
+/// The tile `name` of an instruction and its span, checked as an operand
+/// ([`check::operand`]: SBUF/PSUM, at most 128 partitions, a legal start
+/// partition).
+pub fn operand_tile(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+) -> Result<(Rc<Tensor>, Span), Diagnostic> {
+    let t = b.tensor(ctx, name)?;
+    let span = b.span_of(name);
+    check::operand(ctx, &t, span, &format!("`{name}`"))?;
+    Ok((t, span))
 }
 
 /// Two inputs of one instruction are not both in PSUM (an engine reads at

@@ -31,6 +31,7 @@ use nkic_isa::{ActFunc, AluOp, DType, Dim, Engine, ReduceCmd, Target};
 use super::ApiFn;
 use super::codes;
 use super::consts::{self, EnumValue};
+use super::isa::select::{ON_FALSE_VALUE, ON_TRUE_TILE};
 use crate::args::{Arg, CallArgs, closest};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
@@ -157,7 +158,9 @@ pub const SRC: Param = req("src", Kind::Tensor);
 /// `name=`: the instruction's name in listings (its last parameter).
 pub const NAME: Param = opt("name", Kind::Str, "None");
 /// `engine=` of an instruction the compiler places when not told.
-pub const ENGINE: Param = opt("engine", Kind::Enum("engine"), "nisa.engine.unknown");
+pub const ENGINE: Param = engine("nisa.engine.unknown");
+/// `engine=` of an instruction that runs on GpSimd unless told otherwise.
+pub const ENGINE_GPSIMD: Param = engine("nisa.engine.gpsimd");
 /// `dtype=` of an `nl.*` function's result.
 pub const OUT_DTYPE: Param = opt("dtype", Kind::DType, "None");
 /// `op0=` of a two-stage operator pipeline.
@@ -170,6 +173,8 @@ pub const OPERAND0: Param = req("operand0", Kind::Scalar);
 pub const REVERSE0: Param = opt("reverse0", Kind::Bool, "False");
 /// `reverse1=`: swap the operands of `op1`.
 pub const REVERSE1: Param = opt("reverse1", Kind::Bool, "False");
+/// `op=`: the ALU operator of an element-wise operation or a reduction.
+pub const OP: Param = req("op", Kind::AluOp);
 /// `reduce_op=`: the operator of an accumulating reduction.
 pub const REDUCE_OP: Param = req("reduce_op", Kind::AluOp);
 /// `reduce_res=`: the `(P, 1)` tile an accumulating reduction is read into.
@@ -180,6 +185,19 @@ pub const SELF: Param = req("self", Kind::Tensor);
 pub const X: Param = req("x", Kind::Tensor);
 /// `dim=` of a view method.
 pub const DIM: Param = req("dim", Kind::Int);
+/// `axis`: the trailing free axes a reduction or normalization runs over.
+pub const AXIS: Param = req("axis", Kind::Ints);
+/// `keepdims=`: a reduction keeps its reduced axes with size 1.
+pub const KEEPDIMS: Param = opt("keepdims", Kind::Bool, "False");
+/// `pattern`: an access pattern `[[step, num], …]`.
+pub const PATTERN: Param = req("pattern", Kind::Pattern);
+/// `offset=`: the constant term of an iota-style index expression
+/// `offset + p·channel_multiplier + Σ i_k·step_k`.
+pub const OFFSET: Param = opt("offset", Kind::Int, "0");
+/// `predicate`: the tile that selects elements (non-zero: selected).
+pub const PREDICATE: Param = req("predicate", Kind::Tensor);
+/// `reverse_pred=`: select where `predicate` is zero instead.
+pub const REVERSE_PRED: Param = opt("reverse_pred", Kind::Bool, "False");
 /// `shape` of a new tensor.
 pub const SHAPE: Param = req("shape", Kind::Shape);
 /// `dtype` of a new tensor.
@@ -198,6 +216,27 @@ pub const REDUCE_RESET: Param = reduce_cmd("nisa.reduce_cmd.reset_reduce");
 /// `nkic_isa`'s instruction table by mnemonic, so they are written once.
 pub const ISA_ENGINES: &[Engine] = &[];
 
+/// An `nisa` function named after its instruction: [`ApiDef::new`] with
+/// [`ISA_ENGINES`] and the instruction's call convention, `dst` first,
+/// then `$params`, then `name=` last.
+macro_rules! instruction {
+    ($name:literal, [$($param:expr),* $(,)?], $summary:literal, $rules:expr, $run:expr $(,)?) => {
+        $crate::api::table::ApiDef::new(
+            $name,
+            &[
+                $crate::api::table::DST,
+                $($param,)*
+                $crate::api::table::NAME,
+            ],
+            $crate::api::table::ISA_ENGINES,
+            $summary,
+            $rules,
+            $run,
+        )
+    };
+}
+pub(crate) use instruction;
+
 /// The engines of a function that only builds views or values at compile
 /// time: none.
 pub const NO_ENGINE: &[Engine] = &[];
@@ -205,6 +244,11 @@ pub const NO_ENGINE: &[Engine] = &[];
 /// `reduce_cmd=` with its default as NKI code.
 const fn reduce_cmd(default: &'static str) -> Param {
     opt("reduce_cmd", Kind::Enum("reduce_cmd"), default)
+}
+
+/// `engine=` with its default as NKI code.
+pub const fn engine(default: &'static str) -> Param {
+    opt("engine", Kind::Enum("engine"), default)
 }
 
 impl ApiDef {
@@ -463,8 +507,8 @@ const LEGACY: &[(&str, Legacy)] = &[
         "nisa.affine_select",
         Legacy::Predicate(&[
             req("pred", Kind::Index),
-            req("on_true_tile", Kind::Tensor),
-            req("on_false_value", Kind::Float),
+            ON_TRUE_TILE,
+            ON_FALSE_VALUE,
             OUT_DTYPE,
             MASK,
             NAME,
@@ -473,7 +517,7 @@ const LEGACY: &[(&str, Legacy)] = &[
 ];
 
 /// The legacy `mask=` predicate.
-const MASK: Param = opt("mask", Kind::Index, "None");
+pub const MASK: Param = opt("mask", Kind::Index, "None");
 
 /// The legacy form of `def` of the given kind.
 fn legacy_form(def: &ApiDef, predicate: bool) -> Option<&'static [Param]> {

@@ -41,8 +41,8 @@ use super::check::{self, shape_text};
 use super::codes;
 use super::memory;
 use super::table::{
-    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, Param, SELF, SHAPE, TENSOR_NAME,
-    X, opt, req, step_num_pairs,
+    ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, PATTERN, Param, SELF, SHAPE,
+    TENSOR_NAME, X, opt, req, step_num_pairs,
 };
 use crate::args::Arg;
 use crate::ctx::Ctx;
@@ -59,6 +59,14 @@ const LIKE: &[Param] = &[
     opt("buffer", Kind::Buffer, "None"),
     TENSOR_NAME,
 ];
+
+/// A method of `NkiTensor` (`tensor.<name>`): `self`, then `$params`; it
+/// builds a view or value at compile time, on no engine.
+macro_rules! method {
+    ($name:literal, [$($param:expr),* $(,)?], $summary:literal, $rules:expr, $run:expr $(,)?) => {
+        ApiDef::new($name, &[SELF, $($param),*], NO_ENGINE, $summary, $rules, $run)
+    };
+}
 
 /// The tensor-model functions.
 pub const DEFS: &[ApiDef] = &[
@@ -149,16 +157,14 @@ pub const DEFS: &[ApiDef] = &[
         &[],
         get_nc_version,
     ),
-    ApiDef::new(
+    method!(
         "tensor.slice",
-        &[
-            SELF,
+        [
             DIM,
             req("start", Kind::Int),
             req("end", Kind::Int),
             opt("step", Kind::Int, "1"),
         ],
-        NO_ENGINE,
         "A view of `start:end:step` along `dim`.",
         &[
             "`0 <= start < end <= shape[dim]` and `step >= 1`.",
@@ -166,10 +172,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_slice,
     ),
-    ApiDef::new(
+    method!(
         "tensor.select",
-        &[SELF, DIM, req("index", Kind::Any)],
-        NO_ENGINE,
+        [DIM, req("index", Kind::Any)],
         "Removes `dim` by fixing it at `index` (an int, or a register for a run-time index).",
         &[
             "`0 <= index < shape[dim]` for an int index.",
@@ -177,10 +182,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_select,
     ),
-    ApiDef::new(
+    method!(
         "tensor.permute",
-        &[SELF, req("dims", Kind::Ints)],
-        NO_ENGINE,
+        [req("dims", Kind::Ints)],
         "Reorders the dims.",
         &[
             "`dims` is a permutation of the dims.",
@@ -188,26 +192,23 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_permute,
     ),
-    ApiDef::new(
+    method!(
         "tensor.broadcast",
-        &[SELF, DIM, req("size", Kind::Int)],
-        NO_ENGINE,
+        [DIM, req("size", Kind::Int)],
         "Stretches a size-1 dim to `size` (stride 0).",
         &["`shape[dim] == 1`.", "Not dim 0 of an SBUF/PSUM tensor."],
         method_broadcast,
     ),
-    ApiDef::new(
+    method!(
         "tensor.expand_dim",
-        &[SELF, DIM],
-        NO_ENGINE,
+        [DIM],
         "Inserts a size-1 dim at `dim`.",
         &["Not dim 0 of an SBUF/PSUM tensor."],
         method_expand_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.squeeze_dim",
-        &[SELF, DIM],
-        NO_ENGINE,
+        [DIM],
         "Removes a size-1 dim.",
         &[
             "`shape[dim] == 1`.",
@@ -215,10 +216,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_squeeze_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.reshape",
-        &[SELF, SHAPE],
-        NO_ENGINE,
+        [SHAPE],
         "A view with a new shape and the same elements in row-major order.",
         &[
             "The element count is unchanged.",
@@ -227,10 +227,9 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_reshape,
     ),
-    ApiDef::new(
+    method!(
         "tensor.view",
-        &[SELF, DTYPE],
-        NO_ENGINE,
+        [DTYPE],
         "Reinterprets the bits as `dtype`; the last dim scales by the size ratio.",
         &[
             "The last dim is contiguous and its byte size divides by the new element size.",
@@ -238,26 +237,23 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_view,
     ),
-    ApiDef::new(
+    method!(
         "tensor.reinterpret_cast",
-        &[SELF, DTYPE],
-        NO_ENGINE,
+        [DTYPE],
         "Alias of `tensor.view`.",
         &["As `tensor.view`."],
         method_view,
     ),
-    ApiDef::new(
+    method!(
         "tensor.ap",
-        &[
-            SELF,
-            req("pattern", Kind::Pattern),
+        [
+            PATTERN,
             opt("offset", Kind::Int, "None"),
             opt("scalar_offset", Kind::Any, "None"),
             opt("vector_offset", Kind::Tensor, "None"),
             opt("indirect_dim", Kind::Int, "0"),
             OUT_DTYPE,
         ],
-        NO_ENGINE,
         "A raw access pattern over the tensor's storage: element `(i0, i1, …)` is storage element `offset + Σ step_k · i_k` (language.md §6.6).",
         &[
             "On SBUF/PSUM tensors the first pair's step equals the storage's partition row length and its count is at most 128.",
@@ -268,18 +264,16 @@ pub const DEFS: &[ApiDef] = &[
         ],
         method_ap,
     ),
-    ApiDef::new(
+    method!(
         "tensor.is_contiguous",
-        &[SELF],
-        NO_ENGINE,
+        [],
         "True when the view's elements are consecutive in memory (dim 0 ignored on chip).",
         &[],
         method_is_contiguous,
     ),
-    ApiDef::new(
+    method!(
         "tensor.get_pattern",
-        &[SELF],
-        NO_ENGINE,
+        [],
         "The view's `[[stride, count], …]` pattern (usable with `.ap`).",
         &[],
         method_get_pattern,
@@ -875,35 +869,27 @@ fn normalize_item(
             int: true,
         }),
         Value::Slice(s) => {
+            // A slice part `v` that is not an int of the kind `what` says.
+            let bad = |what: &str, v: &Value, label: &str| {
+                let found = crate::format::short_repr(v);
+                ctx.error(
+                    codes::INDEX,
+                    format!("slice {what}, found {found}"),
+                    span,
+                    label,
+                )
+            };
             let step = match (&s.step, s.step.as_int()) {
                 (Value::None, _) => 1,
                 (_, Some(st)) if st >= 1 => st,
-                _ => {
-                    return Err(ctx.error(
-                        codes::INDEX,
-                        format!(
-                            "slice steps must be positive ints, found {}",
-                            crate::format::short_repr(&s.step)
-                        ),
-                        span,
-                        "bad step",
-                    ));
-                }
+                _ => return Err(bad("steps must be positive ints", &s.step, "bad step")),
             };
             let bound = |b: &Value, default: i64| -> Result<i64, Diagnostic> {
                 if b.is_none() {
                     return Ok(default);
                 }
                 let Some(i) = b.as_int() else {
-                    return Err(ctx.error(
-                        codes::INDEX,
-                        format!(
-                            "slice bounds must be ints, found {}",
-                            crate::format::short_repr(b)
-                        ),
-                        span,
-                        "bad slice",
-                    ));
+                    return Err(bad("bounds must be ints", b, "bad slice"));
                 };
                 Ok(if i < 0 { i + size as i64 } else { i })
             };
@@ -1866,14 +1852,12 @@ pub fn imm_text(imm: Imm) -> String {
 /// The reshaping and indirect view methods (language.md §6.5–§6.7),
 /// registered in `table::REGISTRY` after `nl_math`'s functions.
 pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    method!(
         "tensor.reshape_dim",
-        &[
-            SELF,
+        [
             DIM,
             req("shape", Kind::Ints),
         ],
-        NO_ENGINE,
         "Splits dim `dim` into the dims `shape` (row-major; one size may be -1).",
         &[
             "The sizes multiply to the dim's size.",
@@ -1881,14 +1865,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         reshape_dim,
     ),
-    ApiDef::new(
+    method!(
         "tensor.flatten_dims",
-        &[
-            SELF,
+        [
             req("start", Kind::Int),
             req("end", Kind::Int),
         ],
-        NO_ENGINE,
         "Merges dims `start..end` (inclusive) into one.",
         &[
             "The merged dims are contiguous in memory.",
@@ -1896,15 +1878,13 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         flatten_dims,
     ),
-    ApiDef::new(
+    method!(
         "tensor.rearrange",
-        &[
-            SELF,
+        [
             req("src_pattern", Kind::Any),
             req("dst_pattern", Kind::Any),
             opt("fixed_sizes", Kind::Any, "None"),
         ],
-        NO_ENGINE,
         "einops-style split, permute and merge: `t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})`.",
         &[
             "`src_pattern` names every dim (a tuple of names splits one dim; its sizes come from `fixed_sizes`, one may be inferred).",
@@ -1913,14 +1893,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         rearrange,
     ),
-    ApiDef::new(
+    method!(
         "tensor.vector_select",
-        &[
-            SELF,
+        [
             DIM,
             req("vector_offset", Kind::Tensor),
         ],
-        NO_ENGINE,
         "A per-partition row gather of an HBM tensor: row `p` of the result is row `vector_offset[p]` (an indirect view, read or written by DMA).",
         &[
             "`dim` is 0 and the tensor is in HBM.",
@@ -1928,14 +1906,12 @@ pub const VIEW_METHOD_DEFS: &[ApiDef] = &[
         ],
         vector_select,
     ),
-    ApiDef::new(
+    method!(
         "tensor.indirect",
-        &[
-            SELF,
+        [
             req("index", Kind::Tensor),
             opt("num_elem", Kind::Int, "None"),
         ],
-        NO_ENGINE,
         "Tensor indirection (trn3): a `(P, num_elem)` view whose columns are free positions read at run time from `index` (snake order across partition groups).",
         &[
             "trn3 only; the tensor is SBUF or PSUM with contiguous free dims.",
@@ -2441,76 +2417,76 @@ fn expand_dims(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagn
 
 // ------------------------------------------------------------------ legacy ncc.* allocation
 
+/// The parameters of a legacy decorator or direct allocation: `func`.
+const FUNC_PARAMS: &[Param] = &[req("func", Kind::Any)];
+/// The partition and tiling parameters of a legacy modulo allocation.
+const BASE_PARTITION: Param = opt("base_partition", Kind::Int, "0");
+const NUM_PAR_TILES: Param = opt("num_par_tiles", Kind::Ints, "()");
+const NUM_FREE_TILES: Param = opt("num_free_tiles", Kind::Ints, "()");
+
+/// A legacy `ncc.*` function: it runs on no engine and checks nothing.
+macro_rules! legacy {
+    ($name:literal, $params:expr, $summary:literal, $run:expr) => {
+        ApiDef::new($name, $params, NO_ENGINE, $summary, &[], $run)
+    };
+}
+
 /// The legacy `ncc.*` allocation functions, registered in
 /// `table::REGISTRY` after `nl.loop_reduce`.
 pub const LEGACY_ALLOC_DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.alloc",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "Legacy direct allocation (`buffer=ncc.sbuf.alloc(func)`): nkic allocates the tensor itself, so this is `nl.sbuf` (see the module doc).",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.mod_alloc",
         &[
             req("base_addr", Kind::Int),
-            opt("base_partition", Kind::Int, "0"),
-            opt("num_par_tiles", Kind::Ints, "()"),
-            opt("num_free_tiles", Kind::Ints, "()"),
+            BASE_PARTITION,
+            NUM_PAR_TILES,
+            NUM_FREE_TILES,
         ],
-        NO_ENGINE,
         "Legacy modulo allocation in SBUF: nkic allocates the tensor itself, so this is `nl.sbuf`.",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.sbuf.auto_alloc",
         &[],
-        NO_ENGINE,
         "Legacy automatic SBUF allocation: `nl.sbuf`.",
-        &[],
-        legacy_sbuf,
+        legacy_sbuf
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.alloc",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "Legacy direct allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.mod_alloc",
         &[
             req("base_bank", Kind::Int),
             opt("base_addr", Kind::Int, "0"),
-            opt("base_partition", Kind::Int, "0"),
+            BASE_PARTITION,
             opt("num_bank_tiles", Kind::Ints, "()"),
-            opt("num_par_tiles", Kind::Ints, "()"),
-            opt("num_free_tiles", Kind::Ints, "()"),
+            NUM_PAR_TILES,
+            NUM_FREE_TILES,
         ],
-        NO_ENGINE,
         "Legacy modulo allocation in PSUM: nkic allocates the tensor itself, so this is `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.psum.auto_alloc",
         &[],
-        NO_ENGINE,
         "Legacy automatic PSUM allocation: `nl.psum`.",
-        &[],
-        legacy_psum,
+        legacy_psum
     ),
-    ApiDef::new(
+    legacy!(
         "ncc.skip_middle_end_transformations",
-        &[req("func", Kind::Any)],
-        NO_ENGINE,
+        FUNC_PARAMS,
         "A legacy compiler-pass decorator; nkic has no such passes, so it returns the function unchanged.",
-        &[],
-        identity_decorator,
+        identity_decorator
     ),
 ];
 

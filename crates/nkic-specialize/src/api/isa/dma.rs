@@ -11,7 +11,9 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::Engine;
 
 use crate::api::check;
-use crate::api::table::{ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, SRC, opt, req};
+use crate::api::table::{
+    ApiDef, Bound, DATA, DST, ENGINE_GPSIMD, ISA_ENGINES, Kind, NAME, SRC, opt, req,
+};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::Value;
@@ -20,12 +22,7 @@ use crate::value::Value;
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.core_barrier",
-        &[
-            DATA,
-            req("cores", Kind::Ints),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
-            NAME,
-        ],
+        &[DATA, req("cores", Kind::Ints), ENGINE_GPSIMD, NAME],
         ISA_ENGINES,
         "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
         &[

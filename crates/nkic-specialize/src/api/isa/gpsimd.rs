@@ -18,7 +18,7 @@ use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
 use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, NO_ENGINE, OUT_DTYPE, SRC, opt, req,
+    ApiDef, Bound, DATA, Kind, NAME, NO_ENGINE, OP, OUT_DTYPE, Param, SRC, instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -26,12 +26,14 @@ use crate::value::{Tensor, Value};
 
 const GPSIMD: &[Engine] = &[Engine::GpSimd];
 
+/// `indices` of the per-partition gathers.
+const INDICES: Param = req("indices", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_partition_reduce",
-        &[DST, req("op", Kind::AluOp), DATA, NAME],
-        ISA_ENGINES,
+        [OP, DATA],
         "Reduces across partitions on GpSimd: `dst[0, f] = op over p of data[p, f]`.",
         &[
             "`data` and `dst` are SBUF (GpSimd cannot access PSUM); `dst` has one partition and `data`'s free size.",
@@ -40,17 +42,14 @@ pub const DEFS: &[ApiDef] = &[
         tensor_partition_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.local_gather",
-        &[
-            DST,
+        [
             req("src_buffer", Kind::Tensor),
             req("index", Kind::Tensor),
             opt("num_elem_per_idx", Kind::Int, "1"),
             opt("num_valid_indices", Kind::Int, "None"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Per GpSimd core (16 partitions): every partition gathers `num_elem_per_idx` elements of its own `src_buffer` row at each of the core's indices (read partition-first from `index`).",
         &[
             "`src_buffer`, `index` and `dst` are SBUF; `src_buffer` and `index` have the same partition count, a multiple of 16.",
@@ -60,15 +59,12 @@ pub const DEFS: &[ApiDef] = &[
         local_gather,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_n_gather",
-        &[
-            DST,
+        [
             DATA,
-            req("indices", Kind::Tensor),
-            NAME,
+            INDICES,
         ],
-        ISA_ENGINES,
         "Per partition, `dst[p, j] = data_flat[p, indices[p, j]]` over `data`'s flattened free dims.",
         &[
             "`data`, `indices` and `dst` are SBUF with equal partition counts (≤ 128).",
@@ -77,14 +73,11 @@ pub const DEFS: &[ApiDef] = &[
         n_gather,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.sequence_bounds",
-        &[
-            DST,
+        [
             req("segment_ids", Kind::Tensor),
-            NAME,
         ],
-        ISA_ENGINES,
         "For sorted segment ids `(1, n)` (0 = padding), the start index and one-past-end index of each element's segment, as `(1, 2, n)`.",
         &[
             "`segment_ids` is SBUF `(1, n)` float32 or int32.",
@@ -93,16 +86,13 @@ pub const DEFS: &[ApiDef] = &[
         sequence_bounds,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nonzero_with_count",
-        &[
-            DST,
+        [
             SRC,
             opt("index_offset", Kind::Int, "0"),
             opt("padding_val", Kind::Int, "-1"),
-            NAME,
         ],
-        ISA_ENGINES,
         "On the first partition of each GpSimd core: the positions of nonzero elements (plus `index_offset`), padded with `padding_val`, then their count.",
         &[
             "`src` is SBUF float32 or int32; `dst` is SBUF int32 with the same partitions and one more element per partition.",
@@ -129,7 +119,7 @@ pub const DEFS: &[ApiDef] = &[
         "nl.gather_flattened",
         &[
             DATA,
-            req("indices", Kind::Tensor),
+            INDICES,
             opt("axis", Kind::Int, "0"),
             OUT_DTYPE,
         ],
@@ -199,7 +189,7 @@ fn tensor_partition_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<V
     if let Some(p) = shape.first_mut() {
         *p = 1;
     }
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     check::operand(ctx, &data, sd, "`data`")?;
     check::operand(ctx, &dst, ds, "`dst`")?;
@@ -262,12 +252,37 @@ fn sbuf_dst(
     dtype: DType,
     span: Span,
 ) -> Result<(Rc<Tensor>, Span), Diagnostic> {
-    let (dst, _) = emit::dst_or_new(ctx, b, shape, dtype, Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, shape, dtype, Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     in_sbuf(ctx, &dst, ds, "`dst`")?;
     let f = shape[1..].iter().product();
     free_size_is(ctx, &dst, shape[0], f, ds, "`dst`")?;
     Ok((dst, ds))
+}
+
+/// [`sbuf_dst`] of exactly `dtype` (the instruction does not cast); the
+/// error is `message` followed by `dst` described.
+fn sbuf_dst_of(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    shape: &[u64],
+    dtype: DType,
+    message: &str,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
+    let (dst, ds) = sbuf_dst(ctx, b, shape, dtype, span)?;
+    check::dtype_is(ctx, &dst, dtype, ds, message)?;
+    Ok(dst)
+}
+
+/// The float32 or int32 SBUF input `name` of a GpSimd search, checked,
+/// and its span.
+fn search_input(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<(Rc<Tensor>, Span), Diagnostic> {
+    let t = b.tensor(ctx, name)?;
+    let (span, what) = (b.span_of(name), format!("`{name}`"));
+    in_sbuf(ctx, &t, span, &what)?;
+    check::dtype_in(ctx, &t, &[DType::F32, DType::I32], &what, span)?;
+    Ok((t, span))
 }
 
 fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -324,12 +339,11 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         ));
     }
     let f = n * e as u64;
-    let (dst, ds) = sbuf_dst(ctx, b, &[p, f], src.dtype(), span)?;
     let message = format!(
         "`local_gather` does not cast: `dst` must be {}, found",
         src.dtype()
     );
-    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
+    let dst = sbuf_dst_of(ctx, b, &[p, f], src.dtype(), &message, span)?;
     let kind = OpKind::LocalGather {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -382,7 +396,7 @@ fn n_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     let data = b.tensor(ctx, "data")?;
     let indices = b.tensor(ctx, "indices")?;
     let shape = [check::partitions(&data), check::free_size(&indices)];
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
     check::dtype_of_data(ctx, &dst, b.span_of("dst"), data.dtype())?;
     let h = n_gather_into(ctx, b, &data, &indices, &dst, ("data", "indices"), span)?;
     Ok(if b.is_value_form() {
@@ -411,10 +425,7 @@ fn nl_gather_flattened(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value
 }
 
 fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "segment_ids")?;
-    let ss = b.span_of("segment_ids");
-    in_sbuf(ctx, &src, ss, "`segment_ids`")?;
-    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`segment_ids`", ss)?;
+    let (src, ss) = search_input(ctx, b, "segment_ids")?;
     if check::partitions(&src) != 1 {
         return Err(ctx.error(
             codes::SHAPE,
@@ -427,12 +438,11 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
         ));
     }
     let n = check::free_size(&src);
-    let (dst, ds) = sbuf_dst(ctx, b, &[1, 2, n], src.dtype(), span)?;
     let message = format!(
         "`dst` must have the dtype of `segment_ids` ({}), found",
         src.dtype()
     );
-    check::dtype_is(ctx, &dst, src.dtype(), ds, &message)?;
+    let dst = sbuf_dst_of(ctx, b, &[1, 2, n], src.dtype(), &message, span)?;
     let kind = OpKind::SequenceBounds {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -441,10 +451,7 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
 }
 
 fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src")?;
-    let ss = b.span_of("src");
-    in_sbuf(ctx, &src, ss, "`src`")?;
-    check::dtype_in(ctx, &src, &[DType::F32, DType::I32], "`src`", ss)?;
+    let (src, _) = search_input(ctx, b, "src")?;
     let (p, f) = (check::partitions(&src), check::free_size(&src));
     let (dst, ds) = sbuf_dst(ctx, b, &[p, f + 1], DType::I32, span)?;
     check::dtype_in(ctx, &dst, &[DType::I32], "`dst`", ds)?;
@@ -468,17 +475,23 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
     emit::finish(ctx, b, kind, None, Some(&dst), span)
 }
 
-fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+/// The size `n` of an identity matrix, 1 to 128; `rule` says so in the
+/// error (before ", found …").
+fn identity_size(ctx: &Ctx<'_>, b: &Bound, rule: &str) -> Result<u64, Diagnostic> {
     let n = b.int_or(ctx, "n", 0)?;
     if !(1..=128).contains(&n) {
         return Err(ctx.error(
             codes::VALUE,
-            format!("`n` is 1 to 128, found {n}"),
+            format!("{rule}, found {n}"),
             b.span_of("n"),
             "out of range",
         ));
     }
-    let n = n as u64;
+    Ok(n as u64)
+}
+
+fn nl_identity(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let n = identity_size(ctx, b, "`n` is 1 to 128")?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(DType::U8);
     let out = match b.opt_tensor(ctx, "dst")? {
         Some(t) => {
@@ -559,20 +572,12 @@ pub struct HostIdentity {
 crate::value::api_object!(HostIdentity, "ndarray");
 
 fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
-    let n = b.int_or(ctx, "n", 0)?;
-    if !(1..=128).contains(&n) {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!("`np.identity` in a kernel takes n from 1 to 128, found {n}"),
-            b.span_of("n"),
-            "out of range",
-        ));
-    }
+    let n = identity_size(ctx, b, "`np.identity` in a kernel takes n from 1 to 128")?;
     let dtype = match b.get("dtype") {
         Some(a) => Some(crate::api::table::dtype_of(ctx, a)?),
         None => None,
     };
-    Ok(Value::Ext(Rc::new(HostIdentity { n: n as u64, dtype })))
+    Ok(Value::Ext(Rc::new(HostIdentity { n, dtype })))
 }
 
 fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -595,14 +600,7 @@ fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     emit::push(
         ctx,
         b,
-        OpKind::DmaCopy {
-            dst: hbm.view.clone(),
-            src: ident.view.clone(),
-            accumulate: false,
-            dge: None,
-            oob: nkic_isa::OobMode::Error,
-            priority: None,
-        },
+        crate::api::memory::plain_dma(&hbm.view, &ident.view, false),
         None,
         span,
     )?;

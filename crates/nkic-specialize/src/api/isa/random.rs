@@ -15,9 +15,10 @@ use nkic_isa::{AluOp, DType, Engine, Target};
 use crate::api::check;
 use crate::api::isa::unsupported;
 use crate::api::lower::scalar_operand;
+use crate::api::rules::operand_tile;
 use crate::api::table::{
-    ApiDef, BUFFER, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, OUT_DTYPE, SHAPE, TENSOR_NAME, X,
-    opt, req,
+    ApiDef, BUFFER, Bound, DATA, DST, ENGINE_GPSIMD, ISA_ENGINES, Kind, NAME, OUT_DTYPE, Param,
+    SHAPE, TENSOR_NAME, X, engine, instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -27,31 +28,28 @@ const VECTOR: &[Engine] = &[Engine::Vector];
 
 const VECTOR_GPSIMD: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 
+/// `src_seeds`: the tensor the generators are seeded from.
+const SRC_SEEDS: Param = req("src_seeds", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.rng",
-        &[
-            DST,
-            opt("engine", Kind::Enum("engine"), "nisa.engine.vector"),
-            NAME,
+        [
+            engine("nisa.engine.vector"),
         ],
-        ISA_ENGINES,
         "Fills `dst` with random bits from the engine's per-lane generators (the low bits of 32-bit values).",
         &[
             "`dst` is int8, int16, int32, uint8, uint16 or uint32, in SBUF or PSUM (SBUF on GpSimd).",
         ],
         rng,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.rand2",
-        &[
-            DST,
+        [
             req("min", Kind::Scalar),
             req("max", Kind::Scalar),
-            NAME,
         ],
-        ISA_ENGINES,
         "Fills `dst` with uniform random fp32 values in `[min, max]` (XORWOW), cast to `dst`'s dtype.",
         &[
             "trn3 only.",
@@ -60,15 +58,12 @@ pub const DEFS: &[ApiDef] = &[
         ],
         rand2,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.dropout",
-        &[
-            DST,
+        [
             DATA,
             req("prob", Kind::Scalar),
-            NAME,
         ],
-        ISA_ENGINES,
         "Replaces each element of `data` by 0 with probability `prob` (survivors are copied, not rescaled), using the Vector PRNG.",
         &[
             "`data` and `dst` are SBUF/PSUM with equal partition counts (≤ 128), free sizes and dtypes.",
@@ -80,7 +75,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.set_rng_seed",
         &[
-            req("src_seeds", Kind::Tensor),
+            SRC_SEEDS,
             NAME,
         ],
         ISA_ENGINES,
@@ -91,8 +86,8 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nisa.rand_set_state",
         &[
-            req("src_seeds", Kind::Tensor),
-            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            SRC_SEEDS,
+            ENGINE_GPSIMD,
             NAME,
         ],
         VECTOR_GPSIMD,
@@ -104,7 +99,7 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.rand_get_state",
         &[
             DST,
-            opt("engine", Kind::Enum("engine"), "nisa.engine.gpsimd"),
+            ENGINE_GPSIMD,
             NAME,
         ],
         VECTOR_GPSIMD,
@@ -196,14 +191,13 @@ fn dropout_into(
 
 fn dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let data = b.tensor(ctx, "data")?;
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     let prob = b.value("prob");
     dropout_into(ctx, b, &data, &dst, &prob, b.span_of("prob"), span)
 }
 
 fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let x = b.tensor(ctx, "x")?;
-    check::operand(ctx, &x, b.span_of("x"), "`x`")?;
+    let (x, _) = operand_tile(ctx, b, "x")?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(x.dtype());
     let dst = emit::new_result(ctx, b, "dropout_", &x.shape, x.dtype(), Buffer::Sbuf, span)?;
     let rate = b.value("rate");
@@ -212,9 +206,7 @@ fn nl_dropout(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 }
 
 fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let dst = b.tensor(ctx, "dst")?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &dst, ds, "`dst`")?;
+    let (dst, ds) = operand_tile(ctx, b, "dst")?;
     let ints: Vec<DType> = DType::ALL.into_iter().filter(|d| d.is_int()).collect();
     check::dtype_in(ctx, &dst, &ints, "`dst`", ds)?;
     let engine = emit::engine(ctx, b)?.or(Some(Engine::Vector));
@@ -228,9 +220,7 @@ fn rng(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
 }
 
 fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let dst = b.tensor(ctx, "dst")?;
-    let ds = b.span_of("dst");
-    check::operand(ctx, &dst, ds, "`dst`")?;
+    let (dst, ds) = operand_tile(ctx, b, "dst")?;
     if dst.dtype().is_packed_x4() || dst.dtype() == DType::F8E8M0 {
         return Err(ctx.error(
             codes::DTYPE,
@@ -263,6 +253,16 @@ fn rand2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     emit::finish(ctx, b, kind, None, None, span)
 }
 
+/// The op that seeds the generators from the tensor argument `name`,
+/// checked.
+fn set_seed(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<OpKind, Diagnostic> {
+    let src = b.tensor(ctx, name)?;
+    seed_tensor(ctx, &src, b.span_of(name))?;
+    Ok(OpKind::SetRngSeed {
+        src: src.view.clone(),
+    })
+}
+
 fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "the seed")?;
     if check::partitions(t) != 1 || check::free_size(t) != 1 || t.dtype().size() != 4 {
@@ -279,20 +279,12 @@ fn seed_tensor(ctx: &Ctx<'_>, t: &Tensor, span: Span) -> Result<(), Diagnostic> 
 }
 
 fn set_rng_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src_seeds")?;
-    seed_tensor(ctx, &src, b.span_of("src_seeds"))?;
-    let kind = OpKind::SetRngSeed {
-        src: src.view.clone(),
-    };
+    let kind = set_seed(ctx, b, SRC_SEEDS.name)?;
     emit::finish(ctx, b, kind, None, None, span)
 }
 
 fn nl_random_seed(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "seed")?;
-    seed_tensor(ctx, &src, b.span_of("seed"))?;
-    let kind = OpKind::SetRngSeed {
-        src: src.view.clone(),
-    };
+    let kind = set_seed(ctx, b, "seed")?;
     emit::push(ctx, b, kind, None, span)?;
     Ok(Value::None)
 }

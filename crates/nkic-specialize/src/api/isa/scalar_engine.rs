@@ -4,6 +4,8 @@
 //! Choice where the spec is silent: `activation` with `reduce_res` but no
 //! `reduce_cmd` uses `reset_reduce` (what `activation_reduce` did).
 
+use std::rc::Rc;
+
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{OpKind, Scalar};
 use nkic_isa::{ActFunc, AluOp, DType, ReduceCmd};
@@ -12,12 +14,21 @@ use crate::api::check;
 use crate::api::lower::{operand_opt, operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_OP, REDUCE_RES,
-    REVERSE0, REVERSE1, opt, req,
+    ApiDef, Bound, DATA, Kind, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REVERSE0, REVERSE1,
+    instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
+
+/// `op`: the activation function of a ScalarE instruction.
+const ACT_OP: Param = req("op", Kind::ActFunc);
+/// `bias=` of ScalarE's input stage.
+const BIAS: Param = opt("bias", Kind::Scalar, "None");
+/// `scale=` of ScalarE's input stage.
+const SCALE: Param = opt("scale", Kind::Scalar, "1.0");
+/// `reduce_op=` of an instruction that reduces only when asked.
+const OPT_REDUCE_OP: Param = opt("reduce_op", Kind::AluOp, "None");
 
 /// ScalarE's input stage `data · scale + bias`.
 const AFFINE_INPUT: AffineInput = AffineInput {
@@ -42,20 +53,17 @@ const ACTIVATE2_REDUCE: OpIn = OpIn {
 };
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.activation",
-        &[
-            DST,
-            req("op", Kind::ActFunc),
+        [
+            ACT_OP,
             DATA,
-            opt("bias", Kind::Scalar, "None"),
-            opt("scale", Kind::Scalar, "1.0"),
-            opt("reduce_op", Kind::AluOp, "None"),
+            BIAS,
+            SCALE,
+            OPT_REDUCE_OP,
             REDUCE_RES,
             REDUCE_IDLE,
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = op(data · scale + bias)` on ScalarE, optionally summing each row into the ScalarE accumulators.",
         &[
             DATA_DST.text,
@@ -66,19 +74,16 @@ pub const DEFS: &[ApiDef] = &[
         activation,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.activation_reduce",
-        &[
-            DST,
-            req("op", Kind::ActFunc),
+        [
+            ACT_OP,
             DATA,
             REDUCE_OP,
             req("reduce_res", Kind::Tensor),
-            opt("bias", Kind::Scalar, "None"),
-            opt("scale", Kind::Scalar, "1.0"),
-            NAME,
+            BIAS,
+            SCALE,
         ],
-        ISA_ENGINES,
         "`activation(..., reduce_cmd=reset_reduce, reduce_res=reduce_res)`: the activation and the per-row sum of its result.",
         &[
             DATA_DST.text,
@@ -89,11 +94,10 @@ pub const DEFS: &[ApiDef] = &[
         activation_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.activate2",
-        &[
-            DST,
-            req("op", Kind::ActFunc),
+        [
+            ACT_OP,
             DATA,
             opt("imm0", Kind::Scalar, "None"),
             opt("imm1", Kind::Scalar, "None"),
@@ -102,12 +106,10 @@ pub const DEFS: &[ApiDef] = &[
             opt("relu_param", Kind::Scalar, "0.0"),
             REVERSE0,
             REVERSE1,
-            opt("reduce_op", Kind::AluOp, "None"),
+            OPT_REDUCE_OP,
             REDUCE_RES,
             REDUCE_IDLE,
-            NAME,
         ],
-        ISA_ENGINES,
         "ScalarE three-stage pipeline: `v = op1(op0(data, imm0), imm1)`, `dst = op(v)`, optionally reducing `dst` into the Scalar accumulators.",
         &[
             "trn3 only.",
@@ -121,13 +123,36 @@ pub const DEFS: &[ApiDef] = &[
     .with_value_form(),
 ];
 
+/// The activation function `op` (`nl.copy` when absent) and the `data`
+/// and `dst` tiles, checked.
+fn activation_tiles(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    span: Span,
+) -> Result<(ActFunc, [Rc<Tensor>; 2]), Diagnostic> {
+    let func = b.act_func(ctx, ACT_OP.name)?.unwrap_or(ActFunc::Copy);
+    Ok((func, DATA_DST.bind(ctx, b, span)?))
+}
+
+/// The `reduce_res` tile and the accumulator command of an instruction
+/// over `data` that reduces when given `reduce_res` or `reduce_op` (the
+/// checked `reduce_op=` argument).
+fn optional_reduction(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    data: &Tensor,
+    reduce_op: Option<AluOp>,
+) -> Result<(Option<Rc<Tensor>>, ReduceCmd), Diagnostic> {
+    let res = REDUCE_RESULT.check(ctx, b, check::partitions(data))?;
+    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
+    Ok((res, cmd))
+}
+
 fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
-    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
+    let (func, [data, dst]) = activation_tiles(ctx, b, span)?;
     let (scale, bias) = AFFINE_INPUT.operands(ctx, b, &data)?;
     let reduce_op = ACTIVATION_REDUCE.opt(ctx, b)?;
-    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
-    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
+    let (res, cmd) = optional_reduction(ctx, b, &data, reduce_op)?;
     let kind = OpKind::Activation {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -146,8 +171,7 @@ fn activation(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
 }
 
 fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let func = b.act_func(ctx, "op")?.unwrap_or(nkic_isa::ActFunc::Copy);
-    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
+    let (func, [data, dst]) = activation_tiles(ctx, b, span)?;
     let reduce_op = ACTIVATION_REDUCE_ADD.or(ctx, b, AluOp::Add)?;
     let Some(res) = REDUCE_RESULT.check(ctx, b, check::partitions(&data))? else {
         return Err(ctx.error(
@@ -171,8 +195,7 @@ fn activation_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, 
 }
 
 fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let func = b.act_func(ctx, "op")?.unwrap_or(ActFunc::Copy);
-    let [data, dst] = DATA_DST.bind(ctx, b, span)?;
+    let (func, [data, dst]) = activation_tiles(ctx, b, span)?;
     let op0 = b.alu_op(ctx, "op0")?.unwrap_or(AluOp::Bypass);
     let op1 = b.alu_op(ctx, "op1")?.unwrap_or(AluOp::Bypass);
     use AluOp as A;
@@ -220,8 +243,7 @@ fn activate2(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     let (imm1, reverse1) = imm("imm1", op1, "reverse1")?;
     let relu_param = operand_opt(ctx, b, "relu_param", &data)?;
     let reduce_op = ACTIVATE2_REDUCE.opt(ctx, b)?;
-    let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
-    let cmd = b.reduce_cmd_without_load(ctx, res.is_some() || reduce_op.is_some())?;
+    let (res, cmd) = optional_reduction(ctx, b, &data, reduce_op)?;
     if cmd.contributes() && reduce_op.is_none() {
         return Err(ctx.error(
             codes::BAD_ENUM,
@@ -261,8 +283,8 @@ impl AffineInput {
         b: &Bound,
         data: &Tensor,
     ) -> Result<(Scalar, Option<Scalar>), Diagnostic> {
-        let scale = operand_or(ctx, b, "scale", data, 1.0)?;
-        let Some(a) = b.get("bias") else {
+        let scale = operand_or(ctx, b, SCALE.name, data, 1.0)?;
+        let Some(a) = b.get(BIAS.name) else {
             return Ok((scale, None));
         };
         if let Value::Tensor(t) = &a.value

@@ -15,8 +15,8 @@ use crate::api::rules::{
     NotBothPsum, OpIn, REDUCE_RESULT, Tiles, not_both_psum, reduces_with_only, tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DST, ISA_ENGINES, Kind, NAME, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET,
-    instruction_pattern, opt, req,
+    ApiDef, Bound, Kind, OFFSET, PATTERN, PREDICATE, Param, REDUCE_IDLE, REDUCE_RES, REDUCE_RESET,
+    REVERSE_PRED, instruction, instruction_pattern, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -53,25 +53,31 @@ macro_rules! comparison {
     };
 }
 const COMP_OPS: [OpIn; 2] = [comparison!("comp_op0"), comparison!("comp_op1")];
+
+/// `on_true_tile` of `range_select` and `affine_select`: the tile whose
+/// selected elements are kept.
+pub(in crate::api) const ON_TRUE_TILE: Param = req("on_true_tile", Kind::Tensor);
+/// `on_false_value` of `affine_select`: what the other elements become.
+pub(in crate::api) const ON_FALSE_VALUE: Param = req("on_false_value", Kind::Float);
+/// `reduce_op=` of the selects, which reduce with `nl.maximum` only.
+const MAX_REDUCE_OP: Param = opt("reduce_op", Kind::AluOp, "nl.maximum");
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.range_select",
-        &[
-            DST,
-            req("on_true_tile", Kind::Tensor),
+        [
+            ON_TRUE_TILE,
             req("comp_op0", Kind::AluOp),
             req("comp_op1", Kind::AluOp),
             req("bound0", Kind::Tensor),
             req("bound1", Kind::Tensor),
             REDUCE_RESET,
             REDUCE_RES,
-            opt("reduce_op", Kind::AluOp, "nl.maximum"),
+            MAX_REDUCE_OP,
             opt("range_start", Kind::Int, "0"),
             opt("on_false_value", Kind::Float, "-3.4028235e38"),
-            NAME,
         ],
-        ISA_ENGINES,
         "Keeps `on_true_tile[p, i]` where `comp_op0(range_start + i, bound0[p])` and `comp_op1(range_start + i, bound1[p])`, else `on_false_value`; the row maximum goes to the Vector accumulators.",
         &[
             RANGE_TILES.text,
@@ -83,20 +89,17 @@ pub const DEFS: &[ApiDef] = &[
         range_select,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.select_reduce",
-        &[
-            DST,
-            req("predicate", Kind::Tensor),
+        [
+            PREDICATE,
             req("on_true", Kind::Tensor),
             req("on_false", Kind::Scalar),
             REDUCE_RES,
             REDUCE_IDLE,
-            opt("reduce_op", Kind::AluOp, "nl.maximum"),
-            opt("reverse_pred", Kind::Bool, "False"),
-            NAME,
+            MAX_REDUCE_OP,
+            REVERSE_PRED,
         ],
-        ISA_ENGINES,
         "`dst = predicate ? on_true : on_false`, optionally taking the per-row maximum into the Vector accumulators.",
         &[
             SELECT_TILES.text,
@@ -108,19 +111,16 @@ pub const DEFS: &[ApiDef] = &[
         select_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.affine_select",
-        &[
-            DST,
-            req("pattern", Kind::Pattern),
+        [
+            PATTERN,
             req("channel_multiplier", Kind::Int),
-            req("on_true_tile", Kind::Tensor),
-            req("on_false_value", Kind::Float),
+            ON_TRUE_TILE,
+            ON_FALSE_VALUE,
             opt("cmp_op", Kind::AluOp, "nl.equal"),
-            opt("offset", Kind::Int, "0"),
-            NAME,
+            OFFSET,
         ],
-        ISA_ENGINES,
         "`dst = cmp_op(offset + p·channel_multiplier + Σ i_k·step_k, 0) ? on_true_tile : on_false_value` on GpSimd (e.g. causal masks).",
         &[
             "`on_true_tile` and `dst` are SBUF with equal partition counts (≤ 128); `dst`'s free size is the product of the pattern's counts, as is `on_true_tile`'s.",
@@ -210,15 +210,7 @@ fn range_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
             "not available",
         ));
     }
-    let range_start = b.int(ctx, "range_start")?.unwrap_or(0);
-    let Ok(range_start) = i32::try_from(range_start) else {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!("`range_start` {range_start} does not fit in 32 bits"),
-            b.span_of("range_start"),
-            "too large",
-        ));
-    };
+    let range_start = small_int(ctx, b, "range_start")?;
     let bound1 = bounds.pop().unwrap_or(Scalar::imm(0.0));
     let bound0 = bounds.pop().unwrap_or(Scalar::imm(0.0));
     let kind = OpKind::RangeSelect {
@@ -251,6 +243,7 @@ fn pattern(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<Vec<Dim>, Diagnostic>
     instruction_pattern(&v).map_err(|e| bad(e.why()))
 }
 
+/// The int argument `name` (0 when absent), which fits in 32 bits.
 fn small_int(ctx: &Ctx<'_>, b: &Bound, name: &str) -> Result<i32, Diagnostic> {
     let v = b.int(ctx, name)?.unwrap_or(0);
     i32::try_from(v).map_err(|_| {
@@ -367,7 +360,7 @@ fn affine_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         let src = b.tensor(ctx, "on_true_tile")?;
         let ss = b.span_of("on_true_tile");
         let conds = legacy_conditions(ctx, &pred, &src, a.span)?;
-        let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+        let dst = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
         check::operand(ctx, &src, ss, "`on_true_tile`")?;
         check::buffer_in(ctx, &src, &[Buffer::Sbuf], ss, "`on_true_tile`")?;
         let on_false = Fp32::new(b.float(ctx, "on_false_value")?.unwrap_or(0.0) as f32);
@@ -393,7 +386,7 @@ fn affine_select(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let src = b.tensor(ctx, "on_true_tile")?;
     let ss = b.span_of("on_true_tile");
     let n: u64 = dims.iter().map(|d| u64::from(d.count)).product();
-    let (dst, _) = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &src.shape, src.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     check::operand(ctx, &src, ss, "`on_true_tile`")?;
     check::operand(ctx, &dst, ds, "`dst`")?;

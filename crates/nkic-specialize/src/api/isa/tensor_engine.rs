@@ -13,23 +13,30 @@ use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{DType, Engine, MatmulPerfMode, Target};
 
 use crate::api::check::{self, shape_text};
-use crate::api::table::{ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, opt, req};
+use crate::api::table::{ApiDef, Bound, DATA, ENGINE, Kind, Param, instruction, opt, req};
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
+/// `stationary`: the matmul input loaded into the PE array.
+const STATIONARY: Param = req("stationary", Kind::Tensor);
+/// `moving`: the matmul input streamed through the PE array.
+const MOVING: Param = req("moving", Kind::Tensor);
+/// `accumulate=`: add into `dst` instead of overwriting it (`None`: the
+/// compiler decides).
+const ACCUMULATE: Param = opt("accumulate", Kind::Bool, "None");
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.nc_matmul",
-        &[
-            DST,
-            req("stationary", Kind::Tensor),
-            req("moving", Kind::Tensor),
+        [
+            STATIONARY,
+            MOVING,
             opt("is_stationary_onezero", Kind::Bool, "False"),
             opt("is_moving_onezero", Kind::Bool, "False"),
             opt("is_transpose", Kind::Bool, "False"),
-            opt("accumulate", Kind::Bool, "None"),
+            ACCUMULATE,
             opt("tile_position", Kind::Ints, "()"),
             opt("tile_size", Kind::Ints, "()"),
             opt(
@@ -37,9 +44,7 @@ pub const DEFS: &[ApiDef] = &[
                 Kind::Enum("matmul_perf_mode"),
                 "nisa.matmul_perf_mode.none",
             ),
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]` on TensorE; the legacy form returns a PSUM tile (`psum[...] += nisa.nc_matmul(a, b)` accumulates).",
         &[
             "`stationary` and `moving` are SBUF, `dst` is PSUM.",
@@ -55,10 +60,9 @@ pub const DEFS: &[ApiDef] = &[
         nc_matmul,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_transpose",
-        &[DST, DATA, ENGINE, NAME],
-        ISA_ENGINES,
+        [DATA, ENGINE],
         "`dst[f, p] = data[p, f]` (free dims flattened), on TensorE (SBUF to PSUM, up to 128×128) or VectorE (up to 32×32).",
         &[
             "`dst` has shape `[F, P]` of `data`'s `[P, F]` and the same dtype.",
@@ -68,20 +72,17 @@ pub const DEFS: &[ApiDef] = &[
         nc_transpose,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_matmul_mx",
-        &[
-            DST,
-            req("stationary", Kind::Tensor),
-            req("moving", Kind::Tensor),
+        [
+            STATIONARY,
+            MOVING,
             req("stationary_scale", Kind::Tensor),
             req("moving_scale", Kind::Tensor),
             opt("tile_position", Kind::Ints, "None"),
             opt("tile_size", Kind::Ints, "None"),
-            opt("accumulate", Kind::Bool, "None"),
-            NAME,
+            ACCUMULATE,
         ],
-        ISA_ENGINES,
         "The microscaled (MXFP8/MXFP4) matmul `dst[m, n] (=|+=) Σ_k Σ_q S[k, m, q]·2^(s−127) · V[k, n, q]·2^(v−127)` of packed x4 operands with one e8m0 scale per 8 partitions × 4 values.",
         &[
             "trn3 only; `stationary`, `moving` and both scales are SBUF, `dst` is PSUM.",
@@ -359,13 +360,15 @@ fn matmul_checks(
             "partition counts differ",
         ));
     }
-    if check::start_partition(ctx, s) != check::start_partition(ctx, m) {
+    let (start_s, start_m) = (
+        check::start_partition(ctx, s),
+        check::start_partition(ctx, m),
+    );
+    if start_s != start_m {
         return Err(ctx.error(
             codes::PARTITION_START,
             format!(
-                "`stationary` starts at partition {} but `moving` at {}; matmul inputs share the PE rows",
-                check::start_partition(ctx, s),
-                check::start_partition(ctx, m)
+                "`stationary` starts at partition {start_s} but `moving` at {start_m}; matmul inputs share the PE rows"
             ),
             ms,
             "different start partition",
@@ -501,16 +504,12 @@ fn matmul_checks(
             // the backend places the tiles on the PE tile's rows and columns.
             let manual = |t: &Tensor| ctx.storage(t.storage()).address.is_some();
             let placed = manual(s) || manual(dst);
-            if placed
-                && (check::start_partition(ctx, s) != u64::from(row)
-                    || check::start_partition(ctx, dst) != u64::from(col))
-            {
+            let start_d = check::start_partition(ctx, dst);
+            if placed && (start_s != u64::from(row) || start_d != u64::from(col)) {
                 return Err(ctx.error(
                     codes::PARTITION_START,
                     format!(
-                        "with a PE tile at row {row}, column {col} the inputs start on partition {row} and `dst` on partition {col}; found {} and {}",
-                        check::start_partition(ctx, s),
-                        check::start_partition(ctx, dst)
+                        "with a PE tile at row {row}, column {col} the inputs start on partition {row} and `dst` on partition {col}; found {start_s} and {start_d}"
                     ),
                     ss,
                     "partitions do not match the PE tile",
@@ -660,7 +659,7 @@ fn nc_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
     } else {
         Buffer::Psum
     };
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), buffer, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), buffer, span)?;
     let (kind, engine) = transpose_into(
         ctx,
         (&dst, b.span_of("dst")),

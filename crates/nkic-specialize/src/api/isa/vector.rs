@@ -20,11 +20,12 @@ use crate::api::lower::{
 };
 use crate::api::rules::{
     BinaryArith, DATA_DST, NotBothPsum, OpIn, REDUCE_RESULT, SRC_DST, Tiles, binary_arith,
-    not_both_psum, tiles,
+    not_both_psum, operand_tile, tiles,
 };
 use crate::api::table::{
-    ApiDef, Bound, DATA, DST, ENGINE, ISA_ENGINES, Kind, NAME, OP0, OP1, OPERAND0, REDUCE_IDLE,
-    REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE0, REVERSE1, SRC, opt, req,
+    AXIS, ApiDef, Bound, DATA, ENGINE, KEEPDIMS, Kind, OP, OP0, OP1, OPERAND0, PREDICATE, Param,
+    REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED, REVERSE0, REVERSE1, SRC,
+    instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -106,19 +107,19 @@ const SCAN_OP: OpIn = OpIn {
     message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
     label: "unsupported scan operator",
 };
+/// `vals` of the top-8 searches: 8 values per partition.
+const VALS: Param = req("vals", Kind::Tensor);
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_tensor",
-        &[
-            DST,
+        [
             req("data1", Kind::Tensor),
             req("data2", Kind::Tensor),
-            req("op", Kind::AluOp),
+            OP,
             ENGINE,
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = data1 op data2` element-wise.",
         &[
             TT_TILES.text,
@@ -129,10 +130,9 @@ pub const DEFS: &[ApiDef] = &[
         tensor_tensor,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_scalar",
-        &[
-            DST,
+        [
             DATA,
             OP0,
             OPERAND0,
@@ -141,9 +141,7 @@ pub const DEFS: &[ApiDef] = &[
             opt("operand1", Kind::Scalar, "None"),
             REVERSE1,
             ENGINE,
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = (data op0 operand0) op1 operand1` with scalar or `(P, 1)` operands.",
         &[
             DATA_DST.text,
@@ -154,10 +152,9 @@ pub const DEFS: &[ApiDef] = &[
         tensor_scalar,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.scalar_tensor_tensor",
-        &[
-            DST,
+        [
             DATA,
             OP0,
             OPERAND0,
@@ -165,18 +162,15 @@ pub const DEFS: &[ApiDef] = &[
             req("operand1", Kind::Tensor),
             REVERSE0,
             REVERSE1,
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = (data op0 operand0) op1 operand1` with a scalar or `(P, 1)` `operand0` and a full-tile `operand1`.",
         &[STT.tiles.text, STT.psum.text, OPS_ARITH.text],
         scalar_tensor_tensor,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_scalar_reduce",
-        &[
-            DST,
+        [
             DATA,
             OP0,
             OPERAND0,
@@ -186,9 +180,7 @@ pub const DEFS: &[ApiDef] = &[
             REDUCE_RESET,
             opt("reduce_init", Kind::Scalar, "None"),
             opt("reduce_res_negate", Kind::Bool, "False"),
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = data op0 operand0`, with each row of `dst` reduced by `reduce_op` into the Vector accumulators and read out to `reduce_res`.",
         &[
             DATA_DST.text,
@@ -200,19 +192,16 @@ pub const DEFS: &[ApiDef] = &[
         tensor_scalar_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_scalar_cumulative",
-        &[
-            DST,
+        [
             SRC,
             OP0,
             OP1,
             req("imm0", Kind::Scalar),
             opt("imm1", Kind::Scalar, "None"),
             REDUCE_RESET,
-            NAME,
         ],
-        ISA_ENGINES,
         "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
         &[
             SRC_DST.text,
@@ -225,18 +214,15 @@ pub const DEFS: &[ApiDef] = &[
         tensor_scalar_cumulative,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_reduce",
-        &[
-            DST,
-            req("op", Kind::AluOp),
+        [
+            OP,
             DATA,
-            req("axis", Kind::Ints),
+            AXIS,
             opt("negate", Kind::Bool, "False"),
-            opt("keepdims", Kind::Bool, "False"),
-            NAME,
+            KEEPDIMS,
         ],
-        ISA_ENGINES,
         "Reduces `data` over the trailing free axes `axis` with `op`.",
         &[
             "`axis` names trailing free dims ending at the last dim (never dim 0), e.g. (3,), (2, 3), (1, 2, 3).",
@@ -246,10 +232,9 @@ pub const DEFS: &[ApiDef] = &[
         tensor_reduce,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_tensor_scan",
-        &[
-            DST,
+        [
             req("data0", Kind::Tensor),
             req("data1", Kind::Tensor),
             req("initial", Kind::Scalar),
@@ -257,9 +242,7 @@ pub const DEFS: &[ApiDef] = &[
             OP1,
             REVERSE0,
             REVERSE1,
-            NAME,
         ],
-        ISA_ENGINES,
         "Per partition, `r[i] = op1(op0(data0[i], r[i-1]), data1[i])` from `r[-1] = initial`; `dst = r`.",
         &[
             SCAN.tiles.text,
@@ -270,16 +253,13 @@ pub const DEFS: &[ApiDef] = &[
         tensor_tensor_scan,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.tensor_copy_predicated",
-        &[
-            DST,
+        [
             SRC,
-            req("predicate", Kind::Tensor),
-            opt("reverse_pred", Kind::Bool, "False"),
-            NAME,
+            PREDICATE,
+            REVERSE_PRED,
         ],
-        ISA_ENGINES,
         "`dst[i] = src[i]` where `predicate[i] != 0` (inverted by `reverse_pred`); other elements of `dst` are unchanged.",
         &[
             PRED_TILES.text,
@@ -288,27 +268,23 @@ pub const DEFS: &[ApiDef] = &[
         ],
         tensor_copy_predicated,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.reciprocal",
-        &[DST, DATA, NAME],
-        ISA_ENGINES,
+        [DATA],
         "`dst = 1 / data` in fp32 on VectorE (more precise than `activation(nl.reciprocal)`).",
         &[DATA_DST.text],
         reciprocal,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.exponential",
-        &[
-            DST,
+        [
             SRC,
             opt("max_value", Kind::Scalar, "0.0"),
             REDUCE_RES,
             REDUCE_IDLE,
             opt("reduce_init", Kind::Scalar, "0.0"),
-            NAME,
         ],
-        ISA_ENGINES,
         "`dst = exp(src - max_value)` on VectorE, optionally summing every element into the Vector accumulators.",
         &[
             "trn3 only.",
@@ -319,10 +295,9 @@ pub const DEFS: &[ApiDef] = &[
         exponential,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.max8",
-        &[DST, SRC, NAME],
-        ISA_ENGINES,
+        [SRC],
         "The 8 largest values of each partition, in descending order.",
         &[
             "`src` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
@@ -331,10 +306,9 @@ pub const DEFS: &[ApiDef] = &[
         max8,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_find_index8",
-        &[DST, DATA, req("vals", Kind::Tensor), NAME],
-        ISA_ENGINES,
+        [DATA, VALS],
         "For each of the 8 `vals` of a partition, the flat index of its first occurrence in `data` (all ones when absent).",
         &[
             "`data` is SBUF/PSUM, up to 3-D, with 8 to 16384 free elements.",
@@ -343,17 +317,14 @@ pub const DEFS: &[ApiDef] = &[
         find_index8,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_match_replace8",
-        &[
-            DST,
+        [
             DATA,
-            req("vals", Kind::Tensor),
+            VALS,
             req("imm", Kind::Float),
             opt("dst_idx", Kind::Tensor, "None"),
-            NAME,
         ],
-        ISA_ENGINES,
         "A copy of `data` where, for each of the 8 `vals` of a partition (last to first), the first not yet replaced match becomes `imm`; `dst_idx` receives the positions.",
         &[
             DATA_DST.text,
@@ -363,10 +334,9 @@ pub const DEFS: &[ApiDef] = &[
         match_replace8,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.bn_stats",
-        &[DST, DATA, NAME],
-        ISA_ENGINES,
+        [DATA],
         "Per partition `[n, mean, M2]` of the even and of the odd free positions (6 values).",
         &[
             "`data` is SBUF/PSUM with at most 512 free elements (`nl.tile_size.bn_stats_fmax`).",
@@ -375,10 +345,9 @@ pub const DEFS: &[ApiDef] = &[
         bn_stats,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.bn_aggr",
-        &[DST, DATA, NAME],
-        ISA_ENGINES,
+        [DATA],
         "Combines the `(count, mean, M2)` triples of each partition into mean and variance (2 values).",
         &[
             "`data` is SBUF/PSUM with a multiple of 3 free elements.",
@@ -387,10 +356,9 @@ pub const DEFS: &[ApiDef] = &[
         bn_aggr,
     )
     .with_value_form(),
-    ApiDef::new(
+    instruction!(
         "nisa.quantize_mx",
-        &[DST, SRC, req("dst_scale", Kind::Tensor), NAME],
-        ISA_ENGINES,
+        [SRC, req("dst_scale", Kind::Tensor)],
         "Quantizes fp16/bf16 `src` into packed MXFP8 `dst` with one e8m0 scale per 8 partitions × 4 elements in `dst_scale`.",
         &[
             "trn3 only; all three tensors are in SBUF.",
@@ -399,15 +367,12 @@ pub const DEFS: &[ApiDef] = &[
         ],
         quantize_mx,
     ),
-    ApiDef::new(
+    instruction!(
         "nisa.nc_stream_shuffle",
-        &[
-            DST,
+        [
             SRC,
             req("shuffle_mask", Kind::Ints),
-            NAME,
         ],
-        ISA_ENGINES,
         "Permutes partitions inside each 32-partition quadrant: output partition `i` receives source partition `shuffle_mask[i]` (255 leaves it unchanged).",
         &[
             "`shuffle_mask` has 32 entries, each 0–31 or 255.",
@@ -435,7 +400,7 @@ fn tensor_tensor(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         ));
     }
     let (sa, sc) = (b.span_of("data1"), b.span_of("data2"));
-    let (dst, _) = emit::dst_or_new(
+    let dst = emit::dst_or_new(
         ctx,
         b,
         &a.shape,
@@ -478,7 +443,7 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     let op1 = b.alu_op(ctx, "op1")?;
     let engine = emit::engine(ctx, b)?;
     let sd = b.span_of("data");
-    let (dst, _) = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &data.shape, data.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     DATA_DST.check(ctx, b, &[&data, &dst])?;
     let operand = |name: &str, op: AluOp| -> Result<Option<Scalar>, Diagnostic> {
@@ -603,7 +568,7 @@ fn tensor_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
     if shape.len() < 2 {
         shape.push(1);
     }
-    let (dst, _) = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &shape, data.dtype(), Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     check::operand(ctx, &data, sd, "`data`")?;
     check::operand(ctx, &dst, ds, "`dst`")?;
@@ -658,7 +623,7 @@ fn fixed_width_dst(
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
     let p = check::partitions(src);
-    let (dst, _) = emit::dst_or_new(ctx, b, &[p, width], dtype, Buffer::Sbuf, span)?;
+    let dst = emit::dst_or_new(ctx, b, &[p, width], dtype, Buffer::Sbuf, span)?;
     let ds = b.span_of("dst");
     check::operand(ctx, &dst, ds, "`dst`")?;
     if check::partitions(&dst) != p || check::free_size(&dst) != width {
@@ -845,9 +810,7 @@ fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
 }
 
 fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
-    let sd = b.span_of("data");
-    check::operand(ctx, &data, sd, "`data`")?;
+    let (data, sd) = operand_tile(ctx, b, "data")?;
     let fmax = u64::from(ctx.target().figures().bn_stats_fmax);
     if check::free_size(&data) > fmax {
         return Err(ctx
@@ -871,9 +834,7 @@ fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
 }
 
 fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let data = b.tensor(ctx, "data")?;
-    let sd = b.span_of("data");
-    check::operand(ctx, &data, sd, "`data`")?;
+    let (data, sd) = operand_tile(ctx, b, "data")?;
     let f = check::free_size(&data);
     if f == 0 || !f.is_multiple_of(3) {
         return Err(ctx.error(
