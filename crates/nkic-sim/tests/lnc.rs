@@ -2,14 +2,11 @@
 //! its own queues, SBUF and DMA engines; `core_barrier` orders them and
 //! the race detector catches cross-core accesses nothing orders.
 
-use nkic_isa::{Launch, Program, assemble_launch, verify_launch};
-use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+mod common;
 
-/// Verifies and runs one program.
-fn run(p: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    let verified = nkic_isa::verify(p).unwrap_or_else(|e| panic!("{e:?}"));
-    nkic_sim::run(verified, inputs, config)
-}
+use common::{ORDERS, floats, orders_and_seeded, run};
+use nkic_isa::{Launch, assemble_launch, verify_launch};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
 
 /// Verifies and runs a launch.
 fn run_launch(l: &Launch, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
@@ -46,13 +43,6 @@ fn exchange(barrier: bool) -> String {
     text
 }
 
-/// The step orders every two-core test runs under.
-const ORDERS: [StepOrder; 3] = [
-    StepOrder::RoundRobin,
-    StepOrder::Reverse,
-    StepOrder::Earliest,
-];
-
 fn launch(text: &str) -> Launch {
     let launch = assemble_launch(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     if let Err(e) = verify_launch(&launch) {
@@ -65,13 +55,6 @@ fn input_a() -> (Vec<f32>, Inputs) {
     let values: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.5 - 7.0).collect();
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     (values, Inputs::new().with("a", bytes))
-}
-
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 #[test]
@@ -307,12 +290,7 @@ fn reads_of_what_the_other_core_writes_later_are_a_race() {
         );
     let l = launch(&text);
     let (_, inputs) = input_a();
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-        StepOrder::Seeded(5),
-    ] {
+    for order in orders_and_seeded(5) {
         let config = SimConfig::stepping(order);
         let err = run_launch(&l, &inputs, &config).expect_err("a race");
         assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
