@@ -144,16 +144,14 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
     // Bitwise with an immediate truncated toward zero.
     let ints = tile(1, 2, 192, DType::U16);
     b.put_bits(&ints, &[0x1234, 0xffff]);
-    let bw = Op::TensorScalar {
-        dst: ints.clone(),
-        src: ints.clone(),
-        op0: AluOp::BitwiseAnd,
-        operand0: Some(Scalar::imm(255.9)),
-        reverse0: false,
-        op1: Some(AluOp::LeftShift),
-        operand1: Some(Scalar::imm(4.0)),
-        reverse1: false,
-    };
+    let bw = Op::tensor_scalar2(
+        ints.clone(),
+        ints.clone(),
+        AluOp::BitwiseAnd,
+        Scalar::imm(255.9),
+        AluOp::LeftShift,
+        Scalar::imm(4.0),
+    );
     b.ok(Queue::Vector, &bw);
     assert_eq!(b.get_bits(&ints), vec![0x0340, 0x0ff0]);
 }
