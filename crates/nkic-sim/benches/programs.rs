@@ -257,12 +257,32 @@ pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// The end of a counted loop: `r1 += 1`, then back to label 0 while
+/// `r1 < r0`.
+pub fn loop_back() -> [Instruction; 2] {
+    use nkic_isa::{BranchCond, Label, Reg, RegAluOp, RegOrImm};
+    [
+        Instruction::new(Op::RegAlu {
+            dst: Reg(1),
+            op: RegAluOp::Add,
+            a: Reg(1),
+            b: RegOrImm::Imm(1),
+        }),
+        Instruction::new(Op::Branch {
+            cond: BranchCond::Lt,
+            a: Reg(1),
+            b: RegOrImm::Reg(Reg(0)),
+            target: Label(0),
+        }),
+    ]
+}
+
 /// `iters` iterations of dynamic loops on three queues with small
 /// `[128, 16]` instructions, the Scalar loop waiting for the Vector loop's
 /// semaphore each iteration: measures the interpreter's per-instruction
 /// overhead (scheduling, semaphores, registers).
 pub fn small_ops(iters: i32) -> Program {
-    use nkic_isa::{BranchCond, Imm, Label, Reg, RegAluOp, RegOrImm, SemWait};
+    use nkic_isa::{Imm, Label, Reg, SemWait};
     let mut p = Program::new(Target::Trn3);
     let tick = p.add_semaphore("tick");
     let tile = |off: u64, dt| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 16)], dt);
@@ -278,18 +298,7 @@ pub fn small_ops(iters: i32) -> Program {
         }));
         s.push(Instruction::new(Op::Label { label: Label(0) }));
         s.extend(body);
-        s.push(Instruction::new(Op::RegAlu {
-            dst: Reg(1),
-            op: RegAluOp::Add,
-            a: Reg(1),
-            b: RegOrImm::Imm(1),
-        }));
-        s.push(Instruction::new(Op::Branch {
-            cond: BranchCond::Lt,
-            a: Reg(1),
-            b: RegOrImm::Reg(Reg(0)),
-            target: Label(0),
-        }));
+        s.extend(loop_back());
         s
     };
     let scale = |dst, src| Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(1.0001));

@@ -51,6 +51,17 @@ fn launch(text: &str) -> Launch {
     launch
 }
 
+/// The text of a two-core launch of `core0` and `core1` (program texts
+/// without `.target`).
+fn two_cores(core0: &str, core1: &str) -> String {
+    format!(".target trn3\n\n.core 0\n{core0}\n.core 1\n{core1}")
+}
+
+/// The first 256 columns of each of the 128 rows of `a` (`[128, 512]`).
+fn left_halves(a: &[f32]) -> Vec<f32> {
+    a.chunks(512).flat_map(|row| row[..256].to_vec()).collect()
+}
+
 fn input_a() -> (Vec<f32>, Inputs) {
     let values: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.5 - 7.0).collect();
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -203,11 +214,7 @@ fn copies(first: usize, n: usize) -> String {
 fn two_cores_move_data_faster_than_one() {
     let one = nkic_isa::assemble(&format!(".target trn3\n{}", copies(0, 16))).expect("one core");
     nkic_isa::verify(&one).expect("verifies");
-    let two = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        copies(0, 8),
-        copies(8, 8)
-    ));
+    let two = launch(&two_cores(&copies(0, 8), &copies(8, 8)));
     let values: Vec<f32> = (0..128 * 4096).map(|i| (i % 977) as f32).collect();
     let inputs = Inputs::new().with("a", values.iter().flat_map(|v| v.to_le_bytes()).collect());
     let serial = run(&one, &inputs, &SimConfig::default()).expect("one core runs");
@@ -312,11 +319,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
             off = c * 1024
         )
     };
-    let l = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1)
-    ));
+    let l = launch(&two_cores(&core(0), &core(1)));
     let (a, inputs) = input_a();
     let want: Vec<f32> = (0..128)
         .flat_map(|r| {
@@ -353,13 +356,12 @@ fn sendrecv_swaps_tiles_between_the_cores() {
     );
     // A barrier on one core where the other has the exchange: the paired
     // sequences differ.
-    let mixed = format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1).replace(
+    let mixed = two_cores(
+        &core(0),
+        &core(1).replace(
             "sendrecv dst=sbuf[0:128]+1024:f32[1,256] src=sbuf[0:128]:f32[1,256] pipe=0",
-            "core_barrier"
-        )
+            "core_barrier",
+        ),
     );
     let errors = verify_launch(&assemble_launch(&mixed).expect("assembles")).expect_err("mixed");
     assert!(
@@ -383,24 +385,14 @@ fn two_cores_storing_identical_bytes_is_no_race() {
         )
     };
     let (a, inputs) = input_a();
-    let want: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
-    let same = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(0)
-    ));
+    let want = left_halves(&a);
+    let same = launch(&two_cores(&core(0), &core(0)));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&same, &inputs, &config).expect("identical stores are accepted");
         assert_eq!(floats(res.output("out").expect("out")), want);
     }
-    let different = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1024)
-    ));
+    let different = launch(&two_cores(&core(0), &core(1024)));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let err = run_launch(&different, &inputs, &config).expect_err("different data races");
@@ -424,10 +416,8 @@ fn reading_back_a_store_the_other_core_mirrored_is_no_race() {
          .queue dma1\n  dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.mid[0:128*256]:f32[1,256] wait(stored>=1) signal(back)\n\
          \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(back>=1)\n";
     let (a, inputs) = input_a();
-    let want: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
-    let l = launch(&format!(".target trn3\n\n.core 0\n{core}\n.core 1\n{core}"));
+    let want = left_halves(&a);
+    let l = launch(&two_cores(core, core));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("a read of mirrored stores is accepted");
@@ -456,9 +446,7 @@ fn cache_update(use_read: bool) -> Launch {
         "{header}  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+1024:f32[1,256] signal(loaded)\n\
          \x20 dma_copy dst=hbm.cache[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1)\n"
     );
-    launch(&format!(
-        ".target trn3\n\n.core 0\n{core0}\n.core 1\n{core1}"
-    ))
+    launch(&two_cores(&core0, &core1))
 }
 
 #[test]
@@ -468,9 +456,7 @@ fn a_timing_dependent_read_whose_value_is_unused_is_a_warning() {
         .flat_map(|i| (i as f32).to_le_bytes())
         .collect();
     let inputs = inputs.with("cache", cache);
-    let want_out: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
+    let want_out = left_halves(&a);
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res =
