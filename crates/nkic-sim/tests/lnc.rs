@@ -6,7 +6,7 @@ mod common;
 
 use common::{ORDERS, floats, orders_and_seeded, run};
 use nkic_isa::{Launch, assemble_launch, verify_launch};
-use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder, TraceEvent};
 
 /// Verifies and runs a launch.
 fn run_launch(l: &Launch, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
@@ -62,6 +62,14 @@ fn left_halves(a: &[f32]) -> Vec<f32> {
     a.chunks(512).flat_map(|row| row[..256].to_vec()).collect()
 }
 
+/// The trace events of the `mnemonic` instructions of `res`.
+fn events<'a>(res: &'a RunResult, mnemonic: &str) -> Vec<&'a TraceEvent> {
+    res.trace
+        .iter()
+        .filter(|e| e.mnemonic == mnemonic)
+        .collect()
+}
+
 fn input_a() -> (Vec<f32>, Inputs) {
     let values: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.5 - 7.0).collect();
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -76,24 +84,16 @@ fn two_cores_share_the_arguments() {
     assert_eq!(floats(res.output("out").expect("out")), a);
     assert_eq!(res.cores(), 2);
     // Both cores ran their four instructions (3 DMAs and a barrier).
-    for core in 0..2u8 {
-        let n: u64 = res
-            .per_queue
-            .iter()
-            .filter(|q| q.core == core)
-            .map(|q| q.instructions)
-            .sum();
-        assert_eq!(n, 4, "core {core}");
+    let mut per_core = [0u64; 2];
+    for q in &res.per_queue {
+        per_core[usize::from(q.core)] += q.instructions;
     }
+    assert_eq!(per_core, [4, 4]);
     assert_eq!(res.instructions, 8);
     // The run ends with the slower core.
     assert_eq!(res.total_ps, res.core_end_ps(0).max(res.core_end_ps(1)));
     // Trace events carry their core; the barriers complete together.
-    let barriers: Vec<_> = res
-        .trace
-        .iter()
-        .filter(|e| e.mnemonic == "core_barrier")
-        .collect();
+    let barriers = events(&res, "core_barrier");
     assert_eq!(barriers.len(), 2);
     assert_ne!(barriers[0].core, barriers[1].core);
     assert_eq!(barriers[0].end_ps, barriers[1].end_ps);
@@ -190,21 +190,18 @@ fn copies(first: usize, n: usize) -> String {
     let mut text = String::from(
         ".arg a f32[128,4096] input\n.arg out f32[128,4096] output\n.sem loaded\n\n.queue dma0\n",
     );
-    for b in first..first + n {
-        let off = b * 1024;
-        let k = b - first + 1;
+    // The k-th block (k = 1..=n): its byte offset in `a` and `out`, its
+    // SBUF slot, and k, which the store's wait counts loads to.
+    let blocks = || (1..=n).map(|k| ((first + k - 1) * 1024, (k - 1) * 1024, k));
+    for (off, slot, _) in blocks() {
         text.push_str(&format!(
-            "  dma_copy dst=sbuf[0:128]+{slot}:f32[1,256] src=hbm.a[0:128*4096]+{off}:f32[1,256] signal(loaded)\n",
-            slot = (k - 1) * 1024
+            "  dma_copy dst=sbuf[0:128]+{slot}:f32[1,256] src=hbm.a[0:128*4096]+{off}:f32[1,256] signal(loaded)\n"
         ));
     }
     text.push_str("\n.queue dma1\n");
-    for b in first..first + n {
-        let off = b * 1024;
-        let k = b - first + 1;
+    for (off, slot, k) in blocks() {
         text.push_str(&format!(
-            "  dma_copy dst=hbm.out[0:128*4096]+{off}:f32[1,256] src=sbuf[0:128]+{slot}:f32[1,256] wait(loaded>={k})\n",
-            slot = (k - 1) * 1024
+            "  dma_copy dst=hbm.out[0:128*4096]+{off}:f32[1,256] src=sbuf[0:128]+{slot}:f32[1,256] wait(loaded>={k})\n"
         ));
     }
     text
@@ -337,11 +334,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
         let res = run_launch(&l, &inputs, &config).expect("runs");
         assert_eq!(floats(res.output("out").expect("out")), want, "{order:?}");
         times.push(res.total_ps);
-        let swaps: Vec<_> = res
-            .trace
-            .iter()
-            .filter(|e| e.mnemonic == "sendrecv")
-            .collect();
+        let swaps = events(&res, "sendrecv");
         assert_eq!(swaps.len(), 2);
         assert_eq!(swaps[0].start_ps, swaps[1].start_ps);
     }
