@@ -119,8 +119,7 @@ fn dma_copy_of_never_written_memory_faults() {
 fn dma_transpose_2d_and_4d() {
     let mut b = Bench::new();
     let src = tile(4, 3, 0, DType::F32);
-    let vals: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     let dst = tile(3, 4, 256, DType::F32);
     b.ok(
         Queue::Dma(0),
@@ -136,8 +135,7 @@ fn dma_transpose_2d_and_4d() {
 
     // 4-D [2, 1, 3, 2] → [2, 1, 3, 2] with dst[w, y, z, x] = src[x, y, z, w].
     let src4 = sb(0, 2, 512, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
-    let vals4: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    b.put(&src4, &vals4);
+    b.put_counting(&src4);
     let dst4 = sb(0, 2, 1024, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
     b.ok(
         Queue::Dma(0),

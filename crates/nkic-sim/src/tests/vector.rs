@@ -767,8 +767,7 @@ fn quantize_mx_non_finite_groups_get_the_positive_nan_code() {
 fn stream_shuffle_within_quadrants() {
     let mut b = Bench::new();
     let src = sb(0, 64, 0, &[(1, 1)], DType::F32);
-    let vals: Vec<f32> = (0..64).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     let dst = sb(0, 64, 64, &[(1, 1)], DType::F32);
     b.put(&dst, &[-1.0; 64]);
     let mut mask: Vec<u8> = (0..32).rev().collect();
@@ -868,8 +867,7 @@ fn affine_select_builds_a_causal_mask() {
 fn local_gather_and_n_gather() {
     let mut b = Bench::new();
     let src = tile(16, 8, 0, DType::F32);
-    let vals: Vec<f32> = (0..128).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     // Index [16, 1]: partition-first flattening gives idx_j = index[j, 0].
     let index = tile(16, 1, 64, DType::U16);
     let idx: Vec<u32> = (0..16).map(|i| (i * 3) % 7).collect();
