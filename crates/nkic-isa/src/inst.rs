@@ -692,14 +692,39 @@ impl Op {
         op0: AluOp,
         operand0: Scalar,
     ) -> Op {
+        Op::tensor_scalar_then(dst, src, op0, operand0, None)
+    }
+
+    /// `tensor_scalar` with two operators and their operands:
+    /// `(src op0 operand0) op1 operand1`.
+    pub fn tensor_scalar2(
+        dst: AccessPattern,
+        src: AccessPattern,
+        op0: AluOp,
+        operand0: Scalar,
+        op1: AluOp,
+        operand1: Scalar,
+    ) -> Op {
+        Op::tensor_scalar_then(dst, src, op0, operand0, Some((op1, operand1)))
+    }
+
+    /// `tensor_scalar` with an optional second operator, nothing reversed.
+    fn tensor_scalar_then(
+        dst: AccessPattern,
+        src: AccessPattern,
+        op0: AluOp,
+        operand0: Scalar,
+        then: Option<(AluOp, Scalar)>,
+    ) -> Op {
+        let (op1, operand1) = then.unzip();
         Op::TensorScalar {
             dst,
             src,
             op0,
             operand0: Some(operand0),
             reverse0: false,
-            op1: None,
-            operand1: None,
+            op1,
+            operand1,
             reverse1: false,
         }
     }

@@ -167,16 +167,6 @@ impl RandomField for Imm {
     }
 }
 
-impl RandomField for Scalar {
-    fn random(rng: &mut Rng) -> Self {
-        if rng.chance(2) {
-            Scalar::Imm(Fp32::random(rng))
-        } else {
-            Scalar::Vector(AccessPattern::random(rng))
-        }
-    }
-}
-
 impl RandomField for bool {
     fn random(rng: &mut Rng) -> Self {
         rng.chance(2)
@@ -251,14 +241,25 @@ impl RandomField for Reg {
     }
 }
 
-impl RandomField for RegOrImm {
-    fn random(rng: &mut Rng) -> Self {
-        if rng.chance(2) {
-            RegOrImm::Reg(Reg::random(rng))
-        } else {
-            RegOrImm::Imm(i32::random(rng))
+/// An enum of two one-field variants: either, with a random field, half
+/// the time each.
+macro_rules! random_either {
+    ($($ty:ident: $a:ident($fa:ty) | $b:ident($fb:ty);)*) => {$(
+        impl RandomField for $ty {
+            fn random(rng: &mut Rng) -> Self {
+                if rng.chance(2) {
+                    $ty::$a(<$fa>::random(rng))
+                } else {
+                    $ty::$b(<$fb>::random(rng))
+                }
+            }
         }
-    }
+    )*};
+}
+
+random_either! {
+    Scalar: Imm(Fp32) | Vector(AccessPattern);
+    RegOrImm: Reg(Reg) | Imm(i32);
 }
 
 impl RandomField for Label {

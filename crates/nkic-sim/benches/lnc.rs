@@ -24,13 +24,18 @@ fn core_text(first: u64, n: u64, total: u64) -> String {
     );
     // Two SBUF slots per operand, reused every other block.
     let slot = |k: u64, which: u64| (k % 2) * 24_576 + which * 8192;
-    t.push_str("\n.queue vector\n");
-    for k in 0..n {
-        let wait_store = if k >= 2 {
-            format!(" wait(stored>={})", k - 1)
+    // Block k reuses block k - 2's slots: from the third block on it waits
+    // until `sem` says block k - 2 is done with them.
+    let reuse = |sem: &str, k: u64| {
+        if k >= 2 {
+            format!(" wait({sem}>={})", k - 1)
         } else {
             String::new()
-        };
+        }
+    };
+    t.push_str("\n.queue vector\n");
+    for k in 0..n {
+        let wait_store = reuse("stored", k);
         t.push_str(&format!(
             "  tensor_tensor dst=sbuf[0:128]+{}:f32[1,2048] src0=sbuf[0:128]+{}:f32[1,2048] src1=sbuf[0:128]+{}:f32[1,2048] op=add wait(la>={}) wait(lb>={}){wait_store} signal(added)\n",
             slot(k, 2),
@@ -44,11 +49,7 @@ fn core_text(first: u64, n: u64, total: u64) -> String {
         t.push_str(&format!("\n.queue dma{queue}\n"));
         for k in 0..n {
             let off = (first + k) * 128 * 2048 * 4;
-            let wait = if k >= 2 {
-                format!(" wait(added>={})", k - 1)
-            } else {
-                String::new()
-            };
+            let wait = reuse("added", k);
             t.push_str(&format!(
                 "  dma_copy dst=sbuf[0:128]+{}:f32[1,2048] src=hbm.{name}[0:128*2048]+{off}:f32[1,2048]{wait} signal({sem})\n",
                 slot(k, which)

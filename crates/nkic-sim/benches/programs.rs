@@ -31,43 +31,23 @@ pub fn matmul(m: u64, k: u64, n: u64) -> Program {
     let evac = p.add_semaphore("evac");
     let stored = [p.add_semaphore("stored0"), p.add_semaphore("stored1")];
     let dma = Op::dma_copy;
+    // `at` on DMA queues 0..7, `b` on 7..14, one K tile per load.
     for kt in 0..kt_n {
-        let q = Queue::Dma((kt % 7) as u8);
-        let src = AccessPattern::hbm(
-            at,
-            128,
-            m as i64,
-            kt * 128 * m * 2,
-            &[Dim::new(1, m as u32)],
-            DType::BF16,
-        );
-        let dst = AccessPattern::sbuf(
-            0,
-            128,
-            a_off + kt * m * 2,
-            &[Dim::new(1, m as u32)],
-            DType::BF16,
-        );
-        p.stream_mut(q)
-            .push(Instruction::new(dma(dst, src)).signal(loaded[kt as usize]));
-        let q = Queue::Dma((7 + kt % 7) as u8);
-        let src = AccessPattern::hbm(
-            b,
-            128,
-            n as i64,
-            kt * 128 * n * 2,
-            &[Dim::new(1, n as u32)],
-            DType::BF16,
-        );
-        let dst = AccessPattern::sbuf(
-            0,
-            128,
-            b_off + kt * n * 2,
-            &[Dim::new(1, n as u32)],
-            DType::BF16,
-        );
-        p.stream_mut(q)
-            .push(Instruction::new(dma(dst, src)).signal(loaded[kt as usize]));
+        for (tensor, cols, off, first_queue) in [(at, m, a_off, 0), (b, n, b_off, 7)] {
+            let q = Queue::Dma((first_queue + kt % 7) as u8);
+            let row = [Dim::new(1, cols as u32)];
+            let src = AccessPattern::hbm(
+                tensor,
+                128,
+                cols as i64,
+                kt * 128 * cols * 2,
+                &row,
+                DType::BF16,
+            );
+            let dst = AccessPattern::sbuf(0, 128, off + kt * cols * 2, &row, DType::BF16);
+            p.stream_mut(q)
+                .push(Instruction::new(dma(dst, src)).signal(loaded[kt as usize]));
+        }
     }
     let mut group = 0u32;
     for mt in 0..m / 128 {
@@ -151,60 +131,42 @@ pub fn elementwise(tiles: u64) -> Program {
     let acted = p.add_semaphore("acted");
     let stored = p.add_semaphore("stored");
     let row = |off: u64| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 2048)], DType::BF16);
+    // Tile `t` (rows `t·128..`) of HBM tensor `tensor`.
+    let hbm_tile = |tensor, t: u64| {
+        let offset = t * 128 * 2048 * 2;
+        AccessPattern::hbm(tensor, 128, 2048, offset, &[Dim::new(1, 2048)], DType::BF16)
+    };
     for t in 0..tiles {
         let t32 = t as u32;
         let slot = (t % 2) * 8192;
-        let src = AccessPattern::hbm(
-            x,
-            128,
-            2048,
-            t * 128 * 2048 * 2,
-            &[Dim::new(1, 2048)],
-            DType::BF16,
-        );
-        let mut load = Instruction::new(Op::dma_copy(row(slot), src)).signal(loaded);
+        let mut load = Instruction::new(Op::dma_copy(row(slot), hbm_tile(x, t))).signal(loaded);
         if t >= 2 {
             load = load.wait(stored, t32 - 1);
         }
         p.stream_mut(Queue::Dma(0)).push(load);
         p.stream_mut(Queue::Vector).push(
-            Instruction::new(Op::TensorScalar {
-                dst: row(slot + 4096),
-                src: row(slot),
-                op0: AluOp::Multiply,
-                operand0: Some(Scalar::imm(0.5)),
-                reverse0: false,
-                op1: Some(AluOp::Add),
-                operand1: Some(Scalar::imm(1.0)),
-                reverse1: false,
-            })
+            Instruction::new(Op::tensor_scalar2(
+                row(slot + 4096),
+                row(slot),
+                AluOp::Multiply,
+                Scalar::imm(0.5),
+                AluOp::Add,
+                Scalar::imm(1.0),
+            ))
             .wait(loaded, t32 + 1)
             .signal(scaled),
         );
         p.stream_mut(Queue::Scalar).push(
-            Instruction::new(Op::Activation {
-                dst: row(slot),
-                src: row(slot + 4096),
-                func: nkic_isa::ActFunc::Exp,
-                scale: Scalar::imm(1.0),
-                bias: None,
-                reduce_op: None,
-                reduce_cmd: nkic_isa::ReduceCmd::Idle,
-                reduce_res: None,
-            })
+            Instruction::new(Op::activation(
+                row(slot),
+                row(slot + 4096),
+                nkic_isa::ActFunc::Exp,
+            ))
             .wait(scaled, t32 + 1)
             .signal(acted),
         );
-        let dst = AccessPattern::hbm(
-            y,
-            128,
-            2048,
-            t * 128 * 2048 * 2,
-            &[Dim::new(1, 2048)],
-            DType::BF16,
-        );
         p.stream_mut(Queue::Dma(1)).push(
-            Instruction::new(Op::dma_copy(dst, row(slot)))
+            Instruction::new(Op::dma_copy(hbm_tile(y, t), row(slot)))
                 .wait(acted, t32 + 1)
                 .signal(stored),
         );
@@ -253,16 +215,14 @@ pub fn add_scale(rows: u64, cols: u64) -> Program {
             .wait(loaded, 2 * (t32 + 1)),
         );
         p.stream_mut(Queue::Vector).push(
-            Instruction::new(Op::TensorScalar {
-                dst: tile(slot + 4096),
-                src: tile(slot + 4096),
-                op0: AluOp::Multiply,
-                operand0: Some(Scalar::imm(0.5)),
-                reverse0: false,
-                op1: Some(AluOp::Subtract),
-                operand1: Some(Scalar::imm(1.0)),
-                reverse1: false,
-            })
+            Instruction::new(Op::tensor_scalar2(
+                tile(slot + 4096),
+                tile(slot + 4096),
+                AluOp::Multiply,
+                Scalar::imm(0.5),
+                AluOp::Subtract,
+                Scalar::imm(1.0),
+            ))
             .signal(computed),
         );
         p.stream_mut(Queue::Dma(2)).push(
@@ -297,12 +257,32 @@ pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
         .collect()
 }
 
+/// The end of a counted loop: `r1 += 1`, then back to label 0 while
+/// `r1 < r0`.
+pub fn loop_back() -> [Instruction; 2] {
+    use nkic_isa::{BranchCond, Label, Reg, RegAluOp, RegOrImm};
+    [
+        Instruction::new(Op::RegAlu {
+            dst: Reg(1),
+            op: RegAluOp::Add,
+            a: Reg(1),
+            b: RegOrImm::Imm(1),
+        }),
+        Instruction::new(Op::Branch {
+            cond: BranchCond::Lt,
+            a: Reg(1),
+            b: RegOrImm::Reg(Reg(0)),
+            target: Label(0),
+        }),
+    ]
+}
+
 /// `iters` iterations of dynamic loops on three queues with small
 /// `[128, 16]` instructions, the Scalar loop waiting for the Vector loop's
 /// semaphore each iteration: measures the interpreter's per-instruction
 /// overhead (scheduling, semaphores, registers).
 pub fn small_ops(iters: i32) -> Program {
-    use nkic_isa::{BranchCond, Imm, Label, Reg, RegAluOp, RegOrImm, SemWait};
+    use nkic_isa::{Imm, Label, Reg, SemWait};
     let mut p = Program::new(Target::Trn3);
     let tick = p.add_semaphore("tick");
     let tile = |off: u64, dt| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 16)], dt);
@@ -318,18 +298,7 @@ pub fn small_ops(iters: i32) -> Program {
         }));
         s.push(Instruction::new(Op::Label { label: Label(0) }));
         s.extend(body);
-        s.push(Instruction::new(Op::RegAlu {
-            dst: Reg(1),
-            op: RegAluOp::Add,
-            a: Reg(1),
-            b: RegOrImm::Imm(1),
-        }));
-        s.push(Instruction::new(Op::Branch {
-            cond: BranchCond::Lt,
-            a: Reg(1),
-            b: RegOrImm::Reg(Reg(0)),
-            target: Label(0),
-        }));
+        s.extend(loop_back());
         s
     };
     let scale = |dst, src| Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(1.0001));

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use nkic_sim::{Inputs, SimConfig, SimTier, run};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimTier, run};
 
 /// The benchmark programs always verify.
 fn checked(program: &nkic_isa::Program) -> nkic_isa::Verified<'_, nkic_isa::Program> {
@@ -15,78 +15,79 @@ fn checked(program: &nkic_isa::Program) -> nkic_isa::Verified<'_, nkic_isa::Prog
 #[path = "programs.rs"]
 mod programs;
 
-fn matmul(c: &mut Criterion) {
-    let (m, k, n) = (512u64, 512u64, 1024u64);
-    let program = programs::matmul(m, k, n);
-    let verified = checked(&program);
-    let inputs = Inputs::new()
-        .with("at", programs::bf16_bytes((k * m) as usize, 1))
-        .with("b", programs::bf16_bytes((k * n) as usize, 2));
+/// Runs `program` once to count its work, then times it in the group
+/// `name`: per simulated instruction, and per `unit` as `per_unit` counts
+/// them in that first run.
+fn throughput(
+    c: &mut Criterion,
+    name: &str,
+    program: &nkic_isa::Program,
+    inputs: &Inputs,
+    seconds: u64,
+    unit: &str,
+    per_unit: fn(&RunResult) -> u64,
+) {
+    let verified = checked(program);
     let config = SimConfig {
         trace: false,
         ..SimConfig::default()
     };
-    let probe = run(verified, &inputs, &config).expect("the benchmark program runs");
-    let mut group = c.benchmark_group("matmul_512x512x1024_bf16");
+    let probe = run(verified, inputs, &config).expect("the benchmark program runs");
+    let mut group = c.benchmark_group(name);
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(10));
-    group.throughput(Throughput::Elements(probe.instructions));
-    group.bench_function("instructions", |b| {
-        b.iter(|| run(verified, &inputs, &config))
-    });
-    // Multiply-adds per second of the TensorE inner loop.
-    group.throughput(Throughput::Elements(probe.flops / 2));
-    group.bench_function("multiply_adds", |b| {
-        b.iter(|| run(verified, &inputs, &config))
-    });
+        .measurement_time(Duration::from_secs(seconds));
+    for (id, count) in [
+        ("instructions", probe.instructions),
+        (unit, per_unit(&probe)),
+    ] {
+        group.throughput(Throughput::Elements(count));
+        group.bench_function(id, |b| b.iter(|| run(verified, inputs, &config)));
+    }
     group.finish();
+}
+
+fn matmul(c: &mut Criterion) {
+    let (m, k, n) = (512u64, 512u64, 1024u64);
+    let inputs = Inputs::new()
+        .with("at", programs::bf16_bytes((k * m) as usize, 1))
+        .with("b", programs::bf16_bytes((k * n) as usize, 2));
+    // Multiply-adds per second of the TensorE inner loop.
+    throughput(
+        c,
+        "matmul_512x512x1024_bf16",
+        &programs::matmul(m, k, n),
+        &inputs,
+        10,
+        "multiply_adds",
+        |probe| probe.flops / 2,
+    );
 }
 
 fn elementwise(c: &mut Criterion) {
     let tiles = 8u64;
-    let program = programs::elementwise(tiles);
-    let verified = checked(&program);
     let inputs = Inputs::new().with("x", programs::bf16_bytes((tiles * 128 * 2048) as usize, 3));
-    let config = SimConfig {
-        trace: false,
-        ..SimConfig::default()
-    };
-    let probe = run(verified, &inputs, &config).expect("the benchmark program runs");
-    let mut group = c.benchmark_group("elementwise_8x128x2048_bf16");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
-    group.throughput(Throughput::Elements(probe.instructions));
-    group.bench_function("instructions", |b| {
-        b.iter(|| run(verified, &inputs, &config))
-    });
-    group.throughput(Throughput::Elements(probe.elements));
-    group.bench_function("elements", |b| b.iter(|| run(verified, &inputs, &config)));
-    group.finish();
+    throughput(
+        c,
+        "elementwise_8x128x2048_bf16",
+        &programs::elementwise(tiles),
+        &inputs,
+        5,
+        "elements",
+        |probe| probe.elements,
+    );
 }
 
 fn small_ops(c: &mut Criterion) {
-    let program = programs::small_ops(2000);
-    let verified = checked(&program);
-    let config = SimConfig {
-        trace: false,
-        ..SimConfig::default()
-    };
-    let probe = run(verified, &Inputs::new(), &config).expect("the benchmark program runs");
-    let mut group = c.benchmark_group("small_ops_3x2000_loops");
-    group
-        .sample_size(10)
-        .measurement_time(Duration::from_secs(5));
-    group.throughput(Throughput::Elements(probe.instructions));
-    group.bench_function("instructions", |b| {
-        b.iter(|| run(verified, &Inputs::new(), &config))
-    });
-    group.throughput(Throughput::Elements(probe.elements));
-    group.bench_function("elements", |b| {
-        b.iter(|| run(verified, &Inputs::new(), &config))
-    });
-    group.finish();
+    throughput(
+        c,
+        "small_ops_3x2000_loops",
+        &programs::small_ops(2000),
+        &Inputs::new(),
+        5,
+        "elements",
+        |probe| probe.elements,
+    );
 }
 
 /// Both tiers on the programs of issue 15: a 1024³ bf16 matmul (128 ×

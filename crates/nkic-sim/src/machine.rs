@@ -1020,6 +1020,17 @@ fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footp
         .collect()
 }
 
+/// The bytes `op`'s operand `field` covers (never-written bytes read as
+/// `peek_raw` reads them), if it has that operand and its pattern is in
+/// bounds.
+fn operand_bytes(op: &Op, field: &str, regs: &[i32], mem: &MemoryState) -> Option<Vec<u8>> {
+    op.operands()
+        .into_iter()
+        .find(|o| o.field == field)
+        .and_then(|o| mem.view_unchecked(o.ap, regs, o.field).ok())
+        .map(|v| mem.peek_raw(&v))
+}
+
 /// Executes the instruction at `q.pc` as `cand` describes; `names` are
 /// the queues by index.
 #[allow(clippy::too_many_arguments)]
@@ -1095,12 +1106,7 @@ fn step(
     let before: Vec<(crate::race::Conflict, Option<Vec<u8>>, bool)> = same_stores
         .into_iter()
         .map(|c| {
-            let bytes = op
-                .operands()
-                .into_iter()
-                .find(|o| o.field == c.field)
-                .and_then(|o| mem.view_unchecked(o.ap, &q.regs, o.field).ok())
-                .map(|v| mem.peek_raw(&v));
+            let bytes = operand_bytes(op, c.field, &q.regs, mem);
             let read_written = c
                 .overlap
                 .as_ref()
@@ -1216,12 +1222,7 @@ fn step(
         mem.poke_region(&racy.subs[k].0, &bytes);
     }
     for (conflict, old, read_written) in before {
-        let new = op
-            .operands()
-            .into_iter()
-            .find(|o| o.field == conflict.field)
-            .and_then(|o| mem.view_unchecked(o.ap, &q.regs, o.field).ok())
-            .map(|v| mem.peek_raw(&v));
+        let new = operand_bytes(op, conflict.field, &q.regs, mem);
         if old.is_none() || new != old {
             let error = race_error(&conflict, cores, cores_of, multi, q.queue, index, q.core);
             // A store changing bytes the other core read without ordering:

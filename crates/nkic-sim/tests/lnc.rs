@@ -2,14 +2,11 @@
 //! its own queues, SBUF and DMA engines; `core_barrier` orders them and
 //! the race detector catches cross-core accesses nothing orders.
 
-use nkic_isa::{Launch, Program, assemble_launch, verify_launch};
-use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+mod common;
 
-/// Verifies and runs one program.
-fn run(p: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    let verified = nkic_isa::verify(p).unwrap_or_else(|e| panic!("{e:?}"));
-    nkic_sim::run(verified, inputs, config)
-}
+use common::{ORDERS, floats, orders_and_seeded, run};
+use nkic_isa::{Launch, assemble_launch, verify_launch};
+use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder, TraceEvent};
 
 /// Verifies and runs a launch.
 fn run_launch(l: &Launch, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
@@ -46,13 +43,6 @@ fn exchange(barrier: bool) -> String {
     text
 }
 
-/// The step orders every two-core test runs under.
-const ORDERS: [StepOrder; 3] = [
-    StepOrder::RoundRobin,
-    StepOrder::Reverse,
-    StepOrder::Earliest,
-];
-
 fn launch(text: &str) -> Launch {
     let launch = assemble_launch(text).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
     if let Err(e) = verify_launch(&launch) {
@@ -61,17 +51,29 @@ fn launch(text: &str) -> Launch {
     launch
 }
 
+/// The text of a two-core launch of `core0` and `core1` (program texts
+/// without `.target`).
+fn two_cores(core0: &str, core1: &str) -> String {
+    format!(".target trn3\n\n.core 0\n{core0}\n.core 1\n{core1}")
+}
+
+/// The first 256 columns of each of the 128 rows of `a` (`[128, 512]`).
+fn left_halves(a: &[f32]) -> Vec<f32> {
+    a.chunks(512).flat_map(|row| row[..256].to_vec()).collect()
+}
+
+/// The trace events of the `mnemonic` instructions of `res`.
+fn events<'a>(res: &'a RunResult, mnemonic: &str) -> Vec<&'a TraceEvent> {
+    res.trace
+        .iter()
+        .filter(|e| e.mnemonic == mnemonic)
+        .collect()
+}
+
 fn input_a() -> (Vec<f32>, Inputs) {
     let values: Vec<f32> = (0..128 * 512).map(|i| i as f32 * 0.5 - 7.0).collect();
     let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     (values, Inputs::new().with("a", bytes))
-}
-
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
 }
 
 #[test]
@@ -82,24 +84,16 @@ fn two_cores_share_the_arguments() {
     assert_eq!(floats(res.output("out").expect("out")), a);
     assert_eq!(res.cores(), 2);
     // Both cores ran their four instructions (3 DMAs and a barrier).
-    for core in 0..2u8 {
-        let n: u64 = res
-            .per_queue
-            .iter()
-            .filter(|q| q.core == core)
-            .map(|q| q.instructions)
-            .sum();
-        assert_eq!(n, 4, "core {core}");
+    let mut per_core = [0u64; 2];
+    for q in &res.per_queue {
+        per_core[usize::from(q.core)] += q.instructions;
     }
+    assert_eq!(per_core, [4, 4]);
     assert_eq!(res.instructions, 8);
     // The run ends with the slower core.
     assert_eq!(res.total_ps, res.core_end_ps(0).max(res.core_end_ps(1)));
     // Trace events carry their core; the barriers complete together.
-    let barriers: Vec<_> = res
-        .trace
-        .iter()
-        .filter(|e| e.mnemonic == "core_barrier")
-        .collect();
+    let barriers = events(&res, "core_barrier");
     assert_eq!(barriers.len(), 2);
     assert_ne!(barriers[0].core, barriers[1].core);
     assert_eq!(barriers[0].end_ps, barriers[1].end_ps);
@@ -196,21 +190,18 @@ fn copies(first: usize, n: usize) -> String {
     let mut text = String::from(
         ".arg a f32[128,4096] input\n.arg out f32[128,4096] output\n.sem loaded\n\n.queue dma0\n",
     );
-    for b in first..first + n {
-        let off = b * 1024;
-        let k = b - first + 1;
+    // The k-th block (k = 1..=n): its byte offset in `a` and `out`, its
+    // SBUF slot, and k, which the store's wait counts loads to.
+    let blocks = || (1..=n).map(|k| ((first + k - 1) * 1024, (k - 1) * 1024, k));
+    for (off, slot, _) in blocks() {
         text.push_str(&format!(
-            "  dma_copy dst=sbuf[0:128]+{slot}:f32[1,256] src=hbm.a[0:128*4096]+{off}:f32[1,256] signal(loaded)\n",
-            slot = (k - 1) * 1024
+            "  dma_copy dst=sbuf[0:128]+{slot}:f32[1,256] src=hbm.a[0:128*4096]+{off}:f32[1,256] signal(loaded)\n"
         ));
     }
     text.push_str("\n.queue dma1\n");
-    for b in first..first + n {
-        let off = b * 1024;
-        let k = b - first + 1;
+    for (off, slot, k) in blocks() {
         text.push_str(&format!(
-            "  dma_copy dst=hbm.out[0:128*4096]+{off}:f32[1,256] src=sbuf[0:128]+{slot}:f32[1,256] wait(loaded>={k})\n",
-            slot = (k - 1) * 1024
+            "  dma_copy dst=hbm.out[0:128*4096]+{off}:f32[1,256] src=sbuf[0:128]+{slot}:f32[1,256] wait(loaded>={k})\n"
         ));
     }
     text
@@ -220,11 +211,7 @@ fn copies(first: usize, n: usize) -> String {
 fn two_cores_move_data_faster_than_one() {
     let one = nkic_isa::assemble(&format!(".target trn3\n{}", copies(0, 16))).expect("one core");
     nkic_isa::verify(&one).expect("verifies");
-    let two = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        copies(0, 8),
-        copies(8, 8)
-    ));
+    let two = launch(&two_cores(&copies(0, 8), &copies(8, 8)));
     let values: Vec<f32> = (0..128 * 4096).map(|i| (i % 977) as f32).collect();
     let inputs = Inputs::new().with("a", values.iter().flat_map(|v| v.to_le_bytes()).collect());
     let serial = run(&one, &inputs, &SimConfig::default()).expect("one core runs");
@@ -307,12 +294,7 @@ fn reads_of_what_the_other_core_writes_later_are_a_race() {
         );
     let l = launch(&text);
     let (_, inputs) = input_a();
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-        StepOrder::Seeded(5),
-    ] {
+    for order in orders_and_seeded(5) {
         let config = SimConfig::stepping(order);
         let err = run_launch(&l, &inputs, &config).expect_err("a race");
         assert_eq!(err.kind, SimErrorKind::Race, "{order:?}: {err}");
@@ -334,11 +316,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
             off = c * 1024
         )
     };
-    let l = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1)
-    ));
+    let l = launch(&two_cores(&core(0), &core(1)));
     let (a, inputs) = input_a();
     let want: Vec<f32> = (0..128)
         .flat_map(|r| {
@@ -356,11 +334,7 @@ fn sendrecv_swaps_tiles_between_the_cores() {
         let res = run_launch(&l, &inputs, &config).expect("runs");
         assert_eq!(floats(res.output("out").expect("out")), want, "{order:?}");
         times.push(res.total_ps);
-        let swaps: Vec<_> = res
-            .trace
-            .iter()
-            .filter(|e| e.mnemonic == "sendrecv")
-            .collect();
+        let swaps = events(&res, "sendrecv");
         assert_eq!(swaps.len(), 2);
         assert_eq!(swaps[0].start_ps, swaps[1].start_ps);
     }
@@ -375,13 +349,12 @@ fn sendrecv_swaps_tiles_between_the_cores() {
     );
     // A barrier on one core where the other has the exchange: the paired
     // sequences differ.
-    let mixed = format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1).replace(
+    let mixed = two_cores(
+        &core(0),
+        &core(1).replace(
             "sendrecv dst=sbuf[0:128]+1024:f32[1,256] src=sbuf[0:128]:f32[1,256] pipe=0",
-            "core_barrier"
-        )
+            "core_barrier",
+        ),
     );
     let errors = verify_launch(&assemble_launch(&mixed).expect("assembles")).expect_err("mixed");
     assert!(
@@ -405,24 +378,14 @@ fn two_cores_storing_identical_bytes_is_no_race() {
         )
     };
     let (a, inputs) = input_a();
-    let want: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
-    let same = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(0)
-    ));
+    let want = left_halves(&a);
+    let same = launch(&two_cores(&core(0), &core(0)));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&same, &inputs, &config).expect("identical stores are accepted");
         assert_eq!(floats(res.output("out").expect("out")), want);
     }
-    let different = launch(&format!(
-        ".target trn3\n\n.core 0\n{}\n.core 1\n{}",
-        core(0),
-        core(1024)
-    ));
+    let different = launch(&two_cores(&core(0), &core(1024)));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let err = run_launch(&different, &inputs, &config).expect_err("different data races");
@@ -446,10 +409,8 @@ fn reading_back_a_store_the_other_core_mirrored_is_no_race() {
          .queue dma1\n  dma_copy dst=sbuf[0:128]+1024:f32[1,256] src=hbm.mid[0:128*256]:f32[1,256] wait(stored>=1) signal(back)\n\
          \x20 dma_copy dst=hbm.out[0:128*256]:f32[1,256] src=sbuf[0:128]+1024:f32[1,256] wait(back>=1)\n";
     let (a, inputs) = input_a();
-    let want: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
-    let l = launch(&format!(".target trn3\n\n.core 0\n{core}\n.core 1\n{core}"));
+    let want = left_halves(&a);
+    let l = launch(&two_cores(core, core));
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("a read of mirrored stores is accepted");
@@ -478,9 +439,7 @@ fn cache_update(use_read: bool) -> Launch {
         "{header}  dma_copy dst=sbuf[0:128]:f32[1,256] src=hbm.a[0:128*512]+1024:f32[1,256] signal(loaded)\n\
          \x20 dma_copy dst=hbm.cache[0:128*256]:f32[1,256] src=sbuf[0:128]:f32[1,256] wait(loaded>=1)\n"
     );
-    launch(&format!(
-        ".target trn3\n\n.core 0\n{core0}\n.core 1\n{core1}"
-    ))
+    launch(&two_cores(&core0, &core1))
 }
 
 #[test]
@@ -490,9 +449,7 @@ fn a_timing_dependent_read_whose_value_is_unused_is_a_warning() {
         .flat_map(|i| (i as f32).to_le_bytes())
         .collect();
     let inputs = inputs.with("cache", cache);
-    let want_out: Vec<f32> = (0..128)
-        .flat_map(|r| a[r * 512..r * 512 + 256].to_vec())
-        .collect();
+    let want_out = left_halves(&a);
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res =

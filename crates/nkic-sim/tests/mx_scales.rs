@@ -3,14 +3,11 @@
 //! `nc_matmul_mx`). The partitions between them may hold anything, or
 //! nothing, and another queue may use them at the same time.
 
-use nkic_isa::{Program, assemble, verify};
-use nkic_sim::{Inputs, RunResult, SimConfig, SimError, SimErrorKind, StepOrder};
+mod common;
 
-/// Runs a program that `program` has verified.
-fn run(p: &Program, inputs: &Inputs, config: &SimConfig) -> Result<RunResult, SimError> {
-    let verified = verify(p).unwrap_or_else(|e| panic!("{e:?}"));
-    nkic_sim::run(verified, inputs, config)
-}
+use common::{floats, orders_and_seeded, run};
+use nkic_isa::{Program, assemble, verify};
+use nkic_sim::{Inputs, SimConfig, SimErrorKind, StepOrder};
 
 /// `quantize_mx` of `a` (bf16 [128, 8]) into the 100-row scale view at
 /// byte 128, then `nc_matmul_mx` of the quantized tile with itself
@@ -70,25 +67,13 @@ fn expected(a: &[f32]) -> Vec<f32> {
     out
 }
 
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
-}
-
 #[test]
 fn matmul_mx_reads_only_the_scale_rows_quantize_mx_wrote() {
     // Partitions 4..31, 36..63 and 68..95 of the scale view are never
     // written; the default poison policy faults on any read of them.
     let p = program(None);
     let (a, inputs) = input();
-    for order in [
-        StepOrder::RoundRobin,
-        StepOrder::Reverse,
-        StepOrder::Earliest,
-        StepOrder::Seeded(5),
-    ] {
+    for order in orders_and_seeded(5) {
         let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
         assert_eq!(

@@ -64,35 +64,15 @@ pub(crate) fn scan_body_detailed(
     triple: bool,
     is_f: bool,
 ) -> Result<usize, (usize, Option<usize>)> {
-    let mut scanner = Scanner {
-        bytes: text.as_bytes(),
-        pos: 0,
-        quote,
-        triple,
-        raw: true,
-        outer: true,
-        unclosed_field: None,
-    };
-    let res = if is_f {
-        scanner.literal(None, false)
-    } else {
-        scanner.plain()
-    };
+    let mut scanner = Scanner::new(text.as_bytes(), quote, triple, true, true);
+    let res = scanner.body(is_f);
     res.map_err(|len| (len, scanner.unclosed_field))
 }
 
 /// Splits an f-string body (the text between the quotes, without the closing
 /// quotes) into parts. `raw` is true for `rf`/`fr` literals.
 pub(crate) fn split(body_with_close: &str, quote: u8, triple: bool, raw: bool) -> Vec<RawPart> {
-    let mut scanner = Scanner {
-        bytes: body_with_close.as_bytes(),
-        pos: 0,
-        quote,
-        triple,
-        raw,
-        outer: true,
-        unclosed_field: None,
-    };
+    let mut scanner = Scanner::new(body_with_close.as_bytes(), quote, triple, raw, true);
     let mut parts = Vec::new();
     // The lexer has already checked that the literal is terminated, so the
     // result only matters for error-recovery text (never for a panic).
@@ -117,7 +97,32 @@ struct Scanner<'a> {
     unclosed_field: Option<usize>,
 }
 
-impl Scanner<'_> {
+impl<'a> Scanner<'a> {
+    /// A scanner at the start of `bytes`, a body closed by `quote` (three of
+    /// them when `triple`).
+    fn new(bytes: &'a [u8], quote: u8, triple: bool, raw: bool, outer: bool) -> Self {
+        Scanner {
+            bytes,
+            pos: 0,
+            quote,
+            triple,
+            raw,
+            outer,
+            unclosed_field: None,
+        }
+    }
+
+    /// Scans the whole body: an f-string's (with its fields) when `is_f`,
+    /// else a plain string's. Ok: the body's length with the closing
+    /// quotes.
+    fn body(&mut self, is_f: bool) -> Result<usize, usize> {
+        if is_f {
+            self.literal(None, false)
+        } else {
+            self.plain()
+        }
+    }
+
     fn peek(&self, offset: usize) -> Option<u8> {
         self.bytes.get(self.pos + offset).copied()
     }
@@ -267,21 +272,8 @@ impl Scanner<'_> {
                     let rest = &self.bytes[self.pos + 1..];
                     let triple = rest.len() >= 2 && rest[0] == c && rest[1] == c;
                     let body_start = self.pos + 1 + if triple { 2 } else { 0 };
-                    let mut inner = Scanner {
-                        bytes: &self.bytes[body_start..],
-                        pos: 0,
-                        quote: c,
-                        triple,
-                        raw,
-                        outer: false,
-                        unclosed_field: None,
-                    };
-                    let res = if is_f {
-                        inner.literal(None, false)
-                    } else {
-                        inner.plain()
-                    };
-                    match res {
+                    let mut inner = Scanner::new(&self.bytes[body_start..], c, triple, raw, false);
+                    match inner.body(is_f) {
                         Ok(len) => self.pos = body_start + len,
                         Err(len) => return Err(body_start + len),
                     }

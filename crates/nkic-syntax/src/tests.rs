@@ -119,52 +119,59 @@ fn expr(src: &str) -> String {
     sexp(&e)
 }
 
+/// Asserts that each `(source, rendering)` expression parses to that
+/// `sexp` rendering.
+#[track_caller]
+fn check_exprs(cases: &[(&str, &str)]) {
+    for &(src, want) in cases {
+        assert_eq!(expr(src), want, "{src}");
+    }
+}
+
 #[test]
 fn precedence_of_operators() {
-    assert_eq!(expr("-x ** 2"), "(- (** x 2))");
-    assert_eq!(expr("2 ** -1"), "(** 2 (- 1))");
-    assert_eq!(expr("a ** b ** c"), "(** a (** b c))");
-    assert_eq!(expr("a - b - c"), "(- (- a b) c)");
-    assert_eq!(expr("a + b * c @ d // e"), "(+ a (// (@ (* b c) d) e))");
-    assert_eq!(
-        expr("a | b ^ c & d << e + f"),
-        "(| a (^ b (& c (<< d (+ e f)))))"
-    );
-    assert_eq!(expr("~a + b"), "(+ (~ a) b)");
-    assert_eq!(expr("not a == b"), "(not (cmp a == b))");
-    assert_eq!(expr("a or b and not c"), "(or a (and b (not c)))");
-    assert_eq!(expr("a and b and c"), "(and a b c)");
-    assert_eq!(expr("0 <= i < n != m"), "(cmp 0 <= i < n != m)");
-    assert_eq!(
-        expr("a not in b is not c in d is e"),
-        "(cmp a not in b is not c in d is e)"
-    );
-    assert_eq!(expr("a if b else c if d else e"), "(if b a (if d c e))");
-    assert_eq!(
-        expr("lambda x, y: x if y else 0"),
-        "(lambda [x y] (if y x 0))"
-    );
-    assert_eq!(expr("(y := f(x))"), "(:= y (call f x))");
-    assert_eq!(expr("await a.b(c)"), "(await (call (. a b) c))");
-    assert_eq!(expr("a, *b"), "(tuple a (* b))");
+    check_exprs(&[
+        ("-x ** 2", "(- (** x 2))"),
+        ("2 ** -1", "(** 2 (- 1))"),
+        ("a ** b ** c", "(** a (** b c))"),
+        ("a - b - c", "(- (- a b) c)"),
+        ("a + b * c @ d // e", "(+ a (// (@ (* b c) d) e))"),
+        ("a | b ^ c & d << e + f", "(| a (^ b (& c (<< d (+ e f)))))"),
+        ("~a + b", "(+ (~ a) b)"),
+        ("not a == b", "(not (cmp a == b))"),
+        ("a or b and not c", "(or a (and b (not c)))"),
+        ("a and b and c", "(and a b c)"),
+        ("0 <= i < n != m", "(cmp 0 <= i < n != m)"),
+        (
+            "a not in b is not c in d is e",
+            "(cmp a not in b is not c in d is e)",
+        ),
+        ("a if b else c if d else e", "(if b a (if d c e))"),
+        ("lambda x, y: x if y else 0", "(lambda [x y] (if y x 0))"),
+        ("(y := f(x))", "(:= y (call f x))"),
+        ("await a.b(c)", "(await (call (. a b) c))"),
+        ("a, *b", "(tuple a (* b))"),
+    ]);
 }
 
 #[test]
 fn trailers_and_subscripts() {
-    assert_eq!(
-        expr("nl.load(a[i, 0:n])"),
-        "(call (. nl load) ([] a (tuple i (slice 0 n _))))"
-    );
-    assert_eq!(expr("x[::2]"), "([] x (slice _ _ 2))");
-    assert_eq!(
-        expr("x[1:2:3, ..., None]"),
-        "([] x (tuple (slice 1 2 3) ... None))"
-    );
-    assert_eq!(expr("x[:, None]"), "([] x (tuple (slice _ _ _) None))");
-    assert_eq!(expr("x[*idx]"), "([] x (* idx))");
-    assert_eq!(expr("f(a, *b, c=1, **d)"), "(call f a *b c=1 **d)");
-    assert_eq!(expr("f(x)(y)[0].z"), "(. ([] (call (call f x) y) 0) z)");
-    assert_eq!(expr("list[int] | None"), "(| ([] list int) None)");
+    check_exprs(&[
+        (
+            "nl.load(a[i, 0:n])",
+            "(call (. nl load) ([] a (tuple i (slice 0 n _))))",
+        ),
+        ("x[::2]", "([] x (slice _ _ 2))"),
+        (
+            "x[1:2:3, ..., None]",
+            "([] x (tuple (slice 1 2 3) ... None))",
+        ),
+        ("x[:, None]", "([] x (tuple (slice _ _ _) None))"),
+        ("x[*idx]", "([] x (* idx))"),
+        ("f(a, *b, c=1, **d)", "(call f a *b c=1 **d)"),
+        ("f(x)(y)[0].z", "(. ([] (call (call f x) y) 0) z)"),
+        ("list[int] | None", "(| ([] list int) None)"),
+    ]);
 }
 
 #[test]
@@ -663,6 +670,15 @@ fn unparse_keeps_parentheses_where_needed() {
     }
 }
 
+/// The one diagnostic of `src`, which must have `code`.
+#[track_caller]
+fn only_error(src: &str, code: &str) -> nkic_diag::Diagnostic {
+    let (_, mut diags) = crate::parse(src);
+    assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
+    assert_eq!(diags[0].code, code);
+    diags.remove(0)
+}
+
 #[test]
 fn backslash_before_non_ascii_in_bytes_is_one_error_not_a_panic() {
     for src in [
@@ -670,10 +686,8 @@ fn backslash_before_non_ascii_in_bytes_is_one_error_not_a_panic() {
         "x = b\"\\é\"\n",
         "x = b'a\\\u{1F600}b'\n",
     ] {
-        let (_, diags) = crate::parse(src);
-        assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
-        assert_eq!(diags[0].code, "E0007");
-        let span = diags[0].primary.as_ref().unwrap().span;
+        let diag = only_error(src, "E0007");
+        let span = diag.primary.as_ref().unwrap().span;
         assert!(
             src.is_char_boundary(span.start as usize) && src.is_char_boundary(span.end as usize)
         );
@@ -701,9 +715,7 @@ fn a_bare_star_needs_keyword_only_parameters() {
         "def f(*, **kw):\n    pass\n",
         "g = lambda *: 0\n",
     ] {
-        let (_, diags) = crate::parse(src);
-        assert_eq!(diags.len(), 1, "{src:?}: {diags:?}");
-        assert_eq!(diags[0].code, "E0015");
+        only_error(src, "E0015");
     }
     let (_, diags) = crate::parse("def f(a, *, b):\n    pass\n");
     assert!(diags.is_empty(), "{diags:?}");

@@ -102,6 +102,12 @@ impl Unparser {
         }
     }
 
+    /// Starts a line with `keyword` (a compound statement's clause).
+    fn header(&mut self, keyword: &str) {
+        self.line_start();
+        self.out.push_str(keyword);
+    }
+
     fn decorators(&mut self, decorators: &[Expr]) {
         for d in decorators {
             self.line_start();
@@ -115,11 +121,8 @@ impl Unparser {
         match &stmt.kind {
             StmtKind::FunctionDef(def) => {
                 self.decorators(&def.decorators);
-                self.line_start();
-                if def.is_async {
-                    self.out.push_str("async ");
-                }
-                let _ = write!(self.out, "def {}(", def.name.name);
+                self.header(if def.is_async { "async def " } else { "def " });
+                let _ = write!(self.out, "{}(", def.name.name);
                 write_params(&mut self.out, &def.params);
                 self.out.push(')');
                 if let Some(r) = &def.returns {
@@ -140,15 +143,13 @@ impl Unparser {
                 self.block(&def.body);
             }
             StmtKind::If { test, body, orelse } => {
-                self.line_start();
-                self.out.push_str("if ");
+                self.header("if ");
                 write_expr(&mut self.out, test, prec::NAMED);
                 self.block(body);
                 self.orelse_chain(orelse);
             }
             StmtKind::While { test, body, orelse } => {
-                self.line_start();
-                self.out.push_str("while ");
+                self.header("while ");
                 write_expr(&mut self.out, test, prec::NAMED);
                 self.block(body);
                 self.else_block(orelse);
@@ -160,11 +161,7 @@ impl Unparser {
                 body,
                 orelse,
             } => {
-                self.line_start();
-                if *is_async {
-                    self.out.push_str("async ");
-                }
-                self.out.push_str("for ");
+                self.header(if *is_async { "async for " } else { "for " });
                 write_target(&mut self.out, target);
                 self.out.push_str(" in ");
                 write_tuple_or_expr(&mut self.out, iter);
@@ -176,11 +173,7 @@ impl Unparser {
                 items,
                 body,
             } => {
-                self.line_start();
-                if *is_async {
-                    self.out.push_str("async ");
-                }
-                self.out.push_str("with ");
+                self.header(if *is_async { "async with " } else { "with " });
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         self.out.push_str(", ");
@@ -209,12 +202,10 @@ impl Unparser {
                 orelse,
                 finalbody,
             } => {
-                self.line_start();
-                self.out.push_str("try");
+                self.header("try");
                 self.block(body);
                 for h in handlers {
-                    self.line_start();
-                    self.out.push_str("except");
+                    self.header("except");
                     if let Some(t) = &h.type_ {
                         self.out.push(' ');
                         write_expr(&mut self.out, t, prec::TEST);
@@ -226,8 +217,7 @@ impl Unparser {
                 }
                 self.else_block(orelse);
                 if !finalbody.is_empty() {
-                    self.line_start();
-                    self.out.push_str("finally");
+                    self.header("finally");
                     self.block(finalbody);
                 }
             }
@@ -254,8 +244,7 @@ impl Unparser {
             },
         ] = orelse
         {
-            self.line_start();
-            self.out.push_str("elif ");
+            self.header("elif ");
             write_expr(&mut self.out, test, prec::NAMED);
             self.block(body);
             self.orelse_chain(orelse);
@@ -266,8 +255,7 @@ impl Unparser {
 
     fn else_block(&mut self, orelse: &[Stmt]) {
         if !orelse.is_empty() {
-            self.line_start();
-            self.out.push_str("else");
+            self.header("else");
             self.block(orelse);
         }
     }
@@ -434,42 +422,29 @@ fn comma_list<T>(out: &mut String, items: &[T], mut f: impl FnMut(&mut String, &
 }
 
 fn write_params(out: &mut String, p: &Params) {
-    let mut first = true;
-    let mut sep = |out: &mut String| {
-        if !first {
-            out.push_str(", ");
-        }
-        first = false;
-    };
-    for param in &p.posonly {
-        sep(out);
-        write_param(out, param);
-    }
+    // Each item is a marker (`/`, `*`, `**` or none) and the parameter
+    // that follows it, if any.
+    let plain = |param| ("", Some(param));
+    let mut items: Vec<(&str, Option<&Param>)> = p.posonly.iter().map(plain).collect();
     if !p.posonly.is_empty() {
-        sep(out);
-        out.push('/');
+        items.push(("/", None));
     }
-    for param in &p.args {
-        sep(out);
-        write_param(out, param);
-    }
+    items.extend(p.args.iter().map(plain));
     if let Some(v) = &p.vararg {
-        sep(out);
-        out.push('*');
-        write_param(out, v);
+        items.push(("*", Some(v)));
     } else if !p.kwonly.is_empty() {
-        sep(out);
-        out.push('*');
+        items.push(("*", None));
     }
-    for param in &p.kwonly {
-        sep(out);
-        write_param(out, param);
-    }
+    items.extend(p.kwonly.iter().map(plain));
     if let Some(k) = &p.kwarg {
-        sep(out);
-        out.push_str("**");
-        write_param(out, k);
+        items.push(("**", Some(k)));
     }
+    comma_list(out, &items, |out, &(marker, param)| {
+        out.push_str(marker);
+        if let Some(param) = param {
+            write_param(out, param);
+        }
+    });
 }
 
 fn write_param(out: &mut String, p: &Param) {
@@ -626,41 +601,20 @@ fn write_expr_inner(out: &mut String, e: &Expr) {
             });
             out.push('}');
         }
-        ExprKind::Set(elts) => {
-            out.push('{');
-            comma_list(out, elts, |out, e| write_expr(out, e, prec::NAMED));
-            out.push('}');
-        }
-        ExprKind::List(elts) => {
-            out.push('[');
-            comma_list(out, elts, |out, e| write_expr(out, e, prec::NAMED));
-            out.push(']');
-        }
+        ExprKind::Set(elts) => write_display(out, "{", elts, "}"),
+        ExprKind::List(elts) => write_display(out, "[", elts, "]"),
+        // A one-element tuple keeps its trailing comma: `(x,)`.
         ExprKind::Tuple(elts) => {
-            out.push('(');
-            comma_list(out, elts, |out, e| write_expr(out, e, prec::NAMED));
-            if elts.len() == 1 {
-                out.push(',');
-            }
-            out.push(')');
+            write_display(out, "(", elts, if elts.len() == 1 { ",)" } else { ")" });
         }
         ExprKind::ListComp { elt, generators } => {
-            out.push('[');
-            write_expr(out, elt, prec::NAMED);
-            write_comprehensions(out, generators);
-            out.push(']');
+            write_comprehension(out, "[", elt, generators, "]")
         }
         ExprKind::SetComp { elt, generators } => {
-            out.push('{');
-            write_expr(out, elt, prec::NAMED);
-            write_comprehensions(out, generators);
-            out.push('}');
+            write_comprehension(out, "{", elt, generators, "}")
         }
         ExprKind::GeneratorExp { elt, generators } => {
-            out.push('(');
-            write_expr(out, elt, prec::NAMED);
-            write_comprehensions(out, generators);
-            out.push(')');
+            write_comprehension(out, "(", elt, generators, ")");
         }
         ExprKind::DictComp {
             key,
@@ -785,6 +739,27 @@ fn write_subscript_item(out: &mut String, e: &Expr) {
     } else {
         write_expr(out, e, prec::NAMED);
     }
+}
+
+/// `elts`, comma-separated, between `open` and `close`.
+fn write_display(out: &mut String, open: &str, elts: &[Expr], close: &str) {
+    out.push_str(open);
+    comma_list(out, elts, |out, e| write_expr(out, e, prec::NAMED));
+    out.push_str(close);
+}
+
+/// `elt` and its `for` and `if` clauses between `open` and `close`.
+fn write_comprehension(
+    out: &mut String,
+    open: &str,
+    elt: &Expr,
+    generators: &[Comprehension],
+    close: &str,
+) {
+    out.push_str(open);
+    write_expr(out, elt, prec::NAMED);
+    write_comprehensions(out, generators);
+    out.push_str(close);
 }
 
 fn write_comprehensions(out: &mut String, generators: &[Comprehension]) {

@@ -61,33 +61,16 @@ fn reg_load_extends_and_reg_store_truncates() {
     let p = program(&[("n", DType::I16, &[2], TensorKind::Input)]);
     let mut b = Bench::with_program(&p);
     b.mem.load_tensor(0, vec![0xfe, 0xff, 0x05, 0x00]);
-    b.ok(
-        Queue::Sync,
-        &Op::RegLoad {
-            dst: Reg(0),
-            src: hbm(TensorId(0), 1, 0, 0, &[], DType::I16),
-        },
-    );
+    let reg_load = |b: &mut Bench, dst, src| b.ok(Queue::Sync, &Op::RegLoad { dst, src });
+    reg_load(&mut b, Reg(0), hbm(TensorId(0), 1, 0, 0, &[], DType::I16));
     assert_eq!(b.regs[0], -2);
     let f = tile(1, 1, 0, DType::F32);
     b.put(&f, &[1.0]);
-    b.ok(
-        Queue::Sync,
-        &Op::RegLoad {
-            dst: Reg(1),
-            src: f,
-        },
-    );
+    reg_load(&mut b, Reg(1), f);
     assert_eq!(b.regs[1], 0x3f80_0000);
     let u = tile(1, 1, 16, DType::U16);
     b.put_bits(&u, &[0xfffe]);
-    b.ok(
-        Queue::Sync,
-        &Op::RegLoad {
-            dst: Reg(2),
-            src: u.clone(),
-        },
-    );
+    reg_load(&mut b, Reg(2), u.clone());
     assert_eq!(b.regs[2], 0xfffe);
     b.regs[3] = 0x1234_5678;
     b.ok(

@@ -119,8 +119,7 @@ fn dma_copy_of_never_written_memory_faults() {
 fn dma_transpose_2d_and_4d() {
     let mut b = Bench::new();
     let src = tile(4, 3, 0, DType::F32);
-    let vals: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     let dst = tile(3, 4, 256, DType::F32);
     b.ok(
         Queue::Dma(0),
@@ -136,8 +135,7 @@ fn dma_transpose_2d_and_4d() {
 
     // 4-D [2, 1, 3, 2] → [2, 1, 3, 2] with dst[w, y, z, x] = src[x, y, z, w].
     let src4 = sb(0, 2, 512, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
-    let vals4: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    b.put(&src4, &vals4);
+    b.put_counting(&src4);
     let dst4 = sb(0, 2, 1024, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
     b.ok(
         Queue::Dma(0),
@@ -282,64 +280,39 @@ fn tensor_copy_between_equal_dtypes_keeps_nan_payloads() {
 #[test]
 fn memset_fills_every_dtype() {
     let mut b = Bench::new();
+    let memset = |b: &mut Bench, queue, dst: &AccessPattern, value| {
+        let dst = dst.clone();
+        b.ok(queue, &Op::Memset { dst, value });
+    };
     let i = tile(3, 5, 0, DType::I32);
-    b.ok(
-        Queue::Vector,
-        &Op::Memset {
-            dst: i.clone(),
-            value: Imm::Int(-7),
-        },
-    );
+    memset(&mut b, Queue::Vector, &i, Imm::Int(-7));
     assert_eq!(b.get_bits(&i), vec![(-7i32) as u32; 15]);
     let h = sb(0, 128, 64, &[(2, 3)], DType::BF16);
-    b.ok(
-        Queue::GpSimd,
-        &Op::Memset {
-            dst: h.clone(),
-            value: Imm::Float(Fp32::new(1.1)),
-        },
-    );
+    memset(&mut b, Queue::GpSimd, &h, Imm::Float(Fp32::new(1.1)));
     assert_bits(&b.get(&h), &vec![q(DType::BF16, 1.1); 128 * 3]);
     let u = tile(1, 2, 128, DType::U8);
-    b.ok(
-        Queue::Vector,
-        &Op::Memset {
-            dst: u.clone(),
-            value: Imm::Int(0x1ff),
-        },
-    );
+    memset(&mut b, Queue::Vector, &u, Imm::Int(0x1ff));
     assert_eq!(b.get_bits(&u), vec![0xff, 0xff]);
     let x4 = tile(1, 2, 192, DType::F8E4M3FNx4);
-    b.ok(
-        Queue::Vector,
-        &Op::Memset {
-            dst: x4.clone(),
-            value: Imm::Int(0),
-        },
-    );
+    memset(&mut b, Queue::Vector, &x4, Imm::Int(0));
     assert_eq!(b.get_bits(&x4), vec![0, 0]);
     let bo = tile(1, 2, 256, DType::Bool);
-    b.ok(
-        Queue::Vector,
-        &Op::Memset {
-            dst: bo.clone(),
-            value: Imm::Int(5),
-        },
-    );
+    memset(&mut b, Queue::Vector, &bo, Imm::Int(5));
     assert_eq!(b.get_bits(&bo), vec![1, 1]);
 }
 
 #[test]
 fn iota_with_pattern_and_channel_multiplier() {
     let mut b = Bench::new();
-    let dst = tile(3, 6, 0, DType::I32);
-    let op = Op::Iota {
+    // The same iota into int32, int8 and f32.
+    let iota = |dst: &AccessPattern| Op::Iota {
         dst: dst.clone(),
         pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
         offset: 5,
         channel_multiplier: 100,
     };
-    b.ok(Queue::GpSimd, &op);
+    let dst = tile(3, 6, 0, DType::I32);
+    b.ok(Queue::GpSimd, &iota(&dst));
     let mut want = Vec::new();
     for p in 0..3i32 {
         for y in 0..2i32 {
@@ -351,23 +324,11 @@ fn iota_with_pattern_and_channel_multiplier() {
     assert_eq!(b.get_bits(&dst), want);
     // Into int8 the values saturate; into f32 they convert exactly.
     let small = tile(3, 6, 64, DType::I8);
-    let op8 = Op::Iota {
-        dst: small.clone(),
-        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
-        offset: 5,
-        channel_multiplier: 100,
-    };
-    b.ok(Queue::GpSimd, &op8);
+    b.ok(Queue::GpSimd, &iota(&small));
     assert_eq!(b.get_bits(&small)[3..9], [15, 14, 13, 105, 104, 103]);
     assert_eq!(b.get_bits(&small)[12..15], [127, 127, 127]);
     let fl = tile(3, 6, 128, DType::F32);
-    let opf = Op::Iota {
-        dst: fl.clone(),
-        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
-        offset: 5,
-        channel_multiplier: 100,
-    };
-    b.ok(Queue::GpSimd, &opf);
+    b.ok(Queue::GpSimd, &iota(&fl));
     let wf: Vec<f32> = want.iter().map(|&v| v as i32 as f32).collect();
     assert_bits(&b.get(&fl), &wf);
 }

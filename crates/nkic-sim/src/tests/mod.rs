@@ -73,6 +73,12 @@ impl Bench {
             .expect("value count matches the pattern");
     }
 
+    /// Writes 0, 1, 2, … (one per element of the unpacked `ap`) into `ap`.
+    pub fn put_counting(&mut self, ap: &AccessPattern) {
+        let vals: Vec<f32> = (0..ap.num_elements()).map(|i| i as f32).collect();
+        self.put(ap, &vals);
+    }
+
     /// Writes raw bits (one per element) into `ap`.
     pub fn put_bits(&mut self, ap: &AccessPattern, bits: &[u32]) {
         let v = self.view(ap, true);

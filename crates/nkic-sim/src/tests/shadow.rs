@@ -97,16 +97,12 @@ fn kernel(
         let pick = |i: usize| i % k;
         let (op, rect) = match *s {
             Step::Scale(i) => (
-                Op::TensorScalar {
-                    dst: t(k, P, F),
-                    src: t(pick(i), P, F),
-                    op0: AluOp::Multiply,
-                    operand0: Some(Scalar::imm(2.0)),
-                    reverse0: false,
-                    op1: None,
-                    operand1: None,
-                    reverse1: false,
-                },
+                Op::tensor_scalar(
+                    t(k, P, F),
+                    t(pick(i), P, F),
+                    AluOp::Multiply,
+                    Scalar::imm(2.0),
+                ),
                 defined[pick(i)],
             ),
             Step::Add(i, j) => {

@@ -218,27 +218,19 @@ fn nc_transpose_on_tensor_and_vector() {
     let src = tile(3, 5, 0, DType::F32);
     let vals: Vec<f32> = (0..15).map(|i| i as f32 * 0.5).collect();
     b.put(&src, &vals);
+    let transpose = |b: &mut Bench, queue, dst: &AccessPattern, src: &AccessPattern| {
+        let (dst, src) = (dst.clone(), src.clone());
+        b.ok(queue, &Op::NcTranspose { dst, src });
+    };
     let dst = ps(0, 5, 0, &[(1, 3)], DType::F32);
-    b.ok(
-        Queue::Tensor,
-        &Op::NcTranspose {
-            dst: dst.clone(),
-            src: src.clone(),
-        },
-    );
+    transpose(&mut b, Queue::Tensor, &dst, &src);
     let want: Vec<f32> = (0..15).map(|e| vals[(e % 3) * 5 + e / 3]).collect();
     assert_bits(&b.get(&dst), &want);
     let big = tile(128, 128, 1024, DType::BF16);
     let bits: Vec<u32> = (0..128 * 128).map(|i| (i * 31 % 65521) as u32).collect();
     b.put_bits(&big, &bits);
     let bdst = tile(128, 128, 65536, DType::BF16);
-    b.ok(
-        Queue::Vector,
-        &Op::NcTranspose {
-            dst: bdst.clone(),
-            src: big,
-        },
-    );
+    transpose(&mut b, Queue::Vector, &bdst, &big);
     let got = b.get_bits(&bdst);
     for f in 0..128 {
         for p in 0..128 {

@@ -20,6 +20,13 @@ fn run_native(b: &mut Bench, queue: Queue, op: &Op) -> (bool, Result<(), Fault>)
     (false, e.run(op).map(|_| ()))
 }
 
+/// Runs `op` on `b`, which must take the native path and not fault.
+#[track_caller]
+fn native_ok(b: &mut Bench, queue: Queue, op: &Op) {
+    let (native, res) = run_native(b, queue, op);
+    assert!(native && res.is_ok());
+}
+
 #[test]
 fn an_f32_add_runs_natively_with_exact_sums() {
     let mut b = Bench::new();
@@ -32,8 +39,7 @@ fn an_f32_add_runs_natively_with_exact_sums() {
         src1: tile(128, 64, 4096, DType::F32),
         op: AluOp::Add,
     };
-    let (native, res) = run_native(&mut b, Queue::Vector, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Vector, &op);
     let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
     assert_bits(&b.get(&tile(128, 64, 8192, DType::F32)), &want);
 }
@@ -59,8 +65,7 @@ fn a_bf16_tensor_scalar_rounds_to_nearest_even_natively() {
         operand1: Some(Scalar::imm(0.0)),
         reverse1: true,
     };
-    let (native, res) = run_native(&mut b, Queue::Vector, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Vector, &op);
     // `reverse1`: 0 - t, so every value is negated; the NaN keeps its top
     // payload bits and gets the quiet bit (x86 subtraction keeps the NaN
     // operand's payload).
@@ -86,8 +91,7 @@ fn an_activation_on_a_strided_source_runs_natively() {
         reduce_cmd: nkic_isa::ReduceCmd::Idle,
         reduce_res: None,
     };
-    let (native, res) = run_native(&mut b, Queue::Scalar, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Scalar, &op);
     let scale = [0.5f32, 1.0, 1.5, 2.0];
     let want: Vec<f32> = (0..32)
         .map(|k| {
@@ -113,8 +117,7 @@ fn a_tensor_reduce_folds_each_run_left_from_its_first_element_natively() {
         last_dims: 1,
         negate: true,
     };
-    let (native, res) = run_native(&mut b, Queue::Vector, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Vector, &op);
     let want: Vec<f32> = (0..6)
         .map(|k| {
             let (p, j) = (k / 3, k % 3);
@@ -139,8 +142,7 @@ fn an_activation_reduce_sums_the_unrounded_values_natively() {
         reduce_op: AluOp::Add,
         reduce_res: tile(2, 1, 512, DType::F32),
     };
-    let (native, res) = run_native(&mut b, Queue::Scalar, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Scalar, &op);
     let want: Vec<f32> = (0..2)
         .map(|p| (0..5).fold(0.0, |r, i| r + x[p * 5 + i] * 1.5))
         .collect();
@@ -158,8 +160,7 @@ fn an_iota_saturates_into_int8_natively() {
         offset: -300,
         channel_multiplier: 7,
     };
-    let (native, res) = run_native(&mut b, Queue::GpSimd, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::GpSimd, &op);
     let want: Vec<u32> = (0..12)
         .map(|k| {
             let v = -300 + 7 * (k / 6) + 100 * (k % 6);
@@ -187,8 +188,7 @@ fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
         reverse0: false,
         reverse1: false,
     };
-    let (native, res) = run_native(&mut b, Queue::Vector, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Vector, &op);
     let mut want = Vec::new();
     for (p, start) in [0.5f32, -2.0].into_iter().enumerate() {
         let mut r = start;
@@ -210,8 +210,7 @@ fn a_contiguous_copy_moves_words_then_the_odd_elements_natively() {
         dst: tile(2, 13, 100, DType::BF16),
         src: tile(2, 13, 2, DType::BF16),
     };
-    let (native, res) = run_native(&mut b, Queue::Vector, &op);
-    assert!(native && res.is_ok());
+    native_ok(&mut b, Queue::Vector, &op);
     assert_eq!(b.get_bits(&tile(2, 13, 100, DType::BF16)), bits);
 }
 

@@ -144,16 +144,14 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
     // Bitwise with an immediate truncated toward zero.
     let ints = tile(1, 2, 192, DType::U16);
     b.put_bits(&ints, &[0x1234, 0xffff]);
-    let bw = Op::TensorScalar {
-        dst: ints.clone(),
-        src: ints.clone(),
-        op0: AluOp::BitwiseAnd,
-        operand0: Some(Scalar::imm(255.9)),
-        reverse0: false,
-        op1: Some(AluOp::LeftShift),
-        operand1: Some(Scalar::imm(4.0)),
-        reverse1: false,
-    };
+    let bw = Op::tensor_scalar2(
+        ints.clone(),
+        ints.clone(),
+        AluOp::BitwiseAnd,
+        Scalar::imm(255.9),
+        AluOp::LeftShift,
+        Scalar::imm(4.0),
+    );
     b.ok(Queue::Vector, &bw);
     assert_eq!(b.get_bits(&ints), vec![0x0340, 0x0ff0]);
 }
@@ -769,8 +767,7 @@ fn quantize_mx_non_finite_groups_get_the_positive_nan_code() {
 fn stream_shuffle_within_quadrants() {
     let mut b = Bench::new();
     let src = sb(0, 64, 0, &[(1, 1)], DType::F32);
-    let vals: Vec<f32> = (0..64).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     let dst = sb(0, 64, 64, &[(1, 1)], DType::F32);
     b.put(&dst, &[-1.0; 64]);
     let mut mask: Vec<u8> = (0..32).rev().collect();
@@ -870,8 +867,7 @@ fn affine_select_builds_a_causal_mask() {
 fn local_gather_and_n_gather() {
     let mut b = Bench::new();
     let src = tile(16, 8, 0, DType::F32);
-    let vals: Vec<f32> = (0..128).map(|i| i as f32).collect();
-    b.put(&src, &vals);
+    b.put_counting(&src);
     // Index [16, 1]: partition-first flattening gives idx_j = index[j, 0].
     let index = tile(16, 1, 64, DType::U16);
     let idx: Vec<u32> = (0..16).map(|i| (i * 3) % 7).collect();
