@@ -746,13 +746,7 @@ impl Placer {
 /// alignment or bank rule, so the answer is the lowest valid offset; the
 /// search walks the merged intervals once.
 fn fit(busy: &[(u64, u64)], size: u64, mem: Memory) -> Option<u64> {
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(busy.len());
-    for &(lo, hi) in busy {
-        match merged.last_mut() {
-            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
-            _ => merged.push((lo, hi)),
-        }
-    }
+    let merged = nkic_isa::intervals::join_sorted(busy.iter().copied());
     let mut next = 0usize;
     let mut cand = 0u64;
     loop {

@@ -123,18 +123,7 @@ impl Access {
         let (Some(a), Some(b)) = (&self.runs, &other.runs) else {
             return true;
         };
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
-                return true;
-            }
-            if a[i].1 <= b[j].1 {
-                i += 1;
-            } else {
-                j += 1;
-            }
-        }
-        false
+        nkic_isa::intervals::meet(a, b)
     }
 }
 

@@ -209,14 +209,7 @@ impl Footprint {
             .map(|s| (s, s.saturating_add(run)))
             .collect();
         runs.sort_unstable();
-        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(runs.len());
-        for (s, e) in runs {
-            match merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => merged.push((s, e)),
-            }
-        }
-        Some(merged)
+        Some(nkic_isa::intervals::join_sorted(runs))
     }
 }
 

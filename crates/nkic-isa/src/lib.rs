@@ -39,6 +39,7 @@ pub mod engine;
 pub mod enums;
 pub mod field;
 pub mod inst;
+pub mod intervals;
 pub mod launch;
 pub mod numerics;
 pub mod program;

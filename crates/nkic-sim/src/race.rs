@@ -52,7 +52,7 @@
 //! store of the other core to bytes this core never wrote could, on the
 //! hardware, write an older value back; that case is not detected.)
 
-use nkic_isa::{Op, Queue, Role};
+use nkic_isa::{Op, Queue, Role, intervals};
 
 use crate::footprint::operand_views;
 use crate::memory::{SpaceId, View};
@@ -99,14 +99,7 @@ impl Region {
                 }
             }
             intervals.sort_unstable();
-            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(intervals.len());
-            for (s, e) in intervals {
-                match merged.last_mut() {
-                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((s, e)),
-                }
-            }
-            intervals = merged;
+            intervals = intervals::join_sorted(intervals);
         }
         Some(Region {
             space: v.space,
@@ -122,19 +115,7 @@ impl Region {
         {
             return false;
         }
-        let (a, b) = (&self.intervals, &other.intervals);
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() && j < b.len() {
-            if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
-                return true;
-            }
-            if a[i].1 <= b[j].1 {
-                i += 1;
-            } else {
-                j += 1;
-            }
-        }
-        false
+        intervals::meet(&self.intervals, &other.intervals)
     }
 }
 

@@ -1,0 +1,55 @@
+//! Half-open intervals `[start, end)` kept sorted: joining and meeting.
+//! The IR's footprints, the backend's dependency graph and allocator and
+//! the simulator's race detector all describe bytes this way.
+
+/// Joins intervals that overlap or touch, from a list sorted by start;
+/// the result is sorted and disjoint.
+pub fn join_sorted<T: Ord + Copy>(sorted: impl IntoIterator<Item = (T, T)>) -> Vec<(T, T)> {
+    let sorted = sorted.into_iter();
+    let mut joined: Vec<(T, T)> = Vec::with_capacity(sorted.size_hint().0);
+    for (s, e) in sorted {
+        match joined.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => joined.push((s, e)),
+        }
+    }
+    joined
+}
+
+/// True when two sorted lists of disjoint intervals share a point.
+pub fn meet<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
+            return true;
+        }
+        if a[i].1 <= b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{join_sorted, meet};
+
+    #[test]
+    fn joins_overlapping_and_touching_intervals() {
+        let joined = join_sorted([(0, 4), (2, 3), (4, 6), (8, 9), (9, 9), (10, 12)]);
+        assert_eq!(joined, [(0, 6), (8, 9), (10, 12)]);
+        assert_eq!(join_sorted::<i64>([]), []);
+    }
+
+    #[test]
+    fn intervals_meet_only_when_they_share_a_point() {
+        let a = [(0, 4), (10, 12)];
+        assert!(meet(&a, &[(3, 5)]));
+        assert!(meet(&a, &[(5, 6), (11, 20)]));
+        assert!(!meet(&a, &[(4, 10)]));
+        assert!(!meet(&a, &[(12, 13)]));
+        assert!(!meet(&a, &[]));
+    }
+}
