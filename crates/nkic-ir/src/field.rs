@@ -28,6 +28,8 @@
 //! Fields equal to their default (`false`, `None`, `reduce_cmd=idle`,
 //! `oob=error`, `perf_mode=none`) are omitted.
 
+use std::fmt::Write as _;
+
 use nkic_isa::{
     ActFunc, AluOp, DType, DgeMode, Dim, Fp32, Imm, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
 };
@@ -143,9 +145,9 @@ pub(crate) fn write_view(view: &View, storages: &Arena<Storage>, out: &mut Strin
                 out.push_str(", ");
             }
             let stop = start + (d.count - 1) * step + 1;
-            out.push_str(&format!("{start}:{stop}"));
+            let _ = write!(out, "{start}:{stop}");
             if *step != 1 {
-                out.push_str(&format!(":{step}"));
+                let _ = write!(out, ":{step}");
             }
         }
         out.push(']');
@@ -156,17 +158,17 @@ pub(crate) fn write_view(view: &View, storages: &Arena<Storage>, out: &mut Strin
         if k > 0 {
             out.push_str(", ");
         }
-        out.push_str(&format!("[{}, {}]", d.stride, d.count));
+        let _ = write!(out, "[{}, {}]", d.stride, d.count);
     }
-    out.push_str(&format!("], offset={}", view.offset));
+    let _ = write!(out, "], offset={}", view.offset);
     if st.is_none_or(|st| st.dtype != view.dtype) {
-        out.push_str(&format!(", dtype={}", view.dtype));
+        let _ = write!(out, ", dtype={}", view.dtype);
     }
     if let Some(d) = &view.dyn_offset {
-        out.push_str(&format!(", scalar_offset={}*{}", d.reg, d.scale));
+        let _ = write!(out, ", scalar_offset={}*{}", d.reg, d.scale);
     }
     if let Some(ind) = &view.indirect {
-        out.push_str(&format!(", {}=", ind.name()));
+        let _ = write!(out, ", {}=", ind.name());
         write_view(ind.index(), storages, out);
     }
     out.push(')');
@@ -457,7 +459,7 @@ impl FieldParse for bool {
 
 impl FieldValue for [u32; 2] {
     fn write_text(&self, _: &Arena<Storage>, out: &mut String) {
-        out.push_str(&format!("[{}, {}]", self[0], self[1]));
+        let _ = write!(out, "[{}, {}]", self[0], self[1]);
     }
 }
 
@@ -479,7 +481,7 @@ impl FieldValue for Vec<Dim> {
             if k > 0 {
                 out.push_str(", ");
             }
-            out.push_str(&format!("[{}, {}]", d.stride, d.count));
+            let _ = write!(out, "[{}, {}]", d.stride, d.count);
         }
         out.push(']');
     }
@@ -497,7 +499,7 @@ impl FieldParse for Vec<Dim> {
 impl FieldValue for Vec<u8> {
     fn write_text(&self, _: &Arena<Storage>, out: &mut String) {
         let items: Vec<String> = self.iter().map(u8::to_string).collect();
-        out.push_str(&format!("[{}]", items.join(", ")));
+        let _ = write!(out, "[{}]", items.join(", "));
     }
 }
 

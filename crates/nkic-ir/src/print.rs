@@ -41,6 +41,8 @@
 //! comments, which the reader ignores. `via` lists the inlined call sites,
 //! innermost first.
 
+use std::fmt::Write as _;
+
 use nkic_diag::SourceMap;
 
 use crate::arena::Handle;
@@ -104,18 +106,17 @@ impl Printer<'_> {
             join_u32(&k.num_programs)
         ));
         for f in &k.files {
-            self.out.push_str(&format!("file {} ", f.id.0));
+            let _ = write!(self.out, "file {} ", f.id.0);
             quote(&f.name, &mut self.out);
             self.out.push('\n');
         }
         for (h, reg) in k.registers.iter() {
-            self.out.push_str(&format!("reg {h} "));
+            let _ = write!(self.out, "reg {h} ");
             quote(&reg.name, &mut self.out);
             self.out.push('\n');
         }
         for (h, lp) in k.static_loops.iter() {
-            self.out
-                .push_str(&format!("{h} = {} trips={}", lp.kind.name(), lp.trips));
+            let _ = write!(self.out, "{h} = {} trips={}", lp.kind.name(), lp.trips);
             self.ctx(lp.parent);
             let loc = k.spans.static_loops.get(h).copied();
             self.end_line(loc);
@@ -130,14 +131,13 @@ impl Printer<'_> {
             ));
             quote(&st.name, &mut self.out);
             if let Some((i, arg)) = k.args.iter().enumerate().find(|(_, a)| a.storage == h) {
-                self.out.push_str(&format!(" arg={i} {}", arg.kind.name()));
+                let _ = write!(self.out, " arg={i} {}", arg.kind.name());
             }
             if let Some(addr) = st.address {
-                self.out
-                    .push_str(&format!(" addr=[{}, {}]", addr.partition, addr.byte));
+                let _ = write!(self.out, " addr=[{}, {}]", addr.partition, addr.byte);
             }
             if let Some(scope) = st.scope {
-                self.out.push_str(&format!(" scope={scope}"));
+                let _ = write!(self.out, " scope={scope}");
             }
             self.ctx(st.loop_ctx);
             let loc = k.spans.storages.get(h).copied();
@@ -146,7 +146,7 @@ impl Printer<'_> {
         self.block(&k.body, 0);
         if !k.outputs.is_empty() {
             let outs: Vec<String> = k.outputs.iter().map(ToString::to_string).collect();
-            self.out.push_str(&format!("return {}\n", outs.join(", ")));
+            let _ = writeln!(self.out, "return {}", outs.join(", "));
         }
     }
 
@@ -169,17 +169,17 @@ impl Printer<'_> {
     fn op(&mut self, h: Handle<Op>) {
         let k = self.k;
         let Some(op) = k.ops.try_get(h) else {
-            self.out.push_str(&format!("# dangling {h}\n"));
+            let _ = writeln!(self.out, "# dangling {h}");
             return;
         };
-        self.out.push_str(&format!("{h} = {}", op.kind.mnemonic()));
+        let _ = write!(self.out, "{h} = {}", op.kind.mnemonic());
         let mut fields = String::new();
         op.kind
             .for_each_field(&mut |name, _role: Role, value: &dyn FieldValue| {
                 if value.is_omitted() {
                     return;
                 }
-                fields.push_str(&format!(" {name}="));
+                let _ = write!(fields, " {name}=");
                 value.write_text(&k.storages, &mut fields);
             });
         self.out.push_str(&fields);
@@ -193,10 +193,10 @@ impl Printer<'_> {
         }
         if !op.depends_on.is_empty() {
             let deps: Vec<String> = op.depends_on.iter().map(ToString::to_string).collect();
-            self.out.push_str(&format!(" deps=[{}]", deps.join(", ")));
+            let _ = write!(self.out, " deps=[{}]", deps.join(", "));
         }
         if let Some(g) = op.no_reorder {
-            self.out.push_str(&format!(" group={g}"));
+            let _ = write!(self.out, " group={g}");
         }
         self.ctx(op.loop_ctx);
         let chain = k.call_chain(h);
@@ -216,10 +216,10 @@ impl Printer<'_> {
     fn dyn_loop(&mut self, l: Handle<DynLoop>, depth: usize) {
         let k = self.k;
         let Some(lp) = k.dyn_loops.try_get(l) else {
-            self.out.push_str(&format!("# dangling {l}\n"));
+            let _ = writeln!(self.out, "# dangling {l}");
             return;
         };
-        self.out.push_str(&format!("{l} = {}", lp.kind.name()));
+        let _ = write!(self.out, "{l} = {}", lp.kind.name());
         let bound = |b: &RegOrImm| match b {
             RegOrImm::Reg(r) => r.to_string(),
             RegOrImm::Imm(v) => v.to_string(),
@@ -235,7 +235,7 @@ impl Printer<'_> {
             DynLoopKind::While { cond } => self.out.push_str(&format!(" cond={cond}")),
         }
         if let Some(iv) = lp.induction {
-            self.out.push_str(&format!(" iv={iv}"));
+            let _ = write!(self.out, " iv={iv}");
         }
         self.ctx(lp.loop_ctx);
         if let Some(loc) = k.spans.dyn_loops.get(l).copied() {
@@ -261,7 +261,7 @@ impl Printer<'_> {
             .iter()
             .map(|it| format!("{}={}", it.lp, it.index))
             .collect();
-        self.out.push_str(&format!(" iter=[{}]", frames.join(", ")));
+        let _ = write!(self.out, " iter=[{}]", frames.join(", "));
     }
 
     fn loc_text(&mut self, loc: SrcLoc) {
@@ -271,8 +271,7 @@ impl Printer<'_> {
             // An unknown file prints as its number; the verifier reports it.
             None => self.out.push_str(&format!("{}", loc.file.0)),
         }
-        self.out
-            .push_str(&format!(":{}..{}", loc.span.start, loc.span.end));
+        let _ = write!(self.out, ":{}..{}", loc.span.start, loc.span.end);
     }
 
     /// Ends an entity line with its location and optional comment.
@@ -291,8 +290,7 @@ impl Printer<'_> {
         };
         if let Some(file) = sources.get(loc.file) {
             let lc = file.line_col(loc.span.start);
-            self.out
-                .push_str(&format!("  # {}:{}:{}", file.name(), lc.line, lc.col));
+            let _ = write!(self.out, "  # {}:{}:{}", file.name(), lc.line, lc.col);
         }
     }
 }

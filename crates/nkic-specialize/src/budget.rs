@@ -39,9 +39,23 @@ impl Ctx<'_> {
     /// Charges one step and one level of nesting for the expression or
     /// statement at `span`; a successful call must be paired with
     /// [`Ctx::leave`].
+    #[inline]
     pub(crate) fn enter(&mut self, span: Span) -> Result<(), Diagnostic> {
+        if self.budget.steps < self.config.max_steps
+            && self.budget.nesting < self.config.max_nesting
+        {
+            self.budget.steps += 1;
+            self.budget.nesting += 1;
+            return Ok(());
+        }
+        Err(self.over_budget(span))
+    }
+
+    /// The error of an [`Ctx::enter`] past the step or nesting budget.
+    #[cold]
+    fn over_budget(&self, span: Span) -> Diagnostic {
         if self.budget.steps >= self.config.max_steps {
-            return Err(self
+            return self
                 .error(
                     codes::STEP_BUDGET,
                     format!(
@@ -53,24 +67,18 @@ impl Ctx<'_> {
                 )
                 .with_help(
                     "compile-time code runs at every compile; if this much work is intended, raise the budget with --max-steps",
-                ));
+                );
         }
-        if self.budget.nesting >= self.config.max_nesting {
-            return Err(self
-                .error(
-                    codes::NESTING_BUDGET,
-                    format!(
-                        "compile-time evaluation is nested more than {} levels deep",
-                        self.config.max_nesting
-                    ),
-                    span,
-                    "nested too deeply here",
-                )
-                .with_help("split deeply nested expressions, or make recursion shallower"));
-        }
-        self.budget.steps += 1;
-        self.budget.nesting += 1;
-        Ok(())
+        self.error(
+            codes::NESTING_BUDGET,
+            format!(
+                "compile-time evaluation is nested more than {} levels deep",
+                self.config.max_nesting
+            ),
+            span,
+            "nested too deeply here",
+        )
+        .with_help("split deeply nested expressions, or make recursion shallower")
     }
 
     /// Leaves the level entered by the last successful [`Ctx::enter`].

@@ -124,9 +124,8 @@ pub struct Ctx<'a> {
     /// scope, not the class scope).
     pub(crate) in_class_body: bool,
     pub(crate) bases: Bases,
-    /// Interned keyword names.
-    pub(crate) names:
-        std::collections::HashSet<Rc<str>, std::hash::BuildHasherDefault<crate::value::NameHasher>>,
+    /// Interned names: keywords, parameters, variables and attributes.
+    pub(crate) names: crate::value::Names,
     /// Loaded user modules by resolved path.
     pub(crate) module_paths: HashMap<String, ModuleId>,
     pub(crate) prints: Vec<Print>,

@@ -370,6 +370,8 @@ impl Ctx<'_> {
                     env: f.env.clone(),
                     defaults: f.defaults.clone(),
                     kw_defaults: f.kw_defaults.clone(),
+                    param_names: f.param_names.clone(),
+                    locals: f.locals.clone(),
                     owner: std::cell::RefCell::new(None),
                     method_kind: f.method_kind,
                     jit: true,

@@ -366,6 +366,13 @@ pub struct Function {
     pub defaults: Vec<Option<Value>>,
     /// Defaults of the keyword-only parameters, aligned with them.
     pub kw_defaults: Vec<Option<Value>>,
+    /// The interned names of the positional then keyword-only parameters
+    /// (`Ctx::param_names`), so binding arguments compares and allocates
+    /// no strings.
+    pub param_names: Rc<[Rc<str>]>,
+    /// How many variables the last call bound: the next call's scope is
+    /// made that large at once.
+    pub locals: std::cell::Cell<usize>,
     /// Set for methods: the class the `def` appeared in (for `super()`).
     pub owner: RefCell<Option<std::rc::Weak<Class>>>,
     /// `@staticmethod`, `@classmethod` or `@property`.
@@ -481,10 +488,17 @@ impl Object {
     }
 
     pub fn set(&self, name: Rc<str>, value: Value) {
+        let key = name.clone();
+        self.set_with(&name, value, || key);
+    }
+
+    /// Sets field `name`; `key` makes the name of a new field (an interned
+    /// name, so that assigning an existing field allocates nothing).
+    pub fn set_with(&self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
         let mut fields = self.fields.borrow_mut();
-        match fields.iter_mut().find(|(k, _)| *k == name) {
+        match fields.iter_mut().find(|(k, _)| &**k == name) {
             Some(slot) => slot.1 = value,
-            None => fields.push((name, value)),
+            None => fields.push((key(), value)),
         }
     }
 }
@@ -501,28 +515,58 @@ pub struct ModuleValue {
     pub globals: Rc<Scope>,
 }
 
-/// FNV-1a: a fast hash for the short variable names of scopes. Scopes
-/// are never iterated into outputs unsorted, so the hash order does not
-/// matter.
-#[derive(Clone, Copy, Debug)]
+/// A fast hash for the short variable names of scopes, eight bytes per
+/// step (the multiply-rotate of rustc's `FxHasher`). Scopes are never
+/// iterated into outputs unsorted, so the hash order does not matter.
+#[derive(Clone, Copy, Debug, Default)]
 pub struct NameHasher(u64);
 
-impl Default for NameHasher {
-    fn default() -> Self {
-        NameHasher(0xcbf2_9ce4_8422_2325)
+impl NameHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
 }
 
 impl std::hash::Hasher for NameHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The table takes its bucket from the low bits: bring the well
+        // mixed high bits of the last multiply down.
+        self.0.rotate_left(26)
     }
 
     fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.add(u64::from_le_bytes(word));
         }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, b: u8) {
+        self.add(u64::from(b));
+    }
+}
+
+/// An interner: one shared `Rc<str>` per name (see `Ctx::intern`).
+#[derive(Debug, Default)]
+pub struct Names(std::collections::HashSet<Rc<str>, std::hash::BuildHasherDefault<NameHasher>>);
+
+impl Names {
+    /// The shared `Rc<str>` spelling `name`.
+    pub fn intern(&mut self, name: &str) -> Rc<str> {
+        if let Some(k) = self.0.get(name) {
+            return k.clone();
+        }
+        let k: Rc<str> = Rc::from(name);
+        self.0.insert(k.clone());
+        k
     }
 }
 
@@ -540,8 +584,13 @@ pub struct Scope {
 
 impl Scope {
     pub fn new(parent: Option<Rc<Scope>>) -> Rc<Scope> {
+        Scope::with_capacity(parent, 0)
+    }
+
+    /// A scope with room for `vars` variables before it grows.
+    pub fn with_capacity(parent: Option<Rc<Scope>>, vars: usize) -> Rc<Scope> {
         Rc::new(Scope {
-            vars: RefCell::default(),
+            vars: RefCell::new(Vars::with_capacity_and_hasher(vars, Default::default())),
             parent,
         })
     }
@@ -563,11 +612,17 @@ impl Scope {
 
     /// Binds `name` in this scope.
     pub fn set(&self, name: &str, value: Value) {
+        self.set_with(name, value, || Rc::from(name));
+    }
+
+    /// Binds `name` in this scope; `key` makes the key of a new variable
+    /// (an interned name, so that binding allocates nothing).
+    pub fn set_with(&self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
         let mut vars = self.vars.borrow_mut();
         if let Some(slot) = vars.get_mut(name) {
             *slot = value;
         } else {
-            vars.insert(Rc::from(name), value);
+            vars.insert(key(), value);
         }
     }
 

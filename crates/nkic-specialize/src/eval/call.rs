@@ -129,7 +129,7 @@ impl Ctx<'_> {
                 ));
         }
         let call_loc = self.loc(span);
-        let scope = Scope::new(f.env.clone());
+        let scope = Scope::with_capacity(f.env.clone(), f.locals.get());
         let first_arg = args.positional.first().map(|a| a.value.clone());
         self.bind_params(f, args, span, &scope)?;
         let module = &self.modules[f.module.0 as usize];
@@ -180,7 +180,8 @@ impl Ctx<'_> {
             self.kernel_depth -= 1;
             None
         };
-        self.scope = saved_scope;
+        let scope = std::mem::replace(&mut self.scope, saved_scope);
+        f.locals.set(scope.vars.borrow().len());
         self.file = saved_file;
         self.module = saved_module;
         self.nonlocals = saved_nonlocals;
@@ -201,15 +202,17 @@ impl Ctx<'_> {
         scope: &Scope,
     ) -> Result<(), Diagnostic> {
         let params = f.params();
-        let positional: Vec<&nkic_syntax::ast::Param> =
-            params.posonly.iter().chain(&params.args).collect();
         let n_posonly = params.posonly.len();
-        let mut bound: Vec<Option<Value>> = vec![None; positional.len()];
-        let mut kw_bound: Vec<Option<Value>> = vec![None; params.kwonly.len()];
+        let n_positional = n_posonly + params.args.len();
+        let positional = || params.posonly.iter().chain(&params.args);
+        // The interned names of the positional, then the keyword-only
+        // parameters, and the arguments bound to them.
+        let (pos_names, kw_names) = f.param_names.split_at(n_positional);
+        let mut bound: Vec<Option<Value>> = vec![None; f.param_names.len()];
         let mut extra_pos = Vec::new();
         let n_given = args.positional.len();
         for (i, a) in args.positional.into_iter().enumerate() {
-            if i < positional.len() {
+            if i < n_positional {
                 bound[i] = Some(a.value);
             } else if params.vararg.is_some() {
                 extra_pos.push(a.value);
@@ -217,18 +220,24 @@ impl Ctx<'_> {
                 return Err(self.error(
                     codes::BAD_ARGUMENTS,
                     format!(
-                        "`{}` takes {} positional arguments but {n_given} were given",
+                        "`{}` takes {n_positional} positional arguments but {n_given} were given",
                         f.name,
-                        positional.len()
                     ),
                     a.span,
                     "unexpected argument",
                 ));
             }
         }
+        // Keywords are interned like the names (`Ctx::eval_args`), so they
+        // are nearly always found by pointer; `**kwargs` keys by text.
+        let find = |names: &[Rc<str>], name: &Rc<str>| {
+            names
+                .iter()
+                .position(|p| Rc::ptr_eq(p, name) || *p == *name)
+        };
         let mut extra_kw = Dict::default();
         for (name, a) in args.keywords {
-            if let Some(i) = positional.iter().position(|p| p.name.name == *name)
+            if let Some(i) = find(pos_names, &name)
                 && i >= n_posonly
             {
                 if bound[i].is_some() {
@@ -240,14 +249,13 @@ impl Ctx<'_> {
                     ));
                 }
                 bound[i] = Some(a.value);
-            } else if let Some(i) = params.kwonly.iter().position(|p| p.name.name == *name) {
-                kw_bound[i] = Some(a.value);
+            } else if let Some(i) = find(kw_names, &name) {
+                bound[n_positional + i] = Some(a.value);
             } else if params.kwarg.is_some() {
                 extra_kw.insert(Value::Str(name), a.value);
             } else {
-                let names: Vec<&str> = positional[n_posonly..]
-                    .iter()
-                    .copied()
+                let names: Vec<&str> = positional()
+                    .skip(n_posonly)
                     .chain(&params.kwonly)
                     .map(|p| p.name.name.as_str())
                     .collect();
@@ -263,23 +271,20 @@ impl Ctx<'_> {
                 return Err(d);
             }
         }
-        // Each parameter with its argument, its default and, for the
-        // error, what kind of parameter it is.
-        let slots = positional
-            .iter()
-            .copied()
+        // Each parameter with its interned name, its argument, its default
+        // and, for the error, what kind of parameter it is.
+        fn defaults(d: &[Option<Value>]) -> impl Iterator<Item = Option<Value>> + '_ {
+            d.iter().cloned().chain(std::iter::repeat(None))
+        }
+        let kinds = std::iter::repeat_n("required", n_positional)
+            .zip(defaults(&f.defaults))
+            .chain(std::iter::repeat("keyword").zip(defaults(&f.kw_defaults)));
+        let slots = positional()
+            .chain(&params.kwonly)
+            .zip(f.param_names.iter())
             .zip(bound)
-            .zip(f.defaults.iter().cloned().chain(std::iter::repeat(None)))
-            .map(|((p, given), default)| (p, given, default, "required"))
-            .chain(
-                params
-                    .kwonly
-                    .iter()
-                    .zip(kw_bound)
-                    .zip(f.kw_defaults.iter().cloned().chain(std::iter::repeat(None)))
-                    .map(|((p, given), default)| (p, given, default, "keyword")),
-            );
-        for (p, given, default, kind) in slots {
+            .zip(kinds);
+        for (((p, key), given), (kind, default)) in slots {
             let name = &p.name.name;
             let v = given.or(default).ok_or_else(|| {
                 self.error(
@@ -300,7 +305,7 @@ impl Ctx<'_> {
                     facts.record(file, p.name.span, || text);
                 }
             }
-            scope.set(name, v);
+            scope.set_with(name, v, || key.clone());
         }
         if let Some(v) = &params.vararg {
             scope.set(&v.name.name, Value::tuple(extra_pos));

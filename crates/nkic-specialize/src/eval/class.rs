@@ -93,6 +93,8 @@ impl Ctx<'_> {
         let (defaults, kw_defaults) = self.eval_defaults(&def.params)?;
         let mut f = Value::Function(Rc::new(Function {
             name: Rc::from(def.name.name.as_str()),
+            param_names: self.param_names(&def.params),
+            locals: Default::default(),
             body: FunctionBody::Def(shared),
             module: self.module,
             env: self.closure_env(),

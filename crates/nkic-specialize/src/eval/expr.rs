@@ -277,22 +277,21 @@ impl Ctx<'_> {
         }
     }
 
-    /// A shared `Rc<str>` for a keyword name, so calls in unrolled loops do
-    /// not allocate their keywords again.
+    /// A shared `Rc<str>` for a name, so calls, bindings and attribute
+    /// assignments in unrolled loops do not allocate their names again.
     pub(crate) fn intern(&mut self, name: &str) -> Rc<str> {
-        if let Some(k) = self.names.get(name) {
-            return k.clone();
-        }
-        let k: Rc<str> = Rc::from(name);
-        self.names.insert(k.clone());
-        k
+        self.names.intern(name)
     }
 
     /// Records a hover fact when the table is on.
+    #[inline]
     pub(crate) fn record_fact(&mut self, span: Span, v: &Value) {
-        if self.facts.is_none() {
-            return;
+        if self.facts.is_some() {
+            self.record_fact_text(span, v);
         }
+    }
+
+    fn record_fact_text(&mut self, span: Span, v: &Value) {
         let text = |ctx: &Self| match v {
             Value::Tensor(t) => crate::facts::tensor_text(ctx, t),
             _ => format::short_repr(v),
@@ -321,7 +320,15 @@ impl Ctx<'_> {
 
     /// Evaluates call arguments, expanding `*args` and `**kwargs`.
     pub(crate) fn eval_args(&mut self, args: &[ast::Arg]) -> Result<CallArgs, Diagnostic> {
-        let mut out = CallArgs::default();
+        let keywords = args
+            .iter()
+            .filter(|a| matches!(a.kind, ArgKind::Keyword(..)))
+            .count();
+        let mut out = CallArgs {
+            // One spare slot for a receiver (`Ctx::call_on`).
+            positional: Vec::with_capacity(args.len() - keywords + 1),
+            keywords: Vec::with_capacity(keywords),
+        };
         for a in args {
             match &a.kind {
                 ArgKind::Positional(e) => {
@@ -426,6 +433,8 @@ impl Ctx<'_> {
         let (defaults, kw_defaults) = self.eval_defaults(&def.params)?;
         Ok(Value::Function(Rc::new(Function {
             name: Rc::from("<lambda>"),
+            param_names: self.param_names(&def.params),
+            locals: Default::default(),
             body: FunctionBody::Lambda(def),
             module: self.module,
             env: self.closure_env(),
@@ -450,6 +459,17 @@ impl Ctx<'_> {
         } else {
             Some(scope)
         }
+    }
+
+    /// The interned names of the positional then keyword-only parameters
+    /// of `params` (`Function::param_names`).
+    pub(crate) fn param_names(&mut self, params: &ast::Params) -> Rc<[Rc<str>]> {
+        let all = params
+            .posonly
+            .iter()
+            .chain(&params.args)
+            .chain(&params.kwonly);
+        all.map(|p| self.intern(&p.name.name)).collect()
     }
 
     /// Evaluates the defaults of `params`, aligned with the positional and
@@ -790,7 +810,7 @@ impl Ctx<'_> {
     ) -> Result<(), Diagnostic> {
         match o {
             Value::Object(obj) if obj.class.kind == ClassKind::Plain => {
-                obj.set(Rc::from(name), v);
+                obj.set_with(name, v, || self.intern(name));
                 Ok(())
             }
             Value::Class(c) if !c.builtin => {

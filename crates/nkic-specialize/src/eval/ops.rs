@@ -47,7 +47,7 @@ impl Ctx<'_> {
     pub(crate) fn int_result(
         &self,
         v: Option<i64>,
-        what: &str,
+        what: impl std::fmt::Display,
         span: Span,
     ) -> Result<Value, Diagnostic> {
         match v {
@@ -93,7 +93,6 @@ impl Ctx<'_> {
                 return self.call(&f, args, span);
             }
         }
-        let what = || format!("`{}`", op.as_str());
         match (&l, &r) {
             (V::Float(_), _) | (_, V::Float(_))
                 if l.as_float().is_some() && r.as_float().is_some() =>
@@ -195,7 +194,8 @@ impl Ctx<'_> {
                     BinOp::BitXor => Some(a ^ b),
                     BinOp::MatMult => return Err(self.bad_operands("@", &l, &r, span)),
                 };
-                self.int_result(x, &what(), span)
+                // The message is only formatted when the result overflows.
+                self.int_result(x, format_args!("`{}`", op.as_str()), span)
             }
             (V::Str(a), V::Str(b)) if op == BinOp::Add => {
                 self.charge_bytes((a.len() + b.len()) as u64, span)?;

@@ -394,7 +394,8 @@ impl Ctx<'_> {
                 cur = s.parent.clone();
             }
         }
-        self.scope.set(name, value);
+        let names = &mut self.names;
+        self.scope.set_with(name, value, || names.intern(name));
     }
 
     fn unpack(&mut self, targets: &[Expr], value: Value, span: Span) -> Result<(), Diagnostic> {
