@@ -208,7 +208,7 @@ const fn reduce_cmd(default: &'static str) -> Param {
 }
 
 impl ApiDef {
-    /// A function available from trn2 on with only its current form;
+    /// A function available from trn1 on with only its current form;
     /// [`ApiDef::new_in`] and [`ApiDef::with_value_form`] adjust it.
     pub const fn new(
         name: &'static str,
@@ -222,7 +222,7 @@ impl ApiDef {
             name,
             params,
             engines,
-            since: Target::Trn2,
+            since: Target::Trn1,
             value_form: false,
             summary,
             constraints,
@@ -352,7 +352,7 @@ pub struct ApiDoc {
     pub summary: String,
     /// `vector, gpsimd`, or empty.
     pub engines: String,
-    /// `trn2+` or `trn3+`.
+    /// `trn1+`, `trn2+` or `trn3+`.
     pub targets: String,
     pub constraints: Vec<String>,
 }
