@@ -393,6 +393,22 @@ mod tests {
         assert!(Target::Trn2.supports_dtype(DType::BF16));
     }
 
+    /// trn1's figures give NeuronCore-v2's published peaks and memories
+    /// (docs/cycle-model.md, "The trn1 target").
+    #[test]
+    fn trn1_figures() {
+        let f = Target::Trn1.figures();
+        // 92 TFLOP/s bf16 (A2), rounded from 91.75.
+        assert!((f.tensor_peak_tflops() - 91.75).abs() < 0.01);
+        // 16 DMA engines × 17 B/ns; the 410 GB/s HBM share does not bind.
+        assert_eq!(f.dma_peak_gbps(), 272.0);
+        // 24 MiB SBUF, 2 MiB PSUM.
+        assert_eq!(f.sbuf_partitions * f.sbuf_bytes_per_partition, 24 << 20);
+        assert_eq!(f.sbuf_partitions * f.psum_total_bytes(), 2 << 20);
+        assert_eq!(f.cycles_to_ps(Engine::Tensor, 28), 10_000);
+        assert_eq!(f.max_lnc, 1);
+    }
+
     #[test]
     fn figures() {
         let f = Target::Trn3.figures();
