@@ -10,7 +10,7 @@
 //! args = ["x=float32[128,512]"]      # tensor arguments, as `--arg`
 //! consts = ["axis=1", "eps=1e-6"]    # compile-time arguments, as `--const`
 //! grid = [2, 2]                      # optional SPMD launch grid
-//! target = "trn2"                    # optional: trn3 (default) or trn2
+//! target = "trn2"                    # optional: trn3 (default), trn2 or trn1
 //! ```
 //!
 //! Every key is optional; unknown keys are errors, so a typo does not pass
@@ -155,7 +155,7 @@ pub fn entry_for(
             Some(t) => entry.settings.target = Some(t),
             None => errors.push((
                 find(target),
-                format!("unknown target `{}` (use trn2 or trn3)", target),
+                format!("unknown target `{}` (use {})", target, Target::choices()),
             )),
         }
     }

@@ -203,7 +203,7 @@ instructions! {
 
     /// `dst = src` element by element in row-major order, casting through
     /// fp32 when dtypes differ; with `accumulate`, `dst = dst + src` in fp32.
-    DmaCopy = "dma_copy", [Dma], Trn2 {
+    DmaCopy = "dma_copy", [Dma], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         accumulate: bool => Attr,
@@ -220,7 +220,7 @@ instructions! {
     }
     /// Gathers HBM rows: row `w` of `src` is row `index[w]` of the tensor;
     /// with `accumulate`, adds them into `dst`.
-    DmaGather = "dma_gather", [Dma], Trn2 {
+    DmaGather = "dma_gather", [Dma], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
@@ -229,7 +229,7 @@ instructions! {
     }
     /// Scatters into HBM rows: row `w` of `dst` is row `index[w]` of the
     /// tensor; with `accumulate`, adds into it.
-    DmaScatter = "dma_scatter", [Dma], Trn2 {
+    DmaScatter = "dma_scatter", [Dma], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
@@ -237,17 +237,17 @@ instructions! {
         oob: OobMode => Attr,
     }
     /// `dst = src` with a dtype conversion through fp32 when dtypes differ.
-    TensorCopy = "tensor_copy", [Vector, Scalar, GpSimd], Trn2 {
+    TensorCopy = "tensor_copy", [Vector, Scalar, GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
     /// Fills `dst` with `value`.
-    Memset = "memset", [Vector, GpSimd], Trn2 {
+    Memset = "memset", [Vector, GpSimd], Trn1 {
         dst: AccessPattern => Write,
         value: Imm => Attr,
     }
     /// `dst[p, i…] = offset + p·channel_multiplier + Σ i_k·step_k` in int32.
-    Iota = "iota", [GpSimd], Trn2 {
+    Iota = "iota", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         pattern: Vec<Dim> => Attr,
         offset: i32 => Attr,
@@ -257,7 +257,7 @@ instructions! {
     // ------------------------------------------------------------ Tensor engine
 
     /// `dst[m, n] (=|+=) Σ_k stationary[k, m] · moving[k, n]`.
-    NcMatmul = "nc_matmul", [Tensor], Trn2 {
+    NcMatmul = "nc_matmul", [Tensor], Trn1 {
         dst: AccessPattern => Write,
         stationary: AccessPattern => Read,
         moving: AccessPattern => Read,
@@ -283,7 +283,7 @@ instructions! {
         tile_size: Option<[u32; 2]> => Attr,
     }
     /// `dst[f, p] = src[p, f]` (free dims of src flattened).
-    NcTranspose = "nc_transpose", [Tensor, Vector], Trn2 {
+    NcTranspose = "nc_transpose", [Tensor, Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
@@ -292,7 +292,7 @@ instructions! {
 
     /// `dst = func(src · scale + bias)`, optionally reduced into the ScalarE
     /// accumulators.
-    Activation = "activation", [Scalar], Trn2 {
+    Activation = "activation", [Scalar], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         func: ActFunc => Attr,
@@ -303,7 +303,7 @@ instructions! {
         reduce_res: Option<AccessPattern> => Write,
     }
     /// `activation` with `reduce_cmd=reset_reduce` and a mandatory read-out.
-    ActivationReduce = "activation_reduce", [Scalar], Trn2 {
+    ActivationReduce = "activation_reduce", [Scalar], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         func: ActFunc => Attr,
@@ -332,14 +332,14 @@ instructions! {
     // ------------------------------------------------------------ Vector engine (and friends)
 
     /// `dst = src0 op src1` element-wise.
-    TensorTensor = "tensor_tensor", [Vector, GpSimd], Trn2 {
+    TensorTensor = "tensor_tensor", [Vector, GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src0: AccessPattern => Read,
         src1: AccessPattern => Read,
         op: AluOp => Attr,
     }
     /// `dst = (src op0 operand0) op1 operand1`.
-    TensorScalar = "tensor_scalar", [Vector, Scalar, GpSimd], Trn2 {
+    TensorScalar = "tensor_scalar", [Vector, Scalar, GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op0: AluOp => Attr,
@@ -350,7 +350,7 @@ instructions! {
         reverse1: bool => Attr,
     }
     /// `dst = (src op0 operand0) op1 src1`.
-    ScalarTensorTensor = "scalar_tensor_tensor", [Vector], Trn2 {
+    ScalarTensorTensor = "scalar_tensor_tensor", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op0: AluOp => Attr,
@@ -361,7 +361,7 @@ instructions! {
         reverse1: bool => Attr,
     }
     /// `dst = src op0 operand0` plus a row reduction into the Vector accumulators.
-    TensorScalarReduce = "tensor_scalar_reduce", [Vector], Trn2 {
+    TensorScalarReduce = "tensor_scalar_reduce", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op0: AluOp => Attr,
@@ -373,7 +373,7 @@ instructions! {
         reduce_res_negate: bool => Attr,
     }
     /// Running `reg = op1(op0(src[i], imm0), reg); dst[i] = reg` per partition.
-    TensorScalarCumulative = "tensor_scalar_cumulative", [Vector], Trn2 {
+    TensorScalarCumulative = "tensor_scalar_cumulative", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op0: AluOp => Attr,
@@ -383,7 +383,7 @@ instructions! {
         reduce_cmd: ReduceCmd => Attr,
     }
     /// Reduces the last `last_dims` free dims of `src` with `op`.
-    TensorReduce = "tensor_reduce", [Vector], Trn2 {
+    TensorReduce = "tensor_reduce", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op: AluOp => Attr,
@@ -391,13 +391,13 @@ instructions! {
         negate: bool => Attr,
     }
     /// Reduces across partitions into partition row 0 of `dst`.
-    TensorPartitionReduce = "tensor_partition_reduce", [GpSimd], Trn2 {
+    TensorPartitionReduce = "tensor_partition_reduce", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         op: AluOp => Attr,
     }
     /// `r[i] = op1(op0(src0[i], r[i-1]), src1[i])`, `r[-1] = initial`.
-    TensorTensorScan = "tensor_tensor_scan", [Vector], Trn2 {
+    TensorTensorScan = "tensor_tensor_scan", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src0: AccessPattern => Read,
         src1: AccessPattern => Read,
@@ -408,14 +408,14 @@ instructions! {
         reverse1: bool => Attr,
     }
     /// `dst[i] = src[i]` where `predicate[i] != 0` (xor `reverse_pred`).
-    TensorCopyPredicated = "tensor_copy_predicated", [Vector], Trn2 {
+    TensorCopyPredicated = "tensor_copy_predicated", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         predicate: AccessPattern => Read,
         reverse_pred: bool => Attr,
     }
     /// `dst = 1 / src` in fp32.
-    Reciprocal = "reciprocal", [Vector], Trn2 {
+    Reciprocal = "reciprocal", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
@@ -442,7 +442,7 @@ instructions! {
         reduce_res: Option<AccessPattern> => Write,
     }
     /// `dst = predicate ? on_true : on_false` with an optional max reduction.
-    SelectReduce = "select_reduce", [Vector], Trn2 {
+    SelectReduce = "select_reduce", [Vector], Trn1 {
         dst: AccessPattern => Write,
         predicate: AccessPattern => Read,
         on_true: AccessPattern => Read,
@@ -452,18 +452,18 @@ instructions! {
         reduce_res: Option<AccessPattern> => Write,
     }
     /// The 8 largest values per partition, descending.
-    Max8 = "max8", [Vector], Trn2 {
+    Max8 = "max8", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
     /// Index of the first occurrence of each of 8 values per partition.
-    FindIndex8 = "nc_find_index8", [Vector], Trn2 {
+    FindIndex8 = "nc_find_index8", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         vals: AccessPattern => Read,
     }
     /// Replaces the first occurrence of each of 8 values with `imm`.
-    MatchReplace8 = "nc_match_replace8", [Vector], Trn2 {
+    MatchReplace8 = "nc_match_replace8", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         vals: AccessPattern => Read,
@@ -471,12 +471,12 @@ instructions! {
         dst_idx: Option<AccessPattern> => Write,
     }
     /// Per-partition count/mean/M2 of even and odd free positions.
-    BnStats = "bn_stats", [Vector], Trn2 {
+    BnStats = "bn_stats", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
     /// Combines `(count, mean, M2)` triples into mean and variance.
-    BnAggr = "bn_aggr", [Vector], Trn2 {
+    BnAggr = "bn_aggr", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
@@ -487,7 +487,7 @@ instructions! {
         dst_scale: AccessPattern => Write,
     }
     /// Permutes partitions within each 32-partition quadrant.
-    StreamShuffle = "nc_stream_shuffle", [Vector], Trn2 {
+    StreamShuffle = "nc_stream_shuffle", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         mask: Vec<u8> => Attr,
@@ -495,7 +495,7 @@ instructions! {
 
     /// Random 32-bit values from the engine's per-lane XORWOW generators,
     /// truncated to `dst`'s integer dtype.
-    Rng = "rng", [Vector, GpSimd], Trn2 {
+    Rng = "rng", [Vector, GpSimd], Trn1 {
         dst: AccessPattern => Write,
     }
     /// Uniform random floats in `[min, max)` from the Vector generators (v4).
@@ -505,20 +505,20 @@ instructions! {
         max: Scalar => Read,
     }
     /// Zeroes each element with probability `prob` (no rescaling).
-    Dropout = "dropout", [Vector], Trn2 {
+    Dropout = "dropout", [Vector], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         prob: Scalar => Read,
     }
     /// Seeds every lane of the Vector generators from one 32-bit value.
-    SetRngSeed = "set_rng_seed", [Vector], Trn2 {
+    SetRngSeed = "set_rng_seed", [Vector], Trn1 {
         src: AccessPattern => Read,
     }
 
     // ------------------------------------------------------------ GpSimd engine
 
     /// `dst = cmp(affine value, 0) ? src : on_false`.
-    AffineSelect = "affine_select", [GpSimd], Trn2 {
+    AffineSelect = "affine_select", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         pattern: Vec<Dim> => Attr,
@@ -528,7 +528,7 @@ instructions! {
         on_false: Fp32 => Attr,
     }
     /// Gathers free-dim positions shared by each 16-partition core.
-    LocalGather = "local_gather", [GpSimd], Trn2 {
+    LocalGather = "local_gather", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
@@ -536,13 +536,13 @@ instructions! {
         valid_indices: Option<u32> => Attr,
     }
     /// `dst[p, j] = src_flat[p, indices[p, j]]`.
-    NGather = "nc_n_gather", [GpSimd], Trn2 {
+    NGather = "nc_n_gather", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         indices: AccessPattern => Read,
     }
     /// Segment start/end indices of sorted segment ids.
-    SequenceBounds = "sequence_bounds", [GpSimd], Trn2 {
+    SequenceBounds = "sequence_bounds", [GpSimd], Trn1 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
     }
@@ -557,49 +557,49 @@ instructions! {
     // ------------------------------------------------------------ control
 
     /// `dst = value`.
-    RegSet = "reg_set", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    RegSet = "reg_set", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         dst: Reg => Attr,
         value: i32 => Attr,
     }
     /// `dst = src`.
-    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         dst: Reg => Attr,
         src: Reg => Attr,
     }
     /// `dst = a op b` on 32-bit integers.
-    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         dst: Reg => Attr,
         op: RegAluOp => Attr,
         a: Reg => Attr,
         b: RegOrImm => Attr,
     }
     /// `dst = ` the single element of `src`, extended to 32 bits.
-    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         dst: Reg => Attr,
         src: AccessPattern => Read,
     }
     /// Writes the low bits of register `src` to the single element of `dst`.
-    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         dst: AccessPattern => Write,
         src: Reg => Attr,
     }
     /// Jumps to `target` when `a cond b`.
-    Branch = "branch", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    Branch = "branch", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         cond: BranchCond => Attr,
         a: Reg => Attr,
         b: RegOrImm => Attr,
         target: Label => Attr,
     }
     /// Jumps to `target`.
-    Jump = "jump", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    Jump = "jump", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         target: Label => Attr,
     }
     /// Defines `label` at this point of the stream (prints as `L3:`).
-    Label = "label", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {
+    Label = "label", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
         label: Label => Attr,
     }
     /// Does nothing; carries waits and signals.
-    Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn2 {}
+    Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {}
     /// A barrier between the cores of a multi-core launch (`nisa.core_barrier`,
     /// LNC=2): the n-th `core_barrier` of a queue on one core completes only
     /// when the n-th `core_barrier` of the same queue on every other core has
@@ -881,7 +881,7 @@ mod tests {
             ]
         );
         assert_eq!(op.engines(), &[Engine::Scalar]);
-        assert_eq!(op.since(), Target::Trn2);
+        assert_eq!(op.since(), Target::Trn1);
         assert!(!op.is_control());
         let built = Op::activation(tile(0), tile(128), ActFunc::Exp);
         assert_eq!(

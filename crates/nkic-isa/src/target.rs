@@ -15,6 +15,8 @@ use crate::engine::Engine;
 /// The machine a program is compiled for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {
+    /// Trainium1 (and Inferentia2), NeuronCore-v2.
+    Trn1,
     /// Trainium2, NeuronCore-v3.
     Trn2,
     /// Trainium3, NeuronCore-v4 (the primary target).
@@ -23,11 +25,12 @@ pub enum Target {
 
 impl Target {
     /// Every target, oldest first.
-    pub const ALL: [Target; 2] = [Target::Trn2, Target::Trn3];
+    pub const ALL: [Target; 3] = [Target::Trn1, Target::Trn2, Target::Trn3];
 
     /// The spelling in `.nkasm` (`.target trn3`) and on the command line.
     pub fn name(self) -> &'static str {
         match self {
+            Target::Trn1 => "trn1",
             Target::Trn2 => "trn2",
             Target::Trn3 => "trn3",
         }
@@ -37,16 +40,27 @@ impl Target {
         Target::ALL.into_iter().find(|t| t.name() == text)
     }
 
+    /// Every target's name for messages: `trn1, trn2 or trn3`.
+    pub fn choices() -> String {
+        let names: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
+        match names.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
     /// The target's figures.
     pub fn figures(self) -> &'static Figures {
         match self {
+            Target::Trn1 => &TRN1,
             Target::Trn2 => &TRN2,
             Target::Trn3 => &TRN3,
         }
     }
 
     /// True when `dtype` exists on this target (fp8 e4m3fn and the MX types
-    /// are v4 only).
+    /// are v4 only; v2 already has fp8 e4m3 and e5m2, its "cFP8").
     pub fn supports_dtype(self, dtype: DType) -> bool {
         match dtype {
             DType::F8E4M3FN
@@ -72,7 +86,8 @@ impl fmt::Display for Target {
 /// deterministic.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Figures {
-    /// NeuronCore generation (3 = Trn2, 4 = Trn3), as `nisa.nc_version`.
+    /// NeuronCore generation (2 = Trn1, 3 = Trn2, 4 = Trn3), as
+    /// `nisa.nc_version`.
     pub nc_version: u8,
 
     // ---- Clocks (§3.1, §10).
@@ -253,6 +268,33 @@ impl Figures {
     }
 }
 
+/// Trainium1 / NeuronCore-v2: Trainium2's figures but for these (the
+/// sources of each are in docs/cycle-model.md, "The trn1 target"). The
+/// fixed overheads Trainium2 keeps (MIN_II, dependent issue, SBUF access,
+/// GpSimd start, MM_INIT_LATENCY, accumulator read-out, stride penalty)
+/// are the v2 figures the machine spec carries over.
+pub static TRN1: Figures = Figures {
+    nc_version: 2,
+    tensor_clock_mhz: 2800,
+    vector_clock_mhz: 1120,
+    scalar_clock_mhz: 1400,
+    gpsimd_clock_mhz: 1400,
+    sync_clock_mhz: 1400,
+    sbuf_bytes_per_partition: 196_608,
+    sbuf_usable_bytes_per_partition: 196_608,
+    double_row: false,
+    pe_tile_min: 64,
+    vector_fast_copy: 1,
+    vector_fast_copy_slow: 1,
+    vector_lane_inputs: 1,
+    dma_engine_bytes_per_ns: 17,
+    dma_chunk_overhead_ns: 22,
+    hwdge: false,
+    hbm_gbps_per_core: 410,
+    max_lnc: 1,
+    ..TRN2
+};
+
 /// Trainium2 / NeuronCore-v3.
 pub static TRN2: Figures = Figures {
     nc_version: 3,
@@ -341,10 +383,30 @@ mod tests {
     #[test]
     fn names_and_dtypes() {
         assert_eq!(Target::from_name("trn3"), Some(Target::Trn3));
-        assert_eq!(Target::from_name("trn1"), None);
+        assert_eq!(Target::from_name("trn1"), Some(Target::Trn1));
+        assert_eq!(Target::from_name("trn4"), None);
+        assert_eq!(Target::choices(), "trn1, trn2 or trn3");
+        assert!(Target::Trn1.supports_dtype(DType::F8E5M2));
+        assert!(!Target::Trn1.supports_dtype(DType::F8E4M3FN));
         assert!(Target::Trn3.supports_dtype(DType::F8E4M3FN));
         assert!(!Target::Trn2.supports_dtype(DType::F8E5M2x4));
         assert!(Target::Trn2.supports_dtype(DType::BF16));
+    }
+
+    /// trn1's figures give NeuronCore-v2's published peaks and memories
+    /// (docs/cycle-model.md, "The trn1 target").
+    #[test]
+    fn trn1_figures() {
+        let f = Target::Trn1.figures();
+        // 92 TFLOP/s bf16 (A2), rounded from 91.75.
+        assert!((f.tensor_peak_tflops() - 91.75).abs() < 0.01);
+        // 16 DMA engines × 17 B/ns; the 410 GB/s HBM share does not bind.
+        assert_eq!(f.dma_peak_gbps(), 272.0);
+        // 24 MiB SBUF, 2 MiB PSUM.
+        assert_eq!(f.sbuf_partitions * f.sbuf_bytes_per_partition, 24 << 20);
+        assert_eq!(f.sbuf_partitions * f.psum_total_bytes(), 2 << 20);
+        assert_eq!(f.cycles_to_ps(Engine::Tensor, 28), 10_000);
+        assert_eq!(f.max_lnc, 1);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 //! ```text
 //! file        := line*
 //! line        := directive | label | instruction | blank | comment
-//! directive   := '.target' ('trn2'|'trn3')
+//! directive   := '.target' ('trn1'|'trn2'|'trn3')
 //!              | '.file' QUOTED                           files, in order (f0, f1, …)
 //!              | '.line' 'l'N 'f'N LINE ':' COL START '..' END   line table, in order
 //!              | '.arg' NAME DTYPE '[' dims ']' ('input'|'output'|'inout')
@@ -324,7 +324,7 @@ pub fn assemble(text: &str) -> Result<Program, Vec<AsmError>> {
     if !target_seen {
         asm.error(
             0..0,
-            "missing `.target trn2` or `.target trn3` directive".into(),
+            format!("missing `.target` directive ({})", Target::choices()),
         );
     }
 
@@ -435,7 +435,7 @@ impl Assembler {
         match head.text {
             ".target" => {
                 let [w] = args else {
-                    self.error(head.span(), "expected `.target trn2` or `.target trn3`".into());
+                    self.error(head.span(), format!("expected `.target` and one of {}", Target::choices()));
                     return;
                 };
                 match Target::from_name(w.text) {
@@ -444,7 +444,7 @@ impl Assembler {
                         *target_seen = true;
                     }
                     Some(_) => self.error(w.span(), "`.target` given twice".into()),
-                    None => self.error(w.span(), format!("unknown target `{}`: expected trn2 or trn3", w.text)),
+                    None => self.error(w.span(), format!("unknown target `{}`: expected {}", w.text, Target::choices())),
                 }
             }
             ".line" => self.line_directive(head, args),
@@ -961,7 +961,7 @@ L0:
             vec![
                 "unknown argument kind `sideways`: expected input, output or inout",
                 "unknown directive `.frob`: expected .target, .file, .line, .arg, .hbm, .sem or .queue",
-                "missing `.target trn2` or `.target trn3` directive",
+                "missing `.target` directive (trn1, trn2 or trn3)",
             ]
         );
     }

@@ -115,7 +115,7 @@ fn docs_programs_are_valid_and_canonical() {
 }
 
 /// Each instruction section of docs/isa.md states the queues and targets
-/// of the instruction table: "Queues `vector`, `gpsimd`; trn2, trn3."
+/// of the instruction table: "Queues `vector`, `gpsimd`; trn1, trn2, trn3."
 #[test]
 fn docs_state_the_table_engines_and_targets() {
     let doc = isa_doc();
@@ -152,7 +152,9 @@ fn docs_state_the_table_engines_and_targets() {
         let mut table: Vec<String> = op.engines().iter().map(|e| e.name().to_owned()).collect();
         table.sort();
         assert_eq!(documented, table, "{mnemonic}: {line}");
-        let since = if targets.contains("trn2") {
+        let since = if targets.contains("trn1") {
+            nkic_isa::Target::Trn1
+        } else if targets.contains("trn2") {
             nkic_isa::Target::Trn2
         } else {
             nkic_isa::Target::Trn3

@@ -112,7 +112,7 @@ impl Program {
         self.ir.clone()
     }
 
-    /// The target's name (`trn3`, `trn2`).
+    /// The target's name (`trn3`, `trn2`, `trn1`).
     #[getter]
     fn target(&self) -> &'static str {
         self.compiled.launch.target().name()
@@ -333,8 +333,9 @@ fn parse_target(text: &str) -> PyResult<Target> {
     match text {
         "trn3" | "gen4" => Ok(Target::Trn3),
         "trn2" | "gen3" => Ok(Target::Trn2),
+        "trn1" | "gen2" => Ok(Target::Trn1),
         _ => Err(PyValueError::new_err(format!(
-            "nkic simulates the targets 'trn3' and 'trn2', not {text:?}"
+            "nkic simulates the targets 'trn3', 'trn2' and 'trn1', not {text:?}"
         ))),
     }
 }

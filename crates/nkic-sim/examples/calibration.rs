@@ -31,7 +31,7 @@ fn main() {
         }
         return;
     }
-    match nkic_sim::calibration::table(&[Target::Trn3, Target::Trn2]) {
+    match nkic_sim::calibration::table(&[Target::Trn3, Target::Trn2, Target::Trn1]) {
         Ok(table) => print!("{table}"),
         Err(e) => {
             eprintln!("error: {e}");

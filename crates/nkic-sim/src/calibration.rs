@@ -136,8 +136,10 @@ fn compute(
 /// Tensor-engine benches: `[128, 128] × [128, n]` matmuls.
 fn matmuls(target: Target, out: &mut Vec<Bench>) {
     let f = target.figures();
-    let peak = match target {
-        Target::Trn2 | Target::Trn3 => 79.0,
+    // The published TensorE peaks (16-bit and fp32 inputs) and their source.
+    let (peak, peak_fp32, source) = match target {
+        Target::Trn1 => (92.0, 23.0, "§3.2 (A2)"),
+        Target::Trn2 | Target::Trn3 => (79.0, 20.0, "§3.2 (T2, T3)"),
     };
     let mm =
         |name: &str, dt: &str, bytes: u64, n: u64, published: f64, source, expect, what: &str| {
@@ -163,7 +165,7 @@ fn matmuls(target: Target, out: &mut Vec<Bench>) {
         2,
         512,
         peak,
-        "§3.2 (T2, T3)",
+        source,
         1.0,
         "nc_matmul bf16 128×128×512",
     ));
@@ -173,7 +175,7 @@ fn matmuls(target: Target, out: &mut Vec<Bench>) {
         2,
         512,
         peak,
-        "§3.2 (T2, T3)",
+        source,
         1.0,
         "nc_matmul fp16 128×128×512",
     ));
@@ -182,8 +184,8 @@ fn matmuls(target: Target, out: &mut Vec<Bench>) {
         "f32",
         4,
         512,
-        20.0,
-        "§3.2 (T2, T3)",
+        peak_fp32,
+        source,
         1.0,
         "nc_matmul fp32 128×128×512",
     ));
@@ -198,6 +200,9 @@ fn matmuls(target: Target, out: &mut Vec<Bench>) {
         16.0 / f64::from(f.mm_init_latency_cycles),
         "nc_matmul bf16 128×128×16 (short moving)",
     ));
+    if !f.double_row {
+        return;
+    }
     // Double-row fp8: contraction 256 per matmul.
     let st = "sbuf[0:128]:f8e4m3[128,2][1,128]";
     let mv = "sbuf[0:128]+256:f8e4m3[512,2][1,512]";
@@ -255,6 +260,14 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
     // VectorE reads two 32-bit elements per lane per cycle from SBUF (the
     // "256 for other data types" data-path width).
     let lane_inputs = f64::from(f.vector_lane_inputs);
+    // NeuronCore-v2 reads 128 elements per cycle on every engine and has
+    // no copy performance modes (A2); the v3/v4 sources do not apply.
+    let v2 = target == Target::Trn1;
+    let pick = |v2_source: &'static str, source: &'static str| if v2 { v2_source } else { source };
+    let width = pick(
+        "§3.1 v2 128 elem/cycle (A2)",
+        "§3.1 256 elem/cycle for 32-bit types (T2, T3)",
+    );
     let mut push = |name: &str,
                     what: &str,
                     queue: &'static str,
@@ -301,7 +314,7 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         copy,
         false,
         lane_inputs * 128.0,
-        "§3.1 256 elem/cycle for 32-bit types (T2, T3)",
+        width,
         n,
         1.0,
     );
@@ -313,8 +326,11 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         2,
         copy,
         false,
-        512.0,
-        "§3.1, §7.2 4× mode (T2, T3)",
+        128.0 * f64::from(f.vector_fast_copy),
+        pick(
+            "§3.1 v2 128 elem/cycle, no copy mode (A2)",
+            "§3.1, §7.2 4× mode (T2, T3)",
+        ),
         n,
         1.0,
     );
@@ -326,8 +342,11 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         2,
         copy,
         false,
-        512.0,
-        "§3.1, §7.2 4× mode (T2, T3)",
+        128.0 * f64::from(f.vector_fast_copy),
+        pick(
+            "§3.1 v2 128 elem/cycle, no copy mode (A2)",
+            "§3.1, §7.2 4× mode (T2, T3)",
+        ),
         n,
         1.0,
     );
@@ -343,7 +362,10 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         if fp8_fast {
             "§3.1 v4 512 elem/cycle for fp8 (T3)"
         } else {
-            "§3.1 v3 256 elem/cycle for non-16-bit types (T2)"
+            pick(
+                "§3.1 v2 128 elem/cycle (A2)",
+                "§3.1 v3 256 elem/cycle for non-16-bit types (T2)",
+            )
         },
         n,
         1.0,
@@ -358,7 +380,7 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         scale,
         false,
         lane_inputs * 128.0,
-        "§3.1 256 elem/cycle for 32-bit types (T2, T3)",
+        width,
         n,
         1.0,
     );
@@ -372,7 +394,10 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         add,
         true,
         lane_inputs * 64.0,
-        "§3.1 256 input elem/cycle, two inputs (T2, T3)",
+        pick(
+            "§7.1 two inputs, 2N cycles (A2)",
+            "§3.1 256 input elem/cycle, two inputs (T2, T3)",
+        ),
         n,
         1.0,
     );
@@ -385,7 +410,10 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         add,
         true,
         128.0,
-        "§7.2 2× mode, N cycles (T2)",
+        pick(
+            "§7.2 v2 bf16 fast path, N cycles (OLDISA)",
+            "§7.2 2× mode, N cycles (T2)",
+        ),
         n,
         1.0,
     );
@@ -428,7 +456,7 @@ fn elementwise(target: Target, out: &mut Vec<Bench>) {
         if f.scalar_fast > 1 {
             "§3.1 v4 256 elem/cycle bf16 (T3)"
         } else {
-            "§3.1 v3 128 elem/cycle (T2)"
+            pick("§3.1 v2 128 elem/cycle (A2)", "§3.1 v3 128 elem/cycle (T2)")
         },
         n,
         1.0,
@@ -487,6 +515,7 @@ fn dmao_fig(bytes: u64) -> Option<f64> {
 /// by the core's HBM share.
 fn dma_published(target: Target) -> (f64, &'static str) {
     match target {
+        Target::Trn1 => (272.0, "§8.1 aggregate per core 272 GB/s (DBW)"),
         Target::Trn3 => (528.0, "§8.1 aggregate per core 528 GB/s (DBW)"),
         Target::Trn2 => (363.0, "§1 HBM share per core ≈ 363 GB/s (< 368 DBW)"),
     }

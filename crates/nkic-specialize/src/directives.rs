@@ -86,8 +86,9 @@ pub fn scan(file: &SourceFile, id: FileId, def_start: u32) -> (Directives, Vec<D
             "target" => match Target::from_name(items.trim()) {
                 Some(t) => out.target = Some(t),
                 None => diags.push(err(format!(
-                    "unknown target `{}` (use trn2 or trn3)",
-                    items.trim()
+                    "unknown target `{}` (use {})",
+                    items.trim(),
+                    Target::choices()
                 ))),
             },
             other => diags.push(

@@ -7,10 +7,9 @@
 //! measurements", which names the source of every figure):
 //!
 //! * an **absolute** row (a trn2 measurement) compares the time itself;
-//! * a **ratio** row (a trn1 measurement; nkic has no trn1 target, so the
-//!   kernels run on trn2) compares the time relative to a reference
-//!   version of the same tutorial, measured the same way, with the
-//!   published ratio.
+//! * a **ratio** row (a trn1 measurement, run on nkic's `trn1` target)
+//!   compares the time relative to a reference version of the same
+//!   tutorial, measured the same way, with the published ratio.
 //!
 //! Each row prints nkic's figure, the published one and `|log2(nkic /
 //! published)|`; the summary gives the median and the largest. The
@@ -20,8 +19,10 @@
 //! Run it with `cargo bench -p nkic --bench published` (minutes: the
 //! matmuls at 4096 × 8192 × 8192 compute every product). Arguments after
 //! `--`: substrings selecting rows by label, `--check` (fail when the
-//! target is missed) and `--nkic=PATH` (time another `nkic` binary, such
-//! as a build of an older commit, for before/after figures). Under `cargo test --benches` (no `--bench`) it runs
+//! target is missed), `--nkic=PATH` (time another `nkic` binary, such
+//! as a build of an older commit, for before/after figures) and
+//! `--trn1-on=TARGET` (run the trn1 rows on another target, such as
+//! `trn2`, where they ran before nkic had a trn1 target). Under `cargo test --benches` (no `--bench`) it runs
 //! nothing but checks that the table's kernels exist.
 
 use std::collections::BTreeMap;
@@ -70,8 +71,9 @@ macro_rules! ssm_args {
 /// consts` line (a small example) applies whenever `--const` is not.
 const BLOCK_ALL: &[&str] = &["BM=16", "BN=2", "BK=8"];
 
-/// A trn2 run with no compile-time constants.
-const fn run(
+/// A run with no compile-time constants on `target`.
+const fn run_on(
+    target: &'static str,
     label: &'static str,
     file: &'static str,
     kernel: &'static str,
@@ -81,10 +83,20 @@ const fn run(
         label,
         file,
         kernel,
-        target: "trn2",
+        target,
         args,
         consts: &[],
     }
+}
+
+/// A trn2 run with no compile-time constants.
+const fn run(
+    label: &'static str,
+    file: &'static str,
+    kernel: &'static str,
+    args: &'static [&'static str],
+) -> Run {
+    run_on("trn2", label, file, kernel, args)
 }
 
 const RUNS: &[Run] = &[
@@ -114,14 +126,22 @@ const RUNS: &[Run] = &[
         args: MM32,
         consts: BLOCK_ALL,
     },
-    run("trn1 mm tiled bf16", "matmul_versions.py", "mm_tiled", MM16),
-    run(
+    run_on(
+        "trn1",
+        "trn1 mm tiled bf16",
+        "matmul_versions.py",
+        "mm_tiled",
+        MM16,
+    ),
+    run_on(
+        "trn1",
         "trn1 mm hoisted bf16",
         "matmul_versions.py",
         "mm_hoisted",
         MM16,
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 mm block-free bf16",
         "matmul_versions.py",
         "mm_block_free",
@@ -131,41 +151,47 @@ const RUNS: &[Run] = &[
         label: "trn1 mm block-all bf16",
         file: "matmul_versions.py",
         kernel: "mm_block_all",
-        target: "trn2",
+        target: "trn1",
         args: MM16,
         consts: BLOCK_ALL,
     },
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v1 4096x512",
         "mamba_versions.py",
         "ssm_v1",
         ssm_args!("4096", "512"),
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v2 4096x512",
         "mamba_versions.py",
         "ssm_v2",
         ssm_args!("4096", "512"),
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v2 4096x2048",
         "mamba_versions.py",
         "ssm_v2",
         ssm_args!("4096", "2048"),
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v3 4096x2048",
         "mamba_versions.py",
         "ssm_v3",
         ssm_args!("4096", "2048"),
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v2 4096x4096",
         "mamba_versions.py",
         "ssm_v2",
         ssm_args!("4096", "4096"),
     ),
-    run(
+    run_on(
+        "trn1",
         "trn1 ssm v3 4096x4096",
         "mamba_versions.py",
         "ssm_v3",
@@ -264,13 +290,18 @@ fn root() -> PathBuf {
         .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
-/// The simulated time of `run` in microseconds, by the `nkic` binary `bin`.
-fn simulate(bin: &Path, run: &Run) -> Result<f64, String> {
+/// The simulated time of `run` in microseconds, by the `nkic` binary `bin`,
+/// on `trn1_on` instead of trn1 when given.
+fn simulate(bin: &Path, run: &Run, trn1_on: Option<&str>) -> Result<f64, String> {
     let path = root().join("kernels/published").join(run.file);
+    let target = match trn1_on {
+        Some(other) if run.target == "trn1" => other,
+        _ => run.target,
+    };
     let mut cmd = Command::new(bin);
     cmd.arg("profile")
         .arg(&path)
-        .args(["--kernel", run.kernel, "--target", run.target])
+        .args(["--kernel", run.kernel, "--target", target])
         .args(["--format", "json", "--max-sim-ms", "10000"]);
     for a in run.args {
         cmd.args(["--arg", a]);
@@ -299,6 +330,7 @@ fn main() -> ExitCode {
             .find_map(|a| a.strip_prefix("--nkic="))
             .unwrap_or(env!("CARGO_BIN_EXE_nkic")),
     );
+    let trn1_on = argv.iter().find_map(|a| a.strip_prefix("--trn1-on="));
     let filters: Vec<&str> = argv
         .iter()
         .filter(|a| !a.starts_with("--"))
@@ -329,7 +361,7 @@ fn main() -> ExitCode {
     let mut time = |label: &'static str| -> Result<f64, String> {
         times
             .entry(label)
-            .or_insert_with(|| simulate(&bin, by_label[label]))
+            .or_insert_with(|| simulate(&bin, by_label[label], trn1_on))
             .clone()
     };
     println!(

@@ -222,6 +222,7 @@ pub(crate) struct KernelArgs {
 pub(crate) enum TargetArg {
     Trn3,
     Trn2,
+    Trn1,
 }
 
 fn parse_const(text: &str) -> Result<(String, ConstValue), String> {
@@ -252,6 +253,7 @@ impl KernelArgs {
             config.target = match target {
                 TargetArg::Trn3 => Target::Trn3,
                 TargetArg::Trn2 => Target::Trn2,
+                TargetArg::Trn1 => Target::Trn1,
             };
         }
         config

@@ -17,35 +17,44 @@ fn temp_dir(name: &str) -> PathBuf {
     common::temp_dir("cli", name)
 }
 
-#[test]
-fn run_tensor_add_matches_numpy_in_both_schedules() {
+/// Runs `kernels/tensor_add.py` on its bundled inputs with `args` into a
+/// new directory `name`, checks the output against the NumPy reference
+/// and returns the JSON report.
+fn run_tensor_add(name: &str, args: &[&str]) -> serde_json::Value {
     let data = root().join("kernels/data/tensor_add");
     let a = format!("a={}", data.join("a.npy").display());
     let b = format!("b={}", data.join("b.npy").display());
     let (_, expected) = common::read_f32_npy_shaped(&data.join("out0.npy"));
+    let out = temp_dir(name);
+    let mut all = vec![
+        "run",
+        "kernels/tensor_add.py",
+        "--input",
+        &a,
+        "--input",
+        &b,
+        "--report",
+        "json",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let res = nkic(&all);
+    assert!(
+        res.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let (shape, got) = common::read_f32_npy_shaped(&out.join("out0.npy"));
+    assert_eq!(shape, vec![256, 512]);
+    assert_eq!(got, expected, "{args:?}");
+    serde_json::from_slice(&res.stdout).expect("one JSON object")
+}
+
+#[test]
+fn run_tensor_add_matches_numpy_in_both_schedules() {
     for schedule in ["optimized", "sequential"] {
-        let out = temp_dir(schedule);
-        let res = nkic(&[
-            "run",
-            "kernels/tensor_add.py",
-            "--input",
-            &a,
-            "--input",
-            &b,
-            "--schedule",
-            schedule,
-            "--report",
-            "json",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(
-            res.status.success(),
-            "{}",
-            String::from_utf8_lossy(&res.stderr)
-        );
-        let report: serde_json::Value =
-            serde_json::from_slice(&res.stdout).expect("one JSON object");
+        let report = run_tensor_add(schedule, &["--schedule", schedule]);
         for field in [
             "simulated_ns",
             "lower_bound_ns",
@@ -60,10 +69,20 @@ fn run_tensor_add_matches_numpy_in_both_schedules() {
         assert!(
             report["simulated_ns"].as_f64().unwrap() >= report["lower_bound_ns"].as_f64().unwrap()
         );
-        let (shape, got) = common::read_f32_npy_shaped(&out.join("out0.npy"));
-        assert_eq!(shape, vec![256, 512]);
-        assert_eq!(got, expected, "schedule {schedule}");
     }
+}
+
+/// `--target trn1` runs a bundled kernel on NeuronCore-v2's figures: the
+/// same output as on trn2, in another simulated time (trn1's DMA engines
+/// move 17 B/ns, trn2's 23).
+#[test]
+fn target_trn1_runs_a_bundled_kernel() {
+    let time = |target: &str| {
+        let report = run_tensor_add(&format!("target-{target}"), &["--target", target]);
+        report["simulated_ns"].as_f64().expect("simulated_ns")
+    };
+    let (trn1, trn2) = (time("trn1"), time("trn2"));
+    assert!(trn1 > trn2, "trn1 {trn1} ns, trn2 {trn2} ns");
 }
 
 #[test]

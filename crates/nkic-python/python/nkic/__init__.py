@@ -66,7 +66,7 @@ def simulate(
 
     ``kernel`` is a Python function (its file and name are found with
     ``inspect``) or a ``nkic.jit``/``nki.jit`` wrapper. ``target`` is
-    ``"trn3"`` or ``"trn2"`` (default: ``NEURON_PLATFORM_TARGET_OVERRIDE``,
+    ``"trn3"``, ``"trn2"`` or ``"trn1"`` (default: ``NEURON_PLATFORM_TARGET_OVERRIDE``,
     else trn3); ``lnc`` overrides the cores of a launch; ``grid`` is the SPMD
     launch grid (or index the result: ``nkic.simulate(k)[2](a, b)``);
     ``seed`` fills tensor arguments given as :func:`nkic.tensor` specs;

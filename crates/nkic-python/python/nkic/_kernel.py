@@ -133,10 +133,6 @@ def _env_target() -> Optional[str]:
     value = os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "").strip().lower()
     if not value:
         return None
-    if value in ("trn1", "gen2"):
-        raise ValueError(
-            "NEURON_PLATFORM_TARGET_OVERRIDE names trn1, which nkic does not model; use trn2 or trn3"
-        )
     return value
 
 

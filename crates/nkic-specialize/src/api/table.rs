@@ -252,7 +252,7 @@ pub const fn engine(default: &'static str) -> Param {
 }
 
 impl ApiDef {
-    /// A function available from trn2 on with only its current form;
+    /// A function available from trn1 on with only its current form;
     /// [`ApiDef::new_in`] and [`ApiDef::with_value_form`] adjust it.
     pub const fn new(
         name: &'static str,
@@ -266,7 +266,7 @@ impl ApiDef {
             name,
             params,
             engines,
-            since: Target::Trn2,
+            since: Target::Trn1,
             value_form: false,
             summary,
             constraints,
@@ -396,7 +396,7 @@ pub struct ApiDoc {
     pub summary: String,
     /// `vector, gpsimd`, or empty.
     pub engines: String,
-    /// `trn2+` or `trn3+`.
+    /// `trn1+`, `trn2+` or `trn3+`.
     pub targets: String,
     pub constraints: Vec<String>,
 }

@@ -603,6 +603,7 @@ fn par_dim(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnosti
 
 fn get_nc_version(ctx: &mut Ctx<'_>, _b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let member = match ctx.target() {
+        Target::Trn1 => "gen2",
         Target::Trn2 => "gen3",
         Target::Trn3 => "gen4",
     };

@@ -69,7 +69,7 @@ fn describe_reads_the_table() {
             .starts_with("nisa.dma_copy(dst: tensor, src: tensor, priority: int = None")
     );
     assert_eq!(doc.engines, "dma, sync, scalar");
-    assert_eq!(doc.targets, "trn2+");
+    assert_eq!(doc.targets, "trn1+");
     assert!(doc.constraints.iter().any(|c| c.contains("PSUM")));
     assert!(describe(ApiFn(u16::MAX)).is_none());
 }

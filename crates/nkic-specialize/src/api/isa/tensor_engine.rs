@@ -411,7 +411,7 @@ fn matmul_checks(
     let fig = target.figures();
     stationary_width(ctx, s, ss, mm)?;
     let moving_max: u64 = match target {
-        Target::Trn2 => 512,
+        Target::Trn1 | Target::Trn2 => 512,
         Target::Trn3 => trn3_moving_fmax(dst),
     };
     if nn > moving_max {

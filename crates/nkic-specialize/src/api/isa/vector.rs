@@ -510,7 +510,7 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
         }
     }
     match engine {
-        Some(Engine::Scalar) if ctx.target() == Target::Trn2 => {
+        Some(Engine::Scalar) if ctx.target() < Target::Trn3 => {
             let ok = matches!(
                 (op0, op1),
                 (AluOp::Multiply, Some(AluOp::Add)) | (AluOp::Multiply, None) | (AluOp::Add, None)
@@ -518,7 +518,7 @@ fn tensor_scalar(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             if !ok {
                 return Err(ctx.error(
                     codes::ENGINE,
-                    "ScalarE `tensor_scalar` on trn2 runs only (multiply, add), (multiply) and (add)",
+                    format!("ScalarE `tensor_scalar` on {} runs only (multiply, add), (multiply) and (add)", ctx.target()),
                     b.span_of("engine"),
                     "unsupported operator pair",
                 ));
