@@ -16,6 +16,7 @@ vendored: the path is given on the command line. Not run by CI.
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -1430,6 +1431,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=120)
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--only", metavar="REGEX", help="run only the cases whose name matches REGEX")
+    ap.add_argument("--print-cmd", action="store_true",
+                    help="print each selected case's `nkic check` command line instead of running it")
     opts = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -1438,6 +1441,10 @@ def main():
         have_numpy = False
     n_spec = n_run = n_match = n_ref = 0
     cases = [c for c in CASES if not opts.only or re.search(opts.only, c["name"])]
+    if opts.print_cmd:
+        for case in cases:
+            print(shlex.join(nkic_cmd(opts.nkic, "check", opts.library, case)))
+        return 0
     for case in cases:
         t0 = time.monotonic()
         try:
