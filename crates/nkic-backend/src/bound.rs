@@ -11,7 +11,10 @@
 //!   busy for the sum of their intervals, which at best is spread evenly
 //!   over the target's `dma_queues`;
 //! * HBM moves the bytes of every DMA operand in HBM at most at
-//!   `hbm_gbps_per_core` (GB/s, so bytes per nanosecond).
+//!   `hbm_gbps_per_core` (GB/s, so bytes per nanosecond);
+//! * where engines share RAM ports (`Cost::ports`), each port is held for
+//!   the sum of the intervals of the instructions holding it, whatever
+//!   their queue (named by `Ports::NAMES`).
 //!
 //! The bound is the maximum of these (the definition: the busiest
 //! engine, or HBM bytes over HBM bandwidth). [`LowerBound::engine_ns`] is
@@ -87,11 +90,16 @@ pub fn lower_bound_counted(
     let mut hbm_bytes = 0u64;
     let engines = f.dma_engines.max(1);
     let mut dma_engine_ps = vec![0u64; engines as usize];
+    let mut port_ps = [0u64; nkic_isa::Ports::COUNT];
     for stream in &program.queues {
         let mut busy = 0u64;
         for (index, inst) in stream.insts.iter().enumerate() {
             let times = executions(stream.queue, index);
-            busy += target.cost(stream.queue, &inst.op).busy_ps * times;
+            let cost = target.cost(stream.queue, &inst.op);
+            busy += cost.busy_ps * times;
+            for p in cost.ports.indices() {
+                port_ps[p] += cost.busy_ps * times;
+            }
             if let Some(t) = target.dma_transfer(&inst.op) {
                 for e in t.engine_ids(engines) {
                     dma_engine_ps[(e % engines) as usize] += t.engine_busy_ps * times;
@@ -125,10 +133,18 @@ pub fn lower_bound_counted(
             limited_by = engine.name().to_owned();
         }
     }
+    for (p, name) in nkic_isa::Ports::NAMES.into_iter().enumerate() {
+        let t = port_ps[p] as f64 / 1000.0;
+        if t > ns {
+            ns = t;
+            limited_by = name.to_owned();
+        }
+    }
     let engine_ns = per_engine
         .iter()
         .filter(|(e, _)| **e != nkic_isa::Engine::Dma)
         .map(|(_, &ps)| ps as f64 / 1000.0)
+        .chain(port_ps.iter().map(|&ps| ps as f64 / 1000.0))
         .fold(dma_ns, f64::max);
     LowerBound {
         ns,

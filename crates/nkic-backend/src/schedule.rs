@@ -5,12 +5,15 @@
 //! with. The scheduler replays that model as it goes (`Timer`): per
 //! queue the time it is next free and its latest op, per DMA engine the
 //! time it is next free (transfers of every DMA queue share the core's DMA
-//! engines, `Target::dma_transfer`), and per scheduled op its completion.
+//! engines, `Target::dma_transfer`), per shared RAM port (`Cost::ports`)
+//! the time it is next free, and per scheduled op its completion.
 //! An op reading bytes its queue's previous op wrote (bounding boxes, as
 //! the simulator tests) waits for that op's completion and pays the
 //! dependent-issue overhead. The replay is exact for the kernels the
 //! static path compiles, so the scheduler knows each candidate schedule's
-//! simulated time.
+//! simulated time; where engines share RAM ports it gives a port to ops in
+//! the order they are appended, the simulator in start order, so there it
+//! is an estimate.
 //!
 //! One *pass* builds a schedule: at every step, for each op whose
 //! predecessors are all scheduled, it finds the legal queue where the op
@@ -55,7 +58,7 @@
 
 use std::collections::BTreeMap;
 
-use nkic_isa::{Cost, DmaTransfer, Engine, Queue, Target};
+use nkic_isa::{Cost, DmaTransfer, Engine, Ports, Queue, Target};
 
 use crate::Schedule;
 use crate::collect::Unit;
@@ -275,12 +278,14 @@ struct Table {
 
 /// The queues an op's slot depends on: the sequencer engines among its
 /// candidates (a bit per engine), whether a DMA engine is among them,
-/// and whether it is a transfer (the shared DMA engines).
+/// whether it is a transfer (the shared DMA engines), and whether a
+/// candidate holds a shared RAM port.
 #[derive(Clone, Copy, Debug)]
 struct Uses {
     engines: u8,
     dma: bool,
     transfer: bool,
+    ports: bool,
 }
 
 /// A bit for a sequencer engine in [`Uses::engines`].
@@ -337,6 +342,7 @@ impl Table {
                 engines: cands.iter().fold(0, |m, &(e, _)| m | engine_bit(e)),
                 dma: cands.iter().any(|&(e, _)| e == Engine::Dma),
                 transfer: t.is_some(),
+                ports: cands.iter().any(|(_, c)| !c.ports.is_empty()),
             })
             .collect();
         Table {
@@ -485,6 +491,8 @@ struct Timer<'a> {
     /// The latest op on each queue, by [`queue_slot`].
     last_on: Vec<Option<usize>>,
     engine_free: Vec<u64>,
+    /// When each shared RAM port is next free, by `Ports::indices`.
+    port_free: [u64; Ports::COUNT],
     complete: Vec<u64>,
 }
 
@@ -519,6 +527,9 @@ impl Timer<'_> {
         {
             start = start.max(self.complete[prev]) + target.dependent_overhead_ps(q.engine());
         }
+        for p in cost.ports.indices() {
+            start = start.max(self.port_free[p]);
+        }
         let mut free = start + cost.busy_ps;
         let mut complete = start + cost.latency_ps.max(cost.busy_ps);
         if let Some(t) = &self.table.transfers[i] {
@@ -548,6 +559,9 @@ impl Timer<'_> {
                 let ef = &mut self.engine_free[e as usize % self.table.dma_engines];
                 *ef = data.max(*ef) + t.engine_busy_ps;
             }
+        }
+        for p in slot.cost.ports.indices() {
+            self.port_free[p] = self.port_free[p].max(slot.start + slot.cost.busy_ps);
         }
         self.free[queue_slot(slot.queue)] = slot.free;
         self.last_on[queue_slot(slot.queue)] = Some(i);
@@ -599,6 +613,7 @@ fn list_schedule(
         free: vec![0; QUEUE_SLOTS],
         last_on: vec![None; QUEUE_SLOTS],
         engine_free: vec![0; table.dma_engines],
+        port_free: [0; Ports::COUNT],
         complete: vec![0; n],
     };
     let mut queue = vec![Queue::Sync; n];
@@ -608,6 +623,7 @@ fn list_schedule(
             cycles: 0,
             busy_ps: 0,
             latency_ps: 0,
+            ports: nkic_isa::Ports::NONE,
         };
         n
     ];
@@ -683,6 +699,7 @@ fn list_schedule(
         // The slots of ops that could use the same queue (any DMA op after
         // a transfer: the engines changed) are stale now.
         let dma_committed = table.transfers[i].is_some();
+        let ports_committed = !slot.cost.ports.is_empty();
         let on_dma = slot.queue.engine() == Engine::Dma;
         let engine_bit = if on_dma {
             0
@@ -693,7 +710,8 @@ fn list_schedule(
             let uses = table.uses[r];
             let stale = uses.engines & engine_bit != 0
                 || (uses.dma && (dma_committed || on_dma))
-                || (dma_committed && uses.transfer);
+                || (dma_committed && uses.transfer)
+                || (ports_committed && uses.ports);
             if stale {
                 cached[r] = None;
             }

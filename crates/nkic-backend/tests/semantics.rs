@@ -1006,3 +1006,63 @@ fn spilled_loads_are_loaded_again_from_their_input() {
         assert_eq!(out[i].to_bits(), want.to_bits(), "element {i}");
     }
 }
+
+#[test]
+fn trn1_serialises_vector_and_gpsimd_on_the_sbuf_port() {
+    // Eight independent fp32 adds that may run on VectorE or GpSimd, then
+    // a small store of each. On trn2 the two engines share the work in
+    // parallel; on trn1 they cannot access SBUF in parallel
+    // (docs/cycle-model.md, "Shared RAM ports"), so the SBUF port bounds
+    // the kernel, and the simulated run keeps to that bound.
+    let ir = |target: &str| {
+        let mut t = format!(
+            "kernel \"adds\" target={target} program_id=[] num_programs=[]\nfile 0 \"kernel.py\"\nt0 = shared_hbm float32[1024, 8] \"out\" arg=0 output @ kernel.py:0..4\nt1 = sbuf float32[128, 512] \"a\" @ kernel.py:0..4\nop0 = memset dst=t1[0:128, 0:512] value=1.5 engine=vector @ kernel.py:40..44\n"
+        );
+        for k in 0..8 {
+            t += &format!(
+                "t{s} = sbuf float32[128, 512] \"s{k}\" @ kernel.py:0..4\nop{a} = tensor_tensor dst=t{s}[0:128, 0:512] src0=t1[0:128, 0:512] src1=t1[0:128, 0:512] op=add engine=? @ kernel.py:80..84\nop{b} = dma_copy dst=t0[{r0}:{r1}, 0:8] src=t{s}[0:128, 0:8] engine=dma @ kernel.py:120..124\n",
+                s = k + 2,
+                a = 2 * k + 1,
+                b = 2 * k + 2,
+                r0 = 128 * k,
+                r1 = 128 * k + 128
+            );
+        }
+        let (kernel, sources) = common::load_text(&t);
+        compile(&kernel, &sources, &BackendConfig::default()).expect("compiles")
+    };
+    let (trn1, trn2) = (ir("trn1"), ir("trn2"));
+    let busy = |p: &Program, q: Queue| -> u64 {
+        p.stream(q)
+            .unwrap_or_default()
+            .iter()
+            .map(|i| p.target.cost(q, &i.op).busy_ps)
+            .sum()
+    };
+    let bound = nkic_backend::lower_bound(&trn1);
+    assert_eq!(bound.limited_by, "sbuf port");
+    let port_ps = busy(&trn1, Queue::Vector) + busy(&trn1, Queue::GpSimd);
+    assert_eq!(bound.ns, port_ps as f64 / 1000.0);
+    let run1 = common::simulate(&trn1, &common::inputs(&trn1, 1));
+    assert!(run1.total_ps >= port_ps, "{} < {port_ps}", run1.total_ps);
+    // Both engines took work, and no two of their intervals overlap.
+    let mut held: Vec<(u64, u64)> = run1
+        .trace
+        .iter()
+        .filter(|e| matches!(e.queue, Queue::Vector | Queue::GpSimd))
+        .map(|e| (e.start_ps, e.free_ps))
+        .collect();
+    assert!(busy(&trn1, Queue::Vector) > 0 && busy(&trn1, Queue::GpSimd) > 0);
+    assert_eq!(held.len(), 9, "the memset and the eight adds");
+    held.sort_unstable();
+    assert!(held.windows(2).all(|w| w[0].1 <= w[1].0), "{held:?}");
+    // On trn2 the engines overlap: the run takes less than their sum.
+    let run2 = common::simulate(&trn2, &common::inputs(&trn2, 1));
+    let sum2 = busy(&trn2, Queue::Vector) + busy(&trn2, Queue::GpSimd);
+    assert!(nkic_backend::lower_bound(&trn2).limited_by != "sbuf port");
+    assert!(run2.total_ps < sum2, "{} vs {sum2}", run2.total_ps);
+    for run in [&run1, &run2] {
+        let out = f32s(run.output("out").expect("the output"));
+        assert!(out.iter().all(|&v| v == 3.0));
+    }
+}

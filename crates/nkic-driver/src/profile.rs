@@ -262,6 +262,11 @@ fn critical_path(launch: &Launch, result: &RunResult) -> (u64, Vec<PathGroup>) {
             (None, Cause::Barrier { core, queue, seq }) => {
                 at.get(&(core, queue, seq)).map(|&p| (p, trace[p].ready_ps))
             }
+            // The holder of a shared port, released at the end of its
+            // interval.
+            (None, Cause::Port { queue, seq }) => at
+                .get(&(e.core, queue, seq))
+                .map(|&p| (p, trace[p].free_ps)),
         };
         match pred {
             Some((p, release)) => {

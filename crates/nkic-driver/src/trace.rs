@@ -261,6 +261,15 @@ fn core_events(
                     us(e.ready_ps),
                     us(e.start_ps - e.ready_ps),
                 ));
+            } else if let nkic_sim::Cause::Port { queue, .. } = e.cause
+                && e.start_ps > e.ready_ps
+            {
+                events.push(format!(
+                    "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"port\",\"args\":{{}}}}",
+                    us(e.ready_ps),
+                    us(e.start_ps - e.ready_ps),
+                    quote(&format!("wait for the RAM port {queue} holds")),
+                ));
             }
             events.push(format!(
                 "{{\"ph\":\"X\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":{},\"args\":{}}}",

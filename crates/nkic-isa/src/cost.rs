@@ -85,6 +85,19 @@
 //! order, for its `engine_busy_ps`), which
 //! caps the core's aggregate DMA bandwidth at `dma_engines ×
 //! min(dma_engine_bytes_per_ns, hbm_gbps_per_core / dma_engines)`.
+//!
+//! Shared RAM ports (`Figures::shared_ports`, NeuronCore-v2): VectorE and
+//! GpSimd cannot access SBUF in parallel, nor VectorE and ScalarE PSUM
+//! (trainium_inferentia2_arch.rst, "Memory hierarchy": "VectorE and GpSimdE
+//! instructions that access SBUF must be serialized, similarly for VectorE
+//! and ScalarE instructions that access PSUM"; trainium2_arch.rst: on v3
+//! they can). `Cost::ports` names the ports an instruction holds: a
+//! VectorE or GpSimd instruction with an SBUF operand holds
+//! [`Ports::SBUF`], a VectorE or ScalarE instruction with a PSUM operand
+//! [`Ports::PSUM`]. An instruction holds its ports for its interval
+//! (`busy_ps`) and starts no earlier than the port is free; the simulator
+//! and the scheduler's replay give the port to its users in start order,
+//! as they do the DMA engines. Ports are empty on every other target.
 
 use crate::ap::{AccessPattern, Imm, Memory};
 use crate::dtype::DType;
@@ -92,6 +105,47 @@ use crate::engine::{Engine, Queue};
 use crate::enums::{AluOp, DgeMode, MatmulPerfMode};
 use crate::inst::Op;
 use crate::target::{Figures, Target};
+
+/// On-chip RAM ports that engines share on some targets (module doc,
+/// "Shared RAM ports"): a set of [`Ports::COUNT`] bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Ports(u8);
+
+impl Ports {
+    /// No shared port.
+    pub const NONE: Ports = Ports(0);
+    /// The SBUF access VectorE and GpSimd share.
+    pub const SBUF: Ports = Ports(1);
+    /// The PSUM access VectorE and ScalarE share.
+    pub const PSUM: Ports = Ports(2);
+    /// The number of distinct ports: indices `0..COUNT`.
+    pub const COUNT: usize = 2;
+    /// Each port's name in reports, by index.
+    pub const NAMES: [&'static str; Ports::COUNT] = ["sbuf port", "psum port"];
+
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The ports' indices, below [`Ports::COUNT`].
+    pub fn indices(self) -> impl Iterator<Item = usize> {
+        (0..Ports::COUNT).filter(move |&i| self.0 & (1 << i) != 0)
+    }
+
+    /// The ports an instruction of `engine` with `op`'s operands holds
+    /// where engines share ports.
+    fn held(engine: Engine, op: &Op) -> Ports {
+        let mut bits = 0;
+        for o in op.operands() {
+            match (o.ap.mem, engine) {
+                (Memory::Sbuf, Engine::Vector | Engine::GpSimd) => bits |= Ports::SBUF.0,
+                (Memory::Psum, Engine::Vector | Engine::Scalar) => bits |= Ports::PSUM.0,
+                _ => {}
+            }
+        }
+        Ports(bits)
+    }
+}
 
 /// The time an instruction takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -104,6 +158,8 @@ pub struct Cost {
     pub busy_ps: u64,
     /// Start → results visible and signals fired, in picoseconds.
     pub latency_ps: u64,
+    /// The shared RAM ports it holds for `busy_ps` (module doc).
+    pub ports: Ports,
 }
 
 impl Target {
@@ -123,6 +179,7 @@ impl Target {
                 cycles: copy.cycles,
                 busy_ps: copy.latency_ps,
                 latency_ps: copy.latency_ps,
+                ports: Ports::NONE,
             };
         }
         let cycles = engine_cycles(f, engine, op);
@@ -138,11 +195,17 @@ impl Target {
             // barrier then): the increment sent to the peer core.
             latency_ps += u64::from(f.core_barrier_ns) * 1000;
         }
+        let ports = if f.shared_ports && !op.is_control() {
+            Ports::held(engine, op)
+        } else {
+            Ports::NONE
+        };
         Cost {
             engine,
             cycles,
             busy_ps,
             latency_ps,
+            ports,
         }
     }
 
@@ -640,6 +703,7 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
             cycles,
             busy_ps: ps,
             latency_ps: ps,
+            ports: Ports::NONE,
         };
     };
     let busy_ps = t.issue_ps.saturating_add(t.engine_ps);
@@ -648,6 +712,7 @@ fn dma_cost(target: Target, f: &Figures, op: &Op) -> Cost {
         cycles: 0,
         busy_ps,
         latency_ps: busy_ps.saturating_add(t.start_latency_ps),
+        ports: Ports::NONE,
     }
 }
 
@@ -695,6 +760,37 @@ mod tests {
         // fp32 inputs are 4× slower.
         let fp32 = matmul_128x128x512(DType::F32, true);
         assert_eq!(Target::Trn3.cost(Queue::Tensor, &fp32).cycles, 2048);
+    }
+
+    /// NeuronCore-v2's shared RAM ports: VectorE and GpSimd share SBUF
+    /// access, VectorE and ScalarE PSUM access; later targets share none.
+    #[test]
+    fn shared_ports() {
+        let psum = || AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32);
+        let in_sbuf = Op::TensorCopy {
+            dst: sbuf(DType::F32, 512),
+            src: sbuf(DType::F32, 512),
+        };
+        let from_psum = Op::TensorCopy {
+            dst: sbuf(DType::F32, 512),
+            src: psum(),
+        };
+        let ports = |t: Target, q: Queue, op: &Op| t.cost(q, op).ports;
+        assert_eq!(ports(Target::Trn1, Queue::Vector, &in_sbuf), Ports::SBUF);
+        assert_eq!(ports(Target::Trn1, Queue::GpSimd, &in_sbuf), Ports::SBUF);
+        assert_eq!(ports(Target::Trn1, Queue::Scalar, &in_sbuf), Ports::NONE);
+        let both = ports(Target::Trn1, Queue::Vector, &from_psum);
+        assert_eq!(both.indices().collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(Ports::NAMES, ["sbuf port", "psum port"]);
+        assert_eq!(ports(Target::Trn1, Queue::Scalar, &from_psum), Ports::PSUM);
+        assert_eq!(ports(Target::Trn1, Queue::GpSimd, &from_psum), Ports::SBUF);
+        let mm = matmul_128x128x512(DType::BF16, false);
+        assert_eq!(ports(Target::Trn1, Queue::Tensor, &mm), Ports::NONE);
+        for t in [Target::Trn2, Target::Trn3] {
+            for q in [Queue::Vector, Queue::Scalar, Queue::GpSimd] {
+                assert_eq!(ports(t, q, &from_psum), Ports::NONE);
+            }
+        }
     }
 
     #[test]

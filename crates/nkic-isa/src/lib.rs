@@ -53,7 +53,7 @@ pub mod verify;
 pub use ap::{
     AccessPattern, Dim, DynOffset, Fp32, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar, TensorId,
 };
-pub use cost::{Cost, DmaTransfer};
+pub use cost::{Cost, DmaTransfer, Ports};
 pub use dtype::DType;
 pub use engine::{Engine, Queue};
 pub use enums::{

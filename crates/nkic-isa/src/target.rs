@@ -220,6 +220,9 @@ pub struct Figures {
     pub core_barrier_ns: u32,
     /// Physical cores one launch may use (`nl.program_id` range under LNC).
     pub max_lnc: u32,
+    /// Whether VectorE and GpSimd serialise their SBUF accesses and VectorE
+    /// and ScalarE their PSUM accesses (`Cost::ports`).
+    pub shared_ports: bool,
 }
 
 impl Figures {
@@ -292,6 +295,7 @@ pub static TRN1: Figures = Figures {
     hwdge: false,
     hbm_gbps_per_core: 410,
     max_lnc: 1,
+    shared_ports: true,
     ..TRN2
 };
 
@@ -355,6 +359,7 @@ pub static TRN2: Figures = Figures {
     hbm_gbps_per_core: 363,
     core_barrier_ns: 1300,
     max_lnc: 2,
+    shared_ports: false,
 };
 
 /// Trainium3 / NeuronCore-v4: Trainium2's figures but for these.

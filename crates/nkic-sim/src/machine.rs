@@ -23,6 +23,11 @@
 //! completes `start_latency_ps` later. Alone on idle engines this is
 //! exactly `Target::cost`; together it caps the core's aggregate bandwidth.
 //!
+//! Where engines share on-chip RAM ports (`Cost::ports`, NeuronCore-v2),
+//! an instruction holding a port starts no earlier than the port is free,
+//! and the port is free again `busy_ps` after that start. The trace names
+//! the instruction that held the port (`Cause::Port`).
+//!
 //! # Stepping
 //!
 //! The interpreter executes one instruction at a time and applies its
@@ -36,10 +41,11 @@
 //! `min over other queues q of max(free(q), G)` is final. Among the final
 //! instructions the `StepOrder` picks one. The earliest one is always
 //! final, so the run never stalls while some queue can progress. A DMA
-//! transfer is in addition executed only when no other queue can still
-//! issue anything before it (ties go to the queue earlier in the program),
-//! so transfers reserve the engines in time order whatever the step order;
-//! the earliest instruction still always qualifies.
+//! transfer, and an instruction holding a shared port, is in addition
+//! executed only when no other queue can still issue anything before it
+//! (ties go to the queue earlier in the program), so transfers reserve the
+//! engines, and port users the ports, in time order whatever the step
+//! order; the earliest instruction still always qualifies.
 //!
 //! For a race-free program (every pair of accesses to the same bytes, one
 //! of them a write, ordered through semaphores) the bytes and every time
@@ -73,7 +79,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use nkic_isa::{Instruction, Label, Op, Program, Queue, Role, SemWait, TensorKind};
+use nkic_isa::{Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind};
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
@@ -169,6 +175,7 @@ struct QueueState<'p> {
     stats: QueueStats,
     /// `Target::dependent_overhead_ps` of the queue's engine.
     overhead_ps: u64,
+    target: Target,
     /// Per instruction, what all its executions share (found at the
     /// first).
     facts: Vec<Option<Facts>>,
@@ -186,6 +193,20 @@ struct Facts {
 impl QueueState<'_> {
     fn finished(&self) -> bool {
         self.pc >= self.insts.len()
+    }
+
+    /// The facts of instruction `index`, found at its first execution
+    /// (or candidacy) and kept.
+    fn facts(&mut self, index: usize) -> Facts {
+        let (target, queue, op) = (self.target, self.queue, &self.insts[index].op);
+        let find = || Facts {
+            cost: target.cost(queue, op),
+            operands: !op.operands().is_empty(),
+        };
+        match self.facts.get_mut(index) {
+            Some(slot) => *slot.get_or_insert_with(find),
+            None => find(),
+        }
     }
 
     /// The waits of instruction `index` as the race detector sees them:
@@ -285,8 +306,9 @@ struct Cand {
     sig: Option<(Inc, usize, u64)>,
     /// The producer `seq` when a dependent read decided the start.
     dep: Option<u64>,
-    /// Whether the instruction is a DMA transfer (uses the shared engines).
-    transfer: bool,
+    /// Whether the instruction uses a resource queues share: a DMA
+    /// transfer (the DMA engines) or a holder of a shared RAM port.
+    shared: bool,
     /// A `core_barrier` that has not arrived yet: executing the candidate
     /// records its arrival (module doc).
     arrive: bool,
@@ -314,6 +336,14 @@ type Arrivals = BTreeMap<(usize, Queue), Vec<Arrival>>;
 struct DmaEngine {
     free_ps: u64,
     last: Option<(Queue, u64)>,
+}
+
+/// What the queues of one core share: its DMA engines and, by
+/// `Ports::indices`, its RAM ports (each, like an engine, free at a time
+/// and last held by an instruction).
+struct Shared {
+    engines: Vec<DmaEngine>,
+    ports: [DmaEngine; Ports::COUNT],
 }
 
 /// Why a queue cannot issue: a semaphore wait, or (`peer`) a
@@ -477,6 +507,7 @@ fn simulate_pass(
                     executions: vec![0; s.insts.len()],
                 },
                 overhead_ps: target.dependent_overhead_ps(s.queue.engine()),
+                target,
                 facts: vec![None; s.insts.len()],
             });
         }
@@ -507,7 +538,12 @@ fn simulate_pass(
     }
     let cores_of: Vec<usize> = queues.iter().map(|q| q.core).collect();
     let mut sems: Vec<SemLog> = vec![SemLog::default(); sem_total];
-    let mut engines = vec![vec![DmaEngine::default(); f.dma_engines.max(1) as usize]; cores.len()];
+    let mut shared: Vec<Shared> = (0..cores.len())
+        .map(|_| Shared {
+            engines: vec![DmaEngine::default(); f.dma_engines.max(1) as usize],
+            ports: [DmaEngine::default(); Ports::COUNT],
+        })
+        .collect();
     let mut races = config
         .race_check
         .then(|| Races::new(queues.len(), sem_total));
@@ -594,8 +630,8 @@ fn simulate_pass(
                 }
             }
         }
-        // A DMA transfer reserves the shared engines, so transfers execute in
-        // (start, queue position) order. At the earliest start `g` that
+        // A DMA transfer reserves the shared engines (a port user its
+        // ports), so they execute in (start, queue position) order. At the earliest start `g` that
         // holds when no earlier-placed queue has a candidate at `g` (a
         // queue blocked on a semaphore issues strictly later, as every
         // signalling instruction takes time); later, every other queue must
@@ -608,7 +644,7 @@ fn simulate_pass(
             if c.last_sig > bound {
                 return false;
             }
-            if !c.transfer {
+            if !c.shared {
                 return true;
             }
             (0..n).filter(|&j| j != i).all(|j| {
@@ -752,7 +788,7 @@ fn simulate_pass(
             &mut mem,
             &mut accs[core],
             &mut sems,
-            &mut engines[core],
+            &mut shared[core],
             races.as_mut(),
             &mut res,
             config,
@@ -919,7 +955,7 @@ fn candidate(
             ready: arrival.ready,
             sig: arrival.sig.filter(|_| by.is_none()),
             dep: arrival.dep.filter(|_| by.is_none()),
-            transfer: false,
+            shared: false,
             arrive: false,
             barrier: by,
         });
@@ -979,7 +1015,7 @@ fn candidate(
         ready,
         sig,
         dep: dep_seq,
-        transfer: inst.op.is_dma(),
+        shared: inst.op.is_dma() || !q.facts(pc).cost.ports.is_empty(),
         arrive: is_barrier,
         barrier: None,
     })
@@ -1045,7 +1081,7 @@ fn step(
     mem: &mut MemoryState,
     acc: &mut Accumulators,
     sems: &mut [SemLog],
-    engines: &mut [DmaEngine],
+    shared: &mut Shared,
     mut races: Option<&mut Races>,
     res: &mut RunResult,
     config: &SimConfig,
@@ -1055,16 +1091,22 @@ fn step(
 ) -> Result<(), SimError> {
     let program = &cores[q.core];
     let target = program.target;
-    let start = cand.start;
     let seq = q.stats.instructions;
     let (flops_before, hbm_before) = (res.flops, mem.hbm_read + mem.hbm_written);
     let index = q.pc;
+    let facts = q.facts(index);
     let inst = &q.insts[index];
     let op = &inst.op;
-    let facts = *q.facts[index].get_or_insert_with(|| Facts {
-        cost: target.cost(q.queue, op),
-        operands: !op.operands().is_empty(),
-    });
+    // A shared port held by another queue's instruction holds it back.
+    let mut start = cand.start;
+    let mut port_by = None;
+    for p in facts.cost.ports.indices() {
+        let port = shared.ports[p];
+        if port.free_ps > start {
+            start = port.free_ps;
+            port_by = port.last;
+        }
+    }
     let mut same_stores = Vec::new();
     if let Some(r) = races.as_deref_mut() {
         r.begin(qi, &q.race_waits(index));
@@ -1261,6 +1303,7 @@ fn step(
         let ready = start + t.issue_ps;
         let (mut first, mut last) = (u64::MAX, ready);
         let (mut latest, mut delayed_by) = (ready, None);
+        let engines = &mut shared.engines;
         let total = engines.len() as u32;
         let mut begins = Vec::with_capacity(t.engines as usize);
         for e in t.engine_ids(total) {
@@ -1304,6 +1347,12 @@ fn step(
             r.signal(qi, sem, done);
         }
     }
+    for p in facts.cost.ports.indices() {
+        shared.ports[p] = DmaEngine {
+            free_ps: start + cost.busy_ps,
+            last: Some((q.queue, seq)),
+        };
+    }
     q.free_ps = free;
     q.dep = None;
     q.stats.instructions += 1;
@@ -1320,7 +1369,9 @@ fn step(
     q.last_index = Some(index);
     q.last_done = done;
     if config.trace {
-        let cause = if let Some((core, seq)) = cand.barrier {
+        let cause = if let Some((queue, seq)) = port_by {
+            Cause::Port { queue, seq }
+        } else if let Some((core, seq)) = cand.barrier {
             Cause::Barrier {
                 core: u8::try_from(core).unwrap_or(u8::MAX),
                 queue: q.queue,
@@ -1350,10 +1401,13 @@ fn step(
             line: inst.line,
             ready_ps: cand.ready,
             cause,
-            waited: cand.sig.map(|(_, sem, count)| Waited {
-                sem: nkic_isa::SemId(sem as u32),
-                count,
-            }),
+            waited: cand
+                .sig
+                .filter(|_| port_by.is_none())
+                .map(|(_, sem, count)| Waited {
+                    sem: nkic_isa::SemId(sem as u32),
+                    count,
+                }),
             flops: res.flops - flops_before,
             hbm_bytes: mem.hbm_read + mem.hbm_written - hbm_before,
             dma: slot,
@@ -1499,6 +1553,7 @@ fn deadlock(
             last_done: 0,
             stats: q.stats.clone(),
             overhead_ps: q.overhead_ps,
+            target: q.target,
             facts: Vec::new(),
         };
         mem.set_core(q.core);

@@ -190,6 +190,10 @@ pub enum Cause {
     /// A `core_barrier` held back by the paired barrier of another core
     /// (that core's queue and the barrier's `seq` there).
     Barrier { core: u8, queue: Queue, seq: u64 },
+    /// A shared RAM port (`nkic_isa::Ports`) held by another queue's
+    /// instruction of the same core, free again when that one's interval
+    /// ended.
+    Port { queue: Queue, seq: u64 },
 }
 
 /// A semaphore wait that held an instruction back.

@@ -197,6 +197,27 @@ const RUNS: &[Run] = &[
         "ssm_v3",
         ssm_args!("4096", "4096"),
     ),
+    run_on(
+        "trn1",
+        "trn1 ssm v1 256x512",
+        "mamba_versions.py",
+        "ssm_v1",
+        ssm_args!("256", "512"),
+    ),
+    run_on(
+        "trn1",
+        "trn1 ssm v2 4096x8192",
+        "mamba_versions.py",
+        "ssm_v2",
+        ssm_args!("4096", "8192"),
+    ),
+    run_on(
+        "trn1",
+        "trn1 ssm v3 4096x8192",
+        "mamba_versions.py",
+        "ssm_v3",
+        ssm_args!("4096", "8192"),
+    ),
 ];
 
 const KO: &str = "nki/guides/tutorials/kernel-optimization.rst";
@@ -273,6 +294,26 @@ const FIGURES: &[Figure] = &[
     Figure {
         run: "trn1 ssm v3 4096x4096",
         published_us: 13_300.0,
+        reference: Some(("trn1 ssm v2 4096x512", 1_600.0)),
+        source: MAMBA,
+    },
+    // The toy example's profile (256 channels), against v1 at 4096.
+    Figure {
+        run: "trn1 ssm v1 256x512",
+        published_us: 172.93,
+        reference: Some(("trn1 ssm v1 4096x512", 2_340.0)),
+        source: MAMBA,
+    },
+    // The profiles at seq 8192: v2 spills (on trn1 and in nkic), v3 not.
+    Figure {
+        run: "trn1 ssm v2 4096x8192",
+        published_us: 53_330.0,
+        reference: Some(("trn1 ssm v2 4096x512", 1_600.0)),
+        source: MAMBA,
+    },
+    Figure {
+        run: "trn1 ssm v3 4096x8192",
+        published_us: 27_800.0,
         reference: Some(("trn1 ssm v2 4096x512", 1_600.0)),
         source: MAMBA,
     },

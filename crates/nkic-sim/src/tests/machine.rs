@@ -7,7 +7,7 @@ use nkic_isa::{
 };
 
 use super::*;
-use crate::{Inputs, Poison, SimConfig, SimErrorKind, StepOrder};
+use crate::{Cause, Inputs, Poison, SimConfig, SimErrorKind, StepOrder};
 
 fn scale(dst: AccessPattern, src: AccessPattern, by: f32) -> Op {
     Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(by))
@@ -100,6 +100,53 @@ fn dependent_instructions_pay_the_issue_overhead() {
         res.trace[2].start_ps,
         c(0).busy_ps + c(1).latency_ps + overhead
     );
+}
+
+/// On trn1 VectorE and GpSimd cannot access SBUF in parallel: of two
+/// independent memsets the later queue's waits for the earlier's interval
+/// and names it as the cause, whatever the step order; on trn2 they
+/// overlap.
+#[test]
+fn vector_and_gpsimd_share_the_sbuf_port_on_trn1() {
+    let mut p = program(&[]);
+    for (queue, offset) in [(Queue::Vector, 0), (Queue::GpSimd, 2048)] {
+        p.stream_mut(queue).push(Instruction::new(Op::Memset {
+            dst: tile(128, 512, offset, DType::F32),
+            value: Imm::Float(1.0.into()),
+        }));
+    }
+    for target in [Target::Trn1, Target::Trn2] {
+        p.target = target;
+        let busy = |q: Queue| {
+            let op = &p.stream(q).unwrap_or_default()[0].op;
+            target.cost(q, op).busy_ps
+        };
+        for order in [
+            StepOrder::RoundRobin,
+            StepOrder::Reverse,
+            StepOrder::Seeded(7),
+        ] {
+            let res = run(&p, &Inputs::new(), &SimConfig::stepping(order)).expect("runs");
+            let at = |q: Queue| {
+                let e = res.trace.iter().find(|e| e.queue == q).expect("traced");
+                (e.start_ps, e.cause)
+            };
+            let (first, second) = (p.queues[0].queue, p.queues[1].queue);
+            assert_eq!(at(first), (0, Cause::Start), "{target} {order:?}");
+            let expected = if target == Target::Trn1 {
+                (
+                    busy(first),
+                    Cause::Port {
+                        queue: first,
+                        seq: 0,
+                    },
+                )
+            } else {
+                (0, Cause::Start)
+            };
+            assert_eq!(at(second), expected, "{target} {order:?}");
+        }
+    }
 }
 
 /// A program with many queues working on disjoint data, synchronised only
