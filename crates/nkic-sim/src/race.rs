@@ -15,7 +15,10 @@
 //! Accesses are kept in a log of exact byte regions (the merged contiguous
 //! runs of each operand, per partition range on chip) and checked on every
 //! instruction; an entry is dropped once every unfinished queue is ordered
-//! after it, or when a newer access of its queue covers the same region. The rows of the indirect side of `dma_gather`/`dma_scatter`
+//! after it, or when a newer access of its queue covers the same region.
+//! The log is kept per queue in epoch order, so a check skips the entries
+//! of each queue that happen before the instruction with one binary
+//! search, and conflicts are taken in the order the accesses were logged. The rows of the indirect side of `dma_gather`/`dma_scatter`
 //! are known only from the index values and are not checked; a
 //! `tensor_copy_predicated` counts as writing its whole `dst`; the `data`
 //! operand of a `core_barrier` is no access; an MX scale operand is only
@@ -51,6 +54,8 @@
 //! core's unordered identical stores as above. (A self-copy racing with a
 //! store of the other core to bytes this core never wrote could, on the
 //! hardware, write an older value back; that case is not detected.)
+
+use std::collections::HashMap;
 
 use nkic_isa::{Op, Queue, Role, intervals};
 
@@ -147,6 +152,16 @@ impl Region {
         }
     }
 
+    /// A hash of the region's memory, partitions, interval count and
+    /// first and last intervals: equal regions have equal keys.
+    fn key(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (self.space, self.parts, self.intervals.len()).hash(&mut h);
+        (self.intervals.first(), self.intervals.last()).hash(&mut h);
+        h.finish()
+    }
+
     /// The memory, partition range and sorted byte intervals (per
     /// partition on chip, in the tensor in HBM).
     pub fn parts(&self) -> (SpaceId, (usize, usize), &[(i64, i64)]) {
@@ -167,6 +182,61 @@ pub(crate) struct Access {
     /// A store another core mirrored (module doc): the same region, stored
     /// unordered with byte-identical data.
     mirrored: bool,
+    /// When it was logged, over all queues (set when it enters the log).
+    seq: u64,
+    /// Superseded by a newer access of its queue (`QueueLog`).
+    dead: bool,
+}
+
+/// One queue's logged accesses in epoch order. A superseded entry is
+/// marked dead and found through `by_region` (positions of live entries
+/// by `Region::key`); dead entries are dropped once they are half the log.
+#[derive(Clone, Debug, Default)]
+struct QueueLog {
+    entries: Vec<Access>,
+    by_region: HashMap<u64, Vec<usize>>,
+    dead: usize,
+}
+
+impl QueueLog {
+    fn push(&mut self, a: Access) {
+        self.by_region
+            .entry(a.region.key())
+            .or_default()
+            .push(self.entries.len());
+        self.entries.push(a);
+    }
+
+    /// Keeps the live entries `keep` accepts; returns how many live
+    /// entries it dropped.
+    fn retain(&mut self, mut keep: impl FnMut(&Access) -> bool) -> usize {
+        let before = self.entries.len() - self.dead;
+        self.entries.retain(|e| !e.dead && keep(e));
+        self.dead = 0;
+        self.by_region.clear();
+        for (k, e) in self.entries.iter().enumerate() {
+            self.by_region.entry(e.region.key()).or_default().push(k);
+        }
+        before - self.entries.len()
+    }
+
+    /// Marks dead the live entries that `a` supersedes; returns how many.
+    fn supersede(&mut self, a: &Access, supersedes: impl Fn(&Access, &Access) -> bool) -> usize {
+        let Some(list) = self.by_region.get_mut(&a.region.key()) else {
+            return 0;
+        };
+        let entries = &mut self.entries;
+        let before = list.len();
+        list.retain(|&k| {
+            let e = &mut entries[k];
+            let gone = supersedes(a, e);
+            e.dead |= gone;
+            !gone
+        });
+        let n = before - list.len();
+        self.dead += n;
+        n
+    }
 }
 
 /// The increments of one semaphore in time order (parallel to the
@@ -187,7 +257,12 @@ pub(crate) struct Races {
     clocks: Vec<Vec<u32>>,
     /// Per semaphore: the clocks of its increments.
     sem_clocks: Vec<SemClocks>,
-    log: Vec<Access>,
+    /// Per queue: its logged accesses in epoch order.
+    logs: Vec<QueueLog>,
+    /// Live entries in all logs.
+    logged: usize,
+    /// The `seq` of the next logged access.
+    next_seq: u64,
     prune_at: usize,
 }
 
@@ -196,7 +271,9 @@ impl Races {
         Races {
             clocks: vec![vec![0; queues]; queues],
             sem_clocks: vec![SemClocks::default(); semaphores],
-            log: Vec::new(),
+            logs: vec![QueueLog::default(); queues],
+            logged: 0,
+            next_seq: 0,
             prune_at: 1024,
         }
     }
@@ -268,6 +345,8 @@ impl Races {
                 region,
                 epoch: self.clocks[q][q],
                 mirrored: false,
+                seq: 0,
+                dead: false,
             });
         }
         out
@@ -288,17 +367,28 @@ impl Races {
         tolerate: bool,
     ) -> Result<Checked, Conflict> {
         let mut checked = Checked::default();
+        // The unordered overlapping entries of other queues, in log order.
+        let mut found: Vec<(u64, usize, usize)> = Vec::new();
         for a in &mut accesses {
             let clock = &self.clocks[a.queue];
-            // One pass over the log: the first unordered conflict that is
-            // not accepted is the error; the accepted ones are reported back.
-            for e in &mut self.log {
-                if e.queue == a.queue
-                    || !(e.write || a.write)
-                    || e.epoch <= clock[e.queue]
-                    || !e.region.overlaps(&a.region)
-                    || (!a.write && e.mirrored && other_core(e.queue))
-                {
+            found.clear();
+            for (r, log) in self.logs.iter().enumerate() {
+                if r == a.queue {
+                    continue;
+                }
+                let from = log.entries.partition_point(|e| e.epoch <= clock[r]);
+                for (k, e) in log.entries.iter().enumerate().skip(from) {
+                    if !e.dead && (e.write || a.write) && e.region.overlaps(&a.region) {
+                        found.push((e.seq, r, k));
+                    }
+                }
+            }
+            found.sort_unstable();
+            // The first unordered conflict that is not accepted is the
+            // error; the accepted ones are reported back.
+            for &(_, r, k) in &found {
+                let e = &mut self.logs[r].entries[k];
+                if !a.write && e.mirrored && other_core(e.queue) {
                     continue;
                 }
                 let other = other_core(e.queue);
@@ -351,8 +441,16 @@ impl Races {
         let supersedes = |a: &Access, e: &Access| {
             e.queue == a.queue && (a.write || !e.write) && e.region == a.region
         };
-        self.log
-            .retain(|e| !accesses.iter().any(|a| supersedes(a, e)));
+        let Some(q) = accesses.first().map(|a| a.queue) else {
+            return Ok(checked);
+        };
+        let log = &mut self.logs[q];
+        for a in &accesses {
+            self.logged -= log.supersede(a, supersedes);
+        }
+        if log.dead > 64 && 2 * log.dead > log.entries.len() {
+            log.retain(|_| true);
+        }
         let kept: Vec<bool> = (0..accesses.len())
             .map(|i| {
                 !accesses[i + 1..]
@@ -360,12 +458,14 @@ impl Races {
                     .any(|later| supersedes(later, &accesses[i]))
             })
             .collect();
-        self.log.extend(
-            accesses
-                .into_iter()
-                .zip(kept)
-                .filter_map(|(a, keep)| keep.then_some(a)),
-        );
+        for (mut a, keep) in accesses.into_iter().zip(kept) {
+            if keep {
+                a.seq = self.next_seq;
+                self.next_seq += 1;
+                self.logged += 1;
+                self.logs[a.queue].push(a);
+            }
+        }
         Ok(checked)
     }
 
@@ -408,17 +508,21 @@ impl Races {
 
     /// Drops log entries every unfinished queue is ordered after.
     pub fn prune(&mut self, finished: &[bool]) {
-        if self.log.len() < self.prune_at {
+        if self.logged < self.prune_at {
             return;
         }
         let clocks = &self.clocks;
-        self.log.retain(|e| {
-            clocks
-                .iter()
-                .enumerate()
-                .any(|(p, c)| p != e.queue && !finished[p] && c[e.queue] < e.epoch)
-        });
-        self.prune_at = (2 * self.log.len()).max(1024);
+        self.logged = 0;
+        for log in &mut self.logs {
+            log.retain(|e| {
+                clocks
+                    .iter()
+                    .enumerate()
+                    .any(|(p, c)| p != e.queue && !finished[p] && c[e.queue] < e.epoch)
+            });
+            self.logged += log.entries.len();
+        }
+        self.prune_at = (2 * self.logged).max(1024);
     }
 }
 
