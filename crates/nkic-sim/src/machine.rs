@@ -1226,23 +1226,17 @@ fn step(
         Err(fault)
             if fault.kind == SimErrorKind::UninitialisedRead
                 && races.is_some()
-                && matches!(mem.poison(), Poison::Error | Poison::Precise) =>
+                && matches!(exec.mem.poison(), Poison::Error | Poison::Precise) =>
         {
             if pending.is_none() {
                 *pending = Some(located(fault));
             }
-            let policy = mem.poison();
-            mem.set_poison(Poison::Zero);
-            mem.begin(q.stats.core, q.queue, index, rule);
-            let mut exec = Exec {
-                mem,
-                regs: &mut q.regs,
-                acc,
-                engine: q.queue.engine(),
-                flops: &mut res.flops,
-            };
+            // The re-run uses the same execution context.
+            let policy = exec.mem.poison();
+            exec.mem.set_poison(Poison::Zero);
+            exec.mem.begin(q.stats.core, q.queue, index, rule);
             let rerun = exec.run(op);
-            mem.set_poison(policy);
+            exec.mem.set_poison(policy);
             rerun.map_err(located)?
         }
         Err(fault) => return Err(located(fault)),
