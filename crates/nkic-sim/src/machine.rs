@@ -79,7 +79,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use nkic_isa::{Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind};
+use nkic_isa::{
+    Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind, intervals,
+};
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
@@ -138,10 +140,8 @@ impl Footprint {
 
     fn overlaps(&self, other: &Footprint) -> bool {
         self.space == other.space
-            && self.parts.0 < other.parts.1
-            && other.parts.0 < self.parts.1
-            && self.bytes.0 < other.bytes.1
-            && other.bytes.0 < self.bytes.1
+            && intervals::overlap(self.parts, other.parts)
+            && intervals::overlap(self.bytes, other.bytes)
     }
 }
 
