@@ -678,7 +678,7 @@ fn items_of(
 fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
     let live = a.live.first <= b.live.last.saturating_add(slack)
         && b.live.first <= a.live.last.saturating_add(slack);
-    live && a.partitions.0 < b.partitions.1 && b.partitions.0 < a.partitions.1
+    live && nkic_isa::intervals::overlap(a.partitions, b.partitions)
 }
 
 /// Places `items` (manual ones first) first-fit; on failure returns the

@@ -113,10 +113,8 @@ impl Access {
     /// True when the two accesses may touch a common byte.
     pub fn overlaps(&self, other: &Access) -> bool {
         if self.resource != other.resource
-            || self.partitions.1 <= other.partitions.0
-            || other.partitions.1 <= self.partitions.0
-            || self.bounds.1 <= other.bounds.0
-            || other.bounds.1 <= self.bounds.0
+            || !nkic_isa::intervals::overlap(self.partitions, other.partitions)
+            || !nkic_isa::intervals::overlap(self.bounds, other.bounds)
         {
             return false;
         }

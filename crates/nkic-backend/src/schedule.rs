@@ -58,6 +58,7 @@
 
 use std::collections::BTreeMap;
 
+use nkic_isa::intervals::overlap;
 use nkic_isa::{Cost, DmaTransfer, Engine, Ports, Queue, Target};
 
 use crate::Schedule;
@@ -498,11 +499,7 @@ struct Timer<'a> {
 
 /// True when two accesses' bounding boxes share a byte.
 fn boxes_meet(a: &Access, b: &Access) -> bool {
-    a.resource == b.resource
-        && a.partitions.0 < b.partitions.1
-        && b.partitions.0 < a.partitions.1
-        && a.bounds.0 < b.bounds.1
-        && b.bounds.0 < a.bounds.1
+    a.resource == b.resource && overlap(a.partitions, b.partitions) && overlap(a.bounds, b.bounds)
 }
 
 impl Timer<'_> {

@@ -289,17 +289,22 @@ fn schedules_agree(text: &str, seed: u64) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// A list of random steps for `kernel_text`, of a length in `len`.
+fn random_steps(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<(u8, u8, u8, u8)>> {
+    proptest::collection::vec(any::<(u8, u8, u8, u8)>(), len)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn optimized_and_sequential_agree(steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..40)) {
+    fn optimized_and_sequential_agree(steps in random_steps(1..40)) {
         schedules_agree(&kernel_text(&steps), 11)?;
     }
 
     #[test]
     fn dynamic_loops_agree(
-        steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..30),
+        steps in random_steps(1..30),
         (start, len, trips, tile) in any::<(u8, u8, u8, u8)>(),
     ) {
         let dyn_loop = DynLoop { start, len, trips, tile };
@@ -334,10 +339,10 @@ fn spilling_keeps_outputs(text: &str, seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn spilling_everything_keeps_the_outputs(steps in proptest::collection::vec(any::<(u8, u8, u8, u8)>(), 1..40)) {
+    fn spilling_everything_keeps_the_outputs(steps in random_steps(1..40)) {
         spilling_keeps_outputs(&kernel_text(&steps), 17)?;
     }
 }

@@ -120,9 +120,11 @@ pub fn render_all(diags: &[Diagnostic], sources: &SourceMap, config: RenderConfi
 /// structured facts. Lines and columns are 1-based; columns count
 /// Unicode scalar values. Span-less diagnostics have null positions.
 pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
-    let position = |label: &Label| -> (Value, Value, Value, Value, Value, Value) {
-        match sources.get(label.file) {
-            Some(file) => {
+    // A label's file, start line and column, end line and column and byte
+    // range; all null without a label or a known file.
+    let position = |label: Option<&Label>| -> (Value, Value, Value, Value, Value, Value) {
+        match label.and_then(|label| Some((label, sources.get(label.file)?))) {
+            Some((label, file)) => {
                 let start = file.line_col(label.span.start);
                 let end = file.line_col(label.span.end);
                 (
@@ -145,7 +147,7 @@ pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
         }
     };
     let label_json = |label: &Label, primary: bool| {
-        let (file, line, column, end_line, end_column, byte_range) = position(label);
+        let (file, line, column, end_line, end_column, byte_range) = position(Some(label));
         json!({
             "file": file,
             "line": line,
@@ -157,17 +159,7 @@ pub fn render_json(diag: &Diagnostic, sources: &SourceMap) -> String {
             "primary": primary,
         })
     };
-    let (file, line, column, end_line, end_column, _) = match &diag.primary {
-        Some(p) => position(p),
-        None => (
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-            Value::Null,
-        ),
-    };
+    let (file, line, column, end_line, end_column, _) = position(diag.primary.as_ref());
     let labels: Vec<Value> = diag
         .primary
         .iter()

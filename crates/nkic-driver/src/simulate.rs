@@ -466,6 +466,21 @@ pub struct InstructionLocator {
     core_lines: Vec<(u8, Span)>,
 }
 
+/// The span of the `i`-th of `lines` on `core` whose middle element `keep`
+/// keeps.
+fn nth_on<T>(
+    lines: &[(u8, T, Span)],
+    core: u8,
+    i: usize,
+    keep: impl Fn(&T) -> bool,
+) -> Option<Span> {
+    lines
+        .iter()
+        .filter(|(k, x, _)| *k == core && keep(x))
+        .nth(i)
+        .map(|(_, _, s)| *s)
+}
+
 impl InstructionLocator {
     pub fn new(text: &str) -> InstructionLocator {
         let mut queues: Vec<(u8, String, Vec<Span>)> = Vec::new();
@@ -532,28 +547,11 @@ impl InstructionLocator {
     /// ([`nkic_isa::Decl`]), on `core`.
     pub fn decl(&self, core: Option<u8>, decl: nkic_isa::Decl) -> Option<Span> {
         let c = core.unwrap_or(0);
-        let nth = |directive: &str, i: usize| {
-            self.other_decls
-                .iter()
-                .filter(|(k, d, _)| *k == c && *d == directive)
-                .nth(i)
-                .map(|(_, _, s)| *s)
-        };
         match decl {
-            nkic_isa::Decl::Tensor(i) => self
-                .tensor_lines
-                .iter()
-                .filter(|(k, _, _)| *k == c)
-                .nth(i)
-                .map(|(_, _, s)| *s),
-            nkic_isa::Decl::Semaphore(i) => nth(".sem ", i),
-            nkic_isa::Decl::Line(i) => nth(".line ", i),
-            nkic_isa::Decl::Stream(i) => self
-                .queue_lines
-                .iter()
-                .filter(|(k, _, _)| *k == c)
-                .nth(i)
-                .map(|(_, _, s)| *s),
+            nkic_isa::Decl::Tensor(i) => nth_on(&self.tensor_lines, c, i, |_| true),
+            nkic_isa::Decl::Semaphore(i) => nth_on(&self.other_decls, c, i, |d| *d == ".sem "),
+            nkic_isa::Decl::Line(i) => nth_on(&self.other_decls, c, i, |d| *d == ".line "),
+            nkic_isa::Decl::Stream(i) => nth_on(&self.queue_lines, c, i, |_| true),
         }
     }
 

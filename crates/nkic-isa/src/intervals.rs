@@ -16,11 +16,16 @@ pub fn join_sorted<T: Ord + Copy>(sorted: impl IntoIterator<Item = (T, T)>) -> V
     joined
 }
 
+/// True when two intervals share a point.
+pub fn overlap<T: Ord>(a: (T, T), b: (T, T)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+
 /// True when two sorted lists of disjoint intervals share a point.
 pub fn meet<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> bool {
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        if a[i].0 < b[j].1 && b[j].0 < a[i].1 {
+        if overlap(a[i], b[j]) {
             return true;
         }
         if a[i].1 <= b[j].1 {
@@ -34,7 +39,7 @@ pub fn meet<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{join_sorted, meet};
+    use super::{join_sorted, meet, overlap};
 
     #[test]
     fn joins_overlapping_and_touching_intervals() {
@@ -51,5 +56,7 @@ mod tests {
         assert!(!meet(&a, &[(4, 10)]));
         assert!(!meet(&a, &[(12, 13)]));
         assert!(!meet(&a, &[]));
+        assert!(overlap((0, 4), (3, 5)) && overlap((3, 5), (0, 4)));
+        assert!(!overlap((0, 4), (4, 5)) && !overlap((4, 5), (0, 4)));
     }
 }

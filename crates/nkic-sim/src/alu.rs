@@ -54,20 +54,8 @@ pub(crate) fn alu(op: AluOp, a: f32, b: f32) -> f32 {
         AluOp::LogicalOr => bool_f(truthy(a) || truthy(b)),
         AluOp::LogicalXor => bool_f(truthy(a) != truthy(b)),
         AluOp::Power => a.powf(b),
-        AluOp::AbsMax => {
-            if a.abs() > b.abs() {
-                a
-            } else {
-                b
-            }
-        }
-        AluOp::AbsMin => {
-            if a.abs() < b.abs() {
-                a
-            } else {
-                b
-            }
-        }
+        AluOp::AbsMax => by_magnitude(a, b, f32::abs, PartialOrd::gt),
+        AluOp::AbsMin => by_magnitude(a, b, f32::abs, PartialOrd::lt),
         AluOp::Abs => a.abs(),
         AluOp::Square => a * a,
         AluOp::Relu => max(a, 0.0),
@@ -120,20 +108,8 @@ pub(crate) fn alu_int(op: AluOp, a: i64, b: i64) -> i64 {
         AluOp::LogicalAnd => i64::from(a != 0 && b != 0),
         AluOp::LogicalOr => i64::from(a != 0 || b != 0),
         AluOp::LogicalXor => i64::from((a != 0) != (b != 0)),
-        AluOp::AbsMax => {
-            if a.unsigned_abs() > b.unsigned_abs() {
-                a
-            } else {
-                b
-            }
-        }
-        AluOp::AbsMin => {
-            if a.unsigned_abs() < b.unsigned_abs() {
-                a
-            } else {
-                b
-            }
-        }
+        AluOp::AbsMax => by_magnitude(a, b, i64::unsigned_abs, PartialOrd::gt),
+        AluOp::AbsMin => by_magnitude(a, b, i64::unsigned_abs, PartialOrd::lt),
         AluOp::Abs => a.wrapping_abs(),
         AluOp::Square => a.wrapping_mul(a),
         AluOp::Relu => a.max(0),
@@ -220,6 +196,18 @@ pub(crate) fn alu_i32(op: AluOp, a: u32, b: u32, signed: bool) -> Option<u32> {
 /// The identity of a reduction operator (isa.md §2.5).
 pub(crate) fn identity(op: AluOp) -> f32 {
     op.reduction_identity().unwrap_or(0.0)
+}
+
+/// `abs_max`/`abs_min`: `a` when `keep_a(|a|, |b|)` holds for the
+/// magnitudes `abs` gives, else `b` (so ties go to `b`).
+#[inline]
+fn by_magnitude<T: Copy, M>(
+    a: T,
+    b: T,
+    abs: impl Fn(T) -> M,
+    keep_a: impl Fn(&M, &M) -> bool,
+) -> T {
+    if keep_a(&abs(a), &abs(b)) { a } else { b }
 }
 
 #[inline]

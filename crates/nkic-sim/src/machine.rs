@@ -79,7 +79,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use nkic_isa::{Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind};
+use nkic_isa::{
+    Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind, intervals,
+};
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
@@ -138,10 +140,8 @@ impl Footprint {
 
     fn overlaps(&self, other: &Footprint) -> bool {
         self.space == other.space
-            && self.parts.0 < other.parts.1
-            && other.parts.0 < self.parts.1
-            && self.bytes.0 < other.bytes.1
-            && other.bytes.0 < self.bytes.1
+            && intervals::overlap(self.parts, other.parts)
+            && intervals::overlap(self.bytes, other.bytes)
     }
 }
 
@@ -1226,23 +1226,17 @@ fn step(
         Err(fault)
             if fault.kind == SimErrorKind::UninitialisedRead
                 && races.is_some()
-                && matches!(mem.poison(), Poison::Error | Poison::Precise) =>
+                && matches!(exec.mem.poison(), Poison::Error | Poison::Precise) =>
         {
             if pending.is_none() {
                 *pending = Some(located(fault));
             }
-            let policy = mem.poison();
-            mem.set_poison(Poison::Zero);
-            mem.begin(q.stats.core, q.queue, index, rule);
-            let mut exec = Exec {
-                mem,
-                regs: &mut q.regs,
-                acc,
-                engine: q.queue.engine(),
-                flops: &mut res.flops,
-            };
+            // The re-run uses the same execution context.
+            let policy = exec.mem.poison();
+            exec.mem.set_poison(Poison::Zero);
+            exec.mem.begin(q.stats.core, q.queue, index, rule);
             let rerun = exec.run(op);
-            mem.set_poison(policy);
+            exec.mem.set_poison(policy);
             rerun.map_err(located)?
         }
         Err(fault) => return Err(located(fault)),

@@ -114,10 +114,7 @@ impl Region {
     }
 
     fn overlaps(&self, other: &Region) -> bool {
-        if self.space != other.space
-            || self.parts.0 >= other.parts.1
-            || other.parts.0 >= self.parts.1
-        {
+        if self.space != other.space || !intervals::overlap(self.parts, other.parts) {
             return false;
         }
         intervals::meet(&self.intervals, &other.intervals)

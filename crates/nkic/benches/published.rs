@@ -25,9 +25,14 @@
 //! `trn2`, where they ran before nkic had a trn1 target). Under `cargo test --benches` (no `--bench`) it runs
 //! nothing but checks that the table's kernels exist.
 
+#[path = "common/paths.rs"]
+mod paths;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
+
+use paths::root;
 
 /// One kernel run: a label, its file in `kernels/published/`, kernel name,
 /// target, arguments and compile-time constants.
@@ -322,14 +327,6 @@ const FIGURES: &[Figure] = &[
 /// The median |log2| target and the worst allowed (×1.5).
 const MEDIAN_TARGET: f64 = 0.15;
 const WORST_TARGET: f64 = 0.585;
-
-fn root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
-}
 
 /// The simulated time of `run` in microseconds, by the `nkic` binary `bin`,
 /// on `trn1_on` instead of trn1 when given.

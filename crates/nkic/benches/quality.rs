@@ -56,8 +56,11 @@
 #[path = "common/scaling.rs"]
 mod scaling;
 
+#[path = "common/paths.rs"]
+mod paths;
+
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -68,6 +71,8 @@ use nkic_driver::simulate::random_inputs;
 use nkic_isa::{DType, Engine, Program, Queue};
 use nkic_sim::{RunResult, SimConfig};
 use nkic_specialize::{ArgSpec, SpecializeConfig};
+
+use paths::root;
 
 /// Large shapes per kernel (file stem): the `--arg` bindings of each case
 /// (a kernel may have several).
@@ -378,15 +383,6 @@ fn compile_chain(ops: usize, target: nkic_isa::Target) -> Result<(usize, f64), S
         .map_err(|d| render(&d, &sources))?;
     let ms = t0.elapsed().as_secs_f64() * 1000.0;
     Ok((program.queues.iter().map(|q| q.insts.len()).sum(), ms))
-}
-
-/// The repository root (the bench lives at `<root>/crates/nkic`).
-fn root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
 /// Every kernel file in `kernels/`, in name order, at its directive shapes

@@ -104,14 +104,22 @@ pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<(), Diagnostic
     Ok(())
 }
 
+/// The directory `nkic-<name>-<pid>` in the system's temporary directory,
+/// created, for a unit test's files.
+#[cfg(test)]
+pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("nkic-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn reads_are_bounded_and_writes_spare_inputs() {
-        let dir = std::env::temp_dir().join(format!("nkic-fsio-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch_dir("fsio");
         let input = dir.join("k.py");
         std::fs::write(&input, "x = 1\n").unwrap();
         assert!(matches!(

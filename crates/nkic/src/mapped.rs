@@ -102,8 +102,7 @@ mod tests {
     /// bytes `npy::read` gives, and a small file is read.
     #[test]
     fn large_inputs_are_mapped_and_read_as_read_reads_them() {
-        let dir = std::env::temp_dir().join(format!("nkic-mapped-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = crate::fsio::scratch_dir("mapped");
         let n = 1 << 18;
         let values: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
         let f32_bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -6,7 +6,7 @@ mod common;
 
 use common::root;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn nkic(args: &[&str]) -> Output {
@@ -15,6 +15,16 @@ fn nkic(args: &[&str]) -> Output {
 
 fn temp_dir(name: &str) -> PathBuf {
     common::temp_dir("cli", name)
+}
+
+/// Runs `nkic compile kernels/tensor_add.py -o OUT`.
+fn compile_tensor_add(out: &Path) -> Output {
+    nkic(&[
+        "compile",
+        "kernels/tensor_add.py",
+        "-o",
+        out.to_str().unwrap(),
+    ])
 }
 
 /// Runs `kernels/tensor_add.py` on its bundled inputs with `args` into a
@@ -147,12 +157,7 @@ fn bad_command_lines_and_missing_files() {
 fn compile_output_that_cannot_be_written_is_e9005() {
     let dir = temp_dir("unwritable");
     let target = dir.join("no/such/dir/add.nkasm");
-    let res = nkic(&[
-        "compile",
-        "kernels/tensor_add.py",
-        "-o",
-        target.to_str().unwrap(),
-    ]);
+    let res = compile_tensor_add(&target);
     assert_eq!(res.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&res.stderr);
     assert!(
@@ -165,12 +170,7 @@ fn compile_output_that_cannot_be_written_is_e9005() {
 fn compile_emits_a_program_that_exec_runs() {
     let dir = temp_dir("asm");
     let asm = dir.join("add.nkasm");
-    let res = nkic(&[
-        "compile",
-        "kernels/tensor_add.py",
-        "-o",
-        asm.to_str().unwrap(),
-    ]);
+    let res = compile_tensor_add(&asm);
     assert!(
         res.status.success(),
         "{}",

@@ -10,16 +10,12 @@ mod common;
 #[test]
 fn all_gather_and_all_reduce_over_the_two_cores() {
     // x[r, c] = 32 r + c.
-    let x: Vec<f32> = (0..128 * 32).map(|v| v as f32).collect();
-    let out_dir = common::run_with_input(
+    let (x, [gathered, summed]) = common::run_on_positions(
         "collectives",
         "crates/nkic/tests/collectives/all_gather_lnc2.py",
         "x",
-        &[128, 32],
-        &x,
+        [128, 32],
     );
-    let gathered = common::read_f32_npy(&out_dir.join("out0.npy"));
-    let summed = common::read_f32_npy(&out_dir.join("out1.npy"));
     for r in 0..128 {
         let row = r % 64;
         for c in 0..64 {
@@ -36,23 +32,17 @@ fn all_gather_and_all_reduce_over_the_two_cores() {
             assert_eq!(summed[r * 32 + c], want, "summed[{r}, {c}]");
         }
     }
-    let _ = std::fs::remove_dir_all(out_dir.parent().expect("a temporary directory"));
 }
 
 #[test]
 fn reduce_scatter_all_to_all_and_permute_over_the_two_cores() {
     // x[r, c] = 32 r + c.
-    let x: Vec<f32> = (0..128 * 32).map(|v| v as f32).collect();
-    let out_dir = common::run_with_input(
+    let (x, [scattered, exchanged, permuted]) = common::run_on_positions(
         "collectives_exchange",
         "crates/nkic/tests/collectives/exchange_lnc2.py",
         "x",
-        &[128, 32],
-        &x,
+        [128, 32],
     );
-    let scattered = common::read_f32_npy(&out_dir.join("out0.npy"));
-    let exchanged = common::read_f32_npy(&out_dir.join("out1.npy"));
-    let permuted = common::read_f32_npy(&out_dir.join("out2.npy"));
     for r in 0..128 {
         let (core, row) = (r / 64, r % 64);
         // Row `row` of core `k`'s tile.
@@ -77,5 +67,4 @@ fn reduce_scatter_all_to_all_and_permute_over_the_two_cores() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(out_dir.parent().expect("a temporary directory"));
 }

@@ -52,6 +52,16 @@ fn run_limited_with(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
 
 /// The JSON diagnostics on standard output, each as `CODE file:line:
 /// message` (`-` for a diagnostic without a location).
+/// Asserts that a run failed (exit code 1) with the one diagnostic `want`
+/// (as `diags` gives it).
+#[track_caller]
+fn assert_one_error(out: &Output, want: &str) {
+    assert_eq!(
+        (out.status.code(), diags(out)),
+        (Some(1), vec![want.to_string()])
+    );
+}
+
 fn diags(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -223,15 +233,9 @@ fn bad_command_lines_and_files() {
             "json",
         ],
     );
-    assert_eq!(
-        (out.status.code(), diags(&out)),
-        (
-            Some(1),
-            vec![
-                "E0225 k.py:7: a launch grid of 4294967296 program instances is more than the 1024 nkic specializes"
-                    .to_string()
-            ]
-        )
+    assert_one_error(
+        &out,
+        "E0225 k.py:7: a launch grid of 4294967296 program instances is more than the 1024 nkic specializes",
     );
     let out = run_limited(&dir, &["check", "k.py", "--grid", "0"]);
     assert_eq!(out.status.code(), Some(2));
@@ -250,12 +254,9 @@ fn bad_command_lines_and_files() {
             "json",
         ],
     );
-    assert_eq!(
-        (out.status.code(), diags(&out)),
-        (
-            Some(1),
-            vec!["E9005 -: cannot write `k.py`: it is an input of this command".to_string()]
-        )
+    assert_one_error(
+        &out,
+        "E9005 -: cannot write `k.py`: it is an input of this command",
     );
     assert_eq!(std::fs::read(dir.join("k.py")).unwrap(), before);
     // Not UTF-8: located at the first bad byte.
@@ -271,10 +272,7 @@ fn bad_command_lines_and_files() {
     if Path::new("/dev/zero").exists() {
         let refused = "E9001 -: cannot read `/dev/zero`: it is not a regular file";
         let out = run_limited(&dir, &["check", "/dev/zero", "--message-format", "json"]);
-        assert_eq!(
-            (out.status.code(), diags(&out)),
-            (Some(1), vec![refused.to_string()])
-        );
+        assert_one_error(&out, refused);
         let out = run_limited(
             &dir,
             &[
@@ -286,10 +284,7 @@ fn bad_command_lines_and_files() {
                 "json",
             ],
         );
-        assert_eq!(
-            (out.status.code(), diags(&out)),
-            (Some(1), vec![refused.to_string()])
-        );
+        assert_one_error(&out, refused);
     }
     // A million invalid lines print at most 1,000 diagnostics.
     std::fs::write(dir.join("dollars.py"), "$\n".repeat(100_000)).unwrap();
@@ -362,10 +357,7 @@ fn kernel_arguments_from_every_source_are_checked() {
     ] {
         std::fs::write(sub.join("nkic.toml"), manifest).unwrap();
         let out = run_limited(&dir, &["check", "toml/k.py", "--message-format", "json"]);
-        assert_eq!(
-            (out.status.code(), diags(&out)),
-            (Some(1), vec![expected.to_string()])
-        );
+        assert_one_error(&out, expected);
     }
     // A colon with no dtype after it is a bad command line.
     let out = run_limited(&dir, &["run", "k.py", "--input", "a=x.npy:"]);
@@ -388,12 +380,9 @@ fn kernel_arguments_from_every_source_are_checked() {
             "json",
         ],
     );
-    assert_eq!(
-        (out.status.code(), diags(&out)),
-        (
-            Some(1),
-            vec!["E0217 k.py:7: the kernel argument `a` is given more than once".to_string()]
-        )
+    assert_one_error(
+        &out,
+        "E0217 k.py:7: the kernel argument `a` is given more than once",
     );
     // Lone `\r` line ends keep the directives (no syntax-only note).
     std::fs::write(dir.join("cr.py"), kernel("").replace('\n', "\r")).unwrap();
@@ -522,12 +511,9 @@ fn a_program_naming_a_device_is_not_read() {
     )
     .unwrap();
     let out = run_limited(&dir, &["exec", "z.nkasm", "--message-format", "json"]);
-    assert_eq!(
-        (out.status.code(), diags(&out)),
-        (
-            Some(1),
-            vec!["E2002 z.nkasm:8: an index or a register read through `src` is undefined: element 0 (hbm tensor `t` byte 0) was never written by reg_load at sync[0] (/dev/zero:1:1)".to_string()]
-        )
+    assert_one_error(
+        &out,
+        "E2002 z.nkasm:8: an index or a register read through `src` is undefined: element 0 (hbm tensor `t` byte 0) was never written by reg_load at sync[0] (/dev/zero:1:1)",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -542,12 +528,9 @@ fn a_failed_write_leaves_nothing_behind() {
         &dir,
         &["run", "k.py", "--out", "o", "--message-format", "json"],
     );
-    assert_eq!(
-        (out.status.code(), diags(&out)),
-        (
-            Some(1),
-            vec!["E9005 -: cannot write `o/out0.npy`: Is a directory (os error 21)".to_string()]
-        )
+    assert_one_error(
+        &out,
+        "E9005 -: cannot write `o/out0.npy`: Is a directory (os error 21)",
     );
     let left: Vec<_> = std::fs::read_dir(dir.join("o")).unwrap().collect();
     assert_eq!(left.len(), 1, "only the directory in the way: {left:?}");

@@ -243,20 +243,31 @@ fn check_kernel(name: &str, data: &Path) {
     let _ = std::fs::remove_dir_all(sequential);
 }
 
+/// The names `name` gives the entries of directory `dir`, sorted; asserts
+/// there are several (`what` names them in the message).
+fn sorted_names(
+    dir: &Path,
+    what: &str,
+    name: impl FnMut(std::fs::DirEntry) -> Option<String>,
+) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .filter_map(name)
+        .collect();
+    names.sort();
+    assert!(names.len() >= 2, "expected several {what}, found {names:?}");
+    names
+}
+
 #[test]
 fn every_bundled_kernel_matches_its_reference_in_both_schedules() {
     let data_root = root().join("kernels/data");
-    let mut names: Vec<String> = std::fs::read_dir(&data_root)
-        .expect("kernels/data exists")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().is_dir())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    names.sort();
-    assert!(
-        names.len() >= 2,
-        "expected several bundled kernels, found {names:?}"
-    );
+    let names = sorted_names(&data_root, "bundled kernels", |e| {
+        e.path()
+            .is_dir()
+            .then(|| e.file_name().into_string().ok())?
+    });
     // Each kernel runs in its own thread so the test takes about as long as
     // the slowest kernel; failures are collected and reported together.
     let handles: Vec<_> = names
@@ -279,17 +290,10 @@ fn every_bundled_kernel_matches_its_reference_in_both_schedules() {
 #[test]
 fn every_kernel_file_has_a_reference_script_and_data() {
     let kernels = root().join("kernels");
-    let mut names: Vec<String> = std::fs::read_dir(&kernels)
-        .expect("kernels/ exists")
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter_map(|n| n.strip_suffix(".py").map(str::to_string))
-        .collect();
-    names.sort();
-    assert!(
-        names.len() >= 2,
-        "expected several kernels, found {names:?}"
-    );
+    let names = sorted_names(&kernels, "kernels", |e| {
+        let n = e.file_name().into_string().ok()?;
+        n.strip_suffix(".py").map(str::to_string)
+    });
     let missing: Vec<String> = names
         .iter()
         .flat_map(|name| {

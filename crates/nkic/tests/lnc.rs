@@ -56,20 +56,29 @@ fn ns(report: &Value) -> f64 {
     report["simulated_ns"].as_f64().expect("simulated_ns")
 }
 
+/// Writes `DIR/NAME.npy`, a float32 `[rows, cols]` array whose element `i`
+/// (row-major) is `((i · mul) mod modulo) · scale + offset`, and returns
+/// its values and the `NAME=PATH` input.
+fn write_input(
+    dir: &Path,
+    name: &str,
+    [rows, cols]: [usize; 2],
+    (mul, modulo, scale, offset): (usize, usize, f32, f32),
+) -> (Vec<f32>, String) {
+    let values: Vec<f32> = (0..rows * cols)
+        .map(|i| ((i * mul) % modulo) as f32 * scale + offset)
+        .collect();
+    let path = dir.join(format!("{name}.npy"));
+    common::write_f32_npy(&path, &[rows, cols], &values);
+    (values, format!("{name}={}", path.display()))
+}
+
 #[test]
 fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
     let dir = temp("add");
     let (rows, cols) = (512, 1024);
-    let a: Vec<f32> = (0..rows * cols)
-        .map(|i| ((i * 37) % 1001) as f32 * 0.013 - 6.0)
-        .collect();
-    let b: Vec<f32> = (0..rows * cols)
-        .map(|i| ((i * 11) % 997) as f32 * -0.021 + 3.5)
-        .collect();
-    common::write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
-    common::write_f32_npy(&dir.join("b.npy"), &[rows, cols], &b);
-    let a_in = format!("a={}", dir.join("a.npy").display());
-    let b_in = format!("b={}", dir.join("b.npy").display());
+    let (a, a_in) = write_input(&dir, "a", [rows, cols], (37, 1001, 0.013, -6.0));
+    let (b, b_in) = write_input(&dir, "b", [rows, cols], (11, 997, -0.021, 3.5));
     let mut outs = Vec::new();
     let mut times = Vec::new();
     for schedule in ["optimized", "sequential"] {
@@ -148,11 +157,7 @@ fn a_grid_of_two_runs_on_two_cores_and_matches_the_reference() {
 fn sendrecv_swaps_tiles_between_the_cores() {
     let dir = temp("sendrecv");
     let n = 256;
-    let x: Vec<f32> = (0..n * n)
-        .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
-        .collect();
-    common::write_f32_npy(&dir.join("x.npy"), &[n, n], &x);
-    let x_in = format!("x={}", dir.join("x.npy").display());
+    let (x, x_in) = write_input(&dir, "x", [n, n], (29, 1009, 0.017, -8.0));
     let kernel = "crates/nkic/tests/lnc/sendrecv_swap.py";
     let swapped: Vec<f32> = x[n * n / 2..]
         .iter()
@@ -192,14 +197,20 @@ fn sendrecv_swaps_tiles_between_the_cores() {
 
 #[test]
 fn the_two_core_program_text() {
-    let (code, stdout, stderr) = nkic(&[
-        "compile",
-        ADD,
-        "--arg",
-        "a=float32[256,512]",
-        "--arg",
-        "b=float32[256,512]",
-    ]);
+    // `nkic compile` of the grid at `[256, 512]`, with `extra` arguments.
+    let compile = |extra: &[&str]| {
+        let mut args = vec![
+            "compile",
+            ADD,
+            "--arg",
+            "a=float32[256,512]",
+            "--arg",
+            "b=float32[256,512]",
+        ];
+        args.extend(extra);
+        nkic(&args)
+    };
+    let (code, stdout, stderr) = compile(&[]);
     assert_eq!(code, 0, "{stderr}");
     insta::assert_snapshot!(stdout);
     // The text assembles back into the same launch.
@@ -208,16 +219,7 @@ fn the_two_core_program_text() {
     assert_eq!(nkic_isa::verify_launch(&launch).err(), None);
     assert_eq!(nkic_isa::print_launch(&launch), stdout);
     // `--lnc 1` keeps the grid on one core: no sections.
-    let (code, one, _) = nkic(&[
-        "compile",
-        ADD,
-        "--arg",
-        "a=float32[256,512]",
-        "--arg",
-        "b=float32[256,512]",
-        "--lnc",
-        "1",
-    ]);
+    let (code, one, _) = compile(&["--lnc", "1"]);
     assert_eq!(code, 0);
     assert!(!one.contains(".core"), "{one}");
 }
@@ -266,11 +268,7 @@ fn two_cores_writing_the_same_bytes_race() {
 fn an_hbm_fence_self_copy_after_identical_stores_is_no_race() {
     let dir = temp("fence");
     let (rows, cols) = (128, 512);
-    let a: Vec<f32> = (0..rows * cols)
-        .map(|i| ((i * 29) % 1009) as f32 * 0.017 - 8.0)
-        .collect();
-    common::write_f32_npy(&dir.join("a.npy"), &[rows, cols], &a);
-    let a_in = format!("a={}", dir.join("a.npy").display());
+    let (a, a_in) = write_input(&dir, "a", [rows, cols], (29, 1009, 0.017, -8.0));
     let out = dir.join("out");
     let out_text = out.display().to_string();
     let (code, _, stderr) = nkic(&[

@@ -8,8 +8,9 @@ mod common;
 use common::root;
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 use serde_json::Value;
 
@@ -485,22 +486,33 @@ fn dump_writes_every_value_of_a_tensor() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Runs the `nkic` binary from the workspace root with colours off and both
+/// outputs piped, the read end of stdout (`close_stdout`) or of stderr
+/// closed at once, and waits for it.
+fn run_closing(args: impl IntoIterator<Item = impl AsRef<OsStr>>, close_stdout: bool) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the nkic binary runs");
+    if close_stdout {
+        drop(child.stdout.take());
+    } else {
+        drop(child.stderr.take());
+    }
+    child.wait_with_output().expect("nkic ends")
+}
+
 /// A reader that closes the pipe early (`nkic run … | head -1`) ends the
 /// output quietly: no panic, success.
 #[test]
 fn a_closed_stdout_is_not_a_panic() {
     for command in ["run", "profile"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
-            .current_dir(root())
-            .env("NO_COLOR", "1")
-            .args([command, "kernels/matmul.py"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("the nkic binary runs");
         // Close the read end before nkic writes its report.
-        drop(child.stdout.take());
-        let out = child.wait_with_output().expect("nkic ends");
+        let out = run_closing([command, "kernels/matmul.py"], true);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{command}: {stderr}");
         assert!(out.status.success(), "{command}: {stderr}");
@@ -515,17 +527,8 @@ fn a_closed_stderr_is_not_a_panic() {
     let file = dir.join("broken.py");
     std::fs::write(&file, "def f(:\n    pass\nx = = 1\n").expect("write the kernel");
     for _ in 0..4 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
-            .env("NO_COLOR", "1")
-            .arg("check")
-            .arg(&file)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("the nkic binary runs");
         // Close the read end before nkic writes its diagnostics.
-        drop(child.stderr.take());
-        let out = child.wait_with_output().expect("nkic ends");
+        let out = run_closing([OsStr::new("check"), file.as_os_str()], false);
         assert_eq!(out.status.code(), Some(1), "{out:?}");
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -242,10 +242,7 @@ fn build(
     if sig.body == Body::Copy {
         wide_copy(&mut b, sig, [n, dr, ds, ar, as_, br, acc0], header);
     } else {
-        b.ins().jump(
-            header,
-            &[zero.into(), dr.into(), ar.into(), br.into(), acc0.into()],
-        );
+        to_elements(&mut b, header, [zero, dr, ar, br, acc0]);
     }
 
     b.switch_to_block(header);
@@ -271,10 +268,7 @@ fn build(
     let d1 = b.ins().iadd(d, ds);
     let a1 = b.ins().iadd(a, as_);
     let b1 = b.ins().iadd(bp, bs);
-    b.ins().jump(
-        header,
-        &[i1.into(), d1.into(), a1.into(), b1.into(), acc1.into()],
-    );
+    to_elements(&mut b, header, [i1, d1, a1, b1, acc1]);
 
     b.switch_to_block(row_end);
     let acc = b.block_params(row_end)[0];
@@ -347,9 +341,16 @@ fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: 
     let i = b.ins().sdiv_imm_s(off, size);
     let d = b.ins().iadd(d0, off);
     let a = b.ins().iadd(a0, off);
+    to_elements(b, header, [i, d, a, b0, acc]);
+}
+
+/// Jumps to the element loop's `header` with its parameters: the element
+/// index, the three streams' addresses and the fold.
+fn to_elements(b: &mut FunctionBuilder<'_>, header: Block, params: [Value; 5]) {
+    let [i, d, a, bp, acc] = params;
     b.ins().jump(
         header,
-        &[i.into(), d.into(), a.into(), b0.into(), acc.into()],
+        &[i.into(), d.into(), a.into(), bp.into(), acc.into()],
     );
 }
 

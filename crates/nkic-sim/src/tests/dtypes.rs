@@ -54,7 +54,7 @@ fn tensor_scalar_between_every_pair_of_dtypes() {
 fn activation_on_16_and_8_bit_data_in_psum_and_sbuf() {
     for dt in [DType::F16, DType::BF16, DType::F8E4M3, DType::F8E5M2] {
         let mut b = Bench::new();
-        let src = ps(0, 128, 0, &[(1, 16)], DType::F32);
+        let src = ps(sb(0, 128, 0, &[(1, 16)], DType::F32));
         let vals = values(128 * 16, 4);
         b.put(&src, &vals);
         let dst = tile(128, 16, 0, dt);

@@ -218,7 +218,7 @@ fn busy_program() -> Program {
         s.extend(programs::loop_back());
     }
     // Tensor: slot 0 × slot 1 into PSUM, then Vector evacuates it.
-    let dst = ps(0, 128, 0, &[(1, 128)], DType::F32);
+    let dst = ps(sb(0, 128, 0, &[(1, 128)], DType::F32));
     p.stream_mut(Queue::Tensor).push(
         Instruction::new(Op::matmul(dst.clone(), slot(0), slot(1), false))
             .wait(loaded, 4)

@@ -16,7 +16,9 @@ mod tiers;
 mod vector;
 
 use nkic_isa::numerics;
-use nkic_isa::{AccessPattern, DType, Dim, Op, Program, Queue, Target, TensorId, TensorKind};
+use nkic_isa::{
+    AccessPattern, DType, Dim, Memory, Op, Program, Queue, Target, TensorId, TensorKind,
+};
 
 use crate::config::Poison;
 use crate::error::Fault;
@@ -143,15 +145,12 @@ pub(crate) fn sb(
     AccessPattern::sbuf(start, count, offset, &free_dims(dims), dt)
 }
 
-/// A PSUM pattern with `(stride, count)` dims.
-pub(crate) fn ps(
-    start: u32,
-    count: u32,
-    offset: u64,
-    dims: &[(i64, u32)],
-    dt: DType,
-) -> AccessPattern {
-    AccessPattern::psum(start, count, offset, &free_dims(dims), dt)
+/// The same pattern in PSUM (`ps(sb(…))`).
+pub(crate) fn ps(ap: AccessPattern) -> AccessPattern {
+    AccessPattern {
+        mem: Memory::Psum,
+        ..ap
+    }
 }
 
 /// A contiguous `[p, f]` SBUF tile at partition 0.

@@ -34,7 +34,7 @@ fn bf16_matmul_128x128x512_matches_the_reference_loop() {
     let v = bf16s(128 * 512, 2);
     let st = tile(128, 128, 0, DType::BF16);
     let mv = tile(128, 512, 4096, DType::BF16);
-    let dst = ps(0, 128, 0, &[(1, 512)], DType::F32);
+    let dst = ps(sb(0, 128, 0, &[(1, 512)], DType::F32));
     b.put(&st, &s);
     b.put(&mv, &v);
     b.ok(
@@ -63,7 +63,7 @@ fn matmul_one_partition_strided_moving_bf16_psum() {
         &sb(0, 1, 64, &[(1, 8)], DType::F8E4M3),
         &[1.0, 9.0, 0.5, 9.0, -4.0, 9.0, 0.125, 9.0],
     );
-    let dst = ps(0, 3, 2048, &[(1, 4)], DType::BF16);
+    let dst = ps(sb(0, 3, 2048, &[(1, 4)], DType::BF16));
     b.ok(
         Queue::Tensor,
         &Op::matmul(dst.clone(), st.clone(), mv.clone(), false),
@@ -109,7 +109,7 @@ fn double_row_contracts_over_partition_then_row() {
     );
     b.put(&st, &s);
     b.put(&mv, &v);
-    let dst = ps(0, m as u32, 0, &[(1, n as u32)], DType::F32);
+    let dst = ps(sb(0, m as u32, 0, &[(1, n as u32)], DType::F32));
     let mut op = Op::matmul(dst.clone(), st, mv, false);
     if let Op::NcMatmul { perf_mode, .. } = &mut op {
         *perf_mode = MatmulPerfMode::DoubleRow;
@@ -138,7 +138,7 @@ fn transpose_mode_is_bit_exact_for_an_identity() {
     b.put_bits(&st, &[0x7fc1, 0x3f80, 0xff80, 0x8000, 0x4040, 0xc000]);
     let id = tile(3, 3, 64, DType::BF16);
     b.put(&id, &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
-    let dst = ps(0, 2, 0, &[(1, 3)], DType::BF16);
+    let dst = ps(sb(0, 2, 0, &[(1, 3)], DType::BF16));
     let mut op = Op::matmul(dst.clone(), st.clone(), id.clone(), false);
     if let Op::NcMatmul { transpose, .. } = &mut op {
         *transpose = true;
@@ -183,7 +183,7 @@ fn mx_matmul_scales_each_group_of_eight_partitions() {
     let vs = sb(4, 4, 192, &[(1, 1)], DType::U8);
     b.put_bits(&ss, &s_codes);
     b.put_bits(&vs, &v_codes);
-    let dst = ps(0, 2, 0, &[(1, 1)], DType::F32);
+    let dst = ps(sb(0, 2, 0, &[(1, 1)], DType::F32));
     let op = Op::NcMatmulMx {
         dst: dst.clone(),
         stationary: st,
@@ -222,7 +222,7 @@ fn nc_transpose_on_tensor_and_vector() {
         let (dst, src) = (dst.clone(), src.clone());
         b.ok(queue, &Op::NcTranspose { dst, src });
     };
-    let dst = ps(0, 5, 0, &[(1, 3)], DType::F32);
+    let dst = ps(sb(0, 5, 0, &[(1, 3)], DType::F32));
     transpose(&mut b, Queue::Tensor, &dst, &src);
     let want: Vec<f32> = (0..15).map(|e| vals[(e % 3) * 5 + e / 3]).collect();
     assert_bits(&b.get(&dst), &want);

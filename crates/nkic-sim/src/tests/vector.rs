@@ -19,7 +19,7 @@ fn tt(dst: &AccessPattern, a: &AccessPattern, b: &AccessPattern, op: AluOp) -> O
 fn tensor_tensor_arithmetic_over_128_partitions_and_a_psum_input() {
     let mut bn = Bench::new();
     let a = tile(128, 4, 0, DType::BF16);
-    let b = ps(0, 128, 0, &[(1, 4)], DType::F32);
+    let b = ps(sb(0, 128, 0, &[(1, 4)], DType::F32));
     let av: Vec<f32> = values(512, 7)
         .into_iter()
         .map(|x| q(DType::BF16, x))

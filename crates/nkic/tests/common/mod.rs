@@ -136,20 +136,22 @@ pub fn read_f32_npy_shaped(path: &Path) -> (Vec<u64>, Vec<f32>) {
     (npy.shape, values)
 }
 
-/// Runs `nkic run KERNEL --input NAME=<values as .npy> --out DIR` in a
-/// fresh temporary directory, asserts success and returns the `--out`
-/// directory (the caller removes `dir`'s parent when done).
+/// Runs `nkic run KERNEL --input NAME=<.npy> --out DIR` in a fresh
+/// temporary directory on a float32 `[rows, cols]` input whose element
+/// `[r, c]` is `cols · r + c` (so every element names its place), asserts
+/// success, reads the first `N` outputs (`out0.npy`, …) and removes the
+/// directory. Returns the input and the outputs.
 #[allow(dead_code)]
-pub fn run_with_input(
+pub fn run_on_positions<const N: usize>(
     suite: &str,
     kernel: &str,
     name: &str,
-    shape: &[usize],
-    values: &[f32],
-) -> PathBuf {
+    [rows, cols]: [usize; 2],
+) -> (Vec<f32>, [Vec<f32>; N]) {
+    let values: Vec<f32> = (0..rows * cols).map(|v| v as f32).collect();
     let dir = temp_dir(suite, name);
     let input = dir.join(format!("{name}.npy"));
-    write_f32_npy(&input, shape, values);
+    write_f32_npy(&input, &[rows, cols], &values);
     let input_flag = format!("{name}={}", input.display());
     let out_dir = dir.join("out");
     let out = run_nkic(&[
@@ -162,5 +164,7 @@ pub fn run_with_input(
     ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
-    out_dir
+    let outputs = std::array::from_fn(|i| read_f32_npy(&out_dir.join(format!("out{i}.npy"))));
+    let _ = std::fs::remove_dir_all(&dir);
+    (values, outputs)
 }
