@@ -477,11 +477,12 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         None => None,
         Some(p) => {
             if !(0..=3).contains(&p) {
-                return Err(ctx.error(
-                    codes::VALUE,
-                    format!("`priority` is 0 to 3, found {p}"),
-                    b.span_of("priority"),
-                    "out of range",
+                return Err(check::out_of_range(
+                    ctx,
+                    b,
+                    "priority",
+                    "`priority` is 0 to 3",
+                    p,
                 ));
             }
             Some(p as u8)
@@ -561,18 +562,14 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "not the transposed shape",
         ));
     }
-    if dst.dtype() != src.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dma_transpose` does not cast: `src` is {} but `dst` is {}",
-                src.dtype(),
-                dst.dtype()
-            ),
-            b.span_of("dst"),
-            "dtype differs",
-        ));
-    }
+    check::same_dtype(
+        ctx,
+        &src,
+        &dst,
+        b.span_of("dst"),
+        "dtype differs",
+        |s, d| format!("`dma_transpose` does not cast: `src` is {s} but `dst` is {d}"),
+    )?;
     transposed_elements(ctx, b, &src, "`dma_transpose`")?;
     let skip = oob_mode(ctx, b)? == OobMode::Skip;
     if skip && src.view.indirect.is_none() {
@@ -893,18 +890,9 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     let value = b.tensor(ctx, "value")?;
     stores_to_hbm(ctx, b, &dst)?;
     check::on_chip(ctx, &value, b.span_of("value"), "`value`")?;
-    if elements(&dst) != elements(&value) {
-        return Err(ctx.error(
-            codes::SHAPE,
-            format!(
-                "`dst` has shape {} but `value` has shape {}",
-                shape_text(&dst.shape),
-                shape_text(&value.shape)
-            ),
-            b.span_of("value"),
-            "element count differs",
-        ));
-    }
+    same_elements(ctx, &dst, &value, b.span_of("value"), |d, v| {
+        format!("`dst` has shape {d} but `value` has shape {v}")
+    })?;
     let src = if value.buffer == Buffer::Psum {
         let name = ctx.fresh_name("evict_");
         let tmp = super::tensor::alloc(
@@ -1148,18 +1136,9 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             ));
         };
         dma_side(ctx, t, srcs_span, "a source")?;
-        if elements(t) != elements(&dst) {
-            return Err(ctx.error(
-                codes::SHAPE,
-                format!(
-                    "a source has shape {} but `dst` has shape {}",
-                    shape_text(&t.shape),
-                    shape_text(&dst.shape)
-                ),
-                srcs_span,
-                "element count differs",
-            ));
-        }
+        same_elements(ctx, &dst, t, srcs_span, |d, s| {
+            format!("a source has shape {s} but `dst` has shape {d}")
+        })?;
         srcs.push(t.clone());
     }
     // `dst` among the sources means read-modify-write: no initial copy.
@@ -1175,6 +1154,27 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         Some(op) => Value::Ext(Rc::new(emit::Instruction::new(op))),
         None => Value::None,
     })
+}
+
+/// `dst` and `src`, the two ends of a DMA, hold as many elements; else a
+/// shape error at `span` whose text `message` makes from the shapes of
+/// `dst` and `src`.
+fn same_elements(
+    ctx: &Ctx<'_>,
+    dst: &Tensor,
+    src: &Tensor,
+    span: Span,
+    message: impl FnOnce(String, String) -> String,
+) -> Result<(), Diagnostic> {
+    if elements(dst) == elements(src) {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        message(shape_text(&dst.shape), shape_text(&src.shape)),
+        span,
+        "element count differs",
+    ))
 }
 
 fn depends_on_unbound(ctx: &mut Ctx<'_>, _b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -1200,18 +1200,9 @@ pub fn assign(
             if dst.buffer.is_hbm() || src.buffer.is_hbm() {
                 dma_side(ctx, dst, span, "the assigned view")?;
                 dma_side(ctx, src, span, "the assigned value")?;
-                if elements(dst) != elements(src) {
-                    return Err(ctx.error(
-                        codes::SHAPE,
-                        format!(
-                            "cannot assign a {} tile to a {} view",
-                            shape_text(&src.shape),
-                            shape_text(&dst.shape)
-                        ),
-                        span,
-                        "element count differs",
-                    ));
-                }
+                same_elements(ctx, dst, src, span, |d, s| {
+                    format!("cannot assign a {s} tile to a {d} view")
+                })?;
                 let op = plain_dma(&dst.view, &src.view, false);
                 ctx.push_op(nkic_ir::Op::new(op), span)?;
             } else {

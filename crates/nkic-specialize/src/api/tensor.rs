@@ -2335,11 +2335,12 @@ fn indirect(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnost
         None => size,
         Some(n) if n >= 1 && (n as u64) <= size => n as u64,
         Some(n) => {
-            return Err(ctx.error(
-                codes::VALUE,
-                format!("`num_elem` is 1 to {size} (the size of `index`), found {n}"),
-                b.span_of("num_elem"),
-                "out of range",
+            return Err(check::out_of_range(
+                ctx,
+                b,
+                "num_elem",
+                format_args!("`num_elem` is 1 to {size} (the size of `index`)"),
+                n,
             ));
         }
     };

@@ -660,11 +660,10 @@ fn top8_source(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), 
 
 fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data, dst] = DATA_DST.bind(ctx, b, span)?;
-    let kind = OpKind::Reciprocal {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::Reciprocal {
+        dst,
+        src,
+    })
 }
 
 fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -780,11 +779,10 @@ fn max8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
     top8_source(ctx, &src, b.span_of("src"), "`src`")?;
     let dst = fixed_width_dst(ctx, b, &src, 8, src.dtype(), span)?;
-    let kind = OpKind::Max8 {
-        dst: dst.view.clone(),
-        src: src.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &src, span, |dst, src| OpKind::Max8 {
+        dst,
+        src,
+    })
 }
 
 fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -826,11 +824,10 @@ fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             .with_help("split the row into chunks and combine them with `bn_aggr`"));
     }
     let dst = fixed_width_dst(ctx, b, &data, 6, data.dtype(), span)?;
-    let kind = OpKind::BnStats {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::BnStats {
+        dst,
+        src,
+    })
 }
 
 fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -845,11 +842,10 @@ fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         ));
     }
     let dst = fixed_width_dst(ctx, b, &data, 2, data.dtype(), span)?;
-    let kind = OpKind::BnAggr {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::BnAggr {
+        dst,
+        src,
+    })
 }
 
 fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
