@@ -721,16 +721,17 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
 }
 
 fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let missing = if b.is_value_form() {
+        "`nisa.iota` needs an index expression"
+    } else {
+        "`nisa.iota` needs a pattern"
+    };
+    let a = b
+        .get("pattern")
+        .cloned()
+        .ok_or_else(|| ctx.error(crate::codes::BAD_ARGUMENTS, missing, span, "missing"))?;
     let (pattern, offset, multiplier, dst) = if b.is_value_form() {
         // Legacy: iota(expr, dtype): the expression's grid is the tile.
-        let a = b.get("pattern").cloned().ok_or_else(|| {
-            ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "`nisa.iota` needs an index expression",
-                span,
-                "missing",
-            )
-        })?;
         let Value::Index(e) = &a.value else {
             return Err(ctx.error(codes::ARG_TYPE, format!("the value form of `nisa.iota` takes an index expression such as `nl.arange(128)[:, None]`, found a {}", a.value.type_name()), a.span, "not an index expression"));
         };
@@ -739,14 +740,6 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?;
         (pattern, offset, mult, dst)
     } else {
-        let a = b.get("pattern").cloned().ok_or_else(|| {
-            ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "`nisa.iota` needs a pattern",
-                span,
-                "missing",
-            )
-        })?;
         let pattern = iota_pattern(ctx, &a)?;
         let offset = b.int_or(ctx, "offset", 0)?;
         let mult = b.int_or(ctx, "channel_multiplier", 0)?;
@@ -853,21 +846,16 @@ fn legacy_iota(
 }
 
 fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src")?;
     // An SBUF source is copied by the same DMA: legacy kernels
     // `nl.load(nl.shared_identity_matrix(...))`, which older NKI kept in
     // HBM and nkic (like current NKI) builds in SBUF.
-    if src.buffer == Buffer::Psum {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.load` reads HBM (or SBUF), found `src`",
-            &src,
-            b.span_of("src"),
-            "in PSUM",
-        )
-        .with_help("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"));
-    }
+    let src = b.tensor_off_psum(
+        ctx,
+        "src",
+        "`nl.load` reads HBM (or SBUF), found `src`",
+        "in PSUM",
+        Some("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"),
+    )?;
     let shape = if src.shape.len() == 1 {
         vec![src.shape[0], 1]
     } else {
@@ -894,16 +882,7 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
         format!("`dst` has shape {d} but `value` has shape {v}")
     })?;
     let src = if value.buffer == Buffer::Psum {
-        let name = ctx.fresh_name("evict_");
-        let tmp = super::tensor::alloc(
-            ctx,
-            &value.shape,
-            value.dtype(),
-            Buffer::Sbuf,
-            &name,
-            b.span_of("value"),
-            span,
-        )?;
+        let tmp = sbuf_like(ctx, "evict_", &value, b.span_of("value"), span)?;
         copy_checks(ctx, (&tmp, span), (&value, b.span_of("value")), None)?;
         emit::push(
             ctx,
@@ -1156,6 +1135,27 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
     })
 }
 
+/// A new SBUF tile with `like`'s shape and dtype, named `{prefix}{n}`: the
+/// staging tile of a copy to or from `like` ([`super::tensor::alloc`]).
+fn sbuf_like(
+    ctx: &mut Ctx<'_>,
+    prefix: &str,
+    like: &Tensor,
+    shape_span: Span,
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    let name = ctx.fresh_name(prefix);
+    super::tensor::alloc(
+        ctx,
+        &like.shape,
+        like.dtype(),
+        Buffer::Sbuf,
+        &name,
+        shape_span,
+        span,
+    )
+}
+
 /// `dst` and `src`, the two ends of a DMA, hold as many elements; else a
 /// shape error at `span` whose text `message` makes from the shapes of
 /// `dst` and `src`.
@@ -1229,16 +1229,7 @@ pub fn assign(
             if dst.buffer == Buffer::Psum {
                 return check::partition_start(ctx, dst, span, "the assigned view");
             }
-            let name = ctx.fresh_name("fill_");
-            let tmp = super::tensor::alloc(
-                ctx,
-                &dst.shape,
-                dst.dtype(),
-                Buffer::Sbuf,
-                &name,
-                span,
-                span,
-            )?;
+            let tmp = sbuf_like(ctx, "fill_", dst, span, span)?;
             push_memset(ctx, &tmp.view, imm, None, None, span)?;
             let op = plain_dma(&dst.view, &tmp.view, false);
             ctx.push_op(nkic_ir::Op::new(op), span)?;
@@ -1268,17 +1259,13 @@ pub const DEVICE_PRINT_DEFS: &[ApiDef] = &[ApiDef::new(
 
 fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
-    let t = b.tensor(ctx, "tensor")?;
-    if t.buffer == Buffer::Psum {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.device_print` prints SBUF or HBM tensors, found",
-            &t,
-            b.span_of("tensor"),
-            "in psum",
-        ));
-    }
+    b.tensor_off_psum(
+        ctx,
+        "tensor",
+        "`nl.device_print` prints SBUF or HBM tensors, found",
+        "in psum",
+        None,
+    )?;
     let d = Diagnostic::warning(
         codes::UNSUPPORTED,
         format!(

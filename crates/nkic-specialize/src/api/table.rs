@@ -787,6 +787,31 @@ impl Bound {
         }
     }
 
+    /// A required tensor argument that is not in PSUM; else a buffer error:
+    /// `message` followed by the tensor [`check::describe`]d, labelled
+    /// `label`, with `help` when given.
+    ///
+    /// [`check::describe`]: super::check::describe
+    pub fn tensor_off_psum(
+        &self,
+        ctx: &Ctx<'_>,
+        name: &str,
+        message: &str,
+        label: &str,
+        help: Option<&str>,
+    ) -> Result<Rc<Tensor>, Diagnostic> {
+        let t = self.tensor(ctx, name)?;
+        if t.buffer != Buffer::Psum {
+            return Ok(t);
+        }
+        let d =
+            super::check::tensor_error(ctx, codes::BUFFER, message, &t, self.span_of(name), label);
+        Err(match help {
+            Some(h) => d.with_help(h),
+            None => d,
+        })
+    }
+
     /// An optional tensor argument.
     pub fn opt_tensor(&self, ctx: &Ctx<'_>, name: &str) -> Result<Option<Rc<Tensor>>, Diagnostic> {
         let Some(a) = self.get(name) else {
