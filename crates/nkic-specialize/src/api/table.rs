@@ -169,6 +169,9 @@ pub const OP0: Param = req("op0", Kind::AluOp);
 pub const OP1: Param = req("op1", Kind::AluOp);
 /// `operand0=`: the scalar or `(P, 1)` operand of `op0`.
 pub const OPERAND0: Param = req("operand0", Kind::Scalar);
+/// `imm1=`: the optional immediate (a number or `(P, 1)` tile) of the second
+/// stage of a pipeline (`activate2`, `tensor_scalar_cumulative`).
+pub const IMM1: Param = opt("imm1", Kind::Scalar, "None");
 /// `reverse0=`: swap the operands of `op0`.
 pub const REVERSE0: Param = opt("reverse0", Kind::Bool, "False");
 /// `reverse1=`: swap the operands of `op1`.

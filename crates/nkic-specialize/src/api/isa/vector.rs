@@ -23,8 +23,8 @@ use crate::api::rules::{
     not_both_psum, operand_tile, tiles,
 };
 use crate::api::table::{
-    AXIS, ApiDef, Bound, DATA, ENGINE, KEEPDIMS, Kind, OP, OP0, OP1, OPERAND0, PREDICATE, Param,
-    REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED, REVERSE0, REVERSE1, SRC,
+    AXIS, ApiDef, Bound, DATA, ENGINE, IMM1, KEEPDIMS, Kind, OP, OP0, OP1, OPERAND0, PREDICATE,
+    Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED, REVERSE0, REVERSE1, SRC,
     instruction, opt, req,
 };
 use crate::api::{codes, emit};
@@ -107,6 +107,10 @@ const SCAN_OP: OpIn = OpIn {
     message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
     label: "unsupported scan operator",
 };
+/// `data1`: a tile input of the two-tile instructions (`tensor_tensor`,
+/// `tensor_tensor_scan`).
+const DATA1: Param = req("data1", Kind::Tensor);
+
 /// `vals` of the top-8 searches: 8 values per partition.
 const VALS: Param = req("vals", Kind::Tensor);
 
@@ -115,7 +119,7 @@ pub const DEFS: &[ApiDef] = &[
     instruction!(
         "nisa.tensor_tensor",
         [
-            req("data1", Kind::Tensor),
+            DATA1,
             req("data2", Kind::Tensor),
             OP,
             ENGINE,
@@ -199,7 +203,7 @@ pub const DEFS: &[ApiDef] = &[
             OP0,
             OP1,
             req("imm0", Kind::Scalar),
-            opt("imm1", Kind::Scalar, "None"),
+            IMM1,
             REDUCE_RESET,
         ],
         "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
@@ -236,7 +240,7 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.tensor_tensor_scan",
         [
             req("data0", Kind::Tensor),
-            req("data1", Kind::Tensor),
+            DATA1,
             req("initial", Kind::Scalar),
             OP0,
             OP1,
