@@ -878,32 +878,24 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
     let reduce_op = SCALAR_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
-    let reduce_init = match (cmd, b.get("reduce_init")) {
-        (ReduceCmd::LoadReduce, Some(a)) => Some(scalar_operand(
-            ctx,
-            &a.value,
-            &data,
+    if cmd != ReduceCmd::LoadReduce
+        && let Some(a) = b.get("reduce_init")
+    {
+        return Err(ctx.error(
+            codes::SCALAR_OPERAND,
+            "`reduce_init` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
             a.span,
-            "`reduce_init`",
-        )?),
-        (ReduceCmd::LoadReduce, None) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`load_reduce` needs `reduce_init`",
-                b.span_of("reduce_cmd"),
-                "no `reduce_init`",
-            ));
-        }
-        (_, Some(a)) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`reduce_init` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
-                a.span,
-                "unused",
-            ));
-        }
-        (_, None) => None,
-    };
+            "unused",
+        ));
+    }
+    let reduce_init = loaded_start(
+        ctx,
+        b,
+        cmd,
+        "reduce_init",
+        &data,
+        "`load_reduce` needs `reduce_init`",
+    )?;
     let kind = OpKind::TensorScalarReduce {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -954,22 +946,16 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
             "not a scan start",
         ));
     }
-    let imm1 = match (cmd, b.get("imm1")) {
-        (ReduceCmd::LoadReduce, Some(a)) => {
-            Some(scalar_operand(ctx, &a.value, &src, a.span, "`imm1`")?)
-        }
-        (ReduceCmd::LoadReduce, None) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`load_reduce` needs `imm1`, the value the scan starts from",
-                b.span_of("reduce_cmd"),
-                "no `imm1`",
-            ));
-        }
-        // The hardware reads `imm1` only to load the accumulators; kernels
-        // that chain calls pass the same `imm1` to every call.
-        (_, _) => None,
-    };
+    // The hardware reads `imm1` only to load the accumulators; kernels
+    // that chain calls pass the same `imm1` to every call.
+    let imm1 = loaded_start(
+        ctx,
+        b,
+        cmd,
+        "imm1",
+        &src,
+        "`load_reduce` needs `imm1`, the value the scan starts from",
+    )?;
     let kind = OpKind::TensorScalarCumulative {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -980,6 +966,31 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
         reduce_cmd: cmd,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The value argument `name` loads into the accumulators when `cmd` is
+/// `load_reduce` (a number or `(P, 1)` operand of `data`), else `None`;
+/// `missing` is the error when `load_reduce` comes without it.
+fn loaded_start(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    cmd: ReduceCmd,
+    name: &str,
+    data: &Tensor,
+    missing: &str,
+) -> Result<Option<Scalar>, Diagnostic> {
+    if cmd != ReduceCmd::LoadReduce {
+        return Ok(None);
+    }
+    let Some(a) = b.get(name) else {
+        return Err(ctx.error(
+            codes::SCALAR_OPERAND,
+            missing,
+            b.span_of("reduce_cmd"),
+            format!("no `{name}`"),
+        ));
+    };
+    scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")).map(Some)
 }
 
 fn eight_per_partition(
