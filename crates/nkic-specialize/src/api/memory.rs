@@ -726,10 +726,7 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     } else {
         "`nisa.iota` needs a pattern"
     };
-    let a = b
-        .get("pattern")
-        .cloned()
-        .ok_or_else(|| ctx.error(crate::codes::BAD_ARGUMENTS, missing, span, "missing"))?;
+    let a = b.needed(ctx, "pattern", missing)?;
     let (pattern, offset, multiplier, dst) = if b.is_value_form() {
         // Legacy: iota(expr, dtype): the expression's grid is the tile.
         let Value::Index(e) = &a.value else {

@@ -782,6 +782,14 @@ impl Bound {
         )
     }
 
+    /// Argument `name`, which the call needs; else the error `message` at
+    /// the call, labelled "missing".
+    pub fn needed(&self, ctx: &Ctx<'_>, name: &str, message: &str) -> Result<Arg, Diagnostic> {
+        self.get(name)
+            .cloned()
+            .ok_or_else(|| ctx.error(crate::codes::BAD_ARGUMENTS, message, self.span, "missing"))
+    }
+
     /// A required tensor argument.
     pub fn tensor(&self, ctx: &Ctx<'_>, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
         match self.opt_tensor(ctx, name)? {
