@@ -389,39 +389,29 @@ pub(crate) fn module_attr(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Va
 
 impl Ctx<'_> {
     fn want_number(&self, a: &Arg, what: &str) -> Result<f64, Diagnostic> {
-        a.value.as_float().ok_or_else(|| {
-            self.error(
-                codes::TYPE_ERROR,
-                format!(
-                    "`{what}` needs a number, found {}",
-                    crate::format::a_type(&a.value)
-                ),
-                a.span,
-                "not a number",
-            )
-        })
+        a.value
+            .as_float()
+            .ok_or_else(|| self.arg_needs(a, what, "a number", "not a number"))
     }
 
     fn want_int(&self, a: &Arg, what: &str) -> Result<i64, Diagnostic> {
         match &a.value {
             Value::Register(_) | Value::Tensor(_) => Err(self.error(
                 codes::RUNTIME_VALUE,
-                format!(
-                    "`{what}` needs a compile-time int, found {}",
-                    crate::format::a_type(&a.value)
-                ),
+                crate::format::found(format_args!("`{what}` needs a compile-time int"), &a.value),
                 a.span,
                 "a run-time value",
             )),
-            v => v.as_int().ok_or_else(|| {
-                self.error(
-                    codes::TYPE_ERROR,
-                    format!("`{what}` needs an int, found {}", crate::format::a_type(v)),
-                    a.span,
-                    "not an int",
-                )
-            }),
+            _ => self.int_arg(a, what),
         }
+    }
+
+    /// Argument `a` of `func` as an int, or the type error that it is not
+    /// one.
+    pub(crate) fn int_arg(&self, a: &Arg, func: &str) -> Result<i64, Diagnostic> {
+        a.value
+            .as_int()
+            .ok_or_else(|| self.arg_needs(a, func, "an int", "not an int"))
     }
 
     fn one_arg(&self, args: CallArgs, name: &str, span: Span) -> Result<Arg, Diagnostic> {
@@ -960,15 +950,7 @@ impl Ctx<'_> {
                     _ => None,
                 };
                 dt.map(Value::DType).ok_or_else(|| {
-                    self.error(
-                        codes::TYPE_ERROR,
-                        format!(
-                            "`np.dtype` needs a dtype or a dtype name, found {}",
-                            format::a_type(&x.value)
-                        ),
-                        x.span,
-                        "not a dtype",
-                    )
+                    self.arg_needs(&x, "np.dtype", "a dtype or a dtype name", "not a dtype")
                 })
             }
             B::NpFinfo | B::NpIinfo => {
@@ -1344,14 +1326,17 @@ impl Ctx<'_> {
     }
 
     fn bad_arg(&self, a: &Arg, func: &str, want: &str) -> Diagnostic {
-        self.error(
-            codes::TYPE_ERROR,
-            format!(
-                "`{func}` needs {want}, found {}",
-                crate::format::a_type(&a.value)
-            ),
+        self.arg_needs(a, func, want, "wrong type")
+    }
+
+    /// The type error of argument `a` of `func`, which needs `want`:
+    /// "`{func}` needs {want}, found …", labelled `label`.
+    pub(crate) fn arg_needs(&self, a: &Arg, func: &str, want: &str, label: &str) -> Diagnostic {
+        self.type_error(
+            format_args!("`{func}` needs {want}"),
+            &a.value,
             a.span,
-            "wrong type",
+            label,
         )
     }
 
@@ -1446,12 +1431,9 @@ impl Ctx<'_> {
             // `isinstance(t, nl.ndarray)` and similar API types.
             Value::Api(_) => matches!(x, Value::Tensor(_)),
             other => {
-                return Err(self.error(
-                    codes::TYPE_ERROR,
-                    format!(
-                        "`isinstance` needs a type, found {}",
-                        crate::format::a_type(other)
-                    ),
+                return Err(self.type_error(
+                    "`isinstance` needs a type",
+                    other,
                     span,
                     "not a type",
                 ));
@@ -1663,12 +1645,9 @@ impl Ctx<'_> {
                             }
                         }
                         other => {
-                            return Err(self.error(
-                                codes::TYPE_ERROR,
-                                format!(
-                                    "`update` needs a dict, found {}",
-                                    crate::format::a_type(other)
-                                ),
+                            return Err(self.type_error(
+                                "`update` needs a dict",
+                                other,
                                 a.span,
                                 "not a dict",
                             ));
@@ -1785,12 +1764,9 @@ impl Ctx<'_> {
                     match v {
                         Value::Str(p) => parts.push(p),
                         other => {
-                            return Err(self.error(
-                                codes::TYPE_ERROR,
-                                format!(
-                                    "`join` needs strings, found {}",
-                                    crate::format::a_type(&other)
-                                ),
+                            return Err(self.type_error(
+                                "`join` needs strings",
+                                &other,
                                 a.span,
                                 "not a string",
                             ));
@@ -1900,20 +1876,14 @@ impl Ctx<'_> {
         let no_reorder = match d {
             None => false,
             Some(d) if d.value.is_none() => false,
-            Some(d) => match &d.value {
-                Value::Ext(e) if e.as_any().is::<crate::intrinsics::NoReorderMarker>() => true,
-                v => {
-                    return Err(self.error(
-                        codes::TYPE_ERROR,
-                        format!(
-                            "`{name}` takes `directives=nl.no_reorder()` (or `ncc.no_reorder()`), found {}",
-                            crate::format::a_type(v)
-                        ),
-                        d.span,
-                        "not a loop directive",
-                    ));
+            Some(d) => {
+                match &d.value {
+                    Value::Ext(e) if e.as_any().is::<crate::intrinsics::NoReorderMarker>() => true,
+                    v => {
+                        return Err(self.type_error(format_args!("`{name}` takes `directives=nl.no_reorder()` (or `ncc.no_reorder()`)"), v, d.span, "not a loop directive"));
+                    }
                 }
-            },
+            }
         };
         let a = a.expect("bound");
         let (start, stop) = match &b {

@@ -249,6 +249,23 @@ impl<'a> Ctx<'a> {
         Diagnostic::error(code, message).with_primary(self.file, span, label)
     }
 
+    /// A type error at `span` that `v` is not what was `wanted`:
+    /// "{wanted}, found {a type}" ([`crate::format::found`]).
+    pub fn type_error(
+        &self,
+        wanted: impl std::fmt::Display,
+        v: &Value,
+        span: Span,
+        label: &str,
+    ) -> Diagnostic {
+        self.error(
+            codes::TYPE_ERROR,
+            crate::format::found(wanted, v),
+            span,
+            label,
+        )
+    }
+
     /// Records a warning; its notes are completed from the current loop
     /// and call stacks.
     pub fn warn(&mut self, mut diag: Diagnostic) {

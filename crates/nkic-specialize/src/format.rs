@@ -19,6 +19,12 @@ pub fn a_type(v: &Value) -> String {
     format!("{article} {t}")
 }
 
+/// The message of a value of the wrong type: `{wanted}, found {a_type(v)}`
+/// ("`join` needs strings, found an int").
+pub fn found(wanted: impl std::fmt::Display, v: &Value) -> String {
+    format!("{wanted}, found {}", a_type(v))
+}
+
 /// `str(v)`.
 pub fn str(v: &Value) -> String {
     match v {

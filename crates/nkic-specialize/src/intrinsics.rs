@@ -106,15 +106,7 @@ impl Ctx<'_> {
         match &a.value {
             Value::Register(r) => Ok(IntOrReg::Reg(*r)),
             v => v.as_int().map(IntOrReg::Int).ok_or_else(|| {
-                self.error(
-                    codes::TYPE_ERROR,
-                    format!(
-                        "`{func}` needs an int or a register, found {}",
-                        crate::format::a_type(v)
-                    ),
-                    a.span,
-                    "not an int or register",
-                )
+                self.arg_needs(a, func, "an int or a register", "not an int or register")
             }),
         }
     }
@@ -127,14 +119,7 @@ impl Ctx<'_> {
                 a.span,
                 "a run-time value",
             )),
-            v => v.as_int().ok_or_else(|| {
-                self.error(
-                    codes::TYPE_ERROR,
-                    format!("`{func}` needs an int, found {}", crate::format::a_type(v)),
-                    a.span,
-                    "not an int",
-                )
-            }),
+            _ => self.int_arg(a, func),
         }
     }
 
@@ -409,12 +394,9 @@ impl Ctx<'_> {
         let mut fields = Vec::new();
         for (axis, it) in items.iter().enumerate() {
             let Value::Slice(s) = it else {
-                return Err(self.error(
-                    codes::TYPE_ERROR,
-                    format!(
-                        "`nl.mgrid` takes slices such as `0:128`, found {}",
-                        crate::format::a_type(it)
-                    ),
+                return Err(self.type_error(
+                    "`nl.mgrid` takes slices such as `0:128`",
+                    it,
                     span,
                     "not a slice",
                 ));

@@ -624,10 +624,7 @@ fn run_instance(
         let Value::Tensor(t) = &o else {
             return Err(ctx.error(
                 codes::BAD_RETURN,
-                format!(
-                    "a kernel returns tensors, found {}",
-                    crate::format::a_type(&o)
-                ),
+                crate::format::found("a kernel returns tensors", &o),
                 ret_span,
                 "returned here",
             ));

@@ -10,6 +10,7 @@ use nkic_ir::Buffer;
 use nkic_isa::{DType, Engine};
 
 use super::codes;
+use super::table::Bound;
 use crate::ctx::Ctx;
 use crate::value::Tensor;
 
@@ -132,6 +133,40 @@ pub fn on_chip(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), 
             format!("in {}", t.buffer.name()),
         )
         .with_help("load it into an SBUF tile first (`nisa.dma_copy` or `nl.load`)"))
+}
+
+/// `dst` (at `span`) has `src`'s dtype, as an instruction that does not
+/// cast needs; else a dtype error labelled `label` whose text `message`
+/// makes from the dtypes of `src` and `dst`.
+pub fn same_dtype(
+    ctx: &Ctx<'_>,
+    src: &Tensor,
+    dst: &Tensor,
+    span: Span,
+    label: impl Into<String>,
+    message: impl FnOnce(DType, DType) -> String,
+) -> Result<(), Diagnostic> {
+    if dst.dtype() == src.dtype() {
+        return Ok(());
+    }
+    Err(ctx.error(codes::DTYPE, message(src.dtype(), dst.dtype()), span, label))
+}
+
+/// The error that argument `name` of call `b` is out of range:
+/// "{rule}, found {v}".
+pub fn out_of_range(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    name: &str,
+    rule: impl std::fmt::Display,
+    v: impl std::fmt::Display,
+) -> Diagnostic {
+    ctx.error(
+        codes::VALUE,
+        format!("{rule}, found {v}"),
+        b.span_of(name),
+        "out of range",
+    )
 }
 
 /// Requires one of `allowed` buffers.

@@ -353,37 +353,34 @@ fn chunk(t: &Tensor, d: usize, w: u64, r: u64) -> nkic_ir::View {
         .expect("a chunk of a dim checked to hold the group's chunks is inside the view")
 }
 
+/// `dsts` and `srcs`, counts of destinations and sources, are equal; else
+/// a value error at `span` whose text `message` makes from the two counts.
+fn same_len(
+    ctx: &Ctx<'_>,
+    dsts: usize,
+    srcs: usize,
+    span: Span,
+    message: impl FnOnce(usize, usize) -> String,
+) -> Result<(), Diagnostic> {
+    if dsts == srcs {
+        return Ok(());
+    }
+    Err(ctx.error(codes::VALUE, message(dsts, srcs), span, "unequal lists"))
+}
+
 /// A destination and its source.
 type Pair = (Rc<Tensor>, Rc<Tensor>);
 
 fn pairs(ctx: &Ctx<'_>, b: &Bound, api: &str) -> Result<Vec<Pair>, Diagnostic> {
     let list = |field| tensors(ctx, b, &b.value(field), field, "be a list of tensors");
     let (dsts, srcs) = (list("dsts")?, list("srcs")?);
-    if dsts.len() != srcs.len() {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!(
-                "`{api}` takes as many `dsts` as `srcs`, found {} and {}",
-                dsts.len(),
-                srcs.len()
-            ),
-            b.span,
-            "unequal lists",
-        ));
-    }
+    same_len(ctx, dsts.len(), srcs.len(), b.span, |d, s| {
+        format!("`{api}` takes as many `dsts` as `srcs`, found {d} and {s}")
+    })?;
     for (d, s) in dsts.iter().zip(&srcs) {
-        if d.dtype() != s.dtype() {
-            return Err(ctx.error(
-                codes::DTYPE,
-                format!(
-                    "`dsts` of `{api}` must have the dtypes of `srcs`: {} and {}",
-                    d.dtype(),
-                    s.dtype()
-                ),
-                b.span_of("dsts"),
-                "dtype differs",
-            ));
-        }
+        check::same_dtype(ctx, s, d, b.span_of("dsts"), "dtype differs", |s, d| {
+            format!("`dsts` of `{api}` must have the dtypes of `srcs`: {d} and {s}")
+        })?;
     }
     Ok(dsts.into_iter().zip(srcs).collect())
 }
@@ -631,33 +628,25 @@ fn permute_implicit(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, D
     let (_, rank) = group_of(ctx, b)?;
     let srcs = channels(ctx, b, "srcs_by_channel")?;
     let dsts = channels(ctx, b, "dsts_by_channel")?;
-    if srcs.len() != dsts.len() {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!(
-                "`{API}` takes as many channels in `dsts_by_channel` as in `srcs_by_channel`, found {} and {}",
-                dsts.len(),
-                srcs.len()
-            ),
-            b.span,
-            "unequal lists",
-        ));
-    }
+    same_len(ctx, dsts.len(), srcs.len(), b.span, |d, s| {
+        format!(
+            "`{API}` takes as many channels in `dsts_by_channel` as in `srcs_by_channel`, found {d} and {s}"
+        )
+    })?;
     for (s, d) in srcs.iter().zip(&dsts) {
         let list = |v, field| tensors(ctx, b, v, field, "hold lists of tensors");
         let (s, d) = (list(s, "srcs_by_channel")?, list(d, "dsts_by_channel")?);
-        if s.len() != d.len() {
-            return Err(ctx.error(
-                codes::VALUE,
+        same_len(
+            ctx,
+            d.len(),
+            s.len(),
+            b.span_of("dsts_by_channel"),
+            |d, s| {
                 format!(
-                    "every channel of `{API}` has as many destinations as sources, found {} and {}",
-                    d.len(),
-                    s.len()
-                ),
-                b.span_of("dsts_by_channel"),
-                "unequal lists",
-            ));
-        }
+                    "every channel of `{API}` has as many destinations as sources, found {d} and {s}"
+                )
+            },
+        )?;
         for (src, dst) in s.iter().zip(&d) {
             if dst.dtype() != src.dtype() || dst.shape != src.shape {
                 return Err(ctx.error(

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
-use nkic_ir::{Buffer, Handle, Op, OpKind};
+use nkic_ir::{Buffer, Handle, Op, OpKind, View};
 use nkic_isa::{DType, Engine};
 
 use super::codes;
@@ -218,6 +218,21 @@ pub fn finish(
         Some(t) if b.is_value_form() => Value::Tensor(masked_result(b, t)),
         _ => Value::Ext(Rc::new(Instruction::new(h))),
     })
+}
+
+/// Records the one-input instruction `op(dst, src)` (views of `dst` and
+/// `src`) for call `b` and returns what the call evaluates to, `dst` in the
+/// value form ([`finish`]).
+pub fn src_to_dst(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    dst: &Rc<Tensor>,
+    src: &Tensor,
+    span: Span,
+    op: impl FnOnce(View, View) -> OpKind,
+) -> Result<Value, Diagnostic> {
+    let kind = op(dst.view.clone(), src.view.clone());
+    finish(ctx, b, kind, None, Some(dst), span)
 }
 
 /// Records `kind` with the call's `name=` (when the function has one).

@@ -477,11 +477,12 @@ fn dma_copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         None => None,
         Some(p) => {
             if !(0..=3).contains(&p) {
-                return Err(ctx.error(
-                    codes::VALUE,
-                    format!("`priority` is 0 to 3, found {p}"),
-                    b.span_of("priority"),
-                    "out of range",
+                return Err(check::out_of_range(
+                    ctx,
+                    b,
+                    "priority",
+                    "`priority` is 0 to 3",
+                    p,
                 ));
             }
             Some(p as u8)
@@ -561,18 +562,14 @@ fn dma_transpose(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diag
             "not the transposed shape",
         ));
     }
-    if dst.dtype() != src.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dma_transpose` does not cast: `src` is {} but `dst` is {}",
-                src.dtype(),
-                dst.dtype()
-            ),
-            b.span_of("dst"),
-            "dtype differs",
-        ));
-    }
+    check::same_dtype(
+        ctx,
+        &src,
+        &dst,
+        b.span_of("dst"),
+        "dtype differs",
+        |s, d| format!("`dma_transpose` does not cast: `src` is {s} but `dst` is {d}"),
+    )?;
     transposed_elements(ctx, b, &src, "`dma_transpose`")?;
     let skip = oob_mode(ctx, b)? == OobMode::Skip;
     if skip && src.view.indirect.is_none() {
@@ -724,16 +721,14 @@ fn memset(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic>
 }
 
 fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
+    let missing = if b.is_value_form() {
+        "`nisa.iota` needs an index expression"
+    } else {
+        "`nisa.iota` needs a pattern"
+    };
+    let a = b.needed(ctx, "pattern", missing)?;
     let (pattern, offset, multiplier, dst) = if b.is_value_form() {
         // Legacy: iota(expr, dtype): the expression's grid is the tile.
-        let a = b.get("pattern").cloned().ok_or_else(|| {
-            ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "`nisa.iota` needs an index expression",
-                span,
-                "missing",
-            )
-        })?;
         let Value::Index(e) = &a.value else {
             return Err(ctx.error(codes::ARG_TYPE, format!("the value form of `nisa.iota` takes an index expression such as `nl.arange(128)[:, None]`, found a {}", a.value.type_name()), a.span, "not an index expression"));
         };
@@ -742,14 +737,6 @@ fn iota(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
         let dst = emit::dst_or_new(ctx, b, &shape, dt, Buffer::Sbuf, span)?;
         (pattern, offset, mult, dst)
     } else {
-        let a = b.get("pattern").cloned().ok_or_else(|| {
-            ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                "`nisa.iota` needs a pattern",
-                span,
-                "missing",
-            )
-        })?;
         let pattern = iota_pattern(ctx, &a)?;
         let offset = b.int_or(ctx, "offset", 0)?;
         let mult = b.int_or(ctx, "channel_multiplier", 0)?;
@@ -856,21 +843,16 @@ fn legacy_iota(
 }
 
 fn load(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let src = b.tensor(ctx, "src")?;
     // An SBUF source is copied by the same DMA: legacy kernels
     // `nl.load(nl.shared_identity_matrix(...))`, which older NKI kept in
     // HBM and nkic (like current NKI) builds in SBUF.
-    if src.buffer == Buffer::Psum {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.load` reads HBM (or SBUF), found `src`",
-            &src,
-            b.span_of("src"),
-            "in PSUM",
-        )
-        .with_help("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"));
-    }
+    let src = b.tensor_off_psum(
+        ctx,
+        "src",
+        "`nl.load` reads HBM (or SBUF), found `src`",
+        "in PSUM",
+        Some("use `nl.copy` or `nisa.tensor_copy` for PSUM tiles"),
+    )?;
     let shape = if src.shape.len() == 1 {
         vec![src.shape[0], 1]
     } else {
@@ -893,29 +875,11 @@ fn store(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> 
     let value = b.tensor(ctx, "value")?;
     stores_to_hbm(ctx, b, &dst)?;
     check::on_chip(ctx, &value, b.span_of("value"), "`value`")?;
-    if elements(&dst) != elements(&value) {
-        return Err(ctx.error(
-            codes::SHAPE,
-            format!(
-                "`dst` has shape {} but `value` has shape {}",
-                shape_text(&dst.shape),
-                shape_text(&value.shape)
-            ),
-            b.span_of("value"),
-            "element count differs",
-        ));
-    }
+    same_elements(ctx, &dst, &value, b.span_of("value"), |d, v| {
+        format!("`dst` has shape {d} but `value` has shape {v}")
+    })?;
     let src = if value.buffer == Buffer::Psum {
-        let name = ctx.fresh_name("evict_");
-        let tmp = super::tensor::alloc(
-            ctx,
-            &value.shape,
-            value.dtype(),
-            Buffer::Sbuf,
-            &name,
-            b.span_of("value"),
-            span,
-        )?;
+        let tmp = sbuf_like(ctx, "evict_", &value, b.span_of("value"), span)?;
         copy_checks(ctx, (&tmp, span), (&value, b.span_of("value")), None)?;
         emit::push(
             ctx,
@@ -1148,18 +1112,9 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
             ));
         };
         dma_side(ctx, t, srcs_span, "a source")?;
-        if elements(t) != elements(&dst) {
-            return Err(ctx.error(
-                codes::SHAPE,
-                format!(
-                    "a source has shape {} but `dst` has shape {}",
-                    shape_text(&t.shape),
-                    shape_text(&dst.shape)
-                ),
-                srcs_span,
-                "element count differs",
-            ));
-        }
+        same_elements(ctx, &dst, t, srcs_span, |d, s| {
+            format!("a source has shape {s} but `dst` has shape {d}")
+        })?;
         srcs.push(t.clone());
     }
     // `dst` among the sources means read-modify-write: no initial copy.
@@ -1175,6 +1130,48 @@ fn dma_compute(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagno
         Some(op) => Value::Ext(Rc::new(emit::Instruction::new(op))),
         None => Value::None,
     })
+}
+
+/// A new SBUF tile with `like`'s shape and dtype, named `{prefix}{n}`: the
+/// staging tile of a copy to or from `like` ([`super::tensor::alloc`]).
+fn sbuf_like(
+    ctx: &mut Ctx<'_>,
+    prefix: &str,
+    like: &Tensor,
+    shape_span: Span,
+    span: Span,
+) -> Result<Tensor, Diagnostic> {
+    let name = ctx.fresh_name(prefix);
+    super::tensor::alloc(
+        ctx,
+        &like.shape,
+        like.dtype(),
+        Buffer::Sbuf,
+        &name,
+        shape_span,
+        span,
+    )
+}
+
+/// `dst` and `src`, the two ends of a DMA, hold as many elements; else a
+/// shape error at `span` whose text `message` makes from the shapes of
+/// `dst` and `src`.
+fn same_elements(
+    ctx: &Ctx<'_>,
+    dst: &Tensor,
+    src: &Tensor,
+    span: Span,
+    message: impl FnOnce(String, String) -> String,
+) -> Result<(), Diagnostic> {
+    if elements(dst) == elements(src) {
+        return Ok(());
+    }
+    Err(ctx.error(
+        codes::SHAPE,
+        message(shape_text(&dst.shape), shape_text(&src.shape)),
+        span,
+        "element count differs",
+    ))
 }
 
 fn depends_on_unbound(ctx: &mut Ctx<'_>, _b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -1200,18 +1197,9 @@ pub fn assign(
             if dst.buffer.is_hbm() || src.buffer.is_hbm() {
                 dma_side(ctx, dst, span, "the assigned view")?;
                 dma_side(ctx, src, span, "the assigned value")?;
-                if elements(dst) != elements(src) {
-                    return Err(ctx.error(
-                        codes::SHAPE,
-                        format!(
-                            "cannot assign a {} tile to a {} view",
-                            shape_text(&src.shape),
-                            shape_text(&dst.shape)
-                        ),
-                        span,
-                        "element count differs",
-                    ));
-                }
+                same_elements(ctx, dst, src, span, |d, s| {
+                    format!("cannot assign a {s} tile to a {d} view")
+                })?;
                 let op = plain_dma(&dst.view, &src.view, false);
                 ctx.push_op(nkic_ir::Op::new(op), span)?;
             } else {
@@ -1238,16 +1226,7 @@ pub fn assign(
             if dst.buffer == Buffer::Psum {
                 return check::partition_start(ctx, dst, span, "the assigned view");
             }
-            let name = ctx.fresh_name("fill_");
-            let tmp = super::tensor::alloc(
-                ctx,
-                &dst.shape,
-                dst.dtype(),
-                Buffer::Sbuf,
-                &name,
-                span,
-                span,
-            )?;
+            let tmp = sbuf_like(ctx, "fill_", dst, span, span)?;
             push_memset(ctx, &tmp.view, imm, None, None, span)?;
             let op = plain_dma(&dst.view, &tmp.view, false);
             ctx.push_op(nkic_ir::Op::new(op), span)?;
@@ -1277,17 +1256,13 @@ pub const DEVICE_PRINT_DEFS: &[ApiDef] = &[ApiDef::new(
 
 fn device_print(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let prefix = b.string(ctx, "prefix")?.unwrap_or_default();
-    let t = b.tensor(ctx, "tensor")?;
-    if t.buffer == Buffer::Psum {
-        return Err(check::tensor_error(
-            ctx,
-            codes::BUFFER,
-            "`nl.device_print` prints SBUF or HBM tensors, found",
-            &t,
-            b.span_of("tensor"),
-            "in psum",
-        ));
-    }
+    b.tensor_off_psum(
+        ctx,
+        "tensor",
+        "`nl.device_print` prints SBUF or HBM tensors, found",
+        "in psum",
+        None,
+    )?;
     let d = Diagnostic::warning(
         codes::UNSUPPORTED,
         format!(

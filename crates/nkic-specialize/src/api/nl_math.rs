@@ -1666,20 +1666,8 @@ fn trunc_of(
     dst: Option<Rc<Tensor>>,
     span: Span,
 ) -> Result<Rc<Tensor>, Diagnostic> {
-    let a = temp(ctx, &x.shape, DType::F32, span)?;
-    push(
-        ctx,
-        activation_kind(&a, x, ActFunc::Abs, None, None),
-        None,
-        span,
-    )?;
-    let sg = temp(ctx, &x.shape, DType::F32, span)?;
-    push(
-        ctx,
-        activation_kind(&sg, x, ActFunc::Sign, None, None),
-        None,
-        span,
-    )?;
+    let a = activation_of(ctx, x, ActFunc::Abs, span)?;
+    let sg = activation_of(ctx, x, ActFunc::Sign, span)?;
     let fl = floor_or_ceil(ctx, &a, false, None, span)?;
     let out_dt = dst.as_ref().map_or(DType::F32, |d| d.dtype());
     lower::elementwise(
@@ -1796,15 +1784,16 @@ fn ew(
     lower::elementwise(ctx, op, a, c, None, Some(DType::F32), span)
 }
 
-/// `|t|` as a float32 temporary (ScalarE `abs`).
-fn abs_of(ctx: &mut Ctx<'_>, t: &Rc<Tensor>, span: Span) -> Result<Rc<Tensor>, Diagnostic> {
+/// `func(t)` as a float32 temporary (a ScalarE `activation`): `|t|` with
+/// `abs`, −1, 0 or 1 with `sign`.
+fn activation_of(
+    ctx: &mut Ctx<'_>,
+    t: &Rc<Tensor>,
+    func: ActFunc,
+    span: Span,
+) -> Result<Rc<Tensor>, Diagnostic> {
     let a = temp(ctx, &t.shape, DType::F32, span)?;
-    push(
-        ctx,
-        activation_kind(&a, t, ActFunc::Abs, None, None),
-        None,
-        span,
-    )?;
+    push(ctx, activation_kind(&a, t, func, None, None), None, span)?;
     Ok(a)
 }
 
@@ -1826,7 +1815,7 @@ fn correct_remainder(
     // sign it must have: `y` for `mod`, `|y| · sign(x)` for `fmod`.
     let abs_y = match y {
         Operand::Num(n) => Operand::Num(n.abs()),
-        Operand::Tile(t) => Operand::Tile(abs_of(ctx, t, span)?),
+        Operand::Tile(t) => Operand::Tile(activation_of(ctx, t, ActFunc::Abs, span)?),
     };
     let (step, sign_ref) = if fmod {
         let sign_x = match x {
@@ -1837,16 +1826,7 @@ fn correct_remainder(
             } else {
                 0.0
             }),
-            Operand::Tile(t) => {
-                let sg = temp(ctx, &t.shape, DType::F32, span)?;
-                push(
-                    ctx,
-                    activation_kind(&sg, t, ActFunc::Sign, None, None),
-                    None,
-                    span,
-                )?;
-                Operand::Tile(sg)
-            }
+            Operand::Tile(t) => Operand::Tile(activation_of(ctx, t, ActFunc::Sign, span)?),
         };
         let step = match (&abs_y, &sign_x) {
             (Operand::Num(a), Operand::Num(s)) => Operand::Num(a * s),
@@ -1873,7 +1853,7 @@ fn correct_remainder(
         span,
     )?;
     let r1 = ew(ctx, AluOp::Add, &r0, &Operand::Tile(back), span)?;
-    let abs_r = abs_of(ctx, &r1, span)?;
+    let abs_r = activation_of(ctx, &r1, ActFunc::Abs, span)?;
     let r1 = Operand::Tile(r1);
     let too_big = ew(
         ctx,

@@ -169,6 +169,9 @@ pub const OP0: Param = req("op0", Kind::AluOp);
 pub const OP1: Param = req("op1", Kind::AluOp);
 /// `operand0=`: the scalar or `(P, 1)` operand of `op0`.
 pub const OPERAND0: Param = req("operand0", Kind::Scalar);
+/// `imm1=`: the optional immediate (a number or `(P, 1)` tile) of the second
+/// stage of a pipeline (`activate2`, `tensor_scalar_cumulative`).
+pub const IMM1: Param = opt("imm1", Kind::Scalar, "None");
 /// `reverse0=`: swap the operands of `op0`.
 pub const REVERSE0: Param = opt("reverse0", Kind::Bool, "False");
 /// `reverse1=`: swap the operands of `op1`.
@@ -779,12 +782,45 @@ impl Bound {
         )
     }
 
+    /// Argument `name`, which the call needs; else the error `message` at
+    /// the call, labelled "missing".
+    pub fn needed(&self, ctx: &Ctx<'_>, name: &str, message: &str) -> Result<Arg, Diagnostic> {
+        self.get(name)
+            .cloned()
+            .ok_or_else(|| ctx.error(crate::codes::BAD_ARGUMENTS, message, self.span, "missing"))
+    }
+
     /// A required tensor argument.
     pub fn tensor(&self, ctx: &Ctx<'_>, name: &str) -> Result<Rc<Tensor>, Diagnostic> {
         match self.opt_tensor(ctx, name)? {
             Some(t) => Ok(t),
             None => Err(self.missing(ctx, name)),
         }
+    }
+
+    /// A required tensor argument that is not in PSUM; else a buffer error:
+    /// `message` followed by the tensor [`check::describe`]d, labelled
+    /// `label`, with `help` when given.
+    ///
+    /// [`check::describe`]: super::check::describe
+    pub fn tensor_off_psum(
+        &self,
+        ctx: &Ctx<'_>,
+        name: &str,
+        message: &str,
+        label: &str,
+        help: Option<&str>,
+    ) -> Result<Rc<Tensor>, Diagnostic> {
+        let t = self.tensor(ctx, name)?;
+        if t.buffer != Buffer::Psum {
+            return Ok(t);
+        }
+        let d =
+            super::check::tensor_error(ctx, codes::BUFFER, message, &t, self.span_of(name), label);
+        Err(match help {
+            Some(h) => d.with_help(h),
+            None => d,
+        })
     }
 
     /// An optional tensor argument.

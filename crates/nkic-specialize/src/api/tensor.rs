@@ -1531,14 +1531,7 @@ pub(super) fn is_contiguous(dims: &[ViewDim]) -> bool {
 
 fn method_reshape(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
-    let a = b.get("shape").cloned().ok_or_else(|| {
-        ctx.error(
-            crate::codes::BAD_ARGUMENTS,
-            "`reshape` needs a shape",
-            b.span,
-            "missing",
-        )
-    })?;
+    let a = b.needed(ctx, "shape", "`reshape` needs a shape")?;
     // `-1` is allowed once.
     let raw = super::table::ints_of(ctx, &a)?;
     let total: u64 = t.shape.iter().product();
@@ -1641,14 +1634,7 @@ crate::value::api_object!(OutOfBoundsView, "tensor");
 
 fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
     let t = this(ctx, b)?;
-    let pat_arg = b.get("pattern").cloned().ok_or_else(|| {
-        ctx.error(
-            crate::codes::BAD_ARGUMENTS,
-            "`ap` needs a pattern",
-            b.span,
-            "missing",
-        )
-    })?;
+    let pat_arg = b.needed(ctx, "pattern", "`ap` needs a pattern")?;
     let dims = pattern_of(ctx, &pat_arg)?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(t.dtype());
     let st = ctx.storage(t.storage()).clone();
@@ -2335,11 +2321,12 @@ fn indirect(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnost
         None => size,
         Some(n) if n >= 1 && (n as u64) <= size => n as u64,
         Some(n) => {
-            return Err(ctx.error(
-                codes::VALUE,
-                format!("`num_elem` is 1 to {size} (the size of `index`), found {n}"),
-                b.span_of("num_elem"),
-                "out of range",
+            return Err(check::out_of_range(
+                ctx,
+                b,
+                "num_elem",
+                format_args!("`num_elem` is 1 to {size} (the size of `index`)"),
+                n,
             ));
         }
     };

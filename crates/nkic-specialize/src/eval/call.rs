@@ -34,16 +34,7 @@ impl Ctx<'_> {
                 let [x] = args.bind(self, dt.name(), ["x"], 1, span)?;
                 let x = x.expect("bound");
                 let Some(f) = x.value.as_float() else {
-                    return Err(self.error(
-                        codes::TYPE_ERROR,
-                        format!(
-                            "`{}` needs a number, found {}",
-                            dt.name(),
-                            crate::format::a_type(&x.value)
-                        ),
-                        x.span,
-                        "not a number",
-                    ));
+                    return Err(self.arg_needs(&x, dt.name(), "a number", "not a number"));
                 };
                 Ok(if dt.is_float() {
                     Value::Float(f)
@@ -240,15 +231,7 @@ impl Ctx<'_> {
             if let Some(i) = find(pos_names, &name)
                 && i >= n_posonly
             {
-                if bound[i].is_some() {
-                    return Err(self.error(
-                        codes::BAD_ARGUMENTS,
-                        format!("`{}` got multiple values for argument `{name}`", f.name),
-                        a.span,
-                        "already given",
-                    ));
-                }
-                bound[i] = Some(a.value);
+                self.bind_keyword(&mut bound[i], a, &f.name, "argument", &name)?;
             } else if let Some(i) = find(kw_names, &name) {
                 bound[n_positional + i] = Some(a.value);
             } else if params.kwarg.is_some() {
@@ -316,6 +299,28 @@ impl Ctx<'_> {
                 Value::Dict(Rc::new(std::cell::RefCell::new(extra_kw))),
             );
         }
+        Ok(())
+    }
+
+    /// Gives `slot`, the parameter `name` of `func` (a `kind`: argument or
+    /// field), keyword argument `a`'s value; the error if it has one already.
+    pub(crate) fn bind_keyword(
+        &self,
+        slot: &mut Option<Value>,
+        a: Arg,
+        func: &str,
+        kind: &str,
+        name: &str,
+    ) -> Result<(), Diagnostic> {
+        if slot.is_some() {
+            return Err(self.error(
+                codes::BAD_ARGUMENTS,
+                format!("`{func}` got multiple values for {kind} `{name}`"),
+                a.span,
+                "already given",
+            ));
+        }
+        *slot = Some(a.value);
         Ok(())
     }
 

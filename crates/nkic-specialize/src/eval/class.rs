@@ -126,12 +126,9 @@ impl Ctx<'_> {
                     // `typing.Generic`, `object`-like builtins, `ABC`: no behaviour.
                 }
                 other => {
-                    return Err(self.error(
-                        codes::TYPE_ERROR,
-                        format!(
-                            "a class can only derive from classes, found {}",
-                            crate::format::a_type(&other)
-                        ),
+                    return Err(self.type_error(
+                        "a class can only derive from classes",
+                        &other,
                         e.span,
                         "not a class",
                     ));
@@ -368,15 +365,7 @@ impl Ctx<'_> {
                     "unknown field",
                 ));
             };
-            if given[i].is_some() {
-                return Err(self.error(
-                    codes::BAD_ARGUMENTS,
-                    format!("`{}` got multiple values for field `{name}`", c.name),
-                    a.span,
-                    "already given",
-                ));
-            }
-            given[i] = Some(a.value);
+            self.bind_keyword(&mut given[i], a, &c.name, "field", &name)?;
         }
         for (f, g) in fields.iter().zip(given) {
             let v = match (g, &f.default, &f.default_factory) {

@@ -196,18 +196,7 @@ impl Ctx<'_> {
                             d.insert(key, value);
                         }
                         DictItem::Unpack(m) => {
-                            let other = self.eval(m)?;
-                            let Value::Dict(o) = other else {
-                                return Err(self.error(
-                                    codes::TYPE_ERROR,
-                                    format!(
-                                        "`**` needs a dict, found {}",
-                                        crate::format::a_type(&other)
-                                    ),
-                                    m.span,
-                                    "not a dict",
-                                ));
-                            };
+                            let o = self.eval_unpacked_dict(m)?;
                             for (k, v) in o.borrow().entries.iter() {
                                 d.insert(k.clone(), v.clone());
                             }
@@ -347,15 +336,7 @@ impl Ctx<'_> {
                     }
                 }
                 ArgKind::DoubleStar(e) => {
-                    let v = self.eval(e)?;
-                    let Value::Dict(d) = v else {
-                        return Err(self.error(
-                            codes::TYPE_ERROR,
-                            format!("`**` needs a dict, found {}", crate::format::a_type(&v)),
-                            e.span,
-                            "not a dict",
-                        ));
-                    };
+                    let d = self.eval_unpacked_dict(e)?;
                     for (k, val) in d.borrow().entries.iter() {
                         let Value::Str(k) = k else {
                             return Err(self.error(
@@ -837,12 +818,7 @@ impl Ctx<'_> {
         span: Span,
     ) -> Result<usize, Diagnostic> {
         let Some(i) = key.as_int() else {
-            return Err(self.error(
-                codes::TYPE_ERROR,
-                format!("indices must be ints, found {}", crate::format::a_type(key)),
-                span,
-                "not an int",
-            ));
+            return Err(self.type_error("indices must be ints", key, span, "not an int"));
         };
         let j = if i < 0 { i + len as i64 } else { i };
         if j < 0 || j >= len as i64 {
@@ -1181,6 +1157,29 @@ impl Ctx<'_> {
         })
     }
 
+    /// Evaluates `e`, the operand of `**` in a dict display or a call,
+    /// which must be a dict.
+    fn eval_unpacked_dict(&mut self, e: &Expr) -> Result<Rc<RefCell<Dict>>, Diagnostic> {
+        match self.eval(e)? {
+            Value::Dict(d) => Ok(d),
+            other => Err(self.type_error("`**` needs a dict", &other, e.span, "not a dict")),
+        }
+    }
+
+    /// The error that `v`, a run-time value, has no truth value at compile
+    /// time, labelled `label`.
+    pub(crate) fn no_truth_value(&self, v: &Value, span: Span, label: &str) -> Diagnostic {
+        self.error(
+            codes::RUNTIME_VALUE,
+            format!(
+                "{} has no truth value at compile time",
+                crate::format::a_type(v)
+            ),
+            span,
+            label,
+        )
+    }
+
     /// Python truthiness; tensors and registers have none at compile time.
     pub(crate) fn truthy(&mut self, v: &Value, span: Span) -> Result<bool, Diagnostic> {
         Ok(match v {
@@ -1221,15 +1220,7 @@ impl Ctx<'_> {
             Value::Tensor(_) => true,
             Value::Register(_) | Value::Index(_) | Value::IndexPred(_) => {
                 return Err(self
-                    .error(
-                        codes::RUNTIME_VALUE,
-                        format!(
-                            "{} has no truth value at compile time",
-                            crate::format::a_type(v)
-                        ),
-                        span,
-                        "used as a condition",
-                    )
+                    .no_truth_value(v, span, "used as a condition")
                     .with_note("conditions are decided while specializing; run-time values are not known then")
                     .with_help("for a run-time loop use `nl.dynamic_range` or `while <register>:`"));
             }

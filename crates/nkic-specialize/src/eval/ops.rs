@@ -477,12 +477,8 @@ impl Ctx<'_> {
                     UnaryOp::UAdd => Operator::Pos,
                     UnaryOp::Invert => Operator::Invert,
                     UnaryOp::Not => {
-                        return Err(self.error(
-                            codes::RUNTIME_VALUE,
-                            format!(
-                                "{} has no truth value at compile time",
-                                crate::format::a_type(&v)
-                            ),
+                        return Err(self.no_truth_value(
+                            &v,
                             span,
                             "`not` needs a compile-time value",
                         ));
@@ -748,12 +744,9 @@ impl Ctx<'_> {
         match container {
             Value::Str(s) => match item {
                 Value::Str(sub) => Ok(s.contains(&**sub)),
-                other => Err(self.error(
-                    codes::TYPE_ERROR,
-                    format!(
-                        "`in <str>` needs a str on the left, found {}",
-                        crate::format::a_type(other)
-                    ),
+                other => Err(self.type_error(
+                    "`in <str>` needs a str on the left",
+                    other,
                     span,
                     "not a str",
                 )),

@@ -99,9 +99,7 @@ impl Ctx<'_> {
                 body,
                 orelse,
             } => {
-                if *is_async {
-                    return Err(self.unsupported("`async for`", s.span));
-                }
+                self.reject_async(*is_async, "`async for`", s.span)?;
                 return self.exec_for(s.span, target, iter, body, orelse);
             }
             StmtKind::While { test, body, orelse } => {
@@ -172,9 +170,7 @@ impl Ctx<'_> {
                 items,
                 body,
             } => {
-                if *is_async {
-                    return Err(self.unsupported("`async with`", s.span));
-                }
+                self.reject_async(*is_async, "`async with`", s.span)?;
                 return self.exec_with(items, body);
             }
             StmtKind::Global(_) => {
@@ -211,6 +207,15 @@ impl Ctx<'_> {
     /// without a call frame).
     fn in_kernel_body(&self) -> bool {
         self.kernel_depth > 0
+    }
+
+    /// The [`Ctx::unsupported`] error for `what` (`async for`, `async
+    /// with`) if the statement `is_async`.
+    fn reject_async(&self, is_async: bool, what: &str, span: Span) -> Result<(), Diagnostic> {
+        if is_async {
+            return Err(self.unsupported(what, span));
+        }
+        Ok(())
     }
 
     pub(crate) fn unsupported(&self, what: &str, span: Span) -> Diagnostic {
@@ -1057,10 +1062,7 @@ impl Ctx<'_> {
                     None => {
                         return Err(ctx.error(
                             codes::DYNAMIC_LOOP,
-                            format!(
-                                "the body of `nl.while_loop` must return the next condition register, found {}",
-                                crate::format::a_type(v)
-                            ),
+                            crate::format::found("the body of `nl.while_loop` must return the next condition register", v),
                             span,
                             "in this loop",
                         ));

@@ -118,18 +118,10 @@ fn sendrecv(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
         check::buffer_in(ctx, t, &[Buffer::Sbuf], b.span_of(field), &what)?;
         check::operand(ctx, t, b.span_of(field), &what)?;
     }
-    if src.dtype() != dst.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`dst` of `{API}` must have the dtype of `src` ({}), found {}",
-                src.dtype(),
-                dst.dtype()
-            ),
-            b.span_of("dst"),
-            format!("not {}", src.dtype()),
-        ));
-    }
+    let not_src = format!("not {}", src.dtype());
+    check::same_dtype(ctx, &src, &dst, b.span_of("dst"), not_src, |s, d| {
+        format!("`dst` of `{API}` must have the dtype of `src` ({s}), found {d}")
+    })?;
     check::same_pf(ctx, (&src, "src"), (&dst, "dst", b.span_of("dst")))?;
     let rank = lnc2_rank(
         ctx,
@@ -156,11 +148,12 @@ fn sendrecv(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
     }
     let pipe = b.int(ctx, "pipe_id")?.unwrap_or(0);
     let Ok(pipe) = u8::try_from(pipe) else {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!("`pipe_id` of `{API}` must be 0 to 255, found {pipe}"),
-            b.span_of("pipe_id"),
-            "out of range",
+        return Err(check::out_of_range(
+            ctx,
+            b,
+            "pipe_id",
+            format_args!("`pipe_id` of `{API}` must be 0 to 255"),
+            pipe,
         ));
     };
     let engine = match b.enum_member(ctx, "dma_engine", "dma_engine")? {

@@ -319,13 +319,12 @@ fn local_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagn
         None => None,
         Some(v) if v >= 1 && (v as u64) <= per_core => Some(v as u32),
         Some(v) => {
-            return Err(ctx.error(
-                codes::VALUE,
-                format!(
-                    "`num_valid_indices` is 1 to {per_core} (the indices of one core), found {v}"
-                ),
-                b.span_of("num_valid_indices"),
-                "out of range",
+            return Err(check::out_of_range(
+                ctx,
+                b,
+                "num_valid_indices",
+                format_args!("`num_valid_indices` is 1 to {per_core} (the indices of one core)"),
+                v,
             ));
         }
     };
@@ -443,11 +442,9 @@ fn sequence_bounds(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
         src.dtype()
     );
     let dst = sbuf_dst_of(ctx, b, &[1, 2, n], src.dtype(), &message, span)?;
-    let kind = OpKind::SequenceBounds {
-        dst: dst.view.clone(),
-        src: src.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &src, span, |dst, src| {
+        OpKind::SequenceBounds { dst, src }
+    })
 }
 
 fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -458,12 +455,7 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
     let small = |name: &str, default: i64| -> Result<i32, Diagnostic> {
         let v = b.int_or(ctx, name, default)?;
         i32::try_from(v).map_err(|_| {
-            ctx.error(
-                codes::VALUE,
-                format!("`{name}` must fit in int32, found {v}"),
-                b.span_of(name),
-                "out of range",
-            )
+            check::out_of_range(ctx, b, name, format_args!("`{name}` must fit in int32"), v)
         })
     };
     let kind = OpKind::NonzeroWithCount {
@@ -480,12 +472,7 @@ fn nonzero_with_count(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value,
 fn identity_size(ctx: &Ctx<'_>, b: &Bound, rule: &str) -> Result<u64, Diagnostic> {
     let n = b.int_or(ctx, "n", 0)?;
     if !(1..=128).contains(&n) {
-        return Err(ctx.error(
-            codes::VALUE,
-            format!("{rule}, found {n}"),
-            b.span_of("n"),
-            "out of range",
-        ));
+        return Err(check::out_of_range(ctx, b, "n", rule, n));
     }
     Ok(n as u64)
 }

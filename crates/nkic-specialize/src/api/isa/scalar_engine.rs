@@ -14,7 +14,7 @@ use crate::api::check;
 use crate::api::lower::{operand_opt, operand_or, scalar_operand};
 use crate::api::rules::{DATA_DST, OpIn, REDUCE_RESULT, reduces_with_only};
 use crate::api::table::{
-    ApiDef, Bound, DATA, Kind, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REVERSE0, REVERSE1,
+    ApiDef, Bound, DATA, IMM1, Kind, Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REVERSE0, REVERSE1,
     instruction, opt, req,
 };
 use crate::api::{codes, emit};
@@ -100,7 +100,7 @@ pub const DEFS: &[ApiDef] = &[
             ACT_OP,
             DATA,
             opt("imm0", Kind::Scalar, "None"),
-            opt("imm1", Kind::Scalar, "None"),
+            IMM1,
             opt("op0", Kind::AluOp, "nl.bypass"),
             opt("op1", Kind::AluOp, "nl.bypass"),
             opt("relu_param", Kind::Scalar, "0.0"),

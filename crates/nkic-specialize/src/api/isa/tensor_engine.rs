@@ -601,18 +601,9 @@ pub fn transpose_into(
             "not the transposed shape",
         ));
     }
-    if d.dtype() != x.dtype() {
-        return Err(ctx.error(
-            codes::DTYPE,
-            format!(
-                "`nc_transpose` keeps the dtype: `data` is {} but `dst` is {}",
-                x.dtype(),
-                d.dtype()
-            ),
-            ds,
-            "dtype differs",
-        ));
-    }
+    check::same_dtype(ctx, x, d, ds, "dtype differs", |x, d| {
+        format!("`nc_transpose` keeps the dtype: `data` is {x} but `dst` is {d}")
+    })?;
     let small = p <= 32 && f <= 32;
     let vector_only = x.buffer == Buffer::Psum || d.buffer == Buffer::Sbuf;
     let engine = match engine {

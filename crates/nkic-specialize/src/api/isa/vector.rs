@@ -23,8 +23,8 @@ use crate::api::rules::{
     not_both_psum, operand_tile, tiles,
 };
 use crate::api::table::{
-    AXIS, ApiDef, Bound, DATA, ENGINE, KEEPDIMS, Kind, OP, OP0, OP1, OPERAND0, PREDICATE, Param,
-    REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED, REVERSE0, REVERSE1, SRC,
+    AXIS, ApiDef, Bound, DATA, ENGINE, IMM1, KEEPDIMS, Kind, OP, OP0, OP1, OPERAND0, PREDICATE,
+    Param, REDUCE_IDLE, REDUCE_OP, REDUCE_RES, REDUCE_RESET, REVERSE_PRED, REVERSE0, REVERSE1, SRC,
     instruction, opt, req,
 };
 use crate::api::{codes, emit};
@@ -107,6 +107,10 @@ const SCAN_OP: OpIn = OpIn {
     message: "`op1` must be `nl.add`, `nl.subtract`, `nl.multiply`, `nl.maximum` or `nl.minimum`",
     label: "unsupported scan operator",
 };
+/// `data1`: a tile input of the two-tile instructions (`tensor_tensor`,
+/// `tensor_tensor_scan`).
+const DATA1: Param = req("data1", Kind::Tensor);
+
 /// `vals` of the top-8 searches: 8 values per partition.
 const VALS: Param = req("vals", Kind::Tensor);
 
@@ -115,7 +119,7 @@ pub const DEFS: &[ApiDef] = &[
     instruction!(
         "nisa.tensor_tensor",
         [
-            req("data1", Kind::Tensor),
+            DATA1,
             req("data2", Kind::Tensor),
             OP,
             ENGINE,
@@ -199,7 +203,7 @@ pub const DEFS: &[ApiDef] = &[
             OP0,
             OP1,
             req("imm0", Kind::Scalar),
-            opt("imm1", Kind::Scalar, "None"),
+            IMM1,
             REDUCE_RESET,
         ],
         "Running scan per partition over the flattened free elements: `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, starting from the identity of `op1`, the Vector accumulators (`reduce`) or `imm1` (`load_reduce`).",
@@ -236,7 +240,7 @@ pub const DEFS: &[ApiDef] = &[
         "nisa.tensor_tensor_scan",
         [
             req("data0", Kind::Tensor),
-            req("data1", Kind::Tensor),
+            DATA1,
             req("initial", Kind::Scalar),
             OP0,
             OP1,
@@ -660,11 +664,10 @@ fn top8_source(ctx: &Ctx<'_>, t: &Tensor, span: Span, what: &str) -> Result<(), 
 
 fn reciprocal(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let [data, dst] = DATA_DST.bind(ctx, b, span)?;
-    let kind = OpKind::Reciprocal {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::Reciprocal {
+        dst,
+        src,
+    })
 }
 
 fn exponential(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -780,11 +783,10 @@ fn max8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let src = b.tensor(ctx, "src")?;
     top8_source(ctx, &src, b.span_of("src"), "`src`")?;
     let dst = fixed_width_dst(ctx, b, &src, 8, src.dtype(), span)?;
-    let kind = OpKind::Max8 {
-        dst: dst.view.clone(),
-        src: src.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &src, span, |dst, src| OpKind::Max8 {
+        dst,
+        src,
+    })
 }
 
 fn find_index8(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -826,11 +828,10 @@ fn bn_stats(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnosti
             .with_help("split the row into chunks and combine them with `bn_aggr`"));
     }
     let dst = fixed_width_dst(ctx, b, &data, 6, data.dtype(), span)?;
-    let kind = OpKind::BnStats {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::BnStats {
+        dst,
+        src,
+    })
 }
 
 fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -845,11 +846,10 @@ fn bn_aggr(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         ));
     }
     let dst = fixed_width_dst(ctx, b, &data, 2, data.dtype(), span)?;
-    let kind = OpKind::BnAggr {
-        dst: dst.view.clone(),
-        src: data.view.clone(),
-    };
-    emit::finish(ctx, b, kind, None, Some(&dst), span)
+    emit::src_to_dst(ctx, b, &dst, &data, span, |dst, src| OpKind::BnAggr {
+        dst,
+        src,
+    })
 }
 
 fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
@@ -878,32 +878,24 @@ fn tensor_scalar_reduce(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Valu
     let reduce_op = SCALAR_REDUCE_OP.or(ctx, b, AluOp::Add)?;
     let res = REDUCE_RESULT.check(ctx, b, check::partitions(&data))?;
     let cmd = b.reduce_cmd(ctx)?.unwrap_or(ReduceCmd::ResetReduce);
-    let reduce_init = match (cmd, b.get("reduce_init")) {
-        (ReduceCmd::LoadReduce, Some(a)) => Some(scalar_operand(
-            ctx,
-            &a.value,
-            &data,
+    if cmd != ReduceCmd::LoadReduce
+        && let Some(a) = b.get("reduce_init")
+    {
+        return Err(ctx.error(
+            codes::SCALAR_OPERAND,
+            "`reduce_init` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
             a.span,
-            "`reduce_init`",
-        )?),
-        (ReduceCmd::LoadReduce, None) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`load_reduce` needs `reduce_init`",
-                b.span_of("reduce_cmd"),
-                "no `reduce_init`",
-            ));
-        }
-        (_, Some(a)) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`reduce_init` is only used with `reduce_cmd=nisa.reduce_cmd.load_reduce`",
-                a.span,
-                "unused",
-            ));
-        }
-        (_, None) => None,
-    };
+            "unused",
+        ));
+    }
+    let reduce_init = loaded_start(
+        ctx,
+        b,
+        cmd,
+        "reduce_init",
+        &data,
+        "`load_reduce` needs `reduce_init`",
+    )?;
     let kind = OpKind::TensorScalarReduce {
         dst: dst.view.clone(),
         src: data.view.clone(),
@@ -954,22 +946,16 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
             "not a scan start",
         ));
     }
-    let imm1 = match (cmd, b.get("imm1")) {
-        (ReduceCmd::LoadReduce, Some(a)) => {
-            Some(scalar_operand(ctx, &a.value, &src, a.span, "`imm1`")?)
-        }
-        (ReduceCmd::LoadReduce, None) => {
-            return Err(ctx.error(
-                codes::SCALAR_OPERAND,
-                "`load_reduce` needs `imm1`, the value the scan starts from",
-                b.span_of("reduce_cmd"),
-                "no `imm1`",
-            ));
-        }
-        // The hardware reads `imm1` only to load the accumulators; kernels
-        // that chain calls pass the same `imm1` to every call.
-        (_, _) => None,
-    };
+    // The hardware reads `imm1` only to load the accumulators; kernels
+    // that chain calls pass the same `imm1` to every call.
+    let imm1 = loaded_start(
+        ctx,
+        b,
+        cmd,
+        "imm1",
+        &src,
+        "`load_reduce` needs `imm1`, the value the scan starts from",
+    )?;
     let kind = OpKind::TensorScalarCumulative {
         dst: dst.view.clone(),
         src: src.view.clone(),
@@ -980,6 +966,31 @@ fn tensor_scalar_cumulative(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<
         reduce_cmd: cmd,
     };
     emit::finish(ctx, b, kind, None, Some(&dst), span)
+}
+
+/// The value argument `name` loads into the accumulators when `cmd` is
+/// `load_reduce` (a number or `(P, 1)` operand of `data`), else `None`;
+/// `missing` is the error when `load_reduce` comes without it.
+fn loaded_start(
+    ctx: &Ctx<'_>,
+    b: &Bound,
+    cmd: ReduceCmd,
+    name: &str,
+    data: &Tensor,
+    missing: &str,
+) -> Result<Option<Scalar>, Diagnostic> {
+    if cmd != ReduceCmd::LoadReduce {
+        return Ok(None);
+    }
+    let Some(a) = b.get(name) else {
+        return Err(ctx.error(
+            codes::SCALAR_OPERAND,
+            missing,
+            b.span_of("reduce_cmd"),
+            format!("no `{name}`"),
+        ));
+    };
+    scalar_operand(ctx, &a.value, data, a.span, &format!("`{name}`")).map(Some)
 }
 
 fn eight_per_partition(
