@@ -43,39 +43,14 @@
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{Kernel, OpKind, SrcLoc};
-use nkic_isa::{Engine, Launch, Target};
+use nkic_isa::{Engine, Launch};
 
 use crate::{BackendConfig, codes, collect, compile_grid_with_warnings};
 
-/// The number of physical cores a grid of `instances` instances with grid
-/// shape `grid` runs on (module doc); `lnc` is an explicit request.
-///
-/// Errors (a message for the caller's diagnostic) when `lnc` is neither 1
-/// nor 2, or is 2 for a target without LNC=2 or for an odd number of
-/// instances.
-pub fn launch_cores(
-    target: Target,
-    grid: &[u32],
-    instances: usize,
-    lnc: Option<u32>,
-) -> Result<usize, String> {
-    let max = target.figures().max_lnc as usize;
-    match lnc {
-        None => Ok(if grid == [2] && instances == 2 && max >= 2 {
-            2
-        } else {
-            1
-        }),
-        Some(1) => Ok(1),
-        Some(2) if max < 2 => Err(format!("{target} has no LNC=2")),
-        Some(2) if instances < 2 || !instances.is_multiple_of(2) => Err(format!(
-            "LNC=2 splits the grid's instances over two cores, but the grid has {instances} instance{}",
-            if instances == 1 { "" } else { "s" }
-        )),
-        Some(2) => Ok(2),
-        Some(n) => Err(format!("LNC is 1 or 2, not {n}")),
-    }
-}
+/// The number of physical cores a grid runs on: the rule lives in
+/// `nkic-isa`, which the specializer also asks (a collective into shared
+/// HBM knows whether the other instance runs on the other core).
+pub use nkic_isa::launch::launch_cores;
 
 /// Compiles the instances of a grid for `cores` physical cores: core `c`
 /// gets instances `c·n/cores .. (c+1)·n/cores` (compiled with
@@ -402,6 +377,7 @@ pub fn check_capacity(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nkic_isa::Target;
 
     #[test]
     fn a_grid_of_two_is_lnc2_unless_asked_otherwise() {

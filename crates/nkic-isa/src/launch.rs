@@ -420,6 +420,39 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
     }
 }
 
+/// The number of physical cores a grid of `instances` instances with grid
+/// shape `grid` runs on; `lnc` is an explicit request. A grid of exactly
+/// two instances (`--grid 2`) is an LNC=2 launch on a target that has
+/// LNC=2, every other grid runs on one core, and `lnc` 2 splits an even
+/// number of instances over two cores (`nkic_backend::cores` module doc).
+///
+/// Errors (a message for the caller's diagnostic) when `lnc` is neither 1
+/// nor 2, or is 2 for a target without LNC=2 or for an odd number of
+/// instances.
+pub fn launch_cores(
+    target: Target,
+    grid: &[u32],
+    instances: usize,
+    lnc: Option<u32>,
+) -> Result<usize, String> {
+    let max = target.figures().max_lnc as usize;
+    match lnc {
+        None => Ok(if grid == [2] && instances == 2 && max >= 2 {
+            2
+        } else {
+            1
+        }),
+        Some(1) => Ok(1),
+        Some(2) if max < 2 => Err(format!("{target} has no LNC=2")),
+        Some(2) if instances < 2 || !instances.is_multiple_of(2) => Err(format!(
+            "LNC=2 splits the grid's instances over two cores, but the grid has {instances} instance{}",
+            if instances == 1 { "" } else { "s" }
+        )),
+        Some(2) => Ok(2),
+        Some(n) => Err(format!("LNC is 1 or 2, not {n}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

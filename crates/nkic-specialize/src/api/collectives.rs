@@ -17,6 +17,12 @@
 //! this rank's chunk, and the ring permute receives what it sends. The
 //! launch is rank 0 of such a group (`rank_id` is 0) and its cores are
 //! one rank, as NKI's logical cores are. The data moves by DMA.
+//!
+//! A reduction (`all_reduce`, `reduce_scatter`) into a shared HBM tensor
+//! in a launch whose two instances run on two cores is written once, by
+//! core 0, and then both cores pass a `core_barrier` on it: a collective
+//! has completed on every rank when either goes on, and two cores running
+//! the copy-then-accumulate steps on the same bytes would race.
 
 use std::rc::Rc;
 
@@ -448,6 +454,8 @@ fn reduce_op(ctx: &Ctx<'_>, b: &Bound, api: &str) -> Result<AluOp, Diagnostic> {
 
 /// `dst_view` (of `dst`) ← `op` over the ranks of this rank's `mine`:
 /// with the other core's `other` (an exchange), or over `n` replicas.
+/// A shared HBM `dst` of a two-core launch is written by core 0 only,
+/// then both cores pass a core barrier on it (module doc).
 #[allow(clippy::too_many_arguments)]
 fn reduce_into(
     ctx: &mut Ctx<'_>,
@@ -459,37 +467,66 @@ fn reduce_into(
     (n, op): (u64, AluOp),
     span: Span,
 ) -> Result<(), Diagnostic> {
-    match other {
-        Some(other) if op != AluOp::Add => {
-            check::buffer_in(
-                ctx,
-                dst,
-                &[Buffer::Sbuf],
-                b.span_of("dsts"),
-                "`dsts` of an LNC=2 maximum or minimum",
-            )?;
-            let kind = OpKind::TensorTensor {
-                dst: dst_view.clone(),
-                src0: mine.clone(),
-                src1: other.clone(),
-                op,
-            };
-            emit::push(ctx, b, kind, None, span)?;
-        }
-        Some(other) => {
-            dma(ctx, b, dst_view, mine, false, span)?;
-            dma(ctx, b, dst_view, other, true, span)?;
-        }
-        None => {
-            dma(ctx, b, dst_view, mine, false, span)?;
-            if op == AluOp::Add {
-                for _ in 1..n {
-                    dma(ctx, b, dst_view, mine, true, span)?;
+    let core = if dst.buffer == Buffer::SharedHbm {
+        two_core_rank(ctx)
+    } else {
+        None
+    };
+    if core != Some(1) {
+        match other {
+            Some(other) if op != AluOp::Add => {
+                check::buffer_in(
+                    ctx,
+                    dst,
+                    &[Buffer::Sbuf],
+                    b.span_of("dsts"),
+                    "`dsts` of an LNC=2 maximum or minimum",
+                )?;
+                let kind = OpKind::TensorTensor {
+                    dst: dst_view.clone(),
+                    src0: mine.clone(),
+                    src1: other.clone(),
+                    op,
+                };
+                emit::push(ctx, b, kind, None, span)?;
+            }
+            Some(other) => {
+                dma(ctx, b, dst_view, mine, false, span)?;
+                dma(ctx, b, dst_view, other, true, span)?;
+            }
+            None => {
+                dma(ctx, b, dst_view, mine, false, span)?;
+                if op == AluOp::Add {
+                    for _ in 1..n {
+                        dma(ctx, b, dst_view, mine, true, span)?;
+                    }
                 }
             }
         }
     }
+    if core.is_some() {
+        let kind = OpKind::CoreBarrier {
+            data: Some(dst_view.clone()),
+        };
+        emit::push(ctx, b, kind, Some(Engine::GpSimd), span)?;
+    }
     Ok(())
+}
+
+/// This instance's core when the launch's two instances run on two cores
+/// (`nkic_isa::launch::launch_cores`).
+fn two_core_rank(ctx: &Ctx<'_>) -> Option<u32> {
+    let grid: Vec<u32> = (0..ctx.program_ndim())
+        .map(|axis| ctx.num_programs(axis).unwrap_or(1))
+        .collect();
+    let instances: u32 = grid.iter().product();
+    let cores =
+        nkic_isa::launch::launch_cores(ctx.target(), &grid, instances as usize, ctx.config.lnc);
+    (!grid.is_empty() && instances == 2 && cores == Ok(2)).then(|| {
+        (0..grid.len())
+            .map(|axis| ctx.program_id(axis).unwrap_or(0))
+            .sum()
+    })
 }
 
 /// `all_reduce(dsts, srcs, op, replica_group)`.
