@@ -11,8 +11,9 @@
 //!   the same bytes conflict exactly like two views of one storage. PSUM
 //!   accumulation chains are output dependencies on the accumulated bytes
 //!   and stay in source order;
-//! * **engine state**: ops sharing an accumulator or random generator
-//!   (`OpKind::engine_state`) keep their order;
+//! * **engine state**: ops sharing an accumulator or random generator,
+//!   and `core_barrier`s and `sendrecv`s (which pair with the other
+//!   core's by program order), keep their order (`OpKind::engine_state`);
 //! * **explicit edges**: `depends_on` and consecutive members of a
 //!   `no_reorder` group;
 //! * under [`Schedule::Sequential`], every op on its predecessor in source

@@ -29,7 +29,9 @@
 //! * *registers*: likewise for [`Op::reg_reads`] and [`Op::reg_writes`],
 //!   with a dynamic loop's bounds or condition read before its body;
 //! * *engine state*: ops sharing an engine's accumulator registers or
-//!   random generators ([`OpKind::engine_state`]) keep their order;
+//!   random generators, and the core barriers and exchanges (which pair
+//!   with the other core's by program order), keep their order
+//!   ([`OpKind::engine_state`]);
 //! * *explicit edges*: `depends_on` and `no_reorder` groups (language.md
 //!   §3.4).
 //!

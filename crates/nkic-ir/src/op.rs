@@ -583,7 +583,8 @@ impl OpKind {
     }
 
     /// The hidden engine state the op reads or writes: accumulator
-    /// registers (isa.md §2.5) and random generators. Ops sharing a state
+    /// registers (isa.md §2.5), random generators and the cores' barrier
+    /// pairing. Ops sharing a state
     /// must keep their program order. `engine` is the op's chosen engine;
     /// with `None`, every state the op could touch is listed.
     pub fn engine_state(&self, engine: Option<Engine>) -> Vec<EngineState> {
@@ -609,6 +610,7 @@ impl OpKind {
                 Some(_) => vec![EngineState::VectorRng],
                 None => vec![EngineState::VectorRng, EngineState::GpSimdRng],
             },
+            OpKind::CoreBarrier { .. } | OpKind::SendRecv { .. } => vec![EngineState::CoreSync],
             _ => Vec::new(),
         }
     }
@@ -625,6 +627,11 @@ pub enum EngineState {
     VectorRng,
     /// The GpSimd random generators.
     GpSimdRng,
+    /// The pairing of `core_barrier`s and `sendrecv`s with the other
+    /// core's: they pair by their rank in each core's program order, so
+    /// they keep it (two barriers on different data reordered on one core
+    /// would each pair with the wrong one).
+    CoreSync,
 }
 
 /// One run-time operation with its scheduling information.

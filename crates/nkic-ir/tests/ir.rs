@@ -497,6 +497,11 @@ fn engine_state() {
         .engine_state(None)
         .is_empty()
     );
+    // Core barriers pair with the other core's by program order.
+    assert_eq!(
+        OpKind::CoreBarrier { data: Some(v(t)) }.engine_state(None),
+        vec![EngineState::CoreSync]
+    );
 }
 
 // ------------------------------------------------------------------ overlap

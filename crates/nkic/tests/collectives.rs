@@ -3,9 +3,10 @@
 //! cores' tiles and compute the real result
 //! (`collectives/all_gather_lnc2.py`), as do `reduce_scatter`,
 //! `all_to_all` and the ring permute `collective_permute_implicit`
-//! (`collectives/exchange_lnc2.py`). Reductions into shared HBM over a
-//! larger group are written once, by core 0, with a core barrier after
-//! (`collectives/reduce_hbm_lnc2.py`): no race, and the replicas' sum.
+//! (`collectives/exchange_lnc2.py`). Collectives into shared HBM whose
+//! other ranks are replicas are written once, by core 0, with a core
+//! barrier after (`collectives/reduce_hbm_lnc2.py`): no race, and the
+//! replicas' result.
 
 mod common;
 
@@ -72,9 +73,9 @@ fn reduce_scatter_all_to_all_and_permute_over_the_two_cores() {
 }
 
 #[test]
-fn reductions_into_shared_hbm_are_written_once_without_a_race() {
+fn collectives_into_shared_hbm_are_written_once_without_a_race() {
     // x[r, c] = 32 r + c; four ranks, the other three replicas of this one.
-    let (x, [summed, scattered]) = common::run_on_positions(
+    let (x, [summed, scattered, gathered]) = common::run_on_positions(
         "collectives_hbm",
         "crates/nkic/tests/collectives/reduce_hbm_lnc2.py",
         "x",
@@ -83,4 +84,7 @@ fn reductions_into_shared_hbm_are_written_once_without_a_race() {
     let four_x: Vec<f32> = x.iter().map(|v| 4.0 * v).collect();
     assert_eq!(summed, four_x);
     assert_eq!(scattered, four_x[..32 * 32]);
+    // Two copies of core 0's rows (rows 0..64 of x), not a race with core
+    // 1's rows.
+    assert_eq!(gathered, [&x[..64 * 32], &x[..64 * 32]].concat());
 }

@@ -18,11 +18,12 @@
 //! launch is rank 0 of such a group (`rank_id` is 0) and its cores are
 //! one rank, as NKI's logical cores are. The data moves by DMA.
 //!
-//! A reduction (`all_reduce`, `reduce_scatter`) into a shared HBM tensor
-//! in a launch whose two instances run on two cores is written once, by
-//! core 0, and then both cores pass a `core_barrier` on it: a collective
-//! has completed on every rank when either goes on, and two cores running
-//! the copy-then-accumulate steps on the same bytes would race.
+//! A collective into a shared HBM tensor whose other ranks are replicas
+//! (and any reduction into one) in a launch whose two instances run on
+//! two cores is written once, by core 0, and then both cores pass a
+//! `core_barrier` on it: a collective has completed on every rank when
+//! either goes on, and two cores running the copy-then-accumulate steps
+//! (or storing copies of different sources) on the same bytes would race.
 
 use std::rc::Rc;
 
@@ -425,11 +426,12 @@ fn all_gather(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
                     dma(ctx, b, &chunk(&dst, d, w, r), from, false, span)?;
                 }
             }
-            None => {
+            None => once_per_launch(ctx, b, &dst, &dst.view, span, |ctx| {
                 for r in 0..n {
                     dma(ctx, b, &chunk(&dst, d, w, r), &src.view, false, span)?;
                 }
-            }
+                Ok(())
+            })?,
         }
     }
     Ok(Value::None)
@@ -455,7 +457,7 @@ fn reduce_op(ctx: &Ctx<'_>, b: &Bound, api: &str) -> Result<AluOp, Diagnostic> {
 /// `dst_view` (of `dst`) ← `op` over the ranks of this rank's `mine`:
 /// with the other core's `other` (an exchange), or over `n` replicas.
 /// A shared HBM `dst` of a two-core launch is written by core 0 only,
-/// then both cores pass a core barrier on it (module doc).
+/// then both cores pass a core barrier on it ([`once_per_launch`]).
 #[allow(clippy::too_many_arguments)]
 fn reduce_into(
     ctx: &mut Ctx<'_>,
@@ -467,12 +469,7 @@ fn reduce_into(
     (n, op): (u64, AluOp),
     span: Span,
 ) -> Result<(), Diagnostic> {
-    let core = if dst.buffer == Buffer::SharedHbm {
-        two_core_rank(ctx)
-    } else {
-        None
-    };
-    if core != Some(1) {
+    once_per_launch(ctx, b, dst, dst_view, span, |ctx| {
         match other {
             Some(other) if op != AluOp::Add => {
                 check::buffer_in(
@@ -503,10 +500,33 @@ fn reduce_into(
                 }
             }
         }
+        Ok(())
+    })
+}
+
+/// Emits `write` (the steps that write `dst`, exchanges excluded) once
+/// per launch when `dst` (`view` of it) is a shared HBM tensor and the
+/// launch's two instances run on two cores: on core 0, after which both
+/// cores pass a core barrier on `dst` (module doc). Otherwise emits it.
+fn once_per_launch(
+    ctx: &mut Ctx<'_>,
+    b: &Bound,
+    dst: &Tensor,
+    view: &nkic_ir::View,
+    span: Span,
+    write: impl FnOnce(&mut Ctx<'_>) -> Result<(), Diagnostic>,
+) -> Result<(), Diagnostic> {
+    let core = if dst.buffer == Buffer::SharedHbm {
+        two_core_rank(ctx)
+    } else {
+        None
+    };
+    if core != Some(1) {
+        write(ctx)?;
     }
     if core.is_some() {
         let kind = OpKind::CoreBarrier {
-            data: Some(dst_view.clone()),
+            data: Some(view.clone()),
         };
         emit::push(ctx, b, kind, Some(Engine::GpSimd), span)?;
     }
@@ -631,12 +651,13 @@ fn all_to_all(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnos
                     dma(ctx, b, &to, &from, false, span)?;
                 }
             }
-            None => {
+            None => once_per_launch(ctx, b, &dst, &dst.view, span, |ctx| {
                 let mine = chunk(&src, d, w, 0);
                 for r in 0..n {
                     dma(ctx, b, &chunk(&dst, d, w, r), &mine, false, span)?;
                 }
-            }
+                Ok(())
+            })?,
         }
     }
     Ok(Value::None)
