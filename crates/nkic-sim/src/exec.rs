@@ -2460,9 +2460,6 @@ mod tests {
         MxMatrix { rows, cols, values }
     }
 
-    /// The f32 path gives the f64 definition's bits, including products
-    /// that overflow to infinity and underflow to subnormals or zero, and
-    /// falls back where an operand is not an f32.
     #[test]
     fn mx_scale_is_the_power_of_two() {
         for code in 0..=254u8 {
@@ -2471,6 +2468,9 @@ mod tests {
         assert!(super::mx_scale(0xff).is_nan());
     }
 
+    /// The f32 path gives the f64 definition's bits, including products
+    /// that overflow to infinity and underflow to subnormals or zero, and
+    /// falls back where an operand is not an f32.
     #[test]
     fn mx_product_matches_the_f64_definition_bit_for_bit() {
         let mut rng = Xorwow::seeded(7, 0);

@@ -331,19 +331,19 @@ struct Arrival {
 /// Arrivals at `core_barrier`s by core and queue, in rank order.
 type Arrivals = BTreeMap<(usize, Queue), Vec<Arrival>>;
 
-/// One DMA engine: when it is free and which transfer used it last.
+/// A resource the queues of a core share (a DMA engine or a RAM port):
+/// when it is free and which instruction held it last.
 #[derive(Clone, Copy, Debug, Default)]
-struct DmaEngine {
+struct Held {
     free_ps: u64,
     last: Option<(Queue, u64)>,
 }
 
 /// What the queues of one core share: its DMA engines and, by
-/// `Ports::indices`, its RAM ports (each, like an engine, free at a time
-/// and last held by an instruction).
+/// `Ports::indices`, its RAM ports.
 struct Shared {
-    engines: Vec<DmaEngine>,
-    ports: [DmaEngine; Ports::COUNT],
+    engines: Vec<Held>,
+    ports: [Held; Ports::COUNT],
 }
 
 /// Why a queue cannot issue: a semaphore wait, or (`peer`) a
@@ -540,8 +540,8 @@ fn simulate_pass(
     let mut sems: Vec<SemLog> = vec![SemLog::default(); sem_total];
     let mut shared: Vec<Shared> = (0..cores.len())
         .map(|_| Shared {
-            engines: vec![DmaEngine::default(); f.dma_engines.max(1) as usize],
-            ports: [DmaEngine::default(); Ports::COUNT],
+            engines: vec![Held::default(); f.dma_engines.max(1) as usize],
+            ports: [Held::default(); Ports::COUNT],
         })
         .collect();
     let mut races = config
@@ -1342,7 +1342,7 @@ fn step(
         }
     }
     for p in facts.cost.ports.indices() {
-        shared.ports[p] = DmaEngine {
+        shared.ports[p] = Held {
             free_ps: start + cost.busy_ps,
             last: Some((q.queue, seq)),
         };

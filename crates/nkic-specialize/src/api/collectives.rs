@@ -256,15 +256,7 @@ fn group_of(ctx: &Ctx<'_>, b: &Bound) -> Result<(u64, Option<u32>), Diagnostic> 
             "groups of different sizes",
         ));
     }
-    let instances: u64 = (0..ctx.program_ndim())
-        .map(|axis| u64::from(ctx.num_programs(axis).unwrap_or(1)))
-        .product();
-    let lnc2 = ctx.program_ndim() > 0 && instances == 2 && n == 2 && ctx.config.lnc != Some(1);
-    let rank = lnc2.then(|| {
-        (0..ctx.program_ndim())
-            .map(|axis| ctx.program_id(axis).unwrap_or(0))
-            .sum()
-    });
+    let rank = if n == 2 { two_core_rank(ctx) } else { None };
     Ok((n as u64, rank))
 }
 
