@@ -63,7 +63,7 @@ use nkic_isa::{Cost, DmaTransfer, Engine, Ports, Queue, Target};
 
 use crate::Schedule;
 use crate::collect::Unit;
-use crate::deps::{Access, Graph};
+use crate::deps::{Access, Graph, Resource};
 use crate::lower::Lowered;
 
 /// The schedule.
@@ -275,21 +275,75 @@ struct Table {
     dma_engines: usize,
     /// Per op: which queues its slot depends on, for cache invalidation.
     uses: Vec<Uses>,
+    /// Per op: the memories it reads and those it writes, as
+    /// [`resource_bit`] sets, so most pairs of ops need no box test.
+    reads: Vec<u64>,
+    writes: Vec<u64>,
 }
 
-/// The queues an op's slot depends on: the sequencer engines among its
-/// candidates (a bit per engine), whether a DMA engine is among them,
-/// whether it is a transfer (the shared DMA engines), and whether a
-/// candidate holds a shared RAM port.
+/// A bit standing for `r` in the resource sets of [`Table`]: SBUF, PSUM,
+/// and the HBM tensors sharing the other 62 bits.
+fn resource_bit(r: Resource) -> u64 {
+    match r {
+        Resource::Sbuf => 1,
+        Resource::Psum => 2,
+        Resource::Hbm(t) => 4 << (t % 62),
+    }
+}
+
+/// The kinds of scheduler state an op's slot depends on, as a bit set
+/// (`kinds`): each sequencer engine among its candidates
+/// ([`engine_bit`]), the DMA queues if a DMA engine is among them (their
+/// free times and, through the transfers on them, the DMA engines), the
+/// DMA engines if it is a transfer, and the shared RAM ports if a
+/// candidate holds one. A commit changes some of these kinds
+/// ([`Uses::changed_by`]); a cached slot is stale once one of its kinds
+/// changed.
 #[derive(Clone, Copy, Debug)]
 struct Uses {
-    engines: u8,
-    dma: bool,
-    transfer: bool,
-    ports: bool,
+    kinds: u8,
 }
 
-/// A bit for a sequencer engine in [`Uses::engines`].
+impl Uses {
+    /// The kinds: five engine bits, then these.
+    const DMA_QUEUES: u8 = 1 << 5;
+    const DMA_ENGINES: u8 = 1 << 6;
+    const PORTS: u8 = 1 << 7;
+    const KINDS: usize = 8;
+
+    fn new(candidates: &[(Engine, Cost)], transfer: bool) -> Uses {
+        let mut kinds = candidates.iter().fold(0, |m, &(e, _)| m | engine_bit(e));
+        if candidates.iter().any(|&(e, _)| e == Engine::Dma) {
+            kinds |= Uses::DMA_QUEUES | Uses::DMA_ENGINES;
+        }
+        if transfer {
+            kinds |= Uses::DMA_ENGINES;
+        }
+        if candidates.iter().any(|(_, c)| !c.ports.is_empty()) {
+            kinds |= Uses::PORTS;
+        }
+        Uses { kinds }
+    }
+
+    /// The kinds (bit indices) a commit of `slot` changes; `transfer`
+    /// when the op is a DMA transfer.
+    fn changed_by(transfer: bool, slot: &Slot) -> impl Iterator<Item = usize> {
+        let mut kinds = match slot.queue.engine() {
+            Engine::Dma => Uses::DMA_QUEUES,
+            e => engine_bit(e),
+        };
+        if transfer {
+            kinds |= Uses::DMA_ENGINES;
+        }
+        if !slot.cost.ports.is_empty() {
+            kinds |= Uses::PORTS;
+        }
+        (0..Uses::KINDS).filter(move |k| kinds & (1 << k) != 0)
+    }
+}
+
+/// A bit for a sequencer engine in [`Uses::kinds`].
+/// A bit for a sequencer engine in [`Uses::kinds`] (bits 0 to 4; 0 for DMA).
 fn engine_bit(e: Engine) -> u8 {
     match e {
         Engine::Tensor => 1,
@@ -339,14 +393,19 @@ impl Table {
         let uses = candidates
             .iter()
             .zip(&transfers)
-            .map(|(cands, t)| Uses {
-                engines: cands.iter().fold(0, |m, &(e, _)| m | engine_bit(e)),
-                dma: cands.iter().any(|&(e, _)| e == Engine::Dma),
-                transfer: t.is_some(),
-                ports: cands.iter().any(|(_, c)| !c.ports.is_empty()),
-            })
+            .map(|(cands, t)| Uses::new(cands, t.is_some()))
             .collect();
+        let set = |accesses: &[Access], write: bool| {
+            accesses
+                .iter()
+                .filter(|a| a.write == write)
+                .fold(0, |m, a| m | resource_bit(a.resource))
+        };
+        let reads = graph.accesses.iter().map(|a| set(a, false)).collect();
+        let writes = graph.accesses.iter().map(|a| set(a, true)).collect();
         Table {
+            reads,
+            writes,
             target,
             candidates,
             transfers,
@@ -389,10 +448,8 @@ impl Table {
                     let mut u = (after + c.latency_ps.max(c.busy_ps))
                         .max(free.get(&q).copied().unwrap_or(0) + c.busy_ps);
                     if let Some(t) = &self.transfers[i] {
-                        for e in t.engine_ids(self.dma_engines as u32) {
-                            let ef = engine_free[e as usize % self.dma_engines];
-                            u = u.max(ef + t.engine_busy_ps + t.issue_ps);
-                        }
+                        let ef = latest_free(&engine_free, t);
+                        u = u.max(ef + t.engine_busy_ps + t.issue_ps);
                     }
                     let key = (std::cmp::Reverse(rank), u, std::cmp::Reverse(i));
                     if best.is_none_or(|(b, _)| key < b) {
@@ -407,8 +464,8 @@ impl Table {
             until[i] = u;
             free.insert(q, u);
             if let Some(t) = &self.transfers[i] {
-                for e in t.engine_ids(self.dma_engines as u32) {
-                    engine_free[e as usize % self.dma_engines] = u - t.issue_ps;
+                for span in t.engine_spans(engine_free.len() as u32) {
+                    engine_free[span].fill(u - t.issue_ps);
                 }
             }
             for &p in &graph.preds[i] {
@@ -447,6 +504,14 @@ impl Ready {
         &self.pool
     }
 
+    /// The first op of the pool in source order (none or one).
+    fn first(&self) -> &[usize] {
+        match self.pool.iter().enumerate().min_by_key(|&(_, &i)| i) {
+            Some((k, _)) => &self.pool[k..=k],
+            None => &[],
+        }
+    }
+
     fn is_empty(&self) -> bool {
         self.pool.is_empty()
     }
@@ -483,6 +548,46 @@ struct Slot {
     complete: u64,
 }
 
+/// A ready op's best slot as found at step `at` of a pass: on `queue`
+/// with candidate `cand` (an index into `Table::candidates`); `finished`
+/// false when only its start is known (`free` and `complete` are 0 then:
+/// [`Timer::finish`] gives them).
+#[derive(Clone, Copy, Debug)]
+struct Cached {
+    start: u64,
+    free: u64,
+    complete: u64,
+    at: u32,
+    queue: Queue,
+    cand: u8,
+    finished: bool,
+}
+
+impl Cached {
+    fn new(slot: &Slot, cand: usize, at: u32, finished: bool) -> Cached {
+        Cached {
+            start: slot.start,
+            free: slot.free,
+            complete: slot.complete,
+            at,
+            queue: slot.queue,
+            cand: u8::try_from(cand).unwrap_or(u8::MAX),
+            finished,
+        }
+    }
+
+    /// The slot again, `cost` being its candidate's.
+    fn slot(&self, cost: Cost) -> Slot {
+        Slot {
+            queue: self.queue,
+            cost,
+            start: self.start,
+            free: self.free,
+            complete: self.complete,
+        }
+    }
+}
+
 /// The simulator's timing model, replayed as ops are appended.
 struct Timer<'a> {
     table: &'a Table,
@@ -506,6 +611,9 @@ impl Timer<'_> {
     /// True when op `i` reads bytes op `p` writes (bounding boxes, as the
     /// simulator's dependent-issue rule).
     fn reads_written(&self, i: usize, p: usize) -> bool {
+        if self.table.reads[i] & self.table.writes[p] == 0 {
+            return false;
+        }
         let accesses = &self.graph.accesses;
         accesses[i].iter().filter(|a| !a.write).any(|r| {
             accesses[p]
@@ -517,6 +625,12 @@ impl Timer<'_> {
 
     /// The slot of op `i` on queue `q`, its inputs complete at `ready`.
     fn slot(&self, i: usize, q: Queue, cost: Cost, ready: u64) -> Slot {
+        self.finish(i, q, cost, self.start(i, q, cost, ready))
+    }
+
+    /// When op `i` would start on queue `q`, its inputs complete at
+    /// `ready`: the first part of [`Timer::slot`].
+    fn start(&self, i: usize, q: Queue, cost: Cost, ready: u64) -> u64 {
         let target = self.table.target;
         let mut start = ready.max(self.free[queue_slot(q)]);
         if let Some(prev) = self.last_on[queue_slot(q)]
@@ -527,15 +641,18 @@ impl Timer<'_> {
         for p in cost.ports.indices() {
             start = start.max(self.port_free[p]);
         }
+        start
+    }
+
+    /// The slot of op `i` starting on queue `q` at `start`: the second
+    /// part of [`Timer::slot`], when the queue is free again and the
+    /// results are visible.
+    fn finish(&self, i: usize, q: Queue, cost: Cost, start: u64) -> Slot {
         let mut free = start + cost.busy_ps;
         let mut complete = start + cost.latency_ps.max(cost.busy_ps);
         if let Some(t) = &self.table.transfers[i] {
             let data = start + t.issue_ps;
-            let mut last = data;
-            for e in t.engine_ids(self.table.dma_engines as u32) {
-                let begin = data.max(self.engine_free[e as usize % self.table.dma_engines]);
-                last = last.max(begin + t.engine_ps);
-            }
+            let last = data.max(latest_free(&self.engine_free, t)) + t.engine_ps;
             free = free.max(last);
             complete = complete.max(last + t.start_latency_ps);
         }
@@ -552,9 +669,10 @@ impl Timer<'_> {
     fn commit(&mut self, i: usize, slot: &Slot) {
         if let Some(t) = &self.table.transfers[i] {
             let data = slot.start + t.issue_ps;
-            for e in t.engine_ids(self.table.dma_engines as u32) {
-                let ef = &mut self.engine_free[e as usize % self.table.dma_engines];
-                *ef = data.max(*ef) + t.engine_busy_ps;
+            for span in t.engine_spans(self.engine_free.len() as u32) {
+                for ef in &mut self.engine_free[span] {
+                    *ef = data.max(*ef) + t.engine_busy_ps;
+                }
             }
         }
         for p in slot.cost.ports.indices() {
@@ -575,6 +693,14 @@ impl Timer<'_> {
             .min_by_key(|&q| (self.free[queue_slot(q)], q))
             .unwrap_or(Queue::Dma(0))
     }
+}
+
+/// When the last of the DMA engines transfer `t` uses is next free
+/// (`engine_free` holds every engine's time, by engine number).
+fn latest_free(engine_free: &[u64], t: &DmaTransfer) -> u64 {
+    let [a, b] = t.engine_spans(engine_free.len() as u32);
+    let latest = |span: &[u64]| span.iter().copied().max().unwrap_or(0);
+    latest(&engine_free[a]).max(latest(&engine_free[b]))
 }
 
 /// The number of queue slots: the five sequencer queues and every
@@ -634,84 +760,107 @@ fn list_schedule(
     let mut work = 0u64;
     // When each ready op's inputs are complete (fixed once it is ready).
     let mut data_ready = vec![0u64; n];
-    // Each ready op's best slot, valid until its queues change.
-    let mut cached: Vec<Option<Slot>> = vec![None; n];
-    let mut options: Vec<(usize, Slot)> = Vec::new();
-    while !ready.is_empty() {
+    // Each ready op's best slot and the step it was found at; it stays
+    // valid until a commit changes one of the op's `Uses::kinds`.
+    let mut cached: Vec<Option<Cached>> = vec![None; n];
+    // The last step at which a commit changed each kind of resource.
+    let mut changed = [0u32; Uses::KINDS];
+    let mut options: Vec<(usize, u64)> = Vec::new();
+    for step in 1u32.. {
+        if ready.is_empty() {
+            break;
+        }
         let dma = timer.dma_queue();
-        let first = ready.pool().iter().copied().min();
-        let pool: &[usize] = match (policy, &first) {
-            (Some(_), _) => ready.pool(),
-            (None, Some(first)) => std::slice::from_ref(first),
-            (None, None) => &[],
+        let pool: &[usize] = match policy {
+            Some(_) => ready.pool(),
+            None => ready.first(),
         };
         options.clear();
+        let mut earliest = u64::MAX;
         for &i in pool {
-            if let Some(s) = cached[i] {
-                options.push((i, s));
-                continue;
-            }
-            let mut best: Option<Slot> = None;
-            for &(e, c) in &table.candidates[i] {
-                let q = Queue::of_engine(e).unwrap_or(dma);
-                let s = timer.slot(i, q, c, data_ready[i]);
-                work += 1;
-                if best
-                    .as_ref()
-                    .is_none_or(|b| (s.complete, s.start) < (b.complete, b.start))
-                {
-                    best = Some(s);
+            let kinds = table.uses[i].kinds;
+            let fresh = cached[i]
+                .filter(|c| (0..Uses::KINDS).all(|k| kinds & (1 << k) == 0 || changed[k] < c.at));
+            let start = match fresh {
+                Some(c) => c.start,
+                None => {
+                    // Only the start matters to the pick; an op with one
+                    // queue to try gets the rest of its slot if picked.
+                    let cands = match policy {
+                        None => &table.candidates[i][..1.min(table.candidates[i].len())],
+                        Some(_) => &table.candidates[i][..],
+                    };
+                    let entry = match cands {
+                        [] => continue,
+                        &[(e, c)] => {
+                            let q = Queue::of_engine(e).unwrap_or(dma);
+                            work += 1;
+                            let start = timer.start(i, q, c, data_ready[i]);
+                            let slot = Slot {
+                                queue: q,
+                                cost: c,
+                                start,
+                                free: 0,
+                                complete: 0,
+                            };
+                            Cached::new(&slot, 0, step, false)
+                        }
+                        _ => {
+                            let mut best: Option<(Slot, usize)> = None;
+                            for (k, &(e, c)) in cands.iter().enumerate() {
+                                let q = Queue::of_engine(e).unwrap_or(dma);
+                                let s = timer.slot(i, q, c, data_ready[i]);
+                                work += 1;
+                                if best.as_ref().is_none_or(|(b, _)| {
+                                    (s.complete, s.start) < (b.complete, b.start)
+                                }) {
+                                    best = Some((s, k));
+                                }
+                            }
+                            let Some((slot, k)) = best else { continue };
+                            Cached::new(&slot, k, step, true)
+                        }
+                    };
+                    cached[i] = Some(entry);
+                    entry.start
                 }
-                if policy.is_none() {
-                    break;
-                }
-            }
-            if let Some(s) = best {
-                cached[i] = Some(s);
-                options.push((i, s));
-            }
+            };
+            earliest = earliest.min(start);
+            options.push((i, start));
         }
-        let earliest = options.iter().map(|(_, s)| s.start).min().unwrap_or(0);
         let pick = match policy {
-            None => options.first().copied(),
+            None => options.first().map(|&(i, _)| i),
             Some(p) => {
                 let limit = earliest.saturating_add(p.window_ps);
-                let eligible = options.iter().filter(|(_, s)| s.start <= limit);
+                let eligible = options.iter().filter(|&&(_, start)| start <= limit);
                 match p.priority {
                     Priority::CriticalPath => eligible
-                        .min_by_key(|(i, s)| (std::cmp::Reverse(table.level[*i]), s.start, *i)),
-                    Priority::SourceOrder => eligible.min_by_key(|(i, _)| *i),
-                    Priority::Urgency => {
-                        eligible.min_by_key(|(i, s)| (std::cmp::Reverse(urgency[*i]), s.start, *i))
-                    }
+                        .min_by_key(|&&(i, start)| (std::cmp::Reverse(table.level[i]), start, i)),
+                    Priority::SourceOrder => eligible.min_by_key(|&&(i, _)| i),
+                    Priority::Urgency => eligible
+                        .min_by_key(|&&(i, start)| (std::cmp::Reverse(urgency[i]), start, i)),
                 }
-                .copied()
+                .map(|&(i, _)| i)
             }
         };
-        let Some((i, slot)) = pick else {
+        let Some((i, c)) = pick.and_then(|i| Some((i, cached[i]?))) else {
             break;
+        };
+        let chosen = table.candidates[i][usize::from(c.cand)].1;
+        let slot = if c.finished {
+            c.slot(chosen)
+        } else {
+            // Nothing it depends on changed since `c.at`, so this is the
+            // slot `Timer::slot` gave then.
+            timer.finish(i, c.queue, chosen, c.start)
         };
         ready.remove(i);
         timer.commit(i, &slot);
-        // The slots of ops that could use the same queue (any DMA op after
-        // a transfer: the engines changed) are stale now.
-        let dma_committed = table.transfers[i].is_some();
-        let ports_committed = !slot.cost.ports.is_empty();
-        let on_dma = slot.queue.engine() == Engine::Dma;
-        let engine_bit = if on_dma {
-            0
-        } else {
-            engine_bit(slot.queue.engine())
-        };
-        for &r in ready.pool() {
-            let uses = table.uses[r];
-            let stale = uses.engines & engine_bit != 0
-                || (uses.dma && (dma_committed || on_dma))
-                || (dma_committed && uses.transfer)
-                || (ports_committed && uses.ports);
-            if stale {
-                cached[r] = None;
-            }
+        // Mark what changed: the slots of ops that could use the same
+        // queue (any DMA op after a transfer: the engines changed) are
+        // stale from now on.
+        for k in Uses::changed_by(table.transfers[i].is_some(), &slot) {
+            changed[k] = step;
         }
         queue[i] = slot.queue;
         cost[i] = slot.cost;

@@ -572,9 +572,26 @@ pub struct DmaTransfer {
 impl DmaTransfer {
     /// The engines used, in order.
     pub fn engine_ids(&self, total: u32) -> impl Iterator<Item = u32> {
-        let total = total.max(1);
-        let first = self.first_engine;
-        (0..self.engines).map(move |i| (first + i) % total)
+        self.engine_spans(total)
+            .into_iter()
+            .flatten()
+            .map(|e| e as u32)
+    }
+
+    /// The engines used as at most two contiguous index ranges of the
+    /// `total` engines (the second one non-empty when the engines wrap
+    /// around past the last), so a caller can walk per-engine state as
+    /// slices.
+    pub fn engine_spans(&self, total: u32) -> [std::ops::Range<usize>; 2] {
+        let total = total.max(1) as usize;
+        let first = self.first_engine as usize % total;
+        let count = (self.engines as usize).min(total);
+        let end = first + count;
+        if end <= total {
+            [first..end, 0..0]
+        } else {
+            [first..total, 0..end - total]
+        }
     }
 }
 
@@ -910,6 +927,17 @@ mod tests {
         let t = Target::Trn3.dma_transfer(&part).expect("a transfer");
         assert_eq!((t.first_engine, t.engines), (8, 4));
         assert_eq!(t.engine_ids(16).collect::<Vec<_>>(), vec![8, 9, 10, 11]);
+        assert_eq!(t.engine_spans(16), [8..12, 0..0]);
+        // Engines past the last wrap around to engine 0.
+        let wrapped = DmaTransfer {
+            first_engine: 14,
+            ..t
+        };
+        assert_eq!(
+            wrapped.engine_ids(16).collect::<Vec<_>>(),
+            vec![14, 15, 0, 1]
+        );
+        assert_eq!(wrapped.engine_spans(16), [14..16, 0..2]);
         assert_eq!(t.hbm_bytes, 32 * 4096);
         // A transpose SBUF -> SBUF takes twice the copy, chunk minimum
         // included: 8 rows of 512 B cost 8 x 105 ns as a copy.
