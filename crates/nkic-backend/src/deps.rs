@@ -124,9 +124,7 @@ impl Access {
         };
         nkic_isa::intervals::meet(a, b)
     }
-}
 
-impl Access {
     /// True when the access's runs (or, without runs, its bounds) are
     /// inside its bounds and touch at least one byte: then an access whose
     /// bounds miss its bounds neither overlaps it nor is covered by it, nor
@@ -185,7 +183,7 @@ impl Entry {
     /// they cannot conflict, and neither covers the other.
     fn may_meet(&self, probe: Option<(i64, i64)>) -> bool {
         match (self.solid_bounds, probe) {
-            (Some((lo, hi)), Some((plo, phi))) => lo < phi && plo < hi,
+            (Some(bounds), Some(probe)) => nkic_isa::intervals::overlap(bounds, probe),
             _ => true,
         }
     }

@@ -1,4 +1,5 @@
-//! Half-open intervals `[start, end)` kept sorted: joining and meeting.
+//! Half-open intervals `[start, end)` kept sorted: joining, meeting and
+//! intersecting.
 //! The IR's footprints, the backend's dependency graph and allocator and
 //! the simulator's race detector all describe bytes this way.
 
@@ -37,9 +38,43 @@ pub fn meet<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> bool {
     false
 }
 
+/// The points two sorted lists of disjoint intervals share, as a sorted
+/// list of disjoint (nonempty) intervals; `meet` is whether it is nonempty.
+pub fn intersect<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> Vec<(T, T)> {
+    let mut both = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (lo, hi) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+        if lo < hi {
+            both.push((lo, hi));
+        }
+        if a[i].1 <= b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    both
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{join_sorted, meet, overlap};
+    use super::{intersect, join_sorted, meet, overlap};
+
+    #[test]
+    fn intersections_keep_the_shared_points() {
+        let a = [(0, 4), (10, 12)];
+        assert_eq!(intersect(&a, &[(3, 11)]), [(3, 4), (10, 11)]);
+        assert_eq!(intersect(&a, &[(4, 10)]), []);
+        assert_eq!(
+            intersect(&a, &[(0, 2), (2, 4), (11, 20)]),
+            [(0, 2), (2, 4), (11, 12)]
+        );
+        assert_eq!(intersect::<i64>(&a, &[]), []);
+        for b in [[(3, 5)], [(4, 10)], [(12, 13)]] {
+            assert_eq!(!intersect(&a, &b).is_empty(), meet(&a, &b));
+        }
+    }
 
     #[test]
     fn joins_overlapping_and_touching_intervals() {

@@ -128,20 +128,11 @@ impl Region {
             self.parts.0.max(other.parts.0),
             self.parts.1.min(other.parts.1),
         );
-        let mut intervals = Vec::new();
-        let (a, b) = (&self.intervals, &other.intervals);
-        let (mut i, mut j) = (0, 0);
-        while self.space == other.space && parts.0 < parts.1 && i < a.len() && j < b.len() {
-            let (lo, hi) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
-            if lo < hi {
-                intervals.push((lo, hi));
-            }
-            if a[i].1 <= b[j].1 {
-                i += 1;
-            } else {
-                j += 1;
-            }
-        }
+        let intervals = if self.space == other.space && parts.0 < parts.1 {
+            intervals::intersect(&self.intervals, &other.intervals)
+        } else {
+            Vec::new()
+        };
         Region {
             space: self.space,
             parts,
