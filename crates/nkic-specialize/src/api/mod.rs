@@ -409,7 +409,7 @@ pub fn subscript(
         Value::Ext(e) if e.as_any().is::<consts::TypingMarker>() => Ok(value.clone()),
         _ => Err(ctx.error(
             eval_codes::TYPE_ERROR,
-            format!("a {} cannot be indexed", value.type_name()),
+            format!("{} cannot be indexed", crate::format::a_type(value)),
             span,
             "not subscriptable",
         )),
@@ -437,7 +437,10 @@ pub fn store_subscript(
         _ => {
             return Err(ctx.error(
                 eval_codes::TYPE_ERROR,
-                format!("a {} does not support item assignment", target.type_name()),
+                format!(
+                    "{} does not support item assignment",
+                    crate::format::a_type(target)
+                ),
                 span,
                 "not assignable",
             ));
