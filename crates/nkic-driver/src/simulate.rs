@@ -73,8 +73,15 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
                 bytes.push(rng.next_u64() as u8);
             }
         } else if dtype.is_float() {
-            let values: Vec<f32> = (0..n).map(|_| unit(&mut rng) * 2.0 - 1.0).collect();
-            numerics::encode(dtype, &values, &mut bytes);
+            // In chunks, so a large tensor never exists as f32 values too.
+            let mut values: Vec<f32> = Vec::with_capacity(RANDOM_CHUNK.min(n));
+            for start in (0..n).step_by(RANDOM_CHUNK) {
+                values.clear();
+                values.extend(
+                    (start..n.min(start + RANDOM_CHUNK)).map(|_| unit(&mut rng) * 2.0 - 1.0),
+                );
+                numerics::encode(dtype, &values, &mut bytes);
+            }
         } else {
             for _ in 0..n {
                 let r = rng.next_u64();
@@ -90,6 +97,9 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
     }
     inputs
 }
+
+/// The float values `random_inputs` draws and encodes at a time.
+const RANDOM_CHUNK: usize = 1 << 16;
 
 /// Uniform in [0, 1) with 24 random bits of `rng`, exact in f32.
 fn unit(rng: &mut SplitMix64) -> f32 {
@@ -675,4 +685,26 @@ pub fn describe_output(
         (None, None) => format!("`{tensor}`"),
     };
     Some((what, loc))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_float_inputs_are_drawn_as_one_stream() {
+        // More values than one chunk, ending inside a chunk: the bytes are
+        // those of drawing every value first and encoding them at once.
+        let n = 2 * RANDOM_CHUNK + 7;
+        let mut program = Program::new(nkic_isa::Target::Trn3);
+        program.add_tensor("x", DType::F16, &[1, n as u64], TensorKind::Input);
+        let inputs = random_inputs(&program, 9);
+        let mut rng = SplitMix64(9);
+        let values: Vec<f32> = (0..n).map(|_| unit(&mut rng) * 2.0 - 1.0).collect();
+        let mut want = Vec::new();
+        numerics::encode(DType::F16, &values, &mut want);
+        let (_, got) = &inputs.entries[0];
+        assert_eq!(got.len(), want.len());
+        assert!(got[..] == want[..]);
+    }
 }
