@@ -342,7 +342,6 @@ impl Uses {
     }
 }
 
-/// A bit for a sequencer engine in [`Uses::kinds`].
 /// A bit for a sequencer engine in [`Uses::kinds`] (bits 0 to 4; 0 for DMA).
 fn engine_bit(e: Engine) -> u8 {
     match e {
@@ -571,6 +570,7 @@ impl Cached {
             complete: slot.complete,
             at,
             queue: slot.queue,
+            // An op's candidates are engines, far fewer than 256.
             cand: u8::try_from(cand).unwrap_or(u8::MAX),
             finished,
         }
