@@ -527,7 +527,7 @@ fn once_per_launch(
 
 /// This instance's core when the launch's two instances run on two cores
 /// (`nkic_isa::launch::launch_cores`).
-fn two_core_rank(ctx: &Ctx<'_>) -> Option<u32> {
+pub(crate) fn two_core_rank(ctx: &Ctx<'_>) -> Option<u32> {
     let grid: Vec<u32> = (0..ctx.program_ndim())
         .map(|axis| ctx.num_programs(axis).unwrap_or(1))
         .collect();

@@ -18,6 +18,9 @@ use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::Value;
 
+/// The launch rule of the cross-core operations (`lnc2_rank`).
+const TWO_CORES: &str = "The kernel is launched on two cores: a launch grid of 2, or a grid of exactly 2 instances with `--lnc 2` (E0525).";
+
 /// The functions of this file, registered in `table::REGISTRY`.
 pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
@@ -26,7 +29,7 @@ pub const DEFS: &[ApiDef] = &[
         ISA_ENGINES,
         "A barrier between the two physical cores of an LNC=2 logical core: only the chosen engine's stream waits until the other core's barrier has issued; accesses of `data` before the barrier are ordered before accesses after it.",
         &[
-            "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
+            TWO_CORES,
             "`cores` is `(0, 1)` (E0525).",
             "Both instances issue the same barriers on the same engines in the same order (E0525 at the first barrier without a partner).",
             "`data` is the HBM tensor (shared between the cores) the barrier orders accesses of; an on-chip tile, which the cores do not share, makes it a barrier that orders no accesses (the engine still waits for the other core; nki-library synchronises a loop counter in SBUF so).",
@@ -51,7 +54,7 @@ pub const DEFS: &[ApiDef] = &[
         SENDRECV_ENGINES,
         "Exchanges SBUF tiles between the two cores of an LNC=2 logical core: this core's `src` arrives in the other core's `dst` and the other core's `src` in this `dst`. With `dma_engine.dma` (default) it is issued on the Sync engine's queue, with `dma_engine.gpsimd_dma` on GpSimd's.",
         &[
-            "The kernel is launched on two cores: a launch grid of exactly 2 instances (E0525).",
+            TWO_CORES,
             "`send_to_rank` and `recv_from_rank` are the other core's rank, `1 - nl.program_id(0)` (E0525).",
             "Both instances issue the same exchanges and barriers on the same engines in the same order (E0525 at the first one without a partner).",
             "`src` and `dst` are SBUF tiles of the same dtype and shape.",
@@ -66,10 +69,17 @@ pub const DEFS: &[ApiDef] = &[
 /// GpSimd for `dma_engine.gpsimd_dma`.
 const SENDRECV_ENGINES: &[Engine] = &[Engine::Sync, Engine::GpSimd];
 
-/// This instance's rank (0 or 1) in an LNC=2 launch, or E0525 at `span`
-/// when the kernel is not launched on two cores; `does` completes "`api`
-/// …" ("synchronises the two cores of an LNC=2 launch").
+/// This instance's rank (0 or 1) in an LNC=2 launch (as the backend
+/// launches it: `collectives::two_core_rank`), or E0525 at `span` when the
+/// kernel does not run on two cores; `does` completes "`api` …"
+/// ("synchronises the two cores of an LNC=2 launch").
 fn lnc2_rank(ctx: &Ctx<'_>, span: Span, api: &str, does: &str) -> Result<u32, Diagnostic> {
+    if let Some(rank) = crate::api::collectives::two_core_rank(ctx) {
+        return Ok(rank);
+    }
+    let grid: Vec<String> = (0..ctx.program_ndim())
+        .map(|axis| ctx.num_programs(axis).unwrap_or(1).to_string())
+        .collect();
     let instances: u64 = (0..ctx.program_ndim())
         .map(|axis| u64::from(ctx.num_programs(axis).unwrap_or(1)))
         .product();
@@ -83,28 +93,26 @@ fn lnc2_rank(ctx: &Ctx<'_>, span: Span, api: &str, does: &str) -> Result<u32, Di
             )
             .with_help("drop `--lnc 1`: a grid of 2 runs on two cores by default"));
     }
-    if ctx.program_ndim() == 0 || instances != 2 {
-        let found = if ctx.program_ndim() == 0 {
-            "no launch grid".to_owned()
-        } else {
-            format!("a grid of {instances} instances")
-        };
-        return Err(ctx
-            .error(
-                codes::CORES,
-                format!("`{api}` {does}, but this kernel has {found}"),
-                span,
-                "not an LNC=2 launch",
-            )
-            .with_help(
-                "launch the kernel on a grid of 2 (`--grid 2` or `# nkic: grid 2`) on trn2 or trn3",
-            ));
-    }
-    // Exactly one axis has 2 instances, the others 1: the rank is that
-    // axis's program id.
-    Ok((0..ctx.program_ndim())
-        .map(|axis| ctx.program_id(axis).unwrap_or(0))
-        .sum())
+    let found = if grid.is_empty() {
+        "no launch grid".to_owned()
+    } else if instances == 2 {
+        format!(
+            "the grid ({}), which runs on one core without `--lnc 2`",
+            grid.join(", ")
+        )
+    } else {
+        format!("a grid of {instances} instances")
+    };
+    Err(ctx
+        .error(
+            codes::CORES,
+            format!("`{api}` {does}, but this kernel has {found}"),
+            span,
+            "not an LNC=2 launch",
+        )
+        .with_help(
+            "launch the kernel on a grid of 2 (`--grid 2` or `# nkic: grid 2`) on trn2 or trn3",
+        ))
 }
 
 /// `nisa.sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id,
