@@ -100,6 +100,8 @@ fn lnc2_rank(ctx: &Ctx<'_>, span: Span, api: &str, does: &str) -> Result<u32, Di
             "the grid ({}), which runs on one core without `--lnc 2`",
             grid.join(", ")
         )
+    } else if instances == 1 {
+        "a grid of 1 instance".to_owned()
     } else {
         format!("a grid of {instances} instances")
     };
