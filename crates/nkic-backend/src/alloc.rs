@@ -115,8 +115,23 @@ struct Placer {
     manual: Vec<(usize, u64)>,
     /// The placed items still alive, sorted by offset (so the busy list
     /// comes out sorted without sorting it for every item).
-    active: Vec<(u64, usize)>,
+    active: Vec<Active>,
     busy: Vec<(u64, u64)>,
+    /// `busy` joined, for [`fit`].
+    merged: Vec<(u64, u64)>,
+}
+
+/// A placed item in [`Placer::active`], with the facts the placement of
+/// every later item compares (copied from its [`Item`], so the scan over
+/// the active items reads one array).
+#[derive(Clone, Copy, Debug)]
+struct Active {
+    off: u64,
+    /// `off` plus the item's size.
+    end: u64,
+    live: LiveRange,
+    partitions: (u64, u64),
+    k: usize,
 }
 
 /// One on-chip storage to place.
@@ -298,7 +313,7 @@ pub fn relieve_overflows(
         // manual ones), the items left out, and this one; unless it is a
         // piece, also the items first used at `at`.
         let alive_at = |i: &Item| i.live.first <= at && at <= i.live.last;
-        let placed = placer.active.iter().map(|&(_, j)| j);
+        let placed = placer.active.iter().map(|a| a.k);
         let manual = placer.manual.iter().map(|&(j, _)| j);
         // (The pieces at `at` come before the items: none is pending.)
         let pending = (next..n_real).take_while(|&j| !piece && items[j].live.first == at);
@@ -329,6 +344,7 @@ pub fn relieve_overflows(
         for r in reliefs {
             let Some(&j) = index.get(&r.id) else { continue };
             items[j].live.last = items[j].live.last.min(r.last);
+            placer.relive(j, items[j].live);
             let piece = items[j].clone();
             for p in r.uses {
                 pieces.push(Reverse((p, items.len())));
@@ -676,9 +692,14 @@ fn items_of(
 /// True when `a` and `b` may not share bytes with `slack` extra positions
 /// of life after each one's last use.
 fn conflicts(a: &Item, b: &Item, slack: u32) -> bool {
-    let live = a.live.first <= b.live.last.saturating_add(slack)
-        && b.live.first <= a.live.last.saturating_add(slack);
-    live && nkic_isa::intervals::overlap(a.partitions, b.partitions)
+    conflicts_with(a, b.live, b.partitions, slack)
+}
+
+/// [`conflicts`] with an item of life `live` on `partitions`.
+fn conflicts_with(a: &Item, live: LiveRange, partitions: (u64, u64), slack: u32) -> bool {
+    let meet = a.live.first <= live.last.saturating_add(slack)
+        && live.first <= a.live.last.saturating_add(slack);
+    meet && nkic_isa::intervals::overlap(a.partitions, partitions)
 }
 
 /// Places `items` (manual ones first) first-fit; on failure returns the
@@ -698,6 +719,14 @@ fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usi
 }
 
 impl Placer {
+    /// Item `k`, if active, now lives `live` (its copy in `active` follows
+    /// the item).
+    fn relive(&mut self, k: usize, live: LiveRange) {
+        for a in self.active.iter_mut().filter(|a| a.k == k) {
+            a.live = live;
+        }
+    }
+
     /// Places `items[k]` at the lowest offset free of the items placed so
     /// far that it conflicts with, or returns `None` when none is left.
     ///
@@ -714,13 +743,13 @@ impl Placer {
             return Some(byte);
         }
         self.active
-            .retain(|&(_, j)| items[j].live.last.saturating_add(slack) >= item.live.first);
+            .retain(|a| a.live.last.saturating_add(slack) >= item.live.first);
         self.busy.clear();
         self.busy.extend(
             self.active
                 .iter()
-                .filter(|&&(_, j)| conflicts(item, &items[j], slack))
-                .map(|&(off, j)| (off, off + items[j].size)),
+                .filter(|a| conflicts_with(item, a.live, a.partitions, slack))
+                .map(|a| (a.off, a.end)),
         );
         if !self.manual.is_empty() {
             self.busy.extend(
@@ -731,10 +760,17 @@ impl Placer {
             );
             self.busy.sort_unstable();
         }
-        let off = fit(&self.busy, item.size, mem)?;
+        let off = fit(&self.busy, &mut self.merged, item.size, mem)?;
         self.placed.push((k, off));
-        let at = self.active.partition_point(|&(o, _)| o <= off);
-        self.active.insert(at, (off, k));
+        let at = self.active.partition_point(|a| a.off <= off);
+        let placed = Active {
+            off,
+            end: off + item.size,
+            live: item.live,
+            partitions: item.partitions,
+            k,
+        };
+        self.active.insert(at, placed);
         Some(off)
     }
 }
@@ -745,8 +781,8 @@ impl Placer {
 /// Every offset the search skips overlaps a busy interval or breaks the
 /// alignment or bank rule, so the answer is the lowest valid offset; the
 /// search walks the merged intervals once.
-fn fit(busy: &[(u64, u64)], size: u64, mem: Memory) -> Option<u64> {
-    let merged = nkic_isa::intervals::join_sorted(busy.iter().copied());
+fn fit(busy: &[(u64, u64)], merged: &mut Vec<(u64, u64)>, size: u64, mem: Memory) -> Option<u64> {
+    nkic_isa::intervals::join_sorted_into(busy.iter().copied(), merged);
     let mut next = 0usize;
     let mut cand = 0u64;
     loop {

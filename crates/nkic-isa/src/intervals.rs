@@ -6,15 +6,25 @@
 /// Joins intervals that overlap or touch, from a list sorted by start;
 /// the result is sorted and disjoint.
 pub fn join_sorted<T: Ord + Copy>(sorted: impl IntoIterator<Item = (T, T)>) -> Vec<(T, T)> {
+    let mut joined = Vec::new();
+    join_sorted_into(sorted, &mut joined);
+    joined
+}
+
+/// [`join_sorted`] into `joined` (cleared first), reusing its allocation.
+pub fn join_sorted_into<T: Ord + Copy>(
+    sorted: impl IntoIterator<Item = (T, T)>,
+    joined: &mut Vec<(T, T)>,
+) {
     let sorted = sorted.into_iter();
-    let mut joined: Vec<(T, T)> = Vec::with_capacity(sorted.size_hint().0);
+    joined.clear();
+    joined.reserve(sorted.size_hint().0);
     for (s, e) in sorted {
         match joined.last_mut() {
             Some(last) if s <= last.1 => last.1 = last.1.max(e),
             _ => joined.push((s, e)),
         }
     }
-    joined
 }
 
 /// True when two intervals share a point.
