@@ -308,6 +308,26 @@ impl<'a> Ctx<'a> {
         self.num_programs.len()
     }
 
+    /// The launch grid's shape (empty without a grid).
+    pub fn grid(&self) -> &[u32] {
+        &self.num_programs
+    }
+
+    /// This instance's core when the launch's two instances run on two
+    /// cores (`nkic_isa::launch::launch_cores`, the backend's rule):
+    /// the sum of its program ids, as one axis has 2 instances.
+    pub fn two_core_rank(&self) -> Option<u32> {
+        let grid = self.grid();
+        let instances: u32 = grid.iter().product();
+        let cores = nkic_isa::launch::launch_cores(
+            self.target(),
+            grid,
+            instances as usize,
+            self.config.lnc,
+        );
+        (!grid.is_empty() && instances == 2 && cores == Ok(2)).then(|| self.program_id.iter().sum())
+    }
+
     /// True inside a dynamic loop body.
     pub fn in_dynamic_loop(&self) -> bool {
         self.dyn_depth > 0

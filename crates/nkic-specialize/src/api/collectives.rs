@@ -256,7 +256,7 @@ fn group_of(ctx: &Ctx<'_>, b: &Bound) -> Result<(u64, Option<u32>), Diagnostic> 
             "groups of different sizes",
         ));
     }
-    let rank = if n == 2 { two_core_rank(ctx) } else { None };
+    let rank = if n == 2 { ctx.two_core_rank() } else { None };
     Ok((n as u64, rank))
 }
 
@@ -509,7 +509,7 @@ fn once_per_launch(
     write: impl FnOnce(&mut Ctx<'_>) -> Result<(), Diagnostic>,
 ) -> Result<(), Diagnostic> {
     let core = if dst.buffer == Buffer::SharedHbm {
-        two_core_rank(ctx)
+        ctx.two_core_rank()
     } else {
         None
     };
@@ -523,22 +523,6 @@ fn once_per_launch(
         emit::push(ctx, b, kind, Some(Engine::GpSimd), span)?;
     }
     Ok(())
-}
-
-/// This instance's core when the launch's two instances run on two cores
-/// (`nkic_isa::launch::launch_cores`).
-pub(crate) fn two_core_rank(ctx: &Ctx<'_>) -> Option<u32> {
-    let grid: Vec<u32> = (0..ctx.program_ndim())
-        .map(|axis| ctx.num_programs(axis).unwrap_or(1))
-        .collect();
-    let instances: u32 = grid.iter().product();
-    let cores =
-        nkic_isa::launch::launch_cores(ctx.target(), &grid, instances as usize, ctx.config.lnc);
-    (!grid.is_empty() && instances == 2 && cores == Ok(2)).then(|| {
-        (0..grid.len())
-            .map(|axis| ctx.program_id(axis).unwrap_or(0))
-            .sum()
-    })
 }
 
 /// `all_reduce(dsts, srcs, op, replica_group)`.

@@ -70,19 +70,15 @@ pub const DEFS: &[ApiDef] = &[
 const SENDRECV_ENGINES: &[Engine] = &[Engine::Sync, Engine::GpSimd];
 
 /// This instance's rank (0 or 1) in an LNC=2 launch (as the backend
-/// launches it: `collectives::two_core_rank`), or E0525 at `span` when the
-/// kernel does not run on two cores; `does` completes "`api` …"
-/// ("synchronises the two cores of an LNC=2 launch").
+/// launches it: `Ctx::two_core_rank`), or E0525 at `span` when the kernel
+/// does not run on two cores; `does` completes "`api` …" ("synchronises
+/// the two cores of an LNC=2 launch").
 fn lnc2_rank(ctx: &Ctx<'_>, span: Span, api: &str, does: &str) -> Result<u32, Diagnostic> {
-    if let Some(rank) = crate::api::collectives::two_core_rank(ctx) {
+    if let Some(rank) = ctx.two_core_rank() {
         return Ok(rank);
     }
-    let grid: Vec<String> = (0..ctx.program_ndim())
-        .map(|axis| ctx.num_programs(axis).unwrap_or(1).to_string())
-        .collect();
-    let instances: u64 = (0..ctx.program_ndim())
-        .map(|axis| u64::from(ctx.num_programs(axis).unwrap_or(1)))
-        .product();
+    let grid: Vec<String> = ctx.grid().iter().map(u32::to_string).collect();
+    let instances: u64 = ctx.grid().iter().map(|&n| u64::from(n)).product();
     if ctx.config.lnc == Some(1) && instances == 2 {
         return Err(ctx
             .error(
