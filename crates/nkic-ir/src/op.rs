@@ -584,9 +584,9 @@ impl OpKind {
 
     /// The hidden engine state the op reads or writes: accumulator
     /// registers (isa.md §2.5), random generators and the cores' barrier
-    /// pairing. Ops sharing a state
-    /// must keep their program order. `engine` is the op's chosen engine;
-    /// with `None`, every state the op could touch is listed.
+    /// pairing. Ops sharing a state must keep their program order.
+    /// `engine` is the op's chosen engine; with `None`, every state the op
+    /// could touch is listed.
     pub fn engine_state(&self, engine: Option<Engine>) -> Vec<EngineState> {
         match self {
             OpKind::Activation { reduce_cmd, .. } | OpKind::Activate2 { reduce_cmd, .. } => {

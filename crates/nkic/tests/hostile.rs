@@ -50,8 +50,6 @@ fn run_limited_with(dir: &Path, args: &[&str], stdin: &[u8]) -> Output {
     child.wait_with_output().expect("the nkic binary runs")
 }
 
-/// The JSON diagnostics on standard output, each as `CODE file:line:
-/// message` (`-` for a diagnostic without a location).
 /// Asserts that a run failed (exit code 1) with the one diagnostic `want`
 /// (as `diags` gives it).
 #[track_caller]
@@ -62,6 +60,8 @@ fn assert_one_error(out: &Output, want: &str) {
     );
 }
 
+/// The JSON diagnostics on standard output, each as `CODE file:line:
+/// message` (`-` for a diagnostic without a location).
 fn diags(out: &Output) -> Vec<String> {
     String::from_utf8_lossy(&out.stdout)
         .lines()
