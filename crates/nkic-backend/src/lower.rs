@@ -1,11 +1,12 @@
 //! Lowering: each IR op becomes an `nkic_isa::Op` over access patterns,
 //! with the engines it may legally run on.
 //!
-//! `nkic_ir::OpKind` mirrors `nkic_isa::Op` field for field, so most ops
-//! lower by converting every field ([`LowerField`]): views become access
-//! patterns through their storage's placement, scalars and options follow,
-//! and plain parameters are copied. The decisions the IR leaves open are
-//! made here:
+//! `nkic_ir::OpKind` is made from `nkic_isa`'s instruction table, so an op
+//! lowers field by field (`OpKind::to_instruction`, with this module's
+//! [`Cx`] as its `nkic_ir::Lowering`): views become access patterns
+//! through their storage's placement, scalars and options follow, and
+//! plain parameters are copied. The decisions the IR leaves open are made
+//! here:
 //!
 //! * `dge` of a DMA left open becomes `none` (precomputed descriptors: the
 //!   backend only emits static addresses, and `none` has no per-instruction
@@ -33,11 +34,8 @@
 use std::collections::HashMap;
 
 use nkic_diag::{Diagnostic, SourceMap};
-use nkic_ir::{Handle, OpKind, Storage, View, overlap};
-use nkic_isa::{
-    AccessPattern, ActFunc, AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, Instruction,
-    MatmulPerfMode, OobMode, Program, Queue, ReduceCmd,
-};
+use nkic_ir::{Handle, Lowering, OpKind, Storage, View, overlap};
+use nkic_isa::{AccessPattern, DType, DgeMode, Engine, Instruction, Program, Queue};
 
 use crate::alloc::Layout;
 use crate::codes;
@@ -68,6 +66,9 @@ pub struct Cx<'a, 'k> {
     unit: &'a Unit<'k>,
     layout: &'a Layout,
     inst: usize,
+    /// Whether the op, a matmul whose `accumulate` is left open,
+    /// accumulates (see the module doc).
+    accumulate: bool,
 }
 
 impl Cx<'_, '_> {
@@ -85,217 +86,68 @@ impl Cx<'_, '_> {
     }
 }
 
-/// One IR field converted to its machine form.
-pub trait LowerField {
-    type Out;
-    fn lower(&self, cx: &Cx<'_, '_>) -> Result<Self::Out, FieldError>;
-}
-
-impl LowerField for View {
-    type Out = AccessPattern;
-    fn lower(&self, cx: &Cx<'_, '_>) -> Result<AccessPattern, FieldError> {
-        cx.ap(self)
+impl nkic_ir::Lowering for Cx<'_, '_> {
+    type Error = FieldError;
+    fn view(&self, view: &View) -> Result<AccessPattern, FieldError> {
+        self.ap(view)
+    }
+    fn dge(&self) -> DgeMode {
+        DgeMode::None
+    }
+    fn accumulate(&self) -> bool {
+        self.accumulate
     }
 }
 
-impl LowerField for nkic_ir::Scalar {
-    type Out = nkic_isa::Scalar;
-    fn lower(&self, cx: &Cx<'_, '_>) -> Result<nkic_isa::Scalar, FieldError> {
-        Ok(match self {
-            nkic_ir::Scalar::Imm(v) => nkic_isa::Scalar::Imm(*v),
-            nkic_ir::Scalar::Vector(v) => nkic_isa::Scalar::Vector(cx.ap(v)?),
-        })
-    }
-}
-
-impl<T: LowerField> LowerField for Option<T> {
-    type Out = Option<T::Out>;
-    fn lower(&self, cx: &Cx<'_, '_>) -> Result<Self::Out, FieldError> {
-        self.as_ref().map(|v| v.lower(cx)).transpose()
-    }
-}
-
-macro_rules! copy_fields {
-    ($($t:ty),* $(,)?) => {
-        $(
-            impl LowerField for $t {
-                type Out = $t;
-                fn lower(&self, _: &Cx<'_, '_>) -> Result<$t, FieldError> {
-                    Ok(self.clone())
-                }
-            }
-        )*
-    };
-}
-
-copy_fields!(
-    bool,
-    i32,
-    u32,
-    u8,
-    Fp32,
-    Imm,
-    ActFunc,
-    AluOp,
-    ReduceCmd,
-    OobMode,
-    MatmulPerfMode,
-    Vec<Dim>,
-    Vec<u8>,
-    [u32; 2],
-);
-
-/// Converts the ops whose fields correspond one to one.
-macro_rules! same_fields {
-    ($kind:expr, $cx:expr; $( $v:ident { $($f:ident),* } ),* $(,)?) => {
-        match $kind {
-            $( OpKind::$v { $($f),* } => Ok(nkic_isa::Op::$v { $($f: $f.lower($cx)?),* }), )*
-            other => Err(FieldError(format!("`{}` has no direct machine form", other.mnemonic()))),
-        }
-    };
-}
-
-/// Lowers `kind`; `accumulate` is the decision for a matmul left open.
-fn lower_kind(
-    kind: &OpKind,
-    cx: &Cx<'_, '_>,
-    accumulate: bool,
-) -> Result<nkic_isa::Op, FieldError> {
-    match kind {
-        OpKind::DmaCopy {
-            dst,
-            src,
-            accumulate,
-            dge,
-            oob,
-            priority,
-        } => {
-            // Row indirection on one side is a gather (source) or a scatter
-            // (destination); the index view becomes its own operand.
-            if let Some(nkic_ir::Indirection::Rows { index }) = &src.indirect {
-                return Ok(nkic_isa::Op::DmaGather {
-                    dst: dst.lower(cx)?,
-                    src: cx.ap(&src.without_indirection())?,
-                    index: index.lower(cx)?,
-                    accumulate: *accumulate,
-                    oob: *oob,
-                });
-            }
-            if let Some(nkic_ir::Indirection::Rows { index }) = &dst.indirect {
-                return Ok(nkic_isa::Op::DmaScatter {
-                    dst: cx.ap(&dst.without_indirection())?,
-                    src: src.lower(cx)?,
-                    index: index.lower(cx)?,
-                    accumulate: *accumulate,
-                    oob: *oob,
-                });
-            }
-            // A copy reads and writes flat rows: a dim longer than a
-            // descriptor's count is split in two on both sides.
-            return Ok(nkic_isa::Op::DmaCopy {
-                dst: dst.lower(cx)?.with_long_dims_split(),
-                src: src.lower(cx)?.with_long_dims_split(),
+/// Lowers `kind`: a `dma_copy` here, every other op with an instruction
+/// of the same fields by [`OpKind::to_instruction`].
+fn lower_kind(kind: &OpKind, cx: &Cx<'_, '_>) -> Result<nkic_isa::Op, FieldError> {
+    if let OpKind::DmaCopy {
+        dst,
+        src,
+        accumulate,
+        dge,
+        oob,
+        priority,
+    } = kind
+    {
+        // Row indirection on one side is a gather (source) or a scatter
+        // (destination); the index view becomes its own operand.
+        if let Some(nkic_ir::Indirection::Rows { index }) = &src.indirect {
+            return Ok(nkic_isa::Op::DmaGather {
+                dst: cx.ap(dst)?,
+                src: cx.ap(&src.without_indirection())?,
+                index: cx.ap(index)?,
                 accumulate: *accumulate,
-                dge: dge.unwrap_or(DgeMode::None),
                 oob: *oob,
-                priority: *priority,
             });
         }
-        OpKind::DmaTranspose { dst, src, dge } => {
-            return Ok(nkic_isa::Op::DmaTranspose {
-                dst: dst.lower(cx)?,
-                src: src.lower(cx)?,
-                dge: dge.unwrap_or(DgeMode::None),
+        if let Some(nkic_ir::Indirection::Rows { index }) = &dst.indirect {
+            return Ok(nkic_isa::Op::DmaScatter {
+                dst: cx.ap(&dst.without_indirection())?,
+                src: cx.ap(src)?,
+                index: cx.ap(index)?,
+                accumulate: *accumulate,
+                oob: *oob,
             });
         }
-        OpKind::NcMatmul {
-            dst,
-            stationary,
-            moving,
-            accumulate: acc,
-            transpose,
-            perf_mode,
-            stationary_onezero,
-            moving_onezero,
-            tile_position,
-            tile_size,
-        } => {
-            return Ok(nkic_isa::Op::NcMatmul {
-                dst: dst.lower(cx)?,
-                stationary: stationary.lower(cx)?,
-                moving: moving.lower(cx)?,
-                accumulate: acc.unwrap_or(accumulate),
-                transpose: *transpose,
-                perf_mode: *perf_mode,
-                stationary_onezero: *stationary_onezero,
-                moving_onezero: *moving_onezero,
-                tile_position: *tile_position,
-                tile_size: *tile_size,
-            });
-        }
-        OpKind::NcMatmulMx {
-            dst,
-            stationary,
-            moving,
-            stationary_scale,
-            moving_scale,
-            accumulate: acc,
-            tile_position,
-            tile_size,
-        } => {
-            return Ok(nkic_isa::Op::NcMatmulMx {
-                dst: dst.lower(cx)?,
-                stationary: stationary.lower(cx)?,
-                moving: moving.lower(cx)?,
-                stationary_scale: stationary_scale.lower(cx)?,
-                moving_scale: moving_scale.lower(cx)?,
-                accumulate: acc.unwrap_or(accumulate),
-                tile_position: *tile_position,
-                tile_size: *tile_size,
-            });
-        }
-        _ => {}
+        // A copy reads and writes flat rows: a dim longer than a
+        // descriptor's count is split in two on both sides.
+        return Ok(nkic_isa::Op::DmaCopy {
+            dst: cx.ap(dst)?.with_long_dims_split(),
+            src: cx.ap(src)?.with_long_dims_split(),
+            accumulate: *accumulate,
+            dge: dge.unwrap_or_else(|| cx.dge()),
+            oob: *oob,
+            priority: *priority,
+        });
     }
-    same_fields!(kind, cx;
-        TensorCopy { dst, src },
-        Memset { dst, value },
-        Iota { dst, pattern, offset, channel_multiplier },
-        NcTranspose { dst, src },
-        Activation { dst, src, func, scale, bias, reduce_op, reduce_cmd, reduce_res },
-        ActivationReduce { dst, src, func, scale, bias, reduce_op, reduce_res },
-        Activate2 { dst, src, func, op0, imm0, reverse0, op1, imm1, reverse1, relu_param, reduce_op, reduce_cmd, reduce_res },
-        TensorTensor { dst, src0, src1, op },
-        TensorScalar { dst, src, op0, operand0, reverse0, op1, operand1, reverse1 },
-        ScalarTensorTensor { dst, src, op0, operand0, reverse0, op1, src1, reverse1 },
-        TensorScalarReduce { dst, src, op0, operand0, reduce_op, reduce_cmd, reduce_init, reduce_res, reduce_res_negate },
-        TensorScalarCumulative { dst, src, op0, imm0, op1, imm1, reduce_cmd },
-        TensorReduce { dst, src, op, last_dims, negate },
-        TensorPartitionReduce { dst, src, op },
-        TensorTensorScan { dst, src0, src1, initial, op0, op1, reverse0, reverse1 },
-        TensorCopyPredicated { dst, src, predicate, reverse_pred },
-        Reciprocal { dst, src },
-        Exponential { dst, src, max_value, reduce_cmd, reduce_init, reduce_res },
-        RangeSelect { dst, src, cmp0, bound0, cmp1, bound1, range_start, on_false, reduce_cmd, reduce_res },
-        SelectReduce { dst, predicate, on_true, on_false, reverse_pred, reduce_cmd, reduce_res },
-        Max8 { dst, src },
-        FindIndex8 { dst, src, vals },
-        MatchReplace8 { dst, src, vals, imm, dst_idx },
-        BnStats { dst, src },
-        BnAggr { dst, src },
-        QuantizeMx { dst, src, dst_scale },
-        StreamShuffle { dst, src, mask },
-        Rng { dst },
-        Rand2 { dst, min, max },
-        Dropout { dst, src, prob },
-        SetRngSeed { src },
-        AffineSelect { dst, src, pattern, offset, channel_multiplier, cmp, on_false },
-        LocalGather { dst, src, index, elem_per_idx, valid_indices },
-        NGather { dst, src, indices },
-        SequenceBounds { dst, src },
-        NonzeroWithCount { dst, src, index_offset, padding },
-        CoreBarrier { data },
-        SendRecv { dst, src, pipe },
-    )
+    kind.to_instruction(cx).unwrap_or_else(|| {
+        Err(FieldError(format!(
+            "`{}` has no direct machine form",
+            kind.mnemonic()
+        )))
+    })
 }
 
 /// The queue that runs `engine`'s instructions for a legality check.
@@ -317,11 +169,6 @@ pub fn lower(
     let mut ops = Vec::with_capacity(unit.ops.len());
     let writers = Writers::of(unit);
     for (j, info) in unit.ops.iter().enumerate() {
-        let cx = Cx {
-            unit,
-            layout,
-            inst: info.inst,
-        };
         let kernel = &unit.kernels[info.inst];
         if info.op.kind.is_register_op() {
             // Register ops are emitted by the dynamic emitter itself.
@@ -337,7 +184,13 @@ pub fn lower(
             }
             _ => false,
         };
-        let op = match lower_kind(&info.op.kind, &cx, accumulate) {
+        let cx = Cx {
+            unit,
+            layout,
+            inst: info.inst,
+            accumulate,
+        };
+        let op = match lower_kind(&info.op.kind, &cx) {
             Ok(op) => op,
             Err(FieldError(why)) => {
                 diags.push(diag_at(

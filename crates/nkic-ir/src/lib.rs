@@ -117,7 +117,7 @@ pub use kernel::{
     StaticLoop, StaticLoopKind, Storage,
 };
 pub use lower::{LowerError, Placement};
-pub use op::{Access, EngineState, Op, OpKind, RegOrImm, Role, Scalar};
+pub use op::{Access, EngineState, IrForm, Lowering, Op, OpKind, RegOrImm, Role, Scalar};
 pub use print::{PrintOptions, print, print_with};
 pub use read::{ReadError, read};
 pub use verify::{Location, VerifyError, verify};

@@ -11,6 +11,17 @@
 //! field walk and field parser that the printer and assembler share.
 //! Exact semantics of every instruction are documented in `docs/isa.md`.
 //!
+//! The table is the macro [`instruction_table!`](crate::instruction_table),
+//! which hands its entries to a generator: `instructions!` here, and
+//! `nkic-ir`'s, which makes the tile IR's op of every instruction with the
+//! same fields (views for access patterns). Two annotations are for that
+//! one:
+//! * `machine` after the target marks an instruction the tile IR has no op
+//!   for (control flow, the register instructions, whose IR ops name
+//!   virtual registers, and the gather and scatter a `dma_copy` becomes);
+//! * `=> Attr(open: choice)` marks a field the IR may leave open (`None`)
+//!   for the compiler to decide; lowering asks its `choice`.
+//!
 //! Conventions of the fields:
 //! * `dst` is always the first field and the (main) output.
 //! * `src`/`src0`/`src1` are the main inputs; they are read in row-major
@@ -96,8 +107,8 @@ fn take_field<'a, T: FieldParse>(src: &mut dyn FieldSource<'a>, name: &'static s
 macro_rules! instructions {
     ($(
         $(#[$meta:meta])*
-        $variant:ident = $mnemonic:literal, [$($engine:ident),+], $since:ident {
-            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident ),* $(,)?
+        $variant:ident = $mnemonic:literal, [$($engine:ident),+], $since:ident $(, $machine:ident)? {
+            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? ),* $(,)?
         }
     )*) => {
         /// One instruction's operation and operands (see `docs/isa.md`).
@@ -198,7 +209,15 @@ macro_rules! instructions {
     };
 }
 
-instructions! {
+/// The instruction table: `instruction_table!(generator args…)` expands to
+/// `generator! { args… entries… }`.
+///
+/// `instructions!` makes the machine's `Op` of it here, and `nkic-ir`
+/// makes the tile IR's `OpKind` of it (see the module doc for the entry
+/// syntax, the `machine` marker and `(open: choice)` fields).
+#[macro_export]
+macro_rules! instruction_table {
+    ($generator:ident $($args:tt)*) => { $generator! { $($args)*
     // ------------------------------------------------------------ data movement
 
     /// `dst = src` element by element in row-major order, casting through
@@ -207,7 +226,7 @@ instructions! {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         accumulate: bool => Attr,
-        dge: DgeMode => Attr,
+        dge: DgeMode => Attr(open: dge),
         oob: OobMode => Attr,
         /// QoS level 0–3 (v4), lower is served first.
         priority: Option<u8> => Attr,
@@ -216,11 +235,11 @@ instructions! {
     DmaTranspose = "dma_transpose", [Dma], Trn2 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
-        dge: DgeMode => Attr,
+        dge: DgeMode => Attr(open: dge),
     }
     /// Gathers HBM rows: row `w` of `src` is row `index[w]` of the tensor;
     /// with `accumulate`, adds them into `dst`.
-    DmaGather = "dma_gather", [Dma], Trn1 {
+    DmaGather = "dma_gather", [Dma], Trn1, machine {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
@@ -229,7 +248,7 @@ instructions! {
     }
     /// Scatters into HBM rows: row `w` of `dst` is row `index[w]` of the
     /// tensor; with `accumulate`, adds into it.
-    DmaScatter = "dma_scatter", [Dma], Trn1 {
+    DmaScatter = "dma_scatter", [Dma], Trn1, machine {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
         index: AccessPattern => Read,
@@ -261,7 +280,7 @@ instructions! {
         dst: AccessPattern => Write,
         stationary: AccessPattern => Read,
         moving: AccessPattern => Read,
-        accumulate: bool => Attr,
+        accumulate: bool => Attr(open: accumulate),
         transpose: bool => Attr,
         perf_mode: MatmulPerfMode => Attr,
         stationary_onezero: bool => Attr,
@@ -278,7 +297,7 @@ instructions! {
         moving: AccessPattern => Read,
         stationary_scale: AccessPattern => Read,
         moving_scale: AccessPattern => Read,
-        accumulate: bool => Attr,
+        accumulate: bool => Attr(open: accumulate),
         tile_position: Option<[u32; 2]> => Attr,
         tile_size: Option<[u32; 2]> => Attr,
     }
@@ -557,49 +576,49 @@ instructions! {
     // ------------------------------------------------------------ control
 
     /// `dst = value`.
-    RegSet = "reg_set", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    RegSet = "reg_set", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         dst: Reg => Attr,
         value: i32 => Attr,
     }
     /// `dst = src`.
-    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    RegMove = "reg_move", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         dst: Reg => Attr,
         src: Reg => Attr,
     }
     /// `dst = a op b` on 32-bit integers.
-    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    RegAlu = "reg_alu", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         dst: Reg => Attr,
         op: RegAluOp => Attr,
         a: Reg => Attr,
         b: RegOrImm => Attr,
     }
     /// `dst = ` the single element of `src`, extended to 32 bits.
-    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    RegLoad = "reg_load", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         dst: Reg => Attr,
         src: AccessPattern => Read,
     }
     /// Writes the low bits of register `src` to the single element of `dst`.
-    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    RegStore = "reg_store", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         dst: AccessPattern => Write,
         src: Reg => Attr,
     }
     /// Jumps to `target` when `a cond b`.
-    Branch = "branch", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    Branch = "branch", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         cond: BranchCond => Attr,
         a: Reg => Attr,
         b: RegOrImm => Attr,
         target: Label => Attr,
     }
     /// Jumps to `target`.
-    Jump = "jump", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    Jump = "jump", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         target: Label => Attr,
     }
     /// Defines `label` at this point of the stream (prints as `L3:`).
-    Label = "label", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {
+    Label = "label", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         label: Label => Attr,
     }
     /// Does nothing; carries waits and signals.
-    Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1 {}
+    Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {}
     /// A barrier between the cores of a multi-core launch (`nisa.core_barrier`,
     /// LNC=2): the n-th `core_barrier` of a queue on one core completes only
     /// when the n-th `core_barrier` of the same queue on every other core has
@@ -622,7 +641,10 @@ instructions! {
         src: AccessPattern => Read,
         pipe: u8 => Attr,
     }
+    } };
 }
+
+instruction_table!(instructions);
 
 impl Op {
     /// Every access pattern the instruction reads or writes, in field order.
