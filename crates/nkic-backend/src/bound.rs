@@ -70,7 +70,7 @@ pub fn lower_bound(program: &Program) -> LowerBound {
     let branches = program.queues.iter().any(|s| {
         s.insts
             .iter()
-            .any(|i| matches!(i.op, nkic_isa::Op::Branch { .. }))
+            .any(|i| matches!(i.op, nkic_isa::Op::Branch(_)))
     });
     let mut bound = lower_bound_counted(program, &|_, _| 1);
     bound.loops_counted_once = branches;

@@ -79,6 +79,7 @@
 //!   branch lt iv stop Lbody    (while: branch ne cond 0 Lbody)
 //! ```
 
+use nkic_isa::insn;
 use std::collections::BTreeMap;
 
 use nkic_diag::{Diagnostic, SourceMap};
@@ -671,31 +672,33 @@ impl Emitter<'_, '_> {
         self.naming = Some(i);
         let unit = self.unit;
         let reg_or_imm = |dst: Reg, v: &RegOrImm| match v {
-            RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
+            RegOrImm::Reg(r) => nkic_isa::Op::RegMove(insn::RegMove {
                 dst,
                 src: unit.reg(inst, *r),
-            },
-            RegOrImm::Imm(value) => nkic_isa::Op::RegSet { dst, value: *value },
+            }),
+            RegOrImm::Imm(value) => nkic_isa::Op::RegSet(insn::RegSet { dst, value: *value }),
         };
         match &k.ops[h].kind {
             OpKind::RegAlloc { dst, init } => {
                 if let Some(value) = init {
-                    self.everywhere(nkic_isa::Op::RegSet {
+                    self.everywhere(nkic_isa::Op::RegSet(insn::RegSet {
                         dst: self.reg(inst, *dst),
                         value: *value,
-                    });
+                    }));
                 }
             }
             OpKind::RegMove { dst, src } => self.everywhere(reg_or_imm(self.reg(inst, *dst), src)),
-            OpKind::RegAlu { dst, op, a, b } => self.everywhere(nkic_isa::Op::RegAlu {
-                dst: self.reg(inst, *dst),
-                op: *op,
-                a: self.reg(inst, *a),
-                b: match b {
-                    RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(self.reg(inst, *r)),
-                    RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
-                },
-            }),
+            OpKind::RegAlu { dst, op, a, b } => {
+                self.everywhere(nkic_isa::Op::RegAlu(insn::RegAlu {
+                    dst: self.reg(inst, *dst),
+                    op: *op,
+                    a: self.reg(inst, *a),
+                    b: match b {
+                        RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(self.reg(inst, *r)),
+                        RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
+                    },
+                }))
+            }
             OpKind::RegLoad { dst, src } => {
                 let Some(ap) = self.ap(inst, src) else { return };
                 let insts = self
@@ -704,10 +707,10 @@ impl Emitter<'_, '_> {
                     .map(|&q| {
                         (
                             q,
-                            nkic_isa::Op::RegLoad {
+                            nkic_isa::Op::RegLoad(insn::RegLoad {
                                 dst: self.reg(inst, *dst),
                                 src: ap.clone(),
-                            },
+                            }),
                         )
                     })
                     .collect();
@@ -719,10 +722,10 @@ impl Emitter<'_, '_> {
                 self.step(
                     vec![(
                         q,
-                        nkic_isa::Op::RegStore {
+                        nkic_isa::Op::RegStore(insn::RegStore {
                             dst: ap,
                             src: self.reg(inst, *src),
-                        },
+                        }),
                     )],
                     line,
                     region,
@@ -760,19 +763,19 @@ impl Emitter<'_, '_> {
             (&lp.kind, lp.induction)
         {
             let op = match start {
-                RegOrImm::Reg(r) => nkic_isa::Op::RegMove {
+                RegOrImm::Reg(r) => nkic_isa::Op::RegMove(insn::RegMove {
                     dst: self.reg(inst, iv),
                     src: self.reg(inst, *r),
-                },
-                RegOrImm::Imm(v) => nkic_isa::Op::RegSet {
+                }),
+                RegOrImm::Imm(v) => nkic_isa::Op::RegSet(insn::RegSet {
                     dst: self.reg(inst, iv),
                     value: *v,
-                },
+                }),
             };
             self.everywhere(op);
         }
-        self.everywhere(nkic_isa::Op::Jump { target: cond_label });
-        self.everywhere(nkic_isa::Op::Label { label: body_label });
+        self.everywhere(nkic_isa::Op::Jump(insn::Jump { target: cond_label }));
+        self.everywhere(nkic_isa::Op::Label(insn::Label { label: body_label }));
         if let Some(plan) = self.relaxed_plan(inst, g, &lp.body) {
             let before = plan.before.clone();
             let queues = plan.queues.clone();
@@ -786,12 +789,12 @@ impl Emitter<'_, '_> {
             self.block(inst, k, &lp.body, &mut region);
             self.relaxed = None;
             for &(_, reg, n) in queues.values() {
-                self.everywhere(nkic_isa::Op::RegAlu {
+                self.everywhere(nkic_isa::Op::RegAlu(insn::RegAlu {
                     dst: reg,
                     op: RegAluOp::Add,
                     a: reg,
                     b: nkic_isa::RegOrImm::Imm(i32::try_from(n).unwrap_or(i32::MAX)),
-                });
+                }));
             }
             self.loop_control(inst, lp, body_label, cond_label);
             let done: Vec<SemWait> = queues
@@ -874,12 +877,12 @@ impl Emitter<'_, '_> {
         }
         let per_iteration = i32::try_from(region.count).unwrap_or(i32::MAX);
         if per_iteration > 0 {
-            self.everywhere(nkic_isa::Op::RegAlu {
+            self.everywhere(nkic_isa::Op::RegAlu(insn::RegAlu {
                 dst: counter,
                 op: RegAluOp::Add,
                 a: counter,
                 b: nkic_isa::RegOrImm::Imm(per_iteration),
-            });
+            }));
         }
         self.loop_control(inst, lp, body_label, cond_label);
         self.prev = waits;
@@ -900,14 +903,14 @@ impl Emitter<'_, '_> {
                 Some(iv),
             ) => {
                 let iv = self.reg(inst, iv);
-                self.everywhere(nkic_isa::Op::RegAlu {
+                self.everywhere(nkic_isa::Op::RegAlu(insn::RegAlu {
                     dst: iv,
                     op: RegAluOp::Add,
                     a: iv,
                     b: nkic_isa::RegOrImm::Imm(i32::try_from(*step).unwrap_or(i32::MAX)),
-                });
-                self.everywhere(nkic_isa::Op::Label { label: cond_label });
-                self.everywhere(nkic_isa::Op::Branch {
+                }));
+                self.everywhere(nkic_isa::Op::Label(insn::Label { label: cond_label }));
+                self.everywhere(nkic_isa::Op::Branch(insn::Branch {
                     cond: BranchCond::Lt,
                     a: iv,
                     b: match stop {
@@ -915,19 +918,19 @@ impl Emitter<'_, '_> {
                         RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
                     },
                     target: body_label,
-                });
+                }));
             }
             (DynLoopKind::While { cond }, _) => {
-                self.everywhere(nkic_isa::Op::Label { label: cond_label });
-                self.everywhere(nkic_isa::Op::Branch {
+                self.everywhere(nkic_isa::Op::Label(insn::Label { label: cond_label }));
+                self.everywhere(nkic_isa::Op::Branch(insn::Branch {
                     cond: BranchCond::Ne,
                     a: self.reg(inst, *cond),
                     b: nkic_isa::RegOrImm::Imm(0),
                     target: body_label,
-                });
+                }));
             }
             _ => {
-                self.everywhere(nkic_isa::Op::Label { label: cond_label });
+                self.everywhere(nkic_isa::Op::Label(insn::Label { label: cond_label }));
             }
         }
     }

@@ -31,6 +31,7 @@
 //! `f32` on Vector, gets GpSimd when GpSimd may run it and otherwise (a
 //! PSUM operand) its first legal engine, as isa.md §4.3 says.
 
+use nkic_isa::insn;
 use std::collections::HashMap;
 
 use nkic_diag::{Diagnostic, SourceMap};
@@ -114,33 +115,33 @@ fn lower_kind(kind: &OpKind, cx: &Cx<'_, '_>) -> Result<nkic_isa::Op, FieldError
         // Row indirection on one side is a gather (source) or a scatter
         // (destination); the index view becomes its own operand.
         if let Some(nkic_ir::Indirection::Rows { index }) = &src.indirect {
-            return Ok(nkic_isa::Op::DmaGather {
+            return Ok(nkic_isa::Op::DmaGather(insn::DmaGather {
                 dst: cx.ap(dst)?,
                 src: cx.ap(&src.without_indirection())?,
                 index: cx.ap(index)?,
                 accumulate: *accumulate,
                 oob: *oob,
-            });
+            }));
         }
         if let Some(nkic_ir::Indirection::Rows { index }) = &dst.indirect {
-            return Ok(nkic_isa::Op::DmaScatter {
+            return Ok(nkic_isa::Op::DmaScatter(insn::DmaScatter {
                 dst: cx.ap(&dst.without_indirection())?,
                 src: cx.ap(src)?,
                 index: cx.ap(index)?,
                 accumulate: *accumulate,
                 oob: *oob,
-            });
+            }));
         }
         // A copy reads and writes flat rows: a dim longer than a
         // descriptor's count is split in two on both sides.
-        return Ok(nkic_isa::Op::DmaCopy {
+        return Ok(nkic_isa::Op::DmaCopy(insn::DmaCopy {
             dst: cx.ap(dst)?.with_long_dims_split(),
             src: cx.ap(src)?.with_long_dims_split(),
             accumulate: *accumulate,
             dge: dge.unwrap_or_else(|| cx.dge()),
             oob: *oob,
             priority: *priority,
-        });
+        }));
     }
     kind.to_instruction(cx).unwrap_or_else(|| {
         Err(FieldError(format!(
@@ -173,7 +174,7 @@ pub fn lower(
         if info.op.kind.is_register_op() {
             // Register ops are emitted by the dynamic emitter itself.
             ops.push(LoweredOp {
-                op: nkic_isa::Op::Nop {},
+                op: nkic_isa::Op::Nop(insn::Nop {}),
                 engines: vec![Engine::Sync],
             });
             continue;
@@ -231,7 +232,7 @@ pub fn lower(
         // through f32 on Vector; isa.md §1.6).
         let integer_tensor_tensor = matches!(
             &op,
-            nkic_isa::Op::TensorTensor { dst, src0, src1, .. }
+            nkic_isa::Op::TensorTensor(insn::TensorTensor { dst, src0, src1, .. })
                 if [dst, src0, src1].iter().all(|ap| matches!(ap.dtype, DType::I32 | DType::U32))
         );
         if fixed.is_none() && integer_tensor_tensor {

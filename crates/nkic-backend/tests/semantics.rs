@@ -4,6 +4,7 @@
 
 mod common;
 
+use nkic_isa::insn;
 use std::collections::BTreeMap;
 
 use nkic_backend::{BackendConfig, Schedule, compile, compile_grid};
@@ -578,7 +579,7 @@ fn dynamic_loop_iterations_overlap() {
     let load = dma
         .insts
         .iter()
-        .find(|i| matches!(&i.op, nkic_isa::Op::DmaCopy { dst, .. } if dst.mem.is_on_chip()))
+        .find(|i| matches!(&i.op, nkic_isa::Op::DmaCopy(insn::DmaCopy { dst, .. }) if dst.mem.is_on_chip()))
         .expect("the load");
     let names: Vec<&str> = load
         .waits
@@ -682,9 +683,9 @@ fn pe_tiles_get_their_partitions() {
         let mut starts: Vec<(u32, u32)> = tensor
             .iter()
             .map(|i| match &i.op {
-                nkic_isa::Op::NcMatmul {
+                nkic_isa::Op::NcMatmul(insn::NcMatmul {
                     dst, stationary, ..
-                } => (stationary.partition_start, dst.partition_start),
+                }) => (stationary.partition_start, dst.partition_start),
                 other => panic!("unexpected {}", other.mnemonic()),
             })
             .collect();

@@ -45,6 +45,7 @@
 //!   and 16 DMA engines), and follows the critical path across cores
 //!   through `core_barrier`s.
 
+use nkic_isa::insn;
 use std::collections::{BTreeMap, HashMap};
 
 use nkic_backend::LowerBound;
@@ -355,15 +356,15 @@ fn tensor_peak(launch: &Launch, result: &RunResult) -> (f64, String) {
             .and_then(|s| s.get(e.index))
             .map(|i| &i.op);
         let (factor, mode) = match op {
-            Some(nkic_isa::Op::NcMatmulMx { .. }) => (4.0, "mx"),
-            Some(nkic_isa::Op::NcMatmul {
+            Some(nkic_isa::Op::NcMatmulMx(_)) => (4.0, "mx"),
+            Some(nkic_isa::Op::NcMatmul(insn::NcMatmul {
                 stationary,
                 moving,
                 perf_mode,
                 stationary_onezero,
                 moving_onezero,
                 ..
-            }) => {
+            })) => {
                 if wide(stationary.dtype) || wide(moving.dtype) {
                     let onezero = (*stationary_onezero && wide(stationary.dtype))
                         || (*moving_onezero && wide(moving.dtype));

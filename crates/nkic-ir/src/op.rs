@@ -296,9 +296,9 @@ macro_rules! ir_ops {
     ) => {
         ir_ops!(@munch $l
             [$($ops)* $(#[$meta])* $variant = $mnemonic { $( $(#[$fmeta])* $field: ir_field!($fty $(, $choice)?) => $role ),* }]
-            [$($lower)* OpKind::$variant { $($field),* } => Some((|| Ok(nkic_isa::Op::$variant {
+            [$($lower)* OpKind::$variant { $($field),* } => Some((|| Ok(nkic_isa::Op::$variant(nkic_isa::insn::$variant {
                 $( $field: lower_field!($l, $field, $fty $(, $choice)?) ),*
-            }))()),]
+            })))()),]
             $($rest)*
         );
     };

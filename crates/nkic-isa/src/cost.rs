@@ -103,6 +103,7 @@ use crate::ap::{AccessPattern, Imm, Memory};
 use crate::dtype::DType;
 use crate::engine::{Engine, Queue};
 use crate::enums::{AluOp, DgeMode, MatmulPerfMode};
+use crate::insn;
 use crate::inst::Op;
 use crate::target::{Figures, Target};
 
@@ -170,7 +171,7 @@ impl Target {
         if engine == Engine::Dma || op.is_dma() {
             return dma_cost(self, f, op);
         }
-        if let Op::SendRecv { dst, src, .. } = op {
+        if let Op::SendRecv(insn::SendRecv { dst, src, .. }) = op {
             // A DMA of `src`'s bytes from one core's SBUF to the other's,
             // issued from this queue, which waits for it.
             let copy = dma_cost(self, f, &Op::dma_copy(dst.clone(), src.clone()));
@@ -190,7 +191,7 @@ impl Target {
             cycles.saturating_add(u64::from(f.pipeline_latency_cycles))
         };
         let mut latency_ps = f.cycles_to_ps(engine, latency_cycles);
-        if matches!(op, Op::CoreBarrier { .. }) {
+        if matches!(op, Op::CoreBarrier(_)) {
             // Timed from the last core's arrival (the simulator starts a
             // barrier then): the increment sent to the peer core.
             latency_ps += u64::from(f.core_barrier_ns) * 1000;
@@ -246,8 +247,8 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
     // Work before the stride penalty and the min_ii floor, plus fixed
     // cycles added after them.
     let (work, fixed): (u64, u64) = match op {
-        Op::TensorCopy { dst, src } => (copy_like_work(f, engine, dst, src), 0),
-        Op::TensorScalar { dst, src, .. } => {
+        Op::TensorCopy(insn::TensorCopy { dst, src }) => (copy_like_work(f, engine, dst, src), 0),
+        Op::TensorScalar(insn::TensorScalar { dst, src, .. }) => {
             if engine == Engine::GpSimd {
                 (
                     src.free_size().min(MAX_WORK) * u64::from(f.gpsimd_rsqrt_factor),
@@ -257,12 +258,12 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 (copy_like_work(f, engine, dst, src), 0)
             }
         }
-        Op::Activation {
+        Op::Activation(insn::Activation {
             src, reduce_res, ..
-        }
-        | Op::Activate2 {
+        })
+        | Op::Activate2(insn::Activate2 {
             src, reduce_res, ..
-        } => (
+        }) => (
             src.free_size().min(MAX_WORK),
             if reduce_res.is_some() {
                 u64::from(f.act_read_accumulator_cycles)
@@ -270,13 +271,13 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 0
             },
         ),
-        Op::ActivationReduce { src, .. } => (
+        Op::ActivationReduce(insn::ActivationReduce { src, .. }) => (
             src.free_size().min(MAX_WORK),
             u64::from(f.act_read_accumulator_cycles),
         ),
-        Op::TensorTensor {
+        Op::TensorTensor(insn::TensorTensor {
             dst, src0, src1, ..
-        } => {
+        }) => {
             let n = src0.free_size().min(MAX_WORK);
             let split = (src0.mem == Memory::Psum) != (src1.mem == Memory::Psum);
             let all_fast = in_sbuf(src0)
@@ -288,7 +289,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 (two_input_work(f, engine, n, &[src0, src1]), 0)
             }
         }
-        Op::ScalarTensorTensor { src, src1, .. } => {
+        Op::ScalarTensorTensor(insn::ScalarTensorTensor { src, src1, .. }) => {
             let n = src.free_size().min(MAX_WORK);
             let fast = in_sbuf(src)
                 && in_sbuf(src1)
@@ -300,11 +301,11 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 (two_input_work(f, engine, n, &[src, src1]), 0)
             }
         }
-        Op::TensorTensorScan { src0, src1, .. } => (
+        Op::TensorTensorScan(insn::TensorTensorScan { src0, src1, .. }) => (
             two_input_work(f, engine, src0.free_size().min(MAX_WORK), &[src0, src1]),
             0,
         ),
-        Op::TensorCopyPredicated { src, predicate, .. } => {
+        Op::TensorCopyPredicated(insn::TensorCopyPredicated { src, predicate, .. }) => {
             let n = src.free_size().min(MAX_WORK);
             let split = (src.mem == Memory::Psum) != (predicate.mem == Memory::Psum);
             if split {
@@ -313,31 +314,33 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 (two_input_work(f, engine, n, &[src, predicate]), 0)
             }
         }
-        Op::TensorReduce { dst, src, op, .. } => {
+        Op::TensorReduce(insn::TensorReduce { dst, src, op, .. }) => {
             let n = src.free_size().min(MAX_WORK);
             let fast = src.dtype == DType::BF16
                 && dst.dtype == DType::BF16
                 && matches!(op, AluOp::Add | AluOp::Maximum);
             (if fast { div_ceil(n, 2) } else { n }, 0)
         }
-        Op::TensorScalarReduce {
+        Op::TensorScalarReduce(insn::TensorScalarReduce {
             src, reduce_res, ..
-        } => (src.free_size().min(MAX_WORK), readout(reduce_res)),
-        Op::TensorScalarCumulative { src, .. } => (src.free_size().min(MAX_WORK), 0),
-        Op::RangeSelect {
+        }) => (src.free_size().min(MAX_WORK), readout(reduce_res)),
+        Op::TensorScalarCumulative(insn::TensorScalarCumulative { src, .. }) => {
+            (src.free_size().min(MAX_WORK), 0)
+        }
+        Op::RangeSelect(insn::RangeSelect {
             src, reduce_res, ..
-        } => (src.free_size().min(MAX_WORK), readout(reduce_res)),
-        Op::SelectReduce {
+        }) => (src.free_size().min(MAX_WORK), readout(reduce_res)),
+        Op::SelectReduce(insn::SelectReduce {
             on_true,
             reduce_res,
             ..
-        } => (on_true.free_size().min(MAX_WORK), readout(reduce_res)),
-        Op::BnStats { src, .. }
-        | Op::Max8 { src, .. }
-        | Op::FindIndex8 { src, .. }
-        | Op::MatchReplace8 { src, .. }
-        | Op::StreamShuffle { src, .. } => (src.free_size().min(MAX_WORK), 0),
-        Op::Memset { dst, value } => {
+        }) => (on_true.free_size().min(MAX_WORK), readout(reduce_res)),
+        Op::BnStats(insn::BnStats { src, .. })
+        | Op::Max8(insn::Max8 { src, .. })
+        | Op::FindIndex8(insn::FindIndex8 { src, .. })
+        | Op::MatchReplace8(insn::MatchReplace8 { src, .. })
+        | Op::StreamShuffle(insn::StreamShuffle { src, .. }) => (src.free_size().min(MAX_WORK), 0),
+        Op::Memset(insn::Memset { dst, value }) => {
             let n = dst.free_size().min(MAX_WORK);
             let zero = match value {
                 Imm::Int(v) => *v == 0,
@@ -347,40 +350,44 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 engine == Engine::Vector && zero && matches!(dst.dtype, DType::BF16 | DType::F16);
             (if fast { div_ceil(n, 2) } else { n }, 0)
         }
-        Op::Reciprocal { src, .. } => (
+        Op::Reciprocal(insn::Reciprocal { src, .. }) => (
             src.free_size().min(MAX_WORK) * u64::from(f.vector_reciprocal_factor),
             0,
         ),
-        Op::Exponential {
+        Op::Exponential(insn::Exponential {
             src, reduce_res, ..
-        } => (
+        }) => (
             div_ceil(src.free_size().min(MAX_WORK), u64::from(f.vector_exp_rate)),
             readout(reduce_res),
         ),
-        Op::QuantizeMx { src, .. } => (
+        Op::QuantizeMx(insn::QuantizeMx { src, .. }) => (
             div_ceil(src.free_size().min(MAX_WORK), u64::from(f.vector_exp_rate)),
             0,
         ),
-        Op::BnAggr { src, .. } => (div_ceil(13 * src.free_size().min(MAX_WORK), 3), 0),
-        Op::Iota { dst, .. } | Op::NGather { dst, .. } => {
+        Op::BnAggr(insn::BnAggr { src, .. }) => {
+            (div_ceil(13 * src.free_size().min(MAX_WORK), 3), 0)
+        }
+        Op::Iota(insn::Iota { dst, .. }) | Op::NGather(insn::NGather { dst, .. }) => {
             (dst.free_size().min(MAX_WORK), gpsimd_start)
         }
-        Op::AffineSelect { src, .. }
-        | Op::SequenceBounds { src, .. }
-        | Op::NonzeroWithCount { src, .. } => (src.free_size().min(MAX_WORK), gpsimd_start),
-        Op::TensorPartitionReduce { src, .. } => (
+        Op::AffineSelect(insn::AffineSelect { src, .. })
+        | Op::SequenceBounds(insn::SequenceBounds { src, .. })
+        | Op::NonzeroWithCount(insn::NonzeroWithCount { src, .. }) => {
+            (src.free_size().min(MAX_WORK), gpsimd_start)
+        }
+        Op::TensorPartitionReduce(insn::TensorPartitionReduce { src, .. }) => (
             src.free_size()
                 .min(MAX_WORK)
                 .saturating_mul(div_ceil(u64::from(src.partition_count), 16)),
             gpsimd_start,
         ),
-        Op::LocalGather {
+        Op::LocalGather(insn::LocalGather {
             src,
             index,
             elem_per_idx,
             valid_indices,
             ..
-        } => {
+        }) => {
             let e = f64::from((*elem_per_idx).max(1));
             let b = f64::from(src.dtype.size());
             let valid =
@@ -388,14 +395,14 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
             let c = ((28.0 + 4.0 * e) / (4.0 * e)) / (4.0 / b).min(e);
             ((valid * e / c).ceil() as u64, gpsimd_start)
         }
-        Op::NcTranspose { src, .. } => {
+        Op::NcTranspose(insn::NcTranspose { src, .. }) => {
             if engine == Engine::Tensor {
                 let p = u64::from(src.partition_count);
                 return p.max(src.free_size().min(MAX_WORK).min(64)).max(1);
             }
             (src.free_size().min(MAX_WORK), 0)
         }
-        Op::NcMatmul {
+        Op::NcMatmul(insn::NcMatmul {
             stationary,
             moving,
             transpose,
@@ -403,7 +410,7 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
             stationary_onezero,
             moving_onezero,
             ..
-        } => {
+        }) => {
             return matmul_cycles(
                 f,
                 stationary,
@@ -414,46 +421,43 @@ fn engine_cycles(f: &Figures, engine: Engine, op: &Op) -> u64 {
                 *moving_onezero,
             );
         }
-        Op::NcMatmulMx {
+        Op::NcMatmulMx(insn::NcMatmulMx {
             stationary, moving, ..
-        } => {
+        }) => {
             let m = stationary.free_size().min(MAX_WORK);
             let n = moving.free_size().min(MAX_WORK);
             let mm = m.min(u64::from(f.mm_init_latency_cycles)).max(n);
             return mm.max(div_ceil(m, u64::from(f.ls_divisor))).max(1);
         }
-        Op::RegLoad { .. } | Op::RegStore { .. } => {
+        Op::RegLoad(_) | Op::RegStore(_) => {
             return u64::from(f.sram_access_overhead_cycles);
         }
-        Op::Label { .. } => return 0,
-        Op::RegSet { .. }
-        | Op::RegMove { .. }
-        | Op::RegAlu { .. }
-        | Op::Branch { .. }
-        | Op::Jump { .. }
-        | Op::Nop {}
-        | Op::CoreBarrier { .. }
-        | Op::SendRecv { .. } => {
+        Op::Label(_) => return 0,
+        Op::RegSet(_)
+        | Op::RegMove(_)
+        | Op::RegAlu(_)
+        | Op::Branch(_)
+        | Op::Jump(_)
+        | Op::Nop(insn::Nop {})
+        | Op::CoreBarrier(_)
+        | Op::SendRecv(_) => {
             // `Target::cost` times `sendrecv` as a DMA before this.
             return 1;
         }
         // `Target::cost` sends DMA instructions to `dma_cost` before this
         // function is reached.
-        Op::DmaCopy { .. }
-        | Op::DmaTranspose { .. }
-        | Op::DmaGather { .. }
-        | Op::DmaScatter { .. } => return 0,
-        Op::Rng { dst } | Op::Rand2 { dst, .. } => {
+        Op::DmaCopy(_) | Op::DmaTranspose(_) | Op::DmaGather(_) | Op::DmaScatter(_) => return 0,
+        Op::Rng(insn::Rng { dst }) | Op::Rand2(insn::Rand2 { dst, .. }) => {
             let n = dst.free_size().min(MAX_WORK);
             // rand2 makes `vector_exp_rate` values per lane per cycle (v4).
-            if matches!(op, Op::Rand2 { .. }) {
+            if matches!(op, Op::Rand2(_)) {
                 (div_ceil(n, u64::from(f.vector_exp_rate)), 0)
             } else {
                 (n, 0)
             }
         }
-        Op::Dropout { src, .. } => (src.free_size().min(MAX_WORK), 0),
-        Op::SetRngSeed { .. } => (1, 0),
+        Op::Dropout(insn::Dropout { src, .. }) => (src.free_size().min(MAX_WORK), 0),
+        Op::SetRngSeed(_) => (1, 0),
     };
     let penalized = if op
         .operands()
@@ -602,26 +606,26 @@ impl Target {
     pub fn dma_transfer(self, op: &Op) -> Option<DmaTransfer> {
         let f = self.figures();
         let (dst, src, transpose, accumulate, dge) = match op {
-            Op::DmaCopy {
+            Op::DmaCopy(insn::DmaCopy {
                 dst,
                 src,
                 accumulate,
                 dge,
                 ..
-            } => (dst, src, false, *accumulate, *dge),
-            Op::DmaTranspose { dst, src, dge } => (dst, src, true, false, *dge),
-            Op::DmaGather {
+            }) => (dst, src, false, *accumulate, *dge),
+            Op::DmaTranspose(insn::DmaTranspose { dst, src, dge }) => (dst, src, true, false, *dge),
+            Op::DmaGather(insn::DmaGather {
                 dst,
                 src,
                 accumulate,
                 ..
-            } => (dst, src, false, *accumulate, DgeMode::Swdge),
-            Op::DmaScatter {
+            }) => (dst, src, false, *accumulate, DgeMode::Swdge),
+            Op::DmaScatter(insn::DmaScatter {
                 dst,
                 src,
                 accumulate,
                 ..
-            } => (dst, src, false, *accumulate, DgeMode::Swdge),
+            }) => (dst, src, false, *accumulate, DgeMode::Swdge),
             _ => return None,
         };
         // Rows follow the on-chip side when there is one.
@@ -757,7 +761,7 @@ mod tests {
     /// A plain `dma_copy` (no accumulation, faults out of bounds).
     fn dma_copy(dst: AccessPattern, src: AccessPattern, dge: DgeMode) -> Op {
         let mut op = Op::dma_copy(dst, src);
-        if let Op::DmaCopy { dge: mode, .. } = &mut op {
+        if let Op::DmaCopy(insn::DmaCopy { dge: mode, .. }) = &mut op {
             *mode = dge;
         }
         op
@@ -784,14 +788,14 @@ mod tests {
     #[test]
     fn shared_ports() {
         let psum = || AccessPattern::psum(0, 128, 0, &[Dim::new(1, 512)], DType::F32);
-        let in_sbuf = Op::TensorCopy {
+        let in_sbuf = Op::TensorCopy(insn::TensorCopy {
             dst: sbuf(DType::F32, 512),
             src: sbuf(DType::F32, 512),
-        };
-        let from_psum = Op::TensorCopy {
+        });
+        let from_psum = Op::TensorCopy(insn::TensorCopy {
             dst: sbuf(DType::F32, 512),
             src: psum(),
-        };
+        });
         let ports = |t: Target, q: Queue, op: &Op| t.cost(q, op).ports;
         assert_eq!(ports(Target::Trn1, Queue::Vector, &in_sbuf), Ports::SBUF);
         assert_eq!(ports(Target::Trn1, Queue::GpSimd, &in_sbuf), Ports::SBUF);
@@ -812,9 +816,11 @@ mod tests {
 
     #[test]
     fn vector_and_scalar_rules() {
-        let copy = |dt| Op::TensorCopy {
-            dst: sbuf(dt, 1024),
-            src: sbuf(dt, 1024),
+        let copy = |dt| {
+            Op::TensorCopy(insn::TensorCopy {
+                dst: sbuf(dt, 1024),
+                src: sbuf(dt, 1024),
+            })
         };
         // fp32 in SBUF: two elements per lane per cycle ("256 for other
         // data types"); from PSUM one.
@@ -822,17 +828,19 @@ mod tests {
             Target::Trn3.cost(Queue::Vector, &copy(DType::F32)).cycles,
             512
         );
-        let from_psum = Op::TensorCopy {
+        let from_psum = Op::TensorCopy(insn::TensorCopy {
             dst: sbuf(DType::F32, 1024),
             src: AccessPattern::psum(0, 128, 0, &[Dim::new(1, 1024)], DType::F32),
-        };
+        });
         assert_eq!(Target::Trn2.cost(Queue::Vector, &from_psum).cycles, 1024);
         // Two fp32 inputs in SBUF: 2N input elements at two per cycle.
-        let add = |src1: AccessPattern| Op::TensorTensor {
-            dst: sbuf(DType::F32, 1024),
-            src0: sbuf(DType::F32, 1024),
-            src1,
-            op: AluOp::Add,
+        let add = |src1: AccessPattern| {
+            Op::TensorTensor(insn::TensorTensor {
+                dst: sbuf(DType::F32, 1024),
+                src0: sbuf(DType::F32, 1024),
+                src1,
+                op: AluOp::Add,
+            })
         };
         assert_eq!(
             Target::Trn2
@@ -855,18 +863,18 @@ mod tests {
             1024
         );
         // Small tiles pay MIN_II.
-        let small = Op::TensorCopy {
+        let small = Op::TensorCopy(insn::TensorCopy {
             dst: sbuf(DType::F32, 8),
             src: sbuf(DType::F32, 8),
-        };
+        });
         assert_eq!(Target::Trn3.cost(Queue::Vector, &small).cycles, 64);
         // Strided innermost (32 bytes) doubles the work.
-        let strided = Op::TensorCopy {
+        let strided = Op::TensorCopy(insn::TensorCopy {
             dst: sbuf(DType::F32, 1024),
             src: AccessPattern::sbuf(0, 128, 0, &[Dim::new(8, 1024)], DType::F32),
-        };
+        });
         assert_eq!(Target::Trn3.cost(Queue::Vector, &strided).cycles, 1024);
-        let act = Op::Activation {
+        let act = Op::Activation(insn::Activation {
             dst: sbuf(DType::F32, 512),
             src: sbuf(DType::F32, 512),
             func: ActFunc::Exp,
@@ -875,19 +883,19 @@ mod tests {
             reduce_op: Some(AluOp::Add),
             reduce_cmd: ReduceCmd::ResetReduce,
             reduce_res: Some(sbuf(DType::F32, 1)),
-        };
+        });
         let c = Target::Trn3.cost(Queue::Scalar, &act);
         assert_eq!(c.cycles, 512 + 64);
         assert_eq!(
             c.busy_ps,
             Target::Trn3.figures().cycles_to_ps(Engine::Scalar, 576)
         );
-        let iota = Op::Iota {
+        let iota = Op::Iota(insn::Iota {
             dst: sbuf(DType::I32, 512),
             pattern: vec![Dim::new(1, 512)],
             offset: 0,
             channel_multiplier: 0,
-        };
+        });
         assert_eq!(Target::Trn3.cost(Queue::GpSimd, &iota).cycles, 662);
     }
 
@@ -946,17 +954,17 @@ mod tests {
             AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
             DgeMode::None,
         );
-        let transpose = Op::DmaTranspose {
+        let transpose = Op::DmaTranspose(insn::DmaTranspose {
             dst: sbuf(DType::F32, 128),
             src: AccessPattern::sbuf(0, 128, 4096, &[Dim::new(1, 128)], DType::F32),
             dge: DgeMode::None,
-        };
+        });
         let c = Target::Trn3.dma_transfer(&copy).expect("a transfer");
         let tr = Target::Trn3.dma_transfer(&transpose).expect("a transfer");
         assert_eq!(c.engine_ps, 8 * 105_000);
         assert_eq!(tr.engine_ps, 2 * c.engine_ps);
         assert_eq!(c.hbm_bytes, 0);
         // Not a transfer.
-        assert_eq!(Target::Trn3.dma_transfer(&Op::Nop {}), None);
+        assert_eq!(Target::Trn3.dma_transfer(&Op::Nop(insn::Nop {})), None);
     }
 }

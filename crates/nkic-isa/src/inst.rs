@@ -1,12 +1,14 @@
 //! The instruction set: one declarative table of every instruction, and the
 //! `Instruction` header (semaphore waits and signals, line-table entry).
 //!
-//! The `instructions!` table below is the single place an instruction is
+//! The instruction table below is the single place an instruction is
 //! defined. For each instruction it gives the Rust variant, the `.nkasm`
 //! mnemonic, the engines that may execute it, the oldest target that has
 //! it, and its fields in order with their types and roles (`read`, `write`
-//! or `attr`). From the table the macro generates the `Op` enum, the
-//! mnemonic and engine tables, operand discovery (`Op::operands`, used by
+//! or `attr`). From the table `instructions!` generates one struct per
+//! instruction (`insn::TensorCopy { dst, src }`, as Cranelift's
+//! instruction formats), the `Op` enum whose variant of the same name
+//! carries it, the mnemonic and engine tables, operand discovery (`Op::operands`, used by
 //! the verifier, the cost model and the simulator's sanitizers), and the
 //! field walk and field parser that the printer and assembler share.
 //! Exact semantics of every instruction are documented in `docs/isa.md`.
@@ -111,12 +113,23 @@ macro_rules! instructions {
             $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? ),* $(,)?
         }
     )*) => {
+        /// One struct per instruction: its operands and parameters, in
+        /// table order (the payload of its [`Op`] variant, of the same name).
+        pub mod insn {
+            use super::*;
+            $(
+                $(#[$meta])*
+                #[derive(Clone, Debug, PartialEq)]
+                pub struct $variant { $( $(#[$fmeta])* pub $field: $fty ),* }
+            )*
+        }
+
         /// One instruction's operation and operands (see `docs/isa.md`).
         #[derive(Clone, Debug, PartialEq)]
         pub enum Op {
             $(
                 $(#[$meta])*
-                $variant { $( $(#[$fmeta])* $field: $fty ),* },
+                $variant(insn::$variant),
             )*
         }
 
@@ -127,21 +140,21 @@ macro_rules! instructions {
             /// The `.nkasm` mnemonic (the `nki.isa` name where there is one).
             pub fn mnemonic(&self) -> &'static str {
                 match self {
-                    $( Op::$variant { .. } => $mnemonic, )*
+                    $( Op::$variant(_) => $mnemonic, )*
                 }
             }
 
             /// The engines that may execute this instruction.
             pub fn engines(&self) -> &'static [Engine] {
                 match self {
-                    $( Op::$variant { .. } => &[$(Engine::$engine),+], )*
+                    $( Op::$variant(_) => &[$(Engine::$engine),+], )*
                 }
             }
 
             /// The oldest target that has this instruction.
             pub fn since(&self) -> Target {
                 match self {
-                    $( Op::$variant { .. } => Target::$since, )*
+                    $( Op::$variant(_) => Target::$since, )*
                 }
             }
 
@@ -165,7 +178,7 @@ macro_rules! instructions {
             /// Visits every field in table order with its name and role.
             pub fn for_each_field<'s>(&'s self, f: &mut dyn FnMut(&'static str, Role, &'s dyn FieldValue)) {
                 match self {
-                    $( Op::$variant { $($field),* } => {
+                    $( Op::$variant(insn::$variant { $($field),* }) => {
                         $( f(stringify!($field), Role::$role, $field); )*
                     } )*
                 }
@@ -178,7 +191,7 @@ macro_rules! instructions {
                 let mut i = index % Op::MNEMONICS.len();
                 $(
                     if i == 0 {
-                        return Op::$variant { $( $field: <$fty as crate::random::RandomField>::random(rng) ),* };
+                        return Op::$variant(insn::$variant { $( $field: <$fty as crate::random::RandomField>::random(rng) ),* });
                     }
                     i -= 1;
                 )*
@@ -200,7 +213,7 @@ macro_rules! instructions {
                 match mnemonic {
                     $( $mnemonic => {
                         $( let $field = take_field::<$fty>(src, stringify!($field)); )*
-                        Some(Op::$variant { $( $field: $field? ),* })
+                        Some(Op::$variant(insn::$variant { $( $field: $field? ),* }))
                     } )*
                     _ => None,
                 }
@@ -602,20 +615,22 @@ macro_rules! instruction_table {
         dst: AccessPattern => Write,
         src: Reg => Attr,
     }
+    // `$crate::Label` is the branch target type: in `insn`, `Label` is the
+    // instruction below.
     /// Jumps to `target` when `a cond b`.
     Branch = "branch", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
         cond: BranchCond => Attr,
         a: Reg => Attr,
         b: RegOrImm => Attr,
-        target: Label => Attr,
+        target: $crate::Label => Attr,
     }
     /// Jumps to `target`.
     Jump = "jump", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
-        target: Label => Attr,
+        target: $crate::Label => Attr,
     }
     /// Defines `label` at this point of the stream (prints as `L3:`).
     Label = "label", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {
-        label: Label => Attr,
+        label: $crate::Label => Attr,
     }
     /// Does nothing; carries waits and signals.
     Nop = "nop", [Tensor, Vector, Scalar, GpSimd, Sync, Dma], Trn1, machine {}
@@ -662,14 +677,14 @@ impl Op {
 
     /// `dma_copy` with every option at its default.
     pub fn dma_copy(dst: AccessPattern, src: AccessPattern) -> Op {
-        Op::DmaCopy {
+        Op::DmaCopy(insn::DmaCopy {
             dst,
             src,
             accumulate: false,
             dge: DgeMode::None,
             oob: OobMode::Error,
             priority: None,
-        }
+        })
     }
 
     /// A plain `nc_matmul` (no transpose, perf mode or PE tiling).
@@ -679,7 +694,7 @@ impl Op {
         moving: AccessPattern,
         accumulate: bool,
     ) -> Op {
-        Op::NcMatmul {
+        Op::NcMatmul(insn::NcMatmul {
             dst,
             stationary,
             moving,
@@ -690,12 +705,12 @@ impl Op {
             moving_onezero: false,
             tile_position: None,
             tile_size: None,
-        }
+        })
     }
 
     /// `activation` with scale 1, no bias and no reduction.
     pub fn activation(dst: AccessPattern, src: AccessPattern, func: ActFunc) -> Op {
-        Op::Activation {
+        Op::Activation(insn::Activation {
             dst,
             src,
             func,
@@ -704,7 +719,7 @@ impl Op {
             reduce_op: None,
             reduce_cmd: ReduceCmd::Idle,
             reduce_res: None,
-        }
+        })
     }
 
     /// `tensor_scalar` with one operator and its operand.
@@ -739,7 +754,7 @@ impl Op {
         then: Option<(AluOp, Scalar)>,
     ) -> Op {
         let (op1, operand1) = then.unzip();
-        Op::TensorScalar {
+        Op::TensorScalar(insn::TensorScalar {
             dst,
             src,
             op0,
@@ -748,23 +763,23 @@ impl Op {
             op1,
             operand1,
             reverse1: false,
-        }
+        })
     }
 
     /// True for the control instructions (registers, branches, labels, nop).
     pub fn is_control(&self) -> bool {
         matches!(
             self,
-            Op::RegSet { .. }
-                | Op::RegMove { .. }
-                | Op::RegAlu { .. }
-                | Op::RegLoad { .. }
-                | Op::RegStore { .. }
-                | Op::Branch { .. }
-                | Op::Jump { .. }
-                | Op::Label { .. }
-                | Op::Nop {}
-                | Op::CoreBarrier { .. }
+            Op::RegSet(_)
+                | Op::RegMove(_)
+                | Op::RegAlu(_)
+                | Op::RegLoad(_)
+                | Op::RegStore(_)
+                | Op::Branch(_)
+                | Op::Jump(_)
+                | Op::Label(_)
+                | Op::Nop(insn::Nop {})
+                | Op::CoreBarrier(_)
         )
     }
 
@@ -772,17 +787,14 @@ impl Op {
     /// (`core_barrier`, `sendrecv`): the n-th of a queue on one core pairs
     /// with the n-th of the same queue on the other core.
     pub fn is_paired(&self) -> bool {
-        matches!(self, Op::CoreBarrier { .. } | Op::SendRecv { .. })
+        matches!(self, Op::CoreBarrier(_) | Op::SendRecv(_))
     }
 
     /// True for the DMA instructions.
     pub fn is_dma(&self) -> bool {
         matches!(
             self,
-            Op::DmaCopy { .. }
-                | Op::DmaTranspose { .. }
-                | Op::DmaGather { .. }
-                | Op::DmaScatter { .. }
+            Op::DmaCopy(_) | Op::DmaTranspose(_) | Op::DmaGather(_) | Op::DmaScatter(_)
         )
     }
 }
@@ -881,7 +893,7 @@ mod tests {
     fn operands_follow_the_table() {
         let v = |off| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 1)], DType::F32);
         let tile = |off| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 64)], DType::BF16);
-        let op = Op::Activation {
+        let op = Op::Activation(insn::Activation {
             dst: tile(0),
             src: tile(128),
             func: ActFunc::Exp,
@@ -890,7 +902,7 @@ mod tests {
             reduce_op: Some(AluOp::Add),
             reduce_cmd: ReduceCmd::ResetReduce,
             reduce_res: Some(v(260)),
-        };
+        });
         let ops = op.operands();
         let summary: Vec<_> = ops.iter().map(|o| (o.field, o.role, o.ap.offset)).collect();
         assert_eq!(
@@ -915,12 +927,12 @@ mod tests {
             }),
             ".target trn3\n\n.queue scalar\n  activation dst=sbuf[0:128]:bf16[1,64] src=sbuf[0:128]+128:bf16[1,64] func=exp scale=1.0\n"
         );
-        let mx = Op::QuantizeMx {
+        let mx = Op::QuantizeMx(insn::QuantizeMx {
             dst: tile(0),
             src: tile(0),
             dst_scale: tile(0),
-        };
+        });
         assert_eq!(mx.since(), Target::Trn3);
-        assert!(Op::Nop {}.is_control());
+        assert!(Op::Nop(insn::Nop {}).is_control());
     }
 }

@@ -15,6 +15,7 @@
 //! Input tensors hold the kernel's arguments on entry; output and internal
 //! tensors start uninitialised, as do SBUF and PSUM.
 
+use crate::insn;
 use std::ops::Range;
 
 use crate::ap::TensorId;
@@ -150,7 +151,7 @@ impl QueueStream {
     pub fn label_positions(&self) -> std::collections::BTreeMap<crate::inst::Label, usize> {
         let mut out = std::collections::BTreeMap::new();
         for (i, inst) in self.insts.iter().enumerate() {
-            if let crate::inst::Op::Label { label } = inst.op {
+            if let crate::inst::Op::Label(insn::Label { label }) = inst.op {
                 out.entry(label).or_insert(i);
             }
         }
@@ -343,14 +344,14 @@ mod tests {
         assert_eq!(l1, LineId(1));
         let tile = AccessPattern::sbuf(0, 128, 0, &[Dim::new(1, 512)], DType::F32);
         p.stream_mut(Queue::Dma(0)).push(
-            Instruction::new(Op::DmaCopy {
+            Instruction::new(Op::DmaCopy(insn::DmaCopy {
                 dst: tile.clone(),
                 src: AccessPattern::hbm(a, 128, 512, 0, &[Dim::new(1, 512)], DType::F32),
                 accumulate: false,
                 dge: crate::enums::DgeMode::None,
                 oob: crate::enums::OobMode::Error,
                 priority: None,
-            })
+            }))
             .signal(loaded)
             .at(l0),
         );
@@ -372,10 +373,10 @@ mod tests {
             queue: Queue::Sync,
             insts: Vec::new(),
         };
-        looped.insts.push(Instruction::new(Op::Nop {}));
-        looped.insts.push(Instruction::new(Op::Label {
+        looped.insts.push(Instruction::new(Op::Nop(insn::Nop {})));
+        looped.insts.push(Instruction::new(Op::Label(insn::Label {
             label: crate::inst::Label(4),
-        }));
+        })));
         assert_eq!(
             looped.label_positions().get(&crate::inst::Label(4)),
             Some(&1)

@@ -48,6 +48,7 @@
 //! as its names are identifiers and its ids are in range (what the verifier
 //! checks); for printer output `t`, `print(&assemble(t)?) == t`.
 
+use crate::insn;
 use std::fmt::Write;
 use std::ops::Range;
 
@@ -137,7 +138,7 @@ pub fn print(program: &Program) -> String {
 
 /// Prints one instruction line (with its newline).
 fn print_instruction(program: &Program, names: &Names, inst: &Instruction, out: &mut String) {
-    if let Op::Label { label } = &inst.op
+    if let Op::Label(insn::Label { label }) = &inst.op
         && inst.waits.is_empty()
         && inst.signals.is_empty()
         && inst.line.is_none()
@@ -625,7 +626,7 @@ impl Assembler {
                     "nothing may follow a label on its line".into(),
                 );
             }
-            let mut inst = Instruction::new(Op::Label { label });
+            let mut inst = Instruction::new(Op::Label(insn::Label { label }));
             inst.line = line;
             return Some(inst);
         }

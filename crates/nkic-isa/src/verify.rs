@@ -37,6 +37,7 @@
 //!   signals in other queues plus earlier in its own queue than the value
 //!   waited for) is a deadlock and rejected.
 
+use crate::insn;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -333,7 +334,7 @@ impl<'p> Verifier<'p> {
     fn stream(&mut self, queue: Queue, insts: &'p [Instruction]) {
         let mut labels = BTreeMap::new();
         for (i, inst) in insts.iter().enumerate() {
-            if let Op::Label { label } = inst.op
+            if let Op::Label(insn::Label { label }) = inst.op
                 && labels.insert(label, i).is_some()
             {
                 self.at = Some((queue, i, inst));
@@ -405,14 +406,14 @@ impl<'p> Verifier<'p> {
         for o in op.operands() {
             let mx_scale = matches!(
                 (op, o.field),
-                (Op::NcMatmulMx { .. }, "stationary_scale" | "moving_scale")
-                    | (Op::QuantizeMx { .. }, "dst_scale")
+                (Op::NcMatmulMx(_), "stationary_scale" | "moving_scale")
+                    | (Op::QuantizeMx(_), "dst_scale")
             );
             // The indexed side of a gather or scatter: its rows come from
             // `index` at run time, so only one row's extent is checked here.
             let indexed = matches!(
                 (op, o.field),
-                (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
+                (Op::DmaGather(_), "src") | (Op::DmaScatter(_), "dst")
             );
             self.current_indexed = indexed;
             self.access_pattern(engine, o.field, o.role, o.ap, control, mx_scale);
@@ -453,16 +454,18 @@ impl<'p> Verifier<'p> {
         }
         let mut regs = Vec::new();
         match op {
-            Op::RegSet { dst, .. } | Op::RegLoad { dst, .. } => regs.push(*dst),
-            Op::RegMove { dst, src } => regs.extend([*dst, *src]),
-            Op::RegAlu { dst, a, b, .. } => {
+            Op::RegSet(insn::RegSet { dst, .. }) | Op::RegLoad(insn::RegLoad { dst, .. }) => {
+                regs.push(*dst)
+            }
+            Op::RegMove(insn::RegMove { dst, src }) => regs.extend([*dst, *src]),
+            Op::RegAlu(insn::RegAlu { dst, a, b, .. }) => {
                 regs.extend([*dst, *a]);
                 if let RegOrImm::Reg(b) = b {
                     regs.push(*b);
                 }
             }
-            Op::RegStore { src, .. } => regs.push(*src),
-            Op::Branch { a, b, .. } => {
+            Op::RegStore(insn::RegStore { src, .. }) => regs.push(*src),
+            Op::Branch(insn::Branch { a, b, .. }) => {
                 regs.push(*a);
                 if let RegOrImm::Reg(b) = b {
                     regs.push(*b);
@@ -685,14 +688,14 @@ impl<'p> Verifier<'p> {
 
     fn op_rules(&mut self, engine: Engine, op: &Op, labels: &BTreeMap<Label, usize>) {
         match op {
-            Op::DmaCopy {
+            Op::DmaCopy(insn::DmaCopy {
                 dst,
                 src,
                 accumulate,
                 dge,
                 priority,
                 ..
-            } => {
+            }) => {
                 self.dma_elements(dst, src, *dge == DgeMode::Hwdge);
                 if *accumulate && (dst.dtype.is_packed_x4() || !dst.dtype.is_float()) {
                     self.err(
@@ -719,13 +722,13 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::DmaGather {
+            Op::DmaGather(insn::DmaGather {
                 dst,
                 src,
                 index,
                 accumulate,
                 ..
-            } => {
+            }) => {
                 if !matches!(src.mem, Memory::Hbm(_)) {
                     self.err(
                         Rule::OperandMemory,
@@ -744,13 +747,13 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::DmaScatter {
+            Op::DmaScatter(insn::DmaScatter {
                 dst,
                 src,
                 index,
                 accumulate,
                 ..
-            } => {
+            }) => {
                 if !matches!(dst.mem, Memory::Hbm(_)) {
                     self.err(Rule::OperandMemory, Some("dst"), "`dst` of a scatter must be an HBM pattern (its rows are chosen by `index`)".into());
                 }
@@ -764,7 +767,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Rng { dst } => {
+            Op::Rng(insn::Rng { dst }) => {
                 if !dst.dtype.is_int() {
                     self.err(
                         Rule::OperandDtype,
@@ -773,7 +776,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Rand2 { dst, min, max } => {
+            Op::Rand2(insn::Rand2 { dst, min, max }) => {
                 if matches!(dst.dtype, DType::Bool | DType::F8E8M0) || dst.dtype.is_packed_x4() {
                     self.err(
                         Rule::OperandDtype,
@@ -793,12 +796,12 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Dropout { dst, src, prob } => {
+            Op::Dropout(insn::Dropout { dst, src, prob }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.same_dtype("dst", dst, "src", src);
                 self.scalar("prob", prob, src);
             }
-            Op::SetRngSeed { src } => {
+            Op::SetRngSeed(insn::SetRngSeed { src }) => {
                 if src.num_elements() != 1 || src.dtype.size() != 4 || src.dtype.is_packed_x4() {
                     self.err(
                         Rule::RngSeed,
@@ -811,7 +814,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::DmaTranspose { dst, src, dge } => {
+            Op::DmaTranspose(insn::DmaTranspose { dst, src, dge }) => {
                 self.dge(*dge);
                 if dst.mem != Memory::Sbuf {
                     self.err(
@@ -853,10 +856,10 @@ impl<'p> Verifier<'p> {
                     ));
                 }
             }
-            Op::TensorCopy { dst, src } => {
+            Op::TensorCopy(insn::TensorCopy { dst, src }) => {
                 self.same_pf("dst", dst, "src", src);
             }
-            Op::SendRecv { dst, src, .. } => {
+            Op::SendRecv(insn::SendRecv { dst, src, .. }) => {
                 self.same_pf("dst", dst, "src", src);
                 if dst.dtype != src.dtype {
                     self.err(Rule::SameDtype, Some("dst"), format!(
@@ -874,7 +877,7 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::Memset { dst, value } => match value {
+            Op::Memset(insn::Memset { dst, value }) => match value {
                 Imm::Int(v) => {
                     if dst.dtype.is_float() && !dst.dtype.is_packed_x4() {
                         self.err(
@@ -906,7 +909,7 @@ impl<'p> Verifier<'p> {
                     }
                 }
             },
-            Op::Iota { dst, pattern, .. } => {
+            Op::Iota(insn::Iota { dst, pattern, .. }) => {
                 self.pattern("pattern", pattern, dst);
                 if dst.mem != Memory::Sbuf {
                     self.err(
@@ -916,7 +919,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::NcMatmul {
+            Op::NcMatmul(insn::NcMatmul {
                 dst,
                 stationary,
                 moving,
@@ -926,7 +929,7 @@ impl<'p> Verifier<'p> {
                 tile_position,
                 tile_size,
                 ..
-            } => self.matmul(
+            }) => self.matmul(
                 dst,
                 stationary,
                 moving,
@@ -935,7 +938,7 @@ impl<'p> Verifier<'p> {
                 *tile_position,
                 *tile_size,
             ),
-            Op::NcMatmulMx {
+            Op::NcMatmulMx(insn::NcMatmulMx {
                 dst,
                 stationary,
                 moving,
@@ -944,7 +947,7 @@ impl<'p> Verifier<'p> {
                 tile_position,
                 tile_size,
                 ..
-            } => {
+            }) => {
                 self.matmul_mx(
                     dst,
                     stationary,
@@ -955,7 +958,7 @@ impl<'p> Verifier<'p> {
                     *tile_size,
                 );
             }
-            Op::NcTranspose { dst, src } => {
+            Op::NcTranspose(insn::NcTranspose { dst, src }) => {
                 self.same_dtype("dst", dst, "src", src);
                 if dst.free_size() != u64::from(src.partition_count)
                     || u64::from(dst.partition_count) != src.free_size()
@@ -981,7 +984,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Activation {
+            Op::Activation(insn::Activation {
                 dst,
                 src,
                 scale,
@@ -990,7 +993,7 @@ impl<'p> Verifier<'p> {
                 reduce_cmd,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.scalar("scale", scale, src);
                 self.opt_scalar("bias", bias.as_ref(), src);
@@ -1020,7 +1023,7 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
-            Op::ActivationReduce {
+            Op::ActivationReduce(insn::ActivationReduce {
                 dst,
                 src,
                 scale,
@@ -1028,7 +1031,7 @@ impl<'p> Verifier<'p> {
                 reduce_op,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.scalar("scale", scale, src);
                 self.opt_scalar("bias", bias.as_ref(), src);
@@ -1041,7 +1044,7 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(Some(reduce_res), src);
             }
-            Op::Activate2 {
+            Op::Activate2(insn::Activate2 {
                 dst,
                 src,
                 op0,
@@ -1055,7 +1058,7 @@ impl<'p> Verifier<'p> {
                 reduce_cmd,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 let allowed = matches!(
                     (op0, op1),
@@ -1112,12 +1115,12 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
-            Op::TensorTensor {
+            Op::TensorTensor(insn::TensorTensor {
                 dst,
                 src0,
                 src1,
                 op,
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src0", src0);
                 self.same_pf("dst", dst, "src1", src1);
                 self.not_both_psum("src0", src0, "src1", src1);
@@ -1140,7 +1143,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::TensorScalar {
+            Op::TensorScalar(insn::TensorScalar {
                 dst,
                 src,
                 op0,
@@ -1148,7 +1151,7 @@ impl<'p> Verifier<'p> {
                 op1,
                 operand1,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.op_operand("op0", *op0, "operand0", operand0.as_ref(), src);
                 match (op1, operand1) {
@@ -1199,7 +1202,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::ScalarTensorTensor {
+            Op::ScalarTensorTensor(insn::ScalarTensorTensor {
                 dst,
                 src,
                 op0,
@@ -1207,7 +1210,7 @@ impl<'p> Verifier<'p> {
                 op1,
                 src1,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.same_pf("dst", dst, "src1", src1);
                 self.not_both_psum("src", src, "src1", src1);
@@ -1223,7 +1226,7 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::TensorScalarReduce {
+            Op::TensorScalarReduce(insn::TensorScalarReduce {
                 dst,
                 src,
                 op0,
@@ -1233,7 +1236,7 @@ impl<'p> Verifier<'p> {
                 reduce_init,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.op_operand("op0", *op0, "operand0", operand0.as_ref(), src);
                 if op0.is_bitvec() {
@@ -1254,7 +1257,7 @@ impl<'p> Verifier<'p> {
                 self.reduce_init(*reduce_cmd, "reduce_init", reduce_init.as_ref(), src);
                 self.reduce_res(reduce_res.as_ref(), src);
             }
-            Op::TensorScalarCumulative {
+            Op::TensorScalarCumulative(insn::TensorScalarCumulative {
                 dst,
                 src,
                 op0,
@@ -1262,7 +1265,7 @@ impl<'p> Verifier<'p> {
                 op1,
                 imm1,
                 reduce_cmd,
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.binary_op("op0", *op0);
                 self.scalar("imm0", imm0, src);
@@ -1299,13 +1302,13 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::TensorReduce {
+            Op::TensorReduce(insn::TensorReduce {
                 dst,
                 src,
                 op,
                 last_dims,
                 negate,
-            } => {
+            }) => {
                 self.same_p("dst", dst, "src", src);
                 if !op.is_reduction() {
                     self.err(
@@ -1335,7 +1338,7 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::TensorPartitionReduce { dst, src, op } => {
+            Op::TensorPartitionReduce(insn::TensorPartitionReduce { dst, src, op }) => {
                 if !matches!(
                     op,
                     AluOp::Add
@@ -1360,7 +1363,7 @@ impl<'p> Verifier<'p> {
                     self.int_operands(&[dst, src]);
                 }
             }
-            Op::TensorTensorScan {
+            Op::TensorTensorScan(insn::TensorTensorScan {
                 dst,
                 src0,
                 src1,
@@ -1368,7 +1371,7 @@ impl<'p> Verifier<'p> {
                 op0,
                 op1,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src0", src0);
                 self.same_pf("dst", dst, "src1", src1);
                 self.not_both_psum("src0", src0, "src1", src1);
@@ -1384,12 +1387,12 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::TensorCopyPredicated {
+            Op::TensorCopyPredicated(insn::TensorCopyPredicated {
                 dst,
                 src,
                 predicate,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.same_pf("dst", dst, "predicate", predicate);
                 self.same_dtype("dst", dst, "src", src);
@@ -1408,15 +1411,15 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Reciprocal { dst, src } => self.same_pf("dst", dst, "src", src),
-            Op::Exponential {
+            Op::Reciprocal(insn::Reciprocal { dst, src }) => self.same_pf("dst", dst, "src", src),
+            Op::Exponential(insn::Exponential {
                 dst,
                 src,
                 max_value,
                 reduce_cmd,
                 reduce_init,
                 reduce_res,
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.scalar("max_value", max_value, src);
                 if matches!(dst.dtype, DType::U32 | DType::Bool)
@@ -1449,7 +1452,7 @@ impl<'p> Verifier<'p> {
                 self.reduce_init(*reduce_cmd, "reduce_init", reduce_init.as_ref(), src);
                 self.reduce_res(reduce_res.as_ref(), src);
             }
-            Op::RangeSelect {
+            Op::RangeSelect(insn::RangeSelect {
                 dst,
                 src,
                 cmp0,
@@ -1460,7 +1463,7 @@ impl<'p> Verifier<'p> {
                 reduce_cmd,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 for (name, cmp) in [("cmp0", cmp0), ("cmp1", cmp1)] {
                     if !matches!(
@@ -1501,7 +1504,7 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(reduce_res.as_ref(), src);
             }
-            Op::SelectReduce {
+            Op::SelectReduce(insn::SelectReduce {
                 dst,
                 predicate,
                 on_true,
@@ -1509,7 +1512,7 @@ impl<'p> Verifier<'p> {
                 reduce_cmd,
                 reduce_res,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "on_true", on_true);
                 self.same_pf("dst", dst, "predicate", predicate);
                 self.not_both_psum("on_true", on_true, "predicate", predicate);
@@ -1543,12 +1546,12 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(reduce_res.as_ref(), on_true);
             }
-            Op::Max8 { dst, src } => {
+            Op::Max8(insn::Max8 { dst, src }) => {
                 self.same_p("dst", dst, "src", src);
                 self.free_is("dst", dst, 8);
                 self.free_between("src", src, 8, 16_384);
             }
-            Op::FindIndex8 { dst, src, vals } => {
+            Op::FindIndex8(insn::FindIndex8 { dst, src, vals }) => {
                 self.same_p("dst", dst, "src", src);
                 self.same_p("vals", vals, "src", src);
                 self.free_is("dst", dst, 8);
@@ -1562,13 +1565,13 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::MatchReplace8 {
+            Op::MatchReplace8(insn::MatchReplace8 {
                 dst,
                 src,
                 vals,
                 dst_idx,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.same_p("vals", vals, "src", src);
                 self.free_is("vals", vals, 8);
@@ -1585,23 +1588,23 @@ impl<'p> Verifier<'p> {
                     }
                 }
             }
-            Op::BnStats { dst, src } => {
+            Op::BnStats(insn::BnStats { dst, src }) => {
                 self.same_p("dst", dst, "src", src);
                 self.free_is("dst", dst, 6);
                 self.free_between("src", src, 1, u64::from(self.f.bn_stats_fmax));
             }
-            Op::BnAggr { dst, src } => {
+            Op::BnAggr(insn::BnAggr { dst, src }) => {
                 self.same_p("dst", dst, "src", src);
                 self.free_is("dst", dst, 2);
                 if src.free_size() % 3 != 0 {
                     self.err(Rule::FreeSize, Some("src"), format!("`src` must hold (count, mean, M2) triples; its free size {} is not a multiple of 3", src.free_size()));
                 }
             }
-            Op::QuantizeMx {
+            Op::QuantizeMx(insn::QuantizeMx {
                 dst,
                 src,
                 dst_scale,
-            } => {
+            }) => {
                 if !matches!(src.dtype, DType::F16 | DType::BF16) {
                     self.err(
                         Rule::OperandDtype,
@@ -1631,7 +1634,7 @@ impl<'p> Verifier<'p> {
                 }
                 self.mx_scale("dst_scale", dst_scale, dst);
             }
-            Op::StreamShuffle { dst, src, mask } => {
+            Op::StreamShuffle(insn::StreamShuffle { dst, src, mask }) => {
                 self.same_f("dst", dst, "src", src);
                 self.same_dtype("dst", dst, "src", src);
                 if mask.len() != 32 {
@@ -1649,13 +1652,13 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::AffineSelect {
+            Op::AffineSelect(insn::AffineSelect {
                 dst,
                 src,
                 pattern,
                 cmp,
                 ..
-            } => {
+            }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.pattern("pattern", pattern, dst);
                 if !cmp.is_comparison() {
@@ -1666,13 +1669,13 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::LocalGather {
+            Op::LocalGather(insn::LocalGather {
                 dst,
                 src,
                 index,
                 elem_per_idx,
                 valid_indices,
-            } => {
+            }) => {
                 self.same_dtype("dst", dst, "src", src);
                 self.same_p("index", index, "src", src);
                 self.same_p("dst", dst, "src", src);
@@ -1722,7 +1725,7 @@ impl<'p> Verifier<'p> {
                     ));
                 }
             }
-            Op::NGather { dst, src, indices } => {
+            Op::NGather(insn::NGather { dst, src, indices }) => {
                 self.same_p("dst", dst, "src", src);
                 self.same_pf("dst", dst, "indices", indices);
                 self.same_dtype("dst", dst, "src", src);
@@ -1734,7 +1737,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::SequenceBounds { dst, src } => {
+            Op::SequenceBounds(insn::SequenceBounds { dst, src }) => {
                 if src.partition_count != 1 || dst.partition_count != 1 {
                     self.err(
                         Rule::PartitionCount,
@@ -1762,7 +1765,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::NonzeroWithCount { dst, src, .. } => {
+            Op::NonzeroWithCount(insn::NonzeroWithCount { dst, src, .. }) => {
                 self.same_p("dst", dst, "src", src);
                 if dst.free_size() != src.free_size().saturating_add(1) {
                     self.err(
@@ -1790,8 +1793,9 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::RegLoad { src: ap, .. } | Op::RegStore { dst: ap, .. } => {
-                let reg_field = if matches!(op, Op::RegLoad { .. }) {
+            Op::RegLoad(insn::RegLoad { src: ap, .. })
+            | Op::RegStore(insn::RegStore { dst: ap, .. }) => {
+                let reg_field = if matches!(op, Op::RegLoad(_)) {
                     "src"
                 } else {
                     "dst"
@@ -1821,7 +1825,7 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::Branch { target, .. } | Op::Jump { target } => {
+            Op::Branch(insn::Branch { target, .. }) | Op::Jump(insn::Jump { target }) => {
                 if !labels.contains_key(target) {
                     self.err(
                         Rule::BranchTarget,
@@ -1830,12 +1834,12 @@ impl<'p> Verifier<'p> {
                     );
                 }
             }
-            Op::RegSet { .. }
-            | Op::RegMove { .. }
-            | Op::RegAlu { .. }
-            | Op::Label { .. }
-            | Op::Nop {} => {}
-            Op::CoreBarrier { data } => {
+            Op::RegSet(_)
+            | Op::RegMove(_)
+            | Op::RegAlu(_)
+            | Op::Label(_)
+            | Op::Nop(insn::Nop {}) => {}
+            Op::CoreBarrier(insn::CoreBarrier { data }) => {
                 if data
                     .as_ref()
                     .is_some_and(|d| !matches!(d.mem, Memory::Hbm(_)))
@@ -2562,7 +2566,7 @@ impl<'p> Verifier<'p> {
             .map(|s| {
                 s.insts
                     .iter()
-                    .any(|i| matches!(i.op, Op::Branch { .. } | Op::Jump { .. }))
+                    .any(|i| matches!(i.op, Op::Branch(_) | Op::Jump(_)))
             })
             .collect();
         let mut total = vec![0u64; n];

@@ -16,6 +16,7 @@
 
 mod common;
 
+use nkic_isa::insn;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -136,7 +137,7 @@ fn built_cases() -> Vec<(&'static str, Launch, Vec<&'static str>)> {
     let mut tensor_id = assembled(
         ".target trn3\n.arg a f32[128,4] input\n.queue dma0\n  dma_copy dst=sbuf[0:128]:f32[1,4] src=hbm.a[0:128*4]:f32[1,4]\n",
     );
-    if let nkic_isa::Op::DmaCopy { src, .. } = &mut tensor_id.queues[0].insts[0].op {
+    if let nkic_isa::Op::DmaCopy(insn::DmaCopy { src, .. }) = &mut tensor_id.queues[0].insts[0].op {
         src.mem = nkic_isa::Memory::Hbm(nkic_isa::TensorId(4));
     }
 

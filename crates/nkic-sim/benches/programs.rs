@@ -2,6 +2,7 @@
 //! and an elementwise pipeline. Shared by the criterion bench and the
 //! `matmul_nkasm` example (which prints the matmul as `.nkasm`).
 
+use nkic_isa::insn;
 use nkic_isa::{
     AccessPattern, AluOp, DType, Dim, Instruction, Op, Program, Queue, Scalar, Target, TensorKind,
 };
@@ -91,10 +92,10 @@ pub fn matmul(m: u64, k: u64, n: u64) -> Program {
                 &[Dim::new(1, 512)],
                 DType::F32,
             );
-            let mut evict = Instruction::new(Op::TensorCopy {
+            let mut evict = Instruction::new(Op::TensorCopy(insn::TensorCopy {
                 dst: out.clone(),
                 src: psum,
-            })
+            }))
             .wait(mm, group + 1)
             .signal(evac);
             if group >= 2 {
@@ -206,12 +207,12 @@ pub fn add_scale(rows: u64, cols: u64) -> Program {
             p.stream_mut(Queue::Dma(queue)).push(load);
         }
         p.stream_mut(Queue::Vector).push(
-            Instruction::new(Op::TensorTensor {
+            Instruction::new(Op::TensorTensor(insn::TensorTensor {
                 dst: tile(slot + 4096),
                 src0: tile(slot),
                 src1: tile(slot + 2048),
                 op: AluOp::Add,
-            })
+            }))
             .wait(loaded, 2 * (t32 + 1)),
         );
         p.stream_mut(Queue::Vector).push(
@@ -262,18 +263,18 @@ pub fn bf16_bytes(n: usize, seed: u32) -> Vec<u8> {
 pub fn loop_back() -> [Instruction; 2] {
     use nkic_isa::{BranchCond, Label, Reg, RegAluOp, RegOrImm};
     [
-        Instruction::new(Op::RegAlu {
+        Instruction::new(Op::RegAlu(insn::RegAlu {
             dst: Reg(1),
             op: RegAluOp::Add,
             a: Reg(1),
             b: RegOrImm::Imm(1),
-        }),
-        Instruction::new(Op::Branch {
+        })),
+        Instruction::new(Op::Branch(insn::Branch {
             cond: BranchCond::Lt,
             a: Reg(1),
             b: RegOrImm::Reg(Reg(0)),
             target: Label(0),
-        }),
+        })),
     ]
 }
 
@@ -288,15 +289,15 @@ pub fn small_ops(iters: i32) -> Program {
     let tile = |off: u64, dt| AccessPattern::sbuf(0, 128, off, &[Dim::new(1, 16)], dt);
     let loop_of = |body: Vec<Instruction>, init: Vec<Instruction>| {
         let mut s = init;
-        s.push(Instruction::new(Op::RegSet {
+        s.push(Instruction::new(Op::RegSet(insn::RegSet {
             dst: Reg(0),
             value: iters,
-        }));
-        s.push(Instruction::new(Op::RegSet {
+        })));
+        s.push(Instruction::new(Op::RegSet(insn::RegSet {
             dst: Reg(1),
             value: 0,
-        }));
-        s.push(Instruction::new(Op::Label { label: Label(0) }));
+        })));
+        s.push(Instruction::new(Op::Label(insn::Label { label: Label(0) })));
         s.extend(body);
         s.extend(loop_back());
         s
@@ -304,10 +305,10 @@ pub fn small_ops(iters: i32) -> Program {
     let scale = |dst, src| Op::tensor_scalar(dst, src, AluOp::Multiply, Scalar::imm(1.0001));
     let vector = loop_of(
         vec![Instruction::new(scale(tile(0, DType::F32), tile(0, DType::F32))).signal(tick)],
-        vec![Instruction::new(Op::Memset {
+        vec![Instruction::new(Op::Memset(insn::Memset {
             dst: tile(0, DType::F32),
             value: Imm::Float(1.0.into()),
-        })],
+        }))],
     );
     let mut wait = Instruction::new(scale(tile(64, DType::F32), tile(64, DType::F32)));
     wait.waits.push(SemWait {
@@ -317,22 +318,22 @@ pub fn small_ops(iters: i32) -> Program {
     });
     let scalar = loop_of(
         vec![wait],
-        vec![Instruction::new(Op::TensorCopy {
+        vec![Instruction::new(Op::TensorCopy(insn::TensorCopy {
             dst: tile(64, DType::F32),
             src: tile(128, DType::F32),
-        })],
+        }))],
     );
     let gpsimd = loop_of(
-        vec![Instruction::new(Op::Iota {
+        vec![Instruction::new(Op::Iota(insn::Iota {
             dst: tile(256, DType::I32),
             pattern: vec![Dim::new(1, 16)],
             offset: 0,
             channel_multiplier: 16,
-        })],
-        vec![Instruction::new(Op::Memset {
+        }))],
+        vec![Instruction::new(Op::Memset(insn::Memset {
             dst: tile(128, DType::F32),
             value: Imm::Float(2.0.into()),
-        })],
+        }))],
     );
     // The Scalar stream's first copy reads what GpSimd's memset writes.
     let ready = p.add_semaphore("ready");

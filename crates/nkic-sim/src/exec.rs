@@ -38,6 +38,7 @@
 //! * `iota` saturates values into narrow integer dtypes.
 //! * Gather and shuffle indices outside their source fault `OutOfBounds`.
 
+use nkic_isa::insn;
 use nkic_isa::numerics::{self, Overflow};
 use nkic_isa::{
     AccessPattern, ActFunc, AluOp, DType, Dim, Engine, Imm, Label, MatmulPerfMode, OobMode, Op,
@@ -132,11 +133,11 @@ impl<'a> Reduction<'a> {
 /// is docs/isa.md's "Definedness").
 pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
     match op {
-        Op::NcMatmul { .. } | Op::NcMatmulMx { .. } => ShadowRule::Matmul,
-        Op::NcTranspose { .. } => ShadowRule::Transpose,
+        Op::NcMatmul(_) | Op::NcMatmulMx(_) => ShadowRule::Matmul,
+        Op::NcTranspose(_) => ShadowRule::Transpose,
         // A rank-3 or rank-4 transpose whose middle dims are 1 moves
         // element (i, p) of `[F, P]` to (p, i), as a rank-2 one does.
-        Op::DmaTranspose { src, .. }
+        Op::DmaTranspose(insn::DmaTranspose { src, .. })
             if src
                 .shape()
                 .get(1..src.shape().len().saturating_sub(1))
@@ -144,25 +145,25 @@ pub(crate) fn shadow_rule(op: &Op) -> ShadowRule {
         {
             ShadowRule::Transpose
         }
-        Op::DmaTranspose { .. } | Op::LocalGather { .. } | Op::QuantizeMx { .. } => ShadowRule::All,
-        Op::TensorTensorScan { .. }
-        | Op::TensorScalarCumulative { .. }
-        | Op::Max8 { .. }
-        | Op::FindIndex8 { .. }
-        | Op::MatchReplace8 { .. }
-        | Op::NGather { .. }
-        | Op::SequenceBounds { .. }
-        | Op::NonzeroWithCount { .. }
-        | Op::BnStats { .. }
-        | Op::BnAggr { .. } => ShadowRule::Row,
-        Op::StreamShuffle { mask, .. } => {
+        Op::DmaTranspose(_) | Op::LocalGather(_) | Op::QuantizeMx(_) => ShadowRule::All,
+        Op::TensorTensorScan(_)
+        | Op::TensorScalarCumulative(_)
+        | Op::Max8(_)
+        | Op::FindIndex8(_)
+        | Op::MatchReplace8(_)
+        | Op::NGather(_)
+        | Op::SequenceBounds(_)
+        | Op::NonzeroWithCount(_)
+        | Op::BnStats(_)
+        | Op::BnAggr(_) => ShadowRule::Row,
+        Op::StreamShuffle(insn::StreamShuffle { mask, .. }) => {
             let mut rows = [255u8; 32];
             for (r, &m) in rows.iter_mut().zip(mask) {
                 *r = m;
             }
             ShadowRule::Shuffle(rows)
         }
-        Op::TensorPartitionReduce { .. } => ShadowRule::Column,
+        Op::TensorPartitionReduce(_) => ShadowRule::Column,
         _ => ShadowRule::Elementwise,
     }
 }
@@ -171,32 +172,34 @@ impl Exec<'_> {
     /// Executes `op`.
     pub fn run(&mut self, op: &Op) -> FResult<Flow> {
         match op {
-            Op::DmaCopy {
+            Op::DmaCopy(insn::DmaCopy {
                 dst,
                 src,
                 accumulate,
                 oob,
                 ..
-            } => self.dma_copy(dst, src, *accumulate, *oob)?,
-            Op::DmaTranspose { dst, src, .. } => self.dma_transpose(dst, src)?,
-            Op::DmaGather {
+            }) => self.dma_copy(dst, src, *accumulate, *oob)?,
+            Op::DmaTranspose(insn::DmaTranspose { dst, src, .. }) => {
+                self.dma_transpose(dst, src)?
+            }
+            Op::DmaGather(insn::DmaGather {
                 dst,
                 src,
                 index,
                 accumulate,
                 oob,
-            } => self.dma_indirect(dst, src, index, false, *accumulate, *oob)?,
-            Op::DmaScatter {
+            }) => self.dma_indirect(dst, src, index, false, *accumulate, *oob)?,
+            Op::DmaScatter(insn::DmaScatter {
                 dst,
                 src,
                 index,
                 accumulate,
                 oob,
-            } => self.dma_indirect(dst, src, index, true, *accumulate, *oob)?,
-            Op::Rng { dst } => self.rng(dst)?,
-            Op::Rand2 { dst, min, max } => self.rand2(dst, min, max)?,
-            Op::Dropout { dst, src, prob } => self.dropout(dst, src, prob)?,
-            Op::SetRngSeed { src } => {
+            }) => self.dma_indirect(dst, src, index, true, *accumulate, *oob)?,
+            Op::Rng(insn::Rng { dst }) => self.rng(dst)?,
+            Op::Rand2(insn::Rand2 { dst, min, max }) => self.rand2(dst, min, max)?,
+            Op::Dropout(insn::Dropout { dst, src, prob }) => self.dropout(dst, src, prob)?,
+            Op::SetRngSeed(insn::SetRngSeed { src }) => {
                 let v = self.view(src, "src")?;
                 let mut raw = Vec::new();
                 self.mem.read_defined(&v, &mut raw)?;
@@ -204,15 +207,15 @@ impl Exec<'_> {
                 let lanes = self.acc.rng_vector.len();
                 self.acc.rng_vector = rng::lanes(seed, lanes);
             }
-            Op::TensorCopy { dst, src } => self.tensor_copy(dst, src)?,
-            Op::Memset { dst, value } => self.memset(dst, *value)?,
-            Op::Iota {
+            Op::TensorCopy(insn::TensorCopy { dst, src }) => self.tensor_copy(dst, src)?,
+            Op::Memset(insn::Memset { dst, value }) => self.memset(dst, *value)?,
+            Op::Iota(insn::Iota {
                 dst,
                 pattern,
                 offset,
                 channel_multiplier,
-            } => self.iota(dst, pattern, *offset, *channel_multiplier)?,
-            Op::NcMatmul {
+            }) => self.iota(dst, pattern, *offset, *channel_multiplier)?,
+            Op::NcMatmul(insn::NcMatmul {
                 dst,
                 stationary,
                 moving,
@@ -220,8 +223,8 @@ impl Exec<'_> {
                 transpose,
                 perf_mode,
                 ..
-            } => self.matmul(dst, stationary, moving, *accumulate, *transpose, *perf_mode)?,
-            Op::NcMatmulMx {
+            }) => self.matmul(dst, stationary, moving, *accumulate, *transpose, *perf_mode)?,
+            Op::NcMatmulMx(insn::NcMatmulMx {
                 dst,
                 stationary,
                 moving,
@@ -229,7 +232,7 @@ impl Exec<'_> {
                 moving_scale,
                 accumulate,
                 ..
-            } => self.matmul_mx(
+            }) => self.matmul_mx(
                 dst,
                 stationary,
                 moving,
@@ -237,106 +240,63 @@ impl Exec<'_> {
                 moving_scale,
                 *accumulate,
             )?,
-            Op::NcTranspose { dst, src } => self.transpose(dst, src)?,
-            Op::Activation {
-                dst,
-                src,
-                func,
-                scale,
-                bias,
-                reduce_op,
-                reduce_cmd,
-                reduce_res,
-            } => self.activation(
-                dst,
-                src,
-                *func,
-                scale,
-                bias.as_ref(),
-                reduce_op.unwrap_or(AluOp::Add),
-                *reduce_cmd,
-                reduce_res.as_ref(),
-            )?,
-            Op::ActivationReduce {
-                dst,
-                src,
-                func,
-                scale,
-                bias,
-                reduce_op,
-                reduce_res,
-            } => self.activation(
-                dst,
-                src,
-                *func,
-                scale,
-                bias.as_ref(),
-                *reduce_op,
-                ReduceCmd::ResetReduce,
-                Some(reduce_res),
-            )?,
-            Op::Activate2 { .. } => self.activate2(op)?,
-            Op::TensorTensor {
+            Op::NcTranspose(insn::NcTranspose { dst, src }) => self.transpose(dst, src)?,
+            Op::Activation(i) => {
+                let (sv, dv, y) =
+                    self.activation(&i.dst, &i.src, i.func, &i.scale, i.bias.as_ref())?;
+                let reduce_op = i.reduce_op.unwrap_or(AluOp::Add);
+                let r = Reduction::new(
+                    AccFile::Scalar,
+                    i.reduce_cmd,
+                    reduce_op,
+                    i.reduce_res.as_ref(),
+                );
+                self.reduce_and_write(r, &sv, &dv, &y, None)?;
+            }
+            Op::ActivationReduce(i) => {
+                let (sv, dv, y) =
+                    self.activation(&i.dst, &i.src, i.func, &i.scale, i.bias.as_ref())?;
+                let cmd = ReduceCmd::ResetReduce;
+                let r = Reduction::new(AccFile::Scalar, cmd, i.reduce_op, Some(&i.reduce_res));
+                self.reduce_and_write(r, &sv, &dv, &y, None)?;
+            }
+            Op::Activate2(i) => self.activate2(i)?,
+            Op::TensorTensor(insn::TensorTensor {
                 dst,
                 src0,
                 src1,
                 op,
-            } => self.tensor_tensor(dst, src0, src1, *op)?,
-            Op::TensorScalar { .. } => self.tensor_scalar(op)?,
-            Op::ScalarTensorTensor {
-                dst,
-                src,
-                op0,
-                operand0,
-                reverse0,
-                op1,
-                src1,
-                reverse1,
-            } => self
-                .scalar_tensor_tensor(dst, src, *op0, operand0, *reverse0, *op1, src1, *reverse1)?,
-            Op::TensorScalarReduce { .. } => self.tensor_scalar_reduce(op)?,
-            Op::TensorScalarCumulative {
-                dst,
-                src,
-                op0,
-                imm0,
-                op1,
-                imm1,
-                reduce_cmd,
-            } => self.cumulative(dst, src, *op0, imm0, *op1, imm1.as_ref(), *reduce_cmd)?,
-            Op::TensorReduce {
+            }) => self.tensor_tensor(dst, src0, src1, *op)?,
+            Op::TensorScalar(i) => self.tensor_scalar(i)?,
+            Op::ScalarTensorTensor(i) => self.scalar_tensor_tensor(i)?,
+            Op::TensorScalarReduce(i) => self.tensor_scalar_reduce(i)?,
+            Op::TensorScalarCumulative(i) => self.cumulative(i)?,
+            Op::TensorReduce(insn::TensorReduce {
                 dst,
                 src,
                 op,
                 last_dims,
                 negate,
-            } => self.tensor_reduce(dst, src, *op, *last_dims, *negate)?,
-            Op::TensorPartitionReduce { dst, src, op } => self.partition_reduce(dst, src, *op)?,
-            Op::TensorTensorScan {
-                dst,
-                src0,
-                src1,
-                initial,
-                op0,
-                op1,
-                reverse0,
-                reverse1,
-            } => self.scan(dst, src0, src1, initial, *op0, *op1, *reverse0, *reverse1)?,
-            Op::TensorCopyPredicated {
+            }) => self.tensor_reduce(dst, src, *op, *last_dims, *negate)?,
+            Op::TensorPartitionReduce(insn::TensorPartitionReduce { dst, src, op }) => {
+                self.partition_reduce(dst, src, *op)?
+            }
+            Op::TensorTensorScan(i) => self.scan(i)?,
+            Op::TensorCopyPredicated(insn::TensorCopyPredicated {
                 dst,
                 src,
                 predicate,
                 reverse_pred,
-            } => self.copy_predicated(dst, src, predicate, *reverse_pred)?,
-            Op::Reciprocal { dst, src } => self.map(dst, src, |x| 1.0 / x)?,
-            Op::Exponential {
+            }) => self.copy_predicated(dst, src, predicate, *reverse_pred)?,
+            Op::Reciprocal(insn::Reciprocal { dst, src }) => self.map(dst, src, |x| 1.0 / x)?,
+            Op::Exponential(insn::Exponential {
                 dst,
                 src,
                 max_value,
                 reduce_cmd,
                 reduce_init,
                 reduce_res,
-            } => self.exponential(
+            }) => self.exponential(
                 dst,
                 src,
                 max_value,
@@ -344,84 +304,58 @@ impl Exec<'_> {
                 reduce_init.as_ref(),
                 reduce_res.as_ref(),
             )?,
-            Op::RangeSelect { .. } => self.range_select(op)?,
-            Op::SelectReduce {
-                dst,
-                predicate,
-                on_true,
-                on_false,
-                reverse_pred,
-                reduce_cmd,
-                reduce_res,
-            } => self.select_reduce(
-                dst,
-                predicate,
-                on_true,
-                on_false,
-                *reverse_pred,
-                *reduce_cmd,
-                reduce_res.as_ref(),
-            )?,
-            Op::Max8 { dst, src } => self.max8(dst, src)?,
-            Op::FindIndex8 { dst, src, vals } => self.find_index8(dst, src, vals)?,
-            Op::MatchReplace8 {
+            Op::RangeSelect(i) => self.range_select(i)?,
+            Op::SelectReduce(i) => self.select_reduce(i)?,
+            Op::Max8(insn::Max8 { dst, src }) => self.max8(dst, src)?,
+            Op::FindIndex8(insn::FindIndex8 { dst, src, vals }) => {
+                self.find_index8(dst, src, vals)?
+            }
+            Op::MatchReplace8(insn::MatchReplace8 {
                 dst,
                 src,
                 vals,
                 imm,
                 dst_idx,
-            } => self.match_replace8(dst, src, vals, imm.get(), dst_idx.as_ref())?,
-            Op::BnStats { dst, src } => self.bn_stats(dst, src)?,
-            Op::BnAggr { dst, src } => self.bn_aggr(dst, src)?,
-            Op::QuantizeMx {
+            }) => self.match_replace8(dst, src, vals, imm.get(), dst_idx.as_ref())?,
+            Op::BnStats(insn::BnStats { dst, src }) => self.bn_stats(dst, src)?,
+            Op::BnAggr(insn::BnAggr { dst, src }) => self.bn_aggr(dst, src)?,
+            Op::QuantizeMx(insn::QuantizeMx {
                 dst,
                 src,
                 dst_scale,
-            } => self.quantize_mx(dst, src, dst_scale)?,
-            Op::StreamShuffle { dst, src, mask } => self.stream_shuffle(dst, src, mask)?,
-            Op::AffineSelect {
-                dst,
-                src,
-                pattern,
-                offset,
-                channel_multiplier,
-                cmp,
-                on_false,
-            } => self.affine_select(
-                dst,
-                src,
-                pattern,
-                *offset,
-                *channel_multiplier,
-                *cmp,
-                on_false.get(),
-            )?,
-            Op::LocalGather {
+            }) => self.quantize_mx(dst, src, dst_scale)?,
+            Op::StreamShuffle(insn::StreamShuffle { dst, src, mask }) => {
+                self.stream_shuffle(dst, src, mask)?
+            }
+            Op::AffineSelect(i) => self.affine_select(i)?,
+            Op::LocalGather(insn::LocalGather {
                 dst,
                 src,
                 index,
                 elem_per_idx,
                 valid_indices,
-            } => self.local_gather(dst, src, index, *elem_per_idx, *valid_indices)?,
-            Op::NGather { dst, src, indices } => self.n_gather(dst, src, indices)?,
-            Op::SequenceBounds { dst, src } => self.sequence_bounds(dst, src)?,
-            Op::NonzeroWithCount {
+            }) => self.local_gather(dst, src, index, *elem_per_idx, *valid_indices)?,
+            Op::NGather(insn::NGather { dst, src, indices }) => self.n_gather(dst, src, indices)?,
+            Op::SequenceBounds(insn::SequenceBounds { dst, src }) => {
+                self.sequence_bounds(dst, src)?
+            }
+            Op::NonzeroWithCount(insn::NonzeroWithCount {
                 dst,
                 src,
                 index_offset,
                 padding,
-            } => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
-            Op::RegSet { dst, value } => *self.reg_mut(*dst) = *value,
-            Op::RegMove { dst, src } => {
+            }) => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
+            Op::RegSet(insn::RegSet { dst, value }) => *self.reg_mut(*dst) = *value,
+            Op::RegMove(insn::RegMove { dst, src }) => {
                 let v = self.reg(*src);
                 *self.reg_mut(*dst) = v;
             }
-            Op::RegAlu { dst, op, a, b } => {
+            Op::RegAlu(insn::RegAlu { dst, op, a, b }) => {
                 let a = self.reg(*a);
                 let b = self.reg_or_imm(*b);
                 *self.reg_mut(*dst) = reg_alu(*op, a, b)?;
             }
-            Op::RegLoad { dst, src } => {
+            Op::RegLoad(insn::RegLoad { dst, src }) => {
                 let v = self.view(src, "src")?;
                 let mut raw = Vec::new();
                 self.mem.read_defined(&v, &mut raw)?;
@@ -433,21 +367,21 @@ impl Exec<'_> {
                 };
                 *self.reg_mut(*dst) = value;
             }
-            Op::RegStore { dst, src } => {
+            Op::RegStore(insn::RegStore { dst, src }) => {
                 let value = self.reg(*src);
                 let v = self.view_w(dst, "dst")?;
                 self.mem.write_bits(&v, &[value as u32])?;
             }
-            Op::Branch { cond, a, b, target } => {
+            Op::Branch(insn::Branch { cond, a, b, target }) => {
                 let a = self.reg(*a);
                 let b = self.reg_or_imm(*b);
                 if cond.holds(a, b) {
                     return Ok(Flow::Jump(*target));
                 }
             }
-            Op::Jump { target } => return Ok(Flow::Jump(*target)),
+            Op::Jump(insn::Jump { target }) => return Ok(Flow::Jump(*target)),
             // A `sendrecv` moves its data in the machine, which pairs the cores.
-            Op::Label { .. } | Op::Nop {} | Op::CoreBarrier { .. } | Op::SendRecv { .. } => {}
+            Op::Label(_) | Op::Nop(insn::Nop {}) | Op::CoreBarrier(_) | Op::SendRecv(_) => {}
         }
         Ok(Flow::Next)
     }
@@ -769,7 +703,6 @@ impl Exec<'_> {
     /// one at a time in row-major order, so repeated scatter indices with
     /// `accumulate` add up. A remapped row outside its tensor faults, or
     /// with `oob=skip` is not transferred.
-    #[allow(clippy::too_many_arguments)]
     fn dma_indirect(
         &mut self,
         dst: &AccessPattern,
@@ -948,7 +881,7 @@ impl Exec<'_> {
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
         *self.flops += 2 * (k * m * n) as u64;
         if transpose {
-            return self.matmul_transpose(&dv, &sv, &s, &v, k, m, n, accumulate);
+            return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
         }
         let mut acc = if accumulate {
             self.mem.read_f32(&dv)?
@@ -964,16 +897,13 @@ impl Exec<'_> {
     /// is `stationary[k, m]` exactly (bits when `dst` has its dtype, so NaN
     /// and infinity survive; `accumulate` does not apply); otherwise the
     /// column is an ordinary matmul (docs/isa.md `nc_matmul`).
-    #[allow(clippy::too_many_arguments)]
     fn matmul_transpose(
         &mut self,
         dv: &View,
         sv: &View,
         s: &[f32],
         v: &[f32],
-        k: usize,
-        m: usize,
-        n: usize,
+        [k, m, n]: [usize; 3],
         accumulate: bool,
     ) -> FResult<()> {
         let mut s_raw = Vec::new();
@@ -1114,7 +1044,9 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ Scalar engine
 
-    #[allow(clippy::too_many_arguments)]
+    /// The rows of `func(src · scale + bias)` (`activation` and
+    /// `activation_reduce`, whose callers reduce and write them), with the
+    /// source and destination views.
     fn activation(
         &mut self,
         dst: &AccessPattern,
@@ -1122,10 +1054,7 @@ impl Exec<'_> {
         func: ActFunc,
         scale: &Scalar,
         bias: Option<&Scalar>,
-        reduce_op: AluOp,
-        cmd: ReduceCmd,
-        reduce_res: Option<&AccessPattern>,
-    ) -> FResult<()> {
+    ) -> FResult<(View, View, Vec<f32>)> {
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1133,12 +1062,11 @@ impl Exec<'_> {
         let bias = self.opt_scalar(bias, rows, 0.0, "bias")?;
         let f = sv.free();
         let y = map_rows(&x, f, |p, x| activation(func, x * scale[p] + bias[p], 0.0));
-        let r = Reduction::new(AccFile::Scalar, cmd, reduce_op, reduce_res);
-        self.reduce_and_write(r, &sv, &dv, &y, None)
+        Ok((sv, dv, y))
     }
 
-    fn activate2(&mut self, op: &Op) -> FResult<()> {
-        let Op::Activate2 {
+    fn activate2(&mut self, i: &insn::Activate2) -> FResult<()> {
+        let insn::Activate2 {
             dst,
             src,
             func,
@@ -1152,10 +1080,7 @@ impl Exec<'_> {
             reduce_op,
             reduce_cmd,
             reduce_res,
-        } = op
-        else {
-            return Ok(());
-        };
+        } = i;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1225,8 +1150,8 @@ impl Exec<'_> {
         self.mem.write_f32(&dv, &y)
     }
 
-    fn tensor_scalar(&mut self, op: &Op) -> FResult<()> {
-        let Op::TensorScalar {
+    fn tensor_scalar(&mut self, i: &insn::TensorScalar) -> FResult<()> {
+        let insn::TensorScalar {
             dst,
             src,
             op0,
@@ -1235,10 +1160,7 @@ impl Exec<'_> {
             op1,
             operand1,
             reverse1,
-        } = op
-        else {
-            return Ok(());
-        };
+        } = i;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let rows = sv.rows;
@@ -1301,18 +1223,17 @@ impl Exec<'_> {
         self.mem.write_f32(&dv, &y)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn scalar_tensor_tensor(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        op0: AluOp,
-        operand0: &Scalar,
-        reverse0: bool,
-        op1: AluOp,
-        src1: &AccessPattern,
-        reverse1: bool,
-    ) -> FResult<()> {
+    fn scalar_tensor_tensor(&mut self, i: &insn::ScalarTensorTensor) -> FResult<()> {
+        let &insn::ScalarTensorTensor {
+            ref dst,
+            ref src,
+            op0,
+            ref operand0,
+            reverse0,
+            op1,
+            ref src1,
+            reverse1,
+        } = i;
         let (sv, x) = self.values(src, "src")?;
         let (_, x1) = self.values(src1, "src1")?;
         let dv = self.dst(dst, "dst")?;
@@ -1330,8 +1251,8 @@ impl Exec<'_> {
         self.mem.write_f32(&dv, &y)
     }
 
-    fn tensor_scalar_reduce(&mut self, op: &Op) -> FResult<()> {
-        let Op::TensorScalarReduce {
+    fn tensor_scalar_reduce(&mut self, i: &insn::TensorScalarReduce) -> FResult<()> {
+        let insn::TensorScalarReduce {
             dst,
             src,
             op0,
@@ -1341,10 +1262,7 @@ impl Exec<'_> {
             reduce_init,
             reduce_res,
             reduce_res_negate,
-        } = op
-        else {
-            return Ok(());
-        };
+        } = i;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1375,17 +1293,17 @@ impl Exec<'_> {
     /// `reg = op1(op0(src[i], imm0), reg); dst[i] = reg`, the register
     /// starting per `reduce_cmd` (reset: identity of `op1`; reduce: the
     /// Vector accumulator; load: `imm1`) and left in the accumulator.
-    #[allow(clippy::too_many_arguments)]
-    fn cumulative(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        op0: AluOp,
-        imm0: &Scalar,
-        op1: AluOp,
-        imm1: Option<&Scalar>,
-        cmd: ReduceCmd,
-    ) -> FResult<()> {
+    fn cumulative(&mut self, i: &insn::TensorScalarCumulative) -> FResult<()> {
+        let &insn::TensorScalarCumulative {
+            ref dst,
+            ref src,
+            op0,
+            ref imm0,
+            op1,
+            ref imm1,
+            reduce_cmd: cmd,
+        } = i;
+        let imm1 = imm1.as_ref();
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1515,18 +1433,17 @@ impl Exec<'_> {
     }
 
     /// `tensor_tensor_scan`; the running value stays in f32 between steps.
-    #[allow(clippy::too_many_arguments)]
-    fn scan(
-        &mut self,
-        dst: &AccessPattern,
-        src0: &AccessPattern,
-        src1: &AccessPattern,
-        initial: &Scalar,
-        op0: AluOp,
-        op1: AluOp,
-        reverse0: bool,
-        reverse1: bool,
-    ) -> FResult<()> {
+    fn scan(&mut self, i: &insn::TensorTensorScan) -> FResult<()> {
+        let &insn::TensorTensorScan {
+            ref dst,
+            ref src0,
+            ref src1,
+            ref initial,
+            op0,
+            op1,
+            reverse0,
+            reverse1,
+        } = i;
         let (av, a) = self.values(src0, "src0")?;
         let (_, b) = self.values(src1, "src1")?;
         let dv = self.dst(dst, "dst")?;
@@ -1606,8 +1523,8 @@ impl Exec<'_> {
         self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
 
-    fn range_select(&mut self, op: &Op) -> FResult<()> {
-        let Op::RangeSelect {
+    fn range_select(&mut self, i: &insn::RangeSelect) -> FResult<()> {
+        let insn::RangeSelect {
             dst,
             src,
             cmp0,
@@ -1618,10 +1535,7 @@ impl Exec<'_> {
             on_false,
             reduce_cmd,
             reduce_res,
-        } = op
-        else {
-            return Ok(());
-        };
+        } = i;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1647,17 +1561,17 @@ impl Exec<'_> {
         self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn select_reduce(
-        &mut self,
-        dst: &AccessPattern,
-        predicate: &AccessPattern,
-        on_true: &AccessPattern,
-        on_false: &Scalar,
-        reverse: bool,
-        cmd: ReduceCmd,
-        reduce_res: Option<&AccessPattern>,
-    ) -> FResult<()> {
+    fn select_reduce(&mut self, i: &insn::SelectReduce) -> FResult<()> {
+        let &insn::SelectReduce {
+            ref dst,
+            ref predicate,
+            ref on_true,
+            ref on_false,
+            reverse_pred: reverse,
+            reduce_cmd: cmd,
+            ref reduce_res,
+        } = i;
+        let reduce_res = reduce_res.as_ref();
         let pv = self.view(predicate, "predicate")?;
         let pred = self.mem.read_bits(&pv)?;
         let (tv, t) = self.values(on_true, "on_true")?;
@@ -1992,17 +1906,17 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ GpSimd engine
 
-    #[allow(clippy::too_many_arguments)]
-    fn affine_select(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        pattern: &[Dim],
-        offset: i32,
-        cm: i32,
-        cmp: AluOp,
-        on_false: f32,
-    ) -> FResult<()> {
+    fn affine_select(&mut self, i: &insn::AffineSelect) -> FResult<()> {
+        let &insn::AffineSelect {
+            ref dst,
+            ref src,
+            ref pattern,
+            offset,
+            channel_multiplier: cm,
+            cmp,
+            on_false,
+        } = i;
+        let on_false = on_false.get();
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;

@@ -39,9 +39,9 @@ pub(crate) fn mx_scale_rows(data_rows: usize) -> Vec<(usize, usize)> {
 /// scale operand.
 fn mx_data_field(op: &Op, field: &str) -> Option<&'static str> {
     match (op, field) {
-        (Op::NcMatmulMx { .. }, "stationary_scale") => Some("stationary"),
-        (Op::NcMatmulMx { .. }, "moving_scale") => Some("moving"),
-        (Op::QuantizeMx { .. }, "dst_scale") => Some("src"),
+        (Op::NcMatmulMx(_), "stationary_scale") => Some("stationary"),
+        (Op::NcMatmulMx(_), "moving_scale") => Some("moving"),
+        (Op::QuantizeMx(_), "dst_scale") => Some("src"),
         _ => None,
     }
 }

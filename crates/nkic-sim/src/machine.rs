@@ -77,6 +77,7 @@
 //! core's `src` bytes into its `dst`, taking the time of an SBUF-to-SBUF
 //! DMA of them.
 
+use nkic_isa::insn;
 use std::collections::{BTreeMap, HashMap};
 
 use nkic_isa::{
@@ -485,7 +486,7 @@ fn simulate_pass(
                     .iter()
                     .enumerate()
                     .filter_map(|(i, inst)| match inst.op {
-                        Op::Label { label } => Some((label, i)),
+                        Op::Label(insn::Label { label }) => Some((label, i)),
                         _ => None,
                     })
                     .rev()
@@ -696,7 +697,7 @@ fn simulate_pass(
                 .map(|r| r.snapshot(chosen, &q.race_waits(q.pc)));
             // A `sendrecv` reads its `src` as it arrives.
             let payload = match &q.insts[q.pc].op {
-                Op::SendRecv { src, .. } => {
+                Op::SendRecv(insn::SendRecv { src, .. }) => {
                     let mut bytes = Vec::new();
                     let read = mem
                         .view(src, &q.regs, "src", false)
@@ -1038,7 +1039,7 @@ fn wait_need(w: &SemWait, regs: &[i32]) -> i64 {
 fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<(u64, u64)> {
     let (writes, done, seq) = q.last_write.as_ref()?;
     let inst = &q.insts[q.pc];
-    if inst.op.is_control() && !matches!(inst.op, Op::RegLoad { .. }) {
+    if inst.op.is_control() && !matches!(inst.op, Op::RegLoad(_)) {
         return None;
     }
     let reads = footprints(&inst.op, Role::Read, &q.regs, mem);
@@ -1156,7 +1157,7 @@ fn step(
             (c, bytes, read_written)
         })
         .collect();
-    let writes = if op.is_control() && !matches!(op, Op::RegStore { .. }) {
+    let writes = if op.is_control() && !matches!(op, Op::RegStore(_)) {
         Vec::new()
     } else {
         footprints(op, Role::Write, &q.regs, mem)
@@ -1243,7 +1244,7 @@ fn step(
     };
     // A `sendrecv` receives what the other core's `src` held when it
     // arrived.
-    if let (Op::SendRecv { dst, .. }, Some(bytes)) = (op, incoming) {
+    if let (Op::SendRecv(insn::SendRecv { dst, .. }), Some(bytes)) = (op, incoming) {
         let v = mem.view(dst, &q.regs, "dst", true).map_err(&located)?;
         let want = v.elements() * v.size;
         if bytes.len() != want {

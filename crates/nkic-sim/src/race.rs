@@ -55,6 +55,7 @@
 //! store of the other core to bytes this core never wrote could, on the
 //! hardware, write an older value back; that case is not detected.)
 
+use nkic_isa::insn;
 use std::collections::HashMap;
 
 use nkic_isa::{Op, Queue, Role, intervals};
@@ -306,17 +307,17 @@ impl Races {
         let mut out = Vec::new();
         // A barrier's `data` only names what it synchronises; the barrier
         // moves no bytes.
-        if matches!(op, Op::CoreBarrier { .. }) {
+        if matches!(op, Op::CoreBarrier(_)) {
             return out;
         }
         let self_copy = matches!(
             op,
-            Op::DmaCopy { dst, src, accumulate: false, .. } if dst == src
+            Op::DmaCopy(insn::DmaCopy { dst, src, accumulate: false, .. }) if dst == src
         );
         for (field, role, v) in operand_views(op, view) {
             let indirect = matches!(
                 (op, field),
-                (Op::DmaGather { .. }, "src") | (Op::DmaScatter { .. }, "dst")
+                (Op::DmaGather(_), "src") | (Op::DmaScatter(_), "dst")
             );
             if indirect || (self_copy && role == Role::Read) {
                 continue;

@@ -58,6 +58,7 @@
 mod compile;
 mod native;
 
+use nkic_isa::insn;
 use nkic_isa::{AccessPattern, ActFunc, AluOp, DType, Engine, OobMode, Op, ReduceCmd, Scalar};
 
 use crate::alu::identity;
@@ -300,12 +301,12 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     let mut start = None;
     let mut running = None;
     let (mut sig, dst, srcs, scalars, fill) = match op {
-        Op::TensorTensor {
+        Op::TensorTensor(insn::TensorTensor {
             dst,
             src0,
             src1,
             op,
-        } => {
+        }) => {
             let a = view(src0, "src0", false)?;
             let b = view(src1, "src1", false)?;
             let d = view(dst, "dst", true)?;
@@ -315,7 +316,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(Body::Binary(*op), &d, Some(&a), Some(&b));
             (sig, d, vec![a, b], [None, None], 0)
         }
-        Op::TensorScalar {
+        Op::TensorScalar(insn::TensorScalar {
             dst,
             src,
             op0,
@@ -324,7 +325,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             op1,
             operand1,
             reverse1,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             if op0.is_bitvec() || exact_int(&[&a, &d]) {
                 return None;
@@ -343,7 +344,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             );
             (sig, d, vec![a], [o0, o1], 0)
         }
-        Op::TensorScalarReduce {
+        Op::TensorScalarReduce(insn::TensorScalarReduce {
             dst,
             src,
             op0,
@@ -353,7 +354,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             reduce_init,
             reduce_res,
             reduce_res_negate,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
             init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
@@ -374,7 +375,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [o0, None], 0)
         }
-        Op::ScalarTensorTensor {
+        Op::ScalarTensorTensor(insn::ScalarTensorTensor {
             dst,
             src,
             op0,
@@ -383,8 +384,8 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             op1,
             src1,
             reverse1,
-        }
-        | Op::TensorTensorScan {
+        })
+        | Op::TensorTensorScan(insn::TensorTensorScan {
             dst,
             src0: src,
             src1,
@@ -393,8 +394,8 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             op1,
             reverse0,
             reverse1,
-        } => {
-            let scan = matches!(op, Op::TensorTensorScan { .. });
+        }) => {
+            let scan = matches!(op, Op::TensorTensorScan(_));
             let (a, d) = values(src, dst)?;
             let b = view(src1, "src1", false)?;
             if !plain(&[&b]) {
@@ -418,38 +419,38 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             };
             (sig, d, vec![a, b], [o0, None], 0)
         }
-        Op::Activation {
+        Op::Activation(insn::Activation {
             dst,
             src,
             func,
             scale,
             bias,
             ..
-        }
-        | Op::ActivationReduce {
+        })
+        | Op::ActivationReduce(insn::ActivationReduce {
             dst,
             src,
             func,
             scale,
             bias,
             ..
-        } => {
+        }) => {
             let (reduce_op, cmd, res) = match op {
-                Op::Activation {
+                Op::Activation(insn::Activation {
                     reduce_op,
                     reduce_cmd,
                     reduce_res,
                     ..
-                } => (
+                }) => (
                     reduce_op.unwrap_or(AluOp::Add),
                     *reduce_cmd,
                     reduce_res.as_ref(),
                 ),
-                Op::ActivationReduce {
+                Op::ActivationReduce(insn::ActivationReduce {
                     reduce_op,
                     reduce_res,
                     ..
-                } => (*reduce_op, ReduceCmd::ResetReduce, Some(reduce_res)),
+                }) => (*reduce_op, ReduceCmd::ResetReduce, Some(reduce_res)),
                 _ => return None,
             };
             let (a, d) = values(src, dst)?;
@@ -467,7 +468,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [s, b], 0)
         }
-        Op::Activate2 {
+        Op::Activate2(insn::Activate2 {
             dst,
             src,
             func,
@@ -481,7 +482,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             reduce_op,
             reduce_cmd,
             reduce_res,
-        } => {
+        }) => {
             // A per-row `relu_param` has no place in the loop.
             let alpha = match relu_param {
                 None => 0.0,
@@ -507,14 +508,14 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [i0, i1], i64::from(alpha.to_bits()))
         }
-        Op::Exponential {
+        Op::Exponential(insn::Exponential {
             dst,
             src,
             max_value,
             reduce_cmd,
             reduce_init,
             reduce_res,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             let mx = scalar(mem, regs, Some(max_value), "max_value", a.rows)?;
             init = scalar(mem, regs, reduce_init.as_ref(), "reduce_init", a.rows)?;
@@ -531,7 +532,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [mx, None], 0)
         }
-        Op::RangeSelect {
+        Op::RangeSelect(insn::RangeSelect {
             dst,
             src,
             cmp0,
@@ -542,7 +543,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             on_false,
             reduce_cmd,
             reduce_res,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             // The indices as 32-bit integers convert to f32 as the
             // interpreter's 64-bit ones do.
@@ -567,13 +568,13 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let k = i64::from(on_false.get().to_bits());
             (sig, d, vec![a], [b0, b1], k)
         }
-        Op::TensorReduce {
+        Op::TensorReduce(insn::TensorReduce {
             dst,
             src,
             op,
             last_dims,
             negate,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             let n = src.dims.len();
             inner = src.dims[n - usize::from(*last_dims)..]
@@ -597,14 +598,14 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [None, None], 0)
         }
-        Op::DmaCopy {
+        Op::DmaCopy(insn::DmaCopy {
             dst,
             src,
             accumulate: false,
             oob: OobMode::Error,
             ..
-        }
-        | Op::TensorCopy { dst, src } => {
+        })
+        | Op::TensorCopy(insn::TensorCopy { dst, src }) => {
             let a = view(src, "src", false)?;
             let d = view(dst, "dst", true)?;
             let body = if a.dtype == d.dtype {
@@ -617,12 +618,12 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [None, None], 0)
         }
-        Op::Iota {
+        Op::Iota(insn::Iota {
             dst,
             pattern,
             offset,
             channel_multiplier,
-        } => {
+        }) => {
             let d = view(dst, "dst", true)?;
             if !plain(&[&d]) {
                 return None;
@@ -635,7 +636,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             sig.a = Some(DType::I32);
             (sig, d, Vec::new(), [None, None], 0)
         }
-        Op::AffineSelect {
+        Op::AffineSelect(insn::AffineSelect {
             dst,
             src,
             pattern,
@@ -643,7 +644,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             channel_multiplier,
             cmp,
             on_false,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             affine = Some(Affine {
                 row: affine_row(pattern, d.free()),
@@ -654,7 +655,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let on_false = Some(ScalarSource::Imm(on_false.get()));
             (sig, d, vec![a], [on_false, None], 0)
         }
-        Op::SelectReduce {
+        Op::SelectReduce(insn::SelectReduce {
             dst,
             predicate,
             on_true,
@@ -662,7 +663,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             reverse_pred,
             reduce_cmd,
             reduce_res,
-        } => {
+        }) => {
             let b = view(predicate, "predicate", false)?;
             let (a, d) = values(on_true, dst)?;
             if !plain(&[&b]) {
@@ -680,7 +681,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), Some(&b));
             (sig, d, vec![a, b], [f, None], 0)
         }
-        Op::TensorScalarCumulative {
+        Op::TensorScalarCumulative(insn::TensorScalarCumulative {
             dst,
             src,
             op0,
@@ -688,7 +689,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             op1,
             imm1,
             reduce_cmd,
-        } => {
+        }) => {
             let (a, d) = values(src, dst)?;
             let i0 = scalar(mem, regs, Some(imm0), "imm0", a.rows)?;
             init = scalar(mem, regs, imm1.as_ref(), "imm1", a.rows)?;
@@ -712,7 +713,7 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [i0, None], 0)
         }
-        Op::Memset { dst, value } => {
+        Op::Memset(insn::Memset { dst, value }) => {
             let d = view(dst, "dst", true)?;
             let fill = i64::from(bits_of(&memset_element(&d, *value)));
             let sig = Sig::of(Body::Fill, &d, None, None);

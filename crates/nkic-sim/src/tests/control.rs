@@ -1,5 +1,6 @@
 //! Control instructions: registers, loads and stores, branches.
 
+use nkic_isa::insn;
 use nkic_isa::{BranchCond, DType, Label, Op, Queue, Reg, RegAluOp, RegOrImm, TensorKind};
 
 use super::*;
@@ -10,12 +11,12 @@ fn alu(b: &mut Bench, op: RegAluOp, a: i32, c: i32) -> Result<i32, SimErrorKind>
     b.regs[1] = a;
     b.exec(
         Queue::Sync,
-        &Op::RegAlu {
+        &Op::RegAlu(insn::RegAlu {
             dst: Reg(2),
             op,
             a: Reg(1),
             b: RegOrImm::Imm(c),
-        },
+        }),
     )
     .map_err(|f| f.kind)?;
     Ok(b.regs[2])
@@ -41,17 +42,17 @@ fn reg_alu_operators() {
     assert_eq!(alu(&mut b, RegAluOp::Xor, 0b1100, 0b1010), Ok(0b0110));
     b.ok(
         Queue::Dma(2),
-        &Op::RegSet {
+        &Op::RegSet(insn::RegSet {
             dst: Reg(7),
             value: -5,
-        },
+        }),
     );
     b.ok(
         Queue::Dma(2),
-        &Op::RegMove {
+        &Op::RegMove(insn::RegMove {
             dst: Reg(8),
             src: Reg(7),
-        },
+        }),
     );
     assert_eq!(b.regs[8], -5);
 }
@@ -61,7 +62,8 @@ fn reg_load_extends_and_reg_store_truncates() {
     let p = program(&[("n", DType::I16, &[2], TensorKind::Input)]);
     let mut b = Bench::with_program(&p);
     b.mem.load_tensor(0, vec![0xfe, 0xff, 0x05, 0x00]);
-    let reg_load = |b: &mut Bench, dst, src| b.ok(Queue::Sync, &Op::RegLoad { dst, src });
+    let reg_load =
+        |b: &mut Bench, dst, src| b.ok(Queue::Sync, &Op::RegLoad(insn::RegLoad { dst, src }));
     reg_load(&mut b, Reg(0), hbm(TensorId(0), 1, 0, 0, &[], DType::I16));
     assert_eq!(b.regs[0], -2);
     let f = tile(1, 1, 0, DType::F32);
@@ -75,10 +77,10 @@ fn reg_load_extends_and_reg_store_truncates() {
     b.regs[3] = 0x1234_5678;
     b.ok(
         Queue::Vector,
-        &Op::RegStore {
+        &Op::RegStore(insn::RegStore {
             dst: u.clone(),
             src: Reg(3),
-        },
+        }),
     );
     assert_eq!(b.get_bits(&u), vec![0x5678]);
 }
@@ -94,11 +96,13 @@ fn branches_compare_signed() {
         engine: nkic_isa::Engine::Sync,
         flops: &mut b.flops,
     };
-    let br = |cond, imm| Op::Branch {
-        cond,
-        a: Reg(1),
-        b: RegOrImm::Imm(imm),
-        target: Label(3),
+    let br = |cond, imm| {
+        Op::Branch(insn::Branch {
+            cond,
+            a: Reg(1),
+            b: RegOrImm::Imm(imm),
+            target: Label(3),
+        })
     };
     assert!(matches!(
         e.run(&br(BranchCond::Lt, 0)),
@@ -106,8 +110,8 @@ fn branches_compare_signed() {
     ));
     assert!(matches!(e.run(&br(BranchCond::Ge, 0)), Ok(Flow::Next)));
     assert!(matches!(
-        e.run(&Op::Jump { target: Label(1) }),
+        e.run(&Op::Jump(insn::Jump { target: Label(1) })),
         Ok(Flow::Jump(Label(1)))
     ));
-    assert!(matches!(e.run(&Op::Nop {}), Ok(Flow::Next)));
+    assert!(matches!(e.run(&Op::Nop(insn::Nop {})), Ok(Flow::Next)));
 }

@@ -1,6 +1,7 @@
 //! Data movement: `dma_copy`, `dma_transpose`, `dma_gather`,
 //! `dma_scatter`, `tensor_copy`, `memset`, `iota`.
 
+use nkic_isa::insn;
 use nkic_isa::{DType, DgeMode, Dim, Fp32, Imm, OobMode, Op, Queue, Reg, TensorKind};
 
 use super::*;
@@ -63,14 +64,14 @@ fn dma_copy_accumulates_in_f32() {
     let src = tile(2, 3, 64, DType::BF16);
     b.put(&dst, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
     b.put(&src, &[0.5, -2.0, 1e-8, 0.25, 0.0, -6.0]);
-    let op = Op::DmaCopy {
+    let op = Op::DmaCopy(insn::DmaCopy {
         dst: dst.clone(),
         src,
         accumulate: true,
         dge: DgeMode::Hwdge,
         oob: OobMode::Error,
         priority: Some(1),
-    };
+    });
     b.ok(Queue::Dma(0), &op);
     // 3 + bf16(1e-8) rounds back to 3 in f32.
     assert_bits(&b.get(&dst), &[1.5, 0.0, 3.0, 4.25, 5.0, 0.0]);
@@ -92,7 +93,7 @@ fn dma_copy_skip_drops_out_of_bounds_elements() {
         b.exec(Queue::Dma(0), &op).map_err(|f| f.kind),
         Err(SimErrorKind::OutOfBounds)
     );
-    if let Op::DmaCopy { oob, .. } = &mut op {
+    if let Op::DmaCopy(insn::DmaCopy { oob, .. }) = &mut op {
         *oob = OobMode::Skip;
     }
     b.ok(Queue::Dma(0), &op);
@@ -123,11 +124,11 @@ fn dma_transpose_2d_and_4d() {
     let dst = tile(3, 4, 256, DType::F32);
     b.ok(
         Queue::Dma(0),
-        &Op::DmaTranspose {
+        &Op::DmaTranspose(insn::DmaTranspose {
             dst: dst.clone(),
             src,
             dge: DgeMode::None,
-        },
+        }),
     );
     // dst[j, i] = src[i, j] = 3i + j.
     let want: Vec<f32> = (0..12).map(|e| ((e % 4) * 3 + e / 4) as f32).collect();
@@ -139,11 +140,11 @@ fn dma_transpose_2d_and_4d() {
     let dst4 = sb(0, 2, 1024, &[(6, 1), (2, 3), (1, 2)], DType::BF16);
     b.ok(
         Queue::Dma(0),
-        &Op::DmaTranspose {
+        &Op::DmaTranspose(insn::DmaTranspose {
             dst: dst4.clone(),
             src: src4,
             dge: DgeMode::Hwdge,
-        },
+        }),
     );
     let mut want4 = Vec::new();
     for w in 0..2 {
@@ -171,12 +172,14 @@ fn dma_gather_and_scatter_follow_the_index() {
     b.put_bits(&index, &[4, 0, 7]);
     let dst = tile(3, 2, 0, DType::F32);
     b.put(&dst, &[-1.0; 6]);
-    let gather = |oob, accumulate| Op::DmaGather {
-        dst: dst.clone(),
-        src: hbm(TensorId(0), 3, 2, 0, &[(1, 2)], DType::F32),
-        index: index.clone(),
-        accumulate,
-        oob,
+    let gather = |oob, accumulate| {
+        Op::DmaGather(insn::DmaGather {
+            dst: dst.clone(),
+            src: hbm(TensorId(0), 3, 2, 0, &[(1, 2)], DType::F32),
+            index: index.clone(),
+            accumulate,
+            oob,
+        })
     };
     let f = b
         .exec(Queue::Dma(0), &gather(OobMode::Error, false))
@@ -200,13 +203,13 @@ fn dma_gather_and_scatter_follow_the_index() {
     );
     b.put_bits(&index, &[1, 1, 3]);
     b.put(&dst, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-    let scatter = Op::DmaScatter {
+    let scatter = Op::DmaScatter(insn::DmaScatter {
         dst: hbm(TensorId(1), 3, 2, 0, &[(1, 2)], DType::F32),
         src: dst.clone(),
         index: index.clone(),
         accumulate: true,
         oob: OobMode::Error,
-    };
+    });
     b.ok(Queue::Dma(0), &scatter);
     assert_bits(
         &b.get(&out),
@@ -224,20 +227,20 @@ fn tensor_copy_broadcast_negative_stride_and_int_cast() {
     let dst = tile(2, 4, 64, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::TensorCopy {
+        &Op::TensorCopy(insn::TensorCopy {
             dst: dst.clone(),
             src: bcast,
-        },
+        }),
     );
     assert_bits(&b.get(&dst), &[1.5, 1.5, 1.5, 1.5, -1.0, -1.0, -1.0, -1.0]);
     // Reversed: start at the last element with stride -1.
     let rev = sb(0, 2, 12, &[(-1, 4)], DType::F32);
     b.ok(
         Queue::GpSimd,
-        &Op::TensorCopy {
+        &Op::TensorCopy(insn::TensorCopy {
             dst: dst.clone(),
             src: rev,
-        },
+        }),
     );
     assert_bits(
         &b.get(&dst),
@@ -247,10 +250,10 @@ fn tensor_copy_broadcast_negative_stride_and_int_cast() {
     let i8dst = tile(2, 4, 128, DType::I8);
     b.ok(
         Queue::Scalar,
-        &Op::TensorCopy {
+        &Op::TensorCopy(insn::TensorCopy {
             dst: i8dst.clone(),
             src,
-        },
+        }),
     );
     assert_eq!(
         b.get_bits(&i8dst),
@@ -269,10 +272,10 @@ fn tensor_copy_between_equal_dtypes_keeps_nan_payloads() {
     let dst = sb(0, 32, 4, &[(1, 2)], DType::BF16);
     b.ok(
         Queue::Vector,
-        &Op::TensorCopy {
+        &Op::TensorCopy(insn::TensorCopy {
             dst: dst.clone(),
             src,
-        },
+        }),
     );
     assert_eq!(b.get_bits(&dst), bits);
 }
@@ -282,7 +285,7 @@ fn memset_fills_every_dtype() {
     let mut b = Bench::new();
     let memset = |b: &mut Bench, queue, dst: &AccessPattern, value| {
         let dst = dst.clone();
-        b.ok(queue, &Op::Memset { dst, value });
+        b.ok(queue, &Op::Memset(insn::Memset { dst, value }));
     };
     let i = tile(3, 5, 0, DType::I32);
     memset(&mut b, Queue::Vector, &i, Imm::Int(-7));
@@ -305,11 +308,13 @@ fn memset_fills_every_dtype() {
 fn iota_with_pattern_and_channel_multiplier() {
     let mut b = Bench::new();
     // The same iota into int32, int8 and f32.
-    let iota = |dst: &AccessPattern| Op::Iota {
-        dst: dst.clone(),
-        pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
-        offset: 5,
-        channel_multiplier: 100,
+    let iota = |dst: &AccessPattern| {
+        Op::Iota(insn::Iota {
+            dst: dst.clone(),
+            pattern: vec![Dim::new(10, 2), Dim::new(-1, 3)],
+            offset: 5,
+            channel_multiplier: 100,
+        })
     };
     let dst = tile(3, 6, 0, DType::I32);
     b.ok(Queue::GpSimd, &iota(&dst));
@@ -342,10 +347,10 @@ fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
     let src = tile(128, 4, 0, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::Memset {
+        &Op::Memset(insn::Memset {
             dst: src.clone(),
             value: Imm::Float(Fp32::new(2.0)),
-        },
+        }),
     );
     b.ok(
         Queue::Dma(0),

@@ -1,6 +1,7 @@
 //! Every pair of unpacked dtypes through the f32 pipeline: read, compute in
 //! f32, round on write, checked against `numerics::quantize`.
 
+use nkic_isa::insn;
 use nkic_isa::{AluOp, DType, Op, Queue, Scalar};
 
 use super::*;
@@ -58,7 +59,7 @@ fn activation_on_16_and_8_bit_data_in_psum_and_sbuf() {
         let vals = values(128 * 16, 4);
         b.put(&src, &vals);
         let dst = tile(128, 16, 0, dt);
-        let op = Op::Activation {
+        let op = Op::Activation(insn::Activation {
             dst: dst.clone(),
             src,
             func: nkic_isa::ActFunc::Tanh,
@@ -67,7 +68,7 @@ fn activation_on_16_and_8_bit_data_in_psum_and_sbuf() {
             reduce_op: None,
             reduce_cmd: nkic_isa::ReduceCmd::Idle,
             reduce_res: None,
-        };
+        });
         b.ok(Queue::Scalar, &op);
         let want: Vec<f32> = vals
             .iter()

@@ -1,6 +1,7 @@
 //! Whole programs through `run`: timing from the cost model, semaphores,
 //! dynamic loops, step orders, faults and their messages.
 
+use nkic_isa::insn;
 use nkic_isa::{
     ActFunc, AluOp, BranchCond, DType, Imm, Instruction, Label, Op, Program, Queue, ReduceCmd, Reg,
     RegOrImm, Scalar, SemId, SemWait, Target, TensorKind,
@@ -75,14 +76,14 @@ fn dependent_instructions_pay_the_issue_overhead() {
     let t1 = tile(128, 64, 512, DType::F32);
     let t2 = tile(128, 64, 1024, DType::F32);
     let v = p.stream_mut(Queue::Vector);
-    v.push(Instruction::new(Op::Memset {
+    v.push(Instruction::new(Op::Memset(insn::Memset {
         dst: t0.clone(),
         value: Imm::Float(1.0.into()),
-    }));
-    v.push(Instruction::new(Op::Memset {
+    })));
+    v.push(Instruction::new(Op::Memset(insn::Memset {
         dst: t1.clone(),
         value: Imm::Float(2.0.into()),
-    }));
+    })));
     v.push(Instruction::new(scale(t2, t1, 3.0)));
     let res = run(&p, &Inputs::new(), &SimConfig::default()).expect("runs");
     let c = |i: usize| {
@@ -110,10 +111,11 @@ fn dependent_instructions_pay_the_issue_overhead() {
 fn vector_and_gpsimd_share_the_sbuf_port_on_trn1() {
     let mut p = program(&[]);
     for (queue, offset) in [(Queue::Vector, 0), (Queue::GpSimd, 2048)] {
-        p.stream_mut(queue).push(Instruction::new(Op::Memset {
-            dst: tile(128, 512, offset, DType::F32),
-            value: Imm::Float(1.0.into()),
-        }));
+        p.stream_mut(queue)
+            .push(Instruction::new(Op::Memset(insn::Memset {
+                dst: tile(128, 512, offset, DType::F32),
+                value: Imm::Float(1.0.into()),
+            })));
     }
     for target in [Target::Trn1, Target::Trn2] {
         p.target = target;
@@ -179,19 +181,19 @@ fn busy_program() -> Program {
     let sums = tile(128, 4, 4096, DType::F32);
     {
         let s = p.stream_mut(Queue::Scalar);
-        s.push(Instruction::new(Op::RegSet {
+        s.push(Instruction::new(Op::RegSet(insn::RegSet {
             dst: Reg(1),
             value: 0,
-        }));
-        s.push(Instruction::new(Op::RegSet {
+        })));
+        s.push(Instruction::new(Op::RegSet(insn::RegSet {
             dst: Reg(0),
             value: 4,
-        }));
-        s.push(Instruction::new(Op::Label { label: Label(0) }));
+        })));
+        s.push(Instruction::new(Op::Label(insn::Label { label: Label(0) })));
         let src = tile(128, 128, 0, DType::BF16).with_dyn_offset(Reg(1), 256);
         let dst = tile(128, 128, 8192, DType::BF16).with_dyn_offset(Reg(1), 256);
         let res = tile(128, 1, 4096, DType::F32).with_dyn_offset(Reg(1), 4);
-        let mut inst = Instruction::new(Op::Activation {
+        let mut inst = Instruction::new(Op::Activation(insn::Activation {
             dst,
             src,
             func: ActFunc::Gelu,
@@ -200,7 +202,7 @@ fn busy_program() -> Program {
             reduce_op: Some(AluOp::Add),
             reduce_cmd: ReduceCmd::ResetReduce,
             reduce_res: Some(res),
-        })
+        }))
         .signal(acted);
         // Tile i arrives with the (i+1)-th load in time order; waiting for
         // all four keeps the loop race-free whatever the DMA order.
@@ -226,20 +228,21 @@ fn busy_program() -> Program {
     );
     let mm_sb = tile(128, 128, 16384, DType::F32);
     p.stream_mut(Queue::Vector).push(
-        Instruction::new(Op::TensorCopy {
+        Instruction::new(Op::TensorCopy(insn::TensorCopy {
             dst: mm_sb.clone(),
             src: dst,
-        })
+        }))
         .wait(mm_done, 1)
         .signal(stored),
     );
     // GpSimd: an iota nobody reads, to add an independent queue.
-    p.stream_mut(Queue::GpSimd).push(Instruction::new(Op::Iota {
-        dst: tile(128, 64, 32768, DType::I32),
-        pattern: vec![nkic_isa::Dim::new(1, 64)],
-        offset: 0,
-        channel_multiplier: 64,
-    }));
+    p.stream_mut(Queue::GpSimd)
+        .push(Instruction::new(Op::Iota(insn::Iota {
+            dst: tile(128, 64, 32768, DType::I32),
+            pattern: vec![nkic_isa::Dim::new(1, 64)],
+            offset: 0,
+            channel_multiplier: 64,
+        })));
     // Stores on other DMA queues.
     p.stream_mut(Queue::Dma(5)).push(
         Instruction::new(Op::dma_copy(
@@ -272,7 +275,7 @@ fn busy_program() -> Program {
 
 /// The Sync queue just waits (a `nop`).
 fn dma_sums_placeholder() -> Op {
-    Op::Nop {}
+    Op::Nop(insn::Nop {})
 }
 
 fn busy_inputs() -> Inputs {
@@ -332,9 +335,11 @@ fn racy_program() -> (Program, SemId) {
     let mut p = program(&[("out", DType::F32, &[1, 4], TensorKind::Output)]);
     let (a, b) = (p.add_semaphore("a"), p.add_semaphore("b"));
     let t = tile(1, 4, 0, DType::F32);
-    let set = |v: f32| Op::Memset {
-        dst: t.clone(),
-        value: Imm::Float(v.into()),
+    let set = |v: f32| {
+        Op::Memset(insn::Memset {
+            dst: t.clone(),
+            value: Imm::Float(v.into()),
+        })
     };
     p.stream_mut(Queue::Vector)
         .push(Instruction::new(set(1.0)).signal(a));
@@ -379,18 +384,18 @@ fn deadlock_names_the_waiting_instructions() {
     let s = p.add_semaphore("ready");
     let line = p.add_line("kernel.py", 7, 3, 10..20);
     p.stream_mut(Queue::Vector)
-        .push(Instruction::new(Op::Nop {}).signal(s));
+        .push(Instruction::new(Op::Nop(insn::Nop {})).signal(s));
     // A loop (never taken) makes the wait one the verifier cannot judge
     // statically; only the run finds the deadlock.
     let scalar = p.stream_mut(Queue::Scalar);
-    scalar.push(Instruction::new(Op::Nop {}).wait(s, 2).at(line));
-    scalar.push(Instruction::new(Op::Label { label: Label(0) }));
-    scalar.push(Instruction::new(Op::Branch {
+    scalar.push(Instruction::new(Op::Nop(insn::Nop {})).wait(s, 2).at(line));
+    scalar.push(Instruction::new(Op::Label(insn::Label { label: Label(0) })));
+    scalar.push(Instruction::new(Op::Branch(insn::Branch {
         cond: BranchCond::Lt,
         a: Reg(0),
         b: RegOrImm::Imm(0),
         target: Label(0),
-    }));
+    })));
     fails(
         &p,
         &SimConfig::default(),
@@ -405,15 +410,15 @@ fn out_of_bounds_fault_names_instruction_and_source_line() {
     let line = p.add_line("kernel.py", 14, 5, 100..120);
     let src = tile(4, 64, 0, DType::F32).with_dyn_offset(Reg(3), 4096);
     let v = p.stream_mut(Queue::Vector);
-    v.push(Instruction::new(Op::RegSet {
+    v.push(Instruction::new(Op::RegSet(insn::RegSet {
         dst: Reg(3),
         value: 60,
-    }));
+    })));
     v.push(
-        Instruction::new(Op::TensorCopy {
+        Instruction::new(Op::TensorCopy(insn::TensorCopy {
             dst: tile(4, 64, 0, DType::F32),
             src,
-        })
+        }))
         .at(line),
     );
     let e = run(&p, &Inputs::new(), &SimConfig::default()).unwrap_err();
@@ -604,8 +609,8 @@ fn inputs_are_checked() {
 fn runaway_loops_hit_the_instruction_limit() {
     let mut p = program(&[]);
     let s = p.stream_mut(Queue::Sync);
-    s.push(Instruction::new(Op::Label { label: Label(0) }));
-    s.push(Instruction::new(Op::Jump { target: Label(0) }));
+    s.push(Instruction::new(Op::Label(insn::Label { label: Label(0) })));
+    s.push(Instruction::new(Op::Jump(insn::Jump { target: Label(0) })));
     let config = SimConfig {
         max_instructions: 1000,
         ..SimConfig::default()
@@ -723,10 +728,10 @@ fn extreme_offsets_fault_instead_of_overflowing() {
         scale: i64::MAX,
     });
     let dma0 = p.stream_mut(Queue::Dma(0));
-    dma0.push(Instruction::new(Op::RegSet {
+    dma0.push(Instruction::new(Op::RegSet(insn::RegSet {
         dst: Reg(0),
         value: 2,
-    }));
+    })));
     dma0.push(Instruction::new(Op::dma_copy(
         tile(1, 1, 0, DType::F32),
         src,
@@ -783,15 +788,15 @@ fn the_race_sanitizer_flags_unordered_accesses_only() {
     let left = sb(0, 4, 0, &[(2, 4)], DType::F32);
     let right = sb(0, 4, 4, &[(2, 4)], DType::F32);
     p.stream_mut(Queue::Vector)
-        .push(Instruction::new(Op::Memset {
+        .push(Instruction::new(Op::Memset(insn::Memset {
             dst: left,
             value: Imm::Float(1.0.into()),
-        }));
+        })));
     p.stream_mut(Queue::GpSimd)
-        .push(Instruction::new(Op::Memset {
+        .push(Instruction::new(Op::Memset(insn::Memset {
             dst: right,
             value: Imm::Float(2.0.into()),
-        }));
+        })));
     run(&p, &Inputs::new(), &check).expect("interleaved columns do not overlap");
     // The big race-free programs pass the sanitizer.
     run(&busy_program(), &busy_inputs(), &check).expect("busy program is race-free");

@@ -2,6 +2,7 @@
 //! overlapping) read and write exactly the elements the addressing rule of
 //! `nkic_isa::ap` names, in row-major order.
 
+use nkic_isa::insn;
 use nkic_isa::{DType, Op, Queue};
 use proptest::prelude::*;
 
@@ -56,7 +57,7 @@ proptest! {
         let src = sb(start, count, base, &dims, dt);
         let f: u32 = dims.iter().map(|&(_, c)| c).product();
         let dst = sb(start, count, 12288, &[(1, f)], dt);
-        b.ok(Queue::Vector, &Op::TensorCopy { dst: dst.clone(), src: src.clone() });
+        b.ok(Queue::Vector, &Op::TensorCopy(insn::TensorCopy { dst: dst.clone(), src: src.clone() }));
         let got = b.get_bits(&dst);
         let offs = offsets(&dims, base as i64, size);
         let mut want = Vec::new();
@@ -124,17 +125,17 @@ proptest! {
         b.regs[0] = reg;
         let src = src.with_dyn_offset(nkic_isa::Reg(0), 3);
         for op in [
-            Op::TensorCopy { dst: dst.clone(), src: src.clone() },
-            Op::DmaCopy {
+            Op::TensorCopy(insn::TensorCopy { dst: dst.clone(), src: src.clone() }),
+            Op::DmaCopy(insn::DmaCopy {
                 dst: dst.clone(),
                 src: src.clone(),
                 accumulate: false,
                 dge: nkic_isa::DgeMode::None,
                 oob: nkic_isa::OobMode::Skip,
                 priority: None,
-            },
-            Op::NcTranspose { dst: dst.clone(), src: src.clone() },
-            Op::TensorReduce { dst: dst.clone(), src: src.clone(), op: nkic_isa::AluOp::Add, last_dims: 1, negate: false },
+            }),
+            Op::NcTranspose(insn::NcTranspose { dst: dst.clone(), src: src.clone() }),
+            Op::TensorReduce(insn::TensorReduce { dst: dst.clone(), src: src.clone(), op: nkic_isa::AluOp::Add, last_dims: 1, negate: false }),
         ] {
             // The interpreter runs verified programs only: patterns the
             // verifier rejects are not its to handle, while the register

@@ -1,6 +1,7 @@
 //! Scalar engine: `activation`, `activation_reduce`, `activate2`, and the
 //! accumulator commands.
 
+use nkic_isa::insn;
 use nkic_isa::{ActFunc, AluOp, DType, Op, Queue, ReduceCmd, Scalar};
 
 use super::*;
@@ -15,7 +16,7 @@ fn act(
     cmd: ReduceCmd,
     res: Option<AccessPattern>,
 ) -> Op {
-    Op::Activation {
+    Op::Activation(insn::Activation {
         dst: dst.clone(),
         src: src.clone(),
         func,
@@ -24,7 +25,7 @@ fn act(
         reduce_op: Some(AluOp::Add),
         reduce_cmd: cmd,
         reduce_res: res,
-    }
+    })
 }
 
 #[test]
@@ -136,7 +137,7 @@ fn activation_reduce_with_maximum() {
     b.put(&src, &[-1.0, 4.0, -9.0, 2.0]);
     let dst = tile(1, 4, 64, DType::F32);
     let res = tile(1, 1, 128, DType::BF16);
-    let op = Op::ActivationReduce {
+    let op = Op::ActivationReduce(insn::ActivationReduce {
         dst: dst.clone(),
         src,
         func: ActFunc::Abs,
@@ -144,7 +145,7 @@ fn activation_reduce_with_maximum() {
         bias: Some(Scalar::imm(0.25)),
         reduce_op: AluOp::Maximum,
         reduce_res: res.clone(),
-    };
+    });
     b.ok(Queue::Scalar, &op);
     assert_bits(&b.get(&dst), &[0.25, 2.25, 4.25, 1.25]);
     assert_bits(&b.get(&res), &[4.25]);
@@ -159,7 +160,7 @@ fn activate2_pipeline_with_reversed_subtract_prelu_and_abs_max() {
     b.put(&imm1, &[4.0, -2.0]);
     let dst = tile(2, 3, 128, DType::F32);
     let res = tile(2, 1, 192, DType::F32);
-    let op = Op::Activate2 {
+    let op = Op::Activate2(insn::Activate2 {
         dst: dst.clone(),
         src,
         func: ActFunc::Prelu,
@@ -173,7 +174,7 @@ fn activate2_pipeline_with_reversed_subtract_prelu_and_abs_max() {
         reduce_op: Some(AluOp::AbsMax),
         reduce_cmd: ReduceCmd::ResetReduce,
         reduce_res: Some(res.clone()),
-    };
+    });
     b.ok(Queue::Scalar, &op);
     // v = imm1 − 2x: row 0: 2, 0, −2 → prelu 2, 0, −1; row 1: 0, −2, −4 → 0, −1, −2.
     assert_bits(&b.get(&dst), &[2.0, 0.0, -1.0, 0.0, -1.0, -2.0]);
@@ -186,7 +187,7 @@ fn activate2_unary_operators_ignore_the_reverse_flags() {
     let src = tile(1, 4, 0, DType::F32);
     b.put(&src, &[-3.0, -0.5, 2.0, 0.0]);
     let dst = tile(1, 4, 64, DType::F32);
-    let op = Op::Activate2 {
+    let op = Op::Activate2(insn::Activate2 {
         dst: dst.clone(),
         src,
         func: ActFunc::Copy,
@@ -200,7 +201,7 @@ fn activate2_unary_operators_ignore_the_reverse_flags() {
         reduce_op: None,
         reduce_cmd: ReduceCmd::Idle,
         reduce_res: None,
-    };
+    });
     b.ok(Queue::Scalar, &op);
     // abs(x)², not abs(10)² nor 0² (the missing imm1).
     assert_bits(&b.get(&dst), &[9.0, 0.25, 4.0, 0.0]);

@@ -7,6 +7,7 @@
 //! depends on), so the test knows exactly which stored elements are
 //! undefined.
 
+use nkic_isa::insn;
 use nkic_isa::{AluOp, DType, Imm, Instruction, Op, Program, Queue, Scalar, TensorId, TensorKind};
 use proptest::prelude::*;
 
@@ -60,10 +61,10 @@ fn kernel(
     let ready = garbage.map(|g| {
         for k in 0..tiles {
             p.stream_mut(Queue::GpSimd)
-                .push(Instruction::new(Op::Memset {
+                .push(Instruction::new(Op::Memset(insn::Memset {
                     dst: t(k, P, F),
                     value: Imm::Float(nkic_isa::Fp32::new(g)),
-                }));
+                })));
         }
         let ready = p.add_semaphore("ready");
         if let Some(last) = p.stream_mut(Queue::GpSimd).last_mut() {
@@ -108,20 +109,20 @@ fn kernel(
             Step::Add(i, j) => {
                 let (a, b) = (defined[pick(i)], defined[pick(j)]);
                 (
-                    Op::TensorTensor {
+                    Op::TensorTensor(insn::TensorTensor {
                         dst: t(k, P, F),
                         src0: t(pick(i), P, F),
                         src1: t(pick(j), P, F),
                         op: AluOp::Add,
-                    },
+                    }),
                     (a.0.min(b.0), a.1.min(b.1)),
                 )
             }
             Step::Copy(i) => (
-                Op::TensorCopy {
+                Op::TensorCopy(insn::TensorCopy {
                     dst: t(k, P, F),
                     src: t(pick(i), P, F),
-                },
+                }),
                 defined[pick(i)],
             ),
         };
@@ -148,14 +149,14 @@ fn kernel(
 }
 
 fn dma_op(dst: AccessPattern, src: AccessPattern) -> Op {
-    Op::DmaCopy {
+    Op::DmaCopy(insn::DmaCopy {
         dst,
         src,
         accumulate: false,
         dge: nkic_isa::DgeMode::None,
         oob: nkic_isa::OobMode::Error,
         priority: None,
-    }
+    })
 }
 
 fn poison(poison: Poison) -> SimConfig {
@@ -234,14 +235,16 @@ fn accumulator_lanes_carry_undefined_rows_across_instructions() {
     b.put(&tile(1, 3, 0, DType::F32), &[1.0, 2.0, 3.0]);
     let full = tile(2, 3, 64, DType::F32);
     b.put(&full, &[1.0; 6]);
-    let cum = |dst: &AccessPattern, src: &AccessPattern, reduce_cmd| Op::TensorScalarCumulative {
-        dst: dst.clone(),
-        src: src.clone(),
-        op0: AluOp::Add,
-        imm0: Scalar::imm(0.0),
-        op1: AluOp::Add,
-        imm1: None,
-        reduce_cmd,
+    let cum = |dst: &AccessPattern, src: &AccessPattern, reduce_cmd| {
+        Op::TensorScalarCumulative(insn::TensorScalarCumulative {
+            dst: dst.clone(),
+            src: src.clone(),
+            op0: AluOp::Add,
+            imm0: Scalar::imm(0.0),
+            op1: AluOp::Add,
+            imm1: None,
+            reduce_cmd,
+        })
     };
     let (first, second) = (tile(2, 3, 128, DType::F32), tile(2, 3, 192, DType::F32));
     b.ok(
@@ -280,11 +283,11 @@ fn stream_shuffle_moves_definedness_row_by_row() {
     let shuffle = |from: u8| {
         let mut mask = vec![255u8; 32];
         mask[0] = from;
-        Op::StreamShuffle {
+        Op::StreamShuffle(insn::StreamShuffle {
             dst: dst.clone(),
             src: src.clone(),
             mask,
-        }
+        })
     };
     b.ok(Queue::Vector, &shuffle(3));
     assert!(defined(&mut b, &dst));

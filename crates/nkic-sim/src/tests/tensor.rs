@@ -1,6 +1,7 @@
 //! Tensor engine: `nc_matmul` (plain, accumulate, bf16 PSUM, double row,
 //! transpose mode), `nc_matmul_mx`, `nc_transpose`.
 
+use nkic_isa::insn;
 use nkic_isa::{DType, MatmulPerfMode, Op, Queue};
 
 use super::*;
@@ -111,7 +112,7 @@ fn double_row_contracts_over_partition_then_row() {
     b.put(&mv, &v);
     let dst = ps(sb(0, m as u32, 0, &[(1, n as u32)], DType::F32));
     let mut op = Op::matmul(dst.clone(), st, mv, false);
-    if let Op::NcMatmul { perf_mode, .. } = &mut op {
+    if let Op::NcMatmul(insn::NcMatmul { perf_mode, .. }) = &mut op {
         *perf_mode = MatmulPerfMode::DoubleRow;
     }
     b.ok(Queue::Tensor, &op);
@@ -140,7 +141,7 @@ fn transpose_mode_is_bit_exact_for_an_identity() {
     b.put(&id, &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
     let dst = ps(sb(0, 2, 0, &[(1, 3)], DType::BF16));
     let mut op = Op::matmul(dst.clone(), st.clone(), id.clone(), false);
-    if let Op::NcMatmul { transpose, .. } = &mut op {
+    if let Op::NcMatmul(insn::NcMatmul { transpose, .. }) = &mut op {
         *transpose = true;
     }
     b.ok(Queue::Tensor, &op);
@@ -184,7 +185,7 @@ fn mx_matmul_scales_each_group_of_eight_partitions() {
     b.put_bits(&ss, &s_codes);
     b.put_bits(&vs, &v_codes);
     let dst = ps(sb(0, 2, 0, &[(1, 1)], DType::F32));
-    let op = Op::NcMatmulMx {
+    let op = Op::NcMatmulMx(insn::NcMatmulMx {
         dst: dst.clone(),
         stationary: st,
         moving: mv,
@@ -193,7 +194,7 @@ fn mx_matmul_scales_each_group_of_eight_partitions() {
         accumulate: false,
         tile_position: None,
         tile_size: None,
-    };
+    });
     b.ok(Queue::Tensor, &op);
     let mut want = vec![0f32; m * n];
     for mm in 0..m {
@@ -220,7 +221,7 @@ fn nc_transpose_on_tensor_and_vector() {
     b.put(&src, &vals);
     let transpose = |b: &mut Bench, queue, dst: &AccessPattern, src: &AccessPattern| {
         let (dst, src) = (dst.clone(), src.clone());
-        b.ok(queue, &Op::NcTranspose { dst, src });
+        b.ok(queue, &Op::NcTranspose(insn::NcTranspose { dst, src }));
     };
     let dst = ps(sb(0, 5, 0, &[(1, 3)], DType::F32));
     transpose(&mut b, Queue::Tensor, &dst, &src);

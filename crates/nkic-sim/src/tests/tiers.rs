@@ -4,6 +4,7 @@
 //! patterns, partition offsets, aliasing, poison policies and undefined
 //! bytes) whose memory afterwards must be the interpreter's bit for bit.
 
+use nkic_isa::insn;
 use nkic_isa::{ActFunc, AluOp, DType, Dim, Fp32, Imm, Op, Queue, ReduceCmd, Scalar};
 use proptest::prelude::*;
 
@@ -33,12 +34,12 @@ fn an_f32_add_runs_natively_with_exact_sums() {
     let (x, y) = (values(128 * 64, 1), values(128 * 64, 2));
     b.put(&tile(128, 64, 0, DType::F32), &x);
     b.put(&tile(128, 64, 4096, DType::F32), &y);
-    let op = Op::TensorTensor {
+    let op = Op::TensorTensor(insn::TensorTensor {
         dst: tile(128, 64, 8192, DType::F32),
         src0: tile(128, 64, 0, DType::F32),
         src1: tile(128, 64, 4096, DType::F32),
         op: AluOp::Add,
-    };
+    });
     native_ok(&mut b, Queue::Vector, &op);
     let want: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a + b).collect();
     assert_bits(&b.get(&tile(128, 64, 8192, DType::F32)), &want);
@@ -55,7 +56,7 @@ fn a_bf16_tensor_scalar_rounds_to_nearest_even_natively() {
         f32::from_bits(0x7fc1_2345),
     ];
     b.put(&tile(1, 3, 0, DType::F32), &x);
-    let op = Op::TensorScalar {
+    let op = Op::TensorScalar(insn::TensorScalar {
         dst: tile(1, 3, 64, DType::BF16),
         src: tile(1, 3, 0, DType::F32),
         op0: AluOp::Multiply,
@@ -64,7 +65,7 @@ fn a_bf16_tensor_scalar_rounds_to_nearest_even_natively() {
         op1: Some(AluOp::Subtract),
         operand1: Some(Scalar::imm(0.0)),
         reverse1: true,
-    };
+    });
     native_ok(&mut b, Queue::Vector, &op);
     // `reverse1`: 0 - t, so every value is negated; the NaN keeps its top
     // payload bits and gets the quiet bit (x86 subtraction keeps the NaN
@@ -81,7 +82,7 @@ fn an_activation_on_a_strided_source_runs_natively() {
     let x = values(4 * 16, 3);
     b.put(&tile(4, 16, 0, DType::F32), &x);
     b.put(&tile(4, 1, 256, DType::F32), &[0.5, 1.0, 1.5, 2.0]);
-    let op = Op::Activation {
+    let op = Op::Activation(insn::Activation {
         dst: tile(4, 8, 512, DType::F16),
         src: sb(0, 4, 0, &[(2, 8)], DType::F32),
         func: ActFunc::Exp,
@@ -90,7 +91,7 @@ fn an_activation_on_a_strided_source_runs_natively() {
         reduce_op: None,
         reduce_cmd: nkic_isa::ReduceCmd::Idle,
         reduce_res: None,
-    };
+    });
     native_ok(&mut b, Queue::Scalar, &op);
     let scale = [0.5f32, 1.0, 1.5, 2.0];
     let want: Vec<f32> = (0..32)
@@ -110,13 +111,13 @@ fn a_tensor_reduce_folds_each_run_left_from_its_first_element_natively() {
     b.put(&tile(2, 12, 0, DType::F32), &x);
     // [2, 3, 4] reduced over the last dim, the source walked with the
     // middle dim innermost.
-    let op = Op::TensorReduce {
+    let op = Op::TensorReduce(insn::TensorReduce {
         dst: tile(2, 3, 256, DType::F32),
         src: sb(0, 2, 0, &[(1, 3), (3, 4)], DType::F32),
         op: AluOp::Add,
         last_dims: 1,
         negate: true,
-    };
+    });
     native_ok(&mut b, Queue::Vector, &op);
     let want: Vec<f32> = (0..6)
         .map(|k| {
@@ -133,7 +134,7 @@ fn an_activation_reduce_sums_the_unrounded_values_natively() {
     let mut b = Bench::new();
     let x = values(2 * 5, 5);
     b.put(&tile(2, 5, 0, DType::F32), &x);
-    let op = Op::ActivationReduce {
+    let op = Op::ActivationReduce(insn::ActivationReduce {
         dst: tile(2, 5, 256, DType::BF16),
         src: tile(2, 5, 0, DType::F32),
         func: ActFunc::Copy,
@@ -141,7 +142,7 @@ fn an_activation_reduce_sums_the_unrounded_values_natively() {
         bias: None,
         reduce_op: AluOp::Add,
         reduce_res: tile(2, 1, 512, DType::F32),
-    };
+    });
     native_ok(&mut b, Queue::Scalar, &op);
     let want: Vec<f32> = (0..2)
         .map(|p| (0..5).fold(0.0, |r, i| r + x[p * 5 + i] * 1.5))
@@ -154,12 +155,12 @@ fn an_activation_reduce_sums_the_unrounded_values_natively() {
 fn an_iota_saturates_into_int8_natively() {
     let mut b = Bench::new();
     // Row p, position i: -300 + 7·p + 100·i, clamped to [-128, 127].
-    let op = Op::Iota {
+    let op = Op::Iota(insn::Iota {
         dst: tile(2, 6, 0, DType::I8),
         pattern: vec![Dim::new(100, 6)],
         offset: -300,
         channel_multiplier: 7,
-    };
+    });
     native_ok(&mut b, Queue::GpSimd, &op);
     let want: Vec<u32> = (0..12)
         .map(|k| {
@@ -178,7 +179,7 @@ fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
     b.put(&tile(2, 6, 64, DType::F32), &y);
     b.put(&tile(2, 1, 128, DType::F32), &[0.5, -2.0]);
     // The source's rows walk two runs of three, so a row is two pieces.
-    let op = Op::TensorTensorScan {
+    let op = Op::TensorTensorScan(insn::TensorTensorScan {
         dst: tile(2, 6, 256, DType::BF16),
         src0: sb(0, 2, 0, &[(3, 2), (1, 3)], DType::F32),
         src1: tile(2, 6, 64, DType::F32),
@@ -187,7 +188,7 @@ fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
         op1: AluOp::Add,
         reverse0: false,
         reverse1: false,
-    };
+    });
     native_ok(&mut b, Queue::Vector, &op);
     let mut want = Vec::new();
     for (p, start) in [0.5f32, -2.0].into_iter().enumerate() {
@@ -206,10 +207,10 @@ fn a_contiguous_copy_moves_words_then_the_odd_elements_natively() {
     // 13 bf16 elements per row: three 8-byte words, then one element.
     let bits: Vec<u32> = (0..2 * 13).map(|k| 0x3f80 + k).collect();
     b.put_bits(&tile(2, 13, 2, DType::BF16), &bits);
-    let op = Op::TensorCopy {
+    let op = Op::TensorCopy(insn::TensorCopy {
         dst: tile(2, 13, 100, DType::BF16),
         src: tile(2, 13, 2, DType::BF16),
-    };
+    });
     native_ok(&mut b, Queue::Vector, &op);
     assert_eq!(b.get_bits(&tile(2, 13, 100, DType::BF16)), bits);
 }
@@ -219,10 +220,10 @@ fn an_undefined_source_byte_leaves_the_instruction_to_the_interpreter() {
     let mut b = Bench::new();
     b.mem.set_poison(Poison::Precise);
     b.put(&tile(2, 4, 0, DType::F32), &[1.0; 8]);
-    let op = Op::TensorCopy {
+    let op = Op::TensorCopy(insn::TensorCopy {
         dst: tile(2, 8, 64, DType::BF16),
         src: tile(2, 8, 0, DType::F32),
-    };
+    });
     let (native, res) = run_native(&mut b, Queue::Vector, &op);
     assert!(!native && res.is_ok());
     let got = b.get_bits(&tile(2, 8, 64, DType::BF16));
@@ -367,14 +368,14 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
     let op = match g.below(19) {
         0 => {
             let b_dt = dt(g);
-            Op::TensorTensor {
+            Op::TensorTensor(insn::TensorTensor {
                 dst,
                 src0: a,
                 src1: pattern(g, start, p, &counts, REGION, b_dt, true),
                 op: g.pick(AluOp::ALL),
-            }
+            })
         }
-        1 => Op::TensorScalar {
+        1 => Op::TensorScalar(insn::TensorScalar {
             dst,
             src: a,
             op0: g.pick(AluOp::ALL),
@@ -383,8 +384,8 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             op1: (!g.chance(3)).then(|| g.pick(AluOp::ALL)),
             operand1: Some(scalar(g, 1)),
             reverse1: g.chance(2),
-        },
-        2 => Op::Activation {
+        }),
+        2 => Op::Activation(insn::Activation {
             dst,
             src: a,
             func: g.pick(ActFunc::ALL),
@@ -393,8 +394,8 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             reduce_op: g.chance(2).then(|| g.pick(AluOp::ALL)),
             reduce_cmd: if g.chance(2) { ReduceCmd::Idle } else { cmd(g) },
             reduce_res: g.chance(2).then(|| res(g)),
-        },
-        7 => Op::ActivationReduce {
+        }),
+        7 => Op::ActivationReduce(insn::ActivationReduce {
             dst,
             src: a,
             func: g.pick(ActFunc::ALL),
@@ -402,8 +403,8 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             bias: (!g.chance(3)).then(|| scalar(g, 1)),
             reduce_op: g.pick(AluOp::ALL),
             reduce_res: res(g),
-        },
-        8 => Op::TensorScalarReduce {
+        }),
+        8 => Op::TensorScalarReduce(insn::TensorScalarReduce {
             dst,
             src: a,
             op0: g.pick(AluOp::ALL),
@@ -413,7 +414,7 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             reduce_init: g.chance(2).then(|| scalar(g, 2)),
             reduce_res: g.chance(2).then(|| res(g)),
             reduce_res_negate: g.chance(2),
-        },
+        }),
         9 => {
             // Reduce the last `last_dims` dims of a source laid out in the
             // destination's region (the destination keeps the others).
@@ -424,26 +425,26 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 // Sometimes on the source: left to the interpreter.
                 dst.offset -= 2 * REGION;
             }
-            Op::TensorReduce {
+            Op::TensorReduce(insn::TensorReduce {
                 dst,
                 src: a,
                 op: g.pick(AluOp::ALL),
                 last_dims: last as u8,
                 negate: g.chance(2),
-            }
+            })
         }
-        3 => Op::TensorCopy { dst, src: a },
-        5 => Op::DmaCopy {
+        3 => Op::TensorCopy(insn::TensorCopy { dst, src: a }),
+        5 => Op::DmaCopy(insn::DmaCopy {
             dst,
             src: a,
             accumulate: g.chance(4),
             dge: nkic_isa::DgeMode::None,
             oob: nkic_isa::OobMode::Error,
             priority: None,
-        },
+        }),
         4 => {
             let b_dt = dt(g);
-            Op::ScalarTensorTensor {
+            Op::ScalarTensorTensor(insn::ScalarTensorTensor {
                 dst,
                 src: a,
                 op0: g.pick(AluOp::ALL),
@@ -452,20 +453,20 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 op1: g.pick(AluOp::ALL),
                 src1: pattern(g, start, p, &counts, REGION, b_dt, true),
                 reverse1: g.chance(2),
-            }
+            })
         }
         10 => {
             let (pattern, offset, channel_multiplier) = affine(g);
-            Op::Iota {
+            Op::Iota(insn::Iota {
                 dst,
                 pattern,
                 offset,
                 channel_multiplier,
-            }
+            })
         }
         11 => {
             let (pattern, offset, channel_multiplier) = affine(g);
-            Op::AffineSelect {
+            Op::AffineSelect(insn::AffineSelect {
                 dst,
                 src: a,
                 pattern,
@@ -473,11 +474,11 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 channel_multiplier,
                 cmp: g.pick(AluOp::ALL),
                 on_false: Fp32::new(g.float()),
-            }
+            })
         }
         12 => {
             let pred_dt = dt(g);
-            Op::SelectReduce {
+            Op::SelectReduce(insn::SelectReduce {
                 dst,
                 predicate: pattern(g, start, p, &counts, REGION, pred_dt, true),
                 on_true: a,
@@ -485,11 +486,11 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 reverse_pred: g.chance(2),
                 reduce_cmd: cmd(g),
                 reduce_res: g.chance(2).then(|| res(g)),
-            }
+            })
         }
         13 => {
             let b_dt = dt(g);
-            Op::TensorTensorScan {
+            Op::TensorTensorScan(insn::TensorTensorScan {
                 dst,
                 src0: a,
                 src1: pattern(g, start, p, &counts, REGION, b_dt, true),
@@ -498,9 +499,9 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
                 op1: g.pick(AluOp::ALL),
                 reverse0: g.chance(2),
                 reverse1: g.chance(2),
-            }
+            })
         }
-        14 => Op::TensorScalarCumulative {
+        14 => Op::TensorScalarCumulative(insn::TensorScalarCumulative {
             dst,
             src: a,
             op0: g.pick(AluOp::ALL),
@@ -508,8 +509,8 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             op1: g.pick(AluOp::ALL),
             imm1: g.chance(2).then(|| scalar(g, 1)),
             reduce_cmd: cmd(g),
-        },
-        15 => Op::Activate2 {
+        }),
+        15 => Op::Activate2(insn::Activate2 {
             dst,
             src: a,
             func: g.pick(ActFunc::ALL),
@@ -523,16 +524,16 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             reduce_op: g.chance(2).then(|| g.pick(AluOp::ALL)),
             reduce_cmd: if g.chance(2) { ReduceCmd::Idle } else { cmd(g) },
             reduce_res: g.chance(2).then(|| res(g)),
-        },
-        16 => Op::Exponential {
+        }),
+        16 => Op::Exponential(insn::Exponential {
             dst,
             src: a,
             max_value: scalar(g, 0),
             reduce_cmd: cmd(g),
             reduce_init: g.chance(2).then(|| scalar(g, 1)),
             reduce_res: g.chance(2).then(|| res(g)),
-        },
-        17 => Op::RangeSelect {
+        }),
+        17 => Op::RangeSelect(insn::RangeSelect {
             dst,
             src: a,
             cmp0: g.pick(AluOp::ALL),
@@ -547,15 +548,15 @@ fn instruction(g: &mut Gen) -> (Queue, Op) {
             on_false: Fp32::new(g.float()),
             reduce_cmd: cmd(g),
             reduce_res: g.chance(2).then(|| res(g)),
-        },
-        _ => Op::Memset {
+        }),
+        _ => Op::Memset(insn::Memset {
             dst,
             value: if g.chance(2) {
                 Imm::Int(g.next() as i64 % 1000)
             } else {
                 Imm::Float(Fp32::new(g.float()))
             },
-        },
+        }),
     };
     (queue, op)
 }

@@ -1,18 +1,19 @@
 //! Vector (and GpSimd) elementwise, reduction, selection, statistics,
 //! MX quantisation, shuffles, random numbers and the GpSimd gathers.
 
+use nkic_isa::insn;
 use nkic_isa::{AluOp, DType, Dim, Fp32, Op, Queue, ReduceCmd, Scalar};
 
 use super::*;
 use crate::error::SimErrorKind;
 
 fn tt(dst: &AccessPattern, a: &AccessPattern, b: &AccessPattern, op: AluOp) -> Op {
-    Op::TensorTensor {
+    Op::TensorTensor(insn::TensorTensor {
         dst: dst.clone(),
         src0: a.clone(),
         src1: b.clone(),
         op,
-    }
+    })
 }
 
 #[test]
@@ -114,7 +115,7 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
     let v = tile(2, 1, 64, DType::F32);
     b.put(&v, &[10.0, 100.0]);
     let dst = tile(2, 3, 128, DType::F32);
-    let op = Op::TensorScalar {
+    let op = Op::TensorScalar(insn::TensorScalar {
         dst: dst.clone(),
         src: src.clone(),
         op0: AluOp::Subtract,
@@ -123,10 +124,10 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
         op1: Some(AluOp::Multiply),
         operand1: Some(Scalar::imm(0.5)),
         reverse1: false,
-    };
+    });
     b.ok(Queue::Vector, &op);
     assert_bits(&b.get(&dst), &[4.5, 4.0, 3.0, 50.5, 49.75, 46.0]);
-    let rs = Op::TensorScalar {
+    let rs = Op::TensorScalar(insn::TensorScalar {
         dst: dst.clone(),
         src,
         op0: AluOp::Rsqrt,
@@ -135,7 +136,7 @@ fn tensor_scalar_orders_operands_and_broadcasts_vectors() {
         op1: None,
         operand1: None,
         reverse1: false,
-    };
+    });
     b.ok(Queue::GpSimd, &rs);
     let got = b.get(&dst);
     assert_eq!(got[0], 1.0);
@@ -162,15 +163,17 @@ fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
     let src = tile(2, 3, 0, DType::F32);
     b.put(&src, &[-4.0, 3.0, -0.5, 2.0, -1.5, 0.25]);
     let dst = tile(2, 3, 64, DType::F32);
-    let ts = |op0, operand0, reverse0, op1, operand1, reverse1| Op::TensorScalar {
-        dst: dst.clone(),
-        src: src.clone(),
-        op0,
-        operand0,
-        reverse0,
-        op1,
-        operand1,
-        reverse1,
+    let ts = |op0, operand0, reverse0, op1, operand1, reverse1| {
+        Op::TensorScalar(insn::TensorScalar {
+            dst: dst.clone(),
+            src: src.clone(),
+            op0,
+            operand0,
+            reverse0,
+            op1,
+            operand1,
+            reverse1,
+        })
     };
     // abs(src)² whether or not an operand is given to the reversed `abs`.
     let squares = [16.0, 9.0, 0.25, 4.0, 2.25, 0.0625];
@@ -215,7 +218,7 @@ fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
     // The bitwise path: a reversed `invert` inverts the data, not 0xff.
     let ints = tile(1, 2, 128, DType::U16);
     b.put_bits(&ints, &[0x1234, 0x00f0]);
-    let inv = Op::TensorScalar {
+    let inv = Op::TensorScalar(insn::TensorScalar {
         dst: ints.clone(),
         src: ints.clone(),
         op0: AluOp::Invert,
@@ -224,14 +227,14 @@ fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
         op1: Some(AluOp::BitwiseAnd),
         operand1: Some(Scalar::imm(65535.0)),
         reverse1: true,
-    };
+    });
     b.ok(Queue::Vector, &inv);
     assert_eq!(b.get_bits(&ints), vec![0xedcb, 0xff0f]);
     // `scalar_tensor_tensor`: op0 = abs (reversed, operand ignored), then a
     // reversed `reciprocal` of t that ignores src1.
     let src1 = tile(2, 3, 160, DType::F32);
     b.put(&src1, &[100.0; 6]);
-    let stt = Op::ScalarTensorTensor {
+    let stt = Op::ScalarTensorTensor(insn::ScalarTensorTensor {
         dst: dst.clone(),
         src: src.clone(),
         op0: AluOp::Abs,
@@ -240,14 +243,14 @@ fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
         op1: AluOp::Reciprocal,
         src1: src1.clone(),
         reverse1: true,
-    };
+    });
     b.ok(Queue::Vector, &stt);
     assert_bits(&b.get(&dst), &[0.25, 1.0 / 3.0, 2.0, 0.5, 1.0 / 1.5, 4.0]);
     // `tensor_tensor_scan`: a reversed unary `op0` reads src0[i], not r, so
     // r = square(src0[i]) + src1[i] at every step.
     let init = tile(2, 1, 224, DType::F32);
     b.put(&init, &[50.0, 60.0]);
-    let scan = Op::TensorTensorScan {
+    let scan = Op::TensorTensorScan(insn::TensorTensorScan {
         dst: dst.clone(),
         src0: src,
         src1,
@@ -256,7 +259,7 @@ fn unary_operators_apply_to_the_data_whatever_the_reverse_flags() {
         op1: AluOp::Add,
         reverse0: true,
         reverse1: false,
-    };
+    });
     b.ok(Queue::Vector, &scan);
     assert_bits(
         &b.get(&dst),
@@ -272,7 +275,7 @@ fn scalar_tensor_tensor_with_reversed_operands() {
     b.put(&src, &[1.0, 2.0, 3.0]);
     b.put(&src1, &[10.0, 20.0, 30.0]);
     let dst = tile(1, 3, 64, DType::F32);
-    let op = Op::ScalarTensorTensor {
+    let op = Op::ScalarTensorTensor(insn::ScalarTensorTensor {
         dst: dst.clone(),
         src,
         op0: AluOp::Subtract,
@@ -281,7 +284,7 @@ fn scalar_tensor_tensor_with_reversed_operands() {
         op1: AluOp::Subtract,
         src1,
         reverse1: true,
-    };
+    });
     b.ok(Queue::Vector, &op);
     assert_bits(&b.get(&dst), &[10.0, 19.0, 28.0]);
 }
@@ -295,7 +298,7 @@ fn tensor_scalar_reduce_and_cumulative_share_the_vector_accumulators() {
     let res = tile(2, 1, 128, DType::F32);
     let init = tile(2, 1, 136, DType::F32);
     b.put(&init, &[100.0, 1000.0]);
-    let op = Op::TensorScalarReduce {
+    let op = Op::TensorScalarReduce(insn::TensorScalarReduce {
         dst: dst.clone(),
         src: src.clone(),
         op0: AluOp::Multiply,
@@ -305,12 +308,12 @@ fn tensor_scalar_reduce_and_cumulative_share_the_vector_accumulators() {
         reduce_init: Some(Scalar::Vector(init)),
         reduce_res: Some(res.clone()),
         reduce_res_negate: true,
-    };
+    });
     b.ok(Queue::Vector, &op);
     assert_bits(&b.get(&dst), &[2.0, 4.0, 6.0, 8.0, -2.0, -4.0, -6.0, -8.0]);
     assert_bits(&b.get(&res), &[-120.0, -980.0]);
     // A cumulative chain continuing from the accumulators (120, 980).
-    let cum = Op::TensorScalarCumulative {
+    let cum = Op::TensorScalarCumulative(insn::TensorScalarCumulative {
         dst: dst.clone(),
         src: src.clone(),
         op0: AluOp::Add,
@@ -318,14 +321,14 @@ fn tensor_scalar_reduce_and_cumulative_share_the_vector_accumulators() {
         op1: AluOp::Subtract,
         imm1: None,
         reduce_cmd: ReduceCmd::Reduce,
-    };
+    });
     b.ok(Queue::Vector, &cum);
     // reg = x − reg: 1 − 120 = −119, 2 + 119 = 121, 3 − 121 = −118, 4 + 118 = 122.
     assert_bits(
         &b.get(&dst),
         &[-119.0, 121.0, -118.0, 122.0, -981.0, 979.0, -982.0, 978.0],
     );
-    let prod = Op::TensorScalarCumulative {
+    let prod = Op::TensorScalarCumulative(insn::TensorScalarCumulative {
         dst: dst.clone(),
         src,
         op0: AluOp::Multiply,
@@ -333,7 +336,7 @@ fn tensor_scalar_reduce_and_cumulative_share_the_vector_accumulators() {
         op1: AluOp::Multiply,
         imm1: None,
         reduce_cmd: ReduceCmd::ResetReduce,
-    };
+    });
     b.ok(Queue::Vector, &prod);
     assert_bits(&b.get(&dst), &[1.0, 2.0, 6.0, 24.0, -1.0, 2.0, -6.0, 24.0]);
 }
@@ -348,12 +351,14 @@ fn tensor_reduce_over_trailing_dims() {
         &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, -1.0, 0.5, 7.0, 2.0, 2.0, 2.0],
     );
     let dst = tile(2, 2, 64, DType::F32);
-    let red = |dst: &AccessPattern, op, last_dims, negate| Op::TensorReduce {
-        dst: dst.clone(),
-        src: src.clone(),
-        op,
-        last_dims,
-        negate,
+    let red = |dst: &AccessPattern, op, last_dims, negate| {
+        Op::TensorReduce(insn::TensorReduce {
+            dst: dst.clone(),
+            src: src.clone(),
+            op,
+            last_dims,
+            negate,
+        })
     };
     b.ok(Queue::Vector, &red(&dst, AluOp::Subtract, 1, false));
     assert_bits(&b.get(&dst), &[-4.0, -7.0, -8.5, -2.0]);
@@ -368,13 +373,13 @@ fn tensor_reduce_over_trailing_dims() {
     let o = tile(1, 1, 160, DType::U8);
     b.ok(
         Queue::Vector,
-        &Op::TensorReduce {
+        &Op::TensorReduce(insn::TensorReduce {
             dst: o.clone(),
             src: ints,
             op: AluOp::BitwiseOr,
             last_dims: 1,
             negate: false,
-        },
+        }),
     );
     assert_eq!(b.get_bits(&o), vec![0x45]);
 }
@@ -385,10 +390,12 @@ fn tensor_partition_reduce_folds_partitions() {
     let src = tile(4, 2, 0, DType::F32);
     b.put(&src, &[1.0, -1.0, 2.0, -2.0, 3.0, -3.0, 4.0, 8.0]);
     let dst = tile(1, 2, 64, DType::F32);
-    let pr = |op| Op::TensorPartitionReduce {
-        dst: dst.clone(),
-        src: src.clone(),
-        op,
+    let pr = |op| {
+        Op::TensorPartitionReduce(insn::TensorPartitionReduce {
+            dst: dst.clone(),
+            src: src.clone(),
+            op,
+        })
     };
     b.ok(Queue::GpSimd, &pr(AluOp::Add));
     assert_bits(&b.get(&dst), &[10.0, 2.0]);
@@ -408,7 +415,7 @@ fn tensor_tensor_scan_linear_recurrence() {
     let init = tile(2, 1, 64, DType::F32);
     b.put(&init, &[0.0, 8.0]);
     let dst = tile(2, 3, 96, DType::F32);
-    let op = Op::TensorTensorScan {
+    let op = Op::TensorTensorScan(insn::TensorTensorScan {
         dst: dst.clone(),
         src0: a,
         src1: c,
@@ -417,7 +424,7 @@ fn tensor_tensor_scan_linear_recurrence() {
         op1: AluOp::Add,
         reverse0: false,
         reverse1: false,
-    };
+    });
     b.ok(Queue::Vector, &op);
     // r = a·r + b: row 0: 1, 3, 7; row 1: 8, 8, 8.
     assert_bits(&b.get(&dst), &[1.0, 3.0, 7.0, 8.0, 8.0, 8.0]);
@@ -429,12 +436,12 @@ fn copy_predicated(
     predicate: &AccessPattern,
     reverse_pred: bool,
 ) -> Op {
-    Op::TensorCopyPredicated {
+    Op::TensorCopyPredicated(insn::TensorCopyPredicated {
         dst: dst.clone(),
         src: src.clone(),
         predicate: predicate.clone(),
         reverse_pred,
-    }
+    })
 }
 
 #[test]
@@ -463,21 +470,21 @@ fn reciprocal_and_exponential_with_accumulation() {
     let dst = tile(2, 2, 32, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::Reciprocal {
+        &Op::Reciprocal(insn::Reciprocal {
             dst: dst.clone(),
             src: src.clone(),
-        },
+        }),
     );
     assert_bits(&b.get(&dst), &[0.5, -4.0, f32::INFINITY, 1.0 / 3.0]);
     let res = tile(2, 1, 64, DType::F32);
-    let op = Op::Exponential {
+    let op = Op::Exponential(insn::Exponential {
         dst: dst.clone(),
         src,
         max_value: Scalar::imm(2.0),
         reduce_cmd: ReduceCmd::LoadReduce,
         reduce_init: Some(Scalar::imm(1.0)),
         reduce_res: Some(res.clone()),
-    };
+    });
     b.ok(Queue::Vector, &op);
     let e = |x: f32| f64::from(x).exp() as f32;
     let y = [1.0, e(-2.25), e(-2.0), e(1.0)];
@@ -499,7 +506,7 @@ fn range_and_select_reduce_keep_a_running_maximum() {
     b.put(&b1, &[13.0, 12.0]);
     let dst = tile(2, 5, 96, DType::F32);
     let res = tile(2, 1, 128, DType::F32);
-    let op = Op::RangeSelect {
+    let op = Op::RangeSelect(insn::RangeSelect {
         dst: dst.clone(),
         src: src.clone(),
         cmp0: AluOp::GreaterEqual,
@@ -510,7 +517,7 @@ fn range_and_select_reduce_keep_a_running_maximum() {
         on_false: Fp32::new(f32::MIN),
         reduce_cmd: ReduceCmd::ResetReduce,
         reduce_res: Some(res.clone()),
-    };
+    });
     b.ok(Queue::Vector, &op);
     let m = f32::MIN;
     // Row 0 keeps idx 11, 12 (i = 1, 2); row 1 keeps idx 10, 11 (i = 0, 1).
@@ -518,7 +525,7 @@ fn range_and_select_reduce_keep_a_running_maximum() {
     assert_bits(&b.get(&res), &[2.0, -1.0]);
     let pred = tile(2, 5, 160, DType::I8);
     b.put_bits(&pred, &[1, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
-    let sr = Op::SelectReduce {
+    let sr = Op::SelectReduce(insn::SelectReduce {
         dst: dst.clone(),
         predicate: pred,
         on_true: src,
@@ -526,7 +533,7 @@ fn range_and_select_reduce_keep_a_running_maximum() {
         reverse_pred: false,
         reduce_cmd: ReduceCmd::Reduce,
         reduce_res: Some(res.clone()),
-    };
+    });
     b.ok(Queue::Vector, &sr);
     let h = -100.0;
     assert_bits(&b.get(&dst), &[5.0, h, h, h, 9.0, h, h, h, h, h]);
@@ -544,10 +551,10 @@ fn max8_find_index8_and_match_replace8() {
     let top = tile(1, 8, 64, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::Max8 {
+        &Op::Max8(insn::Max8 {
             dst: top.clone(),
             src: src.clone(),
-        },
+        }),
     );
     assert_bits(&b.get(&top), &[8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 8.0, 4.0]);
     let vals = tile(1, 8, 96, DType::F32);
@@ -555,21 +562,21 @@ fn max8_find_index8_and_match_replace8() {
     let idx = tile(1, 8, 128, DType::U32);
     b.ok(
         Queue::Vector,
-        &Op::FindIndex8 {
+        &Op::FindIndex8(insn::FindIndex8 {
             dst: idx.clone(),
             src: src.clone(),
             vals: vals.clone(),
-        },
+        }),
     );
     assert_eq!(b.get_bits(&idx), vec![2, 4, 5, 6, 7, 8, 9, 10]);
     let dst = tile(1, 11, 160, DType::F32);
-    let mr = Op::MatchReplace8 {
+    let mr = Op::MatchReplace8(insn::MatchReplace8 {
         dst: dst.clone(),
         src: src.clone(),
         vals,
         imm: Fp32::new(-1.0),
         dst_idx: Some(idx.clone()),
-    };
+    });
     b.ok(Queue::Vector, &mr);
     assert_eq!(b.get_bits(&idx), vec![2, 10, 9, 8, 7, 6, 5, 4]);
     assert_bits(
@@ -584,11 +591,11 @@ fn max8_find_index8_and_match_replace8() {
     let i16 = tile(1, 8, 256, DType::U16);
     b.ok(
         Queue::Vector,
-        &Op::FindIndex8 {
+        &Op::FindIndex8(insn::FindIndex8 {
             dst: i16.clone(),
             src: src.clone(),
             vals: v2,
-        },
+        }),
     );
     assert_eq!(
         b.get_bits(&i16),
@@ -612,10 +619,10 @@ fn max8_find_index8_and_match_replace8() {
     );
     b.ok(
         Queue::Vector,
-        &Op::Max8 {
+        &Op::Max8(insn::Max8 {
             dst: top.clone(),
             src,
-        },
+        }),
     );
     let got = b.get(&top);
     assert!(got[0].is_nan());
@@ -630,10 +637,10 @@ fn bn_stats_and_bn_aggr() {
     let st = tile(2, 6, 64, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::BnStats {
+        &Op::BnStats(insn::BnStats {
             dst: st.clone(),
             src,
-        },
+        }),
     );
     // Even: 1, 3, 5 → n 3, mean 3, M2 8; odd: 10, 20 → n 2, mean 15, M2 50.
     assert_bits(
@@ -643,10 +650,10 @@ fn bn_stats_and_bn_aggr() {
     let ag = tile(2, 2, 128, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::BnAggr {
+        &Op::BnAggr(insn::BnAggr {
             dst: ag.clone(),
             src: st,
-        },
+        }),
     );
     // All of 1, 10, 3, 20, 5: mean 7.8, population variance 46.16 (in f32).
     let got = b.get(&ag);
@@ -672,11 +679,11 @@ fn quantize_mx_then_matmul_mx_round_trip_values() {
     let scale = sb(0, 4, 128, &[(1, 2)], DType::F8E8M0);
     b.ok(
         Queue::Vector,
-        &Op::QuantizeMx {
+        &Op::QuantizeMx(insn::QuantizeMx {
             dst: dst.clone(),
             src,
             dst_scale: scale.clone(),
-        },
+        }),
     );
     let codes = b.get_bits(&scale);
     let lanes = b.get(&dst);
@@ -734,11 +741,11 @@ fn quantize_mx_non_finite_groups_get_the_positive_nan_code() {
         let scale = sb(0, 4, 128, &[(1, 2)], DType::F8E8M0);
         b.ok(
             Queue::Vector,
-            &Op::QuantizeMx {
+            &Op::QuantizeMx(insn::QuantizeMx {
                 dst: dst.clone(),
                 src: src.clone(),
                 dst_scale: scale.clone(),
-            },
+            }),
         );
         let codes = b.get_bits(&scale);
         let lanes = b.get_bits(&dst);
@@ -774,11 +781,11 @@ fn stream_shuffle_within_quadrants() {
     mask[5] = 255;
     b.ok(
         Queue::Vector,
-        &Op::StreamShuffle {
+        &Op::StreamShuffle(insn::StreamShuffle {
             dst: dst.clone(),
             src,
             mask,
-        },
+        }),
     );
     let got = b.get(&dst);
     assert_eq!(got[0], 31.0);
@@ -791,7 +798,7 @@ fn stream_shuffle_within_quadrants() {
 fn random_instructions_are_deterministic_per_lane() {
     let mut b = Bench::new();
     let r = tile(2, 3, 0, DType::U32);
-    b.ok(Queue::Vector, &Op::Rng { dst: r.clone() });
+    b.ok(Queue::Vector, &Op::Rng(insn::Rng { dst: r.clone() }));
     let first = b.get_bits(&r);
     let mut lane0 = crate::rng::Xorwow::seeded(0, 0);
     let mut lane1 = crate::rng::Xorwow::seeded(0, 1);
@@ -801,20 +808,23 @@ fn random_instructions_are_deterministic_per_lane() {
         .collect();
     assert_eq!(first, want);
     // GpSimd has its own generators, still at their start.
-    b.ok(Queue::GpSimd, &Op::Rng { dst: r.clone() });
+    b.ok(Queue::GpSimd, &Op::Rng(insn::Rng { dst: r.clone() }));
     assert_eq!(b.get_bits(&r), want);
     // Reseeding the Vector generators restarts their streams.
     let seed = tile(1, 1, 64, DType::U32);
     b.put_bits(&seed, &[0]);
-    b.ok(Queue::Vector, &Op::SetRngSeed { src: seed });
+    b.ok(
+        Queue::Vector,
+        &Op::SetRngSeed(insn::SetRngSeed { src: seed }),
+    );
     let u = tile(2, 3, 128, DType::F32);
     b.ok(
         Queue::Vector,
-        &Op::Rand2 {
+        &Op::Rand2(insn::Rand2 {
             dst: u.clone(),
             min: Scalar::imm(-1.0),
             max: Scalar::imm(3.0),
-        },
+        }),
     );
     let got = b.get(&u);
     for (g, w) in got.iter().zip(&want) {
@@ -825,20 +835,20 @@ fn random_instructions_are_deterministic_per_lane() {
     let dst = tile(2, 3, 256, DType::BF16);
     b.ok(
         Queue::Vector,
-        &Op::Dropout {
+        &Op::Dropout(insn::Dropout {
             dst: dst.clone(),
             src: src.clone(),
             prob: Scalar::imm(1.0),
-        },
+        }),
     );
     assert_bits(&b.get(&dst), &[0.0; 6]);
     b.ok(
         Queue::Vector,
-        &Op::Dropout {
+        &Op::Dropout(insn::Dropout {
             dst: dst.clone(),
             src,
             prob: Scalar::imm(0.0),
-        },
+        }),
     );
     assert_bits(&b.get(&dst), &[1.0; 6]);
 }
@@ -849,7 +859,7 @@ fn affine_select_builds_a_causal_mask() {
     let src = tile(3, 3, 0, DType::F32);
     b.put(&src, &[1.0; 9]);
     let dst = tile(3, 3, 64, DType::BF16);
-    let op = Op::AffineSelect {
+    let op = Op::AffineSelect(insn::AffineSelect {
         dst: dst.clone(),
         src,
         pattern: vec![Dim::new(-1, 3)],
@@ -857,7 +867,7 @@ fn affine_select_builds_a_causal_mask() {
         channel_multiplier: 1,
         cmp: AluOp::GreaterEqual,
         on_false: Fp32::new(f32::NEG_INFINITY),
-    };
+    });
     b.ok(Queue::GpSimd, &op);
     let n = f32::NEG_INFINITY;
     assert_bits(&b.get(&dst), &[1.0, n, n, 1.0, 1.0, n, 1.0, 1.0, 1.0]);
@@ -873,13 +883,13 @@ fn local_gather_and_n_gather() {
     let idx: Vec<u32> = (0..16).map(|i| (i * 3) % 7).collect();
     b.put_bits(&index, &idx);
     let dst = tile(16, 6, 96, DType::F32);
-    let op = Op::LocalGather {
+    let op = Op::LocalGather(insn::LocalGather {
         dst: dst.clone(),
         src: src.clone(),
         index: index.clone(),
         elem_per_idx: 2,
         valid_indices: Some(3),
-    };
+    });
     b.ok(Queue::GpSimd, &op);
     let got = b.get(&dst);
     for p in 0..16 {
@@ -895,11 +905,11 @@ fn local_gather_and_n_gather() {
     let nd = tile(16, 2, 192, DType::F32);
     b.ok(
         Queue::GpSimd,
-        &Op::NGather {
+        &Op::NGather(insn::NGather {
             dst: nd.clone(),
             src: src.clone(),
             indices: ind.clone(),
-        },
+        }),
     );
     let got = b.get(&nd);
     for e in 0..32 {
@@ -909,11 +919,11 @@ fn local_gather_and_n_gather() {
     let f = b
         .exec(
             Queue::GpSimd,
-            &Op::NGather {
+            &Op::NGather(insn::NGather {
                 dst: nd,
                 src,
                 indices: ind,
-            },
+            }),
         )
         .unwrap_err();
     assert_eq!(f.kind, SimErrorKind::OutOfBounds);
@@ -928,10 +938,10 @@ fn sequence_bounds_and_nonzero_with_count() {
     let dst = tile(1, 18, 64, DType::I32);
     b.ok(
         Queue::GpSimd,
-        &Op::SequenceBounds {
+        &Op::SequenceBounds(insn::SequenceBounds {
             dst: dst.clone(),
             src,
-        },
+        }),
     );
     let want = [9, 1, 1, 3, 3, 3, 9, 7, 7, -1, 3, 3, 6, 6, 6, -1, 9, 9];
     assert_eq!(b.get_bits(&dst), want.map(|x: i32| x as u32).to_vec());
@@ -946,12 +956,12 @@ fn sequence_bounds_and_nonzero_with_count() {
     b.put_bits(&out, &[7; 160]);
     b.ok(
         Queue::GpSimd,
-        &Op::NonzeroWithCount {
+        &Op::NonzeroWithCount(insn::NonzeroWithCount {
             dst: out.clone(),
             src,
             index_offset: 10,
             padding: -1,
-        },
+        }),
     );
     let got = b.get_bits(&out);
     let m1 = u32::MAX;
@@ -974,7 +984,7 @@ fn bool_predicates_select() {
     assert_bits(&b.get(&dst), &[1.0, -1.0, -1.0, 4.0]);
     b.ok(
         Queue::Vector,
-        &Op::SelectReduce {
+        &Op::SelectReduce(insn::SelectReduce {
             dst: dst.clone(),
             predicate: pred,
             on_true: src,
@@ -982,7 +992,7 @@ fn bool_predicates_select() {
             reverse_pred: true,
             reduce_cmd: ReduceCmd::Idle,
             reduce_res: None,
-        },
+        }),
     );
     assert_bits(&b.get(&dst), &[-100.0, 2.0, 3.0, -100.0]);
 }
