@@ -1217,13 +1217,7 @@ impl<'p> Verifier<'p> {
                 self.scalar("operand0", operand0, src);
                 for (name, op) in [("op0", op0), ("op1", op1)] {
                     self.binary_op(name, *op);
-                    if op.is_bitvec() {
-                        self.err(
-                            Rule::ArithmeticOperator,
-                            Some(name),
-                            format!("`{name}` must be arithmetic, found {op}"),
-                        );
-                    }
+                    self.arithmetic_op(name, *op);
                 }
             }
             Op::TensorScalarReduce(insn::TensorScalarReduce {
@@ -1239,13 +1233,7 @@ impl<'p> Verifier<'p> {
             }) => {
                 self.same_pf("dst", dst, "src", src);
                 self.op_operand("op0", *op0, "operand0", operand0.as_ref(), src);
-                if op0.is_bitvec() {
-                    self.err(
-                        Rule::ArithmeticOperator,
-                        Some("op0"),
-                        format!("`op0` must be arithmetic, found {op0}"),
-                    );
-                }
+                self.arithmetic_op("op0", *op0);
                 if !matches!(
                     reduce_op,
                     AluOp::Add | AluOp::Multiply | AluOp::Maximum | AluOp::Minimum
@@ -1378,13 +1366,7 @@ impl<'p> Verifier<'p> {
                 self.scalar("initial", initial, src0);
                 for (name, op) in [("op0", op0), ("op1", op1)] {
                     self.binary_op(name, *op);
-                    if op.is_bitvec() {
-                        self.err(
-                            Rule::ArithmeticOperator,
-                            Some(name),
-                            format!("`{name}` must be arithmetic, found {op}"),
-                        );
-                    }
+                    self.arithmetic_op(name, *op);
                 }
             }
             Op::TensorCopyPredicated(insn::TensorCopyPredicated {
@@ -2487,6 +2469,17 @@ impl<'p> Verifier<'p> {
                 Rule::BinaryOperator,
                 Some(name),
                 format!("`{name}` must be a binary operator, found {op}"),
+            );
+        }
+    }
+
+    /// `op`, field `name`, is not a bitvector operator.
+    fn arithmetic_op(&mut self, name: &'static str, op: AluOp) {
+        if op.is_bitvec() {
+            self.err(
+                Rule::ArithmeticOperator,
+                Some(name),
+                format!("`{name}` must be arithmetic, found {op}"),
             );
         }
     }
