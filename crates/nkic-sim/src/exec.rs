@@ -172,16 +172,8 @@ impl Exec<'_> {
     /// Executes `op`.
     pub fn run(&mut self, op: &Op) -> FResult<Flow> {
         match op {
-            Op::DmaCopy(insn::DmaCopy {
-                dst,
-                src,
-                accumulate,
-                oob,
-                ..
-            }) => self.dma_copy(dst, src, *accumulate, *oob)?,
-            Op::DmaTranspose(insn::DmaTranspose { dst, src, .. }) => {
-                self.dma_transpose(dst, src)?
-            }
+            Op::DmaCopy(i) => self.dma_copy(i)?,
+            Op::DmaTranspose(i) => self.dma_transpose(i)?,
             Op::DmaGather(insn::DmaGather {
                 dst,
                 src,
@@ -196,9 +188,9 @@ impl Exec<'_> {
                 accumulate,
                 oob,
             }) => self.dma_indirect(dst, src, index, true, *accumulate, *oob)?,
-            Op::Rng(insn::Rng { dst }) => self.rng(dst)?,
-            Op::Rand2(insn::Rand2 { dst, min, max }) => self.rand2(dst, min, max)?,
-            Op::Dropout(insn::Dropout { dst, src, prob }) => self.dropout(dst, src, prob)?,
+            Op::Rng(i) => self.rng(i)?,
+            Op::Rand2(i) => self.rand2(i)?,
+            Op::Dropout(i) => self.dropout(i)?,
             Op::SetRngSeed(insn::SetRngSeed { src }) => {
                 let v = self.view(src, "src")?;
                 let mut raw = Vec::new();
@@ -207,40 +199,12 @@ impl Exec<'_> {
                 let lanes = self.acc.rng_vector.len();
                 self.acc.rng_vector = rng::lanes(seed, lanes);
             }
-            Op::TensorCopy(insn::TensorCopy { dst, src }) => self.tensor_copy(dst, src)?,
-            Op::Memset(insn::Memset { dst, value }) => self.memset(dst, *value)?,
-            Op::Iota(insn::Iota {
-                dst,
-                pattern,
-                offset,
-                channel_multiplier,
-            }) => self.iota(dst, pattern, *offset, *channel_multiplier)?,
-            Op::NcMatmul(insn::NcMatmul {
-                dst,
-                stationary,
-                moving,
-                accumulate,
-                transpose,
-                perf_mode,
-                ..
-            }) => self.matmul(dst, stationary, moving, *accumulate, *transpose, *perf_mode)?,
-            Op::NcMatmulMx(insn::NcMatmulMx {
-                dst,
-                stationary,
-                moving,
-                stationary_scale,
-                moving_scale,
-                accumulate,
-                ..
-            }) => self.matmul_mx(
-                dst,
-                stationary,
-                moving,
-                stationary_scale,
-                moving_scale,
-                *accumulate,
-            )?,
-            Op::NcTranspose(insn::NcTranspose { dst, src }) => self.transpose(dst, src)?,
+            Op::TensorCopy(i) => self.tensor_copy(i)?,
+            Op::Memset(i) => self.memset(i)?,
+            Op::Iota(i) => self.iota(i)?,
+            Op::NcMatmul(i) => self.matmul(i)?,
+            Op::NcMatmulMx(i) => self.matmul_mx(i)?,
+            Op::NcTranspose(i) => self.transpose(i)?,
             Op::Activation(i) => {
                 let (sv, dv, y) =
                     self.activation(&i.dst, &i.src, i.func, &i.scale, i.bias.as_ref())?;
@@ -261,90 +225,31 @@ impl Exec<'_> {
                 self.reduce_and_write(r, &sv, &dv, &y, None)?;
             }
             Op::Activate2(i) => self.activate2(i)?,
-            Op::TensorTensor(insn::TensorTensor {
-                dst,
-                src0,
-                src1,
-                op,
-            }) => self.tensor_tensor(dst, src0, src1, *op)?,
+            Op::TensorTensor(i) => self.tensor_tensor(i)?,
             Op::TensorScalar(i) => self.tensor_scalar(i)?,
             Op::ScalarTensorTensor(i) => self.scalar_tensor_tensor(i)?,
             Op::TensorScalarReduce(i) => self.tensor_scalar_reduce(i)?,
             Op::TensorScalarCumulative(i) => self.cumulative(i)?,
-            Op::TensorReduce(insn::TensorReduce {
-                dst,
-                src,
-                op,
-                last_dims,
-                negate,
-            }) => self.tensor_reduce(dst, src, *op, *last_dims, *negate)?,
-            Op::TensorPartitionReduce(insn::TensorPartitionReduce { dst, src, op }) => {
-                self.partition_reduce(dst, src, *op)?
-            }
+            Op::TensorReduce(i) => self.tensor_reduce(i)?,
+            Op::TensorPartitionReduce(i) => self.partition_reduce(i)?,
             Op::TensorTensorScan(i) => self.scan(i)?,
-            Op::TensorCopyPredicated(insn::TensorCopyPredicated {
-                dst,
-                src,
-                predicate,
-                reverse_pred,
-            }) => self.copy_predicated(dst, src, predicate, *reverse_pred)?,
+            Op::TensorCopyPredicated(i) => self.copy_predicated(i)?,
             Op::Reciprocal(insn::Reciprocal { dst, src }) => self.map(dst, src, |x| 1.0 / x)?,
-            Op::Exponential(insn::Exponential {
-                dst,
-                src,
-                max_value,
-                reduce_cmd,
-                reduce_init,
-                reduce_res,
-            }) => self.exponential(
-                dst,
-                src,
-                max_value,
-                *reduce_cmd,
-                reduce_init.as_ref(),
-                reduce_res.as_ref(),
-            )?,
+            Op::Exponential(i) => self.exponential(i)?,
             Op::RangeSelect(i) => self.range_select(i)?,
             Op::SelectReduce(i) => self.select_reduce(i)?,
-            Op::Max8(insn::Max8 { dst, src }) => self.max8(dst, src)?,
-            Op::FindIndex8(insn::FindIndex8 { dst, src, vals }) => {
-                self.find_index8(dst, src, vals)?
-            }
-            Op::MatchReplace8(insn::MatchReplace8 {
-                dst,
-                src,
-                vals,
-                imm,
-                dst_idx,
-            }) => self.match_replace8(dst, src, vals, imm.get(), dst_idx.as_ref())?,
-            Op::BnStats(insn::BnStats { dst, src }) => self.bn_stats(dst, src)?,
-            Op::BnAggr(insn::BnAggr { dst, src }) => self.bn_aggr(dst, src)?,
-            Op::QuantizeMx(insn::QuantizeMx {
-                dst,
-                src,
-                dst_scale,
-            }) => self.quantize_mx(dst, src, dst_scale)?,
-            Op::StreamShuffle(insn::StreamShuffle { dst, src, mask }) => {
-                self.stream_shuffle(dst, src, mask)?
-            }
+            Op::Max8(i) => self.max8(i)?,
+            Op::FindIndex8(i) => self.find_index8(i)?,
+            Op::MatchReplace8(i) => self.match_replace8(i)?,
+            Op::BnStats(i) => self.bn_stats(i)?,
+            Op::BnAggr(i) => self.bn_aggr(i)?,
+            Op::QuantizeMx(i) => self.quantize_mx(i)?,
+            Op::StreamShuffle(i) => self.stream_shuffle(i)?,
             Op::AffineSelect(i) => self.affine_select(i)?,
-            Op::LocalGather(insn::LocalGather {
-                dst,
-                src,
-                index,
-                elem_per_idx,
-                valid_indices,
-            }) => self.local_gather(dst, src, index, *elem_per_idx, *valid_indices)?,
-            Op::NGather(insn::NGather { dst, src, indices }) => self.n_gather(dst, src, indices)?,
-            Op::SequenceBounds(insn::SequenceBounds { dst, src }) => {
-                self.sequence_bounds(dst, src)?
-            }
-            Op::NonzeroWithCount(insn::NonzeroWithCount {
-                dst,
-                src,
-                index_offset,
-                padding,
-            }) => self.nonzero_with_count(dst, src, *index_offset, *padding)?,
+            Op::LocalGather(i) => self.local_gather(i)?,
+            Op::NGather(i) => self.n_gather(i)?,
+            Op::SequenceBounds(i) => self.sequence_bounds(i)?,
+            Op::NonzeroWithCount(i) => self.nonzero_with_count(i)?,
             Op::RegSet(insn::RegSet { dst, value }) => *self.reg_mut(*dst) = *value,
             Op::RegMove(insn::RegMove { dst, src }) => {
                 let v = self.reg(*src);
@@ -611,13 +516,11 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ data movement
 
-    fn dma_copy(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        accumulate: bool,
-        oob: OobMode,
-    ) -> FResult<()> {
+    fn dma_copy(&mut self, i: &insn::DmaCopy) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let accumulate = i.accumulate;
+        let oob = i.oob;
         if oob == OobMode::Skip {
             return self.dma_copy_skipping(dst, src, accumulate);
         }
@@ -787,7 +690,9 @@ impl Exec<'_> {
         })
     }
 
-    fn dma_transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn dma_transpose(&mut self, i: &insn::DmaTranspose) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let s = src.shape();
@@ -828,7 +733,9 @@ impl Exec<'_> {
         self.mem.write_raw(&dv, &out)
     }
 
-    fn tensor_copy(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn tensor_copy(&mut self, i: &insn::TensorCopy) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         if sv.dtype == dv.dtype {
@@ -842,13 +749,19 @@ impl Exec<'_> {
         self.mem.write_f32(&dv, &x)
     }
 
-    fn memset(&mut self, dst: &AccessPattern, value: Imm) -> FResult<()> {
+    fn memset(&mut self, i: &insn::Memset) -> FResult<()> {
+        let dst = &i.dst;
+        let value = i.value;
         let dv = self.view_w(dst, "dst")?;
         let raw = memset_element(&dv, value).repeat(dv.elements());
         self.mem.write_raw(&dv, &raw)
     }
 
-    fn iota(&mut self, dst: &AccessPattern, pattern: &[Dim], offset: i32, cm: i32) -> FResult<()> {
+    fn iota(&mut self, i: &insn::Iota) -> FResult<()> {
+        let dst = &i.dst;
+        let pattern = &i.pattern;
+        let offset = i.offset;
+        let cm = i.channel_multiplier;
         let dv = self.dst(dst, "dst")?;
         let values = affine_values(pattern, offset, cm, dv.rows, dv.free())?;
         let wide: Vec<i64> = values.into_iter().map(i64::from).collect();
@@ -859,15 +772,13 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ Tensor engine
 
-    fn matmul(
-        &mut self,
-        dst: &AccessPattern,
-        stationary: &AccessPattern,
-        moving: &AccessPattern,
-        accumulate: bool,
-        transpose: bool,
-        perf_mode: MatmulPerfMode,
-    ) -> FResult<()> {
+    fn matmul(&mut self, i: &insn::NcMatmul) -> FResult<()> {
+        let dst = &i.dst;
+        let stationary = &i.stationary;
+        let moving = &i.moving;
+        let accumulate = i.accumulate;
+        let transpose = i.transpose;
+        let perf_mode = i.perf_mode;
         let (sv, s) = self.values(stationary, "stationary")?;
         let (mv, v) = self.values(moving, "moving")?;
         let dv = self.dst(dst, "dst")?;
@@ -949,15 +860,13 @@ impl Exec<'_> {
         self.mem.write_raw(dv, &out)
     }
 
-    fn matmul_mx(
-        &mut self,
-        dst: &AccessPattern,
-        stationary: &AccessPattern,
-        moving: &AccessPattern,
-        stationary_scale: &AccessPattern,
-        moving_scale: &AccessPattern,
-        accumulate: bool,
-    ) -> FResult<()> {
+    fn matmul_mx(&mut self, i: &insn::NcMatmulMx) -> FResult<()> {
+        let dst = &i.dst;
+        let stationary = &i.stationary;
+        let moving = &i.moving;
+        let stationary_scale = &i.stationary_scale;
+        let moving_scale = &i.moving_scale;
+        let accumulate = i.accumulate;
         let a = self.mx_operand(
             stationary,
             stationary_scale,
@@ -1018,7 +927,9 @@ impl Exec<'_> {
         })
     }
 
-    fn transpose(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn transpose(&mut self, i: &insn::NcTranspose) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let (p, f) = (sv.rows, sv.free());
@@ -1110,13 +1021,11 @@ impl Exec<'_> {
 
     // ------------------------------------------------------------ Vector engine
 
-    fn tensor_tensor(
-        &mut self,
-        dst: &AccessPattern,
-        src0: &AccessPattern,
-        src1: &AccessPattern,
-        op: AluOp,
-    ) -> FResult<()> {
+    fn tensor_tensor(&mut self, i: &insn::TensorTensor) -> FResult<()> {
+        let dst = &i.dst;
+        let src0 = &i.src0;
+        let src1 = &i.src1;
+        let op = i.op;
         let av = self.view(src0, "src0")?;
         let bv = self.view(src1, "src1")?;
         let dv = self.view_w(dst, "dst")?;
@@ -1358,14 +1267,12 @@ impl Exec<'_> {
         }
     }
 
-    fn tensor_reduce(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        op: AluOp,
-        last_dims: u8,
-        negate: bool,
-    ) -> FResult<()> {
+    fn tensor_reduce(&mut self, i: &insn::TensorReduce) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let op = i.op;
+        let last_dims = i.last_dims;
+        let negate = i.negate;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let n = src.dims.len();
@@ -1400,12 +1307,10 @@ impl Exec<'_> {
 
     /// `tensor_partition_reduce`: `dst[0, f] = op` over partitions in
     /// ascending order; `average` is the f32 sum divided by P.
-    fn partition_reduce(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        op: AluOp,
-    ) -> FResult<()> {
+    fn partition_reduce(&mut self, i: &insn::TensorPartitionReduce) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let op = i.op;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let f = sv.free();
@@ -1464,13 +1369,11 @@ impl Exec<'_> {
 
     /// `tensor_copy_predicated`: only the selected elements of `src` are
     /// read, and only those of `dst` written.
-    fn copy_predicated(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        predicate: &AccessPattern,
-        reverse: bool,
-    ) -> FResult<()> {
+    fn copy_predicated(&mut self, i: &insn::TensorCopyPredicated) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let predicate = &i.predicate;
+        let reverse = i.reverse_pred;
         let sv = self.view(src, "src")?;
         let pv = self.view(predicate, "predicate")?;
         let dv = self.view_w(dst, "dst")?;
@@ -1496,15 +1399,13 @@ impl Exec<'_> {
         Ok(())
     }
 
-    fn exponential(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        max_value: &Scalar,
-        cmd: ReduceCmd,
-        init: Option<&Scalar>,
-        reduce_res: Option<&AccessPattern>,
-    ) -> FResult<()> {
+    fn exponential(&mut self, i: &insn::Exponential) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let max_value = &i.max_value;
+        let cmd = i.reduce_cmd;
+        let init = i.reduce_init.as_ref();
+        let reduce_res = i.reduce_res.as_ref();
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let rows = sv.rows;
@@ -1590,7 +1491,9 @@ impl Exec<'_> {
 
     /// `max8`: the 8 largest values of each partition in descending order,
     /// NaN above +inf, equal values (and ±0) in their original order.
-    fn max8(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn max8(&mut self, i: &insn::Max8) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let f = sv.free();
@@ -1610,12 +1513,10 @@ impl Exec<'_> {
     /// `nc_find_index8`: for each of the 8 values (in order), the first
     /// position holding an equal value (f32 `==`) not already matched by an
     /// earlier value; all ones when there is none.
-    fn find_index8(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        vals: &AccessPattern,
-    ) -> FResult<()> {
+    fn find_index8(&mut self, i: &insn::FindIndex8) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let vals = &i.vals;
         let (sv, x) = self.values(src, "src")?;
         let (_, v) = self.values(vals, "vals")?;
         let dv = self.view_w(dst, "dst")?;
@@ -1640,14 +1541,12 @@ impl Exec<'_> {
 
     /// `nc_match_replace8`: values processed from the last to the first;
     /// each replaces the first not-yet-replaced equal element with `imm`.
-    fn match_replace8(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        vals: &AccessPattern,
-        imm: f32,
-        dst_idx: Option<&AccessPattern>,
-    ) -> FResult<()> {
+    fn match_replace8(&mut self, i: &insn::MatchReplace8) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let vals = &i.vals;
+        let imm = i.imm.get();
+        let dst_idx = i.dst_idx.as_ref();
         let (sv, mut x) = self.values(src, "src")?;
         let (_, v) = self.values(vals, "vals")?;
         let dv = self.dst(dst, "dst")?;
@@ -1676,7 +1575,9 @@ impl Exec<'_> {
     /// `bn_stats`: `[n, mean, M2]` of the even then the odd free positions,
     /// in f32 (the sum in element order, mean = sum / n, then M2 as the sum
     /// of squared deviations); an empty half gives `[0, 0, 0]`.
-    fn bn_stats(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn bn_stats(&mut self, i: &insn::BnStats) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let f = sv.free();
@@ -1701,7 +1602,9 @@ impl Exec<'_> {
     /// `bn_aggr`: folds the `(n, mean, M2)` triples in order with Chan's
     /// parallel combination in f32 (triples with n = 0 are skipped) and
     /// writes `[mean, M2 / n]` (population variance; 0, 0 when n = 0).
-    fn bn_aggr(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn bn_aggr(&mut self, i: &insn::BnAggr) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.dst(dst, "dst")?;
         let f = sv.free();
@@ -1735,12 +1638,10 @@ impl Exec<'_> {
     /// 0xFF (NaN) with every lane the positive NaN code (0x7f for e4m3fn,
     /// 0x7e for e5m2), whatever the sign of the NaN input. Elements are `v / X` rounded (RNE) with
     /// saturation. Only the 4 scale partitions per quadrant are written.
-    fn quantize_mx(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        dst_scale: &AccessPattern,
-    ) -> FResult<()> {
+    fn quantize_mx(&mut self, i: &insn::QuantizeMx) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let dst_scale = &i.dst_scale;
         let (sv, x) = self.values(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let scv = self.view_w(dst_scale, "dst_scale")?;
@@ -1813,12 +1714,10 @@ impl Exec<'_> {
     /// `nc_stream_shuffle`: in each 32-partition quadrant of `dst`, row `i`
     /// receives row `mask[i]` of the same quadrant of `src` (relative to the
     /// operands' first partitions); 255 leaves the row untouched.
-    fn stream_shuffle(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        mask: &[u8],
-    ) -> FResult<()> {
+    fn stream_shuffle(&mut self, i: &insn::StreamShuffle) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let mask = &i.mask;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let mut raw = Vec::new();
@@ -1859,7 +1758,8 @@ impl Exec<'_> {
     }
 
     /// `rng`: one 32-bit draw per element from its lane, low bits stored.
-    fn rng(&mut self, dst: &AccessPattern) -> FResult<()> {
+    fn rng(&mut self, i: &insn::Rng) -> FResult<()> {
+        let dst = &i.dst;
         let dv = self.view_w(dst, "dst")?;
         let f = dv.free();
         let mut bits = Vec::with_capacity(dv.elements());
@@ -1870,7 +1770,10 @@ impl Exec<'_> {
     }
 
     /// `rand2`: `min + u · (max − min)` with `u` uniform in `[0, 1)`.
-    fn rand2(&mut self, dst: &AccessPattern, min: &Scalar, max: &Scalar) -> FResult<()> {
+    fn rand2(&mut self, i: &insn::Rand2) -> FResult<()> {
+        let dst = &i.dst;
+        let min = &i.min;
+        let max = &i.max;
         let dv = self.dst(dst, "dst")?;
         let lo = self.scalar(min, dv.rows, "min")?;
         let hi = self.scalar(max, dv.rows, "max")?;
@@ -1884,7 +1787,10 @@ impl Exec<'_> {
 
     /// `dropout`: an element becomes 0 when its draw `u < prob`, else keeps
     /// its bits.
-    fn dropout(&mut self, dst: &AccessPattern, src: &AccessPattern, prob: &Scalar) -> FResult<()> {
+    fn dropout(&mut self, i: &insn::Dropout) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let prob = &i.prob;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let prob = self.scalar(prob, sv.rows, "prob")?;
@@ -1953,14 +1859,12 @@ impl Exec<'_> {
     /// `index` partition-first, keeps the first `valid` indices, and every
     /// partition of the core gathers `elem_per_idx` elements at each index
     /// from its own row.
-    fn local_gather(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        index: &AccessPattern,
-        e: u32,
-        valid: Option<u32>,
-    ) -> FResult<()> {
+    fn local_gather(&mut self, i: &insn::LocalGather) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let index = &i.index;
+        let e = i.elem_per_idx;
+        let valid = i.valid_indices;
         let sv = self.view(src, "src")?;
         let iv = self.view(index, "index")?;
         let dv = self.view_w(dst, "dst")?;
@@ -1991,12 +1895,10 @@ impl Exec<'_> {
         self.mem.write_raw(&dv, &out)
     }
 
-    fn n_gather(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        indices: &AccessPattern,
-    ) -> FResult<()> {
+    fn n_gather(&mut self, i: &insn::NGather) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let indices = &i.indices;
         let sv = self.view(src, "src")?;
         let iv = self.view(indices, "indices")?;
         let dv = self.view_w(dst, "dst")?;
@@ -2021,7 +1923,9 @@ impl Exec<'_> {
 
     /// `sequence_bounds`: for each element, the start and one-past-end of
     /// its run of equal segment ids; id 0 (padding) gets `n` and −1.
-    fn sequence_bounds(&mut self, dst: &AccessPattern, src: &AccessPattern) -> FResult<()> {
+    fn sequence_bounds(&mut self, i: &insn::SequenceBounds) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let n = sv.free();
@@ -2062,13 +1966,11 @@ impl Exec<'_> {
 
     /// `nonzero_with_count`: only partitions 0, 16, 32, … of the operands
     /// (the first of each GpSimd core) are read and written.
-    fn nonzero_with_count(
-        &mut self,
-        dst: &AccessPattern,
-        src: &AccessPattern,
-        index_offset: i32,
-        padding: i32,
-    ) -> FResult<()> {
+    fn nonzero_with_count(&mut self, i: &insn::NonzeroWithCount) -> FResult<()> {
+        let dst = &i.dst;
+        let src = &i.src;
+        let index_offset = i.index_offset;
+        let padding = i.padding;
         let sv = self.view(src, "src")?;
         let dv = self.view_w(dst, "dst")?;
         let f = sv.free();
