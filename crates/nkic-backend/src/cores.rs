@@ -64,6 +64,55 @@ pub fn compile_launch(
     compile_launch_with_warnings(kernels, sources, config, cores).map(|(launch, _)| launch)
 }
 
+/// The stack of a thread that compiles one core's program: the backend's
+/// recursions follow the nesting of dynamic loops, which the front end
+/// bounds (`E0021`), far below this. Only the pages used are committed.
+const CORE_STACK_BYTES: usize = 64 << 20;
+
+/// One core's program and warnings, or its errors.
+type CoreResult = Result<(nkic_isa::Program, Vec<Diagnostic>), Vec<Diagnostic>>;
+
+/// Compiles each core's instances (`parts`) with [`compile_grid`], the
+/// cores after the first on threads of their own: the programs are
+/// independent, so they are compiled side by side and returned in core
+/// order, the same as one after another. A core whose thread cannot be
+/// started is compiled on this thread.
+///
+/// [`compile_grid`]: crate::compile_grid
+fn compile_parts(
+    parts: &[&[Kernel]],
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Vec<CoreResult> {
+    let Some((&first, rest)) = parts.split_first() else {
+        return Vec::new();
+    };
+    std::thread::scope(|scope| {
+        let spawned: Vec<_> = rest
+            .iter()
+            .map(|&part| {
+                let handle = std::thread::Builder::new()
+                    .name("nkic-core".to_owned())
+                    .stack_size(CORE_STACK_BYTES)
+                    .spawn_scoped(scope, move || {
+                        compile_grid_with_warnings(part, sources, config)
+                    });
+                (part, handle)
+            })
+            .collect();
+        let mut out = vec![compile_grid_with_warnings(first, sources, config)];
+        for (part, handle) in spawned {
+            out.push(match handle {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                Err(_) => compile_grid_with_warnings(part, sources, config),
+            });
+        }
+        out
+    })
+}
+
 /// [`compile_launch`], with the compile's warnings (E0906 for spills,
 /// each kept once).
 pub fn compile_launch_with_warnings(
@@ -96,9 +145,8 @@ pub fn compile_launch_with_warnings(
     let mut programs = Vec::with_capacity(cores);
     let mut errors = Vec::new();
     let mut warnings: Vec<Diagnostic> = Vec::new();
-    for c in 0..cores {
-        let part = &kernels[c * n / cores..(c + 1) * n / cores];
-        match compile_grid_with_warnings(part, sources, config) {
+    for compiled in compile_parts(&parts, sources, config) {
+        match compiled {
             Ok((p, w)) => {
                 programs.push(p);
                 for d in w {
