@@ -165,7 +165,7 @@ pub enum ConstValue {
 /// `path` is a `/`-separated path built from the kernel file's name (as
 /// registered in the `SourceMap`) or a search root, e.g. `kernels/util.py`
 /// or `lib/pkg/__init__.py`. Return `None` when there is no such file.
-pub trait ModuleLoader {
+pub trait ModuleLoader: Sync {
     fn read(&self, path: &str) -> Option<String>;
 
     /// As [`ModuleLoader::read`], but a file that exists and is not valid
@@ -217,7 +217,7 @@ impl ModuleLoader for NoModules {
 }
 
 /// Any closure works as a loader.
-impl<F: Fn(&str) -> Option<String>> ModuleLoader for F {
+impl<F: Fn(&str) -> Option<String> + Sync> ModuleLoader for F {
     fn read(&self, path: &str) -> Option<String> {
         self(path)
     }

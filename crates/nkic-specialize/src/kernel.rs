@@ -138,27 +138,37 @@ pub fn specialize(
     // The warnings kept so far, by their full text, so that keeping one of
     // each costs time linear in their number.
     let mut seen_warnings = std::collections::HashSet::new();
-    for index in 0..n_programs.max(1) {
-        let program_id = program_id_of(index, &config.grid);
-        let mut ctx = Ctx::new(sources, loader, &config, &name, index, program_id);
-        let res = run_instance(&mut ctx, file, &name, def_span);
-        result.prints.append(&mut ctx.prints);
+    let n = n_programs.max(1);
+    let job = Job {
+        loader,
+        config: &config,
+        name: &name,
+        file,
+        def_span,
+    };
+    for (index, outcome) in job.run_all(sources, n).into_iter().enumerate() {
+        let Instance {
+            mut prints,
+            warnings,
+            facts,
+            extra,
+            kernel,
+            discarded,
+        } = outcome;
+        result.prints.append(&mut prints);
         // Each program instance repeats the same warnings: keep one.
-        for w in std::mem::take(&mut ctx.warnings) {
+        for w in warnings {
             if seen_warnings.insert(format!("{w:?}")) {
                 result.diagnostics.push(w);
             }
         }
-        if let Some(f) = ctx.facts.take() {
+        if let Some(f) = facts {
             result.facts.merge(f);
         }
-        let extra = std::mem::take(&mut ctx.extra_errors);
-        match res {
-            Ok(()) => {
-                let hbm_vars = std::mem::take(&mut ctx.hbm_vars);
-                let kernel = finish(ctx);
+        match kernel {
+            Ok(kernel) => {
                 if index == 0
-                    && let Some(w) = discarded_results(&kernel, &hbm_vars)
+                    && let Some(w) = discarded
                 {
                     result.diagnostics.push(w);
                 }
@@ -179,6 +189,190 @@ pub fn specialize(
     shared_arg_kinds(&mut result.kernels);
     result
 }
+
+/// What specializing one program instance needs besides the sources.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    loader: &'a dyn ModuleLoader,
+    config: &'a SpecializeConfig,
+    name: &'a str,
+    file: FileId,
+    def_span: Span,
+}
+
+/// What specializing one program instance produced, for [`specialize`] to
+/// merge in instance order.
+struct Instance {
+    prints: Vec<Print>,
+    warnings: Vec<Diagnostic>,
+    facts: Option<Facts>,
+    extra: Vec<Diagnostic>,
+    kernel: Result<Kernel, Diagnostic>,
+    /// The discarded-results warning (instance 0 only).
+    discarded: Option<Diagnostic>,
+}
+
+impl Job<'_> {
+    /// Specializes instance `index`, reading and adding files in `sources`.
+    fn run(&self, sources: &mut SourceMap, index: usize) -> Instance {
+        let program_id = program_id_of(index, &self.config.grid);
+        let mut ctx = Ctx::new(
+            sources,
+            self.loader,
+            self.config,
+            self.name,
+            index,
+            program_id,
+        );
+        let res = run_instance(&mut ctx, self.file, self.name, self.def_span);
+        let prints = std::mem::take(&mut ctx.prints);
+        let warnings = std::mem::take(&mut ctx.warnings);
+        let facts = ctx.facts.take();
+        let extra = std::mem::take(&mut ctx.extra_errors);
+        let (kernel, discarded) = match res {
+            Ok(()) => {
+                let hbm_vars = std::mem::take(&mut ctx.hbm_vars);
+                let kernel = finish(ctx);
+                let discarded = if index == 0 {
+                    discarded_results(&kernel, &hbm_vars)
+                } else {
+                    None
+                };
+                (Ok(kernel), discarded)
+            }
+            Err(e) => (Err(e), None),
+        };
+        Instance {
+            prints,
+            warnings,
+            facts,
+            extra,
+            kernel,
+            discarded,
+        }
+    }
+
+    /// Every instance, `0..n`, in order, stopping after the first that
+    /// fails (as specializing one after another would).
+    ///
+    /// Instance 0 runs on this thread on `sources`; the others run beside
+    /// it on up to the machine's parallelism less one threads, each on a
+    /// copy of `sources` as it was before instance 0. The instances run
+    /// the same code, so they import the same modules in the same order and
+    /// add the same files with the same ids. An instance's outcome is kept
+    /// when the files it added agree, id by id, with those of `sources` by
+    /// then (its further files are then added to `sources` too); otherwise
+    /// it and the instances after it are specialized again, one after
+    /// another on `sources` itself. Either way the result is that of
+    /// specializing one instance after another. The front end's recursion
+    /// is bounded, so the threads get the stack it needs, [`STACK_BYTES`].
+    fn run_all(&self, sources: &mut SourceMap, n: usize) -> Vec<Instance> {
+        if n <= 1 {
+            return vec![self.run(sources, 0)];
+        }
+        let base = sources.clone();
+        let base_files = base.files().count();
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .saturating_sub(1)
+            .min(n - 1);
+        let next = std::sync::atomic::AtomicUsize::new(1);
+        // Per instance: its outcome, and the files it added.
+        let mut done: Vec<Option<(Instance, Vec<Added>)>> = (0..n).map(|_| None).collect();
+        let first = std::thread::scope(|scope| {
+            let (base, next) = (&base, &next);
+            let handles: Vec<_> = (0..workers)
+                .filter_map(|_| {
+                    std::thread::Builder::new()
+                        .name("nkic-instance".to_owned())
+                        .stack_size(STACK_BYTES)
+                        .spawn_scoped(scope, move || {
+                            let mut mine = Vec::new();
+                            loop {
+                                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                if index >= n {
+                                    break mine;
+                                }
+                                let mut copy = base.clone();
+                                let outcome = self.run(&mut copy, index);
+                                let added = copy
+                                    .files()
+                                    .skip(base_files)
+                                    .map(|(_, f)| (f.name().to_owned(), f.text().to_owned()))
+                                    .collect();
+                                mine.push((index, outcome, added));
+                            }
+                        })
+                        .ok()
+                })
+                .collect();
+            let first = self.run(sources, 0);
+            for h in handles {
+                let mine = h
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                for (index, outcome, added) in mine {
+                    done[index] = Some((outcome, added));
+                }
+            }
+            first
+        });
+        let mut out = vec![first];
+        if out[0].kernel.is_err() {
+            return out;
+        }
+        for (index, slot) in done.iter_mut().enumerate().skip(1) {
+            match slot.take() {
+                Some((outcome, added)) if agrees(sources, base_files, &added) => {
+                    for (name, text) in added.into_iter().skip(sources.files().count() - base_files)
+                    {
+                        sources.add(name, text);
+                    }
+                    let failed = outcome.kernel.is_err();
+                    out.push(outcome);
+                    if failed {
+                        break;
+                    }
+                }
+                // Its files disagree, or no thread ran it: this one and
+                // the rest one after another, as without threads.
+                _ => {
+                    for index in index..n {
+                        let outcome = self.run(sources, index);
+                        let failed = outcome.kernel.is_err();
+                        out.push(outcome);
+                        if failed {
+                            break;
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A file an instance added to its copy of the sources: name and text.
+type Added = (String, String);
+
+/// True when `added`, the files an instance added to a copy of the
+/// sources that had `base_files` files, are named and read as the files
+/// of `sources` from that id on (as far as `sources` goes).
+fn agrees(sources: &SourceMap, base_files: usize, added: &[Added]) -> bool {
+    sources
+        .files()
+        .skip(base_files)
+        .zip(added)
+        .all(|((_, f), (name, text))| f.name() == name && f.text() == text)
+}
+
+/// The stack a thread that specializes a kernel needs: every recursion
+/// over a user's program is bounded (expressions by `E0018`, blocks by
+/// `E0021`, compile-time evaluation by `E0262`); this holds the deepest
+/// they allow, with room to spare, in a debug build. Only the pages used
+/// are committed.
+pub const STACK_BYTES: usize = 256 << 20;
 
 /// The instances of a grid share their arguments: one that some instance
 /// writes is in-out in every instance, also in one whose share of the work

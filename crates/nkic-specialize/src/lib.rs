@@ -99,7 +99,7 @@ pub use config::{ArgSpec, ConstValue, ModuleLoader, NoModules, NotUtf8, Speciali
 pub use ctx::Ctx;
 pub use facts::{Fact, Facts};
 pub use intrinsics::Intrinsic;
-pub use kernel::{SpecializeResult, fill_unset, specialize};
+pub use kernel::{STACK_BYTES, SpecializeResult, fill_unset, specialize};
 pub use value::Value;
 
 /// One line of compile-time `print` output.

@@ -113,9 +113,9 @@ fn modules_come_from_the_loader_and_load_once() {
     let main = "import nki\nfrom pkg.util import f\nfrom pkg import util\nimport pkg.util as u2\n\n# nkic: args x=float32[128,4]\n@nki.jit\ndef k(x):\n    print(f(2), util.f(3), u2.COUNT)\n";
     // Top-level calls and augmented assignments are host code: they do not run.
     let util = "COUNT = 1\nprint('host code')\nCOUNT += 1\n\ndef f(n):\n    return n * 10\n";
-    let reads = std::cell::RefCell::new(Vec::new());
+    let reads = std::sync::Mutex::new(Vec::new());
     let loader = |p: &str| {
-        reads.borrow_mut().push(p.to_owned());
+        reads.lock().expect("not poisoned").push(p.to_owned());
         (p == "src/pkg/util.py").then(|| util.to_owned())
     };
     let mut sources = SourceMap::new();
@@ -133,7 +133,49 @@ fn modules_come_from_the_loader_and_load_once() {
             .count(),
         1
     );
-    assert!(reads.borrow().iter().all(|p| p.starts_with("src/")));
+    assert!(
+        reads
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .all(|p| p.starts_with("src/"))
+    );
+}
+
+/// Specializes `main` over grid `[3]` with the modules `pkg/a.py` and
+/// `pkg/b.py`; returns the prints and the names of the source files in
+/// id order.
+fn grid_of_imports(main: &str) -> (Vec<String>, Vec<String>) {
+    let loader = |p: &str| match p {
+        "pkg/a.py" => Some("A = 1\n".to_owned()),
+        "pkg/b.py" => Some("B = 2\n".to_owned()),
+        _ => None,
+    };
+    let mut sources = SourceMap::new();
+    let file = sources.add("k.py", main);
+    let res = specialize(&mut sources, file, &SpecializeConfig::default(), &loader);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    assert_eq!(res.kernels.len(), 3);
+    let prints = res.prints.iter().map(|p| format!("{} {}", p.location, p.text)).collect();
+    let files = sources.files().map(|(_, f)| f.name().to_owned()).collect();
+    (prints, files)
+}
+
+/// The instances of a grid are specialized side by side; the files they
+/// import get the ids one-after-another specialization gives them, also
+/// when an instance imports a module the first one did not (it is added
+/// after the first one's), and when an instance imports another module
+/// instead (the instances are specialized again in order).
+#[test]
+fn grid_instances_import_files_in_instance_order() {
+    let more = "import nki\nimport nki.language as nl\n\n# nkic: args x=float32[128,4]\n# nkic: grid 3\n@nki.jit\ndef k(x):\n    from pkg import a\n    print(a.A)\n    if nl.program_id(0) == 1:\n        from pkg import b\n        print(b.B)\n    return x\n";
+    let (prints, files) = grid_of_imports(more);
+    assert_eq!(prints, ["k.py:9 1", "k.py:9 1", "k.py:12 2", "k.py:9 1"]);
+    assert_eq!(files, ["k.py", "pkg/a.py", "pkg/b.py"]);
+    let other = "import nki\nimport nki.language as nl\n\n# nkic: args x=float32[128,4]\n# nkic: grid 3\n@nki.jit\ndef k(x):\n    if nl.program_id(0) == 1:\n        from pkg import b\n        print(b.B)\n    else:\n        from pkg import a\n        print(a.A)\n    return x\n";
+    let (prints, files) = grid_of_imports(other);
+    assert_eq!(prints, ["k.py:13 1", "k.py:10 2", "k.py:13 1"]);
+    assert_eq!(files, ["k.py", "pkg/a.py", "pkg/b.py"]);
 }
 
 #[test]

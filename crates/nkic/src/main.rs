@@ -19,11 +19,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// The stack of the thread that runs the command. Every recursion over a
-/// user's program is bounded (expressions by `E0018`, blocks by `E0021`,
-/// compile-time evaluation by `E0262`); this holds the deepest they allow,
-/// with room to spare, in a debug build. Only the pages used are committed.
-const STACK_BYTES: usize = 256 << 20;
+/// The stack of the thread that runs the command: the one the front end
+/// needs for the deepest recursion it allows.
+const STACK_BYTES: usize = nkic_specialize::STACK_BYTES;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
