@@ -91,7 +91,7 @@ use nkic_isa::{
 use crate::Schedule;
 use crate::alloc::Layout;
 use crate::codes;
-use crate::collect::Unit;
+use crate::collect::{Unit, diag_at};
 use crate::deps;
 use crate::emit::{line_table, operand_names, sort_names, verified};
 use crate::lower::{Lowered, probe_queue};
@@ -337,14 +337,30 @@ pub fn emit(
     let loops: usize = unit.kernels.iter().map(|k| k.dyn_loops.len()).sum();
     let limit = unit.target.figures().sequencer_registers as usize;
     if max_regs + loops > limit {
-        return Err(vec![Diagnostic::error(
-            codes::TOO_MANY_REGISTERS,
-            format!(
-                "the kernel needs {} sequencer registers ({max_regs} registers and one counter per dynamic loop, {loops} loops), more than the {limit} a queue has",
-                max_regs + loops
-            ),
-        )
-        .with_help("use fewer dynamic loops or registers")]);
+        // The first dynamic loop, in source order over the grid, whose
+        // counter does not fit.
+        let loc = unit
+            .kernels
+            .iter()
+            .flat_map(|k| {
+                k.dyn_loops
+                    .iter()
+                    .map(|(l, _)| k.spans.dyn_loops.get(l).copied())
+            })
+            .nth(limit.saturating_sub(max_regs))
+            .flatten();
+        return Err(vec![
+            diag_at(
+                codes::TOO_MANY_REGISTERS,
+                format!(
+                    "the kernel needs {} sequencer registers ({max_regs} registers and one counter per dynamic loop, {loops} loops), more than the {limit} a queue has",
+                    max_regs + loops
+                ),
+                loc,
+                "the first dynamic loop whose counter does not fit",
+            )
+            .with_help("use fewer dynamic loops or registers"),
+        ]);
     }
     let chain = top.is_none().then(|| program.add_semaphore("chain_done"));
     let mut em = Emitter {

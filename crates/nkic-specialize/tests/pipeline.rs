@@ -156,7 +156,11 @@ fn grid_of_imports(main: &str) -> (Vec<String>, Vec<String>) {
     let res = specialize(&mut sources, file, &SpecializeConfig::default(), &loader);
     assert!(!res.has_errors(), "{:?}", res.diagnostics);
     assert_eq!(res.kernels.len(), 3);
-    let prints = res.prints.iter().map(|p| format!("{} {}", p.location, p.text)).collect();
+    let prints = res
+        .prints
+        .iter()
+        .map(|p| format!("{} {}", p.location, p.text))
+        .collect();
     let files = sources.files().map(|(_, f)| f.name().to_owned()).collect();
     (prints, files)
 }
