@@ -268,10 +268,35 @@ fn shared_tensors<'a>(
 /// [`compile_launch`](crate::compile_launch) for every instance of a
 /// launch before it splits the instances over the cores.
 pub(crate) fn argument_mismatches(inst: usize, k: &Kernel, first: &Kernel) -> Vec<Diagnostic> {
-    if k.args.len() != first.args.len() || k.outputs.len() != first.outputs.len() {
+    if k.outputs.len() != first.outputs.len() {
+        // The first returned tensor one instance has and the other lacks.
+        let (longer, n) = if k.outputs.len() > first.outputs.len() {
+            (k, first.outputs.len())
+        } else {
+            (first, k.outputs.len())
+        };
+        let loc = longer
+            .outputs
+            .get(n)
+            .and_then(|&s| longer.spans.storages.get(s).copied());
+        return vec![
+            diag_at(
+                codes::GRID_MISMATCH,
+                format!(
+                    "program instance {inst} returns {} tensors, instance 0 returns {}",
+                    k.outputs.len(),
+                    first.outputs.len()
+                ),
+                loc,
+                "returned by one instance and not the other",
+            )
+            .with_help("every instance of a grid returns the same tensors"),
+        ];
+    }
+    if k.args.len() != first.args.len() {
         return vec![Diagnostic::error(
             codes::GRID_MISMATCH,
-            format!("program instance {inst} has different arguments or outputs than instance 0"),
+            format!("program instance {inst} has other arguments than instance 0"),
         )];
     }
     shared_tensors(k, first)

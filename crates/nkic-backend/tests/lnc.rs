@@ -268,3 +268,25 @@ fn instances_of_a_launch_returning_other_shapes_are_e0912_at_the_tensor() {
         ],
     );
 }
+
+/// Instance 1 returns a second tensor that instance 0 does not: E0912 at
+/// that tensor, with both counts.
+#[test]
+fn instances_returning_different_tensors_are_e0912_at_the_extra_one() {
+    let one = stores_then_barrier(0, None);
+    let two = stores_then_barrier(1, None).replace(
+        "return t1\n",
+        "t3 = shared_hbm float32[128, 64] \"extra\" @ kernel.py:240..250\nreturn t1, t3\n",
+    );
+    let text = launch(&one, &two).expect_err("the instances return different tensors");
+    assert!(
+        text.contains("[E0912] Error: program instance 1 returns 2 tensors, instance 0 returns 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("returned by one instance and not the other"),
+        "{text}"
+    );
+    // The label is on the extra tensor (byte 240: line 7 of the synthetic source).
+    assert!(text.contains("kernel.py:7:1"), "{text}");
+}
