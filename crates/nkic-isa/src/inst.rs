@@ -124,6 +124,17 @@ macro_rules! instructions {
             )*
         }
 
+        $(
+            impl insn::$variant {
+                /// The `.nkasm` mnemonic.
+                pub const MNEMONIC: &'static str = $mnemonic;
+                /// The engines that may execute the instruction.
+                pub const ENGINES: &'static [Engine] = &[$(Engine::$engine),+];
+                /// The oldest target that has the instruction.
+                pub const SINCE: Target = Target::$since;
+            }
+        )*
+
         /// One instruction's operation and operands (see `docs/isa.md`).
         #[derive(Clone, Debug, PartialEq)]
         pub enum Op {
@@ -140,21 +151,21 @@ macro_rules! instructions {
             /// The `.nkasm` mnemonic (the `nki.isa` name where there is one).
             pub fn mnemonic(&self) -> &'static str {
                 match self {
-                    $( Op::$variant(_) => $mnemonic, )*
+                    $( Op::$variant(_) => insn::$variant::MNEMONIC, )*
                 }
             }
 
             /// The engines that may execute this instruction.
             pub fn engines(&self) -> &'static [Engine] {
                 match self {
-                    $( Op::$variant(_) => &[$(Engine::$engine),+], )*
+                    $( Op::$variant(_) => insn::$variant::ENGINES, )*
                 }
             }
 
             /// The oldest target that has this instruction.
             pub fn since(&self) -> Target {
                 match self {
-                    $( Op::$variant(_) => Target::$since, )*
+                    $( Op::$variant(_) => insn::$variant::SINCE, )*
                 }
             }
 
@@ -162,7 +173,7 @@ macro_rules! instructions {
             /// how the IR and the API take engines from this table.
             pub fn engines_of(mnemonic: &str) -> Option<&'static [Engine]> {
                 match mnemonic {
-                    $( $mnemonic => Some(&[$(Engine::$engine),+]), )*
+                    $( $mnemonic => Some(insn::$variant::ENGINES), )*
                     _ => None,
                 }
             }
@@ -170,7 +181,7 @@ macro_rules! instructions {
             /// The oldest target that has the instruction `mnemonic`.
             pub fn since_of(mnemonic: &str) -> Option<Target> {
                 match mnemonic {
-                    $( $mnemonic => Some(Target::$since), )*
+                    $( $mnemonic => Some(insn::$variant::SINCE), )*
                     _ => None,
                 }
             }

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, View};
+use nkic_isa::insn;
 use nkic_isa::{AluOp, DType, DgeMode, Dim, Engine, Fp32, Imm, OobMode, Target};
 
 use super::check::{self, shape_text};
@@ -26,10 +27,12 @@ use super::table::{
 use crate::ctx::Ctx;
 use crate::value::{IndexExpr, Tensor, Value};
 
-const DMA: &[Engine] = &[Engine::Dma];
+/// `nl.load`, `nl.store` and `nisa.dma_compute` are `dma_copy`s.
+const DMA: &[Engine] = insn::DmaCopy::ENGINES;
 /// The engines whose queues may issue a DMA (`engine=` of `nisa.dma_copy`).
 pub(super) const DMA_TRIGGER: &[Engine] = &[Engine::Dma, Engine::Sync, Engine::Scalar];
-const COPY_ENGINES: &[Engine] = &[Engine::Vector, Engine::Scalar, Engine::GpSimd];
+/// `nl.copy` is a `tensor_copy`.
+const COPY_ENGINES: &[Engine] = insn::TensorCopy::ENGINES;
 
 /// `reduce_op` of `dma_compute`: `nl.add`.
 const DMA_COMPUTE_OP: OpIn = reduces_with_only!("dma_compute", Add, "nl.add");

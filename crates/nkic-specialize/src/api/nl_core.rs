@@ -6,6 +6,7 @@ use std::rc::Rc;
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
 use nkic_isa::Engine;
+use nkic_isa::insn;
 
 use super::check;
 use super::isa::tensor_engine::{self, MatmulFlags, PendingMatmul};
@@ -14,8 +15,9 @@ use super::table::{ApiDef, Bound, Kind, OUT_DTYPE, X, opt, req};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
-const TENSOR: &[Engine] = &[Engine::Tensor];
-const TRANSPOSE: &[Engine] = &[Engine::Tensor, Engine::Vector];
+/// `nl.matmul` is an `nc_matmul`, `nl.transpose` an `nc_transpose`.
+const TENSOR: &[Engine] = insn::NcMatmul::ENGINES;
+const TRANSPOSE: &[Engine] = insn::NcTranspose::ENGINES;
 
 /// `nl.matmul` and `nl.transpose`.
 pub const DEFS: &[ApiDef] = &[

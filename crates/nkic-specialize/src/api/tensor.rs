@@ -34,6 +34,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Address, Buffer, Indirection, View, ViewDim};
+use nkic_isa::insn;
 use nkic_isa::{DType, Engine, Imm, Target};
 
 use super::blocks::BlockTensor;
@@ -48,7 +49,8 @@ use crate::args::Arg;
 use crate::ctx::Ctx;
 use crate::value::{BoundMethod, IndexExpr, IntOrReg, RegValue, Tensor, Value};
 
-const MEMSET_ENGINES: &[Engine] = &[Engine::Vector, Engine::GpSimd];
+/// The fills (`nl.zeros`, `nl.full`, ...) are `memset`s.
+const MEMSET_ENGINES: &[Engine] = insn::Memset::ENGINES;
 
 /// The parameters of `nl.zeros` and `nl.ones`.
 const ALLOC: &[Param] = &[SHAPE, DTYPE, BUFFER, TENSOR_NAME];

@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind, Scalar};
+use nkic_isa::insn;
 use nkic_isa::{AluOp, DType, Engine, Target};
 
 use crate::api::check;
@@ -23,8 +24,6 @@ use crate::api::table::{
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
-
-const VECTOR: &[Engine] = &[Engine::Vector];
 
 const VECTOR_GPSIMD: &[Engine] = &[Engine::Vector, Engine::GpSimd];
 
@@ -115,7 +114,7 @@ pub const DEFS: &[ApiDef] = &[
             BUFFER,
             TENSOR_NAME,
         ],
-        VECTOR,
+        insn::Rand2::ENGINES,
         "A new tile of uniform random values in [0, 1): `rand2(min=0, max=1)` on trn3; on trn2 `rng` into uint16 scaled by 2⁻¹⁶.",
         &["The tile is SBUF with at most 128 partitions."],
         nl_rand,
@@ -123,7 +122,7 @@ pub const DEFS: &[ApiDef] = &[
     ApiDef::new(
         "nl.random_seed",
         &[req("seed", Kind::Tensor)],
-        VECTOR,
+        insn::SetRngSeed::ENGINES,
         "Seeds the random generators from a `[1, 1]` 32-bit SBUF/PSUM tensor (`nisa.set_rng_seed`).",
         &["`seed` is a `[1, 1]` SBUF/PSUM tensor of a 32-bit dtype."],
         nl_random_seed,
@@ -135,7 +134,7 @@ pub const DEFS: &[ApiDef] = &[
             req("rate", Kind::Scalar),
             OUT_DTYPE,
         ],
-        VECTOR,
+        insn::Dropout::ENGINES,
         "A new tile with each element of `x` zeroed with probability `rate` (`nisa.dropout`; survivors are not rescaled).",
         &["The `nisa.dropout` rules apply."],
         nl_dropout,
