@@ -446,11 +446,9 @@ fn simulate_pass(
     dump: &DumpSpec,
     racy: &mut Racy,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
+    // The verifier's launch rules hold: at least one core, one target.
     let Some(program) = cores.first() else {
-        return Err(SimError::new(
-            SimErrorKind::BadProgram,
-            "a launch needs at least one core",
-        ));
+        panic!("invariant broken: a verified launch has at least one core");
     };
     let multi = cores.len() > 1;
     let mut dumps = Vec::new();
@@ -458,15 +456,12 @@ fn simulate_pass(
     let f = target.figures();
     for p in cores {
         check_sizes(p)?;
-        if p.target != target {
-            return Err(SimError::new(
-                SimErrorKind::BadProgram,
-                format!(
-                    "the cores of a launch must share one target: {} and {}",
-                    target, p.target
-                ),
-            ));
-        }
+        assert!(
+            p.target == target,
+            "invariant broken: the cores of a verified launch share one target, not {} and {}",
+            target,
+            p.target
+        );
     }
     let mut mem = MemoryState::for_cores(cores, config.poison);
     load_inputs(program, inputs, &mut mem)?;
@@ -514,26 +509,23 @@ fn simulate_pass(
         }
         sem_total += p.semaphores.len();
     }
-    // Check semaphore ids once so the loop can index freely.
+    // The verifier's semaphore rule holds every waited or signalled
+    // semaphore declared, so the loop below indexes them freely (core by
+    // core: an undeclared id would name another core's semaphore).
     for q in &queues {
-        let p = &cores[q.core];
-        for (i, inst) in q.insts.iter().enumerate() {
-            let bad = inst
+        let declared = cores[q.core].semaphores.len();
+        for inst in q.insts {
+            let ids = inst
                 .waits
                 .iter()
                 .map(|w| w.sem)
-                .chain(inst.signals.iter().copied())
-                .find(|s| s.0 as usize >= p.semaphores.len());
-            if let Some(s) = bad {
-                let mut e = SimError::at(
-                    SimErrorKind::BadProgram,
-                    format!("semaphore #{} is not declared", s.0),
-                    p,
-                    q.queue,
-                    i,
+                .chain(inst.signals.iter().copied());
+            for s in ids {
+                assert!(
+                    (s.0 as usize) < declared,
+                    "invariant broken: a verified program declares every semaphore it uses, not #{}",
+                    s.0
                 );
-                e.core = multi.then_some(q.stats.core);
-                return Err(e);
             }
         }
     }
@@ -1410,18 +1402,13 @@ fn step(
     }
     q.pc = match flow {
         Flow::Next => index + 1,
-        Flow::Jump(label) => match q.labels.get(&label) {
-            Some(&at) => at,
-            None => {
-                return Err(SimError::at(
-                    SimErrorKind::BadProgram,
-                    format!("label {label} is not defined in queue {}", q.queue),
-                    program,
-                    q.queue,
-                    index,
-                ));
-            }
-        },
+        // The verifier's branch-target rule holds every target defined.
+        Flow::Jump(label) => *q.labels.get(&label).unwrap_or_else(|| {
+            panic!(
+                "invariant broken: a verified program defines every branch target, not {label} in queue {}",
+                q.queue
+            )
+        }),
     };
     Ok(())
 }

@@ -936,21 +936,21 @@ impl MemoryState {
                 self.psum_stride as i64,
             ),
             MemKind::Hbm(id) => {
+                // The verifier's tensor and HBM-partition rules hold.
                 let Some(&global) = self
                     .hbm_map
                     .get(self.core)
                     .and_then(|m| m.get(id.0 as usize))
                 else {
-                    return Err(Fault::bad(format!(
-                        "`{field}` names HBM tensor #{} which does not exist",
+                    panic!(
+                        "invariant broken: `{field}` of a verified program names HBM tensor #{}, which does not exist",
                         id.0
-                    )));
+                    );
                 };
-                if ap.partition_start != 0 {
-                    return Err(Fault::bad(format!(
-                        "`{field}` on HBM must start at partition 0"
-                    )));
-                }
+                assert!(
+                    ap.partition_start == 0,
+                    "invariant broken: `{field}` of a verified program starts on HBM at partition 0"
+                );
                 (
                     SpaceId::Hbm(global),
                     0,
