@@ -11,9 +11,10 @@ use nkic_isa::Target;
 use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
 
 use crate::emit::Emit;
-use crate::exec::{ExecOptions, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+use crate::exec::ExecOptions;
 use crate::report::{MessageFormat, Reporter};
 use crate::run::{RunOptions, ScheduleArg, SimTierArg};
+use crate::runio::{InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
 
 /// nkic compiles NKI-style tile kernels to a Trainium pseudo-ISA and runs
 /// them in a reference interpreter with a cycle model.

@@ -21,8 +21,8 @@ use nkic_diag::Diagnostic;
 use nkic_isa::{Launch, Program};
 use nkic_sim::Dump;
 
-use crate::exec::OutDTypeArg;
 use crate::npy::{self, OutDType};
+use crate::runio::OutDTypeArg;
 
 /// Every name `--dump` accepts in `program`.
 fn known_names(program: &Program) -> Vec<String> {

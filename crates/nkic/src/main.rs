@@ -14,6 +14,7 @@ mod mapped;
 mod npy;
 mod report;
 mod run;
+mod runio;
 
 use std::process::ExitCode;
 

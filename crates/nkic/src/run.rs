@@ -14,7 +14,7 @@ use nkic_driver::simulate::output_files;
 use nkic_isa::Launch;
 use nkic_specialize::ArgSpec;
 
-use crate::exec::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+use crate::runio::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
 
 /// `--schedule`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -51,7 +51,7 @@ pub fn arg_specs_from_inputs(
     let mut errors = Vec::new();
     for (i, input) in inputs.iter().enumerate() {
         if inputs[..i].iter().any(|s| s.name == input.name) {
-            errors.push(exec::duplicate_input(&input.name));
+            errors.push(runio::duplicate_input(&input.name));
             continue;
         }
         if declared.iter().any(|a| a.name == input.name) {
@@ -160,7 +160,7 @@ pub fn run_compiled(
     let inputs = if opts.inputs.is_empty() {
         rest.unwrap_or_default()
     } else {
-        exec::read_inputs_or(program, opts.inputs, rest)?
+        runio::read_inputs_or(program, opts.inputs, rest)?
     };
     let mut config = simio::sim_config(
         opts.step_order.into(),
@@ -192,7 +192,7 @@ pub fn run_compiled(
         let files = output_files(kernel, program);
         let files: Vec<(String, &str)> =
             files.iter().map(|(f, n)| (f.clone(), n.as_str())).collect();
-        exec::write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+        runio::write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
     }
     if !opts.dump.is_empty() {
         let dir = opts.out_dir.unwrap_or(Path::new("."));
@@ -202,7 +202,7 @@ pub fn run_compiled(
     // run's execution counts give the bound of this run.
     let bound = launch_bound(launch, &result);
     match opts.profile {
-        None => exec::print_report(launch, &result, opts.report, Some(bound.ns)),
+        None => runio::print_report(launch, &result, opts.report, Some(bound.ns)),
         Some(format) => {
             let title = sources.get(file).map_or("kernel", |f| f.name()).to_owned();
             if let Some(dir) = opts.out_dir {
@@ -213,7 +213,7 @@ pub fn run_compiled(
                 ReportFormat::Human => summary.to_text(),
                 ReportFormat::Json => format!("{}\n", summary.to_json()),
             };
-            exec::print_stdout(&text);
+            runio::print_stdout(&text);
         }
     }
     Ok(simio::kernel_undefined_warnings(
