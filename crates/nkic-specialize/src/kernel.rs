@@ -253,7 +253,8 @@ impl Job<'_> {
     }
 
     /// Every instance, `0..n`, in order, stopping after the first that
-    /// fails (as specializing one after another would).
+    /// fails (as specializing one after another would; the threads take
+    /// no instance after one that failed).
     ///
     /// Instance 0 runs on this thread on `sources`; the others run beside
     /// it on up to the machine's parallelism less one threads, each on a
@@ -276,11 +277,14 @@ impl Job<'_> {
             .map_or(1, std::num::NonZeroUsize::get)
             .saturating_sub(1)
             .min(n - 1);
-        let next = std::sync::atomic::AtomicUsize::new(1);
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let next = AtomicUsize::new(1);
+        // The lowest instance that failed so far: no later one is needed.
+        let failed = AtomicUsize::new(usize::MAX);
         // Per instance: its outcome, and the files it added.
         let mut done: Vec<Option<(Instance, Vec<Added>)>> = (0..n).map(|_| None).collect();
         let first = std::thread::scope(|scope| {
-            let (base, next) = (&base, &next);
+            let (base, next, failed) = (&base, &next, &failed);
             let handles: Vec<_> = (0..workers)
                 .filter_map(|_| {
                     std::thread::Builder::new()
@@ -289,12 +293,15 @@ impl Job<'_> {
                         .spawn_scoped(scope, move || {
                             let mut mine = Vec::new();
                             loop {
-                                let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                                if index >= n {
+                                let index = next.fetch_add(1, Ordering::Relaxed);
+                                if index >= n || index > failed.load(Ordering::Relaxed) {
                                     break mine;
                                 }
                                 let mut copy = base.clone();
                                 let outcome = self.run(&mut copy, index);
+                                if outcome.kernel.is_err() {
+                                    failed.fetch_min(index, Ordering::Relaxed);
+                                }
                                 let added = copy
                                     .files()
                                     .skip(base_files)
@@ -307,6 +314,9 @@ impl Job<'_> {
                 })
                 .collect();
             let first = self.run(sources, 0);
+            if first.kernel.is_err() {
+                failed.store(0, Ordering::Relaxed);
+            }
             for h in handles {
                 let mine = h
                     .join()
