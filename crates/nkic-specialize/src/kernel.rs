@@ -292,12 +292,16 @@ impl Job<'_> {
                         .stack_size(STACK_BYTES)
                         .spawn_scoped(scope, move || {
                             let mut mine = Vec::new();
+                            // Copied again only after an instance added a file.
+                            let mut copy = base.clone();
                             loop {
                                 let index = next.fetch_add(1, Ordering::Relaxed);
                                 if index >= n || index > failed.load(Ordering::Relaxed) {
                                     break mine;
                                 }
-                                let mut copy = base.clone();
+                                if copy.files().count() != base_files {
+                                    copy = base.clone();
+                                }
                                 let outcome = self.run(&mut copy, index);
                                 if outcome.kernel.is_err() {
                                     failed.fetch_min(index, Ordering::Relaxed);
