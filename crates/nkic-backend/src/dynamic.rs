@@ -353,8 +353,10 @@ pub fn emit(
             diag_at(
                 codes::TOO_MANY_REGISTERS,
                 format!(
-                    "the kernel needs {} sequencer registers ({max_regs} registers and one counter per dynamic loop, {loops} loops), more than the {limit} a queue has",
-                    max_regs + loops
+                    "the kernel needs {} sequencer registers ({max_regs} register{} and one counter per dynamic loop, {loops} loop{}), more than the {limit} a queue has",
+                    max_regs + loops,
+                    if max_regs == 1 { "" } else { "s" },
+                    if loops == 1 { "" } else { "s" },
                 ),
                 loc,
                 "the first dynamic loop whose counter does not fit",
