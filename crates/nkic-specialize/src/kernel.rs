@@ -335,32 +335,28 @@ impl Job<'_> {
         if out[0].kernel.is_err() {
             return out;
         }
+        // Once one instance is specialized again, so are all after it.
+        let mut again = false;
         for (index, slot) in done.iter_mut().enumerate().skip(1) {
-            match slot.take() {
-                Some((outcome, added)) if agrees(sources, base_files, &added) => {
-                    for (name, text) in added.into_iter().skip(sources.files().count() - base_files)
-                    {
+            let outcome = match slot.take() {
+                Some((outcome, added)) if !again && agrees(sources, base_files, &added) => {
+                    let known = sources.files().count() - base_files;
+                    for (name, text) in added.into_iter().skip(known) {
                         sources.add(name, text);
                     }
-                    let failed = outcome.kernel.is_err();
-                    out.push(outcome);
-                    if failed {
-                        break;
-                    }
+                    outcome
                 }
                 // Its files disagree, or no thread ran it: this one and
                 // the rest one after another, as without threads.
                 _ => {
-                    for index in index..n {
-                        let outcome = self.run(sources, index);
-                        let failed = outcome.kernel.is_err();
-                        out.push(outcome);
-                        if failed {
-                            break;
-                        }
-                    }
-                    break;
+                    again = true;
+                    self.run(sources, index)
                 }
+            };
+            let failed = outcome.kernel.is_err();
+            out.push(outcome);
+            if failed {
+                break;
             }
         }
         out
