@@ -72,6 +72,10 @@ use nkic_isa::{DType, TensorId, TensorKind};
 use crate::codes;
 use crate::collect::{Unit, diag_at};
 
+mod free;
+
+use free::FreeRuns;
+
 /// On-chip offsets are multiples of this many bytes.
 pub const ALIGN: u64 = 4;
 
@@ -109,21 +113,41 @@ type PlaceError = (Vec<Diagnostic>, Option<Overflow>);
 
 /// The state of one first-fit pass: the items placed so far, by index
 /// into the pass's items, with their offsets.
-#[derive(Clone, Debug, Default)]
+///
+/// The placed items still alive are `active`, in two groups. Those that
+/// start on partition 0 and take bytes ([`INDEXED`]) all overlap one
+/// another's partitions, so they conflict with every such item that comes
+/// later while they live: `free` holds their bytes, and finding room
+/// among them takes `O(log n)` steps however many are alive. The others
+/// ([`SCANNED`]: PE-tiled tiles, empty ones) are compared one by one, as
+/// is every item against the manual placements.
+#[derive(Clone, Debug)]
 struct Placer {
+    mem: Memory,
     placed: Vec<(usize, u64)>,
     manual: Vec<(usize, u64)>,
-    /// The placed items still alive, sorted by offset (so the busy list
-    /// comes out sorted without sorting it for every item).
-    active: Vec<Active>,
+    active: [Vec<Active>; 2],
+    /// Where each active item is in `active`: group and index, by item.
+    slot: Vec<Option<(usize, usize)>>,
+    /// When the active items' lives end (`live.last`, item), earliest
+    /// first; an entry whose item has left or been [relived](Self::relive)
+    /// since is skipped.
+    ends: BinaryHeap<Reverse<(u32, usize)>>,
+    /// The bytes of the [`INDEXED`] active items, in [`ALIGN`]-byte slots.
+    free: FreeRuns,
     busy: Vec<(u64, u64)>,
     /// `busy` joined, for [`fit`].
     merged: Vec<(u64, u64)>,
 }
 
+/// The group of [`Placer::active`] whose bytes [`Placer::free`] holds.
+const INDEXED: usize = 0;
+/// The group of [`Placer::active`] compared item by item.
+const SCANNED: usize = 1;
+
 /// A placed item in [`Placer::active`], with the facts the placement of
-/// every later item compares (copied from its [`Item`], so the scan over
-/// the active items reads one array).
+/// later items compares (copied from its [`Item`], so a scan over the
+/// active items reads one array).
 #[derive(Clone, Copy, Debug)]
 struct Active {
     off: u64,
@@ -281,7 +305,7 @@ pub fn relieve_overflows(
     };
     let n_real = items.len();
     let index: BTreeMap<usize, usize> = items.iter().enumerate().map(|(k, i)| (i.id, k)).collect();
-    let mut placer = Placer::default();
+    let mut placer = Placer::new(mem);
     // Pieces not placed yet, by position and then in order of creation.
     let mut pieces: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
     let mut skipped: Vec<usize> = Vec::new();
@@ -304,7 +328,7 @@ pub fn relieve_overflows(
             }
             (None, None) => return,
         };
-        if placer.place(&items, k, mem, 0).is_some() {
+        if placer.place(&items, k, 0).is_some() {
             continue;
         }
         let at = items[k].live.first;
@@ -313,7 +337,7 @@ pub fn relieve_overflows(
         // manual ones), the items left out, and this one; unless it is a
         // piece, also the items first used at `at`.
         let alive_at = |i: &Item| i.live.first <= at && at <= i.live.last;
-        let placed = placer.active.iter().map(|a| a.k);
+        let placed = placer.active.iter().flatten().map(|a| a.k);
         let manual = placer.manual.iter().map(|&(j, _)| j);
         // (The pieces at `at` come before the items: none is pending.)
         let pending = (next..n_real).take_while(|&j| !piece && items[j].live.first == at);
@@ -355,7 +379,7 @@ pub fn relieve_overflows(
                 });
             }
         }
-        if placer.place(&items, k, mem, 0).is_none() {
+        if placer.place(&items, k, 0).is_none() {
             skipped.push(k);
         }
     }
@@ -705,9 +729,9 @@ fn conflicts_with(a: &Item, live: LiveRange, partitions: (u64, u64), slack: u32)
 /// Places `items` (manual ones first) first-fit; on failure returns the
 /// index of the item that did not fit.
 fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
-    let mut placer = Placer::default();
+    let mut placer = Placer::new(mem);
     for k in 0..items.len() {
-        if placer.place(items, k, mem, slack).is_none() {
+        if placer.place(items, k, slack).is_none() {
             return Err(k);
         }
     }
@@ -719,11 +743,26 @@ fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usi
 }
 
 impl Placer {
+    fn new(mem: Memory) -> Placer {
+        Placer {
+            mem,
+            placed: Vec::new(),
+            manual: Vec::new(),
+            active: [Vec::new(), Vec::new()],
+            slot: Vec::new(),
+            ends: BinaryHeap::new(),
+            free: FreeRuns::new(slots(mem.capacity)),
+            busy: Vec::new(),
+            merged: Vec::new(),
+        }
+    }
+
     /// Item `k`, if active, now lives `live` (its copy in `active` follows
     /// the item).
     fn relive(&mut self, k: usize, live: LiveRange) {
-        for a in self.active.iter_mut().filter(|a| a.k == k) {
-            a.live = live;
+        if let Some(Some((group, i))) = self.slot.get(k).copied() {
+            self.active[group][i].live = live;
+            self.ends.push(Reverse((live.last, k)));
         }
     }
 
@@ -733,36 +772,51 @@ impl Placer {
     /// The items after the manual ones come in order of their first use,
     /// so a placed item whose life (plus `slack`) ends before the current
     /// item's first use conflicts with no later item either: it leaves
-    /// the `active` list for good, and each item is compared only with the
-    /// items alive around it (and the manual ones).
-    fn place(&mut self, items: &[Item], k: usize, mem: Memory, slack: u32) -> Option<u64> {
+    /// `active` for good, and each item is compared only with the items
+    /// alive around it (and the manual ones).
+    fn place(&mut self, items: &[Item], k: usize, slack: u32) -> Option<u64> {
         let item = &items[k];
         if let Some(byte) = item.manual {
             self.placed.push((k, byte));
             self.manual.push((k, byte));
             return Some(byte);
         }
-        self.active
-            .retain(|a| a.live.last.saturating_add(slack) >= item.live.first);
+        while let Some(&Reverse((last, j))) = self.ends.peek() {
+            if last.saturating_add(slack) >= item.live.first {
+                break;
+            }
+            self.ends.pop();
+            if let Some((group, i)) = self.slot[j]
+                && self.active[group][i].live.last == last
+            {
+                self.leave(j);
+            }
+        }
+        let group = group_of(item);
+        // The indexed items conflict with an indexed item while they live,
+        // and `free` holds their bytes; any other item compares them all.
+        let scanned = if group == INDEXED {
+            &self.active[SCANNED][..]
+        } else {
+            &self.active.concat()[..]
+        };
         self.busy.clear();
         self.busy.extend(
-            self.active
+            scanned
                 .iter()
                 .filter(|a| conflicts_with(item, a.live, a.partitions, slack))
                 .map(|a| (a.off, a.end)),
         );
-        if !self.manual.is_empty() {
-            self.busy.extend(
-                self.manual
-                    .iter()
-                    .filter(|&&(j, _)| conflicts(item, &items[j], slack))
-                    .map(|&(j, off)| (off, off + items[j].size)),
-            );
-            self.busy.sort_unstable();
-        }
-        let off = fit(&self.busy, &mut self.merged, item.size, mem)?;
+        self.busy.extend(
+            self.manual
+                .iter()
+                .filter(|&&(j, _)| conflicts(item, &items[j], slack))
+                .map(|&(j, off)| (off, off + items[j].size)),
+        );
+        self.busy.sort_unstable();
+        let free = (group == INDEXED).then_some(&self.free);
+        let off = fit(&self.busy, &mut self.merged, item.size, self.mem, free)?;
         self.placed.push((k, off));
-        let at = self.active.partition_point(|a| a.off <= off);
         let placed = Active {
             off,
             end: off + item.size,
@@ -770,18 +824,61 @@ impl Placer {
             partitions: item.partitions,
             k,
         };
-        self.active.insert(at, placed);
+        if group == INDEXED {
+            self.free.cover((slots(off), slots(placed.end)));
+        }
+        if self.slot.len() <= k {
+            self.slot.resize(k + 1, None);
+        }
+        self.slot[k] = Some((group, self.active[group].len()));
+        self.active[group].push(placed);
+        self.ends.push(Reverse((item.live.last, k)));
         Some(off)
+    }
+
+    /// Active item `k` leaves `active`.
+    fn leave(&mut self, k: usize) {
+        let Some((group, i)) = self.slot[k].take() else {
+            return;
+        };
+        let gone = self.active[group].swap_remove(i);
+        if let Some(moved) = self.active[group].get(i) {
+            self.slot[moved.k] = Some((group, i));
+        }
+        if group == INDEXED {
+            self.free.uncover((slots(gone.off), slots(gone.end)));
+        }
     }
 }
 
+/// The group of [`Placer::active`] an item belongs in once placed.
+fn group_of(item: &Item) -> usize {
+    if item.partitions.0 == 0 && item.partitions.1 > 0 && item.size > 0 {
+        INDEXED
+    } else {
+        SCANNED
+    }
+}
+
+/// The [`ALIGN`]-byte slot of an aligned byte offset.
+fn slots(bytes: u64) -> u32 {
+    u32::try_from(bytes / ALIGN).unwrap_or(u32::MAX)
+}
+
 /// The lowest offset where `size` bytes fit between the sorted `busy`
-/// intervals, honouring alignment and PSUM banks.
+/// intervals and in the slots `free` leaves (when given; then `size` is
+/// a positive multiple of [`ALIGN`]), honouring alignment and PSUM banks.
 ///
-/// Every offset the search skips overlaps a busy interval or breaks the
-/// alignment or bank rule, so the answer is the lowest valid offset; the
-/// search walks the merged intervals once.
-fn fit(busy: &[(u64, u64)], merged: &mut Vec<(u64, u64)>, size: u64, mem: Memory) -> Option<u64> {
+/// Every offset the search skips overlaps a busy interval or a covered
+/// slot or breaks the alignment or bank rule, so the answer is the lowest
+/// valid offset; the search walks the merged intervals once.
+fn fit(
+    busy: &[(u64, u64)],
+    merged: &mut Vec<(u64, u64)>,
+    size: u64,
+    mem: Memory,
+    free: Option<&FreeRuns>,
+) -> Option<u64> {
     nkic_isa::intervals::join_sorted_into(busy.iter().copied(), merged);
     let mut next = 0usize;
     let mut cand = 0u64;
@@ -802,10 +899,20 @@ fn fit(busy: &[(u64, u64)], merged: &mut Vec<(u64, u64)>, size: u64, mem: Memory
         while merged.get(next).is_some_and(|&(_, hi)| hi <= cand) {
             next += 1;
         }
-        match merged.get(next) {
-            Some(&(lo, hi)) if lo < cand + size.max(1) => cand = hi,
-            _ => return Some(cand),
+        if let Some(&(lo, hi)) = merged.get(next)
+            && lo < cand + size.max(1)
+        {
+            cand = hi;
+            continue;
         }
+        if let Some(free) = free {
+            let at = u64::from(free.find(slots(cand), slots(size))?) * ALIGN;
+            if at != cand {
+                cand = at;
+                continue;
+            }
+        }
+        return Some(cand);
     }
 }
 
