@@ -22,7 +22,11 @@
 //! With [`Edges::Reduced`] (the static path) an edge that follows from
 //! two others through a later write covering the earlier access is left
 //! out, which keeps the graph and its construction linear for ops that
-//! rewrite one tile again and again. The top level of the dynamic path uses
+//! rewrite one tile again and again. A write that may touch any byte of
+//! its box (an indirect scatter, a run-time offset) counts as covering
+//! what lies in that box ([`Access::subsumes`]): every later access of
+//! those bytes depends on it, so a chain of scatters into one tensor is
+//! linear too. The top level of the dynamic path uses
 //! [`Edges::ReducedBy`]: only an op that runs exactly once (not in a
 //! dynamic loop, which may run zero times) counts as covering.
 //!
@@ -111,6 +115,26 @@ impl Access {
         true
     }
 
+    /// True when `self` is a write that every access overlapping `other`
+    /// overlaps too, so that an edge from `other` to a later access
+    /// follows from the edges through `self`: `self` [covers](Self::covers)
+    /// `other`, or it has no exact runs (a bounding box, or a whole
+    /// storage for an indirect or run-time offset) and its box holds the
+    /// bytes `other` may touch.
+    pub fn subsumes(&self, other: &Access) -> bool {
+        if self.covers(other) {
+            return true;
+        }
+        self.write
+            && self.runs.is_none()
+            && self.resource == other.resource
+            && (other.runs.is_none() || other.solid())
+            && self.partitions.0 <= other.partitions.0
+            && other.partitions.1 <= self.partitions.1
+            && self.bounds.0 <= other.bounds.0
+            && other.bounds.1 <= self.bounds.1
+    }
+
     /// True when the two accesses may touch a common byte.
     pub fn overlaps(&self, other: &Access) -> bool {
         if self.resource != other.resource
@@ -151,7 +175,7 @@ const MAX_PAGES: i64 = 256;
 /// (many) accesses of a shared page whose bounds miss the probe's without
 /// reading them.
 ///
-/// An access that a later write covers ([`Access::covers`]) is *retired*:
+/// An access that a later write subsumes ([`Access::subsumes`]) is *retired*:
 /// every later access that overlaps it overlaps the covering write too, so
 /// its edge follows from the two edges through the write and need not be
 /// found again. Retired entries are skipped and dropped when they make up
@@ -403,7 +427,7 @@ pub fn build_range(
             for pages in sides {
                 pages.visit(b, &retired, &mut |i, ai| {
                     let a = &accesses[i][ai];
-                    if covering && b.covers(a) {
+                    if covering && b.subsumes(a) {
                         covered.push((i, ai));
                     }
                     if seen[i] == j + 1 || (hbm_read_write && a.write == b.write) {

@@ -1067,3 +1067,60 @@ fn trn1_serialises_vector_and_gpsimd_on_the_sbuf_port() {
         assert!(out.iter().all(|&v| v == 3.0));
     }
 }
+
+/// `n` scatters into one output through the same index tile: each one may
+/// write any row, so each depends on the one before.
+fn scatter_chain(n: usize) -> String {
+    let mut text = String::from(
+        "kernel \"scatters\" target=trn3 program_id=[0] num_programs=[1]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[128, 64] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[256, 64] \"out\" arg=1 output @ kernel.py:40..48
+t2 = sbuf int32[128, 1] \"idx\" @ kernel.py:80..88
+t3 = sbuf float32[128, 64] \"tile\" @ kernel.py:120..128
+op0 = iota dst=t2[0:128, 0:1] pattern=[[0, 1]] offset=0 channel_multiplier=2 engine=gpsimd @ kernel.py:160..168
+op1 = dma_copy dst=t3[0:128, 0:64] src=t0[0:128, 0:64] engine=dma @ kernel.py:200..208
+",
+    );
+    for k in 0..n {
+        text.push_str(&format!(
+            "op{} = dma_copy dst=t1.ap([[64, 128], [1, 64]], offset=0, vector_offset=t2[0:128, 0:1]) src=t3[0:128, 0:64] engine=dma @ kernel.py:240..248\n",
+            k + 2
+        ));
+    }
+    text
+}
+
+#[test]
+fn may_writes_of_a_whole_tensor_keep_the_reduced_graph_linear() {
+    use nkic_backend::deps::{self, Edges};
+    let n = 40;
+    let (kernel, sources) = common::load_text(&scatter_chain(n));
+    let unit = nkic_backend::collect::collect(std::slice::from_ref(&kernel), &sources)
+        .unwrap_or_else(|d| panic!("{d:?}"));
+    let layout = nkic_backend::alloc::allocate(&unit, &sources).unwrap_or_else(|d| panic!("{d:?}"));
+    let edges = |which| -> usize {
+        let graph = deps::build(&unit, &layout, Schedule::Optimized, which);
+        graph.preds.iter().map(Vec::len).sum()
+    };
+    // Every scatter waits for the iota and the load (2 each); in the full
+    // graph also for every scatter before it, in the reduced one for the
+    // one just before (the others' edges follow through it).
+    assert_eq!(edges(Edges::All), 2 * n + n * (n - 1) / 2);
+    assert_eq!(edges(Edges::Reduced), 2 * n + (n - 1));
+    // Each scatter writes what it reads: the output is the tile at the
+    // rows the index tile names, the others stay as the simulator starts.
+    let program =
+        compile(&kernel, &sources, &BackendConfig::default()).unwrap_or_else(|d| panic!("{d:?}"));
+    let inputs = common::inputs(&program, 5);
+    let res = common::simulate(&program, &inputs);
+    let x = input(&inputs, "x");
+    let out = f32s(res.output("out").expect("out is an output"));
+    for p in 0..128 {
+        assert_eq!(
+            out[2 * p * 64..2 * p * 64 + 64],
+            x[p * 64..p * 64 + 64],
+            "row {p}"
+        );
+    }
+}
