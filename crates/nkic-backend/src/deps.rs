@@ -26,7 +26,12 @@
 //! its box (an indirect scatter, a run-time offset) counts as covering
 //! what lies in that box ([`Access::subsumes`]): every later access of
 //! those bytes depends on it, so a chain of scatters into one tensor is
-//! linear too. The top level of the dynamic path uses
+//! linear too. The other way round, an access is compared only with the
+//! accesses since the latest write that certainly covers it (among the
+//! last [`SHADOW_LOOKBACK`] of its first page): the ones before that write
+//! overlap it and are ordered before the access through it, so a tile
+//! read many times and then rewritten piece by piece costs one edge per
+//! read for the first write of each piece, not for every write. The top level of the dynamic path uses
 //! [`Edges::ReducedBy`]: only an op that runs exactly once (not in a
 //! dynamic loop, which may run zero times) counts as covering.
 //!
@@ -169,6 +174,10 @@ const PAGE_BYTES: i64 = 2048;
 /// Accesses spanning more pages than this are kept in the wide list.
 const MAX_PAGES: i64 = 256;
 
+/// How many of the latest writes of a page [`Pages::latest_cover`] looks
+/// at for one that covers an access.
+const SHADOW_LOOKBACK: usize = 32;
+
 /// An index of earlier accesses of one resource by byte page, so that an
 /// access is only compared with accesses that can touch its bytes. Each
 /// entry carries its access's bounds, so that a visit passes over the
@@ -238,24 +247,63 @@ impl Pages {
         }
     }
 
-    /// Calls `f` with every earlier access that may share a byte with `a`
-    /// (`Entry::may_meet`) and is not retired (some more than once).
-    fn visit(&self, a: &Access, retired: &[Vec<bool>], f: &mut dyn FnMut(usize, usize)) {
+    /// Calls `f` with every access of an op numbered `from` or later that
+    /// may share a byte with `a` (`Entry::may_meet`) and is not retired
+    /// (some more than once).
+    fn visit(
+        &self,
+        a: &Access,
+        retired: &[Vec<bool>],
+        from: usize,
+        f: &mut dyn FnMut(usize, usize),
+    ) {
         let probe = a.solid().then_some(a.bounds);
-        let mut g = |e: &Entry| {
-            if e.may_meet(probe) && !retired[e.op][e.k] {
-                f(e.op, e.k);
+        // Every list is in op order.
+        let mut g = |list: &[Entry]| {
+            let start = list.partition_point(|e| e.op < from);
+            for e in &list[start..] {
+                if e.may_meet(probe) && !retired[e.op][e.k] {
+                    f(e.op, e.k);
+                }
             }
         };
         let (lo, hi) = Pages::range(a);
         if hi - lo >= MAX_PAGES {
-            self.all.iter().for_each(&mut g);
+            g(&self.all);
             return;
         }
-        self.wide.iter().for_each(&mut g);
+        g(&self.wide);
         for (_, list) in self.pages.range(lo..=hi) {
-            list.iter().for_each(&mut g);
+            g(list);
         }
+    }
+
+    /// The latest op among the last [`SHADOW_LOOKBACK`] entries of the
+    /// lists `a` is in whose access, not retired, certainly covers `a`
+    /// (and which `counts`); see [`build_range`].
+    fn latest_cover(
+        &self,
+        a: &Access,
+        accesses: &[Vec<Access>],
+        retired: &[Vec<bool>],
+        counts: &dyn Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let (lo, hi) = Pages::range(a);
+        let first = if hi - lo >= MAX_PAGES {
+            &self.all
+        } else {
+            self.pages.get(&lo).map_or(&[][..], Vec::as_slice)
+        };
+        [&self.wide[..], first]
+            .into_iter()
+            .filter_map(|list| {
+                list.iter()
+                    .rev()
+                    .take(SHADOW_LOOKBACK)
+                    .find(|e| !retired[e.op][e.k] && counts(e.op) && accesses[e.op][e.k].covers(a))
+            })
+            .map(|e| e.op)
+            .max()
     }
 
     /// Counts one newly retired entry and drops the retired entries once
@@ -404,6 +452,7 @@ pub fn build_range(
     let mut retired: Vec<Vec<bool>> = accesses.iter().map(|l| vec![false; l.len()]).collect();
     let mut covered: Vec<(usize, usize)> = Vec::new();
     let hbm_read_write = edges == Edges::HbmReadWrite;
+    let reduced = matches!(edges, Edges::Reduced | Edges::ReducedBy(_));
     for j in 0..n {
         let covering = match edges {
             Edges::Reduced => true,
@@ -424,8 +473,21 @@ pub fn build_range(
                 (true, true) => &[reads],
                 (true, false) => &[reads, writes],
             };
+            // The accesses before the latest write that covers `b` are
+            // ordered before `b` through that write.
+            let from = if reduced {
+                let counts = |i: usize| match edges {
+                    Edges::ReducedBy(runs_once) => runs_once[first + i],
+                    _ => true,
+                };
+                writes
+                    .latest_cover(b, &accesses, &retired, &counts)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
             for pages in sides {
-                pages.visit(b, &retired, &mut |i, ai| {
+                pages.visit(b, &retired, from, &mut |i, ai| {
                     let a = &accesses[i][ai];
                     if covering && b.subsumes(a) {
                         covered.push((i, ai));

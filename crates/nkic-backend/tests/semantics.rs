@@ -1068,6 +1068,32 @@ fn trn1_serialises_vector_and_gpsimd_on_the_sbuf_port() {
     }
 }
 
+/// The number of edges of `text`'s dependency graph, all and reduced.
+fn edge_counts(text: &str) -> (usize, usize) {
+    use nkic_backend::deps::{self, Edges};
+    let (kernel, sources) = common::load_text(text);
+    let unit = nkic_backend::collect::collect(std::slice::from_ref(&kernel), &sources)
+        .unwrap_or_else(|d| panic!("{d:?}"));
+    let layout = nkic_backend::alloc::allocate(&unit, &sources).unwrap_or_else(|d| panic!("{d:?}"));
+    let edges = |which| -> usize {
+        let graph = deps::build(&unit, &layout, Schedule::Optimized, which);
+        graph.preds.iter().map(Vec::len).sum()
+    };
+    (edges(Edges::All), edges(Edges::Reduced))
+}
+
+/// Compiles and runs `text` on random inputs (seed `seed`): its input `x`
+/// and its output `out`.
+fn run_x_to_out(text: &str, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    let (kernel, sources) = common::load_text(text);
+    let program =
+        compile(&kernel, &sources, &BackendConfig::default()).unwrap_or_else(|d| panic!("{d:?}"));
+    let inputs = common::inputs(&program, seed);
+    let res = common::simulate(&program, &inputs);
+    let out = f32s(res.output("out").expect("out is an output"));
+    (input(&inputs, "x"), out)
+}
+
 /// `n` scatters into one output through the same index tile: each one may
 /// write any row, so each depends on the one before.
 fn scatter_chain(n: usize) -> String {
@@ -1093,33 +1119,82 @@ op1 = dma_copy dst=t3[0:128, 0:64] src=t0[0:128, 0:64] engine=dma @ kernel.py:20
 
 #[test]
 fn may_writes_of_a_whole_tensor_keep_the_reduced_graph_linear() {
-    use nkic_backend::deps::{self, Edges};
     let n = 40;
-    let (kernel, sources) = common::load_text(&scatter_chain(n));
-    let unit = nkic_backend::collect::collect(std::slice::from_ref(&kernel), &sources)
-        .unwrap_or_else(|d| panic!("{d:?}"));
-    let layout = nkic_backend::alloc::allocate(&unit, &sources).unwrap_or_else(|d| panic!("{d:?}"));
-    let edges = |which| -> usize {
-        let graph = deps::build(&unit, &layout, Schedule::Optimized, which);
-        graph.preds.iter().map(Vec::len).sum()
-    };
+    let (all, reduced) = edge_counts(&scatter_chain(n));
     // Every scatter waits for the iota and the load (2 each); in the full
     // graph also for every scatter before it, in the reduced one for the
     // one just before (the others' edges follow through it).
-    assert_eq!(edges(Edges::All), 2 * n + n * (n - 1) / 2);
-    assert_eq!(edges(Edges::Reduced), 2 * n + (n - 1));
+    assert_eq!(all, 2 * n + n * (n - 1) / 2);
+    assert_eq!(reduced, 2 * n + (n - 1));
     // Each scatter writes what it reads: the output is the tile at the
     // rows the index tile names, the others stay as the simulator starts.
-    let program =
-        compile(&kernel, &sources, &BackendConfig::default()).unwrap_or_else(|d| panic!("{d:?}"));
-    let inputs = common::inputs(&program, 5);
-    let res = common::simulate(&program, &inputs);
-    let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let (x, out) = run_x_to_out(&scatter_chain(n), 5);
     for p in 0..128 {
         assert_eq!(
             out[2 * p * 64..2 * p * 64 + 64],
             x[p * 64..p * 64 + 64],
+            "row {p}"
+        );
+    }
+}
+
+/// A tile read `reads` times and then rewritten `writes` times in its
+/// first column, before it goes out.
+fn reads_then_partial_writes(reads: usize, writes: usize) -> String {
+    let mut text = String::from(
+        "kernel \"shadow\" target=trn3 program_id=[0] num_programs=[1]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[128, 64] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[128, 64] \"out\" arg=1 output @ kernel.py:40..48
+t2 = sbuf float32[128, 64] \"tile\" @ kernel.py:80..88
+t3 = sbuf float32[128, 64] \"copy\" @ kernel.py:120..128
+op0 = dma_copy dst=t2[0:128, 0:64] src=t0[0:128, 0:64] engine=dma @ kernel.py:160..168
+",
+    );
+    let mut op = 1;
+    for _ in 0..reads {
+        text.push_str(&format!(
+            "op{op} = tensor_copy dst=t3[0:128, 0:64] src=t2[0:128, 0:64] engine=? @ kernel.py:200..208\n"
+        ));
+        op += 1;
+    }
+    for k in 0..writes {
+        text.push_str(&format!(
+            "op{op} = memset dst=t2[0:128, 0:1] value={k}.0 engine=? @ kernel.py:240..248\n"
+        ));
+        op += 1;
+    }
+    text.push_str(&format!(
+        "op{op} = dma_copy dst=t1[0:128, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:280..288\n"
+    ));
+    text
+}
+
+#[test]
+fn a_covering_write_shadows_the_accesses_before_it() {
+    let (reads, writes) = (30, 20);
+    let text = reads_then_partial_writes(reads, writes);
+    let (all, reduced) = edge_counts(&text);
+    // The full graph: copy `k` on the load and on the `k - 1` copies
+    // before it (all write `copy`); each memset on the load, every copy
+    // and every memset before it; the store on the load and every memset.
+    let full = (reads + reads * (reads - 1) / 2)
+        + (writes * (1 + reads) + writes * (writes - 1) / 2)
+        + (1 + writes);
+    assert_eq!(all, full);
+    // Reduced: a copy on the load and the copy before it (whose write it
+    // covers); the first memset on the load and every copy; each later
+    // one only on the memset before it, which covers its bytes, so the
+    // copies are ordered before it through that memset; the store on the
+    // load and the last memset (the others are covered).
+    assert_eq!(reduced, (2 * reads - 1) + (1 + reads) + (writes - 1) + 2);
+    // The output: the last memset's value in the first column.
+    let (x, out) = run_x_to_out(&text, 7);
+    for p in 0..128 {
+        assert_eq!(out[p * 64], (writes - 1) as f32, "row {p}");
+        assert_eq!(
+            out[p * 64 + 1..p * 64 + 64],
+            x[p * 64 + 1..p * 64 + 64],
             "row {p}"
         );
     }
