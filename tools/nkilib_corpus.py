@@ -271,6 +271,13 @@ def reference(name, inputs):
         vals = buf[:, :-2].astype(np.float64)
         t = int(ids.max()) + 1
         return [np.stack([vals[ids == i].sum(axis=0) for i in range(t)])]
+    if name == "cross_entropy":
+        # cross_entropy_forward: per position, the loss (log-sum-exp of the
+        # row less the target's logit) and the log-sum-exp itself.
+        x = inputs["logits_hbm"].astype(np.float64)
+        m = x.max(axis=1)
+        lse = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+        return [lse - x[np.arange(x.shape[0]), inputs["targets_hbm"]], lse]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -767,11 +774,17 @@ CASES += [
 # dtype, positions_per_batch, chunk_size): logits [B*T, V], targets
 # [B*T] int32.
 def ce_fwd_case(b, t, v, dtype, pb, cs):
-    return dict(name=f"cross_entropy_fwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}",
+    case = dict(name=f"cross_entropy_fwd_{b}x{t}_v{v}_{dtype}_pb{pb}_cs{cs}",
                 file="nkilib/experimental/loss/cross_entropy.py", kernel="cross_entropy_forward",
                 args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]"],
                 consts=[f"positions_per_batch={pb}", f"chunk_size={cs}", f"dtype=nl.{dtype}"],
                 grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+    # The float32 rows compute in float32 and compare with NumPy's
+    # log-sum-exp; the bfloat16 ones sum tens of thousands of bfloat16
+    # terms, which only the library's own golden model reproduces.
+    if dtype == "float32":
+        case["ref"] = "cross_entropy"
+    return case
 
 
 CASES += [

@@ -30,8 +30,15 @@
 //!
 //! Storages are placed first-fit in order of their first use (larger
 //! first on ties), after the manual placements, which are fixed and
-//! checked for overlap among themselves (E0903) and for range (E0904). A
-//! kernel that does not fit even with slack 0 gets E0901 (SBUF) or E0902
+//! checked for overlap among themselves (E0903) and for range (E0904).
+//!
+//! **Partition halves.** When slack 0 does not fit either, one more pass
+//! lets a tile of at most 64 partitions that does not fit at its first
+//! partition take another that the start-partition rule allows
+//! ([`shifted_starts`]; never a tile whose start is tied to another
+//! operand's, [`pinned_storages`]), so two `(64, N)` tiles too wide to
+//! share partitions sit on the two halves. A
+//! kernel that does not fit even then gets E0901 (SBUF) or E0902
 //! (PSUM), naming the tensors alive at the peak and the overflow in bytes
 //! per partition; tensors of one allocation site (the blocks of a legacy
 //! tensor, the tiles of unrolled iterations) are one line, and only the
@@ -67,7 +74,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{ArgKind, Buffer, LiveRange, OpKind, Placement};
-use nkic_isa::{DType, TensorId, TensorKind};
+use nkic_isa::{DType, Engine, TensorId, TensorKind};
 
 use crate::codes;
 use crate::collect::{Unit, diag_at};
@@ -124,7 +131,8 @@ type PlaceError = (Vec<Diagnostic>, Option<Overflow>);
 #[derive(Clone, Debug)]
 struct Placer {
     mem: Memory,
-    placed: Vec<(usize, u64)>,
+    /// Item, first partition, byte offset.
+    placed: Vec<(usize, u64, u64)>,
     manual: Vec<(usize, u64)>,
     active: [Vec<Active>; 2],
     /// Where each active item is in `active`: group and index, by item.
@@ -166,6 +174,9 @@ struct Item {
     partitions: (u64, u64),
     size: u64,
     manual: Option<u64>,
+    /// The other first partitions it may take when it does not fit at
+    /// its own ([`shifted_starts`]).
+    shifts: &'static [u64],
 }
 
 /// The geometry of one on-chip memory.
@@ -457,6 +468,42 @@ fn tile_partitions(unit: &Unit<'_>) -> BTreeMap<usize, Option<u64>> {
     out
 }
 
+/// The global storages whose first partition is tied to another
+/// operand's, so the allocator never [shifts](shifted_starts) them:
+/// operands of an instruction that may run on the Tensor engine (its
+/// stationary and moving operands share PE rows), of the MX instructions
+/// (a scale's quadrant follows its data's) and of an op with an indirect
+/// or run-time-offset view (an indirect index starts on its data's
+/// partition).
+fn pinned_storages(unit: &Unit<'_>) -> BTreeSet<usize> {
+    let mut out = BTreeSet::new();
+    for info in &unit.ops {
+        let kind = &info.op.kind;
+        let accesses = info.op.accesses();
+        let tied = kind.engines().contains(&Engine::Tensor)
+            || matches!(kind, OpKind::QuantizeMx { .. })
+            || accesses.iter().any(|a| a.view.is_dynamic());
+        if tied {
+            out.extend(accesses.iter().map(|a| unit.sid(info.inst, a.view.storage)));
+        }
+    }
+    out
+}
+
+/// The first partitions other than 0 that a compiler-placed tile of
+/// `count` partitions may start at (isa.md §2.1): 64 for 33 to 64
+/// partitions, 32, 64 and 96 for up to 32. A tile takes one of them only
+/// when it does not fit at 0 with no slack ([`place_memory`]): two
+/// `(64, N)` tiles alive together then sit on the two halves of the
+/// partitions, as NKI places them, instead of overflowing.
+fn shifted_starts(count: u64) -> &'static [u64] {
+    match count {
+        33..=64 => &[64],
+        1..=32 => &[32, 64, 96],
+        _ => &[],
+    }
+}
+
 /// Declares the HBM tensors and places HBM storages at byte 0 of theirs.
 fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
     let mut order: Vec<(usize, TensorKind)> = unit
@@ -545,9 +592,12 @@ fn place_memory(
     let items = items_of(unit, mem, required, sources).map_err(|d| (d, None))?;
     let mut slack = len;
     loop {
-        match first_fit(&items, mem, slack) {
+        match first_fit(&items, mem, slack, false) {
             Ok(offsets) => return Ok((offsets, slack)),
             Err(failed) if slack == 0 => {
+                if let Ok(offsets) = first_fit(&items, mem, 0, true) {
+                    return Ok((offsets, 0));
+                }
                 let at = items[failed].live.first;
                 let overflow = Overflow {
                     buffer: mem.buffer,
@@ -582,6 +632,7 @@ fn items_of(
 ) -> Result<Vec<Item>, Vec<Diagnostic>> {
     let mut diags = Vec::new();
     let mut items = Vec::new();
+    let pinned = pinned_storages(unit);
     for (id, s) in unit.storages.iter().enumerate() {
         let Some(live) = s.live else { continue };
         if s.st.buffer != mem.buffer {
@@ -658,12 +709,14 @@ fn items_of(
                 continue;
             }
         }
+        let free_to_move = manual.is_none() && !required.contains_key(&id) && !pinned.contains(&id);
         items.push(Item {
             id,
             live,
             partitions: (start, start + p),
             size,
             manual,
+            shifts: if free_to_move { shifted_starts(p) } else { &[] },
         });
     }
     // Manual placements must not overlap while both are alive.
@@ -726,19 +779,30 @@ fn conflicts_with(a: &Item, live: LiveRange, partitions: (u64, u64), slack: u32)
     meet && nkic_isa::intervals::overlap(a.partitions, partitions)
 }
 
-/// Places `items` (manual ones first) first-fit; on failure returns the
-/// index of the item that did not fit.
-fn first_fit(items: &[Item], mem: Memory, slack: u32) -> Result<Vec<Placed>, usize> {
+/// Places `items` (manual ones first) first-fit, on other partitions
+/// where an item does not fit on its own when `shifting`; on failure
+/// returns the index of the item that did not fit.
+fn first_fit(
+    items: &[Item],
+    mem: Memory,
+    slack: u32,
+    shifting: bool,
+) -> Result<Vec<Placed>, usize> {
     let mut placer = Placer::new(mem);
     for k in 0..items.len() {
-        if placer.place(items, k, slack).is_none() {
+        let placed = if shifting {
+            placer.place_shifting(items, k, slack)
+        } else {
+            placer.place(items, k, slack)
+        };
+        if placed.is_none() {
             return Err(k);
         }
     }
     Ok(placer
         .placed
         .into_iter()
-        .map(|(k, off)| (items[k].id, items[k].partitions.0, off))
+        .map(|(k, start, off)| (items[k].id, start, off))
         .collect())
 }
 
@@ -775,9 +839,32 @@ impl Placer {
     /// `active` for good, and each item is compared only with the items
     /// alive around it (and the manual ones).
     fn place(&mut self, items: &[Item], k: usize, slack: u32) -> Option<u64> {
+        self.place_item(items, k, &items[k], slack)
+    }
+
+    /// [`place`](Self::place), or when `items[k]` does not fit on its own
+    /// partitions, on the first of its [shifts](Item::shifts) where it
+    /// does.
+    fn place_shifting(&mut self, items: &[Item], k: usize, slack: u32) -> Option<u64> {
         let item = &items[k];
+        if let Some(off) = self.place(items, k, slack) {
+            return Some(off);
+        }
+        let count = item.partitions.1 - item.partitions.0;
+        item.shifts.iter().find_map(|&start| {
+            let moved = Item {
+                partitions: (start, start + count),
+                ..item.clone()
+            };
+            self.place_item(items, k, &moved, slack)
+        })
+    }
+
+    /// Places `item`, which stands for `items[k]` (on its own partitions or
+    /// shifted).
+    fn place_item(&mut self, items: &[Item], k: usize, item: &Item, slack: u32) -> Option<u64> {
         if let Some(byte) = item.manual {
-            self.placed.push((k, byte));
+            self.placed.push((k, item.partitions.0, byte));
             self.manual.push((k, byte));
             return Some(byte);
         }
@@ -816,7 +903,7 @@ impl Placer {
         self.busy.sort_unstable();
         let free = (group == INDEXED).then_some(&self.free);
         let off = fit(&self.busy, &mut self.merged, item.size, self.mem, free)?;
-        self.placed.push((k, off));
+        self.placed.push((k, item.partitions.0, off));
         let placed = Active {
             off,
             end: off + item.size,

@@ -1199,3 +1199,60 @@ fn a_covering_write_shadows_the_accesses_before_it() {
         );
     }
 }
+
+/// `out = 2 * x` through two `(rows, width)` float32 tiles alive together
+/// in one instruction.
+fn doubled_through_two_tiles(rows: u64, width: u64) -> String {
+    format!(
+        "kernel \"halves\" target=trn3 program_id=[0] num_programs=[1]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[{rows}, {width}] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[{rows}, {width}] \"out\" arg=1 output @ kernel.py:40..48
+t2 = sbuf float32[{rows}, {width}] \"a\" @ kernel.py:80..88
+t3 = sbuf float32[{rows}, {width}] \"b\" @ kernel.py:120..128
+op0 = dma_copy dst=t2[0:{rows}, 0:{width}] src=t0[0:{rows}, 0:{width}] engine=dma @ kernel.py:160..168
+op1 = tensor_scalar dst=t3[0:{rows}, 0:{width}] src=t2[0:{rows}, 0:{width}] op0=multiply operand0=2.0 engine=? @ kernel.py:200..208
+op2 = dma_copy dst=t1[0:{rows}, 0:{width}] src=t3[0:{rows}, 0:{width}] engine=dma @ kernel.py:240..248
+"
+    )
+}
+
+#[test]
+fn tiles_too_wide_to_share_partitions_take_the_other_half() {
+    let capacity = u64::from(
+        nkic_isa::Target::Trn3
+            .figures()
+            .sbuf_usable_bytes_per_partition,
+    );
+    // Each tile takes 60 % of a partition: they cannot both start at
+    // partition 0, but 64 rows each fit on partitions 0–63 and 64–127.
+    let width = capacity * 6 / 10 / 4;
+    let (x, out) = run_x_to_out(&doubled_through_two_tiles(64, width), 11);
+    assert_eq!(out.len(), x.len());
+    for (e, (&o, &i)) in out.iter().zip(&x).enumerate() {
+        assert_eq!(o, 2.0 * i, "element {e}");
+    }
+    let (kernel, sources) = common::load_text(&doubled_through_two_tiles(64, width));
+    let layout = {
+        let unit = nkic_backend::collect::collect(std::slice::from_ref(&kernel), &sources)
+            .unwrap_or_else(|d| panic!("{d:?}"));
+        nkic_backend::alloc::allocate(&unit, &sources).unwrap_or_else(|d| panic!("{d:?}"))
+    };
+    let starts: Vec<u32> = layout
+        .placements
+        .iter()
+        .filter_map(|p| match p {
+            Some(nkic_ir::Placement::OnChip { partition, .. }) => Some(*partition),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [0, 64]);
+    // With 65 rows no half holds a tile: the kernel does not fit.
+    let (kernel, sources) = common::load_text(&doubled_through_two_tiles(65, width));
+    let config = BackendConfig {
+        no_spill: true,
+        ..BackendConfig::default()
+    };
+    let err = compile(&kernel, &sources, &config).expect_err("65 rows do not fit");
+    assert_eq!(err[0].code, "E0901", "{err:?}");
+}
