@@ -68,7 +68,8 @@
 //! * `nki.isa`, one file per engine or domain as in isa.md §6:
 //!   `isa/dma.rs` (the LNC=2 exchange and barrier), `isa/tensor_engine.rs`,
 //!   `isa/scalar_engine.rs`, `isa/vector.rs`, `isa/select.rs`,
-//!   `isa/random.rs`, `isa/gpsimd.rs`, and `collectives.rs`;
+//!   `isa/random.rs`, `isa/gpsimd.rs` and `isa/collective.rs`
+//!   (`nki.collectives`);
 //! * `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
 //!   tensor_copy, assignment, `nl.device_print`) and `registers.rs`
 //!   (`nisa.register_*`);
@@ -106,7 +107,6 @@
 pub mod blocks;
 pub mod check;
 pub mod codes;
-pub mod collectives;
 pub mod consts;
 pub mod emit;
 pub mod isa;

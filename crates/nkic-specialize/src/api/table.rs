@@ -337,7 +337,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::nl_math::LOOP_REDUCE_DEFS,
     super::tensor::LEGACY_ALLOC_DEFS,
     super::memory::DEVICE_PRINT_DEFS,
-    super::collectives::DEFS,
+    super::isa::collective::DEFS,
 ];
 
 /// Every definition in registry order; `ApiFn(i)` is entry `i`.

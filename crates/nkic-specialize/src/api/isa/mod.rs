@@ -1,8 +1,8 @@
 //! The `nki.isa` instructions, one file per engine or domain as in
 //! isa.md §6: [`dma`] (the LNC=2 exchange and barrier; single-core DMAs
 //! are in `api/memory.rs`), [`tensor_engine`], [`scalar_engine`],
-//! [`vector`], [`select`], [`random`] and [`gpsimd`]. Collectives are in
-//! `api/collectives.rs`.
+//! [`vector`], [`select`], [`random`], [`gpsimd`] and [`collective`]
+//! (`nki.collectives`).
 //!
 //! Every rule of isa.md §2 and §4 for these instructions is checked at
 //! compile time. All but `tensor_copy_predicated` (which updates `dst` in
@@ -21,6 +21,7 @@ use crate::api::table::Bound;
 use crate::ctx::Ctx;
 use crate::value::Value;
 
+pub mod collective;
 pub mod dma;
 pub mod gpsimd;
 pub mod random;

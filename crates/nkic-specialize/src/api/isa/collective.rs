@@ -31,8 +31,8 @@ use nkic_diag::{Diagnostic, Span};
 use nkic_ir::{Buffer, OpKind};
 use nkic_isa::{AluOp, Engine};
 
-use super::table::{ApiDef, Bound, Kind, OP, Param, opt, req};
-use super::{check, codes, emit};
+use crate::api::table::{ApiDef, Bound, Kind, OP, Param, opt, req};
+use crate::api::{check, codes, emit};
 use crate::ctx::Ctx;
 use crate::value::{RegValue, Tensor, Value};
 
@@ -271,7 +271,7 @@ fn dma(
     emit::push(
         ctx,
         b,
-        super::memory::plain_dma(dst, src, accumulate),
+        crate::api::memory::plain_dma(dst, src, accumulate),
         None,
         span,
     )?;
@@ -286,7 +286,8 @@ fn from_other_core(
     src: &Tensor,
     span: Span,
 ) -> Result<Tensor, Diagnostic> {
-    let tmp = super::tensor::alloc(ctx, &src.shape, src.dtype(), Buffer::Sbuf, "", span, span)?;
+    let tmp =
+        crate::api::tensor::alloc(ctx, &src.shape, src.dtype(), Buffer::Sbuf, "", span, span)?;
     send_recv(ctx, b, &tmp.view, &src.view, span)?;
     Ok(tmp)
 }
