@@ -882,15 +882,13 @@ impl Placer {
         let group = group_of(item);
         // The indexed items conflict with an indexed item while they live,
         // and `free` holds their bytes; any other item compares them all.
-        let scanned = if group == INDEXED {
-            &self.active[SCANNED][..]
-        } else {
-            &self.active.concat()[..]
-        };
+        let [indexed, scanned] = &self.active;
+        let indexed: &[Active] = if group == INDEXED { &[] } else { indexed };
         self.busy.clear();
         self.busy.extend(
-            scanned
+            indexed
                 .iter()
+                .chain(scanned)
                 .filter(|a| conflicts_with(item, a.live, a.partitions, slack))
                 .map(|a| (a.off, a.end)),
         );
