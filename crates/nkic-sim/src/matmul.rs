@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 /// Multiply-adds from which a matmul spreads its output partitions over
 /// threads; below it the thread hand-off costs more than it saves.
-const PARALLEL_MIN_MACS: usize = 1 << 20;
+const PARALLEL_MIN_MACS: usize = 1 << 22;
 
 /// Output rows per register tile.
 const MR: usize = 6;
