@@ -60,13 +60,16 @@ pub fn create_output_dir(dir: &Path) -> Result<(), Diagnostic> {
 /// Writes `data` to `path` atomically (a temporary file renamed over it);
 /// a failure, or a `path` that is one of the files this run read, is E9005.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {
-    write_atomic_parts(path, &[data])
+    write_atomic_with(path, |file| file.write_all(data))
 }
 
-/// As [`write_atomic`], with the file's bytes given as consecutive
-/// `parts` (a header and the data it describes, written without joining
-/// them first).
-pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<(), Diagnostic> {
+/// As [`write_atomic`], with the file's bytes written by `fill` (a `.npy`
+/// header and its data streamed without joining or converting them whole
+/// first).
+pub fn write_atomic_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Diagnostic> {
     let failed = |why: String| {
         Diagnostic::error("E9005", format!("cannot write `{}`: {why}", path.display()))
     };
@@ -88,11 +91,8 @@ pub fn write_atomic_parts(path: &Path, parts: &[&[u8]]) -> Result<(), Diagnostic
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.nkic-{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
-        use std::io::Write;
         let mut file = std::fs::File::create(&tmp)?;
-        for part in parts {
-            file.write_all(part)?;
-        }
+        fill(&mut file)?;
         drop(file);
         std::fs::rename(&tmp, path)
     };

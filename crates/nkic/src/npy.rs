@@ -525,21 +525,27 @@ pub enum OutDType {
 
 /// Encodes an output as a `.npy` file (format version 1.0, C order).
 pub fn write(shape: &[u64], dtype: DType, bytes: &[u8], out: OutDType) -> Vec<u8> {
-    let (header, data) = write_parts(shape, dtype, bytes, out);
-    [&header[..], &data[..]].concat()
+    let mut file = Vec::new();
+    write_to(&mut file, shape, dtype, bytes, out).expect("writing to a Vec cannot fail");
+    file
 }
 
-/// `write`'s file as its header and its data, which is `bytes` itself
-/// unless the output is converted (`OutDType::Float32`).
-pub fn write_parts<'a>(
+/// Elements converted at a time by `write_to`: the float32 copy of an
+/// output is streamed, never held whole (a 2 GiB output would need
+/// another 2 GiB, or 8 for a bfloat16 one).
+const CONVERT_CHUNK: usize = 1 << 16;
+
+/// Writes `write`'s file to `w`: its header, then `bytes` themselves, or,
+/// for `OutDType::Float32` of a float dtype other than float32, their
+/// float32 values a chunk at a time.
+pub fn write_to(
+    w: &mut dyn std::io::Write,
     shape: &[u64],
     dtype: DType,
-    bytes: &'a [u8],
+    bytes: &[u8],
     out: OutDType,
-) -> (Vec<u8>, std::borrow::Cow<'a, [u8]>) {
-    if out == OutDType::Float32 && dtype.is_float() {
-        let mut values = Vec::new();
-        numerics::decode(dtype, bytes, &mut values);
+) -> std::io::Result<()> {
+    if out == OutDType::Float32 && dtype.is_float() && dtype != DType::F32 {
         let mut shape = shape.to_vec();
         if dtype.is_packed_x4() {
             // Each packed element unpacks into its lanes along the last axis.
@@ -549,8 +555,16 @@ pub fn write_parts<'a>(
                 None => shape.push(lanes),
             }
         }
-        let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        return (header("<f4", &shape), data.into());
+        w.write_all(&header("<f4", &shape))?;
+        let (mut values, mut data) = (Vec::new(), Vec::new());
+        for chunk in bytes.chunks(CONVERT_CHUNK * dtype.size() as usize) {
+            values.clear();
+            numerics::decode(dtype, chunk, &mut values);
+            data.clear();
+            data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+            w.write_all(&data)?;
+        }
+        return Ok(());
     }
     let descr = match dtype {
         DType::F32 | DType::TF32 => "<f4",
@@ -569,7 +583,8 @@ pub fn write_parts<'a>(
             _ => "<u4",
         },
     };
-    (header(descr, shape), bytes.into())
+    w.write_all(&header(descr, shape))?;
+    w.write_all(bytes)
 }
 
 /// The start of a `.npy` file, before its little-endian data: magic,
@@ -707,6 +722,26 @@ mod tests {
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect();
         assert_eq!(floats, vec![1.0, -2.0]);
+    }
+
+    /// A float32 copy longer than one conversion chunk is every element's
+    /// value in order, and a float32 output's copy is its own bits.
+    #[test]
+    fn float32_copies_stream_in_chunks() {
+        let n = 2 * CONVERT_CHUNK + 3;
+        let bits: Vec<u16> = (0..n).map(|i| 0x3f80 + (i % 512) as u16).collect();
+        let bytes: Vec<u8> = bits.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let up = write(&[n as u64], DType::BF16, &bytes, OutDType::Float32);
+        let back = read(&up, DType::F32).unwrap();
+        let want: Vec<u8> = bits
+            .iter()
+            .flat_map(|&b| f32::from_bits(u32::from(b) << 16).to_le_bytes())
+            .collect();
+        assert_eq!(back.shape, vec![n as u64]);
+        assert_eq!(back.bytes, want);
+        let nan = 0x7f81_2345u32.to_le_bytes();
+        let same = write(&[1], DType::F32, &nan, OutDType::Float32);
+        assert_eq!(read(&same, DType::F32).unwrap().bytes, nan);
     }
 
     #[test]

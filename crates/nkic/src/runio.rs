@@ -299,8 +299,9 @@ pub(crate) fn write_outputs(
         ) else {
             continue;
         };
-        let (header, data) = npy::write_parts(&tensor.shape, tensor.dtype, bytes, out);
-        crate::fsio::write_atomic_parts(&dir.join(file), &[&header, &data])?;
+        crate::fsio::write_atomic_with(&dir.join(file), |w| {
+            npy::write_to(w, &tensor.shape, tensor.dtype, bytes, out)
+        })?;
     }
     Ok(())
 }
