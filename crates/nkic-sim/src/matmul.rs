@@ -6,7 +6,9 @@
 //! multiply-add), so
 //! the blocked loop below gives exactly the bits of the naive triple loop
 //! (`reference`, used by the tests). For bf16 and fp8 inputs the products
-//! are exact in f32, so only the additions round.
+//! are exact in f32, so only the additions round. The operands are f32
+//! (`nc_matmul`) or f64 (`nc_matmul_mx`'s exactly scaled values, whose
+//! product is taken in f64 and rounded to f32): `Operand`.
 //!
 //! The loop is register-blocked: an `MR × NR` tile of the output stays in
 //! local variables across the whole `k` range, reading `MR` stationary
@@ -35,9 +37,9 @@ const MR: usize = 6;
 /// `acc[m · n_cols + n] += Σ_k s[k · m_cols + m] · v[k · n_cols + n]`
 /// (sequentially in `k`), with `s` of `k × m_cols`, `v` of `k × n_cols` and
 /// `acc` of `m_cols × n_cols` values (row-major).
-pub(crate) fn matmul(
-    s: &[f32],
-    v: &[f32],
+pub(crate) fn matmul<T: Operand>(
+    s: &[T],
+    v: &[T],
     k: usize,
     m_cols: usize,
     n_cols: usize,
@@ -47,9 +49,32 @@ pub(crate) fn matmul(
     let shape = Shape { k, m_cols, n_cols };
     #[cfg(target_arch = "x86_64")]
     if avx::available() {
-        return blocked::<{ avx::NR }>(s, v, shape, acc, avx::band);
+        return blocked::<T, { avx::NR }>(s, v, shape, acc, avx::band::<T>);
     }
-    blocked::<8>(s, v, shape, acc, band::<8>);
+    blocked::<T, 8>(s, v, shape, acc, band::<T, 8>);
+}
+
+/// A matmul operand's element: its product with another, rounded to f32
+/// once, is what the accumulator adds.
+pub(crate) trait Operand: Copy + Default + Send + Sync {
+    fn product(self, other: Self) -> f32;
+}
+
+/// TensorE's operands: the f32 product, correctly rounded.
+impl Operand for f32 {
+    #[inline(always)]
+    fn product(self, other: f32) -> f32 {
+        self * other
+    }
+}
+
+/// Exactly scaled MX values (`nc_matmul_mx`): the product in f64, exact
+/// for them, rounded to f32.
+impl Operand for f64 {
+    #[inline(always)]
+    fn product(self, other: f64) -> f32 {
+        (self * other) as f32
+    }
 }
 
 /// The sizes of one matmul.
@@ -63,15 +88,21 @@ struct Shape {
 /// A band's register tiles: `MR` packed stationary columns (`k × MR`), the
 /// packed moving matrix (`⌈n_cols / NR⌉` blocks of `k × NR`) and the
 /// band's output rows (`MR` of them, fewer in the last band).
-type Band = fn(&[f32], &[f32], Shape, &mut [f32]);
+type Band<T> = fn(&[T], &[T], Shape, &mut [f32]);
 
 /// Packs the operands, then runs every band of `MR` output rows through
 /// `tiles`, in parallel when the matmul is large. The packed operands are
 /// padded with zeros to whole tiles, whose padding lanes compute values
 /// that are never stored, so every output goes through the same loop.
-fn blocked<const NR: usize>(s: &[f32], v: &[f32], shape: Shape, acc: &mut [f32], tiles: Band) {
+fn blocked<T: Operand, const NR: usize>(
+    s: &[T],
+    v: &[T],
+    shape: Shape,
+    acc: &mut [f32],
+    tiles: Band<T>,
+) {
     let Shape { k, m_cols, n_cols } = shape;
-    let mut moving = vec![0f32; n_cols.div_ceil(NR) * k * NR];
+    let mut moving = vec![T::default(); n_cols.div_ceil(NR) * k * NR];
     for (b, block) in moving.chunks_exact_mut(k * NR).enumerate() {
         let width = NR.min(n_cols - b * NR);
         for (kk, row) in block.chunks_exact_mut(NR).enumerate() {
@@ -81,7 +112,7 @@ fn blocked<const NR: usize>(s: &[f32], v: &[f32], shape: Shape, acc: &mut [f32],
     let run_band = |(band, rows): (usize, &mut [f32])| {
         let m0 = band * MR;
         let height = MR.min(m_cols - m0);
-        let mut stationary = vec![0f32; k * MR];
+        let mut stationary = vec![T::default(); k * MR];
         for (kk, row) in stationary.chunks_exact_mut(MR).enumerate() {
             row[..height].copy_from_slice(&s[kk * m_cols + m0..][..height]);
         }
@@ -100,7 +131,12 @@ fn blocked<const NR: usize>(s: &[f32], v: &[f32], shape: Shape, acc: &mut [f32],
 /// The register tiles of one band (`Band`), each an `MR × NR` block of
 /// outputs summed over the whole `k` range in local variables.
 #[inline(always)]
-fn band<const NR: usize>(stationary: &[f32], moving: &[f32], shape: Shape, rows: &mut [f32]) {
+fn band<T: Operand, const NR: usize>(
+    stationary: &[T],
+    moving: &[T],
+    shape: Shape,
+    rows: &mut [f32],
+) {
     let Shape { k, n_cols, .. } = shape;
     for (b, block) in moving.chunks_exact(k * NR).enumerate() {
         let n0 = b * NR;
@@ -113,7 +149,7 @@ fn band<const NR: usize>(stationary: &[f32], moving: &[f32], shape: Shape, rows:
             for r in 0..MR {
                 let a = srow[r];
                 for j in 0..NR {
-                    c[r][j] += a * vrow[j];
+                    c[r][j] += a.product(vrow[j]);
                 }
             }
         }
@@ -127,7 +163,7 @@ fn band<const NR: usize>(stationary: &[f32], moving: &[f32], shape: Shape, rows:
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {
-    use super::Shape;
+    use super::{Operand, Shape};
 
     /// Output columns per register tile: two AVX registers.
     pub(super) const NR: usize = 16;
@@ -138,8 +174,8 @@ mod avx {
         std::arch::is_x86_feature_detected!("avx")
     }
 
-    /// `super::band::<NR>` on a CPU with AVX.
-    pub(super) fn band(stationary: &[f32], moving: &[f32], shape: Shape, rows: &mut [f32]) {
+    /// `super::band::<T, NR>` on a CPU with AVX.
+    pub(super) fn band<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
         assert!(
             available(),
             "the AVX matmul loop runs only on CPUs with AVX"
@@ -150,8 +186,8 @@ mod avx {
     }
 
     #[target_feature(enable = "avx")]
-    fn band_avx(stationary: &[f32], moving: &[f32], shape: Shape, rows: &mut [f32]) {
-        super::band::<NR>(stationary, moving, shape, rows);
+    fn band_avx<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
+        super::band::<T, NR>(stationary, moving, shape, rows);
     }
 }
 
@@ -216,7 +252,7 @@ mod tests {
                 n_cols: n,
             };
             let mut portable = init.clone();
-            blocked::<8>(&s, &v, shape, &mut portable, band::<8>);
+            blocked::<f32, 8>(&s, &v, shape, &mut portable, band::<f32, 8>);
             let mut chosen = init.clone();
             matmul(&s, &v, k, m, n, &mut chosen);
             for (name, got) in [("portable", &portable), ("chosen", &chosen)] {
