@@ -604,11 +604,46 @@ impl Emit<'_, '_> {
             AluOp::Multiply => self.b.ins().fmul(a, b),
             AluOp::Square => self.b.ins().fmul(a, a),
             AluOp::Bypass => a,
+            AluOp::Maximum => self.select_or_nan(FloatCC::GreaterThanOrEqual, a, b),
+            AluOp::Minimum => self.select_or_nan(FloatCC::LessThanOrEqual, a, b),
+            AluOp::Relu => {
+                let zero = self.b.ins().f32const(0.0);
+                self.select_or_nan(FloatCC::GreaterThanOrEqual, a, zero)
+            }
+            AluOp::Abs => self.b.ins().fabs(a),
+            AluOp::Reciprocal => {
+                let one = self.b.ins().f32const(1.0);
+                self.b.ins().fdiv(one, a)
+            }
+            AluOp::Equal => self.bool_f(FloatCC::Equal, a, b),
+            AluOp::NotEqual => self.bool_f(FloatCC::NotEqual, a, b),
+            AluOp::GreaterEqual => self.bool_f(FloatCC::GreaterThanOrEqual, a, b),
+            AluOp::Greater => self.bool_f(FloatCC::GreaterThan, a, b),
+            AluOp::LessEqual => self.bool_f(FloatCC::LessThanOrEqual, a, b),
+            AluOp::Less => self.bool_f(FloatCC::LessThan, a, b),
             _ => {
                 let k = self.b.ins().iconst(types::I32, index_of(AluOp::ALL, &op));
                 self.call(self.cb.alu, &[k, a, b])
             }
         }
+    }
+
+    /// `alu::max` and `alu::min`: the default NaN when either operand is
+    /// NaN, else `a` when `a cc b`, else `b`.
+    fn select_or_nan(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        let keep_a = self.b.ins().fcmp(cc, a, b);
+        let picked = self.b.ins().select(keep_a, a, b);
+        let nan = self.b.ins().f32const(f32::NAN);
+        let either_nan = self.b.ins().fcmp(FloatCC::Unordered, a, b);
+        self.b.ins().select(either_nan, nan, picked)
+    }
+
+    /// `alu::bool_f(a cc b)`: 1.0 or 0.0 (`FloatCC::NotEqual` holds for
+    /// NaN, as Rust's `!=` does; the others do not).
+    fn bool_f(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        let holds = self.b.ins().fcmp(cc, a, b);
+        let (one, zero) = (self.b.ins().f32const(1.0), self.b.ins().f32const(0.0));
+        self.b.ins().select(holds, one, zero)
     }
 
     fn call(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) -> Value {

@@ -47,8 +47,10 @@
 //! does not depend on the access patterns' rank; when every operand's
 //! row is one such piece and its rows are evenly spaced, one call runs
 //! every row. f32 and bf16 decode and
-//! encode inline; every other dtype, and every operator or activation
-//! function without an exact one-instruction form, calls back into the
+//! encode inline, and so do the arithmetic, comparison, maximum/minimum
+//! (`relu`), `abs` and `reciprocal` operators, as compares and selects
+//! that give `alu`'s values and NaN; every other dtype, and every operator
+//! or activation function without such an exact form, calls back into the
 //! same Rust functions the interpreter uses (`numerics`, `alu`), so the
 //! results are the interpreter's bit for bit, NaN payloads included.
 //!
