@@ -453,12 +453,14 @@ pub fn build_range(
     let mut covered: Vec<(usize, usize)> = Vec::new();
     let hbm_read_write = edges == Edges::HbmReadWrite;
     let reduced = matches!(edges, Edges::Reduced | Edges::ReducedBy(_));
+    // Whether op `i`'s writes count as covering what they overwrite.
+    let counts = |i: usize| match edges {
+        Edges::Reduced => true,
+        Edges::ReducedBy(runs_once) => runs_once[first + i],
+        Edges::All | Edges::HbmReadWrite => false,
+    };
     for j in 0..n {
-        let covering = match edges {
-            Edges::Reduced => true,
-            Edges::ReducedBy(runs_once) => runs_once[first + j],
-            Edges::All | Edges::HbmReadWrite => false,
-        };
+        let covering = counts(j);
         for b in &accesses[j] {
             if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
                 continue;
@@ -476,10 +478,6 @@ pub fn build_range(
             // The accesses before the latest write that covers `b` are
             // ordered before `b` through that write.
             let from = if reduced {
-                let counts = |i: usize| match edges {
-                    Edges::ReducedBy(runs_once) => runs_once[first + i],
-                    _ => true,
-                };
                 writes
                     .latest_cover(b, &accesses, &retired, &counts)
                     .unwrap_or(0)
