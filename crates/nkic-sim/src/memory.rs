@@ -320,12 +320,6 @@ impl Space {
     /// and `first_undef` find nothing), checked a whole word at a time.
     #[inline]
     fn clean(&self, start: usize, end: usize) -> bool {
-        // Within one word (an element of a strided operand): inline.
-        if start < end && start / 64 == (end - 1) / 64 {
-            let w = start / 64;
-            let m = bits_mask(start % 64, end - w * 64);
-            return self.init[w] & m == m && self.undef.get(w).is_none_or(|&u| u & m == 0);
-        }
         bits_all(&self.init, start, end, u64::MAX)
             && (self.undef.is_empty() || bits_all(&self.undef, start, end, 0))
     }
@@ -459,49 +453,39 @@ fn bits_mask(lo: usize, hi: usize) -> u64 {
 }
 
 /// Whether bits `start..end` of `words` all equal the bits of `fill`
-/// (`0` or `u64::MAX`).
+/// (`0` or `u64::MAX`): inline within one word (an element of a strided
+/// operand), else `bits_all_across`.
+#[inline]
 fn bits_all(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
     if start >= end {
         return true;
     }
     let (first, last) = (start / 64, (end - 1) / 64);
-    let head = bits_mask(
-        start % 64,
-        if first == last { end - first * 64 } else { 64 },
-    );
-    if (words[first] ^ fill) & head != 0 {
-        return false;
-    }
     if first == last {
-        return true;
+        return (words[first] ^ fill) & bits_mask(start % 64, end - first * 64) == 0;
     }
+    bits_all_across(words, start, end, fill)
+}
+
+/// `bits_all` for a range over more than one word.
+fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
+    let (first, last) = (start / 64, (end - 1) / 64);
+    let head = bits_mask(start % 64, 64);
     let tail = bits_mask(0, end - last * 64);
     // A fold without early exit, which the compiler vectorises.
     let inner = words[first + 1..last]
         .iter()
         .fold(0, |acc, &w| acc | (w ^ fill));
-    inner == 0 && (words[last] ^ fill) & tail == 0
+    (words[first] ^ fill) & head == 0 && inner == 0 && (words[last] ^ fill) & tail == 0
 }
 
 /// Appends the element of `size` bytes at `base + r` for every run offset
 /// `r` of a row whose runs are single elements (a strided operand), when
 /// every one of them is written and defined; otherwise appends nothing and
 /// returns false, for the caller's element-by-element path.
-fn gather_clean(
-    space: &Space,
-    data: &[u8],
-    base: i64,
-    runs: &[i64],
-    size: usize,
-    out: &mut Vec<u8>,
-) -> bool {
-    fn fixed<const N: usize>(
-        space: &Space,
-        data: &[u8],
-        base: i64,
-        runs: &[i64],
-        out: &mut Vec<u8>,
-    ) -> bool {
+fn gather_clean(space: &Space, base: i64, runs: &[i64], size: usize, out: &mut Vec<u8>) -> bool {
+    fn fixed<const N: usize>(space: &Space, base: i64, runs: &[i64], out: &mut Vec<u8>) -> bool {
+        let data: &[u8] = &space.data;
         let at = out.len();
         out.resize(at + runs.len() * N, 0);
         for (to, &r) in out[at..].chunks_exact_mut(N).zip(runs) {
@@ -515,9 +499,9 @@ fn gather_clean(
         true
     }
     match size {
-        1 => fixed::<1>(space, data, base, runs, out),
-        2 => fixed::<2>(space, data, base, runs, out),
-        4 => fixed::<4>(space, data, base, runs, out),
+        1 => fixed::<1>(space, base, runs, out),
+        2 => fixed::<2>(space, base, runs, out),
+        4 => fixed::<4>(space, base, runs, out),
         _ => false,
     }
 }
@@ -1297,7 +1281,7 @@ impl MemoryState {
         let mut k = 0;
         for p in 0..v.rows {
             let base = v.row_addr(p);
-            if v.run_len == 1 && gather_clean(space, data, base, &v.runs, v.size, out) {
+            if v.run_len == 1 && gather_clean(space, base, &v.runs, v.size, out) {
                 k += v.runs.len();
                 continue;
             }
