@@ -18,7 +18,9 @@
 //! after it, or when a newer access of its queue covers the same region.
 //! The log is kept per queue in epoch order, so a check skips the entries
 //! of each queue that happen before the instruction with one binary
-//! search, and conflicts are taken in the order the accesses were logged. The rows of the indirect side of `dma_gather`/`dma_scatter`
+//! search, looks the others up by the 4 KiB pages their bytes touch
+//! (`QueueLog`), and conflicts are taken in the order the accesses were
+//! logged. The rows of the indirect side of `dma_gather`/`dma_scatter`
 //! are known only from the index values and are not checked; a
 //! `tensor_copy_predicated` counts as writing its whole `dst`; the `data`
 //! operand of a `core_barrier` is no access; an MX scale operand is only
@@ -115,10 +117,29 @@ impl Region {
     }
 
     fn overlaps(&self, other: &Region) -> bool {
-        if self.space != other.space || !intervals::overlap(self.parts, other.parts) {
+        if self.space != other.space
+            || !intervals::overlap(self.parts, other.parts)
+            || !intervals::overlap(self.hull(), other.hull())
+        {
             return false;
         }
         intervals::meet(&self.intervals, &other.intervals)
+    }
+
+    /// The first and last byte (exclusive) of the intervals.
+    fn hull(&self) -> (i64, i64) {
+        match (self.intervals.first(), self.intervals.last()) {
+            (Some(first), Some(last)) => (first.0, last.1),
+            _ => (0, 0),
+        }
+    }
+
+    /// The `PAGE_BYTES` pages the hull touches, or `None` when they are
+    /// more than `MAX_PAGES` (`QueueLog::pages`).
+    fn pages(&self) -> Option<std::ops::Range<i64>> {
+        let (lo, hi) = self.hull();
+        let pages = lo.div_euclid(PAGE_BYTES)..(hi - 1).div_euclid(PAGE_BYTES) + 1;
+        (hi > lo && pages.end - pages.start <= MAX_PAGES).then_some(pages)
     }
 }
 
@@ -180,20 +201,52 @@ pub(crate) struct Access {
 /// One queue's logged accesses in epoch order. A superseded entry is
 /// marked dead and found through `by_region` (positions of live entries
 /// by `Region::key`); dead entries are dropped once they are half the log.
+///
+/// `pages` indexes the entries by the `PAGE_BYTES` pages their byte hull
+/// touches (per memory), so that a check looks only at the entries that
+/// share a page with the access; an entry touching more than `MAX_PAGES`
+/// pages is in `wide`, which every check scans. Both hold positions in
+/// increasing order (entries are only appended between rebuilds), so the
+/// entries a checking queue is already ordered after are skipped with one
+/// binary search per list.
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
     by_region: HashMap<u64, Vec<usize>>,
     dead: usize,
+    pages: HashMap<(SpaceId, i64), Vec<usize>>,
+    wide: Vec<usize>,
 }
+
+/// The page size of `QueueLog::pages`: a few pages per SBUF tile row.
+const PAGE_BYTES: i64 = 4096;
+
+/// Entries whose hull spans more pages than this go to `QueueLog::wide`
+/// (and an access this wide scans the log instead of the index).
+const MAX_PAGES: i64 = 64;
+
+/// Below this many unordered entries a check scans them instead of
+/// looking them up by page.
+const SCAN_MAX: usize = 32;
 
 impl QueueLog {
     fn push(&mut self, a: Access) {
-        self.by_region
-            .entry(a.region.key())
-            .or_default()
-            .push(self.entries.len());
+        let k = self.entries.len();
+        self.by_region.entry(a.region.key()).or_default().push(k);
+        self.index(k, &a.region);
         self.entries.push(a);
+    }
+
+    /// Adds entry `k` (with region `region`) to the page index.
+    fn index(&mut self, k: usize, region: &Region) {
+        match region.pages() {
+            Some(pages) => {
+                for page in pages {
+                    self.pages.entry((region.space, page)).or_default().push(k);
+                }
+            }
+            None => self.wide.push(k),
+        }
     }
 
     /// Keeps the live entries `keep` accepts; returns how many live
@@ -203,10 +256,39 @@ impl QueueLog {
         self.entries.retain(|e| !e.dead && keep(e));
         self.dead = 0;
         self.by_region.clear();
-        for (k, e) in self.entries.iter().enumerate() {
+        self.pages.clear();
+        self.wide.clear();
+        let entries = std::mem::take(&mut self.entries);
+        for (k, e) in entries.iter().enumerate() {
             self.by_region.entry(e.region.key()).or_default().push(k);
+            self.index(k, &e.region);
         }
+        self.entries = entries;
         before - self.entries.len()
+    }
+
+    /// Sets `found` to the positions, from `from` on and in increasing
+    /// order, of the entries that may overlap `region`: a superset of
+    /// those that do (dead ones included).
+    fn candidates(&self, from: usize, region: &Region, found: &mut Vec<usize>) {
+        found.clear();
+        let pages = if self.entries.len() - from <= SCAN_MAX {
+            None
+        } else {
+            region.pages()
+        };
+        let Some(pages) = pages else {
+            found.extend(from..self.entries.len());
+            return;
+        };
+        let lists = std::iter::once(&self.wide)
+            .chain(pages.filter_map(|page| self.pages.get(&(region.space, page))));
+        for list in lists {
+            let start = list.partition_point(|&k| k < from);
+            found.extend_from_slice(&list[start..]);
+        }
+        found.sort_unstable();
+        found.dedup();
     }
 
     /// Marks dead the live entries that `a` supersedes; returns how many.
@@ -358,6 +440,7 @@ impl Races {
         let mut checked = Checked::default();
         // The unordered overlapping entries of other queues, in log order.
         let mut found: Vec<(u64, usize, usize)> = Vec::new();
+        let mut candidates: Vec<usize> = Vec::new();
         for a in &mut accesses {
             let clock = &self.clocks[a.queue];
             found.clear();
@@ -366,7 +449,9 @@ impl Races {
                     continue;
                 }
                 let from = log.entries.partition_point(|e| e.epoch <= clock[r]);
-                for (k, e) in log.entries.iter().enumerate().skip(from) {
+                log.candidates(from, &a.region, &mut candidates);
+                for &k in &candidates {
+                    let e = &log.entries[k];
                     if !e.dead && (e.write || a.write) && e.region.overlaps(&a.region) {
                         found.push((e.seq, r, k));
                     }
@@ -584,5 +669,75 @@ impl Conflict {
             verb(self.earlier_write),
             self.earlier_field
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Queue `q`'s next write (or read) of SBUF bytes `lo..hi` of every
+    /// partition, as an access.
+    fn access(races: &mut Races, q: usize, write: bool, lo: i64, hi: i64) -> Access {
+        races.begin(q, &[]);
+        Access {
+            queue: q,
+            queue_name: Queue::Dma(q as u8),
+            index: races.epoch(q) as usize - 1,
+            field: "dst",
+            write,
+            region: Region {
+                space: SpaceId::Sbuf(0),
+                parts: (0, 128),
+                intervals: vec![(lo, hi)],
+            },
+            epoch: races.epoch(q),
+            mirrored: false,
+            seq: 0,
+            dead: false,
+        }
+    }
+
+    /// The index of the earlier access a check of queue `q` writing
+    /// `lo..hi` conflicts with, if any.
+    fn conflict(races: &mut Races, q: usize, lo: i64, hi: i64) -> Option<usize> {
+        let a = access(races, q, true, lo, hi);
+        races
+            .check(vec![a], |_| false, false)
+            .err()
+            .map(|c| c.earlier_index)
+    }
+
+    /// With more unordered entries than `SCAN_MAX`, a check looks them up
+    /// by page; it finds the same conflicts as the scan: the first logged
+    /// of the entries that overlap, whether they share one page with the
+    /// access or span more than `MAX_PAGES` pages (`wide`), and none for
+    /// bytes next to the logged ones.
+    #[test]
+    fn the_page_index_finds_what_the_scan_finds() {
+        let mut races = Races::new(2, 0);
+        // Queue 0 writes 100 disjoint 1000-byte rows, 24 pages in all,
+        // then reads one span of 100 pages far above them.
+        for i in 0..100 {
+            let a = access(&mut races, 0, true, i * 1000, i * 1000 + 1000);
+            races.check(vec![a], |_| false, false).expect("one queue");
+        }
+        let wide = access(&mut races, 0, false, 1 << 20, (1 << 20) + 100 * PAGE_BYTES);
+        races
+            .check(vec![wide], |_| false, false)
+            .expect("one queue");
+        assert!(races.logs[0].entries.len() > SCAN_MAX);
+        assert_eq!(races.logs[0].wide, vec![100]);
+        // Bytes 57_000..57_001 are row 57's; 57_500..58_500 rows 57 and 58
+        // (57 logged first); the wide read and a row race with a write.
+        assert_eq!(conflict(&mut races, 1, 57_000, 57_001), Some(57));
+        assert_eq!(conflict(&mut races, 1, 57_500, 58_500), Some(57));
+        assert_eq!(
+            conflict(&mut races, 1, (1 << 20) + 5000, (1 << 20) + 5001),
+            Some(100)
+        );
+        assert_eq!(conflict(&mut races, 1, 0, 2 << 20), Some(0));
+        // Bytes beside every logged access: no conflict.
+        assert_eq!(conflict(&mut races, 1, 100_000, 1 << 20), None);
     }
 }
