@@ -4,10 +4,14 @@
 //! the simulator's race detector all describe bytes this way.
 
 /// Joins intervals that overlap or touch, from a list sorted by start;
-/// the result is sorted and disjoint.
+/// the result is sorted and disjoint, with no spare capacity: callers keep
+/// it (a footprint's thousands of runs often join into one, and each
+/// access of a dependency graph or race log would otherwise hold room for
+/// all of them).
 pub fn join_sorted<T: Ord + Copy>(sorted: impl IntoIterator<Item = (T, T)>) -> Vec<(T, T)> {
     let mut joined = Vec::new();
     join_sorted_into(sorted, &mut joined);
+    joined.shrink_to_fit();
     joined
 }
 
