@@ -661,6 +661,10 @@ impl Emit<'_, '_> {
                 let bits = self.b.ins().ishl_imm_u(h, 16);
                 self.b.ins().bitcast(types::F32, MemFlagsData::new(), bits)
             }
+            DType::F16 => {
+                let h = self.b.ins().uload16(types::I32, flags(), at, 0);
+                self.f16_value(h)
+            }
             _ => {
                 let bits = match dt.size() {
                     1 => self.b.ins().uload8(types::I32, flags(), at, 0),
@@ -681,6 +685,10 @@ impl Emit<'_, '_> {
             }
             DType::BF16 => {
                 let bits = self.bf16_bits(x);
+                self.b.ins().istore16(flags(), bits, at, 0);
+            }
+            DType::F16 => {
+                let bits = self.f16_bits(x);
                 self.b.ins().istore16(flags(), bits, at, 0);
             }
             _ => {
@@ -715,6 +723,107 @@ impl Emit<'_, '_> {
         let up = self.b.ins().uextend(types::I32, up);
         let rounded = self.b.ins().iadd(high, up);
         self.b.ins().select(nan, quiet, rounded)
+    }
+}
+
+impl Emit<'_, '_> {
+    /// The f32 value of the fp16 bits `h` (in an i32), as
+    /// `numerics::to_f32`: subnormals scaled exactly, a NaN keeping its
+    /// payload with the quiet bit set.
+    fn f16_value(&mut self, h: Value) -> Value {
+        let sign = self.b.ins().band_imm_u(h, 0x8000);
+        let sign = self.b.ins().ishl_imm_u(sign, 16);
+        let em = self.b.ins().band_imm_u(h, 0x7fff);
+        // Subnormal or zero: the integer mantissa times 2^-24.
+        let m = self.b.ins().fcvt_from_uint(types::F32, em);
+        let scale = self.b.ins().f32const(f32::from_bits(0x3380_0000));
+        let sub = self.b.ins().fmul(m, scale);
+        let sub = self.b.ins().bitcast(types::I32, MemFlagsData::new(), sub);
+        // Normal: the fields moved into place, the exponent rebiased.
+        let normal = self.b.ins().ishl_imm_u(em, 13);
+        let normal = self.b.ins().iadd_imm_u(normal, 112 << 23);
+        let inf = self.b.ins().iconst(types::I32, 0x7f80_0000);
+        let payload = self.b.ins().band_imm_u(em, 0x03ff);
+        let payload = self.b.ins().ishl_imm_u(payload, 13);
+        let nan = self.b.ins().bor_imm_u(payload, 0x7fc0_0000);
+        let is_inf = self.b.ins().icmp_imm_u(IntCC::Equal, em, 0x7c00);
+        let mag = self.b.ins().select(is_inf, inf, nan);
+        let is_normal = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, em, 0x7c00);
+        let mag = self.b.ins().select(is_normal, normal, mag);
+        let is_sub = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, em, 0x0400);
+        let mag = self.b.ins().select(is_sub, sub, mag);
+        let bits = self.b.ins().bor(sign, mag);
+        self.b.ins().bitcast(types::F32, MemFlagsData::new(), bits)
+    }
+
+    /// The fp16 bits of `x` (in an i32), as `numerics::from_f32` (the
+    /// `half` crate's conversion): round to nearest, ties to even, into
+    /// subnormals too; overflow to infinity; a NaN keeps its top payload
+    /// bits and gets the quiet bit.
+    fn f16_bits(&mut self, x: Value) -> Value {
+        let bits = self.b.ins().bitcast(types::I32, MemFlagsData::new(), x);
+        let sign = self.b.ins().ushr_imm_u(bits, 16);
+        let sign = self.b.ins().band_imm_u(sign, 0x8000);
+        let exp = self.b.ins().ushr_imm_u(bits, 23);
+        let exp = self.b.ins().band_imm_u(exp, 0xff);
+        let man = self.b.ins().band_imm_u(bits, 0x007f_ffff);
+        // Rounds `kept` (the bits above `round_bit`) up when the dropped
+        // bits of `m` are over half, or exactly half with `kept` odd.
+        let round = |b: &mut FunctionBuilder<'_>, m: Value, kept: Value, round_bit: Value| {
+            let half = b.ins().band(m, round_bit);
+            let half = b.ins().icmp_imm_u(IntCC::NotEqual, half, 0);
+            let three = b.ins().imul_imm_u(round_bit, 3);
+            let rest_mask = b.ins().iadd_imm_u(three, -1i64);
+            let rest = b.ins().band(m, rest_mask);
+            let rest = b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
+            let up = b.ins().band(half, rest);
+            let up = b.ins().uextend(types::I32, up);
+            b.ins().iadd(kept, up)
+        };
+        // NaN or infinity.
+        let top = self.b.ins().ushr_imm_u(man, 13);
+        let is_nan = self.b.ins().icmp_imm_u(IntCC::NotEqual, man, 0);
+        let quiet = self.b.ins().iconst(types::I32, 0x0200);
+        let zero = self.b.ins().iconst(types::I32, 0);
+        let quiet = self.b.ins().select(is_nan, quiet, zero);
+        let special = self.b.ins().bor_imm_u(top, 0x7c00);
+        let special = self.b.ins().bor(special, quiet);
+        // Normal: exponent 113..=142 (fp16 exponent 1..=30).
+        let half_exp = self.b.ins().iadd_imm_u(exp, -112i64);
+        let half_exp = self.b.ins().ishl_imm_u(half_exp, 10);
+        let kept = self.b.ins().bor(half_exp, top);
+        let round_bit = self.b.ins().iconst(types::I32, 0x1000);
+        let normal = round(self.b, man, kept, round_bit);
+        // Subnormal: exponent 102..=112, the implicit bit shifted right by
+        // 126 - exponent (14..=24; cranelift takes shift amounts modulo
+        // 32, so the lanes this does not select compute garbage, safely).
+        let m = self.b.ins().bor_imm_u(man, 0x0080_0000);
+        let c126 = self.b.ins().iconst(types::I32, 126);
+        let shift = self.b.ins().isub(c126, exp);
+        let kept = self.b.ins().ushr(m, shift);
+        let one = self.b.ins().iconst(types::I32, 1);
+        let shift1 = self.b.ins().iadd_imm_u(shift, -1i64);
+        let round_bit = self.b.ins().ishl(one, shift1);
+        let sub = round(self.b, m, kept, round_bit);
+        let inf = self.b.ins().iconst(types::I32, 0x7c00);
+        let is_sub = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 102);
+        let mag = self.b.ins().select(is_sub, sub, zero);
+        let is_normal = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 113);
+        let mag = self.b.ins().select(is_normal, normal, mag);
+        let is_over = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 143);
+        let mag = self.b.ins().select(is_over, inf, mag);
+        let is_special = self.b.ins().icmp_imm_u(IntCC::Equal, exp, 0xff);
+        let mag = self.b.ins().select(is_special, special, mag);
+        self.b.ins().bor(sign, mag)
     }
 }
 

@@ -215,6 +215,65 @@ fn a_contiguous_copy_moves_words_then_the_odd_elements_natively() {
     assert_eq!(b.get_bits(&tile(2, 13, 100, DType::BF16)), bits);
 }
 
+/// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
+/// (zeros, subnormals, normals, infinities, NaN payloads).
+#[test]
+fn every_f16_value_decodes_natively_as_numerics_does() {
+    let mut b = Bench::new();
+    let bits: Vec<u32> = (0..1 << 16).collect();
+    b.put_bits(&tile(128, 512, 0, DType::F16), &bits);
+    let op = Op::TensorCopy(insn::TensorCopy {
+        dst: tile(128, 512, 4096, DType::F32),
+        src: tile(128, 512, 0, DType::F16),
+    });
+    native_ok(&mut b, Queue::Vector, &op);
+    let want: Vec<u32> = bits
+        .iter()
+        .map(|&h| numerics::to_f32(DType::F16, h).to_bits())
+        .collect();
+    assert_eq!(b.get_bits(&tile(128, 512, 4096, DType::F32)), want);
+}
+
+/// f32 values at every exponent, with the mantissas that decide fp16
+/// rounding (ties, one above and below, the subnormal boundaries), and
+/// NaN payloads, encode natively to `numerics::from_f32`'s bits.
+#[test]
+fn f32_values_encode_to_f16_natively_as_numerics_does() {
+    let mut b = Bench::new();
+    let mantissas = [
+        0, 1, 0x0fff, 0x1000, 0x1001, 0x1fff, 0x2000, 0x2fff, 0x3000, 0x3001, 0x40_0000, 0x40_0001,
+        0x3f_ffff, 0x20_0000, 0x7f_e000, 0x7f_efff, 0x7f_f000, 0x7f_ffff, 0x12_3456, 0x55_5555,
+        0x2a_aaaa, 0x7f_dfff, 0x00_3000, 0x00_0800, 0x00_07ff, 0x10_0000, 0x08_0000, 0x04_0000,
+        0x02_0000, 0x01_0000, 0x00_8000, 0x00_4000,
+    ];
+    let mut bits = Vec::new();
+    for sign in [0u32, 0x8000_0000] {
+        for exp in 0..256u32 {
+            for &m in &mantissas {
+                bits.push(sign | exp << 23 | m);
+            }
+        }
+    }
+    let mut g = Gen(0x5eed);
+    while bits.len() < 128 * 512 {
+        bits.push(g.next() as u32);
+    }
+    b.put_bits(&tile(128, 512, 0, DType::F32), &bits);
+    let op = Op::TensorCopy(insn::TensorCopy {
+        dst: tile(128, 512, 4096 * 4, DType::F16),
+        src: tile(128, 512, 0, DType::F32),
+    });
+    native_ok(&mut b, Queue::Vector, &op);
+    let want: Vec<u32> = bits
+        .iter()
+        .map(|&x| numerics::from_f32(DType::F16, f32::from_bits(x)))
+        .collect();
+    let got = b.get_bits(&tile(128, 512, 4096 * 4, DType::F16));
+    for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert_eq!(g, w, "f32 bits {:#010x}", bits[k]);
+    }
+}
+
 #[test]
 fn an_undefined_source_byte_leaves_the_instruction_to_the_interpreter() {
     let mut b = Bench::new();
