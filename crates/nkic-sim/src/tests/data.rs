@@ -217,6 +217,45 @@ fn dma_gather_and_scatter_follow_the_index() {
     );
 }
 
+/// A scatter whose source tile has a never-written element: under
+/// precise poison only the element read from never-written bytes is
+/// undefined (with the scatter as its origin), and the rows no index
+/// names stay never written.
+#[test]
+fn a_scatter_from_a_partly_written_tile_marks_only_the_unwritten_element() {
+    let p = program(&[("out", DType::F32, &[5, 2], TensorKind::Output)]);
+    let mut b = Bench::with_program(&p);
+    b.mem.set_poison(Poison::Precise);
+    b.put(&sb(0, 1, 0, &[(1, 2)], DType::F32), &[1.0, 2.0]);
+    b.put(&sb(1, 1, 0, &[(1, 1)], DType::F32), &[3.0]);
+    b.put(&sb(2, 1, 0, &[(1, 2)], DType::F32), &[5.0, 6.0]);
+    let index = tile(3, 1, 64, DType::I32);
+    b.put_bits(&index, &[2, 0, 4]);
+    let scatter = Op::DmaScatter(insn::DmaScatter {
+        dst: hbm(TensorId(0), 3, 2, 0, &[(1, 2)], DType::F32),
+        src: tile(3, 2, 0, DType::F32),
+        index,
+        accumulate: false,
+        oob: OobMode::Error,
+    });
+    b.ok(Queue::Dma(0), &scatter);
+    let states: Vec<(usize, bool)> = b
+        .mem
+        .undefined_elements(0, 4)
+        .iter()
+        .map(|&(e, origin)| (e, origin.is_some()))
+        .collect();
+    // Element 1 (source row 1's second element) is undefined, with the
+    // scatter as its origin; out rows 1 and 3 were never written.
+    assert_eq!(
+        states,
+        [(1, true), (2, false), (3, false), (6, false), (7, false)]
+    );
+    let out = b.mem.take_tensor_bytes(0, DType::F32);
+    let value = |e: usize| f32::from_le_bytes(out[4 * e..4 * e + 4].try_into().expect("4 bytes"));
+    assert_eq!([0, 4, 5, 8, 9].map(value), [3.0, 1.0, 2.0, 5.0, 6.0]);
+}
+
 #[test]
 fn tensor_copy_broadcast_negative_stride_and_int_cast() {
     let mut b = Bench::new();
