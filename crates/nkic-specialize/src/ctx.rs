@@ -73,6 +73,15 @@ pub(crate) struct Bases {
     pub(crate) mgrid: Rc<Class>,
 }
 
+/// What makes two warnings the same for [`Ctx::warn`]: code, message and
+/// the place of the primary label (not the loop and call notes).
+#[derive(PartialEq, Eq, Hash)]
+struct WarningKey {
+    code: &'static str,
+    message: String,
+    primary: Option<(FileId, Span)>,
+}
+
 /// The evaluator's state; see the module doc.
 pub struct Ctx<'a> {
     pub(crate) sources: &'a mut SourceMap,
@@ -130,6 +139,9 @@ pub struct Ctx<'a> {
     pub(crate) module_paths: HashMap<String, ModuleId>,
     pub(crate) prints: Vec<Print>,
     pub(crate) warnings: Vec<Diagnostic>,
+    /// The warnings recorded so far by code, message and primary label:
+    /// their index in `warnings` and how many more times they were raised.
+    warned: HashMap<WarningKey, (usize, usize)>,
     /// Errors besides the one being returned (further parse errors of an
     /// imported module).
     pub(crate) extra_errors: Vec<Diagnostic>,
@@ -267,12 +279,39 @@ impl<'a> Ctx<'a> {
     }
 
     /// Records a warning; its notes are completed from the current loop
-    /// and call stacks.
+    /// and call stacks. A warning raised again at the same place with the
+    /// same message (in another loop iteration or call) is counted, not
+    /// repeated: [`Ctx::take_warnings`] says how many times it repeated.
     pub fn warn(&mut self, mut diag: Diagnostic) {
+        let key = WarningKey {
+            code: diag.code,
+            message: diag.message.clone(),
+            primary: diag.primary.as_ref().map(|l| (l.file, l.span)),
+        };
+        if let Some((_, repeats)) = self.warned.get_mut(&key) {
+            *repeats += 1;
+            return;
+        }
         for note in self.context_notes() {
             diag = diag.with_note(note);
         }
+        self.warned.insert(key, (self.warnings.len(), 0));
         self.warnings.push(diag);
+    }
+
+    /// The warnings recorded, in the order first raised, each with a note
+    /// saying how many more times it was raised.
+    pub(crate) fn take_warnings(&mut self) -> Vec<Diagnostic> {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        for (_, (index, repeats)) in self.warned.drain() {
+            if repeats > 0 {
+                let times = if repeats == 1 { "time" } else { "times" };
+                warnings[index].notes.push(format!(
+                    "raised {repeats} more {times} at this place (in other loop iterations or calls); shown once"
+                ));
+            }
+        }
+        warnings
     }
 
     /// Calls a compile-time callable (a user function, lambda, bound
@@ -381,6 +420,7 @@ impl<'a> Ctx<'a> {
             names: Default::default(),
             prints: Vec::new(),
             warnings: Vec::new(),
+            warned: HashMap::new(),
             extra_errors: Vec::new(),
             return_span: None,
             hbm_vars: Vec::new(),

@@ -226,7 +226,7 @@ impl Job<'_> {
         );
         let res = run_instance(&mut ctx, self.file, self.name, self.def_span);
         let prints = std::mem::take(&mut ctx.prints);
-        let warnings = std::mem::take(&mut ctx.warnings);
+        let warnings = ctx.take_warnings();
         let facts = ctx.facts.take();
         let extra = std::mem::take(&mut ctx.extra_errors);
         let (kernel, discarded) = match res {
