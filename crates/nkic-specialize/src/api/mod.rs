@@ -66,12 +66,13 @@
 //!   shared parameters, binding, legacy call forms), `rules.rs` (rules as
 //!   data), `codes.rs`, `consts.rs`, `check.rs`, `emit.rs`;
 //! * `nki.isa`, one file per engine or domain as in isa.md §6:
-//!   `isa/dma.rs` (the LNC=2 exchange and barrier), `isa/tensor_engine.rs`,
-//!   `isa/scalar_engine.rs`, `isa/vector.rs`, `isa/select.rs`,
-//!   `isa/random.rs`, `isa/gpsimd.rs` and `isa/collective.rs`
-//!   (`nki.collectives`);
-//! * `memory.rs` (loads, stores, DMA incl. dma_compute, memset, iota,
-//!   tensor_copy, assignment, `nl.device_print`) and `registers.rs`
+//!   `isa/dma.rs` (data movement: dma_copy, dma_transpose, dma_compute,
+//!   tensor_copy, memset, iota, and the LNC=2 exchange and barrier),
+//!   `isa/tensor_engine.rs`, `isa/scalar_engine.rs`, `isa/vector.rs`,
+//!   `isa/select.rs`, `isa/random.rs`, `isa/gpsimd.rs` and
+//!   `isa/collective.rs` (`nki.collectives`);
+//! * `memory.rs` (`nl.load`, `nl.store`, `nl.load_transpose2d`, `nl.copy`,
+//!   assignment, fill values, `nl.device_print`) and `registers.rs`
 //!   (`nisa.register_*`);
 //! * `nki.language`: `nl_core.rs` (nl.matmul, nl.transpose), `nl_math.rs`
 //!   (element-wise math, reductions, softmax, rms_norm, the functions

@@ -320,10 +320,10 @@ impl ApiDef {
 /// ties between "did you mean" hints).
 pub const REGISTRY: &[&[ApiDef]] = &[
     super::tensor::DEFS,
+    super::isa::dma::DEFS,
     super::memory::DEFS,
     super::nl_core::DEFS,
     super::registers::DEFS,
-    super::isa::dma::DEFS,
     super::isa::tensor_engine::DEFS,
     super::isa::scalar_engine::DEFS,
     super::isa::vector::DEFS,

@@ -233,7 +233,7 @@ fn isa_functions_agree_with_the_instruction_table() {
         checked += 1;
         let dma = engines == [nkic_isa::Engine::Dma];
         let allowed = |e: &nkic_isa::Engine| {
-            engines.contains(e) || (dma && super::memory::DMA_TRIGGER.contains(e))
+            engines.contains(e) || (dma && super::isa::dma::DMA_TRIGGER.contains(e))
         };
         if let Some(e) = d.engines().iter().find(|e| !allowed(e)) {
             wrong.push(format!(

@@ -271,7 +271,7 @@ fn dma(
     emit::push(
         ctx,
         b,
-        crate::api::memory::plain_dma(dst, src, accumulate),
+        crate::api::isa::dma::plain_dma(dst, src, accumulate),
         None,
         span,
     )?;

@@ -587,7 +587,7 @@ fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
     emit::push(
         ctx,
         b,
-        crate::api::memory::plain_dma(&hbm.view, &ident.view, false),
+        crate::api::isa::dma::plain_dma(&hbm.view, &ident.view, false),
         None,
         span,
     )?;

@@ -1,8 +1,8 @@
 //! The `nki.isa` instructions, one file per engine or domain as in
-//! isa.md §6: [`dma`] (the LNC=2 exchange and barrier; single-core DMAs
-//! are in `api/memory.rs`), [`tensor_engine`], [`scalar_engine`],
-//! [`vector`], [`select`], [`random`], [`gpsimd`] and [`collective`]
-//! (`nki.collectives`).
+//! isa.md §6: [`dma`] (data movement: the DMAs, `tensor_copy`, `memset`
+//! and `iota`, and the LNC=2 exchange and barrier), [`tensor_engine`],
+//! [`scalar_engine`], [`vector`], [`select`], [`random`], [`gpsimd`] and
+//! [`collective`] (`nki.collectives`).
 //!
 //! Every rule of isa.md §2 and §4 for these instructions is checked at
 //! compile time. All but `tensor_copy_predicated` (which updates `dst` in
