@@ -484,26 +484,49 @@ fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
 /// every one of them is written and defined; otherwise appends nothing and
 /// returns false, for the caller's element-by-element path.
 fn gather_clean(space: &Space, base: i64, runs: &[i64], size: usize, out: &mut Vec<u8>) -> bool {
-    fn fixed<const N: usize>(space: &Space, base: i64, runs: &[i64], out: &mut Vec<u8>) -> bool {
-        let data: &[u8] = &space.data;
+    let clean = runs.iter().all(|&r| {
+        let a = (base + r) as usize;
+        space.clean(a, a + size)
+    });
+    if clean {
+        copy_runs(&space.data, base, runs, size, out);
+    }
+    clean
+}
+
+/// Appends the `run_bytes` bytes at `base + r` for every run offset `r`,
+/// unchecked (the caller knows them written and defined).
+fn copy_runs(data: &[u8], base: i64, runs: &[i64], run_bytes: usize, out: &mut Vec<u8>) {
+    fn fixed<const N: usize>(data: &[u8], base: i64, runs: &[i64], out: &mut Vec<u8>) {
         let at = out.len();
         out.resize(at + runs.len() * N, 0);
         for (to, &r) in out[at..].chunks_exact_mut(N).zip(runs) {
             let a = (base + r) as usize;
-            if !space.clean(a, a + N) {
-                out.truncate(at);
-                return false;
-            }
             to.copy_from_slice(&data[a..a + N]);
         }
-        true
     }
-    match size {
-        1 => fixed::<1>(space, base, runs, out),
-        2 => fixed::<2>(space, base, runs, out),
-        4 => fixed::<4>(space, base, runs, out),
-        _ => false,
+    match run_bytes {
+        1 => fixed::<1>(data, base, runs, out),
+        2 => fixed::<2>(data, base, runs, out),
+        4 => fixed::<4>(data, base, runs, out),
+        _ => {
+            for &r in runs {
+                let a = (base + r) as usize;
+                out.extend_from_slice(&data[a..a + run_bytes]);
+            }
+        }
     }
+}
+
+/// The bytes from the first to the end of the last run of a row, as
+/// offsets `(lo, len)` from the row's address, when checking all of them
+/// costs no more than 8 bit words per run (so one check of the hull
+/// replaces one per run); `None` for an empty or sparse row.
+fn dense_hull(runs: &[i64], run_bytes: usize) -> Option<(i64, usize)> {
+    let lo = *runs.iter().min()?;
+    let hi = *runs.iter().max()?;
+    let len = usize::try_from(hi - lo).ok()? + run_bytes;
+    (len <= runs.len() * 8 * 64).then_some((lo, len))
 }
 
 /// An access pattern resolved against the memory and the queue's registers.
@@ -1278,9 +1301,20 @@ impl MemoryState {
         let mut undef: Option<Vec<bool>> = None;
         let (mut never, mut origin) = (false, None);
         let data: &[u8] = &space.data;
+        let hull = dense_hull(&v.runs, run_bytes);
         let mut k = 0;
         for p in 0..v.rows {
             let base = v.row_addr(p);
+            // A row whose bytes are all written and defined (a tile written
+            // whole) is copied without a check per run.
+            if let Some((lo, len)) = hull
+                && let Ok(start) = usize::try_from(base + lo)
+                && space.clean(start, start + len)
+            {
+                copy_runs(data, base, &v.runs, run_bytes, out);
+                k += v.free();
+                continue;
+            }
             if v.run_len == 1 && gather_clean(space, base, &v.runs, v.size, out) {
                 k += v.runs.len();
                 continue;
