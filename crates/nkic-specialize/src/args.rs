@@ -69,14 +69,37 @@ impl CallArgs {
         required: usize,
         call_span: Span,
     ) -> Result<[Option<Arg>; N], Diagnostic> {
-        let mut out: [Option<Arg>; N] = std::array::from_fn(|_| None);
+        let out = self.match_params(ctx, func, &params, N, |i| i < required, call_span)?;
+        Ok(out
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("one slot per parameter")))
+    }
+
+    /// The argument of each of `params` (`None` where not given), matched
+    /// Python style: the first `positional` parameters take positionals in
+    /// order (those after a `*` only keywords), every one takes a keyword
+    /// by name, and each `i` with `required(i)` must be given. The one
+    /// binder of the specializer: [`CallArgs::bind`] and the API table's
+    /// binding ([`crate::api::table::bind`]) both use it, so the rules and
+    /// messages (E0203) are these for every function.
+    pub(crate) fn match_params(
+        self,
+        ctx: &Ctx<'_>,
+        func: &str,
+        params: &[&str],
+        positional: usize,
+        required: impl Fn(usize) -> bool,
+        call_span: Span,
+    ) -> Result<Vec<Option<Arg>>, Diagnostic> {
+        let mut out: Vec<Option<Arg>> = vec![None; params.len()];
         let n_pos = self.positional.len();
         for (i, arg) in self.positional.into_iter().enumerate() {
-            if i >= N {
+            if i >= positional {
                 return Err(ctx.error(
                     codes::BAD_ARGUMENTS,
                     format!(
-                        "`{func}` takes at most {N} positional arguments but {n_pos} were given"
+                        "`{func}` takes at most {} positional arguments but {n_pos} were given",
+                        params.len()
                     ),
                     arg.span,
                     "unexpected argument",
@@ -92,7 +115,7 @@ impl CallArgs {
                     arg.span,
                     "unknown keyword argument",
                 );
-                if let Some(close) = closest(&name, &params) {
+                if let Some(close) = closest(&name, params) {
                     d = d.with_help(format!("did you mean `{close}`?"));
                 }
                 d = d.with_note(format!("the parameters are: {}", params.join(", ")));
@@ -108,8 +131,8 @@ impl CallArgs {
             }
             out[i] = Some(arg);
         }
-        for (i, p) in params.iter().enumerate().take(required) {
-            if out[i].is_none() {
+        for (i, p) in params.iter().enumerate() {
+            if required(i) && out[i].is_none() {
                 return Err(ctx.error(
                     codes::BAD_ARGUMENTS,
                     format!("`{func}` is missing required argument `{p}`"),

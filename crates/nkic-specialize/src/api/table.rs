@@ -32,7 +32,7 @@ use super::ApiFn;
 use super::codes;
 use super::consts::{self, EnumValue};
 use super::isa::select::{ON_FALSE_VALUE, ON_TRUE_TILE};
-use crate::args::{Arg, CallArgs, closest};
+use crate::args::{Arg, CallArgs};
 use crate::ctx::Ctx;
 use crate::value::{Tensor, Value};
 
@@ -635,57 +635,19 @@ fn bind_params(
     span: Span,
     value_form: bool,
 ) -> Result<Bound, Diagnostic> {
-    let func = def.name;
-    let mut out: Vec<Option<Arg>> = vec![None; params.len()];
-    let n_pos = args.positional.len();
-    for (i, arg) in args.positional.into_iter().enumerate() {
-        if i >= params.len() || params[i].name.starts_with('*') {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                format!(
-                    "`{func}` takes at most {} positional arguments but {n_pos} were given",
-                    params.len()
-                ),
-                arg.span,
-                "unexpected argument",
-            ));
-        }
-        out[i] = Some(arg);
-    }
-    for (name, arg) in args.keywords {
-        let Some(i) = params.iter().position(|p| p.name == &*name) else {
-            let names: Vec<&str> = params.iter().map(|p| p.name).collect();
-            let mut d = ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                format!("`{func}` has no parameter named `{name}`"),
-                arg.span,
-                "unknown keyword argument",
-            );
-            if let Some(close) = closest(&name, &names) {
-                d = d.with_help(format!("did you mean `{close}`?"));
-            }
-            return Err(d.with_note(format!("the parameters are: {}", names.join(", "))));
-        };
-        if out[i].is_some() {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                format!("`{func}` got multiple values for parameter `{name}`"),
-                arg.span,
-                "already given",
-            ));
-        }
-        out[i] = Some(arg);
-    }
-    for (i, p) in params.iter().enumerate() {
-        if p.default.is_none() && out[i].is_none() {
-            return Err(ctx.error(
-                crate::codes::BAD_ARGUMENTS,
-                format!("`{func}` is missing required argument `{}`", p.name),
-                span,
-                format!("`{}` is not given", p.name),
-            ));
-        }
-    }
+    let names: Vec<&str> = params.iter().map(|p| p.name).collect();
+    let positional = params
+        .iter()
+        .position(|p| p.name.starts_with('*'))
+        .unwrap_or(params.len());
+    let out = args.match_params(
+        ctx,
+        def.name,
+        &names,
+        positional,
+        |i| params[i].default.is_none(),
+        span,
+    )?;
     let args = params
         .iter()
         .zip(out)
