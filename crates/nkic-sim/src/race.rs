@@ -208,7 +208,9 @@ pub(crate) struct Access {
 /// pages is in `wide`, which every check scans. Both hold positions in
 /// increasing order (entries are only appended between rebuilds), so the
 /// entries a checking queue is already ordered after are skipped with one
-/// binary search per list.
+/// binary search per list. The index exists (`indexed`) only while the log
+/// holds more than `SCAN_MAX` entries, the only logs a check looks up by
+/// page, so short logs (most queues of most kernels) pay nothing for it.
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
@@ -216,6 +218,7 @@ struct QueueLog {
     dead: usize,
     pages: HashMap<(SpaceId, i64), Vec<usize>>,
     wide: Vec<usize>,
+    indexed: bool,
 }
 
 /// The page size of `QueueLog::pages`: a few pages per SBUF tile row.
@@ -233,8 +236,25 @@ impl QueueLog {
     fn push(&mut self, a: Access) {
         let k = self.entries.len();
         self.by_region.entry(a.region.key()).or_default().push(k);
-        self.index(k, &a.region);
+        if self.indexed {
+            self.index(k, &a.region);
+        }
         self.entries.push(a);
+        if !self.indexed && self.entries.len() > SCAN_MAX {
+            self.build_index();
+        }
+    }
+
+    /// Indexes every entry by page (`pages`, `wide`).
+    fn build_index(&mut self) {
+        self.pages.clear();
+        self.wide.clear();
+        let entries = std::mem::take(&mut self.entries);
+        for (k, e) in entries.iter().enumerate() {
+            self.index(k, &e.region);
+        }
+        self.entries = entries;
+        self.indexed = true;
     }
 
     /// Adds entry `k` (with region `region`) to the page index.
@@ -256,14 +276,15 @@ impl QueueLog {
         self.entries.retain(|e| !e.dead && keep(e));
         self.dead = 0;
         self.by_region.clear();
+        for (k, e) in self.entries.iter().enumerate() {
+            self.by_region.entry(e.region.key()).or_default().push(k);
+        }
         self.pages.clear();
         self.wide.clear();
-        let entries = std::mem::take(&mut self.entries);
-        for (k, e) in entries.iter().enumerate() {
-            self.by_region.entry(e.region.key()).or_default().push(k);
-            self.index(k, &e.region);
+        self.indexed = false;
+        if self.entries.len() > SCAN_MAX {
+            self.build_index();
         }
-        self.entries = entries;
         before - self.entries.len()
     }
 
@@ -281,6 +302,7 @@ impl QueueLog {
             found.extend(from..self.entries.len());
             return;
         };
+        debug_assert!(self.indexed, "a log longer than SCAN_MAX is indexed");
         let lists = std::iter::once(&self.wide)
             .chain(pages.filter_map(|page| self.pages.get(&(region.space, page))));
         for list in lists {
@@ -731,6 +753,8 @@ mod tests {
         // Bytes 57_000..57_001 are row 57's; 57_500..58_500 rows 57 and 58
         // (57 logged first); the wide read and a row race with a write.
         assert_eq!(conflict(&mut races, 1, 57_000, 57_001), Some(57));
+        // Row 0 was logged before the index was built (at SCAN_MAX + 1).
+        assert_eq!(conflict(&mut races, 1, 500, 501), Some(0));
         assert_eq!(conflict(&mut races, 1, 57_500, 58_500), Some(57));
         assert_eq!(
             conflict(&mut races, 1, (1 << 20) + 5000, (1 << 20) + 5001),
