@@ -208,8 +208,8 @@ pub(crate) struct Access {
 /// pages is in `wide`, which every check scans. Both hold positions in
 /// increasing order (entries are only appended between rebuilds), so the
 /// entries a checking queue is already ordered after are skipped with one
-/// binary search per list. The index exists (`indexed`) only while the log
-/// holds more than `SCAN_MAX` entries, the only logs a check looks up by
+/// binary search per list. The index exists only while the log holds more
+/// than `SCAN_MAX` entries (`indexed`), the only logs a check looks up by
 /// page, so short logs (most queues of most kernels) pay nothing for it.
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
@@ -218,7 +218,6 @@ struct QueueLog {
     dead: usize,
     pages: HashMap<(SpaceId, i64), Vec<usize>>,
     wide: Vec<usize>,
-    indexed: bool,
 }
 
 /// The page size of `QueueLog::pages`: a few pages per SBUF tile row.
@@ -236,13 +235,20 @@ impl QueueLog {
     fn push(&mut self, a: Access) {
         let k = self.entries.len();
         self.by_region.entry(a.region.key()).or_default().push(k);
-        if self.indexed {
+        if self.indexed() {
             self.index(k, &a.region);
         }
         self.entries.push(a);
-        if !self.indexed && self.entries.len() > SCAN_MAX {
+        if self.entries.len() == SCAN_MAX + 1 {
             self.build_index();
         }
+    }
+
+    /// Whether `pages` and `wide` index the entries: exactly while there
+    /// are more than `SCAN_MAX` of them (`push` builds the index as the
+    /// log passes that length, `retain` drops or rebuilds it).
+    fn indexed(&self) -> bool {
+        self.entries.len() > SCAN_MAX
     }
 
     /// Indexes every entry by page (`pages`, `wide`).
@@ -254,7 +260,6 @@ impl QueueLog {
             self.index(k, &e.region);
         }
         self.entries = entries;
-        self.indexed = true;
     }
 
     /// Adds entry `k` (with region `region`) to the page index.
@@ -281,8 +286,7 @@ impl QueueLog {
         }
         self.pages.clear();
         self.wide.clear();
-        self.indexed = false;
-        if self.entries.len() > SCAN_MAX {
+        if self.indexed() {
             self.build_index();
         }
         before - self.entries.len()
@@ -302,7 +306,6 @@ impl QueueLog {
             found.extend(from..self.entries.len());
             return;
         };
-        debug_assert!(self.indexed, "a log longer than SCAN_MAX is indexed");
         let lists = std::iter::once(&self.wide)
             .chain(pages.filter_map(|page| self.pages.get(&(region.space, page))));
         for list in lists {

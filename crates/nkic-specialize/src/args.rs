@@ -69,28 +69,32 @@ impl CallArgs {
         required: usize,
         call_span: Span,
     ) -> Result<[Option<Arg>; N], Diagnostic> {
-        let out = self.match_params(ctx, func, &params, N, |i| i < required, call_span)?;
+        let out = self.match_params(ctx, func, &params, |p| p, |i| i < required, call_span)?;
         Ok(out
             .try_into()
             .unwrap_or_else(|_| unreachable!("one slot per parameter")))
     }
 
-    /// The argument of each of `params` (`None` where not given), matched
-    /// Python style: the first `positional` parameters take positionals in
-    /// order (those after a `*` only keywords), every one takes a keyword
-    /// by name, and each `i` with `required(i)` must be given. The one
-    /// binder of the specializer: [`CallArgs::bind`] and the API table's
-    /// binding ([`crate::api::table::bind`]) both use it, so the rules and
-    /// messages (E0203) are these for every function.
-    pub(crate) fn match_params(
+    /// The argument of each of `params` (named by `name`; `None` where not
+    /// given), matched Python style: positionals fill the parameters in
+    /// order up to the first whose name starts with `*` (those after it
+    /// take only keywords), every one takes a keyword by name, and each `i`
+    /// with `required(i)` must be given. The one binder of the specializer: [`CallArgs::bind`] and the
+    /// API table's binding ([`crate::api::table::bind`]) both use it, so
+    /// the rules and messages (E0203) are these for every function.
+    pub(crate) fn match_params<P>(
         self,
         ctx: &Ctx<'_>,
         func: &str,
-        params: &[&str],
-        positional: usize,
+        params: &[P],
+        name: impl Fn(&P) -> &str,
         required: impl Fn(usize) -> bool,
         call_span: Span,
     ) -> Result<Vec<Option<Arg>>, Diagnostic> {
+        let positional = params
+            .iter()
+            .position(|p| name(p).starts_with('*'))
+            .unwrap_or(params.len());
         let mut out: Vec<Option<Arg>> = vec![None; params.len()];
         let n_pos = self.positional.len();
         for (i, arg) in self.positional.into_iter().enumerate() {
@@ -107,24 +111,25 @@ impl CallArgs {
             }
             out[i] = Some(arg);
         }
-        for (name, arg) in self.keywords {
-            let Some(i) = params.iter().position(|p| *p == &*name) else {
+        for (key, arg) in self.keywords {
+            let Some(i) = params.iter().position(|p| name(p) == &*key) else {
+                let names: Vec<&str> = params.iter().map(&name).collect();
                 let mut d = ctx.error(
                     codes::BAD_ARGUMENTS,
-                    format!("`{func}` has no parameter named `{name}`"),
+                    format!("`{func}` has no parameter named `{key}`"),
                     arg.span,
                     "unknown keyword argument",
                 );
-                if let Some(close) = closest(&name, params) {
+                if let Some(close) = closest(&key, &names) {
                     d = d.with_help(format!("did you mean `{close}`?"));
                 }
-                d = d.with_note(format!("the parameters are: {}", params.join(", ")));
+                d = d.with_note(format!("the parameters are: {}", names.join(", ")));
                 return Err(d);
             };
             if out[i].is_some() {
                 return Err(ctx.error(
                     codes::BAD_ARGUMENTS,
-                    format!("`{func}` got multiple values for parameter `{name}`"),
+                    format!("`{func}` got multiple values for parameter `{key}`"),
                     arg.span,
                     "already given",
                 ));
@@ -133,6 +138,7 @@ impl CallArgs {
         }
         for (i, p) in params.iter().enumerate() {
             if required(i) && out[i].is_none() {
+                let p = name(p);
                 return Err(ctx.error(
                     codes::BAD_ARGUMENTS,
                     format!("`{func}` is missing required argument `{p}`"),

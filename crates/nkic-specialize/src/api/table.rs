@@ -635,16 +635,11 @@ fn bind_params(
     span: Span,
     value_form: bool,
 ) -> Result<Bound, Diagnostic> {
-    let names: Vec<&str> = params.iter().map(|p| p.name).collect();
-    let positional = params
-        .iter()
-        .position(|p| p.name.starts_with('*'))
-        .unwrap_or(params.len());
     let out = args.match_params(
         ctx,
         def.name,
-        &names,
-        positional,
+        params,
+        |p| p.name,
         |i| params[i].default.is_none(),
         span,
     )?;
