@@ -471,17 +471,21 @@ fn tile_partitions(unit: &Unit<'_>) -> BTreeMap<usize, Option<u64>> {
 /// The global storages whose first partition is tied to another
 /// operand's, so the allocator never [shifts](shifted_starts) them:
 /// operands of an instruction that may run on the Tensor engine (its
-/// stationary and moving operands share PE rows), of the MX instructions
-/// (a scale's quadrant follows its data's) and of an op with an indirect
-/// or run-time-offset view (an indirect index starts on its data's
-/// partition).
+/// stationary and moving operands share PE rows), of an instruction with
+/// an MX scale operand (a scale's quadrant follows its data's:
+/// `Layout::MxScaleOf` in the instruction table) and of an op with an
+/// indirect or run-time-offset view (an indirect index starts on its
+/// data's partition).
 fn pinned_storages(unit: &Unit<'_>) -> BTreeSet<usize> {
     let mut out = BTreeSet::new();
     for info in &unit.ops {
         let kind = &info.op.kind;
         let accesses = info.op.accesses();
         let tied = kind.engines().contains(&Engine::Tensor)
-            || matches!(kind, OpKind::QuantizeMx { .. })
+            || nkic_isa::Op::layouts_of(kind.mnemonic()).is_some_and(|l| {
+                l.iter()
+                    .any(|l| matches!(l, nkic_isa::Layout::MxScaleOf(_)))
+            })
             || accesses.iter().any(|a| a.view.is_dynamic());
         if tied {
             out.extend(accesses.iter().map(|a| unit.sid(info.inst, a.view.storage)));

@@ -62,16 +62,9 @@ pub enum RegOrImm {
     Imm(i32),
 }
 
-/// What an op does with a field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Role {
-    /// An input: its views and registers are read.
-    Read,
-    /// An output: its views and registers are written.
-    Write,
-    /// A parameter that is neither memory nor a register.
-    Attr,
-}
+/// What an op does with a field: the instruction table's roles, so an op
+/// and its instruction agree.
+pub use nkic_isa::Role;
 
 /// One view an op touches, from [`Op::accesses`].
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -290,7 +283,7 @@ macro_rules! ir_ops {
     (@munch $l:ident [$($ops:tt)*] [$($lower:tt)*]
         $(#[$meta:meta])*
         $variant:ident = $mnemonic:literal, [$($engine:ident),+], $since:ident {
-            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? ),* $(,)?
+            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? $([ $layout:ident : $of:ident ])? ),* $(,)?
         }
         $($rest:tt)*
     ) => {

@@ -24,6 +24,13 @@
 //! * `=> Attr(open: choice)` marks a field the IR may leave open (`None`)
 //!   for the compiler to decide; lowering asks its `choice`.
 //!
+//! One more annotation says how an operand's partitions or rows follow
+//! another field (its [`Layout`], in `Operand::layout` and
+//! `Op::layouts_of`): `=> Read [mx_scale_of: data]` marks an MX scale
+//! operand, `=> Read [indexed_by: index]` the indexed side of a gather or
+//! scatter. The verifier's placement and MX scale rules, the simulator's
+//! footprints and race log, and the backend's partition pinning read it.
+//!
 //! Conventions of the fields:
 //! * `dst` is always the first field and the (main) output.
 //! * `src`/`src0`/`src1` are the main inputs; they are read in row-major
@@ -53,15 +60,33 @@ impl fmt::Display for Label {
     }
 }
 
-/// What an instruction does with a field.
+/// What an instruction (or a tile-IR op) does with a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Role {
-    /// An input operand (its access patterns are read).
+    /// An input: its access patterns (views) and registers are read.
     Read,
-    /// An output operand (its access patterns are written).
+    /// An output: its access patterns (views) and registers are written.
     Write,
-    /// A parameter that is not memory.
+    /// A parameter that is neither memory nor a register.
     Attr,
+}
+
+/// How an access-pattern field's partitions or rows follow another
+/// field of the same instruction, beyond what its own pattern says (the
+/// table's `[mx_scale_of: …]` and `[indexed_by: …]` annotations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// The pattern says everything.
+    Plain,
+    /// An MX scale operand of the named data operand (isa.md §6.2): it
+    /// starts at offset 0, 4, 8 or 12 of the data's first quadrant and
+    /// holds 4 rows per 32-partition quadrant of the data, so its
+    /// partitions move with the data's.
+    MxScaleOf(&'static str),
+    /// The indexed side of a gather or scatter: the rows it touches are
+    /// chosen at run time by the named index operand, so its pattern
+    /// gives one row's extent.
+    IndexedBy(&'static str),
 }
 
 /// One access pattern an instruction touches.
@@ -70,6 +95,8 @@ pub struct Operand<'a> {
     /// The field it comes from (`dst`, `src`, `bias`, …).
     pub field: &'static str,
     pub role: Role,
+    /// How its partitions or rows follow another field's.
+    pub layout: Layout,
     pub ap: &'a AccessPattern,
 }
 
@@ -106,11 +133,25 @@ fn take_field<'a, T: FieldParse>(src: &mut dyn FieldSource<'a>, name: &'static s
     }
 }
 
+/// A field's [`Layout`] from its table annotation (none, or
+/// `[mx_scale_of: data]` / `[indexed_by: index]`).
+macro_rules! field_layout {
+    () => {
+        Layout::Plain
+    };
+    (mx_scale_of $of:ident) => {
+        Layout::MxScaleOf(stringify!($of))
+    };
+    (indexed_by $of:ident) => {
+        Layout::IndexedBy(stringify!($of))
+    };
+}
+
 macro_rules! instructions {
     ($(
         $(#[$meta:meta])*
         $variant:ident = $mnemonic:literal, [$($engine:ident),+], $since:ident $(, $machine:ident)? {
-            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? ),* $(,)?
+            $( $(#[$fmeta:meta])* $field:ident : $fty:ty => $role:ident $(( open: $choice:ident ))? $([ $layout:ident : $of:ident ])? ),* $(,)?
         }
     )*) => {
         /// One struct per instruction: its operands and parameters, in
@@ -182,6 +223,22 @@ macro_rules! instructions {
             pub fn since_of(mnemonic: &str) -> Option<Target> {
                 match mnemonic {
                     $( $mnemonic => Some(insn::$variant::SINCE), )*
+                    _ => None,
+                }
+            }
+
+            /// The layout of every field of this instruction, in table order.
+            fn layouts(&self) -> &'static [Layout] {
+                match self {
+                    $( Op::$variant(_) => &[$( field_layout!($($layout $of)?) ),*], )*
+                }
+            }
+
+            /// The layout of every field of the instruction `mnemonic`, in
+            /// table order.
+            pub fn layouts_of(mnemonic: &str) -> Option<&'static [Layout]> {
+                match mnemonic {
+                    $( $mnemonic => Some(&[$( field_layout!($($layout $of)?) ),*]), )*
                     _ => None,
                 }
             }
@@ -265,7 +322,7 @@ macro_rules! instruction_table {
     /// with `accumulate`, adds them into `dst`.
     DmaGather = "dma_gather", [Dma], Trn1, machine {
         dst: AccessPattern => Write,
-        src: AccessPattern => Read,
+        src: AccessPattern => Read [indexed_by: index],
         index: AccessPattern => Read,
         accumulate: bool => Attr,
         oob: OobMode => Attr,
@@ -273,7 +330,7 @@ macro_rules! instruction_table {
     /// Scatters into HBM rows: row `w` of `dst` is row `index[w]` of the
     /// tensor; with `accumulate`, adds into it.
     DmaScatter = "dma_scatter", [Dma], Trn1, machine {
-        dst: AccessPattern => Write,
+        dst: AccessPattern => Write [indexed_by: index],
         src: AccessPattern => Read,
         index: AccessPattern => Read,
         accumulate: bool => Attr,
@@ -319,8 +376,8 @@ macro_rules! instruction_table {
         dst: AccessPattern => Write,
         stationary: AccessPattern => Read,
         moving: AccessPattern => Read,
-        stationary_scale: AccessPattern => Read,
-        moving_scale: AccessPattern => Read,
+        stationary_scale: AccessPattern => Read [mx_scale_of: stationary],
+        moving_scale: AccessPattern => Read [mx_scale_of: moving],
         accumulate: bool => Attr(open: accumulate),
         tile_position: Option<[u32; 2]> => Attr,
         tile_size: Option<[u32; 2]> => Attr,
@@ -527,7 +584,7 @@ macro_rules! instruction_table {
     QuantizeMx = "quantize_mx", [Vector], Trn3 {
         dst: AccessPattern => Write,
         src: AccessPattern => Read,
-        dst_scale: AccessPattern => Write,
+        dst_scale: AccessPattern => Write [mx_scale_of: dst],
     }
     /// Permutes partitions within each 32-partition quadrant.
     StreamShuffle = "nc_stream_shuffle", [Vector], Trn1 {
@@ -676,10 +733,17 @@ impl Op {
     /// Every access pattern the instruction reads or writes, in field order.
     pub fn operands(&self) -> Vec<Operand<'_>> {
         let mut out = Vec::new();
+        let mut layouts = self.layouts().iter();
         self.for_each_field(&mut |field, role, value| {
+            let layout = *layouts.next().expect("one layout per field");
             if role != Role::Attr {
                 for ap in value.access_patterns() {
-                    out.push(Operand { field, role, ap });
+                    out.push(Operand {
+                        field,
+                        role,
+                        layout,
+                        ap,
+                    });
                 }
             }
         });
@@ -898,6 +962,46 @@ mod tests {
         assert!(Op::MNEMONICS.len() >= 45);
         assert_eq!(Op::field_names("nop"), Some(&[][..]));
         assert_eq!(Op::field_names("frobnicate"), None);
+    }
+
+    #[test]
+    fn layouts_name_operands_of_their_instruction() {
+        let mut rng = crate::random::Rng::new(7);
+        let mut annotated = Vec::new();
+        for (index, &m) in Op::MNEMONICS.iter().enumerate() {
+            let layouts = Op::layouts_of(m).expect("every mnemonic has layouts");
+            assert_eq!(layouts.len(), Op::field_names(m).unwrap().len(), "{m}");
+            let op = Op::random(index, &mut rng);
+            let operands = op.operands();
+            for o in &operands {
+                let of = match o.layout {
+                    Layout::Plain => continue,
+                    Layout::MxScaleOf(of) | Layout::IndexedBy(of) => of,
+                };
+                assert!(
+                    operands
+                        .iter()
+                        .any(|d| d.field == of && d.layout == Layout::Plain),
+                    "{m}: `{}` follows `{of}`, which is not a plain operand",
+                    o.field
+                );
+                annotated.push((m, o.field, o.layout));
+            }
+        }
+        assert_eq!(
+            annotated,
+            [
+                ("dma_gather", "src", Layout::IndexedBy("index")),
+                ("dma_scatter", "dst", Layout::IndexedBy("index")),
+                (
+                    "nc_matmul_mx",
+                    "stationary_scale",
+                    Layout::MxScaleOf("stationary")
+                ),
+                ("nc_matmul_mx", "moving_scale", Layout::MxScaleOf("moving")),
+                ("quantize_mx", "dst_scale", Layout::MxScaleOf("dst")),
+            ]
+        );
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub use engine::{Engine, Queue};
 pub use enums::{
     ActFunc, AluOp, BranchCond, DgeMode, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
 };
-pub use inst::{Instruction, Label, Op, Operand, Role, SemWait, insn};
+pub use inst::{Instruction, Label, Layout, Op, Operand, Role, SemWait, insn};
 pub use launch::{Launch, assemble_launch, print_launch, verify_launch};
 pub use program::{
     HbmTensor, LineEntry, LineId, OperandName, Program, QueueStream, SemId, Semaphore, TensorKind,

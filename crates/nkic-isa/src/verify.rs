@@ -45,7 +45,7 @@ use crate::ap::{AccessPattern, Imm, MAX_DIMS, Memory, Reg, RegOrImm, Scalar};
 use crate::dtype::DType;
 use crate::engine::{Engine, Queue};
 use crate::enums::{AluOp, DgeMode, MatmulPerfMode, ReduceCmd};
-use crate::inst::{Instruction, Label, Op, Role};
+use crate::inst::{Instruction, Label, Layout, Op, Role};
 use crate::program::{LineId, Program, SemId};
 use crate::target::{Figures, Target};
 use crate::text::is_identifier;
@@ -404,23 +404,28 @@ impl<'p> Verifier<'p> {
         // Operands: placement and bounds.
         let control = op.is_control();
         for o in op.operands() {
-            let mx_scale = matches!(
-                (op, o.field),
-                (Op::NcMatmulMx(_), "stationary_scale" | "moving_scale")
-                    | (Op::QuantizeMx(_), "dst_scale")
-            );
+            let mx_scale = matches!(o.layout, Layout::MxScaleOf(_));
             // The indexed side of a gather or scatter: its rows come from
             // `index` at run time, so only one row's extent is checked here.
-            let indexed = matches!(
-                (op, o.field),
-                (Op::DmaGather(_), "src") | (Op::DmaScatter(_), "dst")
-            );
-            self.current_indexed = indexed;
+            self.current_indexed = matches!(o.layout, Layout::IndexedBy(_));
             self.access_pattern(engine, o.field, o.role, o.ap, control, mx_scale);
             self.current_indexed = false;
         }
         self.registers(op);
         self.op_rules(engine, op, labels);
+    }
+
+    /// The MX scale layout of every operand of `op` the table marks
+    /// `[mx_scale_of: data]`, against its data operand.
+    fn mx_scales(&mut self, op: &Op) {
+        let operands = op.operands();
+        for o in &operands {
+            if let Layout::MxScaleOf(data) = o.layout
+                && let Some(d) = operands.iter().find(|d| d.field == data)
+            {
+                self.mx_scale(o.field, o.ap, d.ap);
+            }
+        }
     }
 
     fn sem_exists(&mut self, sem: SemId) {
@@ -938,26 +943,7 @@ impl<'p> Verifier<'p> {
                 *tile_position,
                 *tile_size,
             ),
-            Op::NcMatmulMx(insn::NcMatmulMx {
-                dst,
-                stationary,
-                moving,
-                stationary_scale,
-                moving_scale,
-                tile_position,
-                tile_size,
-                ..
-            }) => {
-                self.matmul_mx(
-                    dst,
-                    stationary,
-                    moving,
-                    stationary_scale,
-                    moving_scale,
-                    *tile_position,
-                    *tile_size,
-                );
-            }
+            Op::NcMatmulMx(i) => self.matmul_mx(op, i),
             Op::NcTranspose(insn::NcTranspose { dst, src }) => {
                 self.same_dtype("dst", dst, "src", src);
                 if dst.free_size() != u64::from(src.partition_count)
@@ -1582,11 +1568,7 @@ impl<'p> Verifier<'p> {
                     self.err(Rule::FreeSize, Some("src"), format!("`src` must hold (count, mean, M2) triples; its free size {} is not a multiple of 3", src.free_size()));
                 }
             }
-            Op::QuantizeMx(insn::QuantizeMx {
-                dst,
-                src,
-                dst_scale,
-            }) => {
+            Op::QuantizeMx(insn::QuantizeMx { dst, src, .. }) => {
                 if !matches!(src.dtype, DType::F16 | DType::BF16) {
                     self.err(
                         Rule::OperandDtype,
@@ -1614,7 +1596,7 @@ impl<'p> Verifier<'p> {
                         dst.free_size()
                     ));
                 }
-                self.mx_scale("dst_scale", dst_scale, dst);
+                self.mx_scales(op);
             }
             Op::StreamShuffle(insn::StreamShuffle { dst, src, mask }) => {
                 self.same_f("dst", dst, "src", src);
@@ -2190,17 +2172,17 @@ impl<'p> Verifier<'p> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn matmul_mx(
-        &mut self,
-        dst: &AccessPattern,
-        stationary: &AccessPattern,
-        moving: &AccessPattern,
-        stationary_scale: &AccessPattern,
-        moving_scale: &AccessPattern,
-        tile_position: Option<[u32; 2]>,
-        tile_size: Option<[u32; 2]>,
-    ) {
+    /// `nc_matmul_mx`'s rules (`op` is `i`'s instruction).
+    fn matmul_mx(&mut self, op: &Op, i: &insn::NcMatmulMx) {
+        let insn::NcMatmulMx {
+            dst,
+            stationary,
+            moving,
+            tile_position,
+            tile_size,
+            ..
+        } = i;
+        let (tile_position, tile_size) = (*tile_position, *tile_size);
         for (name, ap) in [("stationary", stationary), ("moving", moving)] {
             if !ap.dtype.is_packed_x4() {
                 self.err(
@@ -2234,8 +2216,7 @@ impl<'p> Verifier<'p> {
         self.matmul_result(dst, m, n);
         self.psum_result_dtype(dst);
         self.psum_banks(dst);
-        self.mx_scale("stationary_scale", stationary_scale, stationary);
-        self.mx_scale("moving_scale", moving_scale, moving);
+        self.mx_scales(op);
         self.pe_tiles(dst, stationary, m, tile_position, tile_size, false);
     }
 

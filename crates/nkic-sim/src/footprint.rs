@@ -2,8 +2,9 @@
 //!
 //! An operand's access pattern names exactly the bytes the instruction
 //! reads or writes, with one exception: the scale operands of the MX
-//! instructions (`nc_matmul_mx`'s `stationary_scale` and `moving_scale`,
-//! `quantize_mx`'s `dst_scale`). Their patterns span the
+//! instructions (`Layout::MxScaleOf` in the instruction table:
+//! `nc_matmul_mx`'s `stationary_scale` and `moving_scale`, `quantize_mx`'s
+//! `dst_scale`). Their patterns span the
 //! `32·(P/32 − 1) + 4` partitions from the first to the last scale row,
 //! but the hardware reads (or writes) only the scale partition of each
 //! group of 8 data partitions: `32·(k div 32) + (k mod 32) div 8` for data
@@ -17,7 +18,7 @@
 //! views of the bytes it touches: one view per operand, except an MX scale
 //! operand, which becomes one view per quadrant's scale rows.
 
-use nkic_isa::{AccessPattern, Op, Role};
+use nkic_isa::{AccessPattern, Layout, Op, Operand, Role};
 
 use crate::memory::View;
 
@@ -34,15 +35,22 @@ pub(crate) fn mx_scale_rows(data_rows: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// The data operand whose partitions decide which rows of MX scale
-/// operand `field` of `op` are touched, or `None` if `field` is not an MX
-/// scale operand.
-fn mx_data_field(op: &Op, field: &str) -> Option<&'static str> {
-    match (op, field) {
-        (Op::NcMatmulMx(_), "stationary_scale") => Some("stationary"),
-        (Op::NcMatmulMx(_), "moving_scale") => Some("moving"),
-        (Op::QuantizeMx(_), "dst_scale") => Some("src"),
-        _ => None,
+/// One view of the bytes an operand of an instruction touches.
+pub(crate) struct OperandView {
+    pub field: &'static str,
+    pub role: Role,
+    pub layout: Layout,
+    pub view: View,
+}
+
+impl OperandView {
+    fn of(o: &Operand<'_>, view: View) -> OperandView {
+        OperandView {
+            field: o.field,
+            role: o.role,
+            layout: o.layout,
+            view,
+        }
     }
 }
 
@@ -54,14 +62,18 @@ fn mx_data_field(op: &Op, field: &str) -> Option<&'static str> {
 pub(crate) fn operand_views(
     op: &Op,
     view: impl Fn(&AccessPattern, &'static str) -> Option<View>,
-) -> Vec<(&'static str, Role, View)> {
+) -> Vec<OperandView> {
     let operands = op.operands();
     let mut out = Vec::with_capacity(operands.len());
     for o in &operands {
         let Some(v) = view(o.ap, o.field) else {
             continue;
         };
-        let data_rows = mx_data_field(op, o.field).and_then(|data| {
+        let data_rows = match o.layout {
+            Layout::MxScaleOf(data) => Some(data),
+            _ => None,
+        }
+        .and_then(|data| {
             let d = operands.iter().find(|d| d.field == data)?;
             view(d.ap, d.field).map(|d| d.rows)
         });
@@ -70,11 +82,11 @@ pub(crate) fn operand_views(
                 for (first, count) in mx_scale_rows(p) {
                     let count = count.min(v.rows.saturating_sub(first));
                     if count > 0 {
-                        out.push((o.field, o.role, v.sub_rows(first, count)));
+                        out.push(OperandView::of(o, v.sub_rows(first, count)));
                     }
                 }
             }
-            None => out.push((o.field, o.role, v)),
+            None => out.push(OperandView::of(o, v)),
         }
     }
     out

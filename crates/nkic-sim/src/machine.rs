@@ -1044,8 +1044,8 @@ fn dependency(q: &QueueState<'_>, mem: &MemoryState) -> Option<(u64, u64)> {
 fn footprints(op: &Op, role: Role, regs: &[i32], mem: &MemoryState) -> Vec<Footprint> {
     crate::footprint::operand_views(op, |ap, field| mem.view_unchecked(ap, regs, field).ok())
         .into_iter()
-        .filter(|(_, r, _)| *r == role)
-        .map(|(_, _, v)| Footprint::of(&v))
+        .filter(|o| o.role == role)
+        .map(|o| Footprint::of(&o.view))
         .collect()
 }
 

@@ -60,7 +60,7 @@
 use nkic_isa::insn;
 use std::collections::HashMap;
 
-use nkic_isa::{Op, Queue, Role, intervals};
+use nkic_isa::{Layout, Op, Queue, Role, intervals};
 
 use crate::footprint::operand_views;
 use crate::memory::{SpaceId, View};
@@ -421,11 +421,9 @@ impl Races {
             op,
             Op::DmaCopy(insn::DmaCopy { dst, src, accumulate: false, .. }) if dst == src
         );
-        for (field, role, v) in operand_views(op, view) {
-            let indirect = matches!(
-                (op, field),
-                (Op::DmaGather(_), "src") | (Op::DmaScatter(_), "dst")
-            );
+        for o in operand_views(op, view) {
+            let (field, role, v) = (o.field, o.role, o.view);
+            let indirect = matches!(o.layout, Layout::IndexedBy(_));
             if indirect || (self_copy && role == Role::Read) {
                 continue;
             }
