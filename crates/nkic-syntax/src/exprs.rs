@@ -590,6 +590,18 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
         ))
     }
 
+    /// The expression after `token` (an annotation's `:`, a default's `=`)
+    /// when `allowed` and `token` comes next; `None` without consuming
+    /// anything otherwise.
+    fn test_after(&mut self, allowed: bool, token: Token<'_>) -> PResult<Option<Expr>> {
+        if allowed && self.cur.1 == token {
+            self.bump();
+            Ok(Some(self.test()?))
+        } else {
+            Ok(None)
+        }
+    }
+
     /// One parameter of a `def` (with annotations) or a `lambda`.
     fn param_item(&mut self, annotated: bool) -> PResult<ParamItem> {
         let l = self.cur.0;
@@ -620,12 +632,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             Token::DoubleStar => {
                 self.bump();
                 let name = self.param_name()?;
-                let annotation = if annotated && self.cur.1 == Token::Colon {
-                    self.bump();
-                    Some(self.test()?)
-                } else {
-                    None
-                };
+                let annotation = self.test_after(annotated, Token::Colon)?;
                 Ok(ParamItem::DoubleStar(Param {
                     name,
                     annotation,
@@ -639,18 +646,8 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             }
             _ => {
                 let name = self.param_name()?;
-                let annotation = if annotated && self.cur.1 == Token::Colon {
-                    self.bump();
-                    Some(self.test()?)
-                } else {
-                    None
-                };
-                let default = if self.cur.1 == Token::Equal {
-                    self.bump();
-                    Some(self.test()?)
-                } else {
-                    None
-                };
+                let annotation = self.test_after(annotated, Token::Colon)?;
+                let default = self.test_after(true, Token::Equal)?;
                 Ok(ParamItem::Plain(Param {
                     name,
                     annotation,
