@@ -357,16 +357,24 @@ pub fn convert(bytes: &[u8], dtype: DType) -> Result<(Vec<u64>, Converted), Stri
     let raw_candidate = matches!(ty.kind, TypeChar::Uint | TypeChar::RawData);
     let raw_bits = ty.kind == TypeChar::RawData
         || (raw_candidate && needs_raw_bits(dtype) && size == dtype.size() as usize);
-    // An f32 array for an f32 argument is copied bit for bit, so NaN
-    // payloads (signalling ones included) survive.
-    let same_f32 = ty.kind == TypeChar::Float && size == 4 && dtype == DType::F32;
+    // An array whose element type is the argument's dtype is copied bit
+    // for bit: conversion by value would give the same bits (all but NaN
+    // payloads, which survive, signalling ones included), without the
+    // detour through f64 values.
+    let same_type = size == dtype.size() as usize
+        && match ty.kind {
+            TypeChar::Float => matches!(dtype, DType::F16 | DType::F32),
+            TypeChar::Int => matches!(dtype, DType::I8 | DType::I16 | DType::I32),
+            TypeChar::Uint => matches!(dtype, DType::U8 | DType::U16 | DType::U32),
+            _ => false,
+        };
     if raw_bits && size != dtype.size() as usize {
         return Err(format!(
             "raw {size}-byte elements cannot hold {dtype}, whose elements are {} bytes",
             dtype.size()
         ));
     }
-    if (raw_bits || same_f32)
+    if (raw_bits || same_type)
         && !header.fortran_order
         && (little || size == 1 || ty.kind == TypeChar::RawData)
     {
@@ -395,7 +403,7 @@ pub fn convert(bytes: &[u8], dtype: DType) -> Result<(Vec<u64>, Converted), Stri
     };
     let elements = match (ty.kind, size) {
         (TypeChar::RawData, _) => Elements::Raw(data.to_vec()),
-        _ if raw_bits || same_f32 => {
+        _ if raw_bits || same_type => {
             let mut bytes = Vec::with_capacity(need);
             for chunk in data.chunks_exact(size) {
                 bytes.extend_from_slice(&word(chunk).to_le_bytes()[..size]);
@@ -698,6 +706,53 @@ mod tests {
         let bytes: Vec<u8> = bits.iter().flat_map(|v| v.to_le_bytes()).collect();
         let file = write(&[3], DType::F32, &bytes, OutDType::Native);
         assert_eq!(read(&file, DType::F32).unwrap().bytes, bytes);
+    }
+
+    /// An array of the argument's own dtype is used bit for bit, in place
+    /// (fp16 NaN payloads, signalling ones included, survive; integers of
+    /// every width); big-endian and Fortran-order arrays are reordered.
+    #[test]
+    fn same_dtype_arrays_are_copied_bit_for_bit() {
+        let f16: Vec<u8> = [0x3c00u16, 0x7d01, 0xfe00, 0x0001]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let file = write(&[4], DType::F16, &f16, OutDType::Native);
+        assert!(matches!(
+            convert(&file, DType::F16).unwrap().1,
+            Converted::Verbatim(_)
+        ));
+        assert_eq!(read(&file, DType::F16).unwrap().bytes, f16);
+        for (descr, dtype, bytes) in [
+            ("<i1", DType::I8, vec![0x80u8, 0x7f]),
+            ("<i2", DType::I16, vec![0x00, 0x80, 0xff, 0x7f]),
+            ("<u2", DType::U16, vec![0xff, 0xff, 0x01, 0x00]),
+            ("<i4", DType::I32, vec![0, 0, 0, 0x80, 1, 0, 0, 0]),
+            ("<u4", DType::U32, vec![0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0]),
+        ] {
+            let n = bytes.len() / dtype.size() as usize;
+            let file = npy_file(
+                &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}"),
+                &bytes,
+            );
+            assert!(
+                matches!(convert(&file, dtype).unwrap().1, Converted::Verbatim(_)),
+                "{descr}"
+            );
+            assert_eq!(read(&file, dtype).unwrap().bytes, bytes, "{descr}");
+        }
+        let big = npy_file(
+            "{'descr': '>f2', 'fortran_order': False, 'shape': (2,), }",
+            &[0x7d, 0x01, 0x3c, 0x00],
+        );
+        assert_eq!(
+            read(&big, DType::F16).unwrap().bytes,
+            [0x01, 0x7d, 0x00, 0x3c]
+        );
+        // Another dtype still converts by value: fp16 into f32.
+        let up = read(&file, DType::F32).unwrap().bytes;
+        assert_eq!(up[..4], 1.0f32.to_le_bytes());
+        assert_eq!(up[12..], (2f32.powi(-24)).to_le_bytes());
     }
 
     #[test]
