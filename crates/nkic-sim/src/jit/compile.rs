@@ -5,6 +5,8 @@
 //! Numerics are the interpreter's by construction: `f32` loads and stores
 //! move bits; `bf16` decodes by placing the bits and encodes with the
 //! `half` crate's rounding (the `numerics` rule), both written out below;
+//! `fp16` decodes through a table of `numerics::to_f32` and encodes with
+//! the same rounding, written out below;
 //! `add`, `subtract`, `multiply` and `square` are single IEEE operations
 //! with the interpreter's operand order, so even NaN payloads agree. Every
 //! other dtype, operator and activation function calls the interpreter's
@@ -726,102 +728,72 @@ impl Emit<'_, '_> {
     }
 }
 
+/// Every fp16 bit pattern's f32 bits, as `numerics::to_f32` gives them:
+/// the native loops decode fp16 by looking the bits up here, so they agree
+/// with the interpreter by construction (256 KiB, built once).
+static F16_VALUES: std::sync::LazyLock<Box<[u32]>> = std::sync::LazyLock::new(|| {
+    (0..1u32 << 16)
+        .map(|h| numerics::to_f32(DType::F16, h).to_bits())
+        .collect()
+});
+
 impl Emit<'_, '_> {
     /// The f32 value of the fp16 bits `h` (in an i32), as
-    /// `numerics::to_f32`: subnormals scaled exactly, a NaN keeping its
-    /// payload with the quiet bit set.
+    /// `numerics::to_f32`: the entry of `F16_VALUES`.
     fn f16_value(&mut self, h: Value) -> Value {
-        let sign = self.b.ins().band_imm_u(h, 0x8000);
-        let sign = self.b.ins().ishl_imm_u(sign, 16);
-        let em = self.b.ins().band_imm_u(h, 0x7fff);
-        // Subnormal or zero: the integer mantissa times 2^-24.
-        let m = self.b.ins().fcvt_from_uint(types::F32, em);
-        let scale = self.b.ins().f32const(f32::from_bits(0x3380_0000));
-        let sub = self.b.ins().fmul(m, scale);
-        let sub = self.b.ins().bitcast(types::I32, MemFlagsData::new(), sub);
-        // Normal: the fields moved into place, the exponent rebiased.
-        let normal = self.b.ins().ishl_imm_u(em, 13);
-        let normal = self.b.ins().iadd_imm_u(normal, 112 << 23);
-        let inf = self.b.ins().iconst(types::I32, 0x7f80_0000);
-        let payload = self.b.ins().band_imm_u(em, 0x03ff);
-        let payload = self.b.ins().ishl_imm_u(payload, 13);
-        let nan = self.b.ins().bor_imm_u(payload, 0x7fc0_0000);
-        let is_inf = self.b.ins().icmp_imm_u(IntCC::Equal, em, 0x7c00);
-        let mag = self.b.ins().select(is_inf, inf, nan);
-        let is_normal = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, em, 0x7c00);
-        let mag = self.b.ins().select(is_normal, normal, mag);
-        let is_sub = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, em, 0x0400);
-        let mag = self.b.ins().select(is_sub, sub, mag);
-        let bits = self.b.ins().bor(sign, mag);
-        self.b.ins().bitcast(types::F32, MemFlagsData::new(), bits)
+        let table = self
+            .b
+            .ins()
+            .iconst(types::I64, F16_VALUES.as_ptr() as usize as i64);
+        let index = self.b.ins().uextend(types::I64, h);
+        let offset = self.b.ins().ishl_imm_u(index, 2);
+        let at = self.b.ins().iadd(table, offset);
+        self.b.ins().load(types::F32, flags(), at, 0)
     }
 
     /// The fp16 bits of `x` (in an i32), as `numerics::from_f32` (the
     /// `half` crate's conversion): round to nearest, ties to even, into
     /// subnormals too; overflow to infinity; a NaN keeps its top payload
-    /// bits and gets the quiet bit.
+    /// bits and gets the quiet bit. Normal results round by adding
+    /// `0xfff` plus the kept mantissa's lowest bit below the cut;
+    /// subnormal ones by an f32 addition of 0.5, whose unit in the last
+    /// place is fp16's subnormal step 2^-24 (F. Giesen's method).
     fn f16_bits(&mut self, x: Value) -> Value {
         let bits = self.b.ins().bitcast(types::I32, MemFlagsData::new(), x);
         let sign = self.b.ins().ushr_imm_u(bits, 16);
         let sign = self.b.ins().band_imm_u(sign, 0x8000);
-        let exp = self.b.ins().ushr_imm_u(bits, 23);
-        let exp = self.b.ins().band_imm_u(exp, 0xff);
-        let man = self.b.ins().band_imm_u(bits, 0x007f_ffff);
-        // Rounds `kept` (the bits above `round_bit`) up when the dropped
-        // bits of `m` are over half, or exactly half with `kept` odd.
-        let round = |b: &mut FunctionBuilder<'_>, m: Value, kept: Value, round_bit: Value| {
-            let half = b.ins().band(m, round_bit);
-            let half = b.ins().icmp_imm_u(IntCC::NotEqual, half, 0);
-            let three = b.ins().imul_imm_u(round_bit, 3);
-            let rest_mask = b.ins().iadd_imm_u(three, -1i64);
-            let rest = b.ins().band(m, rest_mask);
-            let rest = b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
-            let up = b.ins().band(half, rest);
-            let up = b.ins().uextend(types::I32, up);
-            b.ins().iadd(kept, up)
-        };
-        // NaN or infinity.
-        let top = self.b.ins().ushr_imm_u(man, 13);
-        let is_nan = self.b.ins().icmp_imm_u(IntCC::NotEqual, man, 0);
-        let quiet = self.b.ins().iconst(types::I32, 0x0200);
-        let zero = self.b.ins().iconst(types::I32, 0);
-        let quiet = self.b.ins().select(is_nan, quiet, zero);
-        let special = self.b.ins().bor_imm_u(top, 0x7c00);
-        let special = self.b.ins().bor(special, quiet);
-        // Normal: exponent 113..=142 (fp16 exponent 1..=30).
-        let half_exp = self.b.ins().iadd_imm_u(exp, -112i64);
-        let half_exp = self.b.ins().ishl_imm_u(half_exp, 10);
-        let kept = self.b.ins().bor(half_exp, top);
-        let round_bit = self.b.ins().iconst(types::I32, 0x1000);
-        let normal = round(self.b, man, kept, round_bit);
-        // Subnormal: exponent 102..=112, the implicit bit shifted right by
-        // 126 - exponent (14..=24; cranelift takes shift amounts modulo
-        // 32, so the lanes this does not select compute garbage, safely).
-        let m = self.b.ins().bor_imm_u(man, 0x0080_0000);
-        let c126 = self.b.ins().iconst(types::I32, 126);
-        let shift = self.b.ins().isub(c126, exp);
-        let kept = self.b.ins().ushr(m, shift);
-        let one = self.b.ins().iconst(types::I32, 1);
-        let shift1 = self.b.ins().iadd_imm_u(shift, -1i64);
-        let round_bit = self.b.ins().ishl(one, shift1);
-        let sub = round(self.b, m, kept, round_bit);
+        let a = self.b.ins().band_imm_u(bits, 0x7fff_ffff);
+        // Normal: rebias the exponent and round at bit 13.
+        let odd = self.b.ins().ushr_imm_u(a, 13);
+        let odd = self.b.ins().band_imm_u(odd, 1);
+        let normal = self.b.ins().iadd_imm_u(a, (-112i64 << 23) + 0xfff);
+        let normal = self.b.ins().iadd(normal, odd);
+        let normal = self.b.ins().ushr_imm_u(normal, 13);
+        // Subnormal (or zero): |x| + 0.5 rounds at 2^-24.
+        let magic = self.b.ins().f32const(0.5);
+        let ax = self.b.ins().bitcast(types::F32, MemFlagsData::new(), a);
+        let sum = self.b.ins().fadd(ax, magic);
+        let sum = self.b.ins().bitcast(types::I32, MemFlagsData::new(), sum);
+        let sub = self.b.ins().iadd_imm_u(sum, -0x3f00_0000i64);
+        // Infinity (from overflow too) or NaN with its top payload bits.
+        let payload = self.b.ins().ushr_imm_u(a, 13);
+        let payload = self.b.ins().band_imm_u(payload, 0x03ff);
+        let nan = self.b.ins().bor_imm_u(payload, 0x7e00);
         let inf = self.b.ins().iconst(types::I32, 0x7c00);
+        let is_nan = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThan, a, 0x7f80_0000);
+        let special = self.b.ins().select(is_nan, nan, inf);
         let is_sub = self
             .b
             .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 102);
-        let mag = self.b.ins().select(is_sub, sub, zero);
-        let is_normal = self
+            .icmp_imm_u(IntCC::UnsignedLessThan, a, 113 << 23);
+        let mag = self.b.ins().select(is_sub, sub, normal);
+        let is_special = self
             .b
             .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 113);
-        let mag = self.b.ins().select(is_normal, normal, mag);
-        let is_over = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, exp, 143);
-        let mag = self.b.ins().select(is_over, inf, mag);
-        let is_special = self.b.ins().icmp_imm_u(IntCC::Equal, exp, 0xff);
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, a, 143 << 23);
         let mag = self.b.ins().select(is_special, special, mag);
         self.b.ins().bor(sign, mag)
     }
