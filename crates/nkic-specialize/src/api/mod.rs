@@ -110,6 +110,7 @@ pub mod check;
 pub mod codes;
 pub mod consts;
 pub mod emit;
+pub mod fill;
 pub mod isa;
 pub mod lower;
 pub mod mask;

@@ -919,7 +919,7 @@ fn fill(ctx: &Ctx<'_>, dtype: DType, n: f64, span: Span) -> Result<nkic_isa::Imm
     } else {
         Value::Float(n)
     };
-    super::memory::fill_imm(ctx, dtype, &v, span, true)
+    super::fill::fill_imm(ctx, dtype, &v, span, true)
 }
 
 fn where_(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {

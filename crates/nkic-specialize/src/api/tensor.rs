@@ -40,7 +40,7 @@ use nkic_isa::{DType, Engine, Imm, Target};
 use super::blocks::BlockTensor;
 use super::check::{self, shape_text};
 use super::codes;
-use super::memory;
+use super::fill;
 use super::table::{
     ApiDef, BUFFER, Bound, DIM, DTYPE, Kind, NO_ENGINE, OUT_DTYPE, PATTERN, Param, SELF, SHAPE,
     TENSOR_NAME, X, opt, req, step_num_pairs,
@@ -562,8 +562,8 @@ fn fill(
     span: Span,
 ) -> Result<(), Diagnostic> {
     check::on_chip(ctx, t, span, "a filled tensor")?;
-    let imm = memory::fill_imm(ctx, t.dtype(), value, value_span, true)?;
-    memory::push_memset(ctx, &t.view, imm, None, None, span)?;
+    let imm = fill::fill_imm(ctx, t.dtype(), value, value_span, true)?;
+    fill::push_memset(ctx, &t.view, imm, None, None, span)?;
     Ok(())
 }
 

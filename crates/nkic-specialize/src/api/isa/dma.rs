@@ -19,7 +19,7 @@ use nkic_isa::insn;
 use nkic_isa::{AluOp, DgeMode, Dim, Engine, OobMode, Target};
 
 use crate::api::check::{self, shape_text};
-use crate::api::memory::fill_imm;
+use crate::api::fill::fill_imm;
 use crate::api::rules::{OpIn, reduces_with_only};
 use crate::api::table::{
     ApiDef, Bound, DATA, DST, ENGINE, ENGINE_GPSIMD, ISA_ENGINES, Kind, NAME, OFFSET, OUT_DTYPE,
