@@ -194,22 +194,54 @@ impl Footprint {
         if n > limit {
             return None;
         }
-        let mut starts = vec![self.base];
-        for &(stride, count) in &outer {
-            let mut next = Vec::with_capacity(starts.len() * count as usize);
-            for &s in &starts {
-                for i in 0..count {
-                    next.push(s.saturating_add(stride.saturating_mul(i as i64)));
-                }
-            }
-            starts = next;
+        if n == 0 {
+            return Some(Vec::new());
         }
-        let mut runs: Vec<(i64, i64)> = starts
-            .into_iter()
-            .map(|s| (s, s.saturating_add(run)))
-            .collect();
-        runs.sort_unstable();
-        Some(nkic_isa::intervals::join_sorted(runs))
+        // The runs in row-major order of the outer dims (an odometer;
+        // `partial[k]` is the start with the dims up to `k` applied), noting
+        // whether they come sorted, as they do for positive strides that
+        // nest.
+        let mut runs: Vec<(i64, i64)> = Vec::with_capacity(n as usize);
+        let mut index = vec![0u64; outer.len()];
+        let mut partial = vec![self.base; outer.len() + 1];
+        let mut sorted = true;
+        loop {
+            let s = partial[outer.len()];
+            if runs.last().is_some_and(|&(last, _)| s < last) {
+                sorted = false;
+            }
+            runs.push((s, s.saturating_add(run)));
+            // Advance the innermost dim that has room, resetting the ones
+            // inside it.
+            let Some(k) = (0..outer.len()).rev().find(|&k| index[k] + 1 < outer[k].1) else {
+                break;
+            };
+            index[k] += 1;
+            for j in k..outer.len() {
+                if j > k {
+                    index[j] = 0;
+                }
+                let (stride, _) = outer[j];
+                partial[j + 1] = partial[j].saturating_add(stride.saturating_mul(index[j] as i64));
+            }
+        }
+        if !sorted {
+            runs.sort_unstable();
+        }
+        // Join in place the runs that overlap or touch.
+        let mut kept = 0;
+        for r in 0..runs.len() {
+            let (s, e) = runs[r];
+            if kept > 0 && s <= runs[kept - 1].1 {
+                runs[kept - 1].1 = runs[kept - 1].1.max(e);
+            } else {
+                runs[kept] = (s, e);
+                kept += 1;
+            }
+        }
+        runs.truncate(kept);
+        runs.shrink_to_fit();
+        Some(runs)
     }
 }
 

@@ -1837,3 +1837,59 @@ fn reader_limits_loop_nesting() {
         "line 261: dynamic loops nested deeper than 256"
     );
 }
+
+/// `Footprint::runs` gives what enumerating every run, sorting and joining
+/// gives: nested and interleaved strides, negative ones, repeated runs,
+/// dims that join the inner run, an empty dim, and the run limit.
+#[test]
+fn footprint_runs_are_the_sorted_joined_runs() {
+    fn naive(fp: &nkic_ir::Footprint) -> Vec<(i64, i64)> {
+        let mut elems = vec![fp.base];
+        for &(stride, count) in &fp.byte_dims {
+            elems = elems
+                .iter()
+                .flat_map(|&s| (0..count).map(move |i| s + stride * i as i64))
+                .collect();
+        }
+        let mut runs: Vec<(i64, i64)> = elems.iter().map(|&s| (s, s + fp.elem_bytes)).collect();
+        runs.sort_unstable();
+        nkic_isa::intervals::join_sorted(runs)
+    }
+    /// A footprint's base, byte dims and element size.
+    type Case = (i64, &'static [(i64, u64)], i64);
+    let cases: &[Case] = &[
+        (0, &[], 4),
+        (16, &[(4, 8)], 4),
+        (0, &[(64, 3), (4, 4)], 4),
+        (0, &[(4, 4), (64, 3)], 4),
+        (8, &[(8, 5), (2, 2)], 2),
+        (100, &[(-8, 5), (2, 3)], 2),
+        (0, &[(0, 3), (4, 2)], 4),
+        (0, &[(12, 3), (1, 2), (4, 3)], 1),
+        (0, &[(64, 0), (4, 4)], 4),
+        (4, &[(2048, 2), (1, 1), (512, 4), (4, 16)], 4),
+    ];
+    for &(base, dims, elem_bytes) in cases {
+        let fp = nkic_ir::Footprint {
+            partitions: 0..1,
+            base,
+            byte_dims: dims.to_vec(),
+            elem_bytes,
+            dynamic: false,
+        };
+        assert_eq!(
+            fp.runs(1 << 20),
+            Some(naive(&fp)),
+            "{base} {dims:?} {elem_bytes}"
+        );
+    }
+    let wide = nkic_ir::Footprint {
+        partitions: 0..1,
+        base: 0,
+        byte_dims: vec![(64, 5), (8, 4)],
+        elem_bytes: 4,
+        dynamic: false,
+    };
+    assert_eq!(wide.runs(19), None);
+    assert_eq!(wide.runs(20).map(|r| r.len()), Some(20));
+}
