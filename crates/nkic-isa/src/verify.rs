@@ -1030,22 +1030,18 @@ impl<'p> Verifier<'p> {
                 }
                 self.reduce_res(Some(reduce_res), src);
             }
-            Op::Activate2(insn::Activate2 {
-                dst,
-                src,
-                op0,
-                imm0,
-                reverse0,
-                op1,
-                imm1,
-                reverse1,
-                relu_param,
-                reduce_op,
-                reduce_cmd,
-                reduce_res,
-                ..
-            }) => {
-                self.same_pf("dst", dst, "src", src);
+            Op::Activate2(act) => {
+                let &insn::Activate2 {
+                    op0,
+                    reverse0,
+                    op1,
+                    reverse1,
+                    reduce_op,
+                    reduce_cmd,
+                    ..
+                } = act;
+                let src = &act.src;
+                self.same_pf("dst", &act.dst, "src", src);
                 let allowed = matches!(
                     (op0, op1),
                     (
@@ -1059,10 +1055,10 @@ impl<'p> Verifier<'p> {
                     ));
                 }
                 for (name, reverse_name, op, imm, reverse) in [
-                    ("imm0", "reverse0", op0, imm0, reverse0),
-                    ("imm1", "reverse1", op1, imm1, reverse1),
+                    ("imm0", "reverse0", op0, &act.imm0, reverse0),
+                    ("imm1", "reverse1", op1, &act.imm1, reverse1),
                 ] {
-                    match (*op == AluOp::Bypass, imm) {
+                    match (op == AluOp::Bypass, imm) {
                         (false, None) => self.err(
                             Rule::OperandNeeded,
                             Some(name),
@@ -1076,7 +1072,7 @@ impl<'p> Verifier<'p> {
                         (_, Some(s)) => self.scalar(name, s, src),
                         _ => {}
                     }
-                    if *reverse && *op == AluOp::Bypass {
+                    if reverse && op == AluOp::Bypass {
                         self.err(
                             Rule::ReverseBypass,
                             Some(reverse_name),
@@ -1084,7 +1080,7 @@ impl<'p> Verifier<'p> {
                         );
                     }
                 }
-                self.opt_scalar("relu_param", relu_param.as_ref(), src);
+                self.opt_scalar("relu_param", act.relu_param.as_ref(), src);
                 if reduce_cmd.contributes() || reduce_op.is_some() {
                     match reduce_op {
                         Some(AluOp::Add | AluOp::Maximum | AluOp::Minimum | AluOp::AbsMax | AluOp::AbsMin) => {}
@@ -1092,14 +1088,14 @@ impl<'p> Verifier<'p> {
                         None => self.err(Rule::ReduceOpNeeded, Some("reduce_op"), format!("`reduce_cmd={reduce_cmd}` needs `reduce_op`")),
                     }
                 }
-                if *reduce_cmd == ReduceCmd::LoadReduce {
+                if reduce_cmd == ReduceCmd::LoadReduce {
                     self.err(
                         Rule::ReduceCmd,
                         Some("reduce_cmd"),
                         "`activate2` has no initial value for `load_reduce`".into(),
                     );
                 }
-                self.reduce_res(reduce_res.as_ref(), src);
+                self.reduce_res(act.reduce_res.as_ref(), src);
             }
             Op::TensorTensor(insn::TensorTensor {
                 dst,

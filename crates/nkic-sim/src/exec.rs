@@ -977,27 +977,12 @@ impl Exec<'_> {
     }
 
     fn activate2(&mut self, i: &insn::Activate2) -> FResult<()> {
-        let insn::Activate2 {
-            dst,
-            src,
-            func,
-            op0,
-            imm0,
-            reverse0,
-            op1,
-            imm1,
-            reverse1,
-            relu_param,
-            reduce_op,
-            reduce_cmd,
-            reduce_res,
-        } = i;
-        let (sv, x) = self.values(src, "src")?;
-        let dv = self.dst(dst, "dst")?;
+        let (sv, x) = self.values(&i.src, "src")?;
+        let dv = self.dst(&i.dst, "dst")?;
         let rows = sv.rows;
-        let i0 = self.opt_scalar(imm0.as_ref(), rows, 0.0, "imm0")?;
-        let i1 = self.opt_scalar(imm1.as_ref(), rows, 0.0, "imm1")?;
-        let alpha = self.opt_scalar(relu_param.as_ref(), rows, 0.0, "relu_param")?;
+        let i0 = self.opt_scalar(i.imm0.as_ref(), rows, 0.0, "imm0")?;
+        let i1 = self.opt_scalar(i.imm1.as_ref(), rows, 0.0, "imm1")?;
+        let alpha = self.opt_scalar(i.relu_param.as_ref(), rows, 0.0, "relu_param")?;
         let f = sv.free().max(1);
         let y: Vec<f32> = x
             .iter()
@@ -1005,17 +990,17 @@ impl Exec<'_> {
             .map(|(e, &x)| {
                 let p = e / f;
                 let mut v = x;
-                if *op0 != AluOp::Bypass {
-                    v = apply(*op0, v, i0[p], *reverse0);
+                if i.op0 != AluOp::Bypass {
+                    v = apply(i.op0, v, i0[p], i.reverse0);
                 }
-                if *op1 != AluOp::Bypass {
-                    v = apply(*op1, v, i1[p], *reverse1);
+                if i.op1 != AluOp::Bypass {
+                    v = apply(i.op1, v, i1[p], i.reverse1);
                 }
-                activation(*func, v, alpha[p])
+                activation(i.func, v, alpha[p])
             })
             .collect();
-        let rop = reduce_op.unwrap_or(AluOp::Add);
-        let r = Reduction::new(AccFile::Scalar, *reduce_cmd, rop, reduce_res.as_ref());
+        let rop = i.reduce_op.unwrap_or(AluOp::Add);
+        let r = Reduction::new(AccFile::Scalar, i.reduce_cmd, rop, i.reduce_res.as_ref());
         self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 
@@ -1060,21 +1045,19 @@ impl Exec<'_> {
     }
 
     fn tensor_scalar(&mut self, i: &insn::TensorScalar) -> FResult<()> {
-        let insn::TensorScalar {
-            dst,
-            src,
+        let &insn::TensorScalar {
             op0,
-            operand0,
             reverse0,
             op1,
-            operand1,
             reverse1,
+            ..
         } = i;
-        let sv = self.view(src, "src")?;
-        let dv = self.view_w(dst, "dst")?;
+        let (operand0, operand1) = (&i.operand0, &i.operand1);
+        let sv = self.view(&i.src, "src")?;
+        let dv = self.view_w(&i.dst, "dst")?;
         let rows = sv.rows;
         let f = sv.free().max(1);
-        let ops: Vec<AluOp> = std::iter::once(*op0).chain(*op1).collect();
+        let ops: Vec<AluOp> = std::iter::once(op0).chain(op1).collect();
         let int_operands = [operand0, operand1].iter().all(|o| match o {
             Some(Scalar::Vector(ap)) => matches!(ap.dtype, DType::I32 | DType::U32),
             _ => true,
@@ -1103,14 +1086,14 @@ impl Exec<'_> {
                     let p = e / f;
                     // As in `apply`, a unary operator applies to the data
                     // whatever its reverse flag says.
-                    let t = if *reverse0 && !op0.is_unary() {
-                        f2(*op0, o0[p], x)
+                    let t = if reverse0 && !op0.is_unary() {
+                        f2(op0, o0[p], x)
                     } else {
-                        f2(*op0, x, o0[p])
+                        f2(op0, x, o0[p])
                     };
                     match op1 {
-                        Some(op1) if *reverse1 && !op1.is_unary() => f2(*op1, o1[p], t),
-                        Some(op1) => f2(*op1, t, o1[p]),
+                        Some(op1) if reverse1 && !op1.is_unary() => f2(op1, o1[p], t),
+                        Some(op1) => f2(op1, t, o1[p]),
                         None => t,
                     }
                 })
@@ -1123,9 +1106,9 @@ impl Exec<'_> {
         let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
         let o1 = self.opt_scalar(operand1.as_ref(), rows, 0.0, "operand1")?;
         let y = map_rows(&x, f, |p, x| {
-            let t = apply(*op0, x, o0[p], *reverse0);
+            let t = apply(op0, x, o0[p], reverse0);
             match op1 {
-                Some(op1) => apply(*op1, t, o1[p], *reverse1),
+                Some(op1) => apply(op1, t, o1[p], reverse1),
                 None => t,
             }
         });
@@ -1161,22 +1144,11 @@ impl Exec<'_> {
     }
 
     fn tensor_scalar_reduce(&mut self, i: &insn::TensorScalarReduce) -> FResult<()> {
-        let insn::TensorScalarReduce {
-            dst,
-            src,
-            op0,
-            operand0,
-            reduce_op,
-            reduce_cmd,
-            reduce_init,
-            reduce_res,
-            reduce_res_negate,
-        } = i;
-        let (sv, x) = self.values(src, "src")?;
-        let dv = self.dst(dst, "dst")?;
+        let (sv, x) = self.values(&i.src, "src")?;
+        let dv = self.dst(&i.dst, "dst")?;
         let rows = sv.rows;
-        let o0 = self.opt_scalar(operand0.as_ref(), rows, 0.0, "operand0")?;
-        let init = match reduce_init {
+        let o0 = self.opt_scalar(i.operand0.as_ref(), rows, 0.0, "operand0")?;
+        let init = match &i.reduce_init {
             Some(s) => Some(self.scalar(s, rows, "reduce_init")?),
             None => None,
         };
@@ -1184,16 +1156,12 @@ impl Exec<'_> {
         let y: Vec<f32> = x
             .iter()
             .enumerate()
-            .map(|(e, &x)| alu(*op0, x, o0[e / f]))
+            .map(|(e, &x)| alu(i.op0, x, o0[e / f]))
             .collect();
+        let res = i.reduce_res.as_ref();
         let r = Reduction {
-            negate: *reduce_res_negate,
-            ..Reduction::new(
-                AccFile::Vector,
-                *reduce_cmd,
-                *reduce_op,
-                reduce_res.as_ref(),
-            )
+            negate: i.reduce_res_negate,
+            ..Reduction::new(AccFile::Vector, i.reduce_cmd, i.reduce_op, res)
         };
         self.reduce_and_write(r, &sv, &dv, &y, init.as_deref())
     }
@@ -1425,40 +1393,25 @@ impl Exec<'_> {
     }
 
     fn range_select(&mut self, i: &insn::RangeSelect) -> FResult<()> {
-        let insn::RangeSelect {
-            dst,
-            src,
-            cmp0,
-            bound0,
-            cmp1,
-            bound1,
-            range_start,
-            on_false,
-            reduce_cmd,
-            reduce_res,
-        } = i;
-        let (sv, x) = self.values(src, "src")?;
-        let dv = self.dst(dst, "dst")?;
+        let (sv, x) = self.values(&i.src, "src")?;
+        let dv = self.dst(&i.dst, "dst")?;
         let rows = sv.rows;
-        let b0 = self.scalar(bound0, rows, "bound0")?;
-        let b1 = self.scalar(bound1, rows, "bound1")?;
+        let b0 = self.scalar(&i.bound0, rows, "bound0")?;
+        let b1 = self.scalar(&i.bound1, rows, "bound1")?;
         let f = sv.free().max(1);
+        let start = i64::from(i.range_start);
         let y: Vec<f32> = x
             .iter()
             .enumerate()
             .map(|(e, &x)| {
                 let p = e / f;
-                let idx = (i64::from(*range_start) + (e % f) as i64) as f32;
-                let keep = alu(*cmp0, idx, b0[p]) != 0.0 && alu(*cmp1, idx, b1[p]) != 0.0;
-                if keep { x } else { on_false.get() }
+                let idx = (start + (e % f) as i64) as f32;
+                let keep = alu(i.cmp0, idx, b0[p]) != 0.0 && alu(i.cmp1, idx, b1[p]) != 0.0;
+                if keep { x } else { i.on_false.get() }
             })
             .collect();
-        let r = Reduction::new(
-            AccFile::Vector,
-            *reduce_cmd,
-            AluOp::Maximum,
-            reduce_res.as_ref(),
-        );
+        let res = i.reduce_res.as_ref();
+        let r = Reduction::new(AccFile::Vector, i.reduce_cmd, AluOp::Maximum, res);
         self.reduce_and_write(r, &sv, &dv, &y, None)
     }
 

@@ -318,27 +318,18 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(Body::Binary(*op), &d, Some(&a), Some(&b));
             (sig, d, vec![a, b], [None, None], 0)
         }
-        Op::TensorScalar(insn::TensorScalar {
-            dst,
-            src,
-            op0,
-            operand0,
-            reverse0,
-            op1,
-            operand1,
-            reverse1,
-        }) => {
-            let (a, d) = values(src, dst)?;
-            if op0.is_bitvec() || exact_int(&[&a, &d]) {
+        Op::TensorScalar(ts) => {
+            let (a, d) = values(&ts.src, &ts.dst)?;
+            if ts.op0.is_bitvec() || exact_int(&[&a, &d]) {
                 return None;
             }
-            let o0 = scalar(mem, regs, operand0.as_ref(), "operand0", a.rows)?;
-            let o1 = scalar(mem, regs, operand1.as_ref(), "operand1", a.rows)?;
+            let o0 = scalar(mem, regs, ts.operand0.as_ref(), "operand0", a.rows)?;
+            let o1 = scalar(mem, regs, ts.operand1.as_ref(), "operand1", a.rows)?;
             let sig = Sig::of(
                 Body::Scalar {
-                    op0: *op0,
-                    reverse0: *reverse0,
-                    op1: op1.map(|op| (op, *reverse1)),
+                    op0: ts.op0,
+                    reverse0: ts.reverse0,
+                    op1: ts.op1.map(|op| (op, ts.reverse1)),
                 },
                 &d,
                 Some(&a),
@@ -470,42 +461,29 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [s, b], 0)
         }
-        Op::Activate2(insn::Activate2 {
-            dst,
-            src,
-            func,
-            op0,
-            imm0,
-            reverse0,
-            op1,
-            imm1,
-            reverse1,
-            relu_param,
-            reduce_op,
-            reduce_cmd,
-            reduce_res,
-        }) => {
+        Op::Activate2(act) => {
             // A per-row `relu_param` has no place in the loop.
-            let alpha = match relu_param {
+            let alpha = match act.relu_param {
                 None => 0.0,
                 Some(Scalar::Imm(x)) => x.get(),
                 Some(Scalar::Vector(_)) => return None,
             };
-            let (a, d) = values(src, dst)?;
-            let i0 = scalar(mem, regs, imm0.as_ref(), "imm0", a.rows)?;
-            let i1 = scalar(mem, regs, imm1.as_ref(), "imm1", a.rows)?;
-            let reduce_op = reduce_op.unwrap_or(AluOp::Add);
+            let (a, d) = values(&act.src, &act.dst)?;
+            let i0 = scalar(mem, regs, act.imm0.as_ref(), "imm0", a.rows)?;
+            let i1 = scalar(mem, regs, act.imm1.as_ref(), "imm1", a.rows)?;
+            let reduce_op = act.reduce_op.unwrap_or(AluOp::Add);
+            let res = act.reduce_res.as_ref();
             acc = Some(acc_step(
                 &a,
-                Reduction::new(AccFile::Scalar, *reduce_cmd, reduce_op, reduce_res.as_ref()),
+                Reduction::new(AccFile::Scalar, act.reduce_cmd, reduce_op, res),
             )?);
             // The interpreter skips a `bypass` stage (reversed, it would
             // give the constant).
             let stage = |op: AluOp, reverse: bool| (op != AluOp::Bypass).then_some((op, reverse));
             let body = Body::Activation {
-                func: *func,
-                op0: stage(*op0, *reverse0),
-                op1: stage(*op1, *reverse1),
+                func: act.func,
+                op0: stage(act.op0, act.reverse0),
+                op1: stage(act.op1, act.reverse1),
             };
             let sig = Sig::of(body, &d, Some(&a), None);
             (sig, d, vec![a], [i0, i1], i64::from(alpha.to_bits()))
