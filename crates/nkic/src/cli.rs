@@ -14,7 +14,7 @@ use crate::emit::Emit;
 use crate::exec::ExecOptions;
 use crate::report::{MessageFormat, Reporter};
 use crate::run::{RunOptions, ScheduleArg, SimTierArg};
-use crate::runio::{InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+use crate::runio::{InputSpec, ReportFormat, SimFlags};
 
 /// nkic compiles NKI-style tile kernels to a Trainium pseudo-ISA and runs
 /// them in a reference interpreter with a cycle model.
@@ -72,33 +72,17 @@ struct RunArgs {
     /// argument the kernel writes as `DIR/<arg>.npy`.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// How outputs are written.
-    #[arg(long, value_enum, default_value_t = OutDTypeArg::Native)]
-    out_dtype: OutDTypeArg,
-    /// How the run is reported on standard output.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
-    report: ReportFormat,
+    #[command(flatten)]
+    sim: SimFlags,
     /// `sequential` runs the strictly sequential program (one instruction at
     /// a time in source order) for comparison.
     #[arg(long, value_enum, default_value_t = ScheduleArg::Optimized)]
     schedule: ScheduleArg,
-    /// How independent queues are interleaved (results never depend on it).
-    #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
-    step_order: StepOrderArg,
-    /// What reading never-written memory does (`precise`: tracked; an
-    /// undefined output element is warning E2009, an undefined index or
-    /// register error E2002).
-    #[arg(long, value_enum, default_value_t = PoisonArg::Precise)]
-    poison: PoisonArg,
     /// Write every value tensor NAME takes (each write, per loop iteration)
     /// as `.npy` files under `--out DIR` (default `.`) in `dump/NAME/`;
     /// repeatable.
     #[arg(long = "dump", value_name = "NAME")]
     dump: Vec<String>,
-    /// Stop with error E2007 when the simulated time passes this many
-    /// milliseconds (a loop that never ends); at least 1.
-    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    max_sim_ms: u64,
     /// How the simulator executes compute instructions: `jit` as compiled
     /// native loops where it can, `interp` always in the interpreter
     /// (results, times and faults are the same).
@@ -131,25 +115,8 @@ struct ExecArgs {
     /// program's output order.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// How outputs are written.
-    #[arg(long, value_enum, default_value_t = OutDTypeArg::Native)]
-    out_dtype: OutDTypeArg,
-    /// How the run is reported on standard output.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
-    report: ReportFormat,
-    /// How independent queues are interleaved (results never depend on it
-    /// for a race-free program).
-    #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
-    step_order: StepOrderArg,
-    /// What reading never-written memory does (`precise`: tracked; an
-    /// undefined output element is warning E2009, an undefined index or
-    /// register error E2002).
-    #[arg(long, value_enum, default_value_t = PoisonArg::Precise)]
-    poison: PoisonArg,
-    /// Stop with error E2007 when the simulated time passes this many
-    /// milliseconds (a loop that never ends); at least 1.
-    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
-    max_sim_ms: u64,
+    #[command(flatten)]
+    sim: SimFlags,
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
     message_format: MessageFormat,
@@ -366,7 +333,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Run(args) => Ok(run_kernel(&args, None)),
         Command::Profile(args) => Ok(run_kernel(
             &args.run,
-            Some(args.format.unwrap_or(args.run.report)),
+            Some(args.format.unwrap_or(args.run.sim.report)),
         )),
         Command::Exec(args) => Ok(exec(&args)),
         Command::Lsp(_) => match nkic_lsp::run_stdio()? {
@@ -441,19 +408,17 @@ fn check(args: &CheckArgs) -> ExitCode {
         _ => Unspecialized::Quiet,
     };
     for path in &args.files {
-        match load(path, &mut sources) {
-            Ok(file) => {
-                pipeline(
-                    file,
-                    &args.kernel,
-                    &backend,
-                    Stop::Compiled,
-                    unspecialized,
-                    &mut sources,
-                    &mut reporter,
-                );
-            }
-            Err(diag) => reporter.emit(&diag, &sources),
+        let loaded = load(path, &mut sources);
+        if let Some(file) = reporter.ok(loaded, &sources) {
+            pipeline(
+                file,
+                &args.kernel,
+                &backend,
+                Stop::Compiled,
+                unspecialized,
+                &mut sources,
+                &mut reporter,
+            );
         }
     }
     exit_code(&reporter)
@@ -463,12 +428,9 @@ fn check(args: &CheckArgs) -> ExitCode {
 fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
-    let file = match load(&args.file, &mut sources) {
-        Ok(file) => file,
-        Err(diag) => {
-            reporter.emit(&diag, &sources);
-            return exit_code(&reporter);
-        }
+    let loaded = load(&args.file, &mut sources);
+    let Some(file) = reporter.ok(loaded, &sources) else {
+        return exit_code(&reporter);
     };
     let mut kernel = args.kernel.clone();
     match crate::run::arg_specs_from_inputs(&args.inputs, &kernel.args) {
@@ -493,13 +455,9 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
         inputs: &args.inputs,
         seed: args.seed,
         out_dir: args.out.as_deref(),
-        out_dtype: args.out_dtype,
-        report: args.report,
-        step_order: args.step_order,
-        poison: args.poison,
+        sim: args.sim,
         dump: &args.dump,
         profile,
-        max_sim_ms: args.max_sim_ms,
         sim_tier: args.sim_tier,
     };
     match crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
@@ -515,11 +473,7 @@ fn exec(args: &ExecArgs) -> ExitCode {
         program_path: &args.program,
         inputs: &args.inputs,
         out_dir: args.out.as_deref(),
-        out_dtype: args.out_dtype,
-        report: args.report,
-        step_order: args.step_order,
-        poison: args.poison,
-        max_sim_ms: args.max_sim_ms,
+        sim: args.sim,
     };
     match crate::exec::exec(&opts, &mut sources) {
         Ok(warnings) | Err(warnings) => reporter.emit_all(&warnings, &sources),
@@ -530,12 +484,9 @@ fn exec(args: &ExecArgs) -> ExitCode {
 fn compile(args: &CompileArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
-    let file = match load(&args.file, &mut sources) {
-        Ok(file) => file,
-        Err(diag) => {
-            reporter.emit(&diag, &sources);
-            return exit_code(&reporter);
-        }
+    let loaded = load(&args.file, &mut sources);
+    let Some(file) = reporter.ok(loaded, &sources) else {
+        return exit_code(&reporter);
     };
     let stop = match args.emit {
         Emit::Tokens => {

@@ -8,24 +8,15 @@
 use std::path::Path;
 
 use nkic_diag::{Diagnostic, SourceMap, Span};
-use nkic_driver::simio;
 use nkic_driver::simulate::{InstructionLocator, runtime_fault};
 
-use crate::runio::{
-    InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg, print_report, read_inputs,
-    write_outputs,
-};
+use crate::runio::{InputSpec, SimFlags, print_report, read_inputs, write_outputs};
 
 pub struct ExecOptions<'a> {
     pub program_path: &'a Path,
     pub inputs: &'a [InputSpec],
     pub out_dir: Option<&'a Path>,
-    pub out_dtype: OutDTypeArg,
-    pub report: ReportFormat,
-    pub step_order: StepOrderArg,
-    pub poison: PoisonArg,
-    /// `--max-sim-ms`.
-    pub max_sim_ms: u64,
+    pub sim: SimFlags,
 }
 
 /// Runs a `.nkasm` file. Returns the diagnostics that stop it, if any.
@@ -84,12 +75,7 @@ pub fn exec(
     let base_dir = opts.program_path.parent().unwrap_or(Path::new("."));
     let program = launch.main();
     let inputs = read_inputs(program, opts.inputs)?;
-    let config = simio::sim_config(
-        opts.step_order.into(),
-        opts.poison.into(),
-        false,
-        opts.max_sim_ms,
-    );
+    let config = opts.sim.config(false);
     let result = nkic_sim::run_launch(verified, &inputs, &config).map_err(|err| {
         vec![runtime_fault(
             &err,
@@ -107,9 +93,9 @@ pub fn exec(
             .enumerate()
             .map(|(i, (name, _))| (format!("out{i}.npy"), name.as_str()))
             .collect();
-        write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+        write_outputs(program, &result, dir, opts.sim.out_dtype, &files).map_err(|d| vec![d])?;
     }
-    print_report(&launch, &result, opts.report, None);
+    print_report(&launch, &result, opts.sim.report, None);
     Ok(nkic_driver::simulate::undefined_warnings(
         &result,
         &launch,

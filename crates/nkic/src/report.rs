@@ -55,6 +55,11 @@ impl Reporter {
         }
     }
 
+    /// The value of `result`, or `None` once its error is reported.
+    pub fn ok<T>(&mut self, result: Result<T, Diagnostic>, sources: &SourceMap) -> Option<T> {
+        result.map_err(|diag| self.emit(&diag, sources)).ok()
+    }
+
     pub fn emit(&mut self, diag: &Diagnostic, sources: &SourceMap) {
         match diag.severity {
             nkic_diag::Severity::Error => self.errors += 1,

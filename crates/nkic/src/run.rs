@@ -14,7 +14,7 @@ use nkic_driver::simulate::output_files;
 use nkic_isa::Launch;
 use nkic_specialize::ArgSpec;
 
-use crate::runio::{self, InputSpec, OutDTypeArg, PoisonArg, ReportFormat, StepOrderArg};
+use crate::runio::{self, InputSpec, ReportFormat, SimFlags};
 
 /// `--schedule`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -128,16 +128,11 @@ pub struct RunOptions<'a> {
     pub inputs: &'a [InputSpec],
     pub seed: u64,
     pub out_dir: Option<&'a Path>,
-    pub out_dtype: OutDTypeArg,
-    pub report: ReportFormat,
-    pub step_order: StepOrderArg,
-    pub poison: PoisonArg,
+    pub sim: SimFlags,
     /// Tensors whose every value is written out (`--dump`).
     pub dump: &'a [String],
     /// `nkic profile`: the summary's format.
     pub profile: Option<ReportFormat>,
-    /// `--max-sim-ms`.
-    pub max_sim_ms: u64,
     /// `--sim-tier`.
     pub sim_tier: SimTierArg,
 }
@@ -162,12 +157,7 @@ pub fn run_compiled(
     } else {
         runio::read_inputs_or(program, opts.inputs, rest)?
     };
-    let mut config = simio::sim_config(
-        opts.step_order.into(),
-        opts.poison.into(),
-        opts.profile.is_some(),
-        opts.max_sim_ms,
-    );
+    let mut config = opts.sim.config(opts.profile.is_some());
     config.tier = match opts.sim_tier {
         SimTierArg::Interp => nkic_sim::SimTier::Interp,
         SimTierArg::Jit => nkic_sim::SimTier::Jit,
@@ -192,17 +182,18 @@ pub fn run_compiled(
         let files = output_files(kernel, program);
         let files: Vec<(String, &str)> =
             files.iter().map(|(f, n)| (f.clone(), n.as_str())).collect();
-        runio::write_outputs(program, &result, dir, opts.out_dtype, &files).map_err(|d| vec![d])?;
+        runio::write_outputs(program, &result, dir, opts.sim.out_dtype, &files)
+            .map_err(|d| vec![d])?;
     }
     if !opts.dump.is_empty() {
         let dir = opts.out_dir.unwrap_or(Path::new("."));
-        crate::dump::write_dumps(launch, opts.dump, &dumps, dir, opts.out_dtype)?;
+        crate::dump::write_dumps(launch, opts.dump, &dumps, dir, opts.sim.out_dtype)?;
     }
     // With dynamic loops the static bound counts a loop body once; the
     // run's execution counts give the bound of this run.
     let bound = launch_bound(launch, &result);
     match opts.profile {
-        None => runio::print_report(launch, &result, opts.report, Some(bound.ns)),
+        None => runio::print_report(launch, &result, opts.sim.report, Some(bound.ns)),
         Some(format) => {
             let title = sources.get(file).map_or("kernel", |f| f.name()).to_owned();
             if let Some(dir) = opts.out_dir {

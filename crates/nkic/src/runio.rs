@@ -65,6 +65,44 @@ impl std::str::FromStr for InputSpec {
     }
 }
 
+/// The flags of `run` and `exec` that say how a program is simulated and
+/// how its results are written.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct SimFlags {
+    /// How outputs are written.
+    #[arg(long, value_enum, default_value_t = OutDTypeArg::Native)]
+    pub out_dtype: OutDTypeArg,
+    /// How the run is reported on standard output.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub report: ReportFormat,
+    /// How independent queues are interleaved (results never depend on it
+    /// for a race-free program).
+    #[arg(long, value_enum, default_value_t = StepOrderArg::RoundRobin)]
+    pub step_order: StepOrderArg,
+    /// What reading never-written memory does (`precise`: tracked; an
+    /// undefined output element is warning E2009, an undefined index or
+    /// register error E2002).
+    #[arg(long, value_enum, default_value_t = PoisonArg::Precise)]
+    pub poison: PoisonArg,
+    /// Stop with error E2007 when the simulated time passes this many
+    /// milliseconds (a loop that never ends); at least 1.
+    #[arg(long, value_name = "MS", default_value_t = nkic_sim::DEFAULT_MAX_SIMULATED_PS / 1_000_000_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sim_ms: u64,
+}
+
+impl SimFlags {
+    /// The simulator's configuration these flags ask for; `profile` keeps
+    /// what a profile needs.
+    pub fn config(&self, profile: bool) -> nkic_sim::SimConfig {
+        nkic_driver::simio::sim_config(
+            self.step_order.into(),
+            self.poison.into(),
+            profile,
+            self.max_sim_ms,
+        )
+    }
+}
+
 /// `--out-dtype`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutDTypeArg {
