@@ -200,6 +200,8 @@ enum ElemState {
 /// `recycle` clears only those blocks.
 pub(crate) struct Space {
     pub(crate) data: Data,
+    /// Every written bit is set: an input's space, until it is recycled.
+    all_written: bool,
     init: Vec<u64>,
     dirty: Vec<u64>,
     undef: Vec<u64>,
@@ -261,6 +263,7 @@ impl Space {
         let words = len.div_ceil(64);
         Space {
             data: Data::Own(vec![0; len]),
+            all_written: false,
             init: vec![0; words],
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
@@ -273,6 +276,7 @@ impl Space {
         let words = n.div_ceil(64);
         Space {
             data: Data::Shared(bytes),
+            all_written: true,
             init: vec![u64::MAX; words],
             dirty: vec![u64::MAX; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
@@ -283,6 +287,7 @@ impl Space {
     /// Makes every byte never-written again, as `Space::new` leaves it,
     /// clearing only the blocks written since the last reset.
     fn recycle(&mut self) {
+        self.all_written = false;
         for (d, word) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(word);
             while bits != 0 {
@@ -1630,9 +1635,21 @@ impl MemoryState {
     /// records nothing and cannot fault under any poison policy.
     pub fn is_clean(&self, v: &View) -> bool {
         let space = self.space(v.space);
+        if space.all_written && space.undef.is_empty() {
+            return true;
+        }
         if let Some(bits) = RowBits::of(v) {
-            return bits.words().all(|(w, m)| {
-                space.init[w] & m == m && space.undef.get(w).is_none_or(|u| u & m == 0)
+            return bits.pieces().all(|piece| match piece {
+                Piece::Words(a, b) => {
+                    space.init[a..b].iter().all(|&w| w == u64::MAX)
+                        && space
+                            .undef
+                            .get(a..b)
+                            .is_none_or(|u| u.iter().all(|&w| w == 0))
+                }
+                Piece::Part(w, m) => {
+                    space.init[w] & m == m && space.undef.get(w).is_none_or(|u| u & m == 0)
+                }
             });
         }
         let run_bytes = v.run_len * v.size;
@@ -1688,12 +1705,25 @@ impl MemoryState {
         let space = self.space_mut(v.space);
         if let Some(bits) = RowBits::of(v) {
             let shade = precise && !space.undef.is_empty();
-            for (w, m) in bits.words() {
-                space.init[w] |= m;
-                let block = w / DIRTY_WORDS;
-                space.dirty[block / 64] |= 1 << (block % 64);
-                if shade {
-                    space.undef[w] &= !m;
+            for piece in bits.pieces() {
+                let (a, b) = match piece {
+                    Piece::Words(a, b) => {
+                        space.init[a..b].fill(u64::MAX);
+                        if shade {
+                            space.undef[a..b].fill(0);
+                        }
+                        (a, b)
+                    }
+                    Piece::Part(w, m) => {
+                        space.init[w] |= m;
+                        if shade {
+                            space.undef[w] &= !m;
+                        }
+                        (w, w + 1)
+                    }
+                };
+                for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
+                    space.dirty[block / 64] |= 1 << (block % 64);
                 }
             }
         } else {
@@ -1714,17 +1744,26 @@ impl MemoryState {
     }
 }
 
-/// The written and undefined bits of a view's bytes as (word, mask)
-/// pairs: row 0's, computed once, moved by whole words per row. Only for
+/// The written and undefined bits of a view's bytes as pieces of their
+/// words: row 0's, computed once, moved by whole words per row. Only for
 /// a view whose rows are all row 0 moved by a multiple of 64 bytes (no
 /// per-row addresses), as on-chip rows are.
 #[cfg(feature = "jit")]
 struct RowBits {
-    /// Row 0's words (in run order; a word may appear more than once).
-    row: Vec<(usize, u64)>,
+    /// Row 0's pieces (in run order; a word may be named more than once).
+    row: Vec<Piece>,
     /// Words between rows.
     step: usize,
     rows: usize,
+}
+
+/// Words of a [`RowBits`] row: every bit of words `a..b`, or the bits
+/// `mask` of one word.
+#[cfg(feature = "jit")]
+#[derive(Clone, Copy)]
+enum Piece {
+    Words(usize, usize),
+    Part(usize, u64),
 }
 
 #[cfg(feature = "jit")]
@@ -1735,7 +1774,7 @@ impl RowBits {
             return None;
         }
         let run_bytes = v.run_len * v.size;
-        let mut row: Vec<(usize, u64)> = Vec::new();
+        let mut row: Vec<Piece> = Vec::new();
         for &r in &v.runs {
             let start = usize::try_from(v.row_base.checked_add(r)?).ok()?;
             let end = start + run_bytes;
@@ -1743,11 +1782,7 @@ impl RowBits {
             while i < end {
                 let w = i / 64;
                 let hi = (end - w * 64).min(64);
-                let m = bits_mask(i % 64, hi);
-                match row.last_mut() {
-                    Some((last, bits)) if *last == w => *bits |= m,
-                    _ => row.push((w, m)),
-                }
+                RowBits::push(&mut row, w, bits_mask(i % 64, hi));
                 i = w * 64 + hi;
             }
         }
@@ -1758,9 +1793,33 @@ impl RowBits {
         })
     }
 
-    /// Every row's (word, mask) pairs, row by row.
-    fn words(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        (0..self.rows).flat_map(move |p| self.row.iter().map(move |&(w, m)| (w + p * self.step, m)))
+    /// Adds bits `m` of word `w` to `row`, joining it with the last piece
+    /// where they meet.
+    fn push(row: &mut Vec<Piece>, w: usize, m: u64) {
+        match row.last_mut() {
+            Some(Piece::Part(last, bits)) if *last == w => {
+                *bits |= m;
+                if *bits == u64::MAX {
+                    row.pop();
+                    RowBits::push(row, w, u64::MAX);
+                }
+            }
+            Some(Piece::Words(_, b)) if *b == w + 1 => {}
+            Some(Piece::Words(_, b)) if *b == w && m == u64::MAX => *b += 1,
+            _ if m == u64::MAX => row.push(Piece::Words(w, w + 1)),
+            _ => row.push(Piece::Part(w, m)),
+        }
+    }
+
+    /// Every row's pieces, row by row.
+    fn pieces(&self) -> impl Iterator<Item = Piece> + '_ {
+        (0..self.rows).flat_map(move |p| {
+            let off = p * self.step;
+            self.row.iter().map(move |&piece| match piece {
+                Piece::Words(a, b) => Piece::Words(a + off, b + off),
+                Piece::Part(w, m) => Piece::Part(w + off, m),
+            })
+        })
     }
 }
 

@@ -8,7 +8,8 @@
 //! `fp16` decodes through a table of `numerics::to_f32` and encodes with
 //! the same rounding, written out below;
 //! `add`, `subtract`, `multiply` and `square` are single IEEE operations
-//! with the interpreter's operand order, so even NaN payloads agree. Every
+//! with the interpreter's operand order, so even NaN payloads agree (over
+//! dense f32 streams four lanes at a time, the same operation per lane). Every
 //! other dtype, operator and activation function calls the interpreter's
 //! own Rust function through a callback.
 
@@ -243,6 +244,14 @@ fn build(
     let acc0 = b.ins().load(types::F32, flags(), acc_at, 0);
     if sig.body == Body::Copy {
         wide_copy(&mut b, sig, [n, dr, ds, ar, as_, br, acc0], header);
+    } else if lanes_of(sig) {
+        wide_f32(
+            &mut b,
+            sig,
+            [n, dr, ds, ar, as_, br, bs, acc0],
+            [c0, c1],
+            header,
+        );
     } else {
         to_elements(&mut b, header, [zero, dr, ar, br, acc0]);
     }
@@ -301,7 +310,7 @@ fn build(
 }
 
 /// The start of a raw copy: when both streams are contiguous, the bytes
-/// move 8 at a time (the caller checked the first and the last element,
+/// move 16 at a time (the caller checked the first and the last element,
 /// so every byte between lies in the stream's memory; the destination
 /// and the source either do not overlap or coincide), then the element
 /// loop at `header` copies the rest one element at a time.
@@ -327,23 +336,141 @@ fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: 
     b.switch_to_block(wide_header);
     let off = b.block_params(wide_header)[0];
     let total = b.ins().imul_imm_s(n, size);
-    let next = b.ins().iadd_imm_s(off, 8);
+    let next = b.ins().iadd_imm_s(off, 16);
     let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, total);
     b.ins().brif(fits, wide_body, &[], tail, &[]);
 
     b.switch_to_block(wide_body);
     let from = b.ins().iadd(a0, off);
     let to = b.ins().iadd(d0, off);
-    let word = b.ins().load(types::I64, flags(), from, 0);
+    let word = b.ins().load(types::I64X2, flags(), from, 0);
     b.ins().store(flags(), word, to, 0);
     b.ins().jump(wide_header, &[next.into()]);
 
-    // Every size divides 8, so `off` is a whole number of elements.
+    // Every size divides 16, so `off` is a whole number of elements.
     b.switch_to_block(tail);
     let i = b.ins().sdiv_imm_s(off, size);
     let d = b.ins().iadd(d0, off);
     let a = b.ins().iadd(a0, off);
     to_elements(b, header, [i, d, a, b0, acc]);
+}
+
+/// The vector type of [`wide_f32`].
+const F32X4: Type = types::F32X4;
+
+/// Whether `sig` runs four elements at a time when its streams are dense
+/// ([`wide_f32`]): f32 operands and result, no fold, and only operators
+/// that are one IEEE operation per lane.
+fn lanes_of(sig: Sig) -> bool {
+    let lane_op = |op: AluOp| {
+        matches!(
+            op,
+            AluOp::Add | AluOp::Average | AluOp::Subtract | AluOp::Multiply | AluOp::Bypass
+        )
+    };
+    let f32s = sig.dst == DType::F32 && sig.a == Some(DType::F32);
+    let body = match sig.body {
+        Body::Binary(op) => sig.b == Some(DType::F32) && lane_op(op),
+        Body::Scalar { op0, op1, .. } => {
+            sig.b.is_none() && lane_op(op0) && op1.is_none_or(|(op, _)| lane_op(op))
+        }
+        _ => false,
+    };
+    f32s && body && sig.fold.is_none()
+}
+
+/// The start of a row of a [`lanes_of`] signature: when every stream it
+/// uses is dense, four elements at a time in f32x4 lanes — per lane the
+/// element loop's IEEE operations in its operand order, so every bit
+/// (NaN payloads too) is the same; each lane reads its own position
+/// before writing it, and the planner admits an overlap only at the same
+/// positions — then the element loop at `header` does the rest.
+fn wide_f32(
+    b: &mut FunctionBuilder<'_>,
+    sig: Sig,
+    params: [Value; 8],
+    [c0, c1]: [Value; 2],
+    header: Block,
+) {
+    let [n, d0, ds, a0, as_, b0, bs, acc] = params;
+    let wide_header = b.create_block();
+    let wide_body = b.create_block();
+    let tail = b.create_block();
+    b.append_block_param(wide_header, types::I64);
+    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, 4);
+    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, 4);
+    let mut dense = b.ins().band(dense_d, dense_a);
+    if matches!(sig.body, Body::Binary(_)) {
+        let dense_b = b.ins().icmp_imm_s(IntCC::Equal, bs, 4);
+        dense = b.ins().band(dense, dense_b);
+    }
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().brif(
+        dense,
+        wide_header,
+        &[zero.into()],
+        header,
+        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
+    );
+
+    b.switch_to_block(wide_header);
+    let i = b.block_params(wide_header)[0];
+    let next = b.ins().iadd_imm_s(i, 4);
+    let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
+    b.ins().brif(fits, wide_body, &[], tail, &[]);
+
+    b.switch_to_block(wide_body);
+    let off = b.ins().ishl_imm_u(i, 2);
+    let at_a = b.ins().iadd(a0, off);
+    let x = b.ins().load(F32X4, flags(), at_a, 0);
+    let r = match sig.body {
+        Body::Binary(op) => {
+            let at_b = b.ins().iadd(b0, off);
+            let y = b.ins().load(F32X4, flags(), at_b, 0);
+            lane_alu(b, op, x, y)
+        }
+        Body::Scalar { op0, reverse0, op1 } => {
+            let k0 = b.ins().splat(F32X4, c0);
+            let mut t = lane_apply(b, op0, x, k0, reverse0);
+            if let Some((op1, reverse1)) = op1 {
+                let k1 = b.ins().splat(F32X4, c1);
+                t = lane_apply(b, op1, t, k1, reverse1);
+            }
+            t
+        }
+        _ => unreachable!("lanes_of admits only binary and scalar bodies"),
+    };
+    let at_d = b.ins().iadd(d0, off);
+    b.ins().store(flags(), r, at_d, 0);
+    b.ins().jump(wide_header, &[next.into()]);
+
+    b.switch_to_block(tail);
+    let at = |b: &mut FunctionBuilder<'_>, base: Value, stride: Value| {
+        let off = b.ins().imul(i, stride);
+        b.ins().iadd(base, off)
+    };
+    let (d, a, bp) = (at(b, d0, ds), at(b, a0, as_), at(b, b0, bs));
+    to_elements(b, header, [i, d, a, bp, acc]);
+}
+
+/// `Emit::apply` in f32x4 lanes, for the operators of [`lanes_of`].
+fn lane_apply(b: &mut FunctionBuilder<'_>, op: AluOp, x: Value, k: Value, reverse: bool) -> Value {
+    if reverse && !op.is_unary() {
+        lane_alu(b, op, k, x)
+    } else {
+        lane_alu(b, op, x, k)
+    }
+}
+
+/// `Emit::alu` in f32x4 lanes, for the operators of [`lanes_of`].
+fn lane_alu(b: &mut FunctionBuilder<'_>, op: AluOp, x: Value, y: Value) -> Value {
+    match op {
+        AluOp::Add | AluOp::Average => b.ins().fadd(x, y),
+        AluOp::Subtract => b.ins().fsub(x, y),
+        AluOp::Multiply => b.ins().fmul(x, y),
+        AluOp::Bypass => x,
+        _ => unreachable!("lanes_of admits {op} in no lane"),
+    }
 }
 
 /// Jumps to the element loop's `header` with its parameters: the element
