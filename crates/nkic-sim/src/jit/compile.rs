@@ -309,6 +309,70 @@ fn build(
     b.finalize(frontend);
 }
 
+/// A loop that runs ahead of the element loop over dense streams: its
+/// position `pos` starts at 0 and moves by `step` while `pos + step` is
+/// at most the limit; after it ([`Wide::close`]) the caller continues at
+/// the first position it left (in `pos`) and jumps to the element loop.
+struct Wide {
+    header: Block,
+    tail: Block,
+    pos: Value,
+    next: Value,
+}
+
+impl Wide {
+    /// Enters the loop when every stride of `strides` is `size` (else
+    /// the element loop at `elements` starts with `start`: the
+    /// destination, the two sources and the fold), and switches to its
+    /// body with `pos`.
+    fn enter(
+        b: &mut FunctionBuilder<'_>,
+        strides: &[Value],
+        size: i64,
+        (limit, step): (Value, i64),
+        elements: Block,
+        start: [Value; 4],
+    ) -> Wide {
+        let header = b.create_block();
+        let body = b.create_block();
+        let tail = b.create_block();
+        b.append_block_param(header, types::I64);
+        let mut dense = b.ins().iconst(types::I8, 1);
+        for &stride in strides {
+            let unit = b.ins().icmp_imm_s(IntCC::Equal, stride, size);
+            dense = b.ins().band(dense, unit);
+        }
+        let zero = b.ins().iconst(types::I64, 0);
+        let [d0, a0, b0, acc] = start;
+        b.ins().brif(
+            dense,
+            header,
+            &[zero.into()],
+            elements,
+            &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
+        );
+        b.switch_to_block(header);
+        let pos = b.block_params(header)[0];
+        let next = b.ins().iadd_imm_s(pos, step);
+        let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, limit);
+        b.ins().brif(fits, body, &[], tail, &[]);
+        b.switch_to_block(body);
+        Wide {
+            header,
+            tail,
+            pos,
+            next,
+        }
+    }
+
+    /// Ends the body (back to the header) and switches to the code after
+    /// the loop.
+    fn close(&self, b: &mut FunctionBuilder<'_>) {
+        b.ins().jump(self.header, &[self.next.into()]);
+        b.switch_to_block(self.tail);
+    }
+}
+
 /// The start of a raw copy: when both streams are contiguous, the bytes
 /// move 16 at a time (the caller checked the first and the last element,
 /// so every byte between lies in the stream's memory; the destination
@@ -317,38 +381,17 @@ fn build(
 fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: Block) {
     let [n, d0, ds, a0, as_, b0, acc] = params;
     let size = i64::from(sig.dst.size());
-    let wide_header = b.create_block();
-    let wide_body = b.create_block();
-    let tail = b.create_block();
-    b.append_block_param(wide_header, types::I64);
-    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, size);
-    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, size);
-    let dense = b.ins().band(dense_d, dense_a);
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().brif(
-        dense,
-        wide_header,
-        &[zero.into()],
-        header,
-        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
-    );
-
-    b.switch_to_block(wide_header);
-    let off = b.block_params(wide_header)[0];
     let total = b.ins().imul_imm_s(n, size);
-    let next = b.ins().iadd_imm_s(off, 16);
-    let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, total);
-    b.ins().brif(fits, wide_body, &[], tail, &[]);
-
-    b.switch_to_block(wide_body);
+    let start = [d0, a0, b0, acc];
+    let wide = Wide::enter(b, &[ds, as_], size, (total, 16), header, start);
+    let off = wide.pos;
     let from = b.ins().iadd(a0, off);
     let to = b.ins().iadd(d0, off);
     let word = b.ins().load(types::I64X2, flags(), from, 0);
     b.ins().store(flags(), word, to, 0);
-    b.ins().jump(wide_header, &[next.into()]);
+    wide.close(b);
 
     // Every size divides 16, so `off` is a whole number of elements.
-    b.switch_to_block(tail);
     let i = b.ins().sdiv_imm_s(off, size);
     let d = b.ins().iadd(d0, off);
     let a = b.ins().iadd(a0, off);
@@ -393,33 +436,12 @@ fn wide_f32(
     header: Block,
 ) {
     let [n, d0, ds, a0, as_, b0, bs, acc] = params;
-    let wide_header = b.create_block();
-    let wide_body = b.create_block();
-    let tail = b.create_block();
-    b.append_block_param(wide_header, types::I64);
-    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, 4);
-    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, 4);
-    let mut dense = b.ins().band(dense_d, dense_a);
-    if matches!(sig.body, Body::Binary(_)) {
-        let dense_b = b.ins().icmp_imm_s(IntCC::Equal, bs, 4);
-        dense = b.ins().band(dense, dense_b);
-    }
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().brif(
-        dense,
-        wide_header,
-        &[zero.into()],
-        header,
-        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
-    );
-
-    b.switch_to_block(wide_header);
-    let i = b.block_params(wide_header)[0];
-    let next = b.ins().iadd_imm_s(i, 4);
-    let fits = b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
-    b.ins().brif(fits, wide_body, &[], tail, &[]);
-
-    b.switch_to_block(wide_body);
+    let strides: &[Value] = match sig.body {
+        Body::Binary(_) => &[ds, as_, bs],
+        _ => &[ds, as_],
+    };
+    let wide = Wide::enter(b, strides, 4, (n, 4), header, [d0, a0, b0, acc]);
+    let i = wide.pos;
     let off = b.ins().ishl_imm_u(i, 2);
     let at_a = b.ins().iadd(a0, off);
     let x = b.ins().load(F32X4, flags(), at_a, 0);
@@ -442,9 +464,8 @@ fn wide_f32(
     };
     let at_d = b.ins().iadd(d0, off);
     b.ins().store(flags(), r, at_d, 0);
-    b.ins().jump(wide_header, &[next.into()]);
+    wide.close(b);
 
-    b.switch_to_block(tail);
     let at = |b: &mut FunctionBuilder<'_>, base: Value, stride: Value| {
         let off = b.ins().imul(i, stride);
         b.ins().iadd(base, off)
