@@ -51,8 +51,9 @@ pub fn simulate(
 }
 
 /// Random inputs for every input and inout argument, from a fixed seed:
-/// floats uniform in [-1, 1), signed integers in [-8, 8), unsigned ones in
-/// [0, 16), booleans 0 or 1. Packed MX arguments get random codes. A
+/// floats uniform in [-1, 1) (each lane of a packed MX element too),
+/// signed integers in [-8, 8), unsigned ones in [0, 16), booleans 0 or 1;
+/// MX scales (`float8_e8m0`) get random codes. A
 /// program whose tensors the simulator cannot hold gets none: its run
 /// stops with that fault (E2005) before reading inputs.
 pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
@@ -68,12 +69,14 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
         let n = tensor.numel() as usize;
         let mut bytes = Vec::with_capacity(n * tensor.dtype.size() as usize);
         let dtype = tensor.dtype;
-        if dtype.is_packed_x4() || dtype == DType::F8E8M0 {
+        if dtype == DType::F8E8M0 {
             for _ in 0..n * dtype.size() as usize {
                 bytes.push(rng.next_u64() as u8);
             }
         } else if dtype.is_float() {
-            // In chunks, so a large tensor never exists as f32 values too.
+            // In chunks, so a large tensor never exists as f32 values too;
+            // a packed element's lanes are values of their own.
+            let n = n * numerics::lanes(dtype);
             let mut values: Vec<f32> = Vec::with_capacity(RANDOM_CHUNK.min(n));
             for start in (0..n).step_by(RANDOM_CHUNK) {
                 values.clear();
