@@ -1625,11 +1625,6 @@ impl MemoryState {
     }
 }
 
-/// What the native tier (`jit`) needs of the memories: it moves the data
-/// itself and leaves the bookkeeping (written bits, definedness, HBM
-/// traffic) to these functions, which do exactly what `read_raw` and
-/// `write_raw` do for data that is written and defined.
-#[cfg(feature = "jit")]
 impl MemoryState {
     /// Whether every byte `v` names is written and defined, so reading it
     /// records nothing and cannot fault under any poison policy.
@@ -1661,7 +1656,14 @@ impl MemoryState {
             })
         })
     }
+}
 
+/// What the native tier (`jit`) needs of the memories: it moves the data
+/// itself and leaves the bookkeeping (written bits, definedness, HBM
+/// traffic) to these functions, which do exactly what `read_raw` and
+/// `write_raw` do for data that is written and defined.
+#[cfg(feature = "jit")]
+impl MemoryState {
     /// Counts a read of `v` as `read_raw` does.
     pub fn count_read(&mut self, v: &View) {
         if let SpaceId::Hbm(_) = v.space {
@@ -1748,7 +1750,6 @@ impl MemoryState {
 /// words: row 0's, computed once, moved by whole words per row. Only for
 /// a view whose rows are all row 0 moved by a multiple of 64 bytes (no
 /// per-row addresses), as on-chip rows are.
-#[cfg(feature = "jit")]
 struct RowBits {
     /// Row 0's pieces (in run order; a word may be named more than once).
     row: Vec<Piece>,
@@ -1759,14 +1760,12 @@ struct RowBits {
 
 /// Words of a [`RowBits`] row: every bit of words `a..b`, or the bits
 /// `mask` of one word.
-#[cfg(feature = "jit")]
 #[derive(Clone, Copy)]
 enum Piece {
     Words(usize, usize),
     Part(usize, u64),
 }
 
-#[cfg(feature = "jit")]
 impl RowBits {
     fn of(v: &View) -> Option<RowBits> {
         let step = if v.rows <= 1 { 0 } else { v.row_step };
