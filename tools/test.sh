@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo test --workspace --locked
+# The interpreter-only simulator (hosts without a Cranelift back end).
+cargo test --locked -p nkic-sim --no-default-features --lib
 venv="${NKIC_VENV:-$PWD/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
