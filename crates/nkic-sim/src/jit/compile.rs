@@ -245,13 +245,8 @@ fn build(
     if sig.body == Body::Copy {
         wide_copy(&mut b, sig, [n, dr, ds, ar, as_, br, acc0], header);
     } else if lanes_of(sig) {
-        wide_f32(
-            &mut b,
-            sig,
-            [n, dr, ds, ar, as_, br, bs, acc0],
-            [c0, c1],
-            header,
-        );
+        let mut e = Emit { b: &mut b, cb };
+        e.wide_f32(sig, [n, dr, ds, ar, as_, br, bs, acc0], [c0, c1], header);
     } else {
         to_elements(&mut b, header, [zero, dr, ar, br, acc0]);
     }
@@ -398,12 +393,13 @@ fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: 
     to_elements(b, header, [i, d, a, b0, acc]);
 }
 
-/// The vector type of [`wide_f32`].
+/// The vector type of `Emit::wide_f32`.
 const F32X4: Type = types::F32X4;
 
 /// Whether `sig` runs four elements at a time when its streams are dense
-/// ([`wide_f32`]): f32 operands and result, no fold, and only operators
-/// that are one IEEE operation per lane.
+/// (`Emit::wide_f32`): f32 operands and result, no fold, and only
+/// operators that `Emit::alu` writes as one IEEE operation, which works
+/// per lane on vectors.
 fn lanes_of(sig: Sig) -> bool {
     let lane_op = |op: AluOp| {
         matches!(
@@ -422,75 +418,52 @@ fn lanes_of(sig: Sig) -> bool {
     f32s && body && sig.fold.is_none()
 }
 
-/// The start of a row of a [`lanes_of`] signature: when every stream it
-/// uses is dense, four elements at a time in f32x4 lanes — per lane the
-/// element loop's IEEE operations in its operand order, so every bit
-/// (NaN payloads too) is the same; each lane reads its own position
-/// before writing it, and the planner admits an overlap only at the same
-/// positions — then the element loop at `header` does the rest.
-fn wide_f32(
-    b: &mut FunctionBuilder<'_>,
-    sig: Sig,
-    params: [Value; 8],
-    [c0, c1]: [Value; 2],
-    header: Block,
-) {
-    let [n, d0, ds, a0, as_, b0, bs, acc] = params;
-    let strides: &[Value] = match sig.body {
-        Body::Binary(_) => &[ds, as_, bs],
-        _ => &[ds, as_],
-    };
-    let wide = Wide::enter(b, strides, 4, (n, 4), header, [d0, a0, b0, acc]);
-    let i = wide.pos;
-    let off = b.ins().ishl_imm_u(i, 2);
-    let at_a = b.ins().iadd(a0, off);
-    let x = b.ins().load(F32X4, flags(), at_a, 0);
-    let r = match sig.body {
-        Body::Binary(op) => {
-            let at_b = b.ins().iadd(b0, off);
-            let y = b.ins().load(F32X4, flags(), at_b, 0);
-            lane_alu(b, op, x, y)
-        }
-        Body::Scalar { op0, reverse0, op1 } => {
-            let k0 = b.ins().splat(F32X4, c0);
-            let mut t = lane_apply(b, op0, x, k0, reverse0);
-            if let Some((op1, reverse1)) = op1 {
-                let k1 = b.ins().splat(F32X4, c1);
-                t = lane_apply(b, op1, t, k1, reverse1);
+impl Emit<'_, '_> {
+    /// The start of a row of a [`lanes_of`] signature: when every stream
+    /// it uses is dense, four elements at a time in f32x4 lanes — the
+    /// element loop's own `apply`/`alu` on vector values, so per lane the
+    /// same IEEE operations in the same operand order and every bit (NaN
+    /// payloads too) is the same; each lane reads its own position before
+    /// writing it, and the planner admits an overlap only at the same
+    /// positions — then the element loop at `header` does the rest.
+    fn wide_f32(&mut self, sig: Sig, params: [Value; 8], [c0, c1]: [Value; 2], header: Block) {
+        let [n, d0, ds, a0, as_, b0, bs, acc] = params;
+        let strides: &[Value] = match sig.body {
+            Body::Binary(_) => &[ds, as_, bs],
+            _ => &[ds, as_],
+        };
+        let wide = Wide::enter(self.b, strides, 4, (n, 4), header, [d0, a0, b0, acc]);
+        let i = wide.pos;
+        let off = self.b.ins().ishl_imm_u(i, 2);
+        let at_a = self.b.ins().iadd(a0, off);
+        let x = self.b.ins().load(F32X4, flags(), at_a, 0);
+        let r = match sig.body {
+            Body::Binary(op) => {
+                let at_b = self.b.ins().iadd(b0, off);
+                let y = self.b.ins().load(F32X4, flags(), at_b, 0);
+                self.alu(op, x, y)
             }
-            t
-        }
-        _ => unreachable!("lanes_of admits only binary and scalar bodies"),
-    };
-    let at_d = b.ins().iadd(d0, off);
-    b.ins().store(flags(), r, at_d, 0);
-    wide.close(b);
+            Body::Scalar { op0, reverse0, op1 } => {
+                let k0 = self.b.ins().splat(F32X4, c0);
+                let mut t = self.apply(op0, x, k0, reverse0);
+                if let Some((op1, reverse1)) = op1 {
+                    let k1 = self.b.ins().splat(F32X4, c1);
+                    t = self.apply(op1, t, k1, reverse1);
+                }
+                t
+            }
+            _ => unreachable!("lanes_of admits only binary and scalar bodies"),
+        };
+        let at_d = self.b.ins().iadd(d0, off);
+        self.b.ins().store(flags(), r, at_d, 0);
+        wide.close(self.b);
 
-    let at = |b: &mut FunctionBuilder<'_>, base: Value, stride: Value| {
-        let off = b.ins().imul(i, stride);
-        b.ins().iadd(base, off)
-    };
-    let (d, a, bp) = (at(b, d0, ds), at(b, a0, as_), at(b, b0, bs));
-    to_elements(b, header, [i, d, a, bp, acc]);
-}
-
-/// `Emit::apply` in f32x4 lanes, for the operators of [`lanes_of`].
-fn lane_apply(b: &mut FunctionBuilder<'_>, op: AluOp, x: Value, k: Value, reverse: bool) -> Value {
-    if reverse && !op.is_unary() {
-        lane_alu(b, op, k, x)
-    } else {
-        lane_alu(b, op, x, k)
-    }
-}
-
-/// `Emit::alu` in f32x4 lanes, for the operators of [`lanes_of`].
-fn lane_alu(b: &mut FunctionBuilder<'_>, op: AluOp, x: Value, y: Value) -> Value {
-    match op {
-        AluOp::Add | AluOp::Average => b.ins().fadd(x, y),
-        AluOp::Subtract => b.ins().fsub(x, y),
-        AluOp::Multiply => b.ins().fmul(x, y),
-        AluOp::Bypass => x,
-        _ => unreachable!("lanes_of admits {op} in no lane"),
+        let mut at = |base: Value, stride: Value| {
+            let off = self.b.ins().imul(i, stride);
+            self.b.ins().iadd(base, off)
+        };
+        let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
+        to_elements(self.b, header, [i, d, a, bp, acc]);
     }
 }
 
