@@ -87,6 +87,7 @@ mod jit;
 mod machine;
 mod matmul;
 mod memory;
+mod pages;
 mod race;
 mod result;
 mod rng;

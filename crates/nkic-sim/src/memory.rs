@@ -41,6 +41,7 @@ use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKi
 
 use crate::config::{Bytes, Poison};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
+use crate::pages;
 
 /// The most elements one operand may name (2^26): a bound on the memory
 /// one instruction may need, far above any real instruction.
@@ -237,7 +238,9 @@ impl Data {
     /// The bytes to write, copied from the caller's first if shared.
     pub(crate) fn make_mut(&mut self) -> &mut Vec<u8> {
         if let Data::Shared(bytes) = self {
-            *self = Data::Own(bytes.to_vec());
+            let mut own = pages::zeroed(bytes.len());
+            own.copy_from_slice(bytes);
+            *self = Data::Own(own);
         }
         match self {
             Data::Own(bytes) => bytes,
@@ -262,9 +265,9 @@ impl Space {
     fn new(len: usize) -> Space {
         let words = len.div_ceil(64);
         Space {
-            data: Data::Own(vec![0; len]),
+            data: Data::Own(pages::zeroed(len)),
             all_written: false,
-            init: vec![0; words],
+            init: pages::zeroed(words),
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
@@ -277,7 +280,7 @@ impl Space {
         Space {
             data: Data::Shared(bytes),
             all_written: true,
-            init: vec![u64::MAX; words],
+            init: pages::filled(words, u64::MAX),
             dirty: vec![u64::MAX; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
@@ -354,8 +357,8 @@ impl Space {
             return;
         };
         if self.undef.is_empty() {
-            self.undef = vec![0; self.init.len()];
-            self.origin = vec![0; self.init.len()];
+            self.undef = pages::zeroed(self.init.len());
+            self.origin = pages::zeroed(self.init.len());
         }
         let mut i = start;
         while i < end {
