@@ -243,7 +243,13 @@ fn build(
     let acc_at = b.ins().iadd(accs, acc_at);
     let acc0 = b.ins().load(types::F32, flags(), acc_at, 0);
     if sig.body == Body::Copy {
-        wide_copy(&mut b, sig, [n, dr, ds, ar, as_, br, acc0], header);
+        wide_copy(
+            &mut b,
+            sig,
+            [n, dr, ds, ar, as_, br, acc0],
+            header,
+            frontend,
+        );
     } else if lanes_of(sig) {
         let mut e = Emit { b: &mut b, cb };
         e.wide_f32(sig, [n, dr, ds, ar, as_, br, bs, acc0], [c0, c1], header);
@@ -368,29 +374,39 @@ impl Wide {
     }
 }
 
-/// The start of a raw copy: when both streams are contiguous, the bytes
-/// move 16 at a time (the caller checked the first and the last element,
-/// so every byte between lies in the stream's memory; the destination
-/// and the source either do not overlap or coincide), then the element
-/// loop at `header` copies the rest one element at a time.
-fn wide_copy(b: &mut FunctionBuilder<'_>, sig: Sig, params: [Value; 7], header: Block) {
+/// The start of a raw copy: when both streams are contiguous, the row's
+/// bytes move in one call of the C library's `memmove` (the caller
+/// checked the first and the last element, so every byte between lies in
+/// the stream's memory; the destination and the source either do not
+/// overlap or coincide), and the element loop at `header` starts past
+/// the end; otherwise the element loop copies one element at a time.
+fn wide_copy(
+    b: &mut FunctionBuilder<'_>,
+    sig: Sig,
+    params: [Value; 7],
+    header: Block,
+    frontend: TargetFrontendConfig,
+) {
     let [n, d0, ds, a0, as_, b0, acc] = params;
     let size = i64::from(sig.dst.size());
+    let whole = b.create_block();
+    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, size);
+    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, size);
+    let dense = b.ins().band(dense_d, dense_a);
+    let zero = b.ins().iconst(types::I64, 0);
+    b.ins().brif(
+        dense,
+        whole,
+        &[],
+        header,
+        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
+    );
+    b.switch_to_block(whole);
     let total = b.ins().imul_imm_s(n, size);
-    let start = [d0, a0, b0, acc];
-    let wide = Wide::enter(b, &[ds, as_], size, (total, 16), header, start);
-    let off = wide.pos;
-    let from = b.ins().iadd(a0, off);
-    let to = b.ins().iadd(d0, off);
-    let word = b.ins().load(types::I64X2, flags(), from, 0);
-    b.ins().store(flags(), word, to, 0);
-    wide.close(b);
-
-    // Every size divides 16, so `off` is a whole number of elements.
-    let i = b.ins().sdiv_imm_s(off, size);
-    let d = b.ins().iadd(d0, off);
-    let a = b.ins().iadd(a0, off);
-    to_elements(b, header, [i, d, a, b0, acc]);
+    b.call_memmove(frontend, d0, a0, total);
+    let d = b.ins().iadd(d0, total);
+    let a = b.ins().iadd(a0, total);
+    to_elements(b, header, [n, d, a, b0, acc]);
 }
 
 /// The vector type of `Emit::wide_f32`.
