@@ -202,6 +202,7 @@ enum ElemState {
 pub(crate) struct Space {
     pub(crate) data: Data,
     /// Every written bit is set: an input's space, until it is recycled.
+    /// `init` is empty meanwhile (an input of gigabytes needs no bits).
     all_written: bool,
     init: Vec<u64>,
     dirty: Vec<u64>,
@@ -280,8 +281,8 @@ impl Space {
         Space {
             data: Data::Shared(bytes),
             all_written: true,
-            init: pages::filled(words, u64::MAX),
-            dirty: vec![u64::MAX; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
+            init: Vec::new(),
+            dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
         }
@@ -290,7 +291,9 @@ impl Space {
     /// Makes every byte never-written again, as `Space::new` leaves it,
     /// clearing only the blocks written since the last reset.
     fn recycle(&mut self) {
-        self.all_written = false;
+        if std::mem::take(&mut self.all_written) {
+            self.init = pages::zeroed(self.words());
+        }
         for (d, word) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(word);
             while bits != 0 {
@@ -303,6 +306,20 @@ impl Space {
         }
         self.undef = Vec::new();
         self.origin = Vec::new();
+    }
+
+    /// Words of written bits (and of undefined bits): one bit per byte.
+    fn words(&self) -> usize {
+        self.data.len().div_ceil(64)
+    }
+
+    /// Word `w` of the written bits.
+    fn init_word(&self, w: usize) -> u64 {
+        if self.all_written {
+            u64::MAX
+        } else {
+            self.init[w]
+        }
     }
 
     /// The first byte in `start..end` written with undefined data.
@@ -328,7 +345,7 @@ impl Space {
     /// and `first_undef` find nothing), checked a whole word at a time.
     #[inline]
     fn clean(&self, start: usize, end: usize) -> bool {
-        bits_all(&self.init, start, end, u64::MAX)
+        (self.all_written || bits_all(&self.init, start, end, u64::MAX))
             && (self.undef.is_empty() || bits_all(&self.undef, start, end, 0))
     }
 
@@ -357,8 +374,8 @@ impl Space {
             return;
         };
         if self.undef.is_empty() {
-            self.undef = pages::zeroed(self.init.len());
-            self.origin = pages::zeroed(self.init.len());
+            self.undef = pages::zeroed(self.words());
+            self.origin = pages::zeroed(self.words());
         }
         let mut i = start;
         while i < end {
@@ -372,6 +389,9 @@ impl Space {
 
     /// The first byte in `start..end` never written.
     pub(crate) fn first_uninit(&self, start: usize, end: usize) -> Option<usize> {
+        if self.all_written {
+            return None;
+        }
         let mut i = start;
         while i < end {
             let w = i / 64;
@@ -389,6 +409,9 @@ impl Space {
     }
 
     fn mark(&mut self, start: usize, end: usize) {
+        if self.all_written {
+            return;
+        }
         if start < end {
             for block in (start / 64 / DIRTY_WORDS)..=((end - 1) / 64 / DIRTY_WORDS) {
                 self.dirty[block / 64] |= 1 << (block % 64);
@@ -1639,14 +1662,14 @@ impl MemoryState {
         if let Some(bits) = RowBits::of(v) {
             return bits.pieces().all(|piece| match piece {
                 Piece::Words(a, b) => {
-                    space.init[a..b].iter().all(|&w| w == u64::MAX)
+                    (space.all_written || space.init[a..b].iter().all(|&w| w == u64::MAX))
                         && space
                             .undef
                             .get(a..b)
                             .is_none_or(|u| u.iter().all(|&w| w == 0))
                 }
                 Piece::Part(w, m) => {
-                    space.init[w] & m == m && space.undef.get(w).is_none_or(|u| u & m == 0)
+                    space.init_word(w) & m == m && space.undef.get(w).is_none_or(|u| u & m == 0)
                 }
             });
         }
@@ -1710,25 +1733,34 @@ impl MemoryState {
         let space = self.space_mut(v.space);
         if let Some(bits) = RowBits::of(v) {
             let shade = precise && !space.undef.is_empty();
+            // Written bits stay all set (and need no dirty blocks) while
+            // the space is `all_written`.
+            let marks = !space.all_written;
             for piece in bits.pieces() {
                 let (a, b) = match piece {
                     Piece::Words(a, b) => {
-                        space.init[a..b].fill(u64::MAX);
+                        if marks {
+                            space.init[a..b].fill(u64::MAX);
+                        }
                         if shade {
                             space.undef[a..b].fill(0);
                         }
                         (a, b)
                     }
                     Piece::Part(w, m) => {
-                        space.init[w] |= m;
+                        if marks {
+                            space.init[w] |= m;
+                        }
                         if shade {
                             space.undef[w] &= !m;
                         }
                         (w, w + 1)
                     }
                 };
-                for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
-                    space.dirty[block / 64] |= 1 << (block % 64);
+                if marks {
+                    for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
+                        space.dirty[block / 64] |= 1 << (block % 64);
+                    }
                 }
             }
         } else {
@@ -1850,12 +1882,12 @@ impl MemoryState {
                 .collect()
         }
         for ((name, a), (_, b)) in named(self).into_iter().zip(named(other)) {
-            if a.init != b.init {
+            if a.words() != b.words() || (0..a.words()).any(|w| a.init_word(w) != b.init_word(w)) {
                 return Some(format!("{name}: written bits differ"));
             }
             // Never-written bytes are never observed (and recycled memory
             // holds whatever it held): compare the written ones.
-            let written = |i: usize| a.init[i / 64] & (1 << (i % 64)) != 0;
+            let written = |i: usize| a.init_word(i / 64) & (1 << (i % 64)) != 0;
             let differ = a.data.iter().zip(b.data.iter()).enumerate();
             if a.data[..] != b.data[..]
                 && let Some((i, _)) = differ
@@ -2038,6 +2070,24 @@ mod tests {
         assert_eq!(out, want);
         // The never-written element is reported, the gathered rows not.
         assert_eq!(m.taint.reads.len(), 1);
+    }
+
+    /// An input's space holds no written bits while it is all written;
+    /// recycling it makes every byte never-written, as for any space.
+    #[test]
+    fn an_input_space_is_written_without_bits_until_recycled() {
+        let mut s = Space::initialised(Bytes::from(vec![3u8; 1000]));
+        assert!(s.init.is_empty());
+        assert!(s.clean(0, 1000) && s.first_uninit(0, 1000).is_none());
+        assert_eq!(s.init_word(15), u64::MAX);
+        s.mark(10, 20);
+        assert!(s.init.is_empty());
+        s.recycle();
+        assert_eq!(s.init.len(), 16);
+        assert_eq!(s.first_uninit(0, 1000), Some(0));
+        s.mark(100, 300);
+        assert!(s.clean(100, 300) && !s.clean(99, 300) && !s.clean(100, 301));
+        assert_eq!(s.first_uninit(100, 1000), Some(300));
     }
 
     #[test]
