@@ -45,6 +45,11 @@
 //!    (a fixed-seed generator), keeping every improvement, for at most
 //!    [`SEARCH_ROUNDS`] passes and [`SEARCH_BUDGET`] slot evaluations.
 //!
+//! The search stops early once the best schedule is within 1 % of a time
+//! no schedule can beat ([`NEAR_FLOOR`]: the longest chain of latencies,
+//! the busiest DMA engine, and each engine's work that has no other
+//! engine to go to).
+//!
 //! Compile time stays linear in the program: a pass weighs at most
 //! [`READY_LOOKAHEAD`] ready ops per step, steps 1 and 2 stop once they
 //! have spent [`PASS_BUDGET`] slot evaluations (step 3 is then skipped),
@@ -158,6 +163,12 @@ pub const READY_LOOKAHEAD: usize = 256;
 /// evaluations per op.
 pub const PASS_BUDGET: u64 = 4_000_000;
 
+/// The search stops once the best schedule's time is within
+/// 1/`NEAR_FLOOR` of `Table::floor_ps`, a time no schedule can beat: a
+/// kernel bound by its DMA engines or one engine's work gains nothing
+/// from more passes.
+pub const NEAR_FLOOR: u64 = 100;
+
 /// The most forward-backward rounds.
 pub const FORWARD_BACKWARD_ROUNDS: usize = 4;
 
@@ -179,6 +190,12 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         return list_schedule(&table, graph, Some(POLICIES[0]), &none).0;
     }
     let mut best = Best(None);
+    let floor = table.floor_ps();
+    let near_floor = |best: &Best| {
+        best.0
+            .as_ref()
+            .is_some_and(|b| b.estimated_ps <= floor + floor / NEAR_FLOOR)
+    };
     // 1. The policies.
     let backward = table.backward(graph, None);
     let mut spent = 0u64;
@@ -186,13 +203,13 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
         let (s, work) = list_schedule(&table, graph, Some(*policy), &backward);
         best.consider(s);
         spent += work;
-        if spent > PASS_BUDGET {
+        if spent > PASS_BUDGET || near_floor(&best) {
             break;
         }
     }
     // 2. Forward-backward improvement.
     for _ in 0..FORWARD_BACKWARD_ROUNDS {
-        if spent > PASS_BUDGET {
+        if spent > PASS_BUDGET || near_floor(&best) {
             break;
         }
         let Some(current) = &best.0 else { break };
@@ -213,7 +230,7 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     }
     // 3. The perturbation search.
     let mut rng = nkic_isa::SplitMix64(0x6E6B_6963_5F73_6368);
-    let searching = spent <= PASS_BUDGET;
+    let searching = spent <= PASS_BUDGET && !near_floor(&best);
     let mut spent = 0u64;
     for round in 0..SEARCH_ROUNDS {
         if !searching {
@@ -423,6 +440,35 @@ impl Table {
     /// fits closest to the end. Returns, per op, how long before the end
     /// it starts: its urgency. Ops whose data must leave the chip early (a
     /// store behind other stores on busy DMA engines) get large urgencies.
+    /// A time no schedule of these ops can beat: the longest chain of
+    /// latencies (`level`), the busiest DMA engine (a transfer's engines
+    /// do not depend on its queue), the DMA queues' work shared evenly,
+    /// and the work of each engine that ops with no other candidate give
+    /// it.
+    fn floor_ps(&self) -> u64 {
+        let mut engine_ps = vec![0u64; self.dma_engines.max(1)];
+        let mut dma_queue_ps = 0u64;
+        let mut only_ps: BTreeMap<Engine, u64> = BTreeMap::new();
+        for (cands, transfer) in self.candidates.iter().zip(&self.transfers) {
+            if let Some(t) = transfer {
+                for span in t.engine_spans(engine_ps.len() as u32) {
+                    for e in &mut engine_ps[span] {
+                        *e += t.engine_busy_ps;
+                    }
+                }
+            }
+            match cands.as_slice() {
+                [(Engine::Dma, c)] => dma_queue_ps += c.busy_ps,
+                [(e, c)] => *only_ps.entry(*e).or_default() += c.busy_ps,
+                _ => {}
+            }
+        }
+        let queues = self.dma_queues.len().max(1) as u64;
+        let level = self.level.iter().copied().max().unwrap_or(0);
+        let engines = engine_ps.into_iter().chain(only_ps.into_values());
+        engines.fold(level.max(dma_queue_ps / queues), u64::max)
+    }
+
     fn backward(&self, graph: &Graph, justify: Option<&[u64]>) -> Vec<u64> {
         let n = self.candidates.len();
         let mut until = vec![0u64; n];
