@@ -19,8 +19,19 @@
 //!   the next iteration, or was produced by the previous one);
 //! * a storage allocated in a dynamic loop body (`Storage::scope`) is live
 //!   for the whole loop, as NKI keeps such tensors resident (language.md
-//!   §5.3); a value is not promised to survive from one run of that loop
-//!   to the next run (an enclosing loop's next iteration);
+//!   §5.3), unless each iteration makes it anew: the ops of the body that
+//!   touch it write every byte of it before any reads it, at the body's
+//!   own level (not in a nested loop), with no `accumulate`, run-time
+//!   offset or indirection, each write over all its partitions
+//!   ([`fresh_each_iteration`]). Then no
+//!   iteration can see the bytes of an earlier one, and the storage is
+//!   live only from that write to its last use, so the tiles of one
+//!   iteration share bytes by their uses as those of an unrolled loop do.
+//!   Iterations that overlap on the device (the backend's relaxed loops)
+//!   are ordered by the dependency graph, which compares placed bytes, so
+//!   an iteration's write waits for the previous iteration's last use of
+//!   the bytes it reuses. A value is not promised to survive from one run
+//!   of that loop to the next run (an enclosing loop's next iteration);
 //! * arguments of kind `input` or `inout` are live from position 0, and
 //!   arguments of kind `output` or `inout` and returned storages until the
 //!   end.
@@ -30,7 +41,7 @@
 
 use crate::arena::{Handle, SecondaryMap};
 use crate::kernel::{ArgKind, DynLoop, Item, Kernel, Storage};
-use crate::op::Op;
+use crate::op::{Op, Role};
 
 /// Program-order positions of a kernel's items; see the module doc.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -114,11 +125,85 @@ pub fn program_order(kernel: &Kernel) -> ProgramOrder {
     order
 }
 
+/// Whether storage `t`, allocated in dynamic loop `scope`, is made anew
+/// by every iteration: the ops touching it (`touches`, in position order)
+/// write every byte of it before any reads it, all of them at the body's
+/// own level (not in a nested loop, which may run no iteration), at no
+/// run-time offset or indirection, and without adding into it.
+fn fresh_each_iteration(
+    kernel: &Kernel,
+    order: &ProgramOrder,
+    t: Handle<Storage>,
+    scope: Handle<DynLoop>,
+    touches: &[(u32, Handle<Op>)],
+) -> bool {
+    let Some(st) = kernel.storages.try_get(t) else {
+        return false;
+    };
+    let whole = crate::view::View::full(t, st).footprint_in(st);
+    let Some(want) = whole.runs(RUN_LIMIT) else {
+        return false;
+    };
+    // The bytes of every row written so far (all partitions each time).
+    let mut written: Vec<(i64, i64)> = Vec::new();
+    for &(_, h) in touches {
+        let Some(op) = kernel.ops.try_get(h) else {
+            return false;
+        };
+        if order.op_loops.get(h).and_then(|l| l.last()) != Some(&scope) || op.accumulates() {
+            return false;
+        }
+        let accesses: Vec<_> = op
+            .accesses()
+            .into_iter()
+            .filter(|a| a.view.storage == t)
+            .collect();
+        if accesses.iter().any(|a| a.role != Role::Write || a.is_index) {
+            return false;
+        }
+        for a in accesses {
+            let fp = a.view.footprint_in(st);
+            if fp.dynamic || a.view.indirect.is_some() || fp.partitions != whole.partitions {
+                return false;
+            }
+            let Some(runs) = fp.runs(RUN_LIMIT) else {
+                return false;
+            };
+            written = merge_runs(&written, &runs);
+        }
+        if written == want {
+            return true;
+        }
+    }
+    false
+}
+
+/// The union of two sorted, merged lists of byte runs `[start, end)`,
+/// sorted and merged.
+fn merge_runs(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut all: Vec<(i64, i64)> = a.iter().chain(b).copied().collect();
+    all.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(all.len());
+    for (lo, hi) in all {
+        match out.last_mut() {
+            Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// The most byte runs per row `fresh_each_iteration` compares; a write of
+/// more runs than this keeps its storage live for the whole loop.
+const RUN_LIMIT: u64 = 4096;
+
 /// The live range of every storage that needs memory; see the module doc.
 pub fn live_ranges(kernel: &Kernel) -> SecondaryMap<Storage, LiveRange> {
     let order = program_order(kernel);
     let mut ranges: SecondaryMap<Storage, LiveRange> = SecondaryMap::new();
     let no_loops = Vec::new();
+    // The ops touching each storage allocated in a dynamic loop body.
+    let mut touches: SecondaryMap<Storage, Vec<(u32, Handle<Op>)>> = SecondaryMap::new();
     for (h, op) in kernel.ops.iter() {
         let Some(&pos) = order.op_position.get(h) else {
             continue;
@@ -126,6 +211,18 @@ pub fn live_ranges(kernel: &Kernel) -> SecondaryMap<Storage, LiveRange> {
         let loops = order.op_loops.get(h).unwrap_or(&no_loops);
         for access in op.accesses() {
             let t = access.view.storage;
+            if kernel
+                .storages
+                .try_get(t)
+                .is_some_and(|s| s.scope.is_some())
+            {
+                match touches.get_mut(t) {
+                    Some(list) => list.push((pos, h)),
+                    None => {
+                        touches.insert(t, vec![(pos, h)]);
+                    }
+                }
+            }
             cover(&mut ranges, t, pos, pos);
             let scope = kernel.storages.try_get(t).and_then(|s| s.scope);
             // The loops enclosing the allocation are the scope and its
@@ -144,6 +241,11 @@ pub fn live_ranges(kernel: &Kernel) -> SecondaryMap<Storage, LiveRange> {
         if let Some(scope) = st.scope
             && ranges.get(t).is_some()
             && let Some(&(header, footer)) = order.loop_span.get(scope)
+            && !touches.get_mut(t).is_some_and(|list| {
+                list.sort_unstable();
+                list.dedup();
+                fresh_each_iteration(kernel, &order, t, scope, list)
+            })
         {
             cover(&mut ranges, t, header, footer);
         }

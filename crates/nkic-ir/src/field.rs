@@ -61,6 +61,11 @@ pub trait FieldValue {
     fn registers(&self) -> Vec<RegHandle> {
         Vec::new()
     }
+    /// The value of a flag field (`bool`, or an open choice of one once
+    /// made); `None` for other fields and open choices.
+    fn flag(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// The parsing half of a field.
@@ -442,6 +447,9 @@ impl FieldValue for bool {
     fn is_omitted(&self) -> bool {
         !*self
     }
+    fn flag(&self) -> Option<bool> {
+        Some(*self)
+    }
 }
 
 impl FieldParse for bool {
@@ -611,6 +619,9 @@ impl<T: FieldValue> FieldValue for Option<T> {
     }
     fn registers(&self) -> Vec<RegHandle> {
         self.as_ref().map(FieldValue::registers).unwrap_or_default()
+    }
+    fn flag(&self) -> Option<bool> {
+        self.as_ref().and_then(FieldValue::flag)
     }
 }
 

@@ -461,6 +461,18 @@ impl Op {
         }
     }
 
+    /// True when the op adds into its destination instead of overwriting
+    /// it: its `accumulate` field (the table's one name for a
+    /// read-modify-write of the destination: DMAs, matmuls) is set. An open
+    /// `accumulate` (a matmul's, decided by the backend) counts as unset.
+    pub fn accumulates(&self) -> bool {
+        let mut set = false;
+        self.kind.for_each_field(&mut |field, _, value| {
+            set |= field == "accumulate" && value.flag() == Some(true);
+        });
+        set
+    }
+
     /// Every view the op reads or writes, in field order; index views of
     /// indirect operands follow their operand as reads.
     pub fn accesses(&self) -> Vec<Access<'_>> {

@@ -1417,11 +1417,123 @@ fn live_ranges_follow_uses_loops_and_arguments() {
     assert!(!tiles[0].intersects(tiles[1]));
     // Read inside dyn0 but written before it: live through the whole loop.
     assert_eq!(range("window"), Some((15, 18)));
-    // Allocated in dyn0's body: resident for the whole loop.
-    assert_eq!(range("part"), Some((16, 18)));
+    // Allocated in dyn0's body and written whole by its one op there:
+    // made anew by every iteration, so live at that op only.
+    assert_eq!(range("part"), Some((17, 17)));
     // Read by reg_load in the while loop.
     assert_eq!(range("flag"), Some((19, 23)));
     assert_eq!(range("gathered"), Some((13, 13)));
+}
+
+/// A tile allocated in a dynamic loop body is live for the whole loop
+/// unless the body writes every byte of it before reading any: in one
+/// write or in pieces over all partitions, not in half of its partitions,
+/// not adding into it (`accumulate`), not inside a nested loop.
+#[test]
+fn body_tiles_made_anew_each_iteration_live_only_from_their_writes() {
+    let mut b = KernelBuilder::new("fresh", Target::Trn3);
+    b.add_file(FileId(0), "kernel.py");
+    let src = b.add_arg(
+        "src",
+        Buffer::SharedHbm,
+        DType::F32,
+        &[128, 8],
+        ArgKind::Input,
+        loc(0, 1),
+    );
+    let out = b.add_arg(
+        "out",
+        Buffer::SharedHbm,
+        DType::F32,
+        &[128, 8],
+        ArgKind::Output,
+        loc(2, 3),
+    );
+    let (dl, _) = b.begin_dynamic_loop(
+        DynLoopKind::Range {
+            start: RegOrImm::Imm(0),
+            stop: RegOrImm::Imm(4),
+            step: 1,
+        },
+        "i",
+        loc(4, 5),
+    );
+    let tile = |b: &mut KernelBuilder, name: &str| {
+        b.alloc_storage(name, Buffer::Sbuf, DType::F32, &[128, 8], loc(6, 7))
+    };
+    let half_cols = |t: Handle<Storage>, first: i64| {
+        View::new(
+            t,
+            DType::F32,
+            first,
+            &[ViewDim::new(8, 128), ViewDim::new(1, 4)],
+        )
+    };
+    // Written whole, then read: fresh.
+    let whole = tile(&mut b, "whole");
+    b.push_op(Op::new(dma(full(&b, whole), full(&b, src))), loc(10, 11));
+    // Written in two column halves, then read: fresh.
+    let pieces = tile(&mut b, "pieces");
+    b.push_op(
+        Op::new(memset(half_cols(pieces, 0), Imm::Int(0))),
+        loc(12, 13),
+    );
+    b.push_op(
+        Op::new(memset(half_cols(pieces, 4), Imm::Int(1))),
+        loc(14, 15),
+    );
+    // Read before it is written: carries the previous iteration's bytes.
+    let carried = tile(&mut b, "carried");
+    b.push_op(Op::new(dma(full(&b, out), full(&b, carried))), loc(16, 17));
+    b.push_op(Op::new(memset(full(&b, carried), Imm::Int(2))), loc(18, 19));
+    // Only partitions 0..64 written before the read.
+    let half = tile(&mut b, "half");
+    b.push_op(
+        Op::new(memset(rows(half, DType::F32, 0, 64, 8), Imm::Int(3))),
+        loc(20, 21),
+    );
+    // Added into by its first write.
+    let added = tile(&mut b, "added");
+    let mut acc = dma(full(&b, added), full(&b, src));
+    if let OpKind::DmaCopy { accumulate, .. } = &mut acc {
+        *accumulate = true;
+    }
+    b.push_op(Op::new(acc), loc(22, 23));
+    // Written whole only inside a nested loop (which may run no iteration).
+    let nested = tile(&mut b, "nested");
+    let (inner, _) = b.begin_dynamic_loop(
+        DynLoopKind::Range {
+            start: RegOrImm::Imm(0),
+            stop: RegOrImm::Imm(2),
+            step: 1,
+        },
+        "j",
+        loc(24, 25),
+    );
+    b.push_op(Op::new(memset(full(&b, nested), Imm::Int(4))), loc(26, 27));
+    b.end_dynamic_loop(inner);
+    for t in [whole, pieces, half, added, nested] {
+        b.push_op(Op::new(dma(full(&b, out), full(&b, t))), loc(30, 31));
+    }
+    b.end_dynamic_loop(dl);
+    b.add_output(out);
+    let k = b.finish();
+    let ranges = nkic_ir::live_ranges(&k);
+    let order = nkic_ir::program_order(&k);
+    let loops: Vec<_> = k.dyn_loops.handles().collect();
+    let span = *order.loop_span.get(loops[0]).unwrap();
+    let range = |name: &str| {
+        let r = ranges.get(find_storage(&k, name)).unwrap();
+        (r.first, r.last)
+    };
+    // Positions: header 0, whole 1, pieces 2-3, carried 4-5, half 6,
+    // added 7, inner header 8, nested 9, inner footer 10, reads 11-15.
+    assert_eq!(span, (0, 16));
+    assert_eq!(range("whole"), (1, 11));
+    assert_eq!(range("pieces"), (2, 12));
+    for name in ["carried", "half", "added", "nested"] {
+        assert_eq!(range(name), span, "{name}");
+    }
 }
 
 // ------------------------------------------------------------------ view transformations
