@@ -8,6 +8,11 @@ cd "$(dirname "$0")/.."
 cargo test --workspace --locked
 # The interpreter-only simulator (hosts without a Cranelift back end).
 cargo test --locked -p nkic-sim --no-default-features --lib
+# The simulator's unit tests as users run it (release): its numerics must
+# not depend on how the compiler orders float operations (NaN payloads of
+# its fast paths against their definitions), and the test profile builds
+# the workspace at opt-level 1.
+cargo test --locked --release -p nkic-sim --lib
 venv="${NKIC_VENV:-$PWD/.venv}"
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
