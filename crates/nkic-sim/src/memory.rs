@@ -308,6 +308,13 @@ impl Space {
         self.origin = Vec::new();
     }
 
+    /// Marks the dirty blocks of written-bit words `a..b` (`a < b`).
+    fn dirty_words(&mut self, a: usize, b: usize) {
+        for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
+            self.dirty[block / 64] |= 1 << (block % 64);
+        }
+    }
+
     /// Words of written bits (and of undefined bits): one bit per byte.
     fn words(&self) -> usize {
         self.data.len().div_ceil(64)
@@ -413,9 +420,7 @@ impl Space {
             return;
         }
         if start < end {
-            for block in (start / 64 / DIRTY_WORDS)..=((end - 1) / 64 / DIRTY_WORDS) {
-                self.dirty[block / 64] |= 1 << (block % 64);
-            }
+            self.dirty_words(start / 64, (end - 1) / 64 + 1);
         }
         let mut i = start;
         while i < end {
@@ -1758,9 +1763,7 @@ impl MemoryState {
                     }
                 };
                 if marks {
-                    for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
-                        space.dirty[block / 64] |= 1 << (block % 64);
-                    }
+                    space.dirty_words(a, b);
                 }
             }
         } else {

@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
+    AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
 };
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_codegen::settings::{self, Configurable};
@@ -338,20 +338,8 @@ impl Wide {
         let body = b.create_block();
         let tail = b.create_block();
         b.append_block_param(header, types::I64);
-        let mut dense = b.ins().iconst(types::I8, 1);
-        for &stride in strides {
-            let unit = b.ins().icmp_imm_s(IntCC::Equal, stride, size);
-            dense = b.ins().band(dense, unit);
-        }
         let zero = b.ins().iconst(types::I64, 0);
-        let [d0, a0, b0, acc] = start;
-        b.ins().brif(
-            dense,
-            header,
-            &[zero.into()],
-            elements,
-            &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
-        );
+        if_dense(b, strides, size, (header, &[zero.into()]), elements, start);
         b.switch_to_block(header);
         let pos = b.block_params(header)[0];
         let next = b.ins().iadd_imm_s(pos, step);
@@ -374,6 +362,34 @@ impl Wide {
     }
 }
 
+/// Branches to `dense` with its arguments when every stride of `strides`
+/// is `size` (the streams are contiguous), else to the element loop at
+/// `elements` from element 0 with `start` (the destination, the two
+/// sources and the fold).
+fn if_dense(
+    b: &mut FunctionBuilder<'_>,
+    strides: &[Value],
+    size: i64,
+    (dense, args): (Block, &[BlockArg]),
+    elements: Block,
+    start: [Value; 4],
+) {
+    let mut all = b.ins().iconst(types::I8, 1);
+    for &stride in strides {
+        let unit = b.ins().icmp_imm_s(IntCC::Equal, stride, size);
+        all = b.ins().band(all, unit);
+    }
+    let zero = b.ins().iconst(types::I64, 0);
+    let [d0, a0, b0, acc] = start;
+    b.ins().brif(
+        all,
+        dense,
+        args,
+        elements,
+        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
+    );
+}
+
 /// The start of a raw copy: when both streams are contiguous, the row's
 /// bytes move in one call of the C library's `memmove` (the caller
 /// checked the first and the last element, so every byte between lies in
@@ -390,17 +406,7 @@ fn wide_copy(
     let [n, d0, ds, a0, as_, b0, acc] = params;
     let size = i64::from(sig.dst.size());
     let whole = b.create_block();
-    let dense_d = b.ins().icmp_imm_s(IntCC::Equal, ds, size);
-    let dense_a = b.ins().icmp_imm_s(IntCC::Equal, as_, size);
-    let dense = b.ins().band(dense_d, dense_a);
-    let zero = b.ins().iconst(types::I64, 0);
-    b.ins().brif(
-        dense,
-        whole,
-        &[],
-        header,
-        &[zero.into(), d0.into(), a0.into(), b0.into(), acc.into()],
-    );
+    if_dense(b, &[ds, as_], size, (whole, &[]), header, [d0, a0, b0, acc]);
     b.switch_to_block(whole);
     let total = b.ins().imul_imm_s(n, size);
     b.call_memmove(frontend, d0, a0, total);

@@ -202,9 +202,9 @@ fn a_scan_carries_its_f32_running_value_across_pieces_natively() {
 }
 
 #[test]
-fn a_contiguous_copy_moves_blocks_then_the_odd_elements_natively() {
+fn a_contiguous_copy_moves_whole_rows_of_odd_lengths_natively() {
     let mut b = Bench::new();
-    // 13 bf16 elements per row: one 16-byte block, then five elements.
+    // 13 bf16 elements per row (26 bytes), each row one memmove.
     let bits: Vec<u32> = (0..2 * 13).map(|k| 0x3f80 + k).collect();
     b.put_bits(&tile(2, 13, 2, DType::BF16), &bits);
     let op = Op::TensorCopy(insn::TensorCopy {
