@@ -41,7 +41,7 @@ use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKi
 
 use crate::config::{Bytes, Poison};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
-use crate::pages;
+use crate::pages::{self, Pages};
 
 /// The most elements one operand may name (2^26): a bound on the memory
 /// one instruction may need, far above any real instruction.
@@ -208,6 +208,8 @@ pub(crate) struct Space {
     dirty: Vec<u64>,
     undef: Vec<u64>,
     origin: Vec<u32>,
+    /// The page size of its buffers (`pages` module doc).
+    pages: Pages,
 }
 
 /// A memory's bytes: its own, or an input tensor's shared with the
@@ -239,7 +241,7 @@ impl Data {
     /// The bytes to write, copied from the caller's first if shared.
     pub(crate) fn make_mut(&mut self) -> &mut Vec<u8> {
         if let Data::Shared(bytes) = self {
-            let mut own = pages::zeroed(bytes.len());
+            let mut own = pages::zeroed(bytes.len(), Pages::Huge);
             own.copy_from_slice(bytes);
             *self = Data::Own(own);
         }
@@ -263,15 +265,16 @@ impl Data {
 const DIRTY_WORDS: usize = 512;
 
 impl Space {
-    fn new(len: usize) -> Space {
+    fn new(len: usize, pages: Pages) -> Space {
         let words = len.div_ceil(64);
         Space {
-            data: Data::Own(pages::zeroed(len)),
+            data: Data::Own(pages::zeroed(len, pages)),
             all_written: false,
-            init: pages::zeroed(words),
+            init: pages::zeroed(words, pages),
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
+            pages,
         }
     }
 
@@ -285,6 +288,7 @@ impl Space {
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
+            pages: Pages::Huge,
         }
     }
 
@@ -292,7 +296,7 @@ impl Space {
     /// clearing only the blocks written since the last reset.
     fn recycle(&mut self) {
         if std::mem::take(&mut self.all_written) {
-            self.init = pages::zeroed(self.words());
+            self.init = pages::zeroed(self.words(), self.pages);
         }
         for (d, word) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(word);
@@ -381,8 +385,8 @@ impl Space {
             return;
         };
         if self.undef.is_empty() {
-            self.undef = pages::zeroed(self.words());
-            self.origin = pages::zeroed(self.words());
+            self.undef = pages::zeroed(self.words(), self.pages);
+            self.origin = pages::zeroed(self.words(), self.pages);
         }
         let mut i = start;
         while i < end {
@@ -460,7 +464,7 @@ fn on_chip_space(len: usize) -> Space {
             space.recycle();
             space
         }
-        None => Space::new(len),
+        None => Space::new(len, Pages::Base),
     }
 }
 
@@ -720,7 +724,10 @@ impl MemoryState {
                     Some(id) => map.push(id.0),
                     None => {
                         map.push(u32::try_from(hbm.len()).unwrap_or(u32::MAX));
-                        hbm.push(Space::new(usize::try_from(t.bytes()).unwrap_or(0)));
+                        hbm.push(Space::new(
+                            usize::try_from(t.bytes()).unwrap_or(0),
+                            Pages::Huge,
+                        ));
                         hbm_shapes.push(t.shape.clone());
                         hbm_names.push(if c > 0 {
                             format!("core{c}.{}", t.name)
@@ -2012,7 +2019,7 @@ mod tests {
 
     #[test]
     fn init_bits_track_bytes() {
-        let mut s = Space::new(300);
+        let mut s = Space::new(300, Pages::Base);
         assert_eq!(s.first_uninit(0, 300), Some(0));
         s.mark(3, 200);
         assert_eq!(s.first_uninit(3, 200), None);
@@ -2031,7 +2038,7 @@ mod tests {
             shades in proptest::collection::vec((0usize..700, 0usize..90), 0..3),
             ranges in proptest::collection::vec((0usize..790, 0usize..200), 1..40),
         ) {
-            let mut s = Space::new(800);
+            let mut s = Space::new(800, Pages::Huge);
             for (a, n) in marks {
                 s.mark(a, a + n);
             }

@@ -6,6 +6,14 @@
 //! kernels give huge pages only to memory advised so (`madvise` mode of
 //! `/sys/kernel/mm/transparent_hugepage/enabled`), hence the advice.
 //!
+//! Huge pages pay only where a buffer is touched densely. An on-chip
+//! memory is partition-major (a partition's bytes, then the next's), so
+//! one tile touches a little of every partition: 128 stretches a
+//! partition stride apart, which with 2 MiB pages faults in (and clears)
+//! the whole SBUF at the first tile where 4 KiB pages clear 512 KiB. Its
+//! buffers are `Pages::Base`; HBM tensors, written and read along their
+//! rows, are `Pages::Huge`.
+//!
 //! Advice changes no byte of a buffer: `MADV_HUGEPAGE` only tells the
 //! kernel which page size to fault the range in with. It is the module's
 //! one `unsafe` call.
@@ -19,12 +27,23 @@ const ADVISE_MIN_BYTES: usize = 4 << 20;
 /// 64 KiB), so that a range aligned to it is page-aligned too.
 const HUGE_PAGE: usize = 2 << 20;
 
-/// `vec![zero; n]`, with pages the kernel may make huge (module doc):
-/// the allocator's fresh zeroed memory is advised before anything
-/// touches it.
-pub(crate) fn zeroed<T: Copy + Default>(n: usize) -> Vec<T> {
+/// The page size a buffer asks for (module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pages {
+    /// Touched along its length: huge pages when large.
+    Huge,
+    /// Touched in scattered small pieces: the base page size.
+    Base,
+}
+
+/// `vec![zero; n]`; with `Pages::Huge`, pages the kernel may make huge
+/// (module doc): the allocator's fresh zeroed memory is advised before
+/// anything touches it.
+pub(crate) fn zeroed<T: Copy + Default>(n: usize, pages: Pages) -> Vec<T> {
     let v = vec![T::default(); n];
-    advise_huge(&v);
+    if pages == Pages::Huge {
+        advise_huge(&v);
+    }
     v
 }
 
@@ -64,12 +83,14 @@ mod tests {
     #[test]
     fn advised_buffers_hold_what_vec_gives() {
         for n in [0, 1, 4095, ADVISE_MIN_BYTES + 3, 3 * HUGE_PAGE + 17] {
-            let z: Vec<u8> = zeroed(n);
-            assert_eq!(z.len(), n);
-            assert!(z.iter().all(|&b| b == 0));
-            let w: Vec<u64> = zeroed(n / 8);
-            assert_eq!(w.len(), n / 8);
-            assert!(w.iter().all(|&x| x == 0));
+            for pages in [Pages::Huge, Pages::Base] {
+                let z: Vec<u8> = zeroed(n, pages);
+                assert_eq!(z.len(), n);
+                assert!(z.iter().all(|&b| b == 0));
+                let w: Vec<u64> = zeroed(n / 8, pages);
+                assert_eq!(w.len(), n / 8);
+                assert!(w.iter().all(|&x| x == 0));
+            }
         }
     }
 }
