@@ -2,13 +2,20 @@
 //!
 //! For every output element the sum starts from the element's value in
 //! `acc` (0 or the old PSUM value) and adds the products over `k` in
-//! ascending order, each product rounded to f32 and then added (no fused
-//! multiply-add), so
+//! ascending order, each product rounded to f32 and then added, so
 //! the blocked loop below gives exactly the bits of the naive triple loop
-//! (`reference`, used by the tests). For bf16 and fp8 inputs the products
-//! are exact in f32, so only the additions round. The operands are f32
+//! (`reference`, used by the tests). The operands are f32
 //! (`nc_matmul`) or f64 (`nc_matmul_mx`'s exactly scaled values, whose
 //! product is taken in f64 and rounded to f32): `Operand`.
+//!
+//! For bf16, fp16 and fp8 inputs the products are exact in f32 (at most
+//! 12 significant bits each, so at most 24 in the product) unless they
+//! overflow or fall below the normal range, and a fused multiply-add
+//! rounds `a · b + c` once, which is then the same rounding as adding the
+//! exact product: `products_exact` checks both operands (finite, at most
+//! 12 significant bits, and the extreme products inside f32's normal
+//! range) and the loop then uses fused multiply-adds, half the
+//! instructions. Any other operands keep the separate multiply and add.
 //!
 //! The loop is register-blocked: an `MR × NR` tile of the output stays in
 //! local variables across the whole `k` range, reading `MR` stationary
@@ -49,15 +56,26 @@ pub(crate) fn matmul<T: Operand>(
     let shape = Shape { k, m_cols, n_cols };
     #[cfg(target_arch = "x86_64")]
     if avx::available() {
+        if avx::fma_available() && T::products_exact(&s[..k * m_cols], &v[..k * n_cols]) {
+            return blocked::<T, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T>);
+        }
         return blocked::<T, { avx::NR }>(s, v, shape, acc, avx::band::<T>);
     }
-    blocked::<T, 8>(s, v, shape, acc, band::<T, 8>);
+    blocked::<T, 8>(s, v, shape, acc, band::<T, 8, false>);
 }
 
 /// A matmul operand's element: its product with another, rounded to f32
 /// once, is what the accumulator adds.
 pub(crate) trait Operand: Copy + Default + Send + Sync {
     fn product(self, other: Self) -> f32;
+
+    /// `acc + self.product(other)` rounded once: equal to it when
+    /// `products_exact` held for the operands.
+    fn fused(self, other: Self, acc: f32) -> f32;
+
+    /// Whether every product of a value of `s` and one of `v` is exact in
+    /// f32, so that `fused` adds exactly what `product` would (module doc).
+    fn products_exact(s: &[Self], v: &[Self]) -> bool;
 }
 
 /// TensorE's operands: the f32 product, correctly rounded.
@@ -65,6 +83,25 @@ impl Operand for f32 {
     #[inline(always)]
     fn product(self, other: f32) -> f32 {
         self * other
+    }
+
+    #[inline(always)]
+    fn fused(self, other: f32, acc: f32) -> f32 {
+        self.mul_add(other, acc)
+    }
+
+    fn products_exact(s: &[f32], v: &[f32]) -> bool {
+        let (Some(s), Some(v)) = (Magnitudes::of(s), Magnitudes::of(v)) else {
+            return false;
+        };
+        let (Some(s_min), Some(v_min)) = (s.min_nonzero, v.min_nonzero) else {
+            // Every product is a zero.
+            return true;
+        };
+        // Products of at most 12-bit significands have at most 24 bits:
+        // exact from the smallest normal f32 up to f32::MAX. The f64
+        // products of two f32 values are exact.
+        s_min * v_min >= f64::from(f32::MIN_POSITIVE) && s.max * v.max <= f64::from(f32::MAX)
     }
 }
 
@@ -74,6 +111,48 @@ impl Operand for f64 {
     #[inline(always)]
     fn product(self, other: f64) -> f32 {
         (self * other) as f32
+    }
+
+    /// Never chosen (`products_exact` is false): the separate sum.
+    #[inline(always)]
+    fn fused(self, other: f64, acc: f32) -> f32 {
+        acc + self.product(other)
+    }
+
+    fn products_exact(_: &[f64], _: &[f64]) -> bool {
+        false
+    }
+}
+
+/// The extreme magnitudes of an operand whose values are all finite with
+/// at most 12 significant bits (`Magnitudes::of`).
+struct Magnitudes {
+    /// The smallest magnitude other than zero; `None` if all are zeros.
+    min_nonzero: Option<f64>,
+    max: f64,
+}
+
+impl Magnitudes {
+    /// `None` if a value is infinite, NaN or has more than 12 significant
+    /// bits (a nonzero bit among the low 12 of its 23 stored ones). Works
+    /// on the bits, where the order of finite magnitudes is the integers'
+    /// (one pass the compiler vectorises).
+    fn of(values: &[f32]) -> Option<Magnitudes> {
+        const LOW_BITS: u32 = (1 << 12) - 1;
+        let (mut low, mut max, mut min_less_one) = (0u32, 0u32, u32::MAX);
+        for x in values {
+            let magnitude = x.to_bits() & 0x7fff_ffff;
+            low |= magnitude & LOW_BITS;
+            max = max.max(magnitude);
+            // Zero wraps to u32::MAX and so never is the minimum.
+            min_less_one = min_less_one.min(magnitude.wrapping_sub(1));
+        }
+        let finite = max < f32::INFINITY.to_bits();
+        (low == 0 && finite).then(|| Magnitudes {
+            min_nonzero: (min_less_one != u32::MAX)
+                .then(|| f64::from(f32::from_bits(min_less_one + 1))),
+            max: f64::from(f32::from_bits(max)),
+        })
     }
 }
 
@@ -130,8 +209,9 @@ fn blocked<T: Operand, const NR: usize>(
 
 /// The register tiles of one band (`Band`), each an `MR × NR` block of
 /// outputs summed over the whole `k` range in local variables.
+/// With `FUSED`, each step is one fused multiply-add (`Operand::fused`).
 #[inline(always)]
-fn band<T: Operand, const NR: usize>(
+fn band<T: Operand, const NR: usize, const FUSED: bool>(
     stationary: &[T],
     moving: &[T],
     shape: Shape,
@@ -149,7 +229,11 @@ fn band<T: Operand, const NR: usize>(
             for r in 0..MR {
                 let a = srow[r];
                 for j in 0..NR {
-                    c[r][j] += a.product(vrow[j]);
+                    if FUSED {
+                        c[r][j] = a.fused(vrow[j], c[r][j]);
+                    } else {
+                        c[r][j] += a.product(vrow[j]);
+                    }
                 }
             }
         }
@@ -159,7 +243,8 @@ fn band<T: Operand, const NR: usize>(
     }
 }
 
-/// The band loop compiled for AVX: the same Rust code, eight lanes wide.
+/// The band loop compiled for AVX: the same Rust code, eight lanes wide;
+/// and with FMA for `band_fused`.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {
@@ -174,7 +259,12 @@ mod avx {
         std::arch::is_x86_feature_detected!("avx")
     }
 
-    /// `super::band::<T, NR>` on a CPU with AVX.
+    /// Whether this CPU also runs FMA instructions.
+    pub(super) fn fma_available() -> bool {
+        available() && std::arch::is_x86_feature_detected!("fma")
+    }
+
+    /// `super::band::<T, NR, false>` on a CPU with AVX.
     pub(super) fn band<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
         assert!(
             available(),
@@ -185,9 +275,31 @@ mod avx {
         unsafe { band_avx(stationary, moving, shape, rows) }
     }
 
+    /// `super::band::<T, NR, true>` on a CPU with AVX and FMA.
+    pub(super) fn band_fused<T: Operand>(
+        stationary: &[T],
+        moving: &[T],
+        shape: Shape,
+        rows: &mut [f32],
+    ) {
+        assert!(
+            fma_available(),
+            "the FMA matmul loop runs only on CPUs with AVX and FMA"
+        );
+        // SAFETY: `band_fma` is safe Rust compiled with AVX and FMA
+        // enabled; its only precondition is that the CPU supports both,
+        // asserted above.
+        unsafe { band_fma(stationary, moving, shape, rows) }
+    }
+
     #[target_feature(enable = "avx")]
     fn band_avx<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
-        super::band::<T, NR>(stationary, moving, shape, rows);
+        super::band::<T, NR, false>(stationary, moving, shape, rows);
+    }
+
+    #[target_feature(enable = "avx,fma")]
+    fn band_fma<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
+        super::band::<T, NR, true>(stationary, moving, shape, rows);
     }
 }
 
@@ -228,6 +340,109 @@ mod tests {
             .collect()
     }
 
+    /// The portable band loop (fused or not) and the one `matmul` chooses
+    /// give the reference's bits.
+    fn assert_loops_match_the_reference<const FUSED: bool>(
+        s: &[f32],
+        v: &[f32],
+        [k, m, n]: [usize; 3],
+        init: &[f32],
+    ) {
+        let want = reference(s, v, k, m, n, init);
+        let shape = Shape {
+            k,
+            m_cols: m,
+            n_cols: n,
+        };
+        let mut portable = init.to_vec();
+        blocked::<f32, 8>(s, v, shape, &mut portable, band::<f32, 8, FUSED>);
+        let mut chosen = init.to_vec();
+        matmul(s, v, k, m, n, &mut chosen);
+        for (name, got) in [("portable", &portable), ("chosen", &chosen)] {
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{name} k={k} m={m} n={n} fused={FUSED}");
+        }
+    }
+
+    /// `values` rounded to bf16 (8 significant bits), some scaled far up
+    /// or down, and some zeros: products exact in f32.
+    fn bf16_values(n: usize, seed: u32) -> Vec<f32> {
+        values(n, seed)
+            .into_iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let x = f32::from_bits(x.to_bits() & !0xffff);
+                match i % 7 {
+                    0 => 0.0,
+                    1 => x * 2f32.powi(40),
+                    2 => x * 2f32.powi(-40),
+                    _ => x,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_loop_matches_the_reference_on_exact_products() {
+        for (k, m, n) in [(3, 5, 9), (128, 127, 129), (128, 128, 512)] {
+            let s = bf16_values(k * m, 4);
+            let v = bf16_values(k * n, 5);
+            assert!(f32::products_exact(&s, &v));
+            assert_loops_match_the_reference::<true>(&s, &v, [k, m, n], &values(m * n, 6));
+        }
+    }
+
+    #[test]
+    fn products_are_exact_only_for_short_finite_values_in_range() {
+        let p = |e: i32| 2f32.powi(e);
+        let exact = |s: &[f32], v: &[f32]| f32::products_exact(s, v);
+        assert!(exact(&[1.5, -3.0, 0.0], &[0.25, 7.0]));
+        assert!(exact(&[0.0, -0.0], &[p(127)]), "all products are zeros");
+        assert!(
+            exact(&[p(-130)], &[p(20)]),
+            "a subnormal operand, a normal product"
+        );
+        assert!(exact(&[p(63)], &[p(64)]));
+        assert!(!exact(&[1.0 + p(-12)], &[1.0]), "13 significant bits");
+        assert!(!exact(&[f32::NAN], &[1.0]));
+        assert!(!exact(&[1.0], &[f32::INFINITY]));
+        assert!(!exact(&[p(64)], &[p(64)]), "the product overflows");
+        assert!(
+            !exact(&[p(-63), 1.0], &[p(-64)]),
+            "a product below the normal range"
+        );
+        assert!(!f64::products_exact(&[1.0], &[1.0]));
+    }
+
+    /// Operands whose products overflow or lose bits below the normal
+    /// range keep the separate multiply and add: a fused one would give
+    /// another sum here.
+    #[test]
+    fn inexact_products_keep_the_separate_add() {
+        let p = |e: i32| 2f32.powi(e);
+        for (s, v, init) in [
+            // 2^128 + -2^127: infinity when the product is rounded first.
+            (p(64), p(64), -p(127)),
+            // 1.5·2^-149 rounds to 2^-148 first (three smallest subnormals
+            // with the sum), to 2^-148 fused (2.5 of them, ties to even).
+            (1.5 * p(-75), p(-74), p(-149)),
+        ] {
+            let want = reference(&[s], &[v], 1, 1, 1, &[init]);
+            let fused = s.fused(v, init);
+            assert_ne!(
+                fused.to_bits(),
+                want[0].to_bits(),
+                "the case tells them apart"
+            );
+            let mut got = [init];
+            matmul(&[s], &[v], 1, 1, 1, &mut got);
+            assert_eq!(got[0].to_bits(), want[0].to_bits());
+        }
+    }
+
     #[test]
     fn blocked_loop_matches_the_reference_bit_for_bit() {
         // Shapes with and without edge rows and columns, below and above
@@ -244,24 +459,7 @@ mod tests {
         ] {
             let s = values(k * m, 1);
             let v = values(k * n, 2);
-            let init = values(m * n, 3);
-            let want = reference(&s, &v, k, m, n, &init);
-            let shape = Shape {
-                k,
-                m_cols: m,
-                n_cols: n,
-            };
-            let mut portable = init.clone();
-            blocked::<f32, 8>(&s, &v, shape, &mut portable, band::<f32, 8>);
-            let mut chosen = init.clone();
-            matmul(&s, &v, k, m, n, &mut chosen);
-            for (name, got) in [("portable", &portable), ("chosen", &chosen)] {
-                let same = got
-                    .iter()
-                    .zip(&want)
-                    .all(|(a, b)| a.to_bits() == b.to_bits());
-                assert!(same, "{name} k={k} m={m} n={n}");
-            }
+            assert_loops_match_the_reference::<false>(&s, &v, [k, m, n], &values(m * n, 3));
         }
     }
 }
