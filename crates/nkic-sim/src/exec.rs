@@ -48,7 +48,7 @@ use nkic_isa::{
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
-use crate::matmul::matmul;
+use crate::matmul::{matmul, matmul_into_bytes};
 use crate::memory::{MemoryState, ShadowRule, View, bits_of};
 use crate::rng::{self, Xorwow};
 
@@ -793,6 +793,13 @@ impl Exec<'_> {
         *self.flops += 2 * (k * m * n) as u64;
         if transpose {
             return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
+        }
+        if dv.rows == m
+            && dv.free() == n
+            && let Some((bytes, stride)) = self.mem.psum_in_place(&dv, accumulate)
+        {
+            matmul_into_bytes(&s, &v, [k, m, n], bytes, stride);
+            return Ok(());
         }
         let mut acc = if accumulate {
             self.mem.read_f32(&dv)?

@@ -52,16 +52,99 @@ pub(crate) fn matmul<T: Operand>(
     n_cols: usize,
     acc: &mut [f32],
 ) {
-    debug_assert!(s.len() >= k * m_cols && v.len() >= k * n_cols && acc.len() >= m_cols * n_cols);
-    let shape = Shape { k, m_cols, n_cols };
+    let shape = Shape {
+        k,
+        m_cols,
+        n_cols,
+        stride: n_cols,
+    };
+    dispatch(s, v, shape, acc);
+}
+
+/// `matmul` into little-endian f32 rows `stride` bytes apart in `bytes`
+/// (a PSUM tile in place): row `m` is `bytes[m · stride..][..4 · n_cols]`,
+/// and the bytes between rows are left as they are.
+pub(crate) fn matmul_into_bytes<T: Operand>(
+    s: &[T],
+    v: &[T],
+    [k, m_cols, n_cols]: [usize; 3],
+    bytes: &mut [u8],
+    stride: usize,
+) {
+    assert!(
+        stride >= 4 * n_cols && bytes.len() >= (m_cols.max(1) - 1) * stride + 4 * n_cols,
+        "the accumulator rows lie inside `bytes` and do not overlap"
+    );
+    let shape = Shape {
+        k,
+        m_cols,
+        n_cols,
+        stride,
+    };
+    dispatch(s, v, shape, bytes);
+}
+
+/// Runs the band loop this CPU runs fastest for these operands.
+fn dispatch<T: Operand, O: Out>(s: &[T], v: &[T], shape: Shape, acc: &mut [O]) {
+    let Shape {
+        k, m_cols, n_cols, ..
+    } = shape;
+    debug_assert!(s.len() >= k * m_cols && v.len() >= k * n_cols);
     #[cfg(target_arch = "x86_64")]
     if avx::available() {
         if avx::fma_available() && T::products_exact(&s[..k * m_cols], &v[..k * n_cols]) {
-            return blocked::<T, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T>);
+            return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T, O>);
         }
-        return blocked::<T, { avx::NR }>(s, v, shape, acc, avx::band::<T>);
+        return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band::<T, O>);
     }
-    blocked::<T, 8>(s, v, shape, acc, band::<T, 8, false>);
+    blocked::<T, O, 8>(s, v, shape, acc, band::<T, O, 8, false>);
+}
+
+/// The element of an accumulator row: an f32 (a row of values), or a byte
+/// (a row of little-endian f32 values in memory).
+pub(crate) trait Out: Copy + Send + Sync {
+    /// Elements per f32 value.
+    const WIDTH: usize;
+
+    /// Values `n0..n0 + out.len()` of `row`, into `out`.
+    fn load(row: &[Self], n0: usize, out: &mut [f32]);
+
+    /// Stores `values` as values `n0..` of `row`.
+    fn store(row: &mut [Self], n0: usize, values: &[f32]);
+}
+
+impl Out for f32 {
+    const WIDTH: usize = 1;
+
+    #[inline(always)]
+    fn load(row: &[f32], n0: usize, out: &mut [f32]) {
+        out.copy_from_slice(&row[n0..n0 + out.len()]);
+    }
+
+    #[inline(always)]
+    fn store(row: &mut [f32], n0: usize, values: &[f32]) {
+        row[n0..n0 + values.len()].copy_from_slice(values);
+    }
+}
+
+impl Out for u8 {
+    const WIDTH: usize = 4;
+
+    #[inline(always)]
+    fn load(row: &[u8], n0: usize, out: &mut [f32]) {
+        let bytes = &row[4 * n0..4 * (n0 + out.len())];
+        for (x, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+    }
+
+    #[inline(always)]
+    fn store(row: &mut [u8], n0: usize, values: &[f32]) {
+        let bytes = &mut row[4 * n0..4 * (n0 + values.len())];
+        for (b, x) in bytes.chunks_exact_mut(4).zip(values) {
+            b.copy_from_slice(&x.to_le_bytes());
+        }
+    }
 }
 
 /// A matmul operand's element: its product with another, rounded to f32
@@ -156,31 +239,39 @@ impl Magnitudes {
     }
 }
 
-/// The sizes of one matmul.
+/// The sizes of one matmul, and the distance between accumulator rows in
+/// `Out` elements.
 #[derive(Clone, Copy)]
 struct Shape {
     k: usize,
     m_cols: usize,
     n_cols: usize,
+    stride: usize,
 }
 
 /// A band's register tiles: `MR` packed stationary columns (`k × MR`), the
 /// packed moving matrix (`⌈n_cols / NR⌉` blocks of `k × NR`) and the
-/// band's output rows (`MR` of them, fewer in the last band).
-type Band<T> = fn(&[T], &[T], Shape, &mut [f32]);
+/// band's output rows (`MR` of them, `stride` apart, fewer in the last
+/// band).
+type Band<T, O> = fn(&[T], &[T], Shape, &mut [O]);
 
 /// Packs the operands, then runs every band of `MR` output rows through
 /// `tiles`, in parallel when the matmul is large. The packed operands are
 /// padded with zeros to whole tiles, whose padding lanes compute values
 /// that are never stored, so every output goes through the same loop.
-fn blocked<T: Operand, const NR: usize>(
+fn blocked<T: Operand, O: Out, const NR: usize>(
     s: &[T],
     v: &[T],
     shape: Shape,
-    acc: &mut [f32],
-    tiles: Band<T>,
+    acc: &mut [O],
+    tiles: Band<T, O>,
 ) {
-    let Shape { k, m_cols, n_cols } = shape;
+    let Shape {
+        k,
+        m_cols,
+        n_cols,
+        stride,
+    } = shape;
     let mut moving = vec![T::default(); n_cols.div_ceil(NR) * k * NR];
     for (b, block) in moving.chunks_exact_mut(k * NR).enumerate() {
         let width = NR.min(n_cols - b * NR);
@@ -188,7 +279,7 @@ fn blocked<T: Operand, const NR: usize>(
             row[..width].copy_from_slice(&v[kk * n_cols + b * NR..][..width]);
         }
     }
-    let run_band = |(band, rows): (usize, &mut [f32])| {
+    let run_band = |(band, rows): (usize, &mut [O])| {
         let m0 = band * MR;
         let height = MR.min(m_cols - m0);
         let mut stationary = vec![T::default(); k * MR];
@@ -197,13 +288,16 @@ fn blocked<T: Operand, const NR: usize>(
         }
         tiles(&stationary, &moving, shape, rows);
     };
-    let acc = &mut acc[..m_cols * n_cols];
+    if m_cols == 0 {
+        return;
+    }
+    let acc = &mut acc[..(m_cols - 1) * stride + n_cols * O::WIDTH];
     if k * m_cols * n_cols >= PARALLEL_MIN_MACS {
-        acc.par_chunks_mut(MR * n_cols)
+        acc.par_chunks_mut(MR * stride)
             .enumerate()
             .for_each(run_band);
     } else {
-        acc.chunks_mut(MR * n_cols).enumerate().for_each(run_band);
+        acc.chunks_mut(MR * stride).enumerate().for_each(run_band);
     }
 }
 
@@ -211,19 +305,21 @@ fn blocked<T: Operand, const NR: usize>(
 /// outputs summed over the whole `k` range in local variables.
 /// With `FUSED`, each step is one fused multiply-add (`Operand::fused`).
 #[inline(always)]
-fn band<T: Operand, const NR: usize, const FUSED: bool>(
+fn band<T: Operand, O: Out, const NR: usize, const FUSED: bool>(
     stationary: &[T],
     moving: &[T],
     shape: Shape,
-    rows: &mut [f32],
+    rows: &mut [O],
 ) {
-    let Shape { k, n_cols, .. } = shape;
+    let Shape {
+        k, n_cols, stride, ..
+    } = shape;
     for (b, block) in moving.chunks_exact(k * NR).enumerate() {
         let n0 = b * NR;
         let width = NR.min(n_cols - n0);
         let mut c = [[0f32; NR]; MR];
-        for (tile_row, row) in c.iter_mut().zip(rows.chunks_exact(n_cols)) {
-            tile_row[..width].copy_from_slice(&row[n0..n0 + width]);
+        for (tile_row, row) in c.iter_mut().zip(rows.chunks(stride)) {
+            O::load(row, n0, &mut tile_row[..width]);
         }
         for (srow, vrow) in stationary.chunks_exact(MR).zip(block.chunks_exact(NR)) {
             for r in 0..MR {
@@ -237,8 +333,8 @@ fn band<T: Operand, const NR: usize, const FUSED: bool>(
                 }
             }
         }
-        for (tile_row, row) in c.iter().zip(rows.chunks_exact_mut(n_cols)) {
-            row[n0..n0 + width].copy_from_slice(&tile_row[..width]);
+        for (tile_row, row) in c.iter().zip(rows.chunks_mut(stride)) {
+            O::store(row, n0, &tile_row[..width]);
         }
     }
 }
@@ -248,7 +344,7 @@ fn band<T: Operand, const NR: usize, const FUSED: bool>(
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {
-    use super::{Operand, Shape};
+    use super::{Operand, Out, Shape};
 
     /// Output columns per register tile: two AVX registers.
     pub(super) const NR: usize = 16;
@@ -264,8 +360,13 @@ mod avx {
         available() && std::arch::is_x86_feature_detected!("fma")
     }
 
-    /// `super::band::<T, NR, false>` on a CPU with AVX.
-    pub(super) fn band<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
+    /// `super::band::<T, O, NR, false>` on a CPU with AVX.
+    pub(super) fn band<T: Operand, O: Out>(
+        stationary: &[T],
+        moving: &[T],
+        shape: Shape,
+        rows: &mut [O],
+    ) {
         assert!(
             available(),
             "the AVX matmul loop runs only on CPUs with AVX"
@@ -275,12 +376,12 @@ mod avx {
         unsafe { band_avx(stationary, moving, shape, rows) }
     }
 
-    /// `super::band::<T, NR, true>` on a CPU with AVX and FMA.
-    pub(super) fn band_fused<T: Operand>(
+    /// `super::band::<T, O, NR, true>` on a CPU with AVX and FMA.
+    pub(super) fn band_fused<T: Operand, O: Out>(
         stationary: &[T],
         moving: &[T],
         shape: Shape,
-        rows: &mut [f32],
+        rows: &mut [O],
     ) {
         assert!(
             fma_available(),
@@ -293,13 +394,13 @@ mod avx {
     }
 
     #[target_feature(enable = "avx")]
-    fn band_avx<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
-        super::band::<T, NR, false>(stationary, moving, shape, rows);
+    fn band_avx<T: Operand, O: Out>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [O]) {
+        super::band::<T, O, NR, false>(stationary, moving, shape, rows);
     }
 
     #[target_feature(enable = "avx,fma")]
-    fn band_fma<T: Operand>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [f32]) {
-        super::band::<T, NR, true>(stationary, moving, shape, rows);
+    fn band_fma<T: Operand, O: Out>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [O]) {
+        super::band::<T, O, NR, true>(stationary, moving, shape, rows);
     }
 }
 
@@ -353,9 +454,10 @@ mod tests {
             k,
             m_cols: m,
             n_cols: n,
+            stride: n,
         };
         let mut portable = init.to_vec();
-        blocked::<f32, 8>(s, v, shape, &mut portable, band::<f32, 8, FUSED>);
+        blocked::<f32, f32, 8>(s, v, shape, &mut portable, band::<f32, f32, 8, FUSED>);
         let mut chosen = init.to_vec();
         matmul(s, v, k, m, n, &mut chosen);
         for (name, got) in [("portable", &portable), ("chosen", &chosen)] {
@@ -364,6 +466,42 @@ mod tests {
                 .zip(&want)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "{name} k={k} m={m} n={n} fused={FUSED}");
+        }
+    }
+
+    /// Accumulating into f32 rows in memory gives `matmul`'s bits and
+    /// leaves the bytes between the rows alone, for plain and fused loops,
+    /// in one thread and in several.
+    #[test]
+    fn rows_in_memory_accumulate_as_values_do() {
+        for (k, m, n, gap) in [(3, 5, 9, 4), (128, 128, 512, 0), (128, 127, 129, 12)] {
+            for exact in [false, true] {
+                let (s, v) = if exact {
+                    (bf16_values(k * m, 7), bf16_values(k * n, 8))
+                } else {
+                    (values(k * m, 7), values(k * n, 8))
+                };
+                let init = values(m * n, 9);
+                let mut want = init.clone();
+                matmul(&s, &v, k, m, n, &mut want);
+                let stride = 4 * n + gap;
+                let mut bytes = vec![0xa5u8; m * stride];
+                for (row, vals) in bytes.chunks_mut(stride).zip(init.chunks(n)) {
+                    for (j, x) in vals.iter().enumerate() {
+                        row[4 * j..4 * j + 4].copy_from_slice(&x.to_le_bytes());
+                    }
+                }
+                matmul_into_bytes(&s, &v, [k, m, n], &mut bytes, stride);
+                for (row, vals) in bytes.chunks(stride).zip(want.chunks(n)) {
+                    let got: Vec<u32> = row[..4 * n]
+                        .chunks(4)
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect();
+                    let want: Vec<u32> = vals.iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(got, want, "k={k} m={m} n={n} exact={exact}");
+                    assert!(row[4 * n..].iter().all(|&b| b == 0xa5), "the gap is kept");
+                }
+            }
         }
     }
 

@@ -1630,6 +1630,52 @@ impl MemoryState {
         Ok(out)
     }
 
+    /// The bytes of an f32 PSUM destination for an instruction to add its
+    /// results into in place, and the distance between its rows, when
+    /// that is all `read_f32` + `write_f32` would do: every row one
+    /// contiguous run of its own, and the instruction read nothing
+    /// undefined (so the write makes every element written and defined).
+    /// With `accumulate` every element must already be written and
+    /// defined; without, the rows are zeroed and marked written (what
+    /// `write_raw` marks), since the caller's sum starts from zero. `None`
+    /// otherwise, for the copying path.
+    pub fn psum_in_place(&mut self, v: &View, accumulate: bool) -> Option<(&mut [u8], usize)> {
+        let run_bytes = v.run_len * v.size;
+        let step = usize::try_from(v.row_step).ok()?;
+        let start = usize::try_from(v.row_base).ok()?;
+        let simple = matches!(v.space, SpaceId::Psum(_))
+            && v.dtype == DType::F32
+            && v.row_addrs.is_none()
+            && v.runs == [0]
+            && v.rows > 0
+            && step >= run_bytes
+            && self.taint.is_clean();
+        if !simple {
+            return None;
+        }
+        let end = start + (v.rows - 1) * step + run_bytes;
+        let precise = self.precise();
+        let space = self.space_mut(v.space);
+        if end > space.data.len() {
+            return None;
+        }
+        let rows = (0..v.rows).map(|p| start + p * step);
+        if accumulate {
+            if !rows.clone().all(|a| space.clean(a, a + run_bytes)) {
+                return None;
+            }
+        } else {
+            for a in rows {
+                space.data.make_mut()[a..a + run_bytes].fill(0);
+                space.mark(a, a + run_bytes);
+                if precise {
+                    space.shade(a, a + run_bytes, None);
+                }
+            }
+        }
+        Some((&mut space.data.make_mut()[start..end], step))
+    }
+
     /// Writes `values` (row-major, four per element for packed x4 dtypes),
     /// rounding to the view's dtype.
     pub fn write_f32(&mut self, v: &View, values: &[f32]) -> FResult<()> {

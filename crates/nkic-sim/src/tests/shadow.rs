@@ -295,3 +295,47 @@ fn stream_shuffle_moves_definedness_row_by_row() {
     assert!(!defined(&mut b, &sb(0, 1, 64, &[(1, 4)], DType::F32)));
     assert!(defined(&mut b, &sb(1, 31, 64, &[(1, 4)], DType::F32)));
 }
+
+/// A matmul adds into PSUM in place only when that is all reading and
+/// writing it would do: undefined operands, an undefined or never-written
+/// accumulator still make undefined results (or the uninitialised-read
+/// fault), and defined ones stay defined.
+#[test]
+fn matmuls_into_psum_keep_definedness_and_faults() {
+    let mut b = Bench::new();
+    b.mem.set_poison(Poison::Precise);
+    // Stationary row 1 (of K = 2) is never written: every product sums it.
+    let st = tile(2, 4, 0, DType::F32);
+    b.put(&tile(1, 4, 0, DType::F32), &[1.0; 4]);
+    let good_st = tile(2, 4, 64, DType::F32);
+    b.put(&good_st, &[1.0; 8]);
+    let mv = tile(2, 3, 128, DType::F32);
+    b.put(&mv, &[2.0; 6]);
+    let dst = ps(tile(4, 3, 0, DType::F32));
+    let mm =
+        |s: &AccessPattern, accumulate| Op::matmul(dst.clone(), s.clone(), mv.clone(), accumulate);
+    // Undefined operand: every output row undefined.
+    b.ok(Queue::Tensor, &mm(&st, false));
+    assert!(!defined(&mut b, &ps(sb(0, 1, 0, &[(1, 3)], DType::F32))));
+    // Defined operands onto an undefined accumulator: still undefined.
+    b.ok(Queue::Tensor, &mm(&good_st, true));
+    assert!(!defined(&mut b, &ps(sb(3, 1, 0, &[(1, 3)], DType::F32))));
+    // A fresh product makes it defined, and accumulating keeps it so.
+    b.ok(Queue::Tensor, &mm(&good_st, false));
+    assert!(defined(&mut b, &dst));
+    b.ok(Queue::Tensor, &mm(&good_st, true));
+    assert!(defined(&mut b, &dst));
+    assert_eq!(b.get(&dst), vec![8.0; 12]);
+    // Accumulating with an undefined operand makes it undefined again.
+    b.ok(Queue::Tensor, &mm(&st, true));
+    assert!(!defined(&mut b, &ps(sb(2, 1, 0, &[(1, 3)], DType::F32))));
+
+    // Accumulating into never-written PSUM faults under `Poison::Error`.
+    let mut b = Bench::new();
+    b.put(&good_st, &[1.0; 8]);
+    b.put(&mv, &[2.0; 6]);
+    let err = b
+        .exec(Queue::Tensor, &mm(&good_st, true))
+        .expect_err("the accumulator was never written");
+    assert_eq!(err.kind, crate::error::SimErrorKind::UninitialisedRead);
+}
