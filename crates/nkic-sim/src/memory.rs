@@ -199,12 +199,20 @@ enum ElemState {
 /// be reused by clearing its written bits alone: `dirty` has one bit per
 /// block of `DIRTY_WORDS` words of `init` that `mark` touched, and
 /// `recycle` clears only those blocks.
+///
+/// `full` summarises `init` for reads of long ranges (a strided operand's
+/// rows span many times the bytes they read): one bit per `FULL_WORDS`
+/// words, set when all of them are all ones. Every writer of written bits
+/// sets it (`Space::marked`), `recycle` clears it with the bits; a bit
+/// left clear only sends a read to the word-by-word check.
 pub(crate) struct Space {
     pub(crate) data: Data,
     /// Every written bit is set: an input's space, until it is recycled.
-    /// `init` is empty meanwhile (an input of gigabytes needs no bits).
+    /// `init` and `full` are empty meanwhile (an input of gigabytes needs
+    /// no bits).
     all_written: bool,
     init: Vec<u64>,
+    full: Vec<u64>,
     dirty: Vec<u64>,
     undef: Vec<u64>,
     origin: Vec<u32>,
@@ -264,6 +272,10 @@ impl Data {
 /// bit stands for 32 KiB of memory.
 const DIRTY_WORDS: usize = 512;
 
+/// Words of written bits per bit of `Space::full` (512 bytes of memory),
+/// so that a dirty block's summary is one word of `full`.
+const FULL_WORDS: usize = DIRTY_WORDS / 64;
+
 impl Space {
     fn new(len: usize, pages: Pages) -> Space {
         let words = len.div_ceil(64);
@@ -271,6 +283,7 @@ impl Space {
             data: Data::Own(pages::zeroed(len, pages)),
             all_written: false,
             init: pages::zeroed(words, pages),
+            full: vec![0; words.div_ceil(DIRTY_WORDS)],
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
@@ -285,6 +298,7 @@ impl Space {
             data: Data::Shared(bytes),
             all_written: true,
             init: Vec::new(),
+            full: Vec::new(),
             dirty: vec![0; words.div_ceil(DIRTY_WORDS).div_ceil(64)],
             undef: Vec::new(),
             origin: Vec::new(),
@@ -297,6 +311,7 @@ impl Space {
     fn recycle(&mut self) {
         if std::mem::take(&mut self.all_written) {
             self.init = pages::zeroed(self.words(), self.pages);
+            self.full = vec![0; self.words().div_ceil(DIRTY_WORDS)];
         }
         for (d, word) in self.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(word);
@@ -306,17 +321,75 @@ impl Space {
                 let lo = block * DIRTY_WORDS;
                 let hi = (lo + DIRTY_WORDS).min(self.init.len());
                 self.init[lo..hi].fill(0);
+                self.full[block] = 0;
             }
         }
         self.undef = Vec::new();
         self.origin = Vec::new();
     }
 
-    /// Marks the dirty blocks of written-bit words `a..b` (`a < b`).
-    fn dirty_words(&mut self, a: usize, b: usize) {
+    /// After bits were set in written-bit words `a..b` (`a < b`): marks
+    /// their dirty blocks, and sets the `full` bits of the groups of
+    /// `FULL_WORDS` words they made all ones.
+    fn marked(&mut self, a: usize, b: usize) {
         for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
             self.dirty[block / 64] |= 1 << (block % 64);
         }
+        for group in a / FULL_WORDS..=(b - 1) / FULL_WORDS {
+            let words =
+                &self.init[group * FULL_WORDS..((group + 1) * FULL_WORDS).min(self.init.len())];
+            if words.len() == FULL_WORDS && words.iter().all(|&w| w == u64::MAX) {
+                self.full[group / 64] |= 1 << (group % 64);
+            }
+        }
+    }
+
+    /// Whether each `size`-byte element at `base + r`, for every `r` of
+    /// `runs`, is written and defined (`clean` of each): the bits the
+    /// elements in one word need are gathered into a mask and that word
+    /// checked once.
+    fn elements_clean(&self, base: i64, runs: &[i64], size: usize) -> bool {
+        if self.all_written && self.undef.is_empty() {
+            return true;
+        }
+        let ok = |w: usize, need: u64| {
+            (self.all_written || self.init[w] & need == need)
+                && self.undef.get(w).is_none_or(|u| u & need == 0)
+        };
+        let (mut word, mut need) = (None, 0);
+        for &r in runs {
+            let a = (base + r) as usize;
+            let (w, bit) = (a / 64, a % 64);
+            if bit + size > 64 {
+                if !self.clean(a, a + size) {
+                    return false;
+                }
+                continue;
+            }
+            if word != Some(w) {
+                if let Some(prev) = word
+                    && !ok(prev, need)
+                {
+                    return false;
+                }
+                (word, need) = (Some(w), 0);
+            }
+            need |= bits_mask(bit, bit + size);
+        }
+        word.is_none_or(|w| ok(w, need))
+    }
+
+    /// Whether every written bit of `start..end` is set: whole groups of
+    /// `FULL_WORDS` words through `full`, the ends word by word.
+    fn all_marked(&self, start: usize, end: usize) -> bool {
+        const GROUP_BITS: usize = FULL_WORDS * 64;
+        if end < start + 2 * GROUP_BITS {
+            return bits_all(&self.init, start, end, u64::MAX);
+        }
+        let (lo, hi) = (start.div_ceil(GROUP_BITS), end / GROUP_BITS);
+        bits_all(&self.full, lo, hi, u64::MAX)
+            && bits_all(&self.init, start, lo * GROUP_BITS, u64::MAX)
+            && bits_all(&self.init, hi * GROUP_BITS, end, u64::MAX)
     }
 
     /// Words of written bits (and of undefined bits): one bit per byte.
@@ -356,7 +429,7 @@ impl Space {
     /// and `first_undef` find nothing), checked a whole word at a time.
     #[inline]
     fn clean(&self, start: usize, end: usize) -> bool {
-        (self.all_written || bits_all(&self.init, start, end, u64::MAX))
+        (self.all_written || self.all_marked(start, end))
             && (self.undef.is_empty() || bits_all(&self.undef, start, end, 0))
     }
 
@@ -423,9 +496,6 @@ impl Space {
         if self.all_written {
             return;
         }
-        if start < end {
-            self.dirty_words(start / 64, (end - 1) / 64 + 1);
-        }
         let mut i = start;
         while i < end {
             let w = i / 64;
@@ -433,6 +503,9 @@ impl Space {
             let hi = (end - w * 64).min(64);
             self.init[w] |= bits_mask(bit, hi);
             i = w * 64 + hi;
+        }
+        if start < end {
+            self.marked(start / 64, (end - 1) / 64 + 1);
         }
     }
 }
@@ -524,10 +597,7 @@ fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
 /// every one of them is written and defined; otherwise appends nothing and
 /// returns false, for the caller's element-by-element path.
 fn gather_clean(space: &Space, base: i64, runs: &[i64], size: usize, out: &mut Vec<u8>) -> bool {
-    let clean = runs.iter().all(|&r| {
-        let a = (base + r) as usize;
-        space.clean(a, a + size)
-    });
+    let clean = space.elements_clean(base, runs, size);
     if clean {
         copy_runs(&space.data, base, runs, size, out);
     }
@@ -1816,7 +1886,7 @@ impl MemoryState {
                     }
                 };
                 if marks {
-                    space.dirty_words(a, b);
+                    space.marked(a, b);
                 }
             }
         } else {
@@ -2096,6 +2166,64 @@ mod tests {
                 let want = s.first_uninit(a, e).is_none() && s.first_undef(a, e).is_none();
                 proptest::prop_assert_eq!(s.clean(a, e), want, "{}..{}", a, e);
             }
+            // Strided elements (some straddling a word), all at once and
+            // one by one; then with every byte written (the shades left).
+            let mut written = Space::new(800, Pages::Huge);
+            written.mark(0, 800);
+            written.undef.clone_from(&s.undef);
+            let cases = [&s, &written]
+                .into_iter()
+                .flat_map(|s| [1usize, 2, 4].map(|n| (s, n)));
+            for (s, size) in cases {
+                for stride in [size, 3 * size, 48, 70] {
+                    for base in [0i64, 1, 63, 130] {
+                        let runs: Vec<i64> = (0..(700 - base as usize) / stride)
+                            .map(|i| (i * stride) as i64)
+                            .collect();
+                        let each = runs.iter().all(|&r| {
+                            let a = (base + r) as usize;
+                            s.clean(a, a + size)
+                        });
+                        proptest::prop_assert_eq!(s.elements_clean(base, &runs, size), each);
+                    }
+                }
+            }
+        }
+
+        /// Over ranges spanning many groups of `full`, before and after a
+        /// recycle, `clean` says what `first_uninit` says, and `full`
+        /// holds exactly the groups whose written bits are all set.
+        #[test]
+        fn the_full_summary_follows_the_written_bits(
+            marks in proptest::collection::vec((0usize..70_000, 0usize..9_000), 0..12),
+            again in proptest::collection::vec((0usize..70_000, 0usize..9_000), 0..4),
+            ranges in proptest::collection::vec((0usize..70_000, 0usize..20_000), 1..30),
+        ) {
+            const LEN: usize = 72_000;
+            let mut s = Space::new(LEN, Pages::Base);
+            let check = |s: &Space| -> Result<(), proptest::test_runner::TestCaseError> {
+                for &(a, n) in &ranges {
+                    let e = (a + n).min(LEN);
+                    let want = s.first_uninit(a, e).is_none();
+                    proptest::prop_assert_eq!(s.clean(a, e), want, "{}..{}", a, e);
+                }
+                for (g, words) in s.init.chunks(FULL_WORDS).enumerate() {
+                    let all = words.len() == FULL_WORDS && words.iter().all(|&w| w == u64::MAX);
+                    let bit = s.full[g / 64] >> (g % 64) & 1 == 1;
+                    proptest::prop_assert_eq!(bit, all, "group {}", g);
+                }
+                Ok(())
+            };
+            for &(a, n) in &marks {
+                s.mark(a, (a + n).min(LEN));
+            }
+            check(&s)?;
+            s.recycle();
+            check(&s)?;
+            for &(a, n) in &again {
+                s.mark(a, (a + n).min(LEN));
+            }
+            check(&s)?;
         }
     }
 
