@@ -48,7 +48,7 @@ use nkic_isa::{
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
-use crate::matmul::{matmul, matmul_into_bytes};
+use crate::matmul::{Rows, matmul_rows};
 use crate::memory::{MemoryState, ShadowRule, View, bits_of};
 use crate::rng::{self, Xorwow};
 
@@ -794,20 +794,36 @@ impl Exec<'_> {
         if transpose {
             return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
         }
+        self.add_into(&dv, [m, n], accumulate, |rows| {
+            matmul_rows(&s, &v, [k, m, n], rows);
+        })
+    }
+
+    /// Runs `add` on the f32 `[m, n]` accumulator rows of `dv` (its values
+    /// with `accumulate`, else zeros) and leaves the sums in `dv`: in place
+    /// when that is all reading and writing would do
+    /// (`MemoryState::psum_in_place`), else read, added and written.
+    fn add_into(
+        &mut self,
+        dv: &View,
+        [m, n]: [usize; 2],
+        accumulate: bool,
+        add: impl FnOnce(Rows<'_>),
+    ) -> FResult<()> {
         if dv.rows == m
             && dv.free() == n
-            && let Some((bytes, stride)) = self.mem.psum_in_place(&dv, accumulate)
+            && let Some((bytes, stride)) = self.mem.psum_in_place(dv, accumulate)
         {
-            matmul_into_bytes(&s, &v, [k, m, n], bytes, stride);
+            add(Rows::Bytes { bytes, stride });
             return Ok(());
         }
         let mut acc = if accumulate {
-            self.mem.read_f32(&dv)?
+            self.mem.read_f32(dv)?
         } else {
             vec![0f32; m * n]
         };
-        matmul(&s, &v, k, m, n, &mut acc);
-        self.mem.write_f32(&dv, &acc)
+        add(Rows::Values(&mut acc));
+        self.mem.write_f32(dv, &acc)
     }
 
     /// Transpose mode (`transpose=true`): when column `n` of `moving` has
@@ -884,13 +900,7 @@ impl Exec<'_> {
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (a.rows, a.cols, b.cols);
         *self.flops += 2 * (k * m * n) as u64;
-        let mut acc = if accumulate {
-            self.mem.read_f32(&dv)?
-        } else {
-            vec![0f32; m * n]
-        };
-        mx_product(&a, &b, &mut acc);
-        self.mem.write_f32(&dv, &acc)
+        self.add_into(&dv, [m, n], accumulate, |rows| mx_product(&a, &b, rows))
     }
 
     /// An MX operand as a `[4P, F]` matrix of exactly scaled values: row
@@ -1976,13 +1986,13 @@ struct MxMatrix {
 /// f32 and added in ascending `k` (isa.md `nc_matmul_mx`); through the
 /// blocked f32 `matmul` when both operands are exact in f32
 /// (`MxMatrix::exact_f32`), which gives the same bits.
-fn mx_product(a: &MxMatrix, b: &MxMatrix, acc: &mut [f32]) {
-    let (k, m, n) = (a.rows, a.cols, b.cols);
+fn mx_product(a: &MxMatrix, b: &MxMatrix, rows: Rows<'_>) {
+    let kmn = [a.rows, a.cols, b.cols];
     if let (Some(s), Some(v)) = (a.exact_f32(), b.exact_f32()) {
-        return matmul(&s, &v, k, m, n, acc);
+        return matmul_rows(&s, &v, kmn, rows);
     }
     // The definition's operations in its order, register-blocked.
-    matmul(&a.values, &b.values, k, m, n, acc);
+    matmul_rows(&a.values, &b.values, kmn, rows);
 }
 
 /// `mx_product` in f64, for any operands: the definition.
@@ -2269,7 +2279,7 @@ mod tests {
             assert_eq!(a.exact_f32().is_some(), fast, "{exponents:?}");
             let start: Vec<f32> = (0..m * n).map(|_| rng.unit() - 0.5).collect();
             let (mut got, mut want) = (start.clone(), start);
-            mx_product(&a, &b, &mut got);
+            mx_product(&a, &b, crate::matmul::Rows::Values(&mut got));
             mx_product_f64(&a, &b, &mut want);
             let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "{exponents:?}");

@@ -61,27 +61,39 @@ pub(crate) fn matmul<T: Operand>(
     dispatch(s, v, shape, acc);
 }
 
-/// `matmul` into little-endian f32 rows `stride` bytes apart in `bytes`
-/// (a PSUM tile in place): row `m` is `bytes[m · stride..][..4 · n_cols]`,
-/// and the bytes between rows are left as they are.
-pub(crate) fn matmul_into_bytes<T: Operand>(
+/// The output rows a matmul adds into.
+pub(crate) enum Rows<'a> {
+    /// `m_cols × n_cols` values, row-major.
+    Values(&'a mut [f32]),
+    /// Little-endian f32 rows `stride` bytes apart (a PSUM tile in
+    /// place): row `m` is `bytes[m · stride..][..4 · n_cols]`; the bytes
+    /// between rows are left as they are.
+    Bytes { bytes: &'a mut [u8], stride: usize },
+}
+
+/// `matmul` into `rows`.
+pub(crate) fn matmul_rows<T: Operand>(
     s: &[T],
     v: &[T],
     [k, m_cols, n_cols]: [usize; 3],
-    bytes: &mut [u8],
-    stride: usize,
+    rows: Rows<'_>,
 ) {
-    assert!(
-        stride >= 4 * n_cols && bytes.len() >= (m_cols.max(1) - 1) * stride + 4 * n_cols,
-        "the accumulator rows lie inside `bytes` and do not overlap"
-    );
-    let shape = Shape {
-        k,
-        m_cols,
-        n_cols,
-        stride,
-    };
-    dispatch(s, v, shape, bytes);
+    match rows {
+        Rows::Values(acc) => matmul(s, v, k, m_cols, n_cols, acc),
+        Rows::Bytes { bytes, stride } => {
+            assert!(
+                stride >= 4 * n_cols && bytes.len() >= (m_cols.max(1) - 1) * stride + 4 * n_cols,
+                "the accumulator rows lie inside `bytes` and do not overlap"
+            );
+            let shape = Shape {
+                k,
+                m_cols,
+                n_cols,
+                stride,
+            };
+            dispatch(s, v, shape, bytes);
+        }
+    }
 }
 
 /// Runs the band loop this CPU runs fastest for these operands.
@@ -491,7 +503,11 @@ mod tests {
                         row[4 * j..4 * j + 4].copy_from_slice(&x.to_le_bytes());
                     }
                 }
-                matmul_into_bytes(&s, &v, [k, m, n], &mut bytes, stride);
+                let rows = Rows::Bytes {
+                    bytes: &mut bytes,
+                    stride,
+                };
+                matmul_rows(&s, &v, [k, m, n], rows);
                 for (row, vals) in bytes.chunks(stride).zip(want.chunks(n)) {
                     let got: Vec<u32> = row[..4 * n]
                         .chunks(4)
