@@ -673,17 +673,44 @@ impl Exec<'_> {
         // every byte read written and defined. Then reading everything and
         // then writing everything gives the element loop's bytes, counters
         // and (all-defined) shadow, without a call per element.
+        // Otherwise (`oob=skip`, or bytes never written or undefined) the
+        // same per stretch of clean rows in bounds (rows pair one to one),
+        // and the element loop for each row that reads unclean bytes, in
+        // row order: the bytes, shadow and any fault of the element loop.
         if sv.dtype == dv.dtype
             && !accumulate
-            && bad_row.is_none()
             && sv.rows == dv.rows
             && sv.free() == dv.free()
             && sv.space != dv.space
-            && self.mem.is_clean(&sv)
         {
-            let mut bytes = Vec::new();
-            self.mem.read_raw(&sv, &mut bytes)?;
-            return self.mem.write_raw(&dv, &bytes);
+            if bad_row.is_none() && self.mem.is_clean(&sv) {
+                let mut bytes = Vec::new();
+                self.mem.read_raw(&sv, &mut bytes)?;
+                return self.mem.write_raw(&dv, &bytes);
+            }
+            let mut w = 0;
+            while w < valid.len() {
+                let clean =
+                    |mem: &MemoryState, r: usize| valid[r] && mem.is_clean(&sv.sub_rows(r, 1));
+                let first = clean(self.mem, w);
+                let mut n = 1;
+                while w + n < valid.len()
+                    && valid[w + n] == valid[w]
+                    && clean(self.mem, w + n) == first
+                {
+                    n += 1;
+                }
+                let (s, d) = (sv.sub_rows(w, n), dv.sub_rows(w, n));
+                if first {
+                    let mut bytes = Vec::new();
+                    self.mem.read_raw(&s, &mut bytes)?;
+                    self.mem.write_raw(&d, &bytes)?;
+                } else if valid[w] {
+                    self.copy_elements(&s, &d, false, |_, _| true)?;
+                }
+                w += n;
+            }
+            return Ok(());
         }
         self.copy_elements(&sv, &dv, accumulate, |_, [ps, _, pd, _]| {
             valid[if scatter { pd } else { ps }]

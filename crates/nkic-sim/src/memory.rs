@@ -335,10 +335,15 @@ impl Space {
         for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
             self.dirty[block / 64] |= 1 << (block % 64);
         }
+        let ones = |words: &[u64]| words.iter().all(|&w| w == u64::MAX);
         for group in a / FULL_WORDS..=(b - 1) / FULL_WORDS {
-            let words =
-                &self.init[group * FULL_WORDS..((group + 1) * FULL_WORDS).min(self.init.len())];
-            if words.len() == FULL_WORDS && words.iter().all(|&w| w == u64::MAX) {
+            let (lo, hi) = (group * FULL_WORDS, (group + 1) * FULL_WORDS);
+            // The words just set first: an element's write usually leaves
+            // its word short of full, and then the group too.
+            if hi <= self.init.len()
+                && ones(&self.init[a.max(lo)..b.min(hi)])
+                && ones(&self.init[lo..hi])
+            {
                 self.full[group / 64] |= 1 << (group % 64);
             }
         }
@@ -1620,10 +1625,16 @@ impl MemoryState {
                     match &shadow {
                         None => space.shade(a, a + run_bytes, None),
                         Some((undef, o)) => {
+                            // One call per stretch of elements alike.
                             let e0 = k / v.size;
-                            for j in 0..v.run_len {
+                            let flags = &undef[e0..e0 + v.run_len];
+                            let mut j = 0;
+                            while j < flags.len() {
+                                let same =
+                                    flags[j..].iter().take_while(|&&u| u == flags[j]).count();
                                 let b = a + j * v.size;
-                                space.shade(b, b + v.size, undef[e0 + j].then_some(*o));
+                                space.shade(b, b + same * v.size, flags[j].then_some(*o));
+                                j += same;
                             }
                         }
                     }

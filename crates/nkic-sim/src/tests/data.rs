@@ -191,6 +191,10 @@ fn dma_gather_and_scatter_follow_the_index() {
     // row keeps its value.
     b.ok(Queue::Dma(0), &gather(OobMode::Skip, true));
     assert_bits(&b.get(&dst), &[80.0, 82.0, 0.0, 2.0, -1.0, -1.0]);
+    // A skipped row first, then a stretch of two rows in bounds.
+    b.put_bits(&index, &[7, 1, 2]);
+    b.ok(Queue::Dma(0), &gather(OobMode::Skip, false));
+    assert_bits(&b.get(&dst), &[80.0, 82.0, 10.0, 11.0, 20.0, 21.0]);
 
     // Scatter-add with a repeated index: rows add up in ascending order.
     let out = hbm(TensorId(1), 5, 2, 0, &[(1, 2)], DType::F32);
