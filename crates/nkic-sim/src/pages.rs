@@ -1,8 +1,8 @@
 //! Large zero-filled buffers that Linux may back with transparent huge
-//! pages. A simulated memory (an HBM tensor, SBUF) or its written bits
-//! are allocated zeroed and touched page by page; with 4 KiB pages a
-//! 64 MiB output costs 16,384 page faults when first written and as many
-//! page-table entries to tear down, with 2 MiB pages 32. This machine's
+//! pages. A simulated memory (an HBM tensor, an on-chip memory) or its
+//! written bits are allocated zeroed and touched page by page; with 4 KiB
+//! pages a 64 MiB output costs 16,384 page faults when first written and
+//! as many page-table entries to tear down, with 2 MiB pages 32. This machine's
 //! kernels give huge pages only to memory advised so (`madvise` mode of
 //! `/sys/kernel/mm/transparent_hugepage/enabled`), hence the advice.
 //!
