@@ -328,8 +328,9 @@ impl Space {
         self.origin = Vec::new();
     }
 
-    /// After bits were set in written-bit words `a..b` (`a < b`): marks
-    /// their dirty blocks, and sets the `full` bits of the groups of
+    /// After bits were set in written-bit words `a..b` (`a < b`), every
+    /// word strictly between the first and the last one whole: marks their
+    /// dirty blocks, and sets the `full` bits of the groups of
     /// `FULL_WORDS` words they made all ones.
     fn marked(&mut self, a: usize, b: usize) {
         for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
@@ -338,11 +339,13 @@ impl Space {
         let ones = |words: &[u64]| words.iter().all(|&w| w == u64::MAX);
         for group in a / FULL_WORDS..=(b - 1) / FULL_WORDS {
             let (lo, hi) = (group * FULL_WORDS, (group + 1) * FULL_WORDS);
-            // The words just set first: an element's write usually leaves
-            // its word short of full, and then the group too.
+            // A group between the first and the last word was just set
+            // whole. At the ends, the words just set first: an element's
+            // write usually leaves its word short of full, and then the
+            // group too.
+            let inside = lo > a && hi < b;
             if hi <= self.init.len()
-                && ones(&self.init[a.max(lo)..b.min(hi)])
-                && ones(&self.init[lo..hi])
+                && (inside || ones(&self.init[a.max(lo)..b.min(hi)]) && ones(&self.init[lo..hi]))
             {
                 self.full[group / 64] |= 1 << (group % 64);
             }
