@@ -329,21 +329,24 @@ impl Space {
     }
 
     /// After bits were set in written-bit words `a..b` (`a < b`), every
-    /// word strictly between the first and the last one whole: marks their
-    /// dirty blocks, and sets the `full` bits of the groups of
-    /// `FULL_WORDS` words they made all ones.
-    fn marked(&mut self, a: usize, b: usize) {
+    /// word strictly between the first and the last one whole, and those
+    /// two too when `whole`: marks their dirty blocks, and sets the `full`
+    /// bits of the groups of `FULL_WORDS` words they made all ones.
+    fn marked(&mut self, a: usize, b: usize, whole: bool) {
         for block in a / DIRTY_WORDS..=(b - 1) / DIRTY_WORDS {
             self.dirty[block / 64] |= 1 << (block % 64);
         }
         let ones = |words: &[u64]| words.iter().all(|&w| w == u64::MAX);
         for group in a / FULL_WORDS..=(b - 1) / FULL_WORDS {
             let (lo, hi) = (group * FULL_WORDS, (group + 1) * FULL_WORDS);
-            // A group between the first and the last word was just set
-            // whole. At the ends, the words just set first: an element's
-            // write usually leaves its word short of full, and then the
-            // group too.
-            let inside = lo > a && hi < b;
+            // A group of words just set whole is full. At the ends, the
+            // words just set first: an element's write usually leaves its
+            // word short of full, and then the group too.
+            let inside = if whole {
+                lo >= a && hi <= b
+            } else {
+                lo > a && hi < b
+            };
             if hi <= self.init.len()
                 && (inside || ones(&self.init[a.max(lo)..b.min(hi)]) && ones(&self.init[lo..hi]))
             {
@@ -513,7 +516,7 @@ impl Space {
             i = w * 64 + hi;
         }
         if start < end {
-            self.marked(start / 64, (end - 1) / 64 + 1);
+            self.marked(start / 64, (end - 1) / 64 + 1, false);
         }
     }
 }
@@ -1879,7 +1882,7 @@ impl MemoryState {
             // the space is `all_written`.
             let marks = !space.all_written;
             for piece in bits.pieces() {
-                let (a, b) = match piece {
+                let (a, b, whole) = match piece {
                     Piece::Words(a, b) => {
                         if marks {
                             space.init[a..b].fill(u64::MAX);
@@ -1887,7 +1890,7 @@ impl MemoryState {
                         if shade {
                             space.undef[a..b].fill(0);
                         }
-                        (a, b)
+                        (a, b, true)
                     }
                     Piece::Part(w, m) => {
                         if marks {
@@ -1896,11 +1899,11 @@ impl MemoryState {
                         if shade {
                             space.undef[w] &= !m;
                         }
-                        (w, w + 1)
+                        (w, w + 1, false)
                     }
                 };
                 if marks {
-                    space.marked(a, b);
+                    space.marked(a, b, whole);
                 }
             }
         } else {
@@ -2239,6 +2242,26 @@ mod tests {
             }
             check(&s)?;
         }
+    }
+
+    /// The native tier's `wrote` keeps `full` exact: whole word runs and
+    /// partial words, at offsets that do and do not start a group.
+    #[cfg(feature = "jit")]
+    #[test]
+    fn wrote_keeps_the_full_summary_exact() {
+        let p = Program::new(Target::Trn3);
+        let mut m = MemoryState::new(&p, Poison::Precise);
+        for (offset, elems) in [(0u64, 512u32), (3000, 200), (4096, 129), (8192 + 4, 1000)] {
+            let ap = AccessPattern::sbuf(0, 128, offset, &[Dim::new(1, elems)], DType::F32);
+            let v = m.view(&ap, &[0; 64], "dst", true).unwrap();
+            m.wrote(&v);
+        }
+        let s = &m.sbuf[0];
+        for (g, words) in s.init.chunks(FULL_WORDS).enumerate() {
+            let all = words.len() == FULL_WORDS && words.iter().all(|&w| w == u64::MAX);
+            assert_eq!(s.full[g / 64] >> (g % 64) & 1 == 1, all, "group {g}");
+        }
+        assert!(s.full.iter().any(|&w| w != 0), "some group is full");
     }
 
     /// A strided read of one element per run takes the gather fast path on
