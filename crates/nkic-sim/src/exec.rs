@@ -688,25 +688,23 @@ impl Exec<'_> {
                 self.mem.read_raw(&sv, &mut bytes)?;
                 return self.mem.write_raw(&dv, &bytes);
             }
+            // Per row: in bounds, and clean (checked once, before any
+            // write: the two sides are separate memories).
+            let rows: Vec<(bool, bool)> = (0..valid.len())
+                .map(|r| (valid[r], valid[r] && self.mem.is_clean(&sv.sub_rows(r, 1))))
+                .collect();
             let mut w = 0;
-            while w < valid.len() {
-                let clean =
-                    |mem: &MemoryState, r: usize| valid[r] && mem.is_clean(&sv.sub_rows(r, 1));
-                let first = clean(self.mem, w);
-                let mut n = 1;
-                while w + n < valid.len()
-                    && valid[w + n] == valid[w]
-                    && clean(self.mem, w + n) == first
-                {
-                    n += 1;
-                }
+            while w < rows.len() {
+                let n = rows[w..].iter().take_while(|&&k| k == rows[w]).count();
                 let (s, d) = (sv.sub_rows(w, n), dv.sub_rows(w, n));
-                if first {
-                    let mut bytes = Vec::new();
-                    self.mem.read_raw(&s, &mut bytes)?;
-                    self.mem.write_raw(&d, &bytes)?;
-                } else if valid[w] {
-                    self.copy_elements(&s, &d, false, |_, _| true)?;
+                match rows[w] {
+                    (true, true) => {
+                        let mut bytes = Vec::new();
+                        self.mem.read_raw(&s, &mut bytes)?;
+                        self.mem.write_raw(&d, &bytes)?;
+                    }
+                    (true, false) => self.copy_elements(&s, &d, false, |_, _| true)?,
+                    (false, _) => {}
                 }
                 w += n;
             }
