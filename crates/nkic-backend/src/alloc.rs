@@ -660,7 +660,6 @@ fn items_of(
                 (if want + p <= mem.partitions { want } else { 0 }, None)
             }
         };
-        let label = unit.storage_label(id, sources);
         if p > mem.partitions || size > mem.capacity {
             diags.push(diag_at(
                 codes::TENSOR_TOO_LARGE,
@@ -704,8 +703,9 @@ fn items_of(
                 diags.push(diag_at(
                     codes::ADDRESS_OUT_OF_RANGE,
                     format!(
-                        "manual {} placement of {label} is invalid: {why}",
-                        mem.buffer
+                        "manual {} placement of {} is invalid: {why}",
+                        mem.buffer,
+                        unit.storage_label(id, sources)
                     ),
                     s.loc,
                     "placed here",
@@ -725,36 +725,32 @@ fn items_of(
     }
     // Manual placements must not overlap while both are alive.
     let manual: Vec<&Item> = items.iter().filter(|i| i.manual.is_some()).collect();
-    for (k, a) in manual.iter().enumerate() {
-        for b in &manual[..k] {
-            let (Some(x), Some(y)) = (a.manual, b.manual) else {
-                continue;
-            };
-            if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
-                let sb = &unit.storages[b.id];
-                let mut d = diag_at(
-                    codes::ADDRESS_OVERLAP,
-                    format!(
-                        "manually placed {} tensors {} and {} overlap while both are alive",
-                        mem.buffer,
-                        unit.storage_label(a.id, sources),
-                        unit.storage_label(b.id, sources)
-                    ),
-                    unit.storages[a.id].loc,
-                    format!("bytes {x}..{} placed here", x + a.size),
-                );
-                if let Some(loc) = sb.loc {
-                    d = d.with_secondary(
-                        loc.file,
-                        loc.span,
-                        format!("bytes {y}..{} placed here", y + b.size),
-                    );
-                }
-                diags.push(d.with_help(
-                    "give one of them another `address=`, or let the compiler place it",
-                ));
-            }
+    for (k, j) in overlapping_pairs(&manual) {
+        let (a, b) = (manual[k], manual[j]);
+        let (Some(x), Some(y)) = (a.manual, b.manual) else {
+            continue;
+        };
+        let sb = &unit.storages[b.id];
+        let mut d = diag_at(
+            codes::ADDRESS_OVERLAP,
+            format!(
+                "manually placed {} tensors {} and {} overlap while both are alive",
+                mem.buffer,
+                unit.storage_label(a.id, sources),
+                unit.storage_label(b.id, sources)
+            ),
+            unit.storages[a.id].loc,
+            format!("bytes {x}..{} placed here", x + a.size),
+        );
+        if let Some(loc) = sb.loc {
+            d = d.with_secondary(
+                loc.file,
+                loc.span,
+                format!("bytes {y}..{} placed here", y + b.size),
+            );
         }
+        diags
+            .push(d.with_help("give one of them another `address=`, or let the compiler place it"));
     }
     if !diags.is_empty() {
         return Err(diags);
@@ -768,6 +764,35 @@ fn items_of(
         )
     });
     Ok(items)
+}
+
+/// The pairs `(k, j)`, `j < k`, of manually placed `items` that are
+/// alive together on common partitions and share bytes, in increasing
+/// order of `k` then `j` (the order the diagnostics are reported in).
+/// A sweep over the items in order of first use compares each only with
+/// those still alive: a kernel that places its own tiles (nki-library's
+/// stack allocator) has tens of thousands, of which few live at once.
+fn overlapping_pairs(items: &[&Item]) -> Vec<(usize, usize)> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&k| items[k].live.first);
+    let mut alive: Vec<usize> = Vec::new();
+    let mut pairs = Vec::new();
+    for k in order {
+        let a = items[k];
+        alive.retain(|&j| items[j].live.last >= a.live.first);
+        for &j in &alive {
+            let b = items[j];
+            let (Some(x), Some(y)) = (a.manual, b.manual) else {
+                continue;
+            };
+            if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
+                pairs.push((k.max(j), k.min(j)));
+            }
+        }
+        alive.push(k);
+    }
+    pairs.sort_unstable();
+    pairs
 }
 
 /// True when `a` and `b` may not share bytes with `slack` extra positions
@@ -1126,4 +1151,51 @@ fn overflow_diag(
         "use smaller tiles, or allocate tiles inside the loop that uses them so their lifetimes end sooner"
     };
     d.with_help(help)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn item(first: u32, last: u32, partitions: (u64, u64), byte: u64, size: u64) -> Item {
+        Item {
+            id: 0,
+            live: LiveRange { first, last },
+            partitions,
+            size,
+            manual: Some(byte),
+            shifts: &[],
+        }
+    }
+
+    proptest! {
+        /// The sweep finds exactly the pairs the definition names (alive
+        /// together on common partitions, sharing bytes), in its order.
+        #[test]
+        fn overlapping_pairs_are_all_pairs_that_overlap(
+            raw in proptest::collection::vec(
+                (0u32..40, 0u32..10, 0u64..128, 1u64..64, 0u64..512, 1u64..256),
+                0..40,
+            )
+        ) {
+            let items: Vec<Item> = raw
+                .iter()
+                .map(|&(first, len, p, n, byte, size)| {
+                    item(first, first + len, (p, (p + n).min(128)), byte, size)
+                })
+                .collect();
+            let refs: Vec<&Item> = items.iter().collect();
+            let mut expected = Vec::new();
+            for (k, a) in refs.iter().enumerate() {
+                for (j, b) in refs[..k].iter().enumerate() {
+                    let (x, y) = (a.manual.unwrap(), b.manual.unwrap());
+                    if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
+                        expected.push((k, j));
+                    }
+                }
+            }
+            prop_assert_eq!(overlapping_pairs(&refs), expected);
+        }
+    }
 }
