@@ -113,8 +113,9 @@ pub fn check_sizes(program: &Program) -> Result<(), SimError> {
 }
 
 /// How many instructions this thread has run in the native tier
-/// (`SimTier::Jit`) since it started: lets tests and benchmarks see that
-/// the tier was taken. Always 0 without the `jit` feature.
+/// (`SimTier::Jit`) since it started, counting the runs it called (which
+/// execute on a worker of the thread pool): lets tests and benchmarks see
+/// that the tier was taken. Always 0 without the `jit` feature.
 pub fn native_instructions() -> u64 {
     #[cfg(feature = "jit")]
     return jit::native_instructions();

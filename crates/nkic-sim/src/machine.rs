@@ -403,6 +403,31 @@ pub(crate) fn simulate(
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
+    // The run goes on a worker of the thread pool, so a matmul's parallel
+    // bands (`matmul::blocked`) split locally: the running thread computes
+    // one half and the other worker steals the other, instead of the
+    // caller handing both halves to the pool and sleeping until they end.
+    // The worker's count of native instructions is credited to the caller
+    // (`native_instructions` is per calling thread).
+    let (result, native) = rayon::scope(|_| {
+        let before = crate::native_instructions();
+        let result = simulate_on_worker(cores, inputs, config, dump);
+        (result, crate::native_instructions() - before)
+    });
+    #[cfg(feature = "jit")]
+    crate::jit::credit_native_instructions(native);
+    #[cfg(not(feature = "jit"))]
+    let _ = native;
+    result
+}
+
+/// [`simulate`] on the thread it is called on.
+fn simulate_on_worker(
+    cores: &[Program],
+    inputs: &Inputs,
+    config: &SimConfig,
+    dump: &DumpSpec,
+) -> Result<(RunResult, Vec<Dump>), SimError> {
     let mut racy = Racy {
         tolerate: cores.len() > 1 && config.race_check && config.poison == Poison::Precise,
         ..Racy::default()

@@ -256,6 +256,12 @@ pub(crate) fn native_instructions() -> u64 {
     NATIVE.with(std::cell::Cell::get)
 }
 
+/// Counts `n` instructions that a run called from this thread ran
+/// natively on another (the pool worker the run went to).
+pub(crate) fn credit_native_instructions(n: u64) {
+    NATIVE.with(|c| c.set(c.get() + n));
+}
+
 /// The plan for `op` when every precondition of the module doc holds.
 /// Reads nothing but the per-row scalars, and those only once every other
 /// check has passed.
@@ -968,7 +974,7 @@ fn execute_plan(
         if let Some(affine) = &plan.affine {
             streams[n_srcs + 1] = affine_stream(affine, 0);
         }
-        kernel.call(d.rows, free, &streams, &plan.consts, plan.fill, &mut rows);
+        kernel.call_rows(d.rows, free, &streams, &plan.consts, plan.fill, &mut rows);
         mem.wrote(&plan.dst);
         return rows;
     }

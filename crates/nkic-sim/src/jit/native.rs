@@ -165,6 +165,124 @@ impl Kernel {
     }
 }
 
+/// The fewest elements (rows times elements per row) of a call that
+/// [`Kernel::call_rows`] splits over two threads: about 0.1 ms of a
+/// scalar loop, far above the cost of handing half to another worker.
+const PARALLEL_MIN_ELEMENTS: usize = 1 << 16;
+
+/// The streams of one half of a split call, sent to the worker that runs
+/// it.
+struct HalfStreams([Stream; 3]);
+
+// SAFETY: the pointers of a split call's halves are only dereferenced by
+// `Kernel::call` inside `rayon::join`, which returns only when both halves
+// have ended; `call_rows` splits only when the halves write disjoint bytes
+// and neither reads bytes the other writes (`rows_independent`), so the
+// two threads never race on any byte.
+unsafe impl Send for HalfStreams {}
+
+impl Kernel {
+    /// [`Kernel::call`], with the rows split into two halves that run on
+    /// two threads of the pool when the call is large and its rows are
+    /// independent: each row of the destination is written by its own
+    /// row only, so the bytes, the per-row folds and any panic are those
+    /// of one call.
+    pub(crate) fn call_rows(
+        &self,
+        rows: usize,
+        n: usize,
+        streams: &[Stream; 3],
+        consts: &[[f32; 2]],
+        fill: i64,
+        accs: &mut [f32],
+    ) {
+        let split = rows >= 2
+            && rows.saturating_mul(n) >= PARALLEL_MIN_ELEMENTS
+            && consts.len() >= rows
+            && accs.len() >= rows
+            && self.rows_independent(rows, n, streams);
+        if !split {
+            return self.call(rows, n, streams, consts, fill, accs);
+        }
+        let half = rows / 2;
+        let mut upper = *streams;
+        for (s, &size) in upper.iter_mut().zip(&self.sizes) {
+            if size > 0 {
+                s.offset += half as i64 * s.row_step;
+            }
+        }
+        let (lower, upper) = (HalfStreams(*streams), HalfStreams(upper));
+        let (consts_lo, consts_hi) = consts.split_at(half);
+        let (accs_lo, accs_hi) = accs.split_at_mut(half);
+        rayon::join(
+            move || {
+                let lower = lower;
+                self.call(half, n, &lower.0, consts_lo, fill, accs_lo)
+            },
+            move || {
+                let upper = upper;
+                self.call(rows - half, n, &upper.0, consts_hi, fill, accs_hi)
+            },
+        );
+    }
+
+    /// Whether rows of the call may run on different threads: the
+    /// destination's rows are evenly spaced at least a row's span apart
+    /// (so no byte is written by two rows), and a source in the
+    /// destination's memory is either the destination itself, element
+    /// for element, or lies wholly outside every byte the destination
+    /// writes.
+    fn rows_independent(&self, rows: usize, n: usize, streams: &[Stream; 3]) -> bool {
+        let size = self.sizes[0];
+        let d = &streams[0];
+        if size == 0 {
+            return false;
+        }
+        // The bytes a row spans, from its lowest element to its highest.
+        let span = |s: &Stream, size: usize| {
+            (n as i64 - 1)
+                .checked_mul(s.stride.abs())
+                .and_then(|x| x.checked_add(size as i64))
+        };
+        // The lowest and one past the highest byte of all rows.
+        let extent = |s: &Stream, size: usize| -> Option<(i64, i64)> {
+            let down = (rows as i64 - 1).checked_mul(s.row_step)?;
+            let along = (n as i64 - 1).checked_mul(s.stride)?;
+            let corners = [0, down]
+                .into_iter()
+                .flat_map(|r| [0, along].map(|i| s.offset.checked_add(r)?.checked_add(i)));
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for c in corners {
+                let c = c?;
+                lo = lo.min(c);
+                hi = hi.max(c.checked_add(size as i64)?);
+            }
+            Some((lo, hi))
+        };
+        let Some(row_span) = span(d, size) else {
+            return false;
+        };
+        if d.row_step.abs() < row_span {
+            return false;
+        }
+        let Some((lo, hi)) = extent(d, size) else {
+            return false;
+        };
+        streams[1..]
+            .iter()
+            .zip(&self.sizes[1..])
+            .all(|(s, &s_size)| {
+                s_size == 0
+                    || s.base != d.base
+                    || (s_size == size
+                        && s.offset == d.offset
+                        && s.row_step == d.row_step
+                        && s.stride == d.stride)
+                    || extent(s, s_size).is_some_and(|(a, b)| b <= lo || hi <= a)
+            })
+    }
+}
+
 /// One operand's elements in a call: memory start and length, the byte
 /// offset of the first element, the bytes between rows and the bytes
 /// between elements.
@@ -205,5 +323,72 @@ impl Stream {
                 .map(move |i| self.offset.checked_add(r)?.checked_add(i))
         });
         !self.base.is_null() && corners.all(inside)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" fn never(
+        _: i64,
+        _: i64,
+        _: *mut u8,
+        _: i64,
+        _: i64,
+        _: *const u8,
+        _: i64,
+        _: i64,
+        _: *const u8,
+        _: i64,
+        _: i64,
+        _: *const [f32; 2],
+        _: i64,
+        _: *mut f32,
+    ) {
+        unreachable!("the tests only ask whether rows are independent");
+    }
+
+    fn stream(base: &[u8], offset: i64, row_step: i64, stride: i64) -> Stream {
+        Stream {
+            base: base.as_ptr(),
+            len: base.len(),
+            offset,
+            row_step,
+            stride,
+        }
+    }
+
+    /// Rows split only when no byte is written by two rows, and a source
+    /// sharing the destination's memory is the destination itself or
+    /// clear of it.
+    #[test]
+    fn rows_are_independent_only_when_no_row_touches_anothers_bytes() {
+        let (mem, other) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+        let k = Kernel {
+            entry: never,
+            sizes: [4, 4, 0],
+        };
+        let (rows, n) = (16, 64);
+        let dst = stream(&mem, 0, 256, 4);
+        let unused = Stream::UNUSED;
+        let ok = |d: Stream, a: Stream| k.rows_independent(rows, n, &[d, a, unused]);
+        // Another memory, the destination itself, or past its last byte.
+        assert!(ok(dst, stream(&other, 0, 256, 4)));
+        assert!(ok(dst, dst));
+        assert!(ok(dst, stream(&mem, 16 * 256, 256, 4)));
+        // Rows a row's span apart going down, and going up.
+        assert!(ok(
+            stream(&mem, 15 * 256, -256, 4),
+            stream(&other, 0, 256, 4)
+        ));
+        // Rows overlapping (the same row every time, or closer than a
+        // row's 256 bytes), or a source reading another row of the
+        // destination, or within its extent at another stride.
+        assert!(!ok(stream(&mem, 0, 0, 4), stream(&other, 0, 256, 4)));
+        assert!(!ok(stream(&mem, 0, 252, 4), stream(&other, 0, 256, 4)));
+        assert!(!ok(dst, stream(&mem, 256, 256, 4)));
+        assert!(!ok(dst, stream(&mem, 0, 256, 8)));
+        assert!(!ok(dst, stream(&mem, 16 * 256 - 4, 256, 4)));
     }
 }

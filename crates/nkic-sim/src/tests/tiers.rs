@@ -273,6 +273,55 @@ fn dense_f32_arithmetic_in_lanes_leaves_the_interpreters_bits() {
     }
 }
 
+/// Instructions of 128 rows of 1024 elements, large enough for the
+/// native tier to split their rows over two threads (`call_rows`), leave
+/// the interpreter's bytes and per-row folds: in place, into another tile,
+/// with per-row scales and an accumulated reduction.
+#[test]
+fn rows_split_over_two_threads_leave_the_interpreters_bits() {
+    let mut g = Gen(0x5b1d);
+    let n = 128 * 1024;
+    let bits: Vec<u32> = (0..n)
+        .map(|_| (g.next() as u32 & 0x807f_ffff) | ((g.below(12) as u32 + 120) << 23))
+        .collect();
+    let x = tile(128, 1024, 0, DType::F32);
+    let out = tile(128, 1024, 4096, DType::BF16);
+    let scale = tile(128, 1, 8192, DType::F32);
+    let sums = tile(128, 1, 8196, DType::F32);
+    let scales: Vec<u32> = (0..128)
+        .map(|p| (0.25f32 * (p % 7) as f32 - 0.5).to_bits())
+        .collect();
+    let act = |dst: &AccessPattern, reduce: bool| {
+        Op::Activation(insn::Activation {
+            dst: dst.clone(),
+            src: x.clone(),
+            func: ActFunc::Exp,
+            scale: Scalar::Vector(scale.clone()),
+            bias: Some(Scalar::imm(-1.0)),
+            reduce_op: reduce.then_some(AluOp::Add),
+            reduce_cmd: if reduce {
+                ReduceCmd::ResetReduce
+            } else {
+                ReduceCmd::Idle
+            },
+            reduce_res: reduce.then(|| sums.clone()),
+        })
+    };
+    for op in [act(&x, false), act(&out, false), act(&out, true)] {
+        let mut interp = Bench::new();
+        let mut native = Bench::new();
+        for b in [&mut interp, &mut native] {
+            b.put_bits(&x, &bits);
+            b.put_bits(&scale, &scales);
+        }
+        let want = interp.exec(Queue::Scalar, &op);
+        let (ran, got) = run_native(&mut native, Queue::Scalar, &op);
+        assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
+        let diff = native.mem.first_difference(&interp.mem);
+        assert!(diff.is_none(), "{op:?}: {diff:?}");
+    }
+}
+
 /// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
 /// (zeros, subnormals, normals, infinities, NaN payloads).
 #[test]
