@@ -19,6 +19,7 @@ use nkic_ir::{ArgKind, Kernel};
 use nkic_isa::{DType, Launch, LineId, Program, Queue, SplitMix64, TensorKind, numerics};
 use nkic_sim::{DumpSpec, Inputs, RunResult, SimConfig, SimError, SimErrorKind};
 use nkic_specialize::ModuleLoader;
+use rayon::prelude::*;
 use serde_json::json;
 
 use crate::compile::Compiled;
@@ -74,17 +75,30 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
                 bytes.push(rng.next_u64() as u8);
             }
         } else if dtype.is_float() {
-            // In chunks, so a large tensor never exists as f32 values too;
-            // a packed element's lanes are values of their own.
-            let n = n * numerics::lanes(dtype);
-            let mut values: Vec<f32> = Vec::with_capacity(RANDOM_CHUNK.min(n));
-            for start in (0..n).step_by(RANDOM_CHUNK) {
-                values.clear();
-                values.extend(
-                    (start..n.min(start + RANDOM_CHUNK)).map(|_| unit(&mut rng) * 2.0 - 1.0),
-                );
-                numerics::encode(dtype, &values, &mut bytes);
-            }
+            // In chunks, so a large tensor never exists as f32 values too,
+            // drawn on the pool's threads: chunk `c` starts `c` chunks of
+            // draws into the sequence, so the bytes are those of one
+            // sequential pass. A packed element's lanes are values of
+            // their own.
+            let lanes = numerics::lanes(dtype);
+            let values = n * lanes;
+            let chunk_bytes = RANDOM_CHUNK / lanes * dtype.size() as usize;
+            let first = rng.clone();
+            bytes.resize(n * dtype.size() as usize, 0);
+            bytes
+                .par_chunks_mut(chunk_bytes)
+                .enumerate()
+                .for_each(|(c, out)| {
+                    let start = c * RANDOM_CHUNK;
+                    let mut g = first.skipped(start as u64);
+                    let drawn: Vec<f32> = (start..values.min(start + RANDOM_CHUNK))
+                        .map(|_| unit(&mut g) * 2.0 - 1.0)
+                        .collect();
+                    let mut encoded = Vec::with_capacity(out.len());
+                    numerics::encode(dtype, &drawn, &mut encoded);
+                    out.copy_from_slice(&encoded);
+                });
+            rng = first.skipped(values as u64);
         } else {
             for _ in 0..n {
                 let r = rng.next_u64();
@@ -101,7 +115,8 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
     inputs
 }
 
-/// The float values `random_inputs` draws and encodes at a time.
+/// The float values `random_inputs` draws and encodes at a time (a
+/// multiple of every dtype's lane count).
 const RANDOM_CHUNK: usize = 1 << 16;
 
 /// Uniform in [0, 1) with 24 random bits of `rng`, exact in f32.
@@ -709,5 +724,36 @@ mod tests {
         let (_, got) = &inputs.entries[0];
         assert_eq!(got.len(), want.len());
         assert!(got[..] == want[..]);
+    }
+
+    #[test]
+    fn later_tensors_continue_the_stream_of_earlier_ones() {
+        // A float tensor ending inside a chunk, a packed one (four values
+        // per element) and an integer one draw one sequence in turn.
+        let (n, m, k) = (RANDOM_CHUNK + 3, RANDOM_CHUNK / 4 + 5, 9);
+        let mut program = Program::new(nkic_isa::Target::Trn3);
+        program.add_tensor("x", DType::F32, &[1, n as u64], TensorKind::Input);
+        program.add_tensor("y", DType::F8E5M2x4, &[1, m as u64], TensorKind::Input);
+        program.add_tensor("z", DType::I32, &[1, k as u64], TensorKind::Input);
+        let inputs = random_inputs(&program, 5);
+        let mut rng = SplitMix64(5);
+        let mut want = Vec::new();
+        let draw = |count: usize, dtype: DType, rng: &mut SplitMix64| {
+            let values: Vec<f32> = (0..count).map(|_| unit(rng) * 2.0 - 1.0).collect();
+            let mut bytes = Vec::new();
+            numerics::encode(dtype, &values, &mut bytes);
+            bytes
+        };
+        want.push(draw(n, DType::F32, &mut rng));
+        want.push(draw(4 * m, DType::F8E5M2x4, &mut rng));
+        want.push(
+            (0..k)
+                .flat_map(|_| (((rng.next_u64() % 16) as i32) - 8).to_le_bytes())
+                .collect(),
+        );
+        for ((name, got), want) in inputs.entries.iter().zip(&want) {
+            assert!(got[..] == want[..], "{name:?}");
+        }
+        assert_eq!(inputs.entries.len(), 3);
     }
 }
