@@ -729,32 +729,9 @@ impl Exec<'_> {
                 "`src` of a verified dma_transpose has rank {n}: the verifier's DmaTransposeRank rule allows 2, 3 or 4"
             ),
         };
-        let want: Vec<u64> = perm.iter().map(|&i| s[i]).collect();
         let mut raw = Vec::new();
         self.mem.read_raw(&sv, &mut raw)?;
-        let size = sv.size;
-        // Row-major strides of the source shape, in elements.
-        let mut strides = vec![1usize; s.len()];
-        for i in (0..s.len() - 1).rev() {
-            strides[i] = strides[i + 1] * s[i + 1] as usize;
-        }
-        let mut out = Vec::with_capacity(raw.len());
-        let mut idx = vec![0u64; want.len()];
-        for _ in 0..dv.elements() {
-            let flat: usize = idx
-                .iter()
-                .zip(perm)
-                .map(|(&j, &k)| j as usize * strides[k])
-                .sum();
-            out.extend_from_slice(&raw[flat * size..flat * size + size]);
-            for d in (0..idx.len()).rev() {
-                idx[d] += 1;
-                if idx[d] < want[d] {
-                    break;
-                }
-                idx[d] = 0;
-            }
-        }
+        let out = permuted(&raw, sv.size, &s, perm);
         self.mem.write_raw(&dv, &out)
     }
 
@@ -978,14 +955,7 @@ impl Exec<'_> {
         if sv.dtype == dv.dtype {
             let mut raw = Vec::new();
             self.mem.read_raw(&sv, &mut raw)?;
-            let size = sv.size;
-            let mut out = Vec::with_capacity(raw.len());
-            for i in 0..f {
-                for pp in 0..p {
-                    let at = (pp * f + i) * size;
-                    out.extend_from_slice(&raw[at..at + size]);
-                }
-            }
+            let out = permuted(&raw, sv.size, &[p as u64, f as u64], &[1, 0]);
             return self.mem.write_raw(&dv, &out);
         }
         plain(&sv)?;
@@ -2252,8 +2222,115 @@ fn f64_exponent(x: f64) -> i32 {
     (((x.to_bits() >> 52) & 0x7ff) as i32) - 1023
 }
 
+/// The elements (`size` bytes each) of a row-major array of `shape` in
+/// `raw`, in the row-major order of the array whose dim `d` is the
+/// source's dim `perm[d]`.
+fn permuted(raw: &[u8], size: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
+    match size {
+        1 => permuted_as::<1>(raw, shape, perm),
+        2 => permuted_as::<2>(raw, shape, perm),
+        4 => permuted_as::<4>(raw, shape, perm),
+        8 => permuted_as::<8>(raw, shape, perm),
+        _ => permuted_dyn(raw, size, shape, perm),
+    }
+}
+
+/// [`permuted`] for elements of `S` bytes: a fixed-size copy per element,
+/// the innermost dim stepping through the source at a constant stride.
+fn permuted_as<const S: usize>(raw: &[u8], shape: &[u64], perm: &[usize]) -> Vec<u8> {
+    let strides = row_major_strides(shape);
+    let want: Vec<usize> = perm.iter().map(|&k| shape[k] as usize).collect();
+    let mut out = vec![0u8; raw.len()];
+    let Some((&inner, outer)) = want.split_last() else {
+        return out;
+    };
+    if inner == 0 || out.is_empty() {
+        return out;
+    }
+    let step = strides[perm[perm.len() - 1]];
+    let mut idx = vec![0usize; outer.len()];
+    for line in out.chunks_exact_mut(inner * S) {
+        let base: usize = idx.iter().zip(perm).map(|(&j, &k)| j * strides[k]).sum();
+        for (i, element) in line.chunks_exact_mut(S).enumerate() {
+            let from = (base + i * step) * S;
+            element.copy_from_slice(&raw[from..from + S]);
+        }
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < outer[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// [`permuted`] for any element size, one element at a time.
+fn permuted_dyn(raw: &[u8], size: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
+    let strides = row_major_strides(shape);
+    let want: Vec<u64> = perm.iter().map(|&k| shape[k]).collect();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut idx = vec![0u64; want.len()];
+    for _ in 0..raw.len() / size.max(1) {
+        let flat: usize = idx
+            .iter()
+            .zip(perm)
+            .map(|(&j, &k)| j as usize * strides[k])
+            .sum();
+        out.extend_from_slice(&raw[flat * size..flat * size + size]);
+        for d in (0..idx.len()).rev() {
+            idx[d] += 1;
+            if idx[d] < want[d] {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    out
+}
+
+/// Row-major strides of `shape`, in elements.
+fn row_major_strides(shape: &[u64]) -> Vec<usize> {
+    let mut strides = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        strides[i] = strides[i + 1] * shape[i + 1] as usize;
+    }
+    strides
+}
+
 #[cfg(test)]
 mod tests {
+    use super::{permuted_as, permuted_dyn};
+
+    /// The fixed-size transposes move each element where the
+    /// element-at-a-time one does, for every rank `dma_transpose` takes.
+    #[test]
+    fn typed_permutes_agree_with_the_element_loop() {
+        let cases: [(&[u64], &[usize]); 4] = [
+            (&[3, 5], &[1, 0]),
+            (&[2, 3, 4], &[2, 1, 0]),
+            (&[2, 3, 1, 5], &[3, 1, 2, 0]),
+            (&[7, 1], &[1, 0]),
+        ];
+        for (shape, perm) in cases {
+            let n: u64 = shape.iter().product();
+            for size in [1usize, 2, 4, 8] {
+                let raw: Vec<u8> = (0..n as usize * size)
+                    .map(|b| (b * 37 % 251) as u8)
+                    .collect();
+                let want = permuted_dyn(&raw, size, shape, perm);
+                let got = match size {
+                    1 => permuted_as::<1>(&raw, shape, perm),
+                    2 => permuted_as::<2>(&raw, shape, perm),
+                    4 => permuted_as::<4>(&raw, shape, perm),
+                    _ => permuted_as::<8>(&raw, shape, perm),
+                };
+                assert_eq!(got, want, "{shape:?} {perm:?} size {size}");
+            }
+        }
+    }
+
     use super::{MxMatrix, mx_product, mx_product_f64};
     use crate::rng::Xorwow;
 
