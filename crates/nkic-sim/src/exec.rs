@@ -2255,13 +2255,7 @@ fn permuted_as<const S: usize>(raw: &[u8], shape: &[u64], perm: &[usize]) -> Vec
             let from = (base + i * step) * S;
             element.copy_from_slice(&raw[from..from + S]);
         }
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < outer[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        advance(&mut idx, outer);
     }
     out
 }
@@ -2269,25 +2263,27 @@ fn permuted_as<const S: usize>(raw: &[u8], shape: &[u64], perm: &[usize]) -> Vec
 /// [`permuted`] for any element size, one element at a time.
 fn permuted_dyn(raw: &[u8], size: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
     let strides = row_major_strides(shape);
-    let want: Vec<u64> = perm.iter().map(|&k| shape[k]).collect();
+    let want: Vec<usize> = perm.iter().map(|&k| shape[k] as usize).collect();
     let mut out = Vec::with_capacity(raw.len());
-    let mut idx = vec![0u64; want.len()];
+    let mut idx = vec![0usize; want.len()];
     for _ in 0..raw.len() / size.max(1) {
-        let flat: usize = idx
-            .iter()
-            .zip(perm)
-            .map(|(&j, &k)| j as usize * strides[k])
-            .sum();
+        let flat: usize = idx.iter().zip(perm).map(|(&j, &k)| j * strides[k]).sum();
         out.extend_from_slice(&raw[flat * size..flat * size + size]);
-        for d in (0..idx.len()).rev() {
-            idx[d] += 1;
-            if idx[d] < want[d] {
-                break;
-            }
-            idx[d] = 0;
-        }
+        advance(&mut idx, &want);
     }
     out
+}
+
+/// Steps the row-major index `idx` of an array of `dims` to the next
+/// element (back to all zeros after the last).
+fn advance(idx: &mut [usize], dims: &[usize]) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        if idx[d] < dims[d] {
+            return;
+        }
+        idx[d] = 0;
+    }
 }
 
 /// Row-major strides of `shape`, in elements.
