@@ -978,7 +978,10 @@ fn execute_plan(
         mem.wrote(&plan.dst);
         return rows;
     }
-    for (p, acc) in rows.iter_mut().enumerate() {
+    // The pieces of every row in order, run after (perhaps split over
+    // two threads by rows: `Kernel::call_pieces`).
+    let mut pieces = Vec::new();
+    for p in 0..rows.len() {
         let dst_row = plan.dst.row_addr(p);
         let mut src_rows = [0i64; NATIVE_SOURCES];
         for (row, s) in src_rows.iter_mut().zip(&plan.srcs) {
@@ -1013,15 +1016,12 @@ fn execute_plan(
             } else {
                 plan.fill
             };
-            let consts = std::slice::from_ref(&plan.consts[p]);
-            kernel.call(
-                1,
-                end - i,
-                &streams,
-                consts,
+            pieces.push(native::Piece {
+                row: p,
+                n: end - i,
+                streams,
                 fill,
-                std::slice::from_mut(acc),
-            );
+            });
             i = end;
             if d.start + d.len == i {
                 di += 1;
@@ -1033,6 +1033,7 @@ fn execute_plan(
             }
         }
     }
+    kernel.call_pieces(&pieces, &plan.consts, &mut rows);
     mem.wrote(&plan.dst);
     rows
 }

@@ -283,6 +283,130 @@ impl Kernel {
     }
 }
 
+/// One call of a loop on `n` elements of one row (`row`) of each stream,
+/// with its fill bits: a row of an instruction whose rows are not one
+/// constant-stride piece each is several pieces.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Piece {
+    pub row: usize,
+    pub n: usize,
+    pub streams: [Stream; 3],
+    pub fill: i64,
+}
+
+/// The pieces of one half of a split [`Kernel::call_pieces`], sent to the
+/// worker that runs them.
+struct HalfPieces<'a>(&'a [Piece]);
+
+// SAFETY: as for `HalfStreams`: the pieces' pointers are only dereferenced
+// by `Kernel::call` inside `rayon::join`, which returns when both halves
+// have ended, and `call_pieces` splits only when no byte one half writes
+// is read or written by the other (`halves_independent`).
+unsafe impl Send for HalfPieces<'_> {}
+
+impl Kernel {
+    /// Runs `pieces` (in order of their rows, a row's pieces in order)
+    /// with the constants `consts[row]` and the folds `accs[row]`; when
+    /// they hold many elements and the first half of the rows touches no
+    /// byte the second half writes, and the other way round, each half on
+    /// its own thread of the pool. A row's pieces always run in order on
+    /// one thread, so bytes and folds are those of running them in order.
+    pub(crate) fn call_pieces(&self, pieces: &[Piece], consts: &[[f32; 2]], accs: &mut [f32]) {
+        let rows = accs.len();
+        let elements: usize = pieces.iter().map(|p| p.n).sum();
+        let half = rows / 2;
+        let cut = pieces.partition_point(|p| p.row < half);
+        let split = rows >= 2
+            && elements >= PARALLEL_MIN_ELEMENTS
+            && pieces.is_sorted_by_key(|p| p.row)
+            && pieces.last().is_some_and(|p| p.row < rows)
+            && self.halves_independent(&pieces[..cut], &pieces[cut..]);
+        if !split {
+            return self.run_pieces(pieces, consts, accs, 0);
+        }
+        let (lower, upper) = (HalfPieces(&pieces[..cut]), HalfPieces(&pieces[cut..]));
+        let (accs_lo, accs_hi) = accs.split_at_mut(half);
+        rayon::join(
+            move || {
+                let lower = lower;
+                self.run_pieces(lower.0, consts, accs_lo, 0)
+            },
+            move || {
+                let upper = upper;
+                self.run_pieces(upper.0, consts, accs_hi, half)
+            },
+        );
+    }
+
+    /// Runs `pieces` in order; `accs[0]` is the fold of row `first`.
+    fn run_pieces(&self, pieces: &[Piece], consts: &[[f32; 2]], accs: &mut [f32], first: usize) {
+        for p in pieces {
+            self.call(
+                1,
+                p.n,
+                &p.streams,
+                std::slice::from_ref(&consts[p.row]),
+                p.fill,
+                std::slice::from_mut(&mut accs[p.row - first]),
+            );
+        }
+    }
+
+    /// Whether two groups of pieces may run at once: all destinations
+    /// in one memory, the bytes the groups write apart, and every source
+    /// in that memory either its own piece's destination, element for
+    /// element, or clear of the bytes the other group writes.
+    fn halves_independent(&self, a: &[Piece], b: &[Piece]) -> bool {
+        let size = self.sizes[0];
+        let Some(base) = a.first().map(|p| p.streams[0].base) else {
+            return false;
+        };
+        if size == 0 || a.iter().chain(b).any(|p| p.streams[0].base != base) {
+            return false;
+        }
+        let hull = |ps: &[Piece]| {
+            ps.iter().try_fold((i64::MAX, i64::MIN), |(lo, hi), p| {
+                let (l, h) = piece_extent(&p.streams[0], p.n, size)?;
+                Some((lo.min(l), hi.max(h)))
+            })
+        };
+        let (Some(ha), Some(hb)) = (hull(a), hull(b)) else {
+            return false;
+        };
+        if !(ha.1 <= hb.0 || hb.1 <= ha.0) {
+            return false;
+        }
+        let clear = |ps: &[Piece], other: (i64, i64)| {
+            ps.iter().all(|p| {
+                let d = &p.streams[0];
+                p.streams[1..]
+                    .iter()
+                    .zip(&self.sizes[1..])
+                    .all(|(s, &s_size)| {
+                        s_size == 0
+                            || s.base != base
+                            || (s_size == size && s.offset == d.offset && s.stride == d.stride)
+                            || piece_extent(s, p.n, s_size)
+                                .is_some_and(|(l, h)| h <= other.0 || other.1 <= l)
+                    })
+            })
+        };
+        clear(a, hb) && clear(b, ha)
+    }
+}
+
+/// The bytes `[lo, hi)` that `n` elements of `size` bytes of one row of
+/// `s` span, or `None` on overflow.
+fn piece_extent(s: &Stream, n: usize, size: usize) -> Option<(i64, i64)> {
+    let last = s
+        .offset
+        .checked_add((n as i64).checked_sub(1)?.checked_mul(s.stride)?)?;
+    Some((
+        s.offset.min(last),
+        s.offset.max(last).checked_add(size as i64)?,
+    ))
+}
+
 /// One operand's elements in a call: memory start and length, the byte
 /// offset of the first element, the bytes between rows and the bytes
 /// between elements.
@@ -349,6 +473,14 @@ mod tests {
         unreachable!("the tests only ask whether rows are independent");
     }
 
+    /// A loop writing 4-byte elements from one 4-byte source.
+    fn f32_kernel() -> Kernel {
+        Kernel {
+            entry: never,
+            sizes: [4, 4, 0],
+        }
+    }
+
     fn stream(base: &[u8], offset: i64, row_step: i64, stride: i64) -> Stream {
         Stream {
             base: base.as_ptr(),
@@ -365,10 +497,7 @@ mod tests {
     #[test]
     fn rows_are_independent_only_when_no_row_touches_anothers_bytes() {
         let (mem, other) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
-        let k = Kernel {
-            entry: never,
-            sizes: [4, 4, 0],
-        };
+        let k = f32_kernel();
         let (rows, n) = (16, 64);
         let dst = stream(&mem, 0, 256, 4);
         let unused = Stream::UNUSED;
@@ -390,5 +519,46 @@ mod tests {
         assert!(!ok(dst, stream(&mem, 256, 256, 4)));
         assert!(!ok(dst, stream(&mem, 0, 256, 8)));
         assert!(!ok(dst, stream(&mem, 16 * 256 - 4, 256, 4)));
+    }
+
+    /// Two groups of pieces run at once only when neither touches a byte
+    /// the other writes.
+    #[test]
+    fn halves_are_independent_only_when_neither_touches_the_others_writes() {
+        let (mem, other) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+        let k = f32_kernel();
+        let piece = |row: usize, d: Stream, a: Stream| Piece {
+            row,
+            n: 16,
+            streams: [d, a, Stream::UNUSED],
+            fill: 0,
+        };
+        // Rows of 64 bytes at 256 apart, reading another memory.
+        let rows = |first: usize, a: &dyn Fn(usize) -> Stream| -> Vec<Piece> {
+            (first..first + 4)
+                .map(|r| piece(r, stream(&mem, r as i64 * 256, 0, 4), a(r)))
+                .collect()
+        };
+        let outside = |r: usize| stream(&other, r as i64 * 256, 0, 4);
+        let in_place = |r: usize| stream(&mem, r as i64 * 256, 0, 4);
+        let next_row = |r: usize| stream(&mem, (r as i64 + 1) * 256, 0, 4);
+        let past = |_: usize| stream(&mem, 8 * 256, 0, 4);
+        for (a, ok) in [
+            (&outside as &dyn Fn(usize) -> Stream, true),
+            (&in_place, true),
+            (&past, true),
+            // Row 3 reads row 4, which the other half writes.
+            (&next_row, false),
+        ] {
+            assert_eq!(k.halves_independent(&rows(0, a), &rows(4, a)), ok);
+        }
+        // Destinations that meet, or lie in two memories.
+        let lower = rows(0, &outside);
+        let mut upper = rows(4, &outside);
+        upper[0].streams[0].offset = 3 * 256 + 60;
+        assert!(!k.halves_independent(&lower, &upper));
+        let mut upper = rows(4, &outside);
+        upper[1].streams[0].base = other.as_ptr();
+        assert!(!k.halves_independent(&lower, &upper));
     }
 }

@@ -322,6 +322,65 @@ fn rows_split_over_two_threads_leave_the_interpreters_bits() {
     }
 }
 
+/// Instructions whose rows are several pieces (a reduction, one piece per
+/// output element; a transposing walk of the source, in place), large
+/// enough for `call_pieces` to run the two halves of their rows on two
+/// threads, leave the interpreter's bytes.
+#[test]
+fn pieces_split_over_two_threads_leave_the_interpreters_bits() {
+    let mut g = Gen(0x9e3c);
+    let bits: Vec<u32> = (0..128 * 1024)
+        .map(|_| (g.next() as u32 & 0x807f_ffff) | ((g.below(12) as u32 + 120) << 23))
+        .collect();
+    let x = tile(128, 1024, 0, DType::F32);
+    let cases = [
+        // 128 rows of 16 sums of 64 elements, walked with the 16 outputs
+        // innermost.
+        Op::TensorReduce(insn::TensorReduce {
+            dst: tile(128, 16, 4096, DType::F32),
+            src: sb(0, 128, 0, &[(64, 16), (1, 64)], DType::F32),
+            op: AluOp::Maximum,
+            last_dims: 1,
+            negate: false,
+        }),
+        // A source walked 32 x 32 transposed into a bf16 tile.
+        Op::Activation(insn::Activation {
+            dst: tile(128, 1024, 4096, DType::BF16),
+            src: sb(0, 128, 0, &[(1, 32), (32, 32)], DType::F32),
+            func: ActFunc::Exp,
+            scale: Scalar::imm(0.5),
+            bias: None,
+            reduce_op: None,
+            reduce_cmd: ReduceCmd::Idle,
+            reduce_res: None,
+        }),
+        // The same walk of both, in place.
+        Op::TensorTensor(insn::TensorTensor {
+            dst: sb(0, 128, 0, &[(1, 32), (32, 32)], DType::F32),
+            src0: sb(0, 128, 0, &[(1, 32), (32, 32)], DType::F32),
+            src1: sb(0, 128, 0, &[(1, 32), (32, 32)], DType::F32),
+            op: AluOp::Multiply,
+        }),
+    ];
+    for op in cases {
+        let mut interp = Bench::new();
+        let mut native = Bench::new();
+        for b in [&mut interp, &mut native] {
+            b.put_bits(&x, &bits);
+        }
+        let queue = if matches!(op, Op::Activation(_)) {
+            Queue::Scalar
+        } else {
+            Queue::Vector
+        };
+        let want = interp.exec(queue, &op);
+        let (ran, got) = run_native(&mut native, queue, &op);
+        assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
+        let diff = native.mem.first_difference(&interp.mem);
+        assert!(diff.is_none(), "{op:?}: {diff:?}");
+    }
+}
+
 /// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
 /// (zeros, subnormals, normals, infinities, NaN payloads).
 #[test]
