@@ -407,17 +407,21 @@ pub(crate) fn simulate(
     // bands (`matmul::blocked`) split locally: the running thread computes
     // one half and the other worker steals the other, instead of the
     // caller handing both halves to the pool and sleeping until they end.
-    // The worker's count of native instructions is credited to the caller
-    // (`native_instructions` is per calling thread).
+    // The worker's count of native instructions is credited to a caller
+    // outside the pool (`native_instructions` is per calling thread; a
+    // caller on a worker ran the instructions itself).
+    let outside = rayon::current_thread_index().is_none();
     let (result, native) = rayon::scope(|_| {
         let before = crate::native_instructions();
         let result = simulate_on_worker(cores, inputs, config, dump);
         (result, crate::native_instructions() - before)
     });
     #[cfg(feature = "jit")]
-    crate::jit::credit_native_instructions(native);
+    if outside {
+        crate::jit::credit_native_instructions(native);
+    }
     #[cfg(not(feature = "jit"))]
-    let _ = native;
+    let _ = (native, outside);
     result
 }
 
