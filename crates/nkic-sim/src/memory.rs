@@ -650,6 +650,11 @@ fn dense_hull(runs: &[i64], run_bytes: usize) -> Option<(i64, usize)> {
     (len <= runs.len() * 8 * 64).then_some((lo, len))
 }
 
+/// The shortest row `MemoryState::read_f32` decodes straight from memory
+/// (one decode call per row); shorter rows are copied first and decoded
+/// in one call.
+const WHOLE_ROW_MIN_BYTES: usize = 256;
+
 /// An access pattern resolved against the memory and the queue's registers.
 #[derive(Clone, Debug)]
 pub(crate) struct View {
@@ -1720,14 +1725,17 @@ impl MemoryState {
         Ok(out)
     }
 
-    /// [`MemoryState::read_f32`] when every row is one run whose bytes are
+    /// [`MemoryState::read_f32`] when every row is one run of at least
+    /// `WHOLE_ROW_MIN_BYTES` whose bytes are
     /// all written and defined (a tile row written whole): the values are
     /// decoded from the memory directly, without copying the bytes first
     /// (what `read_raw` + `decode` give, with the same HBM read count).
     /// `None` otherwise, for the general path.
     fn read_f32_whole_rows(&mut self, v: &View) -> Option<Vec<f32>> {
         let run_bytes = v.run_len * v.size;
-        if v.runs.len() != 1 || run_bytes == 0 {
+        // Short rows decode faster from one copied buffer than by a call
+        // per row.
+        if v.runs.len() != 1 || run_bytes < WHOLE_ROW_MIN_BYTES {
             return None;
         }
         let space = self.space(v.space);
@@ -2329,19 +2337,17 @@ mod tests {
     fn whole_row_reads_decode_as_the_raw_bytes_do() {
         let p = Program::new(Target::Trn3);
         let mut m = MemoryState::new(&p, Poison::Precise);
-        let tile = |rows: u32| AccessPattern::sbuf(0, rows, 0, &[Dim::new(1, 4)], DType::BF16);
-        let v = m.view(&tile(2), &[0; 64], "dst", true).unwrap();
-        m.write_raw(
-            &v,
-            &[
-                1, 0x3f, 2, 0x40, 3, 0xc0, 4, 0x7f, 5, 0, 6, 0, 7, 0, 8, 0x80,
-            ],
-        )
-        .unwrap();
-        for rows in [2, 3] {
-            let v = m.view(&tile(rows), &[0; 64], "src", false).unwrap();
+        // Rows of 256 bf16 values (512 bytes, at least WHOLE_ROW_MIN_BYTES),
+        // and of 4 (too short: the copying path).
+        let tile =
+            |rows: u32, f: u32| AccessPattern::sbuf(0, rows, 0, &[Dim::new(1, f)], DType::BF16);
+        let v = m.view(&tile(2, 256), &[0; 64], "dst", true).unwrap();
+        let bytes: Vec<u8> = (0..2 * 512).map(|b| (b * 89 % 253) as u8).collect();
+        m.write_raw(&v, &bytes).unwrap();
+        for (rows, f) in [(2, 256), (3, 256), (2, 4)] {
+            let v = m.view(&tile(rows, f), &[0; 64], "src", false).unwrap();
             let clean = m.read_f32_whole_rows(&v);
-            assert_eq!(clean.is_some(), rows == 2);
+            assert_eq!(clean.is_some(), (rows, f) == (2, 256));
             let mut raw = Vec::new();
             m.read_raw(&v, &mut raw).unwrap();
             let mut want = Vec::new();
