@@ -781,11 +781,7 @@ fn overlapping_pairs(items: &[&Item]) -> Vec<(usize, usize)> {
         let a = items[k];
         alive.retain(|&j| items[j].live.last >= a.live.first);
         for &j in &alive {
-            let b = items[j];
-            let (Some(x), Some(y)) = (a.manual, b.manual) else {
-                continue;
-            };
-            if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
+            if manual_overlap(a, items[j]) {
                 pairs.push((k.max(j), k.min(j)));
             }
         }
@@ -793,6 +789,15 @@ fn overlapping_pairs(items: &[&Item]) -> Vec<(usize, usize)> {
     }
     pairs.sort_unstable();
     pairs
+}
+
+/// Whether two manually placed items are alive together on common
+/// partitions and share bytes.
+fn manual_overlap(a: &Item, b: &Item) -> bool {
+    let (Some(x), Some(y)) = (a.manual, b.manual) else {
+        return false;
+    };
+    conflicts(a, b, 0) && x < y + b.size && y < x + a.size
 }
 
 /// True when `a` and `b` may not share bytes with `slack` extra positions
@@ -1189,8 +1194,7 @@ mod tests {
             let mut expected = Vec::new();
             for (k, a) in refs.iter().enumerate() {
                 for (j, b) in refs[..k].iter().enumerate() {
-                    let (x, y) = (a.manual.unwrap(), b.manual.unwrap());
-                    if conflicts(a, b, 0) && x < y + b.size && y < x + a.size {
+                    if manual_overlap(a, b) {
                         expected.push((k, j));
                     }
                 }

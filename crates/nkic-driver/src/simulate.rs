@@ -69,27 +69,22 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
         }
         let n = tensor.numel() as usize;
         let dtype = tensor.dtype;
-        let mut bytes = Vec::new();
-        if !dtype.is_float() || dtype == DType::F8E8M0 {
-            bytes.reserve(n * dtype.size() as usize);
-        }
-        if dtype == DType::F8E8M0 {
-            for _ in 0..n * dtype.size() as usize {
-                bytes.push(rng.next_u64() as u8);
-            }
+        let bytes: Vec<u8> = if dtype == DType::F8E8M0 {
+            (0..n * dtype.size() as usize)
+                .map(|_| rng.next_u64() as u8)
+                .collect()
         } else if dtype.is_float() {
             // In chunks, so a large tensor never exists as f32 values too,
             // drawn on the pool's threads: chunk `c` starts `c` chunks of
             // draws into the sequence, so the bytes are those of one
             // sequential pass. A packed element's lanes are values of
-            // their own.
+            // their own. The buffer is zeroed by the allocator (fresh pages
+            // for a large tensor), so the threads' writes are the only pass.
             let lanes = numerics::lanes(dtype);
             let values = n * lanes;
             let chunk_bytes = RANDOM_CHUNK / lanes * dtype.size() as usize;
             let first = rng.clone();
-            // Zeroed by the allocator (fresh pages for a large tensor), so
-            // the only pass over the bytes is the threads' writes.
-            bytes = vec![0; n * dtype.size() as usize];
+            let mut bytes = vec![0; n * dtype.size() as usize];
             bytes
                 .par_chunks_mut(chunk_bytes)
                 .enumerate()
@@ -104,17 +99,20 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
                     out.copy_from_slice(&encoded);
                 });
             rng = first.skipped(values as u64);
+            bytes
         } else {
-            for _ in 0..n {
-                let r = rng.next_u64();
-                let v: i64 = match dtype {
-                    DType::Bool => (r & 1) as i64,
-                    d if d.is_signed_int() => (r % 16) as i64 - 8,
-                    _ => (r % 16) as i64,
-                };
-                bytes.extend_from_slice(&v.to_le_bytes()[..dtype.size() as usize]);
-            }
-        }
+            (0..n)
+                .flat_map(|_| {
+                    let r = rng.next_u64();
+                    let v: i64 = match dtype {
+                        DType::Bool => (r & 1) as i64,
+                        d if d.is_signed_int() => (r % 16) as i64 - 8,
+                        _ => (r % 16) as i64,
+                    };
+                    v.to_le_bytes().into_iter().take(dtype.size() as usize)
+                })
+                .collect()
+        };
         inputs.insert(tensor.name.as_str(), bytes);
     }
     inputs

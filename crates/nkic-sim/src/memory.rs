@@ -1480,9 +1480,7 @@ impl MemoryState {
                 }
             }
         }
-        if let SpaceId::Hbm(_) = v.space {
-            self.hbm_read += (v.elements() * v.size) as u64;
-        }
+        self.count_read(v);
         if let Some(undef) = undef {
             self.record(origin, never);
             self.taint
@@ -1726,8 +1724,8 @@ impl MemoryState {
     }
 
     /// [`MemoryState::read_f32`] when every row is one run of at least
-    /// `WHOLE_ROW_MIN_BYTES` whose bytes are
-    /// all written and defined (a tile row written whole): the values are
+    /// `WHOLE_ROW_MIN_BYTES` whose bytes are all written and defined (a
+    /// tile row written whole): the values are
     /// decoded from the memory directly, without copying the bytes first
     /// (what `read_raw` + `decode` give, with the same HBM read count).
     /// `None` otherwise, for the general path.
@@ -1748,10 +1746,17 @@ impl MemoryState {
         for a in starts {
             numerics::decode(v.dtype, &space.data[a..a + run_bytes], &mut out);
         }
+        self.count_read(v);
+        Some(out)
+    }
+
+    /// Counts the HBM bytes a read of every element of `v` moves (what
+    /// `read_raw` and `read_f32` count, and the native tier for its
+    /// sources).
+    pub fn count_read(&mut self, v: &View) {
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_read += (v.elements() * v.size) as u64;
         }
-        Some(out)
     }
 
     /// The bytes of an f32 PSUM destination for an instruction to add its
@@ -1872,13 +1877,6 @@ impl MemoryState {
 /// `write_raw` do for data that is written and defined.
 #[cfg(feature = "jit")]
 impl MemoryState {
-    /// Counts a read of `v` as `read_raw` does.
-    pub fn count_read(&mut self, v: &View) {
-        if let SpaceId::Hbm(_) = v.space {
-            self.hbm_read += (v.elements() * v.size) as u64;
-        }
-    }
-
     /// The start and length of the bytes of `dst` (unshared first, as a
     /// write does) and of each of `srcs` (at most `NATIVE_SOURCES`; the
     /// entries after them are null and empty), for the native tier.

@@ -235,51 +235,20 @@ impl Kernel {
     fn rows_independent(&self, rows: usize, n: usize, streams: &[Stream; 3]) -> bool {
         let size = self.sizes[0];
         let d = &streams[0];
-        if size == 0 {
-            return false;
-        }
         // The bytes a row spans, from its lowest element to its highest.
-        let span = |s: &Stream, size: usize| {
-            (n as i64 - 1)
-                .checked_mul(s.stride.abs())
-                .and_then(|x| x.checked_add(size as i64))
-        };
-        // The lowest and one past the highest byte of all rows.
-        let extent = |s: &Stream, size: usize| -> Option<(i64, i64)> {
-            let down = (rows as i64 - 1).checked_mul(s.row_step)?;
-            let along = (n as i64 - 1).checked_mul(s.stride)?;
-            let corners = [0, down]
-                .into_iter()
-                .flat_map(|r| [0, along].map(|i| s.offset.checked_add(r)?.checked_add(i)));
-            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
-            for c in corners {
-                let c = c?;
-                lo = lo.min(c);
-                hi = hi.max(c.checked_add(size as i64)?);
-            }
-            Some((lo, hi))
-        };
-        let Some(row_span) = span(d, size) else {
-            return false;
-        };
-        if d.row_step.abs() < row_span {
+        let row_span = (n as i64 - 1)
+            .checked_mul(d.stride.abs())
+            .and_then(|x| x.checked_add(size as i64));
+        if size == 0 || row_span.is_none_or(|span| d.row_step.abs() < span) {
             return false;
         }
-        let Some((lo, hi)) = extent(d, size) else {
+        let Some(written) = extent(d, rows, n, size) else {
             return false;
         };
         streams[1..]
             .iter()
             .zip(&self.sizes[1..])
-            .all(|(s, &s_size)| {
-                s_size == 0
-                    || s.base != d.base
-                    || (s_size == size
-                        && s.offset == d.offset
-                        && s.row_step == d.row_step
-                        && s.stride == d.stride)
-                    || extent(s, s_size).is_some_and(|(a, b)| b <= lo || hi <= a)
-            })
+            .all(|(s, &s_size)| source_clear(s, s_size, d, size, [rows, n], written))
     }
 }
 
@@ -366,7 +335,7 @@ impl Kernel {
         }
         let hull = |ps: &[Piece]| {
             ps.iter().try_fold((i64::MAX, i64::MIN), |(lo, hi), p| {
-                let (l, h) = piece_extent(&p.streams[0], p.n, size)?;
+                let (l, h) = extent(&p.streams[0], 1, p.n, size)?;
                 Some((lo.min(l), hi.max(h)))
             })
         };
@@ -376,35 +345,55 @@ impl Kernel {
         if !(ha.1 <= hb.0 || hb.1 <= ha.0) {
             return false;
         }
-        let clear = |ps: &[Piece], other: (i64, i64)| {
+        let clear = |ps: &[Piece], written: (i64, i64)| {
             ps.iter().all(|p| {
                 let d = &p.streams[0];
                 p.streams[1..]
                     .iter()
                     .zip(&self.sizes[1..])
-                    .all(|(s, &s_size)| {
-                        s_size == 0
-                            || s.base != base
-                            || (s_size == size && s.offset == d.offset && s.stride == d.stride)
-                            || piece_extent(s, p.n, s_size)
-                                .is_some_and(|(l, h)| h <= other.0 || other.1 <= l)
-                    })
+                    .all(|(s, &s_size)| source_clear(s, s_size, d, size, [1, p.n], written))
             })
         };
         clear(a, hb) && clear(b, ha)
     }
 }
 
-/// The bytes `[lo, hi)` that `n` elements of `size` bytes of one row of
-/// `s` span, or `None` on overflow.
-fn piece_extent(s: &Stream, n: usize, size: usize) -> Option<(i64, i64)> {
-    let last = s
-        .offset
-        .checked_add((n as i64).checked_sub(1)?.checked_mul(s.stride)?)?;
-    Some((
-        s.offset.min(last),
-        s.offset.max(last).checked_add(size as i64)?,
-    ))
+/// The bytes `[lo, hi)` that `rows` rows of `n` elements of `size` bytes
+/// of `s` span (between its four corners), or `None` on overflow.
+fn extent(s: &Stream, rows: usize, n: usize, size: usize) -> Option<(i64, i64)> {
+    let down = (rows as i64 - 1).checked_mul(s.row_step)?;
+    let along = (n as i64 - 1).checked_mul(s.stride)?;
+    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+    for r in [0, down] {
+        for i in [0, along] {
+            let c = s.offset.checked_add(r)?.checked_add(i)?;
+            lo = lo.min(c);
+            hi = hi.max(c.checked_add(size as i64)?);
+        }
+    }
+    Some((lo, hi))
+}
+
+/// Whether source `s` (elements of `s_size` bytes; 0: unused), read over
+/// `[rows, n]` elements, may be read by one thread while another writes
+/// the bytes `written` of destination `d`'s memory: it is in another
+/// memory, or it is `d` itself element for element (each element is read
+/// by the thread that writes it), or it lies clear of `written`.
+fn source_clear(
+    s: &Stream,
+    s_size: usize,
+    d: &Stream,
+    size: usize,
+    [rows, n]: [usize; 2],
+    written: (i64, i64),
+) -> bool {
+    s_size == 0
+        || s.base != d.base
+        || (s_size == size
+            && s.offset == d.offset
+            && s.row_step == d.row_step
+            && s.stride == d.stride)
+        || extent(s, rows, n, s_size).is_some_and(|(l, h)| h <= written.0 || written.1 <= l)
 }
 
 /// One operand's elements in a call: memory start and length, the byte

@@ -28,6 +28,22 @@ fn native_ok(b: &mut Bench, queue: Queue, op: &Op) {
     assert!(native && res.is_ok());
 }
 
+/// Runs `op` on two benches set up by `setup`, one interpreting it and
+/// one in the native tier (which it must take), and asserts that both
+/// succeed and leave the same memory.
+#[track_caller]
+fn same_in_both_tiers(queue: Queue, op: &Op, setup: impl Fn(&mut Bench)) {
+    let mut interp = Bench::new();
+    let mut native = Bench::new();
+    setup(&mut interp);
+    setup(&mut native);
+    let want = interp.exec(queue, op);
+    let (ran, got) = run_native(&mut native, queue, op);
+    assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
+    let diff = native.mem.first_difference(&interp.mem);
+    assert!(diff.is_none(), "{op:?}: {diff:?}");
+}
+
 #[test]
 fn an_f32_add_runs_natively_with_exact_sums() {
     let mut b = Bench::new();
@@ -259,17 +275,10 @@ fn dense_f32_arithmetic_in_lanes_leaves_the_interpreters_bits() {
         }
     }
     for op in cases {
-        let mut interp = Bench::new();
-        let mut native = Bench::new();
-        for b in [&mut interp, &mut native] {
+        same_in_both_tiers(Queue::Vector, &op, |b| {
             b.put_bits(&x, &bits[..128 * 67]);
             b.put_bits(&y, &bits[128 * 67..]);
-        }
-        let want = interp.exec(Queue::Vector, &op);
-        let (ran, got) = run_native(&mut native, Queue::Vector, &op);
-        assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
-        let diff = native.mem.first_difference(&interp.mem);
-        assert!(diff.is_none(), "{op:?}: {diff:?}");
+        });
     }
 }
 
@@ -308,17 +317,10 @@ fn rows_split_over_two_threads_leave_the_interpreters_bits() {
         })
     };
     for op in [act(&x, false), act(&out, false), act(&out, true)] {
-        let mut interp = Bench::new();
-        let mut native = Bench::new();
-        for b in [&mut interp, &mut native] {
+        same_in_both_tiers(Queue::Scalar, &op, |b| {
             b.put_bits(&x, &bits);
             b.put_bits(&scale, &scales);
-        }
-        let want = interp.exec(Queue::Scalar, &op);
-        let (ran, got) = run_native(&mut native, Queue::Scalar, &op);
-        assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
-        let diff = native.mem.first_difference(&interp.mem);
-        assert!(diff.is_none(), "{op:?}: {diff:?}");
+        });
     }
 }
 
@@ -363,21 +365,12 @@ fn pieces_split_over_two_threads_leave_the_interpreters_bits() {
         }),
     ];
     for op in cases {
-        let mut interp = Bench::new();
-        let mut native = Bench::new();
-        for b in [&mut interp, &mut native] {
-            b.put_bits(&x, &bits);
-        }
         let queue = if matches!(op, Op::Activation(_)) {
             Queue::Scalar
         } else {
             Queue::Vector
         };
-        let want = interp.exec(queue, &op);
-        let (ran, got) = run_native(&mut native, queue, &op);
-        assert!(ran && got.is_ok() && want.is_ok(), "{op:?}");
-        let diff = native.mem.first_difference(&interp.mem);
-        assert!(diff.is_none(), "{op:?}: {diff:?}");
+        same_in_both_tiers(queue, &op, |b| b.put_bits(&x, &bits));
     }
 }
 
