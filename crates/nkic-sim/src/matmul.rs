@@ -231,19 +231,27 @@ impl Magnitudes {
     /// `None` if a value is infinite, NaN or has more than 12 significant
     /// bits (a nonzero bit among the low 12 of its 23 stored ones). Works
     /// on the bits, where the order of finite magnitudes is the integers'
-    /// (one pass the compiler vectorises).
+    /// (passes the compiler vectorises), and stops at the first chunk
+    /// that rules the operand out: an fp32 operand usually does in its
+    /// first values, and scanning all of it was 5 % of an fp32 attention
+    /// backward pass.
     fn of(values: &[f32]) -> Option<Magnitudes> {
         const LOW_BITS: u32 = (1 << 12) - 1;
+        const CHUNK: usize = 256;
         let (mut low, mut max, mut min_less_one) = (0u32, 0u32, u32::MAX);
-        for x in values {
-            let magnitude = x.to_bits() & 0x7fff_ffff;
-            low |= magnitude & LOW_BITS;
-            max = max.max(magnitude);
-            // Zero wraps to u32::MAX and so never is the minimum.
-            min_less_one = min_less_one.min(magnitude.wrapping_sub(1));
+        for chunk in values.chunks(CHUNK) {
+            for x in chunk {
+                let magnitude = x.to_bits() & 0x7fff_ffff;
+                low |= magnitude & LOW_BITS;
+                max = max.max(magnitude);
+                // Zero wraps to u32::MAX and so never is the minimum.
+                min_less_one = min_less_one.min(magnitude.wrapping_sub(1));
+            }
+            if low != 0 || max >= f32::INFINITY.to_bits() {
+                return None;
+            }
         }
-        let finite = max < f32::INFINITY.to_bits();
-        (low == 0 && finite).then(|| Magnitudes {
+        Some(Magnitudes {
             min_nonzero: (min_less_one != u32::MAX)
                 .then(|| f64::from(f32::from_bits(min_less_one + 1))),
             max: f64::from(f32::from_bits(max)),
@@ -590,6 +598,26 @@ mod tests {
             "a product below the normal range"
         );
         assert!(!f64::products_exact(&[1.0], &[1.0]));
+        // Long operands are scanned in chunks: what rules one out counts
+        // anywhere in it, and the extremes are those of every chunk.
+        let mut long = vec![1.5f32; 1000];
+        assert!(exact(&long, &[2.0]));
+        for (at, bad) in [(999, 1.0 + p(-12)), (700, f32::INFINITY), (256, f32::NAN)] {
+            let mut s = long.clone();
+            s[at] = bad;
+            assert!(!exact(&s, &[2.0]), "{bad} at {at}");
+        }
+        long[600] = p(64);
+        assert!(
+            !exact(&long, &[p(64)]),
+            "the largest value is in a later chunk"
+        );
+        long[600] = 1.5;
+        long[900] = p(-63);
+        assert!(
+            !exact(&[p(-64)], &long),
+            "the smallest value is in a later chunk"
+        );
     }
 
     /// Operands whose products overflow or lose bits below the normal
