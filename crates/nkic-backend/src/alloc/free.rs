@@ -13,22 +13,32 @@
 /// Cover counts over `len` slots, with the free runs they leave.
 #[derive(Clone, Debug)]
 pub(super) struct FreeRuns {
-    len: u32,
     /// The nodes, heap-ordered from 1 (node `i` has children `2i` and
     /// `2i + 1`); leaves past `len` are covered for good.
     nodes: Vec<Node>,
 }
 
-/// One node of [`FreeRuns`].
-#[derive(Clone, Copy, Debug, Default)]
-struct Node {
-    /// Intervals that cover this node's whole range and stop here.
-    cover: u32,
-    /// Free slots at the start of the range.
+/// One node of [`FreeRuns`]: how many intervals cover its whole range and
+/// stop here, then how far its free slots at the start of the range, at
+/// its end and in its longest free run fall short of the range's size.
+/// Stored as shortfalls, a node of a range nothing covers is all zeros,
+/// so a new tree is a zeroed allocation the system provides untouched,
+/// not a build of every node (which, with its page faults, was 15 % of
+/// compiling a small kernel: every placement attempt makes a tree of the
+/// whole SBUF partition).
+type Node = [u32; 4];
+
+const COVER: usize = 0;
+const PREFIX: usize = 1;
+const SUFFIX: usize = 2;
+const BEST: usize = 3;
+
+/// A node's free slots at the start of its range, at its end and in its
+/// longest run.
+#[derive(Clone, Copy)]
+struct Runs {
     prefix: u32,
-    /// Free slots at the end of the range.
     suffix: u32,
-    /// The longest free run inside the range.
     best: u32,
 }
 
@@ -37,10 +47,12 @@ impl FreeRuns {
     pub(super) fn new(len: u32) -> FreeRuns {
         let width = len.max(1).next_power_of_two();
         let mut runs = FreeRuns {
-            len,
-            nodes: vec![Node::default(); 2 * width as usize],
+            nodes: vec![[0; 4]; 2 * width as usize],
         };
-        runs.build(1, 0, width);
+        // Slots past the end are covered for good.
+        if len < width {
+            runs.cover((len, width));
+        }
         runs
     }
 
@@ -49,28 +61,34 @@ impl FreeRuns {
         u32::try_from(self.nodes.len() / 2).unwrap_or(u32::MAX)
     }
 
-    fn build(&mut self, node: usize, lo: u32, hi: u32) {
-        if hi - lo == 1 {
-            // Slots past the end are covered for good.
-            self.nodes[node].cover = u32::from(lo >= self.len);
-        } else {
-            let mid = lo + (hi - lo) / 2;
-            self.build(2 * node, lo, mid);
-            self.build(2 * node + 1, mid, hi);
+    /// The runs of `node`, whose range has `size` slots.
+    fn runs(&self, node: usize, size: u32) -> Runs {
+        let n = &self.nodes[node];
+        Runs {
+            prefix: size - n[PREFIX],
+            suffix: size - n[SUFFIX],
+            best: size - n[BEST],
         }
-        self.pull(node, hi - lo);
     }
 
     /// Recomputes `node`'s runs (of a range of `size` slots) from its
     /// count and its children.
     fn pull(&mut self, node: usize, size: u32) {
-        let runs = if self.nodes[node].cover > 0 {
-            (0, 0, 0)
+        let runs = if self.nodes[node][COVER] > 0 {
+            Runs {
+                prefix: 0,
+                suffix: 0,
+                best: 0,
+            }
         } else if size == 1 {
-            (1, 1, 1)
+            Runs {
+                prefix: 1,
+                suffix: 1,
+                best: 1,
+            }
         } else {
-            let (l, r) = (self.nodes[2 * node], self.nodes[2 * node + 1]);
             let half = size / 2;
+            let (l, r) = (self.runs(2 * node, half), self.runs(2 * node + 1, half));
             let prefix = if l.prefix == half {
                 half + r.prefix
             } else {
@@ -81,10 +99,16 @@ impl FreeRuns {
             } else {
                 r.suffix
             };
-            (prefix, suffix, l.best.max(r.best).max(l.suffix + r.prefix))
+            Runs {
+                prefix,
+                suffix,
+                best: l.best.max(r.best).max(l.suffix + r.prefix),
+            }
         };
         let n = &mut self.nodes[node];
-        (n.prefix, n.suffix, n.best) = runs;
+        n[PREFIX] = size - runs.prefix;
+        n[SUFFIX] = size - runs.suffix;
+        n[BEST] = size - runs.best;
     }
 
     /// Covers the slots `range` once more.
@@ -102,8 +126,8 @@ impl FreeRuns {
             return;
         }
         if range.0 <= lo && hi <= range.1 {
-            let n = &mut self.nodes[node];
-            n.cover = if add { n.cover + 1 } else { n.cover - 1 };
+            let cover = &mut self.nodes[node][COVER];
+            *cover = if add { *cover + 1 } else { *cover - 1 };
         } else {
             let mid = lo + (hi - lo) / 2;
             self.update(2 * node, lo, mid, range, add);
@@ -131,14 +155,14 @@ impl FreeRuns {
         len: u32,
         run: &mut u32,
     ) -> Option<u32> {
-        let n = self.nodes[node];
         if hi <= from {
             return None;
         }
-        if n.cover > 0 {
+        if self.nodes[node][COVER] > 0 {
             *run = 0;
             return None;
         }
+        let n = self.runs(node, hi - lo);
         if from <= lo {
             if *run + n.prefix >= len {
                 return Some(lo - *run);
