@@ -214,10 +214,6 @@ pub(crate) struct Access {
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
-    /// `entries`' epochs, in the same order: a check's binary search for
-    /// the first unordered entry reads these instead of whole entries (the
-    /// search over entries was most of the checker's time in long runs).
-    epochs: Vec<u32>,
     by_region: HashMap<u64, Vec<usize>>,
     dead: usize,
     pages: HashMap<(SpaceId, i64), Vec<usize>>,
@@ -242,7 +238,6 @@ impl QueueLog {
         if self.indexed() {
             self.index(k, &a.region);
         }
-        self.epochs.push(a.epoch);
         self.entries.push(a);
         if self.entries.len() == SCAN_MAX + 1 {
             self.build_index();
@@ -284,8 +279,6 @@ impl QueueLog {
     fn retain(&mut self, mut keep: impl FnMut(&Access) -> bool) -> usize {
         let before = self.entries.len() - self.dead;
         self.entries.retain(|e| !e.dead && keep(e));
-        self.epochs.clear();
-        self.epochs.extend(self.entries.iter().map(|e| e.epoch));
         self.dead = 0;
         self.by_region.clear();
         for (k, e) in self.entries.iter().enumerate() {
@@ -478,7 +471,7 @@ impl Races {
                 if r == a.queue {
                     continue;
                 }
-                let from = log.epochs.partition_point(|&epoch| epoch <= clock[r]);
+                let from = log.entries.partition_point(|e| e.epoch <= clock[r]);
                 log.candidates(from, &a.region, &mut candidates);
                 for &k in &candidates {
                     let e = &log.entries[k];
