@@ -1737,7 +1737,9 @@ fn collect_outputs(
         if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
             continue;
         }
-        if let (Some(byte), Poison::Error) = (mem.first_unwritten(id.0 as usize), poison) {
+        if poison == Poison::Error
+            && let Some(byte) = mem.first_unwritten(id.0 as usize)
+        {
             let mut e = SimError::new(
                 SimErrorKind::UninitialisedRead,
                 format!(

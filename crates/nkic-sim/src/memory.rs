@@ -487,6 +487,11 @@ impl Space {
         if self.all_written {
             return None;
         }
+        // A long range (a whole output at the end of a run) is first
+        // checked a group of words at a time through `full`.
+        if end.saturating_sub(start) >= 2 * FULL_WORDS * 64 && self.all_marked(start, end) {
+            return None;
+        }
         let mut i = start;
         while i < end {
             let w = i / 64;
@@ -2195,6 +2200,24 @@ mod tests {
         assert_eq!(s.first_uninit(150, 201), Some(200));
         s.mark(0, 300);
         assert_eq!(s.first_uninit(0, 300), None);
+    }
+
+    /// Over ranges long enough to be checked through `full` first,
+    /// `first_uninit` still finds the first hole, wherever it lies in a
+    /// group of words, and nothing where every byte is written.
+    #[test]
+    fn long_ranges_find_the_first_hole() {
+        let len = 64 << 10;
+        for hole in [0, 1, 511, 512, 4095, 4096, 4097, 30_001, len - 1] {
+            let mut s = Space::new(len, Pages::Base);
+            s.mark(0, hole);
+            s.mark(hole + 1, len);
+            assert_eq!(s.first_uninit(0, len), Some(hole), "hole {hole}");
+            assert_eq!(s.first_uninit(hole / 2, len), Some(hole), "hole {hole}");
+            assert_eq!(s.first_uninit(hole + 1, len), None, "hole {hole}");
+            s.mark(hole, hole + 1);
+            assert_eq!(s.first_uninit(0, len), None, "hole {hole} written");
+        }
     }
 
     proptest::proptest! {
