@@ -38,6 +38,7 @@ pub mod dtype;
 pub mod engine;
 pub mod enums;
 pub mod field;
+pub mod hash;
 pub mod inst;
 pub mod intervals;
 pub mod launch;

@@ -59,7 +59,9 @@
 
 use nkic_isa::insn;
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
+use nkic_isa::hash::FastBuild;
 use nkic_isa::{Layout, Op, Queue, Role, intervals};
 
 use crate::footprint::operand_views;
@@ -165,11 +167,13 @@ impl Region {
     /// A hash of the region's memory, partitions, interval count and
     /// first and last intervals: equal regions have equal keys.
     fn key(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (self.space, self.parts, self.intervals.len()).hash(&mut h);
-        (self.intervals.first(), self.intervals.last()).hash(&mut h);
-        h.finish()
+        FastBuild::default().hash_one((
+            self.space,
+            self.parts,
+            self.intervals.len(),
+            self.intervals.first(),
+            self.intervals.last(),
+        ))
     }
 
     /// The memory, partition range and sorted byte intervals (per
@@ -214,9 +218,9 @@ pub(crate) struct Access {
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
-    by_region: HashMap<u64, Vec<usize>>,
+    by_region: HashMap<u64, Vec<usize>, FastBuild>,
     dead: usize,
-    pages: HashMap<(SpaceId, i64), Vec<usize>>,
+    pages: HashMap<(SpaceId, i64), Vec<usize>, FastBuild>,
     wide: Vec<usize>,
 }
 

@@ -515,48 +515,9 @@ pub struct ModuleValue {
     pub globals: Rc<Scope>,
 }
 
-/// A fast hash for the short variable names of scopes, eight bytes per
-/// step (the multiply-rotate of rustc's `FxHasher`). Scopes are never
-/// iterated into outputs unsorted, so the hash order does not matter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NameHasher(u64);
-
-impl NameHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for NameHasher {
-    fn finish(&self) -> u64 {
-        // The table takes its bucket from the low bits: bring the well
-        // mixed high bits of the last multiply down.
-        self.0.rotate_left(26)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(w);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
-    }
-
-    fn write_u8(&mut self, b: u8) {
-        self.add(u64::from(b));
-    }
-}
-
 /// An interner: one shared `Rc<str>` per name (see `Ctx::intern`).
 #[derive(Debug, Default)]
-pub struct Names(std::collections::HashSet<Rc<str>, std::hash::BuildHasherDefault<NameHasher>>);
+pub struct Names(std::collections::HashSet<Rc<str>, nkic_isa::hash::FastBuild>);
 
 impl Names {
     /// The shared `Rc<str>` spelling `name`.
@@ -571,8 +532,7 @@ impl Names {
 }
 
 /// The variables of one scope.
-pub type Vars =
-    std::collections::HashMap<Rc<str>, Value, std::hash::BuildHasherDefault<NameHasher>>;
+pub type Vars = std::collections::HashMap<Rc<str>, Value, nkic_isa::hash::FastBuild>;
 
 /// A variable scope: a function call's locals, a comprehension's, or a
 /// module's globals. `parent` is the lexically enclosing function scope.

@@ -351,7 +351,7 @@ pub fn def(f: ApiFn) -> Option<&'static ApiDef> {
     all().get(usize::from(f.0)).copied()
 }
 
-type Fnv = std::hash::BuildHasherDefault<crate::value::NameHasher>;
+type Fnv = nkic_isa::hash::FastBuild;
 type NameMap = std::collections::HashMap<&'static str, ApiFn, Fnv>;
 type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn, Fnv>;
 
