@@ -2297,8 +2297,6 @@ fn row_major_strides(shape: &[u64]) -> Vec<usize> {
 
 #[cfg(test)]
 mod tests {
-    use super::{permuted_as, permuted_dyn};
-
     /// The fixed-size transposes move each element where the
     /// element-at-a-time one does, for every rank `dma_transpose` takes.
     #[test]
@@ -2316,18 +2314,13 @@ mod tests {
                     .map(|b| (b * 37 % 251) as u8)
                     .collect();
                 let want = permuted_dyn(&raw, size, shape, perm);
-                let got = match size {
-                    1 => permuted_as::<1>(&raw, shape, perm),
-                    2 => permuted_as::<2>(&raw, shape, perm),
-                    4 => permuted_as::<4>(&raw, shape, perm),
-                    _ => permuted_as::<8>(&raw, shape, perm),
-                };
+                let got = permuted(&raw, size, shape, perm);
                 assert_eq!(got, want, "{shape:?} {perm:?} size {size}");
             }
         }
     }
 
-    use super::{MxMatrix, mx_product, mx_product_f64};
+    use super::{MxMatrix, mx_product, mx_product_f64, permuted, permuted_dyn};
     use crate::rng::Xorwow;
 
     /// A matrix of MX-like values, `(1 + q/8) · 2^e` with random sign, `q`

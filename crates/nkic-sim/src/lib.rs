@@ -123,6 +123,15 @@ pub fn native_instructions() -> u64 {
     0
 }
 
+/// Adds `n` instructions that a run called from this thread ran natively
+/// on a pool worker to this thread's [`native_instructions`].
+fn credit_native_instructions(n: u64) {
+    #[cfg(feature = "jit")]
+    jit::credit_native_instructions(n);
+    #[cfg(not(feature = "jit"))]
+    let _ = n;
+}
+
 /// Runs `program` on `inputs`.
 ///
 /// The program must have passed `nkic_isa::verify`, whose token this takes:

@@ -416,12 +416,9 @@ pub(crate) fn simulate(
         let result = simulate_on_worker(cores, inputs, config, dump);
         (result, crate::native_instructions() - before)
     });
-    #[cfg(feature = "jit")]
     if outside {
-        crate::jit::credit_native_instructions(native);
+        crate::credit_native_instructions(native);
     }
-    #[cfg(not(feature = "jit"))]
-    let _ = (native, outside);
     result
 }
 

@@ -26,6 +26,7 @@ use std::sync::OnceLock;
 
 use nkic_diag::{Diagnostic, Span};
 use nkic_ir::Buffer;
+use nkic_isa::hash::FastBuild;
 use nkic_isa::{ActFunc, AluOp, DType, Dim, Engine, ReduceCmd, Target};
 
 use super::ApiFn;
@@ -351,16 +352,15 @@ pub fn def(f: ApiFn) -> Option<&'static ApiDef> {
     all().get(usize::from(f.0)).copied()
 }
 
-type Fnv = nkic_isa::hash::FastBuild;
-type NameMap = std::collections::HashMap<&'static str, ApiFn, Fnv>;
-type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn, Fnv>;
+type NameMap = std::collections::HashMap<&'static str, ApiFn, FastBuild>;
+type PartsMap = std::collections::HashMap<(&'static str, &'static str), ApiFn, FastBuild>;
 
 /// Every function by the key `key` gives its definition (the maps are
 /// built once; only looked up, never iterated, so their order cannot leak
 /// into output).
 fn index_by<K: std::hash::Hash + Eq>(
     key: impl Fn(&'static ApiDef) -> Option<K>,
-) -> std::collections::HashMap<K, ApiFn, Fnv> {
+) -> std::collections::HashMap<K, ApiFn, FastBuild> {
     all()
         .iter()
         .enumerate()
