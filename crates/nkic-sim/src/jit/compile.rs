@@ -70,6 +70,15 @@ fn new_jit() -> Option<Jit> {
     flags.set("opt_level", "speed").ok()?;
     flags.set("use_colocated_libcalls", "false").ok()?;
     flags.set("is_pic", "false").ok()?;
+    // The IR verifier checks our own code generation: on in debug builds
+    // (the test suite, whose differential tests compile every kind of
+    // loop), off in release, where it would only add compile time.
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    flags.set("enable_verifier", verify).ok()?;
     let isa = cranelift_native::builder()
         .ok()?
         .finish(settings::Flags::new(flags))
