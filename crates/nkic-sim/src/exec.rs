@@ -48,7 +48,7 @@ use nkic_isa::{
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
-use crate::matmul::{Rows, matmul_rows};
+use crate::matmul::{Moving, Rows, matmul_moving, matmul_rows, moving_stride};
 use crate::memory::{MemoryState, ShadowRule, View, bits_of};
 use crate::rng::{self, Xorwow};
 
@@ -675,8 +675,9 @@ impl Exec<'_> {
         // and (all-defined) shadow, without a call per element.
         // Otherwise (`oob=skip`, or bytes never written or undefined) the
         // same per stretch of clean rows in bounds (rows pair one to one),
-        // and the element loop for each row that reads unclean bytes, in
-        // row order: the bytes, shadow and any fault of the element loop.
+        // and for each row that reads unclean bytes, in row order, what the
+        // element loop does (`MemoryState::copy_row`, else the loop): the
+        // bytes, shadow and any fault of the element loop.
         if sv.dtype == dv.dtype
             && !accumulate
             && sv.rows == dv.rows
@@ -703,7 +704,17 @@ impl Exec<'_> {
                         self.mem.read_raw(&s, &mut bytes)?;
                         self.mem.write_raw(&d, &bytes)?;
                     }
-                    (true, false) => self.copy_elements(&s, &d, false, |_, _| true)?,
+                    (true, false) => {
+                        // Row by row while `copy_row` can, then the
+                        // element loop for the rest of the stretch.
+                        let mut r = 0;
+                        while r < n && self.mem.copy_row(&s, &d, r) {
+                            r += 1;
+                        }
+                        if r < n {
+                            self.copy_elements(&s, &d, false, |_, [ps, ..]| ps >= r)?;
+                        }
+                    }
                     (false, _) => {}
                 }
                 w += n;
@@ -782,8 +793,6 @@ impl Exec<'_> {
         let transpose = i.transpose;
         let perf_mode = i.perf_mode;
         let (sv, s) = self.values(stationary, "stationary")?;
-        let (mv, v) = self.values(moving, "moving")?;
-        let dv = self.dst(dst, "dst")?;
         // Double-row mode contracts over (partition, j): the [P, 2, M]
         // stationary is, in row-major order, exactly a [2P, M] matrix.
         let rows = if perf_mode == MatmulPerfMode::DoubleRow {
@@ -791,14 +800,36 @@ impl Exec<'_> {
         } else {
             1
         };
+        // The moving rows, padded for the loop to read them in place (no
+        // packed copy), when they are whole clean rows of one matrix row
+        // each; else the values, packed by the loop.
+        let mv = self.view(moving, "moving")?;
+        plain(&mv)?;
+        let stride = moving_stride(mv.free());
+        // This thread's buffer from the last matmul: a fresh one of
+        // hundreds of KiB per matmul was faulted in and cleared anew (page
+        // clearing 5.5 → 3.5 % of a `bwmm_bwd` profile with it kept).
+        let mut v = MOVING.take();
+        let padded = rows == 1 && !transpose && self.mem.read_f32_padded(&mv, stride, &mut v);
+        if !padded {
+            v = self.mem.read_f32(&mv)?;
+        }
+        let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
         *self.flops += 2 * (k * m * n) as u64;
         if transpose {
             return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
         }
-        self.add_into(&dv, [m, n], accumulate, |rows| {
-            matmul_rows(&s, &v, [k, m, n], rows);
-        })
+        let moving = if padded {
+            Moving::Padded { values: &v, stride }
+        } else {
+            Moving::Dense(&v)
+        };
+        let done = self.add_into(&dv, [m, n], accumulate, |rows| {
+            matmul_moving(&s, moving, [k, m, n], rows);
+        });
+        MOVING.set(v);
+        done
     }
 
     /// Runs `add` on the f32 `[m, n]` accumulator rows of `dv` (its values
@@ -1968,6 +1999,12 @@ impl Exec<'_> {
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// The moving operand's values of this thread's last matmul
+    /// (`Exec::matmul`), kept for the next.
+    static MOVING: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// An MX operand expanded to exact values.

@@ -22,7 +22,11 @@
 //! values and `NR` contiguous moving values per step, from copies of the
 //! operands packed so that each step's values are adjacent (the operands'
 //! own rows are a power of two apart, which makes the caches thrash) and
-//! padded with zeros to whole tiles.
+//! padded with zeros to whole tiles. A moving operand the caller read into
+//! rows padded to a stride that is not a power of two (`Moving::Padded`)
+//! is read in place instead, which saves the packing copy (4–5 % of a 1024³
+//! bf16 matmul run; the loop reading the rows in place is slower by about
+//! as much for fp32 operands, whose packing cost more: neither wins there).
 //!
 //! Output partitions are independent, so above `PARALLEL_MIN_MACS` bands
 //! of `MR` of them run on rayon's threads; each output element is still
@@ -41,9 +45,15 @@ const PARALLEL_MIN_MACS: usize = 1 << 22;
 /// Output rows per register tile.
 const MR: usize = 6;
 
+/// Output columns per register tile of the portable loop (the baseline
+/// vector width of two registers or more).
+const PORTABLE_NR: usize = 8;
+const _: () = assert!(PORTABLE_NR <= MAX_NR, "padded moving rows hold whole tiles");
+
 /// `acc[m · n_cols + n] += Σ_k s[k · m_cols + m] · v[k · n_cols + n]`
 /// (sequentially in `k`), with `s` of `k × m_cols`, `v` of `k × n_cols` and
 /// `acc` of `m_cols × n_cols` values (row-major).
+#[cfg(test)]
 pub(crate) fn matmul<T: Operand>(
     s: &[T],
     v: &[T],
@@ -52,13 +62,7 @@ pub(crate) fn matmul<T: Operand>(
     n_cols: usize,
     acc: &mut [f32],
 ) {
-    let shape = Shape {
-        k,
-        m_cols,
-        n_cols,
-        stride: n_cols,
-    };
-    dispatch(s, v, shape, acc);
+    matmul_rows(s, v, [k, m_cols, n_cols], Rows::Values(acc));
 }
 
 /// The output rows a matmul adds into.
@@ -72,44 +76,86 @@ pub(crate) enum Rows<'a> {
 }
 
 /// `matmul` into `rows`.
-pub(crate) fn matmul_rows<T: Operand>(
+pub(crate) fn matmul_rows<T: Operand>(s: &[T], v: &[T], kmn: [usize; 3], rows: Rows<'_>) {
+    matmul_moving(s, Moving::Dense(v), kmn, rows);
+}
+
+/// A matmul's moving operand, `k` rows of `n_cols` values.
+#[derive(Clone, Copy)]
+pub(crate) enum Moving<'a, T> {
+    /// Row-major, rows `n_cols` apart: packed before the loop.
+    Dense(&'a [T]),
+    /// Rows `stride` apart, each padded with zeros to whole tiles of
+    /// `MAX_NR` values (`moving_stride`): the loop reads them in place.
+    Padded { values: &'a [T], stride: usize },
+}
+
+/// The widest register tile (output columns) of any band loop.
+const MAX_NR: usize = 16;
+
+/// The row stride of a `Moving::Padded` operand of `n_cols` columns: whole
+/// tiles of the widest loop, plus one tile, so that rows are not a power
+/// of two apart (which makes the caches thrash, and is why dense operands
+/// are packed).
+pub(crate) fn moving_stride(n_cols: usize) -> usize {
+    whole_tiles(n_cols) + MAX_NR
+}
+
+/// `n_cols` rounded up to whole tiles of the widest loop: what a padded
+/// moving row must hold.
+fn whole_tiles(n_cols: usize) -> usize {
+    n_cols.div_ceil(MAX_NR) * MAX_NR
+}
+
+/// `matmul` of a moving operand of either layout into `rows`.
+pub(crate) fn matmul_moving<T: Operand>(
     s: &[T],
-    v: &[T],
+    v: Moving<'_, T>,
     [k, m_cols, n_cols]: [usize; 3],
     rows: Rows<'_>,
 ) {
+    let shape = |stride| Shape {
+        k,
+        m_cols,
+        n_cols,
+        stride,
+    };
     match rows {
-        Rows::Values(acc) => matmul(s, v, k, m_cols, n_cols, acc),
+        Rows::Values(acc) => dispatch(s, v, shape(n_cols), acc),
         Rows::Bytes { bytes, stride } => {
             assert!(
                 stride >= 4 * n_cols && bytes.len() >= (m_cols.max(1) - 1) * stride + 4 * n_cols,
                 "the accumulator rows lie inside `bytes` and do not overlap"
             );
-            let shape = Shape {
-                k,
-                m_cols,
-                n_cols,
-                stride,
-            };
-            dispatch(s, v, shape, bytes);
+            dispatch(s, v, shape(stride), bytes);
         }
     }
 }
 
 /// Runs the band loop this CPU runs fastest for these operands.
-fn dispatch<T: Operand, O: Out>(s: &[T], v: &[T], shape: Shape, acc: &mut [O]) {
+fn dispatch<T: Operand, O: Out>(s: &[T], v: Moving<'_, T>, shape: Shape, acc: &mut [O]) {
     let Shape {
         k, m_cols, n_cols, ..
     } = shape;
-    debug_assert!(s.len() >= k * m_cols && v.len() >= k * n_cols);
+    let v_all = match v {
+        Moving::Dense(v) => &v[..k * n_cols],
+        Moving::Padded { values, stride } => {
+            assert!(
+                stride >= whole_tiles(n_cols) && values.len() >= k * stride,
+                "padded moving rows hold whole tiles"
+            );
+            &values[..k * stride]
+        }
+    };
+    debug_assert!(s.len() >= k * m_cols);
     #[cfg(target_arch = "x86_64")]
     if avx::available() {
-        if avx::fma_available() && T::products_exact(&s[..k * m_cols], &v[..k * n_cols]) {
+        if avx::fma_available() && T::products_exact(&s[..k * m_cols], v_all) {
             return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T, O>);
         }
         return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band::<T, O>);
     }
-    blocked::<T, O, 8>(s, v, shape, acc, band::<T, O, 8, false>);
+    blocked::<T, O, PORTABLE_NR>(s, v, shape, acc, band::<T, O, PORTABLE_NR, false>);
 }
 
 /// The element of an accumulator row: an f32 (a row of values), or a byte
@@ -270,10 +316,19 @@ struct Shape {
 }
 
 /// A band's register tiles: `MR` packed stationary columns (`k × MR`), the
-/// packed moving matrix (`⌈n_cols / NR⌉` blocks of `k × NR`) and the
-/// band's output rows (`MR` of them, `stride` apart, fewer in the last
-/// band).
-type Band<T, O> = fn(&[T], &[T], Shape, &mut [O]);
+/// moving matrix (`Layout`) and the band's output rows (`MR` of them,
+/// `stride` apart, fewer in the last band).
+type Band<T, O> = fn(&[T], &[T], Layout, Shape, &mut [O]);
+
+/// Where the moving matrix's values are for the band loop: block `b` (its
+/// columns `b · NR..`) starts at `b · block`, and its `k` rows of `NR`
+/// values are `row` apart. Packed: `k · NR` and `NR`; padded rows in
+/// place: `NR` and the row stride.
+#[derive(Clone, Copy)]
+pub(crate) struct Layout {
+    block: usize,
+    row: usize,
+}
 
 /// Packs the operands, then runs every band of `MR` output rows through
 /// `tiles`, in parallel when the matmul is large. The packed operands are
@@ -281,7 +336,7 @@ type Band<T, O> = fn(&[T], &[T], Shape, &mut [O]);
 /// that are never stored, so every output goes through the same loop.
 fn blocked<T: Operand, O: Out, const NR: usize>(
     s: &[T],
-    v: &[T],
+    v: Moving<'_, T>,
     shape: Shape,
     acc: &mut [O],
     tiles: Band<T, O>,
@@ -296,14 +351,30 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
     // fresh buffer first was 5 % of a 1024³ matmul run): a short last
     // block is padded with zeros.
     let blocks = n_cols.div_ceil(NR);
-    let mut moving = Vec::with_capacity(blocks * k * NR);
-    for b in 0..blocks {
-        pack::<T, NR>(&mut moving, v, b * NR, n_cols, k);
-    }
+    let (moving, layout) = match v {
+        Moving::Dense(v) => {
+            let mut moving = Vec::with_capacity(blocks * k * NR);
+            for b in 0..blocks {
+                pack::<T, NR>(&mut moving, v, b * NR, n_cols, k);
+            }
+            let layout = Layout {
+                block: k * NR,
+                row: NR,
+            };
+            (std::borrow::Cow::Owned(moving), layout)
+        }
+        Moving::Padded { values, stride } => {
+            let layout = Layout {
+                block: NR,
+                row: stride,
+            };
+            (std::borrow::Cow::Borrowed(values), layout)
+        }
+    };
     let run_band = |(band, rows): (usize, &mut [O])| {
         let mut stationary = Vec::with_capacity(k * MR);
         pack::<T, MR>(&mut stationary, s, band * MR, m_cols, k);
-        tiles(&stationary, &moving, shape, rows);
+        tiles(&stationary, &moving, layout, shape, rows);
     };
     if m_cols == 0 {
         return;
@@ -349,20 +420,28 @@ fn pack<T: Operand, const W: usize>(
 fn band<T: Operand, O: Out, const NR: usize, const FUSED: bool>(
     stationary: &[T],
     moving: &[T],
+    layout: Layout,
     shape: Shape,
     rows: &mut [O],
 ) {
     let Shape {
         k, n_cols, stride, ..
     } = shape;
-    for (b, block) in moving.chunks_exact(k * NR).enumerate() {
+    if k == 0 {
+        return;
+    }
+    for b in 0..n_cols.div_ceil(NR) {
         let n0 = b * NR;
         let width = NR.min(n_cols - n0);
+        let block = &moving[b * layout.block..][..(k - 1) * layout.row + NR];
         let mut c = [[0f32; NR]; MR];
         for (tile_row, row) in c.iter_mut().zip(rows.chunks(stride)) {
             O::load(row, n0, &mut tile_row[..width]);
         }
-        for (srow, vrow) in stationary.chunks_exact(MR).zip(block.chunks_exact(NR)) {
+        for (kk, srow) in stationary.chunks_exact(MR).enumerate() {
+            let vrow = block[kk * layout.row..]
+                .first_chunk::<NR>()
+                .expect("the block holds its k rows");
             for r in 0..MR {
                 let a = srow[r];
                 for j in 0..NR {
@@ -385,10 +464,11 @@ fn band<T: Operand, O: Out, const NR: usize, const FUSED: bool>(
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {
-    use super::{Operand, Out, Shape};
+    use super::{Layout, Operand, Out, Shape};
 
     /// Output columns per register tile: two AVX registers.
     pub(super) const NR: usize = 16;
+    const _: () = assert!(NR <= super::MAX_NR, "padded moving rows hold whole tiles");
 
     /// Whether this CPU runs AVX instructions (detected once, then cached
     /// by the standard library).
@@ -405,6 +485,7 @@ mod avx {
     pub(super) fn band<T: Operand, O: Out>(
         stationary: &[T],
         moving: &[T],
+        layout: Layout,
         shape: Shape,
         rows: &mut [O],
     ) {
@@ -414,13 +495,14 @@ mod avx {
         );
         // SAFETY: `band_avx` is safe Rust compiled with AVX enabled; its
         // only precondition is that the CPU supports AVX, asserted above.
-        unsafe { band_avx(stationary, moving, shape, rows) }
+        unsafe { band_avx(stationary, moving, layout, shape, rows) }
     }
 
     /// `super::band::<T, O, NR, true>` on a CPU with AVX and FMA.
     pub(super) fn band_fused<T: Operand, O: Out>(
         stationary: &[T],
         moving: &[T],
+        layout: Layout,
         shape: Shape,
         rows: &mut [O],
     ) {
@@ -431,17 +513,29 @@ mod avx {
         // SAFETY: `band_fma` is safe Rust compiled with AVX and FMA
         // enabled; its only precondition is that the CPU supports both,
         // asserted above.
-        unsafe { band_fma(stationary, moving, shape, rows) }
+        unsafe { band_fma(stationary, moving, layout, shape, rows) }
     }
 
     #[target_feature(enable = "avx")]
-    fn band_avx<T: Operand, O: Out>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [O]) {
-        super::band::<T, O, NR, false>(stationary, moving, shape, rows);
+    fn band_avx<T: Operand, O: Out>(
+        stationary: &[T],
+        moving: &[T],
+        layout: Layout,
+        shape: Shape,
+        rows: &mut [O],
+    ) {
+        super::band::<T, O, NR, false>(stationary, moving, layout, shape, rows);
     }
 
     #[target_feature(enable = "avx,fma")]
-    fn band_fma<T: Operand, O: Out>(stationary: &[T], moving: &[T], shape: Shape, rows: &mut [O]) {
-        super::band::<T, O, NR, true>(stationary, moving, shape, rows);
+    fn band_fma<T: Operand, O: Out>(
+        stationary: &[T],
+        moving: &[T],
+        layout: Layout,
+        shape: Shape,
+        rows: &mut [O],
+    ) {
+        super::band::<T, O, NR, true>(stationary, moving, layout, shape, rows);
     }
 }
 
@@ -483,7 +577,8 @@ mod tests {
     }
 
     /// The portable band loop (fused or not) and the one `matmul` chooses
-    /// give the reference's bits.
+    /// give the reference's bits, with the moving operand packed and read
+    /// in place from padded rows.
     fn assert_loops_match_the_reference<const FUSED: bool>(
         s: &[f32],
         v: &[f32],
@@ -497,11 +592,31 @@ mod tests {
             n_cols: n,
             stride: n,
         };
-        let mut portable = init.to_vec();
-        blocked::<f32, f32, 8>(s, v, shape, &mut portable, band::<f32, f32, 8, FUSED>);
-        let mut chosen = init.to_vec();
-        matmul(s, v, k, m, n, &mut chosen);
-        for (name, got) in [("portable", &portable), ("chosen", &chosen)] {
+        let stride = moving_stride(n);
+        let mut padded = vec![0f32; k * stride];
+        for (row, vals) in padded.chunks_mut(stride).zip(v.chunks(n)) {
+            row[..n].copy_from_slice(vals);
+        }
+        let padded = Moving::Padded {
+            values: &padded,
+            stride,
+        };
+        let mut got = Vec::new();
+        for (name, v) in [("", Moving::Dense(v)), (" padded", padded)] {
+            let mut portable = init.to_vec();
+            blocked::<f32, f32, PORTABLE_NR>(
+                s,
+                v,
+                shape,
+                &mut portable,
+                band::<f32, f32, PORTABLE_NR, FUSED>,
+            );
+            got.push((format!("portable{name}"), portable));
+            let mut chosen = init.to_vec();
+            matmul_moving(s, v, [k, m, n], Rows::Values(&mut chosen));
+            got.push((format!("chosen{name}"), chosen));
+        }
+        for (name, got) in &got {
             let same = got
                 .iter()
                 .zip(&want)

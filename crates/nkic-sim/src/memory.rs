@@ -765,6 +765,9 @@ pub(crate) struct MemoryState {
     site_id: Option<u32>,
     origins: Vec<Origin>,
     taint: Taint,
+    /// Tests turn `copy_row` off to compare it with the element loop.
+    #[cfg(test)]
+    pub element_copies: bool,
 }
 
 impl MemoryState {
@@ -855,6 +858,8 @@ impl MemoryState {
             site_id: None,
             origins: Vec::new(),
             taint: Taint::default(),
+            #[cfg(test)]
+            element_copies: false,
         }
     }
 
@@ -1597,20 +1602,26 @@ impl MemoryState {
                 let pb = self.poison_bytes(v.dtype);
                 out.extend_from_slice(&pb);
                 if self.precise() {
-                    self.record(None, true);
-                    self.taint.pending = true;
+                    self.elem_read_undefined(None);
                 }
             }
             ElemState::Undefined(o) => {
                 out.extend_from_slice(&space.data[a..a + v.size]);
-                self.record(Some(o), false);
-                self.taint.pending = true;
+                self.elem_read_undefined(Some(o));
             }
         }
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_read += v.size as u64;
         }
         Ok(())
+    }
+
+    /// Notes that the element just read (one at a time) was undefined,
+    /// with `origin`, or never written (`None`): the next element write
+    /// is tainted (`elem_shade`).
+    fn elem_read_undefined(&mut self, origin: Option<u32>) {
+        self.record(origin, origin.is_none());
+        self.taint.pending = true;
     }
 
     /// Writes `bytes` (every element of `v`, row-major) and marks them
@@ -1685,25 +1696,114 @@ impl MemoryState {
         (undef, o)
     }
 
+    /// Row `p` of `sv` copied to row `p` of `dv` a row at a time, as the
+    /// element loop of a copy (`read_elem` then `write_elem` for each
+    /// element in order, the loop `Exec::copy_elements` runs) would: the
+    /// same bytes (poison for never-written ones), written bits, shadow
+    /// and origins, taint and counters, with one state check per element
+    /// but one copy and one marking per row (the loop was a quarter of an
+    /// MX `bwmm` run, gathering token rows that hold undefined bytes).
+    ///
+    /// For two different memories, the same dtype, and rows that are one
+    /// run each of the same length; `false`, having done nothing, for
+    /// anything else and when a never-written element would fault
+    /// (`Poison::Error`): the caller's element loop then does all of it.
+    pub fn copy_row(&mut self, sv: &View, dv: &View, p: usize) -> bool {
+        let free = sv.free();
+        let one_run = |v: &View| v.runs.len() == 1 && v.run_len == free;
+        if sv.space == dv.space
+            || sv.dtype != dv.dtype
+            || dv.free() != free
+            || !one_run(sv)
+            || !one_run(dv)
+        {
+            return false;
+        }
+        #[cfg(test)]
+        if self.element_copies {
+            return false;
+        }
+        let (size, len) = (sv.size, free * sv.size);
+        let (a, b) = (sv.addr(p, 0) as usize, dv.addr(p, 0) as usize);
+        let precise = self.precise();
+        // What each element read: `None` defined, else the origin of its
+        // undefined data (`None` inside for never-written bytes).
+        let mut read = vec![None; free];
+        let mut bytes = Vec::with_capacity(len);
+        let src = self.space(sv.space);
+        let mut poison = None;
+        for (i, r) in read.iter_mut().enumerate() {
+            let el = a + i * size;
+            match src.state(el, el + size) {
+                ElemState::Defined => bytes.extend_from_slice(&src.data[el..el + size]),
+                ElemState::NeverWritten(_) if self.poison == Poison::Error => return false,
+                ElemState::NeverWritten(_) => {
+                    bytes.extend_from_slice(
+                        poison.get_or_insert_with(|| self.poison_bytes(sv.dtype)),
+                    );
+                    *r = precise.then_some(None);
+                }
+                ElemState::Undefined(o) => {
+                    bytes.extend_from_slice(&src.data[el..el + size]);
+                    *r = Some(Some(o));
+                }
+            }
+        }
+        // The taint and shadow of each element in order, as `read_elem`
+        // and `write_elem` leave them.
+        let mut shades: Vec<Option<u32>> = Vec::with_capacity(if precise { free } else { 0 });
+        for (i, r) in read.iter().enumerate() {
+            if let Some(origin) = *r {
+                self.elem_read_undefined(origin);
+            }
+            if let Some(shade) = self.elem_shade(dv.rows, free, p, i) {
+                shades.push(shade);
+            }
+        }
+        let dst = self.space_mut(dv.space);
+        dst.data.make_mut()[b..b + len].copy_from_slice(&bytes);
+        dst.mark(b, b + len);
+        let mut i = 0;
+        while i < shades.len() {
+            let n = shades[i..].iter().take_while(|&&o| o == shades[i]).count();
+            dst.shade(b + i * size, b + (i + n) * size, shades[i]);
+            i += n;
+        }
+        if let SpaceId::Hbm(_) = sv.space {
+            self.hbm_read += len as u64;
+        }
+        if let SpaceId::Hbm(_) = dv.space {
+            self.hbm_written += len as u64;
+        }
+        true
+    }
+
+    /// The shadow of element `i` of row `p` of a `[rows, free]` write of
+    /// one element at a time, after the reads so far: `None` without
+    /// `Poison::Precise`, else the origin it is undefined with (or `None`
+    /// inside: defined). Ends the taint of the element's own read, but for
+    /// the `Row` rule, whose taint lasts.
+    fn elem_shade(&mut self, rows: usize, free: usize, p: usize, i: usize) -> Option<Option<u32>> {
+        if !self.precise() {
+            return None;
+        }
+        let undef = self.taint.pending
+            || self
+                .taint
+                .reads
+                .iter()
+                .any(|t| t.reaches(self.rule, rows, free, p, i));
+        if self.rule != ShadowRule::Row {
+            self.taint.pending = false;
+        }
+        Some(undef.then(|| self.taint.origin.unwrap_or_else(|| self.site_origin())))
+    }
+
     /// Writes one element's bytes.
     pub fn write_elem(&mut self, v: &View, p: usize, i: usize, bytes: &[u8]) {
         let a = v.addr(p, i) as usize;
         let n = bytes.len().min(v.size);
-        let shade = if self.precise() {
-            let (rows, free) = (v.rows, v.free());
-            let undef = self.taint.pending
-                || self
-                    .taint
-                    .reads
-                    .iter()
-                    .any(|t| t.reaches(self.rule, rows, free, p, i));
-            if self.rule != ShadowRule::Row {
-                self.taint.pending = false;
-            }
-            Some(undef.then(|| self.taint.origin.unwrap_or_else(|| self.site_origin())))
-        } else {
-            None
-        };
+        let shade = self.elem_shade(v.rows, v.free(), p, i);
         let space = self.space_mut(v.space);
         space.data.make_mut()[a..a + n].copy_from_slice(&bytes[..n]);
         space.mark(a, a + n);
@@ -1738,21 +1838,58 @@ impl MemoryState {
         let run_bytes = v.run_len * v.size;
         // Short rows decode faster from one copied buffer than by a call
         // per row.
-        if v.runs.len() != 1 || run_bytes < WHOLE_ROW_MIN_BYTES {
+        if run_bytes < WHOLE_ROW_MIN_BYTES {
             return None;
         }
+        let starts = self.clean_row_starts(v)?;
         let space = self.space(v.space);
-        let row = |p: usize| {
-            let start = usize::try_from(v.row_addr(p) + v.runs[0]).ok()?;
-            space.clean(start, start + run_bytes).then_some(start)
-        };
-        let starts: Vec<usize> = (0..v.rows).map(row).collect::<Option<_>>()?;
         let mut out = Vec::with_capacity(v.elements() * numerics::lanes(v.dtype));
         for a in starts {
             numerics::decode(v.dtype, &space.data[a..a + run_bytes], &mut out);
         }
         self.count_read(v);
         Some(out)
+    }
+
+    /// The values `read_f32` reads, each row followed by zeros up to
+    /// `stride` values (at least its own length), into `out` (emptied
+    /// first), when every row is one run whose bytes are all written and
+    /// defined; `false`, with `out` untouched, otherwise. (Rows a matmul
+    /// reads in place: `matmul::Moving::Padded`.)
+    pub fn read_f32_padded(&mut self, v: &View, stride: usize, out: &mut Vec<f32>) -> bool {
+        if v.dtype.is_packed_x4() || stride < v.run_len {
+            return false;
+        }
+        let Some(starts) = self.clean_row_starts(v) else {
+            return false;
+        };
+        let run_bytes = v.run_len * v.size;
+        let space = self.space(v.space);
+        out.clear();
+        out.reserve(v.rows * stride);
+        for a in starts {
+            numerics::decode(v.dtype, &space.data[a..a + run_bytes], out);
+            out.resize(out.len() + stride - v.run_len, 0.0);
+        }
+        self.count_read(v);
+        true
+    }
+
+    /// Where each row of `v` starts in its memory's bytes, when every row
+    /// is one run whose bytes are all written and defined (what
+    /// `read_f32_whole_rows` and `read_f32_padded` decode straight from
+    /// memory); `None` otherwise.
+    fn clean_row_starts(&self, v: &View) -> Option<Vec<usize>> {
+        let [run] = v.runs[..] else {
+            return None;
+        };
+        let run_bytes = v.run_len * v.size;
+        let space = self.space(v.space);
+        let row = |p: usize| {
+            let start = usize::try_from(v.row_addr(p) + run).ok()?;
+            space.clean(start, start + run_bytes).then_some(start)
+        };
+        (0..v.rows).map(row).collect()
     }
 
     /// Counts the HBM bytes a read of every element of `v` moves (what

@@ -406,3 +406,79 @@ fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
     );
     assert_eq!(given[..], f32_bytes(&[1.0; 128 * 4]));
 }
+
+/// Scatters and gathers of rows holding never-written and undefined
+/// elements copy a row at a time (`MemoryState::copy_row`) exactly as the
+/// element loop does: the same bytes, shadow and origins, counters and
+/// faults, under every poison policy.
+#[test]
+fn indirect_rows_with_unclean_bytes_copy_as_the_element_loop_does() {
+    let f32 = DType::F32;
+    let run = |poison: Poison, element_copies: bool| {
+        let p = program(&[
+            ("out", f32, &[6, 6], TensorKind::Output),
+            ("back", f32, &[4, 6], TensorKind::Output),
+        ]);
+        let mut b = Bench::with_program(&p);
+        b.mem.set_poison(Poison::Precise);
+        // `t` rows 0 and 2 whole, row 1 in columns 0..3, row 3 not at all;
+        // `src` columns 0..4 copied from it (undefined where `t` was never
+        // written), columns 4..6 written in rows 0 and 3 only. (Test
+        // writes come first: they count as part of the last instruction.)
+        b.put(&sb(0, 1, 0, &[(1, 4)], f32), &values(4, 1));
+        b.put(&sb(1, 1, 0, &[(1, 3)], f32), &values(3, 2));
+        b.put(&sb(2, 1, 0, &[(1, 4)], f32), &values(4, 3));
+        b.put(&sb(0, 1, 272, &[(1, 2)], f32), &values(2, 4));
+        b.put(&sb(3, 1, 272, &[(1, 2)], f32), &values(2, 5));
+        let (to, from) = (tile(4, 1, 512, DType::I32), tile(4, 1, 520, DType::I32));
+        b.put_bits(&to, &[3, 0, 5, 1]);
+        b.put_bits(&from, &[0, 2, 3, 4]);
+        let copy = Op::TensorCopy(insn::TensorCopy {
+            dst: tile(4, 4, 256, f32),
+            src: tile(4, 4, 0, f32),
+        });
+        b.ok(Queue::Vector, &copy);
+        b.mem.set_poison(poison);
+        b.mem.element_copies = element_copies;
+        let rows = |t| hbm(TensorId(t), 4, 6, 0, &[(1, 6)], f32);
+        let scatter = Op::DmaScatter(insn::DmaScatter {
+            dst: rows(0),
+            src: tile(4, 6, 256, f32),
+            index: to,
+            accumulate: false,
+            oob: OobMode::Error,
+        });
+        let scattered = b.exec(Queue::Dma(0), &scatter).map_err(|f| f.message);
+        // Back from `out`: rows written clean, unclean and never.
+        let gather = Op::DmaGather(insn::DmaGather {
+            dst: tile(4, 6, 1024, f32),
+            src: rows(0),
+            index: from,
+            accumulate: false,
+            oob: OobMode::Error,
+        });
+        let gathered = b.exec(Queue::Dma(1), &gather).map_err(|f| f.message);
+        let counters = (b.mem.hbm_read, b.mem.hbm_written);
+        b.mem.set_poison(Poison::Precise);
+        let store = Op::dma_copy(rows(1), tile(4, 6, 1024, f32));
+        b.ok(Queue::Dma(2), &store);
+        let tensors = [0, 1].map(|t| {
+            let undefined = b.mem.undefined_elements(t, 4);
+            (undefined, b.mem.take_tensor_bytes(t, f32))
+        });
+        (scattered, gathered, counters, tensors)
+    };
+    for poison in [Poison::Precise, Poison::Nan, Poison::Zero, Poison::Error] {
+        let rows = run(poison, false);
+        assert_eq!(rows, run(poison, true), "{poison:?}");
+        let (scattered, _, _, [(out_undefined, _), _]) = &rows;
+        match poison {
+            Poison::Error => assert!(scattered.is_err(), "row 1 reads never-written bytes"),
+            Poison::Precise => assert!(
+                out_undefined.iter().any(|(_, origin)| origin.is_some()),
+                "undefined rows were copied"
+            ),
+            _ => {}
+        }
+    }
+}
