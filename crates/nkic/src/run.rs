@@ -207,13 +207,17 @@ pub fn run_compiled(
             runio::print_stdout(&text);
         }
     }
-    Ok(simio::kernel_undefined_warnings(
+    let warnings = simio::kernel_undefined_warnings(
         &result,
         compiled,
         &base_dir,
         sources,
         &crate::cli::FileLoader,
-    ))
+    );
+    // The command ends after this: the run's memory goes back to the
+    // system with the process instead of being freed piece by piece.
+    std::mem::forget(result);
+    Ok(warnings)
 }
 
 /// Writes `DIR/trace.json` and `DIR/timeline.svg` of a traced run.
