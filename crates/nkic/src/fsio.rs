@@ -60,15 +60,16 @@ pub fn create_output_dir(dir: &Path) -> Result<(), Diagnostic> {
 /// Writes `data` to `path` atomically (a temporary file renamed over it);
 /// a failure, or a `path` that is one of the files this run read, is E9005.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), Diagnostic> {
-    write_atomic_with(path, |file| file.write_all(data))
+    write_atomic_with(path, |mut file| std::io::Write::write_all(&mut file, data))
 }
 
-/// As [`write_atomic`], with the file's bytes written by `fill` (a `.npy`
-/// header and its data streamed without joining or converting them whole
-/// first).
+/// As [`write_atomic`], with the file's bytes written by `fill` into the
+/// new, empty file (a `.npy` header and its data streamed without joining
+/// or converting them whole first, by more than one thread at their
+/// offsets where that is quicker).
 pub fn write_atomic_with(
     path: &Path,
-    fill: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+    fill: impl FnOnce(&std::fs::File) -> std::io::Result<()>,
 ) -> Result<(), Diagnostic> {
     let failed = |why: String| {
         Diagnostic::error("E9005", format!("cannot write `{}`: {why}", path.display()))
@@ -91,8 +92,8 @@ pub fn write_atomic_with(
         .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.nkic-{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&tmp)?;
-        fill(&mut file)?;
+        let file = std::fs::File::create(&tmp)?;
+        fill(&file)?;
         drop(file);
         std::fs::rename(&tmp, path)
     };

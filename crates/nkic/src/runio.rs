@@ -337,8 +337,8 @@ pub(crate) fn write_outputs(
         ) else {
             continue;
         };
-        crate::fsio::write_atomic_with(&dir.join(file), |w| {
-            npy::write_to(w, &tensor.shape, tensor.dtype, bytes, out)
+        crate::fsio::write_atomic_with(&dir.join(file), |f| {
+            npy::write_file(f, &tensor.shape, tensor.dtype, bytes, out)
         })?;
     }
     Ok(())
