@@ -801,8 +801,8 @@ impl Exec<'_> {
             1
         };
         // The moving rows, padded for the loop to read them in place (no
-        // packed copy), when they are whole clean rows of one matrix row
-        // each; else the values, packed by the loop.
+        // packed copy), when they are clean rows of one matrix row each
+        // (contiguous or strided); else the values, packed by the loop.
         let mv = self.view(moving, "moving")?;
         plain(&mv)?;
         let stride = moving_stride(mv.free());

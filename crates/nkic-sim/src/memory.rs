@@ -1853,23 +1853,47 @@ impl MemoryState {
 
     /// The values `read_f32` reads, each row followed by zeros up to
     /// `stride` values (at least its own length), into `out` (emptied
-    /// first), when every row is one run whose bytes are all written and
-    /// defined; `false`, with `out` untouched, otherwise. (Rows a matmul
-    /// reads in place: `matmul::Moving::Padded`.)
+    /// first), when every row's bytes are all written and defined: a row
+    /// of one run is decoded straight from memory, a row of several (a
+    /// strided operand) has its runs gathered and then decoded when they
+    /// are all clean (the bytes from its first run to the end of its last,
+    /// or each run: the rows `read_raw` copies without a check per
+    /// element); `false`, with `out` untouched, otherwise. (Rows a matmul reads in place: `matmul::Moving::Padded`.)
     pub fn read_f32_padded(&mut self, v: &View, stride: usize, out: &mut Vec<f32>) -> bool {
-        if v.dtype.is_packed_x4() || stride < v.run_len {
+        if v.dtype.is_packed_x4() || stride < v.free() {
             return false;
         }
-        let Some(starts) = self.clean_row_starts(v) else {
-            return false;
-        };
         let run_bytes = v.run_len * v.size;
+        if let Some(starts) = self.clean_row_starts(v) {
+            let space = self.space(v.space);
+            out.clear();
+            out.reserve(v.rows * stride);
+            for a in starts {
+                numerics::decode(v.dtype, &space.data[a..a + run_bytes], out);
+                out.resize(out.len() + stride - v.run_len, 0.0);
+            }
+            self.count_read(v);
+            return true;
+        }
+        let hull = dense_hull(&v.runs, run_bytes);
         let space = self.space(v.space);
+        let clean = |p: usize| {
+            let base = v.row_addr(p);
+            hull.is_some_and(|(lo, len)| {
+                usize::try_from(base + lo).is_ok_and(|start| space.clean(start, start + len))
+            }) || space.elements_clean(base, &v.runs, run_bytes)
+        };
+        if !(0..v.rows).all(clean) {
+            return false;
+        }
         out.clear();
         out.reserve(v.rows * stride);
-        for a in starts {
-            numerics::decode(v.dtype, &space.data[a..a + run_bytes], out);
-            out.resize(out.len() + stride - v.run_len, 0.0);
+        let mut row = Vec::with_capacity(v.free() * v.size);
+        for p in 0..v.rows {
+            row.clear();
+            copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut row);
+            numerics::decode(v.dtype, &row, out);
+            out.resize(out.len() + stride - v.free(), 0.0);
         }
         self.count_read(v);
         true

@@ -482,3 +482,42 @@ fn indirect_rows_with_unclean_bytes_copy_as_the_element_loop_does() {
         }
     }
 }
+
+/// A strided matmul operand read into padded rows (`read_f32_padded`) is
+/// `read_f32`'s values, each row padded with zeros to the stride: when
+/// the bytes between its elements were never written (each element is
+/// checked) and when the whole hull is clean; a row with a never-written
+/// element is left to `read_f32` (`false`, the buffer untouched).
+#[test]
+fn strided_rows_read_padded_are_the_values_read_f32_gives() {
+    let bf16 = DType::BF16;
+    let mut b = Bench::new();
+    // 4 partitions × 8 elements 3 apart (bytes 0..44 of each row), only
+    // the elements written; then a tile written whole at byte 256.
+    let strided = |offset| sb(0, 4, offset, &[(3, 8)], bf16);
+    b.put(&strided(0), &values(32, 1));
+    b.put(&sb(0, 4, 256, &[(1, 24)], bf16), &values(96, 2));
+    let stride = 11;
+    for offset in [0, 256] {
+        let v = b.view(&strided(offset), false);
+        let want: Vec<f32> = b
+            .mem
+            .read_f32(&v)
+            .unwrap()
+            .chunks(8)
+            .flat_map(|row| row.iter().copied().chain([0.0; 3]))
+            .collect();
+        let mut got = vec![7.0];
+        assert!(
+            b.mem.read_f32_padded(&v, stride, &mut got),
+            "offset {offset}"
+        );
+        assert_eq!(got, want, "offset {offset}");
+    }
+    // Element 7 of partition 3 never written.
+    let v = b.view(&sb(0, 4, 2, &[(3, 8)], bf16), false);
+    b.put(&sb(0, 4, 2, &[(3, 7)], bf16), &values(28, 3));
+    let mut untouched = vec![7.0];
+    assert!(!b.mem.read_f32_padded(&v, stride, &mut untouched));
+    assert_eq!(untouched, vec![7.0]);
+}
