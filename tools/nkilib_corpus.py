@@ -1086,6 +1086,8 @@ CASES += [
     attn_bwd_case(2, 3, 3, 2048, 128, "float32", False, sinks=2),
     attn_bwd_case(1, 1, 1, 2048, 128, "bfloat16", True, sinks=2),
     attn_bwd_case(1, 16, 8, 8192, 256, "float32", True),
+    # The first 8K configuration (llama3.1-8b), marked heavy in the tests.
+    attn_bwd_case(1, 32, 8, 8192, 128, "bfloat16", True),
 ]
 
 # More rows of core/subkernels/test_rmsnorm_tkg.py and test_layernorm_tkg.py
