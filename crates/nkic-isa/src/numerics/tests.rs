@@ -447,6 +447,22 @@ fn every_code_round_trips() {
     }
 }
 
+/// Every f16 code decodes to its exact value (the `half` crate's), and a
+/// NaN to the f32 NaN of the same sign and payload with the quiet bit set.
+#[test]
+fn every_f16_code_decodes_exactly() {
+    for code in 0..0x1_0000u32 {
+        let got = to_f32(DType::F16, code).to_bits();
+        let h = f16::from_bits(code as u16);
+        let want = if h.is_nan() {
+            (code & 0x8000) << 16 | 0x7fc0_0000 | (code & 0x03ff) << 13
+        } else {
+            h.to_f32().to_bits()
+        };
+        assert_eq!(got, want, "code {code:#06x}");
+    }
+}
+
 #[test]
 fn slice_helpers_agree_with_the_scalar_functions() {
     let xs: Vec<f32> = {
