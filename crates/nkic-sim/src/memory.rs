@@ -608,16 +608,23 @@ fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
     (words[first] ^ fill) & head == 0 && inner == 0 && (words[last] ^ fill) & tail == 0
 }
 
-/// Appends the element of `size` bytes at `base + r` for every run offset
-/// `r` of a row whose runs are single elements (a strided operand), when
-/// every one of them is written and defined; otherwise appends nothing and
-/// returns false, for the caller's element-by-element path.
-fn gather_clean(space: &Space, base: i64, runs: &[i64], size: usize, out: &mut Vec<u8>) -> bool {
-    let clean = space.elements_clean(base, runs, size);
-    if clean {
-        copy_runs(&space.data, base, runs, size, out);
-    }
-    clean
+/// Whether every run of the row at `base` (`run_bytes` bytes at `base + r`
+/// for each `r` of `runs`) is written and defined, so the row is copied
+/// without a check per element (`copy_runs`): the bytes from its first run
+/// to the end of its last (`hull`, from `dense_hull`) when that is cheap
+/// to check and all clean (a tile written whole), else each run (a
+/// strided operand of a tile written in columns). What `read_raw` and
+/// `read_f32_padded` copy whole.
+fn row_clean(
+    space: &Space,
+    base: i64,
+    runs: &[i64],
+    run_bytes: usize,
+    hull: Option<(i64, usize)>,
+) -> bool {
+    hull.is_some_and(|(lo, len)| {
+        usize::try_from(base + lo).is_ok_and(|start| space.clean(start, start + len))
+    }) || space.elements_clean(base, runs, run_bytes)
 }
 
 /// Appends the `run_bytes` bytes at `base + r` for every run offset `r`,
@@ -1444,18 +1451,11 @@ impl MemoryState {
         let mut k = 0;
         for p in 0..v.rows {
             let base = v.row_addr(p);
-            // A row whose bytes are all written and defined (a tile written
-            // whole) is copied without a check per run.
-            if let Some((lo, len)) = hull
-                && let Ok(start) = usize::try_from(base + lo)
-                && space.clean(start, start + len)
-            {
+            // A row whose runs are all written and defined is copied
+            // without a check per element.
+            if row_clean(space, base, &v.runs, run_bytes, hull) {
                 copy_runs(data, base, &v.runs, run_bytes, out);
                 k += v.free();
-                continue;
-            }
-            if v.run_len == 1 && gather_clean(space, base, &v.runs, v.size, out) {
-                k += v.runs.len();
                 continue;
             }
             for &r in &v.runs {
@@ -1855,10 +1855,11 @@ impl MemoryState {
     /// `stride` values (at least its own length), into `out` (emptied
     /// first), when every row's bytes are all written and defined: a row
     /// of one run is decoded straight from memory, a row of several (a
-    /// strided operand) has its runs gathered and then decoded when they
-    /// are all clean (the bytes from its first run to the end of its last,
-    /// or each run: the rows `read_raw` copies without a check per
-    /// element); `false`, with `out` untouched, otherwise. (Rows a matmul reads in place: `matmul::Moving::Padded`.)
+    /// strided operand) has its runs gathered and then decoded when
+    /// `row_clean`, as `read_raw` copies it; `false`, with `out`
+    /// untouched, otherwise (`read_f32` then checks the rows again, element
+    /// by element where they are unclean). (Rows a matmul reads in place:
+    /// `matmul::Moving::Padded`.)
     pub fn read_f32_padded(&mut self, v: &View, stride: usize, out: &mut Vec<f32>) -> bool {
         if v.dtype.is_packed_x4() || stride < v.free() {
             return false;
@@ -1877,13 +1878,7 @@ impl MemoryState {
         }
         let hull = dense_hull(&v.runs, run_bytes);
         let space = self.space(v.space);
-        let clean = |p: usize| {
-            let base = v.row_addr(p);
-            hull.is_some_and(|(lo, len)| {
-                usize::try_from(base + lo).is_ok_and(|start| space.clean(start, start + len))
-            }) || space.elements_clean(base, &v.runs, run_bytes)
-        };
-        if !(0..v.rows).all(clean) {
+        if !(0..v.rows).all(|p| row_clean(space, v.row_addr(p), &v.runs, run_bytes, hull)) {
             return false;
         }
         out.clear();

@@ -578,7 +578,9 @@ pub fn write_file(
     write_file_from(file, shape, dtype, bytes, out, PARALLEL_WRITE)
 }
 
-/// `write_file`, in halves from `parallel` bytes of data.
+/// `write_file`, in halves from `parallel` bytes of data (on unix; in one
+/// stream elsewhere).
+#[cfg_attr(not(unix), allow(unused_variables))]
 fn write_file_from(
     file: &std::fs::File,
     shape: &[u64],
@@ -587,14 +589,12 @@ fn write_file_from(
     out: OutDType,
     parallel: usize,
 ) -> std::io::Result<()> {
-    let layout = Layout::of(shape, dtype, out);
-    let elements = bytes.len() / dtype.size() as usize;
-    if cfg!(unix) && bytes.len() >= parallel && elements >= 2 {
-        return write_halves(file, &layout, dtype, bytes);
+    #[cfg(unix)]
+    if bytes.len() >= parallel && bytes.len() / dtype.size() as usize >= 2 {
+        return write_halves(file, &Layout::of(shape, dtype, out), dtype, bytes);
     }
     let mut w = file;
-    std::io::Write::write_all(&mut w, &layout.header)?;
-    layout.each_piece(bytes, |piece| std::io::Write::write_all(&mut w, piece))
+    write_to(&mut w, shape, dtype, bytes, out)
 }
 
 /// `write_file`'s two halves side by side.
@@ -627,11 +627,6 @@ fn write_halves(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         lower.and(upper)
     })
-}
-
-#[cfg(not(unix))]
-fn write_halves(_: &std::fs::File, _: &Layout, _: DType, _: &[u8]) -> std::io::Result<()> {
-    unreachable!("`write_file` writes in halves only on unix")
 }
 
 /// What `write_to` writes for an output: its header, and whether its
