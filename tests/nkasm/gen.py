@@ -1113,6 +1113,21 @@ def nc_matmul_accumulate(rng):
 
 
 @fixture
+def nc_matmul_deferred(rng):
+    s = randn(rng, 128, 128)
+    m1 = randn(rng, 128, 64)
+    m2 = randn(rng, 128, 64)
+    a = matmul(s, m2, matmul(s, m1))
+    b = matmul(s, m2)
+    a = matmul(s, m1, a)
+    b = matmul(s, m1, b)
+    psum = np.concatenate([a, b], axis=1)  # A in columns 0..63, B in 64..127
+    psum[:, :64] = matmul(s, m1, psum[:, :64])
+    psum[:, 32:96] = matmul(s, m2, psum[:, 32:96])  # C overlaps the end of A and the start of B
+    return {"s": s, "m1": m1, "m2": m2}, [a, b, psum]
+
+
+@fixture
 def nc_matmul_fp8(rng):
     s = cast(randn(rng, 64, 2, 32, scale=2.0), "f8e4m3")
     m = cast(randn(rng, 64, 2, 48, scale=2.0), "f8e5m2")

@@ -102,6 +102,9 @@ pub struct SimConfig {
     /// Which execution tier runs compute instructions (never changes a
     /// result).
     pub tier: SimTier,
+    /// Whether large matmuls are summed on a worker thread while the
+    /// interpreter goes on (never changes a result: `deferred` module).
+    pub matmul_worker: bool,
 }
 
 impl SimConfig {
@@ -125,6 +128,7 @@ impl Default for SimConfig {
             trace: true,
             race_check: true,
             tier: SimTier::default(),
+            matmul_worker: true,
         }
     }
 }

@@ -46,6 +46,7 @@ use nkic_isa::{
 };
 
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
+use crate::deferred::Operands;
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
 use crate::matmul::{Moving, Rows, matmul_moving, matmul_rows, moving_stride};
@@ -810,6 +811,9 @@ impl Exec<'_> {
         // hundreds of KiB per matmul was faulted in and cleared anew (page
         // clearing 5.5 → 3.5 % of a `bwmm_bwd` profile with it kept).
         let mut v = MOVING.take();
+        if v.capacity() == 0 {
+            v = self.mem.spare_values();
+        }
         let padded = rows == 1 && !transpose && self.mem.read_f32_padded(&mv, stride, &mut v);
         if !padded {
             v = self.mem.read_f32(&mv)?;
@@ -818,7 +822,23 @@ impl Exec<'_> {
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
         *self.flops += 2 * (k * m * n) as u64;
         if transpose {
+            self.mem.settle_view(&dv);
             return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
+        }
+        // A large one into plain PSUM rows goes to the worker thread
+        // (`deferred`): read, checked and marked now, summed there.
+        let mut s = s;
+        if dv.rows == m && dv.free() == n && self.mem.defers(k * m * n) {
+            let operands = Operands {
+                stationary: s,
+                moving: v,
+                padded: padded.then_some(stride),
+                kmn: [k, m, n],
+            };
+            match self.mem.defer_matmul(&dv, accumulate, operands) {
+                Ok(()) => return Ok(()),
+                Err(back) => (s, v) = (back.stationary, back.moving),
+            }
         }
         let moving = if padded {
             Moving::Padded { values: &v, stride }
@@ -843,6 +863,8 @@ impl Exec<'_> {
         accumulate: bool,
         add: impl FnOnce(Rows<'_>),
     ) -> FResult<()> {
+        // Its rows may be a deferred matmul's (`deferred`).
+        self.mem.settle_view(dv);
         if dv.rows == m
             && dv.free() == n
             && let Some((bytes, stride)) = self.mem.psum_in_place(dv, accumulate)

@@ -79,6 +79,7 @@
 mod alu;
 pub mod calibration;
 mod config;
+mod deferred;
 mod error;
 mod exec;
 mod footprint;

@@ -81,7 +81,8 @@ use nkic_isa::insn;
 use std::collections::{BTreeMap, HashMap};
 
 use nkic_isa::{
-    Instruction, Label, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind, intervals,
+    Instruction, Label, Memory, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind,
+    intervals,
 };
 
 use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
@@ -490,6 +491,7 @@ fn simulate_pass(
         );
     }
     let mut mem = MemoryState::for_cores(cores, config.poison);
+    mem.set_matmul_worker(config.matmul_worker);
     load_inputs(program, inputs, &mut mem)?;
     let mut queues: Vec<QueueState<'_>> = Vec::new();
     let mut sem_total = 0usize;
@@ -717,9 +719,10 @@ fn simulate_pass(
             let payload = match &q.insts[q.pc].op {
                 Op::SendRecv(insn::SendRecv { src, .. }) => {
                     let mut bytes = Vec::new();
-                    let read = mem
-                        .view(src, &q.regs, "src", false)
-                        .and_then(|v| mem.read_raw(&v, &mut bytes));
+                    let read = mem.view(src, &q.regs, "src", false).and_then(|v| {
+                        mem.settle_view(&v);
+                        mem.read_raw(&v, &mut bytes)
+                    });
                     if let Err(fault) = read {
                         let mut e =
                             SimError::at(fault.kind, fault.message, core_program, q.queue, q.pc);
@@ -852,7 +855,7 @@ fn simulate_pass(
             }
         }
         if !dump.is_empty() {
-            record_dumps(core_program, &queues[chosen], dump, &mem, &mut dumps);
+            record_dumps(core_program, &queues[chosen], dump, &mut mem, &mut dumps);
         }
         if let Some(r) = races.as_mut() {
             finished.clear();
@@ -874,6 +877,7 @@ fn simulate_pass(
     res.per_queue = queues.iter().map(|q| q.stats.clone()).collect();
     res.hbm_bytes_read = mem.hbm_read;
     res.hbm_bytes_written = mem.hbm_written;
+    mem.settle_all();
     if let Some(e) = pending {
         return Err(e);
     }
@@ -893,7 +897,7 @@ fn record_dumps(
     program: &Program,
     q: &QueueState<'_>,
     dump: &DumpSpec,
-    mem: &MemoryState,
+    mem: &mut MemoryState,
     dumps: &mut Vec<Dump>,
 ) {
     let seq = q.stats.instructions - 1;
@@ -917,6 +921,7 @@ fn record_dumps(
         let Ok(v) = mem.view_unchecked(o.ap, &q.regs, o.field) else {
             continue;
         };
+        mem.settle_view(&v);
         dumps.push(Dump {
             name: name.to_owned(),
             core: q.stats.core,
@@ -1086,6 +1091,34 @@ fn operand_bytes(op: &Op, field: &str, regs: &[i32], mem: &MemoryState) -> Optio
         .map(|v| mem.peek_raw(&v))
 }
 
+/// Settles the deferred matmuls (`deferred`) whose PSUM rows `op` reads
+/// or writes, before anything looks at its operands: those its operands'
+/// views overlap, except the rows of the chain an accumulating matmul
+/// continues (`Exec::matmul` issues it after the others); every one for
+/// an instruction whose rows an index remaps (`dma_gather`, `dma_scatter`:
+/// their rows are not their views') or whose view does not resolve.
+fn settle_operands(op: &Op, regs: &[i32], mem: &mut MemoryState) {
+    if mem.nothing_deferred() {
+        return;
+    }
+    let operands = op.operands();
+    if !operands.iter().any(|o| o.ap.mem == Memory::Psum) {
+        return;
+    }
+    if operands.iter().any(|o| o.field == "index") {
+        mem.settle_all();
+        return;
+    }
+    let chain = matches!(op, Op::NcMatmul(m) if m.accumulate);
+    for o in operands.iter().filter(|o| o.ap.mem == Memory::Psum) {
+        match mem.view_unchecked(o.ap, regs, o.field) {
+            Ok(v) if chain && o.field == "dst" && mem.continues_chain(&v) => {}
+            Ok(v) => mem.settle_view(&v),
+            Err(_) => mem.settle_all(),
+        }
+    }
+}
+
 /// Executes the instruction at `q.pc` as `cand` describes; `names` are
 /// the queues by index.
 #[allow(clippy::too_many_arguments)]
@@ -1116,6 +1149,7 @@ fn step(
     let facts = q.facts(index);
     let inst = &q.insts[index];
     let op = &inst.op;
+    settle_operands(op, &q.regs, mem);
     // A shared port held by another queue's instruction holds it back.
     let mut start = cand.start;
     let mut port_by = None;

@@ -40,6 +40,7 @@ use nkic_isa::numerics;
 use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKind};
 
 use crate::config::{Bytes, Poison};
+use crate::deferred::{Deferred, Operands, Region, Start, Touch};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
 use crate::pages::{self, Pages};
 
@@ -772,6 +773,8 @@ pub(crate) struct MemoryState {
     site_id: Option<u32>,
     origins: Vec<Origin>,
     taint: Taint,
+    /// Matmuls computed on a worker thread, and their pending PSUM rows.
+    deferred: Deferred,
     /// Tests turn `copy_row` off to compare it with the element loop.
     #[cfg(test)]
     pub element_copies: bool,
@@ -865,6 +868,7 @@ impl MemoryState {
             site_id: None,
             origins: Vec::new(),
             taint: Taint::default(),
+            deferred: Deferred::new(false),
             #[cfg(test)]
             element_copies: false,
         }
@@ -1922,48 +1926,199 @@ impl MemoryState {
 
     /// The bytes of an f32 PSUM destination for an instruction to add its
     /// results into in place, and the distance between its rows, when
-    /// that is all `read_f32` + `write_f32` would do: every row one
-    /// contiguous run of its own, and the instruction read nothing
-    /// undefined (so the write makes every element written and defined).
-    /// With `accumulate` every element must already be written and
-    /// defined; without, the rows are zeroed and marked written (what
-    /// `write_raw` marks), since the caller's sum starts from zero. `None`
-    /// otherwise, for the copying path.
+    /// that is all `read_f32` + `write_f32` would do (`psum_region`);
+    /// without `accumulate` the rows are zeroed, since the caller's sum
+    /// starts from zero. `None` otherwise, for the copying path.
     pub fn psum_in_place(&mut self, v: &View, accumulate: bool) -> Option<(&mut [u8], usize)> {
-        let run_bytes = v.run_len * v.size;
-        let step = usize::try_from(v.row_step).ok()?;
-        let start = usize::try_from(v.row_base).ok()?;
-        let simple = matches!(v.space, SpaceId::Psum(_))
-            && v.dtype == DType::F32
-            && v.row_addrs.is_none()
-            && v.runs == [0]
-            && v.rows > 0
-            && step >= run_bytes
-            && self.taint.is_clean();
-        if !simple {
+        let region = self.psum_region(v, accumulate)?;
+        let run_bytes = 4 * region.cols;
+        let data = self.space_mut(region.space).data.make_mut();
+        if !accumulate {
+            for p in 0..region.rows {
+                let a = region.start + p * region.step;
+                data[a..a + run_bytes].fill(0);
+            }
+        }
+        Some((&mut data[region.start..region.end()], region.step))
+    }
+
+    /// The rows of an f32 PSUM destination an instruction may add its
+    /// results into in place, when that is all `read_f32` + `write_f32`
+    /// would do: every row one contiguous run of its own
+    /// (`View::psum_rows`), and the instruction read nothing undefined
+    /// (so the write makes every element written and defined). With
+    /// `accumulate` every element must already be written and defined;
+    /// without, the rows are marked written (what `write_raw` marks) and
+    /// their bytes are the caller's to fill. `None` otherwise.
+    pub fn psum_region(&mut self, v: &View, accumulate: bool) -> Option<Region> {
+        let region = v.psum_rows()?;
+        if !self.taint.is_clean() {
             return None;
         }
-        let end = start + (v.rows - 1) * step + run_bytes;
+        let run_bytes = 4 * region.cols;
         let precise = self.precise();
-        let space = self.space_mut(v.space);
-        if end > space.data.len() {
+        let space = self.space_mut(region.space);
+        if region.end() > space.data.len() {
             return None;
         }
-        let rows = (0..v.rows).map(|p| start + p * step);
+        let rows = (0..region.rows).map(|p| region.start + p * region.step);
         if accumulate {
             if !rows.clone().all(|a| space.clean(a, a + run_bytes)) {
                 return None;
             }
         } else {
             for a in rows {
-                space.data.make_mut()[a..a + run_bytes].fill(0);
                 space.mark(a, a + run_bytes);
                 if precise {
                     space.shade(a, a + run_bytes, None);
                 }
             }
         }
-        Some((&mut space.data.make_mut()[start..end], step))
+        Some(region)
+    }
+
+    /// Issues a matmul into the PSUM rows of `v` to the worker
+    /// (`deferred`), when they are rows `psum_region` accepts: settles
+    /// the pending regions they overlap unless the matmul continues the
+    /// chain of exactly these rows, and marks them as `psum_region` does.
+    /// Hands the operands back otherwise, for the caller to compute them
+    /// (after `settle_view`).
+    pub fn defer_matmul(
+        &mut self,
+        v: &View,
+        accumulate: bool,
+        operands: Operands,
+    ) -> Result<(), Operands> {
+        let Some(rows) = v.psum_rows() else {
+            return Err(operands);
+        };
+        if !(accumulate && self.deferred.continues(&rows)) {
+            self.settle_touch(&Touch {
+                space: rows.space,
+                lo: rows.start,
+                hi: rows.start + 4 * rows.cols,
+                step: rows.step,
+                rows: rows.rows,
+            });
+        }
+        let Some(region) = self.psum_region(v, accumulate) else {
+            return Err(operands);
+        };
+        if accumulate && self.deferred.continues(&region) {
+            return self.deferred.issue(region, Start::Continue, operands);
+        }
+        let mut sum = self.deferred.spare();
+        if !accumulate {
+            return self.deferred.issue(region, Start::Zeros(sum), operands);
+        }
+        let data = &self.space(region.space).data;
+        for p in 0..region.rows {
+            let a = region.start + p * region.step;
+            let row = &data[a..a + 4 * region.cols];
+            sum.extend(
+                row.chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+        }
+        self.deferred.issue(region, Start::Values(sum), operands)
+    }
+
+    /// Whether a matmul of `macs` multiply-adds goes to the worker
+    /// (`deferred`).
+    pub fn defers(&self, macs: usize) -> bool {
+        self.deferred.takes(macs)
+    }
+
+    /// Starts or stops handing large matmuls to a worker thread
+    /// (`deferred`; `SimConfig::matmul_worker`). Only before the first.
+    pub fn set_matmul_worker(&mut self, on: bool) {
+        assert!(
+            self.deferred.is_idle(),
+            "invariant broken: the matmul worker is chosen before the run"
+        );
+        self.deferred = Deferred::new(on);
+    }
+
+    /// A buffer for a matmul's operand values, reused from the worker's
+    /// finished jobs when there is one.
+    pub fn spare_values(&mut self) -> Vec<f32> {
+        self.deferred.spare()
+    }
+
+    /// Whether the rows of `v` are exactly those of a pending chain of
+    /// deferred matmuls, which an accumulating matmul into `v` continues.
+    pub fn continues_chain(&self, v: &View) -> bool {
+        v.psum_rows().is_some_and(|r| self.deferred.continues(&r))
+    }
+
+    /// Whether every deferred matmul is settled.
+    pub fn nothing_deferred(&self) -> bool {
+        self.deferred.is_idle()
+    }
+
+    /// Settles the deferred matmuls whose rows overlap the bytes `v`
+    /// names (`deferred`), before they are read or written.
+    pub fn settle_view(&mut self, v: &View) {
+        if self.deferred.is_idle() || !matches!(v.space, SpaceId::Psum(_)) || v.elements() == 0 {
+            return;
+        }
+        let (lo, hi) = v.row_span();
+        let rows = (v.row_addrs.is_none() && v.row_step > 0 && v.rows > 0)
+            .then(|| {
+                Some(Touch {
+                    space: v.space,
+                    lo: usize::try_from(v.row_base + lo).ok()?,
+                    hi: usize::try_from(v.row_base + hi).ok()?,
+                    step: usize::try_from(v.row_step).ok()?,
+                    rows: v.rows,
+                })
+            })
+            .flatten();
+        let touch = rows.or_else(|| {
+            let (lo, hi) = v.span();
+            Some(Touch {
+                space: v.space,
+                lo: usize::try_from(lo).ok()?,
+                hi: usize::try_from(hi).ok()?,
+                step: 0,
+                rows: 1,
+            })
+        });
+        match touch {
+            Some(t) => self.settle_touch(&t),
+            None => self.settle_all(),
+        }
+    }
+
+    /// Settles every deferred matmul.
+    pub fn settle_all(&mut self) {
+        if !self.deferred.is_idle() {
+            let sums = self.deferred.settle(None);
+            self.write_sums(sums);
+        }
+    }
+
+    fn settle_touch(&mut self, touch: &Touch) {
+        if self.deferred.overlaps(touch) {
+            let sums = self.deferred.settle(Some(touch));
+            self.write_sums(sums);
+        }
+    }
+
+    /// Writes settled sums into their rows, as `psum_in_place` leaves
+    /// them.
+    fn write_sums(&mut self, sums: Vec<(Region, Vec<f32>)>) {
+        for (region, sum) in sums {
+            let data = self.space_mut(region.space).data.make_mut();
+            for (p, values) in sum.chunks_exact(region.cols.max(1)).enumerate() {
+                let a = region.start + p * region.step;
+                let row = &mut data[a..a + 4 * region.cols];
+                for (b, x) in row.chunks_exact_mut(4).zip(values) {
+                    b.copy_from_slice(&x.to_le_bytes());
+                }
+            }
+            self.deferred.recycle(sum);
+        }
     }
 
     /// Writes `values` (row-major, four per element for packed x4 dtypes),
@@ -2256,8 +2411,29 @@ pub(crate) struct NativeSpaces {
     pub srcs: [(*const u8, usize); NATIVE_SOURCES],
 }
 
-#[cfg(feature = "jit")]
 impl View {
+    /// The f32 PSUM rows `self` names when each row is one contiguous run
+    /// of its own and rows do not overlap (what a matmul may add into in
+    /// place, `MemoryState::psum_region`).
+    pub fn psum_rows(&self) -> Option<Region> {
+        let run_bytes = self.run_len * self.size;
+        let step = usize::try_from(self.row_step).ok()?;
+        let start = usize::try_from(self.row_base).ok()?;
+        let simple = matches!(self.space, SpaceId::Psum(_))
+            && self.dtype == DType::F32
+            && self.row_addrs.is_none()
+            && self.runs == [0]
+            && self.rows > 0
+            && step >= run_bytes;
+        simple.then_some(Region {
+            space: self.space,
+            start,
+            step,
+            rows: self.rows,
+            cols: self.run_len,
+        })
+    }
+
     /// The lowest byte address `v` names and one past the highest (an
     /// empty range for no elements).
     pub fn span(&self) -> (i64, i64) {

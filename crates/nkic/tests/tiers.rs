@@ -2,7 +2,9 @@
 //! `.nkasm` fixture: `SimTier::Jit` and `SimTier::Interp` must give the
 //! same `RunResult` (every output byte, the simulated time, per-queue
 //! statistics, the trace with every instruction's timestamps, undefined
-//! outputs) or the same fault.
+//! outputs) or the same fault. So must the interpreter with its large
+//! matmuls summed on the worker thread (`SimConfig::matmul_worker`, the
+//! default) and without (everything on the one thread that steps).
 //!
 //! Kernels run at their directive shapes with seeded random inputs; the
 //! fixtures (`tests/nkasm/*.nkasm`, `crates/nkic-isa/tests/corpus/*.nkasm`)
@@ -35,29 +37,37 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 fn check(name: &str, launch: &nkic_isa::Launch, inputs: &nkic_sim::Inputs) {
     let verified = nkic_isa::verify_launch(launch)
         .unwrap_or_else(|e| panic!("{name}: the program does not verify: {e:?}"));
-    let run = |tier| -> Result<RunResult, SimError> {
+    let run = |tier, matmul_worker| -> Result<RunResult, SimError> {
         let config = SimConfig {
             tier,
             trace: true,
+            matmul_worker,
             ..SimConfig::default()
         };
         nkic_sim::run_launch(verified, inputs, &config)
     };
-    let interp = run(SimTier::Interp);
-    let jit = run(SimTier::Jit);
-    match (&interp, &jit) {
-        (Ok(a), Ok(b)) => {
-            for ((name_a, a), (_, b)) in a.outputs.iter().zip(&b.outputs) {
-                let first = a.iter().zip(b).position(|(x, y)| x != y);
-                assert!(
-                    first.is_none() && a.len() == b.len(),
-                    "{name}: output `{name_a}` differs between the tiers at byte {first:?}"
-                );
+    let oracle = run(SimTier::Interp, false);
+    for (what, other) in [
+        (
+            "the interpreter with the matmul worker",
+            run(SimTier::Interp, true),
+        ),
+        ("the native tier", run(SimTier::Jit, true)),
+    ] {
+        match (&oracle, &other) {
+            (Ok(a), Ok(b)) => {
+                for ((name_a, a), (_, b)) in a.outputs.iter().zip(&b.outputs) {
+                    let first = a.iter().zip(b).position(|(x, y)| x != y);
+                    assert!(
+                        first.is_none() && a.len() == b.len(),
+                        "{name}: output `{name_a}` of {what} differs at byte {first:?}"
+                    );
+                }
+                assert_eq!(a.total_ps, b.total_ps, "{name}: simulated time of {what}");
+                assert!(a == b, "{name}: the run result of {what} differs");
             }
-            assert_eq!(a.total_ps, b.total_ps, "{name}: simulated time");
-            assert!(a == b, "{name}: the run results differ between the tiers");
+            _ => assert_eq!(oracle, other, "{name}: the fault of {what} differs"),
         }
-        _ => assert_eq!(interp, jit, "{name}: the faults differ between the tiers"),
     }
 }
 
