@@ -40,6 +40,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
+use crate::decoded::{Values, products_exact};
 use crate::matmul::{Moving, Rows, matmul_moving};
 use crate::memory::SpaceId;
 
@@ -117,8 +118,8 @@ pub(crate) struct Touch {
 /// values (`k × m`), the moving values (`k × n`, or rows `padded` apart
 /// as `Moving::Padded`) and the sizes `[k, m, n]`.
 pub(crate) struct Operands {
-    pub stationary: Vec<f32>,
-    pub moving: Vec<f32>,
+    pub stationary: Arc<Values>,
+    pub moving: Arc<Values>,
     pub padded: Option<usize>,
     pub kmn: [usize; 3],
 }
@@ -137,7 +138,14 @@ impl Operands {
             },
             None => Moving::Dense(&self.moving),
         };
-        matmul_moving(&self.stationary, moving, self.kmn, Rows::Values(sum));
+        let exact = products_exact(&self.stationary, &self.moving);
+        matmul_moving(
+            &self.stationary,
+            moving,
+            self.kmn,
+            Rows::Values(sum),
+            Some(exact),
+        );
     }
 }
 
@@ -469,8 +477,11 @@ fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared, spare: &mpsc::Sender<Vec<f
         }
         shared.changed.notify_all();
         // The moving values' buffer (the larger, read into by the next
-        // matmul); the other side may be gone (its run ended with a fault).
-        let _ = spare.send(job.operands.moving);
+        // matmul) unless the cache of decoded operands keeps it; the other
+        // side may be gone (its run ended with a fault).
+        if let Ok(moving) = Arc::try_unwrap(job.operands.moving) {
+            let _ = spare.send(moving.into_vec());
+        }
     }
 }
 

@@ -46,6 +46,7 @@ use nkic_isa::{
 };
 
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
+use crate::decoded::products_exact;
 use crate::deferred::Operands;
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
@@ -793,7 +794,11 @@ impl Exec<'_> {
         let accumulate = i.accumulate;
         let transpose = i.transpose;
         let perf_mode = i.perf_mode;
-        let (sv, s) = self.values(stationary, "stationary")?;
+        // Both operands through the cache of decoded operands
+        // (`MemoryState::read_operand`), stationary first.
+        let sv = self.view(stationary, "stationary")?;
+        plain(&sv)?;
+        let s = self.mem.read_operand(&sv, None)?;
         // Double-row mode contracts over (partition, j): the [P, 2, M]
         // stationary is, in row-major order, exactly a [2P, M] matrix.
         let rows = if perf_mode == MatmulPerfMode::DoubleRow {
@@ -807,17 +812,18 @@ impl Exec<'_> {
         let mv = self.view(moving, "moving")?;
         plain(&mv)?;
         let stride = moving_stride(mv.free());
-        // This thread's buffer from the last matmul: a fresh one of
-        // hundreds of KiB per matmul was faulted in and cleared anew (page
-        // clearing 5.5 → 3.5 % of a `bwmm_bwd` profile with it kept).
-        let mut v = MOVING.take();
-        if v.capacity() == 0 {
-            v = self.mem.spare_values();
-        }
-        let padded = rows == 1 && !transpose && self.mem.read_f32_padded(&mv, stride, &mut v);
-        if !padded {
-            v = self.mem.read_f32(&mv)?;
-        }
+        let in_rows = if rows == 1 && !transpose {
+            self.mem.read_operand(&mv, Some(stride))?
+        } else {
+            None
+        };
+        let padded = in_rows.is_some();
+        let (Some(s), Some(v)) = (
+            s,
+            in_rows.map_or_else(|| self.mem.read_operand(&mv, None), |v| Ok(Some(v)))?,
+        ) else {
+            unreachable!("an operand read without padded rows always has values");
+        };
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);
         *self.flops += 2 * (k * m * n) as u64;
@@ -827,7 +833,7 @@ impl Exec<'_> {
         }
         // A large one into plain PSUM rows goes to the worker thread
         // (`deferred`): read, checked and marked now, summed there.
-        let mut s = s;
+        let (mut s, mut v) = (s, v);
         if dv.rows == m && dv.free() == n && self.mem.defers(k * m * n) {
             let operands = Operands {
                 stationary: s,
@@ -845,11 +851,10 @@ impl Exec<'_> {
         } else {
             Moving::Dense(&v)
         };
-        let done = self.add_into(&dv, [m, n], accumulate, |rows| {
-            matmul_moving(&s, moving, [k, m, n], rows);
-        });
-        MOVING.set(v);
-        done
+        let exact = products_exact(&s, &v);
+        self.add_into(&dv, [m, n], accumulate, |rows| {
+            matmul_moving(&s, moving, [k, m, n], rows, Some(exact));
+        })
     }
 
     /// Runs `add` on the f32 `[m, n]` accumulator rows of `dv` (its values
@@ -2021,12 +2026,6 @@ impl Exec<'_> {
         }
         Ok(())
     }
-}
-
-thread_local! {
-    /// The moving operand's values of this thread's last matmul
-    /// (`Exec::matmul`), kept for the next.
-    static MOVING: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// An MX operand expanded to exact values.

@@ -79,6 +79,7 @@
 mod alu;
 pub mod calibration;
 mod config;
+mod decoded;
 mod deferred;
 mod error;
 mod exec;

@@ -77,7 +77,7 @@ pub(crate) enum Rows<'a> {
 
 /// `matmul` into `rows`.
 pub(crate) fn matmul_rows<T: Operand>(s: &[T], v: &[T], kmn: [usize; 3], rows: Rows<'_>) {
-    matmul_moving(s, Moving::Dense(v), kmn, rows);
+    matmul_moving(s, Moving::Dense(v), kmn, rows, None);
 }
 
 /// A matmul's moving operand, `k` rows of `n_cols` values.
@@ -107,12 +107,15 @@ fn whole_tiles(n_cols: usize) -> usize {
     n_cols.div_ceil(MAX_NR) * MAX_NR
 }
 
-/// `matmul` of a moving operand of either layout into `rows`.
+/// `matmul` of a moving operand of either layout into `rows`. `exact`
+/// is `T::products_exact` of the operands when the caller knows it
+/// (computed from the same values, as `decoded::Values` keeps it).
 pub(crate) fn matmul_moving<T: Operand>(
     s: &[T],
     v: Moving<'_, T>,
     [k, m_cols, n_cols]: [usize; 3],
     rows: Rows<'_>,
+    exact: Option<bool>,
 ) {
     let shape = |stride| Shape {
         k,
@@ -121,19 +124,25 @@ pub(crate) fn matmul_moving<T: Operand>(
         stride,
     };
     match rows {
-        Rows::Values(acc) => dispatch(s, v, shape(n_cols), acc),
+        Rows::Values(acc) => dispatch(s, v, shape(n_cols), acc, exact),
         Rows::Bytes { bytes, stride } => {
             assert!(
                 stride >= 4 * n_cols && bytes.len() >= (m_cols.max(1) - 1) * stride + 4 * n_cols,
                 "the accumulator rows lie inside `bytes` and do not overlap"
             );
-            dispatch(s, v, shape(stride), bytes);
+            dispatch(s, v, shape(stride), bytes, exact);
         }
     }
 }
 
 /// Runs the band loop this CPU runs fastest for these operands.
-fn dispatch<T: Operand, O: Out>(s: &[T], v: Moving<'_, T>, shape: Shape, acc: &mut [O]) {
+fn dispatch<T: Operand, O: Out>(
+    s: &[T],
+    v: Moving<'_, T>,
+    shape: Shape,
+    acc: &mut [O],
+    exact: Option<bool>,
+) {
     let Shape {
         k, m_cols, n_cols, ..
     } = shape;
@@ -150,7 +159,9 @@ fn dispatch<T: Operand, O: Out>(s: &[T], v: Moving<'_, T>, shape: Shape, acc: &m
     debug_assert!(s.len() >= k * m_cols);
     #[cfg(target_arch = "x86_64")]
     if avx::available() {
-        if avx::fma_available() && T::products_exact(&s[..k * m_cols], v_all) {
+        if avx::fma_available()
+            && exact.unwrap_or_else(|| T::products_exact(&s[..k * m_cols], v_all))
+        {
             return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T, O>);
         }
         return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band::<T, O>);
@@ -232,17 +243,7 @@ impl Operand for f32 {
     }
 
     fn products_exact(s: &[f32], v: &[f32]) -> bool {
-        let (Some(s), Some(v)) = (Magnitudes::of(s), Magnitudes::of(v)) else {
-            return false;
-        };
-        let (Some(s_min), Some(v_min)) = (s.min_nonzero, v.min_nonzero) else {
-            // Every product is a zero.
-            return true;
-        };
-        // Products of at most 12-bit significands have at most 24 bits:
-        // exact from the smallest normal f32 up to f32::MAX. The f64
-        // products of two f32 values are exact.
-        s_min * v_min >= f64::from(f32::MIN_POSITIVE) && s.max * v.max <= f64::from(f32::MAX)
+        Magnitudes::products_exact(Magnitudes::of(s).as_ref(), Magnitudes::of(v).as_ref())
     }
 }
 
@@ -267,7 +268,8 @@ impl Operand for f64 {
 
 /// The extreme magnitudes of an operand whose values are all finite with
 /// at most 12 significant bits (`Magnitudes::of`).
-struct Magnitudes {
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Magnitudes {
     /// The smallest magnitude other than zero; `None` if all are zeros.
     min_nonzero: Option<f64>,
     max: f64,
@@ -281,7 +283,7 @@ impl Magnitudes {
     /// that rules the operand out: an fp32 operand usually does in its
     /// first values, and scanning all of it was 5 % of an fp32 attention
     /// backward pass.
-    fn of(values: &[f32]) -> Option<Magnitudes> {
+    pub(crate) fn of(values: &[f32]) -> Option<Magnitudes> {
         const LOW_BITS: u32 = (1 << 12) - 1;
         const CHUNK: usize = 256;
         let (mut low, mut max, mut min_less_one) = (0u32, 0u32, u32::MAX);
@@ -302,6 +304,24 @@ impl Magnitudes {
                 .then(|| f64::from(f32::from_bits(min_less_one + 1))),
             max: f64::from(f32::from_bits(max)),
         })
+    }
+
+    /// Whether every product of a value of an operand of magnitudes `s`
+    /// and one of `v` is exact in f32 (module doc): both operands' values
+    /// have at most 12 significant bits (`of`), and the products of their
+    /// extreme magnitudes lie in f32's normal range.
+    pub(crate) fn products_exact(s: Option<&Magnitudes>, v: Option<&Magnitudes>) -> bool {
+        let (Some(s), Some(v)) = (s, v) else {
+            return false;
+        };
+        let (Some(s_min), Some(v_min)) = (s.min_nonzero, v.min_nonzero) else {
+            // Every product is a zero.
+            return true;
+        };
+        // Products of at most 12-bit significands have at most 24 bits:
+        // exact from the smallest normal f32 up to f32::MAX. The f64
+        // products of two f32 values are exact.
+        s_min * v_min >= f64::from(f32::MIN_POSITIVE) && s.max * v.max <= f64::from(f32::MAX)
     }
 }
 
@@ -613,7 +633,7 @@ mod tests {
             );
             got.push((format!("portable{name}"), portable));
             let mut chosen = init.to_vec();
-            matmul_moving(s, v, [k, m, n], Rows::Values(&mut chosen));
+            matmul_moving(s, v, [k, m, n], Rows::Values(&mut chosen), None);
             got.push((format!("chosen{name}"), chosen));
         }
         for (name, got) in &got {

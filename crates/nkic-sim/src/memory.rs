@@ -40,9 +40,11 @@ use nkic_isa::numerics;
 use nkic_isa::{AccessPattern, DType, Memory as MemKind, Program, Queue, TensorKind};
 
 use crate::config::{Bytes, Poison};
+use crate::decoded::{Decoded, Key, Values};
 use crate::deferred::{Deferred, Operands, Region, Start, Touch};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
 use crate::pages::{self, Pages};
+use std::sync::Arc;
 
 /// The most elements one operand may name (2^26): a bound on the memory
 /// one instruction may need, far above any real instruction.
@@ -775,6 +777,8 @@ pub(crate) struct MemoryState {
     taint: Taint,
     /// Matmuls computed on a worker thread, and their pending PSUM rows.
     deferred: Deferred,
+    /// Matmul operands kept decoded (`read_operand`).
+    decoded: Decoded,
     /// Tests turn `copy_row` off to compare it with the element loop.
     #[cfg(test)]
     pub element_copies: bool,
@@ -869,6 +873,7 @@ impl MemoryState {
             origins: Vec::new(),
             taint: Taint::default(),
             deferred: Deferred::new(false),
+            decoded: Decoded::default(),
             #[cfg(test)]
             element_copies: false,
         }
@@ -1898,6 +1903,66 @@ impl MemoryState {
         true
     }
 
+    /// A matmul operand's values: what `read_f32` gives (`stride` `None`)
+    /// or what `read_f32_padded` gives with `stride` (`Ok(None)` when it
+    /// cannot; the caller then reads them with `read_f32`). When every
+    /// byte of `v` is written and defined and equal to the bytes last
+    /// decoded for the same view and layout, the values are those decoded
+    /// then (`decoded`).
+    pub fn read_operand(
+        &mut self,
+        v: &View,
+        stride: Option<usize>,
+    ) -> FResult<Option<Arc<Values>>> {
+        let key = Key::of(v, stride).filter(|_| self.is_clean(v));
+        if let Some(key) = &key {
+            // The cache is taken out while `equal` borrows the memory.
+            let mut decoded = std::mem::take(&mut self.decoded);
+            let space = self.space(v.space);
+            let run_bytes = v.run_len * v.size;
+            let equal = |bytes: &[u8]| {
+                let mut at = 0;
+                (0..v.rows).all(|p| {
+                    let base = v.row_addr(p);
+                    v.runs.iter().all(|&r| {
+                        let a = (base + r) as usize;
+                        at += run_bytes;
+                        space.data[a..a + run_bytes] == bytes[at - run_bytes..at]
+                    })
+                })
+            };
+            let hit = decoded.get(key, equal);
+            self.decoded = decoded;
+            if let Some(values) = hit {
+                self.count_read(v);
+                return Ok(Some(values));
+            }
+        }
+        let mut values = match self.decoded.spare() {
+            Some(buffer) => buffer,
+            None => self.deferred.spare(),
+        };
+        match stride {
+            Some(stride) => {
+                if !self.read_f32_padded(v, stride, &mut values) {
+                    return Ok(None);
+                }
+            }
+            None => values = self.read_f32(v)?,
+        }
+        let values = Arc::new(Values::new(values));
+        if let Some(key) = key {
+            let run_bytes = v.run_len * v.size;
+            let space = self.space(v.space);
+            let mut bytes = Vec::with_capacity(v.elements() * v.size);
+            for p in 0..v.rows {
+                copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
+            }
+            self.decoded.put(key, bytes, Arc::clone(&values));
+        }
+        Ok(Some(values))
+    }
+
     /// Where each row of `v` starts in its memory's bytes, when every row
     /// is one run whose bytes are all written and defined (what
     /// `read_f32_whole_rows` and `read_f32_padded` decode straight from
@@ -2037,12 +2102,6 @@ impl MemoryState {
             "invariant broken: the matmul worker is chosen before the run"
         );
         self.deferred = Deferred::new(on);
-    }
-
-    /// A buffer for a matmul's operand values, reused from the worker's
-    /// finished jobs when there is one.
-    pub fn spare_values(&mut self) -> Vec<f32> {
-        self.deferred.spare()
     }
 
     /// Whether the rows of `v` are exactly those of a pending chain of

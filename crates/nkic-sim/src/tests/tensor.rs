@@ -54,6 +54,46 @@ fn bf16_matmul_128x128x512_matches_the_reference_loop() {
 }
 
 #[test]
+fn a_matmul_reads_operands_rewritten_since_the_last_one_anew() {
+    // The second matmul reads the same views as the first; the decoded
+    // operands kept from the first (`decoded`) must not stand in for bytes
+    // written since, including one element of each operand, and a view of
+    // the same bytes read as another layout is decoded on its own.
+    let mut b = Bench::new();
+    let s = bf16s(128 * 64, 3);
+    let v = bf16s(128 * 96, 4);
+    let st = tile(128, 64, 0, DType::BF16);
+    let mv = tile(128, 96, 4096, DType::BF16);
+    let dst = ps(sb(0, 64, 0, &[(1, 96)], DType::F32));
+    b.put(&st, &s);
+    b.put(&mv, &v);
+    let matmul = Op::matmul(dst.clone(), st.clone(), mv.clone(), false);
+    b.ok(Queue::Tensor, &matmul);
+    assert_bits(&b.get(&dst), &reference(&s, &v, 128, 64, 96, None));
+    b.ok(Queue::Tensor, &matmul);
+    assert_bits(&b.get(&dst), &reference(&s, &v, 128, 64, 96, None));
+    let (mut s2, mut v2) = (s.clone(), v.clone());
+    s2[77 * 64 + 5] = 2.5;
+    v2[127 * 96 + 95] = -3.0;
+    b.put(&st, &s2);
+    b.put(&mv, &v2);
+    b.ok(Queue::Tensor, &matmul);
+    assert_bits(&b.get(&dst), &reference(&s2, &v2, 128, 64, 96, None));
+    // The first half of each moving row: the same bytes as another view.
+    let half = tile(128, 48, 4096, DType::BF16);
+    let dst_half = ps(sb(0, 64, 0, &[(1, 48)], DType::F32));
+    b.ok(
+        Queue::Tensor,
+        &Op::matmul(dst_half.clone(), st, half.clone(), false),
+    );
+    let v_half = b.get(&half);
+    assert_bits(
+        &b.get(&dst_half),
+        &reference(&s2, &v_half, 128, 64, 48, None),
+    );
+}
+
+#[test]
 fn matmul_one_partition_strided_moving_bf16_psum() {
     let mut b = Bench::new();
     // K = 1: dst[m, n] = s[0, m] · v[0, 2n] (moving takes every other element).
