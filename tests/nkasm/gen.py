@@ -1124,7 +1124,9 @@ def nc_matmul_deferred(rng):
     psum = np.concatenate([a, b], axis=1)  # A in columns 0..63, B in 64..127
     psum[:, :64] = matmul(s, m1, psum[:, :64])
     psum[:, 32:96] = matmul(s, m2, psum[:, 32:96])  # C overlaps the end of A and the start of B
-    return {"s": s, "m1": m1, "m2": m2}, [a, b, psum]
+    d = cast(matmul(s, m1), "bf16")  # a bf16 region: each matmul's sum rounded as it is written
+    d = cast(matmul(s, m2, value(d, "bf16")), "bf16")
+    return {"s": s, "m1": m1, "m2": m2}, [a, b, psum, d]
 
 
 @fixture

@@ -2,9 +2,10 @@
 //!
 //! The Tensor engine's multiply-adds are most of the arithmetic of a
 //! matmul-heavy kernel, and the interpreter steps instructions on one
-//! thread. A matmul large enough to pay for the hand-off
-//! (`DEFER_MIN_MACS`) whose destination is plain f32 PSUM rows
-//! (`MemoryState::psum_region`) is therefore issued to one worker thread
+//! thread. A matmul (`nc_matmul`, `nc_matmul_mx`) large enough to pay for
+//! the hand-off (`DEFER_MIN_MACS`) whose destination is plain f32 or bf16
+//! PSUM rows (`MemoryState::psum_region`; a bf16 sum is rounded after each
+//! matmul, as writing it would) is therefore issued to one worker thread
 //! and the interpreter goes on with the next instructions: DMA transfers,
 //! the decoding of the next matmul's operands, the Vector and Scalar
 //! engines' work.
@@ -40,8 +41,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
-use crate::decoded::{Values, products_exact};
-use crate::matmul::{Moving, Rows, matmul_moving};
+use nkic_isa::DType;
+use nkic_isa::numerics;
+
+use crate::matmul::Rows;
 use crate::memory::SpaceId;
 
 /// Multiply-adds from which a matmul goes to the worker: a smaller one
@@ -57,11 +60,13 @@ const IN_FLIGHT_BYTES: usize = 2 << 20;
 /// bands of its matmul to take over again.
 const HELP_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
-/// The f32 PSUM rows a deferred matmul adds into: `rows` rows of `cols`
-/// values, `step` bytes apart from byte `start` of `space`.
+/// The PSUM rows a deferred matmul adds into: `rows` rows of `cols`
+/// elements of `dtype` (f32, or bf16 rounded after every matmul as its
+/// write rounds it), `step` bytes apart from byte `start` of `space`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Region {
     pub space: SpaceId,
+    pub dtype: DType,
     pub start: usize,
     pub step: usize,
     pub rows: usize,
@@ -69,9 +74,14 @@ pub(crate) struct Region {
 }
 
 impl Region {
+    /// The bytes of one row.
+    pub fn row_bytes(&self) -> usize {
+        self.cols * self.dtype.size() as usize
+    }
+
     /// One past the last byte of the region.
     pub fn end(&self) -> usize {
-        self.start + (self.rows.max(1) - 1) * self.step + 4 * self.cols
+        self.start + (self.rows.max(1) - 1) * self.step + self.row_bytes()
     }
 
     /// Whether the region holds a byte `touch` names.
@@ -81,7 +91,8 @@ impl Region {
         }
         let step = self.step;
         let width = touch.hi - touch.lo;
-        if touch.step == step && step > 0 && width <= step && 4 * self.cols <= step {
+        let row_bytes = self.row_bytes();
+        if touch.step == step && step > 0 && width <= step && row_bytes <= step {
             // Rows of one memory's partitions: the partitions and the
             // bytes within them must both meet.
             let (row, at) = (touch.lo / step, touch.lo % step);
@@ -92,10 +103,10 @@ impl Region {
             // start there as well.
             let wraps = at + width > step;
             let next_rows_meet = row + 1 < my_row + self.rows && my_row < row + 1 + touch.rows;
-            return (rows_meet && bytes_meet(at, at + width, my_at, my_at + 4 * self.cols))
+            return (rows_meet && bytes_meet(at, at + width, my_at, my_at + row_bytes))
                 || (wraps
                     && next_rows_meet
-                    && bytes_meet(0, at + width - step, my_at, my_at + 4 * self.cols));
+                    && bytes_meet(0, at + width - step, my_at, my_at + row_bytes));
         }
         let end = touch.lo + touch.step * touch.rows.saturating_sub(1) + width;
         self.start < end && touch.lo < self.end()
@@ -114,39 +125,18 @@ pub(crate) struct Touch {
     pub rows: usize,
 }
 
-/// A matmul's operands as `matmul_moving` takes them: the stationary
-/// values (`k × m`), the moving values (`k × n`, or rows `padded` apart
-/// as `Moving::Padded`) and the sizes `[k, m, n]`.
+/// A matmul's arithmetic: adds its products into the rows it is given,
+/// in the definition's order (`Exec::matmul`, `Exec::matmul_mx`). It owns
+/// the operand values it reads, so it can run on the worker.
+pub(crate) type Product = Box<dyn for<'a> FnOnce(Rows<'a>) + Send>;
+
+/// A matmul to issue: its arithmetic, the bytes of operand values it
+/// holds (for `IN_FLIGHT_BYTES`) and the size of its `m × n` sum.
 pub(crate) struct Operands {
-    pub stationary: Arc<Values>,
-    pub moving: Arc<Values>,
-    pub padded: Option<usize>,
-    pub kmn: [usize; 3],
-}
-
-impl Operands {
-    fn bytes(&self) -> usize {
-        4 * (self.stationary.len() + self.moving.len())
-    }
-
-    /// `matmul_moving` of the operands into the `m × n` values `sum`.
-    pub fn add_into(&self, sum: &mut [f32]) {
-        let moving = match self.padded {
-            Some(stride) => Moving::Padded {
-                values: &self.moving,
-                stride,
-            },
-            None => Moving::Dense(&self.moving),
-        };
-        let exact = products_exact(&self.stationary, &self.moving);
-        matmul_moving(
-            &self.stationary,
-            moving,
-            self.kmn,
-            Rows::Values(sum),
-            Some(exact),
-        );
-    }
+    pub product: Product,
+    pub bytes: usize,
+    pub m: usize,
+    pub n: usize,
 }
 
 /// Where a job's sum starts.
@@ -162,6 +152,9 @@ pub(crate) enum Start {
 struct Job {
     seq: u64,
     key: u64,
+    /// The region's dtype: a sum of another than f32 is rounded to it
+    /// after the product, as writing it would.
+    dtype: DType,
     start: Start,
     operands: Operands,
 }
@@ -236,8 +229,6 @@ struct Worker {
     jobs: Option<mpsc::Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     shared: Arc<Shared>,
-    /// Operand buffers the worker is done with, for the next jobs.
-    spare: mpsc::Receiver<Vec<f32>>,
 }
 
 /// A region with jobs issued and not yet settled.
@@ -295,14 +286,9 @@ impl Deferred {
         self.pending.iter().any(|p| p.region.overlaps(touch))
     }
 
-    /// A buffer for values: one kept from a settled sum or one the worker
-    /// is done with, if any.
+    /// A buffer for a sum: one kept from a settled sum, if any.
     pub fn spare(&mut self) -> Vec<f32> {
-        let mut v = self
-            .kept
-            .pop()
-            .or_else(|| self.worker.as_ref().and_then(|w| w.spare.try_recv().ok()))
-            .unwrap_or_default();
+        let mut v = self.kept.pop().unwrap_or_default();
         v.clear();
         v
     }
@@ -361,7 +347,7 @@ impl Deferred {
                 seq
             }
         };
-        let bytes = operands.bytes();
+        let bytes = operands.bytes;
         let shared = &worker.shared;
         let mut state = shared.wait_until(|s| s.queued == 0 || s.queued + bytes <= IN_FLIGHT_BYTES);
         state.queued += bytes;
@@ -369,6 +355,7 @@ impl Deferred {
         let job = Job {
             seq,
             key,
+            dtype: region.dtype,
             start,
             operands,
         };
@@ -428,7 +415,6 @@ impl Deferred {
 impl Worker {
     fn start() -> Option<Worker> {
         let (jobs, inbox) = mpsc::channel::<Job>();
-        let (spare_tx, spare) = mpsc::channel::<Vec<f32>>();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
@@ -436,22 +422,26 @@ impl Worker {
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("nkic-matmul".to_owned())
-            .spawn(move || work(&inbox, &theirs, &spare_tx))
+            .spawn(move || work(&inbox, &theirs))
             .ok()?;
         Some(Worker {
             jobs: Some(jobs),
             thread: Some(thread),
             shared,
-            spare,
         })
     }
 }
 
 /// The worker's loop: each job's sum, in the order they come.
-fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared, spare: &mpsc::Sender<Vec<f32>>) {
+fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared) {
     let _guard = FailGuard(shared);
     for job in inbox {
-        let [_, m, n] = job.operands.kmn;
+        let Operands {
+            product,
+            bytes,
+            m,
+            n,
+        } = job.operands;
         let mut sum = match job.start {
             Start::Zeros(mut buffer) => {
                 buffer.clear();
@@ -467,8 +457,10 @@ fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared, spare: &mpsc::Sender<Vec<f
                 sum
             }
         };
-        job.operands.add_into(&mut sum);
-        let bytes = job.operands.bytes();
+        product(Rows::Values(&mut sum));
+        if job.dtype != DType::F32 {
+            round_to(job.dtype, &mut sum);
+        }
         {
             let mut state = shared.lock();
             state.sums.insert(job.key, sum);
@@ -476,12 +468,6 @@ fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared, spare: &mpsc::Sender<Vec<f
             state.queued -= bytes;
         }
         shared.changed.notify_all();
-        // The moving values' buffer (the larger, read into by the next
-        // matmul) unless the cache of decoded operands keeps it; the other
-        // side may be gone (its run ended with a fault).
-        if let Ok(moving) = Arc::try_unwrap(job.operands.moving) {
-            let _ = spare.send(moving.into_vec());
-        }
     }
 }
 
@@ -494,4 +480,13 @@ impl Drop for Worker {
             let _ = thread.join();
         }
     }
+}
+
+/// Rounds every value to `dtype` and back (`numerics::encode`, then
+/// `decode`): what writing the sums and reading them again gives.
+pub(crate) fn round_to(dtype: DType, sum: &mut Vec<f32>) {
+    let mut bytes = Vec::with_capacity(sum.len() * dtype.size() as usize);
+    numerics::encode(dtype, sum, &mut bytes);
+    sum.clear();
+    numerics::decode(dtype, &bytes, sum);
 }

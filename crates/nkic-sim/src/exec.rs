@@ -47,7 +47,7 @@ use nkic_isa::{
 
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
 use crate::decoded::products_exact;
-use crate::deferred::Operands;
+use crate::deferred::{Operands, Product};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
 use crate::matmul::{Moving, Rows, matmul_moving, matmul_rows, moving_stride};
@@ -831,30 +831,44 @@ impl Exec<'_> {
             self.mem.settle_view(&dv);
             return self.matmul_transpose(&dv, &sv, &s, &v, [k, m, n], accumulate);
         }
-        // A large one into plain PSUM rows goes to the worker thread
-        // (`deferred`): read, checked and marked now, summed there.
-        let (mut s, mut v) = (s, v);
+        let bytes = 4 * (s.len() + v.len());
+        let product: Product = Box::new(move |rows| {
+            let moving = if padded {
+                Moving::Padded { values: &v, stride }
+            } else {
+                Moving::Dense(&v)
+            };
+            let exact = products_exact(&s, &v);
+            matmul_moving(&s, moving, [k, m, n], rows, Some(exact));
+        });
+        self.add_product(&dv, [k, m, n], accumulate, bytes, product)
+    }
+
+    /// Adds `product` into the f32 `[m, n]` rows of `dv` (`add_into`), on
+    /// the worker thread when the matmul is large and `dv` plain PSUM rows
+    /// (`deferred`: read, checked and marked now, summed there).
+    fn add_product(
+        &mut self,
+        dv: &View,
+        [k, m, n]: [usize; 3],
+        accumulate: bool,
+        bytes: usize,
+        product: Product,
+    ) -> FResult<()> {
+        let mut product = product;
         if dv.rows == m && dv.free() == n && self.mem.defers(k * m * n) {
             let operands = Operands {
-                stationary: s,
-                moving: v,
-                padded: padded.then_some(stride),
-                kmn: [k, m, n],
+                product,
+                bytes,
+                m,
+                n,
             };
-            match self.mem.defer_matmul(&dv, accumulate, operands) {
+            match self.mem.defer_matmul(dv, accumulate, operands) {
                 Ok(()) => return Ok(()),
-                Err(back) => (s, v) = (back.stationary, back.moving),
+                Err(back) => product = back.product,
             }
         }
-        let moving = if padded {
-            Moving::Padded { values: &v, stride }
-        } else {
-            Moving::Dense(&v)
-        };
-        let exact = products_exact(&s, &v);
-        self.add_into(&dv, [m, n], accumulate, |rows| {
-            matmul_moving(&s, moving, [k, m, n], rows, Some(exact));
-        })
+        self.add_into(dv, [m, n], accumulate, product)
     }
 
     /// Runs `add` on the f32 `[m, n]` accumulator rows of `dv` (its values
@@ -960,7 +974,9 @@ impl Exec<'_> {
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (a.rows, a.cols, b.cols);
         *self.flops += 2 * (k * m * n) as u64;
-        self.add_into(&dv, [m, n], accumulate, |rows| mx_product(&a, &b, rows))
+        let bytes = 8 * (a.values.len() + b.values.len());
+        let product: Product = Box::new(move |rows| mx_product(&a, &b, rows));
+        self.add_product(&dv, [k, m, n], accumulate, bytes, product)
     }
 
     /// An MX operand as a `[4P, F]` matrix of exactly scaled values: row

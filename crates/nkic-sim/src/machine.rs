@@ -1109,7 +1109,11 @@ fn settle_operands(op: &Op, regs: &[i32], mem: &mut MemoryState) {
         mem.settle_all();
         return;
     }
-    let chain = matches!(op, Op::NcMatmul(m) if m.accumulate);
+    let chain = match op {
+        Op::NcMatmul(m) => m.accumulate,
+        Op::NcMatmulMx(m) => m.accumulate,
+        _ => false,
+    };
     for o in operands.iter().filter(|o| o.ap.mem == Memory::Psum) {
         match mem.view_unchecked(o.ap, regs, o.field) {
             Ok(v) if chain && o.field == "dst" && mem.continues_chain(&v) => {}

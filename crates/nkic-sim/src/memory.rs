@@ -1995,8 +1995,11 @@ impl MemoryState {
     /// without `accumulate` the rows are zeroed, since the caller's sum
     /// starts from zero. `None` otherwise, for the copying path.
     pub fn psum_in_place(&mut self, v: &View, accumulate: bool) -> Option<(&mut [u8], usize)> {
+        if v.dtype != DType::F32 {
+            return None;
+        }
         let region = self.psum_region(v, accumulate)?;
-        let run_bytes = 4 * region.cols;
+        let run_bytes = region.row_bytes();
         let data = self.space_mut(region.space).data.make_mut();
         if !accumulate {
             for p in 0..region.rows {
@@ -2007,9 +2010,9 @@ impl MemoryState {
         Some((&mut data[region.start..region.end()], region.step))
     }
 
-    /// The rows of an f32 PSUM destination an instruction may add its
-    /// results into in place, when that is all `read_f32` + `write_f32`
-    /// would do: every row one contiguous run of its own
+    /// The rows of an f32 or bf16 PSUM destination an instruction may add
+    /// its results into in place or on the matmul worker (`deferred`),
+    /// when that is all `read_f32` + `write_f32` would do: every row one contiguous run of its own
     /// (`View::psum_rows`), and the instruction read nothing undefined
     /// (so the write makes every element written and defined). With
     /// `accumulate` every element must already be written and defined;
@@ -2020,7 +2023,7 @@ impl MemoryState {
         if !self.taint.is_clean() {
             return None;
         }
-        let run_bytes = 4 * region.cols;
+        let run_bytes = region.row_bytes();
         let precise = self.precise();
         let space = self.space_mut(region.space);
         if region.end() > space.data.len() {
@@ -2061,7 +2064,7 @@ impl MemoryState {
             self.settle_touch(&Touch {
                 space: rows.space,
                 lo: rows.start,
-                hi: rows.start + 4 * rows.cols,
+                hi: rows.start + rows.row_bytes(),
                 step: rows.step,
                 rows: rows.rows,
             });
@@ -2079,11 +2082,7 @@ impl MemoryState {
         let data = &self.space(region.space).data;
         for p in 0..region.rows {
             let a = region.start + p * region.step;
-            let row = &data[a..a + 4 * region.cols];
-            sum.extend(
-                row.chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
+            numerics::decode(region.dtype, &data[a..a + region.row_bytes()], &mut sum);
         }
         self.deferred.issue(region, Start::Values(sum), operands)
     }
@@ -2167,13 +2166,21 @@ impl MemoryState {
     /// Writes settled sums into their rows, as `psum_in_place` leaves
     /// them.
     fn write_sums(&mut self, sums: Vec<(Region, Vec<f32>)>) {
+        let mut bytes = Vec::new();
         for (region, sum) in sums {
+            let row_bytes = region.row_bytes();
             let data = self.space_mut(region.space).data.make_mut();
             for (p, values) in sum.chunks_exact(region.cols.max(1)).enumerate() {
                 let a = region.start + p * region.step;
-                let row = &mut data[a..a + 4 * region.cols];
-                for (b, x) in row.chunks_exact_mut(4).zip(values) {
-                    b.copy_from_slice(&x.to_le_bytes());
+                let row = &mut data[a..a + row_bytes];
+                if region.dtype == DType::F32 {
+                    for (b, x) in row.chunks_exact_mut(4).zip(values) {
+                        b.copy_from_slice(&x.to_le_bytes());
+                    }
+                } else {
+                    bytes.clear();
+                    numerics::encode(region.dtype, values, &mut bytes);
+                    row.copy_from_slice(&bytes);
                 }
             }
             self.deferred.recycle(sum);
@@ -2471,21 +2478,23 @@ pub(crate) struct NativeSpaces {
 }
 
 impl View {
-    /// The f32 PSUM rows `self` names when each row is one contiguous run
-    /// of its own and rows do not overlap (what a matmul may add into in
-    /// place, `MemoryState::psum_region`).
+    /// The f32 or bf16 PSUM rows `self` names when each row is one
+    /// contiguous run of its own and rows do not overlap (what a matmul
+    /// may add into on the worker, `MemoryState::psum_region`; in place
+    /// when f32, `psum_in_place`).
     pub fn psum_rows(&self) -> Option<Region> {
         let run_bytes = self.run_len * self.size;
         let step = usize::try_from(self.row_step).ok()?;
         let start = usize::try_from(self.row_base).ok()?;
         let simple = matches!(self.space, SpaceId::Psum(_))
-            && self.dtype == DType::F32
+            && matches!(self.dtype, DType::F32 | DType::BF16)
             && self.row_addrs.is_none()
             && self.runs == [0]
             && self.rows > 0
             && step >= run_bytes;
         simple.then_some(Region {
             space: self.space,
+            dtype: self.dtype,
             start,
             step,
             rows: self.rows,
