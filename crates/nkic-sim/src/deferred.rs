@@ -17,8 +17,8 @@
 //!   are set when the matmul is issued, exactly as if it ran then;
 //! * every timestamp (the cycle model never looks at values).
 //!
-//! Only the arithmetic is deferred: the same `matmul_moving` on the same
-//! values, in issue order. The worker takes jobs first in, first out, so
+//! Only the arithmetic is deferred: the same product (`Product`:
+//! `matmul_moving` or `mx_product`) on the same values, in issue order. The worker takes jobs first in, first out, so
 //! a chain of accumulating matmuls into one region (`continues`) adds in
 //! the order the program gives, and the sums are the bits the
 //! interpreter's thread would compute; each job's own spread over rayon's
@@ -152,8 +152,8 @@ pub(crate) enum Start {
 struct Job {
     seq: u64,
     key: u64,
-    /// The region's dtype: a sum of another than f32 is rounded to it
-    /// after the product, as writing it would.
+    /// The region's dtype: a bf16 sum is rounded to it after the product,
+    /// as writing it would.
     dtype: DType,
     start: Start,
     operands: Operands,
