@@ -129,6 +129,13 @@ pub(crate) struct Decoded {
 }
 
 impl Decoded {
+    /// Whether an operand of `bytes` bytes may be kept: its copy and its
+    /// values (at least as many bytes again) fit the cache with room to
+    /// spare, so that one too large to keep is not copied for nothing.
+    pub fn fits(bytes: usize) -> bool {
+        bytes.saturating_mul(3) <= DECODED_BYTES
+    }
+
     /// The values of `key` if its bytes were `equal` to the copy kept
     /// with them (which `equal` compares with the memory's).
     pub fn get(&mut self, key: &Key, equal: impl Fn(&[u8]) -> bool) -> Option<Arc<Values>> {

@@ -38,6 +38,7 @@
 //! runs on the interpreter's thread (`issue` hands the operands back).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 
@@ -176,6 +177,8 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// Set when the run ends: the jobs still queued are dropped unrun.
+    abandoned: AtomicBool,
 }
 
 impl Shared {
@@ -418,6 +421,7 @@ impl Worker {
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
+            abandoned: AtomicBool::new(false),
         });
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
@@ -436,6 +440,9 @@ impl Worker {
 fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared) {
     let _guard = FailGuard(shared);
     for job in inbox {
+        if shared.abandoned.load(Ordering::Relaxed) {
+            continue;
+        }
         let Operands {
             product,
             bytes,
@@ -472,11 +479,21 @@ fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared) {
 }
 
 impl Drop for Worker {
+    /// The run ended (completed, faulted or unwinding): the sums still
+    /// owed are no longer wanted. The worker drops its queued jobs unrun
+    /// and ends with the channel; the job it is computing may be spread
+    /// over rayon's pool, of which the dropping thread may be the only
+    /// thread, so the thread is awaited as `Shared::wait_until` waits,
+    /// taking over pool work rather than blocking on it.
     fn drop(&mut self) {
-        // Closing the channel ends the worker's loop once it has done the
-        // jobs it has; their sums are no longer wanted.
+        self.shared.abandoned.store(true, Ordering::Relaxed);
         drop(self.jobs.take());
         if let Some(thread) = self.thread.take() {
+            while !thread.is_finished() {
+                if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                    std::thread::sleep(HELP_POLL);
+                }
+            }
             let _ = thread.join();
         }
     }

@@ -1914,7 +1914,8 @@ impl MemoryState {
         v: &View,
         stride: Option<usize>,
     ) -> FResult<Option<Arc<Values>>> {
-        let key = Key::of(v, stride).filter(|_| self.is_clean(v));
+        let key =
+            Key::of(v, stride).filter(|_| Decoded::fits(v.elements() * v.size) && self.is_clean(v));
         if let Some(key) = &key {
             // The cache is taken out while `equal` borrows the memory.
             let mut decoded = std::mem::take(&mut self.decoded);
@@ -2120,29 +2121,33 @@ impl MemoryState {
         if self.deferred.is_idle() || !matches!(v.space, SpaceId::Psum(_)) || v.elements() == 0 {
             return;
         }
+        // Checked arithmetic: a view resolved without bounds checks
+        // (`view_unchecked`) may lie anywhere; one whose bytes cannot be
+        // named settles everything.
         let (lo, hi) = v.row_span();
-        let rows = (v.row_addrs.is_none() && v.row_step > 0 && v.rows > 0)
+        let byte = |base: i64, offset: i64| usize::try_from(base.checked_add(offset)?).ok();
+        let rows = (v.row_addrs.is_none() && v.row_step > 0)
             .then(|| {
                 Some(Touch {
                     space: v.space,
-                    lo: usize::try_from(v.row_base + lo).ok()?,
-                    hi: usize::try_from(v.row_base + hi).ok()?,
+                    lo: byte(v.row_base, lo)?,
+                    hi: byte(v.row_base, hi)?,
                     step: usize::try_from(v.row_step).ok()?,
                     rows: v.rows,
                 })
             })
             .flatten();
-        let touch = rows.or_else(|| {
-            let (lo, hi) = v.span();
+        let hull = || {
+            let (first, last) = (v.row_addr(0), v.row_addr(v.rows - 1));
             Some(Touch {
                 space: v.space,
-                lo: usize::try_from(lo).ok()?,
-                hi: usize::try_from(hi).ok()?,
+                lo: byte(first.min(last), lo)?,
+                hi: byte(first.max(last), hi)?,
                 step: 0,
                 rows: 1,
             })
-        });
-        match touch {
+        };
+        match rows.or_else(hull) {
             Some(t) => self.settle_touch(&t),
             None => self.settle_all(),
         }

@@ -637,3 +637,70 @@ fn every_error_is_located() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Faults beside a matmul the matmul worker may still be computing, with
+/// rayon's pool down to the one thread that runs the simulation: the run
+/// must end with the fault, not wait forever for the worker's bands (the
+/// worker's drop takes over pool work instead of blocking on it), and a
+/// PSUM read at an offset past `i64`'s range must not overflow while the
+/// pending matmul's rows are compared with it (debug builds check). The
+/// wall clock is bounded here: a deadlock uses no CPU time.
+#[test]
+fn faults_beside_a_pending_matmul_end_the_run_on_a_one_thread_pool() {
+    let dir = temp_dir("hostile", "pending-matmul");
+    let head = "\
+.target trn3
+.arg o f32[128,512] output
+.sem in
+.sem mm
+
+.queue tensor
+  nc_matmul dst=psum[0:128]:f32[1,512] stationary=sbuf[0:128]:f32[1,128] moving=sbuf[0:128]+512:f32[1,512] wait(in>=2) signal(mm)
+
+.queue vector
+  memset dst=sbuf[0:128]:f32[1,128] value=1.0 signal(in)
+  memset dst=sbuf[0:128]+512:f32[1,512] value=2.0 signal(in)
+";
+    for (name, last) in [
+        (
+            "far_write.nkasm",
+            "  reg_set dst=r1 value=1000000\n  tensor_copy dst=sbuf[0:128]+r1*4096:f32[1,512] src=sbuf[0:128]+512:f32[1,512] wait(mm>=1)\n",
+        ),
+        (
+            "far_psum_read.nkasm",
+            "  reg_set dst=r1 value=1\n  tensor_copy dst=sbuf[0:128]+4096:f32[1,512] src=psum[0:128]+r1*9223372036854775000:f32[1,512] wait(mm>=1)\n",
+        ),
+    ] {
+        std::fs::write(dir.join(name), format!("{head}{last}")).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nkic"))
+            .args(["exec", name, "--message-format", "json"])
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .env("RAYON_NUM_THREADS", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the nkic binary runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while child
+            .try_wait()
+            .expect("the child can be waited for")
+            .is_none()
+        {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = std::fs::remove_dir_all(&dir);
+                panic!("{name}: nkic exec did not end within 60 s of wall time");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().expect("the nkic binary ran");
+        assert_eq!(
+            (out.status.code(), codes(&out)),
+            (Some(1), vec!["E2001".to_string()]),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
