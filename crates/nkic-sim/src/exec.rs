@@ -798,7 +798,7 @@ impl Exec<'_> {
         // (`MemoryState::read_operand`), stationary first.
         let sv = self.view(stationary, "stationary")?;
         plain(&sv)?;
-        let s = self.mem.read_operand(&sv, None)?;
+        let s = self.mem.read_operand(&sv)?;
         // Double-row mode contracts over (partition, j): the [P, 2, M]
         // stationary is, in row-major order, exactly a [2P, M] matrix.
         let rows = if perf_mode == MatmulPerfMode::DoubleRow {
@@ -813,16 +813,14 @@ impl Exec<'_> {
         plain(&mv)?;
         let stride = moving_stride(mv.free());
         let in_rows = if rows == 1 && !transpose {
-            self.mem.read_operand(&mv, Some(stride))?
+            self.mem.read_operand_padded(&mv, stride)?
         } else {
             None
         };
         let padded = in_rows.is_some();
-        let (Some(s), Some(v)) = (
-            s,
-            in_rows.map_or_else(|| self.mem.read_operand(&mv, None), |v| Ok(Some(v)))?,
-        ) else {
-            unreachable!("an operand read without padded rows always has values");
+        let v = match in_rows {
+            Some(v) => v,
+            None => self.mem.read_operand(&mv)?,
         };
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);

@@ -1903,17 +1903,28 @@ impl MemoryState {
         true
     }
 
-    /// A matmul operand's values: what `read_f32` gives (`stride` `None`)
-    /// or what `read_f32_padded` gives with `stride` (`Ok(None)` when it
-    /// cannot; the caller then reads them with `read_f32`). When every
-    /// byte of `v` is written and defined and equal to the bytes last
-    /// decoded for the same view and layout, the values are those decoded
-    /// then (`decoded`).
-    pub fn read_operand(
-        &mut self,
-        v: &View,
-        stride: Option<usize>,
-    ) -> FResult<Option<Arc<Values>>> {
+    /// A matmul operand's values as `read_f32` gives them, through the
+    /// cache of decoded operands (`read_cached`).
+    pub fn read_operand(&mut self, v: &View) -> FResult<Arc<Values>> {
+        match self.read_cached(v, None)? {
+            Some(values) => Ok(values),
+            None => Ok(Arc::new(Values::new(self.read_f32(v)?))),
+        }
+    }
+
+    /// A matmul operand's values as `read_f32_padded` gives them with
+    /// `stride`, through the cache of decoded operands (`read_cached`);
+    /// `None` when it cannot (the caller reads them with `read_operand`).
+    pub fn read_operand_padded(&mut self, v: &View, stride: usize) -> FResult<Option<Arc<Values>>> {
+        self.read_cached(v, Some(stride))
+    }
+
+    /// What `read_f32` gives (`stride` `None`) or what `read_f32_padded`
+    /// gives with `stride` (`Ok(None)` when it cannot). When every byte of
+    /// `v` is written and defined and equal to the bytes last decoded for
+    /// the same view and layout, the values are those decoded then
+    /// (`decoded`).
+    fn read_cached(&mut self, v: &View, stride: Option<usize>) -> FResult<Option<Arc<Values>>> {
         let key =
             Key::of(v, stride).filter(|_| Decoded::fits(v.elements() * v.size) && self.is_clean(v));
         if let Some(key) = &key {
