@@ -144,6 +144,44 @@ pub fn parse_wide_int(text: &str) -> Option<i128> {
     Some(if neg { -magnitude } else { magnitude })
 }
 
+/// Writes `bytes` as lowercase hexadecimal, two digits a byte: the
+/// spelling of constant data in `.nkasm` (`.data`) and in the tile IR's
+/// text (`data=`).
+pub fn write_hex(bytes: &[u8], out: &mut String) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    out.reserve(2 * bytes.len());
+    for &b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+}
+
+/// Parses what `write_hex` writes: pairs of lowercase hexadecimal digits.
+pub fn parse_hex(text: &str) -> Result<Vec<u8>, String> {
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    if let Some(bad) = text
+        .chars()
+        .find(|c| !c.is_ascii() || digit(*c as u8).is_none())
+    {
+        return Err(format!("`{bad}` is not a lowercase hexadecimal digit"));
+    }
+    if !text.len().is_multiple_of(2) {
+        return Err(format!(
+            "{} hexadecimal digits, an odd number; a byte is two",
+            text.len()
+        ));
+    }
+    Ok(text
+        .as_bytes()
+        .chunks_exact(2)
+        .filter_map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect())
+}
+
 fn parse_int_as<T: TryFrom<i128>>(text: &str, what: &str) -> Result<T, String> {
     let v = parse_wide_int(text).ok_or_else(|| format!("expected {what}, found `{text}`"))?;
     T::try_from(v).map_err(|_| format!("{what} out of range: `{text}`"))
@@ -651,6 +689,23 @@ mod tests {
         let mut out = String::new();
         write_ap(&ap, &names(), &mut out);
         assert_eq!(out, text);
+    }
+
+    #[test]
+    fn hex_text() {
+        let mut out = String::new();
+        write_hex(&[0x00, 0x0f, 0xa0, 0xff], &mut out);
+        assert_eq!(out, "000fa0ff");
+        assert_eq!(parse_hex("000fa0ff"), Ok(vec![0x00, 0x0f, 0xa0, 0xff]));
+        assert_eq!(parse_hex(""), Ok(Vec::new()));
+        assert_eq!(
+            parse_hex("0A"),
+            Err("`A` is not a lowercase hexadecimal digit".to_owned())
+        );
+        assert_eq!(
+            parse_hex("abc"),
+            Err("3 hexadecimal digits, an odd number; a byte is two".to_owned())
+        );
     }
 
     #[test]

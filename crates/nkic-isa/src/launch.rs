@@ -15,8 +15,9 @@
 //!   spills) belong to their core, even when two cores use the same name.
 //! * **Shared** internal HBM tensors (`.hbm NAME TYPE shared`, internal
 //!   `nl.shared_hbm` buffers) are one tensor for all cores: every core
-//!   declares the same ones (name, dtype, shape) and a name means the same
-//!   bytes on every core.
+//!   declares the same ones (name, dtype, shape, and data when they hold
+//!   constant bytes on entry) and a name means the same bytes on every
+//!   core.
 //! * **Semaphores** belong to their core; cores order against each other
 //!   only through `core_barrier`: the n-th `core_barrier` of queue `Q` on
 //!   one core pairs with the n-th `core_barrier` of queue `Q` on every other
@@ -53,7 +54,7 @@
 
 use std::fmt::Write;
 
-use crate::program::Program;
+use crate::program::{Program, TensorKind};
 use crate::target::Target;
 use crate::text::{AsmError, assemble, print};
 use crate::verify::{Rule, Verified, VerifyError, verify};
@@ -225,7 +226,8 @@ fn list_text<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
 
 /// Verifies a launch: every core's program (`verify`, errors carry the
 /// core when there are several), one or at most the target's `max_lnc`
-/// cores of one target, the same arguments on every core, `core_barrier`
+/// cores of one target, the same arguments and `shared` tensors (with
+/// the same data) on every core, `core_barrier`
 /// only in multi-core launches, and the same number of `core_barrier`s in
 /// each queue on every core (a barrier without a partner never completes).
 /// On success the token proves `launch` verified.
@@ -326,7 +328,7 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
             let mut v: Vec<_> = p
                 .hbm
                 .iter()
-                .filter(|t| t.kind == crate::program::TensorKind::Shared)
+                .filter(|t| t.kind == TensorKind::Shared)
                 .map(|t| (t.name.clone(), t.dtype, t.shape.clone()))
                 .collect();
             v.sort();
@@ -347,6 +349,26 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
                 show(&mine),
                 show(&theirs),
             ));
+        }
+        for t in p.hbm.iter().filter(|t| t.kind == TensorKind::Shared) {
+            let theirs = main
+                .hbm
+                .iter()
+                .find(|m| m.kind == TensorKind::Shared && m.name == t.name);
+            if let Some(m) = theirs
+                && m.data != t.data
+            {
+                errors.push(VerifyError {
+                    core: Some(core),
+                    ..plain(
+                        Rule::LaunchSharedData,
+                        format!(
+                            "the `shared` HBM tensor `{}` is one tensor on every core, but core {c} gives it other data on entry than core 0",
+                            t.name
+                        ),
+                    )
+                });
+            }
         }
         for stream in &p.queues {
             // The paired instructions of a queue, in order.

@@ -12,11 +12,13 @@
 //! all queues. The program ends when every queue has run past its last
 //! instruction; a queue blocked forever on a wait is a deadlock fault.
 //!
-//! Input tensors hold the kernel's arguments on entry; output and internal
-//! tensors start uninitialised, as do SBUF and PSUM.
+//! Input tensors hold the kernel's arguments on entry and internal tensors
+//! with `data` hold those bytes; output and other internal tensors start
+//! uninitialised, as do SBUF and PSUM.
 
 use crate::insn;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::ap::TensorId;
 use crate::dtype::DType;
@@ -91,6 +93,11 @@ pub struct HbmTensor {
     pub dtype: DType,
     pub shape: Vec<u64>,
     pub kind: TensorKind,
+    /// The tensor's bytes on entry (a constant: `nl.shared_constant`),
+    /// row-major little-endian elements of `dtype`; `None`: uninitialised
+    /// (or the caller's, for inputs). Only internal and shared tensors
+    /// have data, `bytes()` of it (the verifier's rules).
+    pub data: Option<Arc<[u8]>>,
 }
 
 impl HbmTensor {
@@ -244,7 +251,23 @@ impl Program {
             dtype,
             shape: shape.to_vec(),
             kind,
+            data: None,
         });
+        id
+    }
+
+    /// Adds an HBM tensor that holds `data` on entry (see
+    /// `HbmTensor::data`) and returns its id.
+    pub fn add_constant(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        shape: &[u64],
+        kind: TensorKind,
+        data: Arc<[u8]>,
+    ) -> TensorId {
+        let id = self.add_tensor(name, dtype, shape, kind);
+        self.hbm[id.0 as usize].data = Some(data);
         id
     }
 

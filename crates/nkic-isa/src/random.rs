@@ -307,17 +307,27 @@ pub(crate) fn random_program(seed: u64) -> Program {
         })
         .collect();
     p.hbm = (0..rng.below(4) as usize)
-        .map(|i| HbmTensor {
-            name: identifier(&mut rng, i),
-            dtype: rng.pick(&DType::ALL),
-            shape: (0..rng.below(4)).map(|_| rng.below(300)).collect(),
-            kind: rng.pick(&[
+        .map(|i| {
+            let name = identifier(&mut rng, i);
+            let dtype = rng.pick(&DType::ALL);
+            let shape = (0..rng.below(4)).map(|_| rng.below(300)).collect();
+            let kind = rng.pick(&[
                 TensorKind::Input,
                 TensorKind::Output,
                 TensorKind::InOut,
                 TensorKind::Internal,
                 TensorKind::Shared,
-            ]),
+            ]);
+            // Data of any length, empty and over one `.data` line included.
+            let data = (!kind.is_arg() && rng.chance(2))
+                .then(|| (0..rng.below(150)).map(|_| rng.below(256) as u8).collect());
+            HbmTensor {
+                name,
+                dtype,
+                shape,
+                kind,
+                data,
+            }
         })
         .collect();
     rng.tensors = p.hbm.len() as u32;

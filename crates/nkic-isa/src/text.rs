@@ -7,6 +7,8 @@
 //! .arg a f32[128,512] input
 //! .arg out f32[128,512] output
 //! .hbm spill bf16[128,64]
+//! .hbm scale f32[2] shared
+//! .data scale 0000803f00000040
 //! .sem loaded
 //!
 //! .queue dma0
@@ -26,7 +28,8 @@
 //!              | '.file' QUOTED                           files, in order (f0, f1, …)
 //!              | '.line' 'l'N 'f'N LINE ':' COL START '..' END   line table, in order
 //!              | '.arg' NAME DTYPE '[' dims ']' ('input'|'output'|'inout')
-//!              | '.hbm' NAME DTYPE '[' dims ']'              internal HBM tensor
+//!              | '.hbm' NAME DTYPE '[' dims ']' 'shared'?    internal HBM tensor
+//!              | '.data' NAME HEX?                           bytes of a `.hbm` tensor on entry
 //!              | '.sem' NAME                                 semaphores, in order
 //!              | '.queue' QUEUE                              starts a stream
 //! label       := 'L'N ':'                                    `label label=LN`
@@ -37,7 +40,11 @@
 //!
 //! Declarations may appear anywhere (the assembler reads them first), but
 //! the printer writes them in the order above. `.arg` and `.hbm` lines
-//! together give `Program::hbm` in order of appearance. An instruction's
+//! together give `Program::hbm` in order of appearance. The `.data` lines
+//! of a tensor, which may come before or after its `.hbm` line, give its
+//! `HbmTensor::data` as lowercase hexadecimal, two digits a byte, their
+//! bytes concatenated in order; the printer writes at most 64 bytes a line
+//! (and one empty `.data NAME` line for empty data). An instruction's
 //! trailing comment that starts with `l<N>` names its line-table entry; the
 //! printer follows it with the readable `file:line:col`, which the
 //! assembler ignores.
@@ -51,11 +58,14 @@
 use crate::insn;
 use std::fmt::Write;
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::ap::Reg;
 use crate::dtype::DType;
 use crate::engine::Queue;
-use crate::field::{Names, dtype_short_name, parse_dtype, parse_int, parse_label, parse_reg};
+use crate::field::{
+    Names, dtype_short_name, parse_dtype, parse_hex, parse_int, parse_label, parse_reg, write_hex,
+};
 use crate::inst::{FieldSource, Instruction, Op};
 use crate::program::{
     HbmTensor, LineEntry, LineId, Program, QueueStream, SemId, Semaphore, TensorKind,
@@ -84,6 +94,9 @@ impl std::fmt::Display for AsmError {
 impl std::error::Error for AsmError {}
 
 // ====================================================================== printer
+
+/// The most bytes the printer writes on one `.data` line.
+const DATA_LINE_BYTES: usize = 64;
 
 /// Prints a program in canonical `.nkasm` form.
 pub fn print(program: &Program) -> String {
@@ -122,6 +135,19 @@ pub fn print(program: &Program) -> String {
                 ""
             };
             let _ = writeln!(out, ".hbm {} {dtype}[{shape}]{shared}", tensor.name);
+        }
+    }
+    for tensor in &program.hbm {
+        let Some(data) = &tensor.data else {
+            continue;
+        };
+        if data.is_empty() {
+            let _ = writeln!(out, ".data {}", tensor.name);
+        }
+        for line in data.chunks(DATA_LINE_BYTES) {
+            let _ = write!(out, ".data {} ", tensor.name);
+            write_hex(line, &mut out);
+            out.push('\n');
         }
     }
     for sem in &program.semaphores {
@@ -302,6 +328,7 @@ pub fn assemble(text: &str) -> Result<Program, Vec<AsmError>> {
         errors: Vec::new(),
         program: Program::new(Target::Trn3),
         sems: std::collections::BTreeMap::new(),
+        data: Vec::new(),
     };
     // Split into lines with their byte offsets.
     let mut lines = Vec::new();
@@ -322,6 +349,7 @@ pub fn assemble(text: &str) -> Result<Program, Vec<AsmError>> {
         let base = base + (line.len() - trimmed.len());
         asm.declaration(trimmed, base, &mut target_seen);
     }
+    asm.attach_data();
     if !target_seen {
         asm.error(
             0..0,
@@ -399,6 +427,9 @@ struct Assembler {
     program: Program,
     /// Semaphore name → id, filled after the declarations are read.
     sems: std::collections::BTreeMap<String, SemId>,
+    /// The `.data` lines read so far: the tensor's name and its span, and
+    /// the bytes (attached to the tensors once all are declared).
+    data: Vec<(String, Range<u32>, Vec<u8>)>,
 }
 
 impl Assembler {
@@ -450,6 +481,7 @@ impl Assembler {
             }
             ".line" => self.line_directive(head, args),
             ".arg" | ".hbm" => self.tensor_directive(head, args),
+            ".data" => self.data_directive(head, args),
             ".sem" => {
                 let [w] = args else {
                     self.error(head.span(), "expected `.sem <name>`".into());
@@ -466,7 +498,7 @@ impl Assembler {
             ".queue" => {}
             other => self.error(
                 head.span(),
-                format!("unknown directive `{other}`: expected .target, .file, .line, .arg, .hbm, .sem or .queue"),
+                format!("unknown directive `{other}`: expected .target, .file, .line, .arg, .hbm, .data, .sem or .queue"),
             ),
         }
     }
@@ -597,7 +629,62 @@ impl Assembler {
                 dtype,
                 shape,
                 kind,
+                data: None,
             });
+        }
+    }
+
+    /// `.data name hex`: the bytes are kept until every tensor is declared.
+    fn data_directive(&mut self, head: &Word<'_>, args: &[Word<'_>]) {
+        let (name, hex) = match args {
+            [name] => (name, None),
+            [name, hex] => (name, Some(hex)),
+            _ => {
+                self.error(
+                    head.span(),
+                    "expected `.data <tensor> <bytes in lowercase hexadecimal>`".into(),
+                );
+                return;
+            }
+        };
+        let bytes = match hex.map(|w| (w, parse_hex(w.text))) {
+            None => Vec::new(),
+            Some((_, Ok(bytes))) => bytes,
+            Some((w, Err(msg))) => {
+                self.error(w.span(), msg);
+                return;
+            }
+        };
+        self.data.push((name.text.to_owned(), name.span(), bytes));
+    }
+
+    /// Appends the bytes of each `.data` line, in order, to its tensor's
+    /// `data`: a `.hbm` tensor declared anywhere in the text.
+    fn attach_data(&mut self) {
+        let mut data: Vec<Option<Vec<u8>>> = vec![None; self.program.hbm.len()];
+        for (name, span, bytes) in std::mem::take(&mut self.data) {
+            let Some(i) = self.program.hbm.iter().position(|t| t.name == name) else {
+                self.error(
+                    span,
+                    format!("`.data` of an unknown HBM tensor `{name}` (declare it with `.hbm`)"),
+                );
+                continue;
+            };
+            let kind = self.program.hbm[i].kind;
+            if kind.is_arg() {
+                self.error(
+                    span,
+                    format!(
+                        "`{name}` is an {} argument; `.data` gives the bytes of a `.hbm` tensor only",
+                        kind.name()
+                    ),
+                );
+                continue;
+            }
+            data[i].get_or_insert_with(Vec::new).extend(bytes);
+        }
+        for (tensor, bytes) in self.program.hbm.iter_mut().zip(data) {
+            tensor.data = bytes.map(Arc::from);
         }
     }
 
@@ -924,6 +1011,67 @@ L0:
     }
 
     #[test]
+    fn data_lines_round_trip() {
+        // 80 bytes: one line of 64 and one of 16.
+        let bytes: Vec<u8> = (0u8..80).map(|b| b.wrapping_mul(37)).collect();
+        let mut hex = String::new();
+        write_hex(&bytes, &mut hex);
+        let text = format!(
+            ".target trn3\n.arg a f32[2] input\n.hbm c u8[80]\n.hbm s f32[2] shared\n.hbm e f32[0]\n\
+             .data c {}\n.data c {}\n.data s 0000803f00000040\n.data e\n",
+            &hex[..128],
+            &hex[128..]
+        );
+        let p = assemble(&text).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(p.hbm[0].data, None);
+        assert_eq!(p.hbm[1].data.as_deref(), Some(&bytes[..]));
+        assert_eq!(
+            p.hbm[2].data.as_deref(),
+            Some(&[0, 0, 0x80, 0x3f, 0, 0, 0, 0x40][..])
+        );
+        assert_eq!(p.hbm[3].data.as_deref(), Some(&[][..]));
+        assert_eq!(print(&p), text);
+        // `.data` lines may come first, and split anywhere.
+        let early = format!(
+            ".target trn3\n.data s 0000803f\n.data c {hex}\n.data e\n.data s 00000040\n\
+             .arg a f32[2] input\n.hbm c u8[80]\n.hbm s f32[2] shared\n.hbm e f32[0]\n"
+        );
+        assert_eq!(assemble(&early), Ok(p));
+    }
+
+    #[test]
+    fn data_errors() {
+        let text = ".target trn3\n.arg a f32[1] input\n.hbm c u8[2]\n.data a 0000803f\n.data x 00\n.data c 0g\n.data c 123\n.data c 00 11\n";
+        let errors = assemble(text).err().unwrap_or_default();
+        let found: Vec<(&str, &str)> = errors
+            .iter()
+            .map(|e| {
+                let at = &text[e.span.start as usize..e.span.end as usize];
+                (at, e.message.as_str())
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("0g", "`g` is not a lowercase hexadecimal digit"),
+                ("123", "3 hexadecimal digits, an odd number; a byte is two"),
+                (
+                    ".data",
+                    "expected `.data <tensor> <bytes in lowercase hexadecimal>`"
+                ),
+                (
+                    "a",
+                    "`a` is an input argument; `.data` gives the bytes of a `.hbm` tensor only"
+                ),
+                (
+                    "x",
+                    "`.data` of an unknown HBM tensor `x` (declare it with `.hbm`)"
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn errors_are_collected_with_spans() {
         let text = ".target trn3\n.sem s\n.queue vector\n  tensor_cpy dst=sbuf[0:1]:f32 src=sbuf[0:1]:f32\n  tensor_copy dst=sbuf[0:1]:f32 sr=sbuf[0:1]:f32 signal(t)\n";
         let errors = assemble(text).err().unwrap_or_default();
@@ -961,7 +1109,7 @@ L0:
             messages,
             vec![
                 "unknown argument kind `sideways`: expected input, output or inout",
-                "unknown directive `.frob`: expected .target, .file, .line, .arg, .hbm, .sem or .queue",
+                "unknown directive `.frob`: expected .target, .file, .line, .arg, .hbm, .data, .sem or .queue",
                 "missing `.target` directive (trn1, trn2 or trn3)",
             ]
         );

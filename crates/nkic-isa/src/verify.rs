@@ -6,9 +6,10 @@
 //! Its `Display` is the message users see. It checks:
 //!
 //! * **Declarations**: HBM tensor and semaphore names are unique
-//!   identifiers, tensor dtypes exist on the target, line-table entries
-//!   name existing files, each queue has at most one stream and DMA queues
-//!   are below the target's `dma_queues`.
+//!   identifiers, tensor dtypes exist on the target, only internal and
+//!   shared tensors have data and it is exactly the tensor's bytes,
+//!   line-table entries name existing files, each queue has at most one
+//!   stream and DMA queues are below the target's `dma_queues`.
 //! * **Engines and targets**: the queue's engine may execute the
 //!   instruction (`Op::engines`), the target has it (`Op::since`), and every
 //!   operand dtype exists on the target.
@@ -271,6 +272,34 @@ impl<'p> Verifier<'p> {
                     format!(
                         "HBM tensor `{}` has dtype {} which {} does not have",
                         t.name, t.dtype, self.target
+                    ),
+                );
+            }
+            let Some(data) = &t.data else {
+                continue;
+            };
+            if t.kind.is_arg() {
+                self.decl_err(
+                    Rule::TensorDataArgument,
+                    Decl::Tensor(i),
+                    format!(
+                        "HBM tensor `{}` is an {} argument but has data; only `.hbm` tensors hold constant bytes on entry",
+                        t.name,
+                        t.kind.name()
+                    ),
+                );
+            }
+            if data.len() as u64 != t.bytes() {
+                self.decl_err(
+                    Rule::TensorDataSize,
+                    Decl::Tensor(i),
+                    format!(
+                        "HBM tensor `{}` is {}{:?} ({} bytes) but its data has {} bytes",
+                        t.name,
+                        t.dtype,
+                        t.shape,
+                        t.bytes(),
+                        data.len()
                     ),
                 );
             }

@@ -110,6 +110,7 @@ fn built_cases() -> Vec<(&'static str, Launch, Vec<&'static str>)> {
         dtype: nkic_isa::DType::F32,
         shape: vec![4],
         kind: TensorKind::Internal,
+        data: None,
     };
     let mut names = assembled(BASE);
     names.hbm.push(tensor("not a name"));
@@ -140,6 +141,10 @@ fn built_cases() -> Vec<(&'static str, Launch, Vec<&'static str>)> {
     if let nkic_isa::Op::DmaCopy(insn::DmaCopy { src, .. }) = &mut tensor_id.queues[0].insts[0].op {
         src.mem = nkic_isa::Memory::Hbm(nkic_isa::TensorId(4));
     }
+
+    // The assembler refuses `.data` of an argument.
+    let mut data = assembled(BASE);
+    data.hbm[0].data = Some(vec![0; 128 * 4 * 4].into());
 
     let mut targets = assemble_launch(
         ".target trn3\n.core 0\n.arg a f32[4] input\n.core 1\n.arg a f32[4] input\n",
@@ -173,6 +178,13 @@ fn built_cases() -> Vec<(&'static str, Launch, Vec<&'static str>)> {
             Launch::single(tensor_id),
             vec![
                 "tensor-exists src: dma0[0] `dma_copy`: `src` names HBM tensor #4 which does not exist",
+            ],
+        ),
+        (
+            "data of an argument",
+            Launch::single(data),
+            vec![
+                "tensor-data-argument -: HBM tensor `a` is an input argument but has data; only `.hbm` tensors hold constant bytes on entry",
             ],
         ),
         (

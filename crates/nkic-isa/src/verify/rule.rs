@@ -46,6 +46,11 @@ rules! {
     TensorDeclaredTwice = "tensor-declared-twice",
     /// An HBM tensor's dtype does not exist on the target.
     TensorDtype = "tensor-dtype",
+    /// A kernel argument with data (only internal tensors hold constant
+    /// bytes on entry).
+    TensorDataArgument = "tensor-data-argument",
+    /// An HBM tensor whose data is not exactly its size in bytes.
+    TensorDataSize = "tensor-data-size",
     /// A semaphore's name is not an identifier.
     SemaphoreName = "semaphore-name",
     /// Two semaphores have one name.
@@ -237,6 +242,8 @@ rules! {
     LaunchArguments = "launch-arguments",
     /// Cores that declare different `shared` HBM tensors.
     LaunchShared = "launch-shared",
+    /// Cores that give a `shared` HBM tensor different data.
+    LaunchSharedData = "launch-shared-data",
     /// A queue whose paired instructions differ between cores.
     LaunchPairing = "launch-pairing",
 }
