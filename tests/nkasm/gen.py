@@ -380,6 +380,14 @@ def randn(rng, *shape, scale=1.0):
     return f32(rng.standard_normal(shape) * scale)
 
 
+def nkasm_data(name, tensor, descr, shape):
+    """The bytes of the `.data <tensor> <hex>` lines of fixture `name`, concatenated, as an array."""
+    with open(os.path.join(HERE, name + ".nkasm")) as f:
+        words = [line.split() for line in f]
+    hex_text = "".join(w[2] for w in words if len(w) == 3 and w[:2] == [".data", tensor])
+    return np.frombuffer(bytes.fromhex(hex_text), dtype=descr).reshape(shape).copy()
+
+
 # ================================================================= fixtures start here
 
 # ----------------------------------------------------------------- data movement
@@ -2167,6 +2175,17 @@ def sendrecv_exchange(rng):
     # Two cores swap their halves of `a` with sendrecv.
     a = randn(rng, 128, 512)
     return {"a": a}, [a.copy(), np.concatenate([a[:, 256:], a[:, :256]], axis=1)]
+
+
+@fixture
+def constant_data(rng):
+    # The constants are the bytes of the fixture's own `.data` lines.
+    w = nkasm_data("constant_data", "w", "<f4", (4, 8))
+    h = nkasm_data("constant_data", "h", "<u2", (4, 8))
+    x = randn(rng, 4, 8)
+    over = w.copy()
+    over[:2] = x[:2]
+    return {"x": x}, [w, value(h, "bf16"), alu("add", x, w), over]
 
 
 # ================================================================= driver

@@ -16,7 +16,8 @@
 //!
 //! Every byte has a "written" bit (a `u64` bitset per memory). Writes set
 //! it; reads of a clear bit fault or read poison (`Poison`). Input tensors
-//! start written, everything else not.
+//! and tensors with data (constants) start written and defined, everything
+//! else not.
 //!
 //! With `Poison::Precise` every byte also has a definedness shadow, as
 //! Memcheck keeps one: a byte is *undefined* when it was never written or
@@ -805,7 +806,7 @@ impl MemoryState {
     /// Fresh memories for the cores of a launch: core 0's tensors keep
     /// their ids; another core's arguments and `shared` internal tensors
     /// are core 0's tensor of the same name, its other internal tensors new
-    /// ones.
+    /// ones. A tensor with data holds it, written and defined.
     pub fn for_cores(cores: &[Program], poison: Poison) -> MemoryState {
         let target = cores.first().map_or(nkic_isa::Target::Trn3, |p| p.target);
         let f = target.figures();
@@ -832,10 +833,14 @@ impl MemoryState {
                     Some(id) => map.push(id.0),
                     None => {
                         map.push(u32::try_from(hbm.len()).unwrap_or(u32::MAX));
-                        hbm.push(Space::new(
-                            usize::try_from(t.bytes()).unwrap_or(0),
-                            Pages::Huge,
-                        ));
+                        // A constant's bytes are written and defined, and
+                        // shared with the program until the kernel writes them.
+                        hbm.push(match &t.data {
+                            Some(data) => Space::initialised(Bytes::new(data.clone())),
+                            None => {
+                                Space::new(usize::try_from(t.bytes()).unwrap_or(0), Pages::Huge)
+                            }
+                        });
                         hbm_shapes.push(t.shape.clone());
                         hbm_names.push(if c > 0 {
                             format!("core{c}.{}", t.name)

@@ -521,3 +521,56 @@ fn strided_rows_read_padded_are_the_values_read_f32_gives() {
     assert!(!b.mem.read_f32_padded(&v, stride, &mut untouched));
     assert_eq!(untouched, vec![7.0]);
 }
+
+/// A program that loads the constant `c` (`values`, f32[4, 2]) into SBUF
+/// and, with `double`, doubles it on VectorE and stores it back over `c`,
+/// then copies `c` to the output.
+fn constant_program(values: &[f32], double: bool) -> Program {
+    let mut hex = String::new();
+    nkic_isa::field::write_hex(&f32_bytes(values), &mut hex);
+    let store = if double {
+        "  dma_copy dst=hbm.c[0:4*2]:f32[1,2] src=sbuf[0:4]+8:f32[1,2] wait(doubled>=1) signal(stored)
+  dma_copy dst=hbm.out[0:4*2]:f32[1,2] src=hbm.c[0:4*2]:f32[1,2] wait(stored>=1)
+.queue vector
+  tensor_scalar dst=sbuf[0:4]+8:f32[1,2] src=sbuf[0:4]:f32[1,2] op0=multiply operand0=2.0 wait(loaded>=1) signal(doubled)
+"
+    } else {
+        "  dma_copy dst=hbm.out[0:4*2]:f32[1,2] src=sbuf[0:4]:f32[1,2] wait(loaded>=1)\n"
+    };
+    let text = format!(
+        ".target trn3
+.arg out f32[4,2] output
+.hbm c f32[4,2]
+.data c {hex}
+.sem loaded
+.sem doubled
+.sem stored
+
+.queue dma0
+  dma_copy dst=sbuf[0:4]:f32[1,2] src=hbm.c[0:4*2]:f32[1,2] signal(loaded)
+{store}"
+    );
+    nkic_isa::assemble(&text).unwrap_or_else(|e| panic!("{e:?}\n{text}"))
+}
+
+#[test]
+fn a_constant_tensor_holds_its_data_on_entry() {
+    let values = [1.0f32, -2.5, 0.0, 3.0e38, f32::INFINITY, -0.0, 1e-45, 7.0];
+    let p = constant_program(&values, false);
+    // The default poison policy is precise: a never-written or undefined
+    // byte in the output would be poison and a warning, not these bytes.
+    let r = run(&p, &crate::Inputs::new(), &crate::SimConfig::default()).expect("runs");
+    assert_eq!(r.outputs, vec![("out".to_owned(), f32_bytes(&values))]);
+}
+
+#[test]
+fn writing_a_constant_tensor_leaves_the_program_s_bytes() {
+    let values = [1.0f32, -2.5, 0.0, 0.5, 4.0, -0.0, 1e-45, 7.0];
+    let p = constant_program(&values, true);
+    let doubled: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
+    for _ in 0..2 {
+        let r = run(&p, &crate::Inputs::new(), &crate::SimConfig::default()).expect("runs");
+        assert_eq!(r.outputs, vec![("out".to_owned(), f32_bytes(&doubled))]);
+    }
+    assert_eq!(p.hbm[1].data.as_deref(), Some(&f32_bytes(&values)[..]));
+}
