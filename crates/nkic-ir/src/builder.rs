@@ -39,6 +39,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nkic_diag::FileId;
 use nkic_isa::{DType, Target};
@@ -175,6 +176,7 @@ impl KernelBuilder {
             address: None,
             loop_ctx,
             scope,
+            data: None,
         });
         self.kernel.spans.storages.insert(storage, loc);
         storage
@@ -199,6 +201,14 @@ impl KernelBuilder {
     pub fn set_address(&mut self, storage: Handle<Storage>, address: Address) {
         debug_assert!(self.kernel.storages[storage].buffer.is_on_chip());
         self.kernel.storages[storage].address = Some(address);
+    }
+
+    /// Gives an HBM storage the bytes it holds on entry (`Storage::data`;
+    /// a constant such as `nl.shared_constant`): `data` is row-major
+    /// little-endian elements of its dtype, `storage.bytes()` of them.
+    pub fn set_data(&mut self, storage: Handle<Storage>, data: Arc<[u8]>) {
+        debug_assert!(self.kernel.storages[storage].buffer.is_hbm());
+        self.kernel.storages[storage].data = Some(data);
     }
 
     /// Appends `op` to the current block. The builder sets `loop_ctx` and

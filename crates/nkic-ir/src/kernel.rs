@@ -5,6 +5,7 @@
 //! See the crate documentation for what each piece means at run time.
 
 use std::fmt;
+use std::sync::Arc;
 
 use nkic_diag::{FileId, SourceMap, Span};
 use nkic_isa::{DType, Target};
@@ -107,6 +108,11 @@ pub struct Storage {
     pub loop_ctx: LoopCtx,
     /// The innermost dynamic loop whose body allocated it.
     pub scope: Option<Handle<DynLoop>>,
+    /// The bytes an HBM storage holds on entry (a constant:
+    /// `nl.shared_constant`), row-major little-endian elements of `dtype`,
+    /// exactly `bytes()` of them; `None`: uninitialised. Never on chip, on
+    /// an argument or on a returned tensor (the verifier's rules).
+    pub data: Option<Arc<[u8]>>,
 }
 
 impl Entity for Storage {

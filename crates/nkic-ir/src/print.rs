@@ -27,7 +27,9 @@
 //! * `reg r<N> "<name>"`
 //! * `L<N> = <kind> trips=<n> [iter=[…]] [@ loc]`: a static loop and the
 //!   iteration it ran in.
-//! * `t<N> = <buffer> <dtype>[<shape>] "<name>" [arg=<k> <kind>] [addr=[p, byte]] [scope=dyn<N>] [iter=[…]] [@ loc]`
+//! * `t<N> = <buffer> <dtype>[<shape>] "<name>" [arg=<k> <kind>] [addr=[p, byte]] [data=<hex>] [scope=dyn<N>] [iter=[…]] [@ loc]`;
+//!   `data` is a constant's bytes on entry in lowercase hexadecimal, two
+//!   digits a byte (`nkic_isa::field::write_hex`).
 //! * `op<N> = <mnemonic> <field>=<value>… engine=<engine|?> [name="…"] [deps=[op…]] [group=g<N>] [iter=[…]] [via=[loc, …]] [@ loc]`;
 //!   field spellings are in the [`field`](crate::field) module.
 //! * `dyn<N> = dynamic_range|fori_loop start=<r|int> stop=<r|int> step=<n> iv=r<N> [iter=[…]] [@ loc] {`
@@ -135,6 +137,10 @@ impl Printer<'_> {
             }
             if let Some(addr) = st.address {
                 let _ = write!(self.out, " addr=[{}, {}]", addr.partition, addr.byte);
+            }
+            if let Some(data) = &st.data {
+                self.out.push_str(" data=");
+                nkic_isa::field::write_hex(data, &mut self.out);
             }
             if let Some(scope) = st.scope {
                 let _ = write!(self.out, " scope={scope}");

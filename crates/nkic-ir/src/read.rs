@@ -429,6 +429,7 @@ impl Reader {
             address: None,
             loop_ctx: LoopCtx::TOP,
             scope: None,
+            data: None,
         };
         let (segs, loc) = segments(c.rest())?;
         for (key, toks) in segs {
@@ -449,6 +450,7 @@ impl Reader {
                     c.expect(']')?;
                     st.address = Some(Address { partition, byte });
                 }
+                "data" => st.data = Some(nkic_isa::field::parse_hex(c.word()?)?.into()),
                 "scope" => st.scope = Some(handle::<DynLoop>(c.word()?)?),
                 "iter" => st.loop_ctx = self.ctx(&mut c)?,
                 other => return Err(format!("unknown storage field `{other}`")),

@@ -30,7 +30,9 @@
 //! **Storages.** Shapes are non-empty with non-zero dims. SBUF/PSUM
 //! storages have at least two dims, at most 128 partitions (the target's
 //! count) and fit one partition row of the buffer; a manual address is only
-//! on chip, fits the buffer and, in PSUM, starts at a bank boundary.
+//! on chip, fits the buffer and, in PSUM, starts at a bank boundary. Data
+//! (a constant's bytes on entry) is only on HBM storages that are neither
+//! arguments nor returned, and is exactly the storage's size in bytes.
 //!
 //! **Views.** Between one and five dims, all counts non-zero. The view's
 //! dtype size divides the storage's row (on chip) or size (HBM). On chip,
@@ -292,6 +294,28 @@ impl Verifier<'_> {
         }
     }
 
+    /// The rules of a storage `h` with `len` bytes of data.
+    fn data(&mut self, h: Handle<Storage>, st: &Storage, len: usize) {
+        let at = Location::Storage(h);
+        if !st.buffer.is_hbm() {
+            self.err(
+                at,
+                format!("data on a {} storage; only HBM holds constants", st.buffer),
+            );
+        } else if len as u64 != st.bytes() {
+            self.err(
+                at,
+                format!("{len} bytes of data for a storage of {} bytes", st.bytes()),
+            );
+        }
+        if self.k.args.iter().any(|a| a.storage == h) {
+            self.err(at, "data on an argument");
+        }
+        if self.k.outputs.contains(&h) {
+            self.err(at, "data on a returned tensor");
+        }
+    }
+
     fn storages(&mut self) {
         let figures = self.k.target.figures();
         for (h, st) in self.k.storages.iter() {
@@ -310,6 +334,9 @@ impl Verifier<'_> {
             if st.shape.is_empty() || st.shape.contains(&0) {
                 self.err(at, format!("bad shape {:?}", st.shape));
                 continue;
+            }
+            if let Some(data) = &st.data {
+                self.data(h, st, data.len());
             }
             let capacity = match st.buffer {
                 Buffer::Sbuf => u64::from(figures.sbuf_usable_bytes_per_partition),

@@ -304,6 +304,21 @@ fn sample() -> Kernel {
     tt.engine = Some(Engine::GpSimd);
     b.push_op(tt, loc(990, 1010));
 
+    // A constant (`nl.shared_constant`): HBM that holds 1.0, 2.0, 3.0 and
+    // 4.0 on entry.
+    let table = b.alloc_storage(
+        "table",
+        Buffer::SharedHbm,
+        DType::F32,
+        &[2, 2],
+        loc(1020, 1040),
+    );
+    let bytes: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    b.set_data(table, bytes.into());
+
     b.add_output(out);
     b.finish()
 }
@@ -314,7 +329,7 @@ fn sample_verifies() {
     assert_eq!(verify(&k), Ok(()));
     assert_eq!(k.ops.len(), 23);
     assert_eq!(k.dyn_loops.len(), 2);
-    assert_eq!(k.storages.len(), 17);
+    assert_eq!(k.storages.len(), 18);
 }
 
 #[test]
@@ -804,6 +819,34 @@ fn verifier_rejects_bad_storages() {
 }
 
 #[test]
+fn verifier_rejects_misplaced_data() {
+    // Each storage given `len` zero bytes of data (`None`: its size).
+    for (name, len, expected) in [
+        (
+            "table",
+            Some(15),
+            "t17: 15 bytes of data for a storage of 16 bytes",
+        ),
+        (
+            "w_sb",
+            None,
+            "t7: data on a sbuf storage; only HBM holds constants",
+        ),
+        ("a", None, "t0: data on an argument"),
+        ("out", None, "t2: data on a returned tensor"),
+    ] {
+        check_invalid(
+            |k| {
+                let h = find_storage(k, name);
+                let len = len.unwrap_or(k.storages[h].bytes() as usize);
+                k.storages[h].data = Some(vec![0u8; len].into());
+            },
+            expected,
+        );
+    }
+}
+
+#[test]
 fn verifier_rejects_bad_views() {
     check_invalid(
         |k| {
@@ -1077,6 +1120,18 @@ fn reader_reports_errors_with_lines() {
     assert_eq!(
         read_error(&format!("{HEADER}op1 = reg_alloc dst=r0 engine=?\n")),
         "line 3: op0 is never defined"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = shared_hbm float32[1] \"x\" data=0000803\n"
+        )),
+        "line 3: 7 hexadecimal digits, an odd number; a byte is two"
+    );
+    assert_eq!(
+        read_error(&format!(
+            "{HEADER}t0 = shared_hbm float32[1] \"x\" data=0000803F\n"
+        )),
+        "line 3: `F` is not a lowercase hexadecimal digit"
     );
     assert_eq!(
         read_error(&format!("{HEADER}}}\n")),
