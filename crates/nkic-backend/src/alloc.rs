@@ -64,7 +64,8 @@
 //! `nl.shared_hbm` allocation is one storage for all instances of the
 //! program (see [`collect`](crate::collect)) and a `shared` tensor, which
 //! the cores of an LNC=2 launch share by name (both cores compile the same
-//! kernel, so they name it alike). Names are the
+//! kernel, so they name it alike). A storage with data (a constant) is a
+//! tensor with that data. Names are the
 //! storages' names where they are unique identifiers, otherwise
 //! `<name>_<n>` or `t<n>`; an unnamed returned tensor is `out<k>` after its
 //! return index `k`.
@@ -74,7 +75,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use nkic_diag::{Diagnostic, SourceMap};
 use nkic_ir::{ArgKind, Buffer, LiveRange, OpKind, Placement};
-use nkic_isa::{DType, Engine, TensorId, TensorKind};
+use nkic_isa::{Engine, HbmTensor, TensorId, TensorKind};
 
 use crate::codes;
 use crate::collect::{Unit, diag_at};
@@ -90,22 +91,14 @@ pub const ALIGN: u64 = 4;
 /// all of them when only one more would be left out).
 pub const MAX_OVERFLOW_SITES: usize = 8;
 
-/// One HBM tensor of the program.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HbmDecl {
-    pub name: String,
-    pub dtype: DType,
-    pub shape: Vec<u64>,
-    pub kind: TensorKind,
-}
-
 /// The result of allocation.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// The placement of each global storage; `None` for storages no op uses.
     pub placements: Vec<Option<Placement>>,
-    /// The program's HBM tensors, in declaration order.
-    pub hbm: Vec<HbmDecl>,
+    /// The program's HBM tensors, in declaration order (a constant's with
+    /// its data).
+    pub hbm: Vec<HbmTensor>,
     /// The slack (in program positions) the on-chip allocation achieved,
     /// per memory: SBUF, PSUM.
     pub slack: [u32; 2],
@@ -549,11 +542,12 @@ fn place_hbm(unit: &Unit<'_>, layout: &mut Layout) {
             unique_name(&st.name, unit.storages[id].handle.index(), &mut used)
         };
         let tensor = TensorId(u32::try_from(layout.hbm.len()).unwrap_or(u32::MAX));
-        layout.hbm.push(HbmDecl {
+        layout.hbm.push(HbmTensor {
             name,
             dtype: st.dtype,
             shape: st.shape.clone(),
             kind,
+            data: st.data.clone(),
         });
         layout.placements[id] = Some(Placement::Hbm { tensor, byte: 0 });
     }

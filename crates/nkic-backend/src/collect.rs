@@ -8,8 +8,8 @@
 //! internal `nl.shared_hbm` tensors, which every instance sees
 //! (language.md §3.2): the `n`-th internal shared_hbm allocation of an
 //! instance is instance 0's `n`-th when both come from the same call with
-//! the same name, dtype and shape (an allocation whose shape depends on
-//! `nl.program_id` stays per instance). Every other storage, including
+//! the same name, dtype, shape and data (an allocation whose shape or
+//! constant bytes depend on `nl.program_id` stays per instance). Every other storage, including
 //! `nl.private_hbm`/`nl.hbm` tensors, is its own.
 //!
 //! Not compiled yet (a diagnostic, never a crash): indirect views other than
@@ -334,11 +334,11 @@ pub(crate) fn shared_internal(k: &Kernel) -> Vec<Handle<Storage>> {
 
 /// True when storage `a` of kernel `ka` and `b` of `kb` are the same
 /// allocation of the kernel's source in two instances: the same call,
-/// name, dtype and shape.
+/// name, dtype, shape and data.
 fn same_site(ka: &Kernel, a: Handle<Storage>, kb: &Kernel, b: Handle<Storage>) -> bool {
     let (x, y) = (&ka.storages[a], &kb.storages[b]);
     let (lx, ly) = (ka.spans.storages.get(a), kb.spans.storages.get(b));
-    x.name == y.name && x.dtype == y.dtype && x.shape == y.shape && lx == ly
+    x.name == y.name && x.dtype == y.dtype && x.shape == y.shape && x.data == y.data && lx == ly
 }
 
 /// Reports the constructs of `k` the backend does not compile yet, and

@@ -274,9 +274,7 @@ pub fn emit(
     schedule: Schedule,
 ) -> Result<Program, Vec<Diagnostic>> {
     let mut program = Program::new(unit.target);
-    for t in &layout.hbm {
-        program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
-    }
+    program.hbm.clone_from(&layout.hbm);
     let lines = line_table(unit, &mut program, sources);
     let index_of: BTreeMap<(usize, Handle<Op>), usize> = unit
         .ops

@@ -39,9 +39,7 @@ pub fn emit(
     sources: &SourceMap,
 ) -> Program {
     let mut program = Program::new(unit.target);
-    for t in &layout.hbm {
-        program.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
-    }
+    program.hbm.clone_from(&layout.hbm);
     // Semaphores and, per op, its signal count within its queue.
     let mut sems: BTreeMap<Queue, SemId> = BTreeMap::new();
     let mut signal_count = vec![0u32; lowered.ops.len()];

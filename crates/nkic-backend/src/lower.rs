@@ -165,9 +165,7 @@ pub fn lower(
     sources: &SourceMap,
 ) -> Result<Lowered, Vec<Diagnostic>> {
     let mut template = Program::new(unit.target);
-    for t in &layout.hbm {
-        template.add_tensor(&t.name, t.dtype, &t.shape, t.kind);
-    }
+    template.hbm.clone_from(&layout.hbm);
     let mut diags = Vec::new();
     let mut ops = Vec::with_capacity(unit.ops.len());
     let writers = Writers::of(unit);

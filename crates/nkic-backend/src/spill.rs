@@ -602,6 +602,7 @@ fn spill_storage(
         buffer: spill_buffer,
         address: None,
         scope: None,
+        data: None,
         ..st.clone()
     });
     if let Some(loc) = loc {

@@ -172,6 +172,94 @@ fn grid_instances_share_arguments_and_outputs() {
     assert!(a.total_ps < b.total_ps);
 }
 
+/// The bytes of `values` in hexadecimal, as IR text writes data.
+fn hex_f32(values: impl Iterator<Item = f32>) -> String {
+    let bytes: Vec<u8> = values.flat_map(f32::to_le_bytes).collect();
+    let mut out = String::new();
+    nkic_isa::field::write_hex(&bytes, &mut out);
+    out
+}
+
+/// The constant `w` of `grid_constants`, the same in every instance.
+fn constant_w(i: usize) -> f32 {
+    i as f32 * 0.5
+}
+
+/// The constant `b` of `grid_constants`, private to instance `pid`.
+fn constant_b(pid: u32, i: usize) -> f32 {
+    (pid + 1) as f32 * 1000.0 + i as f32
+}
+
+/// Instance `pid` of a grid of two: `out[pid] = x[pid] + w + b` by row
+/// blocks, with `w` a `shared_hbm` constant and `b` a `private_hbm` one.
+fn grid_constants(pid: u32) -> String {
+    let r0 = pid * 128;
+    format!(
+        "kernel \"consts\" target=trn3 program_id=[{pid}] num_programs=[2]
+file 0 \"kernel.py\"
+t0 = shared_hbm float32[256, 4] \"x\" arg=0 input @ kernel.py:0..8
+t1 = shared_hbm float32[256, 4] \"out\" @ kernel.py:40..48
+t2 = shared_hbm float32[128, 4] \"w\" data={w} @ kernel.py:80..88
+t3 = private_hbm float32[128, 4] \"b\" data={b} @ kernel.py:120..128
+t4 = sbuf float32[128, 4] \"xs\" @ kernel.py:160..168
+t5 = sbuf float32[128, 4] \"ws\" @ kernel.py:200..208
+t6 = sbuf float32[128, 4] \"bs\" @ kernel.py:240..248
+t7 = sbuf float32[128, 4] \"s\" @ kernel.py:280..288
+t8 = sbuf float32[128, 4] \"t\" @ kernel.py:320..328
+op0 = dma_copy dst=t4[0:128, 0:4] src=t0[{r0}:{r1}, 0:4] engine=dma @ kernel.py:360..368
+op1 = dma_copy dst=t5[0:128, 0:4] src=t2[0:128, 0:4] engine=dma @ kernel.py:400..408
+op2 = dma_copy dst=t6[0:128, 0:4] src=t3[0:128, 0:4] engine=dma @ kernel.py:440..448
+op3 = tensor_tensor dst=t7[0:128, 0:4] src0=t4[0:128, 0:4] src1=t5[0:128, 0:4] op=add engine=? @ kernel.py:480..488
+op4 = tensor_tensor dst=t8[0:128, 0:4] src0=t7[0:128, 0:4] src1=t6[0:128, 0:4] op=add engine=? @ kernel.py:520..528
+op5 = dma_copy dst=t1[{r0}:{r1}, 0:4] src=t8[0:128, 0:4] engine=dma @ kernel.py:560..568
+return t1
+",
+        r1 = r0 + 128,
+        w = hex_f32((0..512).map(constant_w)),
+        b = hex_f32((0..512).map(|i| constant_b(pid, i))),
+    )
+}
+
+#[test]
+fn constants_hold_their_data_in_the_program() {
+    let (k0, sources) = common::load_text(&grid_constants(0));
+    let (k1, _) = common::load_text(&grid_constants(1));
+    let kernels = [k0, k1];
+    let program =
+        compile_grid(&kernels, &sources, &BackendConfig::default()).expect("the grid compiles");
+    // One shared `w` for both instances, a private `b` for each (the
+    // second named after its storage, t3).
+    let consts: Vec<_> = program
+        .tensors()
+        .filter(|(_, t)| t.data.is_some())
+        .map(|(_, t)| (t.name.as_str(), t.kind))
+        .collect();
+    assert_eq!(
+        consts,
+        vec![
+            ("w", nkic_isa::TensorKind::Shared),
+            ("b", nkic_isa::TensorKind::Internal),
+            ("b_3", nkic_isa::TensorKind::Internal),
+        ]
+    );
+    let w = program
+        .tensor_by_name("w")
+        .and_then(|id| program.tensor(id));
+    let want: Vec<u8> = (0..512)
+        .map(constant_w)
+        .flat_map(f32::to_le_bytes)
+        .collect();
+    assert_eq!(w.and_then(|t| t.data.as_deref()), Some(&want[..]));
+    let inputs = common::inputs(&program, 5);
+    let res = common::simulate(&program, &inputs);
+    let x = input(&inputs, "x");
+    let out = f32s(res.output("out").expect("out is an output"));
+    for (i, (&got, &x)) in out.iter().zip(&x).enumerate() {
+        let (pid, j) = ((i / 512) as u32, i % 512);
+        assert_eq!(got, x + constant_w(j) + constant_b(pid, j), "element {i}");
+    }
+}
+
 /// Instance `pid` of a grid of two that loads the 128-row block `src` of
 /// the inout argument `a` (three blocks) and stores it doubled into block
 /// `dst`.
