@@ -278,6 +278,14 @@ def reference(name, inputs):
         m = x.max(axis=1)
         lse = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
         return [lse - x[np.arange(x.shape[0]), inputs["targets_hbm"]], lse]
+    if name.startswith("topk:"):
+        # rotational_topk with sorted=True: per row, the k largest values
+        # in descending order and their column indices (random normal
+        # inputs have no ties), as torch.topk gives them.
+        k = int(name.split(":")[1])
+        x = inputs["inp"]
+        idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+        return [np.take_along_axis(x, idx, axis=-1).astype(np.float64), idx.astype(np.float64)]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -988,7 +996,7 @@ def topk_case(lnc, b, s, v, k):
            f"num_programs={lnc})))")
     return dict(name=f"rotational_topk_lnc{lnc}_{b}x{s}x{v}_k{k}", file="nkilib/core/topk/rotational_topk.py",
                 kernel="rotational_topk", args=[f"inp=float32[{b * s},{v}]"], consts=[cfg],
-                grid="2" if lnc == 2 else None, target="trn2")
+                grid="2" if lnc == 2 else None, target="trn2", ref=f"topk:{k}")
 
 
 CASES += [

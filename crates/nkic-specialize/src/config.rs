@@ -87,6 +87,24 @@ pub struct SpecializeConfig {
     /// as float32: `nl.bfloat16` and its kin name float32 (the NKI
     /// simulator's `NKI_PRECISE_FP=0`, set by the Python package).
     pub low_precision_as_f32: bool,
+    /// `.npy` files of the host given to the compile: `np.load` and
+    /// `nl.shared_constant` see them as files the kernel saved
+    /// (`api/host.rs`). The Python package passes the files its
+    /// compile-time arguments name; the specializer itself reads none.
+    pub host_files: Vec<HostFile>,
+}
+
+/// A `.npy` file of the host, read by the caller ([`SpecializeConfig::host_files`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostFile {
+    /// The path the kernel's code names it by.
+    pub path: String,
+    /// NumPy's dtype name: `float64`, `int64` or one of the machine's
+    /// dtypes (`float32`, `int32`, `bfloat16`, …).
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    /// The elements in row-major order.
+    pub values: Vec<f64>,
 }
 
 impl SpecializeConfig {
@@ -126,6 +144,7 @@ impl Default for SpecializeConfig {
             use_directives: true,
             lnc: None,
             low_precision_as_f32: false,
+            host_files: Vec::new(),
         }
     }
 }

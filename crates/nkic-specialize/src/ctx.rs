@@ -155,6 +155,11 @@ pub struct Ctx<'a> {
     pub(crate) defining: Option<Rc<str>>,
     /// What compile-time evaluation has used of its budget.
     pub(crate) budget: crate::budget::Budget,
+    /// The virtual files of host NumPy (`api/host.rs`): an array saved by
+    /// `np.save`, by path.
+    pub(crate) host_files: std::collections::BTreeMap<String, Value>,
+    /// `tempfile.NamedTemporaryFile`s made so far (their names count).
+    pub(crate) host_temp_files: u32,
     next_name: u32,
 }
 
@@ -427,6 +432,8 @@ impl<'a> Ctx<'a> {
             facts: config.record_facts.then(Facts::default),
             defining: None,
             budget: Default::default(),
+            host_files: crate::api::host::preloaded(&config.host_files),
+            host_temp_files: 0,
             next_name: 0,
         }
     }

@@ -848,6 +848,19 @@ fn run_instance(
                 )
                 .with_help("return each output once"));
         }
+        if ctx.builder.kernel().storages[t.storage()].data.is_some() {
+            return Err(ctx
+                .error(
+                    codes::BAD_RETURN,
+                    "a kernel cannot return a shared constant",
+                    ret_span,
+                    "returned here",
+                )
+                .with_note("the constant's bytes are part of the program, not an output")
+                .with_help(
+                    "allocate an output with `buffer=nl.shared_hbm` and copy the constant into it with `nisa.dma_copy`",
+                ));
+        }
         if t.buffer.is_on_chip() {
             return Err(ctx
                 .error(

@@ -95,7 +95,9 @@ use nkic_diag::{FileId, Span};
 
 pub use args::{Arg, CallArgs};
 pub use builtins::Builtin;
-pub use config::{ArgSpec, ConstValue, ModuleLoader, NoModules, NotUtf8, SpecializeConfig};
+pub use config::{
+    ArgSpec, ConstValue, HostFile, ModuleLoader, NoModules, NotUtf8, SpecializeConfig,
+};
 pub use ctx::Ctx;
 pub use facts::{Fact, Facts};
 pub use intrinsics::Intrinsic;

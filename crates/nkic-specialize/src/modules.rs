@@ -56,7 +56,7 @@ pub(crate) fn compiler_namespace(path: &str) -> Option<Namespace> {
         "itertools" => Namespace::Itertools,
         "os" => Namespace::Os,
         "sys" => Namespace::Sys,
-        _ => return None,
+        other => return crate::api::host::module(other),
     })
 }
 

@@ -111,6 +111,7 @@ pub mod codes;
 pub mod consts;
 pub mod emit;
 pub mod fill;
+pub mod host;
 pub mod isa;
 pub mod lower;
 pub mod mask;
@@ -164,7 +165,7 @@ impl Operator {
 
 /// The value of `ns.attr`, or `None` when `ns` has no attribute `attr`.
 pub fn lookup(ctx: &Ctx<'_>, ns: Namespace, attr: &str) -> Option<Value> {
-    consts::lookup(ctx, ns, attr)
+    consts::lookup(ctx, ns, attr).or_else(|| host::lookup(ns, attr))
 }
 
 /// APIs that NKI 0.3 removed (language.md, "removed/replaced" table), with
@@ -329,6 +330,16 @@ pub fn attribute(
             if let Some(b) = blocks::as_blocks(value) {
                 return blocks::attribute(ctx, b, attr, span);
             }
+            if let Some(a) = host::as_array(value)
+                && let Some(v) = host::attribute(ctx, value, a, attr, span)
+            {
+                return v;
+            }
+            if let Some(f) = host::as_temp_file(value)
+                && attr == "name"
+            {
+                return Ok(Value::Str(f.name.clone()));
+            }
             if let Some(info) = e.as_any().downcast_ref::<crate::builtins::NumInfo>()
                 && let Some(v) = info.attr(attr)
             {
@@ -406,6 +417,9 @@ pub fn subscript(
     if let Some(b) = blocks::as_blocks(value) {
         return blocks::subscript(ctx, b, key, span);
     }
+    if let Some(a) = host::as_array(value) {
+        return host::subscript(ctx, a, key, span);
+    }
     match value {
         Value::Tensor(t) => tensor::subscript(ctx, t, key, span),
         Value::Ext(e) if e.as_any().is::<consts::TypingMarker>() => Ok(value.clone()),
@@ -427,6 +441,16 @@ pub fn store_subscript(
     aug: Option<BinOp>,
     span: Span,
 ) -> Result<(), Diagnostic> {
+    if let Some(a) = host::as_array(target) {
+        let value = match aug {
+            Some(op) => {
+                let cur = host::subscript(ctx, a, key, span)?;
+                ctx.binary(op, cur, value, true, span)?
+            }
+            None => value,
+        };
+        return host::store_subscript(ctx, a, key, &value, span);
+    }
     let target = match (target, blocks::as_blocks(target)) {
         (Value::Tensor(t), _) => tensor::subscript(ctx, t, key, span)?,
         (_, Some(b)) => {

@@ -331,6 +331,7 @@ pub const REGISTRY: &[&[ApiDef]] = &[
     super::isa::select::DEFS,
     super::isa::random::DEFS,
     super::isa::gpsimd::DEFS,
+    super::host::DEFS,
     super::nl_math::DEFS,
     super::tensor::VIEW_METHOD_DEFS,
     super::nl_math::COMPOSED_DEFS,

@@ -109,7 +109,7 @@ fn ok_snapshots() -> String {
 /// `.reshape(` for a tensor method.
 fn call_text(name: &str) -> String {
     match name.split_once('.') {
-        Some(("tensor" | "instruction", method)) => format!(".{method}("),
+        Some(("tensor" | "instruction" | "ndarray", method)) => format!(".{method}("),
         _ => format!("{name}("),
     }
 }

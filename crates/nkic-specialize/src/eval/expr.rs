@@ -622,6 +622,12 @@ impl Ctx<'_> {
                 if name == "__name__" {
                     return Ok(Value::Str(c.name.clone()));
                 }
+                // `object.__setattr__(obj, name, value)`, which frozen
+                // dataclasses use to set a field: `setattr` (nkic does
+                // not freeze dataclasses).
+                if name == "__setattr__" && Rc::ptr_eq(c, &self.bases.object) {
+                    return Ok(Value::Builtin(Builtin::Setattr));
+                }
                 Err(self.no_attr(o, name, span))
             }
             Value::Module(m) => match m.globals.get_local(name) {

@@ -523,6 +523,14 @@ impl Ctx<'_> {
             return self.exec_block(body);
         };
         let ctxv = self.eval(&first.context)?;
+        if let Some(file) = crate::api::host::as_temp_file(&ctxv) {
+            if let Some(t) = &first.target {
+                self.assign(t, ctxv.clone())?;
+            }
+            let res = self.exec_with(rest, body);
+            crate::api::host::after_with(self, file);
+            return res;
+        }
         if !matches!(ctxv, Value::Ext(ref e) if e.type_name() == "no_reorder") {
             return Err(self
                 .unsupported(

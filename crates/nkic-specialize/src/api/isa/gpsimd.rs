@@ -1,8 +1,8 @@
 //! GpSimd (isa.md §6.6): `tensor_partition_reduce`, the gathers
 //! (`local_gather`, `nc_n_gather`, `nl.gather_flattened`),
 //! `sequence_bounds`, `nonzero_with_count`, `topk`, and the identity
-//! matrices built on `iota` (`nl.shared_identity_matrix`, and
-//! `nl.shared_constant` of `np.identity(n)`; any other constant is E0524).
+//! matrix built on `iota` (`nl.shared_identity_matrix`; constants of the
+//! host, `nl.shared_constant`, are `api/host.rs`).
 //!
 //! Choice where the spec is silent: `nl.shared_identity_matrix` is an
 //! `iota` of `f - p` compared with 0 into an SBUF tile.
@@ -18,7 +18,7 @@ use crate::api::isa::unsupported;
 use crate::api::lower::bitvec_dtypes;
 use crate::api::rules::OpIn;
 use crate::api::table::{
-    ApiDef, Bound, DATA, Kind, NAME, NO_ENGINE, OP, OUT_DTYPE, Param, SRC, instruction, opt, req,
+    ApiDef, Bound, DATA, Kind, NAME, OP, OUT_DTYPE, Param, SRC, instruction, opt, req,
 };
 use crate::api::{codes, emit};
 use crate::ctx::Ctx;
@@ -145,25 +145,6 @@ pub const DEFS: &[ApiDef] = &[
             "`dst`, when given, is an SBUF `(n, n)` tile.",
         ],
         nl_identity,
-    ),
-    ApiDef::new(
-        "nl.shared_constant",
-        &[
-            req("constant", Kind::Any),
-            OUT_DTYPE,
-        ],
-        GPSIMD,
-        "A shared-HBM tensor holding a NumPy array embedded in the kernel. nkic has no data section: only `np.identity(n)` is supported (written at run time by an `iota`, a compare and a DMA); any other array is E0524.",
-        &["`constant` is `np.identity(n)` with n ≤ 128."],
-        shared_constant,
-    ),
-    ApiDef::new(
-        "np.identity",
-        &[req("n", Kind::Int), opt("dtype", Kind::Any, "None")],
-        NO_ENGINE,
-        "The host-side NumPy identity matrix, usable as the argument of `nl.shared_constant`.",
-        &["`n` is 1 to 128."],
-        np_identity,
     ),
 ];
 
@@ -547,49 +528,4 @@ fn identity_into(
         span,
     )?;
     Ok(())
-}
-
-/// A host-side `np.identity(n)` (the only NumPy array nkic can embed).
-#[derive(Debug)]
-pub struct HostIdentity {
-    pub n: u64,
-    pub dtype: Option<DType>,
-}
-
-crate::value::api_object!(HostIdentity, "ndarray");
-
-fn np_identity(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnostic> {
-    let n = identity_size(ctx, b, "`np.identity` in a kernel takes n from 1 to 128")?;
-    let dtype = match b.get("dtype") {
-        Some(a) => Some(crate::api::table::dtype_of(ctx, a)?),
-        None => None,
-    };
-    Ok(Value::Ext(Rc::new(HostIdentity { n, dtype })))
-}
-
-fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
-    let arg = b.value("constant");
-    let host = match &arg {
-        Value::Ext(e) => e
-            .as_any()
-            .downcast_ref::<HostIdentity>()
-            .map(|h| (h.n, h.dtype)),
-        _ => None,
-    };
-    let Some((n, host_dt)) = host else {
-        return unsupported(ctx, b, span);
-    };
-    let dtype = b.dtype(ctx, "dtype")?.or(host_dt).unwrap_or(DType::F32);
-    let ident = emit::new_result(ctx, b, "identity_", &[n, n], dtype, Buffer::Sbuf, span)?;
-    identity_into(ctx, b, &ident, n, span)?;
-    let name = ctx.fresh_name("shared_constant_");
-    let hbm = crate::api::tensor::alloc(ctx, &[n, n], dtype, Buffer::SharedHbm, &name, span, span)?;
-    emit::push(
-        ctx,
-        b,
-        crate::api::isa::dma::plain_dma(&hbm.view, &ident.view, false),
-        None,
-        span,
-    )?;
-    Ok(Value::tensor(hbm))
 }

@@ -1,4 +1,4 @@
-# expect: E0524
+# expect: E0501
 import nki
 import nki.language as nl
 import nki.isa as nisa

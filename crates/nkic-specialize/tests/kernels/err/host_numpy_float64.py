@@ -1,0 +1,10 @@
+# expect: E0505
+import nki
+import nki.language as nl
+import numpy as np
+
+
+# nkic: args x=float32[128,64]
+@nki.jit
+def k(x):
+    c = nl.shared_constant(np.zeros((4, 4)))
