@@ -12,10 +12,13 @@
 //! # The interface (private to the package; `python/nkic/_native.pyi`)
 //!
 //! * `compile(path, kernel, args, consts, grid, target, lnc, search_paths,
-//!   schedule) -> Program`: `args` are `(name, dtype, shape)` of the
-//!   tensor arguments, `consts` are `(name, python_expression)` of the
-//!   compile-time arguments (evaluated by the specializer in the kernel's
-//!   module scope). Diagnostics become `nkic.CompileError`.
+//!   schedule, precise_fp, no_spill, host_files) -> Program`: `args` are
+//!   `(name, dtype, shape)` of the tensor arguments, `consts` are `(name,
+//!   python_expression)` of the compile-time arguments (evaluated by the
+//!   specializer in the kernel's module scope), `host_files` are `(path,
+//!   dtype_name, shape, little-endian float64 bytes)` of the `.npy` files
+//!   those arguments name (`nl.shared_constant(path)`). Diagnostics become
+//!   `nkic.CompileError`.
 //! * `Program.run(inputs, seed, poison, step_order, trace, max_sim_ms,
 //!   title) -> dict`: `inputs` maps argument names to flat `uint8` views
 //!   of C-contiguous arrays, read in place (no copy on the way in); the
@@ -46,7 +49,7 @@ use nkic_driver::simio::{
 use nkic_driver::simulate::{KernelOutputs, kernel_outputs, simulate};
 use nkic_isa::{DType, Target, TensorKind};
 use nkic_sim::{DumpSpec, Inputs, Poison, StepOrder};
-use nkic_specialize::{ArgSpec, ConstValue, SpecializeConfig};
+use nkic_specialize::{ArgSpec, ConstValue, HostFile, SpecializeConfig};
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -343,7 +346,7 @@ fn parse_target(text: &str) -> PyResult<Target> {
 /// Specializes and compiles the kernel `kernel` of the file `path` (see
 /// the module doc).
 #[pyfunction]
-#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized", precise_fp = true, no_spill = false))]
+#[pyo3(signature = (path, *, kernel, args, consts, grid, target = None, lnc = None, search_paths = Vec::new(), schedule = "optimized", precise_fp = true, no_spill = false, host_files = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn compile(
     py: Python<'_>,
@@ -358,6 +361,7 @@ fn compile(
     schedule: &str,
     precise_fp: bool,
     no_spill: bool,
+    host_files: Vec<(String, String, Vec<usize>, Vec<u8>)>,
 ) -> PyResult<Program> {
     let text = std::fs::read_to_string(&path)
         .map_err(|err| PyOSError::new_err(format!("cannot read `{path}`: {err}")))?;
@@ -368,6 +372,18 @@ fn compile(
         search_paths,
         use_directives: false,
         low_precision_as_f32: !precise_fp,
+        host_files: host_files
+            .into_iter()
+            .map(|(path, dtype, shape, bytes)| HostFile {
+                path,
+                dtype,
+                shape,
+                values: bytes
+                    .chunks_exact(8)
+                    .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                    .collect(),
+            })
+            .collect(),
         ..SpecializeConfig::default()
     };
     if let Some(target) = target {

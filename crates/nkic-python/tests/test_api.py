@@ -95,6 +95,24 @@ def test_enum_dataclass_and_dtype_arguments(rng):
     np.testing.assert_allclose(out.astype(np.float32), a, rtol=1e-2)
 
 
+def test_npy_files_named_by_arguments_are_shared_constants(rng, tmp_path):
+    # The host saves a constant and passes its path inside a dataclass, as
+    # production kernels do; the kernel embeds it with nl.shared_constant.
+    a = rng.standard_normal((128, 64), dtype=np.float32)
+    bias = rng.standard_normal((128, 64))  # float64 on the host
+    path = str(tmp_path / "bias.npy")
+    np.save(path, bias)
+    out = k.add_constant(a, kconfig.Constants(files={"bias": path}))
+    np.testing.assert_array_equal(out, a + bias.astype(np.float32))
+    # Another file's contents at the same path compile anew.
+    np.save(path, bias * 2)
+    out = k.add_constant(a, kconfig.Constants(files={"bias": path}))
+    np.testing.assert_array_equal(out, a + (bias * 2).astype(np.float32))
+    # A path that names no file is nkic's error for a file it does not have.
+    with pytest.raises(nkic.CompileError, match="is not a file this compile saved"):
+        k.add_constant(a, kconfig.Constants(files={"bias": str(tmp_path / "none.npy")}))
+
+
 def test_unsupported_arguments_are_type_errors(rng):
     a = rng.standard_normal((128, 32), dtype=np.float32)
     with pytest.raises(TypeError, match="cannot pass a builtins.object"):

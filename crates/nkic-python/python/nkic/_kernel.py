@@ -167,6 +167,24 @@ def _digest(path: str) -> bytes:
     return hashlib.blake2b(_read(path), digest_size=16).digest()
 
 
+def _host_files(paths: List[str]) -> List[Tuple[str, str, List[int], bytes]]:
+    """The `.npy` files a call's compile-time arguments name, as the
+    specializer's host files (docs/python.md): each path with its array's
+    dtype name, shape and elements as little-endian float64. A file NumPy
+    cannot read as a numeric array is left out (the kernel then gets
+    nkic's error for a file the compile does not have)."""
+    out = []
+    for path in dict.fromkeys(paths):
+        try:
+            a = np.load(path, allow_pickle=False)
+        except (OSError, ValueError):
+            continue
+        if a.dtype.kind not in "biuf":
+            continue
+        out.append((path, a.dtype.name, list(a.shape), a.astype("<f8").tobytes()))
+    return out
+
+
 def _search_paths(kernel_dir: str) -> List[str]:
     """Where the specializer finds the modules a kernel imports: the
     kernel's directory, then ``sys.path`` without the standard library and
@@ -325,11 +343,15 @@ class Compiled:
 class _Call:
     """One call bound to the kernel's parameters."""
 
-    __slots__ = ("tensors", "consts", "key")
+    __slots__ = ("tensors", "consts", "files", "key")
 
-    def __init__(self, tensors: List[_Arg], consts: List[Tuple[str, str]], key: Any) -> None:
+    def __init__(
+        self, tensors: List[_Arg], consts: List[Tuple[str, str]], files: List[str], key: Any
+    ) -> None:
         self.tensors = tensors
         self.consts = consts
+        # The `.npy` files the compile-time arguments name.
+        self.files = files
         self.key = key
 
 
@@ -421,6 +443,7 @@ class Kernel:
         precise = _precise_fp()
         tensors: List[_Arg] = []
         consts: List[Tuple[str, str]] = []
+        files: List[str] = []
         for name, value in bound.arguments.items():
             param = src.signature.parameters[name]
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -431,7 +454,7 @@ class Kernel:
                 tensors.append(_tensor_arg(name, value, precise))
             else:
                 try:
-                    expr = _values.to_expr(value, src.globals, src.module_name)
+                    expr = _values.to_expr(value, src.globals, src.module_name, files)
                 except TypeError as err:
                     raise TypeError(f"kernel `{src.name}`, argument `{name}`: {err}") from None
                 consts.append((name, expr))
@@ -449,8 +472,9 @@ class Kernel:
             self.schedule,
             precise,
             self.no_spill,
+            tuple((f, _digest(f)) for f in files),
         )
-        return _Call(tensors, consts, key)
+        return _Call(tensors, consts, files, key)
 
     # -- compiling -----------------------------------------------------
 
@@ -461,7 +485,7 @@ class Kernel:
             _stats["hits"] += 1
             return entry.program
         src = self.source
-        path, name, _, _, grid, target, lnc, schedule, precise, no_spill = call.key
+        path, name, _, _, grid, target, lnc, schedule, precise, no_spill, _ = call.key
         search = _search_paths(os.path.dirname(src.path))
         program = _native.compile(
             path,
@@ -475,6 +499,7 @@ class Kernel:
             schedule=schedule,
             precise_fp=precise,
             no_spill=no_spill,
+            host_files=_host_files(call.files),
         )
         _stats["compiles"] += 1
         for text in program.prints:

@@ -42,5 +42,6 @@ def compile(
     schedule: str = "optimized",
     precise_fp: bool = True,
     no_spill: bool = False,
+    host_files: List[Tuple[str, str, List[int], bytes]] = ...,
 ) -> Program: ...
 def dtype_names() -> List[str]: ...

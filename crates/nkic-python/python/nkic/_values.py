@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import os
 import types
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -35,8 +36,11 @@ _MAX_DEPTH = 64
 class _Scope:
     """How the kernel's module names things."""
 
-    def __init__(self, module_globals: Dict[str, Any], module_name: str) -> None:
+    def __init__(
+        self, module_globals: Dict[str, Any], module_name: str, files: Optional[List[str]]
+    ) -> None:
         self.module_name = module_name
+        self.files = files
         self.by_id: Dict[int, str] = {}
         for name, value in module_globals.items():
             if not name.startswith("__"):
@@ -72,10 +76,17 @@ def _float(x: float) -> str:
     return repr(float(x))
 
 
-def to_expr(value: Any, module_globals: Dict[str, Any], module_name: str) -> str:
+def to_expr(
+    value: Any,
+    module_globals: Dict[str, Any],
+    module_name: str,
+    files: Optional[List[str]] = None,
+) -> str:
     """``value`` as a Python expression for the kernel's module scope, or
-    ``TypeError`` naming what cannot be passed."""
-    return _expr(value, _Scope(module_globals, module_name), 0)
+    ``TypeError`` naming what cannot be passed. Every string in it that
+    names an existing ``.npy`` file is appended to ``files`` (the kernel
+    may embed the file with ``nl.shared_constant(path)``)."""
+    return _expr(value, _Scope(module_globals, module_name, files), 0)
 
 
 def _expr(v: Any, scope: _Scope, depth: int) -> str:
@@ -95,6 +106,8 @@ def _expr(v: Any, scope: _Scope, depth: int) -> str:
     if isinstance(v, float):
         return _float(v)
     if isinstance(v, str):
+        if scope.files is not None and v.endswith(".npy") and os.path.isfile(v):
+            scope.files.append(v)
         return repr(v)
     if isinstance(v, np.bool_):
         return repr(bool(v))

@@ -3,7 +3,7 @@ import nki
 import nki.isa as nisa
 import nki.language as nl
 
-from kconfig import Act, Scaling
+from kconfig import Act, Constants, Scaling
 
 
 @nki.jit
@@ -125,3 +125,19 @@ def printing(a, n):
 
 
 Scaling = Scaling
+
+
+@nki.jit
+def add_constant(a, consts: Constants):
+    """out = a + the array saved at consts.files["bias"] (same shape),
+    embedded with nl.shared_constant(path)."""
+    c = nl.shared_constant(consts.files["bias"], dtype=a.dtype)
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=u, src=c)
+    s = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=s, data1=t, data2=u, op=nl.add)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=s)
+    return out

@@ -1,6 +1,8 @@
-"""Configuration types a kernel module imports: an enum and a dataclass."""
+"""Configuration types a kernel module imports: an enum and dataclasses."""
 import enum
 from dataclasses import dataclass
+
+import nki.language as nl
 
 
 class Act(enum.Enum):
@@ -12,3 +14,12 @@ class Act(enum.Enum):
 class Scaling:
     scale: float = 1.0
     shift: float = 0.0
+
+
+@dataclass(frozen=True)
+class Constants(nl.NKIObject):
+    """Paths of `.npy` files the host saved before the call, by name (as
+    production kernels pass their precomputed constants in an NKIObject
+    dataclass)."""
+
+    files: dict

@@ -17,6 +17,8 @@ from typing import Any, Callable, Optional
 from .._kernel import Kernel
 from . import collectives, compiler, isa, language, typing
 
+NKIObject = language.NKIObject
+
 __all__ = [
     "jit",
     "simulate",
@@ -29,6 +31,7 @@ __all__ = [
     "isa",
     "typing",
     "collectives",
+    "NKIObject",
 ]
 
 

@@ -37,6 +37,12 @@ fp32 = _Limits(np.float32)
 fp16 = _Limits(np.float16)
 
 
+class NKIObject:
+    """``nl.NKIObject``: the base of the configuration classes kernels take
+    (dataclasses whose instances are passed by value). A plain class on the
+    host, so kernel libraries can subclass it."""
+
+
 class tile_size:
     """The tile limits of ``language.md`` §8 that do not depend on the target."""
 
