@@ -281,7 +281,7 @@ pub(crate) fn activation(func: ActFunc, x: f32, alpha: f32) -> f32 {
         ActFunc::Mish => v * softplus(v).tanh(),
         ActFunc::Erf => erf(v),
         ActFunc::ErfDx => 2.0 / std::f64::consts::PI.sqrt() * (-v * v).exp(),
-        ActFunc::Exp => v.exp(),
+        ActFunc::Exp => return crate::exp::exp_f32(x),
         ActFunc::Log => v.ln(),
         ActFunc::Sin => v.sin(),
         ActFunc::Arctan => v.atan(),

@@ -83,6 +83,7 @@ mod decoded;
 mod deferred;
 mod error;
 mod exec;
+mod exp;
 mod footprint;
 #[cfg(feature = "jit")]
 mod jit;

@@ -9,9 +9,11 @@
 //! the same rounding, written out below;
 //! `add`, `subtract`, `multiply` and `square` are single IEEE operations
 //! with the interpreter's operand order, so even NaN payloads agree (over
-//! dense f32 streams four lanes at a time, the same operation per lane). Every
-//! other dtype, operator and activation function calls the interpreter's
-//! own Rust function through a callback.
+//! dense f32 streams four lanes at a time, the same operation per lane); the
+//! `exp` activation is `crate::exp::fast`'s operations written out, calling
+//! back where that function would defer to libm. Every other dtype,
+//! operator and activation function calls the interpreter's own Rust
+//! function through a callback.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -674,7 +676,11 @@ impl Emit<'_, '_> {
                     .ins()
                     .iconst(types::I32, index_of(ActFunc::ALL, &func));
                 let alpha = self.f32_of(fill);
-                let r = self.call(self.cb.activation, &[f, v, alpha]);
+                let r = if func == ActFunc::Exp {
+                    self.exp(f, v, alpha)
+                } else {
+                    self.call(self.cb.activation, &[f, v, alpha])
+                };
                 self.encode(sig.dst, r, d);
                 r
             }
@@ -738,6 +744,90 @@ impl Emit<'_, '_> {
             let x = self.b.ins().fcvt_from_sint(types::F32, v);
             self.encode(dt, x, at);
         }
+    }
+
+    /// The `exp` activation of `x`: `crate::exp::fast`'s operations in its
+    /// order, and the callback (`activation(func, x, alpha)`, libm) where
+    /// `fast` gives `None`, so every result is `exp::exp_f32`'s bits.
+    fn exp(&mut self, func: Value, x: Value, alpha: Value) -> Value {
+        use crate::exp;
+        let fast = self.b.create_block();
+        let slow = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.append_block_param(join, types::F32);
+        let v = self.b.ins().fpromote(types::F64, x);
+        let lo = self.b.ins().f64const(exp::LO);
+        let hi = self.b.ins().f64const(exp::HI);
+        let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);
+        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, hi);
+        let inside = self.b.ins().band(above, below);
+        self.b.ins().brif(inside, fast, &[], slow, &[]);
+
+        self.b.switch_to_block(fast);
+        let c = |s: &mut Self, x: f64| s.b.ins().f64const(x);
+        let (inv, shifter) = (c(self, exp::INV_LN2_64), c(self, exp::SHIFTER));
+        let scaled = self.b.ins().fmul(v, inv);
+        let t = self.b.ins().fadd(scaled, shifter);
+        let k = self.b.ins().fsub(t, shifter);
+        let t_bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), t);
+        let ki = self.b.ins().ireduce(types::I32, t_bits);
+        let (l1, l2) = (c(self, exp::L1), c(self, exp::L2));
+        let kl1 = self.b.ins().fmul(k, l1);
+        let r1 = self.b.ins().fsub(v, kl1);
+        let kl2 = self.b.ins().fmul(k, l2);
+        let r = self.b.ins().fsub(r1, kl2);
+        // ((1 + r) + r²(1/2 + r C3)) + r⁴((C4 + r C5) + r² C6).
+        let r2 = self.b.ins().fmul(r, r);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let one = c(self, 1.0);
+        let q1 = self.b.ins().fadd(one, r);
+        let (half, c3) = (c(self, 0.5), c(self, exp::C3));
+        let rc3 = self.b.ins().fmul(r, c3);
+        let a = self.b.ins().fadd(half, rc3);
+        let r2a = self.b.ins().fmul(r2, a);
+        let q2 = self.b.ins().fadd(q1, r2a);
+        let (c4, c5, c6) = (c(self, exp::C4), c(self, exp::C5), c(self, exp::C6));
+        let rc5 = self.b.ins().fmul(r, c5);
+        let b1 = self.b.ins().fadd(c4, rc5);
+        let r2c6 = self.b.ins().fmul(r2, c6);
+        let b2 = self.b.ins().fadd(b1, r2c6);
+        let r4b = self.b.ins().fmul(r4, b2);
+        let p = self.b.ins().fadd(q2, r4b);
+        let e = self.b.ins().sshr_imm_u(ki, 6);
+        let e = self.b.ins().iadd_imm_s(e, 1023);
+        let e = self.b.ins().sextend(types::I64, e);
+        let e = self.b.ins().ishl_imm_u(e, 52);
+        let scale = self.b.ins().bitcast(types::F64, MemFlagsData::new(), e);
+        let j = self.b.ins().band_imm_u(ki, 63);
+        let j = self.b.ins().uextend(types::I64, j);
+        let offset = self.b.ins().ishl_imm_u(j, 3);
+        let base = self
+            .b
+            .ins()
+            .iconst(types::I64, exp::table().as_ptr() as i64);
+        let at = self.b.ins().iadd(base, offset);
+        let two_j = self.b.ins().load(types::F64, flags(), at, 0);
+        let tp = self.b.ins().fmul(two_j, p);
+        let y = self.b.ins().fmul(tp, scale);
+        let y_bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), y);
+        let low = self.b.ins().band_imm_u(y_bits, exp::LOW_BITS);
+        // |low - MIDPOINT| <= MARGIN, as one unsigned comparison.
+        let d = self.b.ins().iadd_imm_s(low, exp::MARGIN - exp::MIDPOINT);
+        let near = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedLessThanOrEqual, d, 2 * exp::MARGIN);
+        let y32 = self.b.ins().fdemote(types::F32, y);
+        self.b
+            .ins()
+            .brif(near, slow, &[], join, &[BlockArg::Value(y32)]);
+
+        self.b.switch_to_block(slow);
+        let r = self.call(self.cb.activation, &[func, x, alpha]);
+        self.b.ins().jump(join, &[BlockArg::Value(r)]);
+
+        self.b.switch_to_block(join);
+        self.b.block_params(join)[0]
     }
 
     /// `exec::apply`: `x op operand`, or `operand op x` when reversed and

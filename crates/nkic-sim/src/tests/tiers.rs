@@ -376,6 +376,54 @@ fn pieces_split_over_two_threads_leave_the_interpreters_bits() {
 
 /// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
 /// (zeros, subnormals, normals, infinities, NaN payloads).
+/// The native `exp` (its inline fast path and its libm fallback) gives
+/// libm's f32 bits: over a strided sample of every f32 bit pattern, the
+/// specials, and in-range inputs whose fast result is too near an f32
+/// rounding midpoint to be trusted (`exp::fast` gives `None`).
+#[test]
+fn the_exp_activation_gives_libm_exp_natively() {
+    let mut bits: Vec<u32> = (0..128u32 * 2048 - 64)
+        .map(|i| i.wrapping_mul(16_411) ^ 0x5a5a)
+        .collect();
+    bits.extend(
+        [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            88.5,
+            -87.5,
+            0.0,
+            -0.0,
+            1.0,
+        ]
+        .map(f32::to_bits),
+    );
+    let near_midpoint = (0..u32::MAX)
+        .map(|k| f32::from_bits(0x3f80_0000 + k))
+        .filter(|&x| crate::exp::fast(x).is_none())
+        .take(56);
+    bits.extend(near_midpoint.map(f32::to_bits));
+    assert_eq!(bits.len(), 128 * 2048);
+    let mut b = Bench::new();
+    b.put_bits(&tile(128, 2048, 0, DType::F32), &bits);
+    let op = Op::Activation(insn::Activation {
+        dst: tile(128, 2048, 8192, DType::F32),
+        src: tile(128, 2048, 0, DType::F32),
+        func: ActFunc::Exp,
+        scale: Scalar::imm(1.0),
+        bias: None,
+        reduce_op: None,
+        reduce_cmd: nkic_isa::ReduceCmd::Idle,
+        reduce_res: None,
+    });
+    native_ok(&mut b, Queue::Scalar, &op);
+    let want: Vec<u32> = bits
+        .iter()
+        .map(|&x| (f64::from(f32::from_bits(x)).exp() as f32).to_bits())
+        .collect();
+    assert_eq!(b.get_bits(&tile(128, 2048, 8192, DType::F32)), want);
+}
+
 #[test]
 fn every_f16_value_decodes_natively_as_numerics_does() {
     let mut b = Bench::new();
