@@ -2524,7 +2524,8 @@ impl View {
     }
 
     /// The lowest byte address `v` names and one past the highest (an
-    /// empty range for no elements).
+    /// empty range for no elements). Only the native tier asks.
+    #[cfg(feature = "jit")]
     pub fn span(&self) -> (i64, i64) {
         if self.elements() == 0 {
             return (0, 0);
