@@ -26,7 +26,7 @@
 //!
 //! `fast(x)`, where it gives a value, equals `f64::from(x).exp() as f32`
 //! for every f32 `x`: `exhaustive_against_libm` checks all 2³² of them
-//! (ignored in CI: 25 s of CPU; CI checks a strided sample). The native
+//! (ignored in CI: 20 s of CPU; CI checks a strided sample). The native
 //! tier emits the same operations in the same order (`jit/compile.rs`,
 //! `Emit::exp`), which the tier tests compare with this function's bits.
 
@@ -158,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "all 2^32 inputs: about 25 s of CPU in release"]
+    #[ignore = "all 2^32 inputs: about 20 s of CPU in release"]
     fn exhaustive_against_libm() {
         let answered = check(0, 1);
         assert!(answered > 1_000_000_000, "{answered}");

@@ -196,6 +196,31 @@ fn sendrecv_swaps_tiles_between_the_cores() {
 }
 
 #[test]
+fn each_core_embeds_its_own_constants() {
+    let dir = temp("constants");
+    let kernel = "crates/nkic/tests/lnc/core_constants.py";
+    for schedule in ["optimized", "sequential"] {
+        let out = dir.join(schedule);
+        let (code, _, stderr) = run_scheduled(kernel, &[], schedule, &out, &[]);
+        assert_eq!(code, 0, "{schedule}: {stderr}");
+        let want = [3.0f32, 3.0, 3.0, 3.0, 4.0, 4.0, 4.0, 4.0];
+        assert_eq!(
+            common::read_f32_npy(&out.join("out0.npy")),
+            want,
+            "{schedule}"
+        );
+    }
+    // Both cores' programs carry the constants as data: one each the same,
+    // one each its own.
+    let (code, asm, stderr) = nkic(&["compile", kernel]);
+    assert_eq!(code, 0, "{stderr}");
+    let ones = ".data shared_constant_1 0000803f0000803f0000803f0000803f";
+    assert_eq!(asm.matches(ones).count(), 2, "{asm}");
+    assert!(asm.contains("00000040000000400000004000000040"), "{asm}");
+    assert!(asm.contains("00004040000040400000404000004040"), "{asm}");
+}
+
+#[test]
 fn the_two_core_program_text() {
     // `nkic compile` of the grid at `[256, 512]`, with `extra` arguments.
     let compile = |extra: &[&str]| {

@@ -23,20 +23,24 @@
 //!   IO (architecture.md, invariant 6), and a compile is the same on every
 //!   machine. A path the kernel did not save is an error (E0524), never a
 //!   guess.
-//! * `nl.shared_constant` allocates a shared-HBM tensor whose bytes are the
+//! * `nl.shared_constant` allocates an HBM tensor (a copy per program
+//!   instance, so per core: it is only read) whose bytes are the
 //!   array's, encoded in the tensor's dtype (`nkic_ir::Storage::data`),
 //!   which the program carries as a data section (`.data` in `.nkasm`).
 //!
 //! Choices where NumPy is not the model: values are rounded to a narrow
-//! float dtype through `f32` (`float64 → bfloat16` rounds twice); an
-//! operation of two dtypes gives the common one, else `float64` when
-//! either is a float and `int64` otherwise; `float64` and `int64` arrays
-//! are converted (`.astype(np.float32)`, or `dtype=` of
-//! `nl.shared_constant`) before they are embedded, as the machine has
-//! neither dtype.
+//! float dtype through `f32` (`float64 → bfloat16` or `float16` rounds
+//! twice); an operation of two dtypes gives the common one, else `float64`
+//! when either is a float and `int64` otherwise; elements read back are
+//! Python numbers (a float32 element is a Python float); an array prints
+//! its elements up to 1000 of them and lists, else only its shape; arrays
+//! have at most 64 dims whose product (zero dims counted as one) fits the
+//! address space, as NumPy's. The machine has neither `float64` nor
+//! `int64`, so `nl.shared_constant` embeds a `float64` array as `float32`
+//! and an `int64` one as `int32` when every value fits (else E0505),
+//! unless `dtype=` says otherwise.
 
 use std::cell::RefCell;
-use std::hash::Hasher as _;
 use std::rc::Rc;
 
 use nkic_diag::{Diagnostic, Span};
@@ -71,6 +75,19 @@ impl HostDType {
             HostDType::I64 => "int64",
             HostDType::Of(DType::Bool) => "bool",
             HostDType::Of(d) => d.name(),
+        }
+    }
+
+    /// The host dtype NumPy's name `name` names: `float64` (or `double`),
+    /// `int64`, or a machine dtype of one lane.
+    pub fn from_name(name: &str) -> Option<HostDType> {
+        match name {
+            "float64" | "double" => Some(HostDType::F64),
+            "int64" => Some(HostDType::I64),
+            _ => match name.parse::<DType>() {
+                Ok(d) if numerics::lanes(d) == 1 => Some(HostDType::Of(d)),
+                _ => None,
+            },
         }
     }
 
@@ -146,12 +163,33 @@ pub struct HostArray {
 
 crate::value::api_object!(HostArray, "ndarray", {
     fn display(&self) -> String {
+        // NumPy summarizes arrays of more than 1000 elements; nkic then
+        // prints the shape only, which also bounds the text.
+        if listed(&self.shape).saturating_add(self.numel()) > 1000 {
+            return format!(
+                "array(..., shape={}, dtype={})",
+                shape_repr(&self.shape),
+                self.dtype.name()
+            );
+        }
         let data = self.data.borrow();
         let mut text = String::new();
         nested_text(&self.shape, &data, self.dtype, &mut text);
         format!("array({text}, dtype={})", self.dtype.name())
     }
 });
+
+/// How many lists the nested-list form of an array of `shape` has
+/// (saturating).
+fn listed(shape: &[usize]) -> usize {
+    let mut rows = 1usize;
+    let mut total = 0usize;
+    for &d in shape {
+        total = total.saturating_add(rows);
+        rows = rows.saturating_mul(d);
+    }
+    total
+}
 
 /// NumPy's nested-list text of `data` with `shape`.
 fn nested_text(shape: &[usize], data: &[f64], dtype: HostDType, out: &mut String) {
@@ -234,8 +272,54 @@ impl HostArray {
     }
 }
 
+/// The most dims a host array has (NumPy's limit).
+pub const MAX_DIMS: usize = 64;
+
+/// The element count of `shape` when it is an array NumPy could make: at
+/// most [`MAX_DIMS`] dims whose product, zero dims counted as 1, fits
+/// (so every product of some of its dims does too).
+fn size_of(shape: &[usize]) -> Option<usize> {
+    if shape.len() > MAX_DIMS {
+        return None;
+    }
+    shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d.max(1)))?;
+    Some(shape.iter().product())
+}
+
+/// The dim-by-dim products of two shapes of one rank (`kron`, `tile`), or
+/// the error when one does not fit.
+fn dims_times(
+    ctx: &Ctx<'_>,
+    a: &[usize],
+    b: &[usize],
+    span: Span,
+) -> Result<Vec<usize>, Diagnostic> {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.checked_mul(*y))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| too_big(ctx, &[usize::MAX], span))
+}
+
+/// The error for a shape [`size_of`] refuses.
+fn too_big(ctx: &Ctx<'_>, shape: &[usize], span: Span) -> Diagnostic {
+    let what = if shape.len() > MAX_DIMS {
+        format!("a host array of {} dims (at most {MAX_DIMS})", shape.len())
+    } else {
+        "a host array whose dims multiply past the address space".to_owned()
+    };
+    ctx.error(
+        eval_codes::VALUE_ERROR,
+        format!("{what} cannot be made"),
+        span,
+        "too big",
+    )
+}
+
 /// A new host array as a value, charged to the value budget before its
-/// elements exist.
+/// elements exist (and the rows of its printed or listed forms with them).
 fn make(
     ctx: &mut Ctx<'_>,
     shape: Vec<usize>,
@@ -243,10 +327,9 @@ fn make(
     fill: impl FnOnce(usize) -> Vec<f64>,
     span: Span,
 ) -> Result<Value, Diagnostic> {
-    let n = shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .unwrap_or(usize::MAX);
+    let Some(n) = size_of(&shape) else {
+        return Err(too_big(ctx, &shape, span));
+    };
     ctx.charge_bytes((n as u64).saturating_mul(8), span)?;
     let data = fill(n);
     debug_assert_eq!(data.len(), n);
@@ -349,12 +432,12 @@ pub fn module(path: &str) -> Option<Namespace> {
 pub fn lookup(ns: Namespace, attr: &str) -> Option<Value> {
     let prefix = match ns {
         Namespace::Numpy => {
-            let d = match attr {
-                "float64" | "double" => HostDType::F64,
-                "int64" => HostDType::I64,
-                _ => return None,
+            return match HostDType::from_name(attr) {
+                Some(d @ (HostDType::F64 | HostDType::I64)) => {
+                    Some(Value::Ext(Rc::new(HostOnlyDType(d))))
+                }
+                _ => None,
             };
-            return Some(Value::Ext(Rc::new(HostOnlyDType(d))));
         }
         Namespace::Os if attr == "path" => {
             return Some(Value::Namespace(Namespace::Sub("os.path")));
@@ -486,15 +569,10 @@ pub fn store_subscript(
 pub fn preloaded(files: &[crate::config::HostFile]) -> std::collections::BTreeMap<String, Value> {
     let mut out = std::collections::BTreeMap::new();
     for f in files {
-        let dtype = match f.dtype.as_str() {
-            "float64" => HostDType::F64,
-            "int64" => HostDType::I64,
-            name => match name.parse::<DType>() {
-                Ok(d) if numerics::lanes(d) == 1 => HostDType::Of(d),
-                _ => continue,
-            },
+        let Some(dtype) = HostDType::from_name(&f.dtype) else {
+            continue;
         };
-        if f.shape.iter().product::<usize>() != f.values.len() {
+        if size_of(&f.shape) != Some(f.values.len()) {
             continue;
         }
         let array = HostArray {
@@ -530,9 +608,13 @@ fn host_dtype_of(ctx: &Ctx<'_>, a: &Arg) -> Result<HostDType, Diagnostic> {
             }
         }
         Value::Str(s) => match &**s {
-            "float64" | "double" | "float" => return Ok(HostDType::F64),
-            "int64" | "int" => return Ok(HostDType::I64),
-            _ => {}
+            "float" => return Ok(HostDType::F64),
+            "int" => return Ok(HostDType::I64),
+            name => {
+                if let Some(d @ (HostDType::F64 | HostDType::I64)) = HostDType::from_name(name) {
+                    return Ok(d);
+                }
+            }
         },
         _ => {}
     }
@@ -605,9 +687,10 @@ fn array_of(ctx: &mut Ctx<'_>, a: &Arg) -> Result<(Vec<usize>, HostDType, Vec<f6
     let mut kind = Scalars::Bool;
     nested(ctx, &a.value, 0, &mut shape, &mut data, &mut kind, a.span)?;
     let dtype = match kind {
-        Scalars::Bool if !data.is_empty() => HostDType::Of(DType::Bool),
+        _ if data.is_empty() => HostDType::F64,
+        Scalars::Bool => HostDType::Of(DType::Bool),
         Scalars::Float => HostDType::F64,
-        _ => HostDType::I64,
+        Scalars::Int => HostDType::I64,
     };
     Ok((shape, dtype, data))
 }
@@ -645,6 +728,12 @@ fn nested(
         )
     };
     match items {
+        Some(_) if depth >= MAX_DIMS => Err(ctx.error(
+            eval_codes::VALUE_ERROR,
+            format!("the sequence nests more than {MAX_DIMS} deep (NumPy's limit of dims)"),
+            span,
+            "too deep",
+        )),
         Some(items) => {
             if depth == shape.len() {
                 if data.is_empty() || depth == 0 {
@@ -699,10 +788,11 @@ pub const DEFS: &[ApiDef] = &[
         "nl.shared_constant",
         &[req("constant", Kind::Any), OUT_DTYPE],
         NO_ENGINE,
-        "A shared-HBM tensor holding a host NumPy array: the array itself, or the path of a `.npy` file the kernel's compile-time code saved with `np.save`. Its bytes are part of the program (a data section).",
+        "An HBM tensor holding a host NumPy array, one copy per program instance (so per core): the array itself, or the path of a `.npy` file the kernel's compile-time code saved with `np.save`. Its bytes are part of the program (a data section).",
         &[
             "`constant` is a host array or the path of a file saved by `np.save` during this compile (nkic reads no file from disk).",
-            "The tensor's dtype is `dtype`, else the array's; a `float64` or `int64` array needs `dtype=` (the machine has neither).",
+            "The tensor's dtype is `dtype`, else the array's, with `float64` as `float32` and `int64` as `int32` (every value must fit).",
+            "The array's shape is a tensor's (1 to 5 positive dims).",
         ],
         shared_constant,
     ),
@@ -1001,11 +1091,15 @@ fn np_arange(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnost
     };
     let dtype = opt_dtype(ctx, b, "dtype")?.unwrap_or(own);
     let len = ((stop.0 - start.0) / step.0).ceil();
-    let len = if len.is_finite() && len > 0.0 {
-        len
-    } else {
-        0.0
-    };
+    if len.is_nan() || len.is_infinite() {
+        return Err(ctx.error(
+            eval_codes::VALUE_ERROR,
+            "`np.arange` with an infinite or NaN bound has no length",
+            span,
+            "no length",
+        ));
+    }
+    let len = len.max(0.0);
     let len = if len > usize::MAX as f64 {
         usize::MAX
     } else {
@@ -1045,7 +1139,7 @@ fn np_kron(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
             "different ranks",
         ));
     }
-    let shape: Vec<usize> = sa.iter().zip(&sb).map(|(x, y)| x * y).collect();
+    let shape = dims_times(ctx, &sa, &sb, span)?;
     let dtype = da.promote(db);
     let (ta, tb) = (strides(&sa), strides(&sb));
     make(
@@ -1074,7 +1168,7 @@ fn np_tile(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
         p
     };
     let (sa, reps) = (pad(&sa), pad(&reps));
-    let shape: Vec<usize> = sa.iter().zip(&reps).map(|(x, r)| x * r).collect();
+    let shape = dims_times(ctx, &sa, &reps, span)?;
     let st = strides(&sa);
     make(
         ctx,
@@ -1216,11 +1310,13 @@ fn reshape(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
     let a = b.needed(ctx, "shape", "`reshape` needs a shape")?;
     let raw = crate::api::table::ints_of(ctx, &a)?;
     let total = data.len();
-    let known: usize = raw
+    let Some(known) = raw
         .iter()
         .filter(|&&d| d >= 0)
-        .map(|&d| d as usize)
-        .product();
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d as usize))
+    else {
+        return Err(too_big(ctx, &[usize::MAX], a.span));
+    };
     let infer = raw.iter().filter(|&&d| d == -1).count();
     let mut shape = Vec::with_capacity(raw.len());
     for &d in &raw {
@@ -1236,6 +1332,9 @@ fn reshape(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic
                 ));
             }
         }
+    }
+    if size_of(&shape).is_none() {
+        return Err(too_big(ctx, &shape, a.span));
     }
     if shape.iter().product::<usize>() != total {
         return Err(ctx.error(
@@ -1259,7 +1358,8 @@ fn copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
 
 fn tolist(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (shape, dtype, data) = this(ctx, b)?;
-    ctx.charge_bytes(data.len() as u64 * 16, span)?;
+    let items = listed(&shape).saturating_add(data.len());
+    ctx.charge_bytes((items as u64).saturating_mul(16), span)?;
     fn build(shape: &[usize], data: &[f64], dtype: HostDType) -> Value {
         match shape.split_first() {
             None => dtype.scalar(data.first().copied().unwrap_or(0.0)),
@@ -1300,34 +1400,47 @@ fn shared_constant(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Di
             ));
         }
     };
-    let dtype = match (b.dtype(ctx, "dtype")?, array.dtype) {
-        (Some(d), _) | (None, HostDType::Of(d)) => d,
-        (None, other) => {
+    // The tensor's dtype: `dtype=`, else the array's; NumPy's default
+    // float64 becomes float32 and int64 int32 (when every value fits), as
+    // the machine has neither.
+    let given = b.get("dtype").map(|a| host_dtype_of(ctx, a)).transpose()?;
+    let fits_i32 = || {
+        let data = array.data.borrow();
+        data.iter()
+            .all(|&x| f64::from(i32::MIN) <= x && x <= f64::from(i32::MAX))
+    };
+    let dtype = match (given, array.dtype) {
+        (Some(HostDType::Of(d)), _) | (None, HostDType::Of(d)) => d,
+        (None, HostDType::F64) => DType::F32,
+        (None, HostDType::I64) if fits_i32() => DType::I32,
+        (Some(other), _) | (None, other) => {
+            let message = if given.is_none() && other == HostDType::I64 {
+                "an int64 array with values outside int32 cannot be a kernel tensor".to_owned()
+            } else {
+                format!("a kernel tensor cannot be {}", other.name())
+            };
             return Err(ctx
                 .error(
                     codes::DTYPE,
-                    format!("a {} array cannot be a kernel tensor", other.name()),
-                    arg.span,
-                    format!("{} array", other.name()),
+                    message,
+                    b.span_of(if given.is_some() { "dtype" } else { "constant" }),
+                    format!("{} here", other.name()),
                 )
                 .with_help(
-                    "convert it on the host (`.astype(np.float32)`) or give `dtype=` to `nl.shared_constant`",
+                    "convert it on the host (`.astype(np.int32)`, `.astype(np.float32)`) or give a machine dtype as `dtype=`",
                 ));
         }
     };
-    let shape: Vec<u64> = array.shape.iter().map(|&n| n as u64).collect();
+    // The rules of every tensor's shape (`nl.ndarray`'s).
+    let dims = array.shape.iter().map(|&n| Value::Int(n as i64)).collect();
+    let shape = crate::api::table::shape_of(ctx, &Arg::new(Value::Tuple(dims), arg.span))?;
     let bytes = array.bytes(dtype);
-    // Named after its contents: the instances of an LNC=2 launch that embed
-    // the same constant share one tensor (shared tensors of one name are
-    // one), and different constants never share a name.
-    let mut h = nkic_isa::hash::FastHasher::default();
-    h.write(dtype.name().as_bytes());
-    for &n in &shape {
-        h.write_u64(n);
-    }
-    h.write(&bytes);
-    let name = format!("shared_constant_{:016x}", h.finish());
-    let hbm = crate::api::tensor::alloc(ctx, &shape, dtype, Buffer::SharedHbm, &name, span, span)?;
+    // Each program instance (so each core) holds its own copy: a constant
+    // is only read, and instances of an LNC=2 launch may embed different
+    // ones (a constant built from `nl.program_id`), which one shared tensor
+    // could not hold.
+    let name = ctx.fresh_name("shared_constant_");
+    let hbm = crate::api::tensor::alloc(ctx, &shape, dtype, Buffer::PrivateHbm, &name, span, span)?;
     ctx.builder()
         .set_data(hbm.storage(), std::sync::Arc::from(bytes));
     Ok(Value::tensor(hbm))

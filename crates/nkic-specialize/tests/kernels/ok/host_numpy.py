@@ -32,6 +32,9 @@ def host_arrays(x):
     assert np.arange(6).reshape((2, 3)).T.tolist() == [[0, 3], [1, 4], [2, 5]]
     assert np.arange(24).reshape((2, 3, 4)).T[3, 1, 0] == 7
     assert np.tile(np.arange(3), 2).tolist() == [0, 1, 2, 0, 1, 2]
+    assert str(np.zeros((2, 1), dtype=np.int32)) == "array([[0], [0]], dtype=int32)"
+    assert str(np.zeros((2000, 0))) == "array(..., shape=(2000, 0), dtype=float64)"
+    assert np.array([]).dtype == np.float64 and np.array([True]).dtype == np.bool_
     with NamedTemporaryFile(suffix=".npy", delete=False) as f:
         np.save(f, perm)
     with tempfile.NamedTemporaryFile(suffix=".npy") as g:

@@ -7,4 +7,4 @@ import numpy as np
 # nkic: args x=float32[128,64]
 @nki.jit
 def k(x):
-    c = nl.shared_constant(np.zeros((4, 4)))
+    c = nl.shared_constant(np.ones((128, 4), dtype=np.float32), dtype=nl.float8_e4m3fn_x4)
