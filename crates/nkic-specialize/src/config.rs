@@ -89,8 +89,10 @@ pub struct SpecializeConfig {
     pub low_precision_as_f32: bool,
     /// `.npy` files of the host given to the compile: `np.load` and
     /// `nl.shared_constant` see them as files the kernel saved
-    /// (`api/host.rs`). The Python package passes the files its
-    /// compile-time arguments name; the specializer itself reads none.
+    /// (`api/host.rs`), and their elements count against
+    /// `max_value_bytes` (8 bytes each) from the start. The Python package
+    /// passes the files its compile-time arguments name; the specializer
+    /// itself reads none.
     pub host_files: Vec<HostFile>,
 }
 

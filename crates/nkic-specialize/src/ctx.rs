@@ -431,7 +431,16 @@ impl<'a> Ctx<'a> {
             hbm_vars: Vec::new(),
             facts: config.record_facts.then(Facts::default),
             defining: None,
-            budget: Default::default(),
+            // The caller's host files count against the value budget from
+            // the start, as arrays the kernel built would.
+            budget: crate::budget::Budget {
+                bytes: config
+                    .host_files
+                    .iter()
+                    .map(|f| (f.values.len() as u64).saturating_mul(8))
+                    .fold(0, u64::saturating_add),
+                ..Default::default()
+            },
             host_files: crate::api::host::preloaded(&config.host_files),
             host_temp_files: 0,
             next_name: 0,

@@ -252,3 +252,59 @@ fn core_barrier_needs_two_cores_under_lnc() {
     let label = d.primary.as_ref().unwrap();
     assert_eq!(&text[label.span.range()], "nisa.core_barrier(out, (0, 1))");
 }
+
+const EMBED: &str = r#"import nki
+import nki.language as nl
+import numpy as np
+
+
+# nkic: args x=float32[2,2]
+@nki.jit
+def k(x):
+    c = nl.shared_constant("/host/table.npy")
+    assert np.load("/host/table.npy").tolist() == [[1, 2], [3, 4]]
+"#;
+
+/// A host file the caller read (`SpecializeConfig::host_files`), as the
+/// Python package passes them: `nl.shared_constant` embeds it, and its
+/// elements count against the value budget.
+#[test]
+fn host_files_are_files_of_the_compile_and_count_against_the_budget() {
+    let table = nkic_specialize::HostFile {
+        path: "/host/table.npy".into(),
+        dtype: "int64".into(),
+        shape: vec![2, 2],
+        values: vec![1.0, 2.0, 3.0, 4.0],
+    };
+    let config = SpecializeConfig {
+        host_files: vec![table],
+        ..SpecializeConfig::default()
+    };
+    let (res, _) = run(EMBED, &config);
+    assert!(!res.has_errors(), "{:?}", res.diagnostics);
+    let data = res.kernels[0]
+        .storages
+        .iter()
+        .find_map(|(_, s)| s.data.clone())
+        .expect("a storage with data");
+    // int64 embeds as int32 (every value fits).
+    let want: Vec<u8> = [1i32, 2, 3, 4]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    assert_eq!(&*data, &want[..]);
+    // 32 bytes of host file and a 4-byte string: over a 34-byte budget
+    // only because the file counts.
+    let small = SpecializeConfig {
+        max_value_bytes: 34,
+        ..config
+    };
+    let text = EMBED.replace(
+        "    assert np.load(\"/host/table.npy\").tolist() == [[1, 2], [3, 4]]\n",
+        "    s = \"ab\" + \"cd\"\n",
+    );
+    assert_ne!(text, EMBED);
+    let (res, _) = run(&text, &small);
+    let codes: Vec<&str> = res.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E0261"], "{:?}", res.diagnostics);
+}
