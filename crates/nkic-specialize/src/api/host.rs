@@ -585,6 +585,20 @@ pub fn preloaded(files: &[crate::config::HostFile]) -> std::collections::BTreeMa
     out
 }
 
+/// The error for a Python operator on a host array (`a + 1`, `a == b`),
+/// which nkic does not evaluate element by element.
+pub fn no_operators(ctx: &Ctx<'_>, op: &str, span: Span) -> Diagnostic {
+    ctx.error(
+        codes::UNSUPPORTED,
+        format!("`{op}` on host NumPy arrays is not supported by nkic yet"),
+        span,
+        "a host array operand",
+    )
+    .with_note(
+        "nkic's host arrays are built by NumPy's constructors, `np.kron`, `np.tile`, `astype`, `reshape` and item writes (docs/language.md)",
+    )
+}
+
 /// The end of `with NamedTemporaryFile(...) as f:`: the file is removed
 /// unless it was made with `delete=False`.
 pub fn after_with(ctx: &mut Ctx<'_>, file: &TempFile) {

@@ -87,6 +87,9 @@ pub fn apply(
         accumulate(ctx, acc, mm, span)?;
         return Ok(Value::Tensor(acc.clone()));
     }
+    if operands.iter().any(|v| super::host::as_array(v).is_some()) {
+        return Err(super::host::no_operators(ctx, op.as_str(), span));
+    }
     let operands: Vec<Value> = operands
         .iter()
         .map(|v| super::materialize(ctx, v))

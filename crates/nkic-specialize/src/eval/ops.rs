@@ -550,6 +550,8 @@ impl Ctx<'_> {
             // Equality of API objects without run-time meaning (enum-like
             // constants) is decided here when possible.
             if matches!(op, CmpOp::Eq | CmpOp::NotEq)
+                && api::host::as_array(l).is_none()
+                && api::host::as_array(r).is_none()
                 && let (Value::Ext(_), Value::Ext(_)) | (Value::Ext(_), _) | (_, Value::Ext(_)) =
                     (l, r)
                 && let Some(eq) = l.py_eq(r)
