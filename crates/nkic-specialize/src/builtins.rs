@@ -457,6 +457,9 @@ impl Ctx<'_> {
                         return self.call(&f, a, span);
                     }
                     Value::Tensor(t) => t.shape.first().copied().unwrap_or(1) as usize,
+                    Value::Ext(e) if e.as_any().is::<crate::api::host::HostArray>() => {
+                        crate::api::host::len(self, &x.value, x.span)?
+                    }
                     v => self.iterate(v, x.span)?.len(),
                 };
                 Ok(Value::Int(n as i64))

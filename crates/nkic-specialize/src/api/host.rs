@@ -585,6 +585,39 @@ pub fn preloaded(files: &[crate::config::HostFile]) -> std::collections::BTreeMa
     out
 }
 
+/// `bool(a)`, as NumPy: the truth of the one element of a one-element
+/// array; any other array's truth is ambiguous (E0210).
+pub fn truth(ctx: &Ctx<'_>, a: &HostArray, span: Span) -> Result<bool, Diagnostic> {
+    let data = a.data.borrow();
+    match data[..] {
+        [x] => Ok(x != 0.0),
+        _ => Err(ctx
+            .error(
+                eval_codes::VALUE_ERROR,
+                format!(
+                    "the truth value of a host array of {} elements is ambiguous",
+                    data.len()
+                ),
+                span,
+                "used as a condition",
+            )
+            .with_help("test one element (`a[i, j]`)")),
+    }
+}
+
+/// `len(a)`: the length of the first dim (a 0-d array has none: E0202).
+pub fn len(ctx: &Ctx<'_>, v: &Value, span: Span) -> Result<usize, Diagnostic> {
+    match as_array(v).and_then(|a| a.shape.first().copied()) {
+        Some(n) => Ok(n),
+        None => Err(ctx.error(
+            eval_codes::TYPE_ERROR,
+            "`len` of a 0-d host array",
+            span,
+            "no first dimension",
+        )),
+    }
+}
+
 /// The error for a Python operator on a host array (`a + 1`, `a == b`),
 /// which nkic does not evaluate element by element.
 pub fn no_operators(ctx: &Ctx<'_>, op: &str, span: Span) -> Diagnostic {

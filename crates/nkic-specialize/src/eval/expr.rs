@@ -1224,6 +1224,12 @@ impl Ctx<'_> {
             // A tensor is a Python object without `__bool__`: always true,
             // so `x if t else None` works as in NKI's tracer.
             Value::Tensor(_) => true,
+            // A host NumPy array as NumPy decides; other API objects are
+            // Python objects without `__bool__`.
+            Value::Ext(_) => match crate::api::host::as_array(v) {
+                Some(a) => return crate::api::host::truth(self, a, span),
+                None => true,
+            },
             Value::Register(_) | Value::Index(_) | Value::IndexPred(_) => {
                 return Err(self
                     .no_truth_value(v, span, "used as a condition")

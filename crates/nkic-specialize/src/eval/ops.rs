@@ -468,7 +468,9 @@ impl Ctx<'_> {
     /// `op v`.
     pub(crate) fn unary(&mut self, op: UnaryOp, v: Value, span: Span) -> Result<Value, Diagnostic> {
         match (op, &v) {
-            (UnaryOp::Not, _) if !matches!(v, Value::Ext(_)) => {
+            (UnaryOp::Not, _)
+                if !matches!(v, Value::Ext(_)) || api::host::as_array(&v).is_some() =>
+            {
                 Ok(Value::Bool(!self.truthy(&v, span)?))
             }
             (_, Value::Tensor(_) | Value::Ext(_)) => {

@@ -35,6 +35,7 @@ def host_arrays(x):
     assert str(np.zeros((2, 1), dtype=np.int32)) == "array([[0], [0]], dtype=int32)"
     assert str(np.zeros((2000, 0))) == "array(..., shape=(2000, 0), dtype=float64)"
     assert np.array([]).dtype == np.float64 and np.array([True]).dtype == np.bool_
+    assert len(np.zeros((3, 2))) == 3 and np.array([[2.5]]) and not np.zeros(1)
     with NamedTemporaryFile(suffix=".npy", delete=False) as f:
         np.save(f, perm)
     with tempfile.NamedTemporaryFile(suffix=".npy") as g:
