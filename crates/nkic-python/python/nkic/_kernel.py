@@ -472,7 +472,6 @@ class Kernel:
             self.schedule,
             precise,
             self.no_spill,
-            tuple((f, _digest(f)) for f in files),
         )
         return _Call(tensors, consts, files, key)
 
@@ -485,7 +484,7 @@ class Kernel:
             _stats["hits"] += 1
             return entry.program
         src = self.source
-        path, name, _, _, grid, target, lnc, schedule, precise, no_spill, _ = call.key
+        path, name, _, _, grid, target, lnc, schedule, precise, no_spill = call.key
         search = _search_paths(os.path.dirname(src.path))
         program = _native.compile(
             path,
@@ -507,7 +506,9 @@ class Kernel:
         rendered, records = program.warnings
         if records:
             warnings.warn(NkicWarning(rendered.rstrip("\n")), stacklevel=4)
-        files = [f for f in program.files if os.path.isfile(f)]
+        # The sources and the `.npy` files the arguments name: an entry
+        # whose files changed is compiled anew (`_CacheEntry.fresh`).
+        files = [f for f in program.files if os.path.isfile(f)] + call.files
         with _cache_lock:
             _cache[call.key] = _CacheEntry(program, files)
         return program

@@ -861,11 +861,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "np.full",
-        &[
-            SHAPE,
-            req("fill_value", Kind::Float),
-            opt("dtype", Kind::DType, "None"),
-        ],
+        &[SHAPE, req("fill_value", Kind::Float), OUT_DTYPE],
         NO_ENGINE,
         "A host array filled with `fill_value` (of its type's dtype unless `dtype` is given).",
         &[],
@@ -898,7 +894,7 @@ pub const DEFS: &[ApiDef] = &[
             req("start", Kind::Float),
             opt("stop", Kind::Float, "None"),
             opt("step", Kind::Float, "1"),
-            opt("dtype", Kind::DType, "None"),
+            OUT_DTYPE,
         ],
         NO_ENGINE,
         "A host array of evenly spaced values in `[start, stop)` (`np.arange(n)` counts from 0).",
@@ -907,7 +903,7 @@ pub const DEFS: &[ApiDef] = &[
     ),
     ApiDef::new(
         "np.array",
-        &[req("object", Kind::Any), opt("dtype", Kind::DType, "None")],
+        &[req("object", Kind::Any), OUT_DTYPE],
         NO_ENGINE,
         "A host array of a nested list or tuple of numbers (or a copy of a host array).",
         &["The nesting is rectangular."],
