@@ -28,18 +28,20 @@
 //! bf16 matmul run; the loop reading the rows in place is slower by about
 //! as much for fp32 operands, whose packing cost more: neither wins there).
 //!
-//! Output partitions are independent, so above `PARALLEL_MIN_MACS` groups
-//! of `GROUP_BANDS` bands of `MR` of them run on rayon's threads; each
-//! output element is still summed by one thread in the one order, so the
-//! result does not depend on the thread count. Within a group, each block
-//! of moving columns serves all the group's bands while it is in the L1
+//! Output partitions are independent, so above `PARALLEL_MIN_MACS` the
+//! bands of `MR` of them are split into `GROUPS_PER_THREAD` groups per
+//! thread of rayon's pool (a smaller matmul is one group); each output
+//! element is still summed by one thread in the one order, so the result
+//! does not depend on the thread count. Within a group, each block of
+//! moving columns serves all the group's bands while it is in the L1
 //! cache. On x86-64 CPUs with AVX-512 the tile is 6 × 32 and compiled for
 //! AVX-512, with AVX 6 × 16 (`avx`), elsewhere 6 × 8 with the baseline
 //! vector width: multi-lane multiplies and adds round each lane exactly as
 //! scalar ones do. (Wider tiles were slower: the compiler spills the
-//! accumulators. On the AMD EPYC cores CI runs on, the AVX-512 loop did
-//! 28–31 G multiply-adds a second on a 128 × 128 × 512 bf16 matmul in one
-//! thread, the AVX one 21–23.)
+//! accumulators. On the AMD EPYC cores CI runs on, 128 × 128 × n bf16
+//! matmuls with padded moving rows, one thread, best of ten: the AVX-512
+//! loop 36–50 G multiply-adds a second for n = 64, 128 and 512, the AVX
+//! one 27–35; bands one at a time instead of in groups, 34–39.)
 
 use rayon::prelude::*;
 
@@ -353,11 +355,12 @@ struct Shape {
 /// fewer in the last band).
 type Band<T, O> = fn(&[T], &[T], Layout, Shape, &mut [O]);
 
-/// Bands a thread takes at a time: each `NR`-column block of the moving
-/// matrix (`k · NR` values, in the L1 cache) serves this many bands
-/// before the next is read; more bands per group would leave threads
-/// idle at the end of a 128-row matmul.
-const GROUP_BANDS: usize = 4;
+/// Groups of bands per thread of a parallel matmul: each thread takes a
+/// group at a time and runs every band of it over one block of moving
+/// columns while the block is in the L1 cache, so the fewer and larger
+/// the groups the better, but a thread that finishes early (or starts
+/// late, busy with other work) must find a group left to take.
+const GROUPS_PER_THREAD: usize = 2;
 
 /// Where the moving matrix's values are for the band loop: block `b` (its
 /// columns `b · NR..`) starts at `b · block`, and its `k` rows of `NR`
@@ -386,6 +389,9 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
         n_cols,
         stride,
     } = shape;
+    if m_cols == 0 {
+        return;
+    }
     // Packed by appending, so no element is written twice (zeroing a
     // fresh buffer first was 5 % of a 1024³ matmul run): a short last
     // block is padded with zeros.
@@ -410,7 +416,13 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
             (std::borrow::Cow::Borrowed(values), layout)
         }
     };
-    let group_rows = MR * GROUP_BANDS;
+    let bands = m_cols.div_ceil(MR);
+    let parallel = k * m_cols * n_cols >= PARALLEL_MIN_MACS;
+    let groups = match parallel {
+        true => bands.min(GROUPS_PER_THREAD * rayon::current_num_threads()),
+        false => 1,
+    };
+    let group_rows = MR * bands.div_ceil(groups);
     let run_group = |(group, rows): (usize, &mut [O])| {
         let first = group * group_rows;
         let bands = (m_cols - first).min(group_rows).div_ceil(MR);
@@ -420,11 +432,8 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
         }
         tiles(&stationary, &moving, layout, shape, rows);
     };
-    if m_cols == 0 {
-        return;
-    }
     let acc = &mut acc[..(m_cols - 1) * stride + n_cols * O::WIDTH];
-    if k * m_cols * n_cols >= PARALLEL_MIN_MACS {
+    if parallel {
         acc.par_chunks_mut(group_rows * stride)
             .enumerate()
             .for_each(run_group);
@@ -886,6 +895,7 @@ mod tests {
             (16, 6, 16),
             (128, 127, 129),
             (256, 64, 96),
+            (256, 127, 200),
         ] {
             let s = values(k * m, 1);
             let v = values(k * n, 2);
