@@ -437,7 +437,9 @@ impl<'a> Ctx<'a> {
                 bytes: config
                     .host_files
                     .iter()
-                    .map(|f| (f.values.len() as u64).saturating_mul(8))
+                    .map(|f| {
+                        (f.values.len() as u64).saturating_mul(crate::api::host::ELEMENT_BYTES)
+                    })
                     .fold(0, u64::saturating_add),
                 ..Default::default()
             },

@@ -152,6 +152,10 @@ fn wrap_int(x: f64, bits: u32, signed: bool) -> f64 {
     }
 }
 
+/// The bytes of the value budget one host element is charged: its f64
+/// (`HostArray::data`), whatever its NumPy dtype.
+pub(crate) const ELEMENT_BYTES: u64 = std::mem::size_of::<f64>() as u64;
+
 /// A NumPy array of the host (module doc).
 #[derive(Debug)]
 pub struct HostArray {
@@ -330,7 +334,7 @@ fn make(
     let Some(n) = size_of(&shape) else {
         return Err(too_big(ctx, &shape, span));
     };
-    ctx.charge_bytes((n as u64).saturating_mul(8), span)?;
+    ctx.charge_bytes((n as u64).saturating_mul(ELEMENT_BYTES), span)?;
     let data = fill(n);
     debug_assert_eq!(data.len(), n);
     Ok(Value::Ext(Rc::new(HostArray {
@@ -791,7 +795,7 @@ fn nested(
             } else if shape[depth] != items.len() {
                 return Err(ragged(ctx));
             }
-            ctx.charge_bytes(items.len() as u64 * 8, span)?;
+            ctx.charge_bytes((items.len() as u64).saturating_mul(ELEMENT_BYTES), span)?;
             for item in &items {
                 nested(ctx, item, depth + 1, shape, data, kind, span)?;
             }
@@ -1402,7 +1406,7 @@ fn copy(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
 fn tolist(ctx: &mut Ctx<'_>, b: &Bound, span: Span) -> Result<Value, Diagnostic> {
     let (shape, dtype, data) = this(ctx, b)?;
     let items = listed(&shape).saturating_add(data.len());
-    ctx.charge_bytes((items as u64).saturating_mul(16), span)?;
+    ctx.charge_items(items, span)?;
     fn build(shape: &[usize], data: &[f64], dtype: HostDType) -> Value {
         match shape.split_first() {
             None => dtype.scalar(data.first().copied().unwrap_or(0.0)),
