@@ -165,7 +165,7 @@ fn dispatch<T: Operand, O: Out>(
     };
     debug_assert!(s.len() >= k * m_cols);
     #[cfg(target_arch = "x86_64")]
-    if std::env::var_os("NO512").is_none() && avx::avx512_available() {
+    if avx::avx512_available() {
         if exact.unwrap_or_else(|| T::products_exact(&s[..k * m_cols], v_all)) {
             return blocked::<T, O, { avx::NR512 }>(s, v, shape, acc, avx::band512::<T, O, true>);
         }
