@@ -444,6 +444,36 @@ def reference(name, inputs):
             b, s_, i = out.shape
             out = out.reshape(b, s_, i // int(d), int(d)).transpose(2, 0, 1, 3)
         return [out]
+    if name.startswith("attn_cte:"):
+        # attention_cte without sink or window: per batch,
+        # softmax(scale * q k^T (causal: key j <= query i)) v, q [S, d]
+        # (tp_q) or [d, S], k [S_kv, d] (tp_k) or [d, S_kv], v [S_kv, d];
+        # out [S, d], or [d, S] with tp_out. With a prefix cache, the
+        # first prior_used_len prior keys and values come before the
+        # current ones, seen by every query. In blocks of query rows.
+        scale, causal, tp_q, tp_k, tp_out = name.split(":")[1:]
+        q = inputs["q"].astype(np.float64)
+        k = inputs["k"].astype(np.float64)
+        v = inputs["v"].astype(np.float64)
+        q = q if tp_q == "True" else q.transpose(0, 2, 1)
+        k = k if tp_k == "True" else k.transpose(0, 2, 1)
+        used = 0
+        if "k_prior" in inputs:
+            used = int(inputs["prior_used_len"].reshape(-1)[0])
+            kp = inputs["k_prior"].astype(np.float64)
+            kp = kp if tp_k == "True" else kp.transpose(0, 2, 1)
+            k = np.concatenate([kp[:, :used], k], axis=1)
+            v = np.concatenate([inputs["v_prior"].astype(np.float64)[:, :used], v], axis=1)
+        out = np.empty(q.shape)
+        for b in range(q.shape[0]):
+            for r0 in range(0, q.shape[1], 1024):
+                scores = float(scale) * q[b, r0: r0 + 1024] @ k[b].T
+                if causal == "True":
+                    rows = np.arange(r0, r0 + scores.shape[0])[:, None] + used
+                    scores = np.where(np.arange(k.shape[1])[None, :] <= rows, scores, -np.inf)
+                p = np.exp(scores - scores.max(axis=1, keepdims=True))
+                out[b, r0: r0 + 1024] = (p / p.sum(axis=1, keepdims=True)) @ v[b]
+        return [out.transpose(0, 2, 1) if tp_out == "True" else out]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1214,8 +1244,13 @@ def attn_cte_case(lnc, bs, skv, sq, d, scale, dtype, causal, tp_q, tp_out, tp_k=
             + ("" if tp_q else "_qT") + ("_kT" if tp_k else "") + ("_outT" if tp_out else "")
             + (f"_prior{prior[0]}u{prior[1]}" if prior else "") + ("_sink" if sink else "")
             + (f"_sw{window}" if window else ""))
-    return dict(name=name, file="nkilib/core/attention/attention_cte.py", kernel="attention_cte", args=args,
+    case = dict(name=name, file="nkilib/core/attention/attention_cte.py", kernel="attention_cte", args=args,
                 consts=consts, grid="2" if lnc == 2 else None, target="trn2", inputs=inputs)
+    if not (sink or window):
+        # The test's inputs are uniform in [0, 1).
+        inputs |= {n: ("uniform", 0.0, 1.0) for n in ("q", "k", "v", "k_prior", "v_prior")}
+        case |= dict(ref=f"attn_cte:{scale}:{causal}:{tp_q}:{tp_k}:{tp_out}", tol=(2e-2, 1e-5))
+    return case
 
 
 CASES += [
