@@ -108,15 +108,15 @@ CASES = [
     dict(name="rope_hf_lnc2_bf16", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
          args=["q=bfloat16[1,32,256,128]", "k=bfloat16[1,8,256,128]", "q_out=bfloat16[1,32,256,128]",
                "k_out=bfloat16[1,8,256,128]", "cos=bfloat16[1,256,128]", "sin=bfloat16[1,256,128]"],
-         grid="2", target="trn2"),
+         grid="2", target="trn2", ref="rope_hf:False", tol=(1e-6, 1e-6)),
     dict(name="rope_hf_lnc2_f32_bwd", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
          args=["q=float32[1,32,256,128]", "k=float32[1,8,256,128]", "q_out=float32[1,32,256,128]",
                "k_out=float32[1,8,256,128]", "cos=float32[1,256,128]", "sin=float32[1,256,128]"],
-         consts=["backward=True"], grid="2", target="trn2"),
+         consts=["backward=True"], grid="2", target="trn2", ref="rope_hf:True", tol=(1e-6, 1e-6)),
     dict(name="rope_hf_b4_gpt_f32", file="nkilib/core/embeddings/rope_hf.py", kernel="rope_hf",
          args=["q=float32[1,32,512,64]", "k=float32[1,8,512,64]", "q_out=float32[1,32,512,64]",
                "k_out=float32[1,8,512,64]", "cos=float32[1,512,64]", "sin=float32[1,512,64]"],
-         grid="2", target="trn2"),
+         grid="2", target="trn2", ref="rope_hf:False", tol=(1e-6, 1e-6)),
     # core/output_projection/test_output_proj_tkg.py: (B, n_heads, S_tkg,
     # d_head, H, quantization, bias, transpose_out); attention is
     # [d_head, B, n_heads, S_tkg].
@@ -474,6 +474,25 @@ def reference(name, inputs):
                 p = np.exp(scores - scores.max(axis=1, keepdims=True))
                 out[b, r0: r0 + 1024] = (p / p.sum(axis=1, keepdims=True)) @ v[b]
         return [out.transpose(0, 2, 1) if tp_out == "True" else out]
+    if name.startswith("rope_hf:"):
+        # HF RoPE on q, k [B, H, S, d] with cos, sin [B, S, d], in the
+        # inputs' dtype as the test's reference computes it (each product
+        # and the sum rounded): x cos + rotate_half(x) sin, rotate_half(x)
+        # = [-x2, x1]; backward: x cos + [(x sin)2, -(x sin)1].
+        dt = inputs["q"].dtype
+        r = lambda a: a.astype(np.float32).astype(dt).astype(np.float32)  # noqa: E731
+        cos, sin = (inputs[n].astype(np.float32)[:, None] for n in ("cos", "sin"))
+        outs = []
+        for n in ("q", "k"):
+            x = inputs[n].astype(np.float32)
+            half = x.shape[-1] // 2
+            if name == "rope_hf:True":
+                xs = r(x * sin)
+                rotated = np.concatenate([xs[..., half:], -xs[..., :half]], axis=-1)
+            else:
+                rotated = r(np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin)
+            outs.append(r(r(x * cos) + rotated).astype(np.float64))
+        return outs
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1368,7 +1387,8 @@ def rope_hf_case(b, hq, hkv, s, d, dtype, backward=False):
                 args=[f"q={dtype}[{b},{hq},{s},{d}]", f"k={dtype}[{b},{hkv},{s},{d}]",
                       f"q_out={dtype}[{b},{hq},{s},{d}]", f"k_out={dtype}[{b},{hkv},{s},{d}]",
                       f"cos={dtype}[{b},{s},{d}]", f"sin={dtype}[{b},{s},{d}]"],
-                consts=[f"backward={backward}"], grid="2", target="trn2")
+                consts=[f"backward={backward}"], grid="2", target="trn2",
+                ref=f"rope_hf:{backward}", tol=(1e-6, 1e-6))
 
 
 CASES += [rope_hf_case(2, 16, 4, 512, 128, "bfloat16"), rope_hf_case(4, 1, 1, 512, 128, "bfloat16")]
