@@ -493,6 +493,22 @@ def reference(name, inputs):
                 rotated = r(np.concatenate([-x[..., half:], x[..., :half]], axis=-1) * sin)
             outs.append(r(r(x * cos) + rotated).astype(np.float64))
         return outs
+    if name.startswith("bcast:"):
+        # tp_broadcast: column src_offset of the source (of its slice at
+        # `select` along dim 1 when given), as a row repeated count times.
+        offset, count, select = name.split(":")[1:]
+        x = inputs["src_hbm"].astype(np.float64)
+        if select:
+            x = x[:, int(select)]
+        return [np.tile(x[:, int(offset)], (int(count), 1))]
+    if name.startswith("xpart:"):
+        # cross_partition_copy into zeros: n partitions from src_start to
+        # dst_start.
+        src, dst, n = (int(v) for v in name.split(":")[1:])
+        x = inputs["x"].astype(np.float64)
+        out = np.zeros_like(x)
+        out[dst: dst + n] = x[src: src + n]
+        return [out]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1490,13 +1506,15 @@ def tp_bcast_case(shape, offset, count, select):
     return dict(name=f"tp_broadcast_{'x'.join(map(str, shape))}_o{offset}_c{count}_sel{select}",
                 file="tp_bcast_wrapper.py", wrapper=TP_BCAST_WRAPPER, kernel="bcast",
                 args=[f"src_hbm=float32[{','.join(map(str, shape))}]"],
-                consts=[f"src_offset={offset}", f"count={count}", f"select={select}"], target="trn2")
+                consts=[f"src_offset={offset}", f"count={count}", f"select={select}"], target="trn2",
+                ref=f"bcast:{offset}:{count}:{'' if select is None else select}", tol=(1e-6, 0.0))
 
 
 def xpart_case(src, dst, n, f, p, target="trn2"):
     return dict(name=f"cross_partition_copy_{src}to{dst}_n{n}_f{f}_p{p}_{target}", file="xpart_wrapper.py",
                 wrapper=XPART_WRAPPER, kernel="xpart", args=[f"x=float32[{p},{f}]"],
-                consts=[f"src_start={src}", f"dst_start={dst}", f"n={n}"], target=target)
+                consts=[f"src_start={src}", f"dst_start={dst}", f"n={n}"], target=target,
+                ref=f"xpart:{src}:{dst}:{n}", tol=(0.0, 0.0))
 
 
 CASES += [
