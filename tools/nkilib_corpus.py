@@ -31,7 +31,7 @@ CASES = [
     dict(name="cumsum_1x256_f32", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
          args=["x=float32[1,256]"], ref="cumsum"),
     dict(name="cumsum_64x4x1024_bf16", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
-         args=["x=bfloat16[64,4,1024]"], ref=None),
+         args=["x=bfloat16[64,4,1024]"], ref="cumsum", tol=(1e-2, 1e-3)),
     dict(name="cumsum_128x2048_f32", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
          args=["x=float32[128,2048]"], ref="cumsum"),
     dict(name="rope_64_1_1_16", file="nkilib/core/embeddings/rope.py", kernel="RoPE",
@@ -69,7 +69,8 @@ CASES = [
     dict(name="cross_entropy_fwd_lnc2", file="nkilib/experimental/loss/cross_entropy.py",
          kernel="cross_entropy_forward",
          args=["logits_hbm=bfloat16[64,32768]", "targets_hbm=int32[64]"],
-         grid="2", target="trn2"),
+         grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, 32768)}, ref="cross_entropy",
+         tol=(1e-2, 1e-2)),
     dict(name="conv1d_small", file="nkilib/experimental/conv/conv1d.py", kernel="conv1d",
          args=["x_in=bfloat16[1,128,256]", "filters=bfloat16[128,128,3]"],
          consts=["padding=(1, 1)"]),
@@ -77,10 +78,12 @@ CASES = [
     # (T, E, top_k, chunk_size, dtype) at LNC=2.
     dict(name="find_nonzero_4096x128_i32", file="nkilib/core/subkernels/find_nonzero_indices.py",
          kernel="find_nonzero_indices", args=["input_tensor=int32[4096,128]"],
-         consts=["chunk_size=4096"], grid="2", target="trn2"),
+         consts=["chunk_size=4096"], grid="2", target="trn2", inputs={"input_tensor": ("sparse", 1 / 16)},
+         ref="find_nonzero:0:", tol=(0, 0)),
     dict(name="find_nonzero_10240x128_f32", file="nkilib/core/subkernels/find_nonzero_indices.py",
          kernel="find_nonzero_indices", args=["input_tensor=float32[10240,128]"],
-         consts=["chunk_size=10240"], grid="2", target="trn2"),
+         consts=["chunk_size=10240"], grid="2", target="trn2", inputs={"input_tensor": ("sparse", 1 / 16)},
+         ref="find_nonzero:0:", tol=(0, 0)),
     # test_indexed_flatten.py: (T, E, f_len), output_len = E*T + 1024
     # rounded up to 128.
     dict(name="indexed_flatten_4096_2_128", file="nkilib/core/subkernels/indexed_flatten.py",
@@ -274,10 +277,14 @@ def reference(name, inputs):
     if name == "cross_entropy":
         # cross_entropy_forward: per position, the loss (log-sum-exp of the
         # row less the target's logit) and the log-sum-exp itself.
-        x = inputs["logits_hbm"].astype(np.float64)
-        m = x.max(axis=1)
-        lse = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
-        return [lse - x[np.arange(x.shape[0]), inputs["targets_hbm"]], lse]
+        # In blocks of rows, so that the float64 copy stays small.
+        logits, targets = inputs["logits_hbm"], inputs["targets_hbm"]
+        lse = np.empty(logits.shape[0])
+        for r0 in range(0, logits.shape[0], 256):
+            x = logits[r0: r0 + 256].astype(np.float64)
+            m = x.max(axis=1)
+            lse[r0: r0 + 256] = m + np.log(np.exp(x - m[:, None]).sum(axis=1))
+        return [lse - logits[np.arange(logits.shape[0]), targets].astype(np.float64), lse]
     if name.startswith("topk:"):
         # rotational_topk with sorted=True: per row, the k largest values
         # in descending order and their column indices (random normal
@@ -935,9 +942,9 @@ CASES += [
 # seq_len, dtype): x [batch, hidden] or [batch, seq_len, hidden].
 CASES += [
     dict(name="cumsum_256x8192_bf16", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
-         args=["x=bfloat16[256,8192]"], grid="2", target="trn2"),
+         args=["x=bfloat16[256,8192]"], grid="2", target="trn2", ref="cumsum", tol=(1e-2, 1e-2)),
     dict(name="cumsum_2048x3x6144_f32", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
-         args=["x=float32[2048,3,6144]"], grid="2", target="trn2"),
+         args=["x=float32[2048,3,6144]"], grid="2", target="trn2", ref="cumsum", tol=(1e-3, 1e-2)),
     dict(name="cumsum_1x1x512_f32_lnc2", file="nkilib/core/cumsum/cumsum.py", kernel="cumsum",
          args=["x=float32[1,1,512]"], grid="2", target="trn2", ref="cumsum"),
 ]
@@ -1028,11 +1035,14 @@ def ce_fwd_case(b, t, v, dtype, pb, cs):
                 args=[f"logits_hbm={dtype}[{b * t},{v}]", f"targets_hbm=int32[{b * t}]"],
                 consts=[f"positions_per_batch={pb}", f"chunk_size={cs}", f"dtype=nl.{dtype}"],
                 grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
-    # The float32 rows compute in float32 and compare with NumPy's
-    # log-sum-exp; the bfloat16 ones sum tens of thousands of bfloat16
-    # terms, which only the library's own golden model reproduces.
+    # Compared with NumPy's log-sum-exp by the library's rule at its
+    # test's tolerances (1e-2 for bfloat16: the kernel sums tens of
+    # thousands of bfloat16 terms); not the two largest bfloat16 rows,
+    # whose float64 copy of the logits NumPy would need (10-16 GB).
     if dtype == "float32":
         case["ref"] = "cross_entropy"
+    elif b * t * v <= 1 << 30:
+        case |= dict(ref="cross_entropy", tol=(1e-2, 1e-2))
     return case
 
 
