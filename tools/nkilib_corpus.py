@@ -516,6 +516,20 @@ def reference(name, inputs):
         out = np.zeros_like(x)
         out[dst: dst + n] = x[src: src + n]
         return [out]
+    if name.startswith("ce_bwd:"):
+        # The gradient of the cross-entropy loss over the logits:
+        # softmax(row) less one at the target, over the positions' count
+        # for the mean. In blocks of rows.
+        logits, targets = inputs["logits_hbm"], inputs["targets_hbm"]
+        n = logits.shape[0] if name == "ce_bwd:mean" else 1
+        grad = np.empty(logits.shape)
+        for r0 in range(0, logits.shape[0], 256):
+            x = logits[r0: r0 + 256].astype(np.float64)
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            g = e / e.sum(axis=1, keepdims=True)
+            g[np.arange(g.shape[0]), targets[r0: r0 + 256]] -= 1
+            grad[r0: r0 + 256] = g / n
+        return [grad]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1430,7 +1444,10 @@ def ce_bwd_case(b, t, v, dtype, pb, cs, reduction):
                       f"lse_state_hbm={dtype}[{b * t}]"],
                 consts=[f"reduction='{reduction}'", f"positions_per_batch={pb}", f"chunk_size={cs}",
                         f"dtype=nl.{dtype}"],
-                grid="2", target="trn2", inputs={"targets_hbm": ("randint", 0, v)})
+                grid="2", target="trn2",
+                inputs={"targets_hbm": ("randint", 0, v), "lse_state_hbm": ("lse_of", "logits_hbm")},
+                ref=f"ce_bwd:{reduction}",
+                tol=(1e-2, 1e-2) if dtype == "bfloat16" else (1e-5, 1e-5))
 
 
 CASES += [
@@ -1658,7 +1675,15 @@ def make_inputs(case, out_dir, checked):
     special = case.get("inputs", {})
     for a in case.get("args", []):
         name, dtype, shape = parse_arg(a)
-        if name in special:
+        if name in special and special[name][0] == "lse_of":
+            # The log-sum-exp of each row of an input made before (the
+            # forward pass's state a backward kernel takes).
+            logits = inputs[special[name][1]]
+            x = np.concatenate([
+                (lambda r: r.max(axis=1) + np.log(np.exp(r - r.max(axis=1, keepdims=True)).sum(axis=1)))(
+                    logits[r0: r0 + 256].astype(np.float64)) for r0 in range(0, logits.shape[0], 256)
+            ]).reshape(shape).astype(np.dtype(dtype))
+        elif name in special:
             x = special_input(np, rng, special[name], np.dtype(dtype), shape)
         elif checked:
             x = rng.standard_normal(shape).astype(np.dtype(dtype))
