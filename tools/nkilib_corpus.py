@@ -223,11 +223,14 @@ def moe_tkg_case(name, t, h, i, e, k, act, all_expert, dtype="float16", bias=Tru
         args += [f"expert_gate_up_weights_scale=float32[{e},2,{i}]", f"expert_down_weights_scale=float32[{e},{h}]"]
     consts = [f"is_all_expert={all_expert}", f"expert_affinities_scaling_mode={CT}.ExpertAffinityScaleMode.{scale}",
               f"activation_fn={CT}.ActFnType.{act}"] + (CLAMP if clamp else [])
-    inputs = {"expert_index": ("topk", e)}
+    inputs = {"expert_index": ("topk", e), "expert_affinities": ("affinities_of", "expert_index")}
     if all_expert and scale != "NO_SCALE":
         inputs["rank_id"] = ("const", 0)
-    return dict(name=name, file="nkilib/core/moe/moe_tkg/moe_tkg.py", kernel="moe_tkg", args=args,
+    case = dict(name=name, file="nkilib/core/moe/moe_tkg/moe_tkg.py", kernel="moe_tkg", args=args,
                 consts=consts, grid="2", target="trn3" if mx else "trn2", inputs=inputs)
+    if not mx:
+        case |= dict(ref=f"moe_tkg:{all_expert}:{scale}:{act}:{clamp}", tol=(5e-2 if quant else 2e-2, 1e-5))
+    return case
 
 
 CASES += [
@@ -530,6 +533,55 @@ def reference(name, inputs):
             g[np.arange(g.shape[0]), targets[r0: r0 + 256]] -= 1
             grad[r0: r0 + 256] = g / n
         return [grad]
+    if name.startswith("moe_tkg:"):
+        # moe_tkg: each expert's MLP, down((act(min(x Wg + bg, 7)) *
+        # clamp(x Wu + bu, -6, 8))) + bd (FP8 row weights times their
+        # scales), rounded to the hidden dtype; all-expert: summed over
+        # every expert, selective: over each token's k experts, times the
+        # token's affinity for it with POST_SCALE.
+        all_expert, scale, act, clamp = name.split(":")[1:]
+        x = inputs["hidden_input"].astype(np.float64)
+        w = inputs["expert_gate_up_weights"].astype(np.float64)
+        down = inputs["expert_down_weights"].astype(np.float64)
+        if "expert_gate_up_weights_scale" in inputs:
+            w = w * inputs["expert_gate_up_weights_scale"].astype(np.float64)[:, None]
+            down = down * inputs["expert_down_weights_scale"].astype(np.float64)[:, None]
+        aff = inputs["expert_affinities"].astype(np.float64)
+        index = inputs["expert_index"].astype(np.int64)
+        gu_bias = inputs.get("expert_gate_up_bias")
+        d_bias = inputs.get("expert_down_bias")
+        dt = inputs["hidden_input"].dtype
+
+        def act_fn(g):
+            # g * sigmoid(b g), written with tanh so no exp overflows.
+            if act == "SiLU":
+                return g * 0.5 * (1 + np.tanh(0.5 * g))
+            if act == "Swish":
+                return g * 0.5 * (1 + np.tanh(0.851 * g))
+            from scipy.special import erf
+            return 0.5 * g * (1 + erf(g / np.sqrt(2)))
+
+        def mlp(rows, e):
+            g, u = rows @ w[e, :, 0], rows @ w[e, :, 1]
+            if gu_bias is not None:
+                g, u = g + gu_bias[e, 0].astype(np.float64), u + gu_bias[e, 1].astype(np.float64)
+            if clamp == "True":
+                g, u = np.minimum(g, 7.0), np.clip(u, -6.0, 8.0)
+            y = (act_fn(g) * u) @ down[e]
+            if d_bias is not None:
+                y = y + d_bias[e].astype(np.float64)
+            return y.astype(dt).astype(np.float64)
+
+        out = np.zeros(x.shape)
+        for e in range(w.shape[0]):
+            rows = np.arange(x.shape[0]) if all_expert == "True" else np.flatnonzero((index == e).any(axis=1))
+            if rows.size == 0:
+                continue
+            y = mlp(x[rows], e)
+            if scale == "POST_SCALE":
+                y = y * aff[rows, e][:, None]
+            out[rows] += y
+        return [out]
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1673,16 +1725,29 @@ def make_inputs(case, out_dir, checked):
     if masks:
         CACHE_CTX = (masks[0][0], masks[0][-1])
     special = case.get("inputs", {})
-    for a in case.get("args", []):
-        name, dtype, shape = parse_arg(a)
-        if name in special and special[name][0] == "lse_of":
-            # The log-sum-exp of each row of an input made before (the
-            # forward pass's state a backward kernel takes).
-            logits = inputs[special[name][1]]
+    # Inputs derived from others are made after every other.
+    derived = ("lse_of", "affinities_of")
+    args = [parse_arg(a) for a in case.get("args", [])]
+    args.sort(key=lambda a: a[0] in special and special[a[0]][0] in derived)
+    for name, dtype, shape in args:
+        kind = special.get(name, ("",))
+        if kind[0] == "lse_of":
+            # The log-sum-exp of each row of another input (the forward
+            # pass's state a backward kernel takes).
+            logits = inputs[kind[1]]
             x = np.concatenate([
                 (lambda r: r.max(axis=1) + np.log(np.exp(r - r.max(axis=1, keepdims=True)).sum(axis=1)))(
                     logits[r0: r0 + 256].astype(np.float64)) for r0 in range(0, logits.shape[0], 256)
             ]).reshape(shape).astype(np.dtype(dtype))
+        elif kind[0] == "affinities_of":
+            # Router affinities [T, E] as the MoE tests make them: zero
+            # but at each token's experts in another input's [T, k]
+            # indices, where they are positive and sum to one.
+            index = inputs[kind[1]].astype(np.int64)
+            weights = rng.random(index.shape)
+            x = np.zeros(shape)
+            np.put_along_axis(x, index, weights / weights.sum(axis=1, keepdims=True), axis=1)
+            x = x.astype(np.dtype(dtype))
         elif name in special:
             x = special_input(np, rng, special[name], np.dtype(dtype), shape)
         elif checked:
