@@ -582,6 +582,41 @@ def reference(name, inputs):
                 y = y * aff[rows, e][:, None]
             out[rows] += y
         return [out]
+    if name.startswith("attn_bwd:"):
+        # attention_bwd: with P the forward probabilities and dP = dy^T v
+        # (zero for sink columns), dS = P * (dP - rowsum(dP * P)); dq =
+        # k dS^T * scale, dk = q scale dS, dv = dy P, kv gradients summed
+        # over each group of query heads, dsinks the column sums of dS's
+        # sink columns. Every step rounded to the inputs' dtype as the
+        # test's mixed-precision reference rounds it (products and
+        # differences in that dtype, sums and matmuls in float32 then
+        # rounded): with bfloat16, dP - rowsum cancels, and the kernel
+        # and the test's reference both lose what an exact computation
+        # keeps (up to a tenth of the largest gradient).
+        causal, window, scale = name.split(":")[1:]
+        dt = inputs["q_ref"].dtype
+        r = lambda a: a.astype(np.float32).astype(dt).astype(np.float64)  # noqa: E731
+        q, k, v, dy = (inputs[n].astype(np.float64) for n in ("q_ref", "k_ref", "v_ref", "dy_ref"))
+        probs = attention_forward(np, inputs, causal, window, scale)[2]
+        b_n, hq, d, s = q.shape
+        group = hq // k.shape[1]
+        scale = r(np.float64(scale))
+        dq, dk, dv = np.zeros(q.shape), np.zeros(k.shape), np.zeros(v.shape)
+        dsinks = np.zeros((b_n, hq, probs[0, 0].shape[1] - s))
+        for (b, h), p in probs.items():
+            kv = h // group
+            dp = np.zeros(p.shape)
+            dp[:, :s] = r(dy[b, h].T @ v[b, kv])
+            ds = r(r(dp - r(r(dp * p).sum(axis=1, keepdims=True))) * p)
+            dsinks[b, h] = ds[:, s:].sum(axis=0)
+            ds = ds[:, :s]
+            dq[b, h] = r(r(k[b, kv] @ ds.T) * scale)
+            dk[b, kv] += r(r(q[b, h] * scale) @ ds)
+            dv[b, kv] += r(dy[b, h] @ p[:, :s])
+        outs = [dq, dk, dv]
+        if "sinks_ref" in inputs:
+            outs.append(dsinks.reshape(inputs["sinks_ref"].shape))
+        return outs
     if name == "fg_allgather4":
         # fine_grained_allgather over 4 replica ranks: [4, LNC, channels,
         # rows, K], each rank's slot the whole input.
@@ -1407,11 +1442,22 @@ def attn_bwd_case(b, hq, hkv, s, d, dtype, causal, window=None, sinks=0):
             f"o_ref={dtype}[{b},{hq},{d},{s}]", f"dy_ref={dtype}[{b},{hq},{d},{s}]",
             f"lse_ref=float32[{b},{hq},128,{s // 128}]"]
     args += [] if not sinks else [f"sinks_ref={dtype}[{b},{hq}]" if sinks == 1 else f"sinks_ref={dtype}[{b},{hq},{sinks}]"]
-    consts = [f"use_causal_mask={causal}", f"softmax_scale={1.0 if causal else None}", f"sliding_window={window}"]
-    return dict(name=f"attention_bwd_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_causal" if causal else "")
+    # mixed_precision=True as the test passes it (the kernel's default is
+    # False: bfloat16 intermediates).
+    consts = [f"use_causal_mask={causal}", f"softmax_scale={1.0 if causal else None}", f"sliding_window={window}",
+              "mixed_precision=True"]
+    case = dict(name=f"attention_bwd_b{b}_q{hq}_kv{hkv}_s{s}_d{d}_{dtype}" + ("_causal" if causal else "")
                 + (f"_sw{window}" if window else "") + (f"_sinks{sinks}" if sinks else ""),
                 file="nkilib/core/attention/attention_bwd.py", kernel="attention_bwd", args=args, consts=consts,
                 grid="2" if hkv % 2 == 0 else None, target="trn2")
+    # The forward pass's output and log-sum-exp are made from q, k and v
+    # (as the test makes them), and a reference where NumPy takes less
+    # than a minute (not the two 275G multiply-add rows).
+    if b * hq * s * s * d <= 1 << 37:
+        fwd = f"{causal}:{window or 0}:{1.0 if causal else d ** -0.5}"
+        case |= dict(inputs={"o_ref": ("attn_fwd", "o", fwd), "lse_ref": ("attn_fwd", "lse", fwd)},
+                     ref=f"attn_bwd:{fwd}", tol=(2e-2, 1e-5))
+    return case
 
 
 CASES += [
@@ -1709,6 +1755,37 @@ def special_input(np, rng, kind, dtype, shape):
 CACHE_CTX = (0, 0)
 
 
+def attention_forward(np, inputs, causal, window, scale):
+    """attention_bwd's forward pass from q_ref, k_ref, v_ref (and
+    sinks_ref): o [B, Hq, d, S] and lse [B, Hq, 128, S/128] as float64,
+    and each head's probabilities (their sink columns last) rounded to
+    the inputs' dtype, as the test's reference rounds them."""
+    q, k, v = (inputs[n].astype(np.float64) for n in ("q_ref", "k_ref", "v_ref"))
+    sinks = inputs.get("sinks_ref")
+    b_n, hq, d, s = q.shape
+    group = hq // k.shape[1]
+    i, j = np.arange(s)[:, None], np.arange(s)[None, :]
+    masked = (j > i) if causal == "True" else np.zeros((s, s), bool)
+    if int(window) > 0:
+        masked |= j < i - int(window) + 1
+    o, lse, probs = np.empty(q.shape), np.empty((b_n, hq, 128, s // 128)), {}
+    for b in range(b_n):
+        for h in range(hq):
+            scores = float(scale) * q[b, h].T @ k[b, h // group]
+            scores[masked] = -np.inf
+            if sinks is not None:
+                extra = sinks.astype(np.float64)[b, h].reshape(1, -1)
+                scores = np.concatenate([scores, np.repeat(extra, s, axis=0)], axis=1)
+            m = scores.max(axis=1, keepdims=True)
+            e = np.exp(scores - m)
+            total = e.sum(axis=1, keepdims=True)
+            p = (e / total).astype(inputs["q_ref"].dtype).astype(np.float64)
+            probs[b, h] = p
+            o[b, h] = (p[:, :s] @ v[b, h // group].T).T
+            lse[b, h] = (m + np.log(total)).reshape(s // 128, 128).T
+    return o, lse, probs
+
+
 def make_inputs(case, out_dir, checked):
     """The inputs given to `nkic run` as .npy files: every input of a
     case with a reference (random float32), else only those the case
@@ -1726,7 +1803,7 @@ def make_inputs(case, out_dir, checked):
         CACHE_CTX = (masks[0][0], masks[0][-1])
     special = case.get("inputs", {})
     # Inputs derived from others are made after every other.
-    derived = ("lse_of", "affinities_of")
+    derived = ("lse_of", "affinities_of", "attn_fwd")
     args = [parse_arg(a) for a in case.get("args", [])]
     args.sort(key=lambda a: a[0] in special and special[a[0]][0] in derived)
     for name, dtype, shape in args:
@@ -1739,6 +1816,12 @@ def make_inputs(case, out_dir, checked):
                 (lambda r: r.max(axis=1) + np.log(np.exp(r - r.max(axis=1, keepdims=True)).sum(axis=1)))(
                     logits[r0: r0 + 256].astype(np.float64)) for r0 in range(0, logits.shape[0], 256)
             ]).reshape(shape).astype(np.dtype(dtype))
+        elif kind[0] == "attn_fwd":
+            # attention_bwd's state from the forward pass: o [B, Hq, d, S]
+            # in the inputs' dtype, lse [B, Hq, 128, S/128] (query row
+            # j * 128 + p at [p, j]).
+            o, lse = attention_forward(np, inputs, *kind[2].split(":"))[:2]
+            x = (o if kind[1] == "o" else lse).astype(np.dtype(dtype))
         elif kind[0] == "affinities_of":
             # Router affinities [T, E] as the MoE tests make them: zero
             # but at each token's experts in another input's [T, k]
