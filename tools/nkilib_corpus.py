@@ -252,6 +252,11 @@ CASES += [
 ]
 
 
+def sigmoid(np, x):
+    """1 / (1 + exp(-x)), written with tanh so that no exp overflows."""
+    return 0.5 * (1 + np.tanh(0.5 * x))
+
+
 def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
@@ -349,7 +354,7 @@ def reference(name, inputs):
         if "bias" in inputs:
             out = out + inputs["bias"].astype(np.float64)[None, :, None]
         if act == "SiLU":
-            out = out / (1 + np.exp(-out))
+            out = out * sigmoid(np, out)
         elif act == "GELU":
             from scipy.special import erf
             out = 0.5 * out * (1 + erf(out / np.sqrt(2)))
@@ -385,7 +390,7 @@ def reference(name, inputs):
             if act == "SOFTMAX":
                 e = np.exp(v - v.max(axis=-1, keepdims=True))
                 return e / e.sum(axis=-1, keepdims=True)
-            return 1 / (1 + np.exp(-v))
+            return sigmoid(np, v)
 
         affinities = np.zeros_like(logits)
         if pre_norm == "True":
@@ -553,11 +558,10 @@ def reference(name, inputs):
         dt = inputs["hidden_input"].dtype
 
         def act_fn(g):
-            # g * sigmoid(b g), written with tanh so no exp overflows.
             if act == "SiLU":
-                return g * 0.5 * (1 + np.tanh(0.5 * g))
+                return g * sigmoid(np, g)
             if act == "Swish":
-                return g * 0.5 * (1 + np.tanh(0.851 * g))
+                return g * sigmoid(np, 1.702 * g)
             from scipy.special import erf
             return 0.5 * g * (1 + erf(g / np.sqrt(2)))
 
