@@ -199,16 +199,11 @@ pub fn compile_launch_with_warnings(
 /// allocate and those of the other do not (the cores of a launch share
 /// these tensors, so both must declare the same ones), at its allocation.
 /// Allocations are the same when they have the same name, dtype, shape
-/// and source location; a shared constant (`Storage::data`) whose bytes
-/// differ between the cores is E0915 too.
+/// and source location. (Shared constants, `Storage::data`, are private
+/// per instance, so no shared tensor has bytes of its own; should one, the
+/// ISA verifier's `LaunchSharedData` rule makes it E0915 below.)
 fn shared_mismatches<'k>(parts: &[&'k [Kernel]]) -> Vec<Diagnostic> {
-    type Site<'k> = (
-        &'k str,
-        nkic_isa::DType,
-        &'k [u64],
-        Option<SrcLoc>,
-        Option<&'k [u8]>,
-    );
+    type Site<'k> = (&'k str, nkic_isa::DType, &'k [u64], Option<SrcLoc>);
     let sites = |part: &'k [Kernel]| -> Vec<Site<'k>> {
         let mut sites = Vec::new();
         for k in part {
@@ -223,7 +218,6 @@ fn shared_mismatches<'k>(parts: &[&'k [Kernel]]) -> Vec<Diagnostic> {
                     st.dtype,
                     st.shape.as_slice(),
                     k.spans.storages.get(h).copied(),
-                    st.data.as_deref(),
                 );
                 if !sites.contains(&site) {
                     sites.push(site);
@@ -236,25 +230,9 @@ fn shared_mismatches<'k>(parts: &[&'k [Kernel]]) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for (c, mine) in per_core.iter().enumerate() {
         let other = 1 - c.min(1);
-        for &(name, _, _, loc, data) in mine {
-            let same_site = |s: &&Site<'k>| s.0 == name && s.3 == loc;
-            match per_core[other].iter().find(same_site) {
-                Some(s) if s.4 == data => continue,
-                // Reported once, from core 0's side.
-                Some(_) if c > 0 => continue,
-                Some(_) => {
-                    out.push(
-                        collect::diag_at(
-                            codes::SHARED_MISMATCH,
-                            format!("the two cores give the shared constant `{name}` different bytes"),
-                            loc,
-                            "a different constant on each core",
-                        )
-                        .with_note("the two cores of an LNC=2 launch share their `nl.shared_hbm` tensors, and a shared constant's bytes are part of the program"),
-                    );
-                    continue;
-                }
-                None => {}
+        for &(name, _, _, loc) in mine {
+            if per_core[other].iter().any(|s| s.0 == name && s.3 == loc) {
+                continue;
             }
             let d = collect::diag_at(
                 codes::SHARED_MISMATCH,

@@ -457,8 +457,8 @@ impl Ctx<'_> {
                         return self.call(&f, a, span);
                     }
                     Value::Tensor(t) => t.shape.first().copied().unwrap_or(1) as usize,
-                    Value::Ext(e) if e.as_any().is::<crate::api::host::HostArray>() => {
-                        crate::api::host::len(self, &x.value, x.span)?
+                    v if crate::api::host::as_array(v).is_some() => {
+                        crate::api::host::len(self, v, x.span)?
                     }
                     v => self.iterate(v, x.span)?.len(),
                 };

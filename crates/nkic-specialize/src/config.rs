@@ -90,9 +90,9 @@ pub struct SpecializeConfig {
     /// `.npy` files of the host given to the compile: `np.load` and
     /// `nl.shared_constant` see them as files the kernel saved
     /// (`api/host.rs`), and their elements count against
-    /// `max_value_bytes` (8 bytes each) from the start. The Python package
-    /// passes the files its compile-time arguments name; the specializer
-    /// itself reads none.
+    /// `max_value_bytes` (`api::host::ELEMENT_BYTES` each) from the start.
+    /// The Python package passes the files its compile-time arguments name;
+    /// the specializer itself reads none.
     pub host_files: Vec<HostFile>,
 }
 

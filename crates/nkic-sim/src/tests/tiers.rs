@@ -374,8 +374,6 @@ fn pieces_split_over_two_threads_leave_the_interpreters_bits() {
     }
 }
 
-/// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
-/// (zeros, subnormals, normals, infinities, NaN payloads).
 /// The native `exp` (its inline fast path and its libm fallback) gives
 /// libm's f32 bits: over a strided sample of every f32 bit pattern, the
 /// specials, and in-range inputs whose fast result is too near an f32
@@ -425,6 +423,8 @@ fn the_exp_activation_gives_libm_exp_natively() {
     assert_eq!(b.get_bits(&tile(128, 2048, 8192, DType::F32)), want);
 }
 
+/// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
+/// (zeros, subnormals, normals, infinities, NaN payloads).
 #[test]
 fn every_f16_value_decodes_natively_as_numerics_does() {
     let mut b = Bench::new();
