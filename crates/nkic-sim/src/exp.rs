@@ -6,8 +6,13 @@
 //! (nki-library's cross-entropy), so [`fast`] computes the same f32 from a
 //! short f64 evaluation and says when it cannot vouch for it:
 //!
-//! * `v = f64::from(x)` in `[LO, HI]` (so `e^v` is a normal f32; NaN and
-//!   the rest go to libm);
+//! * `v = f64::from(x)` at most [`ZERO_AT`] gives +0 and at least
+//!   [`INF_AT`] +∞, as libm's result rounds there (`e^-104` is below
+//!   2⁻¹⁵⁰, half the smallest f32 subnormal; `e^89` is above f32's largest
+//!   finite value by more than half its ulp): a masked attention score
+//!   (−∞ or −3·10³⁸) is one of these;
+//! * otherwise `v` in `[LO, HI]` (so `e^v` is a normal f32; NaN, the
+//!   subnormal results and the rest go to libm);
 //! * `v = (k / 64) ln 2 + r` with `k` the nearest integer to `64 v / ln 2`
 //!   (added to and subtracted from `SHIFTER`, which rounds to an integer
 //!   and leaves `k` in the low bits) and `r` by the two-part `ln 2 / 64` of
@@ -32,6 +37,10 @@
 
 use std::sync::OnceLock;
 
+/// Inputs at most this give +0 (module doc).
+pub(crate) const ZERO_AT: f64 = -104.0;
+/// Inputs at least this give +∞ (module doc).
+pub(crate) const INF_AT: f64 = 89.0;
 /// The smallest input of the fast path (`e^-87` is a normal f32).
 pub(crate) const LO: f64 = -87.0;
 /// The largest input of the fast path (`e^88` is below f32's maximum).
@@ -70,7 +79,13 @@ pub(crate) fn table() -> &'static [f64; 64] {
 pub(crate) fn fast(x: f32) -> Option<f32> {
     let v = f64::from(x);
     if !(LO..=HI).contains(&v) {
-        return None;
+        return if v <= ZERO_AT {
+            Some(0.0)
+        } else if v >= INF_AT {
+            Some(f32::INFINITY)
+        } else {
+            None
+        };
     }
     let t = v * INV_LN2_64 + SHIFTER;
     let k = t - SHIFTER;
@@ -149,10 +164,20 @@ mod tests {
             f32::NAN,
             f32::INFINITY,
             f32::NEG_INFINITY,
+            -103.97,
+            -104.0,
+            -3.0e38,
+            88.8,
+            89.0,
         ] {
             assert_eq!(exp_f32(x).to_bits(), libm(x).to_bits(), "exp({x})");
         }
         assert_eq!(fast(88.000_01), None);
+        assert_eq!(fast(-103.9), None);
+        assert_eq!(fast(f32::NEG_INFINITY), Some(0.0));
+        assert_eq!(fast(-104.0), Some(0.0));
+        assert_eq!(fast(-3.0e38), Some(0.0));
+        assert_eq!(fast(89.0), Some(f32::INFINITY));
         assert_eq!(fast(f32::NAN), None);
         assert_eq!(fast(1.0), Some(std::f32::consts::E));
     }

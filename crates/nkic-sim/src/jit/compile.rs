@@ -8,10 +8,12 @@
 //! `fp16` decodes through a table of `numerics::to_f32` and encodes with
 //! the same rounding, written out below;
 //! `add`, `subtract`, `multiply` and `square` are single IEEE operations
-//! with the interpreter's operand order, so even NaN payloads agree (over
-//! dense f32 streams four lanes at a time, the same operation per lane); the
+//! with the interpreter's operand order, so even NaN payloads agree; the
 //! `exp` activation is `crate::exp::fast`'s operations written out, calling
-//! back where that function would defer to libm. Every other dtype,
+//! back where that function would defer to libm. Over dense f32 and bf16
+//! streams those bodies run four elements at a time (`Emit::wide`): the
+//! same operations per lane, `exp` in two f64x2 halves, and a group with a
+//! lane `fast` would defer goes through the element loop's code. Every other dtype,
 //! operator and activation function calls the interpreter's own Rust
 //! function through a callback.
 
@@ -21,7 +23,7 @@ use std::collections::HashMap;
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
+    AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
 };
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_codegen::settings::{self, Configurable};
@@ -263,7 +265,27 @@ fn build(
         );
     } else if lanes_of(sig) {
         let mut e = Emit { b: &mut b, cb };
-        e.wide_f32(sig, [n, dr, ds, ar, as_, br, bs, acc0], [c0, c1], header);
+        let params = [n, dr, ds, ar, as_, br, bs, acc0];
+        e.wide(sig, params, [c0, c1], fill, header);
+    } else if matches!(sig.body, Body::Reduce { .. }) {
+        // A run's first element starts its fold before the loop, so the
+        // fold's dependency chain is the operator alone.
+        let start = b.create_block();
+        let first = b.ins().band_imm_u(fill, super::REDUCE_FIRST);
+        let first = b.ins().icmp_imm_u(IntCC::NotEqual, first, 0);
+        let some = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
+        let starts = b.ins().band(first, some);
+        let continued = [zero, dr, ar, br, acc0].map(BlockArg::from);
+        b.ins().brif(starts, start, &[], header, &continued);
+        b.switch_to_block(start);
+        let x = Emit { b: &mut b, cb }.decode(sig.a.unwrap_or(DType::F32), ar);
+        let one = b.ins().iconst(types::I64, 1);
+        let (d1, a1, b1) = (
+            b.ins().iadd(dr, ds),
+            b.ins().iadd(ar, as_),
+            b.ins().iadd(br, bs),
+        );
+        to_elements(&mut b, header, [one, d1, a1, b1, x]);
     } else {
         to_elements(&mut b, header, [zero, dr, ar, br, acc0]);
     }
@@ -276,7 +298,7 @@ fn build(
 
     b.switch_to_block(body);
     let mut e = Emit { b: &mut b, cb };
-    let value = e.element(sig, Element { i, d, a, b: bp }, [c0, c1], fill, acc);
+    let value = e.element(sig, Element { d, a, b: bp }, [c0, c1], fill, acc);
     let acc1 = match (sig.body, sig.fold) {
         (
             Body::Reduce { .. }
@@ -333,14 +355,13 @@ struct Wide {
 }
 
 impl Wide {
-    /// Enters the loop when every stride of `strides` is `size` (else
-    /// the element loop at `elements` starts with `start`: the
-    /// destination, the two sources and the fold), and switches to its
-    /// body with `pos`.
+    /// Enters the loop when every stream of `streams` is dense (each
+    /// stride its element size; else the element loop at `elements`
+    /// starts with `start`: the destination, the two sources and the
+    /// fold), and switches to its body with `pos`.
     fn enter(
         b: &mut FunctionBuilder<'_>,
-        strides: &[Value],
-        size: i64,
+        streams: &[(Value, i64)],
         (limit, step): (Value, i64),
         elements: Block,
         start: [Value; 4],
@@ -350,7 +371,7 @@ impl Wide {
         let tail = b.create_block();
         b.append_block_param(header, types::I64);
         let zero = b.ins().iconst(types::I64, 0);
-        if_dense(b, strides, size, (header, &[zero.into()]), elements, start);
+        if_dense(b, streams, (header, &[zero.into()]), elements, start);
         b.switch_to_block(header);
         let pos = b.block_params(header)[0];
         let next = b.ins().iadd_imm_s(pos, step);
@@ -373,20 +394,19 @@ impl Wide {
     }
 }
 
-/// Branches to `dense` with its arguments when every stride of `strides`
-/// is `size` (the streams are contiguous), else to the element loop at
-/// `elements` from element 0 with `start` (the destination, the two
+/// Branches to `dense` with its arguments when every stream of `streams`
+/// (a stride and an element size) is contiguous, else to the element loop
+/// at `elements` from element 0 with `start` (the destination, the two
 /// sources and the fold).
 fn if_dense(
     b: &mut FunctionBuilder<'_>,
-    strides: &[Value],
-    size: i64,
+    streams: &[(Value, i64)],
     (dense, args): (Block, &[BlockArg]),
     elements: Block,
     start: [Value; 4],
 ) {
     let mut all = b.ins().iconst(types::I8, 1);
-    for &stride in strides {
+    for &(stride, size) in streams {
         let unit = b.ins().icmp_imm_s(IntCC::Equal, stride, size);
         all = b.ins().band(all, unit);
     }
@@ -417,7 +437,8 @@ fn wide_copy(
     let [n, d0, ds, a0, as_, b0, acc] = params;
     let size = i64::from(sig.dst.size());
     let whole = b.create_block();
-    if_dense(b, &[ds, as_], size, (whole, &[]), header, [d0, a0, b0, acc]);
+    let streams = [(ds, size), (as_, size)];
+    if_dense(b, &streams, (whole, &[]), header, [d0, a0, b0, acc]);
     b.switch_to_block(whole);
     let total = b.ins().imul_imm_s(n, size);
     b.call_memmove(frontend, d0, a0, total);
@@ -426,13 +447,18 @@ fn wide_copy(
     to_elements(b, header, [n, d, a, b0, acc]);
 }
 
-/// The vector type of `Emit::wide_f32`.
+/// The vector types of `Emit::wide`.
 const F32X4: Type = types::F32X4;
+const F64X2: Type = types::F64X2;
+const I32X4: Type = types::I32X4;
+const I64X2: Type = types::I64X2;
 
 /// Whether `sig` runs four elements at a time when its streams are dense
-/// (`Emit::wide_f32`): f32 operands and result, no fold, and only
+/// (`Emit::wide`): f32 or bf16 operands and result, no fold, and a body
+/// whose every step has a lane form giving the element loop's bits:
 /// operators that `Emit::alu` writes as one IEEE operation, which works
-/// per lane on vectors.
+/// per lane on vectors, dtype conversions, and the `exp` activation
+/// (`Emit::exp_lanes`).
 fn lanes_of(sig: Sig) -> bool {
     let lane_op = |op: AluOp| {
         matches!(
@@ -440,15 +466,32 @@ fn lanes_of(sig: Sig) -> bool {
             AluOp::Add | AluOp::Average | AluOp::Subtract | AluOp::Multiply | AluOp::Bypass
         )
     };
-    let f32s = sig.dst == DType::F32 && sig.a == Some(DType::F32);
+    let lane_step = |step: Option<(AluOp, bool)>| step.is_none_or(|(op, _)| lane_op(op));
+    let lane_dt = |dt: Option<DType>| matches!(dt, Some(DType::F32 | DType::BF16));
     let body = match sig.body {
-        Body::Binary(op) => sig.b == Some(DType::F32) && lane_op(op),
-        Body::Scalar { op0, op1, .. } => {
-            sig.b.is_none() && lane_op(op0) && op1.is_none_or(|(op, _)| lane_op(op))
-        }
+        Body::Binary(op) => lane_dt(sig.b) && lane_op(op),
+        Body::Scalar { op0, op1, .. } => sig.b.is_none() && lane_op(op0) && lane_step(op1),
+        Body::ScalarTensorTensor {
+            op0,
+            op1,
+            scan: false,
+            ..
+        } => lane_dt(sig.b) && lane_op(op0) && lane_op(op1),
+        Body::Activation {
+            func: ActFunc::Exp,
+            op0,
+            op1,
+        } => sig.b.is_none() && lane_step(op0) && lane_step(op1),
+        Body::Convert => sig.b.is_none(),
         _ => false,
     };
-    f32s && body && sig.fold.is_none()
+    lane_dt(Some(sig.dst)) && lane_dt(sig.a) && body && sig.fold.is_none()
+}
+
+/// Flags of a `bitcast` between vector types (little-endian lanes, as the
+/// element loop's scalar loads see memory).
+fn lanes() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
 impl Emit<'_, '_> {
@@ -458,37 +501,98 @@ impl Emit<'_, '_> {
     /// same IEEE operations in the same operand order and every bit (NaN
     /// payloads too) is the same; each lane reads its own position before
     /// writing it, and the planner admits an overlap only at the same
-    /// positions — then the element loop at `header` does the rest.
-    fn wide_f32(&mut self, sig: Sig, params: [Value; 8], [c0, c1]: [Value; 2], header: Block) {
+    /// positions. A group of four whose `exp` the lanes cannot vouch for
+    /// runs as four elements of the element loop instead; the element
+    /// loop at `header` does the rest of the row.
+    fn wide(
+        &mut self,
+        sig: Sig,
+        params: [Value; 8],
+        [c0, c1]: [Value; 2],
+        fill: Value,
+        header: Block,
+    ) {
         let [n, d0, ds, a0, as_, b0, bs, acc] = params;
-        let strides: &[Value] = match sig.body {
-            Body::Binary(_) => &[ds, as_, bs],
-            _ => &[ds, as_],
-        };
-        let wide = Wide::enter(self.b, strides, 4, (n, 4), header, [d0, a0, b0, acc]);
+        let size = |dt: Option<DType>| dt.map_or(4, |d| i64::from(d.size()));
+        let (dsize, asize, bsize) = (size(Some(sig.dst)), size(sig.a), size(sig.b));
+        let mut streams = vec![(ds, dsize), (as_, asize)];
+        if sig.b.is_some() {
+            streams.push((bs, bsize));
+        }
+        let wide = Wide::enter(self.b, &streams, (n, 4), header, [d0, a0, b0, acc]);
         let i = wide.pos;
-        let off = self.b.ins().ishl_imm_u(i, 2);
-        let at_a = self.b.ins().iadd(a0, off);
-        let x = self.b.ins().load(F32X4, flags(), at_a, 0);
+        let at = |e: &mut Self, base: Value, size: i64| {
+            let off = e.b.ins().imul_imm_s(i, size);
+            e.b.ins().iadd(base, off)
+        };
+        let (at_d, at_a, at_b) = (
+            at(self, d0, dsize),
+            at(self, a0, asize),
+            at(self, b0, bsize),
+        );
+        let src = |dt: Option<DType>| dt.unwrap_or(DType::F32);
+        let x = self.decode_lanes(src(sig.a), at_a);
+        let splat = |e: &mut Self, k: Value| e.b.ins().splat(F32X4, k);
         let r = match sig.body {
             Body::Binary(op) => {
-                let at_b = self.b.ins().iadd(b0, off);
-                let y = self.b.ins().load(F32X4, flags(), at_b, 0);
+                let y = self.decode_lanes(src(sig.b), at_b);
                 self.alu(op, x, y)
             }
             Body::Scalar { op0, reverse0, op1 } => {
-                let k0 = self.b.ins().splat(F32X4, c0);
+                let k0 = splat(self, c0);
                 let mut t = self.apply(op0, x, k0, reverse0);
                 if let Some((op1, reverse1)) = op1 {
-                    let k1 = self.b.ins().splat(F32X4, c1);
+                    let k1 = splat(self, c1);
                     t = self.apply(op1, t, k1, reverse1);
                 }
                 t
             }
-            _ => unreachable!("lanes_of admits only binary and scalar bodies"),
+            Body::ScalarTensorTensor {
+                op0,
+                reverse0,
+                op1,
+                reverse1,
+                ..
+            } => {
+                let y = self.decode_lanes(src(sig.b), at_b);
+                let k0 = splat(self, c0);
+                let t = self.apply(op0, x, k0, reverse0);
+                self.apply(op1, t, y, reverse1)
+            }
+            Body::Convert => x,
+            Body::Activation { op0, op1, .. } => {
+                let mut t = x;
+                for (step, k) in [(op0, c0), (op1, c1)] {
+                    if let Some((op, reverse)) = step {
+                        let k = splat(self, k);
+                        t = self.apply(op, t, k, reverse);
+                    }
+                }
+                let (y, unsure) = self.exp_lanes(t);
+                // A lane `exp_lanes` cannot vouch for: the four elements
+                // go through the element loop's code (and its callback).
+                let store = self.b.create_block();
+                let one_by_one = self.b.create_block();
+                let any = self.b.ins().vany_true(unsure);
+                self.b.ins().brif(any, one_by_one, &[], store, &[]);
+                self.b.switch_to_block(one_by_one);
+                for k in 0..4 {
+                    let step =
+                        |e: &mut Self, base: Value, size: i64| e.b.ins().iadd_imm_s(base, k * size);
+                    let element = Element {
+                        d: step(self, at_d, dsize),
+                        a: step(self, at_a, asize),
+                        b: step(self, at_b, bsize),
+                    };
+                    self.element(sig, element, [c0, c1], fill, acc);
+                }
+                self.b.ins().jump(wide.header, &[wide.next.into()]);
+                self.b.switch_to_block(store);
+                y
+            }
+            _ => unreachable!("lanes_of admits no other body"),
         };
-        let at_d = self.b.ins().iadd(d0, off);
-        self.b.ins().store(flags(), r, at_d, 0);
+        self.encode_lanes(sig.dst, r, at_d);
         wide.close(self.b);
 
         let mut at = |base: Value, stride: Value| {
@@ -497,6 +601,163 @@ impl Emit<'_, '_> {
         };
         let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
         to_elements(self.b, header, [i, d, a, bp, acc]);
+    }
+
+    /// Four f32 values of `dt` elements at `at` (`decode` per lane).
+    fn decode_lanes(&mut self, dt: DType, at: Value) -> Value {
+        match dt {
+            DType::F32 => self.b.ins().load(F32X4, flags(), at, 0),
+            DType::BF16 => {
+                let h = self.b.ins().uload16x4(flags(), at, 0);
+                let sixteen = self.b.ins().iconst(types::I32, 16);
+                let bits = self.b.ins().ishl(h, sixteen);
+                self.b.ins().bitcast(F32X4, lanes(), bits)
+            }
+            _ => unreachable!("lanes_of admits f32 and bf16"),
+        }
+    }
+
+    /// Stores four f32 values rounded to `dt` at `at` (`encode` per lane;
+    /// bf16 by `bf16_bits`'s steps on 32-bit lanes).
+    fn encode_lanes(&mut self, dt: DType, x: Value, at: Value) {
+        match dt {
+            DType::F32 => {
+                self.b.ins().store(flags(), x, at, 0);
+            }
+            DType::BF16 => {
+                let k = |e: &mut Self, v: i64| {
+                    let v = e.b.ins().iconst(types::I32, v);
+                    e.b.ins().splat(I32X4, v)
+                };
+                let bits = self.b.ins().bitcast(I32X4, lanes(), x);
+                let (abs_mask, inf) = (k(self, 0x7fff_ffff), k(self, 0x7f80_0000));
+                let magnitude = self.b.ins().band(bits, abs_mask);
+                let nan = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThan, magnitude, inf);
+                let sixteen = self.b.ins().iconst(types::I32, 16);
+                let high = self.b.ins().ushr(bits, sixteen);
+                let quiet_bit = k(self, 0x0040);
+                let quiet = self.b.ins().bor(high, quiet_bit);
+                let (half, rest_mask, zero) = (k(self, 0x8000), k(self, 0x1_7fff), k(self, 0));
+                let round_bit = self.b.ins().band(bits, half);
+                let round = self.b.ins().icmp(IntCC::NotEqual, round_bit, zero);
+                let rest = self.b.ins().band(bits, rest_mask);
+                let inexact = self.b.ins().icmp(IntCC::NotEqual, rest, zero);
+                // All ones (-1) where it rounds up.
+                let up = self.b.ins().band(round, inexact);
+                let rounded = self.b.ins().isub(high, up);
+                let h = self.b.ins().bitselect(nan, quiet, rounded);
+                // Every lane fits 16 bits, so the saturating narrowing
+                // keeps it; the low 64 bits hold the four of them.
+                let narrow = self.b.ins().unarrow(h, h);
+                let pair = self.b.ins().bitcast(I64X2, lanes(), narrow);
+                let four = self.b.ins().extractlane(pair, 0);
+                self.b.ins().store(flags(), four, at, 0);
+            }
+            _ => unreachable!("lanes_of admits f32 and bf16"),
+        }
+    }
+
+    /// The `exp` activation of four f32 lanes: `crate::exp::fast`'s
+    /// operations per lane, on two f64x2 halves, with a lane mask (i64
+    /// lanes, all ones where set) of the lanes `fast` gives `None` for.
+    fn exp_lanes(&mut self, x: Value) -> (Value, Value) {
+        let low = self.b.ins().fvpromote_low(x);
+        let pairs = self.b.ins().bitcast(I64X2, lanes(), x);
+        let high_pair = self.b.ins().extractlane(pairs, 1);
+        let high_pair = self.b.ins().scalar_to_vector(I64X2, high_pair);
+        let high_pair = self.b.ins().bitcast(F32X4, lanes(), high_pair);
+        let high = self.b.ins().fvpromote_low(high_pair);
+        let (y_low, unsure_low) = self.exp_pair(low);
+        let (y_high, unsure_high) = self.exp_pair(high);
+        let y_low = self.b.ins().fvdemote(y_low);
+        let y_high = self.b.ins().fvdemote(y_high);
+        let y_low = self.b.ins().bitcast(I64X2, lanes(), y_low);
+        let y_high = self.b.ins().bitcast(I64X2, lanes(), y_high);
+        let y_high = self.b.ins().extractlane(y_high, 0);
+        let y = self.b.ins().insertlane(y_low, y_high, 1);
+        let y = self.b.ins().bitcast(F32X4, lanes(), y);
+        (y, self.b.ins().bor(unsure_low, unsure_high))
+    }
+
+    /// `crate::exp::fast` on the two f64 lanes of `v`: the values, and the
+    /// mask of the lanes it gives `None` for (their values are
+    /// meaningless).
+    fn exp_pair(&mut self, v: Value) -> (Value, Value) {
+        use crate::exp;
+        let f = |e: &mut Self, x: f64| {
+            let x = e.b.ins().f64const(x);
+            e.b.ins().splat(F64X2, x)
+        };
+        let int = |e: &mut Self, x: i64| {
+            let x = e.b.ins().iconst(types::I64, x);
+            e.b.ins().splat(I64X2, x)
+        };
+        let (lo, hi) = (f(self, exp::LO), f(self, exp::HI));
+        let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);
+        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, hi);
+        let inside = self.b.ins().band(above, below);
+        let (zero_at, inf_at) = (f(self, exp::ZERO_AT), f(self, exp::INF_AT));
+        let under = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, zero_at);
+        let over = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, inf_at);
+
+        let (t, p) = self.exp_steps(v, &f);
+        // `t`'s bits are the shifter's plus `k` (inside the range), so
+        // their difference is `k` as an integer: `fast`'s `ki`, widened.
+        let t_bits = self.b.ins().bitcast(I64X2, lanes(), t);
+        let shifter_bits = int(self, exp::SHIFTER.to_bits() as i64);
+        let ki = self.b.ins().isub(t_bits, shifter_bits);
+        let six = self.b.ins().iconst(types::I32, 6);
+        let e = self.b.ins().sshr(ki, six);
+        let bias = int(self, 1023);
+        let e = self.b.ins().iadd(e, bias);
+        let fifty_two = self.b.ins().iconst(types::I32, 52);
+        let e = self.b.ins().ishl(e, fifty_two);
+        let scale = self.b.ins().bitcast(F64X2, lanes(), e);
+        // `2^(j/64)` for each lane's `j = k & 63` (any lane's `j` indexes
+        // the table, even where `k` means nothing).
+        let mask = int(self, 63);
+        let j = self.b.ins().band(ki, mask);
+        let base = self
+            .b
+            .ins()
+            .iconst(types::I64, exp::table().as_ptr() as i64);
+        let mut two_j = None;
+        for lane in 0..2u8 {
+            let jl = self.b.ins().extractlane(j, lane);
+            let offset = self.b.ins().ishl_imm_u(jl, 3);
+            let at = self.b.ins().iadd(base, offset);
+            let entry = self.b.ins().load(types::F64, flags(), at, 0);
+            two_j = Some(match two_j {
+                None => self.b.ins().scalar_to_vector(F64X2, entry),
+                Some(v) => self.b.ins().insertlane(v, entry, lane),
+            });
+        }
+        let two_j = two_j.expect("two lanes");
+        let tp = self.b.ins().fmul(two_j, p);
+        let y = self.b.ins().fmul(tp, scale);
+        let y_bits = self.b.ins().bitcast(I64X2, lanes(), y);
+        let low_bits = int(self, exp::LOW_BITS);
+        let low = self.b.ins().band(y_bits, low_bits);
+        // |low - MIDPOINT| <= MARGIN, as one unsigned comparison.
+        let offset = int(self, exp::MARGIN - exp::MIDPOINT);
+        let d = self.b.ins().iadd(low, offset);
+        let width = int(self, 2 * exp::MARGIN);
+        let near = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, d, width);
+        // +0 at or below `ZERO_AT`, +∞ at or above `INF_AT` (outside the
+        // range, so never where `y` counts).
+        let (zero, inf) = (f(self, 0.0), f(self, f64::INFINITY));
+        let under_f = self.b.ins().bitcast(F64X2, lanes(), under);
+        let over_f = self.b.ins().bitcast(F64X2, lanes(), over);
+        let y = self.b.ins().bitselect(over_f, inf, y);
+        let y = self.b.ins().bitselect(under_f, zero, y);
+        let ends = self.b.ins().bor(under, over);
+        let settled = self.b.ins().bor(inside, ends);
+        let unsettled = self.b.ins().bnot(settled);
+        let doubtful = self.b.ins().band(inside, near);
+        (y, self.b.ins().bor(doubtful, unsettled))
     }
 }
 
@@ -524,10 +785,9 @@ fn flags() -> MemFlagsData {
     f
 }
 
-/// The loop position and the element addresses of one iteration.
+/// The element addresses of one iteration.
 #[derive(Clone, Copy)]
 struct Element {
-    i: Value,
     d: Value,
     a: Value,
     b: Value,
@@ -545,7 +805,7 @@ impl Emit<'_, '_> {
         acc: Value,
     ) -> Value {
         let src = |dt: Option<DType>| dt.unwrap_or(DType::F32);
-        let Element { i, d, a, b } = at;
+        let Element { d, a, b } = at;
         match sig.body {
             Body::Copy => {
                 let ty = int_type(sig.dst);
@@ -622,14 +882,9 @@ impl Emit<'_, '_> {
                 y
             }
             Body::Reduce { op, .. } => {
-                // `c[0]` starts a run; every later element folds in.
+                // Every element after a run's first (`build`) folds in.
                 let x = self.decode(src(sig.a), a);
-                let folded = self.alu(op, acc, x);
-                let first = self.b.ins().band_imm_u(fill, super::REDUCE_FIRST);
-                let first = self.b.ins().icmp_imm_u(IntCC::NotEqual, first, 0);
-                let at_start = self.b.ins().icmp_imm_u(IntCC::Equal, i, 0);
-                let starts = self.b.ins().band(first, at_start);
-                self.b.ins().select(starts, x, folded)
+                self.alu(op, acc, x)
             }
             Body::Binary(op) => {
                 let x = self.decode(src(sig.a), a);
@@ -752,6 +1007,8 @@ impl Emit<'_, '_> {
     fn exp(&mut self, func: Value, x: Value, alpha: Value) -> Value {
         use crate::exp;
         let fast = self.b.create_block();
+        let ends = self.b.create_block();
+        let not_zero = self.b.create_block();
         let slow = self.b.create_block();
         let join = self.b.create_block();
         self.b.append_block_param(join, types::F32);
@@ -761,38 +1018,29 @@ impl Emit<'_, '_> {
         let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);
         let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, hi);
         let inside = self.b.ins().band(above, below);
-        self.b.ins().brif(inside, fast, &[], slow, &[]);
+        self.b.ins().brif(inside, fast, &[], ends, &[]);
+
+        // +0 at or below `ZERO_AT`, +∞ at or above `INF_AT`, else libm.
+        self.b.switch_to_block(ends);
+        let zero_at = self.b.ins().f64const(exp::ZERO_AT);
+        let under = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, zero_at);
+        let zero = self.b.ins().f32const(0.0);
+        self.b
+            .ins()
+            .brif(under, join, &[BlockArg::Value(zero)], not_zero, &[]);
+        self.b.switch_to_block(not_zero);
+        let inf_at = self.b.ins().f64const(exp::INF_AT);
+        let over = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, inf_at);
+        let inf = self.b.ins().f32const(f32::INFINITY);
+        self.b
+            .ins()
+            .brif(over, join, &[BlockArg::Value(inf)], slow, &[]);
 
         self.b.switch_to_block(fast);
         let c = |s: &mut Self, x: f64| s.b.ins().f64const(x);
-        let (inv, shifter) = (c(self, exp::INV_LN2_64), c(self, exp::SHIFTER));
-        let scaled = self.b.ins().fmul(v, inv);
-        let t = self.b.ins().fadd(scaled, shifter);
-        let k = self.b.ins().fsub(t, shifter);
+        let (t, p) = self.exp_steps(v, &c);
         let t_bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), t);
         let ki = self.b.ins().ireduce(types::I32, t_bits);
-        let (l1, l2) = (c(self, exp::L1), c(self, exp::L2));
-        let kl1 = self.b.ins().fmul(k, l1);
-        let r1 = self.b.ins().fsub(v, kl1);
-        let kl2 = self.b.ins().fmul(k, l2);
-        let r = self.b.ins().fsub(r1, kl2);
-        // ((1 + r) + r²(1/2 + r C3)) + r⁴((C4 + r C5) + r² C6).
-        let r2 = self.b.ins().fmul(r, r);
-        let r4 = self.b.ins().fmul(r2, r2);
-        let one = c(self, 1.0);
-        let q1 = self.b.ins().fadd(one, r);
-        let (half, c3) = (c(self, 0.5), c(self, exp::C3));
-        let rc3 = self.b.ins().fmul(r, c3);
-        let a = self.b.ins().fadd(half, rc3);
-        let r2a = self.b.ins().fmul(r2, a);
-        let q2 = self.b.ins().fadd(q1, r2a);
-        let (c4, c5, c6) = (c(self, exp::C4), c(self, exp::C5), c(self, exp::C6));
-        let rc5 = self.b.ins().fmul(r, c5);
-        let b1 = self.b.ins().fadd(c4, rc5);
-        let r2c6 = self.b.ins().fmul(r2, c6);
-        let b2 = self.b.ins().fadd(b1, r2c6);
-        let r4b = self.b.ins().fmul(r4, b2);
-        let p = self.b.ins().fadd(q2, r4b);
         let e = self.b.ins().sshr_imm_u(ki, 6);
         let e = self.b.ins().iadd_imm_s(e, 1023);
         let e = self.b.ins().sextend(types::I64, e);
@@ -828,6 +1076,40 @@ impl Emit<'_, '_> {
 
         self.b.switch_to_block(join);
         self.b.block_params(join)[0]
+    }
+
+    /// `crate::exp::fast`'s arithmetic on `v` (an f64 or f64x2 value;
+    /// `c` makes a constant of its type): `t = v · 64/ln 2 + SHIFTER`
+    /// and the polynomial `p ≈ e^r` of the remainder `r = v − k ln 2 / 64`
+    /// (`k = t − SHIFTER`).
+    fn exp_steps(&mut self, v: Value, c: &dyn Fn(&mut Self, f64) -> Value) -> (Value, Value) {
+        use crate::exp;
+        let (inv, shifter) = (c(self, exp::INV_LN2_64), c(self, exp::SHIFTER));
+        let scaled = self.b.ins().fmul(v, inv);
+        let t = self.b.ins().fadd(scaled, shifter);
+        let k = self.b.ins().fsub(t, shifter);
+        let (l1, l2) = (c(self, exp::L1), c(self, exp::L2));
+        let kl1 = self.b.ins().fmul(k, l1);
+        let r1 = self.b.ins().fsub(v, kl1);
+        let kl2 = self.b.ins().fmul(k, l2);
+        let r = self.b.ins().fsub(r1, kl2);
+        // ((1 + r) + r²(1/2 + r C3)) + r⁴((C4 + r C5) + r² C6).
+        let r2 = self.b.ins().fmul(r, r);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let one = c(self, 1.0);
+        let q1 = self.b.ins().fadd(one, r);
+        let (half, c3) = (c(self, 0.5), c(self, exp::C3));
+        let rc3 = self.b.ins().fmul(r, c3);
+        let a = self.b.ins().fadd(half, rc3);
+        let r2a = self.b.ins().fmul(r2, a);
+        let q2 = self.b.ins().fadd(q1, r2a);
+        let (c4, c5, c6) = (c(self, exp::C4), c(self, exp::C5), c(self, exp::C6));
+        let rc5 = self.b.ins().fmul(r, c5);
+        let b1 = self.b.ins().fadd(c4, rc5);
+        let r2c6 = self.b.ins().fmul(r2, c6);
+        let b2 = self.b.ins().fadd(b1, r2c6);
+        let r4b = self.b.ins().fmul(r4, b2);
+        (t, self.b.ins().fadd(q2, r4b))
     }
 
     /// `exec::apply`: `x op operand`, or `operand op x` when reversed and

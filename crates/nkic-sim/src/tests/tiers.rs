@@ -282,6 +282,91 @@ fn dense_f32_arithmetic_in_lanes_leaves_the_interpreters_bits() {
     }
 }
 
+/// Dense rows of bf16 and f32 operands in lanes (`jit::compile`'s
+/// `Emit::wide`: four elements at a time, bf16 decoded and rounded per
+/// lane, `exp` in f64 lanes with groups it cannot vouch for left to the
+/// element loop) leave the interpreter's bits: random bit patterns (NaN
+/// payloads, infinities, rounding ties, inputs of `exp` far outside its
+/// range), rows of 67 elements (a tail after the groups), in place too.
+#[test]
+fn dense_bf16_and_f32_rows_in_lanes_leave_the_interpreters_bits() {
+    let mut g = Gen(0xb16);
+    let bits: Vec<u32> = (0..2 * 128 * 67).map(|_| g.next() as u32).collect();
+    let at = |offset: u64, dt: DType| tile(128, 67, offset, dt);
+    let (bf, f) = (DType::BF16, DType::F32);
+    // Each case with the dtypes its two sources are read as.
+    let mut cases = Vec::new();
+    for (d, a, b) in [(bf, bf, bf), (bf, bf, f), (f, bf, bf), (bf, f, f)] {
+        for op in [AluOp::Add, AluOp::Subtract, AluOp::Multiply] {
+            let tt = |dst| {
+                Op::TensorTensor(insn::TensorTensor {
+                    dst,
+                    src0: at(0, a),
+                    src1: at(512, b),
+                    op,
+                })
+            };
+            cases.push((tt(at(1024, d)), a, Some(b)));
+            if d == a {
+                cases.push((tt(at(0, d)), a, Some(b)));
+            }
+        }
+        let ts = Op::TensorScalar(insn::TensorScalar {
+            dst: at(1024, d),
+            src: at(0, a),
+            op0: AluOp::Subtract,
+            operand0: Some(Scalar::imm(0.375)),
+            reverse0: true,
+            op1: Some(AluOp::Multiply),
+            operand1: Some(Scalar::imm(-3.0)),
+            reverse1: false,
+        });
+        let stt = Op::ScalarTensorTensor(insn::ScalarTensorTensor {
+            dst: at(1024, d),
+            src: at(0, a),
+            op0: AluOp::Subtract,
+            operand0: Scalar::imm(1.5),
+            reverse0: false,
+            op1: AluOp::Multiply,
+            src1: at(512, b),
+            reverse1: false,
+        });
+        let copy = Op::TensorCopy(insn::TensorCopy {
+            dst: at(1024, d),
+            src: at(0, a),
+        });
+        let exp = Op::Activation(insn::Activation {
+            dst: at(1024, d),
+            src: at(0, a),
+            func: ActFunc::Exp,
+            scale: Scalar::imm(0.5),
+            bias: Some(Scalar::imm(-1.0)),
+            reduce_op: None,
+            reduce_cmd: ReduceCmd::Idle,
+            reduce_res: None,
+        });
+        cases.extend([
+            (ts, a, None),
+            (stt, a, Some(b)),
+            (copy, a, None),
+            (exp, a, None),
+        ]);
+    }
+    for (op, a, b) in cases {
+        let queue = if matches!(op, Op::Activation(_)) {
+            Queue::Scalar
+        } else {
+            Queue::Vector
+        };
+        same_in_both_tiers(queue, &op, |bench| {
+            bench.put_bits(&at(0, a), &bits[..128 * 67]);
+            if let Some(b) = b {
+                bench.put_bits(&at(512, b), &bits[128 * 67..]);
+            }
+        });
+    }
+}
+
 /// Instructions of 128 rows of 1024 elements, large enough for the
 /// native tier to split their rows over two threads (`call_rows`), leave
 /// the interpreter's bytes and per-row folds: in place, into another tile,
@@ -395,6 +480,10 @@ fn the_exp_activation_gives_libm_exp_natively() {
             f32::NEG_INFINITY,
             88.5,
             -87.5,
+            -3.0e38,
+            -104.0,
+            -103.97,
+            89.0,
             0.0,
             -0.0,
             1.0,
