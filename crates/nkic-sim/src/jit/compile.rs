@@ -267,16 +267,26 @@ fn build(
         let mut e = Emit { b: &mut b, cb };
         let params = [n, dr, ds, ar, as_, br, bs, acc0];
         e.wide(sig, params, [c0, c1], fill, header);
-    } else if matches!(sig.body, Body::Reduce { .. }) {
+    } else if let Body::Reduce { op, .. } = sig.body {
         // A run's first element starts its fold before the loop, so the
-        // fold's dependency chain is the operator alone.
+        // fold's dependency chain is the operator alone; a max or min
+        // fold then goes on in lanes where it can (`Emit::wide_fold`).
+        let from = if folds_in_lanes(sig) {
+            let from = b.create_block();
+            for t in [types::I64, ptr, ptr, ptr, types::F32] {
+                b.append_block_param(from, t);
+            }
+            from
+        } else {
+            header
+        };
         let start = b.create_block();
         let first = b.ins().band_imm_u(fill, super::REDUCE_FIRST);
         let first = b.ins().icmp_imm_u(IntCC::NotEqual, first, 0);
         let some = b.ins().icmp_imm_s(IntCC::SignedGreaterThan, n, 0);
         let starts = b.ins().band(first, some);
         let continued = [zero, dr, ar, br, acc0].map(BlockArg::from);
-        b.ins().brif(starts, start, &[], header, &continued);
+        b.ins().brif(starts, start, &[], from, &continued);
         b.switch_to_block(start);
         let x = Emit { b: &mut b, cb }.decode(sig.a.unwrap_or(DType::F32), ar);
         let one = b.ins().iconst(types::I64, 1);
@@ -285,7 +295,15 @@ fn build(
             b.ins().iadd(ar, as_),
             b.ins().iadd(br, bs),
         );
-        to_elements(&mut b, header, [one, d1, a1, b1, x]);
+        to_elements(&mut b, from, [one, d1, a1, b1, x]);
+        if from != header {
+            b.switch_to_block(from);
+            let [i0, d, a, bp, acc] = b.block_params(from)[..] else {
+                unreachable!("five parameters");
+            };
+            let params = [n, i0, d, ds, a, as_, bp, bs, acc];
+            Emit { b: &mut b, cb }.wide_fold(sig, op, params, header);
+        }
     } else {
         to_elements(&mut b, header, [zero, dr, ar, br, acc0]);
     }
@@ -488,6 +506,20 @@ fn lanes_of(sig: Sig) -> bool {
     lane_dt(Some(sig.dst)) && lane_dt(sig.a) && body && sig.fold.is_none()
 }
 
+/// Whether `sig` folds a row in four lanes where its source is dense
+/// (`Emit::wide_fold`): a `tensor_reduce` by maximum or minimum of f32 or
+/// bf16 elements.
+fn folds_in_lanes(sig: Sig) -> bool {
+    matches!(
+        sig.body,
+        Body::Reduce {
+            op: AluOp::Maximum | AluOp::Minimum,
+            ..
+        }
+    ) && matches!(sig.a, Some(DType::F32 | DType::BF16))
+        && sig.fold.is_none()
+}
+
 /// Flags of a `bitcast` between vector types (little-endian lanes, as the
 /// element loop's scalar loads see memory).
 fn lanes() -> MemFlagsData {
@@ -601,6 +633,111 @@ impl Emit<'_, '_> {
         };
         let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
         to_elements(self.b, header, [i, d, a, bp, acc]);
+    }
+
+    /// The rest of a row of a [`folds_in_lanes`] signature from element
+    /// `i0`, whose fold so far is `acc`, when its source is dense: four
+    /// lanes each fold every fourth element from the operator's identity
+    /// (−∞ for maximum, +∞ for minimum, which it keeps only against
+    /// itself), then `acc` folds the four, and the element loop at
+    /// `header` does the rest of the row. The folded value is the element
+    /// loop's, bits included, but where it is zero: a NaN anywhere gives
+    /// the default NaN, and values that compare equal have equal bits but
+    /// for ±0, where the element loop keeps the first zero it meets. So a
+    /// zero result sends the element loop back to `i0` to fold the row in
+    /// order.
+    fn wide_fold(&mut self, sig: Sig, op: AluOp, params: [Value; 9], header: Block) {
+        let [n, i0, d, ds, a, as_, bp, bs, acc] = params;
+        let dt = sig.a.expect("a reduction reads a source");
+        let size = i64::from(dt.size());
+        let lanes_loop = self.b.create_block();
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        for block in [lanes_loop, done] {
+            self.b.append_block_param(block, types::I64);
+            self.b.append_block_param(block, F32X4);
+        }
+        let identity = if op == AluOp::Maximum {
+            f32::NEG_INFINITY
+        } else {
+            f32::INFINITY
+        };
+        let identity = self.b.ins().f32const(identity);
+        let identity = self.b.ins().splat(F32X4, identity);
+        // At least one group, so every lane folds an element: then `acc`
+        // is folded with an element too, as in the element loop (a NaN
+        // `acc` alone would keep its payload there).
+        let dense = self.b.ins().icmp_imm_s(IntCC::Equal, as_, size);
+        let left = self.b.ins().isub(n, i0);
+        let a_group = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, left, 4);
+        let dense = self.b.ins().band(dense, a_group);
+        let in_order = [i0, d, a, bp, acc].map(BlockArg::from);
+        self.b.ins().brif(
+            dense,
+            lanes_loop,
+            &[i0.into(), identity.into()],
+            header,
+            &in_order,
+        );
+
+        self.b.switch_to_block(lanes_loop);
+        let [pos, folds] = self.b.block_params(lanes_loop)[..] else {
+            unreachable!("two parameters");
+        };
+        let next = self.b.ins().iadd_imm_s(pos, 4);
+        let fits = self.b.ins().icmp(IntCC::SignedLessThanOrEqual, next, n);
+        let exit = [pos, folds].map(BlockArg::from);
+        self.b.ins().brif(fits, body, &[], done, &exit);
+
+        self.b.switch_to_block(body);
+        let k = self.b.ins().isub(pos, i0);
+        let off = self.b.ins().imul_imm_s(k, size);
+        let at = self.b.ins().iadd(a, off);
+        let x = self.decode_lanes(dt, at);
+        let cc = if op == AluOp::Maximum {
+            FloatCC::GreaterThanOrEqual
+        } else {
+            FloatCC::LessThanOrEqual
+        };
+        let folded = self.select_or_nan_lanes(cc, folds, x);
+        self.b.ins().jump(lanes_loop, &[next.into(), folded.into()]);
+
+        self.b.switch_to_block(done);
+        let [pos, folds] = self.b.block_params(done)[..] else {
+            unreachable!("two parameters");
+        };
+        let mut m = acc;
+        for lane in 0..4u8 {
+            let x = self.b.ins().extractlane(folds, lane);
+            m = self.alu(op, m, x);
+        }
+        let zero = self.b.ins().f32const(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, m, zero);
+        let k = self.b.ins().isub(pos, i0);
+        let mut moved = |base: Value, stride: Value| {
+            let off = self.b.ins().imul(k, stride);
+            let moved = self.b.ins().iadd(base, off);
+            self.b.ins().select(is_zero, base, moved)
+        };
+        let (d1, a1, b1) = (moved(d, ds), moved(a, as_), moved(bp, bs));
+        let pos = self.b.ins().select(is_zero, i0, pos);
+        let m = self.b.ins().select(is_zero, acc, m);
+        to_elements(self.b, header, [pos, d1, a1, b1, m]);
+    }
+
+    /// `select_or_nan` per f32 lane.
+    fn select_or_nan_lanes(&mut self, cc: FloatCC, a: Value, b: Value) -> Value {
+        let keep_a = self.b.ins().fcmp(cc, a, b);
+        let keep_a = self.b.ins().bitcast(F32X4, lanes(), keep_a);
+        let picked = self.b.ins().bitselect(keep_a, a, b);
+        let nan = self.b.ins().f32const(f32::NAN);
+        let nan = self.b.ins().splat(F32X4, nan);
+        let either_nan = self.b.ins().fcmp(FloatCC::Unordered, a, b);
+        let either_nan = self.b.ins().bitcast(F32X4, lanes(), either_nan);
+        self.b.ins().bitselect(either_nan, nan, picked)
     }
 
     /// Four f32 values of `dt` elements at `at` (`decode` per lane).

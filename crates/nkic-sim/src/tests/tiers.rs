@@ -367,6 +367,80 @@ fn dense_bf16_and_f32_rows_in_lanes_leave_the_interpreters_bits() {
     }
 }
 
+/// Maximum and minimum reductions of dense f32 and bf16 rows, folded in
+/// four lanes (`Emit::wide_fold`), give the element loop's bits: NaN
+/// payloads become the default NaN, a row whose extreme is zero keeps
+/// the sign of its first zero, rows too short for a group of four keep
+/// their first element as it is, and a run continued from an earlier
+/// piece folds the accumulator in.
+#[test]
+fn max_and_min_reductions_in_lanes_leave_the_interpreters_bits() {
+    let mut g = Gen(0xf01d);
+    for dt in [DType::F32, DType::BF16] {
+        // f32 bit patterns of each row's kind of values.
+        let f = |x: f32| x.to_bits();
+        let row = |g: &mut Gen, p: usize, len: usize| -> Vec<u32> {
+            (0..len)
+                .map(|i| match p % 8 {
+                    0 => g.next() as u32,
+                    1 => f(if g.chance(2) { 0.0 } else { -0.0 }),
+                    2 => f([-1.0, -2.5, 0.0, -0.0, -0.5][i % 5]),
+                    3 => f([-1.0, -0.0, -3.0, 0.0][i % 4]),
+                    4 => f((g.next() % 1000) as f32 / 7.0),
+                    5 if i == len / 2 => 0x7fa0_1234,
+                    6 => f(f32::NEG_INFINITY),
+                    _ => f((g.next() % 2001) as f32 / 16.0 - 62.5),
+                })
+                .collect()
+        };
+        for len in [1, 3, 4, 5, 8, 67] {
+            let mut bits = Vec::new();
+            for p in 0..128 {
+                bits.extend(row(&mut g, p, len));
+            }
+            let bits: Vec<u32> = match dt {
+                DType::BF16 => bits.iter().map(|b| b >> 16).collect(),
+                _ => bits,
+            };
+            for op in [AluOp::Maximum, AluOp::Minimum] {
+                for (src, dst, last_dims) in [
+                    (
+                        tile(128, len as u32, 0, dt),
+                        tile(128, 1, 1024, DType::F32),
+                        1,
+                    ),
+                    // Three runs of a third of the row each (when it has
+                    // one), then the whole row as one run over two dims.
+                    (
+                        sb(0, 128, 0, &[(len as i64 / 3, 3), (1, len as u32 / 3)], dt),
+                        tile(128, 3, 1024, DType::F32),
+                        1,
+                    ),
+                    (
+                        sb(0, 128, 0, &[(len as i64 / 3, 3), (1, len as u32 / 3)], dt),
+                        tile(128, 1, 1024, DType::F32),
+                        2,
+                    ),
+                ] {
+                    if src.num_elements() == 0 {
+                        continue;
+                    }
+                    let op = Op::TensorReduce(insn::TensorReduce {
+                        dst,
+                        src,
+                        op,
+                        last_dims,
+                        negate: false,
+                    });
+                    same_in_both_tiers(Queue::Vector, &op, |b| {
+                        b.put_bits(&tile(128, len as u32, 0, dt), &bits);
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// Instructions of 128 rows of 1024 elements, large enough for the
 /// native tier to split their rows over two threads (`call_rows`), leave
 /// the interpreter's bytes and per-row folds: in place, into another tile,
