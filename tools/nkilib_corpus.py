@@ -261,6 +261,40 @@ def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
 
+    if name.startswith("attn_tkg:"):
+        # attention_tkg with use_pos_id and fuse_rope, as
+        # core/attention/test_attention_tkg.py checks it: q and the active
+        # keys rotated (RoPE with the halves swapped) by inv_freqs times
+        # their position ids, q scaled by 1/sqrt(d); the active keys and
+        # values take the last s_active of the first `cur` prior places;
+        # prior place k is visible below its batch row's position id, the
+        # active keys as the mask input says; softmax over the places.
+        # Outputs: [B, H, d, s_active] and the rotated keys [B, 1, d,
+        # s_active].
+        _, cur, tp = name.split(":")
+        cur, tp = int(cur), tp == "True"
+        q, ka, va, kp, vp, inv, pos = (inputs[n].astype(np.float64) for n in (
+            "q", "k_active", "v_active", "k_prior", "v_prior", "inv_freqs", "rope_pos_ids"))
+        b, h, s, d = q.shape
+        angle = inv[None, None, :, 0] * pos[:, :, None]
+        angle = np.concatenate([angle, angle], axis=-1)[:, None]
+
+        def rope(x):
+            turned = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)
+            return x * np.cos(angle) + turned * np.sin(angle)
+
+        q = rope(q) / np.sqrt(d)
+        k_rot = rope(ka)
+        keys = (kp[:, 0, :cur, :] if tp else kp[:, 0, :, :cur].transpose(0, 2, 1)).copy()
+        values = vp[:, 0, :cur, :].copy()
+        keys[:, cur - s:], values[:, cur - s:] = k_rot[:, 0], va[:, 0]
+        score = np.einsum("bkd,bhid->bhki", keys, q)
+        visible = np.broadcast_to((np.arange(cur)[None, :] < pos[:, :1])[:, None, :, None], score.shape).copy()
+        visible[:, :, cur - s:, :] = inputs["mask"].transpose(1, 2, 0, 3) != 0
+        score = np.where(visible, score, -np.inf)
+        p = np.exp(score - score.max(axis=2, keepdims=True))
+        p /= p.sum(axis=2, keepdims=True)
+        return [np.einsum("bhki,bkd->bhdi", p, values), k_rot.transpose(0, 1, 3, 2)]
     if name == "cumsum":
         x = inputs["x"].astype(np.float64)
         return [np.cumsum(x, axis=-1)]
@@ -794,7 +828,9 @@ def attn_tkg_case(bs, qh, sa, cur, full, d, tp_k_prior):
                       f"rope_pos_ids=float32[{bs},{sa}]"],
                 consts=[f"cfg=AttnTKGConfig({bs}, {qh}, {sa}, {cur}, {full}, {d}, 0, tp_k_prior={tp_k_prior}, "
                         "use_pos_id=True, fuse_rope=True)"],
-                grid="2", target="trn2", inputs={"mask": ("const", 1)})
+                grid="2", target="trn2",
+                inputs={"mask": ("active_causal",), "inv_freqs": ("uniform", 0, 1), "rope_pos_ids": ("pos_ids", cur)},
+                ref=f"attn_tkg:{cur}:{tp_k_prior}", tol=(1e-2, 1e-5))
 
 
 CASES += [
@@ -1739,6 +1775,19 @@ def special_input(np, rng, kind, dtype, shape):
         mask = np.broadcast_to(mask, shape).copy()
         mask[s_ctx - s_tkg:] = np.tril(np.ones((s_tkg, s_tkg), dtype=dtype)).T[:, None, None, :]
         return mask
+    if kind[0] == "active_causal":
+        # The causal mask of the active tokens in the [key, B, heads,
+        # query] layout of core/attention's token-generation tests: key j
+        # is visible to queries i >= j.
+        s = shape[0]
+        return np.broadcast_to(np.tril(np.ones((s, s), dtype=dtype)).T[:, None, None, :], shape).copy()
+    if kind[0] == "pos_ids":
+        # Their position ids [B, s_active]: each batch row's cache length
+        # (about 3/4 of the kind[1] prior positions, 3 apart per row) for
+        # every active token.
+        b, s = shape
+        lens = (np.arange(b) * 3 + kind[1] // 4 * 3) % (kind[1] - s)
+        return np.broadcast_to(lens[:, None], shape).astype(dtype)
     if kind[0] == "topk_reduce":
         # experimental/subkernels/test_topk_reduce.py's layout: T*K rows of
         # random values, each tagged with its token id (an int32 in the
