@@ -261,6 +261,36 @@ def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
 
+    if name.startswith("bwmm:"):
+        # Blockwise MoE matmul (experimental/moe/test_bwmm_shard_on_H.py,
+        # core/moe/moe_cte's tests): per block, its tokens' hidden rows
+        # (scaled by their affinity to the block's expert first with
+        # PRE_SCALE) through the expert's gate and up projections,
+        # SiLU(gate) * up through its down projection (scaled by the
+        # affinity after with POST_SCALE), rounded to bf16 and added into
+        # the tokens' output rows; -1 places are skipped, and the padding
+        # token's zero row adds nothing.
+        import ml_dtypes
+
+        _, b, mode = name.split(":")
+        x = inputs["hidden_states"].astype(np.float64)
+        gate_up = inputs["gate_up_proj_weight"].astype(np.float64)
+        down = inputs["down_proj_weight"].astype(np.float64)
+        e, i = gate_up.shape[0], gate_up.shape[-1]
+        affinity = inputs["expert_affinities_masked"].astype(np.float64).reshape(-1, e)
+        out = np.zeros(x.shape)
+        blocks = inputs["token_position_to_id"].reshape(-1, int(b))
+        for ids, expert in zip(blocks, inputs["block_to_expert"].reshape(-1)):
+            ids = ids[ids >= 0]
+            h, a = x[ids], affinity[ids, expert][:, None]
+            if mode == "PRE_SCALE":
+                h = h * a
+            gate, up = h @ gate_up[expert, :, 0, :], h @ gate_up[expert, :, 1, :]
+            y = (gate * sigmoid(np, gate) * up) @ down[expert, :i, :]
+            if mode == "POST_SCALE":
+                y = y * a
+            np.add.at(out, ids, y.astype(ml_dtypes.bfloat16).astype(np.float64))
+        return [out]
     if name.startswith("attn_tkg:"):
         # attention_tkg with use_pos_id and fuse_rope, as
         # core/attention/test_attention_tkg.py checks it: q and the active
@@ -717,14 +747,24 @@ CASES += [
     norm_tkg_case("layernorm_tkg", 2, 128, 1, 8192, consts=("shard_on_h=True",), beta=True),
 ]
 
+
+def moe_inputs(t, k, e, blk, skip_token):
+    """The routed inputs of a blockwise MoE matmul (special_input "moe")."""
+    kind = lambda what: ("moe", what, t, k, e, blk, skip_token)  # noqa: E731
+    return {"token_position_to_id": kind("positions"), "block_to_expert": kind("experts"),
+            "expert_affinities_masked": kind("affinities"), "hidden_states": kind("hidden"),
+            "gate_up_proj_weight": ("uniform", -0.1, 0.1), "down_proj_weight": ("uniform", -0.1, 0.1)}
+
+
 # core/moe/moe_cte/test_moe_cte_unified.py: (impl, hidden, tokens,
 # experts, block size, top_k, intermediate, dtype, ...); hidden [T+1, H],
 # affinities [(T+1)*E, 1], weights [E, H, 2, I] and [E, I, H], N blocks;
 # block_to_expert and token_position_to_id are made valid (experts in
-# range(E), positions in range(T + 1), T being the padding row).
+# range(E), positions in range(T + 1), T being the padding row); with the
+# row's top_k, routed as the tests route them (`moe_inputs`) and checked.
 
 
-def moe_cte_case(name, impl, h, t, e, blk, i, n, grid=None):
+def moe_cte_case(name, impl, h, t, e, blk, i, n, grid=None, k=None):
     spec = f"spec=MoECTESpec(implementation=MoECTEImplementation.{impl}" + (
         ", shard_on_block=ShardOnBlockConfig())" if "block" in impl else ", shard_on_I=ShardOnIConfig())")
     return dict(name=name, file="nkilib/core/moe/moe_cte/moe_cte.py", kernel="moe_cte",
@@ -732,11 +772,13 @@ def moe_cte_case(name, impl, h, t, e, blk, i, n, grid=None):
                       f"gate_up_proj_weight=bfloat16[{e},{h},2,{i}]", f"down_proj_weight=bfloat16[{e},{i},{h}]",
                       f"token_position_to_id=int32[{n * blk}]", f"block_to_expert=int32[{n}]"],
                 consts=[f"block_size={blk}", spec], grid=grid, target="trn2",
-                inputs={"token_position_to_id": ("randint", 0, t + 1), "block_to_expert": ("randint", 0, e)})
+                **(dict(inputs=moe_inputs(t, k, e, blk, False), ref=f"bwmm:{blk}:POST_SCALE", tol=(2e-2, 1e-5))
+                   if k else dict(inputs={"token_position_to_id": ("randint", 0, t + 1),
+                                          "block_to_expert": ("randint", 0, e)})))
 
 
 CASES += [
-    moe_cte_case("moe_cte_shard_I_3072_1024_e8", "shard_on_i", 3072, 1024, 8, 512, 2048, 16, grid="2"),
+    moe_cte_case("moe_cte_shard_I_3072_1024_e8", "shard_on_i", 3072, 1024, 8, 512, 2048, 16, grid="2", k=4),
     moe_cte_case("moe_cte_shard_block_3072_1024_e8", "shard_on_block", 3072, 1024, 8, 512, 2048, 16, grid="2"),
 ]
 
@@ -878,8 +920,8 @@ def bwmm_h_case(h, t, e, blk, k, i, skip, mode):
                 consts=[f"block_size={blk}", f"skip_dma={skips[skip]}", "compute_dtype=nl.bfloat16",
                         f"is_tensor_update_accumulating={k != 1}",
                         f"expert_affinities_scaling_mode=ExpertAffinityScaleMode.{mode}"],
-                grid="2", target="trn2",
-                inputs={"token_position_to_id": ("randint", 0, rows), "block_to_expert": ("randint", 0, e)})
+                grid="2", target="trn2", inputs=moe_inputs(t, k, e, blk, skip == 1),
+                ref=f"bwmm:{blk}:{mode}", tol=(2e-2, 1e-5))
 
 
 # experimental/moe/test_bwmm_bwd.py: (hidden, tokens, experts, block size,
@@ -1775,6 +1817,26 @@ def special_input(np, rng, kind, dtype, shape):
         mask = np.broadcast_to(mask, shape).copy()
         mask[s_ctx - s_tkg:] = np.tril(np.ones((s_tkg, s_tkg), dtype=dtype)).T[:, None, None, :]
         return mask
+    if kind[0] == "moe":
+        # Routed MoE inputs as the blockwise-matmul tests make them
+        # (`moe_routing`): ("moe", what, T, top_k, E, block, skip_token)
+        # with what "positions" (token_position_to_id), "experts"
+        # (block_to_expert), "affinities" ([rows * E, 1], uniform in
+        # [0, 1) at each token's experts, else 0) or "hidden" (uniform in
+        # [0, 1)); without skip_token the padding token T has a zero row.
+        what, t, k, e, b, skip = kind[1:]
+        chosen = moe_choice(np, t, k, e)
+        if what in ("positions", "experts"):
+            n = int(np.prod(shape)) // (b if what == "positions" else 1)
+            x = moe_routing(np, chosen, b, n, skip)[0 if what == "positions" else 1]
+            return x.reshape(shape).astype(dtype)
+        rows = shape[0] if what == "hidden" else int(np.prod(shape)) // e
+        x = rng.random((rows, shape[1] if what == "hidden" else e))
+        if what == "affinities":
+            x[:t] *= chosen
+        if not skip:
+            x[t] = 0
+        return x.reshape(shape).astype(dtype)
     if kind[0] == "active_causal":
         # The causal mask of the active tokens in the [key, B, heads,
         # query] layout of core/attention's token-generation tests: key j
@@ -1802,6 +1864,35 @@ def special_input(np, rng, kind, dtype, shape):
         buf[at] = np.concatenate([real, ids], axis=1)
         return buf
     raise KeyError(kind)
+
+
+def moe_choice(np, t, k, e):
+    """Each of t tokens' k distinct experts of e, drawn at random as the
+    MoE blockwise-matmul tests draw them (afresh, seed 1, for the same
+    arguments), as a token x expert 0/1 array."""
+    rng = np.random.default_rng(1)
+    chosen = np.zeros((t, e))
+    for i in range(t):
+        chosen[i, rng.choice(e, size=min(k, e), replace=False)] = 1
+    return chosen
+
+
+def moe_routing(np, chosen, b, n, skip_token):
+    """The tests' blocks for the choice `chosen`: each expert's tokens, in
+    token order, fill its blocks of b places (the experts' blocks in
+    expert order, those left of the n going to the last expert), and an
+    empty place holds the padding token T (-1 with skip_token). Returns
+    (the places' token ids [n * b], each block's expert [n])."""
+    t, e = chosen.shape
+    blocks = -(-chosen.sum(axis=0).astype(np.int64) // b)
+    blocks[-1] += n - blocks.sum()
+    positions = np.full(n * b, -1 if skip_token else t, dtype=np.int64)
+    start = 0
+    for x in range(e):
+        tokens = np.nonzero(chosen[:, x])[0]
+        positions[start: start + len(tokens)] = tokens
+        start += blocks[x] * b
+    return positions, np.repeat(np.arange(e), blocks)
 
 
 # (s_ctx, s_tkg) of the case whose inputs are being made ("cache_len").
