@@ -261,6 +261,31 @@ def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
 
+    if name.startswith("rmsnorm_quant:"):
+        # core/rmsnorm/test_rmsnorm_quant.py's semantics: RMSNorm times
+        # the weight (none with quant_only), then per row (ROW) the
+        # largest magnitude (capped at lower_bound, the values clipped to
+        # it, when it is positive) over 240 is the dequantization scale and
+        # the values are divided by it, or (STATIC) divided by the input's
+        # dequantization scale and clipped to +-240; the values rounded to
+        # float8_e4m3.
+        import ml_dtypes
+
+        _, qtype, lb, quant_only = name.split(":")
+        lb = float(lb)
+        x = inputs["hidden"].astype(np.float64)
+        norm = x
+        if quant_only != "True":
+            norm = x / (np.sqrt(np.mean(x * x, axis=-1, keepdims=True)) + 1e-6)
+            norm = norm * inputs["ln_w"].astype(np.float64).reshape(-1)
+        fp8 = lambda v: v.astype(ml_dtypes.float8_e4m3).astype(np.float64)  # noqa: E731
+        if qtype == "STATIC":
+            return [fp8(np.clip(norm / float(inputs["input_dequant_scale"][0, 0]), -240, 240))]
+        amax = np.abs(norm).max(axis=-1, keepdims=True)
+        if lb > 0:
+            amax, norm = np.minimum(amax, lb), np.clip(norm, -lb, lb)
+        scale = (amax / 240).astype(np.float32).astype(np.float64)
+        return [fp8(norm / (amax / 240)), scale]
     if name.startswith("bwmm:"):
         # Blockwise MoE matmul (experimental/moe/test_bwmm_shard_on_H.py,
         # core/moe/moe_cte's tests): per block, its tokens' hidden rows
@@ -1169,7 +1194,22 @@ def rmsnorm_quant_case(s, quant_only, qtype, lb, lnc, b, h):
                         f"quantization_type={CT}.QuantizationType.{qtype}, lower_bound={lb}, "
                         f"norm_type={CT}.NormType.{'NO_NORM' if quant_only else 'RMS_NORM'}, eps=1e-6)"],
                 grid="2" if lnc == 2 else None, target="trn2",
-                inputs={"input_dequant_scale": ("const", 0.5)} if qtype == "STATIC" else {})
+                **rmsnorm_quant_check(qtype, lb, quant_only, h))
+
+
+def rmsnorm_quant_check(qtype, lb, quant_only, h):
+    """The inputs core/rmsnorm/test_rmsnorm_quant.py draws (uniform in [0,
+    10); the static dequantization scale its generator draws first from
+    normal(0.5, 0.1) with seed 0, 0.512573) and its check: the fp8 values
+    within rtol 0.072, each row's scale within 0.007. (The kernel rounds
+    the scaled values to bf16 before fp8, so a value just above an fp8
+    midpoint may round down, a whole fp8 step: above 32 that step, 4, is
+    more than the tolerance; with the tests' scale no value reaches 34.)"""
+    inputs = {"hidden": ("uniform", 0, 10), "ln_w": ("uniform", 0, 10)}
+    if qtype == "STATIC":
+        inputs["input_dequant_scale"] = ("const", 0.512573)
+    return dict(inputs=inputs, ref=f"rmsnorm_quant:{qtype}:{lb}:{quant_only}",
+                packed_fp8=(h, qtype == "ROW"), tols=[(0.072, 1e-8), (0.007, 1e-8)][: 2 if qtype == "ROW" else 1])
 
 
 CASES += [
@@ -1179,6 +1219,9 @@ CASES += [
     rmsnorm_quant_case(128, False, "ROW", 0.5, 1, 1, 16384),
     rmsnorm_quant_case(256, False, "ROW", 0.0, 2, 1, 8192),
 ]
+# The first two rows of the list, checked the same way.
+for case, check in [("rmsnorm_quant_row_lnc2", ("ROW", 0.0, False)), ("rmsnorm_quant_only_lnc2", ("ROW", 0.5, True))]:
+    next(c for c in CASES if c["name"] == case).update(rmsnorm_quant_check(*check, 16384))
 
 
 # experimental/conv/test_conv1d.py (batch, in_channels, out_channels,
@@ -1988,18 +2031,36 @@ def make_inputs(case, out_dir, checked):
     return inputs, flags
 
 
+def unpack_fp8(np, raw, h, scale):
+    """The outputs of a kernel that writes fp8 bytes (float8_e4m3) and, with
+    `scale`, each row's f32 dequantization scale in the row's last 4 bytes
+    (core/rmsnorm/rmsnorm_quant.py): [..., h] values, [..., 1] scales."""
+    import ml_dtypes
+
+    raw = np.ascontiguousarray(raw.astype(np.uint8))
+    values = raw[..., :h].view(ml_dtypes.float8_e4m3).astype(np.float64)
+    if not scale:
+        return [values]
+    return [values, np.ascontiguousarray(raw[..., h:h + 4]).view(np.float32).astype(np.float64)]
+
+
 def compare(case, inputs, out_dir):
     """True when every output has the reference's shape and matches it
     by the library's own rule (its tests' `maxAllClose` in "max" mode:
     every element within atol + rtol * the reference's largest magnitude),
     with rtol=atol=1e-3 or the case's "tol" = (rtol, atol), the tolerances
-    of the library's test."""
+    of the library's test ("tols": one per output). A case with
+    "packed_fp8" has its one output's bytes unpacked first (`unpack_fp8`)."""
     import numpy as np
 
-    rtol, atol = case.get("tol", (1e-3, 1e-3))
     expected = reference(case["ref"], inputs)
-    for i, e in enumerate(expected):
-        got = np.load(os.path.join(out_dir, f"out{i}.npy")).astype(np.float64)
+    tols = case.get("tols", [case.get("tol", (1e-3, 1e-3))] * len(expected))
+    if "packed_fp8" in case:
+        outputs = unpack_fp8(np, np.load(os.path.join(out_dir, "out0.npy")), *case["packed_fp8"])
+    else:
+        outputs = [np.load(os.path.join(out_dir, f"out{i}.npy")) for i in range(len(expected))]
+    for i, (e, got, (rtol, atol)) in enumerate(zip(expected, outputs, tols)):
+        got = got.astype(np.float64)
         if got.shape != e.shape:
             print(f"  out{i}: shape {got.shape}, the reference's is {e.shape}")
             return False
@@ -2088,9 +2149,11 @@ def main():
             t0 = time.monotonic()
             try:
                 # float32 copies of float outputs, so a bfloat16 output
-                # compares by value (nkic writes it as raw `<u2` bits).
+                # compares by value (nkic writes it as raw `<u2` bits);
+                # packed fp8 bytes stay raw (`unpack_fp8`).
+                as_f32 = [] if "packed_fp8" in case else ["--out-dtype", "float32"]
                 run = subprocess.run(nkic_cmd(opts.nkic, "run", opts.library, case) + flags
-                                     + ["--out", out, "--out-dtype", "float32"],
+                                     + ["--out", out] + as_f32,
                                      capture_output=True, text=True, timeout=opts.timeout)
             except subprocess.TimeoutExpired:
                 print(f"{case['name']:28} specialize ok ({t_check:.1f}s), run TIMEOUT")
