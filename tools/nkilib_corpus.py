@@ -553,13 +553,17 @@ def reference(name, inputs):
             out = out.reshape(b, s_, i // int(d), int(d)).transpose(2, 0, 1, 3)
         return [out]
     if name.startswith("attn_cte:"):
-        # attention_cte without sink or window: per batch,
-        # softmax(scale * q k^T (causal: key j <= query i)) v, q [S, d]
-        # (tp_q) or [d, S], k [S_kv, d] (tp_k) or [d, S_kv], v [S_kv, d];
-        # out [S, d], or [d, S] with tp_out. With a prefix cache, the
-        # first prior_used_len prior keys and values come before the
-        # current ones, seen by every query. In blocks of query rows.
-        scale, causal, tp_q, tp_k, tp_out = name.split(":")[1:]
+        # attention_cte: per batch, softmax(scale * q k^T (causal: key j
+        # <= query i)) v, q [S, d] (tp_q) or [d, S], k [S_kv, d] (tp_k) or
+        # [d, S_kv], v [S_kv, d]; out [S, d], or [d, S] with tp_out. With
+        # a prefix cache, the first prior_used_len prior keys and values
+        # come before the current ones at positions -used..-1; a sliding
+        # window (the name's last field) hides keys window or more
+        # positions before the query; a sink [B, 1] is one more logit of
+        # the softmax (unscaled) whose weight is dropped. In blocks of
+        # query rows.
+        scale, causal, tp_q, tp_k, tp_out, *window = name.split(":")[1:]
+        window = int(window[0]) if window else 0
         q = inputs["q"].astype(np.float64)
         k = inputs["k"].astype(np.float64)
         v = inputs["v"].astype(np.float64)
@@ -576,11 +580,19 @@ def reference(name, inputs):
         for b in range(q.shape[0]):
             for r0 in range(0, q.shape[1], 1024):
                 scores = float(scale) * q[b, r0: r0 + 1024] @ k[b].T
+                # Key position minus query position.
+                ahead = (np.arange(k.shape[1])[None, :] - used) - np.arange(r0, r0 + scores.shape[0])[:, None]
                 if causal == "True":
-                    rows = np.arange(r0, r0 + scores.shape[0])[:, None] + used
-                    scores = np.where(np.arange(k.shape[1])[None, :] <= rows, scores, -np.inf)
-                p = np.exp(scores - scores.max(axis=1, keepdims=True))
-                out[b, r0: r0 + 1024] = (p / p.sum(axis=1, keepdims=True)) @ v[b]
+                    scores = np.where(ahead <= 0, scores, -np.inf)
+                if window:
+                    scores = np.where(ahead > -window, scores, -np.inf)
+                top = scores.max(axis=1, keepdims=True)
+                total = 0.0
+                if "sink" in inputs:
+                    top = np.maximum(top, float(inputs["sink"][b, 0]))
+                    total = np.exp(float(inputs["sink"][b, 0]) - top)
+                p = np.exp(scores - top)
+                out[b, r0: r0 + 1024] = (p / (p.sum(axis=1, keepdims=True) + total)) @ v[b]
         return [out.transpose(0, 2, 1) if tp_out == "True" else out]
     if name.startswith("rope_hf:"):
         # HF RoPE on q, k [B, H, S, d] with cos, sin [B, S, d], in the
@@ -1527,10 +1539,10 @@ def attn_cte_case(lnc, bs, skv, sq, d, scale, dtype, causal, tp_q, tp_out, tp_k=
             + (f"_sw{window}" if window else ""))
     case = dict(name=name, file="nkilib/core/attention/attention_cte.py", kernel="attention_cte", args=args,
                 consts=consts, grid="2" if lnc == 2 else None, target="trn2", inputs=inputs)
-    if not (sink or window):
-        # The test's inputs are uniform in [0, 1).
-        inputs |= {n: ("uniform", 0.0, 1.0) for n in ("q", "k", "v", "k_prior", "v_prior")}
-        case |= dict(ref=f"attn_cte:{scale}:{causal}:{tp_q}:{tp_k}:{tp_out}", tol=(2e-2, 1e-5))
+    # The test's inputs are uniform in [0, 1).
+    inputs |= {n: ("uniform", 0.0, 1.0) for n in ("q", "k", "v", "k_prior", "v_prior", "sink")}
+    case |= dict(ref=f"attn_cte:{scale}:{causal}:{tp_q}:{tp_k}:{tp_out}" + (f":{window}" if window else ""),
+                 tol=(2e-2, 1e-5))
     return case
 
 
