@@ -531,7 +531,7 @@ def reference(name, inputs):
         # times the fused weights (+ bias); [B, S, I], or [N, B, S, d].
         # Only the projection is compared (the token-generation path also
         # returns the residual sum, the context path does not).
-        norm, actual, eps, d = name.split(":")[1:]
+        norm, actual, eps, d, *rope = name.split(":")[1:]
         x = inputs["input"].astype(np.float64)
         if "mlp_prev" in inputs:
             x = x + inputs["mlp_prev"].astype(np.float64) + inputs["attention_prev"].astype(np.float64)
@@ -548,6 +548,16 @@ def reference(name, inputs):
         out = x @ inputs["fused_qkv_weights"].astype(np.float64)
         if "bias" in inputs:
             out = out + inputs["bias"].astype(np.float64).reshape(-1)
+        if rope:
+            # Fused RoPE on the q and k heads (v as it is), halves
+            # rotated: [x1 cos - x2 sin, x1 sin + x2 cos] with cos and sin
+            # the first half of each cache row [B, S, d].
+            heads, dh = (int(v) for v in rope[0].split(","))
+            cos, sin = (inputs[n].astype(np.float64)[..., : dh // 2] for n in ("cos_cache", "sin_cache"))
+            for h0 in range(0, heads * dh, dh):
+                x1, x2 = out[..., h0: h0 + dh // 2].copy(), out[..., h0 + dh // 2: h0 + dh].copy()
+                out[..., h0: h0 + dh // 2] = x1 * cos - x2 * sin
+                out[..., h0 + dh // 2: h0 + dh] = x1 * sin + x2 * cos
         if d:
             b, s_, i = out.shape
             out = out.reshape(b, s_, i // int(d), int(d)).transpose(2, 0, 1, 3)
@@ -1334,9 +1344,13 @@ def qkv_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, nor
             + ("_rope" if rope else "") + (f"_{dtype}" if dtype != "bfloat16" else ""))
     case = dict(name=name, file="nkilib/core/qkv/qkv.py", kernel="qkv", args=args, consts=consts,
                 grid="2" if lnc == 2 else None, target="trn2")
-    if quant == "NONE" and not rope:
+    if quant == "NONE":
         d = heads[2] if heads and layout == "NBSd" else ""
         case |= dict(ref=f"qkv:{norm}:{h_actual or ''}:{eps}:{d}", tol=(2e-2, 1e-5))
+    if quant == "NONE" and rope:
+        # The test's caches: normal values for half a row, tiled twice.
+        case["ref"] += f":{heads[0] + heads[1]},{heads[2]}"
+        case["inputs"] = {"cos_cache": ("tiled_normal",), "sin_cache": ("tiled_normal",)}
     return case
 
 
@@ -1903,6 +1917,11 @@ def special_input(np, rng, kind, dtype, shape):
         if not skip:
             x[t] = 0
         return x.reshape(shape).astype(dtype)
+    if kind[0] == "tiled_normal":
+        # Normal values for the first half of the last dim, repeated in
+        # the second (the RoPE caches of core/qkv's tests).
+        half = rng.standard_normal(tuple(shape[:-1]) + (shape[-1] // 2,))
+        return np.concatenate([half, half], axis=-1).astype(dtype)
     if kind[0] == "active_causal":
         # The causal mask of the active tokens in the [key, B, heads,
         # query] layout of core/attention's token-generation tests: key j
