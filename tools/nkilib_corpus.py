@@ -531,7 +531,8 @@ def reference(name, inputs):
         # times the fused weights (+ bias); [B, S, I], or [N, B, S, d].
         # Only the projection is compared (the token-generation path also
         # returns the residual sum, the context path does not).
-        norm, actual, eps, d, *rope = name.split(":")[1:]
+        norm, actual, eps, d, *extra = name.split(":")[1:]
+        extra = dict(e.split("=") for e in extra)
         x = inputs["input"].astype(np.float64)
         if "mlp_prev" in inputs:
             x = x + inputs["mlp_prev"].astype(np.float64) + inputs["attention_prev"].astype(np.float64)
@@ -545,14 +546,26 @@ def reference(name, inputs):
             x = x * inputs["gamma_norm_weights"].astype(np.float64).reshape(-1)
         if "layer_norm_bias" in inputs:
             x = x + inputs["layer_norm_bias"].astype(np.float64).reshape(-1)
+        if "static" in extra:
+            # fp8 static quantization (the test's golden): the normalized
+            # input over the input scale, clipped to +-240, times the fp8
+            # weights, then each of the q, k and v columns times its
+            # weight scale and all times the input scale (the scales'
+            # first row).
+            x = np.clip(x / float(inputs["qkv_in_scale"][0, 0]), -240, 240)
         out = x @ inputs["fused_qkv_weights"].astype(np.float64)
+        if "static" in extra:
+            nq, nkv, dh = (int(v) for v in extra["static"].split(","))
+            for part, (c0, c1) in enumerate([(0, nq), (nq, nq + nkv), (nq + nkv, nq + 2 * nkv)]):
+                out[..., c0 * dh: c1 * dh] *= float(inputs["qkv_w_scale"][0, part])
+            out *= float(inputs["qkv_in_scale"][0, 0])
         if "bias" in inputs:
             out = out + inputs["bias"].astype(np.float64).reshape(-1)
-        if rope:
+        if "rope" in extra:
             # Fused RoPE on the q and k heads (v as it is), halves
             # rotated: [x1 cos - x2 sin, x1 sin + x2 cos] with cos and sin
             # the first half of each cache row [B, S, d].
-            heads, dh = (int(v) for v in rope[0].split(","))
+            heads, dh = (int(v) for v in extra["rope"].split(","))
             cos, sin = (inputs[n].astype(np.float64)[..., : dh // 2] for n in ("cos_cache", "sin_cache"))
             for h0 in range(0, heads * dh, dh):
                 x1, x2 = out[..., h0: h0 + dh // 2].copy(), out[..., h0 + dh // 2: h0 + dh].copy()
@@ -1344,13 +1357,19 @@ def qkv_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, nor
             + ("_rope" if rope else "") + (f"_{dtype}" if dtype != "bfloat16" else ""))
     case = dict(name=name, file="nkilib/core/qkv/qkv.py", kernel="qkv", args=args, consts=consts,
                 grid="2" if lnc == 2 else None, target="trn2")
-    if quant == "NONE":
-        d = heads[2] if heads and layout == "NBSd" else ""
-        case |= dict(ref=f"qkv:{norm}:{h_actual or ''}:{eps}:{d}", tol=(2e-2, 1e-5))
-    if quant == "NONE" and rope:
+    d = heads[2] if heads and layout == "NBSd" else ""
+    case |= dict(ref=f"qkv:{norm}:{h_actual or ''}:{eps}:{d}", tol=(2e-2, 1e-5), inputs={})
+    if rope:
         # The test's caches: normal values for half a row, tiled twice.
-        case["ref"] += f":{heads[0] + heads[1]},{heads[2]}"
-        case["inputs"] = {"cos_cache": ("tiled_normal",), "sin_cache": ("tiled_normal",)}
+        case["ref"] += f":rope={heads[0] + heads[1]},{heads[2]}"
+        case["inputs"] |= {"cos_cache": ("tiled_normal",), "sin_cache": ("tiled_normal",)}
+    if quant == "STATIC":
+        # The test's static rows: input and weights normal clipped to
+        # [-1, 1] (the weights then fp8), scales 1/240; rtol 4e-2.
+        case["ref"] += f":static={heads[0]},{heads[1]},{heads[2]}"
+        case["tol"] = (4e-2, 1e-5)
+        case["inputs"] |= {"input": ("clipped_normal", 1.0), "fused_qkv_weights": ("clipped_normal", 1.0),
+                           "qkv_w_scale": ("const", 1 / 240), "qkv_in_scale": ("const", 1 / 240)}
     return case
 
 
@@ -1917,6 +1936,8 @@ def special_input(np, rng, kind, dtype, shape):
         if not skip:
             x[t] = 0
         return x.reshape(shape).astype(dtype)
+    if kind[0] == "clipped_normal":
+        return np.clip(rng.standard_normal(shape), -kind[1], kind[1]).astype(dtype)
     if kind[0] == "tiled_normal":
         # Normal values for the first half of the last dim, repeated in
         # the second (the RoPE caches of core/qkv's tests).
