@@ -517,10 +517,18 @@ def reference(name, inputs):
             out = a.transpose(0, 3, 1, 2).reshape(b, s, n * d) @ w
         else:
             d, b, n, s = a.shape
-            out = a.transpose(1, 3, 2, 0).reshape(b * s, n * d) @ w
+            a = a.transpose(1, 3, 2, 0).reshape(b * s, n * d)
+            if name.endswith(":static"):
+                # fp8 static quantization, as the test's reference: the
+                # input over its scale clipped to +-240, times the fp8
+                # weight, times both scales.
+                ws, ins = (float(inputs[n][0, 0]) for n in ("weight_scale", "input_scale"))
+                out = (np.clip(a / ins, -240, 240) @ w) * (ws * ins)
+            else:
+                out = a @ w
         if "bias" in inputs:
             out = out + inputs["bias"].astype(np.float64).reshape(-1)
-        if name == "out_proj_tkg:True":
+        if name.startswith("out_proj_tkg:True"):
             h = out.shape[1]
             lnc = 2 if h % 256 == 0 else 1
             out = out.reshape(out.shape[0], lnc, 128, h // (lnc * 128)).transpose(2, 1, 3, 0)
@@ -1463,7 +1471,13 @@ def out_proj_tkg_case(b, n, s, d, h, quant="NONE", bias=True, transpose=False):
                 file="nkilib/core/output_projection/output_projection_tkg.py", kernel="output_projection_tkg",
                 args=args, consts=[f"quantization_type=QuantizationType.{quant}", f"TRANSPOSE_OUT={transpose}"],
                 grid="2", target="trn2",
-                **(dict(ref=f"out_proj_tkg:{transpose}", tol=(2e-2, 1e-5)) if quant == "NONE" else {}))
+                **(dict(ref=f"out_proj_tkg:{transpose}", tol=(2e-2, 1e-5)) if quant == "NONE" else dict(
+                    # The test's static inputs: attention uniform in [-1,
+                    # 1), the weight such values over their scale (about
+                    # 1/240) in fp8, both scales about 1/240; rtol 5e-2.
+                    ref=f"out_proj_tkg:{transpose}:static", tol=(5e-2, 1e-5),
+                    inputs={"attention": ("uniform", -1, 1), "weight": ("uniform", -240, 240),
+                            "weight_scale": ("const", 1 / 240), "input_scale": ("const", 1 / 240)})))
 
 
 CASES += [
