@@ -261,6 +261,37 @@ def reference(name, inputs):
     """The expected outputs of reference `name` for `inputs` (NumPy)."""
     import numpy as np
 
+    if name.startswith("mlp:"):
+        # core/mlp's tests (norm_mlp_ref): the hidden states (+ the
+        # fused-add tensor), normalized (RMS: x / sqrt(mean(x^2) + eps);
+        # LayerNorm with its bias; eps 1e-6) times gamma, then act(x Wg +
+        # bg) * (x Wu + bu), or act(x Wu + bu) without the gate, times Wd
+        # (+ bd). Outputs: that, and the sum when it is stored.
+        import math
+
+        norm, act = name.split(":")[1:3]
+        f = lambda n: inputs[n].astype(np.float64) if n in inputs else None  # noqa: E731
+        x = f("hidden_tensor") + (f("fused_add_tensor") if "fused_add_tensor" in inputs else 0)
+        summed = x
+        if norm == "RMS_NORM":
+            x = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+        elif norm == "LAYER_NORM":
+            x = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-6)
+        if norm != "NO_NORM":
+            x = x * f("normalization_weights_tensor").reshape(-1)
+        if "normalization_bias_tensor" in inputs:
+            x = x + f("normalization_bias_tensor").reshape(-1)
+        erf = np.frompyfunc(math.erf, 1, 1)
+        fn = {"SiLU": lambda v: v * sigmoid(np, v),
+              "GELU": lambda v: 0.5 * v * (1 + erf(v / math.sqrt(2)).astype(np.float64))}[act]
+        bias = lambda n: f(n).reshape(-1) if n in inputs else 0  # noqa: E731
+        up = x @ f("up_proj_weights_tensor") + bias("up_proj_bias_tensor")
+        if "skip_gate" in name:
+            mid = fn(up)
+        else:
+            mid = fn(x @ f("gate_proj_weights_tensor") + bias("gate_proj_bias_tensor")) * up
+        out = mid @ f("down_proj_weights_tensor") + bias("down_proj_bias_tensor")
+        return [out, summed] if "store" in name else [out]
     if name.startswith("rmsnorm_quant:"):
         # core/rmsnorm/test_rmsnorm_quant.py's semantics: RMSNorm times
         # the weight (none with quant_only), then per row (ROW) the
@@ -1436,8 +1467,13 @@ def mlp_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, sto
             + ("_add" if fused_add else "") + ("_store" if store_add else "") + f"_{act}"
             + ("_nogate" if skip_gate else "") + ("_b" + "".join(str(int(x)) for x in biases) if any(biases) else "")
             + "".join("_" + c.split("=")[0] for c in consts))
-    return dict(name=name, file="nkilib/core/mlp/mlp.py", kernel="mlp", args=args, consts=cst + list(consts),
+    case = dict(name=name, file="nkilib/core/mlp/mlp.py", kernel="mlp", args=args, consts=cst + list(consts),
                 grid="2" if lnc == 2 else None, target="trn2")
+    if quant == "NONE":
+        # The tests' normal inputs and default tolerance.
+        case |= dict(ref=f"mlp:{norm}:{act}" + (":skip_gate" if skip_gate else "")
+                     + (":store" if fused_add and store_add else ""), tol=(2e-2, 1e-5))
+    return case
 
 
 CASES += [
