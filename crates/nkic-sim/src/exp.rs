@@ -34,6 +34,12 @@
 //! (ignored in CI: 20 s of CPU; CI checks a strided sample). The native
 //! tier emits the same operations in the same order (`jit/compile.rs`,
 //! `Emit::exp`), which the tier tests compare with this function's bits.
+//!
+//! [`exp_in_place`] runs the same steps over a slice without a branch
+//! (`fast_or_unsure`, which `fast` is made of), so that the compiler
+//! vectorizes them (AVX-512 where the CPU has it: eight lanes, the table
+//! read by a gather), and calls libm for the values it was not sure of.
+//! The native tier's dense `exp` rows go through it a chunk at a time.
 
 use std::sync::OnceLock;
 
@@ -77,16 +83,18 @@ pub(crate) fn table() -> &'static [f64; 64] {
 /// (module doc); `None` otherwise.
 #[inline]
 pub(crate) fn fast(x: f32) -> Option<f32> {
+    let (y, sure) = fast_or_unsure(x, table());
+    sure.then_some(y)
+}
+
+/// [`fast`] without a branch, so that a loop of it vectorizes: the value
+/// and whether it is sure (the value means nothing otherwise). Every
+/// step is computed for every input; those outside the range give
+/// garbage that is not used (`ki & 63` keeps the table index in range).
+#[inline(always)]
+fn fast_or_unsure(x: f32, table: &[f64; 64]) -> (f32, bool) {
     let v = f64::from(x);
-    if !(LO..=HI).contains(&v) {
-        return if v <= ZERO_AT {
-            Some(0.0)
-        } else if v >= INF_AT {
-            Some(f32::INFINITY)
-        } else {
-            None
-        };
-    }
+    let inside = (LO..=HI).contains(&v);
     let t = v * INV_LN2_64 + SHIFTER;
     let k = t - SHIFTER;
     let ki = t.to_bits() as i32;
@@ -97,18 +105,91 @@ pub(crate) fn fast(x: f32) -> Option<f32> {
     r4 = r2 * r2;
     let p = ((1.0 + r) + r2 * (0.5 + r * C3)) + r4 * ((C4 + r * C5) + r2 * C6);
     let scale = f64::from_bits(((i64::from(ki >> 6) + 1023) as u64) << 52);
-    let y = (table()[(ki & 63) as usize] * p) * scale;
+    let y = (table[(ki & 63) as usize] * p) * scale;
     let d = (y.to_bits() as i64 & LOW_BITS) - MIDPOINT;
-    if d.abs() <= MARGIN {
-        return None;
-    }
-    Some(y as f32)
+    let near = d.wrapping_abs() <= MARGIN;
+    let (zero, inf) = (v <= ZERO_AT, v >= INF_AT);
+    let y = if zero {
+        0.0
+    } else if inf {
+        f32::INFINITY
+    } else {
+        y as f32
+    };
+    (y, (inside && !near) || zero || inf)
 }
 
 /// `f64::from(x).exp() as f32`.
 #[inline]
 pub(crate) fn exp_f32(x: f32) -> f32 {
     fast(x).unwrap_or_else(|| f64::from(x).exp() as f32)
+}
+
+/// Values [`exp_in_place`] evaluates together.
+pub(crate) const CHUNK: usize = 64;
+
+/// [`exp_f32`] of every value of `xs`, in place: [`fast_or_unsure`] over
+/// chunks of [`CHUNK`] (a loop the compiler vectorizes, for AVX-512 where
+/// the CPU has it), then libm for the values it was not sure of. The
+/// bits are `exp_f32`'s.
+pub(crate) fn exp_in_place(xs: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if simd::avx512_available() {
+        simd::exp_chunks_avx512(xs);
+        return;
+    }
+    exp_chunks(xs);
+}
+
+/// [`exp_in_place`]'s loop.
+#[inline(always)]
+fn exp_chunks(xs: &mut [f32]) {
+    let table = table();
+    for chunk in xs.chunks_mut(CHUNK) {
+        let mut inputs = [0f32; CHUNK];
+        let mut sure = [false; CHUNK];
+        for ((x, input), ok) in chunk.iter_mut().zip(&mut inputs).zip(&mut sure) {
+            *input = *x;
+            (*x, *ok) = fast_or_unsure(*x, table);
+        }
+        // Usually every value is sure: one vector test instead of a
+        // branch per value.
+        if sure.iter().fold(true, |all, &ok| all & ok) {
+            continue;
+        }
+        for ((x, &input), &ok) in chunk.iter_mut().zip(&inputs).zip(&sure) {
+            if !ok {
+                *x = f64::from(input).exp() as f32;
+            }
+        }
+    }
+}
+
+/// The AVX-512 build of the chunk loop.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod simd {
+    /// Whether this CPU runs AVX-512 Foundation instructions.
+    pub(super) fn avx512_available() -> bool {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+
+    /// `super::exp_chunks` on a CPU with AVX-512.
+    pub(super) fn exp_chunks_avx512(xs: &mut [f32]) {
+        assert!(
+            avx512_available(),
+            "the AVX-512 exp loop runs only on CPUs with AVX-512"
+        );
+        // SAFETY: `chunks_avx512` is safe Rust compiled with AVX-512
+        // enabled; its only precondition is that the CPU supports it,
+        // asserted above.
+        unsafe { chunks_avx512(xs) }
+    }
+
+    #[target_feature(enable = "avx512f")]
+    fn chunks_avx512(xs: &mut [f32]) {
+        super::exp_chunks(xs);
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +227,38 @@ mod tests {
         // About 16.7 M inputs, every sign and binade.
         let answered = check(12_345, 257);
         assert!(answered > 4_000_000, "{answered}");
+    }
+
+    /// The chunked loop (AVX-512 where available, and the portable one)
+    /// gives `exp_f32`'s bits over a strided sample of every f32 and the
+    /// edges, in slices whose lengths leave partial chunks.
+    #[test]
+    fn exp_in_place_gives_exp_f32s_bits() {
+        let mut xs: Vec<f32> = (0..1_000_003u32)
+            .map(|i| f32::from_bits(i.wrapping_mul(4_297)))
+            .chain([
+                f32::NAN,
+                -f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                -104.0,
+                89.0,
+                88.7,
+                -103.97,
+            ])
+            .collect();
+        let want: Vec<u32> = xs.iter().map(|&x| exp_f32(x).to_bits()).collect();
+        let mut portable = xs.clone();
+        exp_in_place(&mut xs);
+        exp_chunks(&mut portable);
+        for got in [&xs, &portable] {
+            let got: Vec<u32> = got.iter().map(|y| y.to_bits()).collect();
+            assert!(
+                got == want,
+                "first difference at {:?}",
+                got.iter().zip(&want).position(|(a, b)| a != b)
+            );
+        }
     }
 
     #[test]

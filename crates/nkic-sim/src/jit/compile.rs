@@ -11,9 +11,9 @@
 //! with the interpreter's operand order, so even NaN payloads agree; the
 //! `exp` activation is `crate::exp::fast`'s operations written out, calling
 //! back where that function would defer to libm. Over dense f32 and bf16
-//! streams those bodies run four elements at a time (`Emit::wide`): the
-//! same operations per lane, `exp` in two f64x2 halves, and a group with a
-//! lane `fast` would defer goes through the element loop's code. Every other dtype,
+//! streams those bodies run four elements at a time (`Emit::wide`), the
+//! same operations per lane, and `exp` in chunks through
+//! `exp::exp_in_place` (`Emit::wide_exp`). Every other dtype,
 //! operator and activation function calls the interpreter's own Rust
 //! function through a callback.
 
@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, SigRef, Type, Value, types,
+    AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, SigRef, StackSlotData,
+    StackSlotKind, Type, Value, types,
 };
 use cranelift_codegen::isa::TargetFrontendConfig;
 use cranelift_codegen::settings::{self, Configurable};
@@ -135,6 +136,8 @@ struct Callbacks {
     activation: (SigRef, i64),
     decode: (SigRef, i64),
     encode: (SigRef, i64),
+    /// `exp_in_place(buffer, len)` (`native::exp_in_place`).
+    exp_in_place: (SigRef, i64),
 }
 
 impl Callbacks {
@@ -162,6 +165,16 @@ impl Callbacks {
             encode: (
                 sig(&[i32_, f32_], i32_),
                 cb_encode as *const () as usize as i64,
+            ),
+            exp_in_place: (
+                func.import_signature({
+                    let mut s = module.make_signature();
+                    let ptr = module.target_config().pointer_type();
+                    s.params
+                        .extend([AbiParam::new(ptr), AbiParam::new(types::I64)]);
+                    s
+                }),
+                native::exp_in_place as *const () as usize as i64,
             ),
         }
     }
@@ -266,7 +279,11 @@ fn build(
     } else if lanes_of(sig) {
         let mut e = Emit { b: &mut b, cb };
         let params = [n, dr, ds, ar, as_, br, bs, acc0];
-        e.wide(sig, params, [c0, c1], fill, header);
+        if matches!(sig.body, Body::Activation { .. }) {
+            e.wide_exp(sig, params, [c0, c1], header);
+        } else {
+            e.wide(sig, params, [c0, c1], header);
+        }
     } else if let Body::Reduce { op, .. } = sig.body {
         // A run's first element starts its fold before the loop, so the
         // fold's dependency chain is the operator alone; a max or min
@@ -467,7 +484,6 @@ fn wide_copy(
 
 /// The vector types of `Emit::wide`.
 const F32X4: Type = types::F32X4;
-const F64X2: Type = types::F64X2;
 const I32X4: Type = types::I32X4;
 const I64X2: Type = types::I64X2;
 
@@ -476,7 +492,7 @@ const I64X2: Type = types::I64X2;
 /// whose every step has a lane form giving the element loop's bits:
 /// operators that `Emit::alu` writes as one IEEE operation, which works
 /// per lane on vectors, dtype conversions, and the `exp` activation
-/// (`Emit::exp_lanes`).
+/// (`Emit::wide_exp`).
 fn lanes_of(sig: Sig) -> bool {
     let lane_op = |op: AluOp| {
         matches!(
@@ -533,17 +549,9 @@ impl Emit<'_, '_> {
     /// same IEEE operations in the same operand order and every bit (NaN
     /// payloads too) is the same; each lane reads its own position before
     /// writing it, and the planner admits an overlap only at the same
-    /// positions. A group of four whose `exp` the lanes cannot vouch for
-    /// runs as four elements of the element loop instead; the element
-    /// loop at `header` does the rest of the row.
-    fn wide(
-        &mut self,
-        sig: Sig,
-        params: [Value; 8],
-        [c0, c1]: [Value; 2],
-        fill: Value,
-        header: Block,
-    ) {
+    /// positions. The element loop at `header` does the rest of the row.
+    /// (An `exp` activation goes to [`Emit::wide_exp`].)
+    fn wide(&mut self, sig: Sig, params: [Value; 8], [c0, c1]: [Value; 2], header: Block) {
         let [n, d0, ds, a0, as_, b0, bs, acc] = params;
         let size = |dt: Option<DType>| dt.map_or(4, |d| i64::from(d.size()));
         let (dsize, asize, bsize) = (size(Some(sig.dst)), size(sig.a), size(sig.b));
@@ -592,36 +600,6 @@ impl Emit<'_, '_> {
                 self.apply(op1, t, y, reverse1)
             }
             Body::Convert => x,
-            Body::Activation { op0, op1, .. } => {
-                let mut t = x;
-                for (step, k) in [(op0, c0), (op1, c1)] {
-                    if let Some((op, reverse)) = step {
-                        let k = splat(self, k);
-                        t = self.apply(op, t, k, reverse);
-                    }
-                }
-                let (y, unsure) = self.exp_lanes(t);
-                // A lane `exp_lanes` cannot vouch for: the four elements
-                // go through the element loop's code (and its callback).
-                let store = self.b.create_block();
-                let one_by_one = self.b.create_block();
-                let any = self.b.ins().vany_true(unsure);
-                self.b.ins().brif(any, one_by_one, &[], store, &[]);
-                self.b.switch_to_block(one_by_one);
-                for k in 0..4 {
-                    let step =
-                        |e: &mut Self, base: Value, size: i64| e.b.ins().iadd_imm_s(base, k * size);
-                    let element = Element {
-                        d: step(self, at_d, dsize),
-                        a: step(self, at_a, asize),
-                        b: step(self, at_b, bsize),
-                    };
-                    self.element(sig, element, [c0, c1], fill, acc);
-                }
-                self.b.ins().jump(wide.header, &[wide.next.into()]);
-                self.b.switch_to_block(store);
-                y
-            }
             _ => unreachable!("lanes_of admits no other body"),
         };
         self.encode_lanes(sig.dst, r, at_d);
@@ -633,6 +611,117 @@ impl Emit<'_, '_> {
         };
         let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
         to_elements(self.b, header, [i, d, a, bp, acc]);
+    }
+
+    /// The start of a row of a [`lanes_of`] `exp` activation when its
+    /// source and destination are dense: chunks of up to `exp::CHUNK`
+    /// elements (a multiple of four) are decoded and put through `op0`
+    /// and `op1` in f32x4 lanes into a buffer on the stack, which
+    /// `exp::exp_in_place` (through `native::exp_in_place`) turns into
+    /// `exp_f32`'s values, and then encoded into the destination; the
+    /// element loop at `header` does the rest of the row. A chunk is read
+    /// whole before any of it is written, and the planner admits an
+    /// overlap of source and destination only at the same positions.
+    fn wide_exp(&mut self, sig: Sig, params: [Value; 8], [c0, c1]: [Value; 2], header: Block) {
+        let Body::Activation { op0, op1, .. } = sig.body else {
+            unreachable!("wide_exp runs exp activations");
+        };
+        let [n, d0, ds, a0, as_, b0, bs, acc] = params;
+        let (dsize, asize) = (
+            i64::from(sig.dst.size()),
+            i64::from(sig.a.map_or(4, |d| d.size())),
+        );
+        let chunks = self.b.create_block();
+        let body = self.b.create_block();
+        let tail = self.b.create_block();
+        self.b.append_block_param(chunks, types::I64);
+        self.b.append_block_param(tail, types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let streams = [(ds, dsize), (as_, asize)];
+        if_dense(
+            self.b,
+            &streams,
+            (chunks, &[zero.into()]),
+            header,
+            [d0, a0, b0, acc],
+        );
+
+        // A chunk: the whole groups of four left, at most CHUNK elements.
+        self.b.switch_to_block(chunks);
+        let pos = self.b.block_params(chunks)[0];
+        let left = self.b.ins().isub(n, pos);
+        let whole = self.b.ins().band_imm_u(left, !3);
+        let most = self.b.ins().iconst(types::I64, crate::exp::CHUNK as i64);
+        let len = self.b.ins().umin(whole, most);
+        self.b
+            .ins()
+            .brif(len, body, &[], tail, &[BlockArg::Value(pos)]);
+
+        self.b.switch_to_block(body);
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (crate::exp::CHUNK * 4) as u32,
+            4,
+        ));
+        let ptr = self.b.func.dfg.value_type(d0);
+        let buf = self.b.ins().stack_addr(ptr, slot, 0);
+        let at = |e: &mut Self, base: Value, j: Value, size: i64| {
+            let off = e.b.ins().imul_imm_s(j, size);
+            e.b.ins().iadd(base, off)
+        };
+        let src = sig.a.unwrap_or(DType::F32);
+        self.groups(len, |e, k| {
+            let j = e.b.ins().iadd(pos, k);
+            let at_a = at(e, a0, j, asize);
+            let mut t = e.decode_lanes(src, at_a);
+            for (step, c) in [(op0, c0), (op1, c1)] {
+                if let Some((op, reverse)) = step {
+                    let c = e.b.ins().splat(F32X4, c);
+                    t = e.apply(op, t, c, reverse);
+                }
+            }
+            let at_buf = at(e, buf, k, 4);
+            e.b.ins().store(flags(), t, at_buf, 0);
+        });
+        self.call_void(self.cb.exp_in_place, &[buf, len]);
+        self.groups(len, |e, k| {
+            let at_buf = at(e, buf, k, 4);
+            let y = e.b.ins().load(F32X4, flags(), at_buf, 0);
+            let j = e.b.ins().iadd(pos, k);
+            let at_d = at(e, d0, j, dsize);
+            e.encode_lanes(sig.dst, y, at_d);
+        });
+        let next = self.b.ins().iadd(pos, len);
+        self.b.ins().jump(chunks, &[next.into()]);
+
+        self.b.switch_to_block(tail);
+        let i = self.b.block_params(tail)[0];
+        let mut at = |base: Value, stride: Value| {
+            let off = self.b.ins().imul(i, stride);
+            self.b.ins().iadd(base, off)
+        };
+        let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
+        to_elements(self.b, header, [i, d, a, bp, acc]);
+    }
+
+    /// Emits `each(k)` for `k = 0, 4, 8, …` below `len` (a multiple of
+    /// four), as a loop, and continues after it.
+    fn groups(&mut self, len: Value, mut each: impl FnMut(&mut Self, Value)) {
+        let head = self.b.create_block();
+        let body = self.b.create_block();
+        let done = self.b.create_block();
+        self.b.append_block_param(head, types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.ins().jump(head, &[zero.into()]);
+        self.b.switch_to_block(head);
+        let k = self.b.block_params(head)[0];
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, k, len);
+        self.b.ins().brif(more, body, &[], done, &[]);
+        self.b.switch_to_block(body);
+        each(self, k);
+        let next = self.b.ins().iadd_imm_s(k, 4);
+        self.b.ins().jump(head, &[next.into()]);
+        self.b.switch_to_block(done);
     }
 
     /// The rest of a row of a [`folds_in_lanes`] signature from element
@@ -795,106 +884,6 @@ impl Emit<'_, '_> {
             }
             _ => unreachable!("lanes_of admits f32 and bf16"),
         }
-    }
-
-    /// The `exp` activation of four f32 lanes: `crate::exp::fast`'s
-    /// operations per lane, on two f64x2 halves, with a lane mask (i64
-    /// lanes, all ones where set) of the lanes `fast` gives `None` for.
-    fn exp_lanes(&mut self, x: Value) -> (Value, Value) {
-        let low = self.b.ins().fvpromote_low(x);
-        let pairs = self.b.ins().bitcast(I64X2, lanes(), x);
-        let high_pair = self.b.ins().extractlane(pairs, 1);
-        let high_pair = self.b.ins().scalar_to_vector(I64X2, high_pair);
-        let high_pair = self.b.ins().bitcast(F32X4, lanes(), high_pair);
-        let high = self.b.ins().fvpromote_low(high_pair);
-        let (y_low, unsure_low) = self.exp_pair(low);
-        let (y_high, unsure_high) = self.exp_pair(high);
-        let y_low = self.b.ins().fvdemote(y_low);
-        let y_high = self.b.ins().fvdemote(y_high);
-        let y_low = self.b.ins().bitcast(I64X2, lanes(), y_low);
-        let y_high = self.b.ins().bitcast(I64X2, lanes(), y_high);
-        let y_high = self.b.ins().extractlane(y_high, 0);
-        let y = self.b.ins().insertlane(y_low, y_high, 1);
-        let y = self.b.ins().bitcast(F32X4, lanes(), y);
-        (y, self.b.ins().bor(unsure_low, unsure_high))
-    }
-
-    /// `crate::exp::fast` on the two f64 lanes of `v`: the values, and the
-    /// mask of the lanes it gives `None` for (their values are
-    /// meaningless).
-    fn exp_pair(&mut self, v: Value) -> (Value, Value) {
-        use crate::exp;
-        let f = |e: &mut Self, x: f64| {
-            let x = e.b.ins().f64const(x);
-            e.b.ins().splat(F64X2, x)
-        };
-        let int = |e: &mut Self, x: i64| {
-            let x = e.b.ins().iconst(types::I64, x);
-            e.b.ins().splat(I64X2, x)
-        };
-        let (lo, hi) = (f(self, exp::LO), f(self, exp::HI));
-        let above = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);
-        let below = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, hi);
-        let inside = self.b.ins().band(above, below);
-        let (zero_at, inf_at) = (f(self, exp::ZERO_AT), f(self, exp::INF_AT));
-        let under = self.b.ins().fcmp(FloatCC::LessThanOrEqual, v, zero_at);
-        let over = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, inf_at);
-
-        let (t, p) = self.exp_steps(v, &f);
-        // `t`'s bits are the shifter's plus `k` (inside the range), so
-        // their difference is `k` as an integer: `fast`'s `ki`, widened.
-        let t_bits = self.b.ins().bitcast(I64X2, lanes(), t);
-        let shifter_bits = int(self, exp::SHIFTER.to_bits() as i64);
-        let ki = self.b.ins().isub(t_bits, shifter_bits);
-        let six = self.b.ins().iconst(types::I32, 6);
-        let e = self.b.ins().sshr(ki, six);
-        let bias = int(self, 1023);
-        let e = self.b.ins().iadd(e, bias);
-        let fifty_two = self.b.ins().iconst(types::I32, 52);
-        let e = self.b.ins().ishl(e, fifty_two);
-        let scale = self.b.ins().bitcast(F64X2, lanes(), e);
-        // `2^(j/64)` for each lane's `j = k & 63` (any lane's `j` indexes
-        // the table, even where `k` means nothing).
-        let mask = int(self, 63);
-        let j = self.b.ins().band(ki, mask);
-        let base = self
-            .b
-            .ins()
-            .iconst(types::I64, exp::table().as_ptr() as i64);
-        let mut two_j = None;
-        for lane in 0..2u8 {
-            let jl = self.b.ins().extractlane(j, lane);
-            let offset = self.b.ins().ishl_imm_u(jl, 3);
-            let at = self.b.ins().iadd(base, offset);
-            let entry = self.b.ins().load(types::F64, flags(), at, 0);
-            two_j = Some(match two_j {
-                None => self.b.ins().scalar_to_vector(F64X2, entry),
-                Some(v) => self.b.ins().insertlane(v, entry, lane),
-            });
-        }
-        let two_j = two_j.expect("two lanes");
-        let tp = self.b.ins().fmul(two_j, p);
-        let y = self.b.ins().fmul(tp, scale);
-        let y_bits = self.b.ins().bitcast(I64X2, lanes(), y);
-        let low_bits = int(self, exp::LOW_BITS);
-        let low = self.b.ins().band(y_bits, low_bits);
-        // |low - MIDPOINT| <= MARGIN, as one unsigned comparison.
-        let offset = int(self, exp::MARGIN - exp::MIDPOINT);
-        let d = self.b.ins().iadd(low, offset);
-        let width = int(self, 2 * exp::MARGIN);
-        let near = self.b.ins().icmp(IntCC::UnsignedLessThanOrEqual, d, width);
-        // +0 at or below `ZERO_AT`, +∞ at or above `INF_AT` (outside the
-        // range, so never where `y` counts).
-        let (zero, inf) = (f(self, 0.0), f(self, f64::INFINITY));
-        let under_f = self.b.ins().bitcast(F64X2, lanes(), under);
-        let over_f = self.b.ins().bitcast(F64X2, lanes(), over);
-        let y = self.b.ins().bitselect(over_f, inf, y);
-        let y = self.b.ins().bitselect(under_f, zero, y);
-        let ends = self.b.ins().bor(under, over);
-        let settled = self.b.ins().bor(inside, ends);
-        let unsettled = self.b.ins().bnot(settled);
-        let doubtful = self.b.ins().band(inside, near);
-        (y, self.b.ins().bor(doubtful, unsettled))
     }
 }
 
@@ -1175,7 +1164,32 @@ impl Emit<'_, '_> {
 
         self.b.switch_to_block(fast);
         let c = |s: &mut Self, x: f64| s.b.ins().f64const(x);
-        let (t, p) = self.exp_steps(v, &c);
+        let (inv, shifter) = (c(self, exp::INV_LN2_64), c(self, exp::SHIFTER));
+        let scaled = self.b.ins().fmul(v, inv);
+        let t = self.b.ins().fadd(scaled, shifter);
+        let k = self.b.ins().fsub(t, shifter);
+        let (l1, l2) = (c(self, exp::L1), c(self, exp::L2));
+        let kl1 = self.b.ins().fmul(k, l1);
+        let r1 = self.b.ins().fsub(v, kl1);
+        let kl2 = self.b.ins().fmul(k, l2);
+        let r = self.b.ins().fsub(r1, kl2);
+        // ((1 + r) + r²(1/2 + r C3)) + r⁴((C4 + r C5) + r² C6).
+        let r2 = self.b.ins().fmul(r, r);
+        let r4 = self.b.ins().fmul(r2, r2);
+        let one = c(self, 1.0);
+        let q1 = self.b.ins().fadd(one, r);
+        let (half, c3) = (c(self, 0.5), c(self, exp::C3));
+        let rc3 = self.b.ins().fmul(r, c3);
+        let a = self.b.ins().fadd(half, rc3);
+        let r2a = self.b.ins().fmul(r2, a);
+        let q2 = self.b.ins().fadd(q1, r2a);
+        let (c4, c5, c6) = (c(self, exp::C4), c(self, exp::C5), c(self, exp::C6));
+        let rc5 = self.b.ins().fmul(r, c5);
+        let b1 = self.b.ins().fadd(c4, rc5);
+        let r2c6 = self.b.ins().fmul(r2, c6);
+        let b2 = self.b.ins().fadd(b1, r2c6);
+        let r4b = self.b.ins().fmul(r4, b2);
+        let p = self.b.ins().fadd(q2, r4b);
         let t_bits = self.b.ins().bitcast(types::I64, MemFlagsData::new(), t);
         let ki = self.b.ins().ireduce(types::I32, t_bits);
         let e = self.b.ins().sshr_imm_u(ki, 6);
@@ -1213,40 +1227,6 @@ impl Emit<'_, '_> {
 
         self.b.switch_to_block(join);
         self.b.block_params(join)[0]
-    }
-
-    /// `crate::exp::fast`'s arithmetic on `v` (an f64 or f64x2 value;
-    /// `c` makes a constant of its type): `t = v · 64/ln 2 + SHIFTER`
-    /// and the polynomial `p ≈ e^r` of the remainder `r = v − k ln 2 / 64`
-    /// (`k = t − SHIFTER`).
-    fn exp_steps(&mut self, v: Value, c: &dyn Fn(&mut Self, f64) -> Value) -> (Value, Value) {
-        use crate::exp;
-        let (inv, shifter) = (c(self, exp::INV_LN2_64), c(self, exp::SHIFTER));
-        let scaled = self.b.ins().fmul(v, inv);
-        let t = self.b.ins().fadd(scaled, shifter);
-        let k = self.b.ins().fsub(t, shifter);
-        let (l1, l2) = (c(self, exp::L1), c(self, exp::L2));
-        let kl1 = self.b.ins().fmul(k, l1);
-        let r1 = self.b.ins().fsub(v, kl1);
-        let kl2 = self.b.ins().fmul(k, l2);
-        let r = self.b.ins().fsub(r1, kl2);
-        // ((1 + r) + r²(1/2 + r C3)) + r⁴((C4 + r C5) + r² C6).
-        let r2 = self.b.ins().fmul(r, r);
-        let r4 = self.b.ins().fmul(r2, r2);
-        let one = c(self, 1.0);
-        let q1 = self.b.ins().fadd(one, r);
-        let (half, c3) = (c(self, 0.5), c(self, exp::C3));
-        let rc3 = self.b.ins().fmul(r, c3);
-        let a = self.b.ins().fadd(half, rc3);
-        let r2a = self.b.ins().fmul(r2, a);
-        let q2 = self.b.ins().fadd(q1, r2a);
-        let (c4, c5, c6) = (c(self, exp::C4), c(self, exp::C5), c(self, exp::C6));
-        let rc5 = self.b.ins().fmul(r, c5);
-        let b1 = self.b.ins().fadd(c4, rc5);
-        let r2c6 = self.b.ins().fmul(r2, c6);
-        let b2 = self.b.ins().fadd(b1, r2c6);
-        let r4b = self.b.ins().fmul(r4, b2);
-        (t, self.b.ins().fadd(q2, r4b))
     }
 
     /// `exec::apply`: `x op operand`, or `operand op x` when reversed and
@@ -1307,6 +1287,11 @@ impl Emit<'_, '_> {
         let holds = self.b.ins().fcmp(cc, a, b);
         let (one, zero) = (self.b.ins().f32const(1.0), self.b.ins().f32const(0.0));
         self.b.ins().select(holds, one, zero)
+    }
+
+    fn call_void(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) {
+        let callee = self.b.ins().iconst(types::I64, addr);
+        self.b.ins().call_indirect(sig, callee, args);
     }
 
     fn call(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) -> Value {

@@ -39,6 +39,17 @@ type Entry = unsafe extern "C" fn(
     *mut f32,
 );
 
+/// `exp::exp_in_place` on the `len` f32 values at `buffer`, for compiled
+/// loops (`compile`'s `Emit::wide_exp`).
+pub(super) extern "C" fn exp_in_place(buffer: *mut f32, len: u64) {
+    // SAFETY: a compiled loop passes the address of a stack slot of its
+    // own frame holding `exp::CHUNK` f32 values, aligned for them, and
+    // `len` at most `exp::CHUNK`; nothing else reads or writes the slot
+    // during the call.
+    let xs = unsafe { std::slice::from_raw_parts_mut(buffer, len as usize) };
+    crate::exp::exp_in_place(xs);
+}
+
 /// Cranelift's form of `Entry` for `module`'s target.
 pub(super) fn signature(module: &JITModule) -> Signature {
     let mut sig = module.make_signature();
