@@ -242,6 +242,9 @@ pub(crate) trait Operand: Copy + Default + Send + Sync {
     /// Whether every product of a value of `s` and one of `v` is exact in
     /// f32, so that `fused` adds exactly what `product` would (module doc).
     fn products_exact(s: &[Self], v: &[Self]) -> bool;
+
+    /// The values as f32, when they are (the AVX-512 loop's f32 case).
+    fn as_f32(values: &[Self]) -> Option<&[f32]>;
 }
 
 /// TensorE's operands: the f32 product, correctly rounded.
@@ -258,6 +261,10 @@ impl Operand for f32 {
 
     fn products_exact(s: &[f32], v: &[f32]) -> bool {
         Magnitudes::products_exact(Magnitudes::of(s).as_ref(), Magnitudes::of(v).as_ref())
+    }
+
+    fn as_f32(values: &[f32]) -> Option<&[f32]> {
+        Some(values)
     }
 }
 
@@ -277,6 +284,10 @@ impl Operand for f64 {
 
     fn products_exact(_: &[f64], _: &[f64]) -> bool {
         false
+    }
+
+    fn as_f32(_: &[f64]) -> Option<&[f32]> {
+        None
     }
 }
 
@@ -617,7 +628,92 @@ mod avx {
         shape: Shape,
         rows: &mut [O],
     ) {
-        super::band::<T, O, NR512, FUSED>(stationary, moving, layout, shape, rows);
+        match (T::as_f32(stationary), T::as_f32(moving)) {
+            (Some(s), Some(v)) => band_f32_avx512::<O, FUSED>(s, v, layout, shape, rows),
+            _ => super::band::<T, O, NR512, FUSED>(stationary, moving, layout, shape, rows),
+        }
+    }
+
+    /// `super::band::<f32, O, NR512, FUSED>` written with AVX-512
+    /// intrinsics: each `MR × NR512` tile in twelve registers, each step
+    /// a multiply and an add (`FUSED`: one fused multiply-add) per
+    /// register, in `band`'s order, so the sums are its bits. The compiler
+    /// kept `band`'s tile in registers in most builds, but in one it
+    /// turned the tile's rows into lanes of gathers and scatters through
+    /// memory (an fp32 `attention_bwd` 15× slower): the intrinsics leave
+    /// it no such choice.
+    #[target_feature(enable = "avx512f")]
+    fn band_f32_avx512<O: Out, const FUSED: bool>(
+        stationary: &[f32],
+        moving: &[f32],
+        layout: Layout,
+        shape: Shape,
+        rows: &mut [O],
+    ) {
+        use std::arch::x86_64::{
+            __m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps,
+        };
+        const HALF: usize = NR512 / 2;
+        let Shape {
+            k, n_cols, stride, ..
+        } = shape;
+        if k == 0 {
+            return;
+        }
+        let load = |xs: &[f32; HALF]| -> __m512 {
+            // SAFETY: `xs` holds the 16 f32 values an unaligned load reads.
+            unsafe { std::arch::x86_64::_mm512_loadu_ps(xs.as_ptr()) }
+        };
+        let store = |xs: &mut [f32; HALF], v: __m512| {
+            // SAFETY: `xs` holds the 16 f32 values an unaligned store writes.
+            unsafe { std::arch::x86_64::_mm512_storeu_ps(xs.as_mut_ptr(), v) }
+        };
+        fn halves(row: &[f32; NR512]) -> [&[f32; HALF]; 2] {
+            let (a, b) = row.split_at(HALF);
+            [
+                a.try_into().expect("half a row"),
+                b.try_into().expect("half a row"),
+            ]
+        }
+        for b in 0..n_cols.div_ceil(NR512) {
+            let n0 = b * NR512;
+            let width = NR512.min(n_cols - n0);
+            let block = &moving[b * layout.block..][..(k - 1) * layout.row + NR512];
+            for (band_rows, band_stationary) in rows
+                .chunks_mut(super::MR * stride)
+                .zip(stationary.chunks_exact(k * super::MR))
+            {
+                let mut c = [[0f32; NR512]; super::MR];
+                for (tile_row, row) in c.iter_mut().zip(band_rows.chunks(stride)) {
+                    O::load(row, n0, &mut tile_row[..width]);
+                }
+                let mut acc = c.map(|row| halves(&row).map(load));
+                for (kk, srow) in band_stationary.chunks_exact(super::MR).enumerate() {
+                    let vrow = block[kk * layout.row..]
+                        .first_chunk::<NR512>()
+                        .expect("the block holds its k rows");
+                    let v = halves(vrow).map(load);
+                    for (r, tile) in acc.iter_mut().enumerate() {
+                        let a = _mm512_set1_ps(srow[r]);
+                        for (t, &vj) in tile.iter_mut().zip(&v) {
+                            *t = if FUSED {
+                                _mm512_fmadd_ps(a, vj, *t)
+                            } else {
+                                _mm512_add_ps(*t, _mm512_mul_ps(a, vj))
+                            };
+                        }
+                    }
+                }
+                for (tile_row, tile) in c.iter_mut().zip(&acc) {
+                    let (lo, hi) = tile_row.split_at_mut(HALF);
+                    store(lo.try_into().expect("half a row"), tile[0]);
+                    store(hi.try_into().expect("half a row"), tile[1]);
+                }
+                for (tile_row, row) in c.iter().zip(band_rows.chunks_mut(stride)) {
+                    O::store(row, n0, &tile_row[..width]);
+                }
+            }
+        }
     }
 
     #[target_feature(enable = "avx")]
