@@ -660,20 +660,28 @@ mod avx {
         if k == 0 {
             return;
         }
-        let load = |xs: &[f32; HALF]| -> __m512 {
-            // SAFETY: `xs` holds the 16 f32 values an unaligned load reads.
-            unsafe { std::arch::x86_64::_mm512_loadu_ps(xs.as_ptr()) }
-        };
-        let store = |xs: &mut [f32; HALF], v: __m512| {
-            // SAFETY: `xs` holds the 16 f32 values an unaligned store writes.
-            unsafe { std::arch::x86_64::_mm512_storeu_ps(xs.as_mut_ptr(), v) }
-        };
-        fn halves(row: &[f32; NR512]) -> [&[f32; HALF]; 2] {
-            let (a, b) = row.split_at(HALF);
-            [
-                a.try_into().expect("half a row"),
-                b.try_into().expect("half a row"),
-            ]
+        // Loads and stores of a row of the tile, or of the moving block,
+        // as two registers. (Closures here would not get the function's
+        // target features, nor be inlined.)
+        #[inline(always)]
+        fn load(row: &[f32; NR512]) -> [__m512; 2] {
+            // SAFETY: `row` holds the 2 × 16 f32 values the two unaligned
+            // loads read.
+            unsafe {
+                [
+                    std::arch::x86_64::_mm512_loadu_ps(row.as_ptr()),
+                    std::arch::x86_64::_mm512_loadu_ps(row.as_ptr().add(HALF)),
+                ]
+            }
+        }
+        #[inline(always)]
+        fn store(row: &mut [f32; NR512], v: [__m512; 2]) {
+            // SAFETY: `row` holds the 2 × 16 f32 values the two unaligned
+            // stores write.
+            unsafe {
+                std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr(), v[0]);
+                std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr().add(HALF), v[1]);
+            }
         }
         for b in 0..n_cols.div_ceil(NR512) {
             let n0 = b * NR512;
@@ -687,12 +695,15 @@ mod avx {
                 for (tile_row, row) in c.iter_mut().zip(band_rows.chunks(stride)) {
                     O::load(row, n0, &mut tile_row[..width]);
                 }
-                let mut acc = c.map(|row| halves(&row).map(load));
+                let mut acc = [[_mm512_set1_ps(0.0); 2]; super::MR];
+                for (tile, row) in acc.iter_mut().zip(&c) {
+                    *tile = load(row);
+                }
                 for (kk, srow) in band_stationary.chunks_exact(super::MR).enumerate() {
                     let vrow = block[kk * layout.row..]
                         .first_chunk::<NR512>()
                         .expect("the block holds its k rows");
-                    let v = halves(vrow).map(load);
+                    let v = load(vrow);
                     for (r, tile) in acc.iter_mut().enumerate() {
                         let a = _mm512_set1_ps(srow[r]);
                         for (t, &vj) in tile.iter_mut().zip(&v) {
@@ -704,10 +715,8 @@ mod avx {
                         }
                     }
                 }
-                for (tile_row, tile) in c.iter_mut().zip(&acc) {
-                    let (lo, hi) = tile_row.split_at_mut(HALF);
-                    store(lo.try_into().expect("half a row"), tile[0]);
-                    store(hi.try_into().expect("half a row"), tile[1]);
+                for (tile_row, &tile) in c.iter_mut().zip(&acc) {
+                    store(tile_row, tile);
                 }
                 for (tile_row, row) in c.iter().zip(band_rows.chunks_mut(stride)) {
                     O::store(row, n0, &tile_row[..width]);
