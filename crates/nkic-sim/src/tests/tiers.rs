@@ -584,6 +584,15 @@ fn the_exp_activation_gives_libm_exp_natively() {
         .map(|&x| (f64::from(f32::from_bits(x)).exp() as f32).to_bits())
         .collect();
     assert_eq!(b.get_bits(&tile(128, 2048, 8192, DType::F32)), want);
+    // A destination every other element: the element loop's inline `exp`
+    // instead of the dense rows' `exp::exp_in_place`.
+    let strided = sb(0, 128, 16384, &[(2, 2048)], DType::F32);
+    let Op::Activation(mut every_other) = op else {
+        unreachable!("an activation")
+    };
+    every_other.dst = strided.clone();
+    native_ok(&mut b, Queue::Scalar, &Op::Activation(every_other));
+    assert_eq!(b.get_bits(&strided), want);
 }
 
 /// Every fp16 bit pattern decodes natively to `numerics::to_f32`'s bits
