@@ -147,7 +147,8 @@ fn exp_chunks(xs: &mut [f32]) {
     let table = table();
     for chunk in xs.chunks_mut(CHUNK) {
         let mut inputs = [0f32; CHUNK];
-        let mut sure = [false; CHUNK];
+        // Places past a short last chunk stay sure.
+        let mut sure = [true; CHUNK];
         for ((x, input), ok) in chunk.iter_mut().zip(&mut inputs).zip(&mut sure) {
             *input = *x;
             (*x, *ok) = fast_or_unsure(*x, table);

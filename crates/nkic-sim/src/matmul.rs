@@ -534,7 +534,8 @@ fn band<T: Operand, O: Out, const NR: usize, const FUSED: bool>(
 
 /// The band loop compiled for AVX: the same Rust code, eight lanes wide;
 /// and with FMA for `band_fused`; and for AVX-512 (`band512`), sixteen
-/// lanes wide.
+/// lanes wide, written with intrinsics for f32 operands
+/// (`band_f32_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {

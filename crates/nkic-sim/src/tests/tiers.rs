@@ -284,10 +284,10 @@ fn dense_f32_arithmetic_in_lanes_leaves_the_interpreters_bits() {
 
 /// Dense rows of bf16 and f32 operands in lanes (`jit::compile`'s
 /// `Emit::wide`: four elements at a time, bf16 decoded and rounded per
-/// lane, `exp` in f64 lanes with groups it cannot vouch for left to the
-/// element loop) leave the interpreter's bits: random bit patterns (NaN
-/// payloads, infinities, rounding ties, inputs of `exp` far outside its
-/// range), rows of 67 elements (a tail after the groups), in place too.
+/// lane; `Emit::wide_exp`: `exp` through `exp::exp_in_place` a chunk at a
+/// time) leave the interpreter's bits: random bit patterns (NaN payloads,
+/// infinities, rounding ties, inputs of `exp` far outside its range),
+/// rows of 67 elements (a tail after the groups), in place too.
 #[test]
 fn dense_bf16_and_f32_rows_in_lanes_leave_the_interpreters_bits() {
     let mut g = Gen(0xb16);
