@@ -142,38 +142,32 @@ struct Callbacks {
 
 impl Callbacks {
     fn import(func: &mut cranelift_codegen::ir::Function, module: &JITModule) -> Callbacks {
-        let mut sig = |params: &[Type], ret: Type| {
+        let mut sig = |params: &[Type], returns: &[Type]| {
             let mut s = module.make_signature();
             s.params.extend(params.iter().map(|&t| AbiParam::new(t)));
-            s.returns.push(AbiParam::new(ret));
+            s.returns.extend(returns.iter().map(|&t| AbiParam::new(t)));
             func.import_signature(s)
         };
         let (i32_, f32_) = (types::I32, types::F32);
         Callbacks {
             alu: (
-                sig(&[i32_, f32_, f32_], f32_),
+                sig(&[i32_, f32_, f32_], &[f32_]),
                 cb_alu as *const () as usize as i64,
             ),
             activation: (
-                sig(&[i32_, f32_, f32_], f32_),
+                sig(&[i32_, f32_, f32_], &[f32_]),
                 cb_activation as *const () as usize as i64,
             ),
             decode: (
-                sig(&[i32_, i32_], f32_),
+                sig(&[i32_, i32_], &[f32_]),
                 cb_decode as *const () as usize as i64,
             ),
             encode: (
-                sig(&[i32_, f32_], i32_),
+                sig(&[i32_, f32_], &[i32_]),
                 cb_encode as *const () as usize as i64,
             ),
             exp_in_place: (
-                func.import_signature({
-                    let mut s = module.make_signature();
-                    let ptr = module.target_config().pointer_type();
-                    s.params
-                        .extend([AbiParam::new(ptr), AbiParam::new(types::I64)]);
-                    s
-                }),
+                sig(&[module.target_config().pointer_type(), types::I64], &[]),
                 native::exp_in_place as *const () as usize as i64,
             ),
         }
@@ -605,12 +599,7 @@ impl Emit<'_, '_> {
         self.encode_lanes(sig.dst, r, at_d);
         wide.close(self.b);
 
-        let mut at = |base: Value, stride: Value| {
-            let off = self.b.ins().imul(i, stride);
-            self.b.ins().iadd(base, off)
-        };
-        let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
-        to_elements(self.b, header, [i, d, a, bp, acc]);
+        self.elements_from(header, i, [(d0, ds), (a0, as_), (b0, bs)], acc);
     }
 
     /// The start of a row of a [`lanes_of`] `exp` activation when its
@@ -696,12 +685,17 @@ impl Emit<'_, '_> {
 
         self.b.switch_to_block(tail);
         let i = self.b.block_params(tail)[0];
-        let mut at = |base: Value, stride: Value| {
+        self.elements_from(header, i, [(d0, ds), (a0, as_), (b0, bs)], acc);
+    }
+
+    /// Jumps to the element loop's `header` at element `i` of the row:
+    /// each stream's address (a start and a stride) moved `i` elements on.
+    fn elements_from(&mut self, header: Block, i: Value, streams: [(Value, Value); 3], acc: Value) {
+        let [d, a, b] = streams.map(|(base, stride)| {
             let off = self.b.ins().imul(i, stride);
             self.b.ins().iadd(base, off)
-        };
-        let (d, a, bp) = (at(d0, ds), at(a0, as_), at(b0, bs));
-        to_elements(self.b, header, [i, d, a, bp, acc]);
+        });
+        to_elements(self.b, header, [i, d, a, b, acc]);
     }
 
     /// Emits `each(k)` for `k = 0, 4, 8, …` below `len` (a multiple of
