@@ -612,6 +612,32 @@ fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
     (words[first] ^ fill) & head == 0 && inner == 0 && (words[last] ^ fill) & tail == 0
 }
 
+/// Whether `ok` holds for the bytes `a..b` of every run of every row of
+/// `v`.
+fn every_run(v: &View, ok: impl Fn(usize, usize) -> bool) -> bool {
+    let run_bytes = v.run_len * v.size;
+    (0..v.rows).all(|p| {
+        let base = v.row_addr(p);
+        v.runs.iter().all(|&r| {
+            let a = (base + r) as usize;
+            ok(a, a + run_bytes)
+        })
+    })
+}
+
+/// Shades the elements of one run, `size` bytes each from byte `a`, as a
+/// write leaves them: those `flags` marks undefined with origin `o`, the
+/// others defined; one call per stretch of elements alike.
+fn shade_run(space: &mut Space, a: usize, size: usize, flags: &[bool], o: u32) {
+    let mut j = 0;
+    while j < flags.len() {
+        let same = flags[j..].iter().take_while(|&&u| u == flags[j]).count();
+        let b = a + j * size;
+        space.shade(b, b + same * size, flags[j].then_some(o));
+        j += same;
+    }
+}
+
 /// Whether every run of the row at `base` (`run_bytes` bytes at `base + r`
 /// for each `r` of `runs`) is written and defined, so the row is copied
 /// without a check per element (`copy_runs`): the bytes from its first run
@@ -1664,17 +1690,8 @@ impl MemoryState {
                     match &shadow {
                         None => space.shade(a, a + run_bytes, None),
                         Some((undef, o)) => {
-                            // One call per stretch of elements alike.
                             let e0 = k / v.size;
-                            let flags = &undef[e0..e0 + v.run_len];
-                            let mut j = 0;
-                            while j < flags.len() {
-                                let same =
-                                    flags[j..].iter().take_while(|&&u| u == flags[j]).count();
-                                let b = a + j * v.size;
-                                space.shade(b, b + same * v.size, flags[j].then_some(*o));
-                                j += same;
-                            }
+                            shade_run(space, a, v.size, &undef[e0..e0 + v.run_len], *o);
                         }
                     }
                 }
@@ -2263,14 +2280,7 @@ impl MemoryState {
                 }
             });
         }
-        let run_bytes = v.run_len * v.size;
-        (0..v.rows).all(|p| {
-            let base = v.row_addr(p);
-            v.runs.iter().all(|&r| {
-                let a = (base + r) as usize;
-                space.clean(a, a + run_bytes)
-            })
-        })
+        every_run(v, |a, b| space.clean(a, b))
     }
 }
 
@@ -2358,6 +2368,77 @@ impl MemoryState {
         }
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_written += (v.elements() * v.size) as u64;
+        }
+    }
+
+    /// Whether every byte of `v` was written, defined or not.
+    pub fn is_written(&self, v: &View) -> bool {
+        let space = self.space(v.space);
+        if space.all_written {
+            return true;
+        }
+        every_run(v, |a, b| space.all_marked(a, b))
+    }
+
+    /// Records the definedness of `v`'s elements as `read_raw` records it
+    /// (the same per-element flags and first origin), for a view whose
+    /// bytes are all written (`is_written`), without reading or counting
+    /// them: the native loop reads the bytes itself, the very bytes
+    /// `read_raw` gives for written elements, defined or not.
+    pub fn read_taint(&mut self, v: &View) {
+        let run_bytes = v.run_len * v.size;
+        let space = self.space(v.space);
+        let hull = dense_hull(&v.runs, run_bytes);
+        let mut undef: Option<Vec<bool>> = None;
+        let mut origin = None;
+        let mut k = 0;
+        for p in 0..v.rows {
+            let base = v.row_addr(p);
+            if row_clean(space, base, &v.runs, run_bytes, hull) {
+                k += v.free();
+                continue;
+            }
+            for &r in &v.runs {
+                let a = (base + r) as usize;
+                if space.clean(a, a + run_bytes) {
+                    k += v.run_len;
+                    continue;
+                }
+                for el in (a..a + run_bytes).step_by(v.size) {
+                    if let ElemState::Undefined(o) = space.state(el, el + v.size) {
+                        origin.get_or_insert(o);
+                        undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
+                    }
+                    k += 1;
+                }
+            }
+        }
+        if let Some(undef) = undef {
+            self.record(origin, false);
+            self.taint
+                .reads
+                .push(ReadTaint::new(v.field, v.rows, v.free(), undef));
+        }
+    }
+
+    /// Shades the elements of `v`, just written by the native loop
+    /// (`wrote`), as `write_raw` shades what it writes: each undefined,
+    /// with the instruction's origin, where the instruction's reads so
+    /// far reach it under its rule, defined otherwise.
+    pub fn shade_written(&mut self, v: &View) {
+        if !self.precise() || self.taint.is_clean() {
+            return;
+        }
+        let (undef, o) = self.shadow_of(v);
+        let space = self.space_mut(v.space);
+        let mut e = 0;
+        for p in 0..v.rows {
+            let base = v.row_addr(p);
+            for &r in &v.runs {
+                let a = (base + r) as usize;
+                shade_run(space, a, v.size, &undef[e..e + v.run_len], o);
+                e += v.run_len;
+            }
         }
     }
 }

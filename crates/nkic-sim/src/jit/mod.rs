@@ -21,8 +21,17 @@
 //! * every operand resolves and its bounds hold (`MemoryState::view`, the
 //!   same call the interpreter makes), P and F agree, and no operand is a
 //!   packed x4 dtype where the interpreter needs values;
-//! * every byte read is written and defined (`MemoryState::is_clean`), so
-//!   the read can neither fault nor carry undefinedness;
+//! * every byte read is written (`MemoryState::is_written`), so the read
+//!   cannot fault or read poison, and defined (`MemoryState::is_clean`),
+//!   except for the instructions whose interpreter reads each source once
+//!   whole, in `srcs` order, and writes the destination once
+//!   (`reads_undefined`): for those, the sources' definedness is recorded
+//!   before the loop (`MemoryState::read_taint`) and the destination
+//!   shaded after it (`MemoryState::shade_written`), as `read_raw` and
+//!   `write_raw` do, and the accumulator steps take their lanes' taint
+//!   from the same record. (A kernel whose tiles once took undefined data
+//!   computes on them for the rest of the run: an MX `bwmm` ran a sixth
+//!   of its instructions, a third of its time, interpreted.);
 //! * the destination does not overlap a source, or overlaps it exactly
 //!   (same addresses, element for element, each element once), so reading
 //!   an element just before writing it gives what reading everything first
@@ -184,6 +193,8 @@ struct Plan<'o> {
     starts: Option<Vec<f32>>,
     /// `Cumulative`: how its running registers start.
     running: Option<Running>,
+    /// A source holds undefined elements (written ones: module doc).
+    tainted: bool,
 }
 
 /// `tensor_scalar_cumulative`'s registers: `Exec::running_registers`
@@ -234,7 +245,15 @@ fn execute(exec: &mut Exec<'_>, plan: &Plan<'_>, kernel: native::Kernel) -> FRes
         ),
         None => plan.starts.clone(),
     };
+    if plan.tainted {
+        for s in &plan.srcs {
+            exec.mem.read_taint(s);
+        }
+    }
     let rows = execute_plan(exec.mem, plan, kernel, starts);
+    if plan.tainted {
+        exec.mem.shade_written(&plan.dst);
+    }
     NATIVE.with(|n| n.set(n.get() + 1));
     if let Some(r) = &plan.running {
         let like = &plan.srcs[0];
@@ -716,10 +735,11 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
     sig.fold = acc
         .as_ref()
         .and_then(|step| step.red.cmd.contributes().then_some(step.red.op));
+    let tainted = !srcs.iter().all(|s| mem.is_clean(s));
     if srcs
         .iter()
         .any(|s| s.rows != dst.rows || s.free() != dst.free() * inner)
-        || !srcs.iter().all(|s| mem.is_clean(s))
+        || (tainted && !(reads_undefined(op) && srcs.iter().all(|s| mem.is_written(s))))
         || !srcs.iter().all(|s| no_hazard(&dst, s))
     {
         return None;
@@ -757,7 +777,27 @@ fn plan<'o>(exec: &mut Exec<'_>, op: &'o Op) -> Option<Plan<'o>> {
         affine,
         starts,
         running,
+        tainted,
     })
+}
+
+/// Whether `op` may read written but undefined elements natively (module
+/// doc): its interpreter reads each source once, whole, through
+/// `read_raw` in the order of the plan's `srcs`, reads only defined
+/// per-row scalars, and writes its destination once through `write_raw`.
+fn reads_undefined(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::TensorTensor(_)
+            | Op::TensorScalar(_)
+            | Op::ScalarTensorTensor(_)
+            | Op::TensorScalarReduce(_)
+            | Op::Activation(_)
+            | Op::ActivationReduce(_)
+            | Op::Activate2(_)
+            | Op::Exponential(_)
+            | Op::TensorReduce(_)
+    )
 }
 
 /// The value per row of a scalar operand whose checks have passed.
