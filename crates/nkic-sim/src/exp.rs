@@ -134,7 +134,7 @@ pub(crate) const CHUNK: usize = 64;
 /// bits are `exp_f32`'s.
 pub(crate) fn exp_in_place(xs: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if simd::avx512_available() {
+    if crate::cpu::avx512f() {
         simd::exp_chunks_avx512(xs);
         return;
     }
@@ -170,15 +170,10 @@ fn exp_chunks(xs: &mut [f32]) {
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod simd {
-    /// Whether this CPU runs AVX-512 Foundation instructions.
-    pub(super) fn avx512_available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-
     /// `super::exp_chunks` on a CPU with AVX-512.
     pub(super) fn exp_chunks_avx512(xs: &mut [f32]) {
         assert!(
-            avx512_available(),
+            crate::cpu::avx512f(),
             "the AVX-512 exp loop runs only on CPUs with AVX-512"
         );
         // SAFETY: `chunks_avx512` is safe Rust compiled with AVX-512

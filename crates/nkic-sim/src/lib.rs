@@ -79,6 +79,8 @@
 mod alu;
 pub mod calibration;
 mod config;
+#[cfg(target_arch = "x86_64")]
+mod cpu;
 mod decoded;
 mod deferred;
 mod error;

@@ -165,16 +165,15 @@ fn dispatch<T: Operand, O: Out>(
     };
     debug_assert!(s.len() >= k * m_cols);
     #[cfg(target_arch = "x86_64")]
-    if avx::avx512_available() {
+    if crate::cpu::avx512f() {
         if exact.unwrap_or_else(|| T::products_exact(&s[..k * m_cols], v_all)) {
             return blocked::<T, O, { avx::NR512 }>(s, v, shape, acc, avx::band512::<T, O, true>);
         }
         return blocked::<T, O, { avx::NR512 }>(s, v, shape, acc, avx::band512::<T, O, false>);
     }
     #[cfg(target_arch = "x86_64")]
-    if avx::available() {
-        if avx::fma_available()
-            && exact.unwrap_or_else(|| T::products_exact(&s[..k * m_cols], v_all))
+    if crate::cpu::avx() {
+        if crate::cpu::fma() && exact.unwrap_or_else(|| T::products_exact(&s[..k * m_cols], v_all))
         {
             return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T, O>);
         }
@@ -545,17 +544,6 @@ mod avx {
     pub(super) const NR: usize = 16;
     const _: () = assert!(NR <= super::MAX_NR, "padded moving rows hold whole tiles");
 
-    /// Whether this CPU runs AVX instructions (detected once, then cached
-    /// by the standard library).
-    pub(super) fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx")
-    }
-
-    /// Whether this CPU also runs FMA instructions.
-    pub(super) fn fma_available() -> bool {
-        available() && std::arch::is_x86_feature_detected!("fma")
-    }
-
     /// `super::band::<T, O, NR, false>` on a CPU with AVX.
     pub(super) fn band<T: Operand, O: Out>(
         stationary: &[T],
@@ -565,7 +553,7 @@ mod avx {
         rows: &mut [O],
     ) {
         assert!(
-            available(),
+            crate::cpu::avx(),
             "the AVX matmul loop runs only on CPUs with AVX"
         );
         // SAFETY: `band_avx` is safe Rust compiled with AVX enabled; its
@@ -582,7 +570,7 @@ mod avx {
         rows: &mut [O],
     ) {
         assert!(
-            fma_available(),
+            crate::cpu::fma(),
             "the FMA matmul loop runs only on CPUs with AVX and FMA"
         );
         // SAFETY: `band_fma` is safe Rust compiled with AVX and FMA
@@ -598,12 +586,6 @@ mod avx {
         "padded moving rows hold whole tiles"
     );
 
-    /// Whether this CPU runs AVX-512 Foundation instructions (which
-    /// include FMA).
-    pub(super) fn avx512_available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-
     /// `super::band::<T, O, NR512, FUSED>` on a CPU with AVX-512.
     pub(super) fn band512<T: Operand, O: Out, const FUSED: bool>(
         stationary: &[T],
@@ -613,7 +595,7 @@ mod avx {
         rows: &mut [O],
     ) {
         assert!(
-            avx512_available(),
+            crate::cpu::avx512f(),
             "the AVX-512 matmul loop runs only on CPUs with AVX-512"
         );
         // SAFETY: `band_avx512` is safe Rust compiled with AVX-512 enabled;
@@ -823,7 +805,7 @@ mod tests {
             );
             got.push((format!("portable{name}"), portable));
             #[cfg(target_arch = "x86_64")]
-            if avx::fma_available() {
+            if crate::cpu::fma() {
                 let tiles = match FUSED {
                     false => avx::band::<f32, f32>,
                     true => avx::band_fused::<f32, f32>,
@@ -833,7 +815,7 @@ mod tests {
                 got.push((format!("avx{name}"), out));
             }
             #[cfg(target_arch = "x86_64")]
-            if avx::avx512_available() {
+            if crate::cpu::avx512f() {
                 let mut out = init.to_vec();
                 let tiles = avx::band512::<f32, f32, FUSED>;
                 blocked::<f32, f32, { avx::NR512 }>(s, v, shape, &mut out, tiles);
