@@ -681,6 +681,27 @@ fn copy_runs(data: &[u8], base: i64, runs: &[i64], run_bytes: usize, out: &mut V
     }
 }
 
+/// Whether `bytes` are what `copy_runs` would append for the same runs:
+/// compared run by run, a short run as one fixed-size value rather than a
+/// `memcmp` call (strided fp16 matmul operands are runs of 2 bytes).
+fn runs_equal(data: &[u8], base: i64, runs: &[i64], run_bytes: usize, bytes: &[u8]) -> bool {
+    fn fixed<const N: usize>(data: &[u8], base: i64, runs: &[i64], bytes: &[u8]) -> bool {
+        bytes.chunks_exact(N).zip(runs).all(|(b, &r)| {
+            let a = (base + r) as usize;
+            <[u8; N]>::try_from(&data[a..a + N]).ok() == <[u8; N]>::try_from(b).ok()
+        })
+    }
+    match run_bytes {
+        1 => fixed::<1>(data, base, runs, bytes),
+        2 => fixed::<2>(data, base, runs, bytes),
+        4 => fixed::<4>(data, base, runs, bytes),
+        _ => bytes.chunks_exact(run_bytes).zip(runs).all(|(b, &r)| {
+            let a = (base + r) as usize;
+            data[a..a + run_bytes] == *b
+        }),
+    }
+}
+
 /// The bytes from the first to the end of the last run of a row, as
 /// offsets `(lo, len)` from the row's address, when checking all of them
 /// costs no more than 8 bit words per run (so one check of the hull
@@ -1954,16 +1975,13 @@ impl MemoryState {
             let mut decoded = std::mem::take(&mut self.decoded);
             let space = self.space(v.space);
             let run_bytes = v.run_len * v.size;
+            let row_bytes = v.runs.len() * run_bytes;
             let equal = |bytes: &[u8]| {
-                let mut at = 0;
-                (0..v.rows).all(|p| {
-                    let base = v.row_addr(p);
-                    v.runs.iter().all(|&r| {
-                        let a = (base + r) as usize;
-                        at += run_bytes;
-                        space.data[a..a + run_bytes] == bytes[at - run_bytes..at]
+                bytes.len() == v.rows * row_bytes
+                    && (0..v.rows).all(|p| {
+                        let row = &bytes[p * row_bytes..(p + 1) * row_bytes];
+                        runs_equal(&space.data, v.row_addr(p), &v.runs, run_bytes, row)
                     })
-                })
             };
             let hit = decoded.get(key, equal);
             self.decoded = decoded;
@@ -1976,24 +1994,44 @@ impl MemoryState {
             Some(buffer) => buffer,
             None => self.deferred.spare(),
         };
+        let Some(key) = key else {
+            match stride {
+                Some(stride) => {
+                    if !self.read_f32_padded(v, stride, &mut values) {
+                        return Ok(None);
+                    }
+                }
+                None => values = self.read_f32(v)?,
+            }
+            return Ok(Some(Arc::new(Values::new(values))));
+        };
+        // Written and defined: the bytes are gathered once, decoded into
+        // what `read_f32` or `read_f32_padded` gives, and kept as the key.
+        if stride.is_some_and(|stride| v.dtype.is_packed_x4() || stride < v.free()) {
+            return Ok(None);
+        }
+        let run_bytes = v.run_len * v.size;
+        let row_bytes = v.runs.len() * run_bytes;
+        let space = self.space(v.space);
+        let mut bytes = Vec::with_capacity(v.rows * row_bytes);
+        for p in 0..v.rows {
+            copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
+        }
+        values.clear();
         match stride {
+            None => numerics::decode(v.dtype, &bytes, &mut values),
             Some(stride) => {
-                if !self.read_f32_padded(v, stride, &mut values) {
-                    return Ok(None);
+                values.reserve(v.rows * stride);
+                for p in 0..v.rows {
+                    let row = &bytes[p * row_bytes..(p + 1) * row_bytes];
+                    numerics::decode(v.dtype, row, &mut values);
+                    values.resize(values.len() + stride - v.free(), 0.0);
                 }
             }
-            None => values = self.read_f32(v)?,
         }
+        self.count_read(v);
         let values = Arc::new(Values::new(values));
-        if let Some(key) = key {
-            let run_bytes = v.run_len * v.size;
-            let space = self.space(v.space);
-            let mut bytes = Vec::with_capacity(v.elements() * v.size);
-            for p in 0..v.rows {
-                copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
-            }
-            self.decoded.put(key, bytes, Arc::clone(&values));
-        }
+        self.decoded.put(key, bytes, Arc::clone(&values));
         Ok(Some(values))
     }
 
@@ -2267,7 +2305,7 @@ impl MemoryState {
             return true;
         }
         if let Some(bits) = RowBits::of(v) {
-            return bits.pieces().all(|piece| match piece {
+            return bits.all(|piece| match piece {
                 Piece::Words(a, b) => {
                     (space.all_written || space.init[a..b].iter().all(|&w| w == u64::MAX))
                         && space
@@ -2505,6 +2543,26 @@ impl RowBits {
             _ if m == u64::MAX => row.push(Piece::Words(w, w + 1)),
             _ => row.push(Piece::Part(w, m)),
         }
+    }
+
+    /// Whether `ok` holds for every row's pieces, row by row: what
+    /// `pieces().all(ok)` gives, as two plain loops the compiler inlines
+    /// `ok` into (through `flat_map` it stayed a call per piece, a tenth
+    /// of a run of strided fp16 matmul operands, one piece per element).
+    fn all(&self, mut ok: impl FnMut(Piece) -> bool) -> bool {
+        for p in 0..self.rows {
+            let off = p * self.step;
+            for &piece in &self.row {
+                let moved = match piece {
+                    Piece::Words(a, b) => Piece::Words(a + off, b + off),
+                    Piece::Part(w, m) => Piece::Part(w + off, m),
+                };
+                if !ok(moved) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// Every row's pieces, row by row.
