@@ -276,7 +276,7 @@ fn build(
         if matches!(sig.body, Body::Activation { .. }) {
             e.wide_exp(sig, params, [c0, c1], header);
         } else {
-            e.wide(sig, params, [c0, c1], header);
+            e.wide(sig, params, [c0, c1], fill, header);
         }
     } else if let Body::Reduce { op, .. } = sig.body {
         // A run's first element starts its fold before the loop, so the
@@ -511,9 +511,27 @@ fn lanes_of(sig: Sig) -> bool {
             op1,
         } => sig.b.is_none() && lane_step(op0) && lane_step(op1),
         Body::Convert => sig.b.is_none(),
+        // An f32 destination holds the kept source value or `on_false`
+        // exactly, so the element loop's raw-bits copy and its
+        // decode-select-encode agree with one select in lanes.
+        Body::AffineSelect { cmp } => sig.dst == DType::F32 && compare_cc(cmp).is_some(),
         _ => false,
     };
     lane_dt(Some(sig.dst)) && lane_dt(sig.a) && body && sig.fold.is_none()
+}
+
+/// The condition of a comparison operator (`alu::bool_f`'s), which gives
+/// 1.0 where it holds and 0.0 elsewhere; `None` for other operators.
+fn compare_cc(op: AluOp) -> Option<FloatCC> {
+    Some(match op {
+        AluOp::Equal => FloatCC::Equal,
+        AluOp::NotEqual => FloatCC::NotEqual,
+        AluOp::GreaterEqual => FloatCC::GreaterThanOrEqual,
+        AluOp::Greater => FloatCC::GreaterThan,
+        AluOp::LessEqual => FloatCC::LessThanOrEqual,
+        AluOp::Less => FloatCC::LessThan,
+        _ => return None,
+    })
 }
 
 /// Whether `sig` folds a row in four lanes where its source is dense
@@ -545,7 +563,14 @@ impl Emit<'_, '_> {
     /// writing it, and the planner admits an overlap only at the same
     /// positions. The element loop at `header` does the rest of the row.
     /// (An `exp` activation goes to [`Emit::wide_exp`].)
-    fn wide(&mut self, sig: Sig, params: [Value; 8], [c0, c1]: [Value; 2], header: Block) {
+    fn wide(
+        &mut self,
+        sig: Sig,
+        params: [Value; 8],
+        [c0, c1]: [Value; 2],
+        fill: Value,
+        header: Block,
+    ) {
         let [n, d0, ds, a0, as_, b0, bs, acc] = params;
         let size = |dt: Option<DType>| dt.map_or(4, |d| i64::from(d.size()));
         let (dsize, asize, bsize) = (size(Some(sig.dst)), size(sig.a), size(sig.b));
@@ -594,6 +619,24 @@ impl Emit<'_, '_> {
                 self.apply(op1, t, y, reverse1)
             }
             Body::Convert => x,
+            Body::AffineSelect { cmp } => {
+                // The element loop's steps four at a time: the row's base
+                // plus the shared row's integers, converted, compared
+                // with zero; the source's value where that holds, else
+                // `on_false` (`c0`).
+                let cc = compare_cc(cmp).expect("lanes_of admits comparisons");
+                let base = self.b.ins().ireduce(types::I32, fill);
+                let base = self.b.ins().splat(I32X4, base);
+                let row = self.b.ins().load(I32X4, flags(), at_b, 0);
+                let v = self.b.ins().iadd(base, row);
+                let v = self.b.ins().fcvt_from_sint(F32X4, v);
+                let zero = self.b.ins().f32const(0.0);
+                let zero = splat(self, zero);
+                let holds = self.b.ins().fcmp(cc, v, zero);
+                let holds = self.b.ins().bitcast(F32X4, lanes(), holds);
+                let on_false = splat(self, c0);
+                self.b.ins().bitselect(holds, x, on_false)
+            }
             _ => unreachable!("lanes_of admits no other body"),
         };
         self.encode_lanes(sig.dst, r, at_d);
@@ -1235,6 +1278,9 @@ impl Emit<'_, '_> {
 
     /// `alu::alu(op, a, b)`.
     fn alu(&mut self, op: AluOp, a: Value, b: Value) -> Value {
+        if let Some(cc) = compare_cc(op) {
+            return self.bool_f(cc, a, b);
+        }
         match op {
             AluOp::Add | AluOp::Average => self.b.ins().fadd(a, b),
             AluOp::Subtract => self.b.ins().fsub(a, b),
@@ -1252,12 +1298,6 @@ impl Emit<'_, '_> {
                 let one = self.b.ins().f32const(1.0);
                 self.b.ins().fdiv(one, a)
             }
-            AluOp::Equal => self.bool_f(FloatCC::Equal, a, b),
-            AluOp::NotEqual => self.bool_f(FloatCC::NotEqual, a, b),
-            AluOp::GreaterEqual => self.bool_f(FloatCC::GreaterThanOrEqual, a, b),
-            AluOp::Greater => self.bool_f(FloatCC::GreaterThan, a, b),
-            AluOp::LessEqual => self.bool_f(FloatCC::LessThanOrEqual, a, b),
-            AluOp::Less => self.bool_f(FloatCC::LessThan, a, b),
             _ => {
                 let k = self.b.ins().iconst(types::I32, index_of(AluOp::ALL, &op));
                 self.call(self.cb.alu, &[k, a, b])

@@ -63,7 +63,8 @@
 //! same Rust functions the interpreter uses (`numerics`, `alu`), so the
 //! results are the interpreter's bit for bit, NaN payloads included.
 //! Dense rows of f32 and bf16 whose body is one of the single IEEE
-//! operators or a conversion run four elements at a time in vector lanes
+//! operators, a conversion or an `affine_select` into f32 (one select per
+//! lane) run four elements at a time in vector lanes
 //! (`compile`), each lane doing the element loop's operations; an `exp`
 //! row's values go through `exp::exp_in_place` in chunks.
 //!

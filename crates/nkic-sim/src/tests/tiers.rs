@@ -367,6 +367,58 @@ fn dense_bf16_and_f32_rows_in_lanes_leave_the_interpreters_bits() {
     }
 }
 
+/// `affine_select` into dense f32 rows runs in four lanes (one select of
+/// the source's value or `on_false`) and gives the element loop's bits:
+/// every comparison, f32 and bf16 sources (NaN payloads included, kept
+/// as they are), in place, masks crossing each row at a different
+/// element (the causal mask of an attention tile), a large offset near
+/// where i32 values stop being exact in f32, and rows too short for a
+/// group of four.
+#[test]
+fn affine_selects_in_lanes_leave_the_interpreters_bits() {
+    let mut g = Gen(0xaff1);
+    let bits: Vec<u32> = (0..128 * 67).map(|_| g.next() as u32).collect();
+    let at = |offset: u64, dt: DType, f: u32| tile(128, f, offset, dt);
+    let comparisons = [
+        AluOp::Equal,
+        AluOp::NotEqual,
+        AluOp::GreaterEqual,
+        AluOp::Greater,
+        AluOp::LessEqual,
+        AluOp::Less,
+    ];
+    for a in [DType::F32, DType::BF16] {
+        for (k, cmp) in comparisons.into_iter().enumerate() {
+            for (pattern, offset, multiplier) in
+                [(-1, 0, 1), (1, -40, 1), (-1, 16_777_217, -1), (2, 3, 0)]
+            {
+                for f in [67, 3] {
+                    let select = |dst| {
+                        Op::AffineSelect(insn::AffineSelect {
+                            dst,
+                            src: at(0, a, f),
+                            pattern: vec![Dim::new(pattern, f)],
+                            offset: offset + k as i32,
+                            channel_multiplier: multiplier,
+                            cmp,
+                            on_false: Fp32::new(-3.402_823_5e38),
+                        })
+                    };
+                    let mut ops = vec![select(at(1024, DType::F32, f))];
+                    if a == DType::F32 {
+                        ops.push(select(at(0, a, f)));
+                    }
+                    for op in ops {
+                        same_in_both_tiers(Queue::GpSimd, &op, |bench| {
+                            bench.put_bits(&at(0, a, f), &bits[..128 * f as usize]);
+                        });
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Maximum and minimum reductions of dense f32 and bf16 rows, folded in
 /// four lanes (`Emit::wide_fold`), give the element loop's bits: NaN
 /// payloads become the default NaN, a row whose extreme is zero keeps
