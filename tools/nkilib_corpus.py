@@ -252,6 +252,17 @@ CASES += [
 ]
 
 
+# The largest finite float8_e4m3 value: the tests' fp8 quantization
+# divides by a scale of amax / FP8_MAX or clips to +-FP8_MAX.
+FP8_MAX = 240.0
+
+
+def fp8_static(np, x, scale):
+    """Static fp8 quantization as the tests' references do it: `x` over
+    its scale, clipped to +-FP8_MAX (not yet rounded to fp8)."""
+    return np.clip(x / scale, -FP8_MAX, FP8_MAX)
+
+
 def sigmoid(np, x):
     """1 / (1 + exp(-x)), written with tanh so that no exp overflows."""
     return 0.5 * (1 + np.tanh(0.5 * x))
@@ -311,12 +322,12 @@ def reference(name, inputs):
             norm = norm * inputs["ln_w"].astype(np.float64).reshape(-1)
         fp8 = lambda v: v.astype(ml_dtypes.float8_e4m3).astype(np.float64)  # noqa: E731
         if qtype == "STATIC":
-            return [fp8(np.clip(norm / float(inputs["input_dequant_scale"][0, 0]), -240, 240))]
+            return [fp8(fp8_static(np, norm, float(inputs["input_dequant_scale"][0, 0])))]
         amax = np.abs(norm).max(axis=-1, keepdims=True)
         if lb > 0:
             amax, norm = np.minimum(amax, lb), np.clip(norm, -lb, lb)
-        scale = (amax / 240).astype(np.float32).astype(np.float64)
-        return [fp8(norm / (amax / 240)), scale]
+        scale = (amax / FP8_MAX).astype(np.float32).astype(np.float64)
+        return [fp8(norm / (amax / FP8_MAX)), scale]
     if name.startswith("bwmm:"):
         # Blockwise MoE matmul (experimental/moe/test_bwmm_shard_on_H.py,
         # core/moe/moe_cte's tests; "bwmm:B:MODE[:cores]"): per block, its tokens' hidden rows
@@ -554,7 +565,7 @@ def reference(name, inputs):
                 # input over its scale clipped to +-240, times the fp8
                 # weight, times both scales.
                 ws, ins = (float(inputs[n][0, 0]) for n in ("weight_scale", "input_scale"))
-                out = (np.clip(a / ins, -240, 240) @ w) * (ws * ins)
+                out = (fp8_static(np, a, ins) @ w) * (ws * ins)
             else:
                 out = a @ w
         if "bias" in inputs:
@@ -591,7 +602,7 @@ def reference(name, inputs):
             # weights, then each of the q, k and v columns times its
             # weight scale and all times the input scale (the scales'
             # first row).
-            x = np.clip(x / float(inputs["qkv_in_scale"][0, 0]), -240, 240)
+            x = fp8_static(np, x, float(inputs["qkv_in_scale"][0, 0]))
         out = x @ inputs["fused_qkv_weights"].astype(np.float64)
         if "static" in extra:
             nq, nkv, dh = (int(v) for v in extra["static"].split(","))
@@ -1408,7 +1419,7 @@ def qkv_case(lnc, b, s, h, i, norm="NO_NORM", quant="NONE", fused_add=False, nor
         case["ref"] += f":static={heads[0]},{heads[1]},{heads[2]}"
         case["tol"] = (4e-2, 1e-5)
         case["inputs"] |= {"input": ("clipped_normal", 1.0), "fused_qkv_weights": ("clipped_normal", 1.0),
-                           "qkv_w_scale": ("const", 1 / 240), "qkv_in_scale": ("const", 1 / 240)}
+                           "qkv_w_scale": ("const", 1 / FP8_MAX), "qkv_in_scale": ("const", 1 / FP8_MAX)}
     return case
 
 
@@ -1512,8 +1523,8 @@ def out_proj_tkg_case(b, n, s, d, h, quant="NONE", bias=True, transpose=False):
                     # 1), the weight such values over their scale (about
                     # 1/240) in fp8, both scales about 1/240; rtol 5e-2.
                     ref=f"out_proj_tkg:{transpose}:static", tol=(5e-2, 1e-5),
-                    inputs={"attention": ("uniform", -1, 1), "weight": ("uniform", -240, 240),
-                            "weight_scale": ("const", 1 / 240), "input_scale": ("const", 1 / 240)})))
+                    inputs={"attention": ("uniform", -1, 1), "weight": ("uniform", -FP8_MAX, FP8_MAX),
+                            "weight_scale": ("const", 1 / FP8_MAX), "input_scale": ("const", 1 / FP8_MAX)})))
 
 
 CASES += [

@@ -612,17 +612,20 @@ fn bits_all_across(words: &[u64], start: usize, end: usize, fill: u64) -> bool {
     (words[first] ^ fill) & head == 0 && inner == 0 && (words[last] ^ fill) & tail == 0
 }
 
+/// The first byte of every run of every row of `v`, in row-major order
+/// (run `i` holds elements `i * v.run_len..` of the view).
+fn run_starts(v: &View) -> impl Iterator<Item = usize> + '_ {
+    (0..v.rows).flat_map(move |p| {
+        let base = v.row_addr(p);
+        v.runs.iter().map(move |&r| (base + r) as usize)
+    })
+}
+
 /// Whether `ok` holds for the bytes `a..b` of every run of every row of
 /// `v`.
 fn every_run(v: &View, ok: impl Fn(usize, usize) -> bool) -> bool {
     let run_bytes = v.run_len * v.size;
-    (0..v.rows).all(|p| {
-        let base = v.row_addr(p);
-        v.runs.iter().all(|&r| {
-            let a = (base + r) as usize;
-            ok(a, a + run_bytes)
-        })
-    })
+    run_starts(v).all(|a| ok(a, a + run_bytes))
 }
 
 /// Shades the elements of one run, `size` bytes each from byte `a`, as a
@@ -2469,14 +2472,8 @@ impl MemoryState {
         }
         let (undef, o) = self.shadow_of(v);
         let space = self.space_mut(v.space);
-        let mut e = 0;
-        for p in 0..v.rows {
-            let base = v.row_addr(p);
-            for &r in &v.runs {
-                let a = (base + r) as usize;
-                shade_run(space, a, v.size, &undef[e..e + v.run_len], o);
-                e += v.run_len;
-            }
+        for (a, flags) in run_starts(v).zip(undef.chunks_exact(v.run_len.max(1))) {
+            shade_run(space, a, v.size, flags, o);
         }
     }
 }

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, SigRef, StackSlotData,
+    AbiParam, Block, BlockArg, Endianness, Inst, InstBuilder, MemFlagsData, SigRef, StackSlotData,
     StackSlotKind, Type, Value, types,
 };
 use cranelift_codegen::isa::TargetFrontendConfig;
@@ -485,7 +485,8 @@ const I64X2: Type = types::I64X2;
 /// (`Emit::wide`): f32 or bf16 operands and result, no fold, and a body
 /// whose every step has a lane form giving the element loop's bits:
 /// operators that `Emit::alu` writes as one IEEE operation, which works
-/// per lane on vectors, dtype conversions, and the `exp` activation
+/// per lane on vectors, dtype conversions, `affine_select` into f32 (a
+/// comparison and a select per lane), and the `exp` activation
 /// (`Emit::wide_exp`).
 fn lanes_of(sig: Sig) -> bool {
     let lane_op = |op: AluOp| {
@@ -1323,14 +1324,15 @@ impl Emit<'_, '_> {
         self.b.ins().select(holds, one, zero)
     }
 
-    fn call_void(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) {
+    /// Calls a callback; the call instruction.
+    fn call_void(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) -> Inst {
         let callee = self.b.ins().iconst(types::I64, addr);
-        self.b.ins().call_indirect(sig, callee, args);
+        self.b.ins().call_indirect(sig, callee, args)
     }
 
-    fn call(&mut self, (sig, addr): (SigRef, i64), args: &[Value]) -> Value {
-        let callee = self.b.ins().iconst(types::I64, addr);
-        let inst = self.b.ins().call_indirect(sig, callee, args);
+    /// Calls a callback that returns one value; that value.
+    fn call(&mut self, callback: (SigRef, i64), args: &[Value]) -> Value {
+        let inst = self.call_void(callback, args);
         self.b.inst_results(inst)[0]
     }
 
