@@ -288,6 +288,7 @@ impl Pages {
         retired: &[Vec<bool>],
         counts: &dyn Fn(usize) -> bool,
     ) -> Option<usize> {
+        let probe = a.solid().then_some(a.bounds);
         let (lo, hi) = Pages::range(a);
         let first = if hi - lo >= MAX_PAGES {
             &self.all
@@ -297,10 +298,12 @@ impl Pages {
         [&self.wide[..], first]
             .into_iter()
             .filter_map(|list| {
-                list.iter()
-                    .rev()
-                    .take(SHADOW_LOOKBACK)
-                    .find(|e| !retired[e.op][e.k] && counts(e.op) && accesses[e.op][e.k].covers(a))
+                list.iter().rev().take(SHADOW_LOOKBACK).find(|e| {
+                    e.may_meet(probe)
+                        && !retired[e.op][e.k]
+                        && counts(e.op)
+                        && accesses[e.op][e.k].covers(a)
+                })
             })
             .map(|e| e.op)
             .max()
