@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import warnings
 
 import ml_dtypes
@@ -13,6 +14,7 @@ import pytest
 
 import nkic
 
+import deep
 import elementwise as k
 import kconfig
 import legacy
@@ -228,6 +230,27 @@ def test_check_returns_warnings_and_raises_errors(rng):
     assert record["file"].endswith("elementwise.py")
     assert "elementwise.py" in str(err.value)
     assert "\x1b[" not in str(err.value)  # no colour
+
+
+def test_deep_nesting_is_an_error_on_a_small_thread_stack():
+    # The front end recurses as deep as its nesting limit allows; nkic runs
+    # it on a thread of its own, so a caller's small stack (macOS gives
+    # threads 512 KiB) still gets E0262 instead of a crashed interpreter.
+    caught = []
+
+    def compile_deep():
+        with pytest.raises(nkic.CompileError) as err:
+            nkic.check(deep.nested, nkic.tensor((128, 64), np.float32))
+        caught.append(err.value.codes)
+
+    previous = threading.stack_size(512 << 10)
+    try:
+        worker = threading.Thread(target=compile_deep)
+        worker.start()
+        worker.join()
+    finally:
+        threading.stack_size(previous)
+    assert caught == [["E0262"]]
 
 
 def test_profile_writes_trace_and_timeline(rng, tmp_path):
