@@ -259,7 +259,10 @@ impl Kernel {
         streams[1..]
             .iter()
             .zip(&self.sizes[1..])
-            .all(|(s, &s_size)| source_clear(s, s_size, d, size, [rows, n], written))
+            .all(|(s, &s_size)| {
+                source_clear(s, s_size, d, size, [rows, n], written)
+                    || rows_apart(s, s_size, d, size, [rows, n])
+            })
     }
 }
 
@@ -407,6 +410,36 @@ fn source_clear(
         || extent(s, rows, n, s_size).is_some_and(|(l, h)| h <= written.0 || written.1 <= l)
 }
 
+/// Whether source `s` (elements of `s_size` bytes), read row by row as
+/// destination `d` is written, shares no byte of any row but its own with
+/// `d`: then row `p` of the source may meet row `p` of the destination
+/// only, which the same thread of a split call reads and writes. Holds
+/// for tiles side by side in the same partitions of an on-chip memory
+/// (equal row steps), whose extents (`extent`) overlap.
+fn rows_apart(s: &Stream, s_size: usize, d: &Stream, size: usize, [rows, n]: [usize; 2]) -> bool {
+    if d.row_step == 0 || s.row_step != d.row_step || s_size == 0 {
+        return false;
+    }
+    let (Some(a), Some(b)) = (extent(s, 1, n, s_size), extent(d, 1, n, size)) else {
+        return false;
+    };
+    // Source row `p + k` meets destination row `p` exactly when
+    // `k · step` lies strictly between `b.0 - a.1` and `b.1 - a.0`; with
+    // `step` negative, `k · |step|` between the negated bounds.
+    let step = i128::from(d.row_step);
+    let (lo, hi) = (
+        i128::from(b.0) - i128::from(a.1),
+        i128::from(b.1) - i128::from(a.0),
+    );
+    let (lo, hi) = if step > 0 { (lo, hi) } else { (-hi, -lo) };
+    let step = step.abs();
+    let first = lo.div_euclid(step) + 1;
+    let last = (hi + step - 1).div_euclid(step) - 1;
+    let far = rows as i128 - 1;
+    let meets = |from: i128, to: i128| first.max(from) <= last.min(to);
+    !meets(1, far) && !meets(-far, -1)
+}
+
 /// One operand's elements in a call: memory start and length, the byte
 /// offset of the first element, the bytes between rows and the bytes
 /// between elements.
@@ -519,6 +552,34 @@ mod tests {
         assert!(!ok(dst, stream(&mem, 256, 256, 4)));
         assert!(!ok(dst, stream(&mem, 0, 256, 8)));
         assert!(!ok(dst, stream(&mem, 16 * 256 - 4, 256, 4)));
+    }
+
+    /// Tiles side by side in the same partitions (equal row steps) split:
+    /// their extents overlap, but a source row meets no destination row
+    /// but its own. A source window that reaches into another row's
+    /// destination bytes does not.
+    #[test]
+    fn tiles_side_by_side_split_by_rows() {
+        let mem = vec![0u8; 1 << 16];
+        let k = f32_kernel();
+        let (rows, n) = (16, 64);
+        let dst = stream(&mem, 0, 1024, 4);
+        let ok = |d: Stream, a: Stream| k.rows_independent(rows, n, &[d, a, Stream::UNUSED]);
+        assert!(ok(dst, stream(&mem, 256, 1024, 4)));
+        assert!(ok(dst, stream(&mem, 1024 + 256, 1024, 4)));
+        assert!(ok(dst, stream(&mem, 768, 1024, 4)));
+        // Going up, from the last row.
+        let up = |offset: i64| stream(&mem, 15 * 1024 + offset, -1024, 4);
+        assert!(ok(up(0), up(512)));
+        assert!(!ok(up(0), up(1024 + 128)));
+        // The next row's destination bytes, by offset, by a window past
+        // the row step, and by a row step of its own.
+        assert!(!ok(dst, stream(&mem, 1024 + 128, 1024, 4)));
+        assert!(!ok(dst, stream(&mem, 900, 1024, 4)));
+        assert!(!ok(dst, stream(&mem, 256, 1280, 4)));
+        // Only a single row: nothing to split between threads, but
+        // apart by definition.
+        assert!(rows_apart(&dst, 4, &dst, 4, [1, n]));
     }
 
     /// Two groups of pieces run at once only when neither touches a byte

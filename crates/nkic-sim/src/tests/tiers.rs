@@ -533,6 +533,25 @@ fn rows_split_over_two_threads_leave_the_interpreters_bits() {
             b.put_bits(&scale, &scales);
         });
     }
+    // Tiles side by side in the same partitions, the destination between
+    // its sources and after them (`rows_apart`).
+    let y = tile(128, 1024, 8200, DType::F32);
+    let mid = tile(128, 1024, 4096, DType::F32);
+    let after = tile(128, 1024, 12296, DType::F32);
+    let add = |dst: &AccessPattern, src1: &AccessPattern| {
+        Op::TensorTensor(insn::TensorTensor {
+            dst: dst.clone(),
+            src0: x.clone(),
+            src1: src1.clone(),
+            op: AluOp::Add,
+        })
+    };
+    for op in [add(&mid, &y), add(&after, &y)] {
+        same_in_both_tiers(Queue::Vector, &op, |b| {
+            b.put_bits(&x, &bits);
+            b.put_bits(&y, &bits[..n].iter().rev().copied().collect::<Vec<_>>());
+        });
+    }
 }
 
 /// Instructions whose rows are several pieces (a reduction, one piece per
