@@ -343,37 +343,6 @@ fn parse_target(text: &str) -> PyResult<Target> {
     }
 }
 
-/// Runs `f` on a thread with the stack the front end's deepest allowed
-/// recursion needs (`nkic_specialize::STACK_BYTES`), as the `nkic`
-/// command runs everything: the caller may be any Python thread, whose
-/// stack can be far smaller (512 KiB for threads on macOS, whatever
-/// `threading.stack_size` set), and overflowing it kills the interpreter.
-/// Where no such thread can be started, `f` runs on the caller's.
-fn on_deep_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    let slot = Mutex::new(Some(f));
-    let take = |slot: &Mutex<Option<_>>| {
-        slot.lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-    };
-    let spawned = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("nkic".to_owned())
-            .stack_size(nkic_specialize::STACK_BYTES)
-            .spawn_scoped(scope, || take(&slot).map(|f| f()))
-            .ok()
-            .map(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
-            })
-    });
-    match spawned.flatten() {
-        Some(done) => done,
-        None => take(&slot).expect("`f` runs once, on the thread or here")(),
-    }
-}
-
 /// Specializes and compiles the kernel `kernel` of the file `path` (see
 /// the module doc).
 #[pyfunction]
@@ -447,7 +416,7 @@ fn compile(
         .map(Path::to_path_buf)
         .unwrap_or_default();
     let built = py.detach(move || {
-        on_deep_stack(move || {
+        nkic_specialize::on_deep_stack(move || {
             let mut sources = SourceMap::new();
             let file = sources.add(path, text);
             let outcome = nkic_driver::pipeline(

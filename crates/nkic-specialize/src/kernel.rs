@@ -384,6 +384,36 @@ fn agrees(sources: &SourceMap, base_files: usize, added: &[Added]) -> bool {
 /// are committed.
 pub const STACK_BYTES: usize = 256 << 20;
 
+/// Runs `f` on a thread with a stack of [`STACK_BYTES`], for callers whose
+/// own thread's stack may be smaller (a Python thread: 512 KiB on macOS,
+/// whatever `threading.stack_size` set; a test thread: 2 MiB), where the
+/// deepest recursion the front end allows would overflow it and abort the
+/// process. Where no such thread can be started, `f` runs on the caller's.
+pub fn on_deep_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let slot = std::sync::Mutex::new(Some(f));
+    let take = |slot: &std::sync::Mutex<Option<_>>| {
+        slot.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    };
+    let spawned = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("nkic".to_owned())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || take(&slot).map(|f| f()))
+            .ok()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+    });
+    match spawned.flatten() {
+        Some(done) => done,
+        None => take(&slot).expect("`f` runs once, on the thread or here")(),
+    }
+}
+
 /// The instances of a grid share their arguments: one that some instance
 /// writes is in-out in every instance, also in one whose share of the work
 /// is empty (`nl.ds(start, 0)` records no op).

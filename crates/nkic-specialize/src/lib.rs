@@ -101,7 +101,7 @@ pub use config::{
 pub use ctx::Ctx;
 pub use facts::{Fact, Facts};
 pub use intrinsics::Intrinsic;
-pub use kernel::{STACK_BYTES, SpecializeResult, fill_unset, specialize};
+pub use kernel::{STACK_BYTES, SpecializeResult, fill_unset, on_deep_stack, specialize};
 pub use value::Value;
 
 /// One line of compile-time `print` output.

@@ -51,17 +51,10 @@ fn run(path: &Path) -> (SpecializeResult, SourceMap) {
             _ => panic!("{}: bad budget item `{item}`", path.display()),
         }
     }
-    // The front end gets the stack it asks for (`STACK_BYTES`), as the
-    // command and the Python package give it: a test thread's 2 MiB is
-    // less than the deepest fixtures need in an optimised build.
-    let res = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .stack_size(nkic_specialize::STACK_BYTES)
-            .spawn_scoped(scope, || specialize(&mut sources, file, &config, &loader))
-            .expect("a thread for the front end")
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    });
+    // The front end gets the stack it asks for, as the command and the
+    // Python package give it: a test thread's 2 MiB is less than the
+    // deepest fixtures need in an optimised build.
+    let res = nkic_specialize::on_deep_stack(|| specialize(&mut sources, file, &config, &loader));
     (res, sources)
 }
 
