@@ -684,6 +684,21 @@ fn copy_runs(data: &[u8], base: i64, runs: &[i64], run_bytes: usize, out: &mut V
     }
 }
 
+/// Whether `v`'s rows can be laid out `stride` values apart
+/// (`MemoryState::read_f32_padded`): a row's values fit, and its dtype
+/// decodes element by element.
+fn paddable(v: &View, stride: usize) -> bool {
+    !v.dtype.is_packed_x4() && stride >= v.free()
+}
+
+/// Appends the values of one row's bytes `row` of `dtype`, then zeros up
+/// to `stride` values.
+fn decode_padded(dtype: DType, row: &[u8], stride: usize, out: &mut Vec<f32>) {
+    let end = out.len() + stride;
+    numerics::decode(dtype, row, out);
+    out.resize(end, 0.0);
+}
+
 /// Whether `bytes` are what `copy_runs` would append for the same runs:
 /// compared run by run, a short run as one fixed-size value rather than a
 /// `memcmp` call (strided fp16 matmul operands are runs of 2 bytes).
@@ -1916,7 +1931,7 @@ impl MemoryState {
     /// by element where they are unclean). (Rows a matmul reads in place:
     /// `matmul::Moving::Padded`.)
     pub fn read_f32_padded(&mut self, v: &View, stride: usize, out: &mut Vec<f32>) -> bool {
-        if v.dtype.is_packed_x4() || stride < v.free() {
+        if !paddable(v, stride) {
             return false;
         }
         let run_bytes = v.run_len * v.size;
@@ -1925,8 +1940,7 @@ impl MemoryState {
             out.clear();
             out.reserve(v.rows * stride);
             for a in starts {
-                numerics::decode(v.dtype, &space.data[a..a + run_bytes], out);
-                out.resize(out.len() + stride - v.run_len, 0.0);
+                decode_padded(v.dtype, &space.data[a..a + run_bytes], stride, out);
             }
             self.count_read(v);
             return true;
@@ -1942,8 +1956,7 @@ impl MemoryState {
         for p in 0..v.rows {
             row.clear();
             copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut row);
-            numerics::decode(v.dtype, &row, out);
-            out.resize(out.len() + stride - v.free(), 0.0);
+            decode_padded(v.dtype, &row, stride, out);
         }
         self.count_read(v);
         true
@@ -2010,7 +2023,7 @@ impl MemoryState {
         };
         // Written and defined: the bytes are gathered once, decoded into
         // what `read_f32` or `read_f32_padded` gives, and kept as the key.
-        if stride.is_some_and(|stride| v.dtype.is_packed_x4() || stride < v.free()) {
+        if stride.is_some_and(|stride| !paddable(v, stride)) {
             return Ok(None);
         }
         let run_bytes = v.run_len * v.size;
@@ -2027,8 +2040,7 @@ impl MemoryState {
                 values.reserve(v.rows * stride);
                 for p in 0..v.rows {
                     let row = &bytes[p * row_bytes..(p + 1) * row_bytes];
-                    numerics::decode(v.dtype, row, &mut values);
-                    values.resize(values.len() + stride - v.free(), 0.0);
+                    decode_padded(v.dtype, row, stride, &mut values);
                 }
             }
         }
