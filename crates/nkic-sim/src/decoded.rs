@@ -6,16 +6,21 @@
 //! column block. Decoding it to f32 again each time (and reading it into
 //! padded rows) was most of the stepping thread's work in a bf16 matmul.
 //! `MemoryState::read_operand` keeps the values of the last operands it
-//! decoded with a copy of the bytes they came from, and gives the same
-//! values again only when the view is the same and its bytes, all written
-//! and defined, are equal to that copy byte for byte: no write anywhere
-//! needs to tell the cache, and a value can only come from the bytes it
-//! decodes. Reading a clean view records nothing (no written bit, no
-//! definedness, no fault), so a hit leaves the memory's bookkeeping as a
-//! decode would; only the HBM read count is added, as `read_f32` does.
+//! decoded with the count of writes to their memory at that time
+//! (`Space::track_writes`), and gives the same values again only when the
+//! view is the same, its bytes are all written and defined, and no write
+//! since touched them (each write stamps the blocks it changes with a
+//! higher count: `Space::stamps`). An earlier build kept a copy of the
+//! bytes and compared it instead; copying and comparing every operand
+//! was a fifth of the stepping thread in the 8K `attention_bwd`. Debug
+//! builds decode every hit again and assert the values are the same, so
+//! the test suite checks that no write goes unstamped. Reading a clean
+//! view records nothing (no written bit, no definedness, no fault), so a
+//! hit leaves the memory's bookkeeping as a decode would; only the HBM
+//! read count is added, as `read_f32` does.
 //!
-//! The cache holds at most `DECODED_BYTES` of values and copies, least
-//! recently used first out.
+//! The cache holds at most `DECODED_BYTES` of values, least recently
+//! used first out.
 
 use std::sync::{Arc, OnceLock};
 
@@ -70,10 +75,14 @@ pub(crate) fn products_exact(s: &Values, v: &Values) -> bool {
 /// The most buffers of evicted values the cache keeps for reuse.
 const SPARE_BUFFERS: usize = 4;
 
-/// The most bytes of values and byte copies the cache keeps: the moving
-/// operands of a 128-row tile's contraction (eight 128 × 512 tiles) and
-/// the stationary ones between their uses.
-const DECODED_BYTES: usize = 6 << 20;
+/// The most bytes of values the cache keeps: the moving operands of a
+/// 128-row tile's contraction (eight 128 × 512 tiles) and the stationary
+/// ones between their uses, several times over. A hit costs no read of
+/// the operand's memory, so more entries pay: in the 8K bf16
+/// `attention_bwd` row, 75k of 278k operand reads hit at 6 MiB, 140k at
+/// 24 MiB, 147k at 64 MiB; the 1024³ bf16 matmul's peak RSS grows from 46
+/// to 50 MB (its budget is 52 MiB).
+const DECODED_BYTES: usize = 24 << 20;
 
 /// What a matmul operand read is: the view's bytes and how its values
 /// are laid out (`read_f32`, or rows `stride` values apart).
@@ -108,14 +117,14 @@ impl Key {
 
 struct Entry {
     key: Key,
-    /// The view's bytes when they were decoded, row by row, run by run.
-    bytes: Vec<u8>,
+    /// The count of writes to the view's memory when it was decoded.
+    since: u64,
     values: Arc<Values>,
 }
 
 impl Entry {
     fn size(&self) -> usize {
-        self.bytes.len() + 4 * self.values.len()
+        4 * self.values.len()
     }
 }
 
@@ -129,18 +138,17 @@ pub(crate) struct Decoded {
 }
 
 impl Decoded {
-    /// Whether an operand of `bytes` bytes may be kept: its copy and its
-    /// values (at least as many bytes again) fit the cache with room to
-    /// spare, so that one too large to keep is not copied for nothing.
-    pub fn fits(bytes: usize) -> bool {
-        bytes.saturating_mul(3) <= DECODED_BYTES
+    /// Whether an operand of `values` values may be kept: they fill at
+    /// most half the cache.
+    pub fn fits(values: usize) -> bool {
+        values.saturating_mul(8) <= DECODED_BYTES
     }
 
-    /// The values of `key` if its bytes were `equal` to the copy kept
-    /// with them (which `equal` compares with the memory's).
-    pub fn get(&mut self, key: &Key, equal: impl Fn(&[u8]) -> bool) -> Option<Arc<Values>> {
+    /// The values of `key` if `unchanged` holds for the count of writes
+    /// kept with them (no write since touched the view's bytes).
+    pub fn get(&mut self, key: &Key, unchanged: impl Fn(u64) -> bool) -> Option<Arc<Values>> {
         let i = self.entries.iter().rposition(|e| e.key == *key)?;
-        if !equal(&self.entries[i].bytes) {
+        if !unchanged(self.entries[i].since) {
             let stale = self.entries.remove(i);
             self.size -= stale.size();
             self.keep(stale);
@@ -152,9 +160,10 @@ impl Decoded {
         Some(values)
     }
 
-    /// Keeps `values`, decoded from `bytes`, for `key`.
-    pub fn put(&mut self, key: Key, bytes: Vec<u8>, values: Arc<Values>) {
-        let entry = Entry { key, bytes, values };
+    /// Keeps `values`, decoded for `key` when its memory had seen `since`
+    /// writes.
+    pub fn put(&mut self, key: Key, since: u64, values: Arc<Values>) {
+        let entry = Entry { key, since, values };
         if entry.size() > DECODED_BYTES {
             return;
         }

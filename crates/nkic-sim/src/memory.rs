@@ -209,6 +209,14 @@ enum ElemState {
 /// words, set when all of them are all ones. Every writer of written bits
 /// sets it (`Space::marked`), `recycle` clears it with the bits; a bit
 /// left clear only sends a read to the word-by-word check.
+///
+/// Once the cache of decoded matmul operands (`decoded`) keeps values
+/// read from a memory (`track_writes`), `stamps` holds per
+/// `STAMP_BYTES` block the count of `writes` at the last write of any of
+/// its bytes: every change of the bytes goes through `bytes_mut` or is
+/// stamped with its range (the native tier's writes, by `wrote`; the
+/// rows `psum_in_place` lends out, when it lends them), so a block whose
+/// stamp is at most a count seen earlier holds the bytes it held then.
 pub(crate) struct Space {
     pub(crate) data: Data,
     /// Every written bit is set: an input's space, until it is recycled.
@@ -222,7 +230,14 @@ pub(crate) struct Space {
     origin: Vec<u32>,
     /// The page size of its buffers (`pages` module doc).
     pages: Pages,
+    /// Writes stamped so far, and per block the count at its last one;
+    /// empty until `track_writes`.
+    writes: u64,
+    stamps: Vec<u64>,
 }
+
+/// Bytes per write stamp (`Space::stamps`): a few per SBUF tile row.
+const STAMP_BYTES: usize = 512;
 
 /// A memory's bytes: its own, or an input tensor's shared with the
 /// caller's `Inputs` until the kernel writes it (`Data::make_mut` copies
@@ -292,6 +307,8 @@ impl Space {
             undef: Vec::new(),
             origin: Vec::new(),
             pages,
+            writes: 0,
+            stamps: Vec::new(),
         }
     }
 
@@ -307,7 +324,81 @@ impl Space {
             undef: Vec::new(),
             origin: Vec::new(),
             pages: Pages::Huge,
+            writes: 0,
+            stamps: Vec::new(),
         }
+    }
+
+    /// Starts stamping writes (`stamps`), if not yet; returns the count of
+    /// writes so far, which every later write's stamp exceeds.
+    fn track_writes(&mut self) -> u64 {
+        if self.stamps.is_empty() {
+            self.stamps = pages::zeroed(self.data.len().div_ceil(STAMP_BYTES), self.pages);
+        }
+        self.writes
+    }
+
+    /// Stamps a write of bytes `a..b` (`stamps`).
+    fn stamp(&mut self, a: usize, b: usize) {
+        if self.stamps.is_empty() || a >= b {
+            return;
+        }
+        self.writes += 1;
+        let last = ((b - 1) / STAMP_BYTES).min(self.stamps.len() - 1);
+        for s in self.stamps.iter_mut().take(last + 1).skip(a / STAMP_BYTES) {
+            *s = self.writes;
+        }
+    }
+
+    /// Bytes `a..b` to write, stamped.
+    fn bytes_mut(&mut self, a: usize, b: usize) -> &mut [u8] {
+        self.stamp(a, b);
+        &mut self.data.make_mut()[a..b]
+    }
+
+    /// Whether no write since the count `since` (`track_writes`) touched
+    /// bytes `a..b`.
+    fn unchanged(&self, since: u64, a: usize, b: usize) -> bool {
+        a >= b
+            || self
+                .stamps
+                .get(a / STAMP_BYTES..=(b - 1) / STAMP_BYTES)
+                .is_some_and(|s| s.iter().all(|&w| w <= since))
+    }
+
+    /// The byte range of each row of `v` (from its lowest run to the end
+    /// of its highest); `None` when one lies outside the memory.
+    fn row_ranges(&self, v: &View) -> impl Iterator<Item = Option<(usize, usize)>> {
+        let (lo, hi) = v.row_span();
+        let len = self.data.len();
+        (0..v.rows).map(move |p| {
+            let base = v.row_addr(p);
+            let a = usize::try_from(base.checked_add(lo)?).ok()?;
+            let b = usize::try_from(base.checked_add(hi)?).ok()?;
+            (b <= len).then_some((a, b))
+        })
+    }
+
+    /// Stamps a write of every row of `v` (`stamp`), from its lowest run
+    /// to the end of its highest (more bytes than it writes, which only
+    /// costs a decode).
+    fn stamp_view(&mut self, v: &View) {
+        if self.stamps.is_empty() {
+            return;
+        }
+        let (lo, hi) = v.row_span();
+        for p in 0..v.rows {
+            let base = v.row_addr(p);
+            let a = usize::try_from(base.saturating_add(lo)).unwrap_or(0);
+            let b = usize::try_from(base.saturating_add(hi)).unwrap_or(usize::MAX);
+            self.stamp(a, b.min(self.data.len()));
+        }
+    }
+
+    /// Whether no write since the count `since` touched a byte of `v`.
+    fn view_unchanged(&self, since: u64, v: &View) -> bool {
+        self.row_ranges(v)
+            .all(|r| r.is_some_and(|(a, b)| self.unchanged(since, a, b)))
     }
 
     /// Makes every byte never-written again, as `Space::new` leaves it,
@@ -699,25 +790,55 @@ fn decode_padded(dtype: DType, row: &[u8], stride: usize, out: &mut Vec<f32>) {
     out.resize(end, 0.0);
 }
 
-/// Whether `bytes` are what `copy_runs` would append for the same runs:
-/// compared run by run, a short run as one fixed-size value rather than a
-/// `memcmp` call (strided fp16 matmul operands are runs of 2 bytes).
-fn runs_equal(data: &[u8], base: i64, runs: &[i64], run_bytes: usize, bytes: &[u8]) -> bool {
-    fn fixed<const N: usize>(data: &[u8], base: i64, runs: &[i64], bytes: &[u8]) -> bool {
-        bytes.chunks_exact(N).zip(runs).all(|(b, &r)| {
-            let a = (base + r) as usize;
-            <[u8; N]>::try_from(&data[a..a + N]).ok() == <[u8; N]>::try_from(b).ok()
-        })
+/// Appends the values of every element of `v`, row-major, each row
+/// followed by zeros up to `stride` values when given (what `read_f32`
+/// and `read_f32_padded` give), for a view whose bytes are all written
+/// and defined: a row of one run long enough (or padded) is decoded
+/// straight from memory, other rows are gathered first.
+fn decode_clean(space: &Space, v: &View, stride: Option<usize>, out: &mut Vec<f32>) {
+    let run_bytes = v.run_len * v.size;
+    let data = &space.data[..];
+    if let [run] = v.runs[..]
+        && (stride.is_some() || run_bytes >= WHOLE_ROW_MIN_BYTES)
+    {
+        for p in 0..v.rows {
+            let a = (v.row_addr(p) + run) as usize;
+            let row = &data[a..a + run_bytes];
+            match stride {
+                Some(stride) => decode_padded(v.dtype, row, stride, out),
+                None => numerics::decode(v.dtype, row, out),
+            }
+        }
+        return;
     }
-    match run_bytes {
-        1 => fixed::<1>(data, base, runs, bytes),
-        2 => fixed::<2>(data, base, runs, bytes),
-        4 => fixed::<4>(data, base, runs, bytes),
-        _ => bytes.chunks_exact(run_bytes).zip(runs).all(|(b, &r)| {
-            let a = (base + r) as usize;
-            data[a..a + run_bytes] == *b
-        }),
+    let mut bytes = Vec::with_capacity(v.elements() * v.size);
+    match stride {
+        None => {
+            for p in 0..v.rows {
+                copy_runs(data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
+            }
+            numerics::decode(v.dtype, &bytes, out);
+        }
+        Some(stride) => {
+            for p in 0..v.rows {
+                bytes.clear();
+                copy_runs(data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
+                decode_padded(v.dtype, &bytes, stride, out);
+            }
+        }
     }
+}
+
+/// Whether `values` are, bit for bit, what `decode_clean` gives for `v`
+/// now (a check of the decoded-operand cache in debug builds).
+fn decodes_to(space: &Space, v: &View, stride: Option<usize>, values: &[f32]) -> bool {
+    let mut fresh = Vec::new();
+    decode_clean(space, v, stride, &mut fresh);
+    fresh.len() == values.len()
+        && fresh
+            .iter()
+            .zip(values)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
 }
 
 /// The bytes from the first to the end of the last run of a row, as
@@ -1138,14 +1259,15 @@ impl MemoryState {
         if !matches!(space, SpaceId::Hbm(_)) {
             return old;
         }
-        let data = self.space_mut(space).data.make_mut();
+        let space = self.space_mut(space);
         let mut at = 0;
         for &(lo, hi) in intervals {
             let (Ok(lo), Ok(hi)) = (usize::try_from(lo), usize::try_from(hi)) else {
                 continue;
             };
             let n = hi - lo;
-            if let (Some(dst), Some(src)) = (data.get_mut(lo..hi), bytes.get(at..at + n)) {
+            if let (true, Some(src)) = (hi <= space.data.len(), bytes.get(at..at + n)) {
+                let dst = space.bytes_mut(lo, hi);
                 old.extend_from_slice(dst);
                 dst.copy_from_slice(src);
             }
@@ -1723,7 +1845,9 @@ impl MemoryState {
             let base = v.row_addr(p);
             for &r in &v.runs {
                 let a = (base + r) as usize;
-                space.data.make_mut()[a..a + run_bytes].copy_from_slice(&bytes[k..k + run_bytes]);
+                space
+                    .bytes_mut(a, a + run_bytes)
+                    .copy_from_slice(&bytes[k..k + run_bytes]);
                 space.mark(a, a + run_bytes);
                 if precise {
                     match &shadow {
@@ -1831,7 +1955,7 @@ impl MemoryState {
             }
         }
         let dst = self.space_mut(dv.space);
-        dst.data.make_mut()[b..b + len].copy_from_slice(&bytes);
+        dst.bytes_mut(b, b + len).copy_from_slice(&bytes);
         dst.mark(b, b + len);
         let mut i = 0;
         while i < shades.len() {
@@ -1875,7 +1999,7 @@ impl MemoryState {
         let n = bytes.len().min(v.size);
         let shade = self.elem_shade(v.rows, v.free(), p, i);
         let space = self.space_mut(v.space);
-        space.data.make_mut()[a..a + n].copy_from_slice(&bytes[..n]);
+        space.bytes_mut(a, a + n).copy_from_slice(&bytes[..n]);
         space.mark(a, a + n);
         if let Some(o) = shade {
             space.shade(a, a + n, o);
@@ -1980,28 +2104,24 @@ impl MemoryState {
 
     /// What `read_f32` gives (`stride` `None`) or what `read_f32_padded`
     /// gives with `stride` (`Ok(None)` when it cannot). When every byte of
-    /// `v` is written and defined and equal to the bytes last decoded for
-    /// the same view and layout, the values are those decoded then
-    /// (`decoded`).
+    /// `v` is written and defined and no write touched it since it was
+    /// last decoded for the same view and layout (`Space::stamps`), the
+    /// values are those decoded then (`decoded`).
     fn read_cached(&mut self, v: &View, stride: Option<usize>) -> FResult<Option<Arc<Values>>> {
-        let key =
-            Key::of(v, stride).filter(|_| Decoded::fits(v.elements() * v.size) && self.is_clean(v));
+        let count = stride.map_or(v.elements() * numerics::lanes(v.dtype), |s| v.rows * s);
+        let key = Key::of(v, stride).filter(|_| Decoded::fits(count) && self.is_clean(v));
         if let Some(key) = &key {
-            // The cache is taken out while `equal` borrows the memory.
+            // The cache is taken out while the test borrows the memory.
             let mut decoded = std::mem::take(&mut self.decoded);
             let space = self.space(v.space);
-            let run_bytes = v.run_len * v.size;
-            let row_bytes = v.runs.len() * run_bytes;
-            let equal = |bytes: &[u8]| {
-                bytes.len() == v.rows * row_bytes
-                    && (0..v.rows).all(|p| {
-                        let row = &bytes[p * row_bytes..(p + 1) * row_bytes];
-                        runs_equal(&space.data, v.row_addr(p), &v.runs, run_bytes, row)
-                    })
-            };
-            let hit = decoded.get(key, equal);
+            let hit = decoded.get(key, |since| space.view_unchanged(since, v));
             self.decoded = decoded;
             if let Some(values) = hit {
+                let space = self.space(v.space);
+                debug_assert!(
+                    decodes_to(space, v, stride, &values),
+                    "invariant broken: a decoded operand's bytes changed without a stamp"
+                );
                 self.count_read(v);
                 return Ok(Some(values));
             }
@@ -2021,32 +2141,19 @@ impl MemoryState {
             }
             return Ok(Some(Arc::new(Values::new(values))));
         };
-        // Written and defined: the bytes are gathered once, decoded into
-        // what `read_f32` or `read_f32_padded` gives, and kept as the key.
+        // Written and defined: decoded straight from memory into what
+        // `read_f32` or `read_f32_padded` gives, and kept with the count
+        // of writes so far.
         if stride.is_some_and(|stride| !paddable(v, stride)) {
             return Ok(None);
         }
-        let run_bytes = v.run_len * v.size;
-        let row_bytes = v.runs.len() * run_bytes;
-        let space = self.space(v.space);
-        let mut bytes = Vec::with_capacity(v.rows * row_bytes);
-        for p in 0..v.rows {
-            copy_runs(&space.data, v.row_addr(p), &v.runs, run_bytes, &mut bytes);
-        }
+        let space = self.space_mut(v.space);
+        let since = space.track_writes();
         values.clear();
-        match stride {
-            None => numerics::decode(v.dtype, &bytes, &mut values),
-            Some(stride) => {
-                values.reserve(v.rows * stride);
-                for p in 0..v.rows {
-                    let row = &bytes[p * row_bytes..(p + 1) * row_bytes];
-                    decode_padded(v.dtype, row, stride, &mut values);
-                }
-            }
-        }
+        decode_clean(space, v, stride, &mut values);
         self.count_read(v);
         let values = Arc::new(Values::new(values));
-        self.decoded.put(key, bytes, Arc::clone(&values));
+        self.decoded.put(key, since, Arc::clone(&values));
         Ok(Some(values))
     }
 
@@ -2087,14 +2194,16 @@ impl MemoryState {
         }
         let region = self.psum_region(v, accumulate)?;
         let run_bytes = region.row_bytes();
-        let data = self.space_mut(region.space).data.make_mut();
+        let data = self
+            .space_mut(region.space)
+            .bytes_mut(region.start, region.end());
         if !accumulate {
             for p in 0..region.rows {
-                let a = region.start + p * region.step;
+                let a = p * region.step;
                 data[a..a + run_bytes].fill(0);
             }
         }
-        Some((&mut data[region.start..region.end()], region.step))
+        Some((data, region.step))
     }
 
     /// The rows of an f32 or bf16 PSUM destination an instruction may add
@@ -2260,10 +2369,10 @@ impl MemoryState {
         let mut bytes = Vec::new();
         for (region, sum) in sums {
             let row_bytes = region.row_bytes();
-            let data = self.space_mut(region.space).data.make_mut();
+            let space = self.space_mut(region.space);
             for (p, values) in sum.chunks_exact(region.cols.max(1)).enumerate() {
                 let a = region.start + p * region.step;
-                let row = &mut data[a..a + row_bytes];
+                let row = space.bytes_mut(a, a + row_bytes);
                 if region.dtype == DType::F32 {
                     for (b, x) in row.chunks_exact_mut(4).zip(values) {
                         b.copy_from_slice(&x.to_le_bytes());
@@ -2377,6 +2486,7 @@ impl MemoryState {
         let run_bytes = v.run_len * v.size;
         let precise = self.precise();
         let space = self.space_mut(v.space);
+        space.stamp_view(v);
         if let Some(bits) = RowBits::of(v) {
             let shade = precise && !space.undef.is_empty();
             // Written bits stay all set (and need no dirty blocks) while
