@@ -2431,7 +2431,8 @@ impl MemoryState {
         if let Some(bits) = RowBits::of(v) {
             return bits.all(|piece| match piece {
                 Piece::Words(a, b) => {
-                    (space.all_written || space.init[a..b].iter().all(|&w| w == u64::MAX))
+                    // Whole 512-byte groups by their `full` bits.
+                    (space.all_written || space.all_marked(a * 64, b * 64))
                         && space
                             .undef
                             .get(a..b)
