@@ -806,16 +806,12 @@ mod tests {
             Some((min, mags.fold(0.0, f64::max)))
         };
         let short = |x: f32| f32::from_bits(x.to_bits() & !0xffff);
-        let mut g = 0x2545_f491u32;
-        let mut next = move || {
-            g ^= g << 13;
-            g ^= g >> 17;
-            g ^= g << 5;
-            g
-        };
+        let mut words = words(0x2545_f491);
         for len in [0usize, 1, 15, 16, 17, 255, 256, 257, 1000] {
-            let mut xs: Vec<f32> = (0..len)
-                .map(|_| short(f32::from_bits(next() & 0x8fff_ffff)))
+            let mut xs: Vec<f32> = words
+                .by_ref()
+                .take(len)
+                .map(|w| short(f32::from_bits(w & 0x8fff_ffff)))
                 .collect();
             for (i, x) in xs.iter_mut().enumerate() {
                 if i % 7 == 3 {
@@ -843,14 +839,17 @@ mod tests {
         );
     }
 
+    /// A deterministic pseudo-random stream of 32-bit words.
+    fn words(seed: u32) -> impl Iterator<Item = u32> {
+        let step = |x: &u32| Some(x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223));
+        std::iter::successors(step(&seed), step)
+    }
+
     /// A deterministic pseudo-random stream of awkward floats.
     fn values(n: usize, seed: u32) -> Vec<f32> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                ((x >> 8) as f32 / (1u32 << 24) as f32 - 0.5) * 3.7
-            })
+        words(seed)
+            .take(n)
+            .map(|x| ((x >> 8) as f32 / (1u32 << 24) as f32 - 0.5) * 3.7)
             .collect()
     }
 

@@ -1638,8 +1638,18 @@ impl MemoryState {
     /// Appends the raw bytes of every element of `v`, row-major. With
     /// `Poison::Precise` it records which elements were undefined.
     pub fn read_raw(&mut self, v: &View, out: &mut Vec<u8>) -> FResult<()> {
-        let run_bytes = v.run_len * v.size;
         out.reserve(v.elements() * v.size);
+        self.walk_read(v, Some(out))?;
+        self.count_read(v);
+        Ok(())
+    }
+
+    /// What `read_raw` does but count the HBM bytes: records the
+    /// definedness of every element of `v` and, with `out`, appends its
+    /// bytes (poison for a never-written one, or the fault under
+    /// `Poison::Error`).
+    fn walk_read(&mut self, v: &View, mut out: Option<&mut Vec<u8>>) -> FResult<()> {
+        let run_bytes = v.run_len * v.size;
         let precise = self.precise();
         let space = self.space(v.space);
         let mut poison: Option<Vec<u8>> = None;
@@ -1655,7 +1665,9 @@ impl MemoryState {
             // A row whose runs are all written and defined is copied
             // without a check per element.
             if row_clean(space, base, &v.runs, run_bytes, hull) {
-                copy_runs(data, base, &v.runs, run_bytes, out);
+                if let Some(out) = out.as_deref_mut() {
+                    copy_runs(data, base, &v.runs, run_bytes, out);
+                }
                 k += v.free();
                 continue;
             }
@@ -1663,35 +1675,38 @@ impl MemoryState {
                 let a = (base + r) as usize;
                 let e = a + run_bytes;
                 if space.clean(a, e) {
-                    out.extend_from_slice(&data[a..e]);
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(&data[a..e]);
+                    }
                     k += v.run_len;
                     continue;
                 }
                 for el in (a..e).step_by(v.size) {
-                    match space.state(el, el + v.size) {
-                        ElemState::Defined => out.extend_from_slice(&space.data[el..el + v.size]),
+                    let bytes = match space.state(el, el + v.size) {
+                        ElemState::Defined => &data[el..el + v.size],
                         ElemState::NeverWritten(bad) => {
                             if self.poison == Poison::Error {
                                 return Err(self.uninit_fault(v, bad));
                             }
-                            let pb = poison.get_or_insert_with(|| self.poison_bytes(v.dtype));
-                            out.extend_from_slice(pb);
                             if precise {
                                 never = true;
                                 undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
                             }
+                            poison.get_or_insert_with(|| self.poison_bytes(v.dtype))
                         }
                         ElemState::Undefined(o) => {
-                            out.extend_from_slice(&space.data[el..el + v.size]);
                             origin.get_or_insert(o);
                             undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
+                            &data[el..el + v.size]
                         }
+                    };
+                    if let Some(out) = out.as_deref_mut() {
+                        out.extend_from_slice(bytes);
                     }
                     k += 1;
                 }
             }
         }
-        self.count_read(v);
         if let Some(undef) = undef {
             self.record(origin, never);
             self.taint
@@ -2550,39 +2565,13 @@ impl MemoryState {
     /// them: the native loop reads the bytes itself, the very bytes
     /// `read_raw` gives for written elements, defined or not.
     pub fn read_taint(&mut self, v: &View) {
-        let run_bytes = v.run_len * v.size;
-        let space = self.space(v.space);
-        let hull = dense_hull(&v.runs, run_bytes);
-        let mut undef: Option<Vec<bool>> = None;
-        let mut origin = None;
-        let mut k = 0;
-        for p in 0..v.rows {
-            let base = v.row_addr(p);
-            if row_clean(space, base, &v.runs, run_bytes, hull) {
-                k += v.free();
-                continue;
-            }
-            for &r in &v.runs {
-                let a = (base + r) as usize;
-                if space.clean(a, a + run_bytes) {
-                    k += v.run_len;
-                    continue;
-                }
-                for el in (a..a + run_bytes).step_by(v.size) {
-                    if let ElemState::Undefined(o) = space.state(el, el + v.size) {
-                        origin.get_or_insert(o);
-                        undef.get_or_insert_with(|| vec![false; v.elements()])[k] = true;
-                    }
-                    k += 1;
-                }
-            }
-        }
-        if let Some(undef) = undef {
-            self.record(origin, false);
-            self.taint
-                .reads
-                .push(ReadTaint::new(v.field, v.rows, v.free(), undef));
-        }
+        // Every byte is written, so the walk meets no never-written
+        // element and cannot fault.
+        let walked = self.walk_read(v, None);
+        debug_assert!(
+            walked.is_ok(),
+            "invariant broken: `read_taint` of a view with never-written bytes"
+        );
     }
 
     /// Shades the elements of `v`, just written by the native loop
