@@ -266,7 +266,8 @@ impl std::ops::Deref for Data {
 
 impl Data {
     /// The bytes to write, copied from the caller's first if shared.
-    pub(crate) fn make_mut(&mut self) -> &mut Vec<u8> {
+    /// Private to this module: a write is stamped (`Space::bytes_mut`).
+    fn make_mut(&mut self) -> &mut Vec<u8> {
         if let Data::Shared(bytes) = self {
             let mut own = pages::zeroed(bytes.len(), Pages::Huge);
             own.copy_from_slice(bytes);
@@ -798,6 +799,7 @@ fn decode_padded(dtype: DType, row: &[u8], stride: usize, out: &mut Vec<f32>) {
 fn decode_clean(space: &Space, v: &View, stride: Option<usize>, out: &mut Vec<f32>) {
     let run_bytes = v.run_len * v.size;
     let data = &space.data[..];
+    out.reserve(decoded_len(v, stride));
     if let [run] = v.runs[..]
         && (stride.is_some() || run_bytes >= WHOLE_ROW_MIN_BYTES)
     {
@@ -827,6 +829,11 @@ fn decode_clean(space: &Space, v: &View, stride: Option<usize>, out: &mut Vec<f3
             }
         }
     }
+}
+
+/// How many values `decode_clean` gives for `v` and `stride`.
+fn decoded_len(v: &View, stride: Option<usize>) -> usize {
+    stride.map_or(v.elements() * numerics::lanes(v.dtype), |s| v.rows * s)
 }
 
 /// Whether `values` are, bit for bit, what `decode_clean` gives for `v`
@@ -2123,8 +2130,8 @@ impl MemoryState {
     /// last decoded for the same view and layout (`Space::stamps`), the
     /// values are those decoded then (`decoded`).
     fn read_cached(&mut self, v: &View, stride: Option<usize>) -> FResult<Option<Arc<Values>>> {
-        let count = stride.map_or(v.elements() * numerics::lanes(v.dtype), |s| v.rows * s);
-        let key = Key::of(v, stride).filter(|_| Decoded::fits(count) && self.is_clean(v));
+        let fits = Decoded::fits(decoded_len(v, stride));
+        let key = Key::of(v, stride).filter(|_| fits && self.is_clean(v));
         if let Some(key) = &key {
             // The cache is taken out while the test borrows the memory.
             let mut decoded = std::mem::take(&mut self.decoded);

@@ -240,12 +240,13 @@ impl Brief {
 /// pages is in `wide`, which every check scans. Each list is kept twice,
 /// all entries and the writes alone (`Lists`): a read can only conflict
 /// with a write, and in the 8K `attention_bwd` row 43 % of the entries a
-/// check looked at were reads of what a read reads. The lists hold positions in
-/// increasing order (entries are only appended between rebuilds), so the
-/// entries a checking queue is already ordered after are skipped with one
-/// binary search per list. The index exists only while the log holds more
-/// than `SCAN_MAX` entries (`indexed`), the only logs a check looks up by
-/// page, so short logs (most queues of most kernels) pay nothing for it.
+/// check looked at were reads of what a read reads. The lists hold
+/// positions in increasing order (entries are only appended between
+/// rebuilds), so the entries a checking queue is already ordered after
+/// are skipped with one binary search per list. The index exists only
+/// while the log holds more than `SCAN_MAX` entries (`indexed`), the only
+/// logs a check looks up by page, so short logs (most queues of most
+/// kernels) pay nothing for it.
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
