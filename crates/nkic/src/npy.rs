@@ -307,6 +307,7 @@ enum Elements {
     /// Values NumPy understands, widened to f64 (exact for every integer
     /// and float type up to 32 bits).
     Values(Vec<f64>),
+
     /// Raw little-endian element bits.
     Raw(Vec<u8>),
 }
@@ -424,16 +425,20 @@ pub fn convert(bytes: &[u8], dtype: DType) -> Result<(Vec<u64>, Converted), Stri
                 })
                 .collect(),
         ),
-        (TypeChar::Float, 2) => Elements::Values(
-            data.chunks_exact(2)
-                .map(|c| f64::from(numerics::to_f32(DType::F16, word(c) as u32)))
-                .collect(),
-        ),
-        (TypeChar::Float, 4) => Elements::Values(
-            data.chunks_exact(4)
-                .map(|c| f64::from(f32::from_bits(word(c) as u32)))
-                .collect(),
-        ),
+        // float16 and float32 values are exact in f32, so they convert
+        // from f32 (`encode_floats`) with the values the f64 path gives.
+        (TypeChar::Float, 2) => Elements::Raw(encode_floats(data, 2, dtype, |c| {
+            numerics::to_f32(DType::F16, word(c) as u32)
+        })?),
+        // Most `.npy` floats are little-endian float32: read a word at a
+        // time (the byte loop of `word` and the f64 detour were most of
+        // converting a 1024² float32 input to bfloat16).
+        (TypeChar::Float, 4) if little => Elements::Raw(encode_floats(data, 4, dtype, |c| {
+            f32::from_le_bytes([c[0], c[1], c[2], c[3]])
+        })?),
+        (TypeChar::Float, 4) => Elements::Raw(encode_floats(data, 4, dtype, |c| {
+            f32::from_bits(word(c) as u32)
+        })?),
         (TypeChar::Float, 8) => Elements::Values(
             data.chunks_exact(8)
                 .map(|c| f64::from_bits(word(c)))
@@ -521,6 +526,33 @@ fn encode_values(values: &[f64], dtype: DType) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The `size`-byte float elements of `data`, each exact in f32 as
+/// `value` reads it, as elements of `dtype`: what `encode_values` gives
+/// for their values, converted a block at a time for a float `dtype`
+/// (no f64 or f32 copy of the whole array).
+fn encode_floats(
+    data: &[u8],
+    size: usize,
+    dtype: DType,
+    value: impl Fn(&[u8]) -> f32,
+) -> Result<Vec<u8>, String> {
+    if dtype.is_packed_x4() || dtype.is_int() || dtype == DType::Bool {
+        let wide: Vec<f64> = data
+            .chunks_exact(size)
+            .map(|c| f64::from(value(c)))
+            .collect();
+        return encode_values(&wide, dtype);
+    }
+    let mut out = Vec::with_capacity(data.len() / size * dtype.size() as usize);
+    let mut block = Vec::with_capacity(CONVERT_CHUNK);
+    for bytes in data.chunks(CONVERT_CHUNK * size) {
+        block.clear();
+        block.extend(bytes.chunks_exact(size).map(&value));
+        numerics::encode(dtype, &block, &mut out);
+    }
+    Ok(out)
+}
+
 /// How outputs are written (`--out-dtype`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum OutDType {
@@ -538,9 +570,10 @@ pub fn write(shape: &[u64], dtype: DType, bytes: &[u8], out: OutDType) -> Vec<u8
     file
 }
 
-/// Elements converted at a time by `write_to`: the float32 copy of an
-/// output is streamed, never held whole (a 2 GiB output would need
-/// another 2 GiB, or 8 for a bfloat16 one).
+/// Elements converted at a time by `write_to` and `encode_floats`: the
+/// float32 copy of an output is streamed, never held whole (a 2 GiB
+/// output would need another 2 GiB, or 8 for a bfloat16 one), and so is
+/// the f32 copy of a float input converted to another dtype.
 const CONVERT_CHUNK: usize = 1 << 16;
 
 /// Writes `write`'s file to `w`: its header, then `bytes` themselves, or,
@@ -962,6 +995,56 @@ mod tests {
             );
         }
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// float16 and float32 inputs longer than a conversion chunk, in
+    /// either byte order, convert into a float dtype element by element as
+    /// `numerics::encode` rounds their values, and into an integer dtype
+    /// by value, exact values only.
+    #[test]
+    fn float_inputs_convert_a_chunk_at_a_time() {
+        let n = 2 * CONVERT_CHUNK + 3;
+        let values: Vec<f32> = (0..n).map(|i| (i as f32 - 7.0) * 0.37).collect();
+        for dtype in [DType::BF16, DType::F8E4M3, DType::F16] {
+            let mut want = Vec::new();
+            numerics::encode(dtype, &values, &mut want);
+            for big in [false, true] {
+                let bytes: Vec<u8> = values
+                    .iter()
+                    .flat_map(|v| match big {
+                        false => v.to_le_bytes(),
+                        true => v.to_be_bytes(),
+                    })
+                    .collect();
+                let descr = if big { ">f4" } else { "<f4" };
+                let file = npy_file(
+                    &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}"),
+                    &bytes,
+                );
+                assert_eq!(
+                    read(&file, dtype).unwrap().bytes,
+                    want,
+                    "{descr} to {dtype}"
+                );
+            }
+        }
+        let halves: Vec<u16> = (0..n).map(|i| 0x3c00 ^ (i as u16 & 0x3ff)).collect();
+        let bytes: Vec<u8> = halves.iter().flat_map(|h| h.to_le_bytes()).collect();
+        let file = npy_file(
+            &format!("{{'descr': '<f2', 'fortran_order': False, 'shape': ({n},), }}"),
+            &bytes,
+        );
+        let up: Vec<f32> = halves
+            .iter()
+            .map(|&h| numerics::to_f32(DType::F16, u32::from(h)))
+            .collect();
+        let mut want = Vec::new();
+        numerics::encode(DType::BF16, &up, &mut want);
+        assert_eq!(read(&file, DType::BF16).unwrap().bytes, want);
+        let whole = [3.0f32, -2.0];
+        let bytes: Vec<u8> = whole.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let file = write(&[2], DType::F32, &bytes, OutDType::Native);
+        assert_eq!(read(&file, DType::I8).unwrap().bytes, vec![3, 0xfe]);
     }
 
     #[test]
