@@ -231,7 +231,7 @@ impl Out for u8 {
 
 /// A matmul operand's element: its product with another, rounded to f32
 /// once, is what the accumulator adds.
-pub(crate) trait Operand: Copy + Default + Send + Sync {
+pub(crate) trait Operand: Copy + Default + Send + Sync + 'static {
     fn product(self, other: Self) -> f32;
 
     /// `acc + self.product(other)` rounded once: equal to it when
@@ -244,6 +244,36 @@ pub(crate) trait Operand: Copy + Default + Send + Sync {
 
     /// The values as f32, when they are (the AVX-512 loop's f32 case).
     fn as_f32(values: &[Self]) -> Option<&[f32]>;
+
+    /// This thread's buffer for packed operands of this type
+    /// (`with_scratch`).
+    fn scratch() -> &'static std::thread::LocalKey<Scratch<Self>>;
+}
+
+/// A thread's buffers for packed operands, one for each operand
+/// (`with_scratch`).
+pub(crate) type Scratch<T> = [std::cell::RefCell<Vec<T>>; 2];
+
+/// Which packed operand a scratch buffer holds.
+#[derive(Clone, Copy)]
+enum Packed {
+    Stationary = 0,
+    Moving = 1,
+}
+
+/// Calls `f` with an empty buffer that keeps its capacity on this thread
+/// from one matmul to the next: a fresh buffer for every group of bands
+/// was most of the allocator's time in the 8K `attention_bwd` run. A
+/// buffer already in use on this thread (a group taken over while the
+/// thread packs the same operand) is replaced by a fresh one.
+fn with_scratch<T: Operand, R>(which: Packed, f: impl FnOnce(&mut Vec<T>) -> R) -> R {
+    T::scratch().with(|buffers| match buffers[which as usize].try_borrow_mut() {
+        Ok(mut buffer) => {
+            buffer.clear();
+            f(&mut buffer)
+        }
+        Err(_) => f(&mut Vec::new()),
+    })
 }
 
 /// TensorE's operands: the f32 product, correctly rounded.
@@ -264,6 +294,11 @@ impl Operand for f32 {
 
     fn as_f32(values: &[f32]) -> Option<&[f32]> {
         Some(values)
+    }
+
+    fn scratch() -> &'static std::thread::LocalKey<Scratch<f32>> {
+        thread_local!(static SCRATCH: Scratch<f32> = Default::default());
+        &SCRATCH
     }
 }
 
@@ -287,6 +322,11 @@ impl Operand for f64 {
 
     fn as_f32(_: &[f64]) -> Option<&[f32]> {
         None
+    }
+
+    fn scratch() -> &'static std::thread::LocalKey<Scratch<f64>> {
+        thread_local!(static SCRATCH: Scratch<f64> = Default::default());
+        &SCRATCH
     }
 }
 
@@ -407,10 +447,7 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
     tiles: Band<T, O>,
 ) {
     let Shape {
-        k,
-        m_cols,
-        n_cols,
-        stride,
+        k, m_cols, n_cols, ..
     } = shape;
     if m_cols == 0 {
         return;
@@ -418,27 +455,43 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
     // Packed by appending, so no element is written twice (zeroing a
     // fresh buffer first was 5 % of a 1024³ matmul run): a short last
     // block is padded with zeros.
-    let blocks = n_cols.div_ceil(NR);
-    let (moving, layout) = match v {
-        Moving::Dense(v) => {
-            let mut moving = Vec::with_capacity(blocks * k * NR);
-            for b in 0..blocks {
-                pack::<T, NR>(&mut moving, v, b * NR, n_cols, k);
+    match v {
+        Moving::Dense(v) => with_scratch(Packed::Moving, |moving| {
+            for b in 0..n_cols.div_ceil(NR) {
+                pack::<T, NR>(moving, v, b * NR, n_cols, k);
             }
             let layout = Layout {
                 block: k * NR,
                 row: NR,
             };
-            (std::borrow::Cow::Owned(moving), layout)
-        }
+            bands_of::<T, O>(s, moving, layout, shape, acc, tiles);
+        }),
         Moving::Padded { values, stride } => {
             let layout = Layout {
                 block: NR,
                 row: stride,
             };
-            (std::borrow::Cow::Borrowed(values), layout)
+            bands_of::<T, O>(s, values, layout, shape, acc, tiles);
         }
-    };
+    }
+}
+
+/// `blocked`'s bands, in groups, over the packed or padded moving
+/// operand: each group packs its own stationary rows.
+fn bands_of<T: Operand, O: Out>(
+    s: &[T],
+    moving: &[T],
+    layout: Layout,
+    shape: Shape,
+    acc: &mut [O],
+    tiles: Band<T, O>,
+) {
+    let Shape {
+        k,
+        m_cols,
+        n_cols,
+        stride,
+    } = shape;
     let bands = m_cols.div_ceil(MR);
     let parallel = k * m_cols * n_cols >= PARALLEL_MIN_MACS;
     let groups = match parallel {
@@ -449,11 +502,13 @@ fn blocked<T: Operand, O: Out, const NR: usize>(
     let run_group = |(group, rows): (usize, &mut [O])| {
         let first = group * group_rows;
         let bands = (m_cols - first).min(group_rows).div_ceil(MR);
-        let mut stationary = Vec::with_capacity(bands * k * MR);
-        for band in 0..bands {
-            pack::<T, MR>(&mut stationary, s, first + band * MR, m_cols, k);
-        }
-        tiles(&stationary, &moving, layout, shape, rows);
+        with_scratch(Packed::Stationary, |stationary| {
+            stationary.reserve(bands * k * MR);
+            for band in 0..bands {
+                pack::<T, MR>(stationary, s, first + band * MR, m_cols, k);
+            }
+            tiles(stationary, moving, layout, shape, rows);
+        });
     };
     let acc = &mut acc[..(m_cols - 1) * stride + n_cols * O::WIDTH];
     if parallel {
@@ -786,6 +841,27 @@ pub(crate) fn reference(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scratch buffer comes empty and keeps its capacity on the thread;
+    /// asked for again while in use, the same kind gives a fresh buffer
+    /// and leaves the first one's values alone.
+    #[test]
+    fn scratch_buffers_are_reused_and_never_shared() {
+        let capacity = with_scratch::<f32, _>(Packed::Moving, |outer| {
+            outer.extend([1.0, 2.0, 3.0]);
+            with_scratch::<f32, _>(Packed::Moving, |inner| {
+                assert!(inner.is_empty());
+                inner.push(9.0);
+            });
+            with_scratch::<f32, _>(Packed::Stationary, |other| assert!(other.is_empty()));
+            assert_eq!(outer[..], [1.0, 2.0, 3.0]);
+            outer.capacity()
+        });
+        with_scratch::<f32, _>(Packed::Moving, |again| {
+            assert!(again.is_empty());
+            assert_eq!(again.capacity(), capacity);
+        });
+    }
 
     /// `Magnitudes::of` (the AVX-512 build where the CPU has it) agrees
     /// with a plain reading of its contract: `None` when a value is not
