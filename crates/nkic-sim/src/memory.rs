@@ -811,8 +811,10 @@ fn decode_clean(space: &Space, v: &View, stride: Option<usize>, out: &mut Vec<f3
         // `TOUCH_AHEAD` rows on starts its misses while this one decodes.
         let mut touched = 0u8;
         for p in 0..v.rows {
-            if p + TOUCH_AHEAD < v.rows {
-                touched ^= data[(v.row_addr(p + TOUCH_AHEAD) + run) as usize];
+            if p + TOUCH_AHEAD < v.rows
+                && let Some(&byte) = data.get((v.row_addr(p + TOUCH_AHEAD) + run) as usize)
+            {
+                touched ^= byte;
             }
             let a = (v.row_addr(p) + run) as usize;
             let row = &data[a..a + run_bytes];
