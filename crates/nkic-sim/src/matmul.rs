@@ -34,10 +34,14 @@
 //! element is still summed by one thread in the one order, so the result
 //! does not depend on the thread count. Within a group, each block of
 //! moving columns serves all the group's bands while it is in the L1
-//! cache. On x86-64 CPUs with AVX-512 the tile is 6 × 32 and compiled for
-//! AVX-512, with AVX 6 × 16 (`avx`), elsewhere 6 × 8 with the baseline
-//! vector width: multi-lane multiplies and adds round each lane exactly as
-//! scalar ones do. (Wider tiles were slower: the compiler spills the
+//! cache. On x86-64 CPUs with AVX-512 the tile is two bands by 16 columns
+//! (12 × 16, an odd last band 6 × 32), so that each stationary value is
+//! the broadcast memory operand of one multiply (`band_pairs_f32_avx512`;
+//! the fp32 `attention_bwd` with d = 256 at 8192 tokens ran 12 % faster
+//! than with 6 × 32 tiles, whose register broadcasts took the vector ports
+//! the adds need), with AVX 6 × 16 (`avx`), elsewhere 6 × 8 with the
+//! baseline vector width: multi-lane multiplies and adds round each lane
+//! exactly as scalar ones do. (Wider tiles were slower: the compiler spills the
 //! accumulators. On the AMD EPYC cores CI runs on, 128 × 128 × n bf16
 //! matmuls with padded moving rows, one thread, best of ten: the AVX-512
 //! loop 36–50 G multiply-adds a second for n = 64, 128 and 512, the AVX
@@ -245,6 +249,9 @@ pub(crate) trait Operand: Copy + Default + Send + Sync + 'static {
     /// The values as f32, when they are (the AVX-512 loop's f32 case).
     fn as_f32(values: &[Self]) -> Option<&[f32]>;
 
+    /// The values as f64, when they are (the AVX-512 loop's f64 case).
+    fn as_f64(values: &[Self]) -> Option<&[f64]>;
+
     /// This thread's buffer for packed operands of this type
     /// (`with_scratch`).
     fn scratch() -> &'static std::thread::LocalKey<Scratch<Self>>;
@@ -296,6 +303,10 @@ impl Operand for f32 {
         Some(values)
     }
 
+    fn as_f64(_: &[f32]) -> Option<&[f64]> {
+        None
+    }
+
     fn scratch() -> &'static std::thread::LocalKey<Scratch<f32>> {
         thread_local!(static SCRATCH: Scratch<f32> = Default::default());
         &SCRATCH
@@ -322,6 +333,10 @@ impl Operand for f64 {
 
     fn as_f32(_: &[f64]) -> Option<&[f32]> {
         None
+    }
+
+    fn as_f64(values: &[f64]) -> Option<&[f64]> {
+        Some(values)
     }
 
     fn scratch() -> &'static std::thread::LocalKey<Scratch<f64>> {
@@ -606,6 +621,10 @@ fn band<T: Operand, O: Out, const NR: usize, const FUSED: bool>(
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx {
+    use std::arch::x86_64::{
+        __m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps,
+    };
+
     use super::{Layout, Operand, Out, Shape};
 
     /// Output columns per register tile: two AVX registers.
@@ -696,9 +715,103 @@ mod avx {
         shape: Shape,
         rows: &mut [O],
     ) {
-        match (T::as_f32(stationary), T::as_f32(moving)) {
-            (Some(s), Some(v)) => band_f32_avx512::<O, FUSED>(s, v, layout, shape, rows),
+        if let (Some(s), Some(v)) = (T::as_f32(stationary), T::as_f32(moving)) {
+            return band_f32_avx512::<O, FUSED>(s, v, layout, shape, rows);
+        }
+        match (T::as_f64(stationary), T::as_f64(moving)) {
+            (Some(s), Some(v)) if !FUSED => band_f64_avx512::<O>(s, v, layout, shape, rows),
             _ => super::band::<T, O, NR512, FUSED>(stationary, moving, layout, shape, rows),
+        }
+    }
+
+    /// `super::band::<f64, O, NR512, false>` written with AVX-512
+    /// intrinsics (the exactly scaled values of MX matmuls outside f32's
+    /// range, `Operand for f64`): each product taken in f64 and rounded to
+    /// f32 (`vcvtpd2ps`, round to nearest even like `as f32`), then added
+    /// to the tile's f32 values in `band`'s order, so the sums are its
+    /// bits. The compiler's own vectorisation of `band` for f64 turned the
+    /// tile into gathers and scatters through memory in some builds (the
+    /// MX `bwmm` block row twice as slow), depending on what else the
+    /// function held.
+    #[target_feature(enable = "avx512f")]
+    fn band_f64_avx512<O: Out>(
+        stationary: &[f64],
+        moving: &[f64],
+        layout: Layout,
+        shape: Shape,
+        rows: &mut [O],
+    ) {
+        use std::arch::x86_64::{
+            __m256, _mm256_add_ps, _mm512_cvtpd_ps, _mm512_mul_pd, _mm512_set1_pd,
+        };
+        /// f64 lanes per register, and registers per tile row.
+        const LANES: usize = 8;
+        const PARTS: usize = NR512 / LANES;
+        #[inline(always)]
+        fn load(row: &[f64; NR512]) -> [std::arch::x86_64::__m512d; PARTS] {
+            // SAFETY: `row` holds the PARTS × 8 f64 values the unaligned
+            // loads read.
+            std::array::from_fn(|i| unsafe {
+                std::arch::x86_64::_mm512_loadu_pd(row.as_ptr().add(i * LANES))
+            })
+        }
+        #[inline(always)]
+        fn load_f32(row: &[f32; NR512]) -> [__m256; PARTS] {
+            // SAFETY: `row` holds the PARTS × 8 f32 values the unaligned
+            // loads read.
+            std::array::from_fn(|i| unsafe {
+                std::arch::x86_64::_mm256_loadu_ps(row.as_ptr().add(i * LANES))
+            })
+        }
+        #[inline(always)]
+        fn store_f32(row: &mut [f32; NR512], v: [__m256; PARTS]) {
+            for (i, part) in v.into_iter().enumerate() {
+                // SAFETY: `row` holds the PARTS × 8 f32 values the unaligned
+                // stores write.
+                unsafe {
+                    std::arch::x86_64::_mm256_storeu_ps(row.as_mut_ptr().add(i * LANES), part)
+                }
+            }
+        }
+        let Shape {
+            k, n_cols, stride, ..
+        } = shape;
+        if k == 0 {
+            return;
+        }
+        for b in 0..n_cols.div_ceil(NR512) {
+            let n0 = b * NR512;
+            let width = NR512.min(n_cols - n0);
+            let block = &moving[b * layout.block..][..(k - 1) * layout.row + NR512];
+            for (band_rows, band_stationary) in rows
+                .chunks_mut(super::MR * stride)
+                .zip(stationary.chunks_exact(k * super::MR))
+            {
+                let mut c = [[0f32; NR512]; super::MR];
+                for (tile_row, row) in c.iter_mut().zip(band_rows.chunks(stride)) {
+                    O::load(row, n0, &mut tile_row[..width]);
+                }
+                let mut acc: [[__m256; PARTS]; super::MR] =
+                    std::array::from_fn(|r| load_f32(&c[r]));
+                for (kk, srow) in band_stationary.chunks_exact(super::MR).enumerate() {
+                    let vrow = block[kk * layout.row..]
+                        .first_chunk::<NR512>()
+                        .expect("the block holds its k rows");
+                    let v = load(vrow);
+                    for (r, tile) in acc.iter_mut().enumerate() {
+                        let a = _mm512_set1_pd(srow[r]);
+                        for (t, &vj) in tile.iter_mut().zip(&v) {
+                            *t = _mm256_add_ps(*t, _mm512_cvtpd_ps(_mm512_mul_pd(a, vj)));
+                        }
+                    }
+                }
+                for (tile_row, &tile) in c.iter_mut().zip(&acc) {
+                    store_f32(tile_row, tile);
+                }
+                for (tile_row, row) in c.iter().zip(band_rows.chunks_mut(stride)) {
+                    O::store(row, n0, &tile_row[..width]);
+                }
+            }
         }
     }
 
@@ -718,14 +831,25 @@ mod avx {
         shape: Shape,
         rows: &mut [O],
     ) {
-        use std::arch::x86_64::{
-            __m512, _mm512_add_ps, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_set1_ps,
-        };
         const HALF: usize = NR512 / 2;
         let Shape {
             k, n_cols, stride, ..
         } = shape;
         if k == 0 {
+            return;
+        }
+        let bands = stationary.len() / (k * super::MR);
+        if bands >= 2 {
+            // Pairs of bands (`band_pairs_f32_avx512`); an odd last band
+            // goes through the `MR × NR512` tiles below.
+            let paired = bands / 2 * 2;
+            let split = (paired * super::MR * stride).min(rows.len());
+            let (pair_rows, last_rows) = rows.split_at_mut(split);
+            let (pair_s, last_s) = stationary.split_at(paired * k * super::MR);
+            band_pairs_f32_avx512::<O, FUSED>(pair_s, moving, layout, shape, pair_rows);
+            if !last_s.is_empty() && !last_rows.is_empty() {
+                band_f32_avx512::<O, FUSED>(last_s, moving, layout, shape, last_rows);
+            }
             return;
         }
         // Loads and stores of a row of the tile, or of the moving block,
@@ -788,6 +912,89 @@ mod avx {
                 }
                 for (tile_row, row) in c.iter().zip(band_rows.chunks_mut(stride)) {
                     O::store(row, n0, &tile_row[..width]);
+                }
+            }
+        }
+    }
+
+    /// `band_f32_avx512` on tiles of two bands (`2 · MR` rows) by 16
+    /// columns, twelve registers, in `band`'s order (the same bits). Each
+    /// step's twelve stationary values then serve one multiply (or fused
+    /// multiply-add) each, which reads its broadcast straight from memory,
+    /// where the `MR × 32` tile broadcast each value into a register for
+    /// two multiplies first: with separate multiplies and adds, those
+    /// broadcasts took the vector ports the adds need (module doc).
+    #[target_feature(enable = "avx512f")]
+    fn band_pairs_f32_avx512<O: Out, const FUSED: bool>(
+        stationary: &[f32],
+        moving: &[f32],
+        layout: Layout,
+        shape: Shape,
+        rows: &mut [O],
+    ) {
+        const W: usize = NR512 / 2;
+        const ROWS: usize = 2 * super::MR;
+        #[inline(always)]
+        fn load(row: &[f32; W]) -> __m512 {
+            // SAFETY: `row` holds the 16 f32 values the unaligned load reads.
+            unsafe { std::arch::x86_64::_mm512_loadu_ps(row.as_ptr()) }
+        }
+        #[inline(always)]
+        fn store(row: &mut [f32; W], v: __m512) {
+            // SAFETY: `row` holds the 16 f32 values the unaligned store
+            // writes.
+            unsafe { std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr(), v) }
+        }
+        let Shape {
+            k, n_cols, stride, ..
+        } = shape;
+        let pair = k * ROWS;
+        for b in 0..n_cols.div_ceil(NR512) {
+            let n0 = b * NR512;
+            let width = NR512.min(n_cols - n0);
+            let block = &moving[b * layout.block..][..(k - 1) * layout.row + NR512];
+            for (pair_rows, pair_stationary) in rows
+                .chunks_mut(ROWS * stride)
+                .zip(stationary.chunks_exact(pair))
+            {
+                let (first, second) = pair_stationary.split_at(k * super::MR);
+                for c0 in (0..width).step_by(W) {
+                    let w = W.min(width - c0);
+                    let mut c = [[0f32; W]; ROWS];
+                    for (tile_row, row) in c.iter_mut().zip(pair_rows.chunks(stride)) {
+                        O::load(row, n0 + c0, &mut tile_row[..w]);
+                    }
+                    let mut acc = [_mm512_set1_ps(0.0); ROWS];
+                    for (tile, row) in acc.iter_mut().zip(&c) {
+                        *tile = load(row);
+                    }
+                    for ((kk, s1), s2) in first
+                        .chunks_exact(super::MR)
+                        .enumerate()
+                        .zip(second.chunks_exact(super::MR))
+                    {
+                        let v = load(
+                            block[kk * layout.row + c0..]
+                                .first_chunk::<W>()
+                                .expect("the block holds its k rows"),
+                        );
+                        let (top, bottom) = acc.split_at_mut(super::MR);
+                        for (tiles, values) in [(top, s1), (bottom, s2)] {
+                            for (t, &a) in tiles.iter_mut().zip(values) {
+                                *t = if FUSED {
+                                    _mm512_fmadd_ps(_mm512_set1_ps(a), v, *t)
+                                } else {
+                                    _mm512_add_ps(*t, _mm512_mul_ps(_mm512_set1_ps(a), v))
+                                };
+                            }
+                        }
+                    }
+                    for (tile_row, &tile) in c.iter_mut().zip(&acc) {
+                        store(tile_row, tile);
+                    }
+                    for (tile_row, row) in c.iter().zip(pair_rows.chunks_mut(stride)) {
+                        O::store(row, n0 + c0, &tile_row[..w]);
+                    }
                 }
             }
         }
