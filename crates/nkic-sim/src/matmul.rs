@@ -1338,6 +1338,56 @@ mod tests {
         }
     }
 
+    /// The AVX-512 loop for f64 operands (`band_f64_avx512`) gives the
+    /// portable loop's bits, with odd band counts, short column blocks,
+    /// parallel groups, and products that overflow or underflow f32.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f64_avx512_loop_matches_the_portable_one_bit_for_bit() {
+        if !crate::cpu::avx512f() {
+            return;
+        }
+        for (k, m, n, exponent) in [
+            (3, 5, 9, 0),
+            (128, 12, 33, 0),
+            (512, 96, 256, 0),
+            (64, 127, 200, 70),
+            (64, 13, 40, -80),
+        ] {
+            let wide = |n: usize, seed: u32| -> Vec<f64> {
+                values(n, seed)
+                    .iter()
+                    .map(|&x| f64::from(x) * f64::from(exponent).exp2())
+                    .collect()
+            };
+            let (s, v) = (wide(k * m, 1), wide(k * n, 2));
+            let shape = Shape {
+                k,
+                m_cols: m,
+                n_cols: n,
+                stride: n,
+            };
+            let start = values(m * n, 3);
+            let (mut want, mut got) = (start.clone(), start);
+            blocked::<f64, f32, PORTABLE_NR>(
+                &s,
+                Moving::Dense(&v),
+                shape,
+                &mut want,
+                band::<f64, f32, PORTABLE_NR, false>,
+            );
+            blocked::<f64, f32, { avx::NR512 }>(
+                &s,
+                Moving::Dense(&v),
+                shape,
+                &mut got,
+                avx::band512::<f64, f32, false>,
+            );
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{k}x{m}x{n} at 2^{exponent}");
+        }
+    }
+
     #[test]
     fn blocked_loop_matches_the_reference_bit_for_bit() {
         // Shapes with and without edge rows and columns, below and above
