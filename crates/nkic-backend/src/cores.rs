@@ -170,7 +170,9 @@ pub fn compile_launch_with_warnings(
         return Err(errors);
     }
     let launch = Launch { cores: programs };
-    if let Err(problems) = nkic_isa::verify_launch(&launch) {
+    // Each core's program was verified as it was emitted
+    // (`emit::verified`); what is left are the rules across cores.
+    if let Err(problems) = nkic_isa::verify_launch_rules(&launch) {
         // The checks above report what the kernel can get wrong across
         // cores at its source lines; these two rules are the kernel's
         // fault too, should a case slip past them.

@@ -231,7 +231,54 @@ fn list_text<T>(items: &[T], show: impl Fn(&T) -> String) -> String {
 /// only in multi-core launches, and the same number of `core_barrier`s in
 /// each queue on every core (a barrier without a partner never completes).
 /// On success the token proves `launch` verified.
+///
+/// The cores' programs are verified on a thread each; the errors come in
+/// the same order as from one thread.
 pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<VerifyError>> {
+    let per_core: Vec<Vec<VerifyError>> = std::thread::scope(|scope| {
+        let others: Vec<_> = launch
+            .cores
+            .iter()
+            .skip(1)
+            .map(|p| scope.spawn(move || verify(p).err().unwrap_or_default()))
+            .collect();
+        let first = launch
+            .cores
+            .first()
+            .map(|p| verify(p).err().unwrap_or_default());
+        first
+            .into_iter()
+            .chain(others.into_iter().map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            }))
+            .collect()
+    });
+    let errors = launch_errors(launch, Some(per_core));
+    if errors.is_empty() {
+        Ok(Verified::new(launch))
+    } else {
+        Err(errors)
+    }
+}
+
+/// The rules of [`verify_launch`] that concern the launch as a whole
+/// (everything but each core's own `verify`), for a caller whose cores'
+/// programs are verified already: the backend, which verifies every
+/// program as it emits it. No token: only [`verify_launch`] gives one.
+pub fn verify_launch_rules(launch: &Launch) -> Result<(), Vec<VerifyError>> {
+    let errors = launch_errors(launch, None);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// The errors of [`verify_launch`], with `per_core` the errors of each
+/// core's `verify` (none to leave them out).
+fn launch_errors(launch: &Launch, per_core: Option<Vec<Vec<VerifyError>>>) -> Vec<VerifyError> {
+    let mut per_core = per_core.map(Vec::into_iter);
     let mut errors = Vec::new();
     let multi = launch.is_multi_core();
     let plain = |rule: Rule, message: String| VerifyError {
@@ -246,10 +293,10 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
         message,
     };
     if launch.cores.is_empty() {
-        return Err(vec![plain(
+        return vec![plain(
             Rule::LaunchCores,
             "a launch needs at least one core".into(),
-        )]);
+        )];
     }
     let target = launch.target();
     let max = target.figures().max_lnc as usize;
@@ -273,12 +320,14 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
                 )
             });
         }
-        if let Err(e) = verify(p) {
-            errors.extend(e.into_iter().map(|mut e| {
-                e.core = multi.then_some(core);
-                e
-            }));
-        }
+        let own = per_core
+            .as_mut()
+            .and_then(Iterator::next)
+            .unwrap_or_default();
+        errors.extend(own.into_iter().map(|mut e| {
+            e.core = multi.then_some(core);
+            e
+        }));
         for stream in &p.queues {
             for (i, inst) in stream.insts.iter().enumerate() {
                 if inst.op.is_paired() && !multi {
@@ -435,11 +484,7 @@ pub fn verify_launch(launch: &Launch) -> Result<Verified<'_, Launch>, Vec<Verify
             }
         }
     }
-    if errors.is_empty() {
-        Ok(Verified::new(launch))
-    } else {
-        Err(errors)
-    }
+    errors
 }
 
 /// The number of physical cores a grid of `instances` instances with grid

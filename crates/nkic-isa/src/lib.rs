@@ -61,7 +61,7 @@ pub use enums::{
     ActFunc, AluOp, BranchCond, DgeMode, MatmulPerfMode, OobMode, ReduceCmd, RegAluOp,
 };
 pub use inst::{Instruction, Label, Layout, Op, Operand, Role, SemWait, insn};
-pub use launch::{Launch, assemble_launch, print_launch, verify_launch};
+pub use launch::{Launch, assemble_launch, print_launch, verify_launch, verify_launch_rules};
 pub use program::{
     HbmTensor, LineEntry, LineId, OperandName, Program, QueueStream, SemId, Semaphore, TensorKind,
 };
