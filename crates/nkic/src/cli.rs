@@ -407,10 +407,10 @@ fn check(args: &CheckArgs) -> ExitCode {
         1 => Unspecialized::Explain,
         _ => Unspecialized::Quiet,
     };
-    for path in &args.files {
+    for (k, path) in args.files.iter().enumerate() {
         let loaded = load(path, &mut sources);
         if let Some(file) = reporter.ok(loaded, &sources) {
-            pipeline(
+            let stage = pipeline(
                 file,
                 &args.kernel,
                 &backend,
@@ -419,6 +419,11 @@ fn check(args: &CheckArgs) -> ExitCode {
                 &mut sources,
                 &mut reporter,
             );
+            // As `run_kernel` does: after the last file the process ends,
+            // and freeing a large program piece by piece is slow.
+            if k + 1 == args.files.len() {
+                std::mem::forget(stage);
+            }
         }
     }
     exit_code(&reporter)
