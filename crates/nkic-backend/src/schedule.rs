@@ -473,7 +473,7 @@ impl Table {
         let n = self.candidates.len();
         let mut until = vec![0u64; n];
         let mut remaining: Vec<usize> = graph.succs.iter().map(Vec::len).collect();
-        let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0));
+        let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0), |i| i);
         let mut free: BTreeMap<Queue, u64> = BTreeMap::new();
         let mut engine_free = vec![0u64; self.dma_engines];
         while !ready.is_empty() {
@@ -485,7 +485,7 @@ impl Table {
                 .unwrap_or(Queue::Dma(0));
             type Key = (std::cmp::Reverse<u64>, u64, std::cmp::Reverse<usize>);
             let mut best: Option<(Key, Queue)> = None;
-            for &i in ready.pool() {
+            for &i in &ready.pool {
                 let rank = justify.map_or(0, |done| done[i]);
                 let after = graph.succs[i].iter().map(|&s| until[s]).max().unwrap_or(0);
                 for (e, c) in &self.candidates[i] {
@@ -505,7 +505,9 @@ impl Table {
             let Some(((_, u, std::cmp::Reverse(i)), q)) = best else {
                 break;
             };
-            ready.remove(i);
+            if let Some(k) = ready.pool.iter().position(|&r| r == i) {
+                ready.remove_at(k);
+            }
             until[i] = u;
             free.insert(q, u);
             if let Some(t) = &self.transfers[i] {
@@ -527,34 +529,26 @@ impl Table {
 /// The ready ops of a pass: the first [`READY_LOOKAHEAD`] to become ready
 /// are weighed (`pool`), the others wait in the order they became ready.
 /// A pass's picks do not depend on the order of the pool (every priority
-/// key ends with the op's index).
-struct Ready {
-    pool: Vec<usize>,
+/// key ends with the op's index). The pool holds `T`: an op, or an op with
+/// what a pass weighs it by ([`Weighed`], kept next to it because the pool
+/// is scanned at every step), made by `make` as the op enters the pool.
+struct Ready<T, F: Fn(usize) -> T> {
+    pool: Vec<T>,
     waiting: std::collections::VecDeque<usize>,
+    make: F,
 }
 
-impl Ready {
-    fn new(ops: impl Iterator<Item = usize>) -> Ready {
+impl<T, F: Fn(usize) -> T> Ready<T, F> {
+    fn new(ops: impl Iterator<Item = usize>, make: F) -> Ready<T, F> {
         let mut ready = Ready {
             pool: Vec::new(),
             waiting: std::collections::VecDeque::new(),
+            make,
         };
         for i in ops {
             ready.push(i);
         }
         ready
-    }
-
-    fn pool(&self) -> &[usize] {
-        &self.pool
-    }
-
-    /// The first op of the pool in source order (none or one).
-    fn first(&self) -> &[usize] {
-        match self.pool.iter().enumerate().min_by_key(|&(_, &i)| i) {
-            Some((k, _)) => &self.pool[k..=k],
-            None => &[],
-        }
     }
 
     fn is_empty(&self) -> bool {
@@ -563,22 +557,46 @@ impl Ready {
 
     fn push(&mut self, i: usize) {
         if self.pool.len() < READY_LOOKAHEAD {
-            self.pool.push(i);
+            self.pool.push((self.make)(i));
         } else {
             self.waiting.push_back(i);
         }
     }
 
-    /// Takes op `i` (of the pool) out; the longest-waiting op takes its
+    /// Takes the pool's `k`th item out; the longest-waiting op takes its
     /// place.
-    fn remove(&mut self, i: usize) {
-        if let Some(k) = self.pool.iter().position(|&r| r == i) {
-            self.pool.swap_remove(k);
-        }
+    fn remove_at(&mut self, k: usize) -> T {
+        let item = self.pool.swap_remove(k);
         if let Some(next) = self.waiting.pop_front() {
-            self.pool.push(next);
+            self.pool.push((self.make)(next));
         }
+        item
     }
+}
+
+/// A ready op of a [`list_schedule`] pass and what the pass weighs it by.
+#[derive(Clone, Copy, Debug)]
+struct Weighed {
+    op: usize,
+    /// `Uses::kinds` of the op.
+    kinds: u8,
+    /// The first part of the priority: the op's level or urgency (0 for
+    /// source order).
+    rank: u64,
+    /// The candidates the pass tries.
+    cands: Cands,
+    /// Its best slot, valid until a commit changes one of `kinds`.
+    cached: Option<Cached>,
+}
+
+/// The candidates a pass tries for an op: none, one (copied here, as
+/// most ops have one and it is read at every re-evaluation), or several
+/// (read from `Table::candidates`).
+#[derive(Clone, Copy, Debug)]
+enum Cands {
+    None,
+    One(Engine, Cost),
+    Many,
 }
 
 /// Where and when an op would run.
@@ -798,7 +816,23 @@ fn list_schedule(
     ];
     let mut start = vec![0u64; n];
     let mut remaining: Vec<usize> = graph.preds.iter().map(Vec::len).collect();
-    let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0));
+    let weighed = |op: usize| Weighed {
+        op,
+        kinds: table.uses[op].kinds,
+        rank: match policy.map(|p| p.priority) {
+            Some(Priority::CriticalPath) => table.level[op],
+            Some(Priority::Urgency) => urgency[op],
+            Some(Priority::SourceOrder) | None => 0,
+        },
+        // Without a policy only the first candidate is tried.
+        cands: match (&table.candidates[op][..], policy) {
+            ([], _) => Cands::None,
+            (&[(e, c)], _) | (&[(e, c), ..], None) => Cands::One(e, c),
+            (_, Some(_)) => Cands::Many,
+        },
+        cached: None,
+    };
+    let mut ready = Ready::new((0..n).filter(|&i| remaining[i] == 0), weighed);
     let mut order = Vec::with_capacity(n);
     let mut streams: BTreeMap<Queue, Vec<usize>> = BTreeMap::new();
     let mut index_in_queue = vec![0usize; n];
@@ -806,39 +840,40 @@ fn list_schedule(
     let mut work = 0u64;
     // When each ready op's inputs are complete (fixed once it is ready).
     let mut data_ready = vec![0u64; n];
-    // Each ready op's best slot and the step it was found at; it stays
-    // valid until a commit changes one of the op's `Uses::kinds`.
-    let mut cached: Vec<Option<Cached>> = vec![None; n];
     // The last step at which a commit changed each kind of resource.
     let mut changed = [0u32; Uses::KINDS];
+    // The weighed ops: (index in the pool, start).
     let mut options: Vec<(usize, u64)> = Vec::new();
     for step in 1u32.. {
         if ready.is_empty() {
             break;
         }
         let dma = timer.dma_queue();
-        let pool: &[usize] = match policy {
-            Some(_) => ready.pool(),
-            None => ready.first(),
+        let pool = match policy {
+            Some(_) => 0..ready.pool.len(),
+            // The first op of the pool in source order.
+            None => match ready.pool.iter().enumerate().min_by_key(|(_, w)| w.op) {
+                Some((k, _)) => k..k + 1,
+                None => 0..0,
+            },
         };
         options.clear();
         let mut earliest = u64::MAX;
-        for &i in pool {
-            let kinds = table.uses[i].kinds;
-            let fresh = cached[i]
+        for k in pool {
+            let w = &mut ready.pool[k];
+            let i = w.op;
+            let kinds = w.kinds;
+            let fresh = w
+                .cached
                 .filter(|c| (0..Uses::KINDS).all(|k| kinds & (1 << k) == 0 || changed[k] < c.at));
             let start = match fresh {
                 Some(c) => c.start,
                 None => {
                     // Only the start matters to the pick; an op with one
                     // queue to try gets the rest of its slot if picked.
-                    let cands = match policy {
-                        None => &table.candidates[i][..1.min(table.candidates[i].len())],
-                        Some(_) => &table.candidates[i][..],
-                    };
-                    let entry = match cands {
-                        [] => continue,
-                        &[(e, c)] => {
+                    let entry = match w.cands {
+                        Cands::None => continue,
+                        Cands::One(e, c) => {
                             let q = Queue::of_engine(e).unwrap_or(dma);
                             work += 1;
                             let start = timer.start(i, q, c, data_ready[i]);
@@ -851,9 +886,9 @@ fn list_schedule(
                             };
                             Cached::new(&slot, 0, step, false)
                         }
-                        _ => {
+                        Cands::Many => {
                             let mut best: Option<(Slot, usize)> = None;
-                            for (k, &(e, c)) in cands.iter().enumerate() {
+                            for (k, &(e, c)) in table.candidates[i].iter().enumerate() {
                                 let q = Queue::of_engine(e).unwrap_or(dma);
                                 let s = timer.slot(i, q, c, data_ready[i]);
                                 work += 1;
@@ -867,31 +902,34 @@ fn list_schedule(
                             Cached::new(&slot, k, step, true)
                         }
                     };
-                    cached[i] = Some(entry);
+                    w.cached = Some(entry);
                     entry.start
                 }
             };
             earliest = earliest.min(start);
-            options.push((i, start));
+            options.push((k, start));
         }
+        let pool = &ready.pool;
         let pick = match policy {
-            None => options.first().map(|&(i, _)| i),
+            None => options.first().map(|&(k, _)| k),
             Some(p) => {
                 let limit = earliest.saturating_add(p.window_ps);
                 let eligible = options.iter().filter(|&&(_, start)| start <= limit);
                 match p.priority {
-                    Priority::CriticalPath => eligible
-                        .min_by_key(|&&(i, start)| (std::cmp::Reverse(table.level[i]), start, i)),
-                    Priority::SourceOrder => eligible.min_by_key(|&&(i, _)| i),
-                    Priority::Urgency => eligible
-                        .min_by_key(|&&(i, start)| (std::cmp::Reverse(urgency[i]), start, i)),
+                    Priority::CriticalPath | Priority::Urgency => {
+                        eligible.min_by_key(|&&(k, start)| {
+                            (std::cmp::Reverse(pool[k].rank), start, pool[k].op)
+                        })
+                    }
+                    Priority::SourceOrder => eligible.min_by_key(|&&(k, _)| pool[k].op),
                 }
-                .map(|&(i, _)| i)
+                .map(|&(k, _)| k)
             }
         };
-        let Some((i, c)) = pick.and_then(|i| Some((i, cached[i]?))) else {
+        let Some((k, c)) = pick.and_then(|k| Some((k, pool[k].cached?))) else {
             break;
         };
+        let i = ready.remove_at(k).op;
         let chosen = table.candidates[i][usize::from(c.cand)].1;
         let slot = if c.finished {
             c.slot(chosen)
@@ -900,7 +938,6 @@ fn list_schedule(
             // slot `Timer::slot` gave then.
             timer.finish(i, c.queue, chosen, c.start)
         };
-        ready.remove(i);
         timer.commit(i, &slot);
         // Mark what changed: the slots of ops that could use the same
         // queue (any DMA op after a transfer: the engines changed) are
