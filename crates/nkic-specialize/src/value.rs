@@ -531,8 +531,73 @@ impl Names {
     }
 }
 
-/// The variables of one scope.
-pub type Vars = std::collections::HashMap<Rc<str>, Value, nkic_isa::hash::FastBuild>;
+pub use nkic_syntax::ast::name_hash;
+
+/// The variables of one scope. A name is found by its [`name_hash`],
+/// computed once however many scopes it is looked up in (a global or a
+/// builtin is looked up in every enclosing scope first).
+#[derive(Debug, Default)]
+pub struct Vars(hashbrown::HashTable<(u64, Rc<str>, Value)>);
+
+impl Vars {
+    pub fn with_capacity(vars: usize) -> Vars {
+        Vars(hashbrown::HashTable::with_capacity(vars))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.get_hashed(name_hash(name), name)
+    }
+
+    /// [`Vars::get`] with `hash` the name's [`name_hash`].
+    pub fn get_hashed(&self, hash: u64, name: &str) -> Option<&Value> {
+        self.0
+            .find(hash, |(h, k, _)| *h == hash && **k == *name)
+            .map(|(_, _, v)| v)
+    }
+
+    /// Binds `name` to `value`; `key` makes the key of a new variable.
+    pub fn set_with(&mut self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
+        let hash = name_hash(name);
+        match self
+            .0
+            .entry(hash, |(h, k, _)| *h == hash && **k == *name, |(h, _, _)| *h)
+        {
+            hashbrown::hash_table::Entry::Occupied(mut slot) => slot.get_mut().2 = value,
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert((hash, key(), value));
+            }
+        }
+    }
+
+    pub fn remove(&mut self, name: &str) -> Option<Value> {
+        let hash = name_hash(name);
+        match self
+            .0
+            .find_entry(hash, |(h, k, _)| *h == hash && **k == *name)
+        {
+            Ok(slot) => Some(slot.remove().0.2),
+            Err(_) => None,
+        }
+    }
+
+    /// The names, in no particular order.
+    pub fn keys(&self) -> impl Iterator<Item = &Rc<str>> {
+        self.0.iter().map(|(_, k, _)| k)
+    }
+
+    /// The variables, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Rc<str>, &Value)> {
+        self.0.iter().map(|(_, k, v)| (k, v))
+    }
+}
 
 /// A variable scope: a function call's locals, a comprehension's, or a
 /// module's globals. `parent` is the lexically enclosing function scope.
@@ -550,19 +615,21 @@ impl Scope {
     /// A scope with room for `vars` variables before it grows.
     pub fn with_capacity(parent: Option<Rc<Scope>>, vars: usize) -> Rc<Scope> {
         Rc::new(Scope {
-            vars: RefCell::new(Vars::with_capacity_and_hasher(vars, Default::default())),
+            vars: RefCell::new(Vars::with_capacity(vars)),
             parent,
         })
     }
 
     /// Looks `name` up here and in the enclosing scopes.
     pub fn lookup(&self, name: &str) -> Option<Value> {
-        if let Some(v) = self.vars.borrow().get(name) {
-            return Some(v.clone());
-        }
-        let mut cur = self.parent.as_deref();
+        self.lookup_hashed(name_hash(name), name)
+    }
+
+    /// [`Scope::lookup`] with `hash` the name's [`name_hash`].
+    pub fn lookup_hashed(&self, hash: u64, name: &str) -> Option<Value> {
+        let mut cur = Some(self);
         while let Some(s) = cur {
-            if let Some(v) = s.vars.borrow().get(name) {
+            if let Some(v) = s.vars.borrow().get_hashed(hash, name) {
                 return Some(v.clone());
             }
             cur = s.parent.as_deref();
@@ -578,16 +645,16 @@ impl Scope {
     /// Binds `name` in this scope; `key` makes the key of a new variable
     /// (an interned name, so that binding allocates nothing).
     pub fn set_with(&self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
-        let mut vars = self.vars.borrow_mut();
-        if let Some(slot) = vars.get_mut(name) {
-            *slot = value;
-        } else {
-            vars.insert(key(), value);
-        }
+        self.vars.borrow_mut().set_with(name, value, key);
     }
 
     pub fn get_local(&self, name: &str) -> Option<Value> {
         self.vars.borrow().get(name).cloned()
+    }
+
+    /// [`Scope::get_local`] with `hash` the name's [`name_hash`].
+    pub fn get_local_hashed(&self, hash: u64, name: &str) -> Option<Value> {
+        self.vars.borrow().get_hashed(hash, name).cloned()
     }
 
     pub fn remove(&self, name: &str) -> Option<Value> {

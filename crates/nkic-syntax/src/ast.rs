@@ -73,7 +73,7 @@ pub struct Ident {
 /// not allocate for them; longer ones live on the heap. Use `to_string()`
 /// (or `String::from`) where a `String` is needed.
 #[derive(Clone)]
-pub struct Name(NameRepr);
+pub struct Name(NameRepr, u64);
 
 /// How many bytes a [`Name`] stores without allocating.
 const INLINE_NAME: usize = 22;
@@ -90,10 +90,15 @@ impl Name {
         if text.len() <= INLINE_NAME {
             let mut bytes = [0u8; INLINE_NAME];
             bytes[..text.len()].copy_from_slice(text.as_bytes());
-            Name(NameRepr::Inline(text.len() as u8, bytes))
+            Name(NameRepr::Inline(text.len() as u8, bytes), name_hash(text))
         } else {
-            Name(NameRepr::Heap(text.into()))
+            Name(NameRepr::Heap(text.into()), name_hash(text))
         }
+    }
+
+    /// The name's [`name_hash`], computed when the name was made.
+    pub fn key_hash(&self) -> u64 {
+        self.1
     }
 
     /// The text of the name.
@@ -107,6 +112,15 @@ impl Name {
             NameRepr::Heap(text) => text,
         }
     }
+}
+
+/// The hash by which the specializer's scopes find a name (the 64-bit
+/// FNV-1a of its bytes). Every [`Name`] carries its own, so looking a
+/// name up in a chain of scopes hashes nothing.
+pub fn name_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 impl Default for Name {

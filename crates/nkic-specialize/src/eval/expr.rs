@@ -69,7 +69,7 @@ impl Ctx<'_> {
                 if !self.dyn_frames.is_empty() {
                     self.note_dyn_read(name);
                 }
-                let v = self.lookup_name(name, e.span)?;
+                let v = self.lookup_name_hashed(name, name.key_hash(), e.span)?;
                 self.record_fact(e.span, &v);
                 Ok(v)
             }
@@ -527,11 +527,16 @@ impl Ctx<'_> {
 
     /// Looks a name up: scopes, module globals, builtins.
     pub(crate) fn lookup_name(&self, name: &str, span: Span) -> Result<Value, Diagnostic> {
-        if let Some(v) = self.scope.lookup(name) {
+        self.lookup_name_hashed(name, crate::value::name_hash(name), span)
+    }
+
+    /// [`Ctx::lookup_name`] with `hash` the name's `name_hash`.
+    fn lookup_name_hashed(&self, name: &str, hash: u64, span: Span) -> Result<Value, Diagnostic> {
+        if let Some(v) = self.scope.lookup_hashed(hash, name) {
             return Ok(v);
         }
         let module = &self.modules[self.module.0 as usize];
-        if let Some(v) = module.globals.get_local(name) {
+        if let Some(v) = module.globals.get_local_hashed(hash, name) {
             return Ok(v);
         }
         if let Some(b) = Builtin::lookup(name) {
