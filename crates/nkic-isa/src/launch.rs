@@ -604,4 +604,43 @@ mod tests {
             "{errors:?}"
         );
     }
+
+    /// `verify_launch_rules` reports the rules across cores only, those
+    /// of `verify_launch` in the same order; the cores' own errors (which
+    /// `verify_launch` finds on a thread each) come first per core, core
+    /// by core, as from one thread.
+    #[test]
+    fn the_launch_rules_alone_leave_out_the_cores_own_errors() {
+        let bad = CORE.replace(".queue gpsimd", ".queue dma0");
+        let wide = bad.replace("f32[128,4]", "f32[128,8]");
+        let text = format!(".target trn3\n\n.core 0\n{bad}\n.core 1\n{wide}");
+        let launch = assemble_launch(&text).expect("assembles");
+        let all = verify_launch(&launch).expect_err("both kinds of errors");
+        let own: Vec<_> = launch
+            .cores
+            .iter()
+            .enumerate()
+            .flat_map(|(c, p)| {
+                let core = u8::try_from(c).ok();
+                crate::verify(p)
+                    .expect_err("a barrier on a DMA queue")
+                    .into_iter()
+                    .map(move |e| VerifyError { core, ..e })
+            })
+            .collect();
+        assert!(own.len() >= 2, "{own:?}");
+        let rules = verify_launch_rules(&launch).expect_err("different arguments");
+        assert_eq!(rules.len(), 1, "{rules:?}");
+        assert_eq!(rules[0].rule, Rule::LaunchArguments);
+        // Core 0's own errors, then core 1's, then the launch rule that
+        // core 1 breaks.
+        let core0 = own.iter().filter(|e| e.core == Some(0)).count();
+        assert_eq!(all[..core0], own[..core0]);
+        assert_eq!(all[core0..all.len() - 1], own[core0..]);
+        assert_eq!(all[all.len() - 1], rules[0]);
+        assert_eq!(
+            verify_launch_rules(&assemble_launch(&two_cores()).expect("assembles")),
+            Ok(())
+        );
+    }
 }

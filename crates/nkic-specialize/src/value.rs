@@ -1190,3 +1190,42 @@ impl fmt::Display for PredOp {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scope's variables: set, overwrite, find (with the hash a name
+    /// carries or one computed here), remove, list; names of every length
+    /// (a parsed name keeps short ones inline) and with shared prefixes.
+    #[test]
+    fn vars_find_what_was_set_by_the_hash_names_carry() {
+        let names: Vec<String> = (0..200)
+            .map(|i| format!("{}{i}", "x".repeat(i % 30)))
+            .collect();
+        let mut vars = Vars::with_capacity(4);
+        for (i, n) in names.iter().enumerate() {
+            vars.set_with(n, Value::Int(i as i64), || Rc::from(n.as_str()));
+        }
+        vars.set_with(&names[7], Value::Int(-7), || panic!("bound already"));
+        assert_eq!(vars.len(), names.len());
+        for (i, n) in names.iter().enumerate() {
+            let parsed = nkic_syntax::ast::Name::new(n);
+            assert_eq!(parsed.key_hash(), name_hash(n));
+            let want = if i == 7 { -7 } else { i as i64 };
+            let got = vars.get_hashed(parsed.key_hash(), n).and_then(Value::as_int);
+            assert_eq!(got, Some(want), "{n}");
+            assert_eq!(vars.get(n).and_then(Value::as_int), Some(want));
+        }
+        assert!(vars.get("x").is_none() && vars.get("").is_none());
+        assert_eq!(vars.remove(&names[3]).and_then(|v| v.as_int()), Some(3));
+        assert!(vars.remove(&names[3]).is_none() && vars.get(&names[3]).is_none());
+        let mut keys: Vec<&str> = vars.keys().map(|k| &**k).collect();
+        keys.sort_unstable();
+        let mut want: Vec<&str> = names.iter().map(String::as_str).collect();
+        want.retain(|&n| n != names[3]);
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        assert_eq!(vars.iter().count(), names.len() - 1);
+    }
+}
