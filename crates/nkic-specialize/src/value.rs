@@ -1213,7 +1213,9 @@ mod tests {
             let parsed = nkic_syntax::ast::Name::new(n);
             assert_eq!(parsed.key_hash(), name_hash(n));
             let want = if i == 7 { -7 } else { i as i64 };
-            let got = vars.get_hashed(parsed.key_hash(), n).and_then(Value::as_int);
+            let got = vars
+                .get_hashed(parsed.key_hash(), n)
+                .and_then(Value::as_int);
             assert_eq!(got, Some(want), "{n}");
             assert_eq!(vars.get(n).and_then(Value::as_int), Some(want));
         }
