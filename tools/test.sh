@@ -5,6 +5,11 @@
 # the package registry; later runs reuse it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Formatting first, where rustfmt is installed (rustup's default profile has
+# it; a toolchain without it skips this check rather than failing).
+if cargo fmt --version >/dev/null 2>&1; then
+    cargo fmt --all --check
+fi
 cargo test --workspace --locked
 # The interpreter-only simulator (hosts without a Cranelift back end).
 cargo test --locked -p nkic-sim --no-default-features --lib
