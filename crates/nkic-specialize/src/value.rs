@@ -565,7 +565,17 @@ impl Vars {
 
     /// Binds `name` to `value`; `key` makes the key of a new variable.
     pub fn set_with(&mut self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
-        let hash = name_hash(name);
+        self.set_hashed(name_hash(name), name, value, key);
+    }
+
+    /// [`Vars::set_with`] with `hash` the name's [`name_hash`].
+    pub fn set_hashed(
+        &mut self,
+        hash: u64,
+        name: &str,
+        value: Value,
+        key: impl FnOnce() -> Rc<str>,
+    ) {
         match self
             .0
             .entry(hash, |(h, k, _)| *h == hash && **k == *name, |(h, _, _)| *h)
@@ -639,13 +649,14 @@ impl Scope {
 
     /// Binds `name` in this scope.
     pub fn set(&self, name: &str, value: Value) {
-        self.set_with(name, value, || Rc::from(name));
+        self.set_hashed(name_hash(name), name, value, || Rc::from(name));
     }
 
-    /// Binds `name` in this scope; `key` makes the key of a new variable
+    /// Binds `name`, whose [`name_hash`] is `hash` (a parsed name
+    /// carries it), in this scope; `key` makes the key of a new variable
     /// (an interned name, so that binding allocates nothing).
-    pub fn set_with(&self, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
-        self.vars.borrow_mut().set_with(name, value, key);
+    pub fn set_hashed(&self, hash: u64, name: &str, value: Value, key: impl FnOnce() -> Rc<str>) {
+        self.vars.borrow_mut().set_hashed(hash, name, value, key);
     }
 
     pub fn get_local(&self, name: &str) -> Option<Value> {

@@ -288,7 +288,7 @@ impl Ctx<'_> {
                     facts.record(file, p.name.span, || text);
                 }
             }
-            scope.set_with(name, v, || key.clone());
+            scope.set_hashed(name.key_hash(), name, v, || key.clone());
         }
         if let Some(v) = &params.vararg {
             scope.set(&v.name.name, Value::tuple(extra_pos));

@@ -354,7 +354,7 @@ impl Ctx<'_> {
                 {
                     return Ok(());
                 }
-                self.bind_name(name, value);
+                self.bind_name_hashed(name, name.key_hash(), value);
                 Ok(())
             }
             ExprKind::Tuple(items) | ExprKind::List(items) => {
@@ -389,6 +389,11 @@ impl Ctx<'_> {
 
     /// Binds `name` in the innermost scope, or where `nonlocal` says.
     pub(crate) fn bind_name(&mut self, name: &str, value: Value) {
+        self.bind_name_hashed(name, crate::value::name_hash(name), value);
+    }
+
+    /// [`Ctx::bind_name`] with `hash` the name's `name_hash`.
+    fn bind_name_hashed(&mut self, name: &str, hash: u64, value: Value) {
         if !self.nonlocals.is_empty() && self.nonlocals.iter().any(|n| &**n == name) {
             let mut cur = self.scope.parent.clone();
             while let Some(s) = cur {
@@ -400,7 +405,8 @@ impl Ctx<'_> {
             }
         }
         let names = &mut self.names;
-        self.scope.set_with(name, value, || names.intern(name));
+        self.scope
+            .set_hashed(hash, name, value, || names.intern(name));
     }
 
     fn unpack(&mut self, targets: &[Expr], value: Value, span: Span) -> Result<(), Diagnostic> {
