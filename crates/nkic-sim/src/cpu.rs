@@ -16,3 +16,8 @@ pub(crate) fn fma() -> bool {
 pub(crate) fn avx512f() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
+
+/// AVX-512 with the BF16 dot products (`vdpbf16ps`).
+pub(crate) fn avx512bf16() -> bool {
+    avx512f() && std::arch::is_x86_feature_detected!("avx512bf16")
+}

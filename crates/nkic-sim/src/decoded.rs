@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use nkic_isa::DType;
 
-use crate::matmul::Magnitudes;
+use crate::matmul::{Magnitudes, Products};
 use crate::memory::{SpaceId, View};
 
 /// An operand's values, with their magnitudes (`Magnitudes::of`) once a
@@ -66,10 +66,10 @@ impl std::ops::Deref for Values {
     }
 }
 
-/// Whether every product of a value of `s` and one of `v` is exact in
-/// f32 (`matmul::Magnitudes::products_exact`).
-pub(crate) fn products_exact(s: &Values, v: &Values) -> bool {
-    Magnitudes::products_exact(s.magnitudes(), v.magnitudes())
+/// How a matmul contracting `k` rows of `s` and `v` may add their
+/// products (`matmul::Magnitudes::products`).
+pub(crate) fn products(s: &Values, v: &Values, k: usize) -> Products {
+    Magnitudes::products(s.magnitudes(), v.magnitudes(), k)
 }
 
 /// The most buffers of evicted values the cache keeps for reuse.

@@ -46,7 +46,7 @@ use nkic_isa::{
 };
 
 use crate::alu::{activation, alu, alu_bits, alu_i32, float_to_bits, identity};
-use crate::decoded::products_exact;
+use crate::decoded::products;
 use crate::deferred::{Operands, Product};
 use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
@@ -836,8 +836,8 @@ impl Exec<'_> {
             } else {
                 Moving::Dense(&v)
             };
-            let exact = products_exact(&s, &v);
-            matmul_moving(&s, moving, [k, m, n], rows, Some(exact));
+            let products = products(&s, &v, k);
+            matmul_moving(&s, moving, [k, m, n], rows, Some(products));
         });
         self.add_product(&dv, [k, m, n], accumulate, bytes, product)
     }
