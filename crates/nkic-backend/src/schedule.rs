@@ -43,7 +43,8 @@
 //! 3. a perturbation search: forward passes whose priorities are the best
 //!    schedule's start times plus pseudo-random noise of decreasing size
 //!    (a fixed-seed generator), keeping every improvement, for at most
-//!    [`SEARCH_ROUNDS`] passes and [`SEARCH_BUDGET`] slot evaluations.
+//!    [`SEARCH_ROUNDS`] passes and [`SEARCH_BUDGET`] slot evaluations,
+//!    and until [`SEARCH_STALL`] passes in a row found nothing better.
 //!
 //! The search stops early once the best schedule is within 1 % of a time
 //! no schedule can beat ([`NEAR_FLOOR`]: the longest chain of latencies,
@@ -175,6 +176,14 @@ pub const FORWARD_BACKWARD_ROUNDS: usize = 4;
 /// The most passes of the perturbation search.
 pub const SEARCH_ROUNDS: usize = 64;
 
+/// The perturbation search stops after this many passes in a row found
+/// nothing better: most kernels' best schedule comes from step 1 or 2,
+/// and then every pass is wasted (a 1024³ bf16 matmul spent a third of
+/// its compile time there). The longest run of fruitless passes before
+/// an improvement among the quality bench's kernels is 33 (a 6-op
+/// kernel); the next longest 21 (`layernorm` at 1024 × 1024).
+pub const SEARCH_STALL: usize = 34;
+
 /// The most slot evaluations (one op on one queue at one step) the
 /// perturbation search spends.
 pub const SEARCH_BUDGET: u64 = 500_000;
@@ -232,8 +241,9 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
     let mut rng = nkic_isa::SplitMix64(0x6E6B_6963_5F73_6368);
     let searching = spent <= PASS_BUDGET && !near_floor(&best);
     let mut spent = 0u64;
+    let mut stale = 0;
     for round in 0..SEARCH_ROUNDS {
-        if !searching {
+        if !searching || stale == SEARCH_STALL {
             break;
         }
         let Some(current) = &best.0 else { break };
@@ -251,7 +261,7 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
             Some(Policy::new(window_ps, Priority::Urgency)),
             &urgency,
         );
-        best.consider(s);
+        stale = if best.consider(s) { 0 } else { stale + 1 };
         spent += work;
         if spent + work > SEARCH_BUDGET {
             break;
@@ -267,14 +277,16 @@ pub fn schedule(unit: &Unit<'_>, lowered: &Lowered, graph: &Graph, mode: Schedul
 struct Best(Option<Scheduled>);
 
 impl Best {
-    fn consider(&mut self, s: Scheduled) {
-        if self
+    /// Keeps `s` if it is better; says whether it was.
+    fn consider(&mut self, s: Scheduled) -> bool {
+        let better = self
             .0
             .as_ref()
-            .is_none_or(|b| s.estimated_ps < b.estimated_ps)
-        {
+            .is_none_or(|b| s.estimated_ps < b.estimated_ps);
+        if better {
             self.0 = Some(s);
         }
+        better
     }
 }
 
