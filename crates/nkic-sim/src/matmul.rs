@@ -806,8 +806,8 @@ mod avx {
     pub(super) fn bf16_pairs_exact() -> bool {
         static EXACT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *EXACT.get_or_init(|| {
-            // SAFETY: `dot_products` is safe Rust compiled with AVX-512
-            // BF16, which the CPU has.
+            // SAFETY: `dot_products_match` is safe Rust compiled with
+            // AVX-512 BF16, which the CPU has (tested first).
             crate::cpu::avx512bf16() && unsafe { dot_products_match() }
         })
     }
