@@ -410,6 +410,7 @@ const PAIRED_MIN_PRODUCT: f64 = 1.0 / (1u128 << 110) as f64;
 const PAIRED_MAX: f64 = (1u128 << 100) as f64;
 /// The smallest nonzero accumulator magnitude of a tile the paired loop
 /// runs: a normal f32 of at least 2^-103 is a multiple of 2^-126.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const PAIRED_MIN_ACC: f32 = 1.0 / (1u128 << 103) as f32;
 
 impl Magnitudes {
