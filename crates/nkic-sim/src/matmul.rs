@@ -187,10 +187,10 @@ fn dispatch<T: Operand, O: Out>(
         }
     };
     debug_assert!(s.len() >= k * m_cols);
-    let products = || products.unwrap_or_else(|| T::products(&s[..k * m_cols], v_all, k));
+    let classify = || products.unwrap_or_else(|| T::products(&s[..k * m_cols], v_all, k));
     #[cfg(target_arch = "x86_64")]
     if crate::cpu::avx512f() {
-        let tiles = match products() {
+        let tiles = match classify() {
             Products::PairedBf16 if avx::bf16_pairs_exact() => avx::band512::<T, O, true, true>,
             Products::Rounded => avx::band512::<T, O, false, false>,
             Products::Fused | Products::PairedBf16 => avx::band512::<T, O, true, false>,
@@ -199,7 +199,7 @@ fn dispatch<T: Operand, O: Out>(
     }
     #[cfg(target_arch = "x86_64")]
     if crate::cpu::avx() {
-        if crate::cpu::fma() && products() != Products::Rounded {
+        if crate::cpu::fma() && classify() != Products::Rounded {
             return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band_fused::<T, O>);
         }
         return blocked::<T, O, { avx::NR }>(s, v, shape, acc, avx::band::<T, O>);

@@ -556,11 +556,14 @@ impl Vars {
         self.get_hashed(name_hash(name), name)
     }
 
+    /// Whether an entry is the variable `name` of hash `hash`.
+    fn is(hash: u64, name: &str) -> impl Fn(&(u64, Rc<str>, Value)) -> bool {
+        move |(h, k, _)| *h == hash && **k == *name
+    }
+
     /// [`Vars::get`] with `hash` the name's [`name_hash`].
     pub fn get_hashed(&self, hash: u64, name: &str) -> Option<&Value> {
-        self.0
-            .find(hash, |(h, k, _)| *h == hash && **k == *name)
-            .map(|(_, _, v)| v)
+        self.0.find(hash, Vars::is(hash, name)).map(|(_, _, v)| v)
     }
 
     /// Binds `name` to `value`; `key` makes the key of a new variable.
@@ -576,10 +579,7 @@ impl Vars {
         value: Value,
         key: impl FnOnce() -> Rc<str>,
     ) {
-        match self
-            .0
-            .entry(hash, |(h, k, _)| *h == hash && **k == *name, |(h, _, _)| *h)
-        {
+        match self.0.entry(hash, Vars::is(hash, name), |(h, _, _)| *h) {
             hashbrown::hash_table::Entry::Occupied(mut slot) => slot.get_mut().2 = value,
             hashbrown::hash_table::Entry::Vacant(slot) => {
                 slot.insert((hash, key(), value));
@@ -589,10 +589,7 @@ impl Vars {
 
     pub fn remove(&mut self, name: &str) -> Option<Value> {
         let hash = name_hash(name);
-        match self
-            .0
-            .find_entry(hash, |(h, k, _)| *h == hash && **k == *name)
-        {
+        match self.0.find_entry(hash, Vars::is(hash, name)) {
             Ok(slot) => Some(slot.remove().0.2),
             Err(_) => None,
         }

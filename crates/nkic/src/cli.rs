@@ -396,6 +396,15 @@ pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagn
 /// `nkic check`: the pipeline through the backend on each file, so that
 /// `check` reports every error `run` would before simulating (on-chip
 /// capacity, the launch's cores, lowering), without running.
+/// Leaves `value`'s memory to the end of the process, which comes next
+/// (after a command's last kernel): freeing a large kernel's program, IR
+/// or run piece by piece took most of a second (nki-library's
+/// `blockwise_mm_bwd` with 128 experts), returning the pages at exit
+/// nothing.
+pub(crate) fn leave_to_exit<T>(value: T) {
+    std::mem::forget(value);
+}
+
 fn check(args: &CheckArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
@@ -419,10 +428,8 @@ fn check(args: &CheckArgs) -> ExitCode {
                 &mut sources,
                 &mut reporter,
             );
-            // As `run_kernel` does: after the last file the process ends,
-            // and freeing a large program piece by piece is slow.
             if k + 1 == args.files.len() {
-                std::mem::forget(stage);
+                leave_to_exit(stage);
             }
         }
     }
@@ -468,10 +475,7 @@ fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
     match crate::run::run_compiled(&compiled, &opts, file, &mut sources) {
         Ok(warnings) | Err(warnings) => reporter.emit_all(&warnings, &sources),
     }
-    // As `run_compiled` does with the run's memory: the process ends next,
-    // and freeing a large kernel's program and IR piece by piece took most
-    // of a second (nki-library's `blockwise_mm_bwd` with 128 experts).
-    std::mem::forget(compiled);
+    leave_to_exit(compiled);
     exit_code(&reporter)
 }
 

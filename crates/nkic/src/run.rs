@@ -214,9 +214,8 @@ pub fn run_compiled(
         sources,
         &crate::cli::FileLoader,
     );
-    // The command ends after this: the run's memory goes back to the
-    // system with the process instead of being freed piece by piece.
-    std::mem::forget(result);
+    // The command ends after this.
+    crate::cli::leave_to_exit(result);
     Ok(warnings)
 }
 
