@@ -218,6 +218,16 @@ pub(crate) trait Out: Copy + Send + Sync {
 
     /// Stores `values` as values `n0..` of `row`.
     fn store(row: &mut [Self], n0: usize, values: &[f32]);
+
+    /// Where values `n0..n0 + w` of `row` lie, `w` little-endian f32
+    /// values one after another (bounds checked here), for the AVX-512
+    /// loops' masked loads and stores, which need no copy of the row.
+    #[cfg(target_arch = "x86_64")]
+    fn values(row: &[Self], n0: usize, w: usize) -> *const f32;
+
+    /// `values`, to write through.
+    #[cfg(target_arch = "x86_64")]
+    fn values_mut(row: &mut [Self], n0: usize, w: usize) -> *mut f32;
 }
 
 impl Out for f32 {
@@ -231,6 +241,18 @@ impl Out for f32 {
     #[inline(always)]
     fn store(row: &mut [f32], n0: usize, values: &[f32]) {
         row[n0..n0 + values.len()].copy_from_slice(values);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn values(row: &[f32], n0: usize, w: usize) -> *const f32 {
+        row[n0..n0 + w].as_ptr()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn values_mut(row: &mut [f32], n0: usize, w: usize) -> *mut f32 {
+        row[n0..n0 + w].as_mut_ptr()
     }
 }
 
@@ -251,6 +273,18 @@ impl Out for u8 {
         for (b, x) in bytes.chunks_exact_mut(4).zip(values) {
             b.copy_from_slice(&x.to_le_bytes());
         }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn values(row: &[u8], n0: usize, w: usize) -> *const f32 {
+        row[4 * n0..4 * (n0 + w)].as_ptr().cast()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn values_mut(row: &mut [u8], n0: usize, w: usize) -> *mut f32 {
+        row[4 * n0..4 * (n0 + w)].as_mut_ptr().cast()
     }
 }
 
@@ -708,10 +742,39 @@ mod avx {
     use std::arch::x86_64::{
         __m512, __m512bh, __m512i, _CMP_EQ_OQ, _CMP_GE_OQ, _CMP_LE_OQ, _mm512_abs_ps,
         _mm512_add_ps, _mm512_castps_si512, _mm512_cmp_ps_mask, _mm512_dpbf16_ps, _mm512_fmadd_ps,
-        _mm512_mul_ps, _mm512_or_si512, _mm512_set1_ps, _mm512_setzero_ps, _mm512_srli_epi32,
+        _mm512_mask_storeu_ps, _mm512_maskz_loadu_ps, _mm512_mul_ps, _mm512_or_si512,
+        _mm512_set1_ps, _mm512_setzero_ps, _mm512_srli_epi32,
     };
 
     use super::{Layout, Operand, Out, Shape};
+
+    /// The mask of a register's first `w` lanes (`w ≤ 16`).
+    #[inline(always)]
+    fn lanes(w: usize) -> u16 {
+        debug_assert!(w <= 16, "a register holds 16 lanes");
+        (((1u32 << w) - 1) & 0xffff) as u16
+    }
+
+    /// Values `n0..n0 + w` (`w ≤ 16`) of an accumulator row in a
+    /// register's first lanes, zeros in the rest: one masked load, no
+    /// copy of the row first.
+    #[inline(always)]
+    fn load_values<O: Out>(row: &[O], n0: usize, w: usize) -> __m512 {
+        let at = O::values(row, n0, w);
+        // SAFETY: `values` checked that `row` holds the `w` f32 values at
+        // `at`; the mask reads only those lanes.
+        unsafe { _mm512_maskz_loadu_ps(lanes(w), at) }
+    }
+
+    /// Stores a register's first `w` lanes (`w ≤ 16`) as values
+    /// `n0..n0 + w` of an accumulator row.
+    #[inline(always)]
+    fn store_values<O: Out>(row: &mut [O], n0: usize, w: usize, v: __m512) {
+        let at = O::values_mut(row, n0, w);
+        // SAFETY: `values_mut` checked that `row` holds the `w` f32 values
+        // at `at`; the mask writes only those lanes.
+        unsafe { _mm512_mask_storeu_ps(at, lanes(w), v) }
+    }
 
     /// Output columns per register tile: two AVX registers.
     pub(super) const NR: usize = 16;
@@ -1011,8 +1074,7 @@ mod avx {
             }
             return;
         }
-        // Loads and stores of a row of the tile, or of the moving block,
-        // as two registers. (Closures here would not get the function's
+        // A row of the moving block as two registers. (Closures here would not get the function's
         // target features, nor be inlined.)
         #[inline(always)]
         fn load(row: &[f32; NR512]) -> [__m512; 2] {
@@ -1025,15 +1087,6 @@ mod avx {
                 ]
             }
         }
-        #[inline(always)]
-        fn store(row: &mut [f32; NR512], v: [__m512; 2]) {
-            // SAFETY: `row` holds the 2 × 16 f32 values the two unaligned
-            // stores write.
-            unsafe {
-                std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr(), v[0]);
-                std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr().add(HALF), v[1]);
-            }
-        }
         for b in 0..n_cols.div_ceil(NR512) {
             let n0 = b * NR512;
             let width = NR512.min(n_cols - n0);
@@ -1042,13 +1095,13 @@ mod avx {
                 .chunks_mut(super::MR * stride)
                 .zip(stationary.chunks_exact(k * super::MR))
             {
-                let mut c = [[0f32; NR512]; super::MR];
-                for (tile_row, row) in c.iter_mut().zip(band_rows.chunks(stride)) {
-                    O::load(row, n0, &mut tile_row[..width]);
-                }
-                let mut acc = [[_mm512_set1_ps(0.0); 2]; super::MR];
-                for (tile, row) in acc.iter_mut().zip(&c) {
-                    *tile = load(row);
+                let lo = width.min(HALF);
+                let mut acc = [[_mm512_setzero_ps(); 2]; super::MR];
+                for (tile, row) in acc.iter_mut().zip(band_rows.chunks(stride)) {
+                    *tile = [
+                        load_values(row, n0, lo),
+                        load_values(row, n0 + lo, width - lo),
+                    ];
                 }
                 for (kk, srow) in band_stationary.chunks_exact(super::MR).enumerate() {
                     let vrow = block[kk * layout.row..]
@@ -1066,11 +1119,9 @@ mod avx {
                         }
                     }
                 }
-                for (tile_row, &tile) in c.iter_mut().zip(&acc) {
-                    store(tile_row, tile);
-                }
-                for (tile_row, row) in c.iter().zip(band_rows.chunks_mut(stride)) {
-                    O::store(row, n0, &tile_row[..width]);
+                for (&[a, b], row) in acc.iter().zip(band_rows.chunks_mut(stride)) {
+                    store_values(row, n0, lo, a);
+                    store_values(row, n0 + lo, width - lo, b);
                 }
             }
         }
@@ -1097,12 +1148,6 @@ mod avx {
         fn load(row: &[f32; W]) -> __m512 {
             // SAFETY: `row` holds the 16 f32 values the unaligned load reads.
             unsafe { std::arch::x86_64::_mm512_loadu_ps(row.as_ptr()) }
-        }
-        #[inline(always)]
-        fn store(row: &mut [f32; W], v: __m512) {
-            // SAFETY: `row` holds the 16 f32 values the unaligned store
-            // writes.
-            unsafe { std::arch::x86_64::_mm512_storeu_ps(row.as_mut_ptr(), v) }
         }
         /// Whether every value of the tile is zero or a magnitude in
         /// `PAIRED_MIN_ACC..=PAIRED_MAX` (the paired loop's condition).
@@ -1194,13 +1239,9 @@ mod avx {
                     let (first, second) = pair_stationary.split_at(k * super::MR);
                     for c0 in (0..width).step_by(W) {
                         let w = W.min(width - c0);
-                        let mut c = [[0f32; W]; ROWS];
-                        for (tile_row, row) in c.iter_mut().zip(pair_rows.chunks(stride)) {
-                            O::load(row, n0 + c0, &mut tile_row[..w]);
-                        }
-                        let mut acc = [_mm512_set1_ps(0.0); ROWS];
-                        for (tile, row) in acc.iter_mut().zip(&c) {
-                            *tile = load(row);
+                        let mut acc = [_mm512_setzero_ps(); ROWS];
+                        for (tile, row) in acc.iter_mut().zip(pair_rows.chunks(stride)) {
+                            *tile = load_values(row, n0 + c0, w);
                         }
                         let mut from = 0;
                         if PAIRED && in_range(&acc) {
@@ -1233,11 +1274,8 @@ mod avx {
                                 }
                             }
                         }
-                        for (tile_row, &tile) in c.iter_mut().zip(&acc) {
-                            store(tile_row, tile);
-                        }
-                        for (tile_row, row) in c.iter().zip(pair_rows.chunks_mut(stride)) {
-                            O::store(row, n0 + c0, &tile_row[..w]);
+                        for (&tile, row) in acc.iter().zip(pair_rows.chunks_mut(stride)) {
+                            store_values(row, n0 + c0, w, tile);
                         }
                     }
                 }
