@@ -296,6 +296,13 @@ const DIRTY_WORDS: usize = 512;
 /// so that a dirty block's summary is one word of `full`.
 const FULL_WORDS: usize = DIRTY_WORDS / 64;
 
+/// Whether `all_marked` checks the range `start..end` mostly through
+/// `Space::full` (at least two whole groups of `FULL_WORDS` words), and
+/// so costs a few bits rather than a word per 64 bytes.
+fn summarised(start: usize, end: usize) -> bool {
+    end.saturating_sub(start) >= 2 * FULL_WORDS * 64
+}
+
 impl Space {
     fn new(len: usize, pages: Pages) -> Space {
         let words = len.div_ceil(64);
@@ -490,7 +497,7 @@ impl Space {
     /// `FULL_WORDS` words through `full`, the ends word by word.
     fn all_marked(&self, start: usize, end: usize) -> bool {
         const GROUP_BITS: usize = FULL_WORDS * 64;
-        if end < start + 2 * GROUP_BITS {
+        if !summarised(start, end) {
             return bits_all(&self.init, start, end, u64::MAX);
         }
         let (lo, hi) = (start.div_ceil(GROUP_BITS), end / GROUP_BITS);
@@ -585,7 +592,7 @@ impl Space {
         }
         // A long range (a whole output at the end of a run) is first
         // checked a group of words at a time through `full`.
-        if end.saturating_sub(start) >= 2 * FULL_WORDS * 64 && self.all_marked(start, end) {
+        if summarised(start, end) && self.all_marked(start, end) {
             return None;
         }
         let mut i = start;
@@ -606,6 +613,13 @@ impl Space {
 
     fn mark(&mut self, start: usize, end: usize) {
         if self.all_written {
+            return;
+        }
+        // A long range written before (a PSUM tile a loop rewrites) has
+        // nothing left to set, its blocks already dirty: a few bits of
+        // `full` say so where setting its words would read and write
+        // each of them.
+        if summarised(start, end) && self.all_marked(start, end) {
             return;
         }
         let mut i = start;
@@ -2212,6 +2226,31 @@ impl MemoryState {
     /// Counts the HBM bytes a read of every element of `v` moves (what
     /// `read_raw` and `read_f32` count, and the native tier for its
     /// sources).
+    /// The bytes of each row of `v`, what `read_raw` would append row by
+    /// row, when every row is one run of elements all written and
+    /// defined (so the read records nothing and cannot fault); counts
+    /// the read as `read_raw` does. `None` otherwise: the caller reads
+    /// with `read_raw`.
+    pub fn clean_rows(&mut self, v: &View) -> Option<Vec<&[u8]>> {
+        if v.runs.len() != 1 {
+            return None;
+        }
+        let run_bytes = v.run_len * v.size;
+        let hull = dense_hull(&v.runs, run_bytes);
+        let space = self.space(v.space);
+        let clean = (0..v.rows).all(|p| row_clean(space, v.row_addr(p), &v.runs, run_bytes, hull));
+        if !clean {
+            return None;
+        }
+        self.count_read(v);
+        let data: &[u8] = &self.space(v.space).data;
+        let rows = (0..v.rows).map(|p| {
+            let a = (v.row_addr(p) + v.runs[0]) as usize;
+            &data[a..a + run_bytes]
+        });
+        Some(rows.collect())
+    }
+
     pub fn count_read(&mut self, v: &View) {
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_read += (v.elements() * v.size) as u64;
