@@ -762,7 +762,8 @@ mod avx {
     fn load_values<O: Out>(row: &[O], n0: usize, w: usize) -> __m512 {
         let at = O::values(row, n0, w);
         // SAFETY: `values` checked that `row` holds the `w` f32 values at
-        // `at`; the mask reads only those lanes.
+        // `at`; the mask reads only those lanes. Only the AVX-512 loops
+        // call this, on CPUs with AVX-512.
         unsafe { _mm512_maskz_loadu_ps(lanes(w), at) }
     }
 
@@ -772,7 +773,8 @@ mod avx {
     fn store_values<O: Out>(row: &mut [O], n0: usize, w: usize, v: __m512) {
         let at = O::values_mut(row, n0, w);
         // SAFETY: `values_mut` checked that `row` holds the `w` f32 values
-        // at `at`; the mask writes only those lanes.
+        // at `at`; the mask writes only those lanes. Only the AVX-512
+        // loops call this, on CPUs with AVX-512.
         unsafe { _mm512_mask_storeu_ps(at, lanes(w), v) }
     }
 
@@ -1074,8 +1076,8 @@ mod avx {
             }
             return;
         }
-        // A row of the moving block as two registers. (Closures here would not get the function's
-        // target features, nor be inlined.)
+        // A row of the moving block as two registers. (Closures here
+        // would not get the function's target features, nor be inlined.)
         #[inline(always)]
         fn load(row: &[f32; NR512]) -> [__m512; 2] {
             // SAFETY: `row` holds the 2 × 16 f32 values the two unaligned

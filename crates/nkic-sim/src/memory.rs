@@ -2223,9 +2223,6 @@ impl MemoryState {
         (0..v.rows).map(row).collect()
     }
 
-    /// Counts the HBM bytes a read of every element of `v` moves (what
-    /// `read_raw` and `read_f32` count, and the native tier for its
-    /// sources).
     /// The bytes of each row of `v`, what `read_raw` would append row by
     /// row, when every row is one run of elements all written and
     /// defined (so the read records nothing and cannot fault); counts
@@ -2251,6 +2248,9 @@ impl MemoryState {
         Some(rows.collect())
     }
 
+    /// Counts the HBM bytes a read of every element of `v` moves (what
+    /// `read_raw` and `read_f32` count, and the native tier for its
+    /// sources).
     pub fn count_read(&mut self, v: &View) {
         if let SpaceId::Hbm(_) = v.space {
             self.hbm_read += (v.elements() * v.size) as u64;
