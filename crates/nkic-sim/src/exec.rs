@@ -742,10 +742,25 @@ impl Exec<'_> {
                 "`src` of a verified dma_transpose has rank {n}: the verifier's DmaTransposeRank rule allows 2, 3 or 4"
             ),
         };
-        let mut raw = Vec::new();
-        self.mem.read_raw(&sv, &mut raw)?;
-        let out = permuted(&raw, sv.size, &s, perm);
+        let out = self.read_permuted(&sv, &s, perm)?;
         self.mem.write_raw(&dv, &out)
+    }
+
+    /// The elements of `sv`, a row-major array of `shape`, in the order
+    /// `permuted` gives for `perm` (what `read_raw` then `permuted` give):
+    /// a transposition of clean rows (`[rows, free]` swapped) reads them
+    /// in place (`MemoryState::clean_rows`, `transposed_rows`).
+    fn read_permuted(&mut self, sv: &View, shape: &[u64], perm: &[usize]) -> FResult<Vec<u8>> {
+        let rows_by_free = shape == [sv.rows as u64, sv.free() as u64];
+        if rows_by_free
+            && perm == [1, 0]
+            && let Some(rows) = self.mem.clean_rows(sv)
+        {
+            return Ok(transposed_rows(&rows, sv.size));
+        }
+        let mut raw = Vec::new();
+        self.mem.read_raw(sv, &mut raw)?;
+        Ok(permuted(&raw, sv.size, shape, perm))
     }
 
     fn tensor_copy(&mut self, i: &insn::TensorCopy) -> FResult<()> {
@@ -1025,14 +1040,7 @@ impl Exec<'_> {
         let dv = self.view_w(dst, "dst")?;
         let (p, f) = (sv.rows, sv.free());
         if sv.dtype == dv.dtype {
-            let out = match self.mem.clean_rows(&sv) {
-                Some(rows) => transposed_rows(&rows, sv.size),
-                None => {
-                    let mut raw = Vec::new();
-                    self.mem.read_raw(&sv, &mut raw)?;
-                    permuted(&raw, sv.size, &[p as u64, f as u64], &[1, 0])
-                }
-            };
+            let out = self.read_permuted(&sv, &[p as u64, f as u64], &[1, 0])?;
             return self.mem.write_raw(&dv, &out);
         }
         plain(&sv)?;
