@@ -296,11 +296,14 @@ const DIRTY_WORDS: usize = 512;
 /// so that a dirty block's summary is one word of `full`.
 const FULL_WORDS: usize = DIRTY_WORDS / 64;
 
+/// The bytes of memory one bit of `Space::full` stands for.
+const FULL_BYTES: usize = FULL_WORDS * 64;
+
 /// Whether `all_marked` checks the range `start..end` mostly through
 /// `Space::full` (at least two whole groups of `FULL_WORDS` words), and
 /// so costs a few bits rather than a word per 64 bytes.
 fn summarised(start: usize, end: usize) -> bool {
-    end.saturating_sub(start) >= 2 * FULL_WORDS * 64
+    end.saturating_sub(start) >= 2 * FULL_BYTES
 }
 
 impl Space {
@@ -496,14 +499,31 @@ impl Space {
     /// Whether every written bit of `start..end` is set: whole groups of
     /// `FULL_WORDS` words through `full`, the ends word by word.
     fn all_marked(&self, start: usize, end: usize) -> bool {
-        const GROUP_BITS: usize = FULL_WORDS * 64;
+        if self.groups_full(start, end) {
+            return true;
+        }
         if !summarised(start, end) {
             return bits_all(&self.init, start, end, u64::MAX);
         }
-        let (lo, hi) = (start.div_ceil(GROUP_BITS), end / GROUP_BITS);
+        let (lo, hi) = (start.div_ceil(FULL_BYTES), end / FULL_BYTES);
         bits_all(&self.full, lo, hi, u64::MAX)
-            && bits_all(&self.init, start, lo * GROUP_BITS, u64::MAX)
-            && bits_all(&self.init, hi * GROUP_BITS, end, u64::MAX)
+            && bits_all(&self.init, start, lo * FULL_BYTES, u64::MAX)
+            && bits_all(&self.init, hi * FULL_BYTES, end, u64::MAX)
+    }
+
+    /// Whether every group of `FULL_WORDS` words that `start..end` touches
+    /// is full (`Space::full`): then every byte of it is marked, read from
+    /// a bit or two where a short range's words would be read one by one.
+    fn groups_full(&self, start: usize, end: usize) -> bool {
+        if start >= end || self.all_written {
+            return true;
+        }
+        bits_all(
+            &self.full,
+            start / FULL_BYTES,
+            (end - 1) / FULL_BYTES + 1,
+            u64::MAX,
+        )
     }
 
     /// Words of written bits (and of undefined bits): one bit per byte.
@@ -619,7 +639,7 @@ impl Space {
         // nothing left to set, its blocks already dirty: a few bits of
         // `full` say so where setting its words would read and write
         // each of them.
-        if summarised(start, end) && self.all_marked(start, end) {
+        if self.groups_full(start, end) || summarised(start, end) && self.all_marked(start, end) {
             return;
         }
         let mut i = start;
@@ -2568,7 +2588,13 @@ impl MemoryState {
             // the space is `all_written`.
             let marks = !space.all_written;
             for piece in bits.pieces() {
-                let (a, b, whole) = match piece {
+                let (a, b) = match piece {
+                    Piece::Words(a, b) => (a, b),
+                    Piece::Part(w, _) => (w, w + 1),
+                };
+                // Words in full groups (a tile rewritten) are all set.
+                let marks = marks && !space.groups_full(a * 64, b * 64);
+                let whole = match piece {
                     Piece::Words(a, b) => {
                         if marks {
                             space.init[a..b].fill(u64::MAX);
@@ -2576,7 +2602,7 @@ impl MemoryState {
                         if shade {
                             space.undef[a..b].fill(0);
                         }
-                        (a, b, true)
+                        true
                     }
                     Piece::Part(w, m) => {
                         if marks {
@@ -2585,7 +2611,7 @@ impl MemoryState {
                         if shade {
                             space.undef[w] &= !m;
                         }
-                        (w, w + 1, false)
+                        false
                     }
                 };
                 if marks {
