@@ -392,7 +392,8 @@ impl Space {
 
     /// Stamps a write of every row of `v` (`stamp`), from its lowest run
     /// to the end of its highest (more bytes than it writes, which only
-    /// costs a decode).
+    /// costs a decode). Only the native tier writes whole views this way.
+    #[cfg(feature = "jit")]
     fn stamp_view(&mut self, v: &View) {
         if self.stamps.is_empty() {
             return;
@@ -2759,7 +2760,8 @@ impl RowBits {
         true
     }
 
-    /// Every row's pieces, row by row.
+    /// Every row's pieces, row by row (the native tier's `wrote`).
+    #[cfg(feature = "jit")]
     fn pieces(&self) -> impl Iterator<Item = Piece> + '_ {
         (0..self.rows).flat_map(move |p| {
             let off = p * self.step;
