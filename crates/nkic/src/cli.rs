@@ -393,9 +393,6 @@ pub(crate) fn load(path: &Path, sources: &mut SourceMap) -> Result<FileId, Diagn
     Ok(sources.add(name, text))
 }
 
-/// `nkic check`: the pipeline through the backend on each file, so that
-/// `check` reports every error `run` would before simulating (on-chip
-/// capacity, the launch's cores, lowering), without running.
 /// Leaves `value`'s memory to the end of the process, which comes next
 /// (after a command's last kernel): freeing a large kernel's program, IR
 /// or run piece by piece took most of a second (nki-library's
@@ -405,6 +402,9 @@ pub(crate) fn leave_to_exit<T>(value: T) {
     std::mem::forget(value);
 }
 
+/// `nkic check`: the pipeline through the backend on each file, so that
+/// `check` reports every error `run` would before simulating (on-chip
+/// capacity, the launch's cores, lowering), without running.
 fn check(args: &CheckArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
