@@ -451,6 +451,19 @@ pub fn build_range(
     let mut index: BTreeMap<Resource, [Pages; 2]> = BTreeMap::new();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
+    // `probed[first_access[i] + k] == probe` when access `k` of op `i` was
+    // already compared with the access numbered `probe`: a visit meets an
+    // access once for each page the two share.
+    let first_access: Vec<usize> = accesses
+        .iter()
+        .scan(0, |next, list| {
+            let at = *next;
+            *next += list.len();
+            Some(at)
+        })
+        .collect();
+    let mut probed = vec![0usize; accesses.iter().map(Vec::len).sum()];
+    let mut probe = 0usize;
     // `retired[i][k]`: access `k` of op `i` is covered by a later write.
     let mut retired: Vec<Vec<bool>> = accesses.iter().map(|l| vec![false; l.len()]).collect();
     let mut covered: Vec<(usize, usize)> = Vec::new();
@@ -487,8 +500,14 @@ pub fn build_range(
             } else {
                 0
             };
+            probe += 1;
             for pages in sides {
                 pages.visit(b, &retired, from, &mut |i, ai| {
+                    let id = first_access[i] + ai;
+                    if probed[id] == probe {
+                        return;
+                    }
+                    probed[id] = probe;
                     let a = &accesses[i][ai];
                     if covering && b.subsumes(a) {
                         covered.push((i, ai));
