@@ -105,6 +105,9 @@ pub struct SimConfig {
     /// Whether large matmuls are summed on a worker thread while the
     /// interpreter goes on (never changes a result: `deferred` module).
     pub matmul_worker: bool,
+    /// Whether a thread faults in the pages the program writes ahead of
+    /// the run (never changes a result: `warm` module).
+    pub warm_pages: bool,
 }
 
 impl SimConfig {
@@ -129,6 +132,7 @@ impl Default for SimConfig {
             race_check: true,
             tier: SimTier::default(),
             matmul_worker: true,
+            warm_pages: true,
         }
     }
 }

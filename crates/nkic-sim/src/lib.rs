@@ -96,6 +96,7 @@ mod pages;
 mod race;
 mod result;
 mod rng;
+mod warm;
 
 #[cfg(test)]
 mod tests;

@@ -93,6 +93,7 @@ use crate::race::Races;
 use crate::result::{
     Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
 };
+use crate::warm;
 
 /// The byte region an operand covers, for the dependent-issue rule.
 #[derive(Clone, Copy, Debug)]
@@ -434,7 +435,8 @@ fn simulate_on_worker(
         tolerate: cores.len() > 1 && config.race_check && config.poison == Poison::Precise,
         ..Racy::default()
     };
-    let (mut res, dumps) = simulate_pass(cores, inputs, config, dump, &mut racy)?;
+    let (mut res, dumps) =
+        std::thread::scope(|scope| simulate_pass(scope, cores, inputs, config, dump, &mut racy))?;
     if racy.found.is_empty() {
         return Ok((res, dumps));
     }
@@ -456,8 +458,17 @@ fn simulate_on_worker(
             .push(k);
     }
     let first = || found[0].error.clone();
-    let (other, _) = simulate_pass(cores, inputs, config, &DumpSpec::default(), &mut racy)
-        .map_err(|_| first())?;
+    let (other, _) = std::thread::scope(|scope| {
+        simulate_pass(
+            scope,
+            cores,
+            inputs,
+            config,
+            &DumpSpec::default(),
+            &mut racy,
+        )
+    })
+    .map_err(|_| first())?;
     if racy.unknown || other.outputs != res.outputs || other.undefined != res.undefined {
         return Err(first());
     }
@@ -466,8 +477,9 @@ fn simulate_on_worker(
 }
 
 /// One run of the launch (`simulate`).
-fn simulate_pass(
-    cores: &[Program],
+fn simulate_pass<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    cores: &'scope [Program],
     inputs: &Inputs,
     config: &SimConfig,
     dump: &DumpSpec,
@@ -493,6 +505,10 @@ fn simulate_pass(
     let mut mem = MemoryState::for_cores(cores, config.poison);
     mem.set_matmul_worker(config.matmul_worker);
     load_inputs(program, inputs, &mut mem)?;
+    // Declared after `mem`, so dropped (and joined) before it.
+    let _warmer = config
+        .warm_pages
+        .then(|| warm::Warmer::start(scope, cores, mem.warm_targets()));
     let mut queues: Vec<QueueState<'_>> = Vec::new();
     let mut sem_total = 0usize;
     for (c, p) in cores.iter().enumerate() {

@@ -45,6 +45,7 @@ use crate::decoded::{Decoded, Key, Values};
 use crate::deferred::{Deferred, Operands, Region, Start, Touch};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
 use crate::pages::{self, Pages};
+use crate::warm;
 use std::sync::Arc;
 
 /// The most elements one operand may name (2^26): a bound on the memory
@@ -1122,6 +1123,39 @@ impl MemoryState {
             decoded: Decoded::default(),
             #[cfg(test)]
             element_copies: false,
+        }
+    }
+
+    /// The buffers the `warm` module may fault in: each core's on-chip
+    /// memories and the HBM tensors the run owns and has not written yet
+    /// (not an input's bytes, shared with the caller or written whole),
+    /// except those on huge pages.
+    pub fn warm_targets(&self) -> warm::Targets {
+        let buffer = |s: &Space| match &s.data {
+            Data::Own(bytes)
+                if !s.all_written && !bytes.is_empty() && !pages::advised(bytes.len(), s.pages) =>
+            {
+                Some(warm::Buffer {
+                    addr: bytes.as_ptr() as usize,
+                    len: bytes.len(),
+                })
+            }
+            _ => None,
+        };
+        warm::Targets {
+            sbuf: self.sbuf.iter().map(buffer).collect(),
+            psum: self.psum.iter().map(buffer).collect(),
+            sbuf_stride: self.sbuf_stride as u64,
+            psum_stride: self.psum_stride as u64,
+            hbm: self
+                .hbm_map
+                .iter()
+                .map(|map| {
+                    map.iter()
+                        .map(|&g| self.hbm.get(g as usize).and_then(buffer))
+                        .collect()
+                })
+                .collect(),
         }
     }
 

@@ -15,8 +15,10 @@
 //! rows, are `Pages::Huge`.
 //!
 //! Advice changes no byte of a buffer: `MADV_HUGEPAGE` only tells the
-//! kernel which page size to fault the range in with. It is the module's
-//! one `unsafe` call.
+//! kernel which page size to fault the range in with, and
+//! `MADV_POPULATE_WRITE` (`populate`, for the `warm` module) faults pages
+//! in as a write would, without writing. These, asking the page size and
+//! lowering the warmer thread's priority are the module's `unsafe` calls.
 #![allow(unsafe_code)]
 
 /// Buffers from this size up are advised: below it the whole buffer is a
@@ -34,6 +36,12 @@ pub(crate) enum Pages {
     Huge,
     /// Touched in scattered small pieces: the base page size.
     Base,
+}
+
+/// Whether `zeroed` advises a buffer of `bytes` bytes onto huge pages:
+/// the `warm` module leaves those alone (a few faults each).
+pub(crate) fn advised(bytes: usize, pages: Pages) -> bool {
+    pages == Pages::Huge && bytes >= ADVISE_MIN_BYTES
 }
 
 /// `vec![zero; n]`; with `Pages::Huge`, pages the kernel may make huge
@@ -72,6 +80,68 @@ fn advise_huge<T>(buffer: &[T]) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = buffer;
+}
+
+/// The base page size: what `populate` counts in.
+pub(crate) fn page_bytes() -> usize {
+    static PAGE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *PAGE.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: `sysconf` reads a system constant; it touches no
+            // memory of the process. A failure (-1) falls back to 4 KiB.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            usize::try_from(page)
+                .ok()
+                .filter(|&p| p > 0)
+                .unwrap_or(4096)
+        }
+        #[cfg(not(target_os = "linux"))]
+        4096
+    })
+}
+
+/// Faults in the pages of `addr .. addr + len` (page-aligned: a multiple
+/// of `page_bytes` from the start of a page) as a write would, without
+/// writing: the `warm` module's request, made while another thread may
+/// be reading and writing the same bytes.
+pub(crate) fn populate(addr: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: MADV_POPULATE_WRITE reads and writes no byte of the
+        // range: it maps each page that is not mapped yet (a zeroed page
+        // for this process's anonymous memory, which a fresh page would
+        // be at its first write) and leaves mapped pages as they are, so
+        // no value another thread reads or writes changes, and Rust's
+        // aliasing rules are not involved (no reference or access is
+        // made). Should the range no longer belong to a live buffer, the
+        // kernel only maps pages of this process's own memory or fails
+        // with an error, which is ignored like every failure (a kernel
+        // before Linux 5.14 without the advice): the page then faults in
+        // at its first write as it would have anyway.
+        unsafe {
+            libc::madvise(addr as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
+}
+
+/// Gives the calling thread the lowest scheduling priority (nice 19),
+/// so that it runs only on a core no other thread of the process (or
+/// machine) wants: the `warm` module's thread, whose work pays only when
+/// it is done in otherwise idle time.
+pub(crate) fn lowest_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `setpriority` with `who` 0 sets the calling thread's
+        // nice value (Linux applies PRIO_PROCESS to one thread); it reads
+        // and writes no memory of the process. A failure leaves the
+        // priority as it was, so the result is ignored.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        }
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! statistics, the trace with every instruction's timestamps, undefined
 //! outputs) or the same fault. So must the interpreter with its large
 //! matmuls summed on the worker thread (`SimConfig::matmul_worker`, the
-//! default) and without (everything on the one thread that steps).
+//! default) and the pages it writes faulted in ahead by another thread
+//! (`SimConfig::warm_pages`, the default), and without either (everything
+//! on the one thread that steps).
 //!
 //! Kernels run at their directive shapes with seeded random inputs; the
 //! fixtures (`tests/nkasm/*.nkasm`, `crates/nkic-isa/tests/corpus/*.nkasm`)
@@ -37,11 +39,12 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 fn check(name: &str, launch: &nkic_isa::Launch, inputs: &nkic_sim::Inputs) {
     let verified = nkic_isa::verify_launch(launch)
         .unwrap_or_else(|e| panic!("{name}: the program does not verify: {e:?}"));
-    let run = |tier, matmul_worker| -> Result<RunResult, SimError> {
+    let run = |tier, threads| -> Result<RunResult, SimError> {
         let config = SimConfig {
             tier,
             trace: true,
-            matmul_worker,
+            matmul_worker: threads,
+            warm_pages: threads,
             ..SimConfig::default()
         };
         nkic_sim::run_launch(verified, inputs, &config)
@@ -49,7 +52,7 @@ fn check(name: &str, launch: &nkic_isa::Launch, inputs: &nkic_sim::Inputs) {
     let oracle = run(SimTier::Interp, false);
     for (what, other) in [
         (
-            "the interpreter with the matmul worker",
+            "the interpreter with the matmul worker and the warmer",
             run(SimTier::Interp, true),
         ),
         ("the native tier", run(SimTier::Jit, true)),

@@ -1,0 +1,328 @@
+//! Faulting in, on another thread, the pages a run is about to write.
+//!
+//! A simulated memory is allocated zeroed and untouched (`pages` module
+//! doc), so the first write to each of its 4 KiB pages takes a page fault
+//! in which the kernel finds, clears and maps a page: about 2 µs on the
+//! machines nkic is measured on, and nearly half of the stepping thread's
+//! time in a 1024³ bf16 matmul, whose second core is meanwhile mostly
+//! idle. The program says which bytes it writes, so a *warmer* thread
+//! walks it ahead of the stepping thread and asks the kernel to fault in
+//! the pages of every write it finds (`pages::populate`) while the
+//! stepping thread runs.
+//!
+//! What the warmer may and may not do:
+//! * it changes no byte and no bookkeeping: populating a page maps it
+//!   without writing to it, so the run's results, faults and timeline are
+//!   those of a run without it, whatever the two threads' timing;
+//! * it faults in only pages the program's writes touch (the hull of
+//!   each partition row of a write, when that hull is at most
+//!   [`SPARSE_FACTOR`] times the bytes written), so the run's peak memory
+//!   stays what the writes themselves would make it;
+//! * it skips writes it cannot place before the run (a dynamic offset, an
+//!   indirect DMA's rows), inputs (whose bytes are the caller's until
+//!   written) and spaces that already hold their pages;
+//! * it stops when the run ends, and after [`IDLE_INSTRUCTIONS`]
+//!   instructions in a row that named no new page (a long program keeps
+//!   rewriting the tiles it has), so that it costs a long run no more
+//!   than a walk through its first instructions.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nkic_isa::{AccessPattern, Memory as MemKind, Program, Role};
+
+use crate::pages;
+
+/// A write's partition rows are warmed only when the hull of a row is at
+/// most this many times the bytes the row writes: a sparse pattern (a
+/// strided scatter) would fault in pages it never touches.
+const SPARSE_FACTOR: u64 = 4;
+
+/// The warmer stops after this many instructions in a row that named no
+/// page it had not warmed.
+const IDLE_INSTRUCTIONS: usize = 4096;
+
+/// A memory's buffer: its address and length in bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Buffer {
+    pub addr: usize,
+    pub len: usize,
+}
+
+/// The buffers the warmer may fault in, per core (`None`: not to be
+/// warmed).
+#[derive(Debug)]
+pub(crate) struct Targets {
+    pub sbuf: Vec<Option<Buffer>>,
+    pub psum: Vec<Option<Buffer>>,
+    pub sbuf_stride: u64,
+    pub psum_stride: u64,
+    /// Per core, per HBM tensor of its program.
+    pub hbm: Vec<Vec<Option<Buffer>>>,
+}
+
+/// A memory being warmed: its buffer and which of its pages are done.
+struct Space {
+    buffer: Buffer,
+    warmed: Vec<u64>,
+}
+
+impl Space {
+    fn new(buffer: Option<Buffer>) -> Option<Space> {
+        let buffer = buffer?;
+        let page = pages::page_bytes();
+        let pages = (buffer.addr + buffer.len).div_ceil(page) - buffer.addr / page;
+        Some(Space {
+            buffer,
+            warmed: vec![0; pages.div_ceil(64)],
+        })
+    }
+
+    /// Faults in the pages of bytes `lo..hi` not warmed yet (pages
+    /// counted from the one the buffer starts in); says whether there
+    /// were any.
+    fn warm(&mut self, lo: u64, hi: u64) -> bool {
+        let page = pages::page_bytes() as u64;
+        let hi = hi.min(self.buffer.len as u64);
+        if lo >= hi {
+            return false;
+        }
+        let skew = self.buffer.addr as u64 % page;
+        let (lo, hi) = (lo + skew, hi + skew);
+        let mut fresh = false;
+        let mut run: Option<(u64, u64)> = None;
+        for p in lo / page..hi.div_ceil(page) {
+            let (word, bit) = ((p / 64) as usize, p % 64);
+            if self.warmed[word] >> bit & 1 == 1 {
+                if let Some((a, b)) = run.take() {
+                    self.populate(a, b);
+                }
+                continue;
+            }
+            self.warmed[word] |= 1 << bit;
+            fresh = true;
+            run = match run {
+                Some((a, b)) if b == p => Some((a, p + 1)),
+                Some((a, b)) => {
+                    self.populate(a, b);
+                    Some((p, p + 1))
+                }
+                None => Some((p, p + 1)),
+            };
+        }
+        if let Some((a, b)) = run {
+            self.populate(a, b);
+        }
+        fresh
+    }
+
+    /// Populates pages `a..b`, counted from the one the buffer starts in
+    /// (the first and last may hold bytes around the buffer: populating
+    /// changes no byte).
+    fn populate(&self, a: u64, b: u64) {
+        let page = pages::page_bytes();
+        let first = self.buffer.addr / page * page;
+        pages::populate(first + a as usize * page, (b - a) as usize * page);
+    }
+}
+
+/// The byte offsets `[lo, hi)` of an access pattern's elements from its
+/// row's address, and the bytes one row writes; `None` for a pattern with
+/// no element.
+fn row_hull(ap: &AccessPattern) -> Option<(i64, i64, u64)> {
+    let size = i64::from(ap.dtype.size());
+    let (mut lo, mut hi) = (0i64, 0i64);
+    let mut elements = 1u64;
+    for d in &ap.dims {
+        if d.count == 0 {
+            return None;
+        }
+        let reach = d
+            .stride
+            .checked_mul(i64::from(d.count) - 1)?
+            .checked_mul(size)?;
+        if reach < 0 {
+            lo = lo.checked_add(reach)?;
+        } else {
+            hi = hi.checked_add(reach)?;
+        }
+        elements = elements.saturating_mul(u64::from(d.count));
+    }
+    Some((
+        lo,
+        hi.checked_add(size)?,
+        elements.saturating_mul(size as u64),
+    ))
+}
+
+/// Warms the pages `cores`' writes touch (module doc) until `stop` is
+/// set.
+pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
+    let mut sbuf: Vec<Option<Space>> = targets.sbuf.iter().map(|&b| Space::new(b)).collect();
+    let mut psum: Vec<Option<Space>> = targets.psum.iter().map(|&b| Space::new(b)).collect();
+    let mut hbm: Vec<Vec<Option<Space>>> = targets
+        .hbm
+        .iter()
+        .map(|core| core.iter().map(|&b| Space::new(b)).collect())
+        .collect();
+    // The cores' queues side by side, an instruction of each in turn:
+    // roughly the order the stepping thread reaches them.
+    let streams: Vec<(usize, &[nkic_isa::Instruction])> = cores
+        .iter()
+        .enumerate()
+        .flat_map(|(c, p)| p.queues.iter().map(move |q| (c, &q.insts[..])))
+        .collect();
+    let longest = streams.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
+    let mut idle = 0;
+    for i in 0..longest {
+        for &(core, insts) in &streams {
+            if stop.load(Ordering::Relaxed) || idle >= IDLE_INSTRUCTIONS {
+                return;
+            }
+            let Some(inst) = insts.get(i) else { continue };
+            let mut fresh = false;
+            for operand in inst.op.operands() {
+                let ap = operand.ap;
+                if operand.role == Role::Read || ap.dyn_offset.is_some() {
+                    continue;
+                }
+                let Some((lo, hi, written)) = row_hull(ap) else {
+                    continue;
+                };
+                if (hi - lo) as u64 > written.saturating_mul(SPARSE_FACTOR) {
+                    continue;
+                }
+                let (space, first, step) = match ap.mem {
+                    MemKind::Sbuf => (
+                        sbuf.get_mut(core).and_then(Option::as_mut),
+                        i64::from(ap.partition_start) * targets.sbuf_stride as i64,
+                        targets.sbuf_stride as i64,
+                    ),
+                    MemKind::Psum => (
+                        psum.get_mut(core).and_then(Option::as_mut),
+                        i64::from(ap.partition_start) * targets.psum_stride as i64,
+                        targets.psum_stride as i64,
+                    ),
+                    MemKind::Hbm(id) => (
+                        hbm.get_mut(core)
+                            .and_then(|t| t.get_mut(id.0 as usize))
+                            .and_then(Option::as_mut),
+                        0,
+                        ap.partition_stride
+                            .saturating_mul(i64::from(ap.dtype.size())),
+                    ),
+                };
+                let Some(space) = space else { continue };
+                let base = first.saturating_add(i64::try_from(ap.offset).unwrap_or(i64::MAX));
+                for p in 0..i64::from(ap.partition_count) {
+                    let row = base.saturating_add(p.saturating_mul(step));
+                    let (Ok(lo), Ok(hi)) = (
+                        u64::try_from(row.saturating_add(lo)),
+                        u64::try_from(row.saturating_add(hi)),
+                    ) else {
+                        continue;
+                    };
+                    fresh |= space.warm(lo, hi);
+                }
+            }
+            idle = if fresh { 0 } else { idle + 1 };
+        }
+    }
+}
+
+/// The warmer thread of a run: stopped and joined when dropped, so that
+/// it ends before the memories it warms (declare it after them).
+pub(crate) struct Warmer<'scope> {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::ScopedJoinHandle<'scope, ()>>,
+}
+
+impl<'scope> Warmer<'scope> {
+    /// Starts warming `targets` for `cores` on a thread of `scope`; none
+    /// when the thread cannot be made (the run goes on without it).
+    pub fn start(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        cores: &'scope [Program],
+        targets: Targets,
+    ) -> Warmer<'scope> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::Builder::new()
+            .name("nkic-warm".into())
+            .spawn_scoped(scope, move || {
+                pages::lowest_priority();
+                run(cores, &targets, &flag);
+            })
+            .ok();
+        Warmer { stop, thread }
+    }
+}
+
+impl Drop for Warmer<'_> {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            // The warmer changes nothing the run sees; a panic in it
+            // (none is expected) leaves the run's result as it is.
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nkic_isa::{DType, Dim};
+
+    fn pattern(dims: &[(i64, u32)], dtype: DType) -> AccessPattern {
+        let mut ap = AccessPattern::sbuf(0, 128, 0, &[], dtype);
+        ap.dims = dims.iter().map(|&(s, c)| Dim::new(s, c)).collect();
+        ap
+    }
+
+    /// A row's hull spans every element's bytes, with negative strides
+    /// reaching below the row's address; an empty pattern has none.
+    #[test]
+    fn row_hulls() {
+        assert_eq!(
+            row_hull(&pattern(&[(1, 512)], DType::F32)),
+            Some((0, 2048, 2048))
+        );
+        assert_eq!(
+            row_hull(&pattern(&[(-1, 4)], DType::BF16)),
+            Some((-6, 2, 8))
+        );
+        assert_eq!(
+            row_hull(&pattern(&[(1024, 8), (1, 512)], DType::BF16)),
+            Some((0, 7 * 2048 + 1024, 8 * 1024))
+        );
+        assert_eq!(row_hull(&pattern(&[(1, 0)], DType::F32)), None);
+    }
+
+    /// Warming marks each page of a range once (a second request for it
+    /// finds nothing new), clamps to the buffer, and leaves every byte as
+    /// it was, wherever in its first page the buffer starts.
+    #[test]
+    fn warming_marks_pages_once_and_changes_no_byte() {
+        let page = pages::page_bytes();
+        let bytes: Vec<u8> = (0..9 * page).map(|i| (i * 7 % 251) as u8).collect();
+        let before = bytes.clone();
+        let aligned = (bytes.as_ptr() as usize).next_multiple_of(page);
+        for skew in [0, 1, page / 2, page - 1] {
+            let buffer = Buffer {
+                addr: aligned + skew,
+                len: 6 * page + 100,
+            };
+            let mut space = Space::new(Some(buffer)).expect("a buffer");
+            let (p, total) = (page as u64, buffer.len as u64);
+            assert!(space.warm(0, 2 * p + 1), "skew {skew}");
+            assert!(!space.warm(10, 60), "skew {skew}");
+            assert!(!space.warm(p, 2 * p), "skew {skew}");
+            assert!(space.warm(5 * p, 100 * p), "skew {skew}");
+            assert!(!space.warm(total, total + p), "skew {skew}");
+            assert!(space.warm(3 * p, 4 * p), "skew {skew}");
+            assert!(!space.warm(3 * p, 4 * p), "skew {skew}");
+        }
+        assert_eq!(bytes, before);
+    }
+}
