@@ -126,12 +126,14 @@ pub(crate) fn exp_f32(x: f32) -> f32 {
 }
 
 /// Values [`exp_in_place`] evaluates together.
+#[cfg(any(feature = "jit", test))]
 pub(crate) const CHUNK: usize = 64;
 
 /// [`exp_f32`] of every value of `xs`, in place: [`fast_or_unsure`] over
 /// chunks of [`CHUNK`] (a loop the compiler vectorizes, for AVX-512 where
 /// the CPU has it), then libm for the values it was not sure of. The
 /// bits are `exp_f32`'s.
+#[cfg(any(feature = "jit", test))]
 pub(crate) fn exp_in_place(xs: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     if crate::cpu::avx512f() {
@@ -143,6 +145,7 @@ pub(crate) fn exp_in_place(xs: &mut [f32]) {
 
 /// [`exp_in_place`]'s loop.
 #[inline(always)]
+#[cfg(any(feature = "jit", test))]
 fn exp_chunks(xs: &mut [f32]) {
     let table = table();
     for chunk in xs.chunks_mut(CHUNK) {
@@ -169,6 +172,7 @@ fn exp_chunks(xs: &mut [f32]) {
 /// The AVX-512 build of the chunk loop.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
+#[cfg(any(feature = "jit", test))]
 mod simd {
     /// `super::exp_chunks` on a CPU with AVX-512.
     pub(super) fn exp_chunks_avx512(xs: &mut [f32]) {
