@@ -26,16 +26,11 @@
 //! order), except under [`Schedule::Sequential`], where every instruction
 //! waits for the previous one to complete.
 
-use std::collections::BTreeMap;
-
 use nkic_isa::Queue;
 
 use crate::Schedule;
 use crate::deps::Graph;
 use crate::schedule::Scheduled;
-
-/// A vector clock: per queue, how many of its instructions are complete.
-type Clock = BTreeMap<Queue, usize>;
 
 /// The waits and signals of every op.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -46,11 +41,36 @@ pub struct Waits {
     pub signals: Vec<bool>,
 }
 
+/// A vector clock: per queue of the schedule (numbered in queue order,
+/// `Clocks::slot`), how many of its instructions are complete.
+type Clock = [usize];
+
 /// `a = a ⊔ b`.
 fn join(a: &mut Clock, b: &Clock) {
-    for (&q, &n) in b {
-        let e = a.entry(q).or_insert(0);
-        *e = (*e).max(n);
+    for (x, &y) in a.iter_mut().zip(b) {
+        *x = (*x).max(y);
+    }
+}
+
+/// The clock of every op when it completes, side by side in one buffer
+/// (a large kernel has hundreds of thousands of ops and a dozen queues).
+struct Clocks {
+    /// The queues the schedule uses, in queue order.
+    queues: Vec<Queue>,
+    done: Vec<usize>,
+}
+
+impl Clocks {
+    /// The index of `q` in a clock.
+    fn slot(&self, q: Queue) -> usize {
+        self.queues
+            .binary_search(&q)
+            .expect("every op's queue is a queue of the schedule")
+    }
+
+    fn of(&self, op: usize) -> &Clock {
+        let n = self.queues.len();
+        &self.done[op * n..][..n]
     }
 }
 
@@ -61,34 +81,44 @@ pub fn synchronize(sched: &Scheduled, graph: &Graph, mode: Schedule) -> Waits {
         waits: vec![Vec::new(); n],
         signals: vec![false; n],
     };
-    let mut known: BTreeMap<Queue, Clock> = BTreeMap::new();
-    let mut done: Vec<Clock> = vec![Clock::new(); n];
+    let queues: Vec<Queue> = sched.streams.keys().copied().collect();
+    let width = queues.len();
+    let mut clocks = Clocks {
+        queues,
+        done: vec![0; n * width],
+    };
+    let slot_of: Vec<usize> = sched.queue.iter().map(|&q| clocks.slot(q)).collect();
+    // What each queue knows when its next instruction starts.
+    let mut known = vec![0usize; width * width];
+    // The latest producer per queue that is not yet known complete.
+    let mut needs: Vec<Option<usize>> = vec![None; width];
+    let mut producers: Vec<usize> = Vec::new();
     for &b in &sched.order {
-        let qb = sched.queue[b];
-        let mut clock = known.remove(&qb).unwrap_or_default();
-        // The latest producer per queue that is not yet known complete.
-        let mut needs: BTreeMap<Queue, usize> = BTreeMap::new();
+        let qb = slot_of[b];
+        let mut clock = known[qb * width..][..width].to_vec();
+        needs.fill(None);
         for &p in &graph.preds[b] {
-            let qa = sched.queue[p];
+            let qa = slot_of[p];
             if qa == qb && mode == Schedule::Optimized {
                 continue;
             }
             let count = sched.index_in_queue[p] + 1;
-            if clock.get(&qa).copied().unwrap_or(0) >= count {
+            if clock[qa] >= count {
                 continue;
             }
-            let e = needs.entry(qa).or_insert(p);
+            let e = needs[qa].get_or_insert(p);
             if sched.index_in_queue[p] > sched.index_in_queue[*e] {
                 *e = p;
             }
         }
-        let producers: Vec<usize> = needs.values().copied().collect();
+        producers.clear();
+        producers.extend(needs.iter().flatten());
         for &p in &producers {
-            let qa = sched.queue[p];
+            let qa = slot_of[p];
             let count = sched.index_in_queue[p] + 1;
             let implied = producers
                 .iter()
-                .any(|&o| o != p && done[o].get(&qa).copied().unwrap_or(0) >= count);
+                .any(|&o| o != p && clocks.of(o)[qa] >= count);
             if implied {
                 continue;
             }
@@ -96,13 +126,11 @@ pub fn synchronize(sched: &Scheduled, graph: &Graph, mode: Schedule) -> Waits {
             out.signals[p] = true;
         }
         for &p in &out.waits[b] {
-            join(&mut clock, &done[p]);
+            join(&mut clock, clocks.of(p));
         }
-        let mut mine = clock.clone();
-        let e = mine.entry(qb).or_insert(0);
-        *e = (*e).max(sched.index_in_queue[b] + 1);
-        done[b] = mine;
-        known.insert(qb, clock);
+        known[qb * width..][..width].copy_from_slice(&clock);
+        clock[qb] = clock[qb].max(sched.index_in_queue[b] + 1);
+        clocks.done[b * width..][..width].copy_from_slice(&clock);
     }
     out
 }
