@@ -213,8 +213,9 @@ pub fn lower(
         };
         let mut legal = Vec::new();
         let mut rejections = Vec::new();
+        // One probe for every engine: only its queue differs.
+        let probe = Instruction::new(op);
         for &engine in &choices {
-            let probe = Instruction::new(op.clone());
             match nkic_isa::check_instruction(&template, probe_queue(engine), &probe) {
                 Ok(()) => legal.push(engine),
                 Err(errors) => {
@@ -226,6 +227,7 @@ pub fn lower(
                 }
             }
         }
+        let op = probe.op;
         // Ops whose result depends on the engine keep one engine, so the
         // result does not depend on scheduling: users of hidden engine
         // state, and `tensor_tensor` on 32-bit integers (exact on GpSimd,
