@@ -1127,19 +1127,13 @@ impl MemoryState {
     }
 
     /// The buffers the `warm` module may fault in: each core's on-chip
-    /// memories and the HBM tensors the run owns and has not written yet
-    /// (not an input's bytes, shared with the caller or written whole),
-    /// except those on huge pages.
+    /// memories, unless they already hold their pages (written whole).
     pub fn warm_targets(&self) -> warm::Targets {
         let buffer = |s: &Space| match &s.data {
-            Data::Own(bytes)
-                if !s.all_written && !bytes.is_empty() && !pages::advised(bytes.len(), s.pages) =>
-            {
-                Some(warm::Buffer {
-                    addr: bytes.as_ptr() as usize,
-                    len: bytes.len(),
-                })
-            }
+            Data::Own(bytes) if !s.all_written && !bytes.is_empty() => Some(warm::Buffer {
+                addr: bytes.as_ptr() as usize,
+                len: bytes.len(),
+            }),
             _ => None,
         };
         warm::Targets {
@@ -1147,15 +1141,6 @@ impl MemoryState {
             psum: self.psum.iter().map(buffer).collect(),
             sbuf_stride: self.sbuf_stride as u64,
             psum_stride: self.psum_stride as u64,
-            hbm: self
-                .hbm_map
-                .iter()
-                .map(|map| {
-                    map.iter()
-                        .map(|&g| self.hbm.get(g as usize).and_then(buffer))
-                        .collect()
-                })
-                .collect(),
         }
     }
 

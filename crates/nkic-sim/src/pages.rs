@@ -38,12 +38,6 @@ pub(crate) enum Pages {
     Base,
 }
 
-/// Whether `zeroed` advises a buffer of `bytes` bytes onto huge pages:
-/// the `warm` module leaves those alone (a few faults each).
-pub(crate) fn advised(bytes: usize, pages: Pages) -> bool {
-    pages == Pages::Huge && bytes >= ADVISE_MIN_BYTES
-}
-
 /// `vec![zero; n]`; with `Pages::Huge`, pages the kernel may make huge
 /// (module doc): the allocator's fresh zeroed memory is advised before
 /// anything touches it.

@@ -14,13 +14,16 @@
 //! * it changes no byte and no bookkeeping: populating a page maps it
 //!   without writing to it, so the run's results, faults and timeline are
 //!   those of a run without it, whatever the two threads' timing;
+//! * it warms only the on-chip memories (SBUF and PSUM), whose whole size
+//!   the peak-memory budget counts (docs/cycle-model.md): a run that
+//!   faults early, or skips code, leaves HBM pages it never wrote
+//!   unmapped (a run of nki-library's `bwmm_bwd` that faulted after a
+//!   tenth of its program had 860 MB of warmed HBM scratch, 90 MB written);
 //! * it faults in only pages the program's writes touch (the hull of
 //!   each partition row of a write, when that hull is at most
-//!   [`SPARSE_FACTOR`] times the bytes written), so the run's peak memory
-//!   stays what the writes themselves would make it;
+//!   [`SPARSE_FACTOR`] times the bytes written);
 //! * it skips writes it cannot place before the run (a dynamic offset, an
-//!   indirect DMA's rows), inputs (whose bytes are the caller's until
-//!   written) and spaces that already hold their pages;
+//!   indirect DMA's rows) and memories that already hold their pages;
 //! * it stops when the run ends, and after [`IDLE_INSTRUCTIONS`]
 //!   instructions in a row that named no new page (a long program keeps
 //!   rewriting the tiles it has), so that it costs a long run no more
@@ -57,8 +60,6 @@ pub(crate) struct Targets {
     pub psum: Vec<Option<Buffer>>,
     pub sbuf_stride: u64,
     pub psum_stride: u64,
-    /// Per core, per HBM tensor of its program.
-    pub hbm: Vec<Vec<Option<Buffer>>>,
 }
 
 /// A memory being warmed: its buffer and which of its pages are done.
@@ -160,11 +161,6 @@ fn row_hull(ap: &AccessPattern) -> Option<(i64, i64, u64)> {
 pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
     let mut sbuf: Vec<Option<Space>> = targets.sbuf.iter().map(|&b| Space::new(b)).collect();
     let mut psum: Vec<Option<Space>> = targets.psum.iter().map(|&b| Space::new(b)).collect();
-    let mut hbm: Vec<Vec<Option<Space>>> = targets
-        .hbm
-        .iter()
-        .map(|core| core.iter().map(|&b| Space::new(b)).collect())
-        .collect();
     // The cores' queues side by side, an instruction of each in turn:
     // roughly the order the stepping thread reaches them.
     let streams: Vec<(usize, &[nkic_isa::Instruction])> = cores
@@ -203,14 +199,7 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
                         i64::from(ap.partition_start) * targets.psum_stride as i64,
                         targets.psum_stride as i64,
                     ),
-                    MemKind::Hbm(id) => (
-                        hbm.get_mut(core)
-                            .and_then(|t| t.get_mut(id.0 as usize))
-                            .and_then(Option::as_mut),
-                        0,
-                        ap.partition_stride
-                            .saturating_mul(i64::from(ap.dtype.size())),
-                    ),
+                    MemKind::Hbm(_) => continue,
                 };
                 let Some(space) = space else { continue };
                 let base = first.saturating_add(i64::try_from(ap.offset).unwrap_or(i64::MAX));
