@@ -80,17 +80,17 @@ impl Space {
     }
 
     /// Faults in the pages of bytes `lo..hi` not warmed yet (pages
-    /// counted from the one the buffer starts in); says whether there
-    /// were any.
-    fn warm(&mut self, lo: u64, hi: u64) -> bool {
+    /// counted from the one the buffer starts in); returns how many there
+    /// were.
+    fn warm(&mut self, lo: u64, hi: u64) -> usize {
         let page = pages::page_bytes() as u64;
         let hi = hi.min(self.buffer.len as u64);
         if lo >= hi {
-            return false;
+            return 0;
         }
         let skew = self.buffer.addr as u64 % page;
         let (lo, hi) = (lo + skew, hi + skew);
-        let mut fresh = false;
+        let mut fresh = 0;
         let mut run: Option<(u64, u64)> = None;
         for p in lo / page..hi.div_ceil(page) {
             let (word, bit) = ((p / 64) as usize, p % 64);
@@ -101,7 +101,7 @@ impl Space {
                 continue;
             }
             self.warmed[word] |= 1 << bit;
-            fresh = true;
+            fresh += 1;
             run = match run {
                 Some((a, b)) if b == p => Some((a, p + 1)),
                 Some((a, b)) => {
@@ -157,8 +157,8 @@ fn row_hull(ap: &AccessPattern) -> Option<(i64, i64, u64)> {
 }
 
 /// Warms the pages `cores`' writes touch (module doc) until `stop` is
-/// set.
-pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
+/// set; returns how many it warmed.
+pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> usize {
     let mut sbuf: Vec<Option<Space>> = targets.sbuf.iter().map(|&b| Space::new(b)).collect();
     let mut psum: Vec<Option<Space>> = targets.psum.iter().map(|&b| Space::new(b)).collect();
     // The cores' queues side by side, an instruction of each in turn:
@@ -170,10 +170,11 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
         .collect();
     let longest = streams.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
     let mut idle = 0;
+    let mut warmed = 0;
     for i in 0..longest {
         for &(core, insts) in &streams {
             if stop.load(Ordering::Relaxed) || idle >= IDLE_INSTRUCTIONS {
-                return;
+                return warmed;
             }
             let Some(inst) = insts.get(i) else { continue };
             let mut fresh = false;
@@ -211,12 +212,15 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) {
                     ) else {
                         continue;
                     };
-                    fresh |= space.warm(lo, hi);
+                    let pages = space.warm(lo, hi);
+                    fresh |= pages > 0;
+                    warmed += pages;
                 }
             }
             idle = if fresh { 0 } else { idle + 1 };
         }
     }
+    warmed
 }
 
 /// The warmer thread of a run: stopped and joined when dropped, so that
@@ -304,14 +308,60 @@ mod tests {
             };
             let mut space = Space::new(Some(buffer)).expect("a buffer");
             let (p, total) = (page as u64, buffer.len as u64);
-            assert!(space.warm(0, 2 * p + 1), "skew {skew}");
-            assert!(!space.warm(10, 60), "skew {skew}");
-            assert!(!space.warm(p, 2 * p), "skew {skew}");
-            assert!(space.warm(5 * p, 100 * p), "skew {skew}");
-            assert!(!space.warm(total, total + p), "skew {skew}");
-            assert!(space.warm(3 * p, 4 * p), "skew {skew}");
-            assert!(!space.warm(3 * p, 4 * p), "skew {skew}");
+            assert!(space.warm(0, 2 * p + 1) >= 3, "skew {skew}");
+            assert_eq!(space.warm(10, 60), 0, "skew {skew}");
+            assert_eq!(space.warm(p, 2 * p), 0, "skew {skew}");
+            assert!(space.warm(5 * p, 100 * p) > 0, "skew {skew}");
+            assert_eq!(space.warm(total, total + p), 0, "skew {skew}");
+            assert!(space.warm(3 * p, 4 * p) > 0, "skew {skew}");
+            assert_eq!(space.warm(3 * p, 4 * p), 0, "skew {skew}");
         }
         assert_eq!(bytes, before);
+    }
+
+    /// A buffer of `len` bytes starting at a page boundary, inside `backing`.
+    fn aligned(backing: &[u8], len: usize) -> Buffer {
+        let page = pages::page_bytes();
+        let addr = (backing.as_ptr() as usize).next_multiple_of(page);
+        assert!(addr + len <= backing.as_ptr() as usize + backing.len());
+        Buffer { addr, len }
+    }
+
+    /// The walk warms the rows of every write, each page once, and none
+    /// of a read, of an HBM write or of a sparse write.
+    #[test]
+    fn the_walk_warms_the_pages_of_on_chip_writes() {
+        let page = pages::page_bytes();
+        let (sbuf_stride, psum_stride) = (4 * page, 2048);
+        let sbuf = vec![0u8; 128 * sbuf_stride + page];
+        let psum = vec![0u8; 128 * psum_stride + page];
+        let targets = Targets {
+            sbuf: vec![Some(aligned(&sbuf, 128 * sbuf_stride))],
+            psum: vec![Some(aligned(&psum, 128 * psum_stride))],
+            sbuf_stride: sbuf_stride as u64,
+            psum_stride: psum_stride as u64,
+        };
+        let program = |body: &str| {
+            let text = format!(
+                ".target trn3\n.arg a f32[128,512] input\n.arg o f32[128,512] output\n{body}"
+            );
+            nkic_isa::assemble(&text).expect("the test program assembles")
+        };
+        let warm = |body: &str| run(&[program(body)], &targets, &AtomicBool::new(false));
+        // 128 rows of 2 KiB, each in a page of its own; written twice.
+        let rows = ".queue dma0\n  dma_copy dst=sbuf[0:128]:f32[1,512] src=hbm.a[0:128*512]:f32[1,512]\n  dma_copy dst=sbuf[0:128]:f32[1,512] src=hbm.a[0:128*512]:f32[1,512]\n";
+        assert_eq!(warm(rows), 128);
+        // 128 PSUM rows of 2 KiB side by side: 256 KiB.
+        let psum_rows = ".queue vector\n  memset dst=psum[0:128]:f32[1,512] value=0.0\n";
+        assert_eq!(warm(psum_rows), 128 * 2048 / page);
+        // Reads and HBM writes warm nothing.
+        let store =
+            ".queue dma0\n  dma_copy dst=hbm.o[0:128*512]:f32[1,512] src=sbuf[0:128]:f32[1,512]\n";
+        assert_eq!(warm(store), 0);
+        // Two elements a page apart: the hull is far more than the bytes.
+        let sparse = ".queue vector\n  memset dst=sbuf[0:128]:f32[1024,2] value=0.0\n";
+        assert_eq!(warm(sparse), 0);
+        // A stop asked for before the walk ends it at once.
+        assert_eq!(run(&[program(rows)], &targets, &AtomicBool::new(true)), 0);
     }
 }
