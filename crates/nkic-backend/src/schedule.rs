@@ -871,6 +871,12 @@ fn list_schedule(
         };
         options.clear();
         let mut earliest = u64::MAX;
+        // With no window and a ranked priority the pick is, among the ops
+        // that start earliest, the first of highest rank (then lowest op):
+        // kept during the scan, as (start, reversed rank, op, index).
+        let scan_pick =
+            policy.is_some_and(|p| p.window_ps == 0 && p.priority != Priority::SourceOrder);
+        let mut best: Option<(u64, std::cmp::Reverse<u64>, usize, usize)> = None;
         for k in pool {
             let w = &mut ready.pool[k];
             let i = w.op;
@@ -919,11 +925,19 @@ fn list_schedule(
                 }
             };
             earliest = earliest.min(start);
-            options.push((k, start));
+            if scan_pick {
+                let key = (start, std::cmp::Reverse(w.rank), w.op, k);
+                if best.is_none_or(|b| key < b) {
+                    best = Some(key);
+                }
+            } else {
+                options.push((k, start));
+            }
         }
         let pool = &ready.pool;
         let pick = match policy {
             None => options.first().map(|&(k, _)| k),
+            Some(_) if scan_pick => best.map(|(.., k)| k),
             Some(p) => {
                 let limit = earliest.saturating_add(p.window_ps);
                 let eligible = options.iter().filter(|&&(_, start)| start <= limit);
