@@ -93,9 +93,10 @@ pub fn synchronize(sched: &Scheduled, graph: &Graph, mode: Schedule) -> Waits {
     // The latest producer per queue that is not yet known complete.
     let mut needs: Vec<Option<usize>> = vec![None; width];
     let mut producers: Vec<usize> = Vec::new();
+    let mut clock = vec![0usize; width];
     for &b in &sched.order {
         let qb = slot_of[b];
-        let mut clock = known[qb * width..][..width].to_vec();
+        clock.copy_from_slice(&known[qb * width..][..width]);
         needs.fill(None);
         for &p in &graph.preds[b] {
             let qa = slot_of[p];

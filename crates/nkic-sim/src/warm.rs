@@ -128,39 +128,25 @@ impl Space {
 }
 
 /// The byte offsets `[lo, hi)` of an access pattern's elements from its
-/// row's address, and the bytes one row writes; `None` for a pattern with
-/// no element.
+/// row's address (`AccessPattern::free_byte_extent`), and the bytes one
+/// row writes; `None` for a pattern with no element.
 fn row_hull(ap: &AccessPattern) -> Option<(i64, i64, u64)> {
-    let size = i64::from(ap.dtype.size());
-    let (mut lo, mut hi) = (0i64, 0i64);
-    let mut elements = 1u64;
-    for d in &ap.dims {
-        if d.count == 0 {
-            return None;
-        }
-        let reach = d
-            .stride
-            .checked_mul(i64::from(d.count) - 1)?
-            .checked_mul(size)?;
-        if reach < 0 {
-            lo = lo.checked_add(reach)?;
-        } else {
-            hi = hi.checked_add(reach)?;
-        }
-        elements = elements.saturating_mul(u64::from(d.count));
-    }
-    Some((
-        lo,
-        hi.checked_add(size)?,
-        elements.saturating_mul(size as u64),
-    ))
+    let (lo, hi) = ap.free_byte_extent()?;
+    Some((lo, hi, ap.free_size().saturating_mul(ap.elem_bytes())))
 }
 
 /// Warms the pages `cores`' writes touch (module doc) until `stop` is
 /// set; returns how many it warmed.
 pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> usize {
-    let mut sbuf: Vec<Option<Space>> = targets.sbuf.iter().map(|&b| Space::new(b)).collect();
-    let mut psum: Vec<Option<Space>> = targets.psum.iter().map(|&b| Space::new(b)).collect();
+    // Per on-chip memory (SBUF, PSUM): each core's space, and the stride
+    // between its partition rows.
+    let spaces = |buffers: &[Option<Buffer>]| -> Vec<Option<Space>> {
+        buffers.iter().map(|&b| Space::new(b)).collect()
+    };
+    let mut on_chip = [
+        (spaces(&targets.sbuf), targets.sbuf_stride as i64),
+        (spaces(&targets.psum), targets.psum_stride as i64),
+    ];
     // The cores' queues side by side, an instruction of each in turn:
     // roughly the order the stepping thread reaches them.
     let streams: Vec<(usize, &[nkic_isa::Instruction])> = cores
@@ -189,21 +175,17 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
                 if (hi - lo) as u64 > written.saturating_mul(SPARSE_FACTOR) {
                     continue;
                 }
-                let (space, first, step) = match ap.mem {
-                    MemKind::Sbuf => (
-                        sbuf.get_mut(core).and_then(Option::as_mut),
-                        i64::from(ap.partition_start) * targets.sbuf_stride as i64,
-                        targets.sbuf_stride as i64,
-                    ),
-                    MemKind::Psum => (
-                        psum.get_mut(core).and_then(Option::as_mut),
-                        i64::from(ap.partition_start) * targets.psum_stride as i64,
-                        targets.psum_stride as i64,
-                    ),
+                let (spaces, step) = match ap.mem {
+                    MemKind::Sbuf => &mut on_chip[0],
+                    MemKind::Psum => &mut on_chip[1],
                     MemKind::Hbm(_) => continue,
                 };
-                let Some(space) = space else { continue };
-                let base = first.saturating_add(i64::try_from(ap.offset).unwrap_or(i64::MAX));
+                let Some(space) = spaces.get_mut(core).and_then(Option::as_mut) else {
+                    continue;
+                };
+                let step = *step;
+                let base = (i64::from(ap.partition_start) * step)
+                    .saturating_add(i64::try_from(ap.offset).unwrap_or(i64::MAX));
                 for p in 0..i64::from(ap.partition_count) {
                     let row = base.saturating_add(p.saturating_mul(step));
                     let (Ok(lo), Ok(hi)) = (
