@@ -19,12 +19,21 @@
 //! hit leaves the memory's bookkeeping as a decode would; only the HBM
 //! read count is added, as `read_f32` does.
 //!
-//! The cache holds at most `DECODED_BYTES` of values, least recently
-//! used first out.
+//! The cache holds at most `limit` bytes of values, least recently used
+//! first out. The limit starts at `DECODED_START` and grows, up to
+//! `DECODED_BYTES`, by the size of each operand decoded again after it
+//! was evicted for room (a *ghost*: the cache remembers the keys it last
+//! evicted, as ARC does, by their hashes): a kernel whose reused operands fit in a few MiB
+//! never takes the pages of more (every decoded value is a fresh page's
+//! worth of work at its first write), and one that reuses more grows the
+//! cache to what it reuses.
 
+use std::collections::{HashSet, VecDeque};
+use std::hash::BuildHasher;
 use std::sync::{Arc, OnceLock};
 
 use nkic_isa::DType;
+use nkic_isa::hash::FastBuild;
 
 use crate::matmul::{Magnitudes, Products};
 use crate::memory::{SpaceId, View};
@@ -84,9 +93,20 @@ const SPARE_BUFFERS: usize = 4;
 /// to 50 MB (its budget is 52 MiB).
 const DECODED_BYTES: usize = 24 << 20;
 
+/// The cache's first limit (module doc). The 1024³ bf16 matmul reuses
+/// each moving operand for the four row tiles of its block (eight of
+/// 272 KiB) and each stationary one for the next column block (32 of
+/// 64 KiB between two uses): about 4.5 MiB, where the fixed 24 MiB limit
+/// kept all 12 MiB it decoded.
+const DECODED_START: usize = 4 << 20;
+
+/// The most evicted entries the cache remembers (by their keys' hashes:
+/// two keys of the same hash only grow the cache sooner).
+const GHOSTS: usize = 4096;
+
 /// What a matmul operand read is: the view's bytes and how its values
 /// are laid out (`read_f32`, or rows `stride` values apart).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Key {
     space: SpaceId,
     dtype: DType,
@@ -129,12 +149,31 @@ impl Entry {
 }
 
 /// The decoded operands, least recently used first.
-#[derive(Default)]
 pub(crate) struct Decoded {
     entries: Vec<Entry>,
     size: usize,
+    /// The most bytes `entries` may hold (module doc).
+    limit: usize,
+    /// The hashes of the keys of the entries last evicted for room, in
+    /// `ghosts` and oldest first in `ghost_order` (which may also hold
+    /// hashes already taken out of `ghosts`).
+    ghosts: HashSet<u64, FastBuild>,
+    ghost_order: VecDeque<u64>,
     /// Buffers of evicted values no matmul holds any more.
     spare: Vec<Vec<f32>>,
+}
+
+impl Default for Decoded {
+    fn default() -> Decoded {
+        Decoded {
+            entries: Vec::new(),
+            size: 0,
+            limit: DECODED_START,
+            ghosts: HashSet::default(),
+            ghost_order: VecDeque::new(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl Decoded {
@@ -167,22 +206,42 @@ impl Decoded {
         if entry.size() > DECODED_BYTES {
             return;
         }
+        // Decoded again after an eviction for room: the cache was too small.
+        if self
+            .ghosts
+            .remove(&FastBuild::default().hash_one(&entry.key))
+        {
+            self.limit = (self.limit + entry.size()).min(DECODED_BYTES);
+        }
         self.size += entry.size();
         self.entries.push(entry);
         let mut evicted = 0;
-        while self.size > DECODED_BYTES {
+        while self.size > self.limit {
             self.size -= self.entries[evicted].size();
             evicted += 1;
         }
         let gone: Vec<Entry> = self.entries.drain(..evicted).collect();
         for entry in gone {
+            let hash = FastBuild::default().hash_one(&entry.key);
+            if self.ghosts.insert(hash) {
+                self.ghost_order.push_back(hash);
+                if self.ghost_order.len() > GHOSTS
+                    && let Some(oldest) = self.ghost_order.pop_front()
+                {
+                    self.ghosts.remove(&oldest);
+                }
+            }
             self.keep(entry);
         }
     }
 
-    /// A buffer of evicted values, if one is free.
-    pub fn spare(&mut self) -> Option<Vec<f32>> {
-        let mut buffer = self.spare.pop()?;
+    /// A buffer of evicted values, if one is free: one that holds `len`
+    /// values when there is one (a shorter one would grow into fresh
+    /// pages).
+    pub fn spare(&mut self, len: usize) -> Option<Vec<f32>> {
+        let last = self.spare.len().checked_sub(1)?;
+        let at = self.spare.iter().position(|b| b.capacity() >= len);
+        let mut buffer = self.spare.swap_remove(at.unwrap_or(last));
         buffer.clear();
         Some(buffer)
     }
@@ -194,5 +253,91 @@ impl Decoded {
         {
             self.spare.push(values.into_vec());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key of a view of `rows` partitions at byte `base` of SBUF.
+    fn key(base: i64) -> Key {
+        Key {
+            space: SpaceId::Sbuf(0),
+            dtype: DType::BF16,
+            rows: 128,
+            row_base: base,
+            row_step: 1 << 18,
+            run_len: 512,
+            runs: vec![0],
+            stride: None,
+        }
+    }
+
+    /// Values of `bytes` bytes.
+    fn values(bytes: usize) -> Arc<Values> {
+        Arc::new(Values::new(vec![0.0; bytes / 4]))
+    }
+
+    fn cached(d: &mut Decoded, base: i64) -> bool {
+        d.get(&key(base), |_| true).is_some()
+    }
+
+    /// The cache keeps what fits in `DECODED_START`, evicts the least
+    /// recently used beyond it, and grows by an operand's size when an
+    /// operand it evicted for room is decoded again, up to
+    /// `DECODED_BYTES`; a stale entry is dropped without growing it.
+    #[test]
+    fn the_limit_grows_by_what_is_decoded_again() {
+        const MIB: usize = 1 << 20;
+        let mut d = Decoded::default();
+        for base in 0..4 {
+            d.put(key(base), 0, values(MIB));
+        }
+        assert!((0..4).all(|base| cached(&mut d, base)));
+        assert_eq!((d.size, d.limit), (4 * MIB, DECODED_START));
+        // A fifth evicts the least recently used (0, then read again
+        // above: 1 is now the oldest).
+        assert!(cached(&mut d, 0));
+        d.put(key(4), 0, values(MIB));
+        assert!(!cached(&mut d, 1) && cached(&mut d, 0) && cached(&mut d, 4));
+        assert_eq!(d.limit, DECODED_START);
+        // Decoded again: a ghost, so the limit grows and nothing goes.
+        d.put(key(1), 0, values(MIB));
+        assert_eq!(d.limit, DECODED_START + MIB);
+        assert!((0..5).all(|base| cached(&mut d, base)));
+        // A key never evicted for room grows nothing.
+        d.put(key(9), 0, values(MIB));
+        assert_eq!(d.limit, DECODED_START + MIB);
+        // A stale entry is dropped, and not remembered.
+        assert!(d.get(&key(9), |_| false).is_none());
+        d.put(key(9), 0, values(MIB));
+        assert_eq!(d.limit, DECODED_START + MIB);
+        // Growth stops at `DECODED_BYTES`.
+        for round in 0..3 {
+            for base in 100..140 {
+                d.put(key(base), round, values(MIB));
+            }
+        }
+        assert_eq!(d.limit, DECODED_BYTES);
+        assert!(d.size <= DECODED_BYTES);
+    }
+
+    /// A spare buffer long enough for the decode is taken before a
+    /// shorter one, which would grow into fresh pages.
+    #[test]
+    fn a_spare_buffer_that_fits_comes_first() {
+        let mut d = Decoded::default();
+        assert!(d.spare(10).is_none());
+        d.spare = vec![
+            Vec::with_capacity(100),
+            Vec::with_capacity(10),
+            vec![1.0; 5],
+        ];
+        let b = d.spare(50).expect("a spare buffer");
+        assert!(b.capacity() >= 100 && b.is_empty());
+        let b = d.spare(500).expect("a spare buffer");
+        assert!(b.is_empty() && b.capacity() < 500);
+        assert_eq!(d.spare.len(), 1);
     }
 }

@@ -2215,7 +2215,7 @@ impl MemoryState {
                 return Ok(Some(values));
             }
         }
-        let mut values = match self.decoded.spare() {
+        let mut values = match self.decoded.spare(decoded_len(v, stride)) {
             Some(buffer) => buffer,
             None => self.deferred.spare(),
         };
