@@ -812,6 +812,14 @@ fn queue_slot(q: Queue) -> usize {
     }
 }
 
+/// The order in which a ranked policy prefers the ops it may pick: the
+/// highest rank, then the earliest start, then the earliest op.
+type Ranked = (std::cmp::Reverse<u64>, u64, usize);
+
+fn ranked(rank: u64, start: u64, op: usize) -> Ranked {
+    (std::cmp::Reverse(rank), start, op)
+}
+
 /// One list-scheduling pass: with a policy (optimized) or in source order
 /// on first legal queues (`None`, sequential). `urgency` serves
 /// [`Priority::Urgency`]. Returns the schedule and the number of slot
@@ -889,11 +897,11 @@ fn list_schedule(
         options.clear();
         let mut earliest = u64::MAX;
         // With no window and a ranked priority the pick is, among the ops
-        // that start earliest, the first of highest rank (then lowest op):
-        // kept during the scan, as (start, reversed rank, op, index).
+        // that start earliest, the least `ranked` one: kept during the
+        // scan, as (start, `ranked`, index).
         let scan_pick =
             policy.is_some_and(|p| p.window_ps == 0 && p.priority != Priority::SourceOrder);
-        let mut best: Option<(u64, std::cmp::Reverse<u64>, usize, usize)> = None;
+        let mut best: Option<(u64, Ranked, usize)> = None;
         for k in pool {
             let w = &mut ready.pool[k];
             let i = w.op;
@@ -943,7 +951,7 @@ fn list_schedule(
             };
             earliest = earliest.min(start);
             if scan_pick {
-                let key = (start, std::cmp::Reverse(w.rank), w.op, k);
+                let key = (start, ranked(w.rank, start, w.op), k);
                 if best.is_none_or(|b| key < b) {
                     best = Some(key);
                 }
@@ -960,9 +968,7 @@ fn list_schedule(
                 let eligible = options.iter().filter(|&&(_, start)| start <= limit);
                 match p.priority {
                     Priority::CriticalPath | Priority::Urgency => {
-                        eligible.min_by_key(|&&(k, start)| {
-                            (std::cmp::Reverse(pool[k].rank), start, pool[k].op)
-                        })
+                        eligible.min_by_key(|&&(k, start)| ranked(pool[k].rank, start, pool[k].op))
                     }
                     Priority::SourceOrder => eligible.min_by_key(|&&(k, _)| pool[k].op),
                 }

@@ -22,11 +22,11 @@
 //! The cache holds at most `limit` bytes of values, least recently used
 //! first out. The limit starts at `DECODED_START` and grows, up to
 //! `DECODED_BYTES`, by the size of each operand decoded again after it
-//! was evicted for room (a *ghost*: the cache remembers the keys it last
-//! evicted, as ARC does, by their hashes): a kernel whose reused operands fit in a few MiB
-//! never takes the pages of more (every decoded value is a fresh page's
-//! worth of work at its first write), and one that reuses more grows the
-//! cache to what it reuses.
+//! was evicted for room (a *ghost*: the cache remembers the hashes of
+//! the keys it last evicted, as ARC does): a kernel whose reused operands
+//! fit in a few MiB never takes the pages of more (every decoded value is
+//! a fresh page's worth of work at its first write), and one that reuses
+//! more grows the cache to what it reuses.
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::BuildHasher;

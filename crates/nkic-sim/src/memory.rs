@@ -2197,7 +2197,8 @@ impl MemoryState {
     /// last decoded for the same view and layout (`Space::stamps`), the
     /// values are those decoded then (`decoded`).
     fn read_cached(&mut self, v: &View, stride: Option<usize>) -> FResult<Option<Arc<Values>>> {
-        let fits = Decoded::fits(decoded_len(v, stride));
+        let len = decoded_len(v, stride);
+        let fits = Decoded::fits(len);
         let key = Key::of(v, stride).filter(|_| fits && self.is_clean(v));
         if let Some(key) = &key {
             // The cache is taken out while the test borrows the memory.
@@ -2215,7 +2216,7 @@ impl MemoryState {
                 return Ok(Some(values));
             }
         }
-        let mut values = match self.decoded.spare(decoded_len(v, stride)) {
+        let mut values = match self.decoded.spare(len) {
             Some(buffer) => buffer,
             None => self.deferred.spare(),
         };
