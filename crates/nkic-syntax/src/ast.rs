@@ -34,6 +34,7 @@
 //! it is for later stages to skip them.
 
 use nkic_diag::Span;
+use std::sync::Arc;
 
 /// A parsed file.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,32 +69,26 @@ pub struct Ident {
 
 /// An identifier (or dotted import path) as written in the source.
 ///
-/// It derefs to `str` and compares with `str`, `&str` and `String`. Names of
-/// up to 22 bytes (nearly all of them) are stored inline, so the parser does
-/// not allocate for them; longer ones live on the heap. Use `to_string()`
-/// (or `String::from`) where a `String` is needed.
+/// It derefs to `str` and compares with `str`, `&str` and `String`. The
+/// text is shared (`Arc<str>`): the parser makes one per distinct
+/// identifier of a file and clones it for the others (`Ctx::name`), and
+/// reading it is a plain dereference, which the specializer does at every
+/// evaluation of a name (inline bytes, validated by `str::from_utf8` at
+/// each read, were 8 % of the instructions of a MoE kernel's check). Use
+/// `to_string()` (or `String::from`) where a `String` is needed.
 #[derive(Clone)]
-pub struct Name(NameRepr, u64);
-
-/// How many bytes a [`Name`] stores without allocating.
-const INLINE_NAME: usize = 22;
-
-#[derive(Clone)]
-enum NameRepr {
-    Inline(u8, [u8; INLINE_NAME]),
-    Heap(Box<str>),
-}
+pub struct Name(Arc<str>, u64);
 
 impl Name {
     /// A name with the text `text`.
     pub fn new(text: &str) -> Name {
-        if text.len() <= INLINE_NAME {
-            let mut bytes = [0u8; INLINE_NAME];
-            bytes[..text.len()].copy_from_slice(text.as_bytes());
-            Name(NameRepr::Inline(text.len() as u8, bytes), name_hash(text))
-        } else {
-            Name(NameRepr::Heap(text.into()), name_hash(text))
-        }
+        Name::with_hash(text, name_hash(text))
+    }
+
+    /// [`Name::new`] with `hash` the text's [`name_hash`].
+    pub(crate) fn with_hash(text: &str, hash: u64) -> Name {
+        debug_assert_eq!(hash, name_hash(text), "a name's hash is its text's");
+        Name(Arc::from(text), hash)
     }
 
     /// The name's [`name_hash`], computed when the name was made.
@@ -103,14 +98,7 @@ impl Name {
 
     /// The text of the name.
     pub fn as_str(&self) -> &str {
-        match &self.0 {
-            // The bytes were copied from a `str` at a character boundary, so
-            // they are valid UTF-8; the fallback is never taken.
-            NameRepr::Inline(len, bytes) => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            NameRepr::Heap(text) => text,
-        }
+        &self.0
     }
 }
 

@@ -672,7 +672,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
             (l, Token::Name(n), r) => {
                 self.bump();
                 Ok(Ident {
-                    name: Name::new(n),
+                    name: self.ctx.name(n),
                     span: span(l, r),
                 })
             }
@@ -915,7 +915,7 @@ impl<'a, 'src, I: Iterator<Item = Spanned<'src>>> Parser<'a, 'src, I> {
     fn atom(&mut self) -> PResult<Expr> {
         let (l, t, r) = self.cur;
         let kind = match t {
-            Token::Name(n) => ExprKind::Name(Name::new(n)),
+            Token::Name(n) => ExprKind::Name(self.ctx.name(n)),
             Token::Int(s) => {
                 self.bump();
                 return Ok(self.ctx.number(Num::Int(s), l, r));

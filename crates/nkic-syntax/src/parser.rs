@@ -104,6 +104,9 @@ pub struct Ctx<'src> {
     /// `context as target` items seen inside parentheses, waiting for their
     /// `with` statement: (span of the context, target).
     as_items: Vec<(Span, Expr)>,
+    /// The names read so far, by [`name_hash`]: an identifier spelled
+    /// again shares the first one's text (`Ctx::name`).
+    names: hashbrown::HashTable<Name>,
 }
 
 /// Parses a whole file.
@@ -250,7 +253,19 @@ impl<'src> Ctx<'src> {
             fstring_depth: 0,
             too_deep_reported: false,
             as_items: Vec::new(),
+            names: hashbrown::HashTable::new(),
         }
+    }
+
+    /// The [`Name`] spelled `text`: the one made at its first occurrence
+    /// in this file, so that a file allocates each identifier's text once.
+    pub(crate) fn name(&mut self, text: &str) -> Name {
+        let hash = name_hash(text);
+        self.names
+            .entry(hash, |n| n.as_str() == text, Name::key_hash)
+            .or_insert_with(|| Name::with_hash(text, hash))
+            .get()
+            .clone()
     }
 
     fn error(
