@@ -49,13 +49,14 @@ pub trait FieldValue {
     fn is_omitted(&self) -> bool {
         false
     }
-    /// The views in this field (not their index views).
-    fn views(&self) -> Vec<&View> {
-        Vec::new()
+    /// The view in this field, if any (not its index view); a field
+    /// holds at most one, so asking allocates nothing.
+    fn view(&self) -> Option<&View> {
+        None
     }
-    /// The views in this field, mutably (the same ones as [`views`](Self::views)).
-    fn views_mut(&mut self) -> Vec<&mut View> {
-        Vec::new()
+    /// The view in this field, mutably (the same one as [`view`](Self::view)).
+    fn view_mut(&mut self) -> Option<&mut View> {
+        None
     }
     /// The register operands of this field (not views' dynamic offsets).
     fn registers(&self) -> Vec<RegHandle> {
@@ -330,11 +331,11 @@ impl FieldValue for View {
     fn write_text(&self, storages: &Arena<Storage>, out: &mut String) {
         write_view(self, storages, out);
     }
-    fn views(&self) -> Vec<&View> {
-        vec![self]
+    fn view(&self) -> Option<&View> {
+        Some(self)
     }
-    fn views_mut(&mut self) -> Vec<&mut View> {
-        vec![self]
+    fn view_mut(&mut self) -> Option<&mut View> {
+        Some(self)
     }
 }
 
@@ -375,16 +376,16 @@ impl FieldValue for Scalar {
             Scalar::Vector(view) => write_view(view, storages, out),
         }
     }
-    fn views(&self) -> Vec<&View> {
+    fn view(&self) -> Option<&View> {
         match self {
-            Scalar::Imm(_) => Vec::new(),
-            Scalar::Vector(v) => vec![v],
+            Scalar::Imm(_) => None,
+            Scalar::Vector(v) => Some(v),
         }
     }
-    fn views_mut(&mut self) -> Vec<&mut View> {
+    fn view_mut(&mut self) -> Option<&mut View> {
         match self {
-            Scalar::Imm(_) => Vec::new(),
-            Scalar::Vector(v) => vec![v],
+            Scalar::Imm(_) => None,
+            Scalar::Vector(v) => Some(v),
         }
     }
 }
@@ -611,11 +612,11 @@ impl<T: FieldValue> FieldValue for Option<T> {
     fn is_omitted(&self) -> bool {
         self.is_none()
     }
-    fn views(&self) -> Vec<&View> {
-        self.as_ref().map(FieldValue::views).unwrap_or_default()
+    fn view(&self) -> Option<&View> {
+        self.as_ref().and_then(FieldValue::view)
     }
-    fn views_mut(&mut self) -> Vec<&mut View> {
-        self.as_mut().map(FieldValue::views_mut).unwrap_or_default()
+    fn view_mut(&mut self) -> Option<&mut View> {
+        self.as_mut().and_then(FieldValue::view_mut)
     }
     fn registers(&self) -> Vec<RegHandle> {
         self.as_ref().map(FieldValue::registers).unwrap_or_default()

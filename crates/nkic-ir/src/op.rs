@@ -481,7 +481,7 @@ impl Op {
             if role == Role::Attr {
                 return;
             }
-            for view in value.views() {
+            if let Some(view) = value.view() {
                 push_view(&mut out, field, role, view, false);
             }
         });
@@ -511,7 +511,7 @@ impl Op {
             if role == Role::Attr {
                 return;
             }
-            for view in value.views_mut() {
+            if let Some(view) = value.view_mut() {
                 n += go(view, from, to);
             }
         });
@@ -544,7 +544,7 @@ impl Op {
             if role == Role::Read {
                 out.extend(value.registers());
             }
-            for view in value.views() {
+            if let Some(view) = value.view() {
                 out.extend(view.registers());
             }
         });

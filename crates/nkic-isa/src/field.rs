@@ -67,9 +67,10 @@ pub trait FieldValue {
     fn is_omitted(&self) -> bool {
         false
     }
-    /// The access patterns inside the field.
-    fn access_patterns(&self) -> Vec<&AccessPattern> {
-        Vec::new()
+    /// The access pattern inside the field, if any (a field holds at
+    /// most one, so asking allocates nothing).
+    fn access_pattern(&self) -> Option<&AccessPattern> {
+        None
     }
 }
 
@@ -385,8 +386,8 @@ impl FieldValue for AccessPattern {
     fn write_text(&self, names: &Names, out: &mut String) {
         write_ap(self, names, out);
     }
-    fn access_patterns(&self) -> Vec<&AccessPattern> {
-        vec![self]
+    fn access_pattern(&self) -> Option<&AccessPattern> {
+        Some(self)
     }
 }
 
@@ -405,11 +406,8 @@ impl<T: FieldValue> FieldValue for Option<T> {
     fn is_omitted(&self) -> bool {
         self.is_none()
     }
-    fn access_patterns(&self) -> Vec<&AccessPattern> {
-        match self {
-            Some(v) => v.access_patterns(),
-            None => Vec::new(),
-        }
+    fn access_pattern(&self) -> Option<&AccessPattern> {
+        self.as_ref().and_then(FieldValue::access_pattern)
     }
 }
 
@@ -429,10 +427,10 @@ impl FieldValue for Scalar {
             Scalar::Vector(ap) => write_ap(ap, names, out),
         }
     }
-    fn access_patterns(&self) -> Vec<&AccessPattern> {
+    fn access_pattern(&self) -> Option<&AccessPattern> {
         match self {
-            Scalar::Imm(_) => Vec::new(),
-            Scalar::Vector(ap) => vec![ap],
+            Scalar::Imm(_) => None,
+            Scalar::Vector(ap) => Some(ap),
         }
     }
 }

@@ -736,15 +736,15 @@ impl Op {
         let mut layouts = self.layouts().iter();
         self.for_each_field(&mut |field, role, value| {
             let layout = *layouts.next().expect("one layout per field");
-            if role != Role::Attr {
-                for ap in value.access_patterns() {
-                    out.push(Operand {
-                        field,
-                        role,
-                        layout,
-                        ap,
-                    });
-                }
+            if role != Role::Attr
+                && let Some(ap) = value.access_pattern()
+            {
+                out.push(Operand {
+                    field,
+                    role,
+                    layout,
+                    ap,
+                });
             }
         });
         out
