@@ -448,6 +448,8 @@ impl Ctx<'_> {
             B::Len => {
                 let x = self.one_arg(args, name, span)?;
                 let n = match &x.value {
+                    Value::List(l) => l.borrow().len(),
+                    Value::Tuple(t) => t.len(),
                     Value::Str(s) => s.chars().count(),
                     Value::Dict(d) => d.borrow().len(),
                     Value::Range(r) => r.len() as usize,

@@ -904,6 +904,23 @@ impl Ctx<'_> {
         key: &Value,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        match (o, key) {
+            // One element by its index, without copying the sequence.
+            (Value::List(l), k) if !matches!(k, Value::Slice(_)) => {
+                let len = l.borrow().len();
+                let i = self.list_index(key, len, span)?;
+                Ok(l.borrow()[i].clone())
+            }
+            (Value::Tuple(t), k) if !matches!(k, Value::Slice(_)) => {
+                let i = self.list_index(key, t.len(), span)?;
+                Ok(t[i].clone())
+            }
+            _ => self.subscript_any(o, key, span),
+        }
+    }
+
+    /// [`Ctx::subscript`] of anything but one element of a list or tuple.
+    fn subscript_any(&mut self, o: &Value, key: &Value, span: Span) -> Result<Value, Diagnostic> {
         match o {
             Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Range(_) => {
                 let items = self.iterate(o, span)?;
