@@ -69,6 +69,16 @@ impl CallArgs {
         required: usize,
         call_span: Span,
     ) -> Result<[Option<Arg>; N], Diagnostic> {
+        // Only positionals, at least the required ones and no more than
+        // the parameters before the first `*` take: what `match_params`
+        // gives, without its vectors (most calls of builtins).
+        let open = params.iter().position(|p| p.starts_with('*'));
+        if self.keywords.is_empty()
+            && (required..=open.unwrap_or(N)).contains(&self.positional.len())
+        {
+            let mut given = self.positional.into_iter();
+            return Ok(std::array::from_fn(|_| given.next()));
+        }
         let out = self.match_params(ctx, func, &params, |p| p, |i| i < required, call_span)?;
         Ok(out
             .try_into()
