@@ -2232,6 +2232,58 @@ def first_error(text):
     return text.strip().splitlines()[-1][:160] if text.strip() else ""
 
 
+def tier_run(opts, case, flags, out, tier):
+    """One `nkic run` of `case` on simulator tier `tier`, its outputs in
+    `out`: (exit code, JSON report, diagnostics, {output file: bytes}),
+    or None on a timeout."""
+    cmd = (nkic_cmd(opts.nkic, "run", opts.library, case) + flags
+           + ["--out", out, "--report", "json", "--sim-tier", tier])
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout)
+    except subprocess.TimeoutExpired:
+        return None
+    files = {}
+    for name in sorted(os.listdir(out)):
+        with open(os.path.join(out, name), "rb") as f:
+            files[name] = f.read()
+    return p.returncode, p.stdout, p.stderr, files
+
+
+def compare_tiers(opts, cases, have_numpy):
+    """`--compare-tiers`: each case run on both simulator tiers with the
+    same inputs (the driver's own where it makes them), which must agree
+    in everything: exit code, the JSON report (simulated time, engine
+    figures), the diagnostics text and every byte of every output."""
+    same = timeouts = 0
+    for case in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            needs = have_numpy and (case.get("ref") or case.get("inputs"))
+            _, flags = make_inputs(case, tmp, bool(case.get("ref"))) if needs else ({}, [])
+            runs = {}
+            for tier in ("jit", "interp"):
+                out = os.path.join(tmp, tier)
+                os.mkdir(out)
+                t0 = time.monotonic()
+                runs[tier] = tier_run(opts, case, flags, out, tier)
+                runs[tier + "_s"] = time.monotonic() - t0
+        jit, interp = runs["jit"], runs["interp"]
+        took = f"jit {runs['jit_s']:.1f}s, interp {runs['interp_s']:.1f}s"
+        if jit is None or interp is None:
+            timeouts += 1
+            print(f"{case['name']:28} TIMEOUT ({took})")
+            continue
+        parts = ["exit code", "report", "diagnostics", "outputs"]
+        differ = [what for what, a, b in zip(parts, jit, interp) if a != b]
+        if differ:
+            print(f"{case['name']:28} DIFFERS in {', '.join(differ)} ({took})")
+        else:
+            same += 1
+            print(f"{case['name']:28} same (exit code {jit[0]}, {len(jit[3])} outputs; {took})")
+    print(f"\n{same}/{len(cases)} identical between tiers"
+          + (f", {timeouts} timed out" if timeouts else ""))
+    return 0 if same + timeouts == len(cases) else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("library", help="a checkout of github.com/aws-neuron/nki-library")
@@ -2241,6 +2293,9 @@ def main():
     ap.add_argument("--only", metavar="REGEX", help="run only the cases whose name matches REGEX")
     ap.add_argument("--print-cmd", action="store_true",
                     help="print each selected case's `nkic check` command line instead of running it")
+    ap.add_argument("--compare-tiers", action="store_true",
+                    help="run each selected case with `--sim-tier jit` and `--sim-tier interp` and "
+                         "compare exit codes, reports, diagnostics and output bytes (issue 15)")
     opts = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -2253,6 +2308,8 @@ def main():
         for case in cases:
             print(shlex.join(nkic_cmd(opts.nkic, "check", opts.library, case)))
         return 0
+    if opts.compare_tiers:
+        return compare_tiers(opts, cases, have_numpy)
     for case in cases:
         t0 = time.monotonic()
         try:
