@@ -2259,15 +2259,15 @@ def compare_tiers(opts, cases, have_numpy):
         with tempfile.TemporaryDirectory() as tmp:
             needs = have_numpy and (case.get("ref") or case.get("inputs"))
             _, flags = make_inputs(case, tmp, bool(case.get("ref"))) if needs else ({}, [])
-            runs = {}
+            runs, seconds = [], []
             for tier in ("jit", "interp"):
                 out = os.path.join(tmp, tier)
                 os.mkdir(out)
                 t0 = time.monotonic()
-                runs[tier] = tier_run(opts, case, flags, out, tier)
-                runs[tier + "_s"] = time.monotonic() - t0
-        jit, interp = runs["jit"], runs["interp"]
-        took = f"jit {runs['jit_s']:.1f}s, interp {runs['interp_s']:.1f}s"
+                runs.append(tier_run(opts, case, flags, out, tier))
+                seconds.append(time.monotonic() - t0)
+        jit, interp = runs
+        took = f"jit {seconds[0]:.1f}s, interp {seconds[1]:.1f}s"
         if jit is None or interp is None:
             timeouts += 1
             print(f"{case['name']:28} TIMEOUT ({took})")

@@ -28,7 +28,7 @@
 //! a fresh page's worth of work at its first write), and one that reuses
 //! more grows the cache to what it reuses.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, OnceLock};
 
@@ -156,11 +156,15 @@ pub(crate) struct Decoded {
     size: usize,
     /// The most bytes `entries` may hold (module doc).
     limit: usize,
-    /// The hashes of the keys of the entries last evicted for room, in
-    /// `ghosts` and oldest first in `ghost_order` (which may also hold
-    /// hashes already taken out of `ghosts`).
-    ghosts: HashSet<u64, FastBuild>,
-    ghost_order: VecDeque<u64>,
+    /// The hashes of the keys of the last `GHOSTS` entries evicted for
+    /// room, oldest first in `ghost_order` with the number of their
+    /// eviction; `ghosts` maps each remembered hash to its latest one, so
+    /// that forgetting an old eviction of a key evicted again since
+    /// leaves the newer one remembered.
+    ghosts: HashMap<u64, u64, FastBuild>,
+    ghost_order: VecDeque<(u64, u64)>,
+    /// Evictions for room so far (numbers `ghost_order`'s entries).
+    evictions: u64,
     /// Buffers of evicted values no matmul holds any more.
     spare: Vec<Vec<f32>>,
 }
@@ -171,8 +175,9 @@ impl Default for Decoded {
             entries: Vec::new(),
             size: 0,
             limit: DECODED_START,
-            ghosts: HashSet::default(),
+            ghosts: HashMap::default(),
             ghost_order: VecDeque::new(),
+            evictions: 0,
             spare: Vec::new(),
         }
     }
@@ -212,6 +217,7 @@ impl Decoded {
         if self
             .ghosts
             .remove(&FastBuild::default().hash_one(&entry.key))
+            .is_some()
         {
             self.limit = (self.limit + entry.size()).min(DECODED_BYTES);
         }
@@ -225,13 +231,14 @@ impl Decoded {
         let gone: Vec<Entry> = self.entries.drain(..evicted).collect();
         for entry in gone {
             let hash = FastBuild::default().hash_one(&entry.key);
-            if self.ghosts.insert(hash) {
-                self.ghost_order.push_back(hash);
-                if self.ghost_order.len() > GHOSTS
-                    && let Some(oldest) = self.ghost_order.pop_front()
-                {
-                    self.ghosts.remove(&oldest);
-                }
+            self.evictions += 1;
+            self.ghosts.insert(hash, self.evictions);
+            self.ghost_order.push_back((hash, self.evictions));
+            if self.ghost_order.len() > GHOSTS
+                && let Some((oldest, at)) = self.ghost_order.pop_front()
+                && self.ghosts.get(&oldest) == Some(&at)
+            {
+                self.ghosts.remove(&oldest);
             }
             self.keep(entry);
         }

@@ -72,9 +72,8 @@ impl CallArgs {
         // Only positionals, at least the required ones and no more than
         // the parameters before the first `*` take: what `match_params`
         // gives, without its vectors (most calls of builtins).
-        let open = params.iter().position(|p| p.starts_with('*'));
         if self.keywords.is_empty()
-            && (required..=open.unwrap_or(N)).contains(&self.positional.len())
+            && (required..=positional_params(&params, |p| p)).contains(&self.positional.len())
         {
             let mut given = self.positional.into_iter();
             return Ok(std::array::from_fn(|_| given.next()));
@@ -101,10 +100,7 @@ impl CallArgs {
         required: impl Fn(usize) -> bool,
         call_span: Span,
     ) -> Result<Vec<Option<Arg>>, Diagnostic> {
-        let positional = params
-            .iter()
-            .position(|p| name(p).starts_with('*'))
-            .unwrap_or(params.len());
+        let positional = positional_params(params, &name);
         let mut out: Vec<Option<Arg>> = vec![None; params.len()];
         let n_pos = self.positional.len();
         for (i, arg) in self.positional.into_iter().enumerate() {
@@ -159,6 +155,15 @@ impl CallArgs {
         }
         Ok(out)
     }
+}
+
+/// How many of `params` (named by `name`) take positional arguments: those
+/// before the first whose name starts with `*`.
+fn positional_params<P>(params: &[P], name: impl Fn(&P) -> &str) -> usize {
+    params
+        .iter()
+        .position(|p| name(p).starts_with('*'))
+        .unwrap_or(params.len())
 }
 
 /// The parameter closest to `name` by edit distance, when it is close.

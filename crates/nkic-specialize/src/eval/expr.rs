@@ -919,7 +919,9 @@ impl Ctx<'_> {
         }
     }
 
-    /// [`Ctx::subscript`] of anything but one element of a list or tuple.
+    /// [`Ctx::subscript`] of anything but one element of a list or tuple
+    /// (which `subscript` reads in place): slices, strings, ranges, dicts,
+    /// index expressions, enums and objects.
     fn subscript_any(&mut self, o: &Value, key: &Value, span: Span) -> Result<Value, Diagnostic> {
         match o {
             Value::List(_) | Value::Tuple(_) | Value::Str(_) | Value::Range(_) => {
