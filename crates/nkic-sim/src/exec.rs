@@ -756,7 +756,7 @@ impl Exec<'_> {
             && perm == [1, 0]
             && let Some(rows) = self.mem.clean_rows(sv)
         {
-            return Ok(transposed_rows(&rows, sv.size));
+            return Ok(crate::transpose::transposed_rows(&rows, sv.size));
         }
         let mut raw = Vec::new();
         self.mem.read_raw(sv, &mut raw)?;
@@ -2311,6 +2311,14 @@ fn f64_exponent(x: f64) -> i32 {
 /// `raw`, in the row-major order of the array whose dim `d` is the
 /// source's dim `perm[d]`.
 fn permuted(raw: &[u8], size: usize, shape: &[u64], perm: &[usize]) -> Vec<u8> {
+    if let ([p, f], [1, 0]) = (shape, perm)
+        && size > 0
+        && raw.len() as u64 == p * f * size as u64
+    {
+        let row = *f as usize * size;
+        let rows: Vec<&[u8]> = (0..*p as usize).map(|i| &raw[i * row..][..row]).collect();
+        return crate::transpose::transposed_rows(&rows, size);
+    }
     match size {
         1 => permuted_as::<1>(raw, shape, perm),
         2 => permuted_as::<2>(raw, shape, perm),
@@ -2359,43 +2367,6 @@ fn permuted_dyn(raw: &[u8], size: usize, shape: &[u64], perm: &[usize]) -> Vec<u
     out
 }
 
-/// The elements (`size` bytes each) of `rows`, rows of equal length,
-/// transposed: what `permuted` gives for their concatenation with the
-/// permutation `[1, 0]`, read straight from the rows (no copy of them
-/// first). Eight rows at a time, so that each column's eight elements
-/// are written as one contiguous piece while the rows are read in order.
-fn transposed_rows(rows: &[&[u8]], size: usize) -> Vec<u8> {
-    fn fixed<const S: usize>(rows: &[&[u8]]) -> Vec<u8> {
-        let p = rows.len();
-        let f = rows.first().map_or(0, |r| r.len() / S);
-        let mut out = vec![0u8; p * f * S];
-        for (b, block) in rows.chunks(8).enumerate() {
-            let at = b * 8 * S;
-            for j in 0..f {
-                let line = &mut out[j * p * S + at..][..block.len() * S];
-                for (to, row) in line.chunks_exact_mut(S).zip(block) {
-                    to.copy_from_slice(&row[j * S..j * S + S]);
-                }
-            }
-        }
-        out
-    }
-    match size {
-        1 => fixed::<1>(rows),
-        2 => fixed::<2>(rows),
-        4 => fixed::<4>(rows),
-        8 => fixed::<8>(rows),
-        _ => {
-            let raw = rows.concat();
-            let shape = [
-                rows.len() as u64,
-                (raw.len() / size.max(1) / rows.len().max(1)) as u64,
-            ];
-            permuted_dyn(&raw, size, &shape, &[1, 0])
-        }
-    }
-}
-
 /// Steps the row-major index `idx` of an array of `dims` to the next
 /// element (back to all zeros after the last).
 fn advance(idx: &mut [usize], dims: &[usize]) {
@@ -2442,22 +2413,7 @@ mod tests {
         }
     }
 
-    /// Transposing rows in place of a copy gives the bytes the copy's
-    /// `permuted` gives, for every element size and for row counts that
-    /// are not a multiple of the eight rows taken at a time.
-    #[test]
-    fn transposed_rows_agree_with_permuted() {
-        for size in [1usize, 2, 3, 4, 8] {
-            for (p, f) in [(1, 1), (3, 5), (8, 8), (13, 7), (128, 128), (20, 0)] {
-                let raw: Vec<u8> = (0..p * f * size).map(|b| (b * 37 % 251) as u8).collect();
-                let rows: Vec<&[u8]> = (0..p).map(|i| &raw[i * f * size..][..f * size]).collect();
-                let want = permuted_dyn(&raw, size, &[p as u64, f as u64], &[1, 0]);
-                assert_eq!(transposed_rows(&rows, size), want, "{p}x{f} size {size}");
-            }
-        }
-    }
-
-    use super::{MxMatrix, mx_product, mx_product_f64, permuted, permuted_dyn, transposed_rows};
+    use super::{MxMatrix, mx_product, mx_product_f64, permuted, permuted_dyn};
     use crate::rng::Xorwow;
 
     /// A matrix of MX-like values, `(1 + q/8) · 2^e` with random sign, `q`

@@ -96,6 +96,7 @@ mod pages;
 mod race;
 mod result;
 mod rng;
+mod transpose;
 mod warm;
 
 #[cfg(test)]
