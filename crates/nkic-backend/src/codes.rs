@@ -37,3 +37,5 @@ pub const SHARED_MISMATCH: &str = "E0915";
 pub const UNLOWERABLE_VIEW: &str = "E0920";
 /// The op cannot run on the engine the kernel fixed, or on any engine.
 pub const NO_LEGAL_ENGINE: &str = "E0921";
+/// The specializer built IR that fails `nkic_ir::verify` (a bug in nkic).
+pub const INVALID_IR: &str = "E0922";

@@ -131,18 +131,36 @@ pub(crate) fn diag_at(
     }
 }
 
+/// E0922 for one broken IR invariant of program instance `inst`.
+fn invalid_ir(kernel: &Kernel, inst: usize, e: &nkic_ir::verify::VerifyError) -> Diagnostic {
+    use nkic_ir::verify::Location;
+    let loc = match e.at {
+        Location::Op(h) => kernel.spans.ops.get(h).copied(),
+        Location::Storage(h) => kernel.spans.storages.get(h).copied(),
+        _ => None,
+    };
+    diag_at(
+        codes::INVALID_IR,
+        format!("nkic built a program it cannot compile: {e}"),
+        loc,
+        "here",
+    )
+    .with_note(format!("in program instance {inst}"))
+    .with_help("this is a bug in nkic: please report it with the kernel and its arguments")
+}
+
 /// Numbers the ops and storages of `kernels`; see the module doc.
 pub fn collect<'k>(
     kernels: &'k [Kernel],
     sources: &SourceMap,
 ) -> Result<Unit<'k>, Vec<Diagnostic>> {
+    // The specializer builds only IR that verifies (`nkic_ir::verify`'s
+    // module doc). A program that does not is a bug in nkic, reported at
+    // the ops and tensors it concerns rather than as a crash (the first
+    // failing instance only: the others usually repeat it).
     for (inst, k) in kernels.iter().enumerate() {
         if let Err(errors) = nkic_ir::verify(k) {
-            let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            panic!(
-                "invariant broken: the backend is handed only IR that passes `nkic_ir::verify`, but program instance {inst} fails it: {}",
-                errors.join("; ")
-            );
+            return Err(errors.iter().map(|e| invalid_ir(k, inst, e)).collect());
         }
     }
     let mut diags = Vec::new();

@@ -40,7 +40,11 @@
 //! elements per partition whenever its count exceeds one), the partitions
 //! lie within the storage and the free dims stay within one partition row.
 //! In HBM the touched byte range lies within the storage. Only the static
-//! part of a dynamic offset is checked. Row indirection (`vector_offset`)
+//! part of a dynamic offset is checked, and an HBM view whose rows come
+//! from an index (`vector_offset`) is checked for one row at its static
+//! offset (the index picks the rows at run time, where the simulator
+//! checks each). These bounds are [`bounds`], which the specializer also
+//! asks of the access patterns it makes. Row indirection (`vector_offset`)
 //! is only on HBM views and column indirection (`indirect`) only on on-chip
 //! views; index views are SBUF views without indirection of their own.
 //!
@@ -132,6 +136,72 @@ pub fn verify(kernel: &Kernel) -> Result<(), Vec<VerifyError>> {
     } else {
         Err(v.errors)
     }
+}
+
+/// Why the bytes `view` touches do not lie within `st` (module doc,
+/// **Views**; empty when they do): on chip, a non-negative
+/// offset, the partition dim's stride the row length, the partitions
+/// within the storage's and the free dims within one partition row; in
+/// HBM, the touched byte range within the storage. Only the static part
+/// of a dynamic offset counts, and an HBM view whose rows come from an
+/// index (`vector_offset`) counts one row at its static offset: which
+/// rows it reads is known at run time, where each is checked. The
+/// specializer asks this of an access pattern it makes (`t.ap(...)`), so
+/// what it builds verifies. `view`'s dtype must tile `st`'s rows; the
+/// reasons call the storage `name`.
+pub fn bounds(view: &View, st: &Storage, name: &dyn fmt::Display) -> Vec<String> {
+    let mut errors = Vec::new();
+    let size = u64::from(view.dtype.size());
+    let row = st.bytes_per_partition();
+    let fp = match &view.indirect {
+        Some(Indirection::Rows { .. }) if !st.buffer.is_on_chip() => {
+            let mut one_row = view.clone();
+            if let Some(d0) = one_row.dims.first_mut() {
+                d0.count = 1;
+            }
+            one_row.footprint_in(st)
+        }
+        _ => view.footprint_in(st),
+    };
+    let Some((lo, hi)) = fp.byte_bounds() else {
+        return errors;
+    };
+    let row_i = i64::try_from(row).unwrap_or(i64::MAX);
+    if st.buffer.is_on_chip() {
+        if view.offset < 0 {
+            errors.push("negative offset".to_string());
+            return errors;
+        }
+        let p = view.dims[0];
+        let elems_per_row = i64::try_from(row / size.max(1)).unwrap_or(i64::MAX);
+        if p.count > 1 && p.stride != elems_per_row {
+            errors.push(format!(
+                "the partition dim has stride {} but rows of {name} hold {elems_per_row} elements",
+                p.stride
+            ));
+        }
+        if fp.partitions.end > st.partitions() {
+            errors.push(format!(
+                "partitions {}..{} outside the {} of {name}",
+                fp.partitions.start,
+                fp.partitions.end,
+                st.partitions(),
+            ));
+        }
+        if lo < 0 || hi > row_i {
+            errors.push(format!(
+                "bytes {lo}..{hi} leave the {row}-byte partition row of {name}"
+            ));
+        }
+    } else {
+        let total = i64::try_from(st.bytes()).unwrap_or(i64::MAX);
+        if lo < 0 || hi > total {
+            errors.push(format!(
+                "bytes {lo}..{hi} outside the {total} bytes of {name}"
+            ));
+        }
+    }
+    errors
 }
 
 /// Where an op sits: its position in program order, its block and index in
@@ -688,59 +758,8 @@ impl Verifier<'_> {
             );
             return Some(st);
         }
-        let fp = view.footprint_in(st);
-        let Some((lo, hi)) = fp.byte_bounds() else {
-            return Some(st);
-        };
-        let row_i = i64::try_from(row).unwrap_or(i64::MAX);
-        if st.buffer.is_on_chip() {
-            if view.offset < 0 {
-                self.err(at, format!("`{field}`: negative offset"));
-                return Some(st);
-            }
-            let p = view.dims[0];
-            let elems_per_row = i64::try_from(row / size).unwrap_or(i64::MAX);
-            if p.count > 1 && p.stride != elems_per_row {
-                self.err(
-                    at,
-                    format!(
-                        "`{field}`: the partition dim has stride {} but rows of {} hold {elems_per_row} elements",
-                        p.stride, view.storage
-                    ),
-                );
-            }
-            if fp.partitions.end > st.partitions() {
-                self.err(
-                    at,
-                    format!(
-                        "`{field}`: partitions {}..{} outside the {} of {}",
-                        fp.partitions.start,
-                        fp.partitions.end,
-                        st.partitions(),
-                        view.storage
-                    ),
-                );
-            }
-            if lo < 0 || hi > row_i {
-                self.err(
-                    at,
-                    format!(
-                        "`{field}`: bytes {lo}..{hi} leave the {row}-byte partition row of {}",
-                        view.storage
-                    ),
-                );
-            }
-        } else {
-            let total = i64::try_from(st.bytes()).unwrap_or(i64::MAX);
-            if lo < 0 || hi > total {
-                self.err(
-                    at,
-                    format!(
-                        "`{field}`: bytes {lo}..{hi} outside the {total} bytes of {}",
-                        view.storage
-                    ),
-                );
-            }
+        for message in bounds(view, st, &view.storage) {
+            self.err(at, format!("`{field}`: {message}"));
         }
         if let Some(d) = &view.dyn_offset
             && !self.k.registers.contains(d.reg)

@@ -1687,18 +1687,6 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
         ));
     }
     let dynamic = vector.is_some() || scalar.is_some();
-    if !dynamic && (lo < 0 || (hi + 1) * esize > storage_bytes) {
-        // Making an access pattern moves no data: NKI checks it where an
-        // instruction uses it, and library kernels build patterns in a
-        // loop that only some iterations use (`if h < n: nc_matmul(...)`).
-        let error = ctx.error(
-            codes::INDEX,
-            format!("the access pattern reaches elements {lo}..={hi} of a storage of {} {dtype} elements", storage_bytes / esize),
-            pat_arg.span,
-            "out of bounds",
-        );
-        return Ok(Value::Ext(Rc::new(OutOfBoundsView { error })));
-    }
     let indirect_dim = b.int_or(ctx, "indirect_dim", 0)?;
     if let Some(a) = scalar {
         let r = match &a.value {
@@ -1782,6 +1770,29 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
         view.indirect = Some(Indirection::Rows {
             index: Box::new(idx.view.clone()),
         });
+    }
+    // The bounds the IR verifier asks of every view (`nkic_ir::verify::
+    // bounds`): every element inside the storage, and for a run-time
+    // offset its static part, for row indices one row. Making an access
+    // pattern moves no data: NKI checks it where an instruction uses it,
+    // and library kernels build patterns in a loop that only some
+    // iterations use (`if h < n: nc_matmul(...)`). (A 1×1 tile offset's
+    // `reg_load` is already in the program then.)
+    let name = format!("`{}`", st.name);
+    if let Some(why) = nkic_ir::verify::bounds(&view, &st, &name)
+        .into_iter()
+        .next()
+    {
+        let message = if dynamic || t.buffer.is_on_chip() {
+            format!("the access pattern leaves its tensor: {why}")
+        } else {
+            format!(
+                "the access pattern reaches elements {lo}..={hi} of a storage of {} {dtype} elements",
+                storage_bytes / esize
+            )
+        };
+        let error = ctx.error(codes::INDEX, message, pat_arg.span, "out of bounds");
+        return Ok(Value::Ext(Rc::new(OutOfBoundsView { error })));
     }
     Ok(with_view(&t, view))
 }
