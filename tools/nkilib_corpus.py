@@ -15,6 +15,7 @@ vendored: the path is given on the command line. Not run by CI.
 
 import argparse
 import os
+import random
 import re
 import shlex
 import subprocess
@@ -2284,6 +2285,92 @@ def compare_tiers(opts, cases, have_numpy):
     return 0 if same + timeouts == len(cases) else 1
 
 
+def perturbed(rng, case):
+    """`case` with one `--arg` or `--const` changed the way a user's
+    mistake changes it: a dim one more, one less, halved, doubled, 1, 3,
+    127 or 129, a dtype swapped, a dim added or dropped; an integer
+    constant one more, one less, doubled or 0, a boolean one flipped.
+    Returns the variant and the changed spec (None when there is nothing
+    to change)."""
+    args, consts = list(case.get("args", [])), list(case.get("consts", []))
+    simple = [i for i, c in enumerate(consts)
+              if re.fullmatch(r"[^=]+=(-?\d+|True|False)", c)]
+    if simple and (not args or rng.random() < 0.3):
+        i = rng.choice(simple)
+        name, value = consts[i].split("=", 1)
+        if value in ("True", "False"):
+            value = "False" if value == "True" else "True"
+        else:
+            v = int(value)
+            value = str(rng.choice([v + 1, v - 1, v * 2, 0]))
+        consts[i] = f"{name}={value}"
+        return dict(case, consts=consts), consts[i]
+    if not args:
+        return case, None
+    i = rng.randrange(len(args))
+    name, spec = args[i].split("=", 1)
+    dtype, dims = spec.rstrip("]").split("[")
+    dims = [int(d) for d in dims.split(",") if d]
+    kind = rng.choice(["dim", "dim", "dtype", "rank"])
+    if kind == "dim" and dims:
+        k = rng.randrange(len(dims))
+        d = dims[k]
+        dims[k] = rng.choice([d + 1, max(d - 1, 1), max(d // 2, 1), d * 2, 1, 3, 127, 129])
+    elif kind == "dtype":
+        dtype = rng.choice(["float32", "bfloat16", "float16", "float8_e4m3", "int32", "uint8"])
+    elif dims and (len(dims) > 1 and rng.random() < 0.5):
+        dims = dims[:-1]
+    else:
+        dims = dims + [1]
+    args[i] = f"{name}={dtype}[{','.join(map(str, dims))}]"
+    return dict(case, args=args), args[i]
+
+
+def crashed(p):
+    """Whether a finished `nkic` process crashed rather than answered: a
+    signal, Rust's panic exit code or a panic message."""
+    return p.returncode < 0 or p.returncode == 101 or "panicked" in p.stderr
+
+
+def perturb(opts, cases):
+    """`--perturb N`: N variants of each case with one argument's shape or
+    dtype, or one simple constant, changed (`perturbed`, seeded by
+    `--seed`), each checked with
+    `nkic check` (and, with `--perturb-run`, run when it checks) and
+    reported when nkic crashes or passes the timeout instead of giving a
+    diagnostic or a result. Most variants are wrong for their kernel; the
+    point is that nkic says so."""
+    rng = random.Random(opts.seed)
+    tried = crashes = 0
+    for case in cases:
+        for _ in range(opts.perturb):
+            variant, changed = perturbed(rng, case)
+            if changed is None:
+                continue
+            tried += 1
+            subs = ["check", "run"] if opts.perturb_run else ["check"]
+            for sub in subs:
+                cmd = nkic_cmd(opts.nkic, sub, opts.library, variant)
+                try:
+                    p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts.timeout)
+                except subprocess.TimeoutExpired:
+                    crashes += 1
+                    print(f"{case['name']:28} {changed}: {sub} TIMEOUT")
+                    break
+                if crashed(p):
+                    crashes += 1
+                    tail = [l for l in p.stderr.splitlines() if "panicked" in l or "invariant" in l]
+                    print(f"{case['name']:28} {changed}: {sub} CRASHED (exit {p.returncode}) "
+                          + " ".join(tail)[:300])
+                    break
+                if p.returncode != 0:
+                    if opts.verbose:
+                        print(f"{case['name']:28} {changed}: {sub} {first_error(p.stderr)}")
+                    break
+    print(f"\n{tried} variants, {crashes} crashed or timed out")
+    return 1 if crashes else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("library", help="a checkout of github.com/aws-neuron/nki-library")
@@ -2296,6 +2383,12 @@ def main():
     ap.add_argument("--compare-tiers", action="store_true",
                     help="run each selected case with `--sim-tier jit` and `--sim-tier interp` and "
                          "compare exit codes, reports, diagnostics and output bytes (issue 15)")
+    ap.add_argument("--perturb", type=int, metavar="N", default=0,
+                    help="check N variants of each selected case, one argument's shape or dtype "
+                         "changed, and report any that make nkic crash or time out")
+    ap.add_argument("--perturb-run", action="store_true",
+                    help="with --perturb: also run the variants that check")
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --perturb's changes")
     opts = ap.parse_args()
     try:
         import numpy  # noqa: F401
@@ -2310,6 +2403,8 @@ def main():
         return 0
     if opts.compare_tiers:
         return compare_tiers(opts, cases, have_numpy)
+    if opts.perturb:
+        return perturb(opts, cases)
     for case in cases:
         t0 = time.monotonic()
         try:
