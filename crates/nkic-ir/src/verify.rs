@@ -172,9 +172,11 @@ pub fn bounds(view: &View, st: &Storage, name: &dyn fmt::Display) -> Vec<String>
             errors.push("negative offset".to_string());
             return errors;
         }
-        let p = view.dims[0];
         let elems_per_row = i64::try_from(row / size.max(1)).unwrap_or(i64::MAX);
-        if p.count > 1 && p.stride != elems_per_row {
+        if let Some(p) = view.dims.first()
+            && p.count > 1
+            && p.stride != elems_per_row
+        {
             errors.push(format!(
                 "the partition dim has stride {} but rows of {name} hold {elems_per_row} elements",
                 p.stride

@@ -1778,7 +1778,11 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     // and library kernels build patterns in a loop that only some
     // iterations use (`if h < n: nc_matmul(...)`). (A 1×1 tile offset's
     // `reg_load` is already in the program then.)
-    let name = format!("`{}`", st.name);
+    let name = if st.name.is_empty() {
+        "the tensor".to_string()
+    } else {
+        format!("`{}`", st.name)
+    };
     if let Some(why) = nkic_ir::verify::bounds(&view, &st, &name)
         .into_iter()
         .next()
