@@ -33,7 +33,7 @@ use crate::sync::Waits;
 pub fn emit(
     unit: &Unit<'_>,
     layout: &Layout,
-    lowered: &Lowered,
+    mut lowered: Lowered,
     sched: &Scheduled,
     waits: &Waits,
     sources: &SourceMap,
@@ -60,7 +60,13 @@ pub fn emit(
     for (&q, stream) in &sched.streams {
         let mut insts = Vec::with_capacity(stream.len());
         for &i in stream {
-            let mut inst = Instruction::new(lowered.ops[i].op.clone());
+            // Each op is in one stream once: its machine op moves into
+            // the program (a clone copied every access pattern's dims).
+            let op = std::mem::replace(
+                &mut lowered.ops[i].op,
+                nkic_isa::Op::Nop(nkic_isa::insn::Nop {}),
+            );
+            let mut inst = Instruction::new(op);
             for &p in &waits.waits[i] {
                 if let Some(&sem) = sems.get(&sched.queue[p]) {
                     inst = inst.wait(sem, signal_count[p]);

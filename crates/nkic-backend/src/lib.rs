@@ -249,5 +249,5 @@ fn back_half(
     let graph = deps::build(unit, layout, config.schedule, deps::Edges::Reduced);
     let sched = schedule::schedule(unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
-    Ok(emit::emit(unit, layout, &lowered, &sched, &waits, sources))
+    Ok(emit::emit(unit, layout, lowered, &sched, &waits, sources))
 }
