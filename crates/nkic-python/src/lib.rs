@@ -19,6 +19,7 @@
 //!   dtype_name, shape, little-endian float64 bytes)` of the `.npy` files
 //!   those arguments name (`nl.shared_constant(path)`). Diagnostics become
 //!   `nkic.CompileError`.
+//! * `GRID_MAX`: the largest size of a launch grid's dim (`u32::MAX`).
 //! * `Program.run(inputs, seed, poison, step_order, trace, max_sim_ms,
 //!   title) -> dict`: `inputs` maps argument names to flat `uint8` views
 //!   of C-contiguous arrays, read in place (no copy on the way in); the
@@ -469,5 +470,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dtype_names, m)?)?;
     m.add_class::<Program>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // A launch grid's sizes are `u32`s, 1 and up (`compile`'s `grid`, as
+    // `nkic --grid` takes them).
+    m.add("GRID_MAX", u32::MAX)?;
     Ok(())
 }

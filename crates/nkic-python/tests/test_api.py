@@ -188,6 +188,15 @@ def test_lnc2_grid_of_two(rng):
     np.testing.assert_array_equal(nkic.simulate(k.halves, grid=2, lnc=1)(a), a * 2.0)
 
 
+def test_bad_launch_grids_are_value_and_type_errors(rng):
+    a = rng.standard_normal((256, 64), dtype=np.float32)
+    for grid in (0, -1, 2**32):
+        with pytest.raises(ValueError, match=rf"launch grid's sizes are in 1..=4294967295, not {grid}$"):
+            nkic.simulate(k.halves)[grid](a)
+    with pytest.raises(TypeError, match="a launch grid holds ints, not 'x'"):
+        nkic.simulate(k.halves)["x"](a)
+
+
 def test_compile_exposes_nkasm_ir_and_report(rng):
     a = rng.standard_normal((128, 64), dtype=np.float32)
     c = nkic.compile(k.add, a, a)

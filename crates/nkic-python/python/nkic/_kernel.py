@@ -27,6 +27,9 @@ import numpy as np
 from . import _dtypes, _native, _values
 from ._errors import NkicWarning, OutOfBoundsError
 
+#: The largest size of a launch grid's dim, as `nkic --grid` takes it.
+_GRID_MAX = _native.GRID_MAX
+
 __all__ = ["Kernel", "Compiled", "TensorSpec", "tensor", "Grid"]
 
 Grid = Union[int, Tuple[int, ...]]
@@ -283,6 +286,10 @@ def _grid_and_lnc(grid: Any) -> Tuple[List[int], Optional[int]]:
             dims.append(nc)
             continue
         if isinstance(item, (int, np.integer)) and not isinstance(item, bool):
+            # The range `nkic --grid` takes (a grid past 1024 instances is
+            # then E0225, as on the command line).
+            if not 1 <= int(item) <= _GRID_MAX:
+                raise ValueError(f"a launch grid's sizes are in 1..={_GRID_MAX}, not {int(item)}")
             dims.append(int(item))
             continue
         raise TypeError(f"a launch grid holds ints, not {item!r}")

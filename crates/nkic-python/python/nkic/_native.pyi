@@ -5,6 +5,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 __version__: str
+GRID_MAX: int
 
 class Program:
     nkasm: str
