@@ -188,6 +188,11 @@ def test_lnc2_grid_of_two(rng):
     np.testing.assert_array_equal(nkic.simulate(k.halves, grid=2, lnc=1)(a), a * 2.0)
 
 
+def test_negative_tensor_dims_are_value_errors():
+    with pytest.raises(ValueError, match="^negative dimensions are not allowed$"):
+        nkic.tensor((128, -1), np.float32)
+
+
 def test_bad_launch_grids_are_value_and_type_errors(rng):
     a = rng.standard_normal((256, 64), dtype=np.float32)
     for grid in (0, -1, 2**32):

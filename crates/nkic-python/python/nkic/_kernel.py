@@ -41,6 +41,11 @@ class TensorSpec:
 
     def __init__(self, shape: Sequence[int], dtype: Any) -> None:
         self.shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in self.shape):
+            # NumPy's rule and words (`np.empty((-1, 3))`); a zero dim is
+            # the specializer's E0502 when the tensor is used, as for an
+            # empty array.
+            raise ValueError("negative dimensions are not allowed")
         self.dtype = dtype
 
     def __repr__(self) -> str:
