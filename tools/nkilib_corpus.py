@@ -2344,8 +2344,13 @@ def perturb(opts, cases):
     tried = crashes = 0
     for case in cases:
         for _ in range(opts.perturb):
-            variant, changed = perturbed(rng, case)
-            if changed is None:
+            # A change may give back the same value (1 halved is 1): draw
+            # again, a few times.
+            for _ in range(10):
+                variant, changed = perturbed(rng, case)
+                if changed is None or variant != case:
+                    break
+            if changed is None or variant == case:
                 continue
             tried += 1
             subs = ["check", "run"] if opts.perturb_run else ["check"]
