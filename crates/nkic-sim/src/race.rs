@@ -247,6 +247,15 @@ impl Brief {
 /// while the log holds more than `SCAN_MAX` entries (`indexed`), the only
 /// logs a check looks up by page, so short logs (most queues of most
 /// kernels) pay nothing for it.
+///
+/// `last` holds, per memory, the position of the log's latest entry and
+/// of its latest write there (dead ones included), so a check passes over
+/// a log with nothing after its unordered start in the access's memory
+/// (nothing it could meet) without looking at any entry: most queues of
+/// a launch touch a few memories (the other core's queues none of this
+/// core's SBUF and PSUM), and in the 2K `attention_bwd` row of the
+/// library the scan of short logs was 23 million entries of which 116
+/// were in the access's memory and partitions (race checks 0.28 → 0.17 s).
 #[derive(Clone, Debug, Default)]
 struct QueueLog {
     entries: Vec<Access>,
@@ -259,6 +268,15 @@ struct QueueLog {
     dead: usize,
     pages: HashMap<(SpaceId, i64), Lists, FastBuild>,
     wide: Lists,
+    last: Vec<Last>,
+}
+
+/// A log's latest entry in one memory, and its latest write there.
+#[derive(Clone, Copy, Debug)]
+struct Last {
+    space: SpaceId,
+    any: usize,
+    write: Option<usize>,
 }
 
 /// The entries of one page (or the wide entries): every one, and the
@@ -302,15 +320,17 @@ impl QueueLog {
     /// (`partition_point`), searched forward from `cursor` when every
     /// entry before it is ordered, and left in `cursor` for the next call.
     ///
-    /// The cursor is where the last check of the same queue found this
-    /// log's unordered entries to begin: the entries are in epoch order
+    /// The cursor is where the last check of the same queue that searched
+    /// this log (one not passed over by `last`) found its unordered entries
+    /// to begin: the entries are in epoch order
     /// and a queue's view of another's clock only grows, so the next
     /// start is almost always at or just after it, found in a few steps
     /// instead of a binary search of the whole log (two fifths of the race
     /// checks of an attention backward pass, in cache misses). Sorted
     /// epochs make "the entry before it is ordered" enough for the cursor
     /// to be a lower bound, whatever happened since (appends, a rebuild by
-    /// `retain`, a clock that did not grow); otherwise the whole log is
+    /// `retain`, a clock that did not grow, checks that passed the log
+    /// over); otherwise the whole log is
     /// searched.
     fn unordered_from(&self, clock: u32, cursor: &mut usize) -> usize {
         let epochs = &self.epochs;
@@ -353,8 +373,33 @@ const MAX_PAGES: i64 = 64;
 const SCAN_MAX: usize = 32;
 
 impl QueueLog {
+    /// Notes entry `k` of `space` (a write or not) in `last`.
+    fn note_last(&mut self, k: usize, space: SpaceId, write: bool) {
+        let write = write.then_some(k);
+        match self.last.iter_mut().find(|l| l.space == space) {
+            Some(l) => {
+                l.any = k;
+                l.write = write.or(l.write);
+            }
+            None => self.last.push(Last {
+                space,
+                any: k,
+                write,
+            }),
+        }
+    }
+
+    /// The position of the latest entry in `space` an access there (a
+    /// write or a read) may conflict with: any entry for a write, a
+    /// write for a read.
+    fn last_in(&self, space: SpaceId, write: bool) -> Option<usize> {
+        let last = self.last.iter().find(|l| l.space == space)?;
+        if write { Some(last.any) } else { last.write }
+    }
+
     fn push(&mut self, a: Access) {
         let k = self.entries.len();
+        self.note_last(k, a.region.space, a.write);
         self.by_region.entry(a.region.key()).or_default().push(k);
         if self.indexed() {
             self.index(k, &a.region, a.write);
@@ -415,8 +460,12 @@ impl QueueLog {
         self.epochs.retain(|_| keeps.next() == Some(&true));
         self.dead = 0;
         self.by_region.clear();
-        for (k, e) in self.entries.iter().enumerate() {
+        self.last.clear();
+        for k in 0..self.entries.len() {
+            let e = &self.entries[k];
             self.by_region.entry(e.region.key()).or_default().push(k);
+            let (space, write) = (e.region.space, e.write);
+            self.note_last(k, space, write);
         }
         self.pages.clear();
         self.wide = Lists::default();
@@ -611,10 +660,17 @@ impl Races {
             let clock = &self.clocks[a.queue];
             found.clear();
             for (r, log) in self.logs.iter().enumerate() {
-                if r == a.queue {
+                // Nothing in the access's memory it could meet (`last`).
+                let Some(last) = log
+                    .last_in(a.region.space, a.write)
+                    .filter(|_| r != a.queue)
+                else {
+                    continue;
+                };
+                let from = log.unordered_from(clock[r], &mut self.cursors[a.queue * queues + r]);
+                if last < from {
                     continue;
                 }
-                let from = log.unordered_from(clock[r], &mut self.cursors[a.queue * queues + r]);
                 log.candidates(from, &a.region, a.write, &mut candidates);
                 for &k in &candidates {
                     let b = &log.briefs[k];
@@ -960,6 +1016,54 @@ mod tests {
             conflict_of(&mut races, 1, false, wide_read.0, wide_read.1),
             None
         );
+    }
+
+    /// A check passes over a log with no entry it could meet in the
+    /// access's memory after the unordered start (`QueueLog::last`), and
+    /// still finds the conflicts of every other log: a write meets a read
+    /// logged after the last write of the memory the checking queue is
+    /// unordered with, a read meets only writes, and a log with nothing in
+    /// the memory is passed over.
+    #[test]
+    fn checks_pass_over_logs_with_nothing_in_the_memory() {
+        let mut races = Races::new(4, 1);
+        let in_psum = |races: &mut Races, q, write, lo, hi| {
+            let mut a = access(races, q, write, lo, hi);
+            a.region.space = SpaceId::Psum(0);
+            a
+        };
+        // Queue 0 writes SBUF bytes 0..100 (entry 0) and signals, then
+        // reads PSUM and SBUF elsewhere (entries 1 to 39); queue 1 only
+        // touches PSUM.
+        let w = access(&mut races, 0, true, 0, 100);
+        races.check(vec![w], |_| false, false).expect("first");
+        races.signal(0, 0, 0);
+        for i in 1..40 {
+            let r = if i % 2 == 0 {
+                in_psum(&mut races, 0, false, i * 100, i * 100 + 100)
+            } else {
+                access(&mut races, 0, false, i * 100, i * 100 + 100)
+            };
+            races.check(vec![r], |_| false, false).expect("reads");
+        }
+        let p = in_psum(&mut races, 1, true, 0, 100);
+        races
+            .check(vec![p], |_| false, false)
+            .expect("another memory");
+        let logs = &races.logs;
+        assert_eq!(logs[0].last_in(SpaceId::Sbuf(0), false), Some(0));
+        assert_eq!(logs[0].last_in(SpaceId::Sbuf(0), true), Some(39));
+        assert_eq!(logs[1].last_in(SpaceId::Sbuf(0), true), None);
+        // Queue 2, unordered with everything: its read of SBUF 50..60
+        // meets queue 0's write, not queue 1's PSUM write.
+        assert_eq!(conflict_of(&mut races, 2, false, 50, 60), Some(0));
+        // Queue 3 is ordered after queue 0's write (entry 0) only: its
+        // write meets the read of bytes 300..400 (entry 3), logged after
+        // queue 0's last SBUF write; a read of them meets nothing.
+        races.begin(3, &[(0, 1)]);
+        assert_eq!(conflict_of(&mut races, 3, false, 50, 60), None);
+        assert_eq!(conflict_of(&mut races, 3, false, 350, 351), None);
+        assert_eq!(conflict(&mut races, 3, 350, 351), Some(3));
     }
 
     /// After a prune drops the entries every queue is ordered after, a
