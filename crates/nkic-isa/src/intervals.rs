@@ -9,8 +9,8 @@
 /// access of a dependency graph or race log would otherwise hold room for
 /// all of them).
 pub fn join_sorted<T: Ord + Copy>(sorted: impl IntoIterator<Item = (T, T)>) -> Vec<(T, T)> {
-    let mut joined = Vec::new();
-    join_sorted_into(sorted, &mut joined);
+    let mut joined: Vec<(T, T)> = sorted.into_iter().collect();
+    join_in_place(&mut joined);
     joined.shrink_to_fit();
     joined
 }
@@ -20,15 +20,21 @@ pub fn join_sorted_into<T: Ord + Copy>(
     sorted: impl IntoIterator<Item = (T, T)>,
     joined: &mut Vec<(T, T)>,
 ) {
-    let sorted = sorted.into_iter();
     joined.clear();
-    joined.reserve(sorted.size_hint().0);
-    for (s, e) in sorted {
-        match joined.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => joined.push((s, e)),
+    joined.extend(sorted);
+    join_in_place(joined);
+}
+
+/// Joins the intervals of `sorted` (sorted by start) that overlap or
+/// touch, in place: [`join_sorted`] without a second list.
+pub fn join_in_place<T: Ord + Copy>(sorted: &mut Vec<(T, T)>) {
+    sorted.dedup_by(|next, kept| {
+        let joins = next.0 <= kept.1;
+        if joins {
+            kept.1 = kept.1.max(next.1);
         }
-    }
+        joins
+    });
 }
 
 /// True when two intervals share a point.
@@ -73,7 +79,7 @@ pub fn intersect<T: Ord + Copy>(a: &[(T, T)], b: &[(T, T)]) -> Vec<(T, T)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{intersect, join_sorted, meet, overlap};
+    use super::{intersect, join_in_place, join_sorted, join_sorted_into, meet, overlap};
 
     #[test]
     fn intersections_keep_the_shared_points() {
@@ -95,6 +101,12 @@ mod tests {
         let joined = join_sorted([(0, 4), (2, 3), (4, 6), (8, 9), (9, 9), (10, 12)]);
         assert_eq!(joined, [(0, 6), (8, 9), (10, 12)]);
         assert_eq!(join_sorted::<i64>([]), []);
+        let mut into = vec![(50, 60)];
+        join_sorted_into([(1, 3), (3, 5), (7, 8)], &mut into);
+        assert_eq!(into, [(1, 5), (7, 8)]);
+        let mut in_place = vec![(0, 10), (1, 2), (3, 11), (11, 12), (13, 14)];
+        join_in_place(&mut in_place);
+        assert_eq!(in_place, [(0, 12), (13, 14)]);
     }
 
     #[test]

@@ -90,28 +90,34 @@ impl Region {
             return None;
         }
         let run_bytes = (v.run_len * v.size) as i64;
-        let (parts, bases): ((usize, usize), Vec<i64>) = match v.space {
-            SpaceId::Hbm(_) => ((0, 1), (0..v.rows).map(|p| v.row_addr(p)).collect()),
-            _ => (
-                (v.part_start, v.part_start + v.rows),
-                vec![v.row_base.saturating_sub(v.part_start as i64 * v.row_step)],
-            ),
+        // Each HBM row at its own address; on chip one base for every
+        // partition (the bytes are per partition).
+        let (parts, bases) = match v.space {
+            SpaceId::Hbm(_) => ((0, 1), v.rows),
+            _ => ((v.part_start, v.part_start + v.rows), 1),
         };
-        let mut intervals = Vec::new();
-        if bases.len().saturating_mul(v.runs.len()) > MAX_INTERVALS {
-            let lo = bases.iter().min()? + v.runs.iter().min()?;
-            let hi = bases.iter().max()? + v.runs.iter().max()? + run_bytes;
-            intervals.push((lo, hi));
+        let base = |p: usize| match v.space {
+            SpaceId::Hbm(_) => v.row_addr(p),
+            _ => v.row_base.saturating_sub(v.part_start as i64 * v.row_step),
+        };
+        let count = bases.saturating_mul(v.runs.len());
+        let intervals = if count > MAX_INTERVALS {
+            let lo = (0..bases).map(base).min()? + v.runs.iter().min()?;
+            let hi = (0..bases).map(base).max()? + v.runs.iter().max()? + run_bytes;
+            vec![(lo, hi)]
         } else {
-            for &b in &bases {
+            let mut intervals = Vec::with_capacity(count);
+            for b in (0..bases).map(base) {
                 for &r in &v.runs {
                     let s = b.saturating_add(r);
                     intervals.push((s, s.saturating_add(run_bytes)));
                 }
             }
             intervals.sort_unstable();
-            intervals = intervals::join_sorted(intervals);
-        }
+            intervals::join_in_place(&mut intervals);
+            intervals.shrink_to_fit();
+            intervals
+        };
         Some(Region {
             space: v.space,
             parts,
