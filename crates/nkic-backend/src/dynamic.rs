@@ -437,8 +437,7 @@ impl Emitter<'_, '_> {
         if let Some(i) = self.naming {
             let index = self.streams.get(&q).map_or(0, Vec::len);
             let index = u32::try_from(index).unwrap_or(u32::MAX);
-            let names = operand_names(self.unit, op, i, q, index);
-            self.program.operand_names.extend(names);
+            operand_names(self.unit, op, i, q, index, &mut self.program.operand_names);
         }
     }
 

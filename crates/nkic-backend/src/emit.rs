@@ -81,9 +81,7 @@ pub fn emit(
                 inst = inst.at(line);
             }
             let index = u32::try_from(insts.len()).unwrap_or(u32::MAX);
-            program
-                .operand_names
-                .extend(operand_names(unit, &inst.op, i, q, index));
+            operand_names(unit, &inst.op, i, q, index, &mut program.operand_names);
             insts.push(inst);
         }
         *program.stream_mut(q) = insts;
@@ -92,8 +90,9 @@ pub fn emit(
     verified(program)
 }
 
-/// The `operand_names` entries of `op` (op `i` of the unit) at `index` of
-/// `queue`: the kernel's name of the tensor behind each on-chip operand.
+/// Appends to `out` the `operand_names` entries of `op` (op `i` of the
+/// unit) at `index` of `queue`: the kernel's name of the tensor behind
+/// each on-chip operand.
 /// The IR mirrors the machine's fields, so operands match IR accesses by
 /// field; the index operand of a gather or scatter is the IR's index view.
 pub fn operand_names(
@@ -102,11 +101,11 @@ pub fn operand_names(
     i: usize,
     queue: Queue,
     index: u32,
-) -> Vec<nkic_isa::OperandName> {
+    out: &mut Vec<nkic_isa::OperandName>,
+) {
     let info = &unit.ops[i];
     let kernel = &unit.kernels[info.inst];
     let accesses = info.op.accesses();
-    let mut out = Vec::new();
     for operand in op.operands() {
         if !operand.ap.mem.is_on_chip() {
             continue;
@@ -123,18 +122,17 @@ pub fn operand_names(
         out.push(nkic_isa::OperandName {
             queue,
             index,
-            field: operand.field.to_owned(),
+            field: operand.field,
             name: name.clone(),
         });
     }
-    out
 }
 
 /// Sorts `operand_names` by queue, index and field, as `Program` wants.
 pub fn sort_names(program: &mut Program) {
-    program.operand_names.sort_by(|a, b| {
-        (a.queue, a.index, a.field.as_str()).cmp(&(b.queue, b.index, b.field.as_str()))
-    });
+    program
+        .operand_names
+        .sort_by(|a, b| (a.queue, a.index, a.field).cmp(&(b.queue, b.index, b.field)));
     program
         .operand_names
         .dedup_by(|a, b| a.queue == b.queue && a.index == b.index && a.field == b.field);

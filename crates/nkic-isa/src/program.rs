@@ -138,8 +138,9 @@ pub struct OperandName {
     pub queue: Queue,
     /// The instruction's index in the queue's stream.
     pub index: u32,
-    /// The operand's field (`dst`, `src`, …).
-    pub field: String,
+    /// The operand's field (`dst`, `src`, …), as the instruction table
+    /// spells it.
+    pub field: &'static str,
     /// The kernel's name of the tensor.
     pub name: String,
 }
@@ -209,9 +210,14 @@ impl Program {
             return self.tensor(id).map(|t| t.name.as_str());
         }
         let index = u32::try_from(index).ok()?;
-        self.operand_names
+        // Sorted by queue, index and field: the instruction's few entries
+        // start where a binary search puts them.
+        let names = &self.operand_names;
+        let first = names.partition_point(|n| (n.queue, n.index) < (queue, index));
+        names[first..]
             .iter()
-            .find(|n| n.queue == queue && n.index == index && n.field == field)
+            .take_while(|n| n.queue == queue && n.index == index)
+            .find(|n| n.field == field)
             .map(|n| n.name.as_str())
     }
 
@@ -404,5 +410,44 @@ mod tests {
             looped.label_positions().get(&crate::inst::Label(4)),
             Some(&1)
         );
+    }
+
+    /// `operand_name` finds an on-chip operand's entry among the sorted
+    /// `operand_names` of many instructions, and an HBM operand's tensor.
+    #[test]
+    fn operand_names_are_found_by_queue_index_and_field() {
+        let mut p = Program::new(Target::Trn3);
+        let a = p.add_tensor("a", DType::F32, &[128, 4], TensorKind::Input);
+        let tile = |at: u64| AccessPattern::sbuf(0, 128, at, &[Dim::new(1, 4)], DType::F32);
+        for q in [Queue::Dma(0), Queue::Dma(1)] {
+            for k in 0..50u32 {
+                p.stream_mut(q)
+                    .push(Instruction::new(Op::DmaCopy(insn::DmaCopy {
+                        dst: tile(16 * u64::from(k)),
+                        src: AccessPattern::hbm(a, 128, 4, 0, &[Dim::new(1, 4)], DType::F32),
+                        accumulate: false,
+                        dge: crate::enums::DgeMode::None,
+                        oob: crate::enums::OobMode::Error,
+                        priority: None,
+                    })));
+                // Every third instruction's tile has no name.
+                if k % 3 != 0 {
+                    p.operand_names.push(OperandName {
+                        queue: q,
+                        index: k,
+                        field: "dst",
+                        name: format!("t{q}_{k}"),
+                    });
+                }
+            }
+        }
+        assert!(p.operand_names.is_sorted());
+        let q = Queue::Dma(1);
+        assert_eq!(p.operand_name(q, 7, "dst"), Some("tdma1_7"));
+        assert_eq!(p.operand_name(Queue::Dma(0), 49, "dst"), Some("tdma0_49"));
+        assert_eq!(p.operand_name(q, 9, "dst"), None);
+        assert_eq!(p.operand_name(q, 7, "src"), Some("a"));
+        assert_eq!(p.operand_name(q, 50, "dst"), None);
+        assert_eq!(p.operand_name(Queue::Vector, 1, "dst"), None);
     }
 }

@@ -475,7 +475,7 @@ fn uninitialised_reads_fault_or_read_poison() {
     named.operand_names.push(nkic_isa::OperandName {
         queue: Queue::Vector,
         index: 0,
-        field: "src".to_owned(),
+        field: "src",
         name: "x_tile".to_owned(),
     });
     let line = named.add_line("k.py", 12, 9, 100..120);
