@@ -327,17 +327,16 @@ impl QueueLog {
     /// entry before it is ordered, and left in `cursor` for the next call.
     ///
     /// The cursor is where the last check of the same queue that searched
-    /// this log (one not passed over by `last`) found its unordered entries
-    /// to begin: the entries are in epoch order
-    /// and a queue's view of another's clock only grows, so the next
-    /// start is almost always at or just after it, found in a few steps
-    /// instead of a binary search of the whole log (two fifths of the race
-    /// checks of an attention backward pass, in cache misses). Sorted
-    /// epochs make "the entry before it is ordered" enough for the cursor
-    /// to be a lower bound, whatever happened since (appends, a rebuild by
-    /// `retain`, a clock that did not grow, checks that passed the log
-    /// over); otherwise the whole log is
-    /// searched.
+    /// this log (one `last` did not pass it over for) found its unordered
+    /// entries to begin: the entries are in epoch order and a queue's view
+    /// of another's clock only grows, so the next start is almost always
+    /// at or just after it, found in a few steps instead of a binary
+    /// search of the whole log (two fifths of the race checks of an
+    /// attention backward pass, in cache misses). Sorted epochs make "the
+    /// entry before it is ordered" enough for the cursor to be a lower
+    /// bound, whatever happened since (appends, a rebuild by `retain`, a
+    /// clock that did not grow, checks that passed the log over);
+    /// otherwise the whole log is searched.
     fn unordered_from(&self, clock: u32, cursor: &mut usize) -> usize {
         let epochs = &self.epochs;
         debug_assert_eq!(epochs.len(), self.entries.len(), "an epoch per entry");
