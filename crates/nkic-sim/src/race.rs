@@ -665,11 +665,11 @@ impl Races {
             let clock = &self.clocks[a.queue];
             found.clear();
             for (r, log) in self.logs.iter().enumerate() {
+                if r == a.queue {
+                    continue;
+                }
                 // Nothing in the access's memory it could meet (`last`).
-                let Some(last) = log
-                    .last_in(a.region.space, a.write)
-                    .filter(|_| r != a.queue)
-                else {
+                let Some(last) = log.last_in(a.region.space, a.write) else {
                     continue;
                 };
                 let from = log.unordered_from(clock[r], &mut self.cursors[a.queue * queues + r]);
