@@ -249,5 +249,8 @@ fn back_half(
     let graph = deps::build(unit, layout, config.schedule, deps::Edges::Reduced);
     let sched = schedule::schedule(unit, &lowered, &graph, config.schedule);
     let waits = sync::synchronize(&sched, &graph, config.schedule);
+    // Emission does not look at the graph: its memory (every op's placed
+    // accesses) goes back to the allocator for the program's instructions.
+    drop(graph);
     Ok(emit::emit(unit, layout, lowered, &sched, &waits, sources))
 }
