@@ -515,19 +515,28 @@ pub struct ModuleValue {
     pub globals: Rc<Scope>,
 }
 
-/// An interner: one shared `Rc<str>` per name (see `Ctx::intern`).
+/// An interner: one shared `Rc<str>` per name (see `Ctx::intern`), found
+/// by its [`name_hash`], which a parsed name carries: interning the name
+/// of a fresh local at every call hashes nothing.
 #[derive(Debug, Default)]
-pub struct Names(std::collections::HashSet<Rc<str>, nkic_isa::hash::FastBuild>);
+pub struct Names(hashbrown::HashTable<(u64, Rc<str>)>);
 
 impl Names {
     /// The shared `Rc<str>` spelling `name`.
     pub fn intern(&mut self, name: &str) -> Rc<str> {
-        if let Some(k) = self.0.get(name) {
-            return k.clone();
-        }
-        let k: Rc<str> = Rc::from(name);
-        self.0.insert(k.clone());
-        k
+        self.intern_hashed(name_hash(name), name)
+    }
+
+    /// [`Names::intern`] with `hash` the name's [`name_hash`].
+    pub fn intern_hashed(&mut self, hash: u64, name: &str) -> Rc<str> {
+        let entry = self
+            .0
+            .entry(hash, |(h, k)| *h == hash && **k == *name, |(h, _)| *h);
+        entry
+            .or_insert_with(|| (hash, Rc::from(name)))
+            .get()
+            .1
+            .clone()
     }
 }
 

@@ -326,7 +326,7 @@ impl Ctx<'_> {
                 }
                 ArgKind::Keyword(name, e) => {
                     let v = self.eval(e)?;
-                    let key = self.intern(&name.name);
+                    let key = self.names.intern_hashed(name.name.key_hash(), &name.name);
                     out.keywords.push((key, Arg::new(v, e.span)));
                 }
                 ArgKind::Star(e) => {

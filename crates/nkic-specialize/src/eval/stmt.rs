@@ -406,7 +406,7 @@ impl Ctx<'_> {
         }
         let names = &mut self.names;
         self.scope
-            .set_hashed(hash, name, value, || names.intern(name));
+            .set_hashed(hash, name, value, || names.intern_hashed(hash, name));
     }
 
     fn unpack(&mut self, targets: &[Expr], value: Value, span: Span) -> Result<(), Diagnostic> {
