@@ -215,6 +215,26 @@ struct Place {
     loops: Vec<Handle<DynLoop>>,
 }
 
+/// Each op's place in the body, by the op's index (the body names only
+/// ops of the arena: `Verifier::block` skips unknown handles).
+struct Places(Vec<Option<Place>>);
+
+impl Places {
+    fn get(&self, h: &Handle<Op>) -> Option<&Place> {
+        self.0.get(h.index()).and_then(Option::as_ref)
+    }
+
+    fn contains_key(&self, h: &Handle<Op>) -> bool {
+        self.get(h).is_some()
+    }
+
+    fn insert(&mut self, h: Handle<Op>, place: Place) {
+        if let Some(slot) = self.0.get_mut(h.index()) {
+            *slot = Some(place);
+        }
+    }
+}
+
 struct Verifier<'k> {
     k: &'k Kernel,
     errors: Vec<VerifyError>,
@@ -460,8 +480,12 @@ impl Verifier<'_> {
 
     /// Walks the body: every op and loop exactly once, loop contexts nested,
     /// loop kinds well formed. Returns each op's place.
-    fn structure(&mut self) -> BTreeMap<Handle<Op>, Place> {
-        let mut places = BTreeMap::new();
+    fn structure(&mut self) -> Places {
+        let mut places = Places(
+            std::iter::repeat_with(|| None)
+                .take(self.k.ops.len())
+                .collect(),
+        );
         let mut seen_loops = BTreeSet::new();
         let mut position = 0;
         self.block(
@@ -493,7 +517,7 @@ impl Verifier<'_> {
         owner: Option<Handle<DynLoop>>,
         stack: &mut Vec<Handle<DynLoop>>,
         outer_ctx: LoopCtx,
-        places: &mut BTreeMap<Handle<Op>, Place>,
+        places: &mut Places,
         seen_loops: &mut BTreeSet<Handle<DynLoop>>,
         position: &mut usize,
     ) {
@@ -571,7 +595,7 @@ impl Verifier<'_> {
         }
     }
 
-    fn ops(&mut self, places: &BTreeMap<Handle<Op>, Place>) {
+    fn ops(&mut self, places: &Places) {
         let mut groups: BTreeMap<_, Vec<Handle<Op>>> = BTreeMap::new();
         for (h, op) in self.k.ops.iter() {
             let at = Location::Op(h);
