@@ -508,7 +508,7 @@ fn simulate_pass<'scope>(
     // Declared after `mem`, so dropped (and joined) before it.
     let _warmer = config
         .warm_pages
-        .then(|| warm::Warmer::start(scope, cores, mem.warm_targets()));
+        .then(|| warm::Warmer::start(scope, cores, mem.warm_targets(cores)));
     let mut queues: Vec<QueueState<'_>> = Vec::new();
     let mut sem_total = 0usize;
     for (c, p) in cores.iter().enumerate() {

@@ -1144,7 +1144,7 @@ impl MemoryState {
 
     /// The buffers the `warm` module may fault in: each core's on-chip
     /// memories, unless they already hold their pages (written whole).
-    pub fn warm_targets(&self) -> warm::Targets {
+    pub fn warm_targets(&self, cores: &[Program]) -> warm::Targets {
         let buffer = |s: &Space| match &s.data {
             Data::Own(bytes) if !s.all_written && !bytes.is_empty() => Some(warm::Buffer {
                 addr: bytes.as_ptr() as usize,
@@ -1152,7 +1152,23 @@ impl MemoryState {
             }),
             _ => None,
         };
+        let outputs = cores
+            .iter()
+            .zip(&self.hbm_map)
+            .map(|(program, map)| {
+                program
+                    .hbm
+                    .iter()
+                    .zip(map)
+                    .map(|(t, &global)| match t.kind {
+                        TensorKind::Output => self.hbm.get(global as usize).and_then(buffer),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
         warm::Targets {
+            outputs,
             sbuf: self.sbuf.iter().map(buffer).collect(),
             psum: self.psum.iter().map(buffer).collect(),
             sbuf_stride: self.sbuf_stride as u64,

@@ -14,11 +14,13 @@
 //! * it changes no byte and no bookkeeping: populating a page maps it
 //!   without writing to it, so the run's results, faults and timeline are
 //!   those of a run without it, whatever the two threads' timing;
-//! * it warms only the on-chip memories (SBUF and PSUM), whose whole size
-//!   the peak-memory budget counts (docs/cycle-model.md): a run that
-//!   faults early, or skips code, leaves HBM pages it never wrote
-//!   unmapped (a run of nki-library's `bwmm_bwd` that faulted after a
-//!   tenth of its program had 860 MB of warmed HBM scratch, 90 MB written);
+//! * it warms only the on-chip memories (SBUF and PSUM) and the kernel's
+//!   output tensors, whose whole size the peak-memory budget counts
+//!   (docs/cycle-model.md), and of an output only the bytes its stores
+//!   write: a run that faults early, or skips code, leaves the HBM
+//!   scratch it never wrote unmapped (a run of nki-library's `bwmm_bwd`
+//!   that faulted after a tenth of its program had 860 MB of warmed HBM
+//!   scratch, 90 MB written);
 //! * it faults in only pages the program's writes touch (the hull of
 //!   each partition row of a write, when that hull is at most
 //!   [`SPARSE_FACTOR`] times the bytes written);
@@ -60,6 +62,9 @@ pub(crate) struct Targets {
     pub psum: Vec<Option<Buffer>>,
     pub sbuf_stride: u64,
     pub psum_stride: u64,
+    /// Per core, per HBM tensor of its program: the buffer of an output
+    /// tensor (`None` for the others).
+    pub outputs: Vec<Vec<Option<Buffer>>>,
 }
 
 /// A memory being warmed: its buffer and which of its pages are done.
@@ -154,6 +159,11 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
         .enumerate()
         .flat_map(|(c, p)| p.queues.iter().map(move |q| (c, &q.insts[..])))
         .collect();
+    let mut outputs: Vec<Vec<Option<Space>>> = targets
+        .outputs
+        .iter()
+        .map(|core| core.iter().map(|&b| Space::new(b)).collect())
+        .collect();
     let longest = streams.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
     let mut idle = 0;
     let mut warmed = 0;
@@ -178,7 +188,37 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
                 let (spaces, step) = match ap.mem {
                     MemKind::Sbuf => &mut on_chip[0],
                     MemKind::Psum => &mut on_chip[1],
-                    MemKind::Hbm(_) => continue,
+                    MemKind::Hbm(id) => {
+                        // An output's bytes from the first to the last the
+                        // write touches (as dense as a row, checked above).
+                        let Some(space) = outputs
+                            .get_mut(core)
+                            .and_then(|o| o.get_mut(id.0 as usize))
+                            .and_then(Option::as_mut)
+                        else {
+                            continue;
+                        };
+                        let Some((lo, hi)) = ap.byte_range() else {
+                            continue;
+                        };
+                        let rows = u64::from(ap.partition_count).max(1);
+                        if (hi - lo) as u64
+                            > written.saturating_mul(rows).saturating_mul(SPARSE_FACTOR)
+                        {
+                            continue;
+                        }
+                        let base = i64::try_from(ap.offset).unwrap_or(i64::MAX);
+                        let (Ok(lo), Ok(hi)) = (
+                            u64::try_from(base.saturating_add(lo)),
+                            u64::try_from(base.saturating_add(hi)),
+                        ) else {
+                            continue;
+                        };
+                        let pages = space.warm(lo, hi);
+                        fresh |= pages > 0;
+                        warmed += pages;
+                        continue;
+                    }
                 };
                 let Some(space) = spaces.get_mut(core).and_then(Option::as_mut) else {
                     continue;
@@ -310,7 +350,8 @@ mod tests {
     }
 
     /// The walk warms the rows of every write, each page once, and none
-    /// of a read, of an HBM write or of a sparse write.
+    /// of a read, of an HBM write (no output buffer is given here) or of a
+    /// sparse write.
     #[test]
     fn the_walk_warms_the_pages_of_on_chip_writes() {
         let page = pages::page_bytes();
@@ -318,6 +359,7 @@ mod tests {
         let sbuf = vec![0u8; 128 * sbuf_stride + page];
         let psum = vec![0u8; 128 * psum_stride + page];
         let targets = Targets {
+            outputs: Vec::new(),
             sbuf: vec![Some(aligned(&sbuf, 128 * sbuf_stride))],
             psum: vec![Some(aligned(&psum, 128 * psum_stride))],
             sbuf_stride: sbuf_stride as u64,
@@ -336,7 +378,7 @@ mod tests {
         // 128 PSUM rows of 2 KiB side by side: 256 KiB.
         let psum_rows = ".queue vector\n  memset dst=psum[0:128]:f32[1,512] value=0.0\n";
         assert_eq!(warm(psum_rows), 128 * 2048 / page);
-        // Reads and HBM writes warm nothing.
+        // Reads and HBM writes (no output buffer given) warm nothing.
         let store =
             ".queue dma0\n  dma_copy dst=hbm.o[0:128*512]:f32[1,512] src=sbuf[0:128]:f32[1,512]\n";
         assert_eq!(warm(store), 0);
@@ -345,5 +387,37 @@ mod tests {
         assert_eq!(warm(sparse), 0);
         // A stop asked for before the walk ends it at once.
         assert_eq!(run(&[program(rows)], &targets, &AtomicBool::new(true)), 0);
+    }
+
+    /// With an output's buffer given, the walk warms the bytes each store
+    /// to it writes, each page once; stores to other tensors and reads of
+    /// the output warm nothing.
+    #[test]
+    fn the_walk_warms_the_stores_to_outputs() {
+        let page = pages::page_bytes();
+        let bytes = 128 * 512 * 4;
+        let out = vec![0u8; bytes + page];
+        let targets = Targets {
+            // Tensor 0 is the input `a`, tensor 1 the output `o`.
+            outputs: vec![vec![None, Some(aligned(&out, bytes))]],
+            sbuf: vec![None],
+            psum: vec![None],
+            sbuf_stride: 2048,
+            psum_stride: 2048,
+        };
+        let program = |body: &str| {
+            let text = format!(
+                ".target trn3\n.arg a f32[128,512] input\n.arg o f32[128,512] output\n.queue dma0\n{body}"
+            );
+            nkic_isa::assemble(&text).expect("the test program assembles")
+        };
+        let warm = |body: &str| run(&[program(body)], &targets, &AtomicBool::new(false));
+        let half = "  dma_copy dst=hbm.o[0:64*512]:f32[1,512] src=sbuf[0:64]:f32[1,512]\n";
+        let whole = "  dma_copy dst=hbm.o[0:128*512]:f32[1,512] src=sbuf[0:128]:f32[1,512]\n";
+        assert_eq!(warm(half), bytes / 2 / page);
+        assert_eq!(warm(&format!("{whole}{whole}{half}")), bytes / page);
+        let load = "  dma_copy dst=sbuf[0:128]:f32[1,512] src=hbm.o[0:128*512]:f32[1,512]\n";
+        let to_input = "  dma_copy dst=hbm.a[0:128*512]:f32[1,512] src=sbuf[0:128]:f32[1,512]\n";
+        assert_eq!(warm(&format!("{load}{to_input}")), 0);
     }
 }
