@@ -122,6 +122,18 @@ impl Space {
         fresh
     }
 
+    /// [`Space::warm`] of bytes `base + lo .. base + hi`; nothing (0) when
+    /// they start or end below the buffer's address.
+    fn warm_from(&mut self, base: i64, lo: i64, hi: i64) -> usize {
+        match (
+            u64::try_from(base.saturating_add(lo)),
+            u64::try_from(base.saturating_add(hi)),
+        ) {
+            (Ok(lo), Ok(hi)) => self.warm(lo, hi),
+            _ => 0,
+        }
+    }
+
     /// Populates pages `a..b`, counted from the one the buffer starts in
     /// (the first and last may hold bytes around the buffer: populating
     /// changes no byte).
@@ -208,13 +220,7 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
                             continue;
                         }
                         let base = i64::try_from(ap.offset).unwrap_or(i64::MAX);
-                        let (Ok(lo), Ok(hi)) = (
-                            u64::try_from(base.saturating_add(lo)),
-                            u64::try_from(base.saturating_add(hi)),
-                        ) else {
-                            continue;
-                        };
-                        let pages = space.warm(lo, hi);
+                        let pages = space.warm_from(base, lo, hi);
                         fresh |= pages > 0;
                         warmed += pages;
                         continue;
@@ -228,13 +234,7 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
                     .saturating_add(i64::try_from(ap.offset).unwrap_or(i64::MAX));
                 for p in 0..i64::from(ap.partition_count) {
                     let row = base.saturating_add(p.saturating_mul(step));
-                    let (Ok(lo), Ok(hi)) = (
-                        u64::try_from(row.saturating_add(lo)),
-                        u64::try_from(row.saturating_add(hi)),
-                    ) else {
-                        continue;
-                    };
-                    let pages = space.warm(lo, hi);
+                    let pages = space.warm_from(row, lo, hi);
                     fresh |= pages > 0;
                     warmed += pages;
                 }
