@@ -1152,7 +1152,11 @@ impl MemoryState {
             }),
             _ => None,
         };
-        let outputs = cores
+        // Each output's buffer once, by its HBM space: the cores of a
+        // launch share their outputs' spaces (`hbm_map`).
+        let mut outputs = Vec::new();
+        let mut listed: Vec<(u32, usize)> = Vec::new();
+        let output_of = cores
             .iter()
             .zip(&self.hbm_map)
             .map(|(program, map)| {
@@ -1160,15 +1164,24 @@ impl MemoryState {
                     .hbm
                     .iter()
                     .zip(map)
-                    .map(|(t, &global)| match t.kind {
-                        TensorKind::Output => self.hbm.get(global as usize).and_then(buffer),
-                        _ => None,
+                    .map(|(t, &global)| {
+                        if t.kind != TensorKind::Output {
+                            return None;
+                        }
+                        if let Some(&(_, i)) = listed.iter().find(|(g, _)| *g == global) {
+                            return Some(i);
+                        }
+                        let b = self.hbm.get(global as usize).and_then(buffer)?;
+                        outputs.push(b);
+                        listed.push((global, outputs.len() - 1));
+                        Some(outputs.len() - 1)
                     })
                     .collect()
             })
             .collect();
         warm::Targets {
             outputs,
+            output_of,
             sbuf: self.sbuf.iter().map(buffer).collect(),
             psum: self.psum.iter().map(buffer).collect(),
             sbuf_stride: self.sbuf_stride as u64,

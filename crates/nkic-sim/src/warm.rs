@@ -62,9 +62,11 @@ pub(crate) struct Targets {
     pub psum: Vec<Option<Buffer>>,
     pub sbuf_stride: u64,
     pub psum_stride: u64,
-    /// Per core, per HBM tensor of its program: the buffer of an output
-    /// tensor (`None` for the others).
-    pub outputs: Vec<Vec<Option<Buffer>>>,
+    /// The buffers of the kernel's output tensors, once each (the cores
+    /// of a launch share an output), and per core, per HBM tensor of its
+    /// program, the index of its buffer there (`None` for the others).
+    pub outputs: Vec<Buffer>,
+    pub output_of: Vec<Vec<Option<usize>>>,
 }
 
 /// A memory being warmed: its buffer and which of its pages are done.
@@ -171,10 +173,10 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
         .enumerate()
         .flat_map(|(c, p)| p.queues.iter().map(move |q| (c, &q.insts[..])))
         .collect();
-    let mut outputs: Vec<Vec<Option<Space>>> = targets
+    let mut outputs: Vec<Option<Space>> = targets
         .outputs
         .iter()
-        .map(|core| core.iter().map(|&b| Space::new(b)).collect())
+        .map(|&b| Space::new(Some(b)))
         .collect();
     let longest = streams.iter().map(|(_, s)| s.len()).max().unwrap_or(0);
     let mut idle = 0;
@@ -203,9 +205,12 @@ pub(crate) fn run(cores: &[Program], targets: &Targets, stop: &AtomicBool) -> us
                     MemKind::Hbm(id) => {
                         // An output's bytes from the first to the last the
                         // write touches (as dense as a row, checked above).
-                        let Some(space) = outputs
-                            .get_mut(core)
-                            .and_then(|o| o.get_mut(id.0 as usize))
+                        let output = targets
+                            .output_of
+                            .get(core)
+                            .and_then(|o| o.get(id.0 as usize).copied().flatten());
+                        let Some(space) = output
+                            .and_then(|o| outputs.get_mut(o))
                             .and_then(Option::as_mut)
                         else {
                             continue;
@@ -349,6 +354,14 @@ mod tests {
         Buffer { addr, len }
     }
 
+    /// The test program of `body`, with an input `a` (HBM tensor 0) and
+    /// an output `o` (tensor 1) of 128 × 512 f32.
+    fn program(body: &str) -> Program {
+        let text =
+            format!(".target trn3\n.arg a f32[128,512] input\n.arg o f32[128,512] output\n{body}");
+        nkic_isa::assemble(&text).expect("the test program assembles")
+    }
+
     /// The walk warms the rows of every write, each page once, and none
     /// of a read, of an HBM write (no output buffer is given here) or of a
     /// sparse write.
@@ -360,16 +373,11 @@ mod tests {
         let psum = vec![0u8; 128 * psum_stride + page];
         let targets = Targets {
             outputs: Vec::new(),
+            output_of: Vec::new(),
             sbuf: vec![Some(aligned(&sbuf, 128 * sbuf_stride))],
             psum: vec![Some(aligned(&psum, 128 * psum_stride))],
             sbuf_stride: sbuf_stride as u64,
             psum_stride: psum_stride as u64,
-        };
-        let program = |body: &str| {
-            let text = format!(
-                ".target trn3\n.arg a f32[128,512] input\n.arg o f32[128,512] output\n{body}"
-            );
-            nkic_isa::assemble(&text).expect("the test program assembles")
         };
         let warm = |body: &str| run(&[program(body)], &targets, &AtomicBool::new(false));
         // 128 rows of 2 KiB, each in a page of its own; written twice.
@@ -399,19 +407,17 @@ mod tests {
         let out = vec![0u8; bytes + page];
         let targets = Targets {
             // Tensor 0 is the input `a`, tensor 1 the output `o`.
-            outputs: vec![vec![None, Some(aligned(&out, bytes))]],
+            outputs: vec![aligned(&out, bytes)],
+            output_of: vec![vec![None, Some(0)]],
             sbuf: vec![None],
             psum: vec![None],
             sbuf_stride: 2048,
             psum_stride: 2048,
         };
-        let program = |body: &str| {
-            let text = format!(
-                ".target trn3\n.arg a f32[128,512] input\n.arg o f32[128,512] output\n.queue dma0\n{body}"
-            );
-            nkic_isa::assemble(&text).expect("the test program assembles")
+        let warm = |body: &str| {
+            let body = format!(".queue dma0\n{body}");
+            run(&[program(&body)], &targets, &AtomicBool::new(false))
         };
-        let warm = |body: &str| run(&[program(body)], &targets, &AtomicBool::new(false));
         let half = "  dma_copy dst=hbm.o[0:64*512]:f32[1,512] src=sbuf[0:64]:f32[1,512]\n";
         let whole = "  dma_copy dst=hbm.o[0:128*512]:f32[1,512] src=sbuf[0:128]:f32[1,512]\n";
         assert_eq!(warm(half), bytes / 2 / page);
