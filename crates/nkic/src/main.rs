@@ -24,6 +24,12 @@ use clap::Parser;
 /// needs for the deepest recursion it allows.
 const STACK_BYTES: usize = nkic_specialize::STACK_BYTES;
 
+/// jemalloc serves the command's allocations (the workspace `Cargo.toml`
+/// says why); the Python package keeps its host's allocator.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     let worker = std::thread::Builder::new()
