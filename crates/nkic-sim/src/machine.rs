@@ -1829,10 +1829,7 @@ fn undefined_outputs(cores: &[Program], mem: &MemoryState) -> Vec<UndefinedOutpu
         if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
             continue;
         }
-        let bad = mem.undefined_elements(id.0 as usize, t.dtype.size() as usize);
-        if bad.is_empty() {
-            continue;
-        }
+        let found = mem.undefined_summary(id.0 as usize, t.dtype.size() as usize);
         let unravel = |mut e: u64| {
             let mut idx = vec![0; t.shape.len()];
             for (k, &d) in t.shape.iter().enumerate().rev() {
@@ -1841,15 +1838,12 @@ fn undefined_outputs(cores: &[Program], mem: &MemoryState) -> Vec<UndefinedOutpu
             }
             idx
         };
-        for never in [true, false] {
-            let mut these = bad.iter().filter(|(_, o)| o.is_none() == never);
-            let Some(&(first, origin)) = these.next() else {
-                continue;
-            };
+        let never = found.never.map(|(count, first)| (count, first, None));
+        for (count, first, origin) in [never, found.undefined].into_iter().flatten() {
             out.push(UndefinedOutput {
                 output: t.name.clone(),
                 shape: t.shape.clone(),
-                elements: 1 + these.count() as u64,
+                elements: count,
                 first_index: unravel(first as u64),
                 origin: origin.map(|o| origin_site(cores, multi, o)),
             });

@@ -255,6 +255,7 @@ fn a_scatter_from_a_partly_written_tile_marks_only_the_unwritten_element() {
         states,
         [(1, true), (2, false), (3, false), (6, false), (7, false)]
     );
+    assert_summary_matches(&b.mem, 0, 4);
     let out = b.mem.take_tensor_bytes(0, DType::F32);
     let value = |e: usize| f32::from_le_bytes(out[4 * e..4 * e + 4].try_into().expect("4 bytes"));
     assert_eq!([0, 4, 5, 8, 9].map(value), [3.0, 1.0, 2.0, 5.0, 6.0]);
@@ -463,6 +464,7 @@ fn indirect_rows_with_unclean_bytes_copy_as_the_element_loop_does() {
         let store = Op::dma_copy(rows(1), tile(4, 6, 1024, f32));
         b.ok(Queue::Dma(2), &store);
         let tensors = [0, 1].map(|t| {
+            assert_summary_matches(&b.mem, t, 4);
             let undefined = b.mem.undefined_elements(t, 4);
             (undefined, b.mem.take_tensor_bytes(t, f32))
         });
@@ -573,4 +575,28 @@ fn writing_a_constant_tensor_leaves_the_program_s_bytes() {
         assert_eq!(r.outputs, vec![("out".to_owned(), f32_bytes(&doubled))]);
     }
     assert_eq!(p.hbm[1].data.as_deref(), Some(&f32_bytes(&values)[..]));
+}
+
+/// `MemoryState::undefined_summary` of HBM tensor `t` is the count, first
+/// element and first origin of each kind in `undefined_elements`' list,
+/// also for element sizes that split the runs of bits differently.
+fn assert_summary_matches(mem: &crate::memory::MemoryState, t: usize, size: usize) {
+    for size in [size, 1, 2, 3, 8, 64, 100] {
+        let list = mem.undefined_elements(t, size);
+        let kind = |never: bool| {
+            let mut these = list.iter().filter(|(_, o)| o.is_none() == never);
+            these
+                .next()
+                .map(|&(first, origin)| (1 + these.count() as u64, first, origin))
+        };
+        let want = crate::memory::UndefinedSummary {
+            never: kind(true).map(|(count, first, _)| (count, first)),
+            undefined: kind(false),
+        };
+        assert_eq!(
+            mem.undefined_summary(t, size),
+            want,
+            "tensor {t}, {size}-byte elements"
+        );
+    }
 }
