@@ -72,10 +72,6 @@ pub(crate) struct Origin {
     pub index: usize,
 }
 
-/// `Space::undefined_summary`'s never-written (count, first element) and
-/// undefined (count, first element, origin id) elements.
-type SpaceUndefined = (Option<(u64, usize)>, Option<(u64, usize, u32)>);
-
 /// What `MemoryState::undefined_summary` finds in an output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct UndefinedSummary {
@@ -584,12 +580,20 @@ impl Space {
     }
 
     /// Of the space's whole elements of `size` bytes, as `state` classes
-    /// them: the never-written ones (count, first) and the undefined ones
-    /// (count, first, the first one's origin id). Runs of never-written
-    /// bytes are found a word of written bits at a time, so a large,
-    /// mostly unwritten output costs a pass over its bits and no list.
-    fn undefined_summary(&self, size: usize) -> SpaceUndefined {
+    /// them: the never-written ones and the undefined ones (their origin
+    /// ids named by `origin`). Runs of never-written bytes are found a
+    /// word of written bits at a time, so a large, mostly unwritten output
+    /// costs a pass over its bits and no list.
+    fn undefined_summary(
+        &self,
+        size: usize,
+        origin: impl Fn(u32) -> Option<Origin>,
+    ) -> UndefinedSummary {
         let limit = self.data.len() / size * size;
+        // Adds `n` elements from `first` on to a kind's count and first.
+        let add = |found: &mut Option<(u64, usize)>, n: u64, first: usize| {
+            *found = Some(found.map_or((n, first), |(c, f)| (c + n, f)));
+        };
         // Counts the elements covering bytes `b0..b1` (runs come in
         // increasing order; `last` is the last element counted so far).
         let cover =
@@ -600,8 +604,7 @@ impl Space {
                     _ => e0,
                 };
                 if from <= e1 {
-                    let n = (e1 - from + 1) as u64;
-                    *found = Some(found.map_or((n, from), |(c, f)| (c + n, f)));
+                    add(found, (e1 - from + 1) as u64, from);
                     *last = Some(e1);
                 }
             };
@@ -635,7 +638,7 @@ impl Space {
                     }
                     last = Some(e);
                     if self.first_uninit(e * size, e * size + size).is_none() {
-                        undefined = Some(undefined.map_or((1, e), |(c, f)| (c + 1, f)));
+                        add(&mut undefined, 1, e);
                     }
                 }
             });
@@ -644,9 +647,13 @@ impl Space {
             let b = self
                 .first_undef(e * size, e * size + size)
                 .expect("an undefined element has an undefined byte");
-            (count, e, self.origin.get(b / 64).copied().unwrap_or(0))
+            (
+                count,
+                e,
+                origin(self.origin.get(b / 64).copied().unwrap_or(0)),
+            )
         });
-        (never, undefined)
+        UndefinedSummary { never, undefined }
     }
 
     fn state(&self, start: usize, end: usize) -> ElemState {
@@ -1235,7 +1242,8 @@ impl MemoryState {
         // Each output's buffer once, by its HBM space: the cores of a
         // launch share their outputs' spaces (`hbm_map`).
         let mut outputs = Vec::new();
-        let mut listed: Vec<(u32, usize)> = Vec::new();
+        // Per HBM space: its index in `outputs`, once listed.
+        let mut listed: Vec<Option<usize>> = vec![None; self.hbm.len()];
         let output_of = cores
             .iter()
             .zip(&self.hbm_map)
@@ -1248,13 +1256,12 @@ impl MemoryState {
                         if t.kind != TensorKind::Output {
                             return None;
                         }
-                        if let Some(&(_, i)) = listed.iter().find(|(g, _)| *g == global) {
-                            return Some(i);
+                        let slot = listed.get_mut(global as usize)?;
+                        if slot.is_none() {
+                            outputs.push(buffer(&self.hbm[global as usize])?);
+                            *slot = Some(outputs.len() - 1);
                         }
-                        let b = self.hbm.get(global as usize).and_then(buffer)?;
-                        outputs.push(b);
-                        listed.push((global, outputs.len() - 1));
-                        Some(outputs.len() - 1)
+                        *slot
                     })
                     .collect()
             })
@@ -1364,11 +1371,7 @@ impl MemoryState {
         if t.clean(0, t.data.len()) {
             return UndefinedSummary::default();
         }
-        let (never, undefined) = t.undefined_summary(size.max(1));
-        UndefinedSummary {
-            never,
-            undefined: undefined.map(|(count, e, o)| (count, e, self.origin(o))),
-        }
+        t.undefined_summary(size.max(1), |o| self.origin(o))
     }
 
     /// The undefined elements of HBM tensor `index` (elements of `size`
