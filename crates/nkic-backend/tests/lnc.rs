@@ -219,7 +219,7 @@ fn the_cores_of_a_launch_share_an_internal_shared_hbm_tensor() {
     let run = nkic_sim::run_launch(verified, &inputs, &config)
         .unwrap_or_else(|e| panic!("simulation failed: {e}\n{launch}"));
     let a = common::input_bytes(&inputs, "a");
-    let res = run.output("res").expect("the returned tensor");
+    let res = run.output("res").expect("the returned tensor").bytes();
     let half = a.len() / 2;
     assert_eq!(&res[..half], &a[half..]);
     assert_eq!(&res[half..], &a[..half]);

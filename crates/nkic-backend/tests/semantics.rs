@@ -34,7 +34,7 @@ fn run_fixture(name: &str) -> (Program, nkic_sim::Inputs, nkic_sim::RunResult) {
 fn tiled_add_adds() {
     let (_, inputs, res) = run_fixture("add_tiled");
     let (a, b) = (input(&inputs, "a"), input(&inputs, "b"));
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     assert_eq!(out.len(), 512 * 512);
     for i in 0..out.len() {
         assert_eq!(out[i], a[i] + b[i], "element {i}");
@@ -82,7 +82,7 @@ fn on_chip_operands_carry_the_kernels_tensor_names() {
 fn tiled_matmul_multiplies() {
     let (_, inputs, res) = run_fixture("matmul_tiled");
     let (lhs_t, rhs) = (input(&inputs, "lhsT"), input(&inputs, "rhs"));
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     let (m, k, n) = (256, 256, 512);
     for i in 0..m {
         for j in 0..n {
@@ -102,7 +102,7 @@ fn tiled_matmul_multiplies() {
 fn softmax_rows_sum_to_one() {
     let (_, inputs, res) = run_fixture("softmax");
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     for r in 0..256 {
         let row = &x[r * 512..(r + 1) * 512];
         let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
@@ -160,7 +160,7 @@ fn grid_instances_share_arguments_and_outputs() {
     let b = common::simulate(&seq, &inputs);
     assert_eq!(a.outputs, b.outputs);
     let x = input(&inputs, "x");
-    let out = f32s(a.output("out").expect("out is an output"));
+    let out = f32s(&a.output("out").expect("out is an output").bytes());
     for i in 0..x.len() {
         let want = f64::from(x[i]).exp();
         assert!(
@@ -253,7 +253,7 @@ fn constants_hold_their_data_in_the_program() {
     let inputs = common::inputs(&program, 5);
     let res = common::simulate(&program, &inputs);
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     for (i, (&got, &x)) in out.iter().zip(&x).enumerate() {
         let (pid, j) = ((i / 512) as u32, i % 512);
         assert_eq!(got, x + constant_w(j) + constant_b(pid, j), "element {i}");
@@ -296,7 +296,7 @@ fn grid_instances_that_depend_on_each_other_are_warned_about() {
                 .expect("the grid compiles");
             let inputs = common::inputs(&program, 9);
             let res = common::simulate(&program, &inputs);
-            let out = f32s(res.output("a").expect("a is written"));
+            let out = f32s(&res.output("a").expect("a is written").bytes());
             outs.push((input(&inputs, "a"), out));
         }
         assert_eq!(outs[0].1, outs[1].1, "both schedules agree");
@@ -540,8 +540,8 @@ return t1
     let inputs = common::inputs(&program, 2);
     let res = common::simulate(&program, &inputs);
     assert_eq!(
-        res.output("out0"),
-        Some(common::input_bytes(&inputs, "x").as_slice())
+        res.output("out0").map(|o| o.to_vec()),
+        Some(common::input_bytes(&inputs, "x"))
     );
 }
 
@@ -550,7 +550,7 @@ fn dynamic_loops_compute_what_they_say() {
     // for i in dynamic_range(8): out[i] = exp(x[i])
     let (_, inputs, res) = run_fixture("dyn_range");
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     assert_eq!(out.len(), 1024 * 64);
     for i in 0..x.len() {
         let want = f64::from(x[i]).exp();
@@ -562,14 +562,14 @@ fn dynamic_loops_compute_what_they_say() {
     // n = 3; while n: acc += x; n -= 1
     let (_, inputs, res) = run_fixture("dyn_while");
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     for i in 0..x.len() {
         assert_eq!(out[i], 0.0 + x[i] + x[i] + x[i], "dyn_while element {i}");
     }
     // A trip count of 4 loaded from memory, times an inner loop of 2.
     let (_, inputs, res) = run_fixture("dyn_nested");
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     for i in 0..x.len() {
         assert_eq!(out[i], x[i] * 2.0, "dyn_nested element {i}");
     }
@@ -591,8 +591,8 @@ fn independent_work_overlaps_dynamic_loops() {
     // The scheduler oracle: the same bytes both ways.
     assert_eq!(a.outputs, b.outputs);
     let (x, z) = (input(&inputs, "x"), input(&inputs, "z"));
-    let out = f32s(a.output("out").expect("out is an output"));
-    let y = f32s(a.output("y").expect("y is an output"));
+    let out = f32s(&a.output("out").expect("out is an output").bytes());
+    let y = f32s(&a.output("y").expect("y is an output").bytes());
     assert_eq!(out.len(), x.len());
     for i in 0..x.len() {
         let want = f64::from(x[i]).exp();
@@ -782,7 +782,7 @@ fn pe_tiles_get_their_partitions() {
         let inputs = common::inputs(&program, 5);
         let res = common::simulate(&program, &inputs);
         let (a, b) = (input(&inputs, "a"), input(&inputs, "b"));
-        let out = f32s(res.output("out").expect("out"));
+        let out = f32s(&res.output("out").expect("out").bytes());
         for k in 0..4 {
             for m in 0..64 {
                 for n in 0..512 {
@@ -959,7 +959,7 @@ fn psum_tiles_never_straddle_banks() {
         );
     }
     let res = common::simulate(&program, &common::inputs(&program, 1));
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     assert!(out.iter().all(|&v| v == 3.0));
 }
 
@@ -969,8 +969,12 @@ fn gathers_and_scatters_move_the_indexed_rows() {
     let text = program.to_string();
     assert!(text.contains("dma_gather") && text.contains("dma_scatter"));
     let x = input(&inputs, "x");
-    let even = f32s(res.output("even").expect("even is an output"));
-    let inter = f32s(res.output("interleaved").expect("interleaved is an output"));
+    let even = f32s(&res.output("even").expect("even is an output").bytes());
+    let inter = f32s(
+        &res.output("interleaved")
+            .expect("interleaved is an output")
+            .bytes(),
+    );
     for p in 0..128 {
         for c in 0..64 {
             assert_eq!(even[p * 64 + c], x[2 * p * 64 + c], "even row {p}");
@@ -1029,7 +1033,7 @@ fn integer_tensor_tensor_runs_exactly_on_gpsimd() {
     assert_eq!((on(Queue::Vector), on(Queue::GpSimd)), (0, 6));
     // Values above 2^24 add exactly: out[p, j] = 2 * (16777217 + 64 p + j).
     let result = common::simulate(&program, &common::inputs(&program, 1));
-    let out = result.output("out").expect("the output");
+    let out = result.output("out").expect("the output").bytes();
     for p in 0..128i64 {
         for j in 0..64i64 {
             let k = ((p * 64 + j) * 4) as usize;
@@ -1054,7 +1058,7 @@ fn trn2_programs_use_trn2_figures() {
     let inputs = common::inputs(&program, 4);
     let res = common::simulate(&program, &inputs);
     let (lhs_t, rhs) = (input(&inputs, "lhsT"), input(&inputs, "rhs"));
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     let (m, k, n) = (256, 256, 512);
     for (i, j) in [(0, 0), (17, 300), (255, 511), (128, 5)] {
         let want: f64 = (0..k)
@@ -1086,7 +1090,7 @@ fn spilled_loads_are_loaded_again_from_their_input() {
     let dmas = text.lines().filter(|l| l.contains("dma_copy")).count();
     assert_eq!(dmas, 4, "three loads and the output store:\n{text}");
     let x = input(&inputs, "x");
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     let n = 128 * 16384;
     assert_eq!(out.len(), n);
     for i in 0..n {
@@ -1151,7 +1155,7 @@ fn trn1_serialises_vector_and_gpsimd_on_the_sbuf_port() {
     assert!(nkic_backend::lower_bound(&trn2).limited_by != "sbuf port");
     assert!(run2.total_ps < sum2, "{} vs {sum2}", run2.total_ps);
     for run in [&run1, &run2] {
-        let out = f32s(run.output("out").expect("the output"));
+        let out = f32s(&run.output("out").expect("the output").bytes());
         assert!(out.iter().all(|&v| v == 3.0));
     }
 }
@@ -1178,7 +1182,7 @@ fn run_x_to_out(text: &str, seed: u64) -> (Vec<f32>, Vec<f32>) {
         compile(&kernel, &sources, &BackendConfig::default()).unwrap_or_else(|d| panic!("{d:?}"));
     let inputs = common::inputs(&program, seed);
     let res = common::simulate(&program, &inputs);
-    let out = f32s(res.output("out").expect("out is an output"));
+    let out = f32s(&res.output("out").expect("out is an output").bytes());
     (input(&inputs, "x"), out)
 }
 

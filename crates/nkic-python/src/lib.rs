@@ -288,7 +288,12 @@ impl Program {
             .chain(self.outputs.written.iter().map(|(_, n)| n))
         {
             if let Some(bytes) = result.output(name) {
-                outputs.set_item(name, PyArray1::from_slice(py, bytes))?;
+                // A mostly unwritten output is made whole once, here.
+                let array = match bytes.bytes() {
+                    std::borrow::Cow::Borrowed(b) => PyArray1::from_slice(py, b),
+                    std::borrow::Cow::Owned(v) => PyArray1::from_vec(py, v),
+                };
+                outputs.set_item(name, array)?;
             }
         }
         out.set_item("outputs", outputs)?;

@@ -92,6 +92,7 @@ mod jit;
 mod machine;
 mod matmul;
 mod memory;
+mod output;
 mod pages;
 mod race;
 mod result;
@@ -106,6 +107,7 @@ pub use config::{
     Bytes, DEFAULT_MAX_SIMULATED_PS, InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder,
 };
 pub use error::{OutOfBounds, SimError, SimErrorKind, Site};
+pub use output::OutputBytes;
 pub use result::{
     Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
 };
@@ -172,7 +174,7 @@ fn credit_native_instructions(n: u64) {
 /// let res = nkic_sim::run(verified, &inputs, &nkic_sim::SimConfig::default())
 ///     .expect("the program runs");
 /// // exp(0) = 1 everywhere.
-/// assert!(res.outputs[0].1.chunks(4).all(|c| c == 1.0f32.to_le_bytes()));
+/// assert!(res.outputs[0].1.bytes().chunks(4).all(|c| c == 1.0f32.to_le_bytes()));
 /// assert!(res.total_ns() > 0.0);
 /// ```
 pub fn run(

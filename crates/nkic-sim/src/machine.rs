@@ -89,6 +89,7 @@ use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
 use crate::memory::{MemoryState, SpaceId, View};
+use crate::output::OutputBytes;
 use crate::race::Races;
 use crate::result::{
     Cause, DmaSlot, Dump, DumpSpec, QueueStats, RunResult, TraceEvent, UndefinedOutput, Waited,
@@ -1782,7 +1783,7 @@ fn collect_outputs(
     program: &Program,
     mem: &mut MemoryState,
     poison: Poison,
-) -> Result<Vec<(String, Vec<u8>)>, SimError> {
+) -> Result<Vec<(String, OutputBytes)>, SimError> {
     let mut out = Vec::new();
     for (id, t) in program.args() {
         if !matches!(t.kind, TensorKind::Output | TensorKind::InOut) {
@@ -1804,8 +1805,7 @@ fn collect_outputs(
             e.tensor = Some(t.name.as_str().into());
             return Err(e);
         }
-        let bytes = mem.take_tensor_bytes(id.0 as usize, t.dtype);
-        out.push((t.name.clone(), bytes));
+        out.push((t.name.clone(), mem.take_output(id.0 as usize, t.dtype)));
     }
     Ok(out)
 }

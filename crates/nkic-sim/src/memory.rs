@@ -44,6 +44,7 @@ use crate::config::{Bytes, Poison};
 use crate::decoded::{Decoded, Key, Values};
 use crate::deferred::{Deferred, Operands, Region, Start, Touch};
 use crate::error::{FResult, Fault, OutOfBounds, SimErrorKind};
+use crate::output::OutputBytes;
 use crate::pages::{self, Pages};
 use crate::warm;
 use std::sync::Arc;
@@ -621,12 +622,8 @@ impl Space {
             }
         };
         let mut never = None;
-        if limit > 0 && self.first_uninit(0, limit).is_some() {
-            let mut last = None;
-            runs(&|w| !self.init[w], &mut |b0, b1| {
-                cover(b0, b1, &mut last, &mut never)
-            });
-        }
+        let mut last = None;
+        self.unwritten_runs(limit, &mut |b0, b1| cover(b0, b1, &mut last, &mut never));
         let mut undefined: Option<(u64, usize)> = None;
         if !self.undef.is_empty() {
             let mut last = None;
@@ -654,6 +651,38 @@ impl Space {
             )
         });
         UndefinedSummary { never, undefined }
+    }
+
+    /// Passes each run of never-written bytes among `0..limit` to `each`,
+    /// in increasing order (a run may come in pieces that meet). A block
+    /// no write touched (its `dirty` bit clear) is one run, its written
+    /// bits not read (a mostly unwritten output of gigabytes has hundreds
+    /// of megabytes of them, never mapped); a block whose `full` word is
+    /// all ones has none; the rest are read a word at a time.
+    fn unwritten_runs(&self, limit: usize, each: &mut dyn FnMut(usize, usize)) {
+        if self.all_written {
+            return;
+        }
+        let words = limit.div_ceil(64);
+        for block in 0..words.div_ceil(DIRTY_WORDS) {
+            let (lo, hi) = (block * DIRTY_WORDS, ((block + 1) * DIRTY_WORDS).min(words));
+            if self.dirty[block / 64] >> (block % 64) & 1 == 0 {
+                each(lo * 64, (hi * 64).min(limit));
+                continue;
+            }
+            if self.full[block] == u64::MAX {
+                continue;
+            }
+            for w in lo..hi {
+                let mut bits = !self.init[w] & bits_mask(0, (limit - w * 64).min(64));
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    let run = (!(bits >> b)).trailing_zeros() as usize;
+                    each(w * 64 + b, w * 64 + b + run);
+                    bits &= !bits_mask(b, b + run);
+                }
+            }
+        }
     }
 
     fn state(&self, start: usize, end: usize) -> ElemState {
@@ -1404,24 +1433,28 @@ impl MemoryState {
     }
 
     /// The bytes of HBM tensor `index`, moved out (the run is over: the
-    /// tensor keeps its written bits but no bytes), with poison per the
-    /// policy where a byte was never written.
-    pub fn take_tensor_bytes(&mut self, index: usize, dtype: DType) -> Vec<u8> {
+    /// tensor keeps its written bits but no bytes), each element with a
+    /// never-written byte reading as the policy's poison: kept as runs of
+    /// elements, not written into the bytes (`output` module doc).
+    pub fn take_output(&mut self, index: usize, dtype: DType) -> OutputBytes {
         let poison = self.poison_bytes(dtype);
         let Some(t) = self.hbm.get_mut(index) else {
-            return Vec::new();
+            return OutputBytes::written(Vec::new());
         };
-        let first = t.first_uninit(0, t.data.len());
-        let mut bytes = std::mem::take(&mut t.data).into_vec();
-        if first.is_some() {
-            let size = dtype.size() as usize;
-            for (e, chunk) in bytes.chunks_mut(size).enumerate() {
-                if t.first_uninit(e * size, e * size + chunk.len()).is_some() {
-                    chunk.copy_from_slice(&poison[..chunk.len()]);
-                }
+        let size = dtype.size() as usize;
+        let len = t.data.len();
+        let mut unwritten: Vec<std::ops::Range<usize>> = Vec::new();
+        t.unwritten_runs(len, &mut |b0, b1| {
+            // Whole elements, a run meeting or overlapping the last one
+            // merged into it.
+            let (e0, e1) = (b0 / size * size, (b1.div_ceil(size) * size).min(len));
+            match unwritten.last_mut() {
+                Some(r) if r.end >= e0 => r.end = r.end.max(e1),
+                _ => unwritten.push(e0..e1),
             }
-        }
-        bytes
+        });
+        let data = std::mem::take(&mut t.data).into_vec();
+        OutputBytes::with_unwritten(data, poison, unwritten)
     }
 
     /// How many elements of `size` bytes of HBM tensor `index` have a
@@ -3146,6 +3179,52 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// `unwritten_runs` (whole untouched blocks, full blocks skipped,
+        /// the rest a word at a time) names exactly the bytes
+        /// `first_uninit` finds never written, in order, over a memory of
+        /// several dirty blocks, after a recycle too; the output
+        /// `take_output` makes of them reads as poison exactly there.
+        #[test]
+        fn unwritten_runs_are_the_never_written_bytes(
+            marks in proptest::collection::vec((0usize..200_000, 0usize..40_000), 0..6),
+            later in proptest::collection::vec((0usize..200_000, 0usize..3_000), 0..3),
+            len in 150_000usize..200_001,
+        ) {
+            let mut s = Space::new(len, Pages::Base);
+            for &(a, n) in &marks {
+                s.mark(a.min(len), (a + n).min(len));
+            }
+            s.recycle();
+            for (a, n) in marks.into_iter().chain(later) {
+                s.mark(a.min(len), (a + n).min(len));
+            }
+            for limit in [len, len - 7, 40_000] {
+                let mut got = vec![false; limit];
+                let mut at = 0;
+                s.unwritten_runs(limit, &mut |a, b| {
+                    assert!(a >= at && a < b && b <= limit, "{a}..{b} after {at}");
+                    got[a..b].fill(true);
+                    at = b;
+                });
+                let want: Vec<bool> = (0..limit).map(|b| s.first_uninit(b, b + 1).is_some()).collect();
+                proptest::prop_assert!(got == want, "limit {}", limit);
+            }
+            let data: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            s.data = Data::Own(data.clone());
+            let mut mem = MemoryState::new(&Program::new(Target::Trn3), Poison::Nan);
+            mem.hbm.push(s);
+            let nan = f32::NAN.to_le_bytes();
+            let want: Vec<u8> = data
+                .chunks(4)
+                .enumerate()
+                .flat_map(|(e, c)| {
+                    let unwritten = mem.hbm[0].first_uninit(4 * e, 4 * e + c.len()).is_some();
+                    if unwritten { nan[..c.len()].to_vec() } else { c.to_vec() }
+                })
+                .collect();
+            proptest::prop_assert!(mem.take_output(0, DType::F32) == want);
+        }
+
         /// `clean` (a word at a time, with an inline one-word case) says
         /// what `first_uninit` and `first_undef` (a bit at a time) say.
         #[test]

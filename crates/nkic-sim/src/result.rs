@@ -6,12 +6,13 @@ use std::collections::BTreeSet;
 use nkic_isa::{DType, LineId, Queue, SemId};
 
 use crate::error::Site;
+use crate::output::OutputBytes;
 
 /// The outcome of a successful run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunResult {
     /// The bytes of every `output` and `inout` argument, in parameter order.
-    pub outputs: Vec<(String, Vec<u8>)>,
+    pub outputs: Vec<(String, OutputBytes)>,
     /// The simulated time from the first issue to the last completion, in
     /// picoseconds.
     pub total_ps: u64,
@@ -107,11 +108,8 @@ impl RunResult {
     }
 
     /// The bytes of output `name`.
-    pub fn output(&self, name: &str) -> Option<&[u8]> {
-        self.outputs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, b)| b.as_slice())
+    pub fn output(&self, name: &str) -> Option<&OutputBytes> {
+        self.outputs.iter().find(|(n, _)| n == name).map(|(_, b)| b)
     }
 }
 

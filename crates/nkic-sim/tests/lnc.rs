@@ -81,7 +81,7 @@ fn two_cores_share_the_arguments() {
     let l = launch(&exchange(true));
     let (a, inputs) = input_a();
     let res = run_launch(&l, &inputs, &SimConfig::default()).expect("the launch runs");
-    assert_eq!(floats(res.output("out").expect("out")), a);
+    assert_eq!(floats(&res.output("out").expect("out").bytes()), a);
     assert_eq!(res.cores(), 2);
     // Both cores ran their four instructions (3 DMAs and a barrier).
     let mut per_core = [0u64; 2];
@@ -217,7 +217,10 @@ fn two_cores_move_data_faster_than_one() {
     let serial = run(&one, &inputs, &SimConfig::default()).expect("one core runs");
     let parallel = run_launch(&two, &inputs, &SimConfig::default()).expect("two cores run");
     assert_eq!(serial.outputs, parallel.outputs);
-    assert_eq!(floats(parallel.output("out").expect("out")), values);
+    assert_eq!(
+        floats(&parallel.output("out").expect("out").bytes()),
+        values
+    );
     assert_eq!(parallel.hbm_bytes_read, serial.hbm_bytes_read);
     // Each core has its own DMA engines and HBM share.
     assert!(
@@ -332,7 +335,11 @@ fn sendrecv_swaps_tiles_between_the_cores() {
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("runs");
-        assert_eq!(floats(res.output("out").expect("out")), want, "{order:?}");
+        assert_eq!(
+            floats(&res.output("out").expect("out").bytes()),
+            want,
+            "{order:?}"
+        );
         times.push(res.total_ps);
         let swaps = events(&res, "sendrecv");
         assert_eq!(swaps.len(), 2);
@@ -383,7 +390,7 @@ fn two_cores_storing_identical_bytes_is_no_race() {
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&same, &inputs, &config).expect("identical stores are accepted");
-        assert_eq!(floats(res.output("out").expect("out")), want);
+        assert_eq!(floats(&res.output("out").expect("out").bytes()), want);
     }
     let different = launch(&two_cores(&core(0), &core(1024)));
     for order in ORDERS {
@@ -414,7 +421,7 @@ fn reading_back_a_store_the_other_core_mirrored_is_no_race() {
     for order in ORDERS {
         let config = SimConfig::stepping(order);
         let res = run_launch(&l, &inputs, &config).expect("a read of mirrored stores is accepted");
-        assert_eq!(floats(res.output("out").expect("out")), want);
+        assert_eq!(floats(&res.output("out").expect("out").bytes()), want);
     }
 }
 
@@ -455,7 +462,7 @@ fn a_timing_dependent_read_whose_value_is_unused_is_a_warning() {
         let res =
             run_launch(&cache_update(false), &inputs, &config).expect("an unused racy read runs");
         assert_eq!(
-            floats(res.output("out").expect("out")),
+            floats(&res.output("out").expect("out").bytes()),
             want_out,
             "{order:?}"
         );

@@ -77,7 +77,7 @@ fn matmul_mx_reads_only_the_scale_rows_quantize_mx_wrote() {
         let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
         assert_eq!(
-            floats(res.output("out").expect("out")),
+            floats(&res.output("out").expect("out").bytes()),
             expected(&a),
             "{order:?}"
         );
@@ -97,7 +97,10 @@ fn another_queue_may_use_the_partitions_between_the_scale_rows() {
     ] {
         let config = SimConfig::stepping(order);
         let res = run(&p, &inputs, &config).unwrap_or_else(|e| panic!("{order:?}: {e}"));
-        assert_eq!(floats(res.output("out").expect("out")), expected(&a));
+        assert_eq!(
+            floats(&res.output("out").expect("out").bytes()),
+            expected(&a)
+        );
     }
 }
 

@@ -6,8 +6,9 @@
 //!
 //! The cases are those of issue 15 item 4 ("cost that grows linearly with
 //! the program"): a chain of `tensor_scalar` ops on one tile, independent
-//! memsets, a launch grid of many instances and a runaway dynamic loop
-//! (which must stop with E2007). Each row prints the instruction count,
+//! memsets, a launch grid of many instances, one tile stored into a
+//! 16 GiB output (memory must follow what a program touches) and a
+//! runaway dynamic loop (which must stop with E2007). Each row prints the instruction count,
 //! the compile and run times and the peak RSS; `docs/cycle-model.md`
 //! ("Scaling") keeps the numbers from before and after the fixes.
 //!
@@ -42,6 +43,9 @@ fn cases(full: bool) -> Vec<Case> {
     let chain_run = pick(40_000, 200);
     let memsets = pick(10_000, 200);
     let grid = pick(4_000, 8);
+    // 65536² float32 elements: 16 GiB (issue 15 item 4).
+    let output_side = pick(65_536, 1_024);
+    let output_gib = (output_side * output_side * 4) as f64 / f64::from(1 << 30);
     vec![
         Case {
             label: format!("tensor_scalar chain {chain_compile} (compile)"),
@@ -66,6 +70,12 @@ fn cases(full: bool) -> Vec<Case> {
             text: scaling::grid_instance(),
             grid: vec![u32::try_from(grid).unwrap_or(u32::MAX)],
             run: false,
+        },
+        Case {
+            label: format!("one tile of a {output_gib} GiB output"),
+            text: scaling::one_tile_of_output(output_side, output_side),
+            grid: Vec::new(),
+            run: true,
         },
         Case {
             label: "runaway loop to E2007".to_owned(),

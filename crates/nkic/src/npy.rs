@@ -10,6 +10,7 @@
 //! into the argument's dtype.
 
 use nkic_isa::{DType, numerics};
+use nkic_sim::OutputBytes;
 
 /// The element kinds of a `.npy` type string (`<f4`: kind `f`, size 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -595,17 +596,20 @@ pub fn write_to(
 /// threads (`write_file`).
 const PARALLEL_WRITE: usize = 32 << 20;
 
-/// As [`write_to`], into `file` from its start: an output of at least
-/// `PARALLEL_WRITE` bytes is written in two halves side by side, each
-/// thread converting its half and writing it at its offset (`pwrite`), for
-/// the kernel's copy into the page cache takes the writing thread's time
-/// (a third of writing a gigabyte of bfloat16 outputs as float32). The
-/// file's bytes are those `write_to` writes.
+/// As [`write_to`], into `file` from its start, of an output's bytes as
+/// the simulator leaves them: the fill of its never-written elements is
+/// made a piece at a time as it is written (`nkic_sim::OutputBytes`), so
+/// a mostly unwritten output costs no memory of its size. An output of at
+/// least `PARALLEL_WRITE` bytes is written in two halves side by side,
+/// each thread converting its half and writing it at its offset
+/// (`pwrite`), for the kernel's copy into the page cache takes the
+/// writing thread's time (a third of writing a gigabyte of bfloat16
+/// outputs as float32). The file's bytes are those `write_to` writes.
 pub fn write_file(
     file: &std::fs::File,
     shape: &[u64],
     dtype: DType,
-    bytes: &[u8],
+    bytes: &OutputBytes,
     out: OutDType,
 ) -> std::io::Result<()> {
     write_file_from(file, shape, dtype, bytes, out, PARALLEL_WRITE)
@@ -618,16 +622,21 @@ fn write_file_from(
     file: &std::fs::File,
     shape: &[u64],
     dtype: DType,
-    bytes: &[u8],
+    bytes: &OutputBytes,
     out: OutDType,
     parallel: usize,
 ) -> std::io::Result<()> {
+    let layout = Layout::of(shape, dtype, out);
     #[cfg(unix)]
     if bytes.len() >= parallel && bytes.len() / dtype.size() as usize >= 2 {
-        return write_halves(file, &Layout::of(shape, dtype, out), dtype, bytes);
+        return write_halves(file, &layout, dtype, bytes);
     }
+    use std::io::Write;
     let mut w = file;
-    write_to(&mut w, shape, dtype, bytes, out)
+    w.write_all(&layout.header)?;
+    bytes.try_for_each_piece(0..bytes.len(), |piece| {
+        layout.each_piece(piece, |data| w.write_all(data))
+    })
 }
 
 /// Allocates the blocks of a new file's `len` bytes before they are
@@ -652,7 +661,7 @@ fn write_halves(
     file: &std::fs::File,
     layout: &Layout,
     dtype: DType,
-    bytes: &[u8],
+    bytes: &OutputBytes,
 ) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let start = layout.header.len() as u64;
@@ -660,18 +669,19 @@ fn write_halves(
     file.write_all_at(&layout.header, 0)?;
     let size = dtype.size() as usize;
     let half = bytes.len() / size / 2 * size;
-    let (lower, upper) = bytes.split_at(half);
-    let write_half = |part: &[u8], mut at: u64| {
-        layout.each_piece(part, |piece| {
-            file.write_all_at(piece, at)?;
-            at += piece.len() as u64;
-            Ok(())
+    let write_half = |part: std::ops::Range<usize>, mut at: u64| {
+        bytes.try_for_each_piece(part, |piece| {
+            layout.each_piece(piece, |data| {
+                file.write_all_at(data, at)?;
+                at += data.len() as u64;
+                Ok(())
+            })
         })
     };
     let upper_at = start + layout.written(half) as u64;
     std::thread::scope(|scope| {
-        let upper = scope.spawn(|| write_half(upper, upper_at));
-        let lower = write_half(lower, start);
+        let upper = scope.spawn(|| write_half(half..bytes.len(), upper_at));
+        let lower = write_half(0..half, start);
         let upper = upper
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -986,7 +996,7 @@ mod tests {
             let shape = [n as u64];
             let path = dir.join(format!("h{k}.npy"));
             let file = std::fs::File::create(&path).unwrap();
-            write_file_from(&file, &shape, dtype, &bytes, out, 1).unwrap();
+            write_file_from(&file, &shape, dtype, &bytes.clone().into(), out, 1).unwrap();
             drop(file);
             assert_eq!(
                 std::fs::read(&path).unwrap(),

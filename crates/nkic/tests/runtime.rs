@@ -9,6 +9,9 @@
 //!   reads the same defined elements), E2002 with `--poison error`.
 //! - `scatter_half.py`: a scatter writes every other row of its output on
 //!   purpose: warning E2009 (never written, filled with NaN).
+//! - `one_tile_of_many.py`: one 128×512 tile stored into a 32 MiB output:
+//!   the file holds the tile and NaN everywhere else (written in halves
+//!   side by side, the fill made a piece at a time).
 //! - `depends_on_scratch.py`: the output is computed from a tile nothing
 //!   wrote: warning E2009 naming the output and the line of the first bad
 //!   read.
@@ -69,6 +72,71 @@ fn masked_last_tile() {
 #[test]
 fn scatter_half() {
     snapshot("scatter_half");
+    // The file holds the scattered rows and the fill in the others: NaN by
+    // default, zero with `--poison zero`, the written rows the same.
+    let mut files = Vec::new();
+    for poison in ["precise", "zero"] {
+        let dir = common::temp_dir("undefined", &format!("scatter_{poison}"));
+        let text = run(
+            "scatter_half",
+            poison,
+            &["--out", dir.to_str().expect("utf-8 path")],
+        );
+        assert!(text.contains("exit: 0"), "{text}");
+        files.push(common::read_f32_npy(&dir.join("out0.npy")));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let rows = |values: &[f32]| values.chunks(32).map(<[f32]>::to_vec).collect::<Vec<_>>();
+    let (nan, zero) = (rows(&files[0]), rows(&files[1]));
+    assert_eq!(nan.len(), 128);
+    for (r, (n, z)) in nan.iter().zip(&zero).enumerate() {
+        if r % 2 == 1 {
+            assert!(n.iter().all(|v| v.is_nan()), "row {r}: {n:?}");
+            assert!(z.iter().all(|&v| v == 0.0), "row {r}: {z:?}");
+        } else {
+            assert!(n.iter().all(|v| !v.is_nan()), "row {r}: {n:?}");
+            assert_eq!(n, z, "row {r}");
+        }
+    }
+}
+
+/// A 32 MiB output with one tile stored (written in two halves side by
+/// side, `npy::write_file`): the tile holds the input, every other
+/// element the fill, NaN.
+#[test]
+fn one_tile_of_many() {
+    let dir = common::temp_dir("undefined", "one_tile");
+    let input = dir.join("a.npy");
+    let a: Vec<f32> = (0..128 * 512).map(|i| i as f32).collect();
+    common::write_f32_npy(&input, &[128, 512], &a);
+    let out = dir.join("out");
+    let text = run(
+        "one_tile_of_many",
+        "precise",
+        &[
+            "--input",
+            &format!("a={}", input.display()),
+            "--out",
+            out.to_str().expect("utf-8 path"),
+        ],
+    );
+    assert!(text.contains("exit: 0"), "{text}");
+    assert!(
+        text.contains("8323072 of 8388608 elements are never written"),
+        "{text}"
+    );
+    let (shape, values) = common::read_f32_npy_shaped(&out.join("out0.npy"));
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(shape, [4096, 2048]);
+    for (r, row) in values.chunks(2048).enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            if (128..256).contains(&r) && (512..1024).contains(&c) {
+                assert_eq!(v, a[(r - 128) * 512 + c - 512], "[{r}, {c}]");
+            } else {
+                assert!(v.is_nan(), "[{r}, {c}]: {v}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -60,7 +60,8 @@ fn check(name: &str, launch: &nkic_isa::Launch, inputs: &nkic_sim::Inputs) {
         match (&oracle, &other) {
             (Ok(a), Ok(b)) => {
                 for ((name_a, a), (_, b)) in a.outputs.iter().zip(&b.outputs) {
-                    let first = a.iter().zip(b).position(|(x, y)| x != y);
+                    let (a, b) = (a.bytes(), b.bytes());
+                    let first = a.iter().zip(b.iter()).position(|(x, y)| x != y);
                     assert!(
                         first.is_none() && a.len() == b.len(),
                         "{name}: output `{name_a}` of {what} differs at byte {first:?}"

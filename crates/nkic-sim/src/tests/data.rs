@@ -256,7 +256,7 @@ fn a_scatter_from_a_partly_written_tile_marks_only_the_unwritten_element() {
         [(1, true), (2, false), (3, false), (6, false), (7, false)]
     );
     assert_summary_matches(&b.mem, 0, 4);
-    let out = b.mem.take_tensor_bytes(0, DType::F32);
+    let out = b.mem.take_output(0, DType::F32).into_vec();
     let value = |e: usize| f32::from_le_bytes(out[4 * e..4 * e + 4].try_into().expect("4 bytes"));
     assert_eq!([0, 4, 5, 8, 9].map(value), [3.0, 1.0, 2.0, 5.0, 6.0]);
 }
@@ -402,7 +402,7 @@ fn a_kernel_writing_a_shared_input_writes_its_own_copy() {
     );
     // The run's copy holds the kernel's write; the caller's bytes do not.
     assert_eq!(
-        b.mem.take_tensor_bytes(0, DType::F32),
+        b.mem.take_output(0, DType::F32).into_vec(),
         f32_bytes(&[2.0; 128 * 4])
     );
     assert_eq!(given[..], f32_bytes(&[1.0; 128 * 4]));
@@ -466,7 +466,7 @@ fn indirect_rows_with_unclean_bytes_copy_as_the_element_loop_does() {
         let tensors = [0, 1].map(|t| {
             assert_summary_matches(&b.mem, t, 4);
             let undefined = b.mem.undefined_elements(t, 4);
-            (undefined, b.mem.take_tensor_bytes(t, f32))
+            (undefined, b.mem.take_output(t, f32).into_vec())
         });
         (scattered, gathered, counters, tensors)
     };
@@ -562,7 +562,10 @@ fn a_constant_tensor_holds_its_data_on_entry() {
     // The default poison policy is precise: a never-written or undefined
     // byte in the output would be poison and a warning, not these bytes.
     let r = run(&p, &crate::Inputs::new(), &crate::SimConfig::default()).expect("runs");
-    assert_eq!(r.outputs, vec![("out".to_owned(), f32_bytes(&values))]);
+    assert_eq!(
+        r.outputs,
+        vec![("out".to_owned(), f32_bytes(&values).into())]
+    );
 }
 
 #[test]
@@ -572,7 +575,10 @@ fn writing_a_constant_tensor_leaves_the_program_s_bytes() {
     let doubled: Vec<f32> = values.iter().map(|v| v * 2.0).collect();
     for _ in 0..2 {
         let r = run(&p, &crate::Inputs::new(), &crate::SimConfig::default()).expect("runs");
-        assert_eq!(r.outputs, vec![("out".to_owned(), f32_bytes(&doubled))]);
+        assert_eq!(
+            r.outputs,
+            vec![("out".to_owned(), f32_bytes(&doubled).into())]
+        );
     }
     assert_eq!(p.hbm[1].data.as_deref(), Some(&f32_bytes(&values)[..]));
 }

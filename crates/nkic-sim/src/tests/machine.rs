@@ -49,7 +49,10 @@ fn pipeline_result_and_times_follow_the_cost_model() {
     )
     .expect("runs");
     let want: Vec<f32> = a.iter().map(|x| x * 2.0).collect();
-    assert_eq!(res.outputs, vec![("out".to_owned(), f32_bytes(&want))]);
+    assert_eq!(
+        res.outputs,
+        vec![("out".to_owned(), f32_bytes(&want).into())]
+    );
     let cost = |q: Queue, i: usize| Target::Trn3.cost(q, &p.stream(q).unwrap_or_default()[i].op);
     let (c0, c1, c2) = (
         cost(Queue::Dma(0), 0),
@@ -498,6 +501,7 @@ fn uninitialised_reads_fault_or_read_poison() {
     assert!(
         r.outputs[0]
             .1
+            .bytes()
             .chunks(4)
             .all(|c| c == f32::NAN.to_le_bytes())
     );
@@ -515,6 +519,7 @@ fn uninitialised_reads_fault_or_read_poison() {
     assert!(
         r.outputs[0]
             .1
+            .bytes()
             .chunks(4)
             .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_nan())
     );
@@ -647,7 +652,7 @@ fn tiled_matmul_program_verifies_and_matches_a_reference() {
             &config,
         )
         .expect("runs");
-        let out = res.output("c").expect("c is an output");
+        let out = res.output("c").expect("c is an output").bytes();
         // Row i, column j: the K/128 partial products accumulate tile by
         // tile in ascending k, exactly as the definition sums them.
         for (i, j) in [(0usize, 0usize), (5, 700), (255, 1023), (130, 511)] {

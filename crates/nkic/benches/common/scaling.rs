@@ -6,6 +6,12 @@
 /// by four spaces) runs between the allocation of the output `out` and
 /// `return out`.
 fn kernel(name: &str, body: &str) -> String {
+    kernel_of(name, (128, 8), body)
+}
+
+/// `kernel` with an output of `shape`.
+fn kernel_of(name: &str, shape: (usize, usize), body: &str) -> String {
+    let (rows, cols) = shape;
     format!(
         "import nki
 import nki.isa as nisa
@@ -14,7 +20,7 @@ import nki.language as nl
 
 @nki.jit
 def {name}(a):
-    out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    out = nl.ndarray(({rows}, {cols}), dtype=nl.float32, buffer=nl.shared_hbm)
 {body}    return out
 "
     )
@@ -75,6 +81,20 @@ pub fn runaway_loop() -> String {
     for i in nl.dynamic_range(1000000000):
         nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=1.0)
     nisa.dma_copy(dst=out, src=t)
+",
+    )
+}
+
+/// One `[128, 8]` tile stored into a `rows × cols` float32 output and the
+/// rest never written: the run's memory must follow the bytes written,
+/// not the output's size.
+pub fn one_tile_of_output(rows: usize, cols: usize) -> String {
+    kernel_of(
+        "one_tile",
+        (rows, cols),
+        "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    nisa.dma_copy(dst=out[0:128, 0:8], src=t)
 ",
     )
 }
