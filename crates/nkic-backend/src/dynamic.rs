@@ -189,6 +189,11 @@ struct Emitter<'a, 'k> {
     /// Global op index of each (instance, op handle).
     index_of: BTreeMap<(usize, Handle<Op>), usize>,
     lines: Vec<Option<LineId>>,
+    /// The line of each dynamic loop's header, by instance and loop
+    /// (`emit::loop_line_table`).
+    loop_lines: BTreeMap<(usize, Handle<nkic_ir::DynLoop>), LineId>,
+    /// The line of the loop whose control instructions are being emitted.
+    control_line: Option<LineId>,
     /// First register of the loop counters.
     counter_base: u32,
     next_loop: u32,
@@ -276,6 +281,7 @@ pub fn emit(
     let mut program = Program::new(unit.target);
     program.hbm.clone_from(&layout.hbm);
     let lines = line_table(unit, &mut program, sources);
+    let loop_lines = crate::emit::loop_line_table(unit, &mut program, sources);
     let index_of: BTreeMap<(usize, Handle<Op>), usize> = unit
         .ops
         .iter()
@@ -373,6 +379,8 @@ pub fn emit(
         queues,
         index_of,
         lines,
+        loop_lines,
+        control_line: None,
         counter_base: u32::try_from(max_regs).unwrap_or(u32::MAX),
         next_loop: 0,
         next_label: 0,
@@ -421,10 +429,23 @@ impl Emitter<'_, '_> {
     }
 
     /// Pushes `op` on every participating queue.
-    fn everywhere(&mut self, op: nkic_isa::Op) {
+    /// Pushes `op` on every queue, at `line`.
+    fn everywhere_at(&mut self, op: nkic_isa::Op, line: Option<LineId>) {
         for q in self.queues.clone() {
-            self.push(q, Instruction::new(op.clone()));
+            let mut inst = Instruction::new(op.clone());
+            inst.line = line;
+            self.push(q, inst);
         }
+    }
+
+    /// Pushes a loop-control instruction (`op`, not a label) on every
+    /// queue, at the loop's header (`control_line`).
+    fn everywhere(&mut self, op: nkic_isa::Op) {
+        let line = match op {
+            nkic_isa::Op::Label(_) => None,
+            _ => self.control_line,
+        };
+        self.everywhere_at(op, line);
     }
 
     fn push(&mut self, q: Queue, inst: Instruction) {
@@ -696,15 +717,18 @@ impl Emitter<'_, '_> {
         match &k.ops[h].kind {
             OpKind::RegAlloc { dst, init } => {
                 if let Some(value) = init {
-                    self.everywhere(nkic_isa::Op::RegSet(insn::RegSet {
+                    let op = nkic_isa::Op::RegSet(insn::RegSet {
                         dst: self.reg(inst, *dst),
                         value: *value,
-                    }));
+                    });
+                    self.everywhere_at(op, line);
                 }
             }
-            OpKind::RegMove { dst, src } => self.everywhere(reg_or_imm(self.reg(inst, *dst), src)),
+            OpKind::RegMove { dst, src } => {
+                self.everywhere_at(reg_or_imm(self.reg(inst, *dst), src), line);
+            }
             OpKind::RegAlu { dst, op, a, b } => {
-                self.everywhere(nkic_isa::Op::RegAlu(insn::RegAlu {
+                let op = nkic_isa::Op::RegAlu(insn::RegAlu {
                     dst: self.reg(inst, *dst),
                     op: *op,
                     a: self.reg(inst, *a),
@@ -712,7 +736,8 @@ impl Emitter<'_, '_> {
                         RegOrImm::Reg(r) => nkic_isa::RegOrImm::Reg(self.reg(inst, *r)),
                         RegOrImm::Imm(v) => nkic_isa::RegOrImm::Imm(*v),
                     },
-                }))
+                });
+                self.everywhere_at(op, line);
             }
             OpKind::RegLoad { dst, src } => {
                 let Some(ap) = self.ap(inst, src) else { return };
@@ -767,7 +792,16 @@ impl Emitter<'_, '_> {
         self.layout.placements.get(id).copied().flatten()
     }
 
+    /// Emits dynamic loop `l`, its control instructions at its header's
+    /// line.
     fn dyn_loop(&mut self, inst: usize, k: &Kernel, l: Handle<nkic_ir::DynLoop>) {
+        let line = self.loop_lines.get(&(inst, l)).copied();
+        let outer = std::mem::replace(&mut self.control_line, line);
+        self.emit_dyn_loop(inst, k, l);
+        self.control_line = outer;
+    }
+
+    fn emit_dyn_loop(&mut self, inst: usize, k: &Kernel, l: Handle<nkic_ir::DynLoop>) {
         let lp = &k.dyn_loops[l];
         let g = self.next_loop;
         self.next_loop += 1;

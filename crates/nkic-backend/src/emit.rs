@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 
 use nkic_diag::SourceMap;
-use nkic_ir::SrcLoc;
+use nkic_ir::{DynLoop, Handle, SrcLoc};
 use nkic_isa::{Instruction, LineId, Program, Queue, SemId};
 
 use crate::alloc::Layout;
@@ -163,6 +163,31 @@ pub fn line_table(
         line_of[i] = Some(id);
     }
     line_of
+}
+
+/// Adds one line-table entry per dynamic loop of each instance of the
+/// unit (at its header: `for i in nl.dynamic_range(n)`, `while r`), for
+/// the instructions that run the loop itself: the induction register's
+/// initialisation and step, the jump to the condition and the branch
+/// back. A fault in them (E2007 in a loop that never ends) then names
+/// the loop, not a neighbouring statement.
+pub fn loop_line_table(
+    unit: &Unit<'_>,
+    program: &mut Program,
+    sources: &SourceMap,
+) -> BTreeMap<(usize, Handle<DynLoop>), LineId> {
+    let mut lines = BTreeMap::new();
+    for (inst, k) in unit.kernels.iter().enumerate() {
+        for (l, loc) in k.spans.dyn_loops.iter() {
+            let Some(file) = sources.get(loc.file) else {
+                continue;
+            };
+            let lc = file.line_col(loc.span.start);
+            let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
+            lines.insert((inst, l), id);
+        }
+    }
+    lines
 }
 
 /// `program`, after checking that it passes `nkic_isa::verify`.

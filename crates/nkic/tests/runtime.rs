@@ -12,6 +12,8 @@
 //! - `one_tile_of_many.py`: one 128×512 tile stored into a 32 MiB output:
 //!   the file holds the tile and NaN everywhere else (written in halves
 //!   side by side, the fill made a piece at a time).
+//! - `spin_forever.py`: a `while` loop polls a flag nothing clears:
+//!   E2007 at `--max-sim-ms`, labelled at the loop's header.
 //! - `depends_on_scratch.py`: the output is computed from a tile nothing
 //!   wrote: warning E2009 naming the output and the line of the first bad
 //!   read.
@@ -23,7 +25,7 @@
 
 mod common;
 
-/// Runs `nkic run tests/undefined/NAME.py --poison POISON [extra]` from
+/// Runs `nkic run crates/nkic/tests/runtime/NAME.py --poison POISON [extra]` from
 /// the workspace root; returns `exit: <code>` and the rendered
 /// diagnostics.
 fn run(name: &str, poison: &str, extra: &[&str]) -> String {
@@ -32,7 +34,8 @@ fn run(name: &str, poison: &str, extra: &[&str]) -> String {
     args.extend_from_slice(extra);
     let out = common::run_nkic(&args);
     format!(
-        "$ nkic run {file} --poison {poison}\nexit: {}\n{}",
+        "$ nkic run {file} --poison {poison}{}\nexit: {}\n{}",
+        extra.iter().map(|a| format!(" {a}")).collect::<String>(),
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr)
     )
@@ -137,6 +140,19 @@ fn one_tile_of_many() {
             }
         }
     }
+}
+
+/// A loop polling a flag nothing clears runs into `--max-sim-ms`: E2007
+/// points at the loop's header whether the limit falls on its counter
+/// (an instruction with the header's line) or on its condition label (no
+/// line: the nearest instruction's, the branch after it).
+#[test]
+fn spin_forever() {
+    let text: Vec<String> = ["3", "4"]
+        .iter()
+        .map(|ms| run("spin_forever", "precise", &["--max-sim-ms", ms]))
+        .collect();
+    insta::assert_snapshot!("spin_forever", text.join("\n"));
 }
 
 #[test]
