@@ -26,14 +26,16 @@
 //! the keys it last evicted, as ARC does): a kernel whose reused operands
 //! fit in a few MiB never takes the pages of more (every decoded value is
 //! a fresh page's worth of work at its first write), and one that reuses
-//! more grows the cache to what it reuses.
+//! more grows the cache to what it reuses. An operand the launch reads
+//! only once (`read_once`: one matmul's, in a launch without control
+//! flow) is decoded into a buffer of its own and never kept.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, OnceLock};
 
-use nkic_isa::DType;
 use nkic_isa::hash::FastBuild;
+use nkic_isa::{AccessPattern, DType, Op, Program};
 
 use crate::matmul::{Magnitudes, Products};
 use crate::memory::{SpaceId, View};
@@ -105,6 +107,37 @@ const DECODED_START: usize = 8 << 20;
 /// The most evicted entries the cache remembers (by their keys' hashes:
 /// two keys of the same hash only grow the cache sooner).
 const GHOSTS: usize = 4096;
+
+/// The matmul operands a launch reads exactly once, so that keeping their
+/// values could serve no later read: an access pattern that is the
+/// stationary or moving operand of one `nc_matmul` of a launch with no
+/// control flow (no `jump` or `branch`, so every instruction runs once)
+/// and of no other. A tiled kernel that loads each tile into SBUF of its
+/// own (a tutorial's `affine_range` matmul: 128 matmuls, 256 distinct
+/// operands) would otherwise fill the cache with values no read hits,
+/// 8 MiB of peak memory; reused operands (the moving tile of a column
+/// block read by each row tile) keep their place. Empty when the launch
+/// has control flow: then any operand may be read again.
+pub(crate) fn read_once(cores: &[Program]) -> HashSet<AccessPattern, FastBuild> {
+    let insts = || cores.iter().flat_map(|p| &p.queues).flat_map(|q| &q.insts);
+    if insts().any(|i| matches!(i.op, Op::Jump(_) | Op::Branch(_))) {
+        return HashSet::default();
+    }
+    let mut seen: HashMap<&AccessPattern, bool, FastBuild> = HashMap::default();
+    for i in insts() {
+        if let Op::NcMatmul(m) = &i.op {
+            for ap in [&m.stationary, &m.moving] {
+                seen.entry(ap)
+                    .and_modify(|again| *again = true)
+                    .or_insert(false);
+            }
+        }
+    }
+    seen.into_iter()
+        .filter(|&(_, again)| !again)
+        .map(|(ap, _)| ap.clone())
+        .collect()
+}
 
 /// What a matmul operand read is: the view's bytes and how its values
 /// are laid out (`read_f32`, or rows `stride` values apart).
@@ -290,6 +323,40 @@ mod tests {
 
     fn cached(d: &mut Decoded, base: i64) -> bool {
         d.get(&key(base), |_| true).is_some()
+    }
+
+    /// An operand of one matmul is read once; one two matmuls share (as
+    /// stationary or as moving) is not; with a loop every operand may be
+    /// read again.
+    #[test]
+    fn read_once_finds_the_operands_of_one_matmul() {
+        let text = "\
+.target trn3
+.queue tensor
+  nc_matmul dst=psum[0:8]:f32[1,16] stationary=sbuf[0:128]+256:f32[1,8] moving=sbuf[0:128]:f32[1,16]
+  nc_matmul dst=psum[0:8]+64:f32[1,16] stationary=sbuf[0:128]+512:f32[1,8] moving=sbuf[0:128]:f32[1,16]
+  nc_matmul dst=psum[0:16]:f32[1,16] stationary=sbuf[0:128]:f32[1,16] moving=sbuf[0:128]+1024:f32[1,16]
+";
+        let p = nkic_isa::assemble(text).expect("assembles");
+        let once = read_once(std::slice::from_ref(&p));
+        let operands: Vec<(&AccessPattern, &AccessPattern)> = p.queues[0]
+            .insts
+            .iter()
+            .filter_map(|i| match &i.op {
+                Op::NcMatmul(m) => Some((&m.stationary, &m.moving)),
+                _ => None,
+            })
+            .collect();
+        let [(s0, v0), (s1, v1), (s2, v2)] = operands[..] else {
+            panic!("three matmuls");
+        };
+        assert!(once.contains(s0) && once.contains(s1) && once.contains(v2));
+        // The moving tile of the first two, also the third's stationary.
+        assert!(!once.contains(v0) && !once.contains(v1) && !once.contains(s2));
+        assert_eq!(once.len(), 3);
+        let looped =
+            nkic_isa::assemble(&format!("{text}L0:\n  jump target=L0\n")).expect("assembles");
+        assert!(read_once(std::slice::from_ref(&looped)).is_empty());
     }
 
     /// The cache keeps what fits in `DECODED_START`, evicts the least

@@ -813,7 +813,7 @@ impl Exec<'_> {
         // (`MemoryState::read_operand`), stationary first.
         let sv = self.view(stationary, "stationary")?;
         plain(&sv)?;
-        let s = self.mem.read_operand(&sv)?;
+        let s = self.mem.read_operand(&sv, self.mem.read_once(stationary))?;
         // Double-row mode contracts over (partition, j): the [P, 2, M]
         // stationary is, in row-major order, exactly a [2P, M] matrix.
         let rows = if perf_mode == MatmulPerfMode::DoubleRow {
@@ -827,15 +827,16 @@ impl Exec<'_> {
         let mv = self.view(moving, "moving")?;
         plain(&mv)?;
         let stride = moving_stride(mv.free());
+        let once = self.mem.read_once(moving);
         let in_rows = if rows == 1 && !transpose {
-            self.mem.read_operand_padded(&mv, stride)?
+            self.mem.read_operand_padded(&mv, stride, once)?
         } else {
             None
         };
         let padded = in_rows.is_some();
         let v = match in_rows {
             Some(v) => v,
-            None => self.mem.read_operand(&mv)?,
+            None => self.mem.read_operand(&mv, once)?,
         };
         let dv = self.dst(dst, "dst")?;
         let (k, m, n) = (sv.rows * rows, sv.free() / rows, mv.free() / rows);

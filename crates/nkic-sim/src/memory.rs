@@ -1154,6 +1154,8 @@ pub(crate) struct MemoryState {
     deferred: Deferred,
     /// Matmul operands kept decoded (`read_operand`).
     decoded: Decoded,
+    /// The matmul operands the launch reads only once (`decoded::read_once`).
+    read_once: std::collections::HashSet<AccessPattern, nkic_isa::hash::FastBuild>,
     /// Tests turn `copy_row` off to compare it with the element loop.
     #[cfg(test)]
     pub element_copies: bool,
@@ -1253,6 +1255,7 @@ impl MemoryState {
             taint: Taint::default(),
             deferred: Deferred::new(false),
             decoded: Decoded::default(),
+            read_once: crate::decoded::read_once(cores),
             #[cfg(test)]
             element_copies: false,
         }
@@ -2356,10 +2359,16 @@ impl MemoryState {
         true
     }
 
+    /// Whether `ap` is a matmul operand the launch reads only once
+    /// (`decoded::read_once`): its values are decoded but not kept.
+    pub fn read_once(&self, ap: &AccessPattern) -> bool {
+        self.read_once.contains(ap)
+    }
+
     /// A matmul operand's values as `read_f32` gives them, through the
-    /// cache of decoded operands (`read_cached`).
-    pub fn read_operand(&mut self, v: &View) -> FResult<Arc<Values>> {
-        match self.read_cached(v, None)? {
+    /// cache of decoded operands (`read_cached`; kept there unless `once`).
+    pub fn read_operand(&mut self, v: &View, once: bool) -> FResult<Arc<Values>> {
+        match self.read_cached(v, None, once)? {
             Some(values) => Ok(values),
             None => Ok(Arc::new(Values::new(self.read_f32(v)?))),
         }
@@ -2368,20 +2377,31 @@ impl MemoryState {
     /// A matmul operand's values as `read_f32_padded` gives them with
     /// `stride`, through the cache of decoded operands (`read_cached`);
     /// `None` when it cannot (the caller reads them with `read_operand`).
-    pub fn read_operand_padded(&mut self, v: &View, stride: usize) -> FResult<Option<Arc<Values>>> {
-        self.read_cached(v, Some(stride))
+    pub fn read_operand_padded(
+        &mut self,
+        v: &View,
+        stride: usize,
+        once: bool,
+    ) -> FResult<Option<Arc<Values>>> {
+        self.read_cached(v, Some(stride), once)
     }
 
     /// What `read_f32` gives (`stride` `None`) or what `read_f32_padded`
     /// gives with `stride` (`Ok(None)` when it cannot). When every byte of
     /// `v` is written and defined and no write touched it since it was
     /// last decoded for the same view and layout (`Space::stamps`), the
-    /// values are those decoded then (`decoded`).
-    fn read_cached(&mut self, v: &View, stride: Option<usize>) -> FResult<Option<Arc<Values>>> {
+    /// values are those decoded then (`decoded`). Values read `once` are
+    /// neither looked up nor kept.
+    fn read_cached(
+        &mut self,
+        v: &View,
+        stride: Option<usize>,
+        once: bool,
+    ) -> FResult<Option<Arc<Values>>> {
         let len = decoded_len(v, stride);
-        let fits = Decoded::fits(len);
-        let key = Key::of(v, stride).filter(|_| fits && self.is_clean(v));
-        if let Some(key) = &key {
+        let keep = !once && Decoded::fits(len);
+        let key = Key::of(v, stride).filter(|_| self.is_clean(v));
+        if keep && let Some(key) = &key {
             // The cache is taken out while the test borrows the memory.
             let mut decoded = std::mem::take(&mut self.decoded);
             let space = self.space(v.space);
@@ -2419,12 +2439,15 @@ impl MemoryState {
             return Ok(None);
         }
         let space = self.space_mut(v.space);
-        let since = space.track_writes();
+        // Stamping starts with the first values kept from a memory.
+        let since = keep.then(|| space.track_writes());
         values.clear();
         decode_clean(space, v, stride, &mut values);
         self.count_read(v);
         let values = Arc::new(Values::new(values));
-        self.decoded.put(key, since, Arc::clone(&values));
+        if let Some(since) = since {
+            self.decoded.put(key, since, Arc::clone(&values));
+        }
         Ok(Some(values))
     }
 
