@@ -1446,17 +1446,39 @@ impl MemoryState {
         };
         let size = dtype.size() as usize;
         let len = t.data.len();
+        let mut data = std::mem::take(&mut t.data).into_vec();
+        // Past the runs an output keeps (a scattered write) the fill goes
+        // into the bytes, the runs found so far and those to come.
+        let most = crate::output::most_runs(len);
         let mut unwritten: Vec<std::ops::Range<usize>> = Vec::new();
+        let mut filled = false;
+        let fill = |data: &mut [u8], r: std::ops::Range<usize>| {
+            crate::output::fill_range(&mut data[r], &poison);
+        };
         t.unwritten_runs(len, &mut |b0, b1| {
             // Whole elements, a run meeting or overlapping the last one
             // merged into it.
             let (e0, e1) = (b0 / size * size, (b1.div_ceil(size) * size).min(len));
+            let kept = unwritten.len();
             match unwritten.last_mut() {
                 Some(r) if r.end >= e0 => r.end = r.end.max(e1),
+                _ if filled => fill(&mut data, e0..e1),
+                _ if kept == most => {
+                    filled = true;
+                    for r in unwritten.drain(..) {
+                        fill(&mut data, r);
+                    }
+                    fill(&mut data, e0..e1);
+                }
                 _ => unwritten.push(e0..e1),
             }
         });
-        let data = std::mem::take(&mut t.data).into_vec();
+        if filled {
+            for r in unwritten {
+                fill(&mut data, r);
+            }
+            return OutputBytes::written(data);
+        }
         OutputBytes::with_unwritten(data, poison, unwritten)
     }
 
@@ -3199,6 +3221,37 @@ mod tests {
             s.mark(hole, hole + 1);
             assert_eq!(s.first_uninit(0, len), None, "hole {hole} written");
         }
+    }
+
+    /// A write scattered finer than the runs an output keeps (every other
+    /// element of 64 KiB, then a gap, then every third) has the fill
+    /// written into its bytes, those of the runs found before the limit
+    /// and after it alike: the same bytes as element-wise poisoning.
+    #[test]
+    fn a_scattered_output_is_filled_in_place() {
+        let len = 96 << 10;
+        let mut s = Space::new(len, Pages::Base);
+        for e in (0..(64 << 10) / 4).step_by(2) {
+            s.mark(4 * e, 4 * e + 4);
+        }
+        for e in ((80 << 10) / 4..len / 4).step_by(3) {
+            s.mark(4 * e, 4 * e + 4);
+        }
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        let want: Vec<u8> = data
+            .chunks(4)
+            .enumerate()
+            .flat_map(|(e, c)| match s.first_uninit(4 * e, 4 * e + 4) {
+                Some(_) => f32::NAN.to_le_bytes().to_vec(),
+                None => c.to_vec(),
+            })
+            .collect();
+        s.data = Data::Own(data);
+        let mut mem = MemoryState::new(&Program::new(Target::Trn3), Poison::Nan);
+        mem.hbm.push(s);
+        let out = mem.take_output(0, DType::F32);
+        assert_eq!(out.unwritten_bytes(), 0, "filled, no runs kept");
+        assert!(out == want);
     }
 
     proptest::proptest! {

@@ -46,16 +46,15 @@ impl OutputBytes {
     }
 
     /// `data` with the elements of `unwritten` (byte ranges, sorted, of
-    /// whole `fill.len()`-byte elements) never written. When the runs would
-    /// take more memory than an eighth of the data (a scattered write),
-    /// the fill is written into `data` at once instead.
+    /// whole `fill.len()`-byte elements) never written. When there are
+    /// more runs than `most_runs` allows (a scattered write), the fill is
+    /// written into `data` at once instead.
     pub(crate) fn with_unwritten(
         mut data: Vec<u8>,
         fill: Vec<u8>,
         unwritten: Vec<Range<usize>>,
     ) -> OutputBytes {
-        let runs = unwritten.len() * std::mem::size_of::<Range<usize>>();
-        if runs > data.len() / 8 {
+        if unwritten.len() > most_runs(data.len()) {
             for r in unwritten {
                 fill_range(&mut data[r], &fill);
             }
@@ -144,8 +143,15 @@ impl OutputBytes {
     }
 }
 
+/// The most never-written runs an output of `len` bytes keeps: what
+/// takes an eighth of its bytes. A write scattered finer than that has its
+/// fill written into the bytes instead.
+pub(crate) fn most_runs(len: usize) -> usize {
+    len / 8 / std::mem::size_of::<Range<usize>>()
+}
+
 /// Writes `fill` (one element) over every element of `range`.
-fn fill_range(range: &mut [u8], fill: &[u8]) {
+pub(crate) fn fill_range(range: &mut [u8], fill: &[u8]) {
     for e in range.chunks_exact_mut(fill.len()) {
         e.copy_from_slice(fill);
     }
