@@ -239,15 +239,22 @@ pub fn runtime_fault(
     // An instruction without a line-table entry of its own (a label, a
     // loop's branch) takes the nearest one of its stream.
     let mnemonic = err.mnemonic.unwrap_or("instruction");
-    let own = err
-        .line
-        .map(|line| (line, format!("this {mnemonic} faulted")));
-    let line = own.or_else(|| {
-        let line = nearest_line(program, err.queue?, err.index?)?;
-        Some((
-            line,
+    // A run stopped at its limit did not fault: it was about to run this.
+    let (own, other) = match err.kind {
+        SimErrorKind::InstructionLimit => (
+            format!("the run stopped at its limit before this {mnemonic}"),
+            format!(
+                "the run stopped at its limit before a {mnemonic} (without a source line) next to this code"
+            ),
+        ),
+        _ => (
+            format!("this {mnemonic} faulted"),
             format!("the faulting {mnemonic} (without a source line) is next to this code"),
-        ))
+        ),
+    };
+    let line = err.line.map(|line| (line, own)).or_else(|| {
+        let line = nearest_line(program, err.queue?, err.index?)?;
+        Some((line, other))
     });
     if let Some((span, label)) = line.and_then(|(line, label)| {
         Some((
