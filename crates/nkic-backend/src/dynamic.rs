@@ -369,13 +369,36 @@ pub fn emit(
         ]);
     }
     let chain = top.is_none().then(|| program.add_semaphore("chain_done"));
+    // Each stream's room reserved up front, from an estimate that errs
+    // high: an op on its queue, a register op and a few control
+    // instructions per loop on every queue. Growing a stream of a million
+    // instructions by doubling copied it into fresh pages at each step
+    // (jemalloc moves a large block to grow it), three quarters of the
+    // page faults of a `blockwise_mm_bwd` check; room never written costs
+    // no memory.
+    let everywhere = unit
+        .ops
+        .iter()
+        .filter(|info| info.op.kind.is_register_op())
+        .count()
+        + 8 * loops
+        + 16;
+    let mut room: BTreeMap<Queue, usize> = queues.iter().map(|&q| (q, everywhere)).collect();
+    for (info, &q) in unit.ops.iter().zip(&queue_of) {
+        if !info.op.kind.is_register_op() {
+            *room.entry(q).or_default() += 1;
+        }
+    }
     let mut em = Emitter {
         unit,
         layout,
         loop_done: Vec::new(),
         lowered,
         program,
-        streams: queues.iter().map(|&q| (q, Vec::new())).collect(),
+        streams: room
+            .into_iter()
+            .map(|(q, n)| (q, Vec::with_capacity(n)))
+            .collect(),
         queues,
         index_of,
         lines,
