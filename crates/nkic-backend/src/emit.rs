@@ -154,15 +154,20 @@ pub fn line_table(
             line_of[i] = Some(id);
             continue;
         }
-        let Some(file) = sources.get(loc.file) else {
+        let Some(id) = add_line(program, sources, loc) else {
             continue;
         };
-        let lc = file.line_col(loc.span.start);
-        let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
         lines.insert(key, id);
         line_of[i] = Some(id);
     }
     line_of
+}
+
+/// A new line-table entry for `loc`; `None` when its file is unknown.
+fn add_line(program: &mut Program, sources: &SourceMap, loc: SrcLoc) -> Option<LineId> {
+    let file = sources.get(loc.file)?;
+    let lc = file.line_col(loc.span.start);
+    Some(program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end))
 }
 
 /// Adds one line-table entry per dynamic loop of each instance of the
@@ -178,13 +183,10 @@ pub fn loop_line_table(
 ) -> BTreeMap<(usize, Handle<DynLoop>), LineId> {
     let mut lines = BTreeMap::new();
     for (inst, k) in unit.kernels.iter().enumerate() {
-        for (l, loc) in k.spans.dyn_loops.iter() {
-            let Some(file) = sources.get(loc.file) else {
-                continue;
-            };
-            let lc = file.line_col(loc.span.start);
-            let id = program.add_line(file.name(), lc.line, lc.col, loc.span.start..loc.span.end);
-            lines.insert((inst, l), id);
+        for (l, &loc) in k.spans.dyn_loops.iter() {
+            if let Some(id) = add_line(program, sources, loc) {
+                lines.insert((inst, l), id);
+            }
         }
     }
     lines

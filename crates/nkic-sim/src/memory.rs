@@ -2384,7 +2384,8 @@ impl MemoryState {
     /// Whether `ap` is a matmul operand the launch reads only once
     /// (`decoded::read_once`): its values are decoded but not kept.
     pub fn read_once(&self, ap: &AccessPattern) -> bool {
-        self.read_once.contains(ap)
+        // Most launches with many matmuls loop: no hashing then.
+        !self.read_once.is_empty() && self.read_once.contains(ap)
     }
 
     /// A matmul operand's values as `read_f32` gives them, through the
