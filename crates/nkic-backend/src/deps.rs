@@ -40,7 +40,7 @@
 //! Runs are compared exactly up to [`RUN_LIMIT`] contiguous runs per
 //! access; beyond that the bounding boxes decide (conservatively).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use nkic_ir::{Handle, Op, Placement, View};
 
@@ -449,6 +449,15 @@ pub fn build_range(
     // conflicts with writes, so it never walks the (often many) earlier
     // reads of the same bytes.
     let mut index: BTreeMap<Resource, [Pages; 2]> = BTreeMap::new();
+    // A read of a resource no op of the range writes (an input tensor)
+    // conflicts with nothing, so it is not indexed: a tiled kernel's loads
+    // of strided input windows would each fill a hundred pages' lists.
+    let written: BTreeSet<Resource> = accesses
+        .iter()
+        .flatten()
+        .filter(|a| a.write)
+        .map(|a| a.resource)
+        .collect();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
     // `probed[first_access[i] + k] == probe` when access `k` of op `i` was
@@ -533,6 +542,9 @@ pub fn build_range(
         }
         for (ai, b) in accesses[j].iter().enumerate() {
             if hbm_read_write && !matches!(b.resource, Resource::Hbm(_)) {
+                continue;
+            }
+            if !b.write && !written.contains(&b.resource) {
                 continue;
             }
             index.entry(b.resource).or_default()[usize::from(b.write)].insert(b, j, ai);
