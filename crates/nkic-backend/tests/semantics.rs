@@ -1160,17 +1160,19 @@ fn trn1_serialises_vector_and_gpsimd_on_the_sbuf_port() {
     }
 }
 
-/// The number of edges of `text`'s dependency graph, all and reduced.
-fn edge_counts(text: &str) -> (usize, usize) {
-    use nkic_backend::deps::{self, Edges};
+/// The dependency graph of `text` with the edges `which` asks for.
+fn graph_of(text: &str, which: nkic_backend::deps::Edges<'_>) -> nkic_backend::deps::Graph {
     let (kernel, sources) = common::load_text(text);
     let unit = nkic_backend::collect::collect(std::slice::from_ref(&kernel), &sources)
         .unwrap_or_else(|d| panic!("{d:?}"));
     let layout = nkic_backend::alloc::allocate(&unit, &sources).unwrap_or_else(|d| panic!("{d:?}"));
-    let edges = |which| -> usize {
-        let graph = deps::build(&unit, &layout, Schedule::Optimized, which);
-        graph.preds.iter().map(Vec::len).sum()
-    };
+    nkic_backend::deps::build(&unit, &layout, Schedule::Optimized, which)
+}
+
+/// The number of edges of `text`'s dependency graph, all and reduced.
+fn edge_counts(text: &str) -> (usize, usize) {
+    use nkic_backend::deps::Edges;
+    let edges = |which| -> usize { graph_of(text, which).preds.iter().map(Vec::len).sum() };
     (edges(Edges::All), edges(Edges::Reduced))
 }
 
@@ -1230,19 +1232,21 @@ fn may_writes_of_a_whole_tensor_keep_the_reduced_graph_linear() {
     }
 }
 
-/// A tile read `reads` times and then rewritten `writes` times in its
-/// first column, before it goes out.
-fn reads_then_partial_writes(reads: usize, writes: usize) -> String {
-    let mut text = String::from(
-        "kernel \"shadow\" target=trn3 program_id=[0] num_programs=[1]
+/// A kernel's input `x` (t0), output `out` (t1) and two SBUF tiles (t2,
+/// t3), with op0 loading `x` into t2.
+const LOAD_X: &str = "kernel \"shadow\" target=trn3 program_id=[0] num_programs=[1]
 file 0 \"kernel.py\"
 t0 = shared_hbm float32[128, 64] \"x\" arg=0 input @ kernel.py:0..8
 t1 = shared_hbm float32[128, 64] \"out\" arg=1 output @ kernel.py:40..48
 t2 = sbuf float32[128, 64] \"tile\" @ kernel.py:80..88
 t3 = sbuf float32[128, 64] \"copy\" @ kernel.py:120..128
 op0 = dma_copy dst=t2[0:128, 0:64] src=t0[0:128, 0:64] engine=dma @ kernel.py:160..168
-",
-    );
+";
+
+/// A tile read `reads` times and then rewritten `writes` times in its
+/// first column, before it goes out.
+fn reads_then_partial_writes(reads: usize, writes: usize) -> String {
+    let mut text = String::from(LOAD_X);
     let mut op = 1;
     for _ in 0..reads {
         text.push_str(&format!(
@@ -1347,4 +1351,21 @@ fn tiles_too_wide_to_share_partitions_take_the_other_half() {
     };
     let err = compile(&kernel, &sources, &config).expect_err("65 rows do not fit");
     assert_eq!(err[0].code, "E0901", "{err:?}");
+}
+
+/// The dependency graph leaves the reads of a tensor no op writes (the
+/// input `x`) out of its index, but keeps those of a tensor an op writes
+/// later: the write of `out` by op3 waits for op2's read of `out` (a
+/// write-after-read edge, its only reason), as well as for op1's write of
+/// `out` and op0's write of the tile it stores.
+#[test]
+fn a_write_waits_for_earlier_reads_of_its_tensor() {
+    let text = format!(
+        "{LOAD_X}op1 = dma_copy dst=t1[0:128, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:200..208
+op2 = dma_copy dst=t3[0:128, 0:64] src=t1[0:128, 0:64] engine=dma @ kernel.py:240..248
+op3 = dma_copy dst=t1[0:128, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.py:280..288
+"
+    );
+    let graph = graph_of(&text, nkic_backend::deps::Edges::All);
+    assert_eq!(graph.preds, vec![vec![], vec![0], vec![1], vec![0, 1, 2]]);
 }
