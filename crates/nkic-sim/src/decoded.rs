@@ -154,10 +154,15 @@ pub(crate) struct Key {
 }
 
 impl Key {
+    /// Whether `v` has a key: its rows are `row_base + p · row_step`.
+    pub fn keyable(v: &View) -> bool {
+        v.row_addrs.is_none()
+    }
+
     /// `None` for views whose rows are not `row_base + p · row_step`
     /// (the rows of an indirect DMA, never an operand here).
     pub fn of(v: &View, stride: Option<usize>) -> Option<Key> {
-        v.row_addrs.is_none().then(|| Key {
+        Key::keyable(v).then(|| Key {
             space: v.space,
             dtype: v.dtype,
             rows: v.rows,

@@ -1474,9 +1474,8 @@ impl MemoryState {
             }
         });
         if filled {
-            for r in unwritten {
-                fill(&mut data, r);
-            }
+            // Every run went into the bytes (none is kept once filling).
+            debug_assert!(unwritten.is_empty());
             return OutputBytes::written(data);
         }
         OutputBytes::with_unwritten(data, poison, unwritten)
@@ -2422,9 +2421,12 @@ impl MemoryState {
         once: bool,
     ) -> FResult<Option<Arc<Values>>> {
         let len = decoded_len(v, stride);
-        let keep = !once && Decoded::fits(len);
-        let key = Key::of(v, stride).filter(|_| self.is_clean(v));
-        if keep && let Some(key) = &key {
+        let clean = Key::keyable(v) && self.is_clean(v);
+        // The key (a copy of the view's runs) only for values to keep.
+        let key = (clean && !once && Decoded::fits(len))
+            .then(|| Key::of(v, stride))
+            .flatten();
+        if let Some(key) = &key {
             // The cache is taken out while the test borrows the memory.
             let mut decoded = std::mem::take(&mut self.decoded);
             let space = self.space(v.space);
@@ -2444,7 +2446,7 @@ impl MemoryState {
             Some(buffer) => buffer,
             None => self.deferred.spare(),
         };
-        let Some(key) = key else {
+        if !clean {
             match stride {
                 Some(stride) => {
                     if !self.read_f32_padded(v, stride, &mut values) {
@@ -2454,7 +2456,7 @@ impl MemoryState {
                 None => values = self.read_f32(v)?,
             }
             return Ok(Some(Arc::new(Values::new(values))));
-        };
+        }
         // Written and defined: decoded straight from memory into what
         // `read_f32` or `read_f32_padded` gives, and kept with the count
         // of writes so far.
@@ -2463,12 +2465,12 @@ impl MemoryState {
         }
         let space = self.space_mut(v.space);
         // Stamping starts with the first values kept from a memory.
-        let since = keep.then(|| space.track_writes());
+        let since = key.is_some().then(|| space.track_writes());
         values.clear();
         decode_clean(space, v, stride, &mut values);
         self.count_read(v);
         let values = Arc::new(Values::new(values));
-        if let Some(since) = since {
+        if let (Some(key), Some(since)) = (key, since) {
             self.decoded.put(key, since, Arc::clone(&values));
         }
         Ok(Some(values))
