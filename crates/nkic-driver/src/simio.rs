@@ -39,6 +39,7 @@ pub fn sim_config(
         poison,
         trace,
         max_simulated_ps: max_sim_ms.saturating_mul(1_000_000_000),
+        jit_background: true,
         ..SimConfig::default()
     }
 }

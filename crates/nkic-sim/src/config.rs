@@ -102,6 +102,14 @@ pub struct SimConfig {
     /// Which execution tier runs compute instructions (never changes a
     /// result).
     pub tier: SimTier,
+    /// Whether the native tier lets the interpreter run an instruction
+    /// whose loop is still being compiled (on the compiling thread) instead
+    /// of waiting for it (never changes a result). The command line and
+    /// the Python package do: their runs use each loop a few dozen times,
+    /// and a compile takes about a millisecond. Off by default, so that
+    /// every instruction that qualifies runs natively (the differential
+    /// tests).
+    pub jit_background: bool,
     /// Whether large matmuls are summed on a worker thread while the
     /// interpreter goes on (never changes a result: `deferred` module).
     pub matmul_worker: bool,
@@ -131,6 +139,7 @@ impl Default for SimConfig {
             trace: true,
             race_check: true,
             tier: SimTier::default(),
+            jit_background: false,
             matmul_worker: true,
             warm_pages: true,
         }

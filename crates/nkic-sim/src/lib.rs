@@ -132,6 +132,15 @@ pub fn native_instructions() -> u64 {
     0
 }
 
+/// Starts the native tier's compiling thread, which builds its Cranelift
+/// module (milliseconds) while the caller goes on, so that a run started
+/// later does not wait for it; a run in the native tier starts it
+/// otherwise. Does nothing without the `jit` feature.
+pub fn start_native_tier() {
+    #[cfg(feature = "jit")]
+    jit::start();
+}
+
 /// Adds `n` instructions that a run called from this thread ran natively
 /// on a pool worker to this thread's [`native_instructions`].
 fn credit_native_instructions(n: u64) {

@@ -413,6 +413,9 @@ pub(crate) fn simulate(
     // The worker's count of native instructions is credited to a caller
     // outside the pool (`native_instructions` is per calling thread; a
     // caller on a worker ran the instructions itself).
+    if config.tier == SimTier::Jit {
+        crate::start_native_tier();
+    }
     let outside = rayon::current_thread_index().is_none();
     let (result, native) = rayon::scope(|_| {
         let before = crate::native_instructions();
@@ -1285,7 +1288,7 @@ fn step(
         });
         e
     };
-    let flow = match execute(&mut exec, op, config.tier) {
+    let flow = match execute(&mut exec, op, config) {
         Ok(flow) => flow,
         // An uninitialised read (with `Poison::Precise`: an undefined
         // index or register) may be the symptom of a race with a write
@@ -1498,15 +1501,15 @@ fn step(
 /// core `core` and the earlier access `conflict` names.
 /// Runs `op` in the tier `tier` asks for: natively when it qualifies
 /// (`jit`), else in the interpreter.
-fn execute(exec: &mut Exec<'_>, op: &Op, tier: SimTier) -> crate::error::FResult<Flow> {
+fn execute(exec: &mut Exec<'_>, op: &Op, config: &SimConfig) -> crate::error::FResult<Flow> {
     #[cfg(feature = "jit")]
-    if tier == SimTier::Jit
-        && let Some(res) = crate::jit::run(exec, op)
+    if config.tier == SimTier::Jit
+        && let Some(res) = crate::jit::run(exec, op, !config.jit_background)
     {
         return res.map(|()| Flow::Next);
     }
     #[cfg(not(feature = "jit"))]
-    let _ = tier;
+    let _ = config;
     exec.run(op)
 }
 

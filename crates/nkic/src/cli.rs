@@ -438,6 +438,10 @@ fn check(args: &CheckArgs) -> ExitCode {
 
 /// `nkic run`, or `nkic profile` with the summary format.
 fn run_kernel(args: &RunArgs, profile: Option<ReportFormat>) -> ExitCode {
+    // Its Cranelift module is built while the kernel compiles.
+    if args.sim_tier == SimTierArg::Jit {
+        nkic_sim::start_native_tier();
+    }
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
     let loaded = load(&args.file, &mut sources);

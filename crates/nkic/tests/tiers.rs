@@ -6,7 +6,9 @@
 //! matmuls summed on the worker thread (`SimConfig::matmul_worker`, the
 //! default) and the pages it writes faulted in ahead by another thread
 //! (`SimConfig::warm_pages`, the default), and without either (everything
-//! on the one thread that steps).
+//! on the one thread that steps); and so must the native tier when it
+//! interprets the instructions whose loops are still being compiled
+//! (`SimConfig::jit_background`, the command line's runs).
 //!
 //! Kernels run at their directive shapes with seeded random inputs; the
 //! fixtures (`tests/nkasm/*.nkasm`, `crates/nkic-isa/tests/corpus/*.nkasm`)
@@ -39,23 +41,28 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 fn check(name: &str, launch: &nkic_isa::Launch, inputs: &nkic_sim::Inputs) {
     let verified = nkic_isa::verify_launch(launch)
         .unwrap_or_else(|e| panic!("{name}: the program does not verify: {e:?}"));
-    let run = |tier, threads| -> Result<RunResult, SimError> {
+    let run = |tier, threads, jit_background| -> Result<RunResult, SimError> {
         let config = SimConfig {
             tier,
             trace: true,
             matmul_worker: threads,
             warm_pages: threads,
+            jit_background,
             ..SimConfig::default()
         };
         nkic_sim::run_launch(verified, inputs, &config)
     };
-    let oracle = run(SimTier::Interp, false);
+    let oracle = run(SimTier::Interp, false, false);
     for (what, other) in [
         (
             "the interpreter with the matmul worker and the warmer",
-            run(SimTier::Interp, true),
+            run(SimTier::Interp, true, false),
         ),
-        ("the native tier", run(SimTier::Jit, true)),
+        ("the native tier", run(SimTier::Jit, true, false)),
+        (
+            "the native tier compiling in the background",
+            run(SimTier::Jit, true, true),
+        ),
     ] {
         match (&oracle, &other) {
             (Ok(a), Ok(b)) => {

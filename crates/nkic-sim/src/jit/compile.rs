@@ -1,6 +1,16 @@
 //! Cranelift code generation for one `Sig`: a loop over `rows` rows of `n`
 //! elements of up to three strided streams that decodes, computes and encodes each
-//! element in one pass, and the per-thread cache of compiled loops.
+//! element in one pass, and the process's compiled loops (`kernel`).
+//!
+//! One thread (`nkic-jit`, started by the first request or by
+//! `start`) owns the Cranelift module and compiles every loop of the
+//! process, each signature once, in the order they are asked for. A run
+//! that does not wait (`SimConfig::jit_background`) interprets an
+//! instruction whose loop is still compiling, which gives the same bits:
+//! a loop takes about a millisecond to compile, and the command line's
+//! kernels run each signature a few dozen times (the 1024³ bf16 matmul
+//! waited 3–5 ms for its two loops, where interpreting their first
+//! instructions costs a fraction of that).
 //!
 //! Numerics are the interpreter's by construction: `f32` loads and stores
 //! move bits; `bf16` decodes by placing the bits and encodes with the
@@ -17,8 +27,8 @@
 //! operator and activation function calls the interpreter's own Rust
 //! function through a callback.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::{Condvar, Mutex, OnceLock, mpsc};
 
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -37,37 +47,99 @@ use super::native::{self, Kernel};
 use super::{Body, Sig};
 use crate::alu::{activation, alu};
 
-/// The compiled loops of this thread.
+/// The compiling thread's Cranelift module and contexts.
 struct Jit {
     module: JITModule,
     ctx: Context,
     fctx: FunctionBuilderContext,
-    /// `None`: the signature could not be compiled (the interpreter runs it).
-    kernels: HashMap<Sig, Option<Kernel>>,
     count: usize,
 }
 
-thread_local! {
-    /// Built at the first native instruction of the thread; `None` inside
-    /// when the host has no Cranelift back end.
-    static JIT: RefCell<Option<Option<Jit>>> = const { RefCell::new(None) };
+/// The process's compiled loops and the queue of the thread that makes
+/// them.
+struct Service {
+    /// Every signature asked for: `None` while it compiles, then its loop
+    /// (`Some(None)`: it cannot be compiled here, and the interpreter runs
+    /// its instructions).
+    loops: Mutex<HashMap<Sig, Option<Option<Kernel>>>>,
+    /// Notified whenever a loop is done.
+    done: Condvar,
+    /// The compiling thread's queue; `None` if the thread could not start.
+    requests: Option<mpsc::Sender<Sig>>,
+    /// The process the thread runs in: a child forked from it (Python's
+    /// `multiprocessing`) has no such thread, and interprets.
+    pid: u32,
 }
 
-/// The compiled loop of `sig`, compiling it at its first use on this
-/// thread; `None` when it cannot be compiled here.
-pub(super) fn kernel(sig: Sig) -> Option<Kernel> {
-    JIT.try_with(|cell| {
-        let mut cell = cell.try_borrow_mut().ok()?;
-        let jit = cell.get_or_insert_with(new_jit).as_mut()?;
-        if let Some(k) = jit.kernels.get(&sig) {
-            return *k;
+static SERVICE: OnceLock<Service> = OnceLock::new();
+
+/// The service, its thread started on first use.
+fn service() -> &'static Service {
+    SERVICE.get_or_init(|| {
+        let (requests, queue) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("nkic-jit".to_string())
+            .spawn(move || compile_requests(&queue));
+        Service {
+            loops: Mutex::new(HashMap::new()),
+            done: Condvar::new(),
+            requests: spawned.ok().map(|_| requests),
+            pid: std::process::id(),
         }
-        let k = jit.compile(sig);
-        jit.kernels.insert(sig, k);
-        k
     })
-    .ok()
-    .flatten()
+}
+
+/// Starts the compiling thread, which builds its Cranelift module before
+/// any loop is asked for.
+pub(super) fn start() {
+    service();
+}
+
+/// The compiling thread: builds the module, then compiles each requested
+/// signature and publishes the loop. A panic while compiling (a bug in
+/// code generation) leaves that signature to the interpreter and the
+/// module rebuilt, instead of leaving a waiting run hanging.
+fn compile_requests(queue: &mpsc::Receiver<Sig>) {
+    let build = || std::panic::catch_unwind(new_jit).ok().flatten();
+    let mut jit = build();
+    for sig in queue {
+        let compiled = jit
+            .as_mut()
+            .map(|j| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| j.compile(sig))));
+        let k = match compiled {
+            Some(Ok(k)) => k,
+            Some(Err(_)) => {
+                jit = build();
+                None
+            }
+            None => None,
+        };
+        let service = service();
+        if let Ok(mut loops) = service.loops.lock() {
+            loops.insert(sig, Some(k));
+        }
+        service.done.notify_all();
+    }
+}
+
+/// The compiled loop of `sig`, asking the compiling thread for it the
+/// first time; `None` when it cannot be compiled here, or, unless `wait`,
+/// while it is being compiled.
+pub(super) fn kernel(sig: Sig, wait: bool) -> Option<Kernel> {
+    let service = service();
+    let wait = wait && service.pid == std::process::id();
+    let mut loops = service.loops.lock().ok()?;
+    loop {
+        match loops.get(&sig) {
+            Some(Some(done)) => return *done,
+            Some(None) if !wait => return None,
+            Some(None) => loops = service.done.wait(loops).ok()?,
+            None => {
+                service.requests.as_ref()?.send(sig).ok()?;
+                loops.insert(sig, None);
+            }
+        }
+    }
 }
 
 fn new_jit() -> Option<Jit> {
@@ -93,7 +165,6 @@ fn new_jit() -> Option<Jit> {
         ctx: module.make_context(),
         module,
         fctx: FunctionBuilderContext::new(),
-        kernels: HashMap::new(),
         count: 0,
     })
 }

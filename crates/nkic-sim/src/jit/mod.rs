@@ -1,5 +1,6 @@
 //! The native tier (`SimTier::Jit`): compute instructions run as loops
-//! compiled with Cranelift, one per signature, cached per thread.
+//! compiled with Cranelift, one per signature, compiled once per process
+//! on a thread of their own (`compile`).
 //!
 //! The tier replaces only the data path. An instruction takes it when
 //! every precondition below holds, and otherwise runs in the interpreter
@@ -229,11 +230,18 @@ struct AccStep<'o> {
 }
 
 /// Runs `op` natively if it qualifies, giving its result; `None` (and
-/// nothing done) if not.
-pub(crate) fn run(exec: &mut Exec<'_>, op: &Op) -> Option<FResult<()>> {
+/// nothing done) if not, or if its loop is still being compiled and the
+/// run does not `wait` for it (`SimConfig::jit_background`).
+pub(crate) fn run(exec: &mut Exec<'_>, op: &Op, wait: bool) -> Option<FResult<()>> {
     let plan = plan(exec, op)?;
-    let kernel = compile::kernel(plan.sig)?;
+    let kernel = compile::kernel(plan.sig, wait)?;
     Some(execute(exec, &plan, kernel))
+}
+
+/// Starts the thread that compiles the loops (`compile`), so that a run
+/// started later finds the Cranelift module built.
+pub(crate) fn start() {
+    compile::start();
 }
 
 /// Runs a planned instruction with its compiled loop: the loop, then

@@ -15,7 +15,7 @@ use crate::jit;
 /// it qualifies, else interpreted. Returns whether it ran natively.
 fn run_native(b: &mut Bench, queue: Queue, op: &Op) -> (bool, Result<(), Fault>) {
     let mut e = b.context(queue, op);
-    if let Some(res) = jit::run(&mut e, op) {
+    if let Some(res) = jit::run(&mut e, op, true) {
         return (true, res);
     }
     (false, e.run(op).map(|_| ()))
