@@ -52,6 +52,7 @@ use crate::error::{FResult, Fault, SimErrorKind};
 use crate::footprint::mx_scale_rows;
 use crate::matmul::{Moving, Rows, matmul_moving, matmul_rows, moving_stride};
 use crate::memory::{MemoryState, ShadowRule, View, bits_of};
+use crate::pages;
 use crate::rng::{self, Xorwow};
 
 /// Per-lane engine state shared by a queue's instructions: the Scalar and
@@ -908,7 +909,7 @@ impl Exec<'_> {
         let mut acc = if accumulate {
             self.mem.read_f32(dv)?
         } else {
-            vec![0f32; m * n]
+            pages::zeros(m * n)
         };
         add(Rows::Values(&mut acc));
         self.mem.write_f32(dv, &acc)
@@ -1011,13 +1012,13 @@ impl Exec<'_> {
         // Only the scale rows of the data's groups are read (the first 4
         // partitions of each quadrant, `footprint`); the rows between them
         // stay untouched, written or not.
-        let mut codes = vec![0u8; scv.rows * f];
+        let mut codes = pages::zeros(scv.rows * f);
         for (first, count) in mx_scale_rows(p) {
             let mut raw = Vec::with_capacity(count * f);
             self.mem.read_raw(&scv.sub_rows(first, count), &mut raw)?;
             codes[first * f..(first + count) * f].copy_from_slice(&raw);
         }
-        let mut values = vec![0f64; 4 * p * f];
+        let mut values = pages::zeros(4 * p * f);
         for k in 0..p {
             let srow = 32 * (k / 32) + (k % 32) / 8;
             for c in 0..f {
@@ -1285,7 +1286,7 @@ impl Exec<'_> {
         let i0 = self.scalar(imm0, rows, "imm0")?;
         let i1 = self.opt_scalar(imm1, rows, 0.0, "imm1")?;
         let f = sv.free();
-        let mut y = vec![0f32; x.len()];
+        let mut y = pages::zeros(x.len());
         let accs = self.running_registers(&sv, cmd, op1, &i1)?;
         for (p, reg) in accs.iter_mut().enumerate() {
             for i in 0..f {
@@ -1420,7 +1421,7 @@ impl Exec<'_> {
         let dv = self.dst(dst, "dst")?;
         let init = self.scalar(initial, av.rows, "initial")?;
         let f = av.free();
-        let mut y = vec![0f32; a.len()];
+        let mut y = pages::zeros(a.len());
         for (p, &start) in init.iter().enumerate() {
             let mut prev = start;
             for i in 0..f {
@@ -1712,7 +1713,7 @@ impl Exec<'_> {
         };
         let (p, f) = (sv.rows, sv.free());
         let groups = f / 4;
-        let mut out = vec![0f32; p * f];
+        let mut out = pages::zeros(p * f);
         let mut nan_groups = Vec::new();
         for g in 0..p / 8 {
             for j in 0..groups {

@@ -49,6 +49,21 @@ pub(crate) fn zeroed<T: Copy + Default>(n: usize, pages: Pages) -> Vec<T> {
     v
 }
 
+/// `vec![zero; n]` for a short-lived buffer: zeros written into memory
+/// the allocator may give again. jemalloc (the command's allocator) makes
+/// a zeroed allocation of 16 KiB or more out of memory it reuses by
+/// discarding its pages (`MADV_DONTNEED`), so every page faults in again
+/// at its first write: an MX matmul's operand buffers were most of the 4
+/// million page faults of a 20 s nki-library run. Writing the zeros is a
+/// pass over memory that is mapped already (a fresh allocation faults its
+/// pages in either way).
+#[allow(clippy::slow_vector_initialization)]
+pub(crate) fn zeros<T: Copy + Default>(n: usize) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    v.resize(n, T::default());
+    v
+}
+
 /// Advises the whole huge pages inside `buffer` (module doc).
 fn advise_huge<T>(buffer: &[T]) {
     #[cfg(target_os = "linux")]

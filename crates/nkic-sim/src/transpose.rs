@@ -25,7 +25,7 @@ pub(crate) fn transposed_rows(rows: &[&[u8]], size: usize) -> Vec<u8> {
         rows.iter().all(|r| r.len() == f * size),
         "invariant broken: the rows of a transposed tile have one length"
     );
-    let mut out = vec![0u8; p * f * size];
+    let mut out = crate::pages::zeros(p * f * size);
     // The rows before `done_rows` and the elements before `done_cols`
     // of them are transposed by whole blocks.
     let (done_rows, done_cols) = blocks(rows, size, f, &mut out);
