@@ -2107,13 +2107,17 @@ impl MxMatrix {
     /// the two loops are compiled differently (a release build of the f32
     /// loop kept the other NaN's payload than the f64 loop).
     fn exact_f32(&self) -> Option<Vec<f32>> {
-        self.values
-            .iter()
-            .map(|&x| {
-                let y = x as f32;
-                (y.is_finite() && f64::from(y) == x).then_some(y)
-            })
-            .collect()
+        // Sized at once: collecting into an `Option` grows the vector by
+        // doubling, copying what it holds each time.
+        let mut out = Vec::with_capacity(self.values.len());
+        for &x in &self.values {
+            let y = x as f32;
+            if !(y.is_finite() && f64::from(y) == x) {
+                return None;
+            }
+            out.push(y);
+        }
+        Some(out)
     }
 }
 
