@@ -406,6 +406,10 @@ pub(crate) fn simulate(
     config: &SimConfig,
     dump: &DumpSpec,
 ) -> Result<(RunResult, Vec<Dump>), SimError> {
+    // The native tier's module is built while the run sets up.
+    if config.tier == SimTier::Jit {
+        crate::start_native_tier();
+    }
     // The run goes on a worker of the thread pool, so a matmul's parallel
     // bands (`matmul::blocked`) split locally: the running thread computes
     // one half and the other worker steals the other, instead of the
@@ -413,9 +417,6 @@ pub(crate) fn simulate(
     // The worker's count of native instructions is credited to a caller
     // outside the pool (`native_instructions` is per calling thread; a
     // caller on a worker ran the instructions itself).
-    if config.tier == SimTier::Jit {
-        crate::start_native_tier();
-    }
     let outside = rayon::current_thread_index().is_none();
     let (result, native) = rayon::scope(|_| {
         let before = crate::native_instructions();

@@ -127,12 +127,11 @@ fn compile_requests(queue: &mpsc::Receiver<Sig>) {
 /// while it is being compiled.
 pub(super) fn kernel(sig: Sig, wait: bool) -> Option<Kernel> {
     let service = service();
-    let wait = wait && service.pid == std::process::id();
     let mut loops = service.loops.lock().ok()?;
     loop {
         match loops.get(&sig) {
             Some(Some(done)) => return *done,
-            Some(None) if !wait => return None,
+            Some(None) if !wait || service.pid != std::process::id() => return None,
             Some(None) => loops = service.done.wait(loops).ok()?,
             None => {
                 service.requests.as_ref()?.send(sig).ok()?;
