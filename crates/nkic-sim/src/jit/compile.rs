@@ -1353,9 +1353,18 @@ impl Emit<'_, '_> {
             return self.bool_f(cc, a, b);
         }
         match op {
-            AluOp::Add | AluOp::Average => self.b.ins().fadd(a, b),
-            AluOp::Subtract => self.b.ins().fsub(a, b),
-            AluOp::Multiply => self.b.ins().fmul(a, b),
+            AluOp::Add | AluOp::Average => {
+                let r = self.b.ins().fadd(a, b);
+                self.first_nan(a, r)
+            }
+            AluOp::Subtract => {
+                let r = self.b.ins().fsub(a, b);
+                self.first_nan(a, r)
+            }
+            AluOp::Multiply => {
+                let r = self.b.ins().fmul(a, b);
+                self.first_nan(a, r)
+            }
             AluOp::Square => self.b.ins().fmul(a, a),
             AluOp::Bypass => a,
             AluOp::Maximum => self.select_or_nan(FloatCC::GreaterThanOrEqual, a, b),
@@ -1373,6 +1382,25 @@ impl Emit<'_, '_> {
                 let k = self.b.ins().iconst(types::I32, index_of(AluOp::ALL, &op));
                 self.call(self.cb.alu, &[k, a, b])
             }
+        }
+    }
+
+    /// `r`, the result of an IEEE operation on `a` and another operand,
+    /// except that where `a` is NaN it is `a` quieted. The interpreter's
+    /// `a op b` gives its first NaN operand when both are NaN (the
+    /// hardware's rule for the order written), while Cranelift may swap a
+    /// commutative operation's operands: an `activation` whose source and
+    /// scale were both NaN, of opposite signs, took the scale's sign in
+    /// this tier. Where only `b` is NaN, `r` is already `b` quieted. For
+    /// scalars and for four lanes alike.
+    fn first_nan(&mut self, a: Value, r: Value) -> Value {
+        let nan = self.b.ins().fcmp(FloatCC::Unordered, a, a);
+        let quiet = self.b.ins().fadd(a, a);
+        if self.b.func.dfg.value_type(a).is_vector() {
+            let nan = self.b.ins().bitcast(F32X4, lanes(), nan);
+            self.b.ins().bitselect(nan, quiet, r)
+        } else {
+            self.b.ins().select(nan, quiet, r)
         }
     }
 

@@ -120,6 +120,50 @@ fn an_activation_on_a_strided_source_runs_natively() {
     assert_bits(&b.get(&tile(4, 8, 512, DType::F16)), &want);
 }
 
+/// Where both operands of an add, subtract or multiply are NaN, both
+/// tiers give the first operand's NaN (the interpreter's `a op b`), even
+/// where the compiler could swap a commutative operation's operands: a
+/// source NaN of one sign times a scale NaN of the other (found by the
+/// property below, with `activation_reduce`).
+#[test]
+fn a_nan_times_a_nan_keeps_the_first_operands_sign_in_both_tiers() {
+    let (minus, plus) = (f32::from_bits(0xffc0_1234), f32::from_bits(0x7fc0_5678));
+    let x = [minus, plus, minus, plus, 1.0, minus];
+    // float16 −NaN sources times float8_e4m3fn +NaN scales (and the
+    // reverse), into float8_e4m3fn, whose NaN keeps its sign.
+    let op = Op::ActivationReduce(insn::ActivationReduce {
+        dst: tile(2, 3, 512, DType::F8E4M3FN),
+        src: tile(2, 3, 0, DType::F16),
+        func: ActFunc::Tanh,
+        scale: Scalar::Vector(tile(2, 1, 256, DType::F8E4M3FN)),
+        bias: None,
+        reduce_op: AluOp::Abs,
+        reduce_res: tile(2, 1, 384, DType::F32),
+    });
+    same_in_both_tiers(Queue::Scalar, &op, |b| {
+        b.put_bits(
+            &tile(2, 3, 0, DType::F16),
+            &[0xfced, 0x7e01, 0xfced, 0x3c00, 0xfced, 0x7e01],
+        );
+        b.put_bits(&tile(2, 1, 256, DType::F8E4M3FN), &[0x7f, 0xff]);
+    });
+    for op in [AluOp::Add, AluOp::Subtract, AluOp::Multiply] {
+        let op = Op::TensorTensor(insn::TensorTensor {
+            dst: tile(2, 3, 512, DType::F32),
+            src0: tile(2, 3, 0, DType::F32),
+            src1: tile(2, 3, 128, DType::F32),
+            op,
+        });
+        same_in_both_tiers(Queue::Vector, &op, |b| {
+            b.put(&tile(2, 3, 0, DType::F32), &x);
+            b.put(
+                &tile(2, 3, 128, DType::F32),
+                &[plus, minus, plus, minus, plus, plus],
+            );
+        });
+    }
+}
+
 #[test]
 fn a_tensor_reduce_folds_each_run_left_from_its_first_element_natively() {
     let mut b = Bench::new();
