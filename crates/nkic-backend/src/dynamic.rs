@@ -475,6 +475,29 @@ impl Emitter<'_, '_> {
         self.streams.entry(q).or_default().push(inst);
     }
 
+    /// Pushes `op` on queue `q` after `waits`, signalling `sem`, at `line`:
+    /// the instruction is written once, into its stream (building it by
+    /// value with `Instruction::signal` and `at` moved all its bytes at
+    /// every step).
+    fn push_signalling(
+        &mut self,
+        q: Queue,
+        op: nkic_isa::Op,
+        waits: Vec<SemWait>,
+        sem: SemId,
+        line: Option<LineId>,
+    ) {
+        self.push(
+            q,
+            Instruction {
+                op,
+                waits,
+                signals: vec![sem],
+                line,
+            },
+        );
+    }
+
     /// Records the operand names of `op`, about to be pushed on queue `q`,
     /// while an instance's op is being emitted.
     fn name_operands(&mut self, q: Queue, op: &nkic_isa::Op) {
@@ -504,12 +527,8 @@ impl Emitter<'_, '_> {
         let n = u32::try_from(insts.len()).unwrap_or(u32::MAX);
         for (q, op) in insts {
             self.name_operands(q, &op);
-            let mut inst = Instruction::new(op).signal(sem);
-            inst.waits = self.prev.clone();
-            if let Some(line) = line {
-                inst = inst.at(line);
-            }
-            self.push(q, inst);
+            let waits = self.prev.clone();
+            self.push_signalling(q, op, waits, sem, line);
         }
         region.count += n;
         self.prev = vec![SemWait {
@@ -560,12 +579,7 @@ impl Emitter<'_, '_> {
                 continue;
             };
             self.name_operands(q, &op);
-            let mut inst = Instruction::new(op).signal(sem);
-            inst.waits = waits;
-            if let Some(line) = line {
-                inst = inst.at(line);
-            }
-            self.push(q, inst);
+            self.push_signalling(q, op, waits, sem, line);
         }
     }
 
@@ -677,12 +691,7 @@ impl Emitter<'_, '_> {
             *count += 1;
             let value = *count;
             t.done[t.current].counts.insert(q, value);
-            let mut inst = Instruction::new(op).signal(sem);
-            inst.waits = waits;
-            if let Some(line) = line {
-                inst = inst.at(line);
-            }
-            self.push(q, inst);
+            self.push_signalling(q, op, waits, sem, line);
         }
     }
 

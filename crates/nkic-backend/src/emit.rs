@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use nkic_diag::SourceMap;
 use nkic_ir::{DynLoop, Handle, SrcLoc};
-use nkic_isa::{Instruction, LineId, Program, Queue, SemId};
+use nkic_isa::{Instruction, LineId, Program, Queue, SemId, SemWait};
 
 use crate::alloc::Layout;
 use crate::collect::Unit;
@@ -62,27 +62,33 @@ pub fn emit(
         for &i in stream {
             // Each op is in one stream once: its machine op moves into
             // the program (a clone copied every access pattern's dims).
-            let op = std::mem::replace(
-                &mut lowered.ops[i].op,
-                nkic_isa::Op::Nop(nkic_isa::insn::Nop {}),
-            );
-            let mut inst = Instruction::new(op);
-            for &p in &waits.waits[i] {
-                if let Some(&sem) = sems.get(&sched.queue[p]) {
-                    inst = inst.wait(sem, signal_count[p]);
-                }
-            }
-            if waits.signals[i]
-                && let Some(&sem) = sems.get(&q)
-            {
-                inst = inst.signal(sem);
-            }
-            if let Some(line) = line_of[i] {
-                inst = inst.at(line);
-            }
+            // The instruction is written once, into its stream: building
+            // it by value (`Instruction::wait`, `signal`, `at`) moved all
+            // its bytes at every step (a third of the emission of the
+            // 563k-instruction conv1d was `memcpy`).
             let index = u32::try_from(insts.len()).unwrap_or(u32::MAX);
-            operand_names(unit, &inst.op, i, q, index, &mut program.operand_names);
-            insts.push(inst);
+            let op = &mut lowered.ops[i].op;
+            operand_names(unit, op, i, q, index, &mut program.operand_names);
+            let waits_of = waits.waits[i]
+                .iter()
+                .filter_map(|&p| {
+                    sems.get(&sched.queue[p]).map(|&sem| SemWait {
+                        sem,
+                        value: signal_count[p],
+                        reg: None,
+                    })
+                })
+                .collect();
+            let signals = match sems.get(&q) {
+                Some(&sem) if waits.signals[i] => vec![sem],
+                _ => Vec::new(),
+            };
+            insts.push(Instruction {
+                op: std::mem::replace(op, nkic_isa::Op::Nop(nkic_isa::insn::Nop {})),
+                waits: waits_of,
+                signals,
+                line: line_of[i],
+            });
         }
         *program.stream_mut(q) = insts;
     }
