@@ -67,7 +67,7 @@ struct Service {
     /// The compiling thread's queue; `None` if the thread could not start.
     requests: Option<mpsc::Sender<Sig>>,
     /// The process the thread runs in: a child forked from it (Python's
-    /// `multiprocessing`) has no such thread, and interprets.
+    /// `multiprocessing`) has no such thread (see `kernel`).
     pid: u32,
 }
 
@@ -126,16 +126,31 @@ fn compile_requests(queue: &mpsc::Receiver<Sig>) {
 /// first time; `None` when it cannot be compiled here, or, unless `wait`,
 /// while it is being compiled.
 pub(super) fn kernel(sig: Sig, wait: bool) -> Option<Kernel> {
-    let service = service();
-    let mut loops = service.loops.lock().ok()?;
-    loop {
-        match loops.get(&sig) {
-            Some(Some(done)) => return *done,
-            Some(None) if !wait || service.pid != std::process::id() => return None,
-            Some(None) => loops = service.done.wait(loops).ok()?,
-            None => {
-                service.requests.as_ref()?.send(sig).ok()?;
-                loops.insert(sig, None);
+    service().kernel(sig, wait, std::process::id())
+}
+
+impl Service {
+    /// [`kernel`] in process `pid`.
+    fn kernel(&self, sig: Sig, wait: bool, pid: u32) -> Option<Kernel> {
+        if self.pid != pid {
+            // A child forked from this process (Python's
+            // `multiprocessing`) has no compiling thread, and a lock that
+            // one of the parent's threads held at the fork stays locked in
+            // the child for ever: the child runs the loops compiled before
+            // the fork when the lock is free, and interprets the rest.
+            let loops = self.loops.try_lock().ok()?;
+            return loops.get(&sig).copied().flatten().flatten();
+        }
+        let mut loops = self.loops.lock().ok()?;
+        loop {
+            match loops.get(&sig) {
+                Some(Some(done)) => return *done,
+                Some(None) if !wait => return None,
+                Some(None) => loops = self.done.wait(loops).ok()?,
+                None => {
+                    self.requests.as_ref()?.send(sig).ok()?;
+                    loops.insert(sig, None);
+                }
             }
         }
     }
@@ -1586,5 +1601,38 @@ fn int_type(dt: DType) -> Type {
         2 => types::I16,
         4 => types::I32,
         _ => types::I64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A forked child whose parent held the loops' lock at the fork
+    /// (`Service::kernel`): asking for a loop returns at once, even when
+    /// the run would wait.
+    #[test]
+    fn a_forked_child_never_takes_a_lock_held_at_the_fork() {
+        let service = Service {
+            loops: Mutex::new(HashMap::new()),
+            done: Condvar::new(),
+            requests: None,
+            pid: 1,
+        };
+        let sig = Sig {
+            body: Body::Copy,
+            fold: None,
+            dst: DType::F32,
+            a: Some(DType::F32),
+            b: None,
+        };
+        let held = service.loops.lock().expect("a fresh lock");
+        let (sent, answer) = mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| sent.send(service.kernel(sig, true, 2).is_none()));
+            let answered = answer.recv_timeout(std::time::Duration::from_secs(30));
+            drop(held);
+            assert_eq!(answered, Ok(true), "the child blocked on the lock");
+        });
     }
 }
