@@ -257,7 +257,7 @@ fn back_half(
     // thread pool (0.3–0.6 ms the first time) than it saves.
     let lower = || lower::lower(unit, layout, sources);
     let build = || deps::build(unit, layout, config.schedule, deps::Edges::Reduced);
-    let (lowered, graph) = if unit.ops.len() >= PARALLEL_MIN_OPS {
+    let (lowered, graph) = if unit.ops.len() >= PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
         let (lowered, graph) = rayon::join(lower, build);
         (lowered?, graph)
     } else {

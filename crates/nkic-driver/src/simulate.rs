@@ -51,6 +51,23 @@ pub fn simulate(
     })
 }
 
+/// Calls `fill(c, chunk)` for chunk `c` of `bytes` (`size` bytes each, the
+/// last one shorter), on the pool's threads where this process may use
+/// them (`nkic_isa::threads`).
+fn fill_chunks(bytes: &mut [u8], size: usize, fill: impl Fn(usize, &mut [u8]) + Sync) {
+    if nkic_isa::threads::parallel() {
+        bytes
+            .par_chunks_mut(size)
+            .enumerate()
+            .for_each(|(c, out)| fill(c, out));
+    } else {
+        bytes
+            .chunks_mut(size)
+            .enumerate()
+            .for_each(|(c, out)| fill(c, out));
+    }
+}
+
 /// Random inputs for every input and inout argument, from a fixed seed:
 /// floats uniform in [-1, 1) (each lane of a packed MX element too),
 /// signed integers in [-8, 8), unsigned ones in [0, 16), booleans 0 or 1;
@@ -81,19 +98,16 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
             let chunk_bytes = RANDOM_CHUNK / lanes * dtype.size() as usize;
             let first = rng.clone();
             let mut bytes = vec![0; n * dtype.size() as usize];
-            bytes
-                .par_chunks_mut(chunk_bytes)
-                .enumerate()
-                .for_each(|(c, out)| {
-                    let start = c * RANDOM_CHUNK;
-                    let mut g = first.skipped(start as u64);
-                    let drawn: Vec<f32> = (start..values.min(start + RANDOM_CHUNK))
-                        .map(|_| unit(&mut g) * 2.0 - 1.0)
-                        .collect();
-                    let mut encoded = Vec::with_capacity(out.len());
-                    numerics::encode(dtype, &drawn, &mut encoded);
-                    out.copy_from_slice(&encoded);
-                });
+            fill_chunks(&mut bytes, chunk_bytes, |c, out| {
+                let start = c * RANDOM_CHUNK;
+                let mut g = first.skipped(start as u64);
+                let drawn: Vec<f32> = (start..values.min(start + RANDOM_CHUNK))
+                    .map(|_| unit(&mut g) * 2.0 - 1.0)
+                    .collect();
+                let mut encoded = Vec::with_capacity(out.len());
+                numerics::encode(dtype, &drawn, &mut encoded);
+                out.copy_from_slice(&encoded);
+            });
             rng = first.skipped(values as u64);
             bytes
         } else {
@@ -103,16 +117,13 @@ pub fn random_inputs(program: &Program, seed: u64) -> Inputs {
             let size = dtype.size() as usize;
             let first = rng.clone();
             let mut bytes = vec![0; n * size];
-            bytes
-                .par_chunks_mut(RANDOM_CHUNK * size)
-                .enumerate()
-                .for_each(|(c, out)| {
-                    let mut g = first.skipped((c * RANDOM_CHUNK) as u64);
-                    for element in out.chunks_exact_mut(size) {
-                        let bits = random_bits(dtype, g.next_u64());
-                        element.copy_from_slice(&bits.to_le_bytes()[..size]);
-                    }
-                });
+            fill_chunks(&mut bytes, RANDOM_CHUNK * size, |c, out| {
+                let mut g = first.skipped((c * RANDOM_CHUNK) as u64);
+                for element in out.chunks_exact_mut(size) {
+                    let bits = random_bits(dtype, g.next_u64());
+                    element.copy_from_slice(&bits.to_le_bytes()[..size]);
+                }
+            });
             rng = first.skipped(n as u64);
             bytes
         };

@@ -28,6 +28,8 @@
 //! * `verify`: the program verifier (its doc lists every rule).
 //! * `field`: the text form of each operand type, shared by printer and
 //!   assembler.
+//! * `threads`: whether this process may use rayon's thread pool (a child
+//!   forked from a process that did may not).
 //!
 //! The exact meaning of every instruction is in `docs/isa.md`; the
 //! interpreter in `nkic-sim` implements exactly that document.
@@ -49,6 +51,7 @@ mod random;
 pub mod splitmix;
 pub mod target;
 pub mod text;
+pub mod threads;
 pub mod verify;
 
 pub use ap::{

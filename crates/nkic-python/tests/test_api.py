@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import warnings
 
 import ml_dtypes
@@ -265,6 +266,42 @@ def test_deep_nesting_is_an_error_on_a_small_thread_stack():
     finally:
         threading.stack_size(previous)
     assert caught == [["E0262"]]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_simulates_without_the_parents_threads(rng):
+    # Python's multiprocessing forks: the child has none of the parent's
+    # threads (the native tier's compiler among them), so it must neither
+    # wait for them nor take a lock one of them held.
+    a = rng.standard_normal((256, 512), dtype=np.float32)
+    b = rng.standard_normal((256, 512), dtype=np.float32)
+    np.testing.assert_array_equal(k.add(a, b), a + b)
+    abf, bbf = a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            same = np.array_equal(k.add(a, b), a + b)
+            # A signature the parent never compiled.
+            same_bf16 = np.array_equal(
+                k.add(abf, bbf).astype(np.float32), (abf + bbf).astype(np.float32)
+            )
+            code = 0 if same and same_bf16 else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 120
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_profile_writes_trace_and_timeline(rng, tmp_path):

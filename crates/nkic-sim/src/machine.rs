@@ -417,6 +417,11 @@ pub(crate) fn simulate(
     // The worker's count of native instructions is credited to a caller
     // outside the pool (`native_instructions` is per calling thread; a
     // caller on a worker ran the instructions itself).
+    // A process forked from one whose pool had started runs on the
+    // calling thread (`nkic_isa::threads`).
+    if !nkic_isa::threads::parallel() {
+        return simulate_on_worker(cores, inputs, config, dump);
+    }
     let outside = rayon::current_thread_index().is_none();
     let (result, native) = rayon::scope(|_| {
         let before = crate::native_instructions();

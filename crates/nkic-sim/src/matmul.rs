@@ -626,7 +626,7 @@ fn bands_of<T: Operand, O: Out>(
         stride,
     } = shape;
     let bands = m_cols.div_ceil(MR);
-    let parallel = k * m_cols * n_cols >= PARALLEL_MIN_MACS;
+    let parallel = k * m_cols * n_cols >= PARALLEL_MIN_MACS && nkic_isa::threads::parallel();
     let groups = match parallel {
         true => bands.min(GROUPS_PER_THREAD * rayon::current_num_threads()),
         false => 1,

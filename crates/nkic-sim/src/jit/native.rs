@@ -209,6 +209,7 @@ impl Kernel {
     ) {
         let split = rows >= 2
             && rows.saturating_mul(n) >= PARALLEL_MIN_ELEMENTS
+            && nkic_isa::threads::parallel()
             && consts.len() >= rows
             && accs.len() >= rows
             && self.rows_independent(rows, n, streams);
@@ -301,6 +302,7 @@ impl Kernel {
         let cut = pieces.partition_point(|p| p.row < half);
         let split = rows >= 2
             && elements >= PARALLEL_MIN_ELEMENTS
+            && nkic_isa::threads::parallel()
             && pieces.is_sorted_by_key(|p| p.row)
             && pieces.last().is_some_and(|p| p.row < rows)
             && self.halves_independent(&pieces[..cut], &pieces[cut..]);
