@@ -410,6 +410,11 @@ pub(crate) fn simulate(
     if config.tier == SimTier::Jit {
         crate::start_native_tier();
     }
+    // A process forked from one whose pool had started runs on the
+    // calling thread (`nkic_isa::threads`).
+    if !nkic_isa::threads::parallel() {
+        return simulate_on_worker(cores, inputs, config, dump);
+    }
     // The run goes on a worker of the thread pool, so a matmul's parallel
     // bands (`matmul::blocked`) split locally: the running thread computes
     // one half and the other worker steals the other, instead of the
@@ -417,11 +422,6 @@ pub(crate) fn simulate(
     // The worker's count of native instructions is credited to a caller
     // outside the pool (`native_instructions` is per calling thread; a
     // caller on a worker ran the instructions itself).
-    // A process forked from one whose pool had started runs on the
-    // calling thread (`nkic_isa::threads`).
-    if !nkic_isa::threads::parallel() {
-        return simulate_on_worker(cores, inputs, config, dump);
-    }
     let outside = rayon::current_thread_index().is_none();
     let (result, native) = rayon::scope(|_| {
         let before = crate::native_instructions();
