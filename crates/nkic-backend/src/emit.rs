@@ -61,11 +61,11 @@ pub fn emit(
         let mut insts = Vec::with_capacity(stream.len());
         for &i in stream {
             // Each op is in one stream once: its machine op moves into
-            // the program (a clone copied every access pattern's dims).
-            // The instruction is written once, into its stream: building
-            // it by value (`Instruction::wait`, `signal`, `at`) moved all
-            // its bytes at every step (a third of the emission of the
-            // 563k-instruction conv1d was `memcpy`).
+            // the program (a clone copied every access pattern's dims),
+            // and the instruction is written once, into its stream
+            // (building it by value with `Instruction::wait`, `signal` and
+            // `at` moved all its bytes at every step: a third of the
+            // 563k-instruction conv1d's emission was `memcpy`).
             let index = u32::try_from(insts.len()).unwrap_or(u32::MAX);
             let op = &mut lowered.ops[i].op;
             operand_names(unit, op, i, q, index, &mut program.operand_names);

@@ -28,7 +28,7 @@
 //! function through a callback.
 
 use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, OnceLock, mpsc};
+use std::sync::{Condvar, Mutex, OnceLock, TryLockError, mpsc};
 
 use cranelift_codegen::Context;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -126,25 +126,28 @@ fn compile_requests(queue: &mpsc::Receiver<Sig>) {
 /// first time; `None` when it cannot be compiled here, or, unless `wait`,
 /// while it is being compiled.
 pub(super) fn kernel(sig: Sig, wait: bool) -> Option<Kernel> {
-    service().kernel(sig, wait, std::process::id())
+    service().kernel(sig, wait, std::process::id)
 }
 
 impl Service {
-    /// [`kernel`] in process `pid`.
-    fn kernel(&self, sig: Sig, wait: bool, pid: u32) -> Option<Kernel> {
-        if self.pid != pid {
-            // A child forked from this process (Python's
-            // `multiprocessing`) has no compiling thread, and a lock that
-            // one of the parent's threads held at the fork stays locked in
-            // the child for ever: the child runs the loops compiled before
-            // the fork when the lock is free, and interprets the rest.
-            let loops = self.loops.try_lock().ok()?;
-            return loops.get(&sig).copied().flatten().flatten();
-        }
-        let mut loops = self.loops.lock().ok()?;
+    /// [`kernel`] in the process `pid` names. A child forked from this
+    /// process (Python's `multiprocessing`) has no compiling thread, and a
+    /// lock that one of the parent's threads held at the fork stays
+    /// locked in the child for ever: the child runs the loops compiled
+    /// before the fork when the lock is free, and interprets the rest. The
+    /// process is asked (a system call) only off the path of a loop that
+    /// is ready.
+    fn kernel(&self, sig: Sig, wait: bool, pid: fn() -> u32) -> Option<Kernel> {
+        let forked = || self.pid != pid();
+        let mut loops = match self.loops.try_lock() {
+            Ok(loops) => loops,
+            Err(TryLockError::WouldBlock) if !forked() => self.loops.lock().ok()?,
+            Err(_) => return None,
+        };
         loop {
             match loops.get(&sig) {
                 Some(Some(done)) => return *done,
+                _ if forked() => return None,
                 Some(None) if !wait => return None,
                 Some(None) => loops = self.done.wait(loops).ok()?,
                 None => {
@@ -1629,7 +1632,7 @@ mod tests {
         let held = service.loops.lock().expect("a fresh lock");
         let (sent, answer) = mpsc::channel();
         std::thread::scope(|scope| {
-            scope.spawn(|| sent.send(service.kernel(sig, true, 2).is_none()));
+            scope.spawn(|| sent.send(service.kernel(sig, true, || 2).is_none()));
             let answered = answer.recv_timeout(std::time::Duration::from_secs(30));
             drop(held);
             assert_eq!(answered, Ok(true), "the child blocked on the lock");
