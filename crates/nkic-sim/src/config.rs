@@ -110,7 +110,7 @@ pub struct SimConfig {
     /// every instruction that qualifies runs natively (the differential
     /// tests).
     pub jit_background: bool,
-    /// Whether large matmuls are summed on a worker thread while the
+    /// Whether large matmuls are summed on rayon's pool while the
     /// interpreter goes on (never changes a result: `deferred` module).
     pub matmul_worker: bool,
     /// Whether a thread faults in the pages the program writes ahead of

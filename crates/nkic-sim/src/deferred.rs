@@ -1,28 +1,41 @@
-//! Matmuls computed on a worker thread while the interpreter goes on.
+//! Matmuls computed on rayon's pool while the interpreter goes on.
 //!
 //! The Tensor engine's multiply-adds are most of the arithmetic of a
 //! matmul-heavy kernel, and the interpreter steps instructions on one
 //! thread. A matmul (`nc_matmul`, `nc_matmul_mx`) large enough to pay for
 //! the hand-off (`DEFER_MIN_MACS`) whose destination is plain f32 or bf16
 //! PSUM rows (`MemoryState::psum_region`; a bf16 sum is rounded after each
-//! matmul, as writing it would) is therefore issued to one worker thread
-//! and the interpreter goes on with the next instructions: DMA transfers,
-//! the decoding of the next matmul's operands, the Vector and Scalar
-//! engines' work.
+//! matmul, as writing it would) is therefore queued, and the interpreter
+//! goes on with the next instructions: DMA transfers, the decoding of the
+//! next matmul's operands, the Vector and Scalar engines' work. A
+//! *runner*, a job on rayon's pool, computes the first queued matmul and,
+//! while more are queued, spawns the next runner (`run`).
 //!
 //! What stays on the interpreter's thread, so that nothing observable
-//! depends on the worker:
+//! depends on the runner:
 //! * everything that can fault or mark memory: the operands are read (and
 //!   every fault found) and the destination's written and defined bits
 //!   are set when the matmul is issued, exactly as if it ran then;
 //! * every timestamp (the cycle model never looks at values).
 //!
 //! Only the arithmetic is deferred: the same product (`Product`:
-//! `matmul_moving` or `mx_product`) on the same values, in issue order. The worker takes jobs first in, first out, so
-//! a chain of accumulating matmuls into one region (`continues`) adds in
-//! the order the program gives, and the sums are the bits the
-//! interpreter's thread would compute; each job's own spread over rayon's
-//! threads is `matmul`'s, which does not change a bit either.
+//! `matmul_moving` or `mx_product`) on the same values, in issue order.
+//! At most one runner exists at a time and they take jobs first in,
+//! first out, so a chain of accumulating matmuls into one region
+//! (`continues`) adds in the order the program gives, and the sums are
+//! the bits the interpreter's thread would compute; each job's own spread
+//! over rayon's threads is `matmul`'s, which does not change a bit either.
+//!
+//! The runner is a job of the pool rather than a thread of its own
+//! because a job's bands then split where it runs (`matmul::bands_of`):
+//! the runner's thread computes them and the pool's other threads, the
+//! interpreter's among them while it waits, take over some. A thread
+//! outside the pool that hands every matmul's bands to it sleeps and is
+//! woken once per matmul: the fp32 8192 × 4096 × 8192 tiled matmul's
+//! 32,768 hand-offs were a tenth of its run's samples (docs/cycle-model.md,
+//! 2026-12-07). The interpreter's thread waits (`Shared::wait_until`) by
+//! doing the pool's work, the runner itself if no other thread has taken
+//! it, so a pool of one thread computes every sum too.
 //!
 //! Until its matmuls are *settled* (their sums written into the PSUM
 //! bytes), a region's bytes are stale. Whoever reads or writes PSUM
@@ -33,14 +46,16 @@
 //! payload, the operand dumps and the end of the run. Pending regions
 //! never overlap one another: a new one settles whatever it overlaps.
 //!
-//! The worker holds at most `IN_FLIGHT_BYTES` of operand values; issuing
-//! more waits for it. If the thread cannot be started the matmul simply
-//! runs on the interpreter's thread (`issue` hands the operands back).
+//! The queue holds at most `IN_FLIGHT_BYTES` of operand values; issuing
+//! more waits for the runner. Where the pool's threads cannot run (a
+//! process forked from one whose pool had started, `nkic_isa::threads`)
+//! nothing is deferred: the matmul runs on the interpreter's thread
+//! (`issue` hands the operands back).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use nkic_isa::DType;
 use nkic_isa::numerics;
@@ -48,16 +63,16 @@ use nkic_isa::numerics;
 use crate::matmul::Rows;
 use crate::memory::SpaceId;
 
-/// Multiply-adds from which a matmul goes to the worker: a smaller one
+/// Multiply-adds from which a matmul is deferred: a smaller one
 /// computes in less time than the hand-off and the wait for its sum take.
 pub(crate) const DEFER_MIN_MACS: usize = 1 << 20;
 
 /// The bytes of operand values queued jobs may hold; issuing more waits
-/// until the worker has used some (a bound on the memory the worker adds
+/// until the runner has used some (a bound on the memory deferring adds
 /// to a run).
 const IN_FLIGHT_BYTES: usize = 2 << 20;
 
-/// How long a thread waiting for the worker sleeps before it looks for
+/// How long a thread waiting for the runner sleeps before it looks for
 /// bands of its matmul to take over again.
 const HELP_POLL: std::time::Duration = std::time::Duration::from_micros(50);
 
@@ -128,7 +143,7 @@ pub(crate) struct Touch {
 
 /// A matmul's arithmetic: adds its products into the rows it is given,
 /// in the definition's order (`Exec::matmul`, `Exec::matmul_mx`). It owns
-/// the operand values it reads, so it can run on the worker.
+/// the operand values it reads, so it can run on any thread.
 pub(crate) type Product = Box<dyn for<'a> FnOnce(Rows<'a>) + Send>;
 
 /// A matmul to issue: its arithmetic, the bytes of operand values it
@@ -160,17 +175,22 @@ struct Job {
     operands: Operands,
 }
 
-/// What the worker shares with the interpreter's thread.
+/// What the runner shares with the interpreter's thread.
 #[derive(Default)]
 struct State {
+    /// Jobs issued and not yet taken by the runner, in issue order.
+    jobs: VecDeque<Job>,
+    /// Whether a runner is spawned: from the first job queued while none
+    /// was until the last queued job is done.
+    running: bool,
     /// The sequence number of the last job done.
     done: u64,
     /// The sum of each pending region (by the key of its first job) that
-    /// the worker has finished with for now.
+    /// the runner has finished with for now.
     sums: HashMap<u64, Vec<f32>>,
     /// Operand bytes of jobs issued and not yet done.
     queued: usize,
-    /// Set if the worker died (a broken invariant in `matmul`).
+    /// Set if a job panicked (a broken invariant in `matmul`).
     failed: bool,
 }
 
@@ -183,25 +203,25 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock can only be the worker's, which
-        // then also sets `failed`: the state stays consistent.
+        // The lock is never held across a computation: no panic can
+        // leave the state half changed.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits until `ready` holds of the state; panics if the worker died,
+    /// Waits until `ready` holds of the state; panics if a job panicked,
     /// as it then never will.
     fn wait_until(&self, ready: impl Fn(&State) -> bool) -> MutexGuard<'_, State> {
         let mut state = self.lock();
         while !ready(&state) {
             assert!(
                 !state.failed,
-                "invariant broken: the matmul worker stopped with jobs pending"
+                "invariant broken: the matmul runner stopped with jobs pending"
             );
             // Rather than sleep, the waiting thread (a worker of rayon's
-            // pool, `machine::simulate`) takes over bands of the matmul
-            // the worker is spreading over the pool, if any; else it
-            // sleeps until a job ends, or briefly, as a job's bands may
-            // come before its end.
+            // pool, `machine::simulate`) does the pool's work: bands of
+            // the runner's matmul, or the runner itself; else it sleeps
+            // until a job ends, or briefly, as a job's bands may come
+            // before its end.
             drop(state);
             if rayon::yield_now() != Some(rayon::Yield::Executed) {
                 let state = self.lock();
@@ -215,22 +235,8 @@ impl Shared {
     }
 }
 
-/// Marks the shared state failed if the worker unwinds, so that the
-/// interpreter's thread does not wait forever.
-struct FailGuard<'a>(&'a Shared);
-
-impl Drop for FailGuard<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.lock().failed = true;
-            self.0.changed.notify_all();
-        }
-    }
-}
-
-struct Worker {
-    jobs: Option<mpsc::Sender<Job>>,
-    thread: Option<JoinHandle<()>>,
+/// The queue and its runner; dropped when the run ends.
+struct Queue {
     shared: Arc<Shared>,
 }
 
@@ -242,10 +248,10 @@ struct Pending {
     last: u64,
 }
 
-/// The worker and the regions it owes (module doc).
+/// The queue and the regions it owes (module doc).
 pub(crate) struct Deferred {
     enabled: bool,
-    worker: Option<Worker>,
+    queue: Option<Queue>,
     pending: Vec<Pending>,
     issued: u64,
     /// Settled sums' buffers (`recycle`).
@@ -256,19 +262,19 @@ pub(crate) struct Deferred {
 const KEPT_BUFFERS: usize = 4;
 
 impl Deferred {
-    /// No worker yet (it starts with the first job), and none ever unless
+    /// No queue yet (it is made with the first job), and none ever unless
     /// `enabled`.
     pub fn new(enabled: bool) -> Deferred {
         Deferred {
             enabled,
-            worker: None,
+            queue: None,
             pending: Vec::new(),
             issued: 0,
             kept: Vec::new(),
         }
     }
 
-    /// Whether a matmul of `macs` multiply-adds goes to the worker.
+    /// Whether a matmul of `macs` multiply-adds is deferred.
     pub fn takes(&self, macs: usize) -> bool {
         self.enabled && macs >= DEFER_MIN_MACS
     }
@@ -306,7 +312,7 @@ impl Deferred {
     /// Issues a matmul adding `operands` into `region`, from `start`
     /// (`Start::Continue` only when `continues(region)`). The region must
     /// not overlap another pending one (`settle` it first). Hands the
-    /// operands back when no worker can be started; the caller computes
+    /// operands back when nothing is deferred; the caller computes
     /// them itself.
     pub fn issue(
         &mut self,
@@ -314,11 +320,11 @@ impl Deferred {
         start: Start,
         operands: Operands,
     ) -> Result<(), Operands> {
-        if self.worker().is_none() {
+        if self.queue().is_none() {
             return Err(operands);
         }
         let Deferred {
-            worker: Some(worker),
+            queue: Some(queue),
             pending,
             issued,
             ..
@@ -351,25 +357,22 @@ impl Deferred {
             }
         };
         let bytes = operands.bytes;
-        let shared = &worker.shared;
+        let shared = &queue.shared;
         let mut state = shared.wait_until(|s| s.queued == 0 || s.queued + bytes <= IN_FLIGHT_BYTES);
         state.queued += bytes;
-        drop(state);
-        let job = Job {
+        state.jobs.push_back(Job {
             seq,
             key,
             dtype: region.dtype,
             start,
             operands,
-        };
-        let sent = worker
-            .jobs
-            .as_ref()
-            .is_some_and(|jobs| jobs.send(job).is_ok());
-        assert!(
-            sent,
-            "invariant broken: the matmul worker takes jobs until it is dropped"
-        );
+        });
+        let idle = !std::mem::replace(&mut state.running, true);
+        drop(state);
+        if idle {
+            let shared = Arc::clone(shared);
+            rayon::spawn(move || run(shared));
+        }
         Ok(())
     }
 
@@ -388,11 +391,11 @@ impl Deferred {
         if due.is_empty() {
             return Vec::new();
         }
-        let Some(worker) = &self.worker else {
-            panic!("invariant broken: pending regions have a worker");
+        let Some(queue) = &self.queue else {
+            panic!("invariant broken: pending regions have a queue");
         };
         let last = due.iter().map(|d| d.2).max().unwrap_or(0);
-        let mut state = worker.shared.wait_until(|s| s.done >= last);
+        let mut state = queue.shared.wait_until(|s| s.done >= last);
         due.into_iter()
             .map(|(region, key, _)| {
                 let sum = state.sums.remove(&key);
@@ -404,97 +407,110 @@ impl Deferred {
             .collect()
     }
 
-    /// The worker, started if it is not yet; `None` if it cannot be.
-    fn worker(&mut self) -> Option<&mut Worker> {
-        if self.worker.is_none() && self.enabled {
-            self.worker = Worker::start();
-            // A thread that cannot start now will not later.
-            self.enabled = self.worker.is_some();
+    /// The queue, made with the first job; `None` when nothing is
+    /// deferred: not `enabled`, or the pool's threads cannot run
+    /// (`nkic_isa::threads`).
+    fn queue(&mut self) -> Option<&mut Queue> {
+        if self.queue.is_none() && self.enabled {
+            self.enabled = nkic_isa::threads::parallel();
+            self.queue = self.enabled.then(|| Queue {
+                shared: Arc::new(Shared {
+                    state: Mutex::new(State::default()),
+                    changed: Condvar::new(),
+                    abandoned: AtomicBool::new(false),
+                }),
+            });
         }
-        self.worker.as_mut()
+        self.queue.as_mut()
     }
 }
 
-impl Worker {
-    fn start() -> Option<Worker> {
-        let (jobs, inbox) = mpsc::channel::<Job>();
-        let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-            abandoned: AtomicBool::new(false),
-        });
-        let theirs = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("nkic-matmul".to_owned())
-            .spawn(move || work(&inbox, &theirs))
-            .ok()?;
-        Some(Worker {
-            jobs: Some(jobs),
-            thread: Some(thread),
-            shared,
-        })
-    }
-}
-
-/// The worker's loop: each job's sum, in the order they come.
-fn work(inbox: &mpsc::Receiver<Job>, shared: &Shared) {
-    let _guard = FailGuard(shared);
-    for job in inbox {
-        if shared.abandoned.load(Ordering::Relaxed) {
-            continue;
-        }
-        let Operands {
-            product,
-            bytes,
-            m,
-            n,
-        } = job.operands;
-        let mut sum = match job.start {
-            Start::Zeros(mut buffer) => {
-                buffer.clear();
-                buffer.resize(m * n, 0.0);
-                buffer
-            }
-            Start::Values(values) => values,
-            Start::Continue => {
-                let previous = shared.lock().sums.remove(&job.key);
-                let Some(sum) = previous else {
-                    panic!("invariant broken: a chain's sum waits for its next job");
-                };
-                sum
-            }
-        };
-        product(Rows::Values(&mut sum));
-        if job.dtype != DType::F32 {
-            round_to(job.dtype, &mut sum);
-        }
-        {
-            let mut state = shared.lock();
-            state.sums.insert(job.key, sum);
-            state.done = job.seq;
-            state.queued -= bytes;
-        }
+/// The runner: the first queued job's sum; then, if more are queued, a
+/// runner for them. One job per runner bounds the time a thread that
+/// runs it while it waits for something else (`Shared::wait_until`, or
+/// rayon's own waits: another run's runner, say) spends on it. A job
+/// that panics (a broken invariant in `matmul`) marks the state failed,
+/// for the waiting thread to report, instead of taking the pool down.
+fn run(shared: Arc<Shared>) {
+    // A runner is spawned only for a queued job; without one (a broken
+    // invariant) it ends, as a panic here would end the process.
+    let job = {
+        let mut state = shared.lock();
+        let job = state.jobs.pop_front();
+        state.running &= job.is_some();
+        job
+    };
+    let Some(job) = job else {
         shared.changed.notify_all();
+        return;
+    };
+    let (seq, key, bytes) = (job.seq, job.key, job.operands.bytes);
+    let sum = match shared.abandoned.load(Ordering::Relaxed) {
+        true => Ok(None),
+        false => std::panic::catch_unwind(AssertUnwindSafe(|| compute(job, &shared))).map(Some),
+    };
+    let mut state = shared.lock();
+    match sum {
+        Ok(sum) => {
+            if let Some(sum) = sum {
+                state.sums.insert(key, sum);
+            }
+            state.done = seq;
+            state.queued -= bytes;
+            state.running = !state.jobs.is_empty();
+        }
+        Err(_) => {
+            state.failed = true;
+            state.running = false;
+        }
+    }
+    let more = state.running;
+    drop(state);
+    shared.changed.notify_all();
+    if more {
+        rayon::spawn(move || run(shared));
     }
 }
 
-impl Drop for Worker {
+/// One job's sum.
+fn compute(job: Job, shared: &Shared) -> Vec<f32> {
+    let Operands { product, m, n, .. } = job.operands;
+    let mut sum = match job.start {
+        Start::Zeros(mut buffer) => {
+            buffer.clear();
+            buffer.resize(m * n, 0.0);
+            buffer
+        }
+        Start::Values(values) => values,
+        Start::Continue => {
+            let previous = shared.lock().sums.remove(&job.key);
+            let Some(sum) = previous else {
+                panic!("invariant broken: a chain's sum waits for its next job");
+            };
+            sum
+        }
+    };
+    product(Rows::Values(&mut sum));
+    if job.dtype != DType::F32 {
+        round_to(job.dtype, &mut sum);
+    }
+    sum
+}
+
+impl Drop for Queue {
     /// The run ended (completed, faulted or unwinding): the sums still
-    /// owed are no longer wanted. The worker drops its queued jobs unrun
-    /// and ends with the channel; the job it is computing may be spread
-    /// over rayon's pool, of which the dropping thread may be the only
-    /// thread, so the thread is awaited as `Shared::wait_until` waits,
-    /// taking over pool work rather than blocking on it.
+    /// owed are no longer wanted. The runner drops the queued jobs unrun;
+    /// the one it is computing may be spread over rayon's pool, of which
+    /// the dropping thread may be the only thread, so the runner is
+    /// awaited as `Shared::wait_until` waits, doing pool work rather than
+    /// blocking on it (the runner owns what it reads: waiting keeps only
+    /// its work inside the run).
     fn drop(&mut self) {
         self.shared.abandoned.store(true, Ordering::Relaxed);
-        drop(self.jobs.take());
-        if let Some(thread) = self.thread.take() {
-            while !thread.is_finished() {
-                if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                    std::thread::sleep(HELP_POLL);
-                }
+        while self.shared.lock().running {
+            if rayon::yield_now() != Some(rayon::Yield::Executed) {
+                std::thread::sleep(HELP_POLL);
             }
-            let _ = thread.join();
         }
     }
 }
@@ -506,4 +522,123 @@ pub(crate) fn round_to(dtype: DType, sum: &mut Vec<f32>) {
     numerics::encode(dtype, sum, &mut bytes);
     sum.clear();
     numerics::decode(dtype, &bytes, sum);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matmul::Rows;
+
+    /// Rows `start..start + rows` of 2 f32 columns, a row per 8 bytes.
+    fn region(start: usize, rows: usize) -> Region {
+        Region {
+            space: SpaceId::Psum(0),
+            dtype: DType::F32,
+            start,
+            step: 8,
+            rows,
+            cols: 2,
+        }
+    }
+
+    /// A job whose "product" doubles the sum and adds `k`: a result that
+    /// depends on the order jobs run in.
+    fn job(k: f32, rows: usize) -> Operands {
+        Operands {
+            product: Box::new(move |sum: Rows<'_>| {
+                let Rows::Values(values) = sum else {
+                    panic!("deferred sums are values");
+                };
+                for v in values.iter_mut() {
+                    *v = 2.0 * *v + k;
+                }
+            }),
+            bytes: 1 << 20,
+            m: rows,
+            n: 2,
+        }
+    }
+
+    /// Issues a chain of three jobs into one region and one job into
+    /// another, more than `IN_FLIGHT_BYTES` in all, and settles them.
+    fn chains(deferred: &mut Deferred) -> Vec<(Region, Vec<f32>)> {
+        let (a, b) = (region(0, 2), region(64, 1));
+        assert!(
+            deferred
+                .issue(a, Start::Zeros(Vec::new()), job(1.0, 2))
+                .is_ok()
+        );
+        assert!(deferred.continues(&a));
+        assert!(deferred.issue(a, Start::Continue, job(2.0, 2)).is_ok());
+        assert!(
+            deferred
+                .issue(b, Start::Values(vec![5.0, 6.0]), job(0.5, 1))
+                .is_ok()
+        );
+        assert!(deferred.issue(a, Start::Continue, job(3.0, 2)).is_ok());
+        let mut sums = deferred.settle(None);
+        sums.sort_by_key(|(r, _)| r.start);
+        assert!(deferred.is_idle());
+        sums
+    }
+
+    /// Every sum is the one the jobs give in issue order, on a pool of
+    /// one thread too (whose only thread runs the runners while it
+    /// waits) and on one of several.
+    #[test]
+    fn runners_sum_every_chain_in_issue_order_on_any_pool() {
+        // ((0 · 2 + 1) · 2 + 2) · 2 + 3 = 11; 5 · 2 + 0.5, 6 · 2 + 0.5.
+        let want = vec![
+            (region(0, 2), vec![11.0; 4]),
+            (region(64, 1), vec![10.5, 12.5]),
+        ];
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a test pool");
+            let sums = pool.install(|| chains(&mut Deferred::new(true)));
+            assert_eq!(sums, want, "{threads} threads");
+        }
+        // Not enabled: nothing is deferred, the operands come back.
+        let mut off = Deferred::new(false);
+        assert!(
+            off.issue(region(0, 1), Start::Zeros(Vec::new()), job(1.0, 1))
+                .is_err()
+        );
+        assert!(off.is_idle());
+    }
+
+    /// A job that panics (a broken invariant) is reported by the thread
+    /// that waits for it, and the pool goes on: rayon would end the
+    /// process for a panic escaping a spawned job.
+    #[test]
+    fn a_panicking_job_is_reported_to_the_waiting_thread() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("a test pool");
+        let waited = pool.install(|| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                let mut deferred = Deferred::new(true);
+                let boom = Operands {
+                    product: Box::new(|_: Rows<'_>| panic!("a broken invariant")),
+                    bytes: 8,
+                    m: 1,
+                    n: 2,
+                };
+                let _ = deferred.issue(region(0, 1), Start::Zeros(Vec::new()), boom);
+                deferred.settle(None)
+            }))
+        });
+        let Err(panic) = waited else {
+            panic!("settling a failed job must not return sums");
+        };
+        let message = match panic.downcast_ref::<&str>() {
+            Some(text) => (*text).to_owned(),
+            None => panic.downcast_ref::<String>().cloned().unwrap_or_default(),
+        };
+        assert!(message.contains("the matmul runner stopped"), "{message}");
+        assert_eq!(pool.install(|| rayon::join(|| 1, || 2)), (1, 2));
+    }
 }

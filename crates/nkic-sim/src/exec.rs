@@ -860,7 +860,7 @@ impl Exec<'_> {
     }
 
     /// Adds `product` into the f32 `[m, n]` rows of `dv` (`add_into`), on
-    /// the worker thread when the matmul is large and `dv` plain PSUM rows
+    /// rayon's pool when the matmul is large and `dv` plain PSUM rows
     /// (`deferred`: read, checked and marked now, summed there).
     fn add_product(
         &mut self,

@@ -1150,7 +1150,7 @@ pub(crate) struct MemoryState {
     site_id: Option<u32>,
     origins: Vec<Origin>,
     taint: Taint,
-    /// Matmuls computed on a worker thread, and their pending PSUM rows.
+    /// Matmuls summed on rayon's pool, and their pending PSUM rows.
     deferred: Deferred,
     /// Matmul operands kept decoded (`read_operand`).
     decoded: Decoded,
@@ -2585,8 +2585,8 @@ impl MemoryState {
         Some(region)
     }
 
-    /// Issues a matmul into the PSUM rows of `v` to the worker
-    /// (`deferred`), when they are rows `psum_region` accepts: settles
+    /// Queues a matmul into the PSUM rows of `v`, to be summed on rayon's
+    /// pool (`deferred`), when they are rows `psum_region` accepts: settles
     /// the pending regions they overlap unless the matmul continues the
     /// chain of exactly these rows, and marks them as `psum_region` does.
     /// Hands the operands back otherwise, for the caller to compute them
@@ -2627,13 +2627,13 @@ impl MemoryState {
         self.deferred.issue(region, Start::Values(sum), operands)
     }
 
-    /// Whether a matmul of `macs` multiply-adds goes to the worker
+    /// Whether a matmul of `macs` multiply-adds is queued for rayon's pool
     /// (`deferred`).
     pub fn defers(&self, macs: usize) -> bool {
         self.deferred.takes(macs)
     }
 
-    /// Starts or stops handing large matmuls to a worker thread
+    /// Starts or stops queueing large matmuls for rayon's pool
     /// (`deferred`; `SimConfig::matmul_worker`). Only before the first.
     pub fn set_matmul_worker(&mut self, on: bool) {
         assert!(
@@ -3085,7 +3085,7 @@ pub(crate) struct NativeSpaces {
 impl View {
     /// The f32 or bf16 PSUM rows `self` names when each row is one
     /// contiguous run of its own and rows do not overlap (what a matmul
-    /// may add into on the worker, `MemoryState::psum_region`; in place
+    /// may add into on rayon's pool, `MemoryState::psum_region`; in place
     /// when f32, `psum_in_place`).
     pub fn psum_rows(&self) -> Option<Region> {
         let run_bytes = self.run_len * self.size;

@@ -3,7 +3,7 @@
 //! same `RunResult` (every output byte, the simulated time, per-queue
 //! statistics, the trace with every instruction's timestamps, undefined
 //! outputs) or the same fault. So must the interpreter with its large
-//! matmuls summed on the worker thread (`SimConfig::matmul_worker`, the
+//! matmuls summed on rayon's pool (`SimConfig::matmul_worker`, the
 //! default) and the pages it writes faulted in ahead by another thread
 //! (`SimConfig::warm_pages`, the default), and without either (everything
 //! on the one thread that steps); and so must the native tier when it
