@@ -38,7 +38,6 @@
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Mutex;
 
 use nkic_backend::{BackendConfig, Schedule};
 use nkic_diag::{Diagnostic, RenderConfig, SourceMap, render, render_json};
@@ -91,8 +90,11 @@ fn rendered(diags: &[Diagnostic], sources: &SourceMap) -> (String, Vec<String>) 
 #[pyclass(frozen, module = "nkic._native")]
 struct Program {
     compiled: Compiled,
-    /// Faults may add the files their line table names.
-    sources: Mutex<SourceMap>,
+    /// The files it was compiled from. Each run works on a copy, to which
+    /// a fault may add the files its line table names: runs of one
+    /// program from several Python threads share nothing that one of
+    /// them could hold while the GIL is released.
+    sources: SourceMap,
     base_dir: PathBuf,
     outputs: KernelOutputs,
     /// The rendered warnings and their JSON records.
@@ -138,10 +140,10 @@ impl Program {
     /// it imported (the cache checks them before reusing the program).
     #[getter]
     fn files(&self) -> Vec<String> {
-        match self.sources.lock() {
-            Ok(sources) => sources.files().map(|(_, f)| f.name().to_owned()).collect(),
-            Err(_) => Vec::new(),
-        }
+        self.sources
+            .files()
+            .map(|(_, f)| f.name().to_owned())
+            .collect()
     }
 
     /// Compile-time `print` output, one string per call.
@@ -241,13 +243,10 @@ impl Program {
             trace,
             max_sim_ms,
         );
-        // The sources leave the lock while the GIL is released (a fault
-        // may add the files it points into) and go back after.
-        let mut guard = self
-            .sources
-            .lock()
-            .map_err(|_| PyValueError::new_err("this program is in use by a failed run"))?;
-        let mut sources = std::mem::take(&mut *guard);
+        // The run's own copy of the sources (a fault may add the files it
+        // points into): a lock held while the GIL is released would
+        // deadlock with a thread that waits for it holding the GIL.
+        let mut sources = self.sources.clone();
         let base_dir = &self.base_dir;
         let compiled = &self.compiled;
         // The simulator's own wall time, so benchmarks can tell the
@@ -265,7 +264,6 @@ impl Program {
             )
         });
         let simulate_ns = started.elapsed().as_nanos() as u64;
-        *guard = sources;
         let result = match ran {
             Ok((result, _)) => result,
             Err(diag) => {
@@ -273,13 +271,13 @@ impl Program {
                     "E2001" => "OutOfBoundsError",
                     _ => "SimulationError",
                 };
-                return Err(error(py, class, &[diag], &guard));
+                return Err(error(py, class, &[diag], &sources));
             }
         };
         let warnings =
-            kernel_undefined_warnings(&result, compiled, base_dir, &mut guard, &read_file);
+            kernel_undefined_warnings(&result, compiled, base_dir, &mut sources, &read_file);
         let out = PyDict::new(py);
-        out.set_item("warnings", rendered(&warnings, &guard))?;
+        out.set_item("warnings", rendered(&warnings, &sources))?;
         let outputs = PyDict::new(py);
         for name in self
             .outputs
@@ -454,7 +452,7 @@ fn compile(
     let warnings = rendered(&warnings, &sources);
     Ok(Program {
         compiled,
-        sources: Mutex::new(sources),
+        sources,
         base_dir,
         outputs,
         warnings,

@@ -304,6 +304,36 @@ def test_a_forked_child_simulates_without_the_parents_threads(rng):
     assert os.waitstatus_to_exitcode(status) == 0
 
 
+def test_threads_run_matmuls_side_by_side(rng):
+    # Runs from several Python threads share rayon's pool, on which each
+    # run's large matmuls are summed (a runner job per matmul, taken by
+    # any thread of the pool, a waiting run's own among them): every run
+    # must finish with the bits it gives alone.
+    cases = [
+        (
+            rng.standard_normal((384, 256), dtype=np.float32),
+            rng.standard_normal((384, 512), dtype=np.float32),
+        )
+        for _ in range(4)
+    ]
+    alone = [k.matmul(a_t, b) for a_t, b in cases]
+    for (a_t, b), c in zip(cases, alone):
+        np.testing.assert_allclose(c, a_t.T @ b, rtol=1e-4, atol=1e-3)
+    together = [None] * len(cases)
+
+    def run(i):
+        together[i] = k.matmul(*cases[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(cases))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a run hung"
+    for c, c_alone in zip(together, alone):
+        np.testing.assert_array_equal(c, c_alone)
+
+
 def test_profile_writes_trace_and_timeline(rng, tmp_path):
     a = rng.standard_normal((256, 512), dtype=np.float32)
     summary = nkic.profile(k.add, a, a, out_dir=str(tmp_path))

@@ -141,3 +141,26 @@ def add_constant(a, consts: Constants):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=s)
     return out
+
+
+@nki.jit
+def matmul(a_t, b):
+    """a_t.T @ b in float32 for a_t [K, M], b [K, N]: K, M multiples of
+    128, N at most 512. Each `nc_matmul` (128 × 128 × N multiply-adds) is
+    large enough to be summed on the pool while the run goes on."""
+    K, M = a_t.shape
+    _, N = b.shape
+    P = nl.tile_size.pmax
+    c = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    for mi in nl.affine_range(M // P):
+        acc = nl.ndarray((P, N), dtype=nl.float32, buffer=nl.psum)
+        for ki in nl.affine_range(K // P):
+            lt = nl.ndarray((P, P), dtype=a_t.dtype, buffer=nl.sbuf)
+            rt = nl.ndarray((P, N), dtype=b.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=lt, src=a_t[nl.ds(ki * P, P), nl.ds(mi * P, P)])
+            nisa.dma_copy(dst=rt, src=b[nl.ds(ki * P, P), :])
+            nisa.nc_matmul(dst=acc, stationary=lt, moving=rt)
+        out = nl.ndarray((P, N), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=out, src=acc)
+        nisa.dma_copy(dst=c[nl.ds(mi * P, P), :], src=out)
+    return c
