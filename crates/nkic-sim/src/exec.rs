@@ -1018,14 +1018,26 @@ impl Exec<'_> {
             self.mem.read_raw(&scv.sub_rows(first, count), &mut raw)?;
             codes[first * f..(first + count) * f].copy_from_slice(&raw);
         }
-        let mut values = pages::zeros(4 * p * f);
+        // Row 4k + q holds element q of each group of partition k: pushed
+        // in row order, so no element is written twice.
+        let mut values = Vec::with_capacity(4 * p * f);
+        let mut factors = Vec::with_capacity(f);
         for k in 0..p {
             let srow = 32 * (k / 32) + (k % 32) / 8;
-            for c in 0..f {
-                let factor = mx_scale(codes[srow * f + c]);
-                for q in 0..4 {
-                    values[(4 * k + q) * f + c] = f64::from(vals[(k * f + c) * 4 + q]) * factor;
-                }
+            factors.clear();
+            factors.extend(
+                codes[srow * f..(srow + 1) * f]
+                    .iter()
+                    .map(|&code| mx_scale(code)),
+            );
+            let groups = &vals[k * f * 4..(k + 1) * f * 4];
+            for q in 0..4 {
+                values.extend(
+                    factors
+                        .iter()
+                        .zip(groups.chunks_exact(4))
+                        .map(|(factor, group)| f64::from(group[q]) * factor),
+                );
             }
         }
         Ok(MxMatrix {
