@@ -6,10 +6,9 @@
 //! waits for ever. Every parallel step of nkic (the backend's lowering
 //! beside the dependency graph, the simulator's run on a pool worker, its
 //! deferred matmuls' runners, its matmul bands and split native loops, the
-//! driver's random inputs) asks
-//! [`parallel`] first and runs on the calling thread when it says no,
-//! with the same result: none of those steps' results depends on how the
-//! work is split.
+//! driver's random inputs) asks [`parallel`] first and runs on the calling
+//! thread when it says no, with the same result: none of those steps'
+//! results depends on how the work is split.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

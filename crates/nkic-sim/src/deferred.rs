@@ -502,16 +502,13 @@ impl Drop for Queue {
     /// owed are no longer wanted. The runner drops the queued jobs unrun;
     /// the one it is computing may be spread over rayon's pool, of which
     /// the dropping thread may be the only thread, so the runner is
-    /// awaited as `Shared::wait_until` waits, doing pool work rather than
+    /// awaited with `Shared::wait_until`, doing pool work rather than
     /// blocking on it (the runner owns what it reads: waiting keeps only
-    /// its work inside the run).
+    /// its work inside the run). A failed job has cleared `running`, so
+    /// this never reports the failure again while unwinding.
     fn drop(&mut self) {
         self.shared.abandoned.store(true, Ordering::Relaxed);
-        while self.shared.lock().running {
-            if rayon::yield_now() != Some(rayon::Yield::Executed) {
-                std::thread::sleep(HELP_POLL);
-            }
-        }
+        drop(self.shared.wait_until(|s| !s.running));
     }
 }
 
