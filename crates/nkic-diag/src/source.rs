@@ -1,6 +1,7 @@
 //! Files, byte spans and the line/column lookup.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// Identifies one file in a [`SourceMap`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -168,9 +169,13 @@ impl SourceFile {
 }
 
 /// All files of one compilation, addressed by [`FileId`].
+///
+/// The files are shared: cloning a map copies one pointer per file, not
+/// the texts, so a run may take its own copy of a compiled program's
+/// sources (to add the files a fault points into) at no cost.
 #[derive(Clone, Debug, Default)]
 pub struct SourceMap {
-    files: Vec<SourceFile>,
+    files: Vec<Arc<SourceFile>>,
 }
 
 impl SourceMap {
@@ -201,11 +206,11 @@ impl SourceMap {
             }
         }
         let id = FileId(self.files.len() as u32);
-        self.files.push(SourceFile {
+        self.files.push(Arc::new(SourceFile {
             name: name.into(),
             text,
             line_starts,
-        });
+        }));
         id
     }
 
@@ -218,7 +223,7 @@ impl SourceMap {
     }
 
     pub fn get(&self, id: FileId) -> Option<&SourceFile> {
-        self.files.get(id.0 as usize)
+        self.files.get(id.0 as usize).map(|f| &**f)
     }
 
     /// Replaces a file's text in place (for editors), keeping its id.
@@ -240,7 +245,7 @@ impl SourceMap {
         self.files
             .iter()
             .enumerate()
-            .map(|(i, f)| (FileId(i as u32), f))
+            .map(|(i, f)| (FileId(i as u32), &**f))
     }
 }
 

@@ -244,8 +244,9 @@ impl Program {
             max_sim_ms,
         );
         // The run's own copy of the sources (a fault may add the files it
-        // points into): a lock held while the GIL is released would
-        // deadlock with a thread that waits for it holding the GIL.
+        // points into; the copy shares the texts): a lock held while the
+        // GIL is released would deadlock with a thread that waits for it
+        // holding the GIL.
         let mut sources = self.sources.clone();
         let base_dir = &self.base_dir;
         let compiled = &self.compiled;
