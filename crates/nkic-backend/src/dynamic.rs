@@ -93,7 +93,7 @@ use crate::alloc::Layout;
 use crate::codes;
 use crate::collect::{Unit, diag_at};
 use crate::deps;
-use crate::emit::{line_table, operand_names, sort_names, verified};
+use crate::emit::{OperandNames, line_table, sort_names, verified};
 use crate::lower::{Lowered, probe_queue};
 
 /// How many DMA queues after `dma0` the top-level DMAs of the optimized
@@ -203,6 +203,8 @@ struct Emitter<'a, 'k> {
     /// The op whose instructions the next step emits, for
     /// `Program::operand_names`.
     naming: Option<usize>,
+    /// The names shared by those entries.
+    names: OperandNames,
     /// The queue of each op.
     queue_of: Vec<Queue>,
     /// The optimized top level (`None`: the token chain throughout).
@@ -409,6 +411,7 @@ pub fn emit(
         next_label: 0,
         prev: Vec::new(),
         naming: None,
+        names: OperandNames::new(unit),
         queue_of,
         top,
         loops_total: u32::try_from(loops).unwrap_or(u32::MAX),
@@ -504,7 +507,13 @@ impl Emitter<'_, '_> {
         if let Some(i) = self.naming {
             let index = self.streams.get(&q).map_or(0, Vec::len);
             let index = u32::try_from(index).unwrap_or(u32::MAX);
-            operand_names(self.unit, op, i, q, index, &mut self.program.operand_names);
+            self.names.add(
+                self.unit,
+                op,
+                i,
+                (q, index),
+                &mut self.program.operand_names,
+            );
         }
     }
 

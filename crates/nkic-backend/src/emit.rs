@@ -18,6 +18,7 @@
 //! backend bug, and panics stating the rule the backend broke.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use nkic_diag::SourceMap;
 use nkic_ir::{DynLoop, Handle, SrcLoc};
@@ -57,6 +58,7 @@ pub fn emit(
         *id = program.add_semaphore(&format!("{q}_done"));
     }
     let line_of = line_table(unit, &mut program, sources);
+    let mut names = OperandNames::new(unit);
     for (&q, stream) in &sched.streams {
         let mut insts = Vec::with_capacity(stream.len());
         for &i in stream {
@@ -68,7 +70,7 @@ pub fn emit(
             // 563k-instruction conv1d's emission was `memcpy`).
             let index = u32::try_from(insts.len()).unwrap_or(u32::MAX);
             let op = &mut lowered.ops[i].op;
-            operand_names(unit, op, i, q, index, &mut program.operand_names);
+            names.add(unit, op, i, (q, index), &mut program.operand_names);
             let waits_of = waits.waits[i]
                 .iter()
                 .filter_map(|&p| {
@@ -96,41 +98,63 @@ pub fn emit(
     verified(program)
 }
 
-/// Appends to `out` the `operand_names` entries of `op` (op `i` of the
-/// unit) at `index` of `queue`: the kernel's name of the tensor behind
-/// each on-chip operand.
-/// The IR mirrors the machine's fields, so operands match IR accesses by
-/// field; the index operand of a gather or scatter is the IR's index view.
-pub fn operand_names(
-    unit: &Unit<'_>,
-    op: &nkic_isa::Op,
-    i: usize,
-    queue: Queue,
-    index: u32,
-    out: &mut Vec<nkic_isa::OperandName>,
-) {
-    let info = &unit.ops[i];
-    let kernel = &unit.kernels[info.inst];
-    let accesses = info.op.accesses();
-    for operand in op.operands() {
-        if !operand.ap.mem.is_on_chip() {
-            continue;
+/// The `operand_names` entries of a program being emitted: the kernel's
+/// name of the tensor behind each on-chip operand, made once per storage
+/// and shared by all its operands (a large kernel has a million of them).
+pub struct OperandNames {
+    /// Per global storage of the unit, its name once an operand used it.
+    shared: Vec<Option<Arc<str>>>,
+}
+
+impl OperandNames {
+    pub fn new(unit: &Unit<'_>) -> OperandNames {
+        OperandNames {
+            shared: vec![None; unit.storages.len()],
         }
-        let is_index = operand.field == "index";
-        let access = accesses
-            .iter()
-            .find(|a| a.is_index == is_index && (is_index || a.field == operand.field));
-        let Some(access) = access else { continue };
-        let name = &kernel.storages[access.view.storage].name;
-        if name.is_empty() {
-            continue;
+    }
+
+    /// Appends to `out` the entries of `op` (op `i` of the unit) at
+    /// `index` of `queue`. The IR mirrors the machine's fields, so
+    /// operands match IR accesses by field; the index operand of a gather
+    /// or scatter is the IR's index view.
+    pub fn add(
+        &mut self,
+        unit: &Unit<'_>,
+        op: &nkic_isa::Op,
+        i: usize,
+        (queue, index): (Queue, u32),
+        out: &mut Vec<nkic_isa::OperandName>,
+    ) {
+        let operands = op.operands();
+        if !operands.iter().any(|o| o.ap.mem.is_on_chip()) {
+            return;
         }
-        out.push(nkic_isa::OperandName {
-            queue,
-            index,
-            field: operand.field,
-            name: name.clone(),
-        });
+        let info = &unit.ops[i];
+        let kernel = &unit.kernels[info.inst];
+        let accesses = info.op.accesses();
+        for operand in operands {
+            if !operand.ap.mem.is_on_chip() {
+                continue;
+            }
+            let is_index = operand.field == "index";
+            let access = accesses
+                .iter()
+                .find(|a| a.is_index == is_index && (is_index || a.field == operand.field));
+            let Some(access) = access else { continue };
+            let storage = access.view.storage;
+            let name = &kernel.storages[storage].name;
+            if name.is_empty() {
+                continue;
+            }
+            let name = self.shared[unit.sid(info.inst, storage)]
+                .get_or_insert_with(|| Arc::from(name.as_str()));
+            out.push(nkic_isa::OperandName {
+                queue,
+                index,
+                field: operand.field,
+                name: Arc::clone(name),
+            });
+        }
     }
 }
 

@@ -141,8 +141,9 @@ pub struct OperandName {
     /// The operand's field (`dst`, `src`, …), as the instruction table
     /// spells it.
     pub field: &'static str,
-    /// The kernel's name of the tensor.
-    pub name: String,
+    /// The kernel's name of the tensor (shared by the many operands of
+    /// one tensor).
+    pub name: Arc<str>,
 }
 
 /// One queue's instruction stream.
@@ -218,7 +219,7 @@ impl Program {
             .iter()
             .take_while(|n| n.queue == queue && n.index == index)
             .find(|n| n.field == field)
-            .map(|n| n.name.as_str())
+            .map(|n| &*n.name)
     }
 
     /// The kernel's arguments in parameter order.
@@ -436,7 +437,7 @@ mod tests {
                         queue: q,
                         index: k,
                         field: "dst",
-                        name: format!("t{q}_{k}"),
+                        name: format!("t{q}_{k}").into(),
                     });
                 }
             }

@@ -27,7 +27,7 @@ use crate::runio::OutDTypeArg;
 /// Every name `--dump` accepts in `program`.
 fn known_names(program: &Program) -> Vec<String> {
     let mut names: Vec<String> = program.tensors().map(|(_, t)| t.name.clone()).collect();
-    names.extend(program.operand_names.iter().map(|n| n.name.clone()));
+    names.extend(program.operand_names.iter().map(|n| n.name.to_string()));
     names.sort();
     names.dedup();
     names

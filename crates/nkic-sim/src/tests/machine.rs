@@ -479,7 +479,7 @@ fn uninitialised_reads_fault_or_read_poison() {
         queue: Queue::Vector,
         index: 0,
         field: "src",
-        name: "x_tile".to_owned(),
+        name: "x_tile".into(),
     });
     let line = named.add_line("k.py", 12, 9, 100..120);
     named.stream_mut(Queue::Vector)[0].line = Some(line);
