@@ -72,7 +72,9 @@ pub struct Access {
     pub partitions: (u64, u64),
     /// Bytes `[lo, hi)` within a partition row (or the HBM tensor).
     pub bounds: (i64, i64),
-    /// Sorted, merged contiguous runs; `None` beyond [`RUN_LIMIT`].
+    /// Sorted, merged contiguous runs; `None` beyond [`RUN_LIMIT`], and for
+    /// a read of a memory that no op of the graph writes (nothing compares
+    /// it with anything).
     pub runs: Option<Vec<(i64, i64)>>,
     pub write: bool,
 }
@@ -168,6 +170,10 @@ impl Access {
     }
 }
 
+/// The fewest ops of one job of [`build_range`]'s work on the thread pool
+/// (from [`crate::PARALLEL_MIN_OPS`] ops on).
+const PARALLEL_CHUNK_OPS: usize = 256;
+
 /// Bytes per page of the access index.
 const PAGE_BYTES: i64 = 2048;
 
@@ -250,19 +256,13 @@ impl Pages {
     /// Calls `f` with every access of an op numbered `from` or later that
     /// may share a byte with `a` (`Entry::may_meet`) and is not retired
     /// (some more than once).
-    fn visit(
-        &self,
-        a: &Access,
-        retired: &[Vec<bool>],
-        from: usize,
-        f: &mut dyn FnMut(usize, usize),
-    ) {
+    fn visit(&self, a: &Access, retired: &Retired, from: usize, f: &mut dyn FnMut(usize, usize)) {
         let probe = a.solid().then_some(a.bounds);
         // Every list is in op order.
         let mut g = |list: &[Entry]| {
             let start = list.partition_point(|e| e.op < from);
             for e in &list[start..] {
-                if e.may_meet(probe) && !retired[e.op][e.k] {
+                if e.may_meet(probe) && !retired.get(e.op, e.k) {
                     f(e.op, e.k);
                 }
             }
@@ -285,7 +285,7 @@ impl Pages {
         &self,
         a: &Access,
         accesses: &[Vec<Access>],
-        retired: &[Vec<bool>],
+        retired: &Retired,
         counts: &dyn Fn(usize) -> bool,
     ) -> Option<usize> {
         let probe = a.solid().then_some(a.bounds);
@@ -300,7 +300,7 @@ impl Pages {
             .filter_map(|list| {
                 list.iter().rev().take(SHADOW_LOOKBACK).find(|e| {
                     e.may_meet(probe)
-                        && !retired[e.op][e.k]
+                        && !retired.get(e.op, e.k)
                         && counts(e.op)
                         && accesses[e.op][e.k].covers(a)
                 })
@@ -311,12 +311,12 @@ impl Pages {
 
     /// Counts one newly retired entry and drops the retired entries once
     /// they are half of the index.
-    fn retire(&mut self, retired: &[Vec<bool>]) {
+    fn retire(&mut self, retired: &Retired) {
         self.retired += 1;
         if self.retired < 64 || 2 * self.retired < self.all.len() {
             return;
         }
-        let live = |e: &Entry| !retired[e.op][e.k];
+        let live = |e: &Entry| !retired.get(e.op, e.k);
         self.all.retain(live);
         self.wide.retain(live);
         self.pages.retain(|_, list| {
@@ -324,6 +324,49 @@ impl Pages {
             !list.is_empty()
         });
         self.retired = 0;
+    }
+}
+
+/// Which accesses of [`build_range`]'s ops a later write covers (see
+/// [`Pages`]), one flag per access in op order.
+struct Retired {
+    /// Per op, the number of its first access.
+    first: Vec<usize>,
+    flags: Vec<bool>,
+}
+
+impl Retired {
+    /// No access retired, for ops with `accesses`.
+    fn new(accesses: &[Vec<Access>]) -> Retired {
+        let mut next = 0;
+        let first = accesses
+            .iter()
+            .map(|list| {
+                let at = next;
+                next += list.len();
+                at
+            })
+            .collect();
+        Retired {
+            first,
+            flags: vec![false; next],
+        }
+    }
+
+    /// The number of access `k` of op `op`, counting every op's accesses
+    /// in order.
+    fn id(&self, op: usize, k: usize) -> usize {
+        self.first[op] + k
+    }
+
+    fn get(&self, op: usize, k: usize) -> bool {
+        self.flags[self.id(op, k)]
+    }
+
+    /// Retires access `k` of op `op`; false when it already was.
+    fn set(&mut self, op: usize, k: usize) -> bool {
+        let id = self.id(op, k);
+        !std::mem::replace(&mut self.flags[id], true)
     }
 }
 
@@ -338,13 +381,29 @@ pub struct Graph {
     pub accesses: Vec<Vec<Access>>,
 }
 
-/// The placed access of `view` (a view of instance `inst`).
+/// The memory `view` (a view of instance `inst`) lies in, once placed.
+fn resource(unit: &Unit<'_>, layout: &Layout, inst: usize, view: &View) -> Option<Resource> {
+    let id = unit.sid(inst, view.storage);
+    Some(match layout.placements[id]? {
+        Placement::OnChip { .. }
+            if unit.kernels[inst].storages[view.storage].buffer == nkic_ir::Buffer::Psum =>
+        {
+            Resource::Psum
+        }
+        Placement::OnChip { .. } => Resource::Sbuf,
+        Placement::Hbm { tensor, .. } => Resource::Hbm(tensor.0),
+    })
+}
+
+/// The placed access of `view` (a view of instance `inst`), with its runs
+/// when `with_runs` (otherwise `runs` is `None`, as beyond [`RUN_LIMIT`]).
 fn access(
     unit: &Unit<'_>,
     layout: &Layout,
     inst: usize,
     view: &View,
     write: bool,
+    with_runs: bool,
 ) -> Option<Access> {
     let id = unit.sid(inst, view.storage);
     let st = &unit.kernels[inst].storages[view.storage];
@@ -359,31 +418,25 @@ fn access(
         hi = i64::try_from(st.bytes_per_partition()).unwrap_or(i64::MAX);
         partitions = 0..st.partitions();
     }
-    let (resource, parts, shift) = match layout.placements[id]? {
+    let resource = resource(unit, layout, inst, view)?;
+    let (parts, shift) = match layout.placements[id]? {
         Placement::OnChip { partition, byte } => {
-            let resource = if st.buffer == nkic_ir::Buffer::Psum {
-                Resource::Psum
-            } else {
-                Resource::Sbuf
-            };
             let p = u64::from(partition);
             (
-                resource,
                 (partitions.start + p, partitions.end + p),
                 i64::try_from(byte).unwrap_or(i64::MAX),
             )
         }
-        Placement::Hbm { tensor, byte } => (
-            Resource::Hbm(tensor.0),
-            (0, 1),
-            i64::try_from(byte).unwrap_or(i64::MAX),
-        ),
+        Placement::Hbm { byte, .. } => ((0, 1), i64::try_from(byte).unwrap_or(i64::MAX)),
     };
-    let runs = fp.runs(RUN_LIMIT).filter(|_| !whole).map(|rs| {
-        rs.into_iter()
-            .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
-            .collect()
-    });
+    let runs = fp
+        .runs(RUN_LIMIT)
+        .filter(|_| with_runs && !whole)
+        .map(|rs| {
+            rs.into_iter()
+                .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
+                .collect()
+        });
     Some(Access {
         resource,
         partitions: parts,
@@ -433,17 +486,48 @@ pub fn build_range(
     let n = ops.len();
     let first = ops.start;
     let ops = &unit.ops[ops];
-    let mut accesses = Vec::with_capacity(n);
+    // The resources some op of the range may write. A read of any other
+    // resource (an input tensor) is compared with nothing (see `written`
+    // below; nor does anything else look at its runs), so its runs are not
+    // worked out: a tiled kernel's loads of strided input windows have a
+    // run per row.
+    let mut may_write: BTreeSet<Resource> = BTreeSet::new();
     for info in ops {
-        let mut list = Vec::new();
-        for a in info.op.accesses() {
-            let write = a.role == nkic_ir::Role::Write;
-            if let Some(acc) = access(unit, layout, info.inst, a.view, write) {
-                list.push(acc);
+        info.op.kind.for_each_field(&mut |_, role, value| {
+            if role == nkic_ir::Role::Write
+                && let Some(view) = value.view()
+                && let Some(r) = resource(unit, layout, info.inst, view)
+            {
+                may_write.insert(r);
             }
-        }
-        accesses.push(list);
+        });
     }
+    let accesses_of = |info: &crate::collect::OpInfo<'_>| -> Vec<Access> {
+        info.op
+            .accesses()
+            .into_iter()
+            .filter_map(|a| {
+                let write = a.role == nkic_ir::Role::Write;
+                let with_runs = write
+                    || resource(unit, layout, info.inst, a.view)
+                        .is_some_and(|r| may_write.contains(&r));
+                access(unit, layout, info.inst, a.view, write, with_runs)
+            })
+            .collect()
+    };
+    // Each op's accesses are its own: a large range works them out on
+    // the pool (beside `lower`, which [`crate::back_half`] runs at the
+    // same time).
+    let accesses: Vec<Vec<Access>> =
+        if n >= crate::PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
+            use rayon::prelude::*;
+            ops.par_iter()
+                .with_min_len(PARALLEL_CHUNK_OPS)
+                .map(accesses_of)
+                .collect()
+        } else {
+            ops.iter().map(accesses_of).collect()
+        };
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     // Per resource, the index of its reads and of its writes: a read only
     // conflicts with writes, so it never walks the (often many) earlier
@@ -460,21 +544,12 @@ pub fn build_range(
         .collect();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
-    // `probed[first_access[i] + k] == probe` when access `k` of op `i` was
+    let mut retired = Retired::new(&accesses);
+    // `probed[retired.id(i, k)] == probe` when access `k` of op `i` was
     // already compared with the access numbered `probe`: a visit meets an
     // access once for each page the two share.
-    let first_access: Vec<usize> = accesses
-        .iter()
-        .scan(0, |next, list| {
-            let at = *next;
-            *next += list.len();
-            Some(at)
-        })
-        .collect();
-    let mut probed = vec![0usize; accesses.iter().map(Vec::len).sum()];
+    let mut probed = vec![0usize; retired.flags.len()];
     let mut probe = 0usize;
-    // `retired[i][k]`: access `k` of op `i` is covered by a later write.
-    let mut retired: Vec<Vec<bool>> = accesses.iter().map(|l| vec![false; l.len()]).collect();
     let mut covered: Vec<(usize, usize)> = Vec::new();
     let hbm_read_write = edges == Edges::HbmReadWrite;
     let reduced = matches!(edges, Edges::Reduced | Edges::ReducedBy(_));
@@ -512,7 +587,7 @@ pub fn build_range(
             probe += 1;
             for pages in sides {
                 pages.visit(b, &retired, from, &mut |i, ai| {
-                    let id = first_access[i] + ai;
+                    let id = retired.id(i, ai);
                     if probed[id] == probe {
                         return;
                     }
@@ -532,8 +607,7 @@ pub fn build_range(
             }
         }
         for (i, ai) in covered.drain(..) {
-            if !retired[i][ai] {
-                retired[i][ai] = true;
+            if retired.set(i, ai) {
                 let a = &accesses[i][ai];
                 if let Some(side) = index.get_mut(&a.resource) {
                     side[usize::from(a.write)].retire(&retired);
