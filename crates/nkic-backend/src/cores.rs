@@ -72,17 +72,16 @@ const CORE_STACK_BYTES: usize = 64 << 20;
 /// One core's program and warnings, or its errors.
 type CoreResult = Result<(nkic_isa::Program, Vec<Diagnostic>), Vec<Diagnostic>>;
 
-/// Compiles each core's instances (`parts`) with [`compile_grid`], the
-/// cores after the first on threads of their own: the programs are
-/// independent, so they are compiled side by side and returned in core
-/// order, the same as one after another. A core whose thread cannot be
-/// started is compiled on this thread.
+/// Compiles each core's instances (`parts`) with `compile` ([`compile_grid`]
+/// or its checks), the cores after the first on threads of their own: the
+/// programs are independent, so they are compiled side by side and
+/// returned in core order, the same as one after another. A core whose
+/// thread cannot be started is compiled on this thread.
 ///
 /// [`compile_grid`]: crate::compile_grid
 fn compile_parts(
     parts: &[&[Kernel]],
-    sources: &SourceMap,
-    config: &BackendConfig,
+    compile: &(dyn Fn(&[Kernel]) -> CoreResult + Sync),
 ) -> Vec<CoreResult> {
     let Some((&first, rest)) = parts.split_first() else {
         return Vec::new();
@@ -94,23 +93,45 @@ fn compile_parts(
                 let handle = std::thread::Builder::new()
                     .name("nkic-core".to_owned())
                     .stack_size(CORE_STACK_BYTES)
-                    .spawn_scoped(scope, move || {
-                        compile_grid_with_warnings(part, sources, config)
-                    });
+                    .spawn_scoped(scope, move || compile(part));
                 (part, handle)
             })
             .collect();
-        let mut out = vec![compile_grid_with_warnings(first, sources, config)];
+        let mut out = vec![compile(first)];
         for (part, handle) in spawned {
             out.push(match handle {
                 Ok(h) => h
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                Err(_) => compile_grid_with_warnings(part, sources, config),
+                Err(_) => compile(part),
             });
         }
         out
     })
+}
+
+/// What [`compile_launch_with_warnings`] reports, without the launch: its
+/// errors, or its warnings where it compiles. Each core is checked with
+/// [`crate::check_grid`]; the rules across cores that a kernel can break
+/// concern the cores' HBM tensors only (arguments and `shared` tensors),
+/// which the checks give without emitting the programs.
+pub fn check_launch(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    config: &BackendConfig,
+    cores: usize,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    if cores <= 1 || kernels.len() < cores {
+        return crate::check_grid(kernels, sources, config);
+    }
+    let checked = |part: &[Kernel]| -> CoreResult {
+        let (hbm, warnings) = crate::checked_grid(part, sources, config)?;
+        let target = part.first().map_or(nkic_isa::Target::Trn3, |k| k.target);
+        let mut program = nkic_isa::Program::new(target);
+        program.hbm = hbm;
+        Ok((program, warnings))
+    };
+    launch_parts(kernels, sources, cores, &checked).map(|(_, warnings)| warnings)
 }
 
 /// [`compile_launch`], with the compile's warnings (E0906 for spills,
@@ -125,6 +146,19 @@ pub fn compile_launch_with_warnings(
         return compile_grid_with_warnings(kernels, sources, config)
             .map(|(program, warnings)| (Launch::single(program), warnings));
     }
+    let compile = |part: &[Kernel]| compile_grid_with_warnings(part, sources, config);
+    launch_parts(kernels, sources, cores, &compile)
+}
+
+/// [`compile_launch_with_warnings`] on `cores` cores (two or more, with at
+/// least as many instances), each core's instances compiled by `compile`:
+/// the checks across cores, the cores' results, the launch's rules.
+fn launch_parts(
+    kernels: &[Kernel],
+    sources: &SourceMap,
+    cores: usize,
+    compile: &(dyn Fn(&[Kernel]) -> CoreResult + Sync),
+) -> Result<(Launch, Vec<Diagnostic>), Vec<Diagnostic>> {
     let n = kernels.len();
     let parts: Vec<&[Kernel]> = (0..cores)
         .map(|c| &kernels[c * n / cores..(c + 1) * n / cores])
@@ -145,7 +179,7 @@ pub fn compile_launch_with_warnings(
     let mut programs = Vec::with_capacity(cores);
     let mut errors = Vec::new();
     let mut warnings: Vec<Diagnostic> = Vec::new();
-    for compiled in compile_parts(&parts, sources, config) {
+    for compiled in compile_parts(&parts, compile) {
         match compiled {
             Ok((p, w)) => {
                 programs.push(p);

@@ -272,6 +272,45 @@ fn top_nodes(
     (node_of, top_level, nodes)
 }
 
+/// The sequencer registers `unit` needs on a queue: the most physical
+/// registers of an instance, the number of dynamic loops (a counter
+/// each) and the queue's limit; or E0910 when they do not fit, the one
+/// diagnostic of [`emit`] (which `nkic check` asks without emitting).
+pub(crate) fn check_registers(unit: &Unit<'_>) -> Result<(usize, usize, usize), Vec<Diagnostic>> {
+    let max_regs = unit.regs.iter().map(|r| r.1).max().unwrap_or(0);
+    let loops: usize = unit.kernels.iter().map(|k| k.dyn_loops.len()).sum();
+    let limit = unit.target.figures().sequencer_registers as usize;
+    if max_regs + loops > limit {
+        // The first dynamic loop, in source order over the grid, whose
+        // counter does not fit.
+        let loc = unit
+            .kernels
+            .iter()
+            .flat_map(|k| {
+                k.dyn_loops
+                    .iter()
+                    .map(|(l, _)| k.spans.dyn_loops.get(l).copied())
+            })
+            .nth(limit.saturating_sub(max_regs))
+            .flatten();
+        return Err(vec![
+            diag_at(
+                codes::TOO_MANY_REGISTERS,
+                format!(
+                    "the kernel needs {} sequencer registers ({max_regs} register{} and one counter per dynamic loop, {loops} loop{}), more than the {limit} a queue has",
+                    max_regs + loops,
+                    if max_regs == 1 { "" } else { "s" },
+                    if loops == 1 { "" } else { "s" },
+                ),
+                loc,
+                "the first dynamic loop whose counter does not fit",
+            )
+            .with_help("use fewer dynamic loops or registers"),
+        ]);
+    }
+    Ok((max_regs, loops, limit))
+}
+
 /// Emits the whole unit; see the module doc.
 pub fn emit(
     unit: &Unit<'_>,
@@ -280,6 +319,7 @@ pub fn emit(
     sources: &SourceMap,
     schedule: Schedule,
 ) -> Result<Program, Vec<Diagnostic>> {
+    let (max_regs, loops, limit) = check_registers(unit)?;
     let mut program = Program::new(unit.target);
     program.hbm.clone_from(&layout.hbm);
     let lines = line_table(unit, &mut program, sources);
@@ -338,37 +378,6 @@ pub fn emit(
     queues.dedup();
     if queues.is_empty() {
         queues.push(Queue::Sync);
-    }
-    let max_regs = unit.regs.iter().map(|r| r.1).max().unwrap_or(0);
-    let loops: usize = unit.kernels.iter().map(|k| k.dyn_loops.len()).sum();
-    let limit = unit.target.figures().sequencer_registers as usize;
-    if max_regs + loops > limit {
-        // The first dynamic loop, in source order over the grid, whose
-        // counter does not fit.
-        let loc = unit
-            .kernels
-            .iter()
-            .flat_map(|k| {
-                k.dyn_loops
-                    .iter()
-                    .map(|(l, _)| k.spans.dyn_loops.get(l).copied())
-            })
-            .nth(limit.saturating_sub(max_regs))
-            .flatten();
-        return Err(vec![
-            diag_at(
-                codes::TOO_MANY_REGISTERS,
-                format!(
-                    "the kernel needs {} sequencer registers ({max_regs} register{} and one counter per dynamic loop, {loops} loop{}), more than the {limit} a queue has",
-                    max_regs + loops,
-                    if max_regs == 1 { "" } else { "s" },
-                    if loops == 1 { "" } else { "s" },
-                ),
-                loc,
-                "the first dynamic loop whose counter does not fit",
-            )
-            .with_help("use fewer dynamic loops or registers"),
-        ]);
     }
     let chain = top.is_none().then(|| program.add_semaphore("chain_done"));
     // Each stream's room reserved up front, from an estimate that errs

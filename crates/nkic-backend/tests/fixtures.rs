@@ -5,11 +5,12 @@
 //! match its snapshot, and produce the same output bytes in the simulator
 //! (with the race sanitizer on) under the optimized and the sequential
 //! schedule, never faster than the engine part of the lower bound (the simulator
-//! does not model HBM bandwidth).
+//! does not model HBM bandwidth). `check_grid` (`nkic check`) reports
+//! exactly what compiling does for each of them.
 
 mod common;
 
-use nkic_backend::{BackendConfig, Schedule, compile, lower_bound};
+use nkic_backend::{BackendConfig, Schedule, check_grid, compile_grid_with_warnings, lower_bound};
 use nkic_isa::Program;
 
 fn build(name: &str, schedule: Schedule) -> Result<Program, String> {
@@ -20,7 +21,17 @@ fn build(name: &str, schedule: Schedule) -> Result<Program, String> {
         schedule,
         no_spill: name.starts_with("err_"),
     };
-    compile(&kernel, &sources, &config).map_err(|diags| common::render(&diags, &sources))
+    let kernels = std::slice::from_ref(&kernel);
+    let compiled = compile_grid_with_warnings(kernels, &sources, &config);
+    let checked = check_grid(kernels, &sources, &config);
+    match (&compiled, &checked) {
+        (Ok((_, warnings)), Ok(checked)) => assert_eq!(checked, warnings, "{name}"),
+        (Err(errors), Err(checked)) => assert_eq!(checked, errors, "{name}"),
+        _ => panic!("{name}: check_grid disagrees: {checked:?}"),
+    }
+    compiled
+        .map(|(program, _)| program)
+        .map_err(|diags| common::render(&diags, &sources))
 }
 
 #[test]

@@ -1,10 +1,11 @@
-//! Launches of two cores (LNC=2) built by `compile_launch`: the check that
+//! Launches of two cores (LNC=2) built by `compile_launch` (and checked by
+//! `check_launch`, which must report the same): the check that
 //! both cores execute the same `core_barrier`s, and HBM tensors shared by
 //! the instances of a grid.
 
 mod common;
 
-use nkic_backend::{BackendConfig, compile_grid, compile_launch};
+use nkic_backend::{BackendConfig, check_launch, compile_grid, compile_launch_with_warnings};
 
 /// One instance of a kernel that stores its rows of `res`, then (when
 /// `barrier` is `Some(engine)`) runs a `core_barrier` on `res` there.
@@ -31,11 +32,22 @@ op1 = dma_copy dst=t1[{r0}:{r1}, 0:64] src=t2[0:128, 0:64] engine=dma @ kernel.p
 }
 
 /// Compiles the two instances as an LNC=2 launch; the rendered diagnostics
-/// on failure.
+/// on failure. `check_launch` (`nkic check`, which emits no programs)
+/// must report exactly the same.
 fn launch(i0: &str, i1: &str) -> Result<nkic_isa::Launch, String> {
     let (k0, sources) = common::load_text(i0);
     let (k1, _) = common::load_text(i1);
-    compile_launch(&[k0, k1], &sources, &BackendConfig::default(), 2)
+    let kernels = [k0, k1];
+    let config = BackendConfig::default();
+    let compiled = compile_launch_with_warnings(&kernels, &sources, &config, 2);
+    let checked = check_launch(&kernels, &sources, &config, 2);
+    match (&compiled, &checked) {
+        (Ok((_, warnings)), Ok(checked)) => assert_eq!(checked, warnings),
+        (Err(errors), Err(checked)) => assert_eq!(checked, errors),
+        _ => panic!("check_launch disagrees: {checked:?}"),
+    }
+    compiled
+        .map(|(launch, _)| launch)
         .map_err(|diags| common::render(&diags, &sources))
 }
 

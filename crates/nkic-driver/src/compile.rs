@@ -57,6 +57,22 @@ pub fn compile_kernels(
     })
 }
 
+/// The diagnostics [`compile_kernels`] gives, without compiling what
+/// cannot report any (`nkic check`; `nkic_backend::check_launch`): its
+/// errors, or its warnings.
+pub fn check_kernels(
+    kernels: &[Kernel],
+    grid: &[u32],
+    lnc: Option<u32>,
+    sources: &SourceMap,
+    config: &BackendConfig,
+) -> Result<Vec<Diagnostic>, Vec<Diagnostic>> {
+    let cores = launch_cores(kernels, grid, lnc).map_err(|d| vec![d])?;
+    let mut warnings = nkic_backend::check_launch(kernels, sources, config, cores)?;
+    warnings.extend(nkic_backend::launch_warnings(kernels, sources, cores));
+    Ok(warnings)
+}
+
 /// The launch's lower bound: the largest of its cores' bounds (the cores
 /// run in parallel). With dynamic loops each core's bound counts the
 /// run's executions of its instructions.

@@ -5,9 +5,12 @@
 //!
 //! The stages, in order: parse ([`Stop::Syntax`]); the front half
 //! ([`crate::front_half`]: example arguments, specialization;
-//! [`Stop::Specialized`]); the backend ([`crate::compile::compile_kernels`]:
-//! the launch's cores, allocation, lowering, scheduling, the program
-//! verifier; [`Stop::Compiled`]). Simulation is not a stage here: its
+//! [`Stop::Specialized`]); the backend's checks
+//! ([`crate::compile::check_kernels`]: every diagnostic of the next stage,
+//! without the steps that cannot report one; [`Stop::Checked`]); the
+//! backend ([`crate::compile::compile_kernels`]: the launch's cores,
+//! allocation, lowering, scheduling, the program verifier;
+//! [`Stop::Compiled`]). Simulation is not a stage here: its
 //! inputs and outputs are the caller's (files for the command line, arrays
 //! for Python), and it runs on [`Stage::Compiled`] through
 //! [`crate::simulate`].
@@ -18,7 +21,7 @@ use nkic_ir::Kernel;
 use nkic_specialize::{ModuleLoader, Print, SpecializeConfig, SpecializeResult};
 use nkic_syntax::ast;
 
-use crate::compile::{Compiled, compile_kernels};
+use crate::compile::{Compiled, check_kernels, compile_kernels};
 
 /// The last stage [`pipeline`] runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -27,8 +30,11 @@ pub enum Stop {
     Syntax,
     /// Through specialization (`nkic compile --emit ir`).
     Specialized,
-    /// Through the backend (`check`, `compile --emit asm`, `run`,
-    /// `profile`, the Python package).
+    /// Through the backend's checks (`nkic check`): the diagnostics of
+    /// [`Stop::Compiled`], without a program.
+    Checked,
+    /// Through the backend (`compile --emit asm`, `run`, `profile`, the
+    /// Python package).
     Compiled,
 }
 
@@ -44,6 +50,8 @@ pub enum Stage {
     /// A specialization without errors (its `prints` are moved to
     /// [`Outcome::prints`]).
     Specialized(Box<SpecializeResult>),
+    /// The backend's checks found no error.
+    Checked,
     /// The compiled launch.
     Compiled(Compiled),
 }
@@ -104,6 +112,22 @@ pub fn pipeline(
     }
     if stop == Stop::Specialized {
         out.stage = Stage::Specialized(Box::new(result));
+        return out;
+    }
+    if stop == Stop::Checked {
+        match check_kernels(
+            &result.kernels,
+            &result.config.grid,
+            result.config.lnc,
+            sources,
+            backend,
+        ) {
+            Ok(warnings) => {
+                out.diagnostics.extend(warnings);
+                out.stage = Stage::Checked;
+            }
+            Err(diags) => out.diagnostics.extend(diags),
+        }
         return out;
     }
     match compile_kernels(
@@ -191,6 +215,11 @@ mod tests {
         assert!(outcome.diagnostics.is_empty());
         assert_eq!(compiled.launch.cores.len(), 1);
         assert_eq!(ir_text(&compiled.kernels, &sources), ir);
+
+        let (outcome, _) = run(Stop::Checked, &config);
+        assert_eq!(outcome.prints.len(), 1);
+        assert!(matches!(outcome.stage, Stage::Checked));
+        assert!(outcome.diagnostics.is_empty());
     }
 
     /// A launch the backend refuses ends the pipeline with its error after
@@ -203,6 +232,9 @@ mod tests {
         assert_eq!(codes, ["E1020"]);
         assert!(outcome.has_errors());
         assert!(matches!(outcome.stage, Stage::Nothing));
+        let (checked, _) = run(Stop::Checked, &with_args(&[3], Some(2)));
+        assert_eq!(checked.diagnostics, outcome.diagnostics);
+        assert!(matches!(checked.stage, Stage::Nothing));
         // Specialization alone does not choose cores.
         let (outcome, _) = run(Stop::Specialized, &with_args(&[3], Some(2)));
         assert!(matches!(outcome.stage, Stage::Specialized(_)));

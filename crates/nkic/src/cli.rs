@@ -402,9 +402,10 @@ pub(crate) fn leave_to_exit<T>(value: T) {
     std::mem::forget(value);
 }
 
-/// `nkic check`: the pipeline through the backend on each file, so that
-/// `check` reports every error `run` would before simulating (on-chip
-/// capacity, the launch's cores, lowering), without running.
+/// `nkic check`: the pipeline through the backend's checks on each file,
+/// so that `check` reports every error `run` would before simulating
+/// (on-chip capacity, the launch's cores, lowering), without scheduling a
+/// program or running it.
 fn check(args: &CheckArgs) -> ExitCode {
     let mut reporter = Reporter::new(args.message_format);
     let mut sources = SourceMap::new();
@@ -423,7 +424,7 @@ fn check(args: &CheckArgs) -> ExitCode {
                 file,
                 &args.kernel,
                 &backend,
-                Stop::Compiled,
+                Stop::Checked,
                 unspecialized,
                 &mut sources,
                 &mut reporter,
@@ -527,7 +528,8 @@ fn compile(args: &CompileArgs) -> ExitCode {
         &mut sources,
         &mut reporter,
     ) {
-        Stage::Nothing => return exit_code(&reporter),
+        // No `--emit` stops at the checks.
+        Stage::Nothing | Stage::Checked => return exit_code(&reporter),
         Stage::Syntax(module) => nkic_syntax::dump_ast(&module),
         Stage::Specialized(result) => nkic_driver::pipeline::ir_text(&result.kernels, &sources),
         Stage::Compiled(compiled) => nkic_isa::print_launch(&compiled.launch),
