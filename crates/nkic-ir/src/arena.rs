@@ -94,6 +94,14 @@ impl<T: Entity> fmt::Debug for Handle<T> {
     }
 }
 
+/// Entities per chunk of an arena's storage. An arena keeps its entities
+/// in chunks that never move once full: appending to a large arena copies
+/// nothing, where a `Vec` doubling its buffer moved every entity into fresh
+/// pages at each step (for nki-library's depthwise conv1d with k = 4093,
+/// 563k ops of 512 bytes, 13 % of its specialization). The first chunk
+/// grows as a `Vec` does, so a small kernel's arenas stay small.
+const CHUNK: usize = 1 << 12;
+
 /// A growable vector of `T` addressed by [`Handle<T>`].
 ///
 /// Entities are only ever appended; a handle stays valid for the arena's
@@ -102,12 +110,18 @@ impl<T: Entity> fmt::Debug for Handle<T> {
 /// index is too large.
 #[derive(Clone, PartialEq)]
 pub struct Arena<T> {
-    data: Vec<T>,
+    /// The entities in order, [`CHUNK`] per chunk (the last may hold
+    /// fewer); entity `i` is `chunks[i / CHUNK][i % CHUNK]`.
+    chunks: Vec<Vec<T>>,
+    len: usize,
 }
 
 impl<T> Default for Arena<T> {
     fn default() -> Self {
-        Arena { data: Vec::new() }
+        Arena {
+            chunks: Vec::new(),
+            len: 0,
+        }
     }
 }
 
@@ -124,44 +138,55 @@ impl<T> Arena<T> {
     /// When the arena already holds `u32::MAX` entities; no kernel comes
     /// near that, and the specializer's unrolling limits stop far earlier.
     pub fn append(&mut self, value: T) -> Handle<T> {
-        let handle = match Handle::from_index(self.data.len()) {
+        let handle = match Handle::from_index(self.len) {
             Some(h) => h,
             None => panic!("arena overflow: more than u32::MAX - 1 entities"),
         };
-        self.data.push(value);
+        match self.chunks.last_mut() {
+            Some(chunk) if chunk.len() < CHUNK => chunk.push(value),
+            Some(_) => {
+                let mut chunk = Vec::with_capacity(CHUNK);
+                chunk.push(value);
+                self.chunks.push(chunk);
+            }
+            None => self.chunks.push(vec![value]),
+        }
+        self.len += 1;
         handle
     }
 
     /// The entity `handle` names, if it is in range.
     pub fn try_get(&self, handle: Handle<T>) -> Option<&T> {
-        self.data.get(handle.index())
+        let i = handle.index();
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)
     }
 
     /// The entity `handle` names, mutably, if it is in range.
     pub fn try_get_mut(&mut self, handle: Handle<T>) -> Option<&mut T> {
-        self.data.get_mut(handle.index())
+        let i = handle.index();
+        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
     }
 
     /// True when `handle` points into this arena.
     pub fn contains(&self, handle: Handle<T>) -> bool {
-        handle.index() < self.data.len()
+        handle.index() < self.len
     }
 
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.len == 0
     }
 
     /// All entities with their handles, in creation order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (Handle<T>, &T)> + '_ {
-        self.data.iter().enumerate().map(|(i, v)| {
+        (0..self.len).map(|i| {
             // Every stored index is below the `u32::MAX - 1` bound that
             // `append` enforced, so `from_index` cannot fail here.
             let h = Handle::from_index(i).unwrap_or_else(|| unreachable!("arena index {i}"));
-            (h, v)
+            (h, &self.chunks[i / CHUNK][i % CHUNK])
         })
     }
 
@@ -177,13 +202,15 @@ impl<T> std::ops::Index<Handle<T>> for Arena<T> {
     /// Indexes the arena. After the verifier has accepted a kernel, every
     /// handle stored in it is in range, so this cannot panic on verified IR.
     fn index(&self, handle: Handle<T>) -> &T {
-        &self.data[handle.index()]
+        let i = handle.index();
+        &self.chunks[i / CHUNK][i % CHUNK]
     }
 }
 
 impl<T> std::ops::IndexMut<Handle<T>> for Arena<T> {
     fn index_mut(&mut self, handle: Handle<T>) -> &mut T {
-        &mut self.data[handle.index()]
+        let i = handle.index();
+        &mut self.chunks[i / CHUNK][i % CHUNK]
     }
 }
 
@@ -265,6 +292,34 @@ mod tests {
     struct Thing;
     impl Entity for Thing {
         const PREFIX: &'static str = "x";
+    }
+
+    /// Entities past the first chunks are where their handles say, in
+    /// order, and the first chunk only grows as far as it is filled.
+    #[test]
+    fn chunks_keep_every_entity_in_place() {
+        let mut arena: Arena<usize> = Arena::new();
+        let n = 2 * CHUNK + 3;
+        let handles: Vec<Handle<usize>> = (0..n).map(|i| arena.append(i * 7)).collect();
+        assert_eq!(arena.len(), n);
+        assert_eq!(arena.chunks.len(), 3);
+        for (i, &h) in handles.iter().enumerate() {
+            assert_eq!(h.index(), i);
+            assert_eq!(arena[h], i * 7);
+            assert!(arena.contains(h));
+        }
+        let order: Vec<usize> = arena.iter().map(|(h, &v)| v / 7 + h.index()).collect();
+        assert_eq!(order, (0..n).map(|i| 2 * i).collect::<Vec<_>>());
+        assert_eq!(arena.iter().len(), n);
+        arena[handles[CHUNK]] = 1;
+        assert_eq!(arena.try_get(handles[CHUNK]), Some(&1));
+        let past = Handle::<usize>::from_index(n).expect("a small index");
+        assert!(!arena.contains(past));
+        assert_eq!(arena.try_get(past), None);
+        assert_eq!(arena.try_get_mut(past), None);
+        let mut small: Arena<usize> = Arena::new();
+        small.append(1);
+        assert!(small.chunks[0].capacity() < CHUNK);
     }
 
     #[test]
