@@ -649,8 +649,7 @@ pub fn attribute(
             })))
         }
         _ => {
-            let method = format!("tensor.{attr}");
-            match super::table::find(&method) {
+            match super::table::find_in("tensor", attr) {
                 Some(f) => Ok(Value::BoundMethod(Rc::new(BoundMethod {
                     receiver: Value::Tensor(t.clone()),
                     func: Value::Api(f),
@@ -1639,8 +1638,10 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     let pat_arg = b.needed(ctx, "pattern", "`ap` needs a pattern")?;
     let dims = pattern_of(ctx, &pat_arg)?;
     let dtype = b.dtype(ctx, "dtype")?.unwrap_or(t.dtype());
-    let st = ctx.storage(t.storage()).clone();
+    let st = ctx.storage(t.storage());
     let storage_bytes: i64 = st.shape.iter().product::<u64>() as i64 * i64::from(st.dtype.size());
+    let row_bytes: i64 =
+        st.shape.iter().skip(1).product::<u64>() as i64 * i64::from(st.dtype.size());
     let esize = i64::from(dtype.size());
     let offset = match b.int(ctx, "offset")? {
         Some(o) => o,
@@ -1653,8 +1654,6 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
         }
     };
     if t.buffer.is_on_chip() {
-        let row_bytes: i64 =
-            st.shape.iter().skip(1).product::<u64>() as i64 * i64::from(st.dtype.size());
         let pstride = row_bytes / esize;
         let first = dims.first().copied().unwrap_or(ViewDim::new(0, 1));
         if dims.len() < 2 || first.stride != pstride || first.count > 128 {
@@ -1778,12 +1777,8 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
     // and library kernels build patterns in a loop that only some
     // iterations use (`if h < n: nc_matmul(...)`). (A 1×1 tile offset's
     // `reg_load` is already in the program then.)
-    let name = if st.name.is_empty() {
-        "the tensor".to_string()
-    } else {
-        format!("`{}`", st.name)
-    };
-    if let Some(why) = nkic_ir::verify::bounds(&view, &st, &name)
+    let st = ctx.storage(t.storage());
+    if let Some(why) = nkic_ir::verify::bounds(&view, st, &StorageName(&st.name))
         .into_iter()
         .next()
     {
@@ -1799,6 +1794,20 @@ fn method_ap(ctx: &mut Ctx<'_>, b: &Bound, _span: Span) -> Result<Value, Diagnos
         return Ok(Value::Ext(Rc::new(OutOfBoundsView { error })));
     }
     Ok(with_view(&t, view))
+}
+
+/// How a bounds error names a storage: `` `name` ``, or "the tensor" when
+/// it has none (written only when there is an error).
+struct StorageName<'a>(&'a str);
+
+impl std::fmt::Display for StorageName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_empty() {
+            f.write_str("the tensor")
+        } else {
+            write!(f, "`{}`", self.0)
+        }
+    }
 }
 
 /// `[[step, num], …]`.
