@@ -50,8 +50,10 @@ pub enum Stage {
     /// A specialization without errors (its `prints` are moved to
     /// [`Outcome::prints`]).
     Specialized(Box<SpecializeResult>),
-    /// The backend's checks found no error.
-    Checked,
+    /// The backend's checks found no error; the specialized kernels they
+    /// checked (a large kernel's take a while to free: a caller about to
+    /// exit may leave them to the exit).
+    Checked(Vec<Kernel>),
     /// The compiled launch.
     Compiled(Compiled),
 }
@@ -124,7 +126,7 @@ pub fn pipeline(
         ) {
             Ok(warnings) => {
                 out.diagnostics.extend(warnings);
-                out.stage = Stage::Checked;
+                out.stage = Stage::Checked(result.kernels);
             }
             Err(diags) => out.diagnostics.extend(diags),
         }
@@ -216,9 +218,12 @@ mod tests {
         assert_eq!(compiled.launch.cores.len(), 1);
         assert_eq!(ir_text(&compiled.kernels, &sources), ir);
 
-        let (outcome, _) = run(Stop::Checked, &config);
+        let (outcome, sources) = run(Stop::Checked, &config);
         assert_eq!(outcome.prints.len(), 1);
-        assert!(matches!(outcome.stage, Stage::Checked));
+        let Stage::Checked(kernels) = outcome.stage else {
+            panic!("not checked: {:?}", outcome.diagnostics);
+        };
+        assert_eq!(ir_text(&kernels, &sources), ir);
         assert!(outcome.diagnostics.is_empty());
     }
 

@@ -529,7 +529,7 @@ fn compile(args: &CompileArgs) -> ExitCode {
         &mut reporter,
     ) {
         // No `--emit` stops at the checks.
-        Stage::Nothing | Stage::Checked => return exit_code(&reporter),
+        Stage::Nothing | Stage::Checked(_) => return exit_code(&reporter),
         Stage::Syntax(module) => nkic_syntax::dump_ast(&module),
         Stage::Specialized(result) => nkic_driver::pipeline::ir_text(&result.kernels, &sources),
         Stage::Compiled(compiled) => nkic_isa::print_launch(&compiled.launch),
