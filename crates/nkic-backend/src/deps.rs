@@ -72,9 +72,10 @@ pub struct Access {
     pub partitions: (u64, u64),
     /// Bytes `[lo, hi)` within a partition row (or the HBM tensor).
     pub bounds: (i64, i64),
-    /// Sorted, merged contiguous runs; `None` beyond [`RUN_LIMIT`], and for
-    /// a read of a memory that no op of the graph writes (nothing compares
-    /// it with anything).
+    /// Sorted, merged contiguous runs; `None` beyond [`RUN_LIMIT`], for a
+    /// view that may touch its whole storage (indirect or run-time
+    /// offsets), and for a read of a memory that no op of the graph writes
+    /// (nothing compares it with anything).
     pub runs: Option<Vec<(i64, i64)>>,
     pub write: bool,
 }
@@ -395,15 +396,15 @@ fn resource(unit: &Unit<'_>, layout: &Layout, inst: usize, view: &View) -> Optio
     })
 }
 
-/// The placed access of `view` (a view of instance `inst`), with its runs
-/// when `with_runs` (otherwise `runs` is `None`, as beyond [`RUN_LIMIT`]).
+/// The placed access of `view` (a view of instance `inst`). A read of a
+/// memory not in `written` (no op of the graph writes it) gets no runs.
 fn access(
     unit: &Unit<'_>,
     layout: &Layout,
     inst: usize,
     view: &View,
     write: bool,
-    with_runs: bool,
+    written: &BTreeSet<Resource>,
 ) -> Option<Access> {
     let id = unit.sid(inst, view.storage);
     let st = &unit.kernels[inst].storages[view.storage];
@@ -429,14 +430,14 @@ fn access(
         }
         Placement::Hbm { byte, .. } => ((0, 1), i64::try_from(byte).unwrap_or(i64::MAX)),
     };
-    let runs = fp
-        .runs(RUN_LIMIT)
-        .filter(|_| with_runs && !whole)
-        .map(|rs| {
-            rs.into_iter()
-                .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
-                .collect()
-        });
+    // Worked out only where they can be compared: not for a whole
+    // storage, nor for a read that no write meets.
+    let exact = !whole && (write || written.contains(&resource));
+    let runs = exact.then(|| fp.runs(RUN_LIMIT)).flatten().map(|rs| {
+        rs.into_iter()
+            .map(|(s, e)| (s.saturating_add(shift), e.saturating_add(shift)))
+            .collect()
+    });
     Some(Access {
         resource,
         partitions: parts,
@@ -486,19 +487,19 @@ pub fn build_range(
     let n = ops.len();
     let first = ops.start;
     let ops = &unit.ops[ops];
-    // The resources some op of the range may write. A read of any other
-    // resource (an input tensor) is compared with nothing (see `written`
-    // below; nor does anything else look at its runs), so its runs are not
-    // worked out: a tiled kernel's loads of strided input windows have a
-    // run per row.
-    let mut may_write: BTreeSet<Resource> = BTreeSet::new();
+    // The resources some op of the range writes. A read of any other
+    // resource (an input tensor) conflicts with nothing: it is neither
+    // indexed below (a tiled kernel's loads of strided input windows would
+    // each fill a hundred pages' lists) nor given runs (one per row of
+    // such a window), and nothing else looks at its runs.
+    let mut written: BTreeSet<Resource> = BTreeSet::new();
     for info in ops {
         info.op.kind.for_each_field(&mut |_, role, value| {
             if role == nkic_ir::Role::Write
                 && let Some(view) = value.view()
                 && let Some(r) = resource(unit, layout, info.inst, view)
             {
-                may_write.insert(r);
+                written.insert(r);
             }
         });
     }
@@ -508,10 +509,7 @@ pub fn build_range(
             .into_iter()
             .filter_map(|a| {
                 let write = a.role == nkic_ir::Role::Write;
-                let with_runs = write
-                    || resource(unit, layout, info.inst, a.view)
-                        .is_some_and(|r| may_write.contains(&r));
-                access(unit, layout, info.inst, a.view, write, with_runs)
+                access(unit, layout, info.inst, a.view, write, &written)
             })
             .collect()
     };
@@ -533,15 +531,6 @@ pub fn build_range(
     // conflicts with writes, so it never walks the (often many) earlier
     // reads of the same bytes.
     let mut index: BTreeMap<Resource, [Pages; 2]> = BTreeMap::new();
-    // A read of a resource no op of the range writes (an input tensor)
-    // conflicts with nothing, so it is not indexed: a tiled kernel's loads
-    // of strided input windows would each fill a hundred pages' lists.
-    let written: BTreeSet<Resource> = accesses
-        .iter()
-        .flatten()
-        .filter(|a| a.write)
-        .map(|a| a.resource)
-        .collect();
     // `seen[i] == j + 1` when op `i` is already a predecessor of op `j`.
     let mut seen = vec![0usize; n];
     let mut retired = Retired::new(&accesses);
