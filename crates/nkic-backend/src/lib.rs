@@ -142,7 +142,7 @@ pub fn launch_warnings(kernels: &[Kernel], sources: &SourceMap, cores: usize) ->
             continue;
         };
         // Only a part that lowers is looked at (the others report errors).
-        if lower::lower(&unit, &layout, sources).is_err() {
+        if lower::check(&unit, &layout, sources).is_err() {
             continue;
         }
         let graph = deps::build(
@@ -256,7 +256,7 @@ pub(crate) fn checked_grid(
     config: &BackendConfig,
 ) -> Result<(Vec<nkic_isa::HbmTensor>, Vec<Diagnostic>), Vec<Diagnostic>> {
     allocated(kernels, sources, config, |unit, layout| {
-        lower::lower(unit, layout, sources)?;
+        lower::check(unit, layout, sources)?;
         if unit.dynamic {
             dynamic::check_registers(unit)?;
         }
