@@ -249,8 +249,18 @@ pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout,
     let mut diags = Vec::new();
     let mut overflows = Vec::new();
     let mut other = false;
-    for (k, mem) in memories(unit).iter().enumerate() {
-        match place_memory(unit, *mem, len, &required, sources) {
+    // SBUF and PSUM are placed independently: a large unit places them
+    // side by side.
+    let [sbuf, psum] = memories(unit);
+    let place = |mem| place_memory(unit, mem, len, &required, sources);
+    let placed = if unit.ops.len() >= crate::PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
+        let (s, p) = rayon::join(|| place(sbuf), || place(psum));
+        [s, p]
+    } else {
+        [place(sbuf), place(psum)]
+    };
+    for (k, result) in placed.into_iter().enumerate() {
+        match result {
             Ok((offsets, slack)) => {
                 layout.slack[k] = slack;
                 for (id, partition, byte) in offsets {

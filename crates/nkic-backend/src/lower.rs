@@ -374,18 +374,25 @@ fn merge_repeats(diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 struct Writers(HashMap<(usize, Handle<Storage>), Vec<usize>>);
 
 impl Writers {
+    /// The writers of the storages matmuls write (the only ones
+    /// [`follows_matmul`] asks about).
     fn of(unit: &Unit<'_>) -> Writers {
-        let mut map: HashMap<(usize, Handle<Storage>), Vec<usize>> = HashMap::new();
-        if unit.ops.iter().any(|info| {
-            matches!(
-                info.op.kind,
-                OpKind::NcMatmul { .. } | OpKind::NcMatmulMx { .. }
-            )
-        }) {
+        let mut map: HashMap<(usize, Handle<Storage>), Vec<usize>> = unit
+            .ops
+            .iter()
+            .filter_map(|info| match &info.op.kind {
+                OpKind::NcMatmul { dst, .. } | OpKind::NcMatmulMx { dst, .. } => {
+                    Some(((info.inst, dst.storage), Vec::new()))
+                }
+                _ => None,
+            })
+            .collect();
+        if !map.is_empty() {
             for (j, info) in unit.ops.iter().enumerate() {
                 for w in info.op.write_set() {
-                    let list = map.entry((info.inst, w.storage)).or_default();
-                    if list.last() != Some(&j) {
+                    if let Some(list) = map.get_mut(&(info.inst, w.storage))
+                        && list.last() != Some(&j)
+                    {
                         list.push(j);
                     }
                 }
