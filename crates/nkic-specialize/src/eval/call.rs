@@ -254,29 +254,25 @@ impl Ctx<'_> {
                 return Err(d);
             }
         }
-        // Each parameter with its interned name, its argument, its default
-        // and, for the error, what kind of parameter it is.
-        fn defaults(d: &[Option<Value>]) -> impl Iterator<Item = Option<Value>> + '_ {
-            d.iter().cloned().chain(std::iter::repeat(None))
-        }
-        let kinds = std::iter::repeat_n("required", n_positional)
-            .zip(defaults(&f.defaults))
-            .chain(std::iter::repeat("keyword").zip(defaults(&f.kw_defaults)));
-        let slots = positional()
-            .chain(&params.kwonly)
-            .zip(f.param_names.iter())
-            .zip(bound)
-            .zip(kinds);
-        for (((p, key), given), (kind, default)) in slots {
+        // Each parameter with its argument, else its default; for the
+        // error, what kind of parameter it is.
+        for (i, (p, given)) in positional().chain(&params.kwonly).zip(bound).enumerate() {
+            let (kind, default) = match i.checked_sub(n_positional) {
+                None => ("required", f.defaults.get(i)),
+                Some(k) => ("keyword", f.kw_defaults.get(k)),
+            };
             let name = &p.name.name;
-            let v = given.or(default).ok_or_else(|| {
-                self.error(
-                    codes::BAD_ARGUMENTS,
-                    format!("`{}` is missing {kind} argument `{name}`", f.name),
-                    span,
-                    format!("`{name}` is not given"),
-                )
-            })?;
+            let v = match given {
+                Some(v) => v,
+                None => default.cloned().flatten().ok_or_else(|| {
+                    self.error(
+                        codes::BAD_ARGUMENTS,
+                        format!("`{}` is missing {kind} argument `{name}`", f.name),
+                        span,
+                        format!("`{name}` is not given"),
+                    )
+                })?,
+            };
             // Positional parameters show their value on hover.
             if kind == "required" && self.facts.is_some() {
                 let file = self.modules[f.module.0 as usize].file;
@@ -288,7 +284,7 @@ impl Ctx<'_> {
                     facts.record(file, p.name.span, || text);
                 }
             }
-            scope.set_hashed(name.key_hash(), name, v, || key.clone());
+            scope.set_hashed(name.key_hash(), name, v, || f.param_names[i].clone());
         }
         if let Some(v) = &params.vararg {
             scope.set(&v.name.name, Value::tuple(extra_pos));
