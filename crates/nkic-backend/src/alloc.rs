@@ -253,7 +253,7 @@ pub fn allocate_detailed(unit: &Unit<'_>, sources: &SourceMap) -> Result<Layout,
     // side by side.
     let [sbuf, psum] = memories(unit);
     let place = |mem| place_memory(unit, mem, len, &required, sources);
-    let placed = if unit.ops.len() >= crate::PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
+    let placed = if crate::on_pool(unit.ops.len()) {
         let (s, p) = rayon::join(|| place(sbuf), || place(psum));
         [s, p]
     } else {

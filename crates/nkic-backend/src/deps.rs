@@ -172,7 +172,7 @@ impl Access {
 }
 
 /// The fewest ops of one job of [`build_range`]'s work on the thread pool
-/// (from [`crate::PARALLEL_MIN_OPS`] ops on).
+/// (a range [`crate::on_pool`] sends there).
 const PARALLEL_CHUNK_OPS: usize = 256;
 
 /// Bytes per page of the access index.
@@ -382,10 +382,16 @@ pub struct Graph {
     pub accesses: Vec<Vec<Access>>,
 }
 
-/// The memory `view` (a view of instance `inst`) lies in, once placed.
-fn resource(unit: &Unit<'_>, layout: &Layout, inst: usize, view: &View) -> Option<Resource> {
-    let id = unit.sid(inst, view.storage);
-    Some(match layout.placements[id]? {
+/// The memory `view` (a view of instance `inst`) lies in, once placed,
+/// with its placement.
+fn placed(
+    unit: &Unit<'_>,
+    layout: &Layout,
+    inst: usize,
+    view: &View,
+) -> Option<(Resource, Placement)> {
+    let placement = layout.placements[unit.sid(inst, view.storage)]?;
+    let resource = match placement {
         Placement::OnChip { .. }
             if unit.kernels[inst].storages[view.storage].buffer == nkic_ir::Buffer::Psum =>
         {
@@ -393,7 +399,8 @@ fn resource(unit: &Unit<'_>, layout: &Layout, inst: usize, view: &View) -> Optio
         }
         Placement::OnChip { .. } => Resource::Sbuf,
         Placement::Hbm { tensor, .. } => Resource::Hbm(tensor.0),
-    })
+    };
+    Some((resource, placement))
 }
 
 /// The placed access of `view` (a view of instance `inst`). A read of a
@@ -406,7 +413,6 @@ fn access(
     write: bool,
     written: &BTreeSet<Resource>,
 ) -> Option<Access> {
-    let id = unit.sid(inst, view.storage);
     let st = &unit.kernels[inst].storages[view.storage];
     let fp = view.footprint_in(st);
     let (mut lo, mut hi) = fp.byte_bounds()?;
@@ -419,8 +425,8 @@ fn access(
         hi = i64::try_from(st.bytes_per_partition()).unwrap_or(i64::MAX);
         partitions = 0..st.partitions();
     }
-    let resource = resource(unit, layout, inst, view)?;
-    let (parts, shift) = match layout.placements[id]? {
+    let (resource, placement) = placed(unit, layout, inst, view)?;
+    let (parts, shift) = match placement {
         Placement::OnChip { partition, byte } => {
             let p = u64::from(partition);
             (
@@ -497,7 +503,7 @@ pub fn build_range(
         info.op.kind.for_each_field(&mut |_, role, value| {
             if role == nkic_ir::Role::Write
                 && let Some(view) = value.view()
-                && let Some(r) = resource(unit, layout, info.inst, view)
+                && let Some((r, _)) = placed(unit, layout, info.inst, view)
             {
                 written.insert(r);
             }
@@ -516,16 +522,15 @@ pub fn build_range(
     // Each op's accesses are its own: a large range works them out on
     // the pool (beside `lower`, which [`crate::back_half`] runs at the
     // same time).
-    let accesses: Vec<Vec<Access>> =
-        if n >= crate::PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
-            use rayon::prelude::*;
-            ops.par_iter()
-                .with_min_len(PARALLEL_CHUNK_OPS)
-                .map(accesses_of)
-                .collect()
-        } else {
-            ops.iter().map(accesses_of).collect()
-        };
+    let accesses: Vec<Vec<Access>> = if crate::on_pool(n) {
+        use rayon::prelude::*;
+        ops.par_iter()
+            .with_min_len(PARALLEL_CHUNK_OPS)
+            .map(accesses_of)
+            .collect()
+    } else {
+        ops.iter().map(accesses_of).collect()
+    };
     let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
     // Per resource, the index of its reads and of its writes: a read only
     // conflicts with writes, so it never walks the (often many) earlier

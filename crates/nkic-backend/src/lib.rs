@@ -286,10 +286,20 @@ fn allocated<T>(
     }
 }
 
-/// Ops from which `back_half` lowers a unit and builds its dependency
-/// graph on two threads, and `deps::build_range` works out the ops'
-/// accesses on the pool.
+/// Ops from which a unit's steps that can run side by side do so on
+/// rayon's pool ([`on_pool`]).
 pub(crate) const PARALLEL_MIN_OPS: usize = 2_000;
+
+/// Whether a unit (or range) of `ops` ops runs its parallel steps on
+/// rayon's pool: `back_half`'s lowering beside its dependency graph,
+/// `deps::build_range`'s accesses, `lower::check`'s ops and
+/// `alloc::allocate_detailed`'s two memories. From [`PARALLEL_MIN_OPS`]
+/// ops (a smaller unit would pay more to start the pool, 0.3–0.6 ms the
+/// first time, than it saves), and never where `nkic_isa::threads` says
+/// the pool is unusable (a forked child).
+pub(crate) fn on_pool(ops: usize) -> bool {
+    ops >= PARALLEL_MIN_OPS && nkic_isa::threads::parallel()
+}
 
 /// Lowering, scheduling and emission of an allocated unit.
 fn back_half(
@@ -305,11 +315,10 @@ fn back_half(
     // Lowering and the dependency graph read the unit and its layout
     // only: a large unit builds them on two threads (the depthwise conv1d
     // of nki-library with k = 4093, 563k ops: 0.43 + 0.82 s in a row,
-    // 0.87–0.91 s side by side). A small one would pay more to start the
-    // thread pool (0.3–0.6 ms the first time) than it saves.
+    // 0.87–0.91 s side by side; `on_pool`).
     let lower = || lower::lower(unit, layout, sources);
     let build = || deps::build(unit, layout, config.schedule, deps::Edges::Reduced);
-    let (lowered, graph) = if unit.ops.len() >= PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
+    let (lowered, graph) = if on_pool(unit.ops.len()) {
         let (lowered, graph) = rayon::join(lower, build);
         (lowered?, graph)
     } else {

@@ -185,8 +185,8 @@ pub fn lower(
 }
 
 /// What [`lower`] reports, without keeping the lowered ops: `nkic
-/// check`, which stops after lowering. The ops of a unit of
-/// `PARALLEL_MIN_OPS` or more are lowered on the pool, each on its own
+/// check`, which stops after lowering. The ops of a large unit
+/// (`crate::on_pool`) are lowered on the pool, each on its own
 /// (an op's lowering reads the unit and its layout only), and the
 /// diagnostics come back in op order, so the result is `lower`'s. (The
 /// k = 4093 depthwise conv1d of nki-library, 563k ops, kept 330 MB of
@@ -194,7 +194,7 @@ pub fn lower(
 pub fn check(unit: &Unit<'_>, layout: &Layout, sources: &SourceMap) -> Result<(), Vec<Diagnostic>> {
     let lowerer = Lowerer::new(unit, layout, sources);
     let n = unit.ops.len();
-    let diags: Vec<Diagnostic> = if n >= crate::PARALLEL_MIN_OPS && nkic_isa::threads::parallel() {
+    let diags: Vec<Diagnostic> = if crate::on_pool(n) {
         use rayon::prelude::*;
         (0..n)
             .into_par_iter()
