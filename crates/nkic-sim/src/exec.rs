@@ -2160,7 +2160,7 @@ fn apply(op: AluOp, x: f32, operand: f32, reverse: bool) -> f32 {
 }
 
 /// The `reg_alu` operators on 32-bit registers.
-fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
+pub(crate) fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
     Ok(match op {
         RegAluOp::Add => a.wrapping_add(b),
         RegAluOp::Sub => a.wrapping_sub(b),

@@ -87,6 +87,7 @@ mod error;
 mod exec;
 mod exp;
 mod footprint;
+mod idle;
 #[cfg(feature = "jit")]
 mod jit;
 mod machine;

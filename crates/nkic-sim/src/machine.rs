@@ -47,6 +47,15 @@
 //! engines, and port users the ports, in time order whatever the step
 //! order; the earliest instruction still always qualifies.
 //!
+//! A queue at the back branch of a loop that only counts (no wait, no
+//! signal, no memory: a queue with nothing to do in a dynamic loop whose
+//! control it runs) takes as many of its iterations at once as it may
+//! (`idle`, `take_counting`): nothing it does in them is visible to
+//! another queue, and its registers, times and statistics are those of
+//! stepping through them, so results do not change; only which
+//! instruction a limit error (E2007) names, and after how many executed
+//! instructions, depends on it, as it does on the step order.
+//!
 //! For a race-free program (every pair of accesses to the same bytes, one
 //! of them a write, ordered through semaphores) the bytes and every time
 //! are the same for every step order: an instruction never executes before
@@ -79,6 +88,7 @@
 
 use nkic_isa::insn;
 use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use nkic_isa::{
     Instruction, Label, Memory, Op, Ports, Program, Queue, Role, SemWait, Target, TensorKind,
@@ -88,6 +98,7 @@ use nkic_isa::{
 use crate::config::{InputKey, Inputs, Poison, SimConfig, SimTier, StepOrder};
 use crate::error::{SimError, SimErrorKind, Site};
 use crate::exec::{Accumulators, Exec, Flow};
+use crate::idle::{self, Region};
 use crate::memory::{MemoryState, SpaceId, View};
 use crate::output::OutputBytes;
 use crate::race::Races;
@@ -183,6 +194,9 @@ struct QueueState<'p> {
     /// Per instruction, what all its executions share (found at the
     /// first).
     facts: Vec<Option<Facts>>,
+    /// Per backward `branch` or `jump` reached, the quiet region it
+    /// closes, if it closes one (`idle`).
+    regions: HashMap<usize, Option<Rc<Region>>>,
 }
 
 /// What every execution of one instruction shares: its cost (a function
@@ -559,6 +573,7 @@ fn simulate_pass<'scope>(
                 overhead_ps: target.dependent_overhead_ps(s.queue.engine()),
                 target,
                 facts: vec![None; s.insts.len()],
+                regions: HashMap::new(),
             });
         }
         sem_total += p.semaphores.len();
@@ -768,6 +783,18 @@ fn simulate_pass<'scope>(
             q.arrived = Some(cand);
             continue;
         }
+        // Iterations of a counting loop (`idle`), within the limits below.
+        if cand.start <= config.max_simulated_ps
+            && take_counting(
+                chosen,
+                &mut queues[chosen],
+                &mut res,
+                races.as_mut(),
+                config,
+            )
+        {
+            continue;
+        }
         // A run limit stops the run at the chosen queue's instruction.
         let limit = |message: String| {
             let q = &queues[chosen];
@@ -913,6 +940,123 @@ fn simulate_pass<'scope>(
     res.outputs = collect_outputs(program, &mut mem, config.poison)?;
     dumps.sort_by_key(|d| (d.time_ps, rank(d.core, d.queue), d.seq));
     Ok((res, dumps))
+}
+
+/// Fewer iterations of a counting loop than this are stepped through.
+const COUNTING_MIN_ITERATIONS: u64 = 2;
+
+/// The tests' view of `take_counting`: whether it may take iterations at
+/// once (off: every instruction is stepped, as before counting loops were
+/// taken), and how many it took.
+#[cfg(test)]
+pub(crate) mod counting {
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+
+    pub(crate) static STEP_ALL: AtomicBool = AtomicBool::new(false);
+    pub(crate) static TAKEN: AtomicU64 = AtomicU64::new(0);
+}
+
+/// At a queue's backward `branch` or `jump` that closes a quiet region
+/// whose next iterations are a counting cycle (`idle`): executes the iterations it may take at once, as stepping
+/// through them would (registers, free time, statistics, trace events,
+/// race clock). Returns whether it took any; the queue is then at the same
+/// branch again.
+fn take_counting(
+    qi: usize,
+    q: &mut QueueState<'_>,
+    res: &mut RunResult,
+    races: Option<&mut Races>,
+    config: &SimConfig,
+) -> bool {
+    let at = q.pc;
+    if !matches!(q.insts[at].op, Op::Branch(_) | Op::Jump(_)) {
+        return false;
+    }
+    #[cfg(test)]
+    if counting::STEP_ALL.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let region = match q.regions.get(&at) {
+        Some(region) => region.clone(),
+        None => {
+            let (insts, target, queue) = (q.insts, q.target, q.queue);
+            let cost = |i: usize| {
+                let cost = target.cost(queue, &insts[i].op);
+                cost.ports
+                    .is_empty()
+                    .then_some((cost.busy_ps, cost.latency_ps))
+            };
+            let region = Region::of(insts, at, &q.labels, cost).map(Rc::new);
+            q.regions.insert(at, region.clone());
+            region
+        }
+    };
+    let Some(cycle) = region.and_then(|r| r.cycle(q.insts, &q.labels, &q.regs)) else {
+        return false;
+    };
+    let limits = idle::Limits {
+        max_start_ps: config.max_simulated_ps,
+        instructions_left: config.max_instructions.saturating_sub(res.instructions),
+    };
+    let take = cycle.iterations(&q.regs, q.free_ps, limits);
+    let k = take.iterations;
+    if k < COUNTING_MIN_ITERATIONS {
+        return false;
+    }
+    let m = cycle.indices.len() as u64;
+    let free = q.free_ps;
+    // A run whose loop goes on past its limit ends in the limit's error,
+    // with no trace to show: a runaway loop records none of its events.
+    if config.trace && !take.doomed {
+        for j in 0..k {
+            let base = free + j * cycle.busy_ps;
+            for (n, (&index, &(start, end))) in cycle.indices.iter().zip(&cycle.offsets).enumerate()
+            {
+                let seq = q.stats.instructions + j * m + n as u64;
+                let inst = &q.insts[index];
+                res.trace.push(TraceEvent {
+                    core: q.stats.core,
+                    queue: q.queue,
+                    index,
+                    mnemonic: inst.op.mnemonic(),
+                    seq,
+                    start_ps: base + start,
+                    free_ps: base + start + cycle.busy_of(n),
+                    end_ps: base + end,
+                    line: inst.line,
+                    ready_ps: base + start,
+                    cause: if seq == 0 { Cause::Start } else { Cause::Queue },
+                    waited: None,
+                    flops: 0,
+                    hbm_bytes: 0,
+                    dma: None,
+                });
+            }
+        }
+    }
+    cycle.advance(&mut q.regs, k);
+    for &index in &cycle.indices {
+        if let Some(n) = q.stats.executions.get_mut(index) {
+            *n += k;
+        }
+    }
+    let last = free + (k - 1) * cycle.busy_ps;
+    let done = last + cycle.offsets.iter().map(|&(_, end)| end).max().unwrap_or(0);
+    q.stats.instructions += k * m;
+    q.stats.busy_ps += k * cycle.busy_ps;
+    q.stats.end_ps = q.stats.end_ps.max(done);
+    res.total_ps = res.total_ps.max(done);
+    res.instructions += k * m;
+    q.free_ps = free + k * cycle.busy_ps;
+    q.dep = None;
+    q.last_index = cycle.indices.last().copied();
+    q.last_done = last + cycle.offsets.last().map_or(0, |&(_, end)| end);
+    if let Some(r) = races {
+        r.tick(qi, k * m);
+    }
+    #[cfg(test)]
+    counting::TAKEN.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+    true
 }
 
 /// After a queue stepped: records what its last instruction wrote into
@@ -1627,6 +1771,7 @@ fn deadlock(
             overhead_ps: q.overhead_ps,
             target: q.target,
             facts: Vec::new(),
+            regions: HashMap::new(),
         };
         mem.set_core(q.core);
         let prefix = if multi {

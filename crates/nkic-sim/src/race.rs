@@ -580,6 +580,13 @@ impl Races {
         clock[q] += 1;
     }
 
+    /// `n` instructions of queue `q` that wait for nothing and access no
+    /// memory (`idle`): what `begin` does for each of them.
+    pub fn tick(&mut self, q: usize, n: u64) {
+        let own = &mut self.clocks[q][q];
+        *own = own.wrapping_add(n as u32);
+    }
+
     /// Queue `q`'s clock joined with the increments an instruction that
     /// waits for `waits` relies on, without starting it: what a
     /// `core_barrier` carries to the other cores when it arrives.

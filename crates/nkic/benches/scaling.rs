@@ -7,8 +7,9 @@
 //! The cases are those of issue 15 item 4 ("cost that grows linearly with
 //! the program"): a chain of `tensor_scalar` ops on one tile, independent
 //! memsets, a launch grid of many instances, one tile stored into a
-//! 16 GiB output (memory must follow what a program touches) and a
-//! runaway dynamic loop (which must stop with E2007). Each row prints the instruction count,
+//! 16 GiB output (memory must follow what a program touches) and two
+//! runaway dynamic loops (which must stop with E2007), one of them of
+//! stores, beside queues that only count through it. Each row prints the instruction count,
 //! the compile and run times and the peak RSS; `docs/cycle-model.md`
 //! ("Scaling") keeps the numbers from before and after the fixes.
 //!
@@ -80,6 +81,12 @@ fn cases(full: bool) -> Vec<Case> {
         Case {
             label: "runaway loop to E2007".to_owned(),
             text: scaling::runaway_loop(),
+            grid: Vec::new(),
+            run: full,
+        },
+        Case {
+            label: "runaway loop of stores to E2007".to_owned(),
+            text: scaling::runaway_store_loop(),
             grid: Vec::new(),
             run: full,
         },

@@ -931,3 +931,150 @@ fn dma_engines_get_a_share_of_the_hbm_bandwidth() {
     let t = Target::Trn2.dma_transfer(&copy).expect("a transfer");
     assert_eq!(t.engine_ps, (8u64 * 2 * 16384 * 16 * 1000).div_ceil(363));
 }
+
+/// A loop of stores on `dma0` while `dma1` and `dma2` count through the
+/// same loop with nothing to do (the dynamic emitter's shape: every
+/// participating queue runs every loop's control), `dma2` then storing
+/// once more after the loop; a vector loop beside an idle queue that
+/// counts down with `sub` and tests `ne`, `ge` and `le`; and an idle
+/// nested loop (its first iteration is stepped: the inner counter is then
+/// still at 0).
+const COUNTING_LOOPS: &str = "\
+.target trn3
+.arg a f32[128,8] input
+.arg out f32[128,8] output
+.sem loaded
+.sem stored
+.sem top
+
+.queue dma0
+  reg_set dst=r0 value=0
+  jump target=L1
+L0:
+  dma_copy dst=hbm.out[0:128*8]:f32[1,8] src=sbuf[0:128]:f32[1,8] wait(loaded>=1) signal(stored)
+  reg_alu dst=r2 op=add a=r2 b=1
+  reg_alu dst=r0 op=add a=r0 b=1
+L1:
+  branch cond=lt a=r0 b=300 target=L0
+
+.queue dma1
+  dma_copy dst=sbuf[0:128]:f32[1,8] src=hbm.a[0:128*8]:f32[1,8] signal(loaded)
+  reg_set dst=r0 value=0
+  jump target=L1
+L0:
+  reg_alu dst=r2 op=add a=r2 b=1
+  nop
+  reg_alu dst=r0 op=add a=r0 b=1
+L1:
+  branch cond=lt a=r0 b=300 target=L0
+
+.queue dma2
+  reg_set dst=r0 value=0
+  jump target=L1
+L0:
+  reg_alu dst=r2 op=add a=r2 b=1
+  reg_alu dst=r0 op=add a=r0 b=1
+L1:
+  branch cond=lt a=r0 b=300 target=L0
+  dma_copy dst=hbm.out[0:128*8]:f32[1,8] src=sbuf[0:128]:f32[1,8] wait(loaded>=1) wait(stored>=r2+0) signal(top)
+
+.queue vector
+  reg_set dst=r0 value=0
+  jump target=L1
+L0:
+  tensor_scalar dst=sbuf[0:128]:f32[1,8] src=sbuf[0:128]:f32[1,8] op0=multiply operand0=1.0 wait(loaded>=1) wait(top>=1)
+  reg_alu dst=r0 op=add a=r0 b=1
+L1:
+  branch cond=lt a=r0 b=50 target=L0
+
+.queue gpsimd
+  reg_set dst=r0 value=999
+  jump target=L1
+L0:
+  reg_alu dst=r0 op=sub a=r0 b=3
+  reg_alu dst=r1 op=add a=r1 b=7
+L1:
+  branch cond=ne a=r0 b=0 target=L0
+  reg_set dst=r0 value=40
+L2:
+  reg_alu dst=r0 op=sub a=r0 b=1
+  branch cond=ge a=r0 b=-5 target=L2
+L3:
+  reg_alu dst=r3 op=add a=r3 b=2
+  branch cond=le a=r3 b=r1 target=L3
+
+.queue scalar
+  jump target=L1
+L0:
+  reg_set dst=r1 value=0
+  jump target=L3
+L2:
+  reg_alu dst=r3 op=add a=r3 b=1
+  reg_alu dst=r1 op=add a=r1 b=1
+L3:
+  branch cond=lt a=r1 b=3 target=L2
+  reg_alu dst=r0 op=add a=r0 b=1
+L1:
+  branch cond=lt a=r0 b=400 target=L0
+";
+
+/// Counting loops taken many iterations at once (`machine::take_counting`)
+/// give every byte, time, statistic, trace event and race clock that
+/// stepping through them gives, in every step order; and a loop that
+/// never ends stops at the limit either way.
+#[test]
+fn counting_loops_taken_at_once_are_what_stepping_gives() {
+    use crate::machine::counting::{STEP_ALL, TAKEN};
+    use std::sync::atomic::Ordering;
+    let p = nkic_isa::assemble(COUNTING_LOOPS).expect("the program assembles");
+    let a = values(128 * 8, 5);
+    let inputs = Inputs::new().with("a", f32_bytes(&a));
+    for order in [
+        StepOrder::RoundRobin,
+        StepOrder::Reverse,
+        StepOrder::Earliest,
+        StepOrder::Seeded(7),
+    ] {
+        for race_check in [false, true] {
+            let config = SimConfig {
+                step_order: order,
+                race_check,
+                trace: true,
+                ..SimConfig::default()
+            };
+            let taken = TAKEN.load(Ordering::Relaxed);
+            let at_once = run(&p, &inputs, &config).expect("runs");
+            assert!(
+                TAKEN.load(Ordering::Relaxed) > taken + 1000,
+                "{order:?}: the idle loops were taken at once"
+            );
+            STEP_ALL.store(true, Ordering::Relaxed);
+            let stepped = run(&p, &inputs, &config);
+            STEP_ALL.store(false, Ordering::Relaxed);
+            let stepped = stepped.expect("runs");
+            assert_eq!(at_once, stepped, "{order:?}, race check {race_check}");
+            assert_eq!(
+                at_once.output("out").map(|o| o.to_vec()),
+                Some(f32_bytes(&a))
+            );
+        }
+    }
+    // A jump to itself beside a working loop: E2007 at the time limit
+    // either way, after every instruction that starts before it.
+    let runaway = COUNTING_LOOPS.replace(
+        "  reg_set dst=r0 value=40\n",
+        "  reg_set dst=r0 value=40\nL9:\n  jump target=L9\n",
+    );
+    let p = nkic_isa::assemble(&runaway).expect("the program assembles");
+    let config = SimConfig {
+        max_simulated_ps: 2_000_000_000,
+        ..SimConfig::default()
+    };
+    let at_once = run(&p, &inputs, &config).expect_err("never ends");
+    STEP_ALL.store(true, Ordering::Relaxed);
+    let stepped = run(&p, &inputs, &config);
+    STEP_ALL.store(false, Ordering::Relaxed);
+    let stepped = stepped.expect_err("never ends");
+    assert_eq!(at_once.kind, SimErrorKind::InstructionLimit);
+    assert_eq!(stepped.kind, SimErrorKind::InstructionLimit);
+}

@@ -85,6 +85,22 @@ pub fn runaway_loop() -> String {
     )
 }
 
+/// A dynamic loop of stores that never ends in practice: the queues that
+/// only count through the loop beside the one storing (every queue that
+/// runs an op runs every loop's control) must not make the run slow to
+/// reach E2007.
+pub fn runaway_store_loop() -> String {
+    kernel(
+        "runaway_stores",
+        "    t = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    for i in nl.dynamic_range(1000000000):
+        nisa.dma_copy(dst=out, src=t)
+    nisa.dma_copy(dst=out, src=t)
+",
+    )
+}
+
 /// One `[128, 8]` tile stored into a `rows × cols` float32 output and the
 /// rest never written: the run's memory must follow the bytes written,
 /// not the output's size.
