@@ -957,10 +957,10 @@ pub(crate) mod counting {
 }
 
 /// At a queue's backward `branch` or `jump` that closes a quiet region
-/// whose next iterations are a counting cycle (`idle`): executes the iterations it may take at once, as stepping
-/// through them would (registers, free time, statistics, trace events,
-/// race clock). Returns whether it took any; the queue is then at the same
-/// branch again.
+/// whose next iterations are a counting cycle (`idle`): executes the
+/// iterations it may take at once, as stepping through them would
+/// (registers, free time, statistics, trace events, race clock). Returns
+/// whether it took any; the queue is then at the same branch again.
 fn take_counting(
     qi: usize,
     q: &mut QueueState<'_>,
