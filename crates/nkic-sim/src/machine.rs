@@ -947,7 +947,8 @@ const COUNTING_MIN_ITERATIONS: u64 = 2;
 
 /// The tests' view of `take_counting`: whether it may take iterations at
 /// once (off: every instruction is stepped, as before counting loops were
-/// taken), and how many it took.
+/// taken), and how many it took. Process-wide: a test running meanwhile
+/// may step too, which changes none of its results.
 #[cfg(test)]
 pub(crate) mod counting {
     use std::sync::atomic::{AtomicBool, AtomicU64};
