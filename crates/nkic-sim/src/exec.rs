@@ -81,6 +81,51 @@ impl Accumulators {
     }
 }
 
+/// Runs `op` on a queue's registers `regs` when it is a register or
+/// control instruction that touches no memory (`reg_set`, `reg_move`,
+/// `reg_alu`, `branch`, `jump`, `label`, `nop`): their whole meaning,
+/// for `Exec::run` and for the machine's counting loops (`idle`). `None`
+/// for any other instruction.
+pub(crate) fn registers(op: &Op, regs: &mut [i32]) -> Option<FResult<Flow>> {
+    let reg = |regs: &[i32], r: Reg| *regs.get(usize::from(r.0)).unwrap_or_else(|| no_register(r));
+    let value = |regs: &[i32], x: RegOrImm| match x {
+        RegOrImm::Reg(r) => reg(regs, r),
+        RegOrImm::Imm(v) => v,
+    };
+    let set = |regs: &mut [i32], r: Reg, v: i32| {
+        *regs
+            .get_mut(usize::from(r.0))
+            .unwrap_or_else(|| no_register(r)) = v;
+    };
+    let flow = match op {
+        Op::RegSet(insn::RegSet { dst, value }) => {
+            set(regs, *dst, *value);
+            Flow::Next
+        }
+        Op::RegMove(insn::RegMove { dst, src }) => {
+            set(regs, *dst, reg(regs, *src));
+            Flow::Next
+        }
+        Op::RegAlu(insn::RegAlu { dst, op, a, b }) => {
+            match reg_alu(*op, reg(regs, *a), value(regs, *b)) {
+                Ok(v) => set(regs, *dst, v),
+                Err(fault) => return Some(Err(fault)),
+            }
+            Flow::Next
+        }
+        Op::Branch(insn::Branch { cond, a, b, target }) => {
+            match cond.holds(reg(regs, *a), value(regs, *b)) {
+                true => Flow::Jump(*target),
+                false => Flow::Next,
+            }
+        }
+        Op::Jump(insn::Jump { target }) => Flow::Jump(*target),
+        Op::Label(_) | Op::Nop(insn::Nop {}) => Flow::Next,
+        _ => return None,
+    };
+    Some(Ok(flow))
+}
+
 /// Where a queue continues after an instruction.
 pub(crate) enum Flow {
     Next,
@@ -253,15 +298,15 @@ impl Exec<'_> {
             Op::NGather(i) => self.n_gather(i)?,
             Op::SequenceBounds(i) => self.sequence_bounds(i)?,
             Op::NonzeroWithCount(i) => self.nonzero_with_count(i)?,
-            Op::RegSet(insn::RegSet { dst, value }) => *self.reg_mut(*dst) = *value,
-            Op::RegMove(insn::RegMove { dst, src }) => {
-                let v = self.reg(*src);
-                *self.reg_mut(*dst) = v;
-            }
-            Op::RegAlu(insn::RegAlu { dst, op, a, b }) => {
-                let a = self.reg(*a);
-                let b = self.reg_or_imm(*b);
-                *self.reg_mut(*dst) = reg_alu(*op, a, b)?;
+            Op::RegSet(_)
+            | Op::RegMove(_)
+            | Op::RegAlu(_)
+            | Op::Branch(_)
+            | Op::Jump(_)
+            | Op::Label(_)
+            | Op::Nop(_) => {
+                return registers(op, self.regs)
+                    .unwrap_or_else(|| unreachable!("`registers` runs {}", op.mnemonic()));
             }
             Op::RegLoad(insn::RegLoad { dst, src }) => {
                 let v = self.view(src, "src")?;
@@ -280,16 +325,8 @@ impl Exec<'_> {
                 let v = self.view_w(dst, "dst")?;
                 self.mem.write_bits(&v, &[value as u32])?;
             }
-            Op::Branch(insn::Branch { cond, a, b, target }) => {
-                let a = self.reg(*a);
-                let b = self.reg_or_imm(*b);
-                if cond.holds(a, b) {
-                    return Ok(Flow::Jump(*target));
-                }
-            }
-            Op::Jump(insn::Jump { target }) => return Ok(Flow::Jump(*target)),
             // A `sendrecv` moves its data in the machine, which pairs the cores.
-            Op::Label(_) | Op::Nop(insn::Nop {}) | Op::CoreBarrier(_) | Op::SendRecv(_) => {}
+            Op::CoreBarrier(_) | Op::SendRecv(_) => {}
         }
         Ok(Flow::Next)
     }
@@ -311,13 +348,6 @@ impl Exec<'_> {
         self.regs
             .get_mut(usize::from(r.0))
             .unwrap_or_else(|| no_register(r))
-    }
-
-    fn reg_or_imm(&self, x: RegOrImm) -> i32 {
-        match x {
-            RegOrImm::Reg(r) => self.reg(r),
-            RegOrImm::Imm(v) => v,
-        }
     }
 
     fn view(&self, ap: &AccessPattern, field: &'static str) -> FResult<View> {
@@ -2160,7 +2190,7 @@ fn apply(op: AluOp, x: f32, operand: f32, reverse: bool) -> f32 {
 }
 
 /// The `reg_alu` operators on 32-bit registers.
-pub(crate) fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
+fn reg_alu(op: RegAluOp, a: i32, b: i32) -> FResult<i32> {
     Ok(match op {
         RegAluOp::Add => a.wrapping_add(b),
         RegAluOp::Sub => a.wrapping_sub(b),

@@ -42,6 +42,8 @@ use std::collections::BTreeMap;
 
 use nkic_isa::{BranchCond, Instruction, Label, Op, Reg, RegAluOp, RegOrImm, insn};
 
+use crate::exec::Flow;
+
 /// One iteration of a counting loop (module doc), from the registers at
 /// its back branch.
 #[derive(Clone, Debug)]
@@ -217,33 +219,9 @@ impl Region {
                 return None;
             }
             executed.push(pc);
-            let reg = |regs: &[i32], r: &Reg| regs.get(usize::from(r.0)).copied();
-            let value = |regs: &[i32], v: &RegOrImm| match v {
-                RegOrImm::Reg(r) => reg(regs, r),
-                RegOrImm::Imm(imm) => Some(*imm),
-            };
-            pc = match &insts[pc].op {
-                Op::RegSet(insn::RegSet { dst, value }) => {
-                    *regs.get_mut(usize::from(dst.0))? = *value;
-                    pc + 1
-                }
-                Op::RegMove(insn::RegMove { dst, src }) => {
-                    *regs.get_mut(usize::from(dst.0))? = reg(regs, src)?;
-                    pc + 1
-                }
-                Op::RegAlu(insn::RegAlu { dst, op, a, b }) => {
-                    let x = crate::exec::reg_alu(*op, reg(regs, a)?, value(regs, b)?).ok()?;
-                    *regs.get_mut(usize::from(dst.0))? = x;
-                    pc + 1
-                }
-                Op::Branch(insn::Branch { cond, a, b, target }) => {
-                    match cond.holds(reg(regs, a)?, value(regs, b)?) {
-                        true => *labels.get(target)?,
-                        false => pc + 1,
-                    }
-                }
-                Op::Jump(insn::Jump { target }) => *labels.get(target)?,
-                _ => pc + 1,
+            pc = match crate::exec::registers(&insts[pc].op, regs)?.ok()? {
+                Flow::Next => pc + 1,
+                Flow::Jump(label) => *labels.get(&label)?,
             };
         }
         Some(executed)
